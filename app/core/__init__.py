@@ -1,0 +1,1 @@
+"""Plain Python: conversations, messages, settings, the history store, data paths."""

@@ -1,0 +1,1 @@
+"""The inference engine: runs in its own child process."""

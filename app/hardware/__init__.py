@@ -1,0 +1,1 @@
+"""What the machine has and where a model should run."""

@@ -1,0 +1,1 @@
+"""The user's models: installed files, import, metadata, the starter model."""

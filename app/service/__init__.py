@@ -1,0 +1,1 @@
+"""UI-process side of the engine: the async client and its lifecycle policy."""
