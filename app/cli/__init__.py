@@ -1,0 +1,1 @@
+"""Command-line entry points: the headless chat and the hardware doctor."""

@@ -1,0 +1,226 @@
+"""The user's settings and the file they live in, written atomically."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.core.generation import GenerationSettings
+
+# Raise when the meaning of a key changes; adding a key does not need a new version,
+# because unknown keys are ignored and missing keys take their defaults.
+SETTINGS_VERSION = 1
+DEVICE_PREFERENCES = ("auto", "npu", "gpu", "cpu")
+THEMES = ("system", "light", "dark")
+
+
+class SettingsError(Exception):
+    """The settings file cannot be written; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the user can set that is not part of one conversation.
+
+    `threads` None means one thread per physical core. `device_preference` is one of
+    DEVICE_PREFERENCES and `theme` one of THEMES.
+    """
+
+    version: int = SETTINGS_VERSION
+    default_model: str | None = None
+    generation: GenerationSettings = GenerationSettings()
+    threads: int | None = None
+    device_preference: str = "auto"
+    theme: str = "system"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as a plain dict that `json.dumps` can write."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], problems: list[str] | None = None) -> Settings:
+        """Settings from a dict read from disk; see `settings_from_dict`."""
+        return settings_from_dict(data, [] if problems is None else problems)
+
+    def validated(self) -> Settings:
+        """These settings, or ValueError in plain words naming the bad one."""
+        model = self.default_model
+        if model is not None and not isinstance(model, str):
+            raise ValueError(f"default_model must be a model name or empty (got {model!r}).")
+        threads = self.threads
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise ValueError(
+                f"threads must be a whole number of 1 or more, or empty for one per core "
+                f"(got {threads!r})."
+            )
+        if self.device_preference not in DEVICE_PREFERENCES:
+            raise ValueError(
+                f"device_preference must be one of {', '.join(DEVICE_PREFERENCES)} "
+                f"(got {self.device_preference!r})."
+            )
+        if self.theme not in THEMES:
+            raise ValueError(f"theme must be one of {', '.join(THEMES)} (got {self.theme!r}).")
+        if not isinstance(self.generation, GenerationSettings):
+            raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
+        return dataclasses.replace(self, generation=self.generation.validated())
+
+
+def _field_by_field(defaults: Any, data: Mapping[str, Any], problems: list[str]) -> Any:
+    """`defaults` with each valid known value of `data` applied; bad ones noted."""
+    names = {f.name for f in dataclasses.fields(defaults)}
+    result = defaults
+    for key, value in data.items():
+        if key not in names or key in ("version", "generation"):
+            continue
+        try:
+            result = dataclasses.replace(result, **{key: value}).validated()
+        except ValueError:
+            problems.append(key)
+    return result
+
+
+def settings_from_dict(data: Mapping[str, Any], problems: list[str]) -> Settings:
+    """Settings from a dict read from disk, keeping every value that is valid.
+
+    Unknown keys are ignored; a missing or invalid value takes its default and its
+    name is added to `problems`.
+    """
+    generation = GenerationSettings()
+    raw_generation = data.get("generation", {})
+    if isinstance(raw_generation, Mapping):
+        generation = _field_by_field(generation, raw_generation, problems)
+    else:
+        problems.append("generation")
+    base = Settings(generation=generation)
+    return _field_by_field(base, data, problems)
+
+
+class SettingsFile:
+    """The settings file at `path`: load forgives, save is atomic.
+
+    After `load()`, `last_problem` holds a message for the user if the file could not
+    be used as it was, else None.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.last_problem: str | None = None
+        # Set when the file on disk came from a newer Kestrel (see save()).
+        self._newer_loaded: Settings | None = None
+
+    def load(self) -> Settings:
+        """The saved settings, or the defaults if there is no usable file."""
+        self.last_problem = None
+        self._newer_loaded = None
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return Settings()
+        except OSError as error:
+            self.last_problem = (
+                f"Kestrel could not read its settings file {self.path} ({error.strerror}), "
+                "so it is using default settings. Check the file's permissions."
+            )
+            return Settings()
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            return self._set_aside()
+        return self._from_data(data)
+
+    def _from_data(self, data: dict[str, Any]) -> Settings:
+        problems: list[str] = []
+        settings = settings_from_dict(data, problems)
+        if problems:
+            self.last_problem = (
+                f"Some settings in {self.path} were not valid and were reset to their "
+                f"defaults: {', '.join(problems)}. Check them in Settings."
+            )
+        version = data.get("version", SETTINGS_VERSION)
+        if isinstance(version, int) and version > SETTINGS_VERSION:
+            self._newer_loaded = settings
+        return settings
+
+    def _set_aside(self) -> Settings:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.bad-{stamp}")
+        counter = 1
+        while aside.exists():
+            counter += 1
+            aside = self.path.with_name(f"{self.path.name}.bad-{stamp}-{counter}")
+        try:
+            os.replace(self.path, aside)
+        except OSError as error:
+            self.last_problem = (
+                f"Kestrel's settings file {self.path} is damaged and could not be moved "
+                f"aside ({error.strerror}), so it is using default settings. Delete the "
+                "file to start afresh."
+            )
+            return Settings()
+        self.last_problem = (
+            f"Kestrel's settings file was damaged, so it is using default settings. The "
+            f"old file was kept as {aside.name} in {aside.parent}."
+        )
+        return Settings()
+
+    def save(self, settings: Settings) -> None:
+        """Write the settings so that the file is always either old or new, never torn.
+
+        ValueError if `settings` are invalid (a bug in the caller); SettingsError if
+        the disk refuses.
+        """
+        settings = dataclasses.replace(settings.validated(), version=SETTINGS_VERSION)
+        # A file from a newer Kestrel may hold settings this version does not know.
+        # Writing it back unchanged would only drop them, so it is left alone until
+        # the user actually changes something here.
+        if self._newer_loaded is not None and settings == self._newer_loaded:
+            return
+        text = json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n"
+        try:
+            self._write_atomically(text.encode("utf-8"))
+        except OSError as error:
+            raise SettingsError(
+                f"Kestrel could not save its settings to {self.path} ({error.strerror}). "
+                "Check that the disk has free space and the folder is writable, then "
+                "change the setting again."
+            ) from error
+        self._newer_loaded = None
+
+    def _write_atomically(self, data: bytes) -> None:
+        folder = self.path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        # The temporary file is in the same folder so os.replace is a rename on one
+        # file system, which is atomic.
+        fd, temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as temp:
+                temp.write(data)
+                temp.flush()
+                os.fsync(temp.fileno())
+            os.replace(temp_name, self.path)
+        except BaseException:
+            Path(temp_name).unlink(missing_ok=True)
+            raise
+        _fsync_folder(folder)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable; Windows has no way to open a folder for this."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,24 @@
+"""Errors the engine reports to the client with a kind the caller can act on."""
+
+from __future__ import annotations
+
+
+class ModelLoadError(Exception):
+    """A model could not be loaded; the message says what the user can do."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class ContextOverflow(Exception):
+    """The prompt alone is longer than the context."""
+
+    def __init__(self, prompt_tokens: int, context_length: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.context_length = context_length
+        super().__init__(
+            f"The prompt is {prompt_tokens} tokens but the context holds {context_length}. "
+            "Shorten the message or raise the context length in the settings."
+        )

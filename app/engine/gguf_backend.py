@@ -1,0 +1,245 @@
+"""GGUF models through llama-cpp-python: load, stream an answer, reuse the KV cache."""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import llama_cpp
+
+from app.engine.answer_text import AnswerText
+from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
+from app.engine.control import GenerationControl
+from app.engine.errors import ContextOverflow, ModelLoadError
+from app.engine.protocol import Delta, Done, Generate, Load, Loaded
+from app.engine.resources import default_threads, memory_problem
+from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
+
+
+class _CountingLlama(llama_cpp.Llama):
+    """A Llama that counts the tokens it evaluates, to show what the KV cache saved."""
+
+    evaluated = 0
+
+    def eval(self, tokens):  # Override Llama.eval.
+        self.evaluated += len(tokens)
+        super().eval(tokens)
+
+
+@dataclass
+class _Timing:
+    start: float
+    first: float | None = None
+    last: float | None = None
+    evaluated: int = 0
+    generated: int = 0
+
+
+class GgufBackend:
+    """One loaded GGUF model and its context."""
+
+    def __init__(self, llm: _CountingLlama, info: GgufInfo, loaded: Loaded) -> None:
+        self._llm = llm
+        self._info = info
+        self.loaded = loaded
+        model = llm._model
+        self._vocab = model.vocab
+        self._tokens = ModelTokens(
+            bos=_token_text(model, model.token_bos()),
+            eos=_token_text(model, model.token_eos()),
+        )
+        self._add_bos = bool(model.add_bos_token())
+        self._piece_buffer = ctypes.create_string_buffer(256)
+
+    @classmethod
+    def load(cls, request: Load) -> "GgufBackend":
+        """Check the file, then load it; errors say what the user can do."""
+        started = time.perf_counter()
+        info = read_gguf_info(Path(request.model_path))
+        context = _context_length(request.context_length, info)
+        problem = memory_problem(info.file_size, context, info)
+        if problem:
+            raise ModelLoadError("model_too_big", problem)
+        threads = request.threads or default_threads()
+        try:
+            llm = _CountingLlama(
+                model_path=request.model_path,
+                n_ctx=context,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=request.gpu_layers,
+                # The full-size sliding-window cache lets a later turn reuse the
+                # earlier turns (Gemma 3 uses sliding-window attention).
+                swa_full=True,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelLoadError("model_load", _load_failure_message(info, exc)) from exc
+        loaded = Loaded(
+            request_id=request.request_id,
+            model_path=request.model_path,
+            load_ms=(time.perf_counter() - started) * 1000,
+            device="CPU",
+            context_length=llm.n_ctx(),
+            threads=threads,
+            architecture=info.architecture,
+            chat_format="embedded" if info.chat_template else "builtin",
+        )
+        return cls(llm, info, loaded)
+
+    def reset(self) -> None:
+        """Forget the cached conversation."""
+        self._llm.reset()
+        self._llm.n_tokens = 0
+
+    def close(self) -> None:
+        self._llm.close()
+
+    def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
+        """Stream the answer; cancel and pause take effect between two tokens."""
+        timing = _Timing(start=time.perf_counter())
+        spec, prompt, left_out = self._fit_prompt(request)
+        n_ctx = self._llm.n_ctx()
+        budget = min(request.max_tokens, n_ctx - len(prompt))
+        answer = AnswerText(spec.stop + tuple(request.stop))
+        finish = yield from self._stream(request, prompt, budget, answer, control, timing)
+        tail = answer.finish()
+        if tail:
+            yield Delta(request.request_id, tail)
+        stats = self._stats(timing, prompt, answer, finish, spec.chat_format)
+        stats["messages_left_out"] = left_out
+        yield Done(request.request_id, finish, stats)
+
+    def _fit_prompt(self, request: Generate) -> tuple[PromptSpec, list[int], int]:
+        """The prompt, leaving out the oldest turns if asked and needed to leave room."""
+        n_ctx = self._llm.n_ctx()
+        room = min(request.max_tokens, max(64, n_ctx // 4))
+        messages = list(request.messages)
+        system = [m for m in messages if m.role == "system"]
+        turns = [m for m in messages if m.role != "system"]
+        starts = [i for i, m in enumerate(turns) if m.role == "user"] or [0]
+
+        def attempt(skip: int):
+            spec = self._spec(system + turns[skip:])
+            return spec, self._tokenize(spec.text), skip
+
+        best = attempt(0)
+        if request.trim_history and len(best[1]) + room > n_ctx and len(starts) > 1:
+            # Fewest turns left out that leave room for an answer: binary search over
+            # turn starts, so a 2,000-message chat costs a dozen tokenizations, not 2,000.
+            low, high = 1, len(starts) - 1
+            best = attempt(starts[high])
+            while low <= high:
+                middle = (low + high) // 2
+                candidate = attempt(starts[middle])
+                if len(candidate[1]) + room <= n_ctx:
+                    best, high = candidate, middle - 1
+                else:
+                    low = middle + 1
+        spec, prompt, left_out = best
+        if len(prompt) >= n_ctx:
+            raise ContextOverflow(len(prompt), n_ctx)
+        return spec, prompt, left_out
+
+    def _spec(self, messages) -> PromptSpec:
+        return build_prompt(messages, template=self._info.chat_template,
+                            architecture=self._info.architecture, tokens=self._tokens)
+
+    def _stream(self, request, prompt, budget, answer, control, timing) -> Iterator[Delta]:
+        llm = self._llm
+        llm.set_seed(request.seed if request.seed >= 0 else random.getrandbits(32))
+        llm.evaluated = 0
+        tokens = llm.generate(
+            prompt,
+            top_k=request.top_k,
+            top_p=request.top_p,
+            min_p=0.0,
+            temp=request.temperature,
+            repeat_penalty=request.repeat_penalty,
+        )
+        finish = "length" if budget == request.max_tokens else "context"
+        generated = 0
+        try:
+            for token in tokens:
+                if timing.first is None:
+                    timing.first = time.perf_counter()
+                    timing.evaluated = llm.evaluated
+                if control.cancelled:
+                    return "cancelled"
+                if llama_cpp.llama_vocab_is_eog(self._vocab, token):
+                    return "stop"
+                generated += 1
+                timing.last = time.perf_counter()
+                text = answer.feed(self._piece(token))
+                if text:
+                    yield Delta(request.request_id, text)
+                if answer.stopped_by is not None:
+                    return "stop"
+                if generated >= budget:
+                    return finish
+                control.wait_while_paused()
+            return finish
+        finally:
+            tokens.close()
+            timing.generated = generated
+
+    def _tokenize(self, text: str) -> list[int]:
+        bos = self._tokens.bos
+        add_bos = self._add_bos and not (bos and text.startswith(bos))
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
+
+    def _piece(self, token: int) -> bytes:
+        buffer = self._piece_buffer
+        size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        if size < 0:
+            # llama.cpp says how big the buffer must be for this piece.
+            self._piece_buffer = buffer = ctypes.create_string_buffer(-size)
+            size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
+        return buffer.raw[:size]
+
+    def _stats(self, timing: _Timing, prompt, answer: AnswerText, finish: str, chat_format: str) -> dict:
+        generated = timing.generated
+        first = timing.first or time.perf_counter()
+        decode_s = (timing.last - first) if timing.last and generated > 1 else 0.0
+        return {
+            "ttft_ms": round((first - timing.start) * 1000, 2),
+            "tokens": generated,
+            "tokens_per_s": round((generated - 1) / decode_s, 2) if decode_s > 0 else 0.0,
+            "prompt_tokens": len(prompt),
+            "prompt_tokens_evaluated": timing.evaluated,
+            "device": self.loaded.device,
+            "finish_reason": finish,
+            "chat_format": chat_format,
+            "total_ms": round((time.perf_counter() - timing.start) * 1000, 2),
+        }
+
+
+def _token_text(model, token: int) -> str:
+    if token is None or token < 0:
+        return ""
+    try:
+        return model.token_get_text(token)
+    except (UnicodeDecodeError, ValueError):
+        return ""
+
+
+def _context_length(requested: int, info: GgufInfo) -> int:
+    # More context than the model was trained on only produces nonsense.
+    if info.context_length:
+        return max(256, min(requested, info.context_length))
+    return max(256, requested)
+
+
+def _load_failure_message(info: GgufInfo, exc: Exception) -> str:
+    return (
+        f"{info.path.name} is a GGUF file (architecture '{info.architecture}') but llama.cpp "
+        f"could not load it ({exc}). The file may be damaged, or made for a newer version "
+        "of llama.cpp: download it again, or update Kestrel."
+    )
+
+
+__all__ = ["GgufBackend", "ModelFileError", "ModelLoadError", "ContextOverflow"]

@@ -1,0 +1,141 @@
+"""The engine process: a request loop over one pipe, one model at a time."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from app.engine import protocol as p
+from app.engine.control import GenerationControl
+from app.engine.errors import ContextOverflow, ModelLoadError
+
+
+class _Outbox:
+    """Sends events; the reader thread and the request loop both reply."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    def send(self, event: Any) -> None:
+        with self._lock:
+            try:
+                self._conn.send(event)
+            except (BrokenPipeError, EOFError, OSError):
+                # The UI process is gone; the request loop ends on its own EOF.
+                pass
+
+
+class EngineLoop:
+    """Owns the backend; runs requests in order; cancel/pause arrive beside them."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._out = _Outbox(conn)
+        self._inbox: queue.Queue[Any] = queue.Queue()
+        self._control = GenerationControl()
+        self._backend = None
+
+    def run(self) -> None:
+        self._out.send(p.Hello(p.PROTOCOL_VERSION, os.getpid()))
+        threading.Thread(target=self._read, name="engine-reader", daemon=True).start()
+        while True:
+            request = self._inbox.get()
+            if isinstance(request, p.Shutdown):
+                self._unload()
+                self._out.send(p.Ack(request.request_id, "shutdown"))
+                return
+            self._handle(request)
+
+    def _read(self) -> None:
+        """Route cancel/pause/resume at once; queue everything else for the loop."""
+        while True:
+            try:
+                request = self._conn.recv()
+            except (EOFError, OSError):
+                self._control.cancel()
+                self._inbox.put(p.Shutdown())
+                return
+            if isinstance(request, (p.Cancel, p.Pause, p.Resume)):
+                self._steer(request)
+            else:
+                self._inbox.put(request)
+
+    def _steer(self, request: p.Cancel | p.Pause | p.Resume) -> None:
+        if isinstance(request, p.Cancel):
+            self._control.cancel_request(request.request_id)
+        elif isinstance(request, p.Pause):
+            self._control.pause()
+            self._out.send(p.Ack(request.request_id, "pause"))
+        else:
+            self._control.resume()
+            self._out.send(p.Ack(request.request_id, "resume"))
+
+    def _handle(self, request: Any) -> None:
+        try:
+            if isinstance(request, p.Load):
+                self._load(request)
+            elif isinstance(request, p.Generate):
+                self._generate(request)
+            elif isinstance(request, p.Reset):
+                if self._backend is not None:
+                    self._backend.reset()
+                self._out.send(p.Ack(request.request_id, "reset"))
+            elif isinstance(request, p.Unload):
+                self._unload()
+                self._out.send(p.Ack(request.request_id, "unload"))
+            else:
+                self._error(request, p.ERR_PROTOCOL, f"Unknown request {type(request).__name__}.")
+        except Exception as exc:  # A bug: report it with its traceback, keep serving.
+            self._error(request, p.ERR_INTERNAL, f"{type(exc).__name__}: {exc}",
+                        {"traceback": traceback.format_exc()})
+
+    def _load(self, request: p.Load) -> None:
+        from app.engine.gguf_backend import GgufBackend, ModelFileError
+
+        self._unload()
+        try:
+            self._backend = GgufBackend.load(request)
+        except ModelFileError as exc:
+            self._error(request, p.ERR_MODEL_FILE, str(exc), {"file_problem": exc.kind})
+            return
+        except ModelLoadError as exc:
+            self._error(request, p.ERR_MODEL_LOAD, exc.message, {"load_problem": exc.kind})
+            return
+        self._out.send(self._backend.loaded)
+
+    def _generate(self, request: p.Generate) -> None:
+        if self._backend is None:
+            self._error(request, p.ERR_NO_MODEL, "No model is loaded. Choose a model first.")
+            return
+        self._control.begin(request.request_id)
+        try:
+            for event in self._backend.generate(request, self._control):
+                self._out.send(event)
+        except ContextOverflow as exc:
+            self._error(request, p.ERR_CONTEXT, str(exc), {
+                "prompt_tokens": exc.prompt_tokens, "context_length": exc.context_length})
+        finally:
+            self._control.end()
+
+    def _unload(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    def _error(self, request: Any, kind: str, message: str, details: dict | None = None) -> None:
+        request_id = getattr(request, "request_id", 0)
+        self._out.send(p.Error(request_id, kind, message, details or {}))
+
+
+def engine_main(conn: Connection) -> None:
+    """Entry point of the engine child process."""
+    # Ctrl+C in a terminal reaches the whole process group; the UI process decides
+    # what it means (cancel, then shutdown), so the engine must not die of it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    EngineLoop(conn).run()

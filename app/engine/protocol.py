@@ -1,0 +1,163 @@
+"""Messages between the UI process and the engine process: small versioned dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Bumped whenever a message gains, loses or changes a field. The engine announces its
+# version in Hello and the client refuses to talk to an engine of another version.
+PROTOCOL_VERSION = 1
+
+
+# --- requests: UI process -> engine -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One turn of a conversation as the engine sees it."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Load:
+    """Load a model file, replacing the one loaded now."""
+
+    request_id: int
+    model_path: str
+    context_length: int = 4096
+    threads: int | None = None
+    gpu_layers: int = 0
+
+
+@dataclass(frozen=True)
+class Generate:
+    """Answer a conversation; streams Delta events then one Done or Error."""
+
+    request_id: int
+    messages: tuple[ChatMessage, ...]
+    temperature: float = 0.7
+    top_p: float = 0.95
+    top_k: int = 40
+    repeat_penalty: float = 1.1
+    max_tokens: int = 512
+    seed: int = -1
+    stop: tuple[str, ...] = ()
+    # Leave out the oldest turns (never the system prompt) when the conversation is
+    # longer than the context, instead of refusing it. Done.stats says how many.
+    trim_history: bool = False
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Stop the running generation between two tokens."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Hold the running generation between two tokens until Resume."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Let a paused generation go on."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Forget the cached conversation (the KV cache) but keep the model."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Unload:
+    """Free the model's memory."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """Finish and exit the engine process."""
+
+    request_id: int = 0
+
+
+# --- events: engine -> UI process ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hello:
+    """First event of every engine process."""
+
+    protocol_version: int
+    pid: int
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A model is loaded and ready."""
+
+    request_id: int
+    model_path: str
+    load_ms: float
+    device: str
+    context_length: int
+    threads: int
+    architecture: str
+    chat_format: str
+    fallback_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Delta:
+    """New text of the answer: always whole, valid UTF-8 characters."""
+
+    request_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The answer is complete; finish_reason is stop, length, cancelled or context."""
+
+    request_id: int
+    finish_reason: str
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ack:
+    """A request without a streamed result (reset, unload, pause, resume) took effect."""
+
+    request_id: int
+    what: str
+
+
+@dataclass(frozen=True)
+class Error:
+    """A request failed. kind tells the caller what the user can do about it."""
+
+    request_id: int
+    kind: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+# Error kinds. They reach the CLI's exit status and the window's messages.
+ERR_MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated
+ERR_MODEL_LOAD = "model_load"  # a valid file llama.cpp still could not load
+ERR_NO_MODEL = "no_model"  # generate before load
+ERR_CONTEXT = "context_overflow"  # the prompt does not fit the context
+ERR_BUSY = "busy"  # a second generate while one runs
+ERR_PROTOCOL = "protocol"  # versions differ, or an unknown message
+ERR_INTERNAL = "internal"  # a bug in the engine; the message says what

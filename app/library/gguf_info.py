@@ -1,0 +1,465 @@
+"""Reads a GGUF model file's header, so a bad file gets a plain-words message before llama.cpp sees it."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import BinaryIO, Literal, Mapping
+
+ModelFileErrorKind = Literal[
+    "missing", "not_a_file", "unreadable", "empty", "not_gguf",
+    "unsupported_version", "truncated", "corrupt",
+]
+
+GGUF_MAGIC = b"GGUF"
+# Version 1 (mid 2023) used 32-bit counts and llama.cpp no longer reads it; 2 and 3
+# share one layout.
+SUPPORTED_VERSIONS = (2, 3)
+DEFAULT_ALIGNMENT = 32
+_QK_K = 256
+# ggml type id -> (name, elements per block, bytes per block), from gguf-py's
+# GGML_QUANT_SIZES. Ids 4, 5 and 31-33, 36-38 belonged to formats ggml has dropped.
+GGML_TYPES: Mapping[int, tuple[str, int, int]] = MappingProxyType({
+    0: ("F32", 1, 4),
+    1: ("F16", 1, 2),
+    2: ("Q4_0", 32, 2 + 16),
+    3: ("Q4_1", 32, 2 + 2 + 16),
+    6: ("Q5_0", 32, 2 + 4 + 16),
+    7: ("Q5_1", 32, 2 + 2 + 4 + 16),
+    8: ("Q8_0", 32, 2 + 32),
+    9: ("Q8_1", 32, 4 + 4 + 32),
+    10: ("Q2_K", 256, 2 + 2 + _QK_K // 16 + _QK_K // 4),
+    11: ("Q3_K", 256, 2 + _QK_K // 4 + _QK_K // 8 + 12),
+    12: ("Q4_K", 256, 2 + 2 + _QK_K // 2 + 12),
+    13: ("Q5_K", 256, 2 + 2 + _QK_K // 2 + _QK_K // 8 + 12),
+    14: ("Q6_K", 256, 2 + _QK_K // 2 + _QK_K // 4 + _QK_K // 16),
+    15: ("Q8_K", 256, 4 + _QK_K + _QK_K // 8),
+    16: ("IQ2_XXS", 256, 2 + _QK_K // 4),
+    17: ("IQ2_XS", 256, 2 + _QK_K // 4 + _QK_K // 32),
+    18: ("IQ3_XXS", 256, 2 + _QK_K // 4 + _QK_K // 8),
+    19: ("IQ1_S", 256, 2 + _QK_K // 8 + _QK_K // 16),
+    20: ("IQ4_NL", 32, 2 + 16),
+    21: ("IQ3_S", 256, 2 + _QK_K // 4 + _QK_K // 8 + _QK_K // 32 + 4),
+    22: ("IQ2_S", 256, 2 + _QK_K // 4 + _QK_K // 16),
+    23: ("IQ4_XS", 256, 2 + 2 + _QK_K // 2 + _QK_K // 64),
+    24: ("I8", 1, 1),
+    25: ("I16", 1, 2),
+    26: ("I32", 1, 4),
+    27: ("I64", 1, 8),
+    28: ("F64", 1, 8),
+    29: ("IQ1_M", 256, _QK_K // 8 + _QK_K // 16 + _QK_K // 32),
+    30: ("BF16", 1, 2),
+    34: ("TQ1_0", 256, 2 + 4 * 13),
+    35: ("TQ2_0", 256, 2 + 64),
+    39: ("MXFP4", 32, 1 + 16),
+    40: ("NVFP4", 64, 4 + 32),
+    41: ("Q1_0", 128, 2 + 16),
+})
+
+# GGUF metadata value types: id -> struct format of one value (string and array are
+# variable-sized and handled apart).
+_STRING, _ARRAY = 8, 9
+_SCALAR_FORMATS: Mapping[int, str] = MappingProxyType({
+    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+    10: "<Q", 11: "<q", 12: "<d",
+})
+_MAX_DIMS = 4  # GGML_MAX_DIMS
+# A newer format would bump the version by one or two; a number beyond this is noise.
+_MAX_PLAUSIBLE_VERSION = 255
+# Limits no real model comes near; a header beyond them is damaged, and we say so
+# instead of trying to allocate or skip that much.
+_MAX_COUNT = 1 << 20
+_MAX_ARRAY_LENGTH = 1 << 28
+_MAX_STRING_BYTES = 1 << 28
+_MAX_ELEMENTS = 1 << 50
+# Arrays up to this length (numbers only) are kept in metadata; longer ones, and all
+# string arrays such as the vocabulary, are summarised as GgufArray.
+_KEPT_ARRAY_LENGTH = 64
+_READ_CHUNK = 1 << 20
+
+
+class ModelFileError(Exception):
+    """A model file that cannot be used, with a message for the user and a kind for code."""
+
+    def __init__(self, kind: ModelFileErrorKind, path: Path, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True)
+class GgufArray:
+    """A metadata array that was skipped rather than read: its element type and length."""
+
+    element_type: str
+    length: int
+
+
+@dataclass(frozen=True)
+class GgufInfo:
+    """What a GGUF file's header says about the model, and where its data should end."""
+
+    path: Path
+    file_size: int
+    version: int
+    architecture: str
+    name: str | None
+    context_length: int | None
+    block_count: int | None
+    embedding_length: int | None
+    head_count: int | None
+    head_count_kv: int | None
+    chat_template: str | None
+    bos_token_id: int | None
+    eos_token_id: int | None
+    tensor_count: int
+    alignment: int
+    data_start: int
+    data_end: int
+    metadata: Mapping[str, object] = field(hash=False, repr=False)
+
+
+class _EndOfFile(Exception):
+    """The header asked for bytes past the end of the file."""
+
+
+class _Corrupt(Exception):
+    """The header holds a value no valid file has; the message says which."""
+
+
+class _UnknownTensorType(Exception):
+    """A tensor uses a ggml number format this table does not know (dropped or too new)."""
+
+    def __init__(self, type_id: int) -> None:
+        super().__init__(type_id)
+        self.type_id = type_id
+
+
+def read_gguf_info(path: Path) -> GgufInfo:
+    """Read the header of the GGUF file at path; raise ModelFileError if it is unusable."""
+    path = Path(path)
+    file_size = _checked_size(path)
+    try:
+        with path.open("rb") as file:
+            return _parse(path, file, file_size)
+    except _EndOfFile:
+        raise ModelFileError("truncated", path, (
+            f'The model file "{path.name}" is incomplete: it ends after '
+            f"{_format_size(file_size)}, part-way through its header. The download or "
+            "copy was cut short; download it again."
+        )) from None
+    except _UnknownTensorType as error:
+        raise ModelFileError("unsupported_version", path, (
+            f'The model file "{path.name}" stores its weights in a number format '
+            f"(ggml type {error.type_id}) that this Kestrel does not know: it is either "
+            "newer than Kestrel or one that llama.cpp has dropped. Update Kestrel, or "
+            "download another quantization of the model (Q4_K_M works everywhere)."
+        )) from None
+    except _Corrupt as error:
+        raise ModelFileError("corrupt", path, (
+            f'The model file "{path.name}" is damaged ({error}). Download it again; '
+            "if that does not help, the file itself is broken: get it from another source."
+        )) from None
+    except OSError as error:
+        raise _unreadable(path, error) from None
+
+
+def _checked_size(path: Path) -> int:
+    try:
+        if not path.exists():
+            raise ModelFileError("missing", path, (
+                f"The model file {path} was not found. It may have been moved, renamed or "
+                "deleted; add the model again or choose another one."
+            ))
+        if not path.is_file():
+            raise ModelFileError("not_a_file", path, (
+                f"{path} is a folder or device, not a model file. Choose the .gguf file itself."
+            ))
+        size = path.stat().st_size
+    except OSError as error:
+        raise _unreadable(path, error) from None
+    if size == 0:
+        raise ModelFileError("empty", path, (
+            f'The model file "{path.name}" is empty (0 bytes). The download or copy did '
+            "not finish; download it again."
+        ))
+    return size
+
+
+def _unreadable(path: Path, error: OSError) -> ModelFileError:
+    reason = error.strerror or str(error)
+    return ModelFileError("unreadable", path, (
+        f"Kestrel could not read the model file {path} ({reason}). Check that the file "
+        "is not locked by another program and that you may read it, then try again."
+    ))
+
+
+def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
+    reader = _HeaderReader(file, file_size)
+    _check_magic(path, reader, file_size)
+    version = _check_version(path, reader.scalar("<I"))
+    tensor_count, kv_count = reader.scalar("<Q"), reader.scalar("<Q")
+    if tensor_count > _MAX_COUNT or kv_count > _MAX_COUNT:
+        raise _Corrupt(f"it claims {tensor_count} tensors and {kv_count} settings")
+
+    metadata: dict[str, object] = {}
+    for index in range(kv_count):
+        key = reader.string()
+        if not key or key in metadata:
+            raise _Corrupt(f"setting number {index + 1} has an empty or repeated name")
+        metadata[key] = _read_value(reader, key)
+    architecture = metadata.get("general.architecture")
+    if not isinstance(architecture, str) or not architecture:
+        raise ModelFileError("corrupt", path, (
+            f'"{path.name}" is a GGUF file but does not say which model architecture it '
+            "holds, so it is not a model Kestrel can run. Choose the model's main .gguf file."
+        ))
+    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
+        raise _Corrupt(f"its data alignment {alignment!r} is not a power of two")
+
+    # Tensor data must follow in order, each padded to the alignment: llama.cpp
+    # refuses anything else, so the last tensor's end is where the file should end.
+    expected_offset = 0
+    data_length = 0
+    for _ in range(tensor_count):
+        name, offset, size = _read_tensor_info(reader)
+        if offset != expected_offset:
+            raise _Corrupt(f"tensor {name!r} is not where the file's index says it is")
+        data_length = offset + size
+        expected_offset = _padded(data_length, alignment)
+    data_start = _padded(reader.offset, alignment) if tensor_count else reader.offset
+    data_end = data_start + data_length
+    if data_end > file_size:
+        raise ModelFileError("truncated", path, (
+            f'The model file "{path.name}" is incomplete: {_format_size(file_size)} of '
+            f"{_format_size(data_end)}. The download or copy was cut short; download it again."
+        ))
+
+    def number(key: str) -> int | None:
+        return _as_int(metadata.get(key))
+
+    def text(key: str) -> str | None:
+        value = metadata.get(key)
+        return value if isinstance(value, str) else None
+
+    return GgufInfo(
+        path=path, file_size=file_size, version=version, architecture=architecture,
+        name=text("general.name"),
+        context_length=number(f"{architecture}.context_length"),
+        block_count=number(f"{architecture}.block_count"),
+        embedding_length=number(f"{architecture}.embedding_length"),
+        head_count=number(f"{architecture}.attention.head_count"),
+        head_count_kv=number(f"{architecture}.attention.head_count_kv"),
+        chat_template=text("tokenizer.chat_template"),
+        bos_token_id=number("tokenizer.ggml.bos_token_id"),
+        eos_token_id=number("tokenizer.ggml.eos_token_id"),
+        tensor_count=tensor_count, alignment=alignment,
+        data_start=data_start, data_end=data_end,
+        metadata=MappingProxyType(metadata),
+    )
+
+
+def _check_magic(path: Path, reader: _HeaderReader, file_size: int) -> None:
+    head = reader.peek(min(file_size, 16))
+    if head[:4] == GGUF_MAGIC:
+        reader.skip(4)
+        return
+    if GGUF_MAGIC.startswith(head):
+        raise _EndOfFile()
+    raise ModelFileError("not_gguf", path, (
+        f'"{path.name}" is not a GGUF model file{_describe_foreign(head)}. Kestrel runs '
+        "models in the GGUF format; download the .gguf version of this model."
+    ))
+
+
+def _describe_foreign(head: bytes) -> str:
+    """A hint at what the file is instead, when its first bytes give it away."""
+    lowered = head.lstrip().lower()
+    if lowered.startswith((b"<!doctype", b"<html", b"<?xml", b"{", b"[")):
+        return " (it holds a web page or text, not a model: the download probably failed)"
+    if head[:4] in (b"lmgg", b"fmgg", b"tjgg"):
+        return " (it is in the old GGML format that GGUF replaced in 2023)"
+    if head[:4] == b"PK\x03\x04":
+        return " (it is a ZIP archive, such as a PyTorch checkpoint)"
+    if len(head) >= 9 and head[8:9] == b"{":
+        return " (it looks like a safetensors file)"
+    return ""
+
+
+def _check_version(path: Path, version: int) -> int:
+    if version in SUPPORTED_VERSIONS:
+        return version
+    if version & 0xFFFF == 0 and (version >> 24) in SUPPORTED_VERSIONS:
+        detail = "it was made for big-endian computers, which Kestrel does not support"
+    elif version > _MAX_PLAUSIBLE_VERSION:
+        raise _Corrupt(f"its header gives the impossible format version {version}")
+    elif version < min(SUPPORTED_VERSIONS):
+        detail = f"it uses the early GGUF version {version}, which llama.cpp no longer reads"
+    else:
+        detail = f"it uses GGUF version {version}, newer than this Kestrel understands"
+    raise ModelFileError("unsupported_version", path, (
+        f'The model file "{path.name}" cannot be used: {detail}. Download a current '
+        "GGUF of this model, or update Kestrel."
+    ))
+
+
+def _read_value(reader: _HeaderReader, key: str) -> object:
+    value_type = reader.scalar("<I")
+    scalar_format = _SCALAR_FORMATS.get(value_type)
+    if scalar_format is not None:
+        return reader.scalar(scalar_format)
+    if value_type == _STRING:
+        return reader.string()
+    if value_type == _ARRAY:
+        return _read_array(reader, key)
+    raise _Corrupt(f"setting {key!r} has the unknown value type {value_type}")
+
+
+def _read_array(reader: _HeaderReader, key: str) -> tuple[object, ...] | GgufArray:
+    element_type, length = reader.scalar("<I"), reader.scalar("<Q")
+    # llama.cpp refuses arrays of arrays too, so there is nothing to skip them for.
+    if element_type not in _SCALAR_FORMATS and element_type != _STRING:
+        raise _Corrupt(f"setting {key!r} has the unknown value type {element_type}")
+    if length > _MAX_ARRAY_LENGTH:
+        raise _Corrupt(f"setting {key!r} claims {length} values")
+    element_format = _SCALAR_FORMATS.get(element_type)
+    if element_format is None:
+        reader.skip_strings(length)
+    elif length <= _KEPT_ARRAY_LENGTH:
+        return tuple(reader.scalar(element_format) for _ in range(length))
+    else:
+        reader.skip(length * struct.calcsize(element_format))
+    return GgufArray(_type_name(element_type), length)
+
+
+def _type_name(value_type: int) -> str:
+    names = {_STRING: "string", 6: "float32", 12: "float64", 7: "bool"}
+    if value_type in names:
+        return names[value_type]
+    fmt = _SCALAR_FORMATS[value_type]
+    signed = "int" if fmt[1].islower() else "uint"
+    return f"{signed}{8 * struct.calcsize(fmt)}"
+
+
+def _padded(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment
+
+
+def _read_tensor_info(reader: _HeaderReader) -> tuple[str, int, int]:
+    """Read one tensor description: its name, data offset and data size in bytes."""
+    name = reader.string()
+    n_dims = reader.scalar("<I")
+    if n_dims > _MAX_DIMS:
+        raise _Corrupt(f"tensor {name!r} claims {n_dims} dimensions")
+    shape = [reader.scalar("<Q") for _ in range(n_dims)]
+    type_id, offset = reader.scalar("<I"), reader.scalar("<Q")
+    if type_id not in GGML_TYPES:
+        raise _UnknownTensorType(type_id)
+    _, block_size, block_bytes = GGML_TYPES[type_id]
+    elements = 1
+    for extent in shape:
+        elements *= extent
+    if elements > _MAX_ELEMENTS:
+        raise _Corrupt(f"tensor {name!r} claims an impossible size")
+    if shape and shape[0] % block_size:
+        raise _Corrupt(f"tensor {name!r} does not fit its number format")
+    return name, offset, elements // block_size * block_bytes
+
+
+def _as_int(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    # Some models give a per-layer list (for example head counts); the largest is what
+    # sizing needs.
+    if isinstance(value, tuple) and value and all(type(v) is int for v in value):
+        return max(value)
+    return None
+
+
+def _format_size(size: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            amount = size / scale
+            return f"{amount:.1f} {unit}" if amount < 10 else f"{amount:.0f} {unit}"
+    return f"{size} bytes"
+
+
+class _HeaderReader:
+    """Reads little-endian values from the start of a file in large chunks."""
+
+    def __init__(self, file: BinaryIO, file_size: int) -> None:
+        self._file = file
+        self._file_size = file_size
+        self._buffer = b""
+        self._position = 0  # within _buffer
+        self._buffer_start = 0  # file offset of _buffer[0]
+
+    @property
+    def offset(self) -> int:
+        return self._buffer_start + self._position
+
+    def peek(self, count: int) -> bytes:
+        self._fill(count)
+        return self._buffer[self._position:self._position + count]
+
+    def scalar(self, fmt: str) -> int | float | bool:
+        size = struct.calcsize(fmt)
+        self._fill(size)
+        (value,) = struct.unpack_from(fmt, self._buffer, self._position)
+        self._position += size
+        return value
+
+    def string(self) -> str:
+        length = self.scalar("<Q")
+        if length > _MAX_STRING_BYTES:
+            raise _Corrupt(f"a text claims {length} bytes")
+        self._fill(length)
+        raw = self._buffer[self._position:self._position + length]
+        self._position += length
+        return raw.decode("utf-8", errors="replace")
+
+    def skip(self, count: int) -> None:
+        target = self.offset + count
+        if target > self._file_size:
+            raise _EndOfFile()
+        if target <= self._buffer_start + len(self._buffer):
+            self._position += count
+            return
+        self._buffer, self._position, self._buffer_start = b"", 0, target
+        self._file.seek(target)
+
+    def skip_strings(self, count: int) -> None:
+        # The vocabulary alone can be several hundred thousand strings; this loop keeps
+        # to local variables and refills only at chunk ends.
+        unpack_length = struct.Struct("<Q").unpack_from
+        for _ in range(count):
+            if len(self._buffer) - self._position < 8:
+                self._fill(8)
+            (length,) = unpack_length(self._buffer, self._position)
+            if length > _MAX_STRING_BYTES:
+                raise _Corrupt(f"a text claims {length} bytes")
+            self._position += 8
+            if len(self._buffer) - self._position >= length:
+                self._position += length
+            else:
+                self.skip(length)
+
+    def _fill(self, count: int) -> None:
+        """Make count bytes available at the current position, or raise _EndOfFile."""
+        available = len(self._buffer) - self._position
+        if available >= count:
+            return
+        if self.offset + count > self._file_size:
+            raise _EndOfFile()
+        more = self._file.read(max(count - available, _READ_CHUNK))
+        self._buffer = self._buffer[self._position:] + more
+        self._buffer_start += self._position
+        self._position = 0
+        if len(self._buffer) < count:
+            raise _EndOfFile()

@@ -1,0 +1,99 @@
+"""The models folder: one folder per model, its file and a model.json beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+METADATA_FILE = "model.json"
+METADATA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class InstalledModel:
+    """A model file in the library and what is known about it."""
+
+    id: str
+    title: str
+    path: Path
+    size: int
+    sha256: str | None
+    source: str
+    added: float
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["path"] = self.path.name
+        data["version"] = METADATA_VERSION
+        return data
+
+
+class ModelLibrary:
+    """Reads and writes the models folder; nothing here loads a model."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def folder_for(self, model_id: str) -> Path:
+        folder = self.root / _safe_id(model_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def list(self) -> list[InstalledModel]:
+        """Installed models whose file is complete, oldest first."""
+        if not self.root.is_dir():
+            return []
+        found = (self._read(folder) for folder in sorted(self.root.iterdir()) if folder.is_dir())
+        return sorted((m for m in found if m is not None), key=lambda m: m.added)
+
+    def get(self, model_id: str) -> InstalledModel | None:
+        folder = self.root / _safe_id(model_id)
+        return self._read(folder) if folder.is_dir() else None
+
+    def find(self, path_or_id: str) -> InstalledModel | None:
+        """A model by its id, or by the path of its file."""
+        by_id = self.get(path_or_id) if _safe_id(path_or_id) == path_or_id else None
+        if by_id is not None:
+            return by_id
+        wanted = Path(path_or_id).resolve()
+        return next((m for m in self.list() if m.path.resolve() == wanted), None)
+
+    def register(self, model_id: str, path: Path, *, title: str, sha256: str | None,
+                 source: str) -> InstalledModel:
+        """Record a model file that is already in its folder."""
+        model = InstalledModel(_safe_id(model_id), title, path, path.stat().st_size,
+                               sha256, source, time.time())
+        _write_json_atomically(path.parent / METADATA_FILE, model.to_json())
+        return model
+
+    def _read(self, folder: Path) -> InstalledModel | None:
+        try:
+            data = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+            path = folder / data["path"]
+            size = path.stat().st_size
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if size != data.get("size"):
+            return None
+        return InstalledModel(folder.name, str(data.get("title") or folder.name), path, size,
+                              data.get("sha256"), str(data.get("source", "")),
+                              float(data.get("added", 0.0)))
+
+
+def _safe_id(model_id: str) -> str:
+    """A folder name that is valid on every OS."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip(".-")
+    return cleaned or "model"
+
+
+def _write_json_atomically(path: Path, data: dict) -> None:
+    temp = path.with_name(path.name + ".tmp")
+    with temp.open("w", encoding="utf-8") as out:
+        json.dump(data, out, indent=2, ensure_ascii=False)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temp, path)

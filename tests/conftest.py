@@ -1,0 +1,34 @@
+"""Shared fixtures: an isolated Kestrel home per test, the tiny model, the starter model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Set before anything imports Qt: there is no display in CI.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from tests.helpers.models import STARTER_PACKAGE, build_starter, build_tiny  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def kestrel_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own data, config, cache and log folders."""
+    home = tmp_path / "kestrel home ü"  # a space and a non-ASCII letter, as on real machines
+    monkeypatch.setenv("KESTREL_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny llama-architecture GGUF with random weights that real llama.cpp runs."""
+    return build_tiny(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="session")
+def starter_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real Gemma 3 270M starter model, assembled once per test session."""
+    pytest.importorskip(STARTER_PACKAGE, reason="the starter package is not installed")
+    return build_starter(tmp_path_factory.mktemp("starter"))

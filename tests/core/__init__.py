@@ -1,0 +1,1 @@
+"""Tests for app.core: generation settings, history store, streaming, settings file."""
