@@ -14,6 +14,7 @@ import llama_cpp
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
+from app.engine import native_log
 from app.engine.errors import ContextOverflow, ModelLoadError
 from app.engine.protocol import Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
@@ -65,6 +66,8 @@ class GgufBackend:
         if problem:
             raise ModelLoadError("model_too_big", problem)
         threads = request.threads or default_threads()
+        native_log.capture()
+        native_log.clear()
         try:
             llm = _CountingLlama(
                 model_path=request.model_path,
@@ -235,9 +238,10 @@ def _context_length(requested: int, info: GgufInfo) -> int:
 
 
 def _load_failure_message(info: GgufInfo, exc: Exception) -> str:
+    reason = "; ".join(native_log.recent_errors()) or str(exc)
     return (
         f"{info.path.name} is a GGUF file (architecture '{info.architecture}') but llama.cpp "
-        f"could not load it ({exc}). The file may be damaged, or made for a newer version "
+        f"could not load it: {reason}. The file may be damaged, or made for a newer version "
         "of llama.cpp: download it again, or update Kestrel."
     )
 

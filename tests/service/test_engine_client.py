@@ -271,3 +271,22 @@ def test_long_conversation_leaves_out_its_oldest_turns_when_asked(tiny_model: Pa
     # What was kept fits with room for the answer, and nothing more could have been kept.
     assert done.stats["prompt_tokens"] + 12 <= 512
     assert done.finish_reason == "length"
+
+
+def test_gguf_of_an_unknown_architecture_says_why_llama_cpp_refused(tiny_model: Path, tmp_path: Path) -> None:
+    # Same length, so the header stays well formed: only llama.cpp can object.
+    data = tiny_model.read_bytes().replace(b"\x05\x00\x00\x00\x00\x00\x00\x00llama", b"\x05\x00\x00\x00\x00\x00\x00\x00xyzzy", 1)
+    odd = _write(tmp_path / "odd arch.gguf", data)
+
+    async def scenario():
+        client = EngineClient()
+        try:
+            with pytest.raises(EngineError) as refused:
+                await client.load(str(odd))
+        finally:
+            await client.shutdown()
+        return refused.value
+
+    error = asyncio.run(scenario())
+    assert error.kind == "model_load"
+    assert "unknown model architecture: 'xyzzy'" in error.message and "odd arch.gguf" in error.message
