@@ -73,10 +73,13 @@ _MAX_PLAUSIBLE_VERSION = 255
 _MAX_COUNT = 1 << 20
 _MAX_ARRAY_LENGTH = 1 << 28
 _MAX_STRING_BYTES = 1 << 28
+_MAX_NAME_BYTES = 1 << 16
 _MAX_ELEMENTS = 1 << 50
-# Arrays up to this length (numbers only) are kept in metadata; longer ones, and all
-# string arrays such as the vocabulary, are summarised as GgufArray.
+# Number arrays up to this length and texts up to this size (chat templates run to
+# tens of KB) are kept in metadata; bigger values, and all string arrays such as the
+# vocabulary, are skipped and summarised as GgufSkipped.
 _KEPT_ARRAY_LENGTH = 64
+_KEPT_STRING_BYTES = 1 << 20
 _READ_CHUNK = 1 << 20
 
 
@@ -91,10 +94,14 @@ class ModelFileError(Exception):
 
 
 @dataclass(frozen=True)
-class GgufArray:
-    """A metadata array that was skipped rather than read: its element type and length."""
+class GgufSkipped:
+    """A metadata value too big to keep, such as the vocabulary: its type and length.
 
-    element_type: str
+    type_name is "array[string]", "array[float32]" and so on, or "string" for a very
+    long text; length counts elements, or bytes for a text.
+    """
+
+    type_name: str
     length: int
 
 
@@ -204,13 +211,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     tensor_count, kv_count = reader.scalar("<Q"), reader.scalar("<Q")
     if tensor_count > _MAX_COUNT or kv_count > _MAX_COUNT:
         raise _Corrupt(f"it claims {tensor_count} tensors and {kv_count} settings")
-
-    metadata: dict[str, object] = {}
-    for index in range(kv_count):
-        key = reader.string()
-        if not key or key in metadata:
-            raise _Corrupt(f"setting number {index + 1} has an empty or repeated name")
-        metadata[key] = _read_value(reader, key)
+    metadata = _read_metadata(reader, kv_count)
     architecture = metadata.get("general.architecture")
     if not isinstance(architecture, str) or not architecture:
         raise ModelFileError("corrupt", path, (
@@ -220,19 +221,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
     if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
         raise _Corrupt(f"its data alignment {alignment!r} is not a power of two")
-
-    # Tensor data must follow in order, each padded to the alignment: llama.cpp
-    # refuses anything else, so the last tensor's end is where the file should end.
-    expected_offset = 0
-    data_length = 0
-    for _ in range(tensor_count):
-        name, offset, size = _read_tensor_info(reader)
-        if offset != expected_offset:
-            raise _Corrupt(f"tensor {name!r} is not where the file's index says it is")
-        data_length = offset + size
-        expected_offset = _padded(data_length, alignment)
-    data_start = _padded(reader.offset, alignment) if tensor_count else reader.offset
-    data_end = data_start + data_length
+    data_start, data_end = _read_tensor_layout(reader, tensor_count, alignment)
     if data_end > file_size:
         raise ModelFileError("truncated", path, (
             f'The model file "{path.name}" is incomplete: {_format_size(file_size)} of '
@@ -261,6 +250,33 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
         data_start=data_start, data_end=data_end,
         metadata=MappingProxyType(metadata),
     )
+
+
+def _read_metadata(reader: _HeaderReader, kv_count: int) -> dict[str, object]:
+    metadata: dict[str, object] = {}
+    for index in range(kv_count):
+        key = reader.string()
+        if not key or key in metadata:
+            raise _Corrupt(f"setting number {index + 1} has an empty or repeated name")
+        metadata[key] = _read_value(reader, key)
+    return metadata
+
+
+def _read_tensor_layout(reader: _HeaderReader, tensor_count: int,
+                        alignment: int) -> tuple[int, int]:
+    """Read the tensor index; return the file offsets where tensor data starts and ends."""
+    # Tensor data must follow in order, each padded to the alignment: llama.cpp
+    # refuses anything else, so the last tensor's end is where the file should end.
+    expected_offset = 0
+    data_length = 0
+    for _ in range(tensor_count):
+        name, offset, size = _read_tensor_info(reader)
+        if offset != expected_offset:
+            raise _Corrupt(f"tensor {name!r} is not where the file's index says it is")
+        data_length = offset + size
+        expected_offset = _padded(data_length, alignment)
+    data_start = _padded(reader.offset, alignment) if tensor_count else reader.offset
+    return data_start, data_start + data_length
 
 
 def _check_magic(path: Path, reader: _HeaderReader, file_size: int) -> None:
@@ -313,13 +329,13 @@ def _read_value(reader: _HeaderReader, key: str) -> object:
     if scalar_format is not None:
         return reader.scalar(scalar_format)
     if value_type == _STRING:
-        return reader.string()
+        return reader.text_value()
     if value_type == _ARRAY:
         return _read_array(reader, key)
     raise _Corrupt(f"setting {key!r} has the unknown value type {value_type}")
 
 
-def _read_array(reader: _HeaderReader, key: str) -> tuple[object, ...] | GgufArray:
+def _read_array(reader: _HeaderReader, key: str) -> tuple[object, ...] | GgufSkipped:
     element_type, length = reader.scalar("<I"), reader.scalar("<Q")
     # llama.cpp refuses arrays of arrays too, so there is nothing to skip them for.
     if element_type not in _SCALAR_FORMATS and element_type != _STRING:
@@ -333,7 +349,7 @@ def _read_array(reader: _HeaderReader, key: str) -> tuple[object, ...] | GgufArr
         return tuple(reader.scalar(element_format) for _ in range(length))
     else:
         reader.skip(length * struct.calcsize(element_format))
-    return GgufArray(_type_name(element_type), length)
+    return GgufSkipped(f"array[{_type_name(element_type)}]", length)
 
 
 def _type_name(value_type: int) -> str:
@@ -416,9 +432,22 @@ class _HeaderReader:
         return value
 
     def string(self) -> str:
+        """A key or tensor name: short, so a long one means a damaged header."""
+        length = self.scalar("<Q")
+        if length > _MAX_NAME_BYTES:
+            raise _Corrupt(f"a name claims {length} bytes")
+        return self._text(length)
+
+    def text_value(self) -> str | GgufSkipped:
         length = self.scalar("<Q")
         if length > _MAX_STRING_BYTES:
             raise _Corrupt(f"a text claims {length} bytes")
+        if length > _KEPT_STRING_BYTES:
+            self.skip(length)
+            return GgufSkipped("string", length)
+        return self._text(length)
+
+    def _text(self, length: int) -> str:
         self._fill(length)
         raw = self._buffer[self._position:self._position + length]
         self._position += length
