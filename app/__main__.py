@@ -24,10 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     multiprocessing.freeze_support()
     args = build_parser().parse_args(argv)
     if args.command is None:
-        from app.cli import chat
+        from app.ui.app import run_gui
 
-        # Until the window lands, the bare command chats on the default model.
-        return chat.interactive()
+        return run_gui()
     return args.run(args)
 
 

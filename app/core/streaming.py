@@ -58,6 +58,11 @@ class StreamingMessage:
         return self._message_id
 
     @property
+    def done(self) -> bool:
+        """True once finish() or interrupt() has saved the final text."""
+        return self._done
+
+    @property
     def text(self) -> str:
         """All the text received so far, saved or not."""
         # Joined lazily: appending to a list stays cheap however long the answer grows.

@@ -39,7 +39,7 @@ class ModelLibrary:
         self.root = root
 
     def folder_for(self, model_id: str) -> Path:
-        folder = self.root / _safe_id(model_id)
+        folder = self.root / safe_id(model_id)
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
@@ -51,12 +51,12 @@ class ModelLibrary:
         return sorted((m for m in found if m is not None), key=lambda m: m.added)
 
     def get(self, model_id: str) -> InstalledModel | None:
-        folder = self.root / _safe_id(model_id)
+        folder = self.root / safe_id(model_id)
         return self._read(folder) if folder.is_dir() else None
 
     def find(self, path_or_id: str) -> InstalledModel | None:
         """A model by its id, or by the path of its file."""
-        by_id = self.get(path_or_id) if _safe_id(path_or_id) == path_or_id else None
+        by_id = self.get(path_or_id) if safe_id(path_or_id) == path_or_id else None
         if by_id is not None:
             return by_id
         wanted = Path(path_or_id).resolve()
@@ -65,7 +65,7 @@ class ModelLibrary:
     def register(self, model_id: str, path: Path, *, title: str, sha256: str | None,
                  source: str) -> InstalledModel:
         """Record a model file that is already in its folder."""
-        model = InstalledModel(_safe_id(model_id), title, path, path.stat().st_size,
+        model = InstalledModel(safe_id(model_id), title, path, path.stat().st_size,
                                sha256, source, time.time())
         _write_json_atomically(path.parent / METADATA_FILE, model.to_json())
         return model
@@ -84,7 +84,7 @@ class ModelLibrary:
                               float(data.get("added", 0.0)))
 
 
-def _safe_id(model_id: str) -> str:
+def safe_id(model_id: str) -> str:
     """A folder name that is valid on every OS."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip(".-")
     return cleaned or "model"

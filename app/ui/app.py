@@ -1,0 +1,53 @@
+"""Starts the window: Qt and asyncio on one thread through qasync."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import qasync
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from app import __version__
+from app.core.history import HistoryError, HistoryStore
+from app.core.paths import DataPaths, data_paths
+from app.core.settings import SettingsFile
+from app.library.models import ModelLibrary
+from app.service.client import EngineClient
+from app.ui.main_window import MainWindow
+from app.ui.session import ChatSession
+
+
+def build_window(paths: DataPaths, client: EngineClient | None = None) -> MainWindow:
+    """The window and everything behind it, for the app and for tests."""
+    paths.ensure()
+    session = ChatSession(store=HistoryStore(paths.history_db), settings_file=SettingsFile(paths.settings_file),
+                          library=ModelLibrary(paths.models), client=client or EngineClient())
+    window = MainWindow(session)
+    window.apply_theme()
+    return window
+
+
+def run_gui(argv: list[str] | None = None) -> int:
+    app = QApplication.instance() or QApplication(argv or sys.argv)
+    app.setApplicationName("Kestrel")
+    app.setApplicationVersion(__version__)
+    # The window's closed signal ends the loop, after the engine is shut down.
+    app.setQuitOnLastWindowClosed(False)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    try:
+        window = build_window(data_paths())
+    except HistoryError as exc:
+        QMessageBox.critical(None, "Kestrel", str(exc))
+        return 1
+    closed = asyncio.Event()
+    window.closed.connect(closed.set)
+    window.show()
+    with loop:
+        # Loading a model is slow: it starts once the window has painted.
+        loop.call_soon(lambda: loop.create_task(window.session.start_up()))
+        loop.run_until_complete(closed.wait())
+        loop.run_until_complete(window.session.shutdown())
+        window.session.store.close()
+    return 0

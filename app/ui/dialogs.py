@@ -1,0 +1,132 @@
+"""Dialogs: a conversation's settings, the app's settings, editing a message."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout,
+                               QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout, QWidget)
+
+from app.core.generation import GenerationSettings
+from app.core.settings import Settings
+
+
+class GenerationForm(QWidget):
+    """The generation settings as spin boxes, with the ranges GenerationSettings accepts."""
+
+    def __init__(self, settings: GenerationSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        form = QFormLayout(self)
+        self.temperature = _double(0.0, 5.0, 0.05, settings.temperature)
+        self.top_p = _double(0.01, 1.0, 0.01, settings.top_p)
+        self.top_k = _int(0, 1000, settings.top_k)
+        self.repeat_penalty = _double(0.5, 3.0, 0.05, settings.repeat_penalty)
+        self.max_tokens = _int(1, 1_000_000, settings.max_tokens)
+        self.seed = _int(-1, 2**31 - 1, settings.seed)
+        self.seed.setSpecialValueText("random")
+        self.context_length = _int(256, 1_048_576, settings.context_length)
+        self.context_length.setSingleStep(256)
+        form.addRow("&Temperature", self.temperature)
+        form.addRow("Top &p", self.top_p)
+        form.addRow("Top &k", self.top_k)
+        form.addRow("&Repeat penalty", self.repeat_penalty)
+        form.addRow("&Max tokens", self.max_tokens)
+        form.addRow("S&eed", self.seed)
+        form.addRow("&Context length", self.context_length)
+
+    def value(self) -> GenerationSettings:
+        return GenerationSettings(
+            temperature=self.temperature.value(), top_p=self.top_p.value(), top_k=self.top_k.value(),
+            repeat_penalty=self.repeat_penalty.value(), max_tokens=self.max_tokens.value(),
+            seed=self.seed.value(), context_length=self.context_length.value()).validated()
+
+
+class ConversationSettingsDialog(QDialog):
+    """A conversation's system prompt and generation settings."""
+
+    def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Chat settings")
+        self.system_prompt = QPlainTextEdit(system_prompt, self)
+        self.system_prompt.setPlaceholderText("For example: You are a concise assistant.")
+        self.system_prompt.setTabChangesFocus(True)
+        self.form = GenerationForm(settings, self)
+        label = QLabel("&System prompt (always kept in the model's view)", self)
+        label.setBuddy(self.system_prompt)
+        layout = QVBoxLayout(self)
+        layout.addWidget(label)
+        layout.addWidget(self.system_prompt)
+        layout.addWidget(self.form)
+        layout.addWidget(_buttons(self))
+
+    def values(self) -> tuple[str, GenerationSettings]:
+        return self.system_prompt.toPlainText(), self.form.value()
+
+
+class SettingsDialog(QDialog):
+    """The app's settings: defaults for new chats, threads, theme."""
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self._settings = settings
+        self.form = GenerationForm(settings.generation, self)
+        self.theme = QComboBox(self)
+        for value, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            self.theme.addItem(text, value)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        self.threads = _int(0, 256, settings.threads or 0)
+        self.threads.setSpecialValueText("physical cores")
+        extra = QFormLayout()
+        extra.addRow("T&heme", self.theme)
+        extra.addRow("CPU t&hreads", self.threads)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Defaults for new chats", self))
+        layout.addWidget(self.form)
+        layout.addLayout(extra)
+        layout.addWidget(_buttons(self))
+
+    def value(self) -> Settings:
+        return dataclasses.replace(self._settings, generation=self.form.value(),
+                                   theme=self.theme.currentData(), threads=self.threads.value() or None)
+
+
+class EditMessageDialog(QDialog):
+    """Change a message before sending it again."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Edit and resend")
+        self.edit = QPlainTextEdit(text, self)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("The answers after this message will be replaced.", self))
+        layout.addWidget(self.edit)
+        layout.addWidget(_buttons(self, ok_text="Resend"))
+
+    def text(self) -> str:
+        return self.edit.toPlainText()
+
+
+def _buttons(dialog: QDialog, ok_text: str | None = None) -> QDialogButtonBox:
+    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, dialog)
+    if ok_text:
+        box.button(QDialogButtonBox.StandardButton.Ok).setText(ok_text)
+    box.accepted.connect(dialog.accept)
+    box.rejected.connect(dialog.reject)
+    return box
+
+
+def _double(low: float, high: float, step: float, value: float) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(low, high)
+    box.setSingleStep(step)
+    box.setDecimals(2)
+    box.setValue(value)
+    return box
+
+
+def _int(low: int, high: int, value: int) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    return box

@@ -1,0 +1,311 @@
+"""MainWindow: conversations on the left, the chat on the right, the engine in the status bar."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
+                               QListView, QMainWindow, QMessageBox, QProgressBar, QPushButton,
+                               QSplitter, QStackedWidget, QToolButton, QVBoxLayout, QWidget)
+
+from app.ui.composer import Composer
+from app.ui.conversation_model import ConversationFilter, ConversationRoles
+from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
+from app.ui.message_view import MessageView
+from app.ui.session import ChatSession, ModelState
+from app.ui.theme import apply_theme
+
+
+class MainWindow(QMainWindow):
+    """Only wiring and presentation: the work happens in ChatSession."""
+
+    closed = Signal()
+
+    def __init__(self, session: ChatSession) -> None:
+        super().__init__()
+        self.session = session
+        self.setWindowTitle("Kestrel")
+        self.resize(1100, 740)
+        self._build_sidebar()
+        self._build_chat()
+        splitter = QSplitter(self)
+        splitter.addWidget(self.sidebar)
+        splitter.addWidget(self.chat)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([260, 840])
+        self.setCentralWidget(splitter)
+        self._build_status_bar()
+        self._build_actions()
+        self._connect()
+        self._model_state_changed()
+
+    # --- building ---------------------------------------------------------------------
+
+    def _build_sidebar(self) -> None:
+        self.sidebar = QWidget(self)
+        self.new_button = QPushButton("New chat", self.sidebar)
+        self.search = QLineEdit(self.sidebar)
+        self.search.setPlaceholderText("Search chats (Ctrl+F)")
+        self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search chats")
+        self.filter = ConversationFilter(self.session.store, self)
+        self.filter.setSourceModel(self.session.conversations)
+        self.conversation_list = QListView(self.sidebar)
+        self.conversation_list.setObjectName("conversations")
+        self.conversation_list.setAccessibleName("Chats")
+        self.conversation_list.setModel(self.filter)
+        self.conversation_list.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed
+                                               | QAbstractItemView.EditTrigger.DoubleClicked)
+        self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        layout = QVBoxLayout(self.sidebar)
+        layout.setContentsMargins(8, 8, 4, 8)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.search)
+        layout.addWidget(self.conversation_list, 1)
+
+    def _build_chat(self) -> None:
+        self.chat = QWidget(self)
+        self.banner = QLabel(self.chat)
+        self.banner.setObjectName("banner")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("QLabel#banner{background:#b3261e;color:white;padding:8px;border-radius:6px}")
+        self.banner_close = QToolButton(self.chat)
+        self.banner_close.setText("Dismiss")
+        banner_row = QHBoxLayout()
+        banner_row.addWidget(self.banner, 1)
+        banner_row.addWidget(self.banner_close)
+        self.messages = MessageView(self.chat)
+        self.messages.setModel(self.session.messages)
+        self.empty = self._build_empty_state()
+        self.stack = QStackedWidget(self.chat)
+        self.stack.addWidget(self.messages)
+        self.stack.addWidget(self.empty)
+        self.settings_button = QToolButton(self.chat)
+        self.settings_button.setText("Chat settings…")
+        header = QHBoxLayout()
+        self.title = QLabel(self.chat)
+        self.title.setObjectName("chatTitle")
+        header.addWidget(self.title, 1)
+        header.addWidget(self.settings_button)
+        self.composer = Composer(self.chat)
+        layout = QVBoxLayout(self.chat)
+        layout.setContentsMargins(4, 8, 8, 0)
+        layout.addLayout(header)
+        layout.addLayout(banner_row)
+        layout.addWidget(self.stack, 1)
+        layout.addWidget(self.composer)
+        self._show_problem("")
+
+    def _build_empty_state(self) -> QWidget:
+        panel = QWidget(self.chat)
+        self.empty_text = QLabel(panel)
+        self.empty_text.setWordWrap(True)
+        self.empty_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.import_button = QPushButton("Import a model file…", panel)
+        layout = QVBoxLayout(panel)
+        layout.addStretch(1)
+        layout.addWidget(self.empty_text)
+        layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        layout.addStretch(1)
+        return panel
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.model_label = QLabel(self)
+        self.device_label = QLabel(self)
+        self.activity_label = QLabel("Idle", self)
+        self.progress = QProgressBar(self)
+        self.progress.setMaximumWidth(220)
+        self.cancel_setup = QToolButton(self)
+        self.cancel_setup.setText("Cancel")
+        for widget in (self.model_label, self.device_label):
+            bar.addWidget(widget)
+        bar.addWidget(self.activity_label, 1)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel_setup)
+        self.progress.hide()
+        self.cancel_setup.hide()
+
+    def _build_actions(self) -> None:
+        chat_menu = self.menuBar().addMenu("&Chat")
+        file_menu = self.menuBar().addMenu("&File")
+        self.action_new = self._action(chat_menu, "&New chat", QKeySequence.StandardKey.New, self.session.new_conversation)
+        self._action(chat_menu, "&Search chats", QKeySequence.StandardKey.Find, self._focus_search)
+        self.action_copy_last = self._action(chat_menu, "&Copy last answer", QKeySequence("Ctrl+Shift+C"), self.copy_last_answer)
+        self._action(chat_menu, "&Regenerate last answer", QKeySequence("Ctrl+R"), self.session.regenerate)
+        self._action(chat_menu, "Chat se&ttings…", QKeySequence("Ctrl+Shift+,"), self.edit_chat_settings)
+        self._action(chat_menu, "&Message box", QKeySequence("Ctrl+L"), self.composer.edit.setFocus)
+        self._action(file_menu, "&Import a model file…", QKeySequence("Ctrl+O"), self.choose_model_file)
+        self._action(file_menu, "&Settings…", QKeySequence("Ctrl+,"), self.edit_settings)
+        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+        rename = QAction("Rename", self.conversation_list)
+        rename.triggered.connect(lambda: self.conversation_list.edit(self.conversation_list.currentIndex()))
+        delete = QAction("Delete…", self.conversation_list)
+        delete.setShortcut(QKeySequence.StandardKey.Delete)
+        delete.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        delete.triggered.connect(self.delete_current_conversation)
+        self.conversation_list.addActions([rename, delete])
+
+    def _action(self, menu, text: str, shortcut, slot) -> QAction:
+        action = menu.addAction(text)
+        action.setShortcut(shortcut)
+        action.triggered.connect(slot)
+        return action
+
+    def _connect(self) -> None:
+        s = self.session
+        self.new_button.clicked.connect(s.new_conversation)
+        self.search.textChanged.connect(self.filter.set_query)
+        self.conversation_list.activated.connect(self._open_index)
+        self.conversation_list.clicked.connect(self._open_index)
+        self.composer.sendRequested.connect(self._send)
+        self.composer.stopRequested.connect(s.stop)
+        self.messages.regenerateRequested.connect(s.regenerate)
+        self.messages.editRequested.connect(self.edit_message)
+        self.settings_button.clicked.connect(self.edit_chat_settings)
+        self.import_button.clicked.connect(self.choose_model_file)
+        self.banner_close.clicked.connect(lambda: self._show_problem(""))
+        self.cancel_setup.clicked.connect(s.setup.cancel)
+        s.problem.connect(self._show_problem)
+        s.busyChanged.connect(self.composer.set_streaming)
+        s.activityChanged.connect(self.activity_label.setText)
+        s.modelStateChanged.connect(self._model_state_changed)
+        s.conversationOpened.connect(self._conversation_opened)
+        s.setup.progress.connect(self._setup_progress)
+        s.setup.finished.connect(lambda: (self.progress.hide(), self.cancel_setup.hide()))
+
+    # --- reacting ---------------------------------------------------------------------
+
+    def _send(self, text: str) -> None:
+        if self.session.send(text):
+            self.composer.edit.clear()
+            self._conversation_opened()
+
+    def _open_index(self, index) -> None:
+        conversation_id = index.data(ConversationRoles.ID)
+        if conversation_id is not None and conversation_id != self.session.conversation_id:
+            self.session.open_conversation(conversation_id)
+
+    def _conversation_opened(self) -> None:
+        s = self.session
+        title = "New chat"
+        if s.conversation_id is not None:
+            title = s.store.get_conversation(s.conversation_id).title
+            row = s.conversations.row_of(s.conversation_id)
+            if row is not None:
+                self.conversation_list.setCurrentIndex(self.filter.mapFromSource(s.conversations.index(row)))
+        self.title.setText(f"<b>{_escape(title)}</b>")
+        self._update_stack()
+
+    def _model_state_changed(self) -> None:
+        s = self.session
+        loaded = s.loaded
+        state = s.model_state
+        self.model_label.setText({ModelState.READY: f"Model: {s.model_detail}",
+                                  ModelState.LOADING: s.model_detail,
+                                  ModelState.INSTALLING: s.model_detail,
+                                  ModelState.FAILED: "Model failed to load",
+                                  ModelState.NONE: "No model"}[state])
+        device = loaded.device if loaded is not None and state == ModelState.READY else "—"
+        self.device_label.setText(f"Device: {device}")
+        self.device_label.setToolTip("; ".join(loaded.fallback_reasons) if loaded and loaded.fallback_reasons else "")
+        if state == ModelState.FAILED:
+            self._show_problem(s.model_detail)
+        self._update_stack()
+
+    def _update_stack(self) -> None:
+        s = self.session
+        no_model = s.model_state in (ModelState.NONE, ModelState.FAILED)
+        show_empty = no_model and s.messages.rowCount() == 0
+        if s.model_state == ModelState.FAILED:
+            self.empty_text.setText("The model could not be loaded. Import another model file, or "
+                                    "fix the problem shown above.")
+        else:
+            self.empty_text.setText("No model yet.\nKestrel runs language models on this computer: "
+                                    "import a GGUF model file to begin.")
+        self.stack.setCurrentWidget(self.empty if show_empty else self.messages)
+
+    def _setup_progress(self, what: str, done: int, total: int) -> None:
+        self.progress.show()
+        self.cancel_setup.show()
+        self.progress.setFormat(f"{what}: %p%")
+        self.progress.setMaximum(1000)
+        self.progress.setValue(int(done * 1000 / max(total, 1)))
+
+    def _show_problem(self, text: str) -> None:
+        self.banner.setText(text)
+        self.banner.setVisible(bool(text))
+        self.banner_close.setVisible(bool(text))
+
+    def _focus_search(self) -> None:
+        self.search.setFocus()
+        self.search.selectAll()
+
+    # --- commands -----------------------------------------------------------------------
+
+    def copy_last_answer(self) -> None:
+        for message in reversed(self.session.messages.messages()):
+            if message.role.value == "assistant":
+                QGuiApplication.clipboard().setText(message.text)
+                return
+
+    def edit_message(self, message_id: int, text: str) -> None:
+        dialog = EditMessageDialog(text, self)
+        if dialog.exec():
+            self.session.edit_and_resend(message_id, dialog.text())
+
+    def edit_chat_settings(self) -> None:
+        system_prompt, settings = self.session.conversation_settings()
+        dialog = ConversationSettingsDialog(system_prompt, settings, self)
+        if dialog.exec():
+            self.session.set_conversation_settings(*dialog.values())
+            self._conversation_opened()
+
+    def edit_settings(self) -> None:
+        dialog = SettingsDialog(self.session.settings, self)
+        if dialog.exec():
+            self.session.update_settings(dialog.value())
+            self.apply_theme()
+
+    def apply_theme(self) -> None:
+        app = QGuiApplication.instance()
+        self.messages.delegate.dark = apply_theme(app, self.session.settings.theme)
+        self.messages.viewport().update()
+
+    def choose_model_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
+        if path:
+            self.session.spawn(self.session.import_model(path))
+
+    def delete_current_conversation(self) -> None:
+        index = self.conversation_list.currentIndex()
+        conversation_id = index.data(ConversationRoles.ID)
+        if conversation_id is not None and self.confirm(f"Delete “{index.data()}”? This cannot be undone."):
+            self.session.delete_conversation(conversation_id)
+
+    def confirm(self, question: str) -> bool:
+        answer = QMessageBox.question(self, "Kestrel", question)
+        return answer == QMessageBox.StandardButton.Yes
+
+    # --- window events ------------------------------------------------------------------
+
+    def changeEvent(self, event: QEvent) -> None:  # Override QMainWindow.changeEvent.
+        if event.type() == QEvent.Type.WindowStateChange:
+            self.session.set_background(self.isMinimized())
+        super().changeEvent(event)
+
+    def hideEvent(self, event) -> None:  # Override QMainWindow.hideEvent.
+        self.session.set_background(True)
+        super().hideEvent(event)
+
+    def showEvent(self, event) -> None:  # Override QMainWindow.showEvent.
+        self.session.set_background(self.isMinimized())
+        super().showEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.
+        self.closed.emit()
+        super().closeEvent(event)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,72 @@
+"""ModelSetup: the starter model and imports, off the UI thread, with progress and cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject, Signal
+
+from app.library.gguf_info import ModelFileError
+from app.library.importer import ImportCancelled, ImportFailed, import_model_file
+from app.library.models import InstalledModel, ModelLibrary
+from app.library.starter import StarterError, install_starter, starter_available
+
+
+class ModelSetup(QObject):
+    """Runs slow file work in a worker thread; progress arrives as a signal."""
+
+    progress = Signal(str, int, int)
+    finished = Signal()
+
+    def __init__(self, library: ModelLibrary, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.library = library
+        self.last_problem: str | None = None
+        self.running = False
+        self._cancel = threading.Event()
+
+    def default_model(self, preferred_id: str | None) -> InstalledModel | None:
+        if preferred_id:
+            found = self.library.find(preferred_id)
+            if found is not None:
+                return found
+        installed = self.library.list()
+        return installed[0] if installed else None
+
+    def starter_available(self) -> bool:
+        return starter_available()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    async def install_starter(self) -> InstalledModel | None:
+        """Assemble the starter model (checksum verified); None if cancelled or failed."""
+        return await self._run("Setting up the starter model",
+                               lambda report: install_starter(self.library, report, self._cancel.is_set))
+
+    async def import_file(self, path: str) -> InstalledModel | None:
+        """Check and copy a GGUF file into the library; None with last_problem if refused."""
+        source = Path(path)
+        return await self._run(f"Importing {source.name}",
+                               lambda report: import_model_file(self.library, source, report, self._cancel.is_set))
+
+    async def _run(self, what: str, work: Callable) -> InstalledModel | None:
+        loop = asyncio.get_running_loop()
+        self._cancel.clear()
+        self.last_problem = None
+        self.running = True
+
+        def report(done: int, total: int) -> None:
+            loop.call_soon_threadsafe(self.progress.emit, what, done, total)
+
+        try:
+            return await loop.run_in_executor(None, work, report)
+        except (StarterError, ModelFileError, ImportCancelled, ImportFailed) as exc:
+            self.last_problem = str(exc)
+            return None
+        finally:
+            self.running = False
+            self.finished.emit()

@@ -1,0 +1,42 @@
+"""Light and dark palettes; "system" follows the platform's colour scheme as it changes."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtWidgets import QApplication, QStyleFactory
+
+_DARK = {
+    QPalette.ColorRole.Window: "#1f2124", QPalette.ColorRole.WindowText: "#e6e6e6",
+    QPalette.ColorRole.Base: "#26292d", QPalette.ColorRole.AlternateBase: "#2f3a4a",
+    QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#2d3035",
+    QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.Highlight: "#3d7bd9",
+    QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#2d3035",
+    QPalette.ColorRole.ToolTipText: "#e6e6e6", QPalette.ColorRole.PlaceholderText: "#9a9ea5",
+    QPalette.ColorRole.Link: "#7fb0ff", QPalette.ColorRole.Mid: "#3a3d42",
+}
+_LIGHT = {
+    QPalette.ColorRole.Window: "#f3f3f3", QPalette.ColorRole.WindowText: "#1b1b1b",
+    QPalette.ColorRole.Base: "#ffffff", QPalette.ColorRole.AlternateBase: "#e7effa",
+    QPalette.ColorRole.Text: "#1b1b1b", QPalette.ColorRole.Button: "#ececec",
+    QPalette.ColorRole.ButtonText: "#1b1b1b", QPalette.ColorRole.Highlight: "#2f6fd0",
+    QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#ffffdc",
+    QPalette.ColorRole.ToolTipText: "#1b1b1b", QPalette.ColorRole.PlaceholderText: "#6b6f76",
+    QPalette.ColorRole.Link: "#1a5fb4", QPalette.ColorRole.Mid: "#d0d0d0",
+}
+
+
+def system_is_dark() -> bool:
+    hints = QGuiApplication.styleHints()
+    return hints.colorScheme() == Qt.ColorScheme.Dark
+
+
+def apply_theme(app: QApplication, choice: str) -> bool:
+    """Apply "light", "dark" or "system"; returns whether the result is dark."""
+    dark = system_is_dark() if choice == "system" else choice == "dark"
+    app.setStyle(QStyleFactory.create("Fusion"))
+    palette = QPalette()
+    for role, color in (_DARK if dark else _LIGHT).items():
+        palette.setColor(role, QColor(color))
+    app.setPalette(palette)
+    return dark

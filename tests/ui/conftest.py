@@ -1,0 +1,80 @@
+"""Fixtures for window tests: a qasync loop, and windows over an isolated Kestrel home."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import qasync
+
+from app.core.generation import GenerationSettings
+from app.core.paths import data_paths
+from app.core.settings import Settings, SettingsFile
+from app.library.importer import import_model_file
+from app.library.models import ModelLibrary
+from app.ui.app import build_window
+from app.ui.main_window import MainWindow
+
+
+@pytest.fixture
+def loop(qapp):
+    """The same loop the app runs: asyncio on Qt's event loop."""
+    event_loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(event_loop)
+    yield event_loop
+    event_loop.close()
+    asyncio.set_event_loop(None)
+
+
+def run(loop, awaitable, timeout: float = 90):
+    return loop.run_until_complete(asyncio.wait_for(awaitable, timeout))
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def install_model(model: Path, generation: GenerationSettings | None = None) -> None:
+    """Put a model in this home's library and make it the default."""
+    paths = data_paths().ensure()
+    installed = import_model_file(ModelLibrary(paths.models), model)
+    settings = Settings(default_model=installed.id,
+                        generation=generation or GenerationSettings(max_tokens=24, temperature=0.0,
+                                                                    context_length=1024))
+    SettingsFile(paths.settings_file).save(settings)
+
+
+@pytest.fixture
+def make_window(loop, qtbot, tiny_model):
+    """Windows over the tiny model (by default), started up and shut down cleanly."""
+    windows: list[MainWindow] = []
+
+    def make(*, model: Path | None = tiny_model, start: bool = True,
+             generation: GenerationSettings | None = None) -> MainWindow:
+        if model is not None and not windows:
+            install_model(model, generation)
+        window = build_window(data_paths())
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+        if start:
+            run(loop, window.session.start_up())
+        return window
+
+    yield make
+    for window in windows:
+        run(loop, window.session.shutdown())
+        window.session.store.close()
+
+
+def with_generation(window: MainWindow, **changes) -> None:
+    """Change the open conversation's settings (creating it if needed)."""
+    system_prompt, settings = window.session.conversation_settings()
+    window.session.set_conversation_settings(system_prompt, dataclasses.replace(settings, **changes))

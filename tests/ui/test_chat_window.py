@@ -1,0 +1,191 @@
+"""The chat window driven as a user drives it, offscreen, on the tiny model."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from app.core.conversation import MessageState, Role
+from app.ui.dialogs import EditMessageDialog
+from app.ui.message_delegate import stats_line
+from tests.ui.conftest import run, until, with_generation
+
+
+def _type_and_send(qtbot, window, text: str) -> None:
+    qtbot.keyClicks(window.composer.edit, text)
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+
+
+def _last(window):
+    return window.session.messages.messages()[-1]
+
+
+def test_send_streams_then_shows_stats(make_window, loop, qtbot) -> None:
+    window = make_window()
+    assert window.model_label.text().startswith("Model: ")
+    assert window.device_label.text() == "Device: CPU"
+    _type_and_send(qtbot, window, "Hello there")
+    assert window.composer.edit.toPlainText() == ""
+    assert window.composer.button.text() == "Stop"
+    run(loop, until(lambda: not window.session.busy, what="the answer"))
+    user, answer = window.session.messages.messages()
+    assert user.role == Role.USER and user.text == "Hello there"
+    assert answer.role == Role.ASSISTANT and answer.state == MessageState.COMPLETE and answer.text
+    assert answer.stats["tokens"] == 24 and answer.stats["device"] == "CPU"
+    assert "tok/s" in stats_line(answer.stats) and "CPU" in stats_line(answer.stats)
+    # Coalesced: the view got fewer updates than there were tokens.
+    assert 1 <= window.session.bridge.emitted < answer.stats["tokens"]
+    assert window.composer.button.text() == "Send"
+    assert window.conversation_list.model().rowCount() == 1
+    assert window.title.text() == "<b>Hello there</b>"
+
+
+def test_shift_enter_makes_a_new_line(make_window, qtbot) -> None:
+    window = make_window()
+    qtbot.keyClicks(window.composer.edit, "one")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(window.composer.edit, "two")
+    assert window.composer.edit.toPlainText() == "one\ntwo"
+    assert window.session.messages.rowCount() == 0
+
+
+def test_stop_button_mid_answer_keeps_the_text(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, max_tokens=100000)
+    _type_and_send(qtbot, window, "Tell me everything")
+    run(loop, until(lambda: len(_last(window).text) > 40, what="some text"))
+    qtbot.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)
+    run(loop, until(lambda: not window.session.busy, what="the stop"))
+    answer = _last(window)
+    assert answer.stats["finish_reason"] == "cancelled" and len(answer.text) > 40
+    stored = window.session.store.get_message(answer.id)
+    assert stored.text == answer.text
+    assert "stopped" in stats_line(answer.stats)
+
+
+def test_escape_stops_too(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, max_tokens=100000)
+    _type_and_send(qtbot, window, "Go on")
+    run(loop, until(lambda: len(_last(window).text) > 10, what="some text"))
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
+    run(loop, until(lambda: not window.session.busy, what="the stop"))
+    assert _last(window).stats["finish_reason"] == "cancelled"
+
+
+def test_regenerate_replaces_the_last_answer(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, temperature=1.0, seed=-1)
+    _type_and_send(qtbot, window, "Hello")
+    run(loop, until(lambda: not window.session.busy))
+    first = _last(window)
+    index = window.session.messages.index(1)
+    window.messages.setCurrentIndex(index)
+    assert window.messages.actions_bar.regenerate.isVisible()
+    qtbot.mouseClick(window.messages.actions_bar.regenerate, Qt.MouseButton.LeftButton)
+    run(loop, until(lambda: not window.session.busy and _last(window).id != first.id))
+    rows = window.session.messages.messages()
+    assert len(rows) == 2 and rows[1].id != first.id and rows[1].state == MessageState.COMPLETE
+    stored = window.session.store.messages(rows[0].conversation_id)
+    assert [m.id for m in stored] == [m.id for m in rows]
+
+
+def test_edit_and_resend_replaces_what_followed(make_window, loop, qtbot, monkeypatch) -> None:
+    window = make_window()
+    _type_and_send(qtbot, window, "First question")
+    run(loop, until(lambda: not window.session.busy))
+    _type_and_send(qtbot, window, "Second question")
+    run(loop, until(lambda: not window.session.busy))
+    assert window.session.messages.rowCount() == 4
+
+    def accept(dialog: EditMessageDialog) -> int:
+        dialog.edit.setPlainText("First question, edited")
+        return 1
+
+    monkeypatch.setattr(EditMessageDialog, "exec", accept)
+    window.messages.setCurrentIndex(window.session.messages.index(0))
+    assert window.messages.actions_bar.edit.isVisible()
+    qtbot.mouseClick(window.messages.actions_bar.edit, Qt.MouseButton.LeftButton)
+    run(loop, until(lambda: not window.session.busy and window.session.messages.rowCount() == 2))
+    user, answer = window.session.messages.messages()
+    assert user.text == "First question, edited" and answer.state == MessageState.COMPLETE
+    assert [m.text for m in window.session.store.messages(user.conversation_id)][0] == user.text
+
+
+def test_history_is_restored_after_reopening(make_window, loop, qtbot) -> None:
+    window = make_window()
+    _type_and_send(qtbot, window, "Remember me")
+    run(loop, until(lambda: not window.session.busy))
+    before = [(m.role, m.text) for m in window.session.messages.messages()]
+    run(loop, window.session.shutdown())
+    window.close()
+    again = make_window()
+    assert again.conversation_list.model().rowCount() == 1
+    assert [(m.role, m.text) for m in again.session.messages.messages()] == before
+
+
+def test_engine_killed_mid_answer_keeps_text_and_next_send_works(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, max_tokens=100000)
+    _type_and_send(qtbot, window, "Keep talking")
+    run(loop, until(lambda: len(_last(window).text) > 30))
+    first_pid = window.session.client.pid
+    os.kill(first_pid, signal.SIGKILL)
+    run(loop, until(lambda: not window.session.busy, what="the crash to be noticed"))
+    cut = _last(window)
+    assert cut.state == MessageState.INTERRUPTED and len(cut.text) > 30
+    assert window.banner.isVisible() and "stopped unexpectedly" in window.banner.text()
+    assert "Interrupted" in _footer(window, cut)
+    with_generation(window, max_tokens=8)
+    _type_and_send(qtbot, window, "Are you back?")
+    run(loop, until(lambda: not window.session.busy and _last(window).role == Role.ASSISTANT
+                    and _last(window).id != cut.id))
+    assert _last(window).state == MessageState.COMPLETE
+    assert window.session.client.pid not in (None, first_pid)
+
+
+def _footer(window, message) -> str:
+    return ("Interrupted: " + (stats_line(message.stats) or "the answer was cut off")
+            if message.state == MessageState.INTERRUPTED else stats_line(message.stats))
+
+
+def test_importing_a_corrupt_file_is_refused_with_a_message(make_window, loop, tmp_path) -> None:
+    window = make_window()
+    bad = tmp_path / "broken model.gguf"
+    bad.write_bytes(os.urandom(50_000))
+    before = window.session.library.list()
+    run(loop, window.session.import_model(str(bad)))
+    assert window.banner.isVisible() and "not a GGUF" in window.banner.text()
+    assert window.session.library.list() == before
+    assert window.session.model_state.value == "ready"
+
+
+def test_copy_last_answer_shortcut(make_window, loop, qtbot) -> None:
+    window = make_window()
+    _type_and_send(qtbot, window, "Hello")
+    run(loop, until(lambda: not window.session.busy))
+    QGuiApplication.clipboard().clear()
+    window.action_copy_last.trigger()
+    assert QGuiApplication.clipboard().text() == _last(window).text
+
+
+def test_closing_mid_answer_saves_what_was_shown(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, max_tokens=100000)
+    _type_and_send(qtbot, window, "A long one")
+    run(loop, until(lambda: len(_last(window).text) > 30))
+    pid = window.session.client.pid
+    window.close()
+    run(loop, window.session.shutdown())
+    shown = _last(window)
+    stored = window.session.store.get_message(shown.id)
+    # Closing stops the answer like the Stop button: saved whole, marked as stopped.
+    assert stored.state == MessageState.COMPLETE and stored.stats["finish_reason"] == "cancelled"
+    assert len(stored.text) >= 30 and stored.text == shown.text
+    assert window.session.client.pid is None
+    import psutil
+
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
