@@ -266,8 +266,8 @@ class HistoryStore:
         return [_conversation(row) for row in rows]
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
-        """Give a conversation a new title."""
-        self._update_conversation(conversation_id, {"title": title})
+        """Give a conversation a new title (its place in the list stays: no activity)."""
+        self._update_conversation(conversation_id, {"title": title}, touch=False)
 
     def update_conversation(
         self,
@@ -287,8 +287,9 @@ class HistoryStore:
             changes["model"] = model
         self._update_conversation(conversation_id, changes)
 
-    def _update_conversation(self, conversation_id: int, changes: dict[str, Any]) -> None:
-        changes["updated"] = self._clock()
+    def _update_conversation(self, conversation_id: int, changes: dict[str, Any], *, touch: bool = True) -> None:
+        if touch:
+            changes["updated"] = self._clock()
         # Column names come from the fixed keys above, never from the caller.
         assignments = ", ".join(f"{column} = ?" for column in changes)
         with self.transaction() as conn:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import qasync
@@ -41,13 +40,22 @@ def run_gui(argv: list[str] | None = None) -> int:
     except HistoryError as exc:
         QMessageBox.critical(None, "Kestrel", str(exc))
         return 1
-    closed = asyncio.Event()
-    window.closed.connect(closed.set)
+    window.closed.connect(lambda: _shut_down(loop, window))
     window.show()
     with loop:
         # Loading a model is slow: it starts once the window has painted.
-        loop.call_soon(lambda: loop.create_task(window.session.start_up()))
-        loop.run_until_complete(closed.wait())
-        loop.run_until_complete(window.session.shutdown())
+        loop.call_soon(lambda: window.session.spawn(window.session.start_up()))
+        # run_forever, not run_until_complete: qasync's run_until_complete processes Qt
+        # events once more after stopping, stepping tasks outside the running loop.
+        loop.run_forever()
         window.session.store.close()
     return 0
+
+
+def _shut_down(loop: qasync.QEventLoop, window: MainWindow) -> None:
+    """The window closed: stop the answer and the engine, then the event loop."""
+    if getattr(window, "_shutting_down", False):
+        return
+    window._shutting_down = True
+    task = window.session.spawn(window.session.shutdown())
+    task.add_done_callback(lambda _: loop.stop())

@@ -179,6 +179,7 @@ class MainWindow(QMainWindow):
     def _send(self, text: str) -> None:
         if self.session.send(text):
             self.composer.edit.clear()
+            self.messages.scroll_to_end()
             self._conversation_opened()
 
     def _open_index(self, index) -> None:

@@ -76,6 +76,11 @@ class MessageView(QListView):
 
     # --- following the end ------------------------------------------------------------
 
+    def scroll_to_end(self) -> None:
+        """Jump to the newest message and keep following it."""
+        self._follow = True
+        self.scrollToBottom()
+
     def _scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._follow = value >= bar.maximum() - 4

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from pathlib import Path
 from typing import Callable
 
 import pytest
 import qasync
+from PySide6.QtTest import QTest
 
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
@@ -21,16 +23,31 @@ from app.ui.main_window import MainWindow
 
 @pytest.fixture
 def loop(qapp):
-    """The same loop the app runs: asyncio on Qt's event loop."""
-    event_loop = qasync.QEventLoop(qapp)
+    """asyncio on Qt's event loop, as in the app, and always "running".
+
+    qasync's run_until_complete processes Qt events once more after the loop stops,
+    which steps tasks with no running loop; tests instead keep the loop marked as
+    running and let Qt's own event processing drive it (see run()).
+    """
+    event_loop = qasync.QEventLoop(qapp, already_running=True)
     asyncio.set_event_loop(event_loop)
     yield event_loop
+    event_loop.stop()
+    asyncio.events._set_running_loop(None)
     event_loop.close()
     asyncio.set_event_loop(None)
 
 
 def run(loop, awaitable, timeout: float = 90):
-    return loop.run_until_complete(asyncio.wait_for(awaitable, timeout))
+    """Wait, processing Qt events, until the awaitable is done; return its result."""
+    task = asyncio.ensure_future(awaitable, loop=loop)
+    deadline = time.monotonic() + timeout
+    while not task.done():
+        if time.monotonic() > deadline:
+            task.cancel()
+            raise AssertionError(f"timed out after {timeout} s")
+        QTest.qWait(5)
+    return task.result()
 
 
 async def until(predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
