@@ -13,9 +13,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from app.cli import chat
+    from app.cli import chat, doctor
 
     chat.add_parser(commands)
+    doctor.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,75 @@
+"""The values placement takes and gives: ModelFacts in, Placements out, PlacementRefused when it cannot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from app.hardware.onnx_targets import OnnxTarget
+from app.hardware.report import DeviceKind
+
+Preference = Literal["auto", "npu", "gpu", "cpu"]
+PREFERENCES: tuple[Preference, ...] = ("auto", "npu", "gpu", "cpu")
+ModelFormat = Literal["gguf", "onnx"]
+# llama.cpp's n_gpu_layers for "every layer, and the output layer too".
+ALL_LAYERS = -1
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What placement needs to know about a model: numbers, never files.
+
+    layers is the GGUF block count (0 when unknown); kv_cache_bytes is the cache for
+    context_length tokens (kv_cache_bytes_for() computes it from the header's numbers).
+    onnx_targets are the providers an ONNX folder was built for (onnx_targets module);
+    none means a CPU model.
+    """
+
+    format: ModelFormat
+    file_size: int
+    context_length: int
+    kv_cache_bytes: int
+    layers: int = 0
+    onnx_targets: tuple[OnnxTarget, ...] = ()
+
+
+def kv_cache_bytes_for(layers: int, context_length: int, embedding_length: int, head_count: int,
+                       head_count_kv: int | None = None) -> int:
+    """Bytes of an F16 K and V cache for this many tokens; 0 when the shape is unknown."""
+    if not (layers and head_count and embedding_length):
+        return 0
+    head_dim = embedding_length // head_count
+    return 2 * layers * context_length * (head_count_kv or head_count) * head_dim * 2
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One place to run a model, with the memory it needs there and why it was chosen.
+
+    For llama.cpp, gpu_layers is n_gpu_layers: 0 for the CPU, -1 (ALL_LAYERS) for all.
+    For ONNX Runtime, provider is the execution provider, ep_device_index the device's
+    position in report.ep_devices (onnxruntime.get_ep_devices() order), and device_id
+    the provider's own device_id option where it has one (DirectML's adapter number).
+    """
+
+    kind: DeviceKind
+    device_name: str
+    backend: Literal["llama.cpp", "onnxruntime"]
+    memory_needed: int
+    reason: str
+    gpu_layers: int = 0
+    provider: str | None = None
+    device_id: int | None = None
+    ep_device_index: int | None = None
+
+
+class PlacementRefused(Exception):
+    """A device the user chose (NPU, GPU or CPU) cannot run this model; str() says why and what to do.
+
+    Placement raises this instead of quietly running somewhere else.
+    """
+
+    def __init__(self, preference: Preference, reason: str) -> None:
+        super().__init__(reason)
+        self.preference = preference
+        self.reason = reason
