@@ -1,0 +1,317 @@
+"""ONNX models through ONNX Runtime GenAI: load a model folder, stream an answer."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence
+
+import onnxruntime_genai as og
+import psutil
+
+from app.engine.answer_text import AnswerText
+from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
+from app.engine.control import GenerationControl
+from app.engine.errors import ContextOverflow, ModelLoadError
+from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
+from app.engine.resources import default_threads
+from app.library.model_format import ModelFolderError, OnnxFolderInfo, read_onnx_folder
+
+# Kestrel's name for an execution provider -> (ONNX Runtime GenAI's name, what the user sees).
+PROVIDERS: Mapping[str, tuple[str, str]] = {
+    "cpu": ("cpu", "CPU"),
+    "cuda": ("cuda", "NVIDIA GPU (CUDA)"),
+    "dml": ("dml", "GPU (DirectML)"),
+    "qnn": ("qnn", "NPU (QNN)"),
+    "openvino": ("openvino", "OpenVINO"),
+    "webgpu": ("webgpu", "GPU (WebGPU)"),
+    "nvtensorrtrtx": ("NvTensorRtRtx", "NVIDIA GPU (TensorRT RTX)"),
+}
+_GIB = 1024**3
+
+
+@dataclass
+class _Timing:
+    start: float
+    first: float | None = None
+    last: float | None = None
+    generated: int = 0
+
+
+class OnnxBackend:
+    """One loaded ONNX Runtime GenAI model and its tokenizer.
+
+    Every answer starts from a fresh generator, so nothing is cached between turns: the
+    whole prompt is evaluated each time, and Done.stats says so.
+    """
+
+    def __init__(self, model: og.Model, tokenizer: og.Tokenizer, info: OnnxFolderInfo,
+                 loaded: Loaded) -> None:
+        self._model = model
+        self._tokenizer = tokenizer
+        self._info = info
+        self.loaded = loaded
+        self._tokens = ModelTokens(bos=info.bos_token, eos=info.eos_token)
+        self._eos = frozenset(int(t) for t in tokenizer.eos_token_ids)
+        # Some tokenizers put BOS in front on their own; the template may write it too.
+        self._adds_bos = bool(info.bos_token) and _starts_with(
+            tokenizer.encode("a"), tokenizer.bos_token_id)
+
+    @classmethod
+    def load(cls, request: Load, *, execution_provider: str = "cpu",
+             provider_options: Mapping[str, str] | None = None) -> "OnnxBackend":
+        """Check the folder, then load it on the provider asked for; errors say what to do.
+
+        execution_provider is a key of PROVIDERS; an unknown one is a bug and raises
+        ValueError. A provider this ONNX Runtime GenAI build lacks raises ModelLoadError.
+        """
+        if execution_provider not in PROVIDERS:
+            raise ValueError(f"unknown execution provider {execution_provider!r}")
+        started = time.perf_counter()
+        info = read_onnx_folder(request.model_path)
+        # More context than the model was made for only produces nonsense.
+        context = min(info.context_length, max(256, request.context_length))
+        threads = request.threads or default_threads()
+        if execution_provider == "cpu":
+            problem = _memory_problem(info, context)
+            if problem:
+                raise ModelLoadError("model_too_big", problem)
+        try:
+            config = _config(info, execution_provider, provider_options or {}, context, threads)
+            model = og.Model(config)
+            tokenizer = og.Tokenizer(model)
+        except RuntimeError as exc:
+            raise ModelLoadError("model_load", _load_failure_message(info, execution_provider, exc)) from exc
+        loaded = Loaded(
+            request_id=request.request_id,
+            model_path=request.model_path,
+            load_ms=(time.perf_counter() - started) * 1000,
+            device=f"{PROVIDERS[execution_provider][1]} (ONNX Runtime)",
+            context_length=context,
+            threads=threads,
+            architecture=info.model_type,
+            chat_format="embedded" if info.chat_template else "builtin",
+        )
+        return cls(model, tokenizer, info, loaded)
+
+    def reset(self) -> None:
+        """Forget the cached conversation: there is none, each answer starts afresh."""
+
+    def close(self) -> None:
+        # Dropping the last references frees the session and its weights.
+        self._tokenizer = None
+        self._model = None
+
+    def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
+        """Stream the answer; cancel and pause take effect between two tokens."""
+        timing = _Timing(start=time.perf_counter())
+        n_ctx = self.loaded.context_length
+        spec, prompt, left_out = fit_prompt(request, n_ctx, self._spec, self._tokenize)
+        budget = min(request.max_tokens, n_ctx - len(prompt))
+        answer = AnswerText(spec.stop + tuple(request.stop))
+        finish = yield from self._stream(request, prompt, budget, answer, control, timing)
+        tail = answer.finish()
+        if tail:
+            yield Delta(request.request_id, tail)
+        stats = self._stats(timing, prompt, finish, spec.chat_format)
+        stats["messages_left_out"] = left_out
+        yield Done(request.request_id, finish, stats)
+
+    def _spec(self, messages: Sequence[ChatMessage]) -> PromptSpec:
+        return build_prompt(messages, template=self._info.chat_template,
+                            architecture=self._info.model_type, tokens=self._tokens)
+
+    def _tokenize(self, text: str) -> list[int]:
+        bos = self._tokens.bos
+        if self._adds_bos and text.startswith(bos):
+            text = text[len(bos):]
+        return [int(t) for t in self._tokenizer.encode(text)]
+
+    def _stream(self, request: Generate, prompt: list[int], budget: int, answer: AnswerText,
+                control: GenerationControl, timing: _Timing) -> Iterator[Delta]:
+        finish = "length" if budget == request.max_tokens else "context"
+        if budget <= 0:
+            return finish
+        generator = og.Generator(self._model, self._params(request, len(prompt) + budget))
+        piece = self.token_text()
+        generated = 0
+        try:
+            generator.append_tokens(prompt)
+            while True:
+                if control.cancelled:
+                    return "cancelled"
+                if generator.is_done():
+                    return finish
+                generator.generate_next_token()
+                token = int(generator.get_next_tokens()[0])
+                if timing.first is None:
+                    timing.first = time.perf_counter()
+                if control.cancelled:
+                    return "cancelled"
+                if token in self._eos:
+                    return "stop"
+                generated += 1
+                timing.last = time.perf_counter()
+                text = answer.feed(piece(token))
+                if text:
+                    yield Delta(request.request_id, text)
+                if answer.stopped_by is not None:
+                    return "stop"
+                if generated >= budget:
+                    return finish
+                control.wait_while_paused()
+        finally:
+            timing.generated = generated
+            del generator
+
+    def token_text(self) -> Callable[[int], bytes]:
+        """A decoder for one answer: the UTF-8 bytes each new token completes.
+
+        A character split across tokens (an emoji is often three) comes out whole with
+        the token that completes it, and nothing with the ones before.
+        """
+        stream = self._tokenizer.create_stream()
+        return lambda token: stream.decode(token).encode("utf-8")
+
+    def _params(self, request: Generate, max_length: int) -> og.GeneratorParams:
+        params = og.GeneratorParams(self._model)
+        seed = request.seed if request.seed >= 0 else random.getrandbits(31)
+        options: dict[str, float | int | bool] = {
+            "max_length": max_length,
+            "repetition_penalty": request.repeat_penalty,
+            "random_seed": seed,
+        }
+        if request.temperature > 0:
+            options.update(
+                do_sample=True,
+                temperature=request.temperature,
+                top_p=request.top_p if 0 < request.top_p <= 1 else 1.0,
+                top_k=_top_k(request.top_k, self._info.vocab_size),
+            )
+        else:
+            options.update(do_sample=False)
+        params.set_search_options(**options)
+        return params
+
+    def _stats(self, timing: _Timing, prompt: list[int], finish: str, chat_format: str) -> dict:
+        generated = timing.generated
+        first = timing.first or time.perf_counter()
+        decode_s = (timing.last - first) if timing.last and generated > 1 else 0.0
+        return {
+            "ttft_ms": round((first - timing.start) * 1000, 2),
+            "tokens": generated,
+            "tokens_per_s": round((generated - 1) / decode_s, 2) if decode_s > 0 else 0.0,
+            "prompt_tokens": len(prompt),
+            # Nothing is reused between turns, so the whole prompt is evaluated each time
+            # (none of it when the answer never started).
+            "prompt_tokens_evaluated": len(prompt) if timing.first is not None else 0,
+            "device": self.loaded.device,
+            "finish_reason": finish,
+            "chat_format": chat_format,
+            "total_ms": round((time.perf_counter() - timing.start) * 1000, 2),
+        }
+
+
+def fit_prompt(request: Generate, n_ctx: int,
+               spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
+               tokenize: Callable[[str], list[int]]) -> tuple[PromptSpec, list[int], int]:
+    """The prompt, leaving out the oldest turns if asked and needed to leave room.
+
+    The same rule as GgufBackend._fit_prompt, written against two callables so that
+    both backends could share it.
+    """
+    room = min(request.max_tokens, max(64, n_ctx // 4))
+    messages = list(request.messages)
+    system = [m for m in messages if m.role == "system"]
+    turns = [m for m in messages if m.role != "system"]
+    starts = [i for i, m in enumerate(turns) if m.role == "user"] or [0]
+
+    def attempt(skip: int) -> tuple[PromptSpec, list[int], int]:
+        spec = spec_for(system + turns[skip:])
+        return spec, tokenize(spec.text), skip
+
+    best = attempt(0)
+    if request.trim_history and len(best[1]) + room > n_ctx and len(starts) > 1:
+        # Fewest turns left out that leave room for an answer: binary search over turn
+        # starts, so a 2,000-message chat costs a dozen tokenizations, not 2,000.
+        low, high = 1, len(starts) - 1
+        best = attempt(starts[high])
+        while low <= high:
+            middle = (low + high) // 2
+            candidate = attempt(starts[middle])
+            if len(candidate[1]) + room <= n_ctx:
+                best, high = candidate, middle - 1
+            else:
+                low = middle + 1
+    spec, prompt, left_out = best
+    if len(prompt) >= n_ctx:
+        raise ContextOverflow(len(prompt), n_ctx)
+    return spec, prompt, left_out
+
+
+def _config(info: OnnxFolderInfo, provider: str, options: Mapping[str, str],
+            context: int, threads: int) -> og.Config:
+    config = og.Config(str(info.path))
+    # The folder's genai_config.json names the provider it was exported for; the
+    # placement decides instead, and an empty list means the CPU.
+    config.clear_providers()
+    name = PROVIDERS[provider][0]
+    if provider != "cpu":
+        config.append_provider(name)
+    for key, value in options.items():
+        config.set_provider_option(name, key, value)
+    config.overlay(json.dumps({
+        "model": {"decoder": {"session_options": {"intra_op_num_threads": threads}}},
+        "search": {"max_length": context},
+    }))
+    return config
+
+
+def _load_failure_message(info: OnnxFolderInfo, provider: str, exc: Exception) -> str:
+    reason = str(exc).strip()
+    where = PROVIDERS[provider][1]
+    lowered = reason.lower()
+    if "external data" in lowered or ("external" in lowered and "initializer" in lowered):
+        advice = ("Part of the model's weights is missing or incomplete (the .data file beside "
+                  f"{info.decoder_file.name}). Download the model again.")
+    elif provider != "cpu":
+        # A damaged model fails on the CPU too, which the placement tries next.
+        advice = (f"This computer or this Kestrel cannot run models on {where}; choose another "
+                  "device in the settings, or CPU.")
+    else:
+        advice = ("The model may be damaged, or made for a newer ONNX Runtime GenAI: download "
+                  "it again, or update Kestrel.")
+    return (f'"{info.path.name}" is an ONNX model folder (model type "{info.model_type}") but '
+            f"ONNX Runtime GenAI could not load it on {where}: {reason}. {advice}")
+
+
+def _memory_problem(info: OnnxFolderInfo, context: int) -> str | None:
+    """A plain message when the weights and a full-context cache will not fit in free memory."""
+    kv = 0
+    if info.num_layers and info.num_kv_heads and info.head_size:
+        # Key and value, per layer, per token; float32, as the CPU exports keep them.
+        kv = 2 * info.num_layers * context * info.num_kv_heads * info.head_size * 4
+    needed = int(info.weights_bytes * 1.05) + kv + 256 * 1024**2
+    available = psutil.virtual_memory().available
+    if needed <= available:
+        return None
+    return (
+        f"{info.path.name} needs about {needed / _GIB:.1f} GB of memory with a context of "
+        f"{context} tokens, and {available / _GIB:.1f} GB is free. Close other programs, lower "
+        "the context length, or choose a smaller model."
+    )
+
+
+def _top_k(top_k: int, vocab_size: int | None) -> int:
+    # 0 means no limit to both engines; ONNX Runtime GenAI refuses one past the vocabulary.
+    top_k = max(0, top_k)
+    return min(top_k, vocab_size) if vocab_size else top_k
+
+
+def _starts_with(tokens: Sequence[int], token: int | None) -> bool:
+    return token is not None and len(tokens) > 0 and int(tokens[0]) == int(token)
+
+
+__all__ = ["OnnxBackend", "ModelFolderError", "ModelLoadError", "ContextOverflow", "PROVIDERS"]
