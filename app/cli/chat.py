@@ -13,7 +13,7 @@ from typing import TextIO
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import SettingsError, SettingsFile
-from app.engine.protocol import ERR_CONTEXT, ChatMessage, Delta, Done
+from app.engine.protocol import ERR_CONTEXT, ERR_PLACEMENT, ChatMessage, Delta, Done
 from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.client import EngineClient, EngineCrashed, EngineError
@@ -23,6 +23,7 @@ EXIT_USAGE = 2
 EXIT_MODEL = 3
 EXIT_ENGINE_DIED = 4
 EXIT_CONTEXT = 5
+EXIT_DEVICE = 6
 EXIT_INTERRUPTED = 130
 
 
@@ -44,6 +45,8 @@ def add_parser(commands) -> None:
     chat.add_argument("--seed", type=int, help="a fixed seed for repeatable answers (-1: random)")
     chat.add_argument("--ctx", type=int, help="the context length in tokens")
     chat.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
+    chat.add_argument("--device", choices=["auto", "npu", "gpu", "cpu"],
+                      help="where to run the model (default: the setting, normally auto)")
     chat.add_argument("--json", action="store_true", help="one JSON object per line")
     chat.set_defaults(run=run)
 
@@ -57,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         settings = _generation_settings(args)
         model = resolve_model(args.model)
         messages = ([ChatMessage("system", args.system)] if args.system else []) + [ChatMessage("user", prompt)]
-        return asyncio.run(_answer(model, messages, settings, args.threads, args.json))
+        device = args.device or SettingsFile(data_paths().settings_file).load().device_preference
+        return asyncio.run(_answer(model, messages, settings, args.threads, device, args.json))
     except UserError as exc:
         _report(exc, args.json)
         return exc.status
@@ -126,21 +130,25 @@ def _install_starter_with_progress(library: ModelLibrary):
 
 
 async def _answer(model: Path, messages: list[ChatMessage], settings: GenerationSettings,
-                  threads: int | None, as_json: bool) -> int:
+                  threads: int | None, device: str, as_json: bool) -> int:
     client = EngineClient()
     try:
-        await _load(client, model, settings, threads)
+        loaded = await _load(client, model, settings, threads, device)
+        if loaded.fallback_reasons:
+            print(f"kestrel: running on {loaded.device}; " + "; ".join(loaded.fallback_reasons), file=sys.stderr)
         await stream_answer(client, messages, settings, sys.stdout, as_json)
         return EXIT_OK
     finally:
         await client.shutdown()
 
 
-async def _load(client: EngineClient, model: Path, settings: GenerationSettings, threads: int | None) -> None:
+async def _load(client: EngineClient, model: Path, settings: GenerationSettings, threads: int | None,
+                device: str):
     try:
-        await client.load(str(model), context_length=settings.context_length, threads=threads)
+        return await client.load(str(model), context_length=settings.context_length, threads=threads,
+                                 device=device)
     except EngineError as exc:
-        raise UserError(exc.message, EXIT_MODEL) from exc
+        raise UserError(exc.message, EXIT_DEVICE if exc.kind == ERR_PLACEMENT else EXIT_MODEL) from exc
 
 
 async def stream_answer(client: EngineClient, messages: list[ChatMessage], settings: GenerationSettings,

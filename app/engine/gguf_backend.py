@@ -57,7 +57,7 @@ class GgufBackend:
         self._piece_buffer = ctypes.create_string_buffer(256)
 
     @classmethod
-    def load(cls, request: Load) -> "GgufBackend":
+    def load(cls, request: Load, *, gpu_layers: int = 0) -> "GgufBackend":
         """Check the file, then load it; errors say what the user can do."""
         started = time.perf_counter()
         info = read_gguf_info(Path(request.model_path))
@@ -74,7 +74,7 @@ class GgufBackend:
                 n_ctx=context,
                 n_threads=threads,
                 n_threads_batch=threads,
-                n_gpu_layers=request.gpu_layers,
+                n_gpu_layers=gpu_layers,
                 # The full-size sliding-window cache lets a later turn reuse the
                 # earlier turns (Gemma 3 uses sliding-window attention).
                 swa_full=True,

@@ -8,11 +8,14 @@ import signal
 import threading
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Callable
 
 from app.engine import protocol as p
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ModelLoadError
+
+# Returns an app.hardware.report.HardwareReport; must be picklable (spawned process).
+HardwareSource = Callable[[], Any]
 
 
 class _Outbox:
@@ -34,12 +37,14 @@ class _Outbox:
 class EngineLoop:
     """Owns the backend; runs requests in order; cancel/pause arrive beside them."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, hardware: HardwareSource | None = None) -> None:
         self._conn = conn
         self._out = _Outbox(conn)
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._control = GenerationControl()
         self._backend = None
+        self._hardware = hardware
+        self._report = None
 
     def run(self) -> None:
         self._out.send(p.Hello(p.PROTOCOL_VERSION, os.getpid()))
@@ -86,6 +91,8 @@ class EngineLoop:
                 if self._backend is not None:
                     self._backend.reset()
                 self._out.send(p.Ack(request.request_id, "reset"))
+            elif isinstance(request, p.Probe):
+                self._out.send(p.Report(request.request_id, self._machine()))
             elif isinstance(request, p.Unload):
                 self._unload()
                 self._out.send(p.Ack(request.request_id, "unload"))
@@ -95,17 +102,28 @@ class EngineLoop:
             self._error(request, p.ERR_INTERNAL, f"{type(exc).__name__}: {exc}",
                         {"traceback": traceback.format_exc()})
 
+    def _machine(self):
+        """The hardware report, probed once per engine: the process that loads models
+        must be the one that looks (Windows ML registers providers per process)."""
+        if self._report is None:
+            from app.hardware.probe import probe
+
+            self._report = self._hardware() if self._hardware is not None else probe()
+        return self._report
+
     def _load(self, request: p.Load) -> None:
-        from app.engine.gguf_backend import GgufBackend, ModelFileError
+        from app.engine.loading import load_backend
+        from app.library.gguf_info import ModelFileError
 
         self._unload()
         try:
-            self._backend = GgufBackend.load(request)
-        except ModelFileError as exc:
+            self._backend = load_backend(request, self._machine())
+        except ModelFileError as exc:  # ModelFolderError too, for ONNX folders
             self._error(request, p.ERR_MODEL_FILE, str(exc), {"file_problem": exc.kind})
             return
         except ModelLoadError as exc:
-            self._error(request, p.ERR_MODEL_LOAD, exc.message, {"load_problem": exc.kind})
+            kind = p.ERR_PLACEMENT if exc.kind == "placement_refused" else p.ERR_MODEL_LOAD
+            self._error(request, kind, exc.message, {"load_problem": exc.kind})
             return
         self._out.send(self._backend.loaded)
 
@@ -133,9 +151,12 @@ class EngineLoop:
         self._out.send(p.Error(request_id, kind, message, details or {}))
 
 
-def engine_main(conn: Connection) -> None:
-    """Entry point of the engine child process."""
+def engine_main(conn: Connection, hardware: HardwareSource | None = None) -> None:
+    """Entry point of the engine child process.
+
+    hardware replaces the live probe (tests pass a recorded machine's report).
+    """
     # Ctrl+C in a terminal reaches the whole process group; the UI process decides
     # what it means (cancel, then shutdown), so the engine must not die of it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    EngineLoop(conn).run()
+    EngineLoop(conn, hardware).run()

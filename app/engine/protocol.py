@@ -7,7 +7,7 @@ from typing import Any
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -29,7 +29,9 @@ class Load:
     model_path: str
     context_length: int = 4096
     threads: int | None = None
-    gpu_layers: int = 0
+    # The user's choice: auto, npu, gpu or cpu. The engine asks placement where that
+    # means for this model on this machine, and tries the answers in order.
+    device: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,13 @@ class Generate:
     # Leave out the oldest turns (never the system prompt) when the conversation is
     # longer than the context, instead of refusing it. Done.stats says how many.
     trim_history: bool = False
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Describe the machine: answered with a Report."""
+
+    request_id: int
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,17 @@ class Loaded:
     threads: int
     architecture: str
     chat_format: str
+    # Why this device (placement's words) and why each device tried before it failed.
+    placement_reason: str = ""
     fallback_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """The engine's view of the machine (an app.hardware.report.HardwareReport)."""
+
+    request_id: int
+    report: Any
 
 
 @dataclass(frozen=True)
@@ -157,6 +176,7 @@ class Error:
 ERR_MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated
 ERR_MODEL_LOAD = "model_load"  # a valid file llama.cpp still could not load
 ERR_NO_MODEL = "no_model"  # generate before load
+ERR_PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
 ERR_CONTEXT = "context_overflow"  # the prompt does not fit the context
 ERR_BUSY = "busy"  # a second generate while one runs
 ERR_PROTOCOL = "protocol"  # versions differ, or an unknown message

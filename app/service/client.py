@@ -44,10 +44,12 @@ class _Died:
 class _EngineProcess:
     """One engine child process, its pipe, and the thread that reads it."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[["_EngineProcess", Any], None]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[["_EngineProcess", Any], None],
+                 hardware: Callable[[], Any] | None) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=engine_main, args=(child,), name="kestrel-engine", daemon=True)
+        self.process = ctx.Process(target=engine_main, args=(child, hardware), name="kestrel-engine",
+                                   daemon=True)
         self.process.start()
         child.close()
         self.alive = True
@@ -94,7 +96,10 @@ class EngineClient:
     the caller); the next request starts a fresh engine and reloads the model.
     """
 
-    def __init__(self, *, start_timeout: float = 60.0) -> None:
+    def __init__(self, *, start_timeout: float = 60.0, hardware: Callable[[], Any] | None = None) -> None:
+        # hardware: a picklable function giving the engine a HardwareReport instead of
+        # probing (tests give it a recorded machine).
+        self._hardware = hardware
         self._engine: _EngineProcess | None = None
         self._hello: asyncio.Future | None = None
         self._pending: dict[int, asyncio.Queue] = {}
@@ -124,7 +129,7 @@ class EngineClient:
         if self._engine is not None:
             self.restarts += 1
         self._hello = loop.create_future()
-        self._engine = _EngineProcess(loop, self._deliver)
+        self._engine = _EngineProcess(loop, self._deliver, self._hardware)
         hello = await asyncio.wait_for(self._hello, self._start_timeout)
         if isinstance(hello, _Died):
             raise EngineCrashed(_died_message("starting", hello.exit_code), hello.exit_code, "start")
@@ -156,15 +161,24 @@ class EngineClient:
     # --- requests -------------------------------------------------------------------
 
     async def load(self, model_path: str, *, context_length: int = 4096,
-                   threads: int | None = None, gpu_layers: int = 0) -> p.Loaded:
-        """Load a model; raises EngineError with kind model_file or model_load."""
+                   threads: int | None = None, device: str = "auto") -> p.Loaded:
+        """Load a model where placement says (device: auto, npu, gpu or cpu).
+
+        Raises EngineError with kind model_file, model_load or placement_refused.
+        """
         await self.start()
-        request = p.Load(next(self._ids), str(model_path), context_length, threads, gpu_layers)
+        request = p.Load(next(self._ids), str(model_path), context_length, threads, device)
         self.loaded = None
         event = await self._roundtrip(request, "load")
         self._last_load = request
         self.loaded = event
         return event
+
+    async def hardware_report(self) -> Any:
+        """What the engine sees of the machine (a HardwareReport), probed once per engine."""
+        await self.start()
+        event = await self._roundtrip(p.Probe(next(self._ids)), "probe")
+        return event.report
 
     async def reset(self) -> None:
         """Forget the cached conversation in the engine."""
@@ -203,7 +217,10 @@ class EngineClient:
                     return
         finally:
             self._pending.pop(request.request_id, None)
-            self._current_generation = None
+            # A caller that returns on Done leaves this generator to be closed later,
+            # perhaps after the next answer began: only clear what is still ours.
+            if self._current_generation == request.request_id:
+                self._current_generation = None
             if not finished:
                 self._send_quietly(p.Cancel(request.request_id))
 
@@ -228,7 +245,7 @@ class EngineClient:
             raise EngineError(p.ERR_NO_MODEL, "No model is loaded. Choose a model first.")
         last = self._last_load
         await self.load(last.model_path, context_length=last.context_length,
-                        threads=last.threads, gpu_layers=last.gpu_layers)
+                        threads=last.threads, device=last.device)
 
     async def _roundtrip(self, request: Any, during: str) -> Any:
         queue = self._open(request.request_id)

@@ -75,10 +75,16 @@ class SettingsDialog(QDialog):
         for value, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
             self.theme.addItem(text, value)
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        self.device = QComboBox(self)
+        for value, text in (("auto", "Automatic (the best this machine has)"), ("npu", "NPU"),
+                            ("gpu", "GPU"), ("cpu", "CPU")):
+            self.device.addItem(text, value)
+        self.device.setCurrentIndex(max(0, self.device.findData(settings.device_preference)))
         self.threads = _int(0, 256, settings.threads or 0)
         self.threads.setSpecialValueText("physical cores")
         extra = QFormLayout()
         extra.addRow("T&heme", self.theme)
+        extra.addRow("&Device", self.device)
         extra.addRow("CPU t&hreads", self.threads)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Defaults for new chats", self))
@@ -87,8 +93,9 @@ class SettingsDialog(QDialog):
         layout.addWidget(_buttons(self))
 
     def value(self) -> Settings:
-        return dataclasses.replace(self._settings, generation=self.form.value(),
-                                   theme=self.theme.currentData(), threads=self.threads.value() or None)
+        return dataclasses.replace(self._settings, generation=self.form.value(), theme=self.theme.currentData(),
+                                   device_preference=self.device.currentData(),
+                                   threads=self.threads.value() or None)
 
 
 class EditMessageDialog(QDialog):
@@ -130,3 +137,25 @@ def _int(low: int, high: int, value: int) -> QSpinBox:
     box.setRange(low, high)
     box.setValue(value)
     return box
+
+
+class HardwareDialog(QDialog):
+    """What the machine has, where the model runs, and why."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Hardware")
+        self.text = QPlainTextEdit(text, self)
+        self.text.setReadOnly(True)
+        self.text.setObjectName("hardwareReport")
+        font = self.text.font()
+        font.setFamily("monospace")
+        font.setStyleHint(font.StyleHint.Monospace)
+        self.text.setFont(font)
+        self.text.setMinimumSize(self.text.fontMetrics().averageCharWidth() * 100,
+                                 self.text.fontMetrics().lineSpacing() * 22)
+        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        box.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.text)
+        layout.addWidget(box)

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLab
 
 from app.ui.composer import Composer
 from app.ui.conversation_model import ConversationFilter, ConversationRoles
-from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
+from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, HardwareDialog, SettingsDialog
 from app.ui.message_view import MessageView
 from app.ui.session import ChatSession, ModelState
 from app.ui.theme import apply_theme
@@ -137,6 +137,7 @@ class MainWindow(QMainWindow):
         self._action(chat_menu, "&Message box", QKeySequence("Ctrl+L"), self.composer.edit.setFocus)
         self._action(file_menu, "&Import a model file…", QKeySequence("Ctrl+O"), self.choose_model_file)
         self._action(file_menu, "&Settings…", QKeySequence("Ctrl+,"), self.edit_settings)
+        self._action(file_menu, "&Hardware…", QKeySequence("Ctrl+Shift+H"), self.show_hardware)
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
         rename = QAction("Rename", self.conversation_list)
         rename.triggered.connect(lambda: self.conversation_list.edit(self.conversation_list.currentIndex()))
@@ -207,9 +208,13 @@ class MainWindow(QMainWindow):
                                   ModelState.INSTALLING: s.model_detail,
                                   ModelState.FAILED: "Model failed to load",
                                   ModelState.NONE: "No model"}[state])
-        device = loaded.device if loaded is not None and state == ModelState.READY else "—"
-        self.device_label.setText(f"Device: {device}")
-        self.device_label.setToolTip("; ".join(loaded.fallback_reasons) if loaded and loaded.fallback_reasons else "")
+        ready = loaded is not None and state == ModelState.READY
+        device = f"Device: {loaded.device}" if ready else "Device: —"
+        if ready and loaded.fallback_reasons:
+            # A fall-back is never silent: the reason is on screen, in full on hover.
+            device += f" (fell back: {_shorten(loaded.fallback_reasons[0], 90)})"
+        self.device_label.setText(device)
+        self.device_label.setToolTip("\n".join([loaded.placement_reason, *loaded.fallback_reasons]) if ready else "")
         if state == ModelState.FAILED:
             self._show_problem(s.model_detail)
         self._update_stack()
@@ -273,6 +278,13 @@ class MainWindow(QMainWindow):
         self.messages.delegate.dark = apply_theme(app, self.session.settings.theme)
         self.messages.viewport().update()
 
+    def show_hardware(self) -> None:
+        self.session.spawn(self._show_hardware())
+
+    async def _show_hardware(self) -> None:
+        self.hardware_dialog = HardwareDialog(await self.session.hardware_text(), self)
+        self.hardware_dialog.show()
+
     def choose_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
         if path:
@@ -306,6 +318,10 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.
         self.closed.emit()
         super().closeEvent(event)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _escape(text: str) -> str:

@@ -103,7 +103,7 @@ class ChatSession(QObject):
         self._set_model_state(ModelState.LOADING, f"Loading {model.title}…")
         try:
             await self.client.load(str(model.path), context_length=self._context_length(),
-                                   threads=self.settings.threads)
+                                   threads=self.settings.threads, device=self.settings.device_preference)
         except EngineError as exc:
             self._set_model_state(ModelState.FAILED, exc.message)
             self.queued = False
@@ -279,7 +279,7 @@ class ChatSession(QObject):
         if loaded is not None and self.model is not None and loaded.context_length != context_length:
             self.activityChanged.emit("Reloading the model with the new context length…")
             await self.client.load(str(self.model.path), context_length=context_length,
-                                   threads=self.settings.threads)
+                                   threads=self.settings.threads, device=self.settings.device_preference)
             self.modelStateChanged.emit()
 
     def _interrupt(self, stats: dict | None) -> None:
@@ -325,8 +325,25 @@ class ChatSession(QObject):
         await self.client.shutdown()
 
     def update_settings(self, settings: Settings) -> None:
+        """Save the app's settings; a new device or thread count reloads the model."""
+        before = self.settings
         self.settings = settings
         self._save_settings()
+        moved = (before.device_preference, before.threads) != (settings.device_preference, settings.threads)
+        if moved and self.model is not None and not self.busy:
+            self.spawn(self.load_model(self.model))
+
+    async def hardware_text(self) -> str:
+        """The machine as the engine sees it, and where the model runs and why."""
+        from app.hardware.summary import format_report
+
+        text = format_report(await self.client.hardware_report())
+        loaded = self.client.loaded
+        if loaded is not None:
+            text += f"\n\nIn use: {loaded.device}\nWhy: {loaded.placement_reason}"
+            for reason in loaded.fallback_reasons:
+                text += f"\nCould not use {reason}"
+        return text
 
     def _save_settings(self, **changes) -> None:
         if changes:

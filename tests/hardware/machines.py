@@ -145,3 +145,10 @@ class RecordingMachine(LiveMachine):
 
     def llama(self) -> dict[str, Any]:
         return self._save("llama", super().llama())
+
+
+def recorded_report(name: str):
+    """The report the probe makes of a recorded machine; picklable by name for the engine."""
+    from app.hardware.probe import probe
+
+    return probe(RecordedMachine(name))

@@ -290,3 +290,25 @@ def test_gguf_of_an_unknown_architecture_says_why_llama_cpp_refused(tiny_model: 
     error = asyncio.run(scenario())
     assert error.kind == "model_load"
     assert "unknown model architecture: 'xyzzy'" in error.message and "odd arch.gguf" in error.message
+
+
+def test_cancel_works_after_an_earlier_stream_was_left_unclosed(tiny_model: Path) -> None:
+    # _collect returns on Done without exhausting the generator; Python closes it
+    # later, possibly while the next answer streams. That must not break cancel.
+    async def scenario():
+        client = await _loaded(tiny_model, context_length=1024)
+        try:
+            await _collect(client)
+            deltas = 0
+            async for event in client.generate(HELLO, LONG):
+                if isinstance(event, Delta):
+                    deltas += 1
+                    await asyncio.sleep(0)  # let the old generator's finaliser run
+                    if deltas == 3:
+                        client.cancel()
+                else:
+                    return event
+        finally:
+            await client.shutdown()
+
+    assert run(scenario()).finish_reason == "cancelled"

@@ -17,6 +17,7 @@ from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
+from app.service.client import EngineClient
 from app.ui.app import build_window
 from app.ui.main_window import MainWindow
 
@@ -74,10 +75,10 @@ def make_window(loop, qtbot, tiny_model):
     windows: list[MainWindow] = []
 
     def make(*, model: Path | None = tiny_model, start: bool = True,
-             generation: GenerationSettings | None = None) -> MainWindow:
+             generation: GenerationSettings | None = None, hardware=None) -> MainWindow:
         if model is not None and not windows:
             install_model(model, generation)
-        window = build_window(data_paths())
+        window = build_window(data_paths(), EngineClient(hardware=hardware))
         qtbot.addWidget(window)
         window.show()
         windows.append(window)

@@ -1,0 +1,96 @@
+"""Load a model where placement says, falling back in order and keeping every reason."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+import llama_cpp
+
+from app.engine.errors import ModelLoadError
+from app.engine.protocol import Load
+from app.hardware.onnx_targets import genai_provider_key, targets_from_genai_config
+from app.hardware.placement import ModelFacts, Placement, PlacementRefused, kv_cache_bytes_for, place
+from app.hardware.report import HardwareReport
+from app.library.gguf_info import read_gguf_info
+from app.library.model_format import detect_format, read_onnx_folder
+
+if TYPE_CHECKING:
+    from app.engine.gguf_backend import GgufBackend
+    from app.engine.onnx_backend import OnnxBackend
+
+# Imported lazily: loading a GGUF model must not pay for importing ONNX Runtime.
+Backend = Union["GgufBackend", "OnnxBackend"]
+
+
+def model_facts(model_path: str, context_length: int) -> ModelFacts:
+    """The numbers placement needs, read from the file's header or the folder's config."""
+    if detect_format(model_path) == "gguf":
+        info = read_gguf_info(Path(model_path))
+        context = min(context_length, info.context_length or context_length)
+        layers = info.block_count or 0
+        kv = kv_cache_bytes_for(layers, context, info.embedding_length or 0, info.head_count or 0,
+                                info.head_count_kv)
+        return ModelFacts("gguf", info.file_size, context, kv, layers)
+    folder = read_onnx_folder(model_path)
+    context = min(context_length, folder.context_length)
+    kv = 2 * (folder.num_layers or 0) * context * (folder.num_kv_heads or 0) * (folder.head_size or 0) * 2
+    config = json.loads((folder.path / "genai_config.json").read_text(encoding="utf-8"))
+    return ModelFacts("onnx", folder.weights_bytes, context, kv, folder.num_layers or 0,
+                      targets_from_genai_config(config))
+
+
+def load_backend(request: Load, report: HardwareReport) -> Backend:
+    """Try each placement in order; the loaded event says where it ran and what failed first.
+
+    A file that is not usable (ModelFileError) fails at once: no device can fix it.
+    """
+    facts = model_facts(request.model_path, request.context_length)
+    try:
+        placements = place(report, facts, request.device)  # type: ignore[arg-type]
+    except PlacementRefused as exc:
+        raise ModelLoadError("placement_refused", str(exc)) from exc
+    failures: list[str] = []
+    for placement in placements:
+        try:
+            backend = _load_on(placement, request)
+        except ModelLoadError as exc:
+            failures.append(f"{placement.device_name}: {exc.message}")
+            continue
+        backend.loaded = dataclasses.replace(
+            backend.loaded, device=device_text(placement), placement_reason=placement.reason,
+            fallback_reasons=tuple(failures))
+        return backend
+    raise ModelLoadError("model_load", "The model could not be loaded on any device. " + " ".join(failures))
+
+
+def device_text(placement: Placement) -> str:
+    """What the status bar and each answer's stats say about where it runs."""
+    runtime = " (ONNX Runtime)" if placement.backend == "onnxruntime" else ""
+    if placement.kind == "cpu":
+        return "CPU" + runtime
+    text = f"{placement.kind.upper()}: {placement.device_name}{runtime}"
+    if placement.backend == "llama.cpp" and placement.gpu_layers > 0:
+        text += f" ({placement.gpu_layers} layers, the rest on the CPU)"
+    return text
+
+
+def _load_on(placement: Placement, request: Load) -> Backend:
+    if placement.backend == "llama.cpp":
+        from app.engine.gguf_backend import GgufBackend
+
+        if placement.gpu_layers != 0 and not llama_cpp.llama_supports_gpu_offload():
+            # Asking this build for GPU layers would silently run on the CPU instead.
+            raise ModelLoadError("no_gpu_backend", "this copy of llama.cpp was built without GPU support, "
+                                 "so it cannot use the GPU; install Kestrel's GPU build to use it.")
+        return GgufBackend.load(request, gpu_layers=placement.gpu_layers)
+    from app.engine.onnx_backend import PROVIDERS, OnnxBackend
+
+    key = genai_provider_key(placement.provider or "CPUExecutionProvider").lower()
+    key = next((k for k in PROVIDERS if k.lower() == key), key)
+    if key not in PROVIDERS:
+        raise ModelLoadError("provider_missing", f"Kestrel cannot drive {placement.provider} yet.")
+    options = {"device_id": str(placement.device_id)} if placement.device_id is not None else {}
+    return OnnxBackend.load(request, execution_provider=key, provider_options=options)

@@ -1,0 +1,52 @@
+"""The device in use, its fall-back reason, the hardware panel and the device setting."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from app.ui.dialogs import SettingsDialog
+from tests.hardware.machines import recorded_report
+from tests.ui.conftest import run, until
+
+
+def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
+    window = make_window(hardware=functools.partial(recorded_report, "windows_desktop_rtx4070"))
+    text = window.device_label.text()
+    assert text.startswith("Device: CPU (fell back: NVIDIA GeForce RTX 4070: ")
+    assert "built without GPU support" in window.device_label.toolTip()
+    window.session.send("Hello")
+    run(loop, until(lambda: not window.session.busy))
+    assert window.session.messages.messages()[-1].stats["device"] == "CPU"
+
+
+def test_hardware_panel_shows_the_report_and_the_choice(make_window, loop) -> None:
+    window = make_window(hardware=functools.partial(recorded_report, "windows_desktop_rtx4070"))
+    window.show_hardware()
+    run(loop, until(lambda: getattr(window, "hardware_dialog", None) is not None))
+    text = window.hardware_dialog.text.toPlainText()
+    assert "NVIDIA GeForce RTX 4070" in text and "RAM" in text
+    assert "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text
+    window.hardware_dialog.close()
+
+
+def test_choosing_a_device_the_machine_lacks_says_so_and_cpu_recovers(make_window, loop, monkeypatch) -> None:
+    window = make_window(hardware=functools.partial(recorded_report, "linux_vm"))
+    session = window.session
+
+    def choose(device: str) -> None:
+        def accept(dialog: SettingsDialog) -> int:
+            dialog.device.setCurrentIndex(dialog.device.findData(device))
+            return 1
+
+        monkeypatch.setattr(SettingsDialog, "exec", accept)
+        window.edit_settings()
+
+    choose("gpu")
+    run(loop, until(lambda: session.model_state.value == "failed"))
+    assert window.banner.isVisible() and "GPU" in window.banner.text()
+    assert session.settings_file.load().device_preference == "gpu"
+    choose("cpu")
+    run(loop, until(lambda: session.model_state.value == "ready"))
+    assert window.device_label.text() == "Device: CPU"
+    assert dataclasses.asdict(session.settings)["device_preference"] == "cpu"
