@@ -5,17 +5,17 @@ from __future__ import annotations
 import ctypes
 import random
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import llama_cpp
 
+from app.engine.answer_common import AnswerTiming, fit_prompt
 from app.engine.answer_text import AnswerText
+from app.engine import native_log
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
-from app.engine import native_log
-from app.engine.errors import ContextOverflow, ModelLoadError
+from app.engine.errors import ModelLoadError
 from app.engine.protocol import Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
@@ -29,15 +29,6 @@ class _CountingLlama(llama_cpp.Llama):
     def eval(self, tokens):  # Override Llama.eval.
         self.evaluated += len(tokens)
         super().eval(tokens)
-
-
-@dataclass
-class _Timing:
-    start: float
-    first: float | None = None
-    last: float | None = None
-    evaluated: int = 0
-    generated: int = 0
 
 
 class GgufBackend:
@@ -104,8 +95,8 @@ class GgufBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        timing = _Timing(start=time.perf_counter())
-        spec, prompt, left_out = self._fit_prompt(request)
+        timing = AnswerTiming()
+        spec, prompt, left_out = fit_prompt(request, self._llm.n_ctx(), self._spec, self._tokenize)
         n_ctx = self._llm.n_ctx()
         budget = min(request.max_tokens, n_ctx - len(prompt))
         answer = AnswerText(spec.stop + tuple(request.stop))
@@ -113,40 +104,9 @@ class GgufBackend:
         tail = answer.finish()
         if tail:
             yield Delta(request.request_id, tail)
-        stats = self._stats(timing, prompt, answer, finish, spec.chat_format)
-        stats["messages_left_out"] = left_out
+        stats = timing.stats(prompt_tokens=len(prompt), evaluated=timing.evaluated, device=self.loaded.device,
+                             finish=finish, chat_format=spec.chat_format, left_out=left_out)
         yield Done(request.request_id, finish, stats)
-
-    def _fit_prompt(self, request: Generate) -> tuple[PromptSpec, list[int], int]:
-        """The prompt, leaving out the oldest turns if asked and needed to leave room."""
-        n_ctx = self._llm.n_ctx()
-        room = min(request.max_tokens, max(64, n_ctx // 4))
-        messages = list(request.messages)
-        system = [m for m in messages if m.role == "system"]
-        turns = [m for m in messages if m.role != "system"]
-        starts = [i for i, m in enumerate(turns) if m.role == "user"] or [0]
-
-        def attempt(skip: int):
-            spec = self._spec(system + turns[skip:])
-            return spec, self._tokenize(spec.text), skip
-
-        best = attempt(0)
-        if request.trim_history and len(best[1]) + room > n_ctx and len(starts) > 1:
-            # Fewest turns left out that leave room for an answer: binary search over
-            # turn starts, so a 2,000-message chat costs a dozen tokenizations, not 2,000.
-            low, high = 1, len(starts) - 1
-            best = attempt(starts[high])
-            while low <= high:
-                middle = (low + high) // 2
-                candidate = attempt(starts[middle])
-                if len(candidate[1]) + room <= n_ctx:
-                    best, high = candidate, middle - 1
-                else:
-                    low = middle + 1
-        spec, prompt, left_out = best
-        if len(prompt) >= n_ctx:
-            raise ContextOverflow(len(prompt), n_ctx)
-        return spec, prompt, left_out
 
     def _spec(self, messages) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,
@@ -204,21 +164,6 @@ class GgufBackend:
             size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
         return buffer.raw[:size]
 
-    def _stats(self, timing: _Timing, prompt, answer: AnswerText, finish: str, chat_format: str) -> dict:
-        generated = timing.generated
-        first = timing.first or time.perf_counter()
-        decode_s = (timing.last - first) if timing.last and generated > 1 else 0.0
-        return {
-            "ttft_ms": round((first - timing.start) * 1000, 2),
-            "tokens": generated,
-            "tokens_per_s": round((generated - 1) / decode_s, 2) if decode_s > 0 else 0.0,
-            "prompt_tokens": len(prompt),
-            "prompt_tokens_evaluated": timing.evaluated,
-            "device": self.loaded.device,
-            "finish_reason": finish,
-            "chat_format": chat_format,
-            "total_ms": round((time.perf_counter() - timing.start) * 1000, 2),
-        }
 
 
 def _token_text(model, token: int) -> str:
@@ -246,4 +191,4 @@ def _load_failure_message(info: GgufInfo, exc: Exception) -> str:
     )
 
 
-__all__ = ["GgufBackend", "ModelFileError", "ModelLoadError", "ContextOverflow"]
+__all__ = ["GgufBackend", "ModelFileError", "ModelLoadError"]

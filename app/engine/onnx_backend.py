@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
 import onnxruntime_genai as og
 import psutil
 
+from app.engine.answer_common import AnswerTiming, fit_prompt
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
@@ -30,14 +30,6 @@ PROVIDERS: Mapping[str, tuple[str, str]] = {
     "nvtensorrtrtx": ("NvTensorRtRtx", "NVIDIA GPU (TensorRT RTX)"),
 }
 _GIB = 1024**3
-
-
-@dataclass
-class _Timing:
-    start: float
-    first: float | None = None
-    last: float | None = None
-    generated: int = 0
 
 
 class OnnxBackend:
@@ -106,7 +98,7 @@ class OnnxBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        timing = _Timing(start=time.perf_counter())
+        timing = AnswerTiming()
         n_ctx = self.loaded.context_length
         spec, prompt, left_out = fit_prompt(request, n_ctx, self._spec, self._tokenize)
         budget = min(request.max_tokens, n_ctx - len(prompt))
@@ -115,8 +107,11 @@ class OnnxBackend:
         tail = answer.finish()
         if tail:
             yield Delta(request.request_id, tail)
-        stats = self._stats(timing, prompt, finish, spec.chat_format)
-        stats["messages_left_out"] = left_out
+        # Nothing is reused between turns: the whole prompt is evaluated each time
+        # (none of it when the answer never started).
+        evaluated = len(prompt) if timing.first is not None else 0
+        stats = timing.stats(prompt_tokens=len(prompt), evaluated=evaluated, device=self.loaded.device,
+                             finish=finish, chat_format=spec.chat_format, left_out=left_out)
         yield Done(request.request_id, finish, stats)
 
     def _spec(self, messages: Sequence[ChatMessage]) -> PromptSpec:
@@ -130,7 +125,7 @@ class OnnxBackend:
         return [int(t) for t in self._tokenizer.encode(text)]
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, answer: AnswerText,
-                control: GenerationControl, timing: _Timing) -> Iterator[Delta]:
+                control: GenerationControl, timing: AnswerTiming) -> Iterator[Delta]:
         finish = "length" if budget == request.max_tokens else "context"
         if budget <= 0:
             return finish
@@ -195,60 +190,6 @@ class OnnxBackend:
         params.set_search_options(**options)
         return params
 
-    def _stats(self, timing: _Timing, prompt: list[int], finish: str, chat_format: str) -> dict:
-        generated = timing.generated
-        first = timing.first or time.perf_counter()
-        decode_s = (timing.last - first) if timing.last and generated > 1 else 0.0
-        return {
-            "ttft_ms": round((first - timing.start) * 1000, 2),
-            "tokens": generated,
-            "tokens_per_s": round((generated - 1) / decode_s, 2) if decode_s > 0 else 0.0,
-            "prompt_tokens": len(prompt),
-            # Nothing is reused between turns, so the whole prompt is evaluated each time
-            # (none of it when the answer never started).
-            "prompt_tokens_evaluated": len(prompt) if timing.first is not None else 0,
-            "device": self.loaded.device,
-            "finish_reason": finish,
-            "chat_format": chat_format,
-            "total_ms": round((time.perf_counter() - timing.start) * 1000, 2),
-        }
-
-
-def fit_prompt(request: Generate, n_ctx: int,
-               spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
-               tokenize: Callable[[str], list[int]]) -> tuple[PromptSpec, list[int], int]:
-    """The prompt, leaving out the oldest turns if asked and needed to leave room.
-
-    The same rule as GgufBackend._fit_prompt, written against two callables so that
-    both backends could share it.
-    """
-    room = min(request.max_tokens, max(64, n_ctx // 4))
-    messages = list(request.messages)
-    system = [m for m in messages if m.role == "system"]
-    turns = [m for m in messages if m.role != "system"]
-    starts = [i for i, m in enumerate(turns) if m.role == "user"] or [0]
-
-    def attempt(skip: int) -> tuple[PromptSpec, list[int], int]:
-        spec = spec_for(system + turns[skip:])
-        return spec, tokenize(spec.text), skip
-
-    best = attempt(0)
-    if request.trim_history and len(best[1]) + room > n_ctx and len(starts) > 1:
-        # Fewest turns left out that leave room for an answer: binary search over turn
-        # starts, so a 2,000-message chat costs a dozen tokenizations, not 2,000.
-        low, high = 1, len(starts) - 1
-        best = attempt(starts[high])
-        while low <= high:
-            middle = (low + high) // 2
-            candidate = attempt(starts[middle])
-            if len(candidate[1]) + room <= n_ctx:
-                best, high = candidate, middle - 1
-            else:
-                low = middle + 1
-    spec, prompt, left_out = best
-    if len(prompt) >= n_ctx:
-        raise ContextOverflow(len(prompt), n_ctx)
-    return spec, prompt, left_out
 
 
 def _config(info: OnnxFolderInfo, provider: str, options: Mapping[str, str],

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
 from typing import Callable
 
+from app.library.copying import CopyCancelled, copy_hashed
 from app.library.gguf_info import read_gguf_info
 from app.library.models import InstalledModel, ModelLibrary, safe_id
-
-_BLOCK = 4 * 1024 * 1024
 
 
 class ImportCancelled(Exception):
@@ -44,7 +42,7 @@ def import_model_file(library: ModelLibrary, source: Path,
         raise ImportFailed(f"Not enough free disk space for {source.name}: it needs "
                            f"{info.file_size / 1024**3:.1f} GB and {free / 1024**3:.1f} GB is free "
                            f"in {folder.parent}. Free some space and try again.")
-    digest = _copy(source, partial, info.file_size, progress, cancelled)
+    digest = _copy(source, partial, progress, cancelled)
     os.replace(partial, target)
     return library.register(model_id, target, title=info.name or source.stem, sha256=digest,
                             source=f"imported from {source}")
@@ -60,26 +58,13 @@ def _unused_id(library: ModelLibrary, stem: str) -> str:
     return candidate
 
 
-def _copy(source: Path, partial: Path, total: int, progress, cancelled) -> str:
-    digest = hashlib.sha256()
-    done = 0
+def _copy(source: Path, partial: Path, progress, cancelled) -> str:
     try:
-        with source.open("rb") as src, partial.open("wb") as dst:
-            while block := src.read(_BLOCK):
-                if cancelled is not None and cancelled():
-                    raise ImportCancelled(f"Import of {source.name} cancelled.")
-                dst.write(block)
-                digest.update(block)
-                done += len(block)
-                if progress is not None:
-                    progress(done, total)
-            dst.flush()
-            os.fsync(dst.fileno())
-    except ImportCancelled:
+        return copy_hashed([source], partial, progress, cancelled)
+    except CopyCancelled as exc:
         shutil.rmtree(partial.parent, ignore_errors=True)
-        raise
+        raise ImportCancelled(f"Import of {source.name} cancelled.") from exc
     except OSError as exc:
         shutil.rmtree(partial.parent, ignore_errors=True)
         raise ImportFailed(f"Could not copy {source.name} into {partial.parent.parent}: "
                            f"{exc.strerror or exc}. Check the free space and try again.") from exc
-    return digest.hexdigest()

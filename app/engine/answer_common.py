@@ -1,0 +1,76 @@
+"""What both backends share: fitting a conversation into the context, timing an answer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from app.engine.chat_format import PromptSpec
+from app.engine.errors import ContextOverflow
+from app.engine.protocol import ChatMessage, Generate
+
+
+@dataclass
+class AnswerTiming:
+    """When an answer started, produced its first and last token, and how many."""
+
+    start: float = field(default_factory=time.perf_counter)
+    first: float | None = None
+    last: float | None = None
+    generated: int = 0
+    evaluated: int = 0
+
+    def stats(self, *, prompt_tokens: int, evaluated: int, device: str, finish: str,
+              chat_format: str, left_out: int) -> dict:
+        """The done-stats every backend reports, with the same keys and meaning."""
+        first = self.first or time.perf_counter()
+        decode_s = (self.last - first) if self.last and self.generated > 1 else 0.0
+        return {
+            "ttft_ms": round((first - self.start) * 1000, 2),
+            "tokens": self.generated,
+            "tokens_per_s": round((self.generated - 1) / decode_s, 2) if decode_s > 0 else 0.0,
+            "prompt_tokens": prompt_tokens,
+            "prompt_tokens_evaluated": evaluated,
+            "device": device,
+            "finish_reason": finish,
+            "chat_format": chat_format,
+            "total_ms": round((time.perf_counter() - self.start) * 1000, 2),
+            "messages_left_out": left_out,
+        }
+
+
+def fit_prompt(request: Generate, n_ctx: int,
+               spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
+               tokenize: Callable[[str], list[int]]) -> tuple[PromptSpec, list[int], int]:
+    """The prompt, leaving out the oldest turns if asked and needed to leave room.
+
+    Both backends use it: spec_for renders messages, tokenize counts their tokens.
+    """
+    room = min(request.max_tokens, max(64, n_ctx // 4))
+    messages = list(request.messages)
+    system = [m for m in messages if m.role == "system"]
+    turns = [m for m in messages if m.role != "system"]
+    starts = [i for i, m in enumerate(turns) if m.role == "user"] or [0]
+
+    def attempt(skip: int) -> tuple[PromptSpec, list[int], int]:
+        spec = spec_for(system + turns[skip:])
+        return spec, tokenize(spec.text), skip
+
+    best = attempt(0)
+    if request.trim_history and len(best[1]) + room > n_ctx and len(starts) > 1:
+        # Fewest turns left out that leave room for an answer: binary search over turn
+        # starts, so a 2,000-message chat costs a dozen tokenizations, not 2,000.
+        low, high = 1, len(starts) - 1
+        best = attempt(starts[high])
+        while low <= high:
+            middle = (low + high) // 2
+            candidate = attempt(starts[middle])
+            if len(candidate[1]) + room <= n_ctx:
+                best, high = candidate, middle - 1
+            else:
+                low = middle + 1
+    spec, prompt, left_out = best
+    if len(prompt) >= n_ctx:
+        raise ContextOverflow(len(prompt), n_ctx)
+    return spec, prompt, left_out

