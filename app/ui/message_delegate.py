@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.ui.markdown import markdown_to_html, plain_to_html
-from app.ui.message_model import MessageRoles
+from app.core.conversation import Message, MessageState, Role
 
 PAD = 10
 _CACHE = 300
@@ -38,92 +38,124 @@ class MessageDelegate(QStyledItemDelegate):
         self._docs: OrderedDict[int, tuple[tuple, QTextDocument]] = OrderedDict()
         self._heights: dict[int, tuple[tuple, int]] = {}
         self._pending_hints: set[int] = set()
+        # Row -> QSize for the current width: the answer to nearly every sizeHint call.
+        self._sizes: dict[int, QSize] = {}
+        self._width = 120
         self.dark = False
         self.layouts = 0
 
     def clear(self) -> None:
         self._docs.clear()
         self._heights.clear()
+        self._sizes.clear()
+
+    def watch(self, model) -> None:
+        """Drop cached row sizes when rows change; a changed row keeps the others' sizes."""
+        model.dataChanged.connect(self._rows_changed)
+        for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset, model.layoutChanged):
+            signal.connect(lambda *_: self._sizes.clear())
+
+    def _rows_changed(self, top: QModelIndex, bottom: QModelIndex, *_roles) -> None:
+        for row in range(top.row(), bottom.row() + 1):
+            self._sizes.pop(row, None)
+
+    def set_width(self, viewport_width: int) -> None:
+        """The view was resized: every row's height may change."""
+        self._width = max(120, viewport_width - 4 * PAD)
+        self._sizes.clear()
 
     # --- geometry -------------------------------------------------------------------
+    #
+    # sizeHint runs for every row whenever the list lays itself out (thousands of calls
+    # for a long chat), so it reads the Message value straight from the model and
+    # answers from a cache: no QVariant round trips, no Markdown.
 
     def _text_width(self) -> int:
-        return max(120, self._view.viewport().width() - 4 * PAD)
+        return self._width
 
-    def _key(self, index: QModelIndex, width: int) -> tuple:
-        text = index.data(Qt.ItemDataRole.DisplayRole) or ""
-        return (hash(text), len(text), width, self.dark, index.data(MessageRoles.STATE),
-                bool(index.data(MessageRoles.STATS)), index.data(MessageRoles.OUT_OF_CONTEXT))
+    def _message(self, index: QModelIndex) -> Message:
+        return index.model().message(index.row())
 
-    def _document(self, index: QModelIndex, key: tuple, width: int) -> QTextDocument:
-        message_id = index.data(MessageRoles.MESSAGE_ID)
-        cached = self._docs.get(message_id)
+    def _key(self, message: Message, boundary: bool, width: int) -> tuple:
+        text = message.text
+        return (hash(text), len(text), width, self.dark, message.state, message.stats is not None, boundary)
+
+    def _document(self, message: Message, key: tuple, width: int) -> QTextDocument:
+        cached = self._docs.get(message.id)
         if cached is not None and cached[0] == key:
-            self._docs.move_to_end(message_id)
+            self._docs.move_to_end(message.id)
             return cached[1]
-        text = index.data(Qt.ItemDataRole.DisplayRole) or ""
         doc = QTextDocument()
         doc.setDefaultFont(self._view.font())
         doc.setDocumentMargin(0)
-        if index.data(MessageRoles.ROLE) == "assistant":
-            doc.setHtml(markdown_to_html(text, dark=self.dark))
+        if message.role == Role.ASSISTANT:
+            doc.setHtml(markdown_to_html(message.text, dark=self.dark))
         else:
-            doc.setHtml(plain_to_html(text))
+            doc.setHtml(plain_to_html(message.text))
         doc.setTextWidth(width)
         self.layouts += 1
-        self._docs[message_id] = (key, doc)
+        self._docs[message.id] = (key, doc)
         if len(self._docs) > _CACHE:
             self._docs.popitem(last=False)
         return doc
 
-    def _chrome_height(self, index: QModelIndex) -> int:
+    def _chrome_height(self, message: Message, boundary: bool) -> int:
         line = self._view.fontMetrics().height()
         height = 3 * PAD + line  # the author line and the padding
-        if stats_line(index.data(MessageRoles.STATS)) or index.data(MessageRoles.STATE) != "complete":
+        if stats_line(message.stats) or message.state != MessageState.COMPLETE:
             height += line + PAD // 2
-        if self._is_boundary(index):
+        if boundary:
             height += line + PAD
         return height
 
     def _is_boundary(self, index: QModelIndex) -> bool:
-        model = index.model()
-        return index.row() > 0 and index.row() == getattr(model, "context_starts_at", 0)
+        return index.row() > 0 and index.row() == getattr(index.model(), "context_starts_at", 0)
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # Override.
+        size = self._sizes.get(index.row())
+        if size is None:
+            size = self._sizes[index.row()] = self._size_of(index)
+        return size
+
+    def _size_of(self, index: QModelIndex) -> QSize:
         width = self._text_width()
-        key = self._key(index, width)
-        message_id = index.data(MessageRoles.MESSAGE_ID)
-        known = self._heights.get(message_id)
+        message = self._message(index)
+        boundary = self._is_boundary(index)
+        key = self._key(message, boundary, width)
+        known = self._heights.get(message.id)
         if known is not None and known[0] == key:
             return QSize(width, known[1])
-        if known is None:
-            # A row never painted gets an estimate (opening a 2,000-message chat must
-            # not lay out 2,000 documents); painting it measures it exactly.
-            return QSize(width, self._estimate(index, width))
-        return QSize(width, self._measure(index, key, width))
+        if known is not None and known[2]:
+            # Measured before and changed since (a streaming answer): measure again.
+            return QSize(width, self._measure(message, boundary, key, width))
+        # Never painted: an estimate, kept until painting measures it exactly.
+        estimate = self._estimate(message, boundary, width)
+        self._heights[message.id] = (key, estimate, False)
+        return QSize(width, estimate)
 
-    def _measure(self, index: QModelIndex, key: tuple, width: int) -> int:
-        height = int(self._document(index, key, width).size().height()) + self._chrome_height(index)
-        self._heights[index.data(MessageRoles.MESSAGE_ID)] = (key, height)
+    def _measure(self, message: Message, boundary: bool, key: tuple, width: int) -> int:
+        height = int(self._document(message, key, width).size().height()) + self._chrome_height(message, boundary)
+        self._heights[message.id] = (key, height, True)
         return height
 
-    def _estimate(self, index: QModelIndex, width: int) -> int:
-        text = index.data(Qt.ItemDataRole.DisplayRole) or ""
+    def _estimate(self, message: Message, boundary: bool, width: int) -> int:
         metrics = self._view.fontMetrics()
         per_line = max(1, width // max(1, metrics.averageCharWidth()))
-        lines = sum(1 + len(line) // per_line for line in text.split("\n"))
-        return lines * metrics.lineSpacing() + self._chrome_height(index)
+        lines = sum(1 + len(line) // per_line for line in message.text.split("\n"))
+        return lines * metrics.lineSpacing() + self._chrome_height(message, boundary)
 
     # --- painting -------------------------------------------------------------------
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:  # Override.
         width = self._text_width()
-        key = self._key(index, width)
-        message_id = index.data(MessageRoles.MESSAGE_ID)
-        known = self._heights.get(message_id)
-        if known is None or known[0] != key:
-            measured = self._measure(index, key, width)
+        message = self._message(index)
+        boundary = self._is_boundary(index)
+        key = self._key(message, boundary, width)
+        known = self._heights.get(message.id)
+        if known is None or known[0] != key or not known[2]:
+            measured = self._measure(message, boundary, key, width)
             if measured != option.rect.height():
+                self._sizes.pop(index.row(), None)
                 self._hint_changed_later(index)
         painter.save()
         # Copies, not views into `option`: holding option.palette across other calls
@@ -132,21 +164,21 @@ class MessageDelegate(QStyledItemDelegate):
         palette = QPalette(self._view.palette())
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         top = rect.top() + PAD
-        if self._is_boundary(index):
+        if boundary:
             top = self._paint_boundary(painter, rect, top, palette)
         self._paint_bubble(painter, palette, selected, index, QRect(rect.left() + PAD, top - PAD // 2,
                                                                    rect.width() - 2 * PAD, rect.bottom() - top))
-        top = self._paint_author(painter, rect, top, index, palette)
-        doc = self._document(index, key, width)
+        top = self._paint_author(painter, rect, top, message, palette)
+        doc = self._document(message, key, width)
         painter.translate(rect.left() + 2 * PAD, top)
         # drawContents paints with the application palette, which the theme sets.
         doc.drawContents(painter)
         painter.translate(-(rect.left() + 2 * PAD), -top)
-        self._paint_footer(painter, rect, top + int(doc.size().height()) + PAD // 2, index, palette)
+        self._paint_footer(painter, rect, top + int(doc.size().height()) + PAD // 2, message, palette)
         painter.restore()
 
     def _paint_bubble(self, painter, palette: QPalette, selected: bool, index, bubble: QRect) -> None:
-        user = index.data(MessageRoles.ROLE) == "user"
+        user = self._message(index).role == Role.USER
         color = palette.color(QPalette.ColorRole.AlternateBase if user else QPalette.ColorRole.Base)
         if selected:
             color = palette.color(QPalette.ColorRole.Highlight)
@@ -156,12 +188,12 @@ class MessageDelegate(QStyledItemDelegate):
         painter.setBrush(color)
         painter.drawRoundedRect(bubble, 8, 8)
 
-    def _paint_author(self, painter, rect, top, index, palette) -> int:
+    def _paint_author(self, painter, rect, top, message: Message, palette) -> int:
         font = painter.font()
         font.setBold(True)
         painter.setFont(font)
         painter.setPen(palette.color(QPalette.ColorRole.Text))
-        who = "You" if index.data(MessageRoles.ROLE) == "user" else "Kestrel"
+        who = "You" if message.role == Role.USER else "Kestrel"
         line = painter.fontMetrics().height()
         painter.drawText(QRect(rect.left() + 2 * PAD, top, rect.width() - 4 * PAD, line),
                          Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, who)
@@ -169,12 +201,11 @@ class MessageDelegate(QStyledItemDelegate):
         painter.setFont(font)
         return top + line + PAD // 2
 
-    def _paint_footer(self, painter, rect, top, index, palette) -> None:
-        state = index.data(MessageRoles.STATE)
-        text = stats_line(index.data(MessageRoles.STATS))
-        if state == "streaming":
+    def _paint_footer(self, painter, rect, top, message: Message, palette) -> None:
+        text = stats_line(message.stats)
+        if message.state == MessageState.STREAMING:
             text = "writing…"
-        elif state == "interrupted":
+        elif message.state == MessageState.INTERRUPTED:
             text = "Interrupted: " + (text or "the answer was cut off")
         if not text:
             return
@@ -212,7 +243,8 @@ class MessageDelegate(QStyledItemDelegate):
     def anchor_at(self, index: QModelIndex, point) -> str:
         """The link under a point in a message, if any."""
         width = self._text_width()
-        doc = self._document(index, self._key(index, width), width)
+        message = self._message(index)
+        doc = self._document(message, self._key(message, self._is_boundary(index), width), width)
         rect = self._view.visualRect(index)
         top = rect.top() + PAD + self._view.fontMetrics().height() + PAD // 2
         if self._is_boundary(index):

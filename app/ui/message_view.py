@@ -55,6 +55,7 @@ class MessageView(QListView):
         self.customContextMenuRequested.connect(self._context_menu)
         self.delegate = MessageDelegate(self)
         self.setItemDelegate(self.delegate)
+        self.delegate.set_width(self.viewport().width())
         self.actions_bar = MessageActions(self)
         self._follow = True
         self.verticalScrollBar().valueChanged.connect(self._scrolled)
@@ -64,6 +65,7 @@ class MessageView(QListView):
 
     def setModel(self, model) -> None:  # Override QListView.setModel.
         super().setModel(model)
+        self.delegate.watch(model)
         model.modelReset.connect(self._reset)
         model.rowsInserted.connect(lambda *_: self._follow and self.scrollToBottom())
         self.selectionModel().currentChanged.connect(lambda current, _: self._show_actions(current))
@@ -91,6 +93,7 @@ class MessageView(QListView):
             self.verticalScrollBar().setValue(maximum)
 
     def resizeEvent(self, event) -> None:  # Override QListView.resizeEvent.
+        self.delegate.set_width(self.viewport().width())
         super().resizeEvent(event)
         self._place_actions()
 
