@@ -167,6 +167,7 @@ class MainWindow(QMainWindow):
         self.import_button.clicked.connect(self.choose_model_file)
         self.banner_close.clicked.connect(lambda: self._show_problem(""))
         self.cancel_setup.clicked.connect(s.setup.cancel)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_colors_changed)
         s.problem.connect(self._show_problem)
         s.busyChanged.connect(self.composer.set_streaming)
         s.activityChanged.connect(self.activity_label.setText)
@@ -276,7 +277,12 @@ class MainWindow(QMainWindow):
     def apply_theme(self) -> None:
         app = QGuiApplication.instance()
         self.messages.delegate.dark = apply_theme(app, self.session.settings.theme)
+        self.messages.delegate.clear()
         self.messages.viewport().update()
+
+    def _system_colors_changed(self) -> None:
+        if self.session.settings.theme == "system":
+            self.apply_theme()
 
     def show_hardware(self) -> None:
         self.session.spawn(self._show_hardware())

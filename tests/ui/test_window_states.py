@@ -181,3 +181,56 @@ def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window,
     run(loop, until(lambda: not window.session.busy))
     assert window.session.messages.rowCount() == 2002
     assert bar.value() == bar.maximum(), "sending jumps to the end and follows the answer"
+
+
+def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtbot, starter_model) -> None:
+    window = make_window(model=None, start=False)
+    progress = []
+    window.session.setup.progress.connect(lambda what, done, total: progress.append((what, done, total)))
+    starting = window.session.spawn(window.session.start_up())
+    run(loop, until(lambda: window.progress.isVisible(), what="the progress bar"))
+    assert window.cancel_setup.isVisible()
+    run(loop, starting, timeout=300)
+    assert window.session.model_state.value == "ready"
+    assert "Gemma 3 270M" in window.model_label.text() and window.device_label.text() == "Device: CPU"
+    assert progress[0][0] == "Setting up the starter model" and progress[-1][1] == progress[-1][2]
+    assert not window.progress.isVisible()
+    with_generation(window, max_tokens=12, temperature=0.0)
+    _send(qtbot, window, "What is the capital of France?")
+    run(loop, until(lambda: not window.session.busy), timeout=300)
+    answer = window.session.messages.messages()[-1]
+    assert answer.state == MessageState.COMPLETE and answer.text.strip()
+    assert answer.stats["tokens"] >= 1 and answer.stats["chat_format"] == "gemma"
+
+
+def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, starter_model) -> None:
+    window = make_window(model=None, start=False)
+    window.session.setup.progress.connect(lambda *_: window.session.setup.cancel())
+    run(loop, window.session.start_up(), timeout=300)
+    assert window.session.model_state.value == "none"
+    assert window.stack.currentWidget() is window.empty
+    assert window.session.library.list() == []
+
+
+def test_switching_to_the_dark_theme_repaints_in_dark(make_window, monkeypatch) -> None:
+    from PySide6.QtGui import QGuiApplication, QPalette
+
+    from app.ui.dialogs import SettingsDialog
+
+    window = make_window()
+
+    def choose(theme: str) -> None:
+        def accept(dialog: SettingsDialog) -> int:
+            dialog.theme.setCurrentIndex(dialog.theme.findData(theme))
+            return 1
+
+        monkeypatch.setattr(SettingsDialog, "exec", accept)
+        window.edit_settings()
+
+    choose("dark")
+    window_color = QGuiApplication.palette().color(QPalette.ColorRole.Window)
+    assert window.messages.delegate.dark and window_color.lightness() < 80
+    assert window.session.settings_file.load().theme == "dark"
+    choose("light")
+    assert not window.messages.delegate.dark
+    assert QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() > 200
