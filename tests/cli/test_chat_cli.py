@@ -137,3 +137,18 @@ def test_ctrl_c_cancels_cleanly_and_exits_130(tiny_model: Path) -> None:
     while any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children):
         assert time.monotonic() < deadline, "the engine process outlived the CLI"
         time.sleep(0.1)
+
+
+def test_an_onnx_model_folder_streams_through_the_same_command() -> None:
+    folder = ROOT / "tests" / "fixtures" / "tiny-onnx"
+    result = kestrel("chat", "--model", str(folder), "--max-tokens", "8", "--ctx", "512", "--json", "Hello")
+    assert result.returncode == 0, result.stderr
+    final = json_lines(result.stdout)[-1]
+    assert final["device"] == "CPU (ONNX Runtime)" and final["tokens"] == 8
+
+
+def test_a_device_the_machine_lacks_exits_6_with_the_reason(tiny_model: Path) -> None:
+    result = kestrel("chat", "--model", str(tiny_model), "--device", "npu", "hi")
+    assert result.returncode == 6, result.stderr
+    assert "NPU" in result.stderr
+    assert_no_traceback(result)
