@@ -206,7 +206,8 @@ def _no_onnx_device(report: HardwareReport, targets: tuple[OnnxTarget, ...], can
         return f"You chose the {label}, but " + "; ".join(too_small) + ". Choose Auto, or a smaller model."
     wanted = [t for t in targets if t.kind in (None, kind)]
     if not wanted:
-        return (f"You chose the {label}, but this model was built for {_built_for(targets)}, not for a {label}. "
+        article = "an" if label[0] in "AEFHILMNORSX" else "a"  # letters said with a vowel sound
+        return (f"You chose the {label}, but this model was built for {_built_for(targets)}, not for {article} {label}. "
                 f"Choose Auto, or a model made for this {label}.")
     ml = report.onnxruntime.windows_ml if report.onnxruntime else None
     extra = f" {ml.message}" if ml is not None and ml.state not in ("registered", "not_windows") else ""
