@@ -38,6 +38,8 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._connect()
         self._model_state_changed()
+        self._conversation_opened()
+        self.composer.edit.setFocus()
 
     # --- building ---------------------------------------------------------------------
 

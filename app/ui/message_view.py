@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QModelIndex, Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence, QPainter, QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QListView, QMenu, QToolButton,
                                QWidget)
 
@@ -157,6 +157,15 @@ class MessageView(QListView):
         if index.data(MessageRoles.ROLE) == "user":
             menu.addAction("Edit and resend…", self.edit_current)
         menu.popup(self.viewport().mapToGlobal(point))
+
+    def paintEvent(self, event) -> None:  # Override: an empty chat says what it is for.
+        super().paintEvent(event)
+        if self.model() is not None and self.model().rowCount() == 0:
+            painter = QPainter(self.viewport())
+            painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
+            painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                             "Ask anything. Answers are written on this computer;\nnothing you type leaves it.")
+            painter.end()
 
     def viewportEvent(self, event) -> bool:  # Override: links in answers open on click.
         if event.type() == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.LeftButton:
