@@ -53,17 +53,22 @@ def load_backend(request: Load, report: HardwareReport) -> Backend:
     except PlacementRefused as exc:
         raise ModelLoadError("placement_refused", str(exc)) from exc
     failures: list[str] = []
+    last: ModelLoadError | None = None
     for placement in placements:
         try:
             backend = _load_on(placement, request)
         except ModelLoadError as exc:
             failures.append(f"{placement.device_name}: {exc.message}")
+            last = exc
             continue
         backend.loaded = dataclasses.replace(
             backend.loaded, device=device_text(placement), placement_reason=placement.reason,
             fallback_reasons=tuple(failures))
         return backend
-    raise ModelLoadError("model_load", "The model could not be loaded on any device. " + " ".join(failures))
+    if len(failures) == 1:
+        raise last
+    # The last failure (normally the CPU) is the one that decides what the user can do.
+    raise ModelLoadError(last.kind, "The model could not be loaded on any device. " + " ".join(failures))
 
 
 def device_text(placement: Placement) -> str:

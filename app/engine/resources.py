@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from app.hardware.placement_types import kv_cache_bytes_for
+
 if TYPE_CHECKING:
     from app.library.gguf_info import GgufInfo
 
@@ -20,14 +22,8 @@ def default_threads() -> int:
 
 def kv_cache_bytes(info: "GgufInfo", context_length: int) -> int:
     """Bytes of an F16 KV cache for this many tokens, from the model's shape."""
-    layers = info.block_count or 0
-    heads = info.head_count or 0
-    kv_heads = info.head_count_kv or heads
-    embd = info.embedding_length or 0
-    if not (layers and heads and embd):
-        return 0
-    head_dim = embd // heads
-    return 2 * layers * context_length * kv_heads * head_dim * 2
+    return kv_cache_bytes_for(info.block_count or 0, context_length, info.embedding_length or 0,
+                              info.head_count or 0, info.head_count_kv)
 
 
 def memory_needed(file_size: int, context_length: int, info: "GgufInfo") -> int:
@@ -35,10 +31,11 @@ def memory_needed(file_size: int, context_length: int, info: "GgufInfo") -> int:
     return int(file_size * 1.05) + kv_cache_bytes(info, context_length) + 256 * 1024**2
 
 
-def memory_problem(file_size: int, context_length: int, info: "GgufInfo") -> str | None:
+def memory_problem(file_size: int, context_length: int, info: "GgufInfo",
+                   available: int | None = None) -> str | None:
     """A plain message when the model will not fit in the memory that is free now."""
     needed = memory_needed(file_size, context_length, info)
-    available = psutil.virtual_memory().available
+    available = psutil.virtual_memory().available if available is None else available
     if needed <= available:
         return None
     return (

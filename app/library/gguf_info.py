@@ -223,9 +223,14 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
         raise _Corrupt(f"its data alignment {alignment!r} is not a power of two")
     data_start, data_end = _read_tensor_layout(reader, tensor_count, alignment)
     if data_end > file_size:
+        have, want = _format_size(file_size), _format_size(data_end)
+        if have == want:  # "47 GB of 47 GB" would read as complete
+            have = f"{data_end - file_size:,} bytes short of"
+        else:
+            have += " of"
         raise ModelFileError("truncated", path, (
-            f'The model file "{path.name}" is incomplete: {_format_size(file_size)} of '
-            f"{_format_size(data_end)}. The download or copy was cut short; download it again."
+            f'The model file "{path.name}" is incomplete: {have} {want}. The download or copy '
+            "was cut short; download it again."
         ))
 
     def number(key: str) -> int | None:
