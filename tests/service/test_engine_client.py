@@ -312,3 +312,23 @@ def test_cancel_works_after_an_earlier_stream_was_left_unclosed(tiny_model: Path
             await client.shutdown()
 
     assert run(scenario()).finish_reason == "cancelled"
+
+
+def test_engine_dying_while_loading_says_so_and_the_next_load_works(tiny_model: Path) -> None:
+    async def scenario():
+        client = EngineClient()
+        try:
+            await client.start()
+            loading = asyncio.create_task(client.load(str(tiny_model)))
+            await asyncio.sleep(0.05)  # the engine is probing the machine or loading now
+            os.kill(client.pid, signal.SIGKILL)
+            with pytest.raises(EngineCrashed) as crashed:
+                await loading
+            loaded = await client.load(str(tiny_model), context_length=256)
+        finally:
+            await client.shutdown()
+        return crashed.value, loaded
+
+    crashed, loaded = run(scenario())
+    assert crashed.during == "load" and "stopped while loading" in crashed.message
+    assert loaded.context_length == 256
