@@ -13,6 +13,7 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Delta, Done
 from app.service.client import EngineClient
+from tests.helpers.engine import answer
 
 pytestmark = pytest.mark.starter
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,13 +42,7 @@ def test_cli_installs_the_starter_on_first_use_and_streams(starter_model: Path, 
 
 
 async def _turn(client: EngineClient, messages, settings=GREEDY) -> tuple[str, Done]:
-    parts = []
-    async for event in client.generate(messages, settings):
-        if isinstance(event, Delta):
-            parts.append(event.text)
-        else:
-            return "".join(parts), event
-    raise AssertionError("no Done")
+    return await answer(client, messages, settings)
 
 
 def test_second_turn_evaluates_only_its_new_tokens(starter_model: Path) -> None:

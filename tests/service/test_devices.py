@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.protocol import ChatMessage, Delta, Done
+from app.engine.protocol import ChatMessage, Done
 from app.service.client import EngineClient, EngineError
 from tests.hardware.machines import recorded_report
+from tests.helpers.engine import answer_parts
 
 ONNX_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
 HELLO = (ChatMessage("user", "Hello there"),)
@@ -27,13 +28,7 @@ def machine(name: str):
 
 
 async def _answer(client: EngineClient, settings: GenerationSettings) -> tuple[list[str], Done]:
-    parts = []
-    async for event in client.generate(HELLO, settings):
-        if isinstance(event, Delta):
-            parts.append(event.text)
-        else:
-            return parts, event
-    raise AssertionError("no Done")
+    return await answer_parts(client, HELLO, settings)
 
 
 def test_this_machine_runs_gguf_on_the_cpu_and_says_why(tiny_model: Path) -> None:

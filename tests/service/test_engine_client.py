@@ -12,6 +12,7 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Delta, Done
 from app.service.client import EngineClient, EngineCrashed, EngineError
+from tests.helpers.engine import answer
 from tests.helpers.models import truncated_copy
 
 LONG = GenerationSettings(max_tokens=400, temperature=0.0, seed=1)
@@ -30,13 +31,7 @@ async def _loaded(tiny_model: Path, **kwargs) -> EngineClient:
 
 
 async def _collect(client: EngineClient, messages=HELLO, settings=SHORT) -> tuple[str, Done]:
-    parts = []
-    async for event in client.generate(messages, settings):
-        if isinstance(event, Delta):
-            parts.append(event.text)
-        else:
-            return "".join(parts), event
-    raise AssertionError("stream ended without Done")
+    return await answer(client, messages, settings)
 
 
 def test_load_reports_device_context_and_threads(tiny_model: Path) -> None:

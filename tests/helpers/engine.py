@@ -1,0 +1,28 @@
+"""Helpers for tests that talk to a real engine through EngineClient."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from app.core.generation import GenerationSettings
+from app.engine.protocol import ChatMessage, Delta, Done
+from app.service.client import EngineClient
+
+
+async def answer_parts(client: EngineClient, messages: Sequence[ChatMessage],
+                       settings: GenerationSettings) -> tuple[list[str], Done]:
+    """The streamed pieces of one answer and its Done event."""
+    parts = []
+    async for event in client.generate(messages, settings):
+        if isinstance(event, Delta):
+            parts.append(event.text)
+        else:
+            return parts, event
+    raise AssertionError("the stream ended without Done")
+
+
+async def answer(client: EngineClient, messages: Sequence[ChatMessage],
+                 settings: GenerationSettings) -> tuple[str, Done]:
+    """The text of one answer and its Done event."""
+    parts, done = await answer_parts(client, messages, settings)
+    return "".join(parts), done
