@@ -10,7 +10,7 @@ from app import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant.")
+    parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant. Without a command it opens the window.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     from app.cli import chat, doctor

@@ -38,7 +38,7 @@ class UserError(Exception):
 def add_parser(commands) -> None:
     chat = commands.add_parser("chat", help="stream an answer to a prompt (headless)")
     chat.add_argument("prompt", metavar="PROMPT", help="the message; - reads standard input")
-    chat.add_argument("--model", help="a GGUF file, or the id of an installed model")
+    chat.add_argument("--model", help="a GGUF file, an ONNX Runtime GenAI folder, or an installed model's id")
     chat.add_argument("--system", default="", help="a system prompt")
     chat.add_argument("--max-tokens", type=int, help="stop after this many tokens")
     chat.add_argument("--temperature", type=float, help="0 for greedy, higher for more varied text")
