@@ -7,6 +7,7 @@ import queue
 import signal
 import threading
 import traceback
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
@@ -44,11 +45,14 @@ class EngineLoop:
         self._control = GenerationControl()
         self._backend = None
         self._hardware = hardware
-        self._report = None
+        self._report: Future = Future()
 
     def run(self) -> None:
         self._out.send(p.Hello(p.PROTOCOL_VERSION, os.getpid()))
         threading.Thread(target=self._read, name="engine-reader", daemon=True).start()
+        # Probing takes ~0.5 s (ONNX Runtime, llama.cpp's devices): start it now, so it
+        # is done by the time the first model is asked for.
+        threading.Thread(target=self._probe, name="engine-probe", daemon=True).start()
         while True:
             request = self._inbox.get()
             if isinstance(request, p.Shutdown):
@@ -102,22 +106,34 @@ class EngineLoop:
             self._error(request, p.ERR_INTERNAL, f"{type(exc).__name__}: {exc}",
                         {"traceback": traceback.format_exc()})
 
-    def _machine(self):
-        """The hardware report, probed once per engine: the process that loads models
-        must be the one that looks (Windows ML registers providers per process)."""
-        if self._report is None:
-            from app.hardware.probe import probe
+    def _probe(self) -> None:
+        """Probe once per engine: the process that loads models must be the one that
+        looks (Windows ML registers providers per process)."""
+        try:
+            if self._hardware is not None:
+                report = self._hardware()
+            else:
+                from app.hardware.probe import probe
 
-            self._report = self._hardware() if self._hardware is not None else probe()
-        return self._report
+                report = probe()
+        except Exception as exc:  # A bug in a probe: every load reports it.
+            self._report.set_exception(exc)
+        else:
+            self._report.set_result(report)
+
+    def _machine(self):
+        return self._report.result()
 
     def _load(self, request: p.Load) -> None:
+        # The probe first: it imports numpy, ONNX Runtime and llama.cpp in its thread,
+        # and importing them here at the same time can see half-initialised modules.
+        machine = self._machine()
         from app.engine.loading import load_backend
         from app.library.gguf_info import ModelFileError
 
         self._unload()
         try:
-            self._backend = load_backend(request, self._machine())
+            self._backend = load_backend(request, machine)
         except ModelFileError as exc:  # ModelFolderError too, for ONNX folders
             self._error(request, p.ERR_MODEL_FILE, str(exc), {"file_problem": exc.kind})
             return
