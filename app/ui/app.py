@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import signal
 import sys
+import time
 
+import psutil
 import qasync
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -18,6 +22,8 @@ from app.library.models import ModelLibrary
 from app.service.client import EngineClient
 from app.ui.main_window import MainWindow
 from app.ui.session import ChatSession
+
+STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 
 
 def build_window(paths: DataPaths, client: EngineClient | None = None) -> MainWindow:
@@ -45,6 +51,7 @@ def run_gui(argv: list[str] | None = None) -> int:
         return 1
     window.closed.connect(lambda: _shut_down(loop, window))
     _close_on_signals(window)
+    _log_startup_to(os.environ.get(STARTUP_LOG_ENV), window)
     window.show()
     with loop:
         # Loading a model is slow: it starts once the window has painted.
@@ -54,6 +61,21 @@ def run_gui(argv: list[str] | None = None) -> int:
         loop.run_forever()
         window.session.store.close()
     return 0
+
+
+def _log_startup_to(path: str | None, window: MainWindow) -> None:
+    """For benchmarks/startup.py: when the window painted, when the model was ready."""
+    if not path:
+        return
+    started = psutil.Process().create_time()
+
+    def note(event: str) -> None:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"event": event, "seconds": time.time() - started}) + "\n")
+
+    QTimer.singleShot(0, lambda: note("window_shown"))
+    window.session.modelStateChanged.connect(
+        lambda: window.session.model_state.value == "ready" and note("model_ready"))
 
 
 def _close_on_signals(window: MainWindow) -> None:
