@@ -56,7 +56,7 @@ def load_backend(request: Load, report: HardwareReport) -> Backend:
     last: ModelLoadError | None = None
     for placement in placements:
         try:
-            backend = _load_on(placement, request)
+            backend = _load_on(placement, request, report)
         except ModelLoadError as exc:
             failures.append(f"{placement.device_name}: {exc.message}")
             last = exc
@@ -82,7 +82,7 @@ def device_text(placement: Placement) -> str:
     return text
 
 
-def _load_on(placement: Placement, request: Load) -> Backend:
+def _load_on(placement: Placement, request: Load, report: HardwareReport) -> Backend:
     if placement.backend == "llama.cpp":
         from app.engine.gguf_backend import GgufBackend
 
@@ -91,7 +91,10 @@ def _load_on(placement: Placement, request: Load) -> Backend:
             raise ModelLoadError("no_gpu_backend", "this copy of llama.cpp was built without GPU support, "
                                  "so it cannot use the GPU; install Kestrel's GPU build to use it.")
         return GgufBackend.load(request, gpu_layers=placement.gpu_layers)
-    from app.engine.onnx_backend import PROVIDERS, OnnxBackend
+    from app.engine.onnx_backend import PROVIDERS, OnnxBackend, register_plugin_providers
+
+    if placement.kind != "cpu" and report.onnxruntime is not None:
+        register_plugin_providers(report.onnxruntime.windows_ml.libraries)
 
     key = genai_provider_key(placement.provider or "CPUExecutionProvider").lower()
     key = next((k for k in PROVIDERS if k.lower() == key), key)

@@ -192,6 +192,26 @@ class OnnxBackend:
 
 
 
+_plugin_providers: set[str] = set()
+
+
+def register_plugin_providers(libraries: Sequence[tuple[str, str]]) -> None:
+    """Give ONNX Runtime GenAI the provider libraries Windows ML made ready, once each.
+
+    GenAI keeps a registry of its own, apart from the onnxruntime module's, so the
+    probe's registration does not reach it. Raises ModelLoadError naming the provider.
+    """
+    for name, path in libraries:
+        if name in _plugin_providers:
+            continue
+        try:
+            og.register_execution_provider_library(name, path)
+        except Exception as exc:  # The driver's library refused: that device is out.
+            raise ModelLoadError("provider_missing", f"{name} could not be set up ({exc}); "
+                                 "update the device's driver, or choose another device.") from exc
+        _plugin_providers.add(name)
+
+
 def _config(info: OnnxFolderInfo, provider: str, options: Mapping[str, str],
             context: int, threads: int) -> og.Config:
     config = og.Config(str(info.path))

@@ -15,6 +15,8 @@ _KINDS = {"CPU": "cpu", "GPU": "gpu", "NPU": "npu"}
 # ONNX Runtime ends the process (exit 127) when one provider library is registered twice,
 # so registration is remembered for the life of the process.
 _registered: set[str] = set()
+# The library each provider came from, for ONNX Runtime GenAI's own registry.
+_libraries: dict[str, str] = {}
 # Releasing the catalog crashes the process with some Qualcomm NPU drivers, and the
 # providers it handed out live as long as it does: the catalog is kept until exit.
 _catalogs: list[Any] = []
@@ -102,8 +104,11 @@ def _register_each(ort: Any, providers: list[Any], allow_downloads: bool) -> dic
             failed.append(f"{name}: {exc}")
             continue
         _registered.add(name)
+        _libraries[name] = path
         registered.append(name)
-    return _status_record(registered, not_installed, failed)
+    record = _status_record(registered, not_installed, failed)
+    record["libraries"] = [[name, path] for name, path in _libraries.items() if name in registered]
+    return record
 
 
 def _ready_state(provider: Any) -> str:
@@ -146,7 +151,8 @@ def onnxruntime_from(facts: dict[str, Any]) -> tuple[OnnxRuntimeInfo, tuple[EpDe
     status = WindowsMlStatus(state=ml.get("state", "unknown"), message=ml.get("message", ""),
                              registered=tuple(ml.get("registered", ())),
                              not_installed=tuple(ml.get("not_installed", ())),
-                             failed=tuple(ml.get("failed", ())))
+                             failed=tuple(ml.get("failed", ())),
+                             libraries=tuple((str(n), str(p)) for n, p in ml.get("libraries", ())))
     info = OnnxRuntimeInfo(version=str(facts["version"]), providers=tuple(facts.get("providers", ())),
                            windows_ml=status)
     records = facts.get("ep_devices") or []

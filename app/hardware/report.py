@@ -114,6 +114,9 @@ class WindowsMlStatus:
     registered: tuple[str, ...] = ()
     not_installed: tuple[str, ...] = ()
     failed: tuple[str, ...] = ()
+    # (provider, library path) of each provider the catalog made ready: ONNX Runtime
+    # GenAI keeps its own registry and must be given the same libraries.
+    libraries: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -421,3 +421,25 @@ def test_through_the_request_loop(loop: _LoopHarness, onnx_copy: Path) -> None:
     assert isinstance(error, p.Error)
     assert error.kind == p.ERR_MODEL_FILE
     assert error.details == {"file_problem": "bad_config"}
+
+
+def test_plugin_providers_reach_genai_once_and_a_refusal_is_a_load_error(monkeypatch) -> None:
+    # Windows ML's libraries exist only on Windows: a stand-in records the calls.
+    from app.engine import onnx_backend
+
+    calls = []
+
+    def register(name: str, path: str) -> None:
+        if name == "QNNExecutionProvider":
+            raise RuntimeError("driver too old")
+        calls.append((name, path))
+
+    monkeypatch.setattr(onnx_backend.og, "register_execution_provider_library", register)
+    monkeypatch.setattr(onnx_backend, "_plugin_providers", set())
+    libraries = [("OpenVINOExecutionProvider", r"C:\Program Files\WindowsApps\ov ep\onnxruntime_providers_openvino.dll")]
+    onnx_backend.register_plugin_providers(libraries)
+    onnx_backend.register_plugin_providers(libraries)
+    assert calls == libraries
+    with pytest.raises(onnx_backend.ModelLoadError) as refused:
+        onnx_backend.register_plugin_providers([("QNNExecutionProvider", r"C:\qnn.dll")])
+    assert refused.value.kind == "provider_missing" and "driver too old" in refused.value.message

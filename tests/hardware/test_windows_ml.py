@@ -60,6 +60,7 @@ def catalog_of(*providers: FakeProvider):
 @pytest.fixture(autouse=True)
 def fresh_process_state(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(onnx_source, "_registered", set())
+    monkeypatch.setattr(onnx_source, "_libraries", {})
     monkeypatch.setattr(onnx_source, "_catalogs", [])
 
 
@@ -74,6 +75,10 @@ def test_ready_providers_are_registered_and_missing_ones_are_not_downloaded() ->
     assert status["not_installed"] == ["QNNExecutionProvider"] and not qnn.ensured
     assert "--allow-downloads" in status["message"]
     assert len(onnx_source._catalogs) == 1  # kept alive: releasing it crashes some NPU drivers
+    # GenAI keeps its own registry: the report carries the library for it.
+    assert status["libraries"] == [["OpenVINOExecutionProvider", openvino.library_path]]
+    info, _ = onnx_source.onnxruntime_from({"version": "1.2", "windows_ml": status})
+    assert info.windows_ml.libraries == (("OpenVINOExecutionProvider", openvino.library_path),)
 
 
 def test_downloads_when_allowed() -> None:
