@@ -64,8 +64,8 @@ class ModelLibrary:
 
     def register(self, model_id: str, path: Path, *, title: str, sha256: str | None,
                  source: str) -> InstalledModel:
-        """Record a model file that is already in its folder."""
-        model = InstalledModel(safe_id(model_id), title, path, path.stat().st_size,
+        """Record a model file (or ONNX model folder) that is already in its folder."""
+        model = InstalledModel(safe_id(model_id), title, path, size_on_disk(path),
                                sha256, source, time.time())
         _write_json_atomically(path.parent / METADATA_FILE, model.to_json())
         return model
@@ -74,7 +74,7 @@ class ModelLibrary:
         try:
             data = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
             path = folder / data["path"]
-            size = path.stat().st_size
+            size = size_on_disk(path)
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if size != data.get("size"):
@@ -82,6 +82,13 @@ class ModelLibrary:
         return InstalledModel(folder.name, str(data.get("title") or folder.name), path, size,
                               data.get("sha256"), str(data.get("source", "")),
                               float(data.get("added", 0.0)))
+
+
+def size_on_disk(path: Path) -> int:
+    """A file's size, or the sum of the files in a model folder."""
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return path.stat().st_size
 
 
 def safe_id(model_id: str) -> str:

@@ -118,6 +118,11 @@ class EngineClient:
         return engine.process.pid if engine and engine.alive else None
 
     @property
+    def load_request(self) -> p.Load | None:
+        """What was last asked of load() (the engine may have clamped the context)."""
+        return self._last_load
+
+    @property
     def running(self) -> bool:
         return self._engine is not None and self._engine.alive
 

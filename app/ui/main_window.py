@@ -138,6 +138,8 @@ class MainWindow(QMainWindow):
         self._action(chat_menu, "Chat se&ttings…", QKeySequence("Ctrl+Shift+,"), self.edit_chat_settings)
         self._action(chat_menu, "&Message box", QKeySequence("Ctrl+L"), self.composer.edit.setFocus)
         self._action(file_menu, "&Import a model file…", QKeySequence("Ctrl+O"), self.choose_model_file)
+        self._action(file_menu, "Import an ONNX model &folder…", QKeySequence("Ctrl+Shift+O"),
+                     self.choose_model_folder)
         self._action(file_menu, "&Settings…", QKeySequence("Ctrl+,"), self.edit_settings)
         self._action(file_menu, "&Hardware…", QKeySequence("Ctrl+Shift+H"), self.show_hardware)
         self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
@@ -295,6 +297,11 @@ class MainWindow(QMainWindow):
 
     def choose_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
+        if path:
+            self.session.spawn(self.session.import_model(path))
+
+    def choose_model_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Import an ONNX model folder (with genai_config.json)")
         if path:
             self.session.spawn(self.session.import_model(path))
 

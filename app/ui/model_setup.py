@@ -10,7 +10,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal
 
 from app.library.gguf_info import ModelFileError
-from app.library.importer import ImportCancelled, ImportFailed, import_model_file
+from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 
@@ -48,10 +48,14 @@ class ModelSetup(QObject):
                                lambda report: install_starter(self.library, report, self._cancel.is_set))
 
     async def import_file(self, path: str) -> InstalledModel | None:
-        """Check and copy a GGUF file into the library; None with last_problem if refused."""
+        """Check and copy a GGUF file or an ONNX folder into the library.
+
+        None, with last_problem saying why, if it is refused or cancelled.
+        """
         source = Path(path)
+        importer = import_model_folder if source.is_dir() else import_model_file
         return await self._run(f"Importing {source.name}",
-                               lambda report: import_model_file(self.library, source, report, self._cancel.is_set))
+                               lambda report: importer(self.library, source, report, self._cancel.is_set))
 
     async def _run(self, what: str, work: Callable) -> InstalledModel | None:
         loop = asyncio.get_running_loop()

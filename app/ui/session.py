@@ -275,8 +275,10 @@ class ChatSession(QObject):
                 self._finish(stream.finish({**event.stats, "finish_reason": event.finish_reason}))
 
     async def _ensure_context(self, context_length: int) -> None:
-        loaded = self.client.loaded
-        if loaded is not None and self.model is not None and loaded.context_length != context_length:
+        # Compared with what was asked, not what the engine gave: a model trained on less
+        # context is clamped, and must not be reloaded before every answer.
+        asked = self.client.load_request
+        if asked is not None and self.model is not None and asked.context_length != context_length:
             self.activityChanged.emit("Reloading the model with the new context length…")
             await self.client.load(str(self.model.path), context_length=context_length,
                                    threads=self.settings.threads, device=self.settings.device_preference)

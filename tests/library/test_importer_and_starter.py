@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from app.library import starter
 from app.library.gguf_info import ModelFileError
-from app.library.importer import ImportCancelled, ImportFailed, import_model_file
+from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.models import ModelLibrary
 from tests.helpers.models import truncated_copy
 
@@ -87,3 +88,36 @@ def test_starter_with_a_wrong_checksum_is_refused(tmp_path: Path, starter_model:
         starter.install_starter(library)
     assert "checksum" in str(refused.value) and library.list() == []
     assert not list((tmp_path / "models").rglob("*.gguf*"))
+
+
+ONNX_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
+
+
+def test_an_onnx_folder_is_checked_copied_and_registered(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    seen = []
+    model = import_model_folder(library, ONNX_MODEL, progress=lambda done, total: seen.append((done, total)))
+    copied = sorted(p.relative_to(model.path) for p in model.path.rglob("*") if p.is_file())
+    assert copied == sorted(p.relative_to(ONNX_MODEL) for p in ONNX_MODEL.rglob("*") if p.is_file())
+    assert model.size == sum(p.stat().st_size for p in ONNX_MODEL.rglob("*") if p.is_file())
+    assert seen[-1] == (model.size, model.size) and "ONNX" in model.title
+    assert library.list() == [model]
+    assert import_model_folder(library, ONNX_MODEL) == model
+    assert not list((tmp_path / "models").rglob("*.partial"))
+
+
+def test_a_broken_onnx_folder_is_refused_before_copying(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(ONNX_MODEL, broken)
+    (broken / "genai_config.json").unlink()
+    library = ModelLibrary(tmp_path / "models")
+    with pytest.raises(ModelFileError) as refused:
+        import_model_folder(library, broken)
+    assert refused.value.kind == "no_config" and library.list() == []
+
+
+def test_a_cancelled_folder_import_leaves_nothing(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    with pytest.raises(ImportCancelled):
+        import_model_folder(library, ONNX_MODEL, cancelled=lambda: True)
+    assert library.list() == [] and not any((tmp_path / "models").iterdir())

@@ -50,3 +50,17 @@ def test_choosing_a_device_the_machine_lacks_says_so_and_cpu_recovers(make_windo
     run(loop, until(lambda: session.model_state.value == "ready"))
     assert window.device_label.text() == "Device: CPU"
     assert dataclasses.asdict(session.settings)["device_preference"] == "cpu"
+
+
+def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) -> None:
+    from pathlib import Path
+
+    onnx = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
+    window = make_window()
+    run(loop, window.session.import_model(str(onnx)))
+    assert window.session.model_state.value == "ready"
+    assert window.device_label.text() == "Device: CPU (ONNX Runtime)"
+    window.session.send("Hello")
+    run(loop, until(lambda: not window.session.busy))
+    answer = window.session.messages.messages()[-1]
+    assert answer.state.value == "complete" and answer.stats["device"] == "CPU (ONNX Runtime)"

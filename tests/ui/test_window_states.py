@@ -234,3 +234,17 @@ def test_switching_to_the_dark_theme_repaints_in_dark(make_window, monkeypatch) 
     choose("light")
     assert not window.messages.delegate.dark
     assert QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() > 200
+
+
+def test_a_context_longer_than_the_model_knows_loads_once_not_every_answer(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, context_length=8192)  # the tiny model was trained on 2048
+    _send(qtbot, window, "One")
+    run(loop, until(lambda: not window.session.busy))
+    loaded = window.session.client.loaded
+    assert loaded.context_length == 2048
+    _send(qtbot, window, "Two")
+    run(loop, until(lambda: not window.session.busy))
+    assert window.session.client.loaded is loaded, "the model was reloaded for nothing"
+    assert window.session.messages.messages()[-1].stats["prompt_tokens_evaluated"] < \
+        window.session.messages.messages()[-1].stats["prompt_tokens"]
