@@ -239,6 +239,19 @@ class ChatSession(QObject):
         return self._loop.create_task(coroutine)
 
     async def _answer(self, conversation_id: int) -> None:
+        try:
+            await self._answer_into(conversation_id)
+        except HistoryError as exc:
+            # The disk refused (full, read-only): stop the answer, keep it on screen.
+            self.client.cancel()
+            self._show_unsaved()
+            self.problem.emit(f"{exc} The answer so far is on screen but was not saved.")
+        finally:
+            self._stream = None
+            self.conversations.touch(conversation_id)
+            self._set_busy(False)
+
+    async def _answer_into(self, conversation_id: int) -> None:
         conversation = self.store.get_conversation(conversation_id)
         history = self.store.messages(conversation_id)
         self._stream = StreamingMessage.start(self.store, conversation_id)
@@ -255,10 +268,17 @@ class ChatSession(QObject):
         except asyncio.CancelledError:
             self._interrupt(None)
             raise
-        finally:
-            self._stream = None
-            self.conversations.touch(conversation_id)
-            self._set_busy(False)
+
+    def _show_unsaved(self) -> None:
+        """Mark the answer on screen as cut off, when the history could not take it."""
+        self.bridge.flush()
+        stream = self._stream
+        if stream is None:
+            return
+        row = self.messages.row_of(stream.message_id)
+        if row is not None:
+            shown = self.messages.message(row)
+            self.messages.replace(dataclasses.replace(shown, text=stream.text, state=MessageState.INTERRUPTED))
 
     async def _run_generation(self, chat: list[ChatMessage], settings: GenerationSettings) -> None:
         stream = self._stream

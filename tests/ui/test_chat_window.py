@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
@@ -189,3 +192,31 @@ def test_closing_mid_answer_saves_what_was_shown(make_window, loop, qtbot) -> No
     import psutil
 
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_full_disk_mid_answer_stops_it_keeps_it_on_screen_and_says_so(make_window, loop, qtbot, tmp_path,
+                                                                         monkeypatch) -> None:
+    # A real full disk: Kestrel's home on a small tmpfs, filled while the answer streams.
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    disk = tmp_path / "small disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)]).returncode:
+        pytest.skip("this sandbox cannot mount a tmpfs")
+    try:
+        monkeypatch.setenv("KESTREL_HOME", str(disk / "home"))
+        window = make_window()
+        with_generation(window, max_tokens=100000, context_length=2048)
+        _type_and_send(qtbot, window, "Fill the disk")
+        run(loop, until(lambda: len(_last(window).text) > 20))
+        free = shutil.disk_usage(disk).free
+        (disk / "filler").write_bytes(b"\0" * free)
+        run(loop, until(lambda: not window.session.busy, what="the answer to stop"))
+        answer = _last(window)
+        assert answer.state == MessageState.INTERRUPTED and len(answer.text) > 20
+        assert window.banner.isVisible() and "full" in window.banner.text()
+        assert "not saved" in window.banner.text() and window.composer.button.text() == "Send"
+        run(loop, window.session.shutdown())
+        window.session.store.close()
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
