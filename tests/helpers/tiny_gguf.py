@@ -70,13 +70,17 @@ def build_tiny_gguf(
     n_ctx_train: int = 2048,
     seed: int = 0,
     name: str = "kestrel-tiny",
+    always: int | None = None,
 ) -> Path:
-    """Write the tiny model to path (same bytes for the same arguments) and return path."""
+    """Write the tiny model to path (same bytes for the same arguments) and return path.
+
+    always: a token id the model then picks every time (tests of end-of-generation).
+    """
     n_head = 4
     if n_embd % (n_head * 2) != 0 or n_layers < 1:
         raise ValueError(f"n_embd must be a multiple of {n_head * 2} and n_layers >= 1")
     pieces, scores, types = _vocabulary()
-    tensors = _tensors(np.random.default_rng(seed), len(pieces), n_layers, n_embd, n_head)
+    tensors = _tensors(np.random.default_rng(seed), len(pieces), n_layers, n_embd, n_head, always)
 
     writer = GGUFWriter(path, "llama")
     writer.add_name(name)
@@ -145,7 +149,8 @@ def _vocabulary() -> tuple[list[str], list[float], list[int]]:
 
 
 def _tensors(
-    rng: np.random.Generator, n_vocab: int, n_layers: int, n_embd: int, n_head: int
+    rng: np.random.Generator, n_vocab: int, n_layers: int, n_embd: int, n_head: int,
+    always: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Random weights, in llama.cpp's tensor names, shaped (out, in) as numpy sees them.
 
@@ -171,6 +176,8 @@ def _tensors(
     output[:, 0] = 0.0
     output[:FIRST_PIECE_ID, :] = 0.0
     output[:FIRST_PIECE_ID, 0] = _SUPPRESSED_LOGIT_WEIGHT
+    if always is not None:
+        output[always, 0] = -_SUPPRESSED_LOGIT_WEIGHT
 
     tensors = {"token_embd.weight": embedding}
     for layer in range(n_layers):

@@ -14,6 +14,7 @@ from app.engine.protocol import ChatMessage, Delta, Done
 from app.service.client import EngineClient, EngineCrashed, EngineError
 from tests.helpers.engine import answer
 from tests.helpers.models import truncated_copy
+from tests.helpers.tiny_gguf import EOS_ID, IM_END_ID, build_tiny_gguf
 
 LONG = GenerationSettings(max_tokens=400, temperature=0.0, seed=1)
 SHORT = GenerationSettings(max_tokens=12, temperature=0.0, seed=1)
@@ -327,3 +328,43 @@ def test_engine_dying_while_loading_says_so_and_the_next_load_works(tiny_model: 
     crashed, loaded = run(scenario())
     assert crashed.during == "load" and "stopped while loading" in crashed.message
     assert loaded.context_length == 256
+
+
+def test_a_stop_string_ends_the_answer_before_it_shows(tiny_model: Path) -> None:
+    greedy = GenerationSettings(max_tokens=40, temperature=0.0, seed=5)
+
+    async def scenario():
+        client = await _loaded(tiny_model, context_length=512)
+        try:
+            full, _ = await _collect(client, HELLO, greedy)
+            stop = full[len(full) // 2: len(full) // 2 + 6]
+            await client.reset()
+            parts = []
+            async for event in client.generate(HELLO, greedy, stop=[stop]):
+                if isinstance(event, Delta):
+                    parts.append(event.text)
+                else:
+                    done = event
+        finally:
+            await client.shutdown()
+        return full, stop, "".join(parts), done
+
+    full, stop, text, done = run(scenario())
+    assert stop and stop not in text
+    assert text == full[: full.index(stop)]
+    assert done.finish_reason == "stop" and done.stats["tokens"] < 40
+
+
+@pytest.mark.parametrize("token", [EOS_ID, IM_END_ID], ids=["eos", "eot"])
+def test_the_models_end_of_generation_tokens_end_the_answer(tmp_path: Path, token: int) -> None:
+    model = build_tiny_gguf(tmp_path / "stops at once.gguf", always=token)
+
+    async def scenario():
+        client = await _loaded(model, context_length=256)
+        try:
+            return await _collect(client, HELLO, GenerationSettings(max_tokens=50))
+        finally:
+            await client.shutdown()
+
+    text, done = run(scenario())
+    assert text == "" and done.finish_reason == "stop" and done.stats["tokens"] == 0
