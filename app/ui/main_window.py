@@ -39,6 +39,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self._model_state_changed()
         self._conversation_opened()
+        self._set_tab_order()
         self.composer.edit.setFocus()
 
     # --- building ---------------------------------------------------------------------
@@ -150,6 +151,13 @@ class MainWindow(QMainWindow):
         delete.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         delete.triggered.connect(self.delete_current_conversation)
         self.conversation_list.addActions([rename, delete])
+
+    def _set_tab_order(self) -> None:
+        """Keyboard users move chats → messages → composer → send, in reading order."""
+        chain = [self.new_button, self.search, self.conversation_list, self.settings_button,
+                 self.messages, self.composer.edit, self.composer.button]
+        for first, second in zip(chain, chain[1:]):
+            QWidget.setTabOrder(first, second)
 
     def _action(self, menu, text: str, shortcut, slot) -> QAction:
         action = menu.addAction(text)

@@ -220,3 +220,23 @@ def test_a_full_disk_mid_answer_stops_it_keeps_it_on_screen_and_says_so(make_win
         window.session.store.close()
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def test_a_keyboard_only_user_can_send_select_copy_and_edit(make_window, loop, qtbot, monkeypatch) -> None:
+    window = make_window()
+    assert window.composer.edit.hasFocus()
+    _type_and_send(qtbot, window, "Typed without a mouse")
+    run(loop, until(lambda: not window.session.busy))
+    # Shift+Tab from the composer reaches the messages; arrows select; Ctrl+C copies.
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
+    assert window.messages.hasFocus()
+    qtbot.keyClick(window.messages, Qt.Key.Key_End)
+    qtbot.keyClick(window.messages, Qt.Key.Key_Up)
+    assert window.messages.currentIndex().row() == 0
+    QGuiApplication.clipboard().clear()
+    qtbot.keyClick(window.messages, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == "Typed without a mouse"
+    edited = []
+    monkeypatch.setattr(window, "edit_message", lambda message_id, text: edited.append(text))
+    qtbot.keyClick(window.messages, Qt.Key.Key_F2)
+    assert edited == ["Typed without a mouse"]
