@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -10,10 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import psutil
-import pytest
 from gguf import GGUFWriter
 
-from app.service.client import EngineClient, EngineError
+from tests.helpers.engine import load_error
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,16 +40,7 @@ def sparse_giant(path: Path) -> Path:
 def test_the_engine_refuses_a_model_bigger_than_memory(tmp_path: Path) -> None:
     giant = sparse_giant(tmp_path / "giant model.gguf")
 
-    async def scenario():
-        client = EngineClient()
-        try:
-            with pytest.raises(EngineError) as refused:
-                await client.load(str(giant))
-        finally:
-            await client.shutdown()
-        return refused.value
-
-    error = asyncio.run(scenario())
+    error = load_error(giant)
     assert error.kind == "model_load" and error.details["load_problem"] == "model_too_big"
     assert "giant model.gguf needs about" in error.message and "GB is free" in error.message
     assert "smaller model" in error.message

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Sequence
 
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Delta, Done
-from app.service.client import EngineClient
+from app.service.client import EngineClient, EngineError
 
 
 async def answer_parts(client: EngineClient, messages: Sequence[ChatMessage],
@@ -26,3 +27,19 @@ async def answer(client: EngineClient, messages: Sequence[ChatMessage],
     """The text of one answer and its Done event."""
     parts, done = await answer_parts(client, messages, settings)
     return "".join(parts), done
+
+
+def load_error(model_path, **load_options) -> EngineError:
+    """Load a model that must be refused, in a fresh engine; return the refusal."""
+
+    async def scenario() -> EngineError:
+        client = EngineClient()
+        try:
+            await client.load(str(model_path), **load_options)
+        except EngineError as refused:
+            return refused
+        finally:
+            await client.shutdown()
+        raise AssertionError(f"{model_path} was loaded, but should have been refused")
+
+    return asyncio.run(asyncio.wait_for(scenario(), timeout=120))

@@ -13,7 +13,7 @@ from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Done
 from app.service.client import EngineClient, EngineError
 from tests.hardware.machines import recorded_report
-from tests.helpers.engine import answer_parts
+from tests.helpers.engine import answer_parts, load_error
 
 ONNX_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
 HELLO = (ChatMessage("user", "Hello there"),)
@@ -119,16 +119,7 @@ def test_broken_onnx_folders_are_refused_clearly(tmp_path: Path, damage, problem
     shutil.copytree(ONNX_MODEL, folder)
     damage(folder)
 
-    async def scenario():
-        client = EngineClient()
-        try:
-            with pytest.raises(EngineError) as refused:
-                await client.load(str(folder))
-        finally:
-            await client.shutdown()
-        return refused.value
-
-    error = run(scenario())
+    error = load_error(folder)
     assert error.kind == "model_file"
     assert error.details["file_problem"] == problem
     assert "broken onnx model" in error.message

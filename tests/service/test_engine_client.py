@@ -12,7 +12,7 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Delta, Done
 from app.service.client import EngineClient, EngineCrashed, EngineError
-from tests.helpers.engine import answer
+from tests.helpers.engine import answer, load_error
 from tests.helpers.models import truncated_copy
 from tests.helpers.tiny_gguf import EOS_ID, IM_END_ID, build_tiny_gguf
 
@@ -274,16 +274,7 @@ def test_gguf_of_an_unknown_architecture_says_why_llama_cpp_refused(tiny_model: 
     data = tiny_model.read_bytes().replace(b"\x05\x00\x00\x00\x00\x00\x00\x00llama", b"\x05\x00\x00\x00\x00\x00\x00\x00xyzzy", 1)
     odd = _write(tmp_path / "odd arch.gguf", data)
 
-    async def scenario():
-        client = EngineClient()
-        try:
-            with pytest.raises(EngineError) as refused:
-                await client.load(str(odd))
-        finally:
-            await client.shutdown()
-        return refused.value
-
-    error = asyncio.run(scenario())
+    error = load_error(odd)
     assert error.kind == "model_load"
     assert "unknown model architecture: 'xyzzy'" in error.message and "odd arch.gguf" in error.message
 
