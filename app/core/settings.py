@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.core.files import write_atomically
 from app.core.generation import GenerationSettings
 
 # Raise when the meaning of a key changes; adding a key does not need a new version,
@@ -188,7 +188,7 @@ class SettingsFile:
             return
         text = json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n"
         try:
-            self._write_atomically(text.encode("utf-8"))
+            write_atomically(self.path, text.encode("utf-8"))
         except OSError as error:
             raise SettingsError(
                 f"Kestrel could not save its settings to {self.path} ({error.strerror}). "
@@ -196,31 +196,3 @@ class SettingsFile:
                 "change the setting again."
             ) from error
         self._newer_loaded = None
-
-    def _write_atomically(self, data: bytes) -> None:
-        folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        # The temporary file is in the same folder so os.replace is a rename on one
-        # file system, which is atomic.
-        fd, temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as temp:
-                temp.write(data)
-                temp.flush()
-                os.fsync(temp.fileno())
-            os.replace(temp_name, self.path)
-        except BaseException:
-            Path(temp_name).unlink(missing_ok=True)
-            raise
-        _fsync_folder(folder)
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable; Windows has no way to open a folder for this."""
-    if os.name == "nt":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

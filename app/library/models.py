@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from app.core.files import write_atomically
 
 METADATA_FILE = "model.json"
 METADATA_VERSION = 1
@@ -67,7 +68,8 @@ class ModelLibrary:
         """Record a model file (or ONNX model folder) that is already in its folder."""
         model = InstalledModel(safe_id(model_id), title, path, size_on_disk(path),
                                sha256, source, time.time())
-        _write_json_atomically(path.parent / METADATA_FILE, model.to_json())
+        text = json.dumps(model.to_json(), indent=2, ensure_ascii=False)
+        write_atomically(path.parent / METADATA_FILE, text.encode("utf-8"))
         return model
 
     def _read(self, folder: Path) -> InstalledModel | None:
@@ -95,12 +97,3 @@ def safe_id(model_id: str) -> str:
     """A folder name that is valid on every OS."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id).strip(".-")
     return cleaned or "model"
-
-
-def _write_json_atomically(path: Path, data: dict) -> None:
-    temp = path.with_name(path.name + ".tmp")
-    with temp.open("w", encoding="utf-8") as out:
-        json.dump(data, out, indent=2, ensure_ascii=False)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, path)
