@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from app.library import starter
 from app.library.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.models import ModelLibrary
+from tests.helpers.disks import small_disk
 from tests.helpers.models import truncated_copy
 
 
@@ -45,20 +44,12 @@ def test_cancelled_import_leaves_nothing(tiny_model: Path, tmp_path: Path) -> No
 
 
 def test_a_full_disk_is_reported_and_leaves_nothing(tiny_model: Path, tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs to fill needs root")
-    small = tmp_path / "small disk"
-    small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)]).returncode:
-        pytest.skip("this sandbox cannot mount a tmpfs")
-    try:
+    with small_disk(tmp_path / "small disk", "256k") as small:
         library = ModelLibrary(small / "models")
         with pytest.raises(ImportFailed) as failed:
             import_model_file(library, tiny_model)
         assert "Not enough free disk space" in str(failed.value) and "Free some space" in str(failed.value)
         assert library.list() == [] and not any((small / "models").iterdir())
-    finally:
-        subprocess.run(["umount", str(small)], check=True)
 
 
 def test_starter_is_assembled_verified_and_registered_once(tmp_path: Path, starter_model: Path) -> None:

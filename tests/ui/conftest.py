@@ -96,3 +96,17 @@ def with_generation(window: MainWindow, **changes) -> None:
     """Change the open conversation's settings (creating it if needed)."""
     system_prompt, settings = window.session.conversation_settings()
     window.session.set_conversation_settings(system_prompt, dataclasses.replace(settings, **changes))
+
+
+def choose_in_settings(window: MainWindow, monkeypatch, **choices: str) -> None:
+    """Open File → Settings…, pick a value in each named combo box, press OK."""
+    from app.ui.dialogs import SettingsDialog
+
+    def accept(dialog: SettingsDialog) -> int:
+        for name, value in choices.items():
+            combo = getattr(dialog, name)
+            combo.setCurrentIndex(combo.findData(value))
+        return 1
+
+    monkeypatch.setattr(SettingsDialog, "exec", accept)
+    window.edit_settings()

@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from app.core.conversation import MessageState, Role
 from app.ui.dialogs import EditMessageDialog
 from app.ui.message_delegate import stats_line
+from tests.helpers.disks import small_disk
 from tests.ui.conftest import run, until, with_generation
 
 
@@ -197,20 +196,13 @@ def test_closing_mid_answer_saves_what_was_shown(make_window, loop, qtbot) -> No
 def test_a_full_disk_mid_answer_stops_it_keeps_it_on_screen_and_says_so(make_window, loop, qtbot, tmp_path,
                                                                          monkeypatch) -> None:
     # A real full disk: Kestrel's home on a small tmpfs, filled while the answer streams.
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs to fill needs root")
-    disk = tmp_path / "small disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)]).returncode:
-        pytest.skip("this sandbox cannot mount a tmpfs")
-    try:
+    with small_disk(tmp_path / "small disk", "4m") as disk:
         monkeypatch.setenv("KESTREL_HOME", str(disk / "home"))
         window = make_window()
         with_generation(window, max_tokens=100000, context_length=2048)
         _type_and_send(qtbot, window, "Fill the disk")
         run(loop, until(lambda: len(_last(window).text) > 20))
-        free = shutil.disk_usage(disk).free
-        (disk / "filler").write_bytes(b"\0" * free)
+        (disk / "filler").write_bytes(b"\0" * shutil.disk_usage(disk).free)
         run(loop, until(lambda: not window.session.busy, what="the answer to stop"))
         answer = _last(window)
         assert answer.state == MessageState.INTERRUPTED and len(answer.text) > 20
@@ -218,8 +210,6 @@ def test_a_full_disk_mid_answer_stops_it_keeps_it_on_screen_and_says_so(make_win
         assert "not saved" in window.banner.text() and window.composer.button.text() == "Send"
         run(loop, window.session.shutdown())
         window.session.store.close()
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=True)
 
 
 def test_a_keyboard_only_user_can_send_select_copy_and_edit(make_window, loop, qtbot, monkeypatch) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from app.ui.dialogs import SettingsDialog
 from tests.hardware.machines import recorded_report
-from tests.ui.conftest import run, until
+from tests.ui.conftest import choose_in_settings, run, until
 
 
 def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
@@ -34,19 +33,11 @@ def test_choosing_a_device_the_machine_lacks_says_so_and_cpu_recovers(make_windo
     window = make_window(hardware=functools.partial(recorded_report, "linux_vm"))
     session = window.session
 
-    def choose(device: str) -> None:
-        def accept(dialog: SettingsDialog) -> int:
-            dialog.device.setCurrentIndex(dialog.device.findData(device))
-            return 1
-
-        monkeypatch.setattr(SettingsDialog, "exec", accept)
-        window.edit_settings()
-
-    choose("gpu")
+    choose_in_settings(window, monkeypatch, device="gpu")
     run(loop, until(lambda: session.model_state.value == "failed"))
     assert window.banner.isVisible() and "GPU" in window.banner.text()
     assert session.settings_file.load().device_preference == "gpu"
-    choose("cpu")
+    choose_in_settings(window, monkeypatch, device="cpu")
     run(loop, until(lambda: session.model_state.value == "ready"))
     assert window.device_label.text() == "Device: CPU"
     assert dataclasses.asdict(session.settings)["device_preference"] == "cpu"

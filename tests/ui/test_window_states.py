@@ -11,7 +11,7 @@ from PySide6.QtTest import QAbstractItemModelTester
 from app.core.conversation import MessageState, Role
 from app.ui.message_model import MessageRoles
 from app.ui.model_setup import ModelSetup
-from tests.ui.conftest import run, until, with_generation
+from tests.ui.conftest import choose_in_settings, run, until, with_generation
 
 
 def _send(qtbot, window, text: str) -> None:
@@ -215,23 +215,12 @@ def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, 
 def test_switching_to_the_dark_theme_repaints_in_dark(make_window, monkeypatch) -> None:
     from PySide6.QtGui import QGuiApplication, QPalette
 
-    from app.ui.dialogs import SettingsDialog
-
     window = make_window()
-
-    def choose(theme: str) -> None:
-        def accept(dialog: SettingsDialog) -> int:
-            dialog.theme.setCurrentIndex(dialog.theme.findData(theme))
-            return 1
-
-        monkeypatch.setattr(SettingsDialog, "exec", accept)
-        window.edit_settings()
-
-    choose("dark")
+    choose_in_settings(window, monkeypatch, theme="dark")
     window_color = QGuiApplication.palette().color(QPalette.ColorRole.Window)
     assert window.messages.delegate.dark and window_color.lightness() < 80
     assert window.session.settings_file.load().theme == "dark"
-    choose("light")
+    choose_in_settings(window, monkeypatch, theme="light")
     assert not window.messages.delegate.dark
     assert QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() > 200
 
