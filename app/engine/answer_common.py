@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Generator, Iterable, Sequence
 
+from app.engine.answer_text import AnswerText
 from app.engine.chat_format import PromptSpec
+from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow
-from app.engine.protocol import ChatMessage, Generate
+from app.engine.protocol import ChatMessage, Delta, Generate
 
 
 @dataclass
@@ -74,3 +76,38 @@ def fit_prompt(request: Generate, n_ctx: int,
     if len(prompt) >= n_ctx:
         raise ContextOverflow(len(prompt), n_ctx)
     return spec, prompt, left_out
+
+
+def stream_tokens(request_id: int, tokens: Iterable[int], *, is_end: Callable[[int], bool],
+                  piece: Callable[[int], bytes], answer: AnswerText, budget: int, finish: str,
+                  control: GenerationControl, timing: AnswerTiming,
+                  on_first: Callable[[], None] | None = None) -> Generator[Delta, None, str]:
+    """Turn a backend's tokens into Delta events; returns the finish reason.
+
+    Cancel and pause are looked at between two tokens; the model's end tokens, a stop
+    string and the token budget end the answer.
+    """
+    generated = 0
+    try:
+        for token in tokens:
+            if timing.first is None:
+                timing.first = time.perf_counter()
+                if on_first is not None:
+                    on_first()
+            if control.cancelled:
+                return "cancelled"
+            if is_end(token):
+                return "stop"
+            generated += 1
+            timing.last = time.perf_counter()
+            text = answer.feed(piece(token))
+            if text:
+                yield Delta(request_id, text)
+            if answer.stopped_by is not None:
+                return "stop"
+            if generated >= budget:
+                return finish
+            control.wait_while_paused()
+        return finish
+    finally:
+        timing.generated = generated

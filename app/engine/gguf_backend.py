@@ -10,7 +10,7 @@ from typing import Iterator
 
 import llama_cpp
 
-from app.engine.answer_common import AnswerTiming, fit_prompt
+from app.engine.answer_common import AnswerTiming, fit_prompt, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine import native_log
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
@@ -125,30 +125,19 @@ class GgufBackend:
             repeat_penalty=request.repeat_penalty,
         )
         finish = "length" if budget == request.max_tokens else "context"
-        generated = 0
+
+        def first_token() -> None:
+            timing.evaluated = llm.evaluated
+
         try:
-            for token in tokens:
-                if timing.first is None:
-                    timing.first = time.perf_counter()
-                    timing.evaluated = llm.evaluated
-                if control.cancelled:
-                    return "cancelled"
-                if llama_cpp.llama_vocab_is_eog(self._vocab, token):
-                    return "stop"
-                generated += 1
-                timing.last = time.perf_counter()
-                text = answer.feed(self._piece(token))
-                if text:
-                    yield Delta(request.request_id, text)
-                if answer.stopped_by is not None:
-                    return "stop"
-                if generated >= budget:
-                    return finish
-                control.wait_while_paused()
-            return finish
+            return (yield from stream_tokens(
+                request.request_id, tokens, is_end=self._is_end, piece=self._piece, answer=answer,
+                budget=budget, finish=finish, control=control, timing=timing, on_first=first_token))
         finally:
             tokens.close()
-            timing.generated = generated
+
+    def _is_end(self, token: int) -> bool:
+        return llama_cpp.llama_vocab_is_eog(self._vocab, token)
 
     def _tokenize(self, text: str) -> list[int]:
         bos = self._tokens.bos

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import onnxruntime_genai as og
 import psutil
 
-from app.engine.answer_common import AnswerTiming, fit_prompt
+from app.engine.answer_common import AnswerTiming, fit_prompt, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
@@ -129,36 +129,23 @@ class OnnxBackend:
         finish = "length" if budget == request.max_tokens else "context"
         if budget <= 0:
             return finish
+        tokens = self._tokens_for(request, prompt, budget)
+        try:
+            return (yield from stream_tokens(
+                request.request_id, tokens, is_end=self._eos.__contains__, piece=self.token_text(),
+                answer=answer, budget=budget, finish=finish, control=control, timing=timing))
+        finally:
+            tokens.close()  # frees the native generator now, not whenever it is collected
+
+    def _tokens_for(self, request: Generate, prompt: list[int], budget: int) -> Iterator[int]:
+        """The tokens of one answer, one at a time, as the model makes them."""
         generator = og.Generator(self._model, self._params(request, len(prompt) + budget))
-        piece = self.token_text()
-        generated = 0
         try:
             generator.append_tokens(prompt)
-            while True:
-                if control.cancelled:
-                    return "cancelled"
-                if generator.is_done():
-                    return finish
+            while not generator.is_done():
                 generator.generate_next_token()
-                token = int(generator.get_next_tokens()[0])
-                if timing.first is None:
-                    timing.first = time.perf_counter()
-                if control.cancelled:
-                    return "cancelled"
-                if token in self._eos:
-                    return "stop"
-                generated += 1
-                timing.last = time.perf_counter()
-                text = answer.feed(piece(token))
-                if text:
-                    yield Delta(request.request_id, text)
-                if answer.stopped_by is not None:
-                    return "stop"
-                if generated >= budget:
-                    return finish
-                control.wait_while_paused()
+                yield int(generator.get_next_tokens()[0])
         finally:
-            timing.generated = generated
             del generator
 
     def token_text(self) -> Callable[[int], bytes]:
