@@ -70,6 +70,10 @@ def register_windows_ml(ort: Any, import_catalog: Callable[[], Any], build: int 
         return {"state": "absent", "message": "The windowsml package is not installed, so the NPU "
                 "providers of the Windows ML catalog (QNN, OpenVINO, VitisAI) are not available. "
                 "DirectML and CPU remain."}
+    except OSError as exc:  # windowsml loads its DLL on import; a missing or blocked DLL lands here
+        return {"state": "failed", "message": f"The windowsml package is installed but its library did "
+                f"not load: {exc}. Reinstall it with pip install --force-reinstall windowsml. "
+                "DirectML and CPU remain.", "failed": [f"windowsml: {exc}"]}
     with _lock:
         try:
             catalog = catalog_class()

@@ -1,9 +1,12 @@
-"""Windows ML catalog registration, against stand-ins that follow the windowsml package's documented API.
+"""Windows ML catalog registration, against stand-ins that follow the windowsml package's API.
 
-This machine has no Windows ML; the stand-ins copy what the package documents: EpCatalog()
-with find_all_providers(), providers with name, ready_state (Ready, NotReady, NotPresent),
-ensure_ready() and library_path; onnxruntime's register_execution_provider_library and
-get_ep_devices.
+This machine has no Windows ML. The stand-ins copy the Python surface of windowsml 2.5.96
+(read from its wheel: windowsml/__init__.py and _bindings.py): EpCatalog() with
+find_all_providers(), providers with name, ready_state (an IntEnum: Ready 0, NotReady 1,
+NotPresent 2), ensure_ready() (a ctypes HRESULT call, so failures raise OSError) and
+library_path; the package loads its DLL with ctypes.WinDLL on import, so a missing DLL
+raises OSError (FileNotFoundError) there. onnxruntime's side is
+register_execution_provider_library and get_ep_devices.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from app.hardware import onnx_source
 from app.hardware.onnx_source import register_windows_ml
 
 
-class EpReadyState(enum.Enum):
+class EpReadyState(enum.IntEnum):
     Ready = 0
     NotReady = 1
     NotPresent = 2
@@ -114,6 +117,16 @@ def test_missing_package_says_directml_and_cpu_remain() -> None:
     status = register_windows_ml(FakeOrt(), no_package, 26100, allow_downloads=False)
     assert status["state"] == "absent"
     assert "windowsml package is not installed" in status["message"] and "DirectML and CPU remain" in status["message"]
+
+
+def test_a_package_whose_library_does_not_load_is_reported() -> None:
+    def dll_missing():
+        raise FileNotFoundError("Microsoft.Windows.AI.MachineLearning.dll not found in C:\\Users\\Zoë\\lib. ")
+
+    status = register_windows_ml(FakeOrt(), dll_missing, 26100, allow_downloads=False)
+    assert status["state"] == "failed"
+    assert "did not load" in status["message"] and "pip install --force-reinstall windowsml" in status["message"]
+    assert status["failed"][0].startswith("windowsml: ")
 
 
 def test_older_windows_is_not_asked() -> None:
