@@ -1,18 +1,21 @@
 """Checks, from Linux, what can be checked of Kestrel's Windows ONNX package set.
 
-Windows does not run here, so this answers three questions without it:
+Windows does not run here, so this answers three questions without it, for x64 PCs
+(onnxruntime-directml) and ARM64 ones (onnxruntime-windowsml: there is no ARM64
+onnxruntime-directml):
 
-1. Do the Windows packages resolve together? `pip download` for win_amd64 / CPython 3.11
-   fetches onnxruntime-directml, onnxruntime-genai-winml and windowsml as pyproject.toml
-   declares them.
-2. Does GenAI load the DirectML build's runtime? The wheels are opened: the DirectML
-   wheel must ship capi/onnxruntime.dll (its Python module links ONNX Runtime statically,
-   so GenAI gets a runtime, and a provider registry, of its own), and GenAI's loader
-   must take onnxruntime.dll from the onnxruntime package's capi folder.
-3. Does GenAI run on that older runtime? onnxruntime-directml stops at 1.24 while
+1. Do the Windows packages resolve together? `pip download` for win_amd64 and win_arm64,
+   CPython 3.11, fetches the runtime, onnxruntime-genai-winml and windowsml as
+   pyproject.toml declares them.
+2. Does GenAI load that build's runtime? The wheels are opened: the runtime wheel must
+   ship capi/onnxruntime.dll and DirectML.dll, and GenAI's loader must take
+   onnxruntime.dll from the onnxruntime package's capi folder. (The runtime's Python
+   module links ONNX Runtime statically, so GenAI gets a runtime, and a provider
+   registry, of its own.)
+3. Does GenAI run on that runtime's version? onnxruntime-directml stops at 1.24 while
    onnxruntime-genai 0.18 is built for 1.31. A scratch virtual environment gets the
-   Linux onnxruntime of the DirectML wheel's version and GenAI 0.18 without its
-   version pin, and streams a few tokens from tests/fixtures/tiny-onnx.
+   Linux onnxruntime of each runtime wheel's version and GenAI 0.18 without its version
+   pin, and streams a few tokens from tests/fixtures/tiny-onnx.
 
     python3 scripts/check_windows_wheels.py [--keep DIR]
 
@@ -27,13 +30,39 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
 
+try:
+    from packaging.requirements import Requirement
+except ImportError:  # a bare Python: pip carries its own copy
+    from pip._vendor.packaging.requirements import Requirement
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY_ONNX = ROOT / "tests" / "fixtures" / "tiny-onnx"
-WINDOWS_SET = ("onnxruntime-directml>=1.24", "onnxruntime-genai-winml==0.18.0", "windowsml")
+# Platform tag -> the marker environment of a Windows Python on that kind of PC.
+PLATFORMS = {
+    "win_amd64": {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64"},
+    "win_arm64": {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "ARM64"},
+}
+ONNX_FAMILIES = ("onnxruntime", "windowsml")
+
+
+def windows_set(platform: str) -> list[Requirement]:
+    """pyproject.toml's ONNX requirements (and the windows-npu extra) as they apply there."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = project["dependencies"] + project["optional-dependencies"]["windows-npu"]
+    environment = {**PLATFORMS[platform], "python_version": "3.11", "extra": ""}
+    chosen = []
+    for line in declared:
+        requirement = Requirement(line)
+        if requirement.name.startswith(ONNX_FAMILIES) and \
+                (requirement.marker is None or requirement.marker.evaluate(environment)):
+            chosen.append(requirement)
+    return chosen
+
 
 GENERATE = """
 import sys, onnxruntime as ort, onnxruntime_genai as og
@@ -55,34 +84,35 @@ def pip(*args: str, python: str = sys.executable) -> subprocess.CompletedProcess
     return subprocess.run([python, "-m", "pip", *args], capture_output=True, text=True)
 
 
-def download_windows_set(folder: Path) -> dict[str, Path]:
-    done = pip("download", "--only-binary=:all:", "--platform", "win_amd64", "--python-version", "3.11",
-               "--implementation", "cp", "--abi", "cp311", "-d", str(folder), *WINDOWS_SET)
+def download(platform: str, requirements: list[Requirement], folder: Path) -> dict[str, Path]:
+    """The platform's wheels by package name; exits when they do not resolve."""
+    specs = [f"{requirement.name}{requirement.specifier}" for requirement in requirements]
+    done = pip("download", "--only-binary=:all:", "--platform", platform, "--python-version", "3.11",
+               "--implementation", "cp", "--abi", "cp311", "-d", str(folder), *specs)
     if done.returncode != 0:
-        raise SystemExit(f"FAIL resolve: pip download for win_amd64 failed:\n{done.stderr[-2000:]}")
-    wheels = {}
-    for wheel in folder.glob("*.whl"):
-        wheels[wheel.name.split("-")[0].replace("_", "-")] = wheel
-    return wheels
+        raise SystemExit(f"FAIL {platform} resolve: pip download failed:\n{done.stderr[-2000:]}")
+    return {wheel.name.split("-")[0].replace("_", "-"): wheel for wheel in folder.glob("*.whl")}
 
 
-def check_loader(wheels: dict[str, Path]) -> str:
-    with zipfile.ZipFile(wheels["onnxruntime-directml"]) as dml:
-        names = dml.namelist()
-    if "onnxruntime/capi/onnxruntime.dll" not in names:
-        return "FAIL loader: onnxruntime-directml ships no capi/onnxruntime.dll for GenAI to load"
+def check_loader(runtime: str, wheels: dict[str, Path]) -> str:
+    with zipfile.ZipFile(wheels[runtime]) as wheel:
+        names = set(wheel.namelist())
+    missing = {"onnxruntime/capi/onnxruntime.dll", "onnxruntime/capi/DirectML.dll"} - names
+    if missing:
+        return f"FAIL loader: {runtime} lacks {', '.join(sorted(missing))}"
     with zipfile.ZipFile(wheels["onnxruntime-genai-winml"]) as genai:
         loader = genai.read("onnxruntime_genai/_dll_directory.py").decode("utf-8")
     if not re.search(r'os\.path\.join\(ort_package_path, "capi", "onnxruntime\.dll"\)', loader):
         return "FAIL loader: onnxruntime-genai-winml no longer loads onnxruntime.dll from the onnxruntime package"
-    return "ok   loader: GenAI loads onnxruntime/capi/onnxruntime.dll from onnxruntime-directml"
+    return f"ok   loader: GenAI loads onnxruntime/capi/onnxruntime.dll (with DirectML.dll) from {runtime}"
 
 
-def check_old_runtime(directml_version: str, scratch: Path) -> str:
-    env = scratch / "venv"
+def check_runtime_version(version: str, scratch: Path) -> str:
+    version = ".".join(version.split(".")[:3])  # onnxruntime-windowsml adds a build stamp
+    env = scratch / f"venv-{version}"
     venv.EnvBuilder(with_pip=True).create(env)
     python = str(env / "bin" / "python")
-    steps = (("install", "--only-binary=:all:", f"onnxruntime=={directml_version}", "numpy"),
+    steps = (("install", "--only-binary=:all:", f"onnxruntime=={version}", "numpy"),
              ("install", "--only-binary=:all:", "--no-deps", "onnxruntime-genai==0.18.0"))
     for step in steps:
         done = pip(*step, python=python)
@@ -90,7 +120,7 @@ def check_old_runtime(directml_version: str, scratch: Path) -> str:
             return f"FAIL runtime: could not install {step[-1]}:\n{done.stderr[-1500:]}"
     run = subprocess.run([python, "-c", GENERATE, str(TINY_ONNX)], capture_output=True, text=True)
     if run.returncode != 0 or "tokens" not in run.stdout:
-        return f"FAIL runtime: GenAI 0.18 did not run on onnxruntime {directml_version}:\n{run.stderr[-1500:]}"
+        return f"FAIL runtime: GenAI 0.18 did not run on onnxruntime {version}:\n{run.stderr[-1500:]}"
     fallback = [line for line in run.stderr.splitlines() if "API version" in line]
     note = f" (it asked for newer API versions first: {len(fallback)} notices)" if fallback else ""
     return f"ok   runtime: {run.stdout.strip()}{note}"
@@ -103,13 +133,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as temporary:
         scratch = args.keep or Path(temporary)
         scratch.mkdir(parents=True, exist_ok=True)
-        wheels = download_windows_set(scratch / "wheels")
-        versions = {name: wheel.name.split("-")[1] for name, wheel in wheels.items() if name in
-                    ("onnxruntime-directml", "onnxruntime-genai-winml", "windowsml")}
-        print("ok   resolve: " + ", ".join(f"{name} {version}" for name, version in sorted(versions.items())))
-        results = [check_loader(wheels), check_old_runtime(versions["onnxruntime-directml"], scratch)]
-    for line in results:
-        print(line)
+        results = []
+        for platform in PLATFORMS:
+            requirements = windows_set(platform)
+            names = [requirement.name for requirement in requirements]
+            runtimes = [name for name in names if name.startswith("onnxruntime") and "genai" not in name]
+            if len(runtimes) != 1 or "onnxruntime-genai-winml" not in names:
+                results.append(f"FAIL {platform} markers: pyproject.toml gives {names}")
+                print(results[-1])
+                continue
+            wheels = download(platform, requirements, scratch / platform)
+            versions = {name: wheels[name].name.split("-")[1] for name in names}
+            print(f"ok   {platform} resolve: " + ", ".join(f"{n} {v}" for n, v in versions.items()))
+            for line in (check_loader(runtimes[0], wheels), check_runtime_version(versions[runtimes[0]], scratch)):
+                ok, rest = line.split(" ", 1)
+                results.append(f"{ok} {platform} {rest.lstrip()}" if ok == "FAIL" else f"ok   {platform} {rest.lstrip()}")
+                print(results[-1])
     return 1 if any(line.startswith("FAIL") for line in results) else 0
 
 
