@@ -68,8 +68,10 @@ def test_powershell_escapes_ampersands_in_device_ids() -> None:
 
 def test_display_registry_reads_qword_and_binary_sizes() -> None:
     desktop = parse_display_registry(fixture_text("windows_desktop_rtx4070", "commands", "display_class_registry.txt"))
-    assert desktop[0].memory == 12 * 1024**3  # qwMemorySize wins over the capped binary value
-    assert desktop[0].matching_device_id == "pci\\ven_10de&dev_2786"
+    radeon, rtx = desktop  # the registry's order, not WMI's
+    assert rtx.memory == 12282 * _MIB  # qwMemorySize wins over the capped binary value
+    assert rtx.matching_device_id == "pci\\ven_10de&dev_2786"
+    assert radeon.matching_device_id == "pci\\ven_1002&dev_164e&subsys_88771043&rev_c9"  # lower-cased
     laptop = parse_display_registry(fixture_text("windows_laptop_npu", "commands", "display_class_registry.txt"))
     assert laptop[0].memory == 128 * _MIB  # REG_BINARY 00 00 00 08, little-endian
 

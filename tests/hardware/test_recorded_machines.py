@@ -130,7 +130,10 @@ def test_broken_nvidia_smi_is_reported_not_fatal() -> None:
     report = probe(FailingCommand("windows_desktop_rtx4070", "nvidia_smi"))
     assert [e.source for e in report.errors] == ["gpus"]
     assert report.errors[0].message.startswith("nvidia-smi failed")
-    assert report.gpus[0].dedicated_memory == 12 * _GIB  # from the registry instead
+    # From the registry instead: qwMemorySize is what nvidia-smi calls 12282 MiB. The
+    # registry lists the Radeon first and WMI the RTX first; they are matched by device id.
+    assert report.gpus[0].dedicated_memory == 12_878_610_432 == 12282 * 1024**2
+    assert report.gpus[1].dedicated_memory == 536870912
 
 
 @pytest.mark.parametrize("api, field", [("onnxruntime", "onnxruntime"), ("llama", "llama"), ("psutil", "ram")])
