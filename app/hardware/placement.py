@@ -137,12 +137,12 @@ def _place_onnx(report: HardwareReport, model: ModelFacts, preference: Preferenc
         if not usable:
             raise PlacementRefused(preference, _no_onnx_device(report, targets, candidates, preference))
         return tuple(usable)
-    chosen, why = _auto_onnx(targets, candidates, saving)
+    chosen, why = _auto_onnx(report, targets, candidates, saving)
     cpu = dataclasses.replace(cpu, reason=f"CPU: {why}" + ram_note(report, needed))
     return chosen + (cpu,)
 
 
-def _auto_onnx(targets: tuple[OnnxTarget, ...], candidates: list[Candidate],
+def _auto_onnx(report: HardwareReport, targets: tuple[OnnxTarget, ...], candidates: list[Candidate],
                saving: bool) -> tuple[tuple[Placement, ...], str]:
     """NPUs, then GPUs (integrated only when saving power); and the CPU placement's words."""
     chosen: list[Placement] = []
@@ -157,7 +157,8 @@ def _auto_onnx(targets: tuple[OnnxTarget, ...], candidates: list[Candidate],
                 chosen.append(candidate.placement)
     if not chosen and not notes:
         notes.append("the model was built for the CPU only" if not targets else
-                     f"ONNX Runtime has no device here for {_built_for(targets)}, which the model was built for")
+                     f"ONNX Runtime has no device here for {_built_for(targets)}, which the model was built for"
+                     + _unoffered_npus(report, targets))
     why = "; ".join((["the fall-back"] if chosen else []) + notes)
     return tuple(chosen), why
 
@@ -212,4 +213,14 @@ def _no_onnx_device(report: HardwareReport, targets: tuple[OnnxTarget, ...], can
     ml = report.onnxruntime.windows_ml if report.onnxruntime else None
     extra = f" {ml.message}" if ml is not None and ml.state not in ("registered", "not_windows") else ""
     return (f"You chose the {label}, but ONNX Runtime has no {label} device for {_built_for(tuple(wanted))} on "
-            f"this PC.{extra} Choose Auto or CPU.")
+            f"this PC{_unoffered_npus(report, tuple(wanted))}.{extra} Choose Auto or CPU.")
+
+
+def _unoffered_npus(report: HardwareReport, targets: tuple[OnnxTarget, ...]) -> str:
+    """Words for an NPU the system lists but no provider offers (an old driver, a missing provider)."""
+    if not report.npus or not any(t.kind == "npu" for t in targets) or any(d.kind == "npu" for d in report.ep_devices):
+        return ""
+    names = ", ".join(npu.name for npu in report.npus)
+    one = len(report.npus) == 1
+    return (f"; the system lists {names}, but no ONNX Runtime provider offers {'it' if one else 'them'} "
+            "(the NPU driver or its provider may be missing or too old)")

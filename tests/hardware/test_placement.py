@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from functools import lru_cache
 
 import pytest
@@ -11,7 +12,7 @@ from app.hardware.onnx_targets import OnnxTarget
 from app.hardware.placement import ALL_LAYERS, ModelFacts, PlacementRefused, kv_cache_bytes_for, place
 from app.hardware.probe import probe
 from app.hardware.report import HardwareReport, PowerInfo
-from tests.hardware.machines import RecordedMachine
+from tests.hardware.machines import FIXTURES, RecordedMachine
 
 _GIB = 1024**3
 
@@ -36,10 +37,22 @@ LAPTOP_VULKAN = {
 }
 
 
+
+
+def npu_without_provider() -> dict:
+    """The laptop's ONNX Runtime answer without its NPU device: Windows lists the NPU but no
+    provider claims it, as reported for a Core Ultra 5 226V (microsoft/onnxruntime#25557)."""
+    recorded = json.loads((FIXTURES / "windows_laptop_npu" / "onnxruntime.json").read_text(encoding="utf-8"))
+    recorded["ep_devices"] = [d for d in recorded["ep_devices"] if d["device"]["type"] != "NPU"]
+    return recorded
+
+
 @lru_cache(maxsize=None)
 def machine(name: str) -> HardwareReport:
     if name == "windows_laptop_vulkan":
         return probe(RecordedMachine("windows_laptop_npu", llama=LAPTOP_VULKAN))
+    if name == "windows_laptop_npu_unoffered":
+        return probe(RecordedMachine("windows_laptop_npu", onnxruntime=npu_without_provider()))
     return probe(RecordedMachine(name))
 
 
@@ -59,6 +72,9 @@ AUTO_CASES = [
     ("windows_laptop_npu", PHI35_OPENVINO_NPU, ON_BATTERY, "npu", 0, ["Intel(R) AI Boost"]),
     ("windows_laptop_npu", PHI35_DML, ON_BATTERY, "gpu", 0, ["Intel(R) Arc(TM) Graphics", "system memory"]),
     ("windows_laptop_npu", PHI35_CPU, None, "cpu", 0, ["built for the CPU only"]),
+    ("windows_laptop_npu_unoffered", PHI35_OPENVINO_NPU, None, "cpu", 0,
+     ["no device here for OpenVINOExecutionProvider (NPU)", "the system lists Intel(R) AI Boost",
+      "no ONNX Runtime provider offers it"]),
     ("windows_laptop_vulkan", LLAMA31_8B, ON_BATTERY, "gpu", ALL_LAYERS, ["Intel(R) Arc(TM) Graphics", "all 32"]),
     ("linux_amd_laptop", LLAMA31_8B, None, "gpu", ALL_LAYERS, ["AMD Radeon 780M", "all 32 layers fit"]),
     ("linux_amd_laptop", QWEN25_32B, None, "gpu", 44, ["only 44 of 64 layers"]),
@@ -113,6 +129,8 @@ REFUSALS = [
     ("windows_laptop_npu", LLAMA31_8B, "gpu", ["this build has no GPU backend", "Install a llama.cpp build"]),
     ("windows_laptop_npu", LLAMA31_8B, "npu", ["cannot run a GGUF model on an NPU"]),
     ("windows_laptop_npu", PHI35_DML, "npu", ["no NPU device for DmlExecutionProvider"]),
+    ("windows_laptop_npu_unoffered", PHI35_OPENVINO_NPU, "npu",
+     ["no NPU device for OpenVINOExecutionProvider (NPU)", "the system lists Intel(R) AI Boost"]),
     ("windows_desktop_rtx4070", PHI35_OPENVINO_NPU, "npu", ["Windows 11 24H2", "DirectML and CPU remain"]),
     ("windows_desktop_rtx4070", PHI35_OPENVINO_NPU, "gpu",
      ["built for OpenVINOExecutionProvider (NPU), not for a GPU"]),
