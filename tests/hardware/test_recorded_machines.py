@@ -60,7 +60,7 @@ def test_linux_laptop_with_amd_apu_and_npu() -> None:
     assert report.os.name == "Ubuntu 24.04.1 LTS"
     assert {"AVX512F", "AVX512_VNNI", "AVX512_BF16"} <= set(report.cpu.features)
     [gpu] = report.gpus  # card1-eDP-1 is a connector, not a card
-    assert (gpu.vendor, gpu.pci_id, gpu.driver, gpu.integrated) == ("AMD", "1002:15bf", "amdgpu", True)
+    assert (gpu.vendor, gpu.pci_id, gpu.driver, gpu.integrated) == ("AMD", "1002:1900", "amdgpu", True)
     assert gpu.dedicated_memory == 512 * 1024**2 and gpu.shared_memory == 16474324992
     assert gpu.free_memory == 512 * 1024**2 - 201326592
     [npu] = report.npus
