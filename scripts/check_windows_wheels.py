@@ -95,20 +95,20 @@ def download(platform: str, requirements: list[Requirement], folder: Path) -> di
     return {wheel.name.split("-")[0].replace("_", "-"): wheel for wheel in folder.glob("*.whl")}
 
 
-def check_loader(runtime: str, wheels: dict[str, Path]) -> str:
+def check_loader(runtime: str, wheels: dict[str, Path]) -> tuple[bool, str]:
     with zipfile.ZipFile(wheels[runtime]) as wheel:
         names = set(wheel.namelist())
     missing = {"onnxruntime/capi/onnxruntime.dll", "onnxruntime/capi/DirectML.dll"} - names
     if missing:
-        return f"FAIL loader: {runtime} lacks {', '.join(sorted(missing))}"
+        return False, f"loader: {runtime} lacks {', '.join(sorted(missing))}"
     with zipfile.ZipFile(wheels["onnxruntime-genai-winml"]) as genai:
         loader = genai.read("onnxruntime_genai/_dll_directory.py").decode("utf-8")
     if not re.search(r'os\.path\.join\(ort_package_path, "capi", "onnxruntime\.dll"\)', loader):
-        return "FAIL loader: onnxruntime-genai-winml no longer loads onnxruntime.dll from the onnxruntime package"
-    return f"ok   loader: GenAI loads onnxruntime/capi/onnxruntime.dll (with DirectML.dll) from {runtime}"
+        return False, "loader: onnxruntime-genai-winml no longer loads onnxruntime.dll from the onnxruntime package"
+    return True, f"loader: GenAI loads onnxruntime/capi/onnxruntime.dll (with DirectML.dll) from {runtime}"
 
 
-def check_runtime_version(version: str, scratch: Path) -> str:
+def check_runtime_version(version: str, scratch: Path) -> tuple[bool, str]:
     version = ".".join(version.split(".")[:3])  # onnxruntime-windowsml adds a build stamp
     env = scratch / f"venv-{version}"
     venv.EnvBuilder(with_pip=True).create(env)
@@ -118,13 +118,13 @@ def check_runtime_version(version: str, scratch: Path) -> str:
     for step in steps:
         done = pip(*step, python=python)
         if done.returncode != 0:
-            return f"FAIL runtime: could not install {step[-1]}:\n{done.stderr[-1500:]}"
+            return False, f"runtime: could not install {step[-1]}:\n{done.stderr[-1500:]}"
     run = subprocess.run([python, "-c", GENERATE, str(TINY_ONNX)], capture_output=True, text=True)
     if run.returncode != 0 or "tokens" not in run.stdout:
-        return f"FAIL runtime: GenAI 0.18 did not run on onnxruntime {version}:\n{run.stderr[-1500:]}"
+        return False, f"runtime: GenAI 0.18 did not run on onnxruntime {version}:\n{run.stderr[-1500:]}"
     fallback = [line for line in run.stderr.splitlines() if "API version" in line]
     note = f" (it asked for newer API versions first: {len(fallback)} notices)" if fallback else ""
-    return f"ok   runtime: {run.stdout.strip()}{note}"
+    return True, f"runtime: {run.stdout.strip()}{note}"
 
 
 def main() -> int:
@@ -148,9 +148,8 @@ def main() -> int:
                         if name.startswith(("onnxruntime", "windowsml"))}
             print(f"ok   {platform} resolve: all {len(names)} requirements but llama-cpp-python; "
                   + ", ".join(f"{n} {v}" for n, v in versions.items()))
-            for line in (check_loader(runtimes[0], wheels), check_runtime_version(versions[runtimes[0]], scratch)):
-                ok, rest = line.split(" ", 1)
-                results.append(f"{ok} {platform} {rest.lstrip()}" if ok == "FAIL" else f"ok   {platform} {rest.lstrip()}")
+            for ok, text in (check_loader(runtimes[0], wheels), check_runtime_version(versions[runtimes[0]], scratch)):
+                results.append(f"{'ok  ' if ok else 'FAIL'} {platform} {text}")
                 print(results[-1])
     return 1 if any(line.startswith("FAIL") for line in results) else 0
 
