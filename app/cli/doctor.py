@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from app.hardware.probe import probe
+from app.hardware.recording import RecordingMachine
 from app.hardware.summary import format_report
 
 EXIT_OK = 0
+EXIT_USAGE = 2
 
 
 def add_parser(commands) -> None:
@@ -20,6 +23,9 @@ def add_parser(commands) -> None:
     doctor.add_argument("--allow-downloads", action="store_true",
                         help="let Windows ML download the execution providers it offers for this PC "
                              "(needs a network; off by default)")
+    doctor.add_argument("--record", type=Path, metavar="FOLDER",
+                        help="also write what each source answered into FOLDER (new or empty), so this PC "
+                             "can be added to Kestrel's tests; it holds no host name, user name or files")
     doctor.set_defaults(run=run)
 
 
@@ -29,9 +35,18 @@ def run(args: argparse.Namespace) -> int:
         # A Windows console in a legacy code page must not crash on a GPU's ™ sign.
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
-    report = probe(allow_downloads=args.allow_downloads)
+    record = getattr(args, "record", None)
+    if record is not None and record.exists() and (not record.is_dir() or any(record.iterdir())):
+        print(f"kestrel doctor: {record} is not an empty folder; name a new one to record into.", file=sys.stderr)
+        return EXIT_USAGE
+    if record is not None:
+        report = probe(RecordingMachine(record), allow_downloads=args.allow_downloads)
+    else:
+        report = probe(allow_downloads=args.allow_downloads)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2), flush=True)
     else:
         print(format_report(report), flush=True)
+    if record is not None:
+        print(f"Recorded what each source answered into {record}.", file=sys.stderr, flush=True)
     return EXIT_OK

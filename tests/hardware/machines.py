@@ -1,4 +1,4 @@
-"""Machines for the probe's sources in tests: one that replays a fixture folder, one that records it.
+"""A machine for the probe's sources in tests that replays a fixture folder (app.hardware.recording writes them).
 
 A fixture folder holds what a machine answered:
   platform.json, psutil.json, onnxruntime.json, llama.json,
@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from app.hardware.machine import Command, CommandFailed, CommandMissing, LiveMachine
+from app.hardware.machine import Command, CommandFailed, CommandMissing
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
 
@@ -87,64 +87,6 @@ class RecordedMachine:
 
     def llama(self) -> dict[str, Any]:
         return self._api("llama")
-
-
-class RecordingMachine(LiveMachine):
-    """The live machine, writing every answer into a fixture folder as it goes."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.listings: dict[str, list[str]] = {}
-
-    def _save(self, name: str, value: Any) -> Any:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / f"{name}.json").write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-        return value
-
-    def platform(self) -> dict[str, str]:
-        return self._save("platform", super().platform())
-
-    def run(self, command: Command) -> str:
-        base = self.folder / "commands" / command.name
-        base.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            output = super().run(command)
-        except CommandMissing as exc:
-            base.with_suffix(".missing").write_text(f"{exc}\n", encoding="utf-8")
-            raise
-        except CommandFailed as exc:
-            base.with_suffix(".failed").write_text(f"{exc}\n", encoding="utf-8")
-            raise
-        base.with_suffix(".txt").write_text(output, encoding="utf-8")
-        return output
-
-    def read_text(self, path: str) -> str:
-        text = super().read_text(path)
-        target = self.folder / "files" / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        return text
-
-    def list_dir(self, path: str) -> list[str]:
-        names = super().list_dir(path)
-        self.listings[path] = names
-        self._save("listings", self.listings)
-        return names
-
-    def psutil_facts(self) -> dict[str, Any]:
-        return self._save("psutil", super().psutil_facts())
-
-    def windows_power_status(self) -> dict[str, int]:
-        return self._save("windows_power_status", super().windows_power_status())
-
-    def windows_processor_features(self) -> dict[str, bool]:
-        return self._save("windows_processor_features", super().windows_processor_features())
-
-    def onnxruntime(self, allow_downloads: bool) -> dict[str, Any]:
-        return self._save("onnxruntime", super().onnxruntime(allow_downloads))
-
-    def llama(self) -> dict[str, Any]:
-        return self._save("llama", super().llama())
 
 
 def recorded_report(name: str):

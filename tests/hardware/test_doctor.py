@@ -91,3 +91,26 @@ def test_table_lists_problems() -> None:
     text = doctor.format_report(probe(BrokenWmi("windows_laptop_npu")))
     assert "Problems      gpus: powershell.exe did not answer within 20 s" in text
     assert "GPUs          none found" in text
+
+
+def test_record_writes_a_folder_that_replays_as_this_machine(tmp_path) -> None:
+    folder = tmp_path / "my pc — Zoë"  # spaces and non-ASCII, as Windows user folders have
+    result = run_doctor("--json", "--record", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert f"Recorded what each source answered into {folder}" in result.stderr
+    live = json.loads(result.stdout)
+    replayed = probe(RecordedMachine(folder)).to_dict()
+    for key in ("os", "cpu", "gpus", "npus", "ep_devices", "llama"):
+        assert replayed[key] == live[key], key
+    assert replayed["ram"]["total"] == live["ram"]["total"]
+    recorded = {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+    assert {"platform.json", "psutil.json", "onnxruntime.json", "llama.json"} <= recorded
+
+
+def test_record_refuses_a_folder_with_files_in_it(tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    result = run_doctor("--record", str(tmp_path))
+    assert result.returncode == 2
+    assert "is not an empty folder" in result.stderr
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
