@@ -10,6 +10,7 @@ no files beyond /proc/cpuinfo, /etc/os-release and the /sys files of GPUs and NP
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,24 @@ from app.hardware.machine import Command, CommandFailed, CommandMissing, LiveMac
 
 
 class RecordingMachine(LiveMachine):
-    """The live machine, writing every answer into a folder as it goes."""
+    """The live machine, writing every answer into a folder as it goes.
+
+    The probe asks several sources at once, from threads: writes are serialised.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.listings: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
 
     def _save(self, name: str, value: Any) -> Any:
+        with self._lock:
+            self._write(name, value)
+        return value
+
+    def _write(self, name: str, value: Any) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / f"{name}.json").write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
-        return value
 
     def platform(self) -> dict[str, str]:
         return self._save("platform", super().platform())
@@ -54,8 +63,9 @@ class RecordingMachine(LiveMachine):
 
     def list_dir(self, path: str) -> list[str]:
         names = super().list_dir(path)
-        self.listings[path] = names
-        self._save("listings", self.listings)
+        with self._lock:
+            self.listings[path] = names
+            self._write("listings", self.listings)
         return names
 
     def psutil_facts(self) -> dict[str, Any]:
