@@ -10,7 +10,7 @@ from app.engine.answer_text import AnswerText
 from app.engine.chat_format import PromptSpec
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow
-from app.engine.protocol import ChatMessage, Delta, Generate
+from app.engine.protocol import ChatMessage, Delta, Done, Generate
 
 
 @dataclass
@@ -40,6 +40,29 @@ class AnswerTiming:
             "total_ms": round((time.perf_counter() - self.start) * 1000, 2),
             "messages_left_out": left_out,
         }
+
+
+# (prompt, token budget, answer text, timing) -> the deltas, returning the finish reason.
+TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Delta, None, str]]
+
+
+def answer(request: Generate, *, n_ctx: int, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
+           tokenize: Callable[[str], list[int]], stream: TokenStream, device: str,
+           ) -> Generator[Delta | Done, None, None]:
+    """One answer's life in either backend: fit the prompt, stream, flush the held-back
+    tail, report the stats. A backend's stream sets timing.evaluated to the prompt
+    tokens it actually evaluated."""
+    timing = AnswerTiming()
+    spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
+    budget = min(request.max_tokens, n_ctx - len(prompt))
+    text = AnswerText(spec.stop + tuple(request.stop))
+    finish = yield from stream(prompt, budget, text, timing)
+    tail = text.finish()
+    if tail:
+        yield Delta(request.request_id, tail)
+    stats = timing.stats(prompt_tokens=len(prompt), evaluated=timing.evaluated, device=device,
+                         finish=finish, chat_format=spec.chat_format, left_out=left_out)
+    yield Done(request.request_id, finish, stats)
 
 
 def fit_prompt(request: Generate, n_ctx: int,

@@ -10,8 +10,7 @@ from typing import Iterator
 
 import llama_cpp
 
-from app.engine.answer_common import AnswerTiming, fit_prompt, stream_tokens
-from app.engine.answer_text import AnswerText
+from app.engine.answer_common import answer, stream_tokens
 from app.engine import native_log
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
@@ -95,24 +94,16 @@ class GgufBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        timing = AnswerTiming()
-        spec, prompt, left_out = fit_prompt(request, self._llm.n_ctx(), self._spec, self._tokenize)
-        n_ctx = self._llm.n_ctx()
-        budget = min(request.max_tokens, n_ctx - len(prompt))
-        answer = AnswerText(spec.stop + tuple(request.stop))
-        finish = yield from self._stream(request, prompt, budget, answer, control, timing)
-        tail = answer.finish()
-        if tail:
-            yield Delta(request.request_id, tail)
-        stats = timing.stats(prompt_tokens=len(prompt), evaluated=timing.evaluated, device=self.loaded.device,
-                             finish=finish, chat_format=spec.chat_format, left_out=left_out)
-        yield Done(request.request_id, finish, stats)
+        return answer(request, n_ctx=self._llm.n_ctx(), spec_for=self._spec, tokenize=self._tokenize,
+                      stream=lambda prompt, budget, text, timing: self._stream(
+                          request, prompt, budget, text, control, timing),
+                      device=self.loaded.device)
 
     def _spec(self, messages) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,
                             architecture=self._info.architecture, tokens=self._tokens)
 
-    def _stream(self, request, prompt, budget, answer, control, timing) -> Iterator[Delta]:
+    def _stream(self, request, prompt, budget, text, control, timing) -> Iterator[Delta]:
         llm = self._llm
         llm.set_seed(request.seed if request.seed >= 0 else random.getrandbits(32))
         llm.evaluated = 0
@@ -131,7 +122,7 @@ class GgufBackend:
 
         try:
             return (yield from stream_tokens(
-                request.request_id, tokens, is_end=self._is_end, piece=self._piece, answer=answer,
+                request.request_id, tokens, is_end=self._is_end, piece=self._piece, answer=text,
                 budget=budget, finish=finish, control=control, timing=timing, on_first=first_token))
         finally:
             tokens.close()

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 import onnxruntime_genai as og
 import psutil
 
-from app.engine.answer_common import AnswerTiming, fit_prompt, stream_tokens
+from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
@@ -98,21 +98,10 @@ class OnnxBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        timing = AnswerTiming()
-        n_ctx = self.loaded.context_length
-        spec, prompt, left_out = fit_prompt(request, n_ctx, self._spec, self._tokenize)
-        budget = min(request.max_tokens, n_ctx - len(prompt))
-        answer = AnswerText(spec.stop + tuple(request.stop))
-        finish = yield from self._stream(request, prompt, budget, answer, control, timing)
-        tail = answer.finish()
-        if tail:
-            yield Delta(request.request_id, tail)
-        # Nothing is reused between turns: the whole prompt is evaluated each time
-        # (none of it when the answer never started).
-        evaluated = len(prompt) if timing.first is not None else 0
-        stats = timing.stats(prompt_tokens=len(prompt), evaluated=evaluated, device=self.loaded.device,
-                             finish=finish, chat_format=spec.chat_format, left_out=left_out)
-        yield Done(request.request_id, finish, stats)
+        return answer(request, n_ctx=self.loaded.context_length, spec_for=self._spec, tokenize=self._tokenize,
+                      stream=lambda prompt, budget, text, timing: self._stream(
+                          request, prompt, budget, text, control, timing),
+                      device=self.loaded.device)
 
     def _spec(self, messages: Sequence[ChatMessage]) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,
@@ -124,16 +113,21 @@ class OnnxBackend:
             text = text[len(bos):]
         return [int(t) for t in self._tokenizer.encode(text)]
 
-    def _stream(self, request: Generate, prompt: list[int], budget: int, answer: AnswerText,
+    def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
                 control: GenerationControl, timing: AnswerTiming) -> Iterator[Delta]:
         finish = "length" if budget == request.max_tokens else "context"
         if budget <= 0:
             return finish
         tokens = self._tokens_for(request, prompt, budget)
+        def first_token() -> None:
+            # Nothing is reused between turns: the whole prompt was evaluated.
+            timing.evaluated = len(prompt)
+
         try:
             return (yield from stream_tokens(
                 request.request_id, tokens, is_end=self._eos.__contains__, piece=self.token_text(),
-                answer=answer, budget=budget, finish=finish, control=control, timing=timing))
+                answer=text, budget=budget, finish=finish, control=control, timing=timing,
+                on_first=first_token))
         finally:
             tokens.close()  # frees the native generator now, not whenever it is collected
 
