@@ -83,7 +83,7 @@ async def kestrel_runs(model: Path, tokens: int, runs: int, threads: int) -> lis
                     first = first or now
                     last = now
                 elif isinstance(event, Done):
-                    results.append(_result(start, first, last, event.stats["tokens"]))
+                    results.append(_result(start, first, last, event.stats.tokens))
     finally:
         await client.shutdown()
     return results

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import subprocess
 import sys
 import venv
@@ -33,8 +34,22 @@ def setup(app_only: bool) -> None:
     extras = "starter" if app_only else "starter,test"
     print("Installing Kestrel (the first run compiles llama.cpp: about 10 minutes)", flush=True)
     env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 2))
+    env.update(compiler_flags(env))
     subprocess.run([str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check",
                     "-e", f".[{extras}]"], cwd=ROOT, check=True, env=env)
+
+
+# Intel AMX needs the OS to grant the tile state. Many VMs (Firecracker, some clouds)
+# show the CPU's AMX flags but do not, and a -march=native llama.cpp then dies with
+# SIGILL on the first matrix multiply. Only server Xeons have AMX: no laptop loses.
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
+
+def compiler_flags(env: dict[str, str]) -> dict[str, str]:
+    """CFLAGS/CXXFLAGS for compiling llama.cpp here (GCC or Clang on x86-64)."""
+    if os.name == "nt" or platform.machine().lower() not in ("x86_64", "amd64"):
+        return {}
+    return {name: f"{env.get(name, '')} {NO_AMX}".strip() for name in ("CFLAGS", "CXXFLAGS")}
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""`python -m app chat`: stream an answer to stdout through the same EngineClient as the window."""
+"""`python -m app chat`: stream an answer to stdout through the same ChatController as the window."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from typing import TextIO
 
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
-from app.core.settings import SettingsError, SettingsFile
-from app.engine.protocol import ERR_CONTEXT, ERR_PLACEMENT, ChatMessage, Delta, Done
-from app.library.models import ModelLibrary
+from app.core.settings import Settings, SettingsError, SettingsFile
+from app.engine.protocol import ErrorKind
+from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
-from app.service.client import EngineClient, EngineCrashed, EngineError
+from app.service.client import EngineClient
+from app.service.controller import ChatController
+from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew
+from app.service.storage import IN_MEMORY
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -57,11 +60,11 @@ def run(args: argparse.Namespace) -> int:
         prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
         if not prompt.strip():
             raise UserError("The prompt is empty. Give a message, or - to read it from standard input.", EXIT_USAGE)
-        settings = _generation_settings(args)
+        saved = SettingsFile(data_paths().settings_file).load()
+        settings = Settings(generation=_generation_settings(args, saved.generation), threads=args.threads,
+                            device_preference=args.device or saved.device_preference)
         model = resolve_model(args.model)
-        messages = ([ChatMessage("system", args.system)] if args.system else []) + [ChatMessage("user", prompt)]
-        device = args.device or SettingsFile(data_paths().settings_file).load().device_preference
-        return asyncio.run(_answer(model, messages, settings, args.threads, device, args.json))
+        return asyncio.run(_answer(model, prompt, args.system, settings, args.json))
     except UserError as exc:
         _report(exc, args.json)
         return exc.status
@@ -70,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
-def _generation_settings(args: argparse.Namespace) -> GenerationSettings:
-    base = SettingsFile(data_paths().settings_file).load().generation
+def _generation_settings(args: argparse.Namespace, base: GenerationSettings) -> GenerationSettings:
     overrides = {
         "max_tokens": args.max_tokens, "temperature": args.temperature,
         "seed": args.seed, "context_length": args.ctx,
@@ -129,47 +131,66 @@ def _install_starter_with_progress(library: ModelLibrary):
     return model
 
 
-async def _answer(model: Path, messages: list[ChatMessage], settings: GenerationSettings,
-                  threads: int | None, device: str, as_json: bool) -> int:
-    client = EngineClient()
+async def _answer(model: Path, prompt: str, system: str, settings: Settings, as_json: bool) -> int:
+    """One chat turn through the window's controller, in a history kept only in memory."""
+    controller = ChatController(history_path=IN_MEMORY, settings_path=None,
+                                library=ModelLibrary(data_paths().models), client=EngineClient(),
+                                settings=settings)
+    printer = _AnswerPrinter(sys.stdout, as_json)
+    controller.subscribe(printer.on_event)
     try:
-        loaded = await _load(client, model, settings, threads, device)
-        if loaded.fallback_reasons:
+        await controller.open()
+        await _load(controller, model)
+        loaded = controller.loaded
+        if loaded is not None and loaded.fallback_reasons:
             print(f"kestrel: running on {loaded.device}; " + "; ".join(loaded.fallback_reasons), file=sys.stderr)
-        await stream_answer(client, messages, settings, sys.stdout, as_json)
-        return EXIT_OK
+        await controller.set_conversation_settings(system, settings.generation)
+        controller.send(prompt)
+        await controller.wait_idle()
+        return printer.result()
     finally:
-        await client.shutdown()
+        await controller.shutdown()
 
 
-async def _load(client: EngineClient, model: Path, settings: GenerationSettings, threads: int | None,
-                device: str):
-    try:
-        return await client.load(str(model), context_length=settings.context_length, threads=threads,
-                                 device=device)
-    except EngineError as exc:
-        raise UserError(exc.message, EXIT_DEVICE if exc.kind == ERR_PLACEMENT else EXIT_MODEL) from exc
+async def _load(controller: ChatController, model: Path) -> None:
+    found = await asyncio.to_thread(controller.setup.library.find, str(model))
+    chosen = found or InstalledModel(str(model), model.name, model, 0, None, "command line", 0.0)
+    if not await controller.load_model(chosen):
+        error = controller.load_error
+        message = error.message if error else controller.model_detail
+        raise UserError(message, EXIT_DEVICE if error and error.kind == ErrorKind.PLACEMENT else EXIT_MODEL)
 
 
-async def stream_answer(client: EngineClient, messages: list[ChatMessage], settings: GenerationSettings,
-                        out: TextIO, as_json: bool) -> tuple[str, dict]:
-    """Write the answer as it streams; returns its text and the done-stats."""
-    parts: list[str] = []
-    try:
-        async for event in client.generate(messages, settings):
-            if isinstance(event, Delta):
-                parts.append(event.text)
-                _write(out, {"type": "delta", "text": event.text} if as_json else event.text, as_json)
-            elif isinstance(event, Done):
-                stats = {"type": "done", **event.stats, "finish_reason": event.finish_reason}
-                _write(out, stats if as_json else "\n", as_json)
-                return "".join(parts), stats
-    except EngineCrashed as exc:
-        out.write("\n")
-        raise UserError(exc.message, EXIT_ENGINE_DIED) from exc
-    except EngineError as exc:
-        raise UserError(exc.message, EXIT_CONTEXT if exc.kind == ERR_CONTEXT else EXIT_MODEL) from exc
-    raise UserError("The engine ended the answer without finishing it.", EXIT_ENGINE_DIED)
+class _AnswerPrinter:
+    """Writes the answer as the controller streams it; knows how it ended."""
+
+    def __init__(self, out: TextIO, as_json: bool) -> None:
+        self._out = out
+        self._as_json = as_json
+        self._ending: AnswerFinished | AnswerInterrupted | None = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, TextGrew):
+            _write(self._out, {"type": "delta", "text": event.delta} if self._as_json else event.delta, self._as_json)
+        elif isinstance(event, AnswerFinished):
+            self._ending = event
+            stats = {"type": "done", **(event.message.stats or {})}
+            _write(self._out, stats if self._as_json else "\n", self._as_json)
+        elif isinstance(event, AnswerInterrupted):
+            self._ending = event
+            if event.reason == InterruptReason.ENGINE_DIED:
+                self._out.write("\n")
+
+    def result(self) -> int:
+        """The exit status, or UserError saying why the answer did not finish."""
+        ending = self._ending
+        if isinstance(ending, AnswerFinished):
+            return EXIT_OK
+        if ending is None:
+            raise UserError("The engine ended the answer without finishing it.", EXIT_ENGINE_DIED)
+        status = {InterruptReason.ENGINE_DIED: EXIT_ENGINE_DIED,
+                  InterruptReason.CONTEXT: EXIT_CONTEXT}.get(ending.reason, EXIT_MODEL)
+        raise UserError(ending.detail or "The answer was cut off.", status)
 
 
 def _write(out: TextIO, item, as_json: bool) -> None:

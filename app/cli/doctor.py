@@ -15,7 +15,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 
 
-def add_parser(commands) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     doctor = commands.add_parser("doctor", help="show the CPU, memory, GPUs, NPUs and runtimes this machine has")
     doctor.add_argument("--json", action="store_true",
                         help="print the report as JSON (keys: os, cpu, ram, gpus, npus, ep_devices, "

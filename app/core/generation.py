@@ -13,8 +13,9 @@ from typing import Any
 class GenerationSettings:
     """How the model samples its answer and how long it may be.
 
-    Values are stored inside conversations and the settings file; change them with
-    `dataclasses.replace` and check them with `validated()` before use.
+    Values are stored inside conversations and the settings file, and travel to the
+    engine whole in each Generate request (context_length counts when the model loads).
+    Change them with `dataclasses.replace` and check them with `validated()` before use.
     """
 
     temperature: float = 0.7

@@ -12,7 +12,13 @@ from typing import Any
 
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
-from app.core.history_schema import MIGRATIONS, SQLITE_CONSTRAINT_FOREIGNKEY, environment_problem, error_code
+from app.core.history_schema import (
+    MIGRATIONS,
+    SQLITE_CONSTRAINT_FOREIGNKEY,
+    environment_problem,
+    error_code,
+    search_fold,
+)
 
 
 class HistoryError(Exception):
@@ -22,14 +28,39 @@ class HistoryError(Exception):
     """
 
 
-def _casefold(text: str | None) -> str | None:
-    return None if text is None else text.casefold()
+def _fold_or_null(text: str | None) -> str | None:
+    return None if text is None else search_fold(text)
+
+
+# messages.folded is the search's copy of the text; reading a message never needs it.
+_MESSAGE_COLUMNS = "id, conversation_id, role, text, created, state, stats"
+
+# Two ways to find the conversations `c` with a message whose folded text holds :q.
+# The index lists the messages that hold :phrase; each then costs a lookup of its row.
+_CONTAINING_VIA_INDEX = (
+    "c.id IN (SELECT m.conversation_id FROM messages AS m WHERE m.id IN"
+    " (SELECT rowid FROM message_search WHERE message_search MATCH :phrase))"
+)
+# The scan reads each conversation's messages up to its first match: plain SQL over
+# the folded copies, with no Python call per message. It serves where the trigram
+# index cannot (a query under 3 characters) and where it costs less: a query found in
+# very many messages, where most conversations match within their first few.
+_CONTAINING_VIA_SCAN = (
+    "EXISTS (SELECT 1 FROM messages AS m WHERE m.conversation_id = c.id"
+    " AND instr(m.folded, :q) > 0)"
+)
+# Past this many messages found, the scan is the faster: the two cost about the same
+# (30-50 ms) around 3,000 on the history benchmarks/search.py builds (100,000
+# messages in 400 chats). Counting stops here, so a common word's count is cheap.
+_INDEX_HITS_MAX = 3_000
 
 
 class HistoryStore:
     """Conversations and their messages, kept in a SQLite database at `path`.
 
-    Every public method commits before it returns. Use it from one thread.
+    Every public method commits before it returns. Use it from one thread at a time;
+    `check_same_thread=False` lets the thread that closes it differ from the one that
+    opened it, as sqlite3.connect allows.
     """
 
     def __init__(
@@ -38,6 +69,7 @@ class HistoryStore:
         *,
         clock: Callable[[], float] = time.time,
         busy_timeout: float = 5.0,
+        check_same_thread: bool = True,
     ) -> None:
         self.path = Path(path)
         self._clock = clock
@@ -51,18 +83,24 @@ class HistoryStore:
             ) from error
         with self._translate_errors():
             # isolation_level=None: transactions are opened only by transaction().
-            self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None)
+            self._conn = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=check_same_thread,
+            )
         try:
             with self._translate_errors():
                 self._configure()
                 self._migrate()
+                self._fold_missing()
         except BaseException:
             self._conn.close()
             raise
 
     def _configure(self) -> None:
         self._conn.row_factory = sqlite3.Row
-        self._conn.create_function("kestrel_fold", 1, _casefold, deterministic=True)
+        self._conn.create_function("kestrel_fold", 1, _fold_or_null, deterministic=True)
         self._conn.execute("PRAGMA journal_mode = WAL")
         # In WAL mode FULL costs one fsync per commit: about one a second while an
         # answer streams. It keeps a committed message through a power cut, where
@@ -83,6 +121,17 @@ class HistoryStore:
                 migration(conn)
                 # PRAGMA takes no parameters; target is an int we computed.
                 conn.execute(f"PRAGMA user_version = {target:d}")
+
+    def _fold_missing(self) -> None:
+        # Messages another program added without the folded copy (see _migrate_to_v2)
+        # become searchable now. The read goes first so an ordinary start, and a
+        # read-only file, need no write lock.
+        missing = self._conn.execute(
+            "SELECT 1 FROM messages WHERE folded IS NULL LIMIT 1"
+        ).fetchone()
+        if missing is not None:
+            with self.transaction() as conn:
+                conn.execute("UPDATE messages SET folded = kestrel_fold(text) WHERE folded IS NULL")
 
     @contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -148,7 +197,7 @@ class HistoryStore:
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (title, now, now, system_prompt, json.dumps(settings.to_dict()), model),
             )
-        return self.get_conversation(cursor.lastrowid)
+        return self.get_conversation(_inserted_id(cursor))
 
     def get_conversation(self, conversation_id: int) -> Conversation:
         """The conversation with this id; KeyError if there is none."""
@@ -214,18 +263,33 @@ class HistoryStore:
         """Conversations whose title or any message contains `query`, newest first.
 
         The match ignores case in every language (Python's casefold, not SQLite's
-        ASCII-only LIKE), and `%` and `_` in the query are plain characters.
+        ASCII-only LIKE), and every character of the query is plain text: `%`, `_`,
+        quotes, `*`, NEAR, OR and parentheses included.
         """
+        folded = search_fold(query)
+        # Titles are few (one per conversation), so they are folded on the fly.
         with self._translate_errors():
             rows = self._conn.execute(
                 "SELECT * FROM conversations AS c"
                 " WHERE instr(kestrel_fold(c.title), :q) > 0"
-                " OR EXISTS (SELECT 1 FROM messages AS m WHERE m.conversation_id = c.id"
-                "  AND instr(kestrel_fold(m.text), :q) > 0)"
+                f" OR {self._messages_containing(folded)}"
                 " ORDER BY c.updated DESC, c.id DESC",
-                {"q": query.casefold()},
+                {"q": folded, "phrase": _fts5_phrase(folded)},
             ).fetchall()
         return [_conversation(row) for row in rows]
+
+    def _messages_containing(self, folded: str) -> str:
+        """The SQL test for `folded` in a conversation's messages: by index or by scan."""
+        # A trigram index holds no string shorter than 3 characters.
+        if len(folded) >= 3:
+            hits = self._conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM message_search"
+                " WHERE message_search MATCH ? LIMIT ?)",
+                (_fts5_phrase(folded), _INDEX_HITS_MAX + 1),
+            ).fetchone()[0]
+            if hits <= _INDEX_HITS_MAX:
+                return _CONTAINING_VIA_INDEX
+        return _CONTAINING_VIA_SCAN
 
     # Messages
 
@@ -244,10 +308,10 @@ class HistoryStore:
             with self.transaction() as conn:
                 cursor = conn.execute(
                     "INSERT INTO messages"
-                    " (conversation_id, role, text, created, state, stats)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    " (conversation_id, role, text, created, state, stats, folded)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (conversation_id, Role(role).value, text, now,
-                     MessageState(state).value, _stats_json(stats)),
+                     MessageState(state).value, _stats_json(stats), search_fold(text)),
                 )
                 conn.execute(
                     "UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id)
@@ -256,13 +320,13 @@ class HistoryStore:
             if error_code(error) != SQLITE_CONSTRAINT_FOREIGNKEY:
                 raise
             raise KeyError(conversation_id) from error
-        return self.get_message(cursor.lastrowid)
+        return self.get_message(_inserted_id(cursor))
 
     def get_message(self, message_id: int) -> Message:
         """The message with this id; KeyError if there is none."""
         with self._translate_errors():
             row = self._conn.execute(
-                "SELECT * FROM messages WHERE id = ?", (message_id,)
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
             ).fetchone()
         if row is None:
             raise KeyError(message_id)
@@ -272,7 +336,7 @@ class HistoryStore:
         """The messages of a conversation, oldest first."""
         with self._translate_errors():
             rows = self._conn.execute(
-                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id",
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
                 (conversation_id,),
             ).fetchall()
         return [_message(row) for row in rows]
@@ -289,6 +353,7 @@ class HistoryStore:
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = text
+            changes["folded"] = search_fold(text)
         if state is not None:
             changes["state"] = MessageState(state).value
         if stats is not None:
@@ -334,6 +399,19 @@ class HistoryStore:
                 (MessageState.INTERRUPTED.value, MessageState.STREAMING.value),
             )
         return cursor.rowcount
+
+
+def _fts5_phrase(text: str) -> str:
+    """`text` as one FTS5 phrase, so no character of it is query syntax."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The row id an INSERT just made (sqlite3 types it Optional for other statements)."""
+    row_id = cursor.lastrowid
+    if row_id is None:
+        raise RuntimeError("INSERT gave no row id")
+    return row_id
 
 
 def _stats_json(stats: dict[str, Any] | None) -> str | None:

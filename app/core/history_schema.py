@@ -35,9 +35,73 @@ def _migrate_to_v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX conversations_by_updated ON conversations(updated)")
 
 
+def search_fold(text: str) -> str:
+    """The form of `text` that search compares: Python's casefold, for every language.
+
+    SQLite's own folding maps one character to one ('ß' stays 'ß', 'ﬁ' stays 'ﬁ'), so
+    the history stores this form next to each message rather than asking SQLite.
+    """
+    # FTS5 stops reading a text or a query at a NUL, so NUL becomes U+FFFD on both
+    # sides. Changing this needs a migration that refolds every stored message.
+    return text.casefold().replace("\0", "\ufffd")
+
+
+# The trigram tokenizer came in SQLite 3.34.0. Python 3.11's Windows installers bundle
+# a newer SQLite with FTS5; a Linux Python linked to an older system SQLite lacks it.
+FTS5_TRIGRAM_SINCE = (3, 34, 0)
+
+
+def _migrate_to_v2(conn: sqlite3.Connection) -> None:
+    if sqlite3.sqlite_version_info < FTS5_TRIGRAM_SINCE:
+        raise RuntimeError(
+            f"Kestrel's history search needs SQLite {'.'.join(map(str, FTS5_TRIGRAM_SINCE))}"
+            f" or newer with FTS5; this Python has SQLite {sqlite3.sqlite_version}."
+        )
+    # messages.folded holds search_fold(text), written by HistoryStore. Keeping it in a
+    # column, not computed by a trigger, means the triggers use plain SQL: a program that
+    # writes the file without Kestrel's functions (a DB browser) still can. A row it adds
+    # with folded NULL is folded on Kestrel's next start (the partial index finds it); a
+    # text it edits stays found by its old folded copy until Kestrel writes that message.
+    conn.execute("ALTER TABLE messages ADD COLUMN folded TEXT")
+    conn.create_function("kestrel_search_fold", 1, search_fold, deterministic=True)
+    conn.execute("UPDATE messages SET folded = kestrel_search_fold(text)")
+    conn.execute("CREATE INDEX messages_unfolded ON messages(id) WHERE folded IS NULL")
+    # External content: the index reads messages.folded, so the text is not stored a
+    # third time. Trigrams match any substring of 3 or more characters; the text is
+    # folded already, hence case_sensitive 1 (SQLite folding it again could only add
+    # matches Python's casefold would not make).
+    conn.execute(
+        "CREATE VIRTUAL TABLE message_search USING fts5("
+        " folded, content='messages', content_rowid='id',"
+        " tokenize='trigram case_sensitive 1')"
+    )
+    conn.execute("INSERT INTO message_search(message_search) VALUES ('rebuild')")
+    # An external-content index must be told the old values to forget: the triggers
+    # pass old.folded, exactly what was indexed, so the index never drifts from the
+    # column. UPDATE OF folded: a state or stats change does not touch the index.
+    conn.execute(
+        "CREATE TRIGGER message_search_insert AFTER INSERT ON messages BEGIN"
+        " INSERT INTO message_search(rowid, folded) VALUES (new.id, new.folded);"
+        " END"
+    )
+    conn.execute(
+        "CREATE TRIGGER message_search_delete AFTER DELETE ON messages BEGIN"
+        " INSERT INTO message_search(message_search, rowid, folded)"
+        "  VALUES ('delete', old.id, old.folded);"
+        " END"
+    )
+    conn.execute(
+        "CREATE TRIGGER message_search_update AFTER UPDATE OF folded ON messages BEGIN"
+        " INSERT INTO message_search(message_search, rowid, folded)"
+        "  VALUES ('delete', old.id, old.folded);"
+        " INSERT INTO message_search(rowid, folded) VALUES (new.id, new.folded);"
+        " END"
+    )
+
+
 # MIGRATIONS[n] turns a version-n database into version n+1. Append only: a released
 # migration is never edited, because users' files have already been through it.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1, _migrate_to_v2]
 
 # Primary result codes (sqlite3.h) that come from the user's machine, not from a bug,
 # and what the user should do about each.

@@ -6,11 +6,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Generator, Iterable, Sequence
 
+from app.core.answer_stats import AnswerStats
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import PromptSpec
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow
-from app.engine.protocol import ChatMessage, Delta, Done, Generate
+from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
 
 
 @dataclass
@@ -23,46 +24,45 @@ class AnswerTiming:
     generated: int = 0
     evaluated: int = 0
 
-    def stats(self, *, prompt_tokens: int, evaluated: int, device: str, finish: str,
-              chat_format: str, left_out: int) -> dict:
-        """The done-stats every backend reports, with the same keys and meaning."""
+    def stats(self, *, prompt_tokens: int, device: str, finish: str, chat_format: str,
+              left_out: int) -> AnswerStats:
+        """The stats every backend reports, with the same meaning."""
         first = self.first or time.perf_counter()
         decode_s = (self.last - first) if self.last and self.generated > 1 else 0.0
-        return {
-            "ttft_ms": round((first - self.start) * 1000, 2),
-            "tokens": self.generated,
-            "tokens_per_s": round((self.generated - 1) / decode_s, 2) if decode_s > 0 else 0.0,
-            "prompt_tokens": prompt_tokens,
-            "prompt_tokens_evaluated": evaluated,
-            "device": device,
-            "finish_reason": finish,
-            "chat_format": chat_format,
-            "total_ms": round((time.perf_counter() - self.start) * 1000, 2),
-            "messages_left_out": left_out,
-        }
+        return AnswerStats(
+            ttft_ms=round((first - self.start) * 1000, 2),
+            tokens=self.generated,
+            tokens_per_s=round((self.generated - 1) / decode_s, 2) if decode_s > 0 else 0.0,
+            prompt_tokens=prompt_tokens,
+            prompt_tokens_evaluated=self.evaluated,
+            device=device,
+            finish_reason=finish,
+            chat_format=chat_format,
+            total_ms=round((time.perf_counter() - self.start) * 1000, 2),
+            messages_left_out=left_out,
+        )
 
 
 # (prompt, token budget, answer text, timing) -> the deltas, returning the finish reason.
 TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Delta, None, str]]
 
 
-def answer(request: Generate, *, n_ctx: int, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
-           tokenize: Callable[[str], list[int]], stream: TokenStream, device: str,
-           ) -> Generator[Delta | Done, None, None]:
+def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
+           tokenize: Callable[[str], list[int]], stream: TokenStream) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
-    tokens it actually evaluated."""
+    tokens it actually evaluated. The context and the device are the loaded model's."""
     timing = AnswerTiming()
+    n_ctx = loaded.context_length
     spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
-    budget = min(request.max_tokens, n_ctx - len(prompt))
+    budget = min(request.settings.max_tokens, n_ctx - len(prompt))
     text = AnswerText(spec.stop + tuple(request.stop))
     finish = yield from stream(prompt, budget, text, timing)
     tail = text.finish()
     if tail:
         yield Delta(request.request_id, tail)
-    stats = timing.stats(prompt_tokens=len(prompt), evaluated=timing.evaluated, device=device,
-                         finish=finish, chat_format=spec.chat_format, left_out=left_out)
-    yield Done(request.request_id, finish, stats)
+    yield Done(request.request_id, timing.stats(prompt_tokens=len(prompt), device=loaded.device, finish=finish,
+                                                chat_format=spec.chat_format, left_out=left_out))
 
 
 def fit_prompt(request: Generate, n_ctx: int,
@@ -72,7 +72,7 @@ def fit_prompt(request: Generate, n_ctx: int,
 
     Both backends use it: spec_for renders messages, tokenize counts their tokens.
     """
-    room = min(request.max_tokens, max(64, n_ctx // 4))
+    room = min(request.settings.max_tokens, max(64, n_ctx // 4))
     messages = list(request.messages)
     system = [m for m in messages if m.role == "system"]
     turns = [m for m in messages if m.role != "system"]

@@ -6,17 +6,20 @@ import ctypes
 import random
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Generator, Iterator, Sequence
 
 import llama_cpp
 
-from app.engine.answer_common import answer, stream_tokens
 from app.engine import native_log
+from app.engine.answer_common import AnswerTiming, answer, stream_tokens
+from app.engine.answer_text import AnswerText
+from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError
-from app.engine.protocol import Delta, Done, Generate, Load, Loaded
-from app.engine.resources import default_threads, memory_problem
+from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
+from app.engine.resources import default_threads, gguf_facts, memory_problem
+from app.hardware.placement_types import ALL_LAYERS
 from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 
 
@@ -47,12 +50,16 @@ class GgufBackend:
         self._piece_buffer = ctypes.create_string_buffer(256)
 
     @classmethod
-    def load(cls, request: Load, *, gpu_layers: int = 0) -> "GgufBackend":
-        """Check the file, then load it; errors say what the user can do."""
+    def load(cls, request: Load, choice: DeviceChoice, *, gpu_layers: int = 0) -> "GgufBackend":
+        """Check the file, then load it with gpu_layers on the GPU; errors say what the user can do.
+
+        choice is where loading decided it runs, as Loaded and each answer report it.
+        """
         started = time.perf_counter()
         info = read_gguf_info(Path(request.model_path))
-        context = _context_length(request.context_length, info)
-        problem = memory_problem(info.file_size, context, info)
+        facts = gguf_facts(info, request.context_length)
+        # A model wholly on the GPU needs that GPU's memory, which placement checked.
+        problem = memory_problem(info.path.name, facts) if gpu_layers != ALL_LAYERS else None
         if problem:
             raise ModelLoadError("model_too_big", problem)
         threads = request.threads or default_threads()
@@ -61,7 +68,7 @@ class GgufBackend:
         try:
             llm = _CountingLlama(
                 model_path=request.model_path,
-                n_ctx=context,
+                n_ctx=facts.context_length,
                 n_threads=threads,
                 n_threads_batch=threads,
                 n_gpu_layers=gpu_layers,
@@ -76,11 +83,13 @@ class GgufBackend:
             request_id=request.request_id,
             model_path=request.model_path,
             load_ms=(time.perf_counter() - started) * 1000,
-            device="CPU",
+            device=choice.device,
             context_length=llm.n_ctx(),
             threads=threads,
             architecture=info.architecture,
             chat_format="embedded" if info.chat_template else "builtin",
+            placement_reason=choice.reason,
+            fallback_reasons=choice.fallback_reasons,
         )
         return cls(llm, info, loaded)
 
@@ -94,28 +103,29 @@ class GgufBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        return answer(request, n_ctx=self._llm.n_ctx(), spec_for=self._spec, tokenize=self._tokenize,
+        return answer(request, self.loaded, spec_for=self._spec, tokenize=self._tokenize,
                       stream=lambda prompt, budget, text, timing: self._stream(
-                          request, prompt, budget, text, control, timing),
-                      device=self.loaded.device)
+                          request, prompt, budget, text, control, timing))
 
-    def _spec(self, messages) -> PromptSpec:
+    def _spec(self, messages: Sequence[ChatMessage]) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,
                             architecture=self._info.architecture, tokens=self._tokens)
 
-    def _stream(self, request, prompt, budget, text, control, timing) -> Iterator[Delta]:
+    def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
+                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, str]:
         llm = self._llm
-        llm.set_seed(request.seed if request.seed >= 0 else random.getrandbits(32))
+        settings = request.settings
+        llm.set_seed(settings.seed if settings.seed >= 0 else random.getrandbits(32))
         llm.evaluated = 0
         tokens = llm.generate(
             prompt,
-            top_k=request.top_k,
-            top_p=request.top_p,
+            top_k=settings.top_k,
+            top_p=settings.top_p,
             min_p=0.0,
-            temp=request.temperature,
-            repeat_penalty=request.repeat_penalty,
+            temp=settings.temperature,
+            repeat_penalty=settings.repeat_penalty,
         )
-        finish = "length" if budget == request.max_tokens else "context"
+        finish = "length" if budget == settings.max_tokens else "context"
 
         def first_token() -> None:
             timing.evaluated = llm.evaluated
@@ -145,7 +155,6 @@ class GgufBackend:
         return buffer.raw[:size]
 
 
-
 def _token_text(model, token: int) -> str:
     if token is None or token < 0:
         return ""
@@ -153,13 +162,6 @@ def _token_text(model, token: int) -> str:
         return model.token_get_text(token)
     except (UnicodeDecodeError, ValueError):
         return ""
-
-
-def _context_length(requested: int, info: GgufInfo) -> int:
-    # More context than the model was trained on only produces nonsense.
-    if info.context_length:
-        return max(256, min(requested, info.context_length))
-    return max(256, requested)
 
 
 def _load_failure_message(info: GgufInfo, exc: Exception) -> str:

@@ -2,44 +2,29 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
 
 import llama_cpp
 
+from app.engine.backend import Backend, DeviceChoice
 from app.engine.errors import ModelLoadError
 from app.engine.protocol import Load
+from app.engine.resources import gguf_facts, onnx_facts
 from app.hardware.onnx_targets import genai_provider_key, targets_from_genai_config
-from app.hardware.placement import ModelFacts, Placement, PlacementRefused, kv_cache_bytes_for, place
+from app.hardware.placement import ModelFacts, Placement, PlacementRefused, place
 from app.hardware.report import HardwareReport
 from app.library.gguf_info import read_gguf_info
 from app.library.model_format import detect_format, read_onnx_folder
-
-if TYPE_CHECKING:
-    from app.engine.gguf_backend import GgufBackend
-    from app.engine.onnx_backend import OnnxBackend
-
-# Imported lazily: loading a GGUF model must not pay for importing ONNX Runtime.
-Backend = Union["GgufBackend", "OnnxBackend"]
 
 
 def model_facts(model_path: str, context_length: int) -> ModelFacts:
     """The numbers placement needs, read from the file's header or the folder's config."""
     if detect_format(model_path) == "gguf":
-        info = read_gguf_info(Path(model_path))
-        context = min(context_length, info.context_length or context_length)
-        layers = info.block_count or 0
-        kv = kv_cache_bytes_for(layers, context, info.embedding_length or 0, info.head_count or 0,
-                                info.head_count_kv)
-        return ModelFacts("gguf", info.file_size, context, kv, layers)
+        return gguf_facts(read_gguf_info(Path(model_path)), context_length)
     folder = read_onnx_folder(model_path)
-    context = min(context_length, folder.context_length)
-    kv = 2 * (folder.num_layers or 0) * context * (folder.num_kv_heads or 0) * (folder.head_size or 0) * 2
     config = json.loads((folder.path / "genai_config.json").read_text(encoding="utf-8"))
-    return ModelFacts("onnx", folder.weights_bytes, context, kv, folder.num_layers or 0,
-                      targets_from_genai_config(config))
+    return onnx_facts(folder, context_length, targets_from_genai_config(config))
 
 
 def load_backend(request: Load, report: HardwareReport) -> Backend:
@@ -55,16 +40,13 @@ def load_backend(request: Load, report: HardwareReport) -> Backend:
     failures: list[str] = []
     last: ModelLoadError | None = None
     for placement in placements:
+        choice = DeviceChoice(device_text(placement), placement.reason, tuple(failures))
         try:
-            backend = _load_on(placement, request, report)
+            return _load_on(placement, choice, request, report)
         except ModelLoadError as exc:
             failures.append(f"{placement.device_name}: {exc.message}")
             last = exc
-            continue
-        backend.loaded = dataclasses.replace(
-            backend.loaded, device=device_text(placement), placement_reason=placement.reason,
-            fallback_reasons=tuple(failures))
-        return backend
+    assert last is not None, "placement always gives at least one placement"
     if len(failures) == 1:
         raise last
     # The last failure (normally the CPU) is the one that decides what the user can do.
@@ -82,15 +64,16 @@ def device_text(placement: Placement) -> str:
     return text
 
 
-def _load_on(placement: Placement, request: Load, report: HardwareReport) -> Backend:
+def _load_on(placement: Placement, choice: DeviceChoice, request: Load, report: HardwareReport) -> Backend:
     if placement.backend == "llama.cpp":
+        # Imported here: loading a GGUF model must not pay for importing ONNX Runtime.
         from app.engine.gguf_backend import GgufBackend
 
         if placement.gpu_layers != 0 and not llama_cpp.llama_supports_gpu_offload():
             # Asking this build for GPU layers would silently run on the CPU instead.
             raise ModelLoadError("no_gpu_backend", "this copy of llama.cpp was built without GPU support, "
                                  "so it cannot use the GPU; install Kestrel's GPU build to use it.")
-        return GgufBackend.load(request, gpu_layers=placement.gpu_layers)
+        return GgufBackend.load(request, choice, gpu_layers=placement.gpu_layers)
     from app.engine.onnx_backend import PROVIDERS, OnnxBackend, register_plugin_providers
 
     if placement.kind != "cpu" and report.onnxruntime is not None:
@@ -101,4 +84,4 @@ def _load_on(placement: Placement, request: Load, report: HardwareReport) -> Bac
     if key not in PROVIDERS:
         raise ModelLoadError("provider_missing", f"Kestrel cannot drive {placement.provider} yet.")
     options = {"device_id": str(placement.device_id)} if placement.device_id is not None else {}
-    return OnnxBackend.load(request, execution_provider=key, provider_options=options)
+    return OnnxBackend.load(request, choice, execution_provider=key, provider_options=options)

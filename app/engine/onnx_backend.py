@@ -5,21 +5,21 @@ from __future__ import annotations
 import json
 import random
 import time
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Generator, Iterator, Mapping, Sequence
 
 import onnxruntime_genai as og
-import psutil
 
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
+from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
-from app.engine.resources import default_threads
+from app.engine.resources import default_threads, memory_problem, onnx_facts
 from app.library.model_format import ModelFolderError, OnnxFolderInfo, read_onnx_folder
 
-# Kestrel's name for an execution provider -> (ONNX Runtime GenAI's name, what the user sees).
+# Kestrel's name for an execution provider -> (ONNX Runtime GenAI's name, its name in messages).
 PROVIDERS: Mapping[str, tuple[str, str]] = {
     "cpu": ("cpu", "CPU"),
     "cuda": ("cuda", "NVIDIA GPU (CUDA)"),
@@ -29,7 +29,6 @@ PROVIDERS: Mapping[str, tuple[str, str]] = {
     "webgpu": ("webgpu", "GPU (WebGPU)"),
     "nvtensorrtrtx": ("NvTensorRtRtx", "NVIDIA GPU (TensorRT RTX)"),
 }
-_GIB = 1024**3
 
 
 class OnnxBackend:
@@ -52,10 +51,11 @@ class OnnxBackend:
             tokenizer.encode("a"), tokenizer.bos_token_id)
 
     @classmethod
-    def load(cls, request: Load, *, execution_provider: str = "cpu",
+    def load(cls, request: Load, choice: DeviceChoice, *, execution_provider: str = "cpu",
              provider_options: Mapping[str, str] | None = None) -> "OnnxBackend":
         """Check the folder, then load it on the provider asked for; errors say what to do.
 
+        choice is where loading decided it runs, as Loaded and each answer report it.
         execution_provider is a key of PROVIDERS; an unknown one is a bug and raises
         ValueError. A provider this ONNX Runtime GenAI build lacks raises ModelLoadError.
         """
@@ -63,13 +63,13 @@ class OnnxBackend:
             raise ValueError(f"unknown execution provider {execution_provider!r}")
         started = time.perf_counter()
         info = read_onnx_folder(request.model_path)
-        # More context than the model was made for only produces nonsense.
-        context = min(info.context_length, max(256, request.context_length))
+        facts = onnx_facts(info, request.context_length)
+        context = facts.context_length
         threads = request.threads or default_threads()
-        if execution_provider == "cpu":
-            problem = _memory_problem(info, context)
-            if problem:
-                raise ModelLoadError("model_too_big", problem)
+        # On a GPU or NPU, placement already checked that device's memory.
+        problem = memory_problem(info.path.name, facts) if execution_provider == "cpu" else None
+        if problem:
+            raise ModelLoadError("model_too_big", problem)
         try:
             config = _config(info, execution_provider, provider_options or {}, context, threads)
             model = og.Model(config)
@@ -80,11 +80,13 @@ class OnnxBackend:
             request_id=request.request_id,
             model_path=request.model_path,
             load_ms=(time.perf_counter() - started) * 1000,
-            device=f"{PROVIDERS[execution_provider][1]} (ONNX Runtime)",
+            device=choice.device,
             context_length=context,
             threads=threads,
             architecture=info.model_type,
             chat_format="embedded" if info.chat_template else "builtin",
+            placement_reason=choice.reason,
+            fallback_reasons=choice.fallback_reasons,
         )
         return cls(model, tokenizer, info, loaded)
 
@@ -98,10 +100,9 @@ class OnnxBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        return answer(request, n_ctx=self.loaded.context_length, spec_for=self._spec, tokenize=self._tokenize,
+        return answer(request, self.loaded, spec_for=self._spec, tokenize=self._tokenize,
                       stream=lambda prompt, budget, text, timing: self._stream(
-                          request, prompt, budget, text, control, timing),
-                      device=self.loaded.device)
+                          request, prompt, budget, text, control, timing))
 
     def _spec(self, messages: Sequence[ChatMessage]) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,
@@ -114,8 +115,8 @@ class OnnxBackend:
         return [int(t) for t in self._tokenizer.encode(text)]
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
-                control: GenerationControl, timing: AnswerTiming) -> Iterator[Delta]:
-        finish = "length" if budget == request.max_tokens else "context"
+                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, str]:
+        finish = "length" if budget == request.settings.max_tokens else "context"
         if budget <= 0:
             return finish
         tokens = self._tokens_for(request, prompt, budget)
@@ -131,7 +132,7 @@ class OnnxBackend:
         finally:
             tokens.close()  # frees the native generator now, not whenever it is collected
 
-    def _tokens_for(self, request: Generate, prompt: list[int], budget: int) -> Iterator[int]:
+    def _tokens_for(self, request: Generate, prompt: list[int], budget: int) -> Generator[int, None, None]:
         """The tokens of one answer, one at a time, as the model makes them."""
         generator = og.Generator(self._model, self._params(request, len(prompt) + budget))
         try:
@@ -153,24 +154,24 @@ class OnnxBackend:
 
     def _params(self, request: Generate, max_length: int) -> og.GeneratorParams:
         params = og.GeneratorParams(self._model)
-        seed = request.seed if request.seed >= 0 else random.getrandbits(31)
+        settings = request.settings
+        seed = settings.seed if settings.seed >= 0 else random.getrandbits(31)
         options: dict[str, float | int | bool] = {
             "max_length": max_length,
-            "repetition_penalty": request.repeat_penalty,
+            "repetition_penalty": settings.repeat_penalty,
             "random_seed": seed,
         }
-        if request.temperature > 0:
+        if settings.temperature > 0:
             options.update(
                 do_sample=True,
-                temperature=request.temperature,
-                top_p=request.top_p if 0 < request.top_p <= 1 else 1.0,
-                top_k=_top_k(request.top_k, self._info.vocab_size),
+                temperature=settings.temperature,
+                top_p=settings.top_p if 0 < settings.top_p <= 1 else 1.0,
+                top_k=_top_k(settings.top_k, self._info.vocab_size),
             )
         else:
             options.update(do_sample=False)
         params.set_search_options(**options)
         return params
-
 
 
 _plugin_providers: set[str] = set()
@@ -227,23 +228,6 @@ def _load_failure_message(info: OnnxFolderInfo, provider: str, exc: Exception) -
                   "it again, or update Kestrel.")
     return (f'"{info.path.name}" is an ONNX model folder (model type "{info.model_type}") but '
             f"ONNX Runtime GenAI could not load it on {where}: {reason}. {advice}")
-
-
-def _memory_problem(info: OnnxFolderInfo, context: int) -> str | None:
-    """A plain message when the weights and a full-context cache will not fit in free memory."""
-    kv = 0
-    if info.num_layers and info.num_kv_heads and info.head_size:
-        # Key and value, per layer, per token; float32, as the CPU exports keep them.
-        kv = 2 * info.num_layers * context * info.num_kv_heads * info.head_size * 4
-    needed = int(info.weights_bytes * 1.05) + kv + 256 * 1024**2
-    available = psutil.virtual_memory().available
-    if needed <= available:
-        return None
-    return (
-        f"{info.path.name} needs about {needed / _GIB:.1f} GB of memory with a context of "
-        f"{context} tokens, and {available / _GIB:.1f} GB is free. Close other programs, lower "
-        "the context length, or choose a smaller model."
-    )
 
 
 def _top_k(top_k: int, vocab_size: int | None) -> int:

@@ -12,6 +12,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 from app.engine import protocol as p
+from app.engine.backend import Backend
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ModelLoadError
 
@@ -43,7 +44,7 @@ class EngineLoop:
         self._out = _Outbox(conn)
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._control = GenerationControl()
-        self._backend = None
+        self._backend: Backend | None = None
         self._hardware = hardware
         self._report: Future = Future()
 
@@ -101,9 +102,9 @@ class EngineLoop:
                 self._unload()
                 self._out.send(p.Ack(request.request_id, "unload"))
             else:
-                self._error(request, p.ERR_PROTOCOL, f"Unknown request {type(request).__name__}.")
+                self._error(request, p.ErrorKind.PROTOCOL, f"Unknown request {type(request).__name__}.")
         except Exception as exc:  # A bug: report it with its traceback, keep serving.
-            self._error(request, p.ERR_INTERNAL, f"{type(exc).__name__}: {exc}",
+            self._error(request, p.ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}",
                         {"traceback": traceback.format_exc()})
 
     def _probe(self) -> None:
@@ -133,26 +134,27 @@ class EngineLoop:
 
         self._unload()
         try:
-            self._backend = load_backend(request, machine)
+            backend = load_backend(request, machine)
         except ModelFileError as exc:  # ModelFolderError too, for ONNX folders
-            self._error(request, p.ERR_MODEL_FILE, str(exc), {"file_problem": exc.kind})
+            self._error(request, p.ErrorKind.MODEL_FILE, str(exc), {"file_problem": exc.kind})
             return
         except ModelLoadError as exc:
-            kind = p.ERR_PLACEMENT if exc.kind == "placement_refused" else p.ERR_MODEL_LOAD
+            kind = p.ErrorKind.PLACEMENT if exc.kind == "placement_refused" else p.ErrorKind.MODEL_LOAD
             self._error(request, kind, exc.message, {"load_problem": exc.kind})
             return
-        self._out.send(self._backend.loaded)
+        self._backend = backend
+        self._out.send(backend.loaded)
 
     def _generate(self, request: p.Generate) -> None:
         if self._backend is None:
-            self._error(request, p.ERR_NO_MODEL, "No model is loaded. Choose a model first.")
+            self._error(request, p.ErrorKind.NO_MODEL, "No model is loaded. Choose a model first.")
             return
         self._control.begin(request.request_id)
         try:
             for event in self._backend.generate(request, self._control):
                 self._out.send(event)
         except ContextOverflow as exc:
-            self._error(request, p.ERR_CONTEXT, str(exc), {
+            self._error(request, p.ErrorKind.CONTEXT, str(exc), {
                 "prompt_tokens": exc.prompt_tokens, "context_length": exc.context_length})
         finally:
             self._control.end()
@@ -162,7 +164,7 @@ class EngineLoop:
             self._backend.close()
             self._backend = None
 
-    def _error(self, request: Any, kind: str, message: str, details: dict | None = None) -> None:
+    def _error(self, request: Any, kind: p.ErrorKind, message: str, details: dict | None = None) -> None:
         request_id = getattr(request, "request_id", 0)
         self._out.send(p.Error(request_id, kind, message, details or {}))
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+from app.core.answer_stats import AnswerStats
+from app.core.generation import GenerationSettings
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -40,12 +44,8 @@ class Generate:
 
     request_id: int
     messages: tuple[ChatMessage, ...]
-    temperature: float = 0.7
-    top_p: float = 0.95
-    top_k: int = 40
-    repeat_penalty: float = 1.1
-    max_tokens: int = 512
-    seed: int = -1
+    # Sampling and length; settings.context_length is Load's business, not an answer's.
+    settings: GenerationSettings = field(default_factory=GenerationSettings)
     stop: tuple[str, ...] = ()
     # Leave out the oldest turns (never the system prompt) when the conversation is
     # longer than the context, instead of refusing it. Done.stats says how many.
@@ -147,11 +147,15 @@ class Delta:
 
 @dataclass(frozen=True)
 class Done:
-    """The answer is complete; finish_reason is stop, length, cancelled or context."""
+    """The answer is complete; stats says how it went and why it ended."""
 
     request_id: int
-    finish_reason: str
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: AnswerStats
+
+    @property
+    def finish_reason(self) -> str:
+        """stop, length, context or cancelled."""
+        return self.stats.finish_reason
 
 
 @dataclass(frozen=True)
@@ -162,22 +166,26 @@ class Ack:
     what: str
 
 
+class ErrorKind(StrEnum):
+    """What went wrong, so the caller knows what the user can do. They reach the CLI's
+    exit status and the window's messages."""
+
+    MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated
+    MODEL_LOAD = "model_load"  # a valid file the runtime still could not load
+    NO_MODEL = "no_model"  # generate before load
+    PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
+    CONTEXT = "context_overflow"  # the prompt does not fit the context
+    BUSY = "busy"  # a second generate while one runs
+    PROTOCOL = "protocol"  # versions differ, or an unknown message
+    INTERNAL = "internal"  # a bug in the engine; the message says what
+    CRASHED = "crashed"  # the engine process died (raised by the client, never sent)
+
+
 @dataclass(frozen=True)
 class Error:
     """A request failed. kind tells the caller what the user can do about it."""
 
     request_id: int
-    kind: str
+    kind: ErrorKind
     message: str
     details: dict[str, Any] = field(default_factory=dict)
-
-
-# Error kinds. They reach the CLI's exit status and the window's messages.
-ERR_MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated
-ERR_MODEL_LOAD = "model_load"  # a valid file llama.cpp still could not load
-ERR_NO_MODEL = "no_model"  # generate before load
-ERR_PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
-ERR_CONTEXT = "context_overflow"  # the prompt does not fit the context
-ERR_BUSY = "busy"  # a second generate while one runs
-ERR_PROTOCOL = "protocol"  # versions differ, or an unknown message
-ERR_INTERNAL = "internal"  # a bug in the engine; the message says what

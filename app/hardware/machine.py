@@ -126,8 +126,6 @@ class LiveMachine:
         }
 
     def windows_power_status(self) -> dict[str, int]:
-        if sys.platform != "win32":
-            raise OSError("GetSystemPowerStatus exists only on Windows")
         return _windows_power_status()
 
     def windows_processor_features(self) -> dict[str, bool]:
@@ -135,7 +133,7 @@ class LiveMachine:
             raise OSError("IsProcessorFeaturePresent exists only on Windows")
         import ctypes
 
-        present = ctypes.windll.kernel32.IsProcessorFeaturePresent  # type: ignore[attr-defined]
+        present = ctypes.windll.kernel32.IsProcessorFeaturePresent
         return {name: bool(present(number)) for name, number in _WINDOWS_FEATURES.items()}
 
     def onnxruntime(self, allow_downloads: bool) -> dict[str, Any]:
@@ -171,6 +169,10 @@ def run_command(command: Command) -> str:
 
 
 def _windows_power_status() -> dict[str, int]:
+    # Checked here rather than in the caller so that type checkers, which follow
+    # sys.platform tests, read what follows as Windows-only code.
+    if sys.platform != "win32":
+        raise OSError("GetSystemPowerStatus exists only on Windows")
     import ctypes
     from ctypes import wintypes
 
@@ -182,8 +184,8 @@ def _windows_power_status() -> dict[str, int]:
         ]
 
     status = SystemPowerStatus()
-    if not ctypes.windll.kernel32.GetSystemPowerStatus(ctypes.byref(status)):  # type: ignore[attr-defined]
-        raise OSError(f"GetSystemPowerStatus failed (error {ctypes.GetLastError()})")  # type: ignore[attr-defined]
+    if not ctypes.windll.kernel32.GetSystemPowerStatus(ctypes.byref(status)):
+        raise OSError(f"GetSystemPowerStatus failed (error {ctypes.GetLastError()})")
     # BYTE is signed in ctypes; the API's values are unsigned (255 means unknown).
     return {"ac_line_status": status.ACLineStatus & 0xFF, "battery_flag": status.BatteryFlag & 0xFF,
             "battery_percent": status.BatteryLifePercent & 0xFF,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from app.hardware.report import EpDevice, OnnxRuntimeInfo, WindowsMlStatus
+from app.hardware.report import DeviceKind, EpDevice, OnnxRuntimeInfo, WindowsMlStatus
 
 # Windows ML ships its execution-provider catalog from Windows 11 24H2 on.
 WINDOWS_ML_MIN_BUILD = 26100
 
-_KINDS = {"CPU": "cpu", "GPU": "gpu", "NPU": "npu"}
+_KINDS: dict[str, DeviceKind] = {"CPU": "cpu", "GPU": "gpu", "NPU": "npu"}
 
 # ONNX Runtime ends the process (exit 127) when one provider library is registered twice,
 # so registration is remembered for the life of the process.
@@ -49,7 +49,7 @@ def gather_onnxruntime(platform_info: dict[str, str], allow_downloads: bool) -> 
 
 
 def _import_catalog() -> Any:
-    from windowsml import EpCatalog  # type: ignore[import-not-found]
+    from windowsml import EpCatalog
 
     return EpCatalog
 

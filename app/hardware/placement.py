@@ -15,17 +15,15 @@ import dataclasses
 
 from app.hardware.onnx_targets import OnnxTarget, provider_name
 from app.hardware.placement_fit import (
-    OVERHEAD, Candidate, gb, gguf_cpu_bytes, gguf_gpu_candidate, gpu_backends, llama_gpu_budgets, margin,
-    onnx_budget, ram_note,
+    Candidate, gb, gguf_gpu_candidate, gpu_backends, llama_gpu_budgets, margin, onnx_budget, ram_note,
 )
 from app.hardware.placement_types import (
-    ALL_LAYERS, PREFERENCES, ModelFacts, Placement, PlacementRefused, Preference, kv_cache_bytes_for,
+    ALL_LAYERS, PREFERENCES, ModelFacts, Placement, PlacementRefused, Preference,
 )
 from app.hardware.report import EpDevice, HardwareReport, PowerInfo
 
 __all__ = [
-    "ALL_LAYERS", "ModelFacts", "OnnxTarget", "Placement", "PlacementRefused", "Preference", "kv_cache_bytes_for",
-    "place",
+    "ALL_LAYERS", "ModelFacts", "OnnxTarget", "Placement", "PlacementRefused", "Preference", "place",
 ]
 
 
@@ -48,7 +46,7 @@ def place(report: HardwareReport, model: ModelFacts, preference: Preference = "a
 
 def _place_gguf(report: HardwareReport, model: ModelFacts, preference: Preference,
                 saving: bool) -> tuple[Placement, ...]:
-    cpu_bytes = gguf_cpu_bytes(model)
+    cpu_bytes = model.memory_needed(on_cpu=True)
     if preference == "cpu":
         return (_gguf_cpu(report, "chosen in settings" + ram_note(report, cpu_bytes), cpu_bytes),)
     if preference == "npu":
@@ -125,9 +123,9 @@ def _gguf_cpu(report: HardwareReport, why: str, needed: int) -> Placement:
 def _place_onnx(report: HardwareReport, model: ModelFacts, preference: Preference,
                 saving: bool) -> tuple[Placement, ...]:
     targets = tuple(OnnxTarget(provider_name(t.provider), t.kind) for t in model.onnx_targets)
-    needed = model.file_size + model.kv_cache_bytes + OVERHEAD
     candidates = [c for index, device in enumerate(report.ep_devices)
-                  if (c := _onnx_candidate(report, targets, index, device, needed)) is not None]
+                  if (c := _onnx_candidate(report, targets, index, device, model)) is not None]
+    needed = model.memory_needed(on_cpu=True)
     cpu = next((c.placement for c in candidates if c.placement.kind == "cpu"), None) or _onnx_cpu(report, needed)
     if preference == "cpu":
         return (dataclasses.replace(cpu, reason="CPU: chosen in settings" + ram_note(report, needed)),)
@@ -164,12 +162,13 @@ def _auto_onnx(report: HardwareReport, targets: tuple[OnnxTarget, ...], candidat
 
 
 def _onnx_candidate(report: HardwareReport, targets: tuple[OnnxTarget, ...], index: int, device: EpDevice,
-                    needed: int) -> Candidate | None:
+                    model: ModelFacts) -> Candidate | None:
     if device.kind == "cpu":
         if device.provider != "CPUExecutionProvider":
             return None
     elif not any(t.provider == device.provider and t.kind in (None, device.kind) for t in targets):
         return None
+    needed = model.memory_needed(on_cpu=device.kind == "cpu")
     budget, shared = onnx_budget(report, device)
     name = report.cpu.name if device.kind == "cpu" and report.cpu else device.name
     fits = budget is None or needed + margin(budget) <= budget

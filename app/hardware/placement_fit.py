@@ -7,18 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.hardware.memory import ACCELERATOR_OVERHEAD, memory_needed
 from app.hardware.placement_types import ModelFacts, Placement
 from app.hardware.report import EpDevice, GpuInfo, HardwareReport, LlamaInfo
 
 _MIB = 1024**2
 _GIB = 1024**3
-# Compute buffers and the backend's own context (a CUDA context alone is a few hundred MB).
-OVERHEAD = 512 * _MIB
 # Left free for the desktop and other programs: a tenth of the device, at least 512 MB.
 MIN_MARGIN = 512 * _MIB
 MARGIN_SHARE = 0.10
-# What a llama.cpp CPU load needs besides weights and cache, as app.engine.resources has it.
-CPU_WORKSPACE = 256 * _MIB
 # llama.cpp's GPU backends and the GPU vendors they drive; None: any vendor.
 _BACKEND_VENDORS: dict[str, str | None] = {
     "CUDA": "NVIDIA", "ROCm": "AMD", "HIP": "AMD", "Metal": "Apple", "SYCL": "Intel", "MUSA": "Moore Threads",
@@ -91,22 +88,18 @@ def _budget(name: str, memory: int, integrated: bool, ram_free: int | None) -> G
     return GpuBudget(name, memory, integrated)
 
 
-def whole_gguf_bytes(model: ModelFacts) -> int:
-    return model.file_size + model.kv_cache_bytes
-
-
 def fit_layers(model: ModelFacts, budget: int) -> tuple[int, int]:
     """(gpu_layers, bytes needed on the GPU): -1 when all fit, 0 when none does."""
-    usable = budget - OVERHEAD - margin(budget)
-    whole = whole_gguf_bytes(model)
+    usable = budget - ACCELERATOR_OVERHEAD - margin(budget)
+    whole = model.file_size + model.kv_cache_bytes
     if usable >= whole:
-        return -1, whole + OVERHEAD
+        return -1, model.memory_needed(on_cpu=False)
     if model.layers <= 0 or usable <= 0:
-        return 0, whole + OVERHEAD
+        return 0, model.memory_needed(on_cpu=False)
     # Weights and cache spread evenly over the blocks; the embeddings stay on the CPU.
-    per_layer = whole / model.layers
-    layers = min(model.layers - 1, int(usable // per_layer))
-    return layers, int(layers * per_layer) + OVERHEAD
+    layers = min(model.layers - 1, int(usable // (whole / model.layers)))
+    share = layers / model.layers
+    return layers, memory_needed(int(model.file_size * share), int(model.kv_cache_bytes * share), on_cpu=False)
 
 
 def gguf_gpu_candidate(model: ModelFacts, gpu: GpuBudget) -> Candidate:
@@ -130,10 +123,6 @@ def gguf_gpu_candidate(model: ModelFacts, gpu: GpuBudget) -> Candidate:
 def _gguf(gpu: GpuBudget, layers: int, needed: int, reason: str) -> Placement:
     return Placement(kind="gpu", device_name=gpu.name, backend="llama.cpp", memory_needed=needed,
                      reason=reason, gpu_layers=layers)
-
-
-def gguf_cpu_bytes(model: ModelFacts) -> int:
-    return int(model.file_size * 1.05) + model.kv_cache_bytes + CPU_WORKSPACE
 
 
 def ram_note(report: HardwareReport, needed: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from app.hardware.memory import memory_needed
 from app.hardware.onnx_targets import OnnxTarget
 from app.hardware.report import DeviceKind
 
@@ -19,8 +20,9 @@ ALL_LAYERS = -1
 class ModelFacts:
     """What placement needs to know about a model: numbers, never files.
 
-    layers is the GGUF block count (0 when unknown); kv_cache_bytes is the cache for
-    context_length tokens (kv_cache_bytes_for() computes it from the header's numbers).
+    file_size is the weights' bytes; layers is the GGUF block count (0 when unknown);
+    kv_cache_bytes is the cache for context_length tokens (app.hardware.memory computes
+    it from the model's shape and cache type).
     onnx_targets are the providers an ONNX folder was built for (onnx_targets module);
     none means a CPU model.
     """
@@ -32,14 +34,9 @@ class ModelFacts:
     layers: int = 0
     onnx_targets: tuple[OnnxTarget, ...] = ()
 
-
-def kv_cache_bytes_for(layers: int, context_length: int, embedding_length: int, head_count: int,
-                       head_count_kv: int | None = None) -> int:
-    """Bytes of an F16 K and V cache for this many tokens; 0 when the shape is unknown."""
-    if not (layers and head_count and embedding_length):
-        return 0
-    head_dim = embedding_length // head_count
-    return 2 * layers * context_length * (head_count_kv or head_count) * head_dim * 2
+    def memory_needed(self, *, on_cpu: bool) -> int:
+        """All of the model on one device: on the CPU, or on a GPU or NPU."""
+        return memory_needed(self.file_size, self.kv_cache_bytes, on_cpu=on_cpu)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Iterable
+from typing import Any, Iterable
 
 from app.hardware.machine import Machine
 from app.hardware.onnx_source import windows_build
@@ -78,7 +78,7 @@ def ram_info(machine: Machine) -> RamInfo:
     return RamInfo(total=int(facts["ram_total"]), available=int(facts["ram_available"]))
 
 
-def power_info(battery: dict | None, battery_saver: bool | None) -> PowerInfo:
+def power_info(battery: dict[str, Any] | None, battery_saver: bool | None) -> PowerInfo:
     """Battery from psutil's sensors_battery() as a dict, saver from the OS."""
     if battery is None:
         return PowerInfo(has_battery=False, on_battery=False, battery_saver=battery_saver)

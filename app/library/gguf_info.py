@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import BinaryIO, Literal, Mapping
+from typing import Any, BinaryIO, Literal, Mapping
 
 from app.library.ggml_types import GGML_TYPES
 
@@ -169,8 +169,8 @@ def _unreadable(path: Path, error: OSError) -> ModelFileError:
 def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     reader = _HeaderReader(file, file_size)
     _check_magic(path, reader, file_size)
-    version = _check_version(path, reader.scalar("<I"))
-    tensor_count, kv_count = reader.scalar("<Q"), reader.scalar("<Q")
+    version = _check_version(path, reader.uint("<I"))
+    tensor_count, kv_count = reader.uint("<Q"), reader.uint("<Q")
     if tensor_count > _MAX_COUNT or kv_count > _MAX_COUNT:
         raise _Corrupt(f"it claims {tensor_count} tensors and {kv_count} settings")
     metadata = _read_metadata(reader, kv_count)
@@ -291,7 +291,7 @@ def _check_version(path: Path, version: int) -> int:
 
 
 def _read_value(reader: _HeaderReader, key: str) -> object:
-    value_type = reader.scalar("<I")
+    value_type = reader.uint("<I")
     scalar_format = _SCALAR_FORMATS.get(value_type)
     if scalar_format is not None:
         return reader.scalar(scalar_format)
@@ -303,7 +303,7 @@ def _read_value(reader: _HeaderReader, key: str) -> object:
 
 
 def _read_array(reader: _HeaderReader, key: str) -> tuple[object, ...] | GgufSkipped:
-    element_type, length = reader.scalar("<I"), reader.scalar("<Q")
+    element_type, length = reader.uint("<I"), reader.uint("<Q")
     # llama.cpp refuses arrays of arrays too, so there is nothing to skip them for.
     if element_type not in _SCALAR_FORMATS and element_type != _STRING:
         raise _Corrupt(f"setting {key!r} has the unknown value type {element_type}")
@@ -335,11 +335,11 @@ def _padded(offset: int, alignment: int) -> int:
 def _read_tensor_info(reader: _HeaderReader) -> tuple[str, int, int]:
     """Read one tensor description: its name, data offset and data size in bytes."""
     name = reader.string()
-    n_dims = reader.scalar("<I")
+    n_dims = reader.uint("<I")
     if n_dims > _MAX_DIMS:
         raise _Corrupt(f"tensor {name!r} claims {n_dims} dimensions")
-    shape = [reader.scalar("<Q") for _ in range(n_dims)]
-    type_id, offset = reader.scalar("<I"), reader.scalar("<Q")
+    shape = [reader.uint("<Q") for _ in range(n_dims)]
+    type_id, offset = reader.uint("<I"), reader.uint("<Q")
     if type_id not in GGML_TYPES:
         raise _UnknownTensorType(type_id)
     _, block_size, block_bytes = GGML_TYPES[type_id]
@@ -392,6 +392,16 @@ class _HeaderReader:
         return self._buffer[self._position:self._position + count]
 
     def scalar(self, fmt: str) -> int | float | bool:
+        """A setting's value, in one of the struct formats of _SCALAR_FORMATS."""
+        value: int | float | bool = self._unpack(fmt)
+        return value
+
+    def uint(self, fmt: str) -> int:
+        """A count, length, type id or offset: an unsigned struct format ("<I" or "<Q")."""
+        value: int = self._unpack(fmt)
+        return value
+
+    def _unpack(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
         self._fill(size)
         (value,) = struct.unpack_from(fmt, self._buffer, self._position)
@@ -400,13 +410,13 @@ class _HeaderReader:
 
     def string(self) -> str:
         """A key or tensor name: short, so a long one means a damaged header."""
-        length = self.scalar("<Q")
+        length = self.uint("<Q")
         if length > _MAX_NAME_BYTES:
             raise _Corrupt(f"a name claims {length} bytes")
         return self._text(length)
 
     def text_value(self) -> str | GgufSkipped:
-        length = self.scalar("<Q")
+        length = self.uint("<Q")
         if length > _MAX_STRING_BYTES:
             raise _Corrupt(f"a text claims {length} bytes")
         if length > _KEPT_STRING_BYTES:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
 
-from app.library.copying import CopyCancelled, copy_hashed
+from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
 from app.library.gguf_info import read_gguf_info
 from app.library.model_format import read_onnx_folder
 from app.library.models import InstalledModel, ModelLibrary, safe_id
@@ -22,8 +21,8 @@ class ImportFailed(Exception):
 
 
 def import_model_file(library: ModelLibrary, source: Path,
-                      progress: Callable[[int, int], None] | None = None,
-                      cancelled: Callable[[], bool] | None = None) -> InstalledModel:
+                      progress: Progress | None = None,
+                      cancelled: Cancelled | None = None) -> InstalledModel:
     """Check the header (ModelFileError if unusable), copy, hash, then register.
 
     The copy lands as `<name>.partial` and is renamed only when complete, so a cut-off
@@ -45,8 +44,8 @@ def import_model_file(library: ModelLibrary, source: Path,
 
 
 def import_model_folder(library: ModelLibrary, source: Path,
-                        progress: Callable[[int, int], None] | None = None,
-                        cancelled: Callable[[], bool] | None = None) -> InstalledModel:
+                        progress: Progress | None = None,
+                        cancelled: Cancelled | None = None) -> InstalledModel:
     """Check an ONNX Runtime GenAI folder (ModelFolderError if unusable), copy, register.
 
     It is copied into `<name>.partial/` and renamed only when every file is in.
@@ -93,7 +92,8 @@ def _unused_id(library: ModelLibrary, stem: str) -> str:
     return candidate
 
 
-def _copy(source: Path, partial: Path, progress, cancelled, cleanup: Path | None = None) -> str:
+def _copy(source: Path, partial: Path, progress: Progress | None, cancelled: Cancelled | None,
+          cleanup: Path | None = None) -> str:
     """Copy with a checksum; on cancel or a disk error the model's folder goes."""
     cleanup = cleanup or partial.parent
     try:

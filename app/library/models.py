@@ -7,6 +7,7 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from app.core.files import write_atomically
 
@@ -26,7 +27,7 @@ class InstalledModel:
     source: str
     added: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["path"] = self.path.name
         data["version"] = METADATA_VERSION

@@ -16,11 +16,11 @@ from app.engine.process import engine_main
 
 
 class EngineError(Exception):
-    """A request failed; kind is one of the protocol's error kinds."""
+    """A request failed; kind says what the user can do about it."""
 
-    def __init__(self, kind: str, message: str, details: dict | None = None) -> None:
+    def __init__(self, kind: p.ErrorKind | str, message: str, details: dict | None = None) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind = p.ErrorKind(kind)
         self.message = message
         self.details = details or {}
 
@@ -29,7 +29,7 @@ class EngineCrashed(EngineError):
     """The engine process died while a request was in flight."""
 
     def __init__(self, message: str, exit_code: int | None, during: str) -> None:
-        super().__init__("crashed", message, {"exit_code": exit_code, "during": during})
+        super().__init__(p.ErrorKind.CRASHED, message, {"exit_code": exit_code, "during": during})
         self.exit_code = exit_code
         self.during = during
 
@@ -109,6 +109,9 @@ class EngineClient:
         self._start_timeout = start_timeout
         self.loaded: p.Loaded | None = None
         self.restarts = 0
+        # Called with the exit code when the engine dies on its own, so that a front end
+        # can say so at once rather than on the next request.
+        self.on_died: Callable[[int | None], None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -139,7 +142,7 @@ class EngineClient:
         if isinstance(hello, _Died):
             raise EngineCrashed(_died_message("starting", hello.exit_code), hello.exit_code, "start")
         if hello.protocol_version != p.PROTOCOL_VERSION:
-            raise EngineError(p.ERR_PROTOCOL, "The engine is from another version of Kestrel. Reinstall Kestrel.")
+            raise EngineError(p.ErrorKind.PROTOCOL, "The engine is from another version of Kestrel. Reinstall Kestrel.")
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Ask the engine to exit; kill it if it does not within the timeout."""
@@ -203,12 +206,11 @@ class EngineClient:
         """Stream an answer: Delta events, then one Done.
 
         With trim_history the engine leaves out the oldest turns that do not fit the
-        context (Done.stats["messages_left_out"]) instead of raising context_overflow.
+        context (Done.stats.messages_left_out) instead of raising context_overflow.
         """
-        await self._ensure_loaded(settings)
-        s = settings or GenerationSettings()
-        request = p.Generate(next(self._ids), tuple(messages), s.temperature, s.top_p, s.top_k,
-                             s.repeat_penalty, s.max_tokens, s.seed, tuple(stop), trim_history)
+        await self._ensure_loaded()
+        request = p.Generate(next(self._ids), tuple(messages), settings or GenerationSettings(), tuple(stop),
+                             trim_history)
         queue = self._open(request.request_id)
         self._current_generation = request.request_id
         finished = False
@@ -243,11 +245,11 @@ class EngineClient:
 
     # --- plumbing -------------------------------------------------------------------
 
-    async def _ensure_loaded(self, settings: GenerationSettings | None) -> None:
+    async def _ensure_loaded(self) -> None:
         if self.running and self.loaded is not None:
             return
         if self._last_load is None:
-            raise EngineError(p.ERR_NO_MODEL, "No model is loaded. Choose a model first.")
+            raise EngineError(p.ErrorKind.NO_MODEL, "No model is loaded. Choose a model first.")
         last = self._last_load
         await self.load(last.model_path, context_length=last.context_length,
                         threads=last.threads, device=last.device)
@@ -311,6 +313,8 @@ class EngineClient:
             self._hello.set_result(died)
         for queue in self._pending.values():
             queue.put_nowait(died)
+        if self.on_died is not None:
+            self.on_died(died.exit_code)
 
 
 def _died_message(during: str, exit_code: int | None) -> str:

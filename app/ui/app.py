@@ -15,52 +15,74 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
-from app.core.history import HistoryError, HistoryStore
+from app.core.history import HistoryError
 from app.core.paths import DataPaths, data_paths
-from app.core.settings import SettingsFile
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
+from app.service.controller import ChatController
+from app.service.events import ModelState
+from app.ui.collector import install as install_collector
 from app.ui.main_window import MainWindow
-from app.ui.session import ChatSession
 
 STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 
 
 def build_window(paths: DataPaths, client: EngineClient | None = None) -> MainWindow:
-    """The window and everything behind it, for the app and for tests."""
-    paths.ensure()
-    session = ChatSession(store=HistoryStore(paths.history_db), settings_file=SettingsFile(paths.settings_file),
-                          library=ModelLibrary(paths.models), client=client or EngineClient())
-    window = MainWindow(session)
+    """The window and everything behind it, for the app and for tests.
+
+    Nothing here reads the disk: the history and settings open in start_up().
+    """
+    app = QApplication.instance()
+    if app is not None:
+        install_collector(app)
+    controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
+                                library=ModelLibrary(paths.models), client=client or EngineClient())
+    window = MainWindow(controller)
     window.apply_theme()
     return window
 
 
 def run_gui(argv: list[str] | None = None) -> int:
-    app = QApplication.instance() or QApplication(argv or sys.argv)
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(argv or sys.argv)
     app.setApplicationName("Kestrel")
     app.setApplicationVersion(__version__)
     # The window's closed signal ends the loop, after the engine is shut down.
     app.setQuitOnLastWindowClosed(False)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
+    paths = data_paths()
     try:
-        window = build_window(data_paths())
-    except HistoryError as exc:
-        QMessageBox.critical(None, "Kestrel", str(exc))
+        paths.ensure()
+    except OSError as exc:
+        QMessageBox.critical(None, "Kestrel", f"Kestrel cannot create its folders under {paths.data} "
+                             f"({exc.strerror or exc}). Check the disk and its permissions.")
         return 1
+    window = build_window(paths)
     window.closed.connect(lambda: _shut_down(loop, window))
     _close_on_signals(window)
     _log_startup_to(os.environ.get(STARTUP_LOG_ENV), window)
     window.show()
+    failed: list[str] = []
     with loop:
-        # Loading a model is slow: it starts once the window has painted.
-        loop.call_soon(lambda: window.session.spawn(window.session.start_up()))
+        # Opening the history and loading a model start once the window has painted.
+        loop.call_soon(lambda: window.controller.spawn(_start(window, failed)))
         # run_forever, not run_until_complete: qasync's run_until_complete processes Qt
         # events once more after stopping, stepping tasks outside the running loop.
         loop.run_forever()
-        window.session.store.close()
+    if failed:
+        QMessageBox.critical(None, "Kestrel", failed[0])
+        return 1
     return 0
+
+
+async def _start(window: MainWindow, failed: list[str]) -> None:
+    """Start the controller; a history that cannot be opened ends the app with its reason."""
+    try:
+        await window.controller.start_up()
+    except HistoryError as exc:
+        failed.append(str(exc))
+        window.close()
 
 
 def _log_startup_to(path: str | None, window: MainWindow) -> None:
@@ -74,24 +96,28 @@ def _log_startup_to(path: str | None, window: MainWindow) -> None:
             log.write(json.dumps({"event": event, "seconds": time.time() - started}) + "\n")
 
     QTimer.singleShot(0, lambda: note("window_shown"))
-    window.session.modelStateChanged.connect(
-        lambda: window.session.model_state.value == "ready" and note("model_ready"))
+    def ready() -> None:
+        if window.controller.model_state == ModelState.READY:
+            note("model_ready")
+
+    window.adapter.modelStateChanged.connect(ready)
 
 
 def _close_on_signals(window: MainWindow) -> None:
     """Ctrl+C in a terminal, or a polite kill, closes the window like its close button."""
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: window.close())
-    # Python runs signal handlers only when it gets control; a timer gives it some.
-    window._signal_timer = QTimer(window)
-    window._signal_timer.timeout.connect(lambda: None)
-    window._signal_timer.start(250)
+    # Python runs signal handlers only when it gets control; a timer (a child of the
+    # window, so it lives as long) gives it some.
+    timer = QTimer(window)
+    timer.timeout.connect(lambda: None)
+    timer.start(250)
 
 
 def _shut_down(loop: qasync.QEventLoop, window: MainWindow) -> None:
     """The window closed: stop the answer and the engine, then the event loop."""
-    if getattr(window, "_shutting_down", False):
+    if window.property("shuttingDown"):
         return
-    window._shutting_down = True
-    task = window.session.spawn(window.session.shutdown())
+    window.setProperty("shuttingDown", True)
+    task = window.controller.spawn(window.controller.shutdown())
     task.add_done_callback(lambda _: loop.stop())

@@ -1,15 +1,15 @@
-"""The conversation list: an item model over the history store, and its search filter."""
+"""The conversation list as a Qt item model, fed by the controller's events, and its search filter."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from enum import IntEnum
 
-from PySide6.QtCore import (QAbstractListModel, QModelIndex, QPersistentModelIndex,
-                            QSortFilterProxyModel, Qt)
+from PySide6.QtCore import (QAbstractListModel, QByteArray, QModelIndex, QPersistentModelIndex,
+                            QSortFilterProxyModel, Qt, Signal)
 
 from app.core.conversation import Conversation
-from app.core.history import HistoryStore
 
 
 class ConversationRoles(IntEnum):
@@ -23,11 +23,16 @@ _Index = QModelIndex | QPersistentModelIndex
 
 
 class ConversationListModel(QAbstractListModel):
-    """Conversations newest first; renaming in place writes through to the store."""
+    """Conversations newest first.
 
-    def __init__(self, store: HistoryStore, parent=None) -> None:
+    Renaming in place shows the new title at once and asks for it to be saved with
+    renameRequested(conversation_id, title).
+    """
+
+    renameRequested = Signal(int, str)
+
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._store = store
         self._items: list[Conversation] = []
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # Override QAbstractListModel.
@@ -56,27 +61,35 @@ class ConversationListModel(QAbstractListModel):
         if role != Qt.ItemDataRole.EditRole or not index.isValid() or not title:
             return False
         item = self._items[index.row()]
-        self._store.rename_conversation(item.id, title)
-        self._items[index.row()] = self._store.get_conversation(item.id)
+        self._items[index.row()] = dataclasses.replace(item, title=title)
         self.dataChanged.emit(index, index, [Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.EditRole])
+        self.renameRequested.emit(item.id, title)
         return True
 
-    def roleNames(self) -> dict[int, bytes]:  # Override QAbstractListModel.roleNames.
-        return {int(Qt.ItemDataRole.DisplayRole): b"title", int(ConversationRoles.ID): b"id",
-                int(ConversationRoles.UPDATED): b"updated"}
+    def roleNames(self) -> dict[int, QByteArray]:  # Override QAbstractListModel.roleNames.
+        return {int(Qt.ItemDataRole.DisplayRole): QByteArray(b"title"), int(ConversationRoles.ID): QByteArray(b"id"),
+                int(ConversationRoles.UPDATED): QByteArray(b"updated")}
 
-    def reload(self) -> None:
+    def reset_to(self, conversations: tuple[Conversation, ...]) -> None:
         self.beginResetModel()
-        self._items = self._store.list_conversations()
+        self._items = list(conversations)
         self.endResetModel()
 
     def row_of(self, conversation_id: int) -> int | None:
         return next((row for row, c in enumerate(self._items) if c.id == conversation_id), None)
 
-    def touch(self, conversation_id: int) -> None:
-        """A conversation changed: refresh it and move it to the top."""
+    def conversation(self, conversation_id: int) -> Conversation | None:
         row = self.row_of(conversation_id)
-        fresh = self._store.get_conversation(conversation_id)
+        return None if row is None else self._items[row]
+
+    def update(self, fresh: Conversation, to_top: bool = True) -> None:
+        """A conversation was created or changed: show it, at the top if to_top."""
+        row = self.row_of(fresh.id)
+        if row is not None and not to_top:
+            self._items[row] = fresh
+            index = self.index(row)
+            self.dataChanged.emit(index, index, [Qt.ItemDataRole.DisplayRole, ConversationRoles.UPDATED])
+            return
         if row is None:
             self.beginInsertRows(QModelIndex(), 0, 0)
             self._items.insert(0, fresh)
@@ -100,17 +113,16 @@ class ConversationListModel(QAbstractListModel):
 
 
 class ConversationFilter(QSortFilterProxyModel):
-    """Shows the conversations whose title or messages match the search text."""
+    """Shows only the conversations a search found (all of them when there is no search)."""
 
-    def __init__(self, store: HistoryStore, parent=None) -> None:
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self._store = store
         self._matches: set[int] | None = None
 
-    def set_query(self, query: str) -> None:
-        query = query.strip()
+    def set_matches(self, matches: set[int] | None) -> None:
+        """The ids to show, or None for all."""
         self.beginFilterChange()
-        self._matches = {c.id for c in self._store.search_conversations(query)} if query else None
+        self._matches = matches
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def filterAcceptsRow(self, row: int, parent: _Index) -> bool:  # Override QSortFilterProxyModel.

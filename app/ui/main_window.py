@@ -2,28 +2,42 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
-                               QListView, QMainWindow, QMessageBox, QProgressBar, QPushButton,
+                               QApplication, QListView, QMainWindow, QMessageBox, QProgressBar, QPushButton,
                                QSplitter, QStackedWidget, QToolButton, QVBoxLayout, QWidget)
 
 from app.ui.composer import Composer
 from app.ui.conversation_model import ConversationFilter, ConversationRoles
 from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, HardwareDialog, SettingsDialog
+from app.service.controller import ChatController
+from app.service.events import ModelState
+from app.ui.adapter import ControllerAdapter
 from app.ui.message_view import MessageView
-from app.ui.session import ChatSession, ModelState
 from app.ui.theme import apply_theme
+
+# Typing in the search box waits this long for a pause before the history is searched.
+SEARCH_DEBOUNCE_MS = 200
 
 
 class MainWindow(QMainWindow):
-    """Only wiring and presentation: the work happens in ChatSession."""
+    """Only wiring and presentation: the work happens in the ChatController.
+
+    The window calls the controller and listens to it through `adapter`; it never
+    touches the history, the settings file or the engine.
+    """
 
     closed = Signal()
 
-    def __init__(self, session: ChatSession) -> None:
+    def __init__(self, controller: ChatController) -> None:
         super().__init__()
-        self.session = session
+        self.controller = controller
+        self.adapter = ControllerAdapter(controller, self)
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DEBOUNCE_MS)
+        self._searches = 0
         self.setWindowTitle("Kestrel")
         self.resize(1100, 740)
         self._build_sidebar()
@@ -51,8 +65,8 @@ class MainWindow(QMainWindow):
         self.search.setPlaceholderText("Search chats (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search chats")
-        self.filter = ConversationFilter(self.session.store, self)
-        self.filter.setSourceModel(self.session.conversations)
+        self.filter = ConversationFilter(self)
+        self.filter.setSourceModel(self.adapter.conversations)
         self.conversation_list = QListView(self.sidebar)
         self.conversation_list.setObjectName("conversations")
         self.conversation_list.setAccessibleName("Chats")
@@ -78,7 +92,7 @@ class MainWindow(QMainWindow):
         banner_row.addWidget(self.banner, 1)
         banner_row.addWidget(self.banner_close)
         self.messages = MessageView(self.chat)
-        self.messages.setModel(self.session.messages)
+        self.messages.setModel(self.adapter.messages)
         self.empty = self._build_empty_state()
         self.stack = QStackedWidget(self.chat)
         self.stack.addWidget(self.messages)
@@ -132,10 +146,10 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         chat_menu = self.menuBar().addMenu("&Chat")
         file_menu = self.menuBar().addMenu("&File")
-        self.action_new = self._action(chat_menu, "&New chat", QKeySequence.StandardKey.New, self.session.new_conversation)
+        self.action_new = self._action(chat_menu, "&New chat", QKeySequence.StandardKey.New, self.new_conversation)
         self._action(chat_menu, "&Search chats", QKeySequence.StandardKey.Find, self._focus_search)
         self.action_copy_last = self._action(chat_menu, "&Copy last answer", QKeySequence("Ctrl+Shift+C"), self.copy_last_answer)
-        self._action(chat_menu, "&Regenerate last answer", QKeySequence("Ctrl+R"), self.session.regenerate)
+        self._action(chat_menu, "&Regenerate last answer", QKeySequence("Ctrl+R"), self.controller.regenerate)
         self._action(chat_menu, "Chat se&ttings…", QKeySequence("Ctrl+Shift+,"), self.edit_chat_settings)
         self._action(chat_menu, "&Message box", QKeySequence("Ctrl+L"), self.composer.edit.setFocus)
         self._action(file_menu, "&Import a model file…", QKeySequence("Ctrl+O"), self.choose_model_file)
@@ -166,54 +180,74 @@ class MainWindow(QMainWindow):
         return action
 
     def _connect(self) -> None:
-        s = self.session
-        self.new_button.clicked.connect(s.new_conversation)
-        self.search.textChanged.connect(self.filter.set_query)
+        s, c = self.adapter, self.controller
+        self.new_button.clicked.connect(self.new_conversation)
+        self.search.textChanged.connect(lambda: self._search_timer.start())
+        self._search_timer.timeout.connect(self.run_search)
         self.conversation_list.activated.connect(self._open_index)
         self.conversation_list.clicked.connect(self._open_index)
         self.composer.sendRequested.connect(self._send)
-        self.composer.stopRequested.connect(s.stop)
-        self.messages.regenerateRequested.connect(s.regenerate)
+        self.composer.stopRequested.connect(c.stop)
+        self.messages.regenerateRequested.connect(c.regenerate)
         self.messages.editRequested.connect(self.edit_message)
         self.settings_button.clicked.connect(self.edit_chat_settings)
         self.import_button.clicked.connect(self.choose_model_file)
         self.banner_close.clicked.connect(lambda: self._show_problem(""))
-        self.cancel_setup.clicked.connect(s.setup.cancel)
+        self.cancel_setup.clicked.connect(c.setup.cancel)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_colors_changed)
         s.problem.connect(self._show_problem)
         s.busyChanged.connect(self.composer.set_streaming)
         s.activityChanged.connect(self.activity_label.setText)
         s.modelStateChanged.connect(self._model_state_changed)
         s.conversationOpened.connect(self._conversation_opened)
-        s.setup.progress.connect(self._setup_progress)
-        s.setup.finished.connect(lambda: (self.progress.hide(), self.cancel_setup.hide()))
+        s.settingsChanged.connect(self.apply_theme)
+        s.setupProgress.connect(self._setup_progress)
+        s.setupFinished.connect(self._setup_finished)
 
     # --- reacting ---------------------------------------------------------------------
 
     def _send(self, text: str) -> None:
-        if self.session.send(text):
+        if self.controller.send(text):
             self.composer.edit.clear()
             self.messages.scroll_to_end()
-            self._conversation_opened()
+
+    def new_conversation(self) -> None:
+        self.controller.new_conversation()
 
     def _open_index(self, index) -> None:
         conversation_id = index.data(ConversationRoles.ID)
-        if conversation_id is not None and conversation_id != self.session.conversation_id:
-            self.session.open_conversation(conversation_id)
+        open_now = self.controller.conversation
+        if conversation_id is not None and (open_now is None or conversation_id != open_now.id):
+            self.adapter.spawn(self.controller.open_conversation(conversation_id))
+
+    def run_search(self) -> None:
+        """Search the history off the UI thread; a later search makes this one's answer moot."""
+        self._search_timer.stop()
+        self._searches += 1
+        self.adapter.spawn(self._search(self.search.text(), self._searches))
+
+    async def _search(self, query: str, number: int) -> None:
+        matches = await self.controller.search(query)
+        if number == self._searches:
+            self.filter.set_matches(matches)
 
     def _conversation_opened(self) -> None:
-        s = self.session
+        conversation = self.controller.conversation
         title = "New chat"
-        if s.conversation_id is not None:
-            title = s.store.get_conversation(s.conversation_id).title
-            row = s.conversations.row_of(s.conversation_id)
+        if conversation is not None:
+            title = conversation.title
+            row = self.adapter.conversations.row_of(conversation.id)
             if row is not None:
-                self.conversation_list.setCurrentIndex(self.filter.mapFromSource(s.conversations.index(row)))
+                index = self.filter.mapFromSource(self.adapter.conversations.index(row))
+                if index.isValid():
+                    self.conversation_list.setCurrentIndex(index)
+        else:
+            self.conversation_list.clearSelection()
         self.title.setText(f"<b>{_escape(title)}</b>")
         self._update_stack()
 
     def _model_state_changed(self) -> None:
-        s = self.session
+        s = self.controller
         loaded = s.loaded
         state = s.model_state
         self.model_label.setText({ModelState.READY: f"Model: {s.model_detail}",
@@ -221,21 +255,21 @@ class MainWindow(QMainWindow):
                                   ModelState.INSTALLING: s.model_detail,
                                   ModelState.FAILED: "Model failed to load",
                                   ModelState.NONE: "No model"}[state])
-        ready = loaded is not None and state == ModelState.READY
-        device = f"Device: {loaded.device}" if ready else "Device: —"
-        if ready and loaded.fallback_reasons:
+        shown = loaded if state == ModelState.READY else None
+        device = f"Device: {shown.device}" if shown else "Device: —"
+        if shown and shown.fallback_reasons:
             # A fall-back is never silent: the reason is on screen, in full on hover.
-            device += f" (fell back: {_shorten(loaded.fallback_reasons[0], 90)})"
+            device += f" (fell back: {_shorten(shown.fallback_reasons[0], 90)})"
         self.device_label.setText(device)
-        self.device_label.setToolTip("\n".join([loaded.placement_reason, *loaded.fallback_reasons]) if ready else "")
+        self.device_label.setToolTip("\n".join([shown.placement_reason, *shown.fallback_reasons]) if shown else "")
         if state == ModelState.FAILED:
             self._show_problem(s.model_detail)
         self._update_stack()
 
     def _update_stack(self) -> None:
-        s = self.session
+        s = self.controller
         no_model = s.model_state in (ModelState.NONE, ModelState.FAILED)
-        show_empty = no_model and s.messages.rowCount() == 0
+        show_empty = no_model and self.adapter.messages.rowCount() == 0
         if s.model_state == ModelState.FAILED:
             self.empty_text.setText("The model could not be loaded. Import another model file, or "
                                     "fix the problem shown above.")
@@ -243,6 +277,10 @@ class MainWindow(QMainWindow):
             self.empty_text.setText("No model yet.\nKestrel runs language models on this computer: "
                                     "import a GGUF model file to begin.")
         self.stack.setCurrentWidget(self.empty if show_empty else self.messages)
+
+    def _setup_finished(self) -> None:
+        self.progress.hide()
+        self.cancel_setup.hide()
 
     def _setup_progress(self, what: str, done: int, total: int) -> None:
         self.progress.show()
@@ -263,7 +301,7 @@ class MainWindow(QMainWindow):
     # --- commands -----------------------------------------------------------------------
 
     def copy_last_answer(self) -> None:
-        for message in reversed(self.session.messages.messages()):
+        for message in reversed(self.adapter.messages.messages()):
             if message.role.value == "assistant":
                 QGuiApplication.clipboard().setText(message.text)
                 return
@@ -271,53 +309,52 @@ class MainWindow(QMainWindow):
     def edit_message(self, message_id: int, text: str) -> None:
         dialog = EditMessageDialog(text, self)
         if dialog.exec():
-            self.session.edit_and_resend(message_id, dialog.text())
+            self.controller.edit_and_resend(message_id, dialog.text())
 
     def edit_chat_settings(self) -> None:
-        system_prompt, settings = self.session.conversation_settings()
+        system_prompt, settings = self.controller.conversation_settings()
         dialog = ConversationSettingsDialog(system_prompt, settings, self)
         if dialog.exec():
-            self.session.set_conversation_settings(*dialog.values())
-            self._conversation_opened()
+            self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
 
     def edit_settings(self) -> None:
-        dialog = SettingsDialog(self.session.settings, self)
+        dialog = SettingsDialog(self.controller.settings, self)
         if dialog.exec():
-            self.session.update_settings(dialog.value())
-            self.apply_theme()
+            self.adapter.spawn(self.controller.update_settings(dialog.value()))
 
     def apply_theme(self) -> None:
-        app = QGuiApplication.instance()
-        self.messages.delegate.dark = apply_theme(app, self.session.settings.theme)
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)
+        self.messages.delegate.dark = apply_theme(app, self.controller.settings.theme)
         self.messages.delegate.clear()
         self.messages.viewport().update()
 
     def _system_colors_changed(self) -> None:
-        if self.session.settings.theme == "system":
+        if self.controller.settings.theme == "system":
             self.apply_theme()
 
     def show_hardware(self) -> None:
-        self.session.spawn(self._show_hardware())
+        self.adapter.spawn(self._show_hardware())
 
     async def _show_hardware(self) -> None:
-        self.hardware_dialog = HardwareDialog(await self.session.hardware_text(), self)
+        self.hardware_dialog = HardwareDialog(await self.controller.hardware_text(), self)
         self.hardware_dialog.show()
 
     def choose_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
         if path:
-            self.session.spawn(self.session.import_model(path))
+            self.adapter.spawn(self.controller.import_model(path))
 
     def choose_model_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Import an ONNX model folder (with genai_config.json)")
         if path:
-            self.session.spawn(self.session.import_model(path))
+            self.adapter.spawn(self.controller.import_model(path))
 
     def delete_current_conversation(self) -> None:
         index = self.conversation_list.currentIndex()
         conversation_id = index.data(ConversationRoles.ID)
         if conversation_id is not None and self.confirm(f"Delete “{index.data()}”? This cannot be undone."):
-            self.session.delete_conversation(conversation_id)
+            self.adapter.spawn(self.controller.delete_conversation(conversation_id))
 
     def confirm(self, question: str) -> bool:
         answer = QMessageBox.question(self, "Kestrel", question)
@@ -327,15 +364,15 @@ class MainWindow(QMainWindow):
 
     def changeEvent(self, event: QEvent) -> None:  # Override QMainWindow.changeEvent.
         if event.type() == QEvent.Type.WindowStateChange:
-            self.session.set_background(self.isMinimized())
+            self.controller.set_background(self.isMinimized())
         super().changeEvent(event)
 
     def hideEvent(self, event) -> None:  # Override QMainWindow.hideEvent.
-        self.session.set_background(True)
+        self.controller.set_background(True)
         super().hideEvent(event)
 
     def showEvent(self, event) -> None:  # Override QMainWindow.showEvent.
-        self.session.set_background(self.isMinimized())
+        self.controller.set_background(self.isMinimized())
         super().showEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.

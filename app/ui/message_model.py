@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from enum import IntEnum
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QPersistentModelIndex, Qt
 
 from app.core.conversation import Message, MessageState, Role
 
@@ -61,9 +61,9 @@ class MessageListModel(QAbstractListModel):
             return f"{who}: {message.text}"
         return None
 
-    def roleNames(self) -> dict[int, bytes]:  # Override QAbstractListModel.roleNames.
-        names = {int(r): r.name.lower().encode() for r in MessageRoles}
-        names[int(Qt.ItemDataRole.DisplayRole)] = b"text"
+    def roleNames(self) -> dict[int, QByteArray]:  # Override QAbstractListModel.roleNames.
+        names = {int(r): QByteArray(r.name.lower().encode()) for r in MessageRoles}
+        names[int(Qt.ItemDataRole.DisplayRole)] = QByteArray(b"text")
         return names
 
     # --- changes --------------------------------------------------------------------
@@ -86,8 +86,11 @@ class MessageListModel(QAbstractListModel):
             before = self.index(row - 1)
             self.dataChanged.emit(before, before, [MessageRoles.IS_LAST_ANSWER])
 
-    def set_text(self, message_id: int, text: str) -> None:
-        self._change(message_id, [Qt.ItemDataRole.DisplayRole], text=text)
+    def append_text(self, message_id: int, more: str) -> None:
+        """A growing answer's new text (one frame's worth of deltas)."""
+        row = self._rows.get(message_id)
+        if row is not None:
+            self._change(message_id, [Qt.ItemDataRole.DisplayRole], text=self._messages[row].text + more)
 
     def replace(self, message: Message) -> None:
         """A message's final form (state and stats too)."""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 
 from app.core.conversation import MessageState, Role
+from app.core import history
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryStore
 from tests.core.conftest import FakeClock
@@ -232,3 +235,187 @@ def test_store_turns_on_wal_and_foreign_keys(store: HistoryStore) -> None:
     finally:
         other.close()
     assert "messages_by_conversation" in indexes
+
+
+def _indexed(store: HistoryStore, text: str) -> list[int]:
+    """Ids of the messages the search index finds for `text` (3 characters or more)."""
+    with store.transaction() as conn:
+        rows = conn.execute(
+            "SELECT rowid FROM message_search WHERE message_search MATCH ? ORDER BY rowid",
+            ('"' + text + '"',),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _assert_index_matches_messages(store: HistoryStore) -> None:
+    with store.transaction() as conn:
+        # rank 1: compare the index with messages.folded too, not only with itself.
+        conn.execute(
+            "INSERT INTO message_search(message_search, rank) VALUES ('integrity-check', 1)"
+        )
+
+
+def test_search_index_follows_update_message(store: HistoryStore) -> None:
+    conversation = store.create_conversation("Chat")
+    message = store.add_message(
+        conversation.id, Role.ASSISTANT, "Draft ANSWER", state=MessageState.STREAMING
+    )
+    assert _indexed(store, "draft") == [message.id]
+    store.update_message(message.id, text="Final answer")
+    assert _indexed(store, "draft") == []
+    assert _indexed(store, "final") == [message.id]
+    # A change of state alone keeps what is indexed.
+    store.update_message(message.id, state=MessageState.COMPLETE)
+    assert _indexed(store, "final") == [message.id]
+    assert store.search_conversations("draft") == []
+    assert [c.id for c in store.search_conversations("FINAL")] == [conversation.id]
+    _assert_index_matches_messages(store)
+
+
+def test_search_index_follows_delete_messages_from(store: HistoryStore) -> None:
+    conversation = store.create_conversation("Chat")
+    kept = store.add_message(conversation.id, Role.USER, "first question")
+    cut = store.add_message(conversation.id, Role.ASSISTANT, "answer to regenerate")
+    later = store.add_message(conversation.id, Role.USER, "second question")
+    assert _indexed(store, "question") == [kept.id, later.id]
+    store.delete_messages_from(conversation.id, cut.id)
+    assert _indexed(store, "question") == [kept.id]
+    assert _indexed(store, "regenerate") == []
+    assert store.search_conversations("regenerate") == []
+    assert store.search_conversations("second") == []
+    _assert_index_matches_messages(store)
+
+
+def test_search_index_follows_delete_conversation(store: HistoryStore) -> None:
+    doomed = store.create_conversation("Doomed")
+    kept = store.create_conversation("Kept")
+    store.add_message(doomed.id, Role.USER, "shared words here")
+    store.add_message(doomed.id, Role.USER, "only in the doomed chat")
+    kept_message = store.add_message(kept.id, Role.USER, "shared words too")
+    store.delete_conversation(doomed.id)
+    # The foreign key's cascade deletes the messages; the trigger still runs for each.
+    assert _indexed(store, "shared") == [kept_message.id]
+    assert _indexed(store, "only in") == []
+    assert [c.id for c in store.search_conversations("shared")] == [kept.id]
+    _assert_index_matches_messages(store)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"', '""', 'say "hi"', "*", "wild*", "NEAR", "NEAR(cats dogs)", "cats OR dogs",
+        "cats AND dogs", "NOT dogs", "(cats)", "-dogs", "^cats", "folded: cats",
+        "{folded}: cats", "cats + dogs", "'single'",
+    ],
+)
+def test_search_treats_query_syntax_as_plain_text(store: HistoryStore, query: str) -> None:
+    literal = store.create_conversation("Literal")
+    store.add_message(literal.id, Role.USER, f"before {query} after")
+    words = store.create_conversation("Words")
+    # What an FTS5 query would match if the user's text were read as syntax.
+    store.add_message(words.id, Role.USER, "dogs and cats, folded cats, hi single")
+    assert [c.id for c in store.search_conversations(query)] == [literal.id]
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("Die STRASSE ist lang", "straße"),
+        ("Die Straße ist lang", "STRASSE"),
+        ("GROẞE Straße", "große"),
+        ("Η ΟΔΟΣ", "οδος"),
+        ("ο δρόμος", "ΔΡΌΜΟΣ"),
+        ("İSTANBUL", "İstanbul"),
+        ("DİYARBAKIR", "di\u0307yarbakir"),
+        ("the ﬁnal word", "FINAL"),
+    ],
+)
+def test_search_folds_case_like_python(store: HistoryStore, text: str, query: str) -> None:
+    assert query.casefold() in text.casefold()
+    found = store.create_conversation("Found")
+    store.add_message(found.id, Role.USER, text)
+    store.create_conversation("Other")
+    assert [c.id for c in store.search_conversations(query)] == [found.id]
+
+
+def test_search_does_not_fold_beyond_python(store: HistoryStore) -> None:
+    # Python's casefold is the rule: no Turkish-only dotless i, no accents stripped.
+    conversation = store.create_conversation("Chat")
+    store.add_message(conversation.id, Role.USER, "ıstakoz and café")
+    assert store.search_conversations("istakoz") == []
+    assert store.search_conversations("cafe") == []
+    assert [c.id for c in store.search_conversations("CAFÉ")] == [conversation.id]
+
+
+def test_search_finds_queries_shorter_than_a_trigram(store: HistoryStore) -> None:
+    short = store.create_conversation("Chat")
+    store.add_message(short.id, Role.USER, "Fuß, ok?")
+    other = store.create_conversation("Other")
+    store.add_message(other.id, Role.USER, "the ﬁnal word")
+    assert [c.id for c in store.search_conversations("OK")] == [short.id]
+    assert [c.id for c in store.search_conversations("?")] == [short.id]
+    assert [c.id for c in store.search_conversations("ẞ")] == [short.id]
+    assert [c.id for c in store.search_conversations("fi")] == [other.id]
+    # Two characters typed, three after folding: the index answers it.
+    assert [c.id for c in store.search_conversations("ﬁn")] == [other.id]
+    assert [c.id for c in store.search_conversations("uß,")] == [short.id]
+    assert [c.id for c in store.search_conversations("zq")] == []
+
+
+def test_search_finds_text_after_a_nul(store: HistoryStore) -> None:
+    conversation = store.create_conversation("Chat")
+    store.add_message(conversation.id, Role.USER, "before\0AFTER the nul")
+    assert [c.id for c in store.search_conversations("after the")] == [conversation.id]
+    assert [c.id for c in store.search_conversations("e\0a")] == [conversation.id]
+
+
+@pytest.mark.parametrize("index_hits_max", [history._INDEX_HITS_MAX, 0])
+def test_search_agrees_with_python_casefold_on_random_text(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch, index_hits_max: int
+) -> None:
+    # 0: every query found in any message takes the scan instead of the index.
+    monkeypatch.setattr(history, "_INDEX_HITS_MAX", index_hits_max)
+    rng = random.Random(7)
+    alphabet = "aSsßẞſςΣσİiIıﬁf \"*%_"
+    with store.transaction():
+        for _ in range(12):
+            conversation = store.create_conversation(
+                "".join(rng.choices(alphabet, k=rng.randint(0, 6)))
+            )
+            for _ in range(rng.randint(0, 4)):
+                text = "".join(rng.choices(alphabet, k=rng.randint(0, 30)))
+                store.add_message(conversation.id, Role.USER, text)
+    conversations = store.list_conversations()
+    texts = {c.id: [c.title] + [m.text for m in store.messages(c.id)] for c in conversations}
+    for _ in range(300):
+        query = "".join(rng.choices(alphabet, k=rng.randint(1, 5)))
+        expected = [
+            c.id for c in conversations
+            if any(query.casefold() in text.casefold() for text in texts[c.id])
+        ]
+        assert [c.id for c in store.search_conversations(query)] == expected, query
+
+
+def test_store_can_be_closed_on_another_thread_when_asked(db_path: Path) -> None:
+    def close_elsewhere(store: HistoryStore) -> list[BaseException]:
+        errors: list[BaseException] = []
+
+        def close() -> None:
+            try:
+                store.close()
+            except sqlite3.Error as error:
+                errors.append(error)
+
+        thread = threading.Thread(target=close)
+        thread.start()
+        thread.join()
+        return errors
+
+    guarded = HistoryStore(db_path)
+    try:
+        errors = close_elsewhere(guarded)
+        assert [type(error) for error in errors] == [sqlite3.ProgrammingError]
+    finally:
+        guarded.close()
+    shared = HistoryStore(db_path, check_same_thread=False)
+    assert close_elsewhere(shared) == []

@@ -15,6 +15,7 @@ import pytest
 from app.core import history
 from app.core.conversation import Role
 from app.core.history import HistoryError, HistoryStore
+from app.core.history_schema import MIGRATIONS
 
 
 def _user_version(path: Path) -> int:
@@ -39,9 +40,9 @@ def _add_pinned_column(conn: sqlite3.Connection) -> None:
 
 def test_new_file_gets_the_current_schema(db_path: Path) -> None:
     HistoryStore(db_path).close()
-    assert _user_version(db_path) == len(history.MIGRATIONS) == 1
+    assert _user_version(db_path) == len(history.MIGRATIONS) == 2
     assert _columns(db_path, "messages") == [
-        "id", "conversation_id", "role", "text", "created", "state", "stats",
+        "id", "conversation_id", "role", "text", "created", "state", "stats", "folded",
     ]
 
 
@@ -50,7 +51,7 @@ def test_empty_version_zero_file_is_migrated(db_path: Path) -> None:
     assert db_path.exists() and _user_version(db_path) == 0
     with HistoryStore(db_path) as store:
         conversation = store.create_conversation("works")
-    assert _user_version(db_path) == 1
+    assert _user_version(db_path) == len(MIGRATIONS)
     assert conversation.title == "works"
 
 
@@ -61,12 +62,12 @@ def test_older_file_is_migrated_forward_keeping_its_data(
         conversation = store.create_conversation("from v1")
         message = store.add_message(conversation.id, Role.USER, "hello from v1")
         conversation = store.get_conversation(conversation.id)
-    # Kestrel's next release appends a migration; a v1 file must come up to v2.
-    monkeypatch.setattr(history, "MIGRATIONS", [*history.MIGRATIONS, _add_pinned_column])
+    # Kestrel's next release appends a migration; today's file must come up to it.
+    monkeypatch.setattr(history, "MIGRATIONS", [*MIGRATIONS, _add_pinned_column])
     with HistoryStore(db_path) as store:
         assert store.get_conversation(conversation.id) == conversation
         assert store.messages(conversation.id) == [message]
-    assert _user_version(db_path) == 2
+    assert _user_version(db_path) == len(MIGRATIONS) + 1
     assert "pinned" in _columns(db_path, "conversations")
 
 
@@ -79,11 +80,95 @@ def test_failed_migration_leaves_the_file_at_its_old_version(
         _add_pinned_column(conn)
         raise RuntimeError("bug in migration")
 
-    monkeypatch.setattr(history, "MIGRATIONS", [*history.MIGRATIONS, broken])
+    monkeypatch.setattr(history, "MIGRATIONS", [*MIGRATIONS, broken])
     with pytest.raises(RuntimeError, match="bug in migration"):
         HistoryStore(db_path)
-    assert _user_version(db_path) == 1
+    assert _user_version(db_path) == len(MIGRATIONS)
     assert "pinned" not in _columns(db_path, "conversations")
+
+
+def _write_version_1_file(path: Path) -> None:
+    """A history as Kestrel's first release left it: messages, no search index."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        MIGRATIONS[0](conn)
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute(
+            "INSERT INTO conversations (id, title, created, updated, settings)"
+            " VALUES (1, 'Berlin', 1.0, 1.0, '{}'), (2, 'Athens', 2.0, 2.0, '{}')"
+        )
+        conn.executemany(
+            "INSERT INTO messages (conversation_id, role, text, created, state)"
+            " VALUES (?, 'user', ?, 1.0, 'complete')",
+            [(1, "Die STRASSE ist lang"), (1, "ok"), (2, "Η ΟΔΟΣ είναι μακριά")],
+        )
+    finally:
+        conn.close()
+
+
+def _search_index_is_consistent(path: Path) -> bool:
+    conn = sqlite3.connect(path)
+    try:
+        # rank 1: compare the index with messages.folded too, not only with itself.
+        conn.execute(
+            "INSERT INTO message_search(message_search, rank) VALUES ('integrity-check', 1)"
+        )
+        return True
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        conn.close()
+
+
+def test_version_1_file_with_messages_becomes_searchable(db_path: Path) -> None:
+    _write_version_1_file(db_path)
+    with HistoryStore(db_path) as store:
+        assert [c.id for c in store.search_conversations("straße")] == [1]
+        assert [c.id for c in store.search_conversations("οδος")] == [2]
+        assert [c.id for c in store.search_conversations("OK")] == [1]
+        with store.transaction() as conn:
+            indexed = conn.execute(
+                "SELECT rowid FROM message_search WHERE message_search MATCH '\"strasse\"'"
+            ).fetchall()
+        assert [row[0] for row in indexed] == [1]
+        assert [m.text for m in store.messages(1)] == ["Die STRASSE ist lang", "ok"]
+    assert _user_version(db_path) == len(MIGRATIONS)
+    assert _search_index_is_consistent(db_path)
+
+
+def test_migration_needs_an_sqlite_with_trigram(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_version_1_file(db_path)
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 33, 0))
+    with pytest.raises(RuntimeError, match="needs SQLite 3.34.0"):
+        HistoryStore(db_path)
+    assert _user_version(db_path) == 1
+    assert "folded" not in _columns(db_path, "messages")
+
+
+def test_other_programs_can_still_write_messages(db_path: Path) -> None:
+    with HistoryStore(db_path) as store:
+        conversation = store.create_conversation()
+        doomed = store.add_message(conversation.id, Role.USER, "written by Kestrel")
+    # A program without Kestrel's SQL functions, such as a DB browser: the search
+    # triggers must not stop it writing.
+    other = sqlite3.connect(db_path)
+    try:
+        with other:
+            other.execute(
+                "INSERT INTO messages (conversation_id, role, text, created, state)"
+                " VALUES (?, 'user', 'Added BY HAND', 2.0, 'complete')",
+                (conversation.id,),
+            )
+            other.execute("DELETE FROM messages WHERE id = ?", (doomed.id,))
+    finally:
+        other.close()
+    assert _search_index_is_consistent(db_path)
+    with HistoryStore(db_path) as store:
+        assert [c.id for c in store.search_conversations("by hand")] == [conversation.id]
+        assert store.search_conversations("by kestrel") == []
+    assert _search_index_is_consistent(db_path)
 
 
 def test_file_from_a_newer_kestrel_is_refused(db_path: Path) -> None:

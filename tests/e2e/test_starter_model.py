@@ -59,10 +59,10 @@ def test_second_turn_evaluates_only_its_new_tokens(starter_model: Path) -> None:
         return first.stats, second.stats
 
     s1, s2 = asyncio.run(scenario())
-    assert s1["prompt_tokens_evaluated"] == s1["prompt_tokens"]
+    assert s1.prompt_tokens_evaluated == s1.prompt_tokens
     # New since turn 1: the end of the answer's turn, the new user turn, the reply marker.
-    new_tokens = s2["prompt_tokens"] - s1["prompt_tokens"] - s1["tokens"]
-    assert 0 < s2["prompt_tokens_evaluated"] <= new_tokens + 1, (s1, s2)
+    new_tokens = s2.prompt_tokens - s1.prompt_tokens - s1.tokens
+    assert 0 < s2.prompt_tokens_evaluated <= new_tokens + 1, (s1, s2)
 
 
 def test_cancel_mid_answer(starter_model: Path) -> None:
@@ -85,4 +85,4 @@ def test_cancel_mid_answer(starter_model: Path) -> None:
 
     done = asyncio.run(scenario())
     assert done.finish_reason == "cancelled"
-    assert 4 <= done.stats["tokens"] < 2000
+    assert 4 <= done.stats.tokens < 2000

@@ -19,7 +19,9 @@ import pytest
 
 og = pytest.importorskip("onnxruntime_genai")
 
-from app.engine import gguf_backend, protocol as p  # noqa: E402
+from app.core.generation import GenerationSettings  # noqa: E402
+from app.engine import protocol as p  # noqa: E402
+from app.engine.backend import DeviceChoice  # noqa: E402
 from app.engine.control import GenerationControl  # noqa: E402
 from app.engine.errors import ContextOverflow, ModelLoadError  # noqa: E402
 from app.engine.onnx_backend import OnnxBackend  # noqa: E402
@@ -34,11 +36,13 @@ STATS_KEYS = {
     "finish_reason", "chat_format", "total_ms", "messages_left_out",
 }
 QUESTION = (ChatMessage("user", "Say something long."),)
+# Where loading would have put it: the backend reports what it is told.
+CPU = DeviceChoice("CPU (ONNX Runtime)", "CPU: the model was built for the CPU only")
 
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[OnnxBackend]:
-    loaded = OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)))
+    loaded = OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), CPU)
     yield loaded
     loaded.close()
 
@@ -46,6 +50,11 @@ def backend() -> Iterator[OnnxBackend]:
 @pytest.fixture
 def onnx_copy(tmp_path: Path) -> Path:
     return Path(shutil.copytree(TINY_ONNX, tmp_path / "tiny onnx ü"))
+
+
+def _ask(request_id: int, messages: tuple[ChatMessage, ...] = QUESTION, *, stop: tuple[str, ...] = (),
+         trim_history: bool = False, **settings) -> Generate:
+    return Generate(request_id, messages, GenerationSettings(**settings), stop, trim_history)
 
 
 def _control(request_id: int) -> GenerationControl:
@@ -75,65 +84,65 @@ def test_loads_on_the_cpu(backend: OnnxBackend) -> None:
 
 
 def test_context_is_capped_by_the_model_and_asked_for() -> None:
-    small = OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX), context_length=512, threads=1))
-    big = OnnxBackend.load(Load(request_id=2, model_path=str(TINY_ONNX), context_length=100_000))
+    small = OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX), context_length=512, threads=1), CPU)
+    big = OnnxBackend.load(Load(request_id=2, model_path=str(TINY_ONNX), context_length=100_000), CPU)
 
     assert (small.loaded.context_length, small.loaded.threads) == (512, 1)
     assert big.loaded.context_length == 2048
 
 
 def test_streams_whole_text_and_reports(backend: OnnxBackend) -> None:
-    texts, done = _answer(backend, Generate(request_id=7, messages=QUESTION, max_tokens=60, seed=1))
+    texts, done = _answer(backend, _ask(7, max_tokens=60, seed=1))
 
     assert texts and all(texts)
     assert "\ufffd" not in "".join(texts)
     assert done.finish_reason == "length"
-    assert set(done.stats) == STATS_KEYS
+    assert set(done.stats.to_dict()) == STATS_KEYS
     stats = done.stats
-    assert stats["tokens"] == 60
-    assert stats["finish_reason"] == "length"
-    assert stats["device"] == "CPU (ONNX Runtime)"
-    assert stats["chat_format"] == "embedded"
-    assert stats["messages_left_out"] == 0
+    assert stats.tokens == 60
+    assert stats.finish_reason == "length"
+    assert stats.device == "CPU (ONNX Runtime)"
+    assert stats.chat_format == "embedded"
+    assert stats.messages_left_out == 0
     # No KV cache is kept between turns: the whole prompt is evaluated every time.
-    assert stats["prompt_tokens_evaluated"] == stats["prompt_tokens"] > 0
-    assert stats["tokens_per_s"] > 0
-    assert 0 < stats["ttft_ms"] <= stats["total_ms"]
+    assert stats.prompt_tokens_evaluated == stats.prompt_tokens > 0
+    assert stats.tokens_per_s > 0
+    assert 0 < stats.ttft_ms <= stats.total_ms
 
 
 def test_same_seed_same_answer(backend: OnnxBackend) -> None:
-    request = Generate(request_id=3, messages=QUESTION, max_tokens=40, seed=11)
+    request = _ask(3, max_tokens=40, seed=11)
 
     first, _ = _answer(backend, request)
     again, _ = _answer(backend, request)
-    other, _ = _answer(backend, Generate(request_id=4, messages=QUESTION, max_tokens=40, seed=12))
+    other, _ = _answer(backend, _ask(4, max_tokens=40, seed=12))
 
     assert "".join(first) == "".join(again)
     assert "".join(first) != "".join(other)
 
 
 def test_greedy_when_temperature_is_zero(backend: OnnxBackend) -> None:
-    request = Generate(request_id=5, messages=QUESTION, max_tokens=20, temperature=0.0, top_k=0)
+    request = _ask(5, max_tokens=20, temperature=0.0, top_k=0)
 
     first, _ = _answer(backend, request)
-    again, _ = _answer(backend, Generate(request_id=6, messages=QUESTION, max_tokens=20,
+    again, _ = _answer(backend, _ask(6, max_tokens=20,
                                          temperature=0.0, seed=99))
 
     assert "".join(first) == "".join(again)
 
 
 def test_stop_string_ends_the_answer_before_it(backend: OnnxBackend) -> None:
-    free, _ = _answer(backend, Generate(request_id=8, messages=QUESTION, max_tokens=80, seed=5))
+    free, _ = _answer(backend, _ask(8, max_tokens=80, seed=5))
     text = "".join(free)
     stop = text[30:34]
     expected = text[:text.index(stop)]
 
-    stopped, done = _answer(backend, Generate(request_id=9, messages=QUESTION, max_tokens=80,
+    stopped, done = _answer(backend, _ask(9, max_tokens=80,
                                               seed=5, stop=(stop,)))
 
     assert "".join(stopped) == expected
     assert done.finish_reason == "stop"
-    assert done.stats["tokens"] < 80
+    assert done.stats.tokens < 80
 
 
 def test_emoji_split_across_tokens_comes_out_whole(backend: OnnxBackend) -> None:
@@ -149,7 +158,7 @@ def test_cancel_from_another_thread(backend: OnnxBackend) -> None:
     control = _control(21)
     seen = 0
     done = None
-    for event in backend.generate(Generate(request_id=21, messages=QUESTION, max_tokens=1500), control):
+    for event in backend.generate(_ask(21, max_tokens=1500), control):
         if isinstance(event, Done):
             done = event
             break
@@ -160,9 +169,9 @@ def test_cancel_from_another_thread(backend: OnnxBackend) -> None:
             canceller.join()
 
     assert done is not None and done.finish_reason == "cancelled"
-    assert done.stats["finish_reason"] == "cancelled"
+    assert done.stats.finish_reason == "cancelled"
     # Cancel takes effect between two tokens: nothing after the token in hand.
-    assert seen <= done.stats["tokens"] <= seen + 1
+    assert seen <= done.stats.tokens <= seen + 1
 
 
 def test_cancel_before_the_answer_starts(backend: OnnxBackend) -> None:
@@ -170,11 +179,11 @@ def test_cancel_before_the_answer_starts(backend: OnnxBackend) -> None:
     control.cancel_request(22)
     control.begin(22)
 
-    events = list(backend.generate(Generate(request_id=22, messages=QUESTION), control))
+    events = list(backend.generate(_ask(22), control))
 
     assert [type(e) for e in events] == [Done]
     assert events[0].finish_reason == "cancelled"
-    assert events[0].stats["tokens"] == 0
+    assert events[0].stats.tokens == 0
 
 
 def _run_in_thread(backend: OnnxBackend, request: Generate, control: GenerationControl):
@@ -201,7 +210,7 @@ def _drain(events: queue.Queue) -> list:
 def test_pause_holds_the_answer_until_resume(backend: OnnxBackend) -> None:
     control = _control(31)
     worker, events = _run_in_thread(
-        backend, Generate(request_id=31, messages=QUESTION, max_tokens=400), control)
+        backend, _ask(31, max_tokens=400), control)
     first = events.get(timeout=10)
     assert isinstance(first, Delta)
 
@@ -218,13 +227,13 @@ def test_pause_holds_the_answer_until_resume(backend: OnnxBackend) -> None:
     worker.join(timeout=30)
     rest = before + _drain(events)
     assert isinstance(rest[-1], Done) and rest[-1].finish_reason == "length"
-    assert rest[-1].stats["tokens"] == 400
+    assert rest[-1].stats.tokens == 400
 
 
 def test_cancel_while_paused(backend: OnnxBackend) -> None:
     control = _control(32)
     worker, events = _run_in_thread(
-        backend, Generate(request_id=32, messages=QUESTION, max_tokens=400), control)
+        backend, _ask(32, max_tokens=400), control)
     events.get(timeout=10)
     control.pause()
     time.sleep(0.1)
@@ -237,66 +246,66 @@ def test_cancel_while_paused(backend: OnnxBackend) -> None:
 
 
 def test_answer_is_cut_at_the_context(onnx_copy: Path) -> None:
-    small = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy), context_length=256))
+    small = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy), context_length=256), CPU)
 
-    texts, done = _answer(small, Generate(request_id=2, messages=QUESTION, max_tokens=1000, seed=2))
+    texts, done = _answer(small, _ask(2, max_tokens=1000, seed=2))
 
     assert done.finish_reason == "context"
-    assert done.stats["tokens"] + done.stats["prompt_tokens"] == 256
+    assert done.stats.tokens + done.stats.prompt_tokens == 256
 
 
 def test_prompt_longer_than_the_context(onnx_copy: Path) -> None:
-    small = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy), context_length=256))
+    small = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy), context_length=256), CPU)
     long = (ChatMessage("user", "hello world " * 200),)
 
     with pytest.raises(ContextOverflow) as caught:
-        list(small.generate(Generate(request_id=2, messages=long), _control(2)))
+        list(small.generate(_ask(2, long), _control(2)))
 
     assert caught.value.context_length == 256
     assert caught.value.prompt_tokens > 256
 
 
 def test_oldest_turns_left_out_when_asked(onnx_copy: Path) -> None:
-    small = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy), context_length=256))
+    small = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy), context_length=256), CPU)
     turns = [ChatMessage("system", "You are brief.")]
     for number in range(30):
         turns += [ChatMessage("user", f"question {number} about the quick brown fox"),
                   ChatMessage("assistant", "the lazy dog is a good dog")]
     turns.append(ChatMessage("user", "last question"))
 
-    _, done = _answer(small, Generate(request_id=2, messages=tuple(turns), max_tokens=20,
+    _, done = _answer(small, _ask(2, tuple(turns), max_tokens=20,
                                       trim_history=True))
 
     assert done.finish_reason == "length"
-    assert done.stats["messages_left_out"] > 0
-    assert done.stats["prompt_tokens"] + 20 <= 256
+    assert done.stats.messages_left_out > 0
+    assert done.stats.prompt_tokens + 20 <= 256
 
 
 def test_builtin_format_without_a_template(onnx_copy: Path) -> None:
     config = onnx_copy / "tokenizer_config.json"
     config.write_text(config.read_text(encoding="utf-8").replace('"chat_template"', '"unused"'),
                       encoding="utf-8")
-    plain = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)))
+    plain = OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
-    _, done = _answer(plain, Generate(request_id=2, messages=QUESTION, max_tokens=5))
+    _, done = _answer(plain, _ask(2, max_tokens=5))
 
     assert plain.loaded.chat_format == "builtin"
-    assert done.stats["chat_format"] == "chatml"
+    assert done.stats.chat_format == "chatml"
 
 
 def test_reset_keeps_the_model(backend: OnnxBackend) -> None:
     backend.reset()
 
-    _, done = _answer(backend, Generate(request_id=41, messages=QUESTION, max_tokens=5))
+    _, done = _answer(backend, _ask(41, max_tokens=5))
 
-    assert done.stats["tokens"] == 5
+    assert done.stats.tokens == 5
 
 
 def test_broken_folder_is_a_model_file_error(onnx_copy: Path) -> None:
     (onnx_copy / "tokenizer.json").unlink()
 
     with pytest.raises(ModelFolderError) as caught:
-        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)))
+        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
     assert isinstance(caught.value, ModelFileError)
     assert caught.value.kind == "no_tokenizer"
@@ -306,7 +315,7 @@ def test_missing_weights_data(onnx_copy: Path) -> None:
     (onnx_copy / "model.onnx.data").unlink()
 
     with pytest.raises(ModelLoadError) as caught:
-        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)))
+        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
     assert caught.value.kind == "model_load"
     assert "Download the model again" in caught.value.message
@@ -318,7 +327,7 @@ def test_truncated_weights_data(onnx_copy: Path) -> None:
     data.write_bytes(data.read_bytes()[:1000])
 
     with pytest.raises(ModelLoadError) as caught:
-        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)))
+        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
     assert caught.value.kind == "model_load"
     assert "Download the model again" in caught.value.message
@@ -328,7 +337,7 @@ def test_damaged_model_file(onnx_copy: Path) -> None:
     (onnx_copy / "model.onnx").write_bytes(b"not a model" * 10)
 
     with pytest.raises(ModelLoadError) as caught:
-        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)))
+        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
     assert caught.value.kind == "model_load"
     assert "download it again" in caught.value.message
@@ -340,7 +349,7 @@ def test_model_type_this_runtime_does_not_know(onnx_copy: Path) -> None:
                       encoding="utf-8")
 
     with pytest.raises(ModelLoadError) as caught:
-        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)))
+        OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
     assert "llama99" in caught.value.message
     assert "update Kestrel" in caught.value.message
@@ -348,31 +357,32 @@ def test_model_type_this_runtime_does_not_know(onnx_copy: Path) -> None:
 
 def test_unknown_provider_is_a_bug() -> None:
     with pytest.raises(ValueError):
-        OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), execution_provider="tpu")
+        OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), CPU, execution_provider="tpu")
 
 
 @pytest.mark.skipif(og.is_dml_available(), reason="this ONNX Runtime GenAI has DirectML")
 def test_provider_this_build_lacks() -> None:
     with pytest.raises(ModelLoadError) as caught:
-        OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), execution_provider="dml")
+        OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), CPU, execution_provider="dml")
 
     assert caught.value.kind == "model_load"
     assert "GPU (DirectML)" in caught.value.message
     assert "choose another device" in caught.value.message
 
 
-def test_cpu_asked_for_by_name() -> None:
-    loaded = OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), execution_provider="cpu")
+def test_loaded_and_every_answer_say_the_device_loading_chose() -> None:
+    choice = DeviceChoice("CPU (ONNX Runtime)", "CPU: the fall-back", ("GPU: Radeon: out of memory",))
+    loaded = OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), choice, execution_provider="cpu")
 
-    assert loaded.loaded.device == "CPU (ONNX Runtime)"
+    assert (loaded.loaded.device, loaded.loaded.placement_reason, loaded.loaded.fallback_reasons) == (
+        choice.device, choice.reason, choice.fallback_reasons)
+    _, done = _answer(loaded, _ask(2, max_tokens=3))
+    assert done.stats.device == choice.device
 
 
 class _LoopHarness:
-    """The engine's real request loop on a thread, over a real pipe, with the ONNX backend.
-
-    A stand-in until process.py chooses the backend by format: the backend is swapped in
-    where the loop looks for it.
-    """
+    """The engine's real request loop on a thread, over a real pipe: loading picks the
+    ONNX backend for a model folder and places it on this machine."""
 
     def __init__(self) -> None:
         self.ui, engine_end = Pipe()
@@ -395,8 +405,7 @@ class _LoopHarness:
 
 
 @pytest.fixture
-def loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[_LoopHarness]:
-    monkeypatch.setattr(gguf_backend, "GgufBackend", OnnxBackend)
+def loop() -> Iterator[_LoopHarness]:
     harness = _LoopHarness()
     yield harness
     harness.close()
@@ -404,22 +413,25 @@ def loop(monkeypatch: pytest.MonkeyPatch) -> Iterator[_LoopHarness]:
 
 def test_through_the_request_loop(loop: _LoopHarness, onnx_copy: Path) -> None:
     loop.send(Load(request_id=1, model_path=str(onnx_copy)))
-    assert isinstance(loop.recv(), p.Loaded)
+    loaded = loop.recv()
+    assert isinstance(loaded, p.Loaded)
+    # Loading chose the device and wrote its words once; every answer repeats them.
+    assert loaded.device == "CPU (ONNX Runtime)" and loaded.placement_reason.startswith("CPU: ")
 
-    loop.send(Generate(request_id=2, messages=QUESTION, max_tokens=1500))
+    loop.send(_ask(2, max_tokens=1500))
     first = loop.recv()
     assert isinstance(first, Delta)
     loop.send(p.Cancel(request_id=2))
     event = first
     while not isinstance(event, Done):
         event = loop.recv()
-    assert event.finish_reason == "cancelled"
+    assert event.finish_reason == "cancelled" and event.stats.device == loaded.device
 
     (onnx_copy / "genai_config.json").write_text("{", encoding="utf-8")
     loop.send(Load(request_id=3, model_path=str(onnx_copy)))
     error = loop.recv()
     assert isinstance(error, p.Error)
-    assert error.kind == p.ERR_MODEL_FILE
+    assert error.kind == p.ErrorKind.MODEL_FILE
     assert error.details == {"file_problem": "bad_config"}
 
 

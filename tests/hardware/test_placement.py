@@ -9,7 +9,8 @@ from functools import lru_cache
 import pytest
 
 from app.hardware.onnx_targets import OnnxTarget
-from app.hardware.placement import ALL_LAYERS, ModelFacts, PlacementRefused, kv_cache_bytes_for, place
+from app.hardware.memory import F32, gguf_kv_cache_bytes, kv_cache_bytes, memory_needed
+from app.hardware.placement import ALL_LAYERS, ModelFacts, PlacementRefused, place
 from app.hardware.probe import probe
 from app.hardware.report import HardwareReport, PowerInfo
 from tests.hardware.machines import FIXTURES, RecordedMachine
@@ -17,10 +18,10 @@ from tests.hardware.machines import FIXTURES, RecordedMachine
 _GIB = 1024**3
 
 # Real models' sizes and shapes (Q4_K_M files), with the cache their context needs.
-GEMMA2_2B = ModelFacts("gguf", 1_708_582_752, 4096, kv_cache_bytes_for(26, 4096, 2304, 8, 4), layers=26)
-LLAMA31_8B = ModelFacts("gguf", 4_920_734_272, 8192, kv_cache_bytes_for(32, 8192, 4096, 32, 8), layers=32)
-QWEN25_32B = ModelFacts("gguf", 19_851_335_936, 4096, kv_cache_bytes_for(64, 4096, 5120, 40, 8), layers=64)
-LLAMA33_70B = ModelFacts("gguf", 42_520_412_160, 8192, kv_cache_bytes_for(80, 8192, 8192, 64, 8), layers=80)
+GEMMA2_2B = ModelFacts("gguf", 1_708_582_752, 4096, gguf_kv_cache_bytes(26, 4096, 2304, 8, 4), layers=26)
+LLAMA31_8B = ModelFacts("gguf", 4_920_734_272, 8192, gguf_kv_cache_bytes(32, 8192, 4096, 32, 8), layers=32)
+QWEN25_32B = ModelFacts("gguf", 19_851_335_936, 4096, gguf_kv_cache_bytes(64, 4096, 5120, 40, 8), layers=64)
+LLAMA33_70B = ModelFacts("gguf", 42_520_412_160, 8192, gguf_kv_cache_bytes(80, 8192, 8192, 64, 8), layers=80)
 PHI35_OPENVINO_NPU = ModelFacts("onnx", 2_300_000_000, 4096, 400 * 1024**2,
                                 onnx_targets=(OnnxTarget("OpenVINOExecutionProvider", "npu"),))
 PHI35_DML = ModelFacts("onnx", 2_300_000_000, 4096, 400 * 1024**2, onnx_targets=(OnnxTarget("dml"),))
@@ -182,10 +183,20 @@ def test_registry_unreadable_falls_back_to_the_report_gpus() -> None:
     assert (first.device_name, first.gpu_layers) == ("NVIDIA GeForce RTX 4070", ALL_LAYERS)
 
 
-def test_kv_cache_bytes_for_matches_llama_cpp() -> None:
+def test_kv_cache_bytes_match_llama_cpp_and_onnx_exports() -> None:
     # Llama 3.1 8B at 8192 tokens: 32 layers x 8 KV heads x 128 dims x K and V x 2 bytes.
-    assert kv_cache_bytes_for(32, 8192, 4096, 32, 8) == 1 * _GIB
-    assert kv_cache_bytes_for(0, 8192, 4096, 32, 8) == 0
+    assert gguf_kv_cache_bytes(32, 8192, 4096, 32, 8) == 1 * _GIB
+    assert gguf_kv_cache_bytes(0, 8192, 4096, 32, 8) == 0
+    # The same shape exported for ONNX Runtime's CPU keeps a float32 cache: twice the bytes.
+    assert kv_cache_bytes(32, 8192, 8, 128, F32) == 2 * _GIB
+
+
+def test_each_placement_counts_what_the_engine_checks_before_it_loads() -> None:
+    gpu, *_, cpu = place(machine("windows_desktop_rtx4070"), PHI35_DML)
+    assert gpu.memory_needed == memory_needed(PHI35_DML.file_size, PHI35_DML.kv_cache_bytes, on_cpu=False)
+    assert cpu.memory_needed == PHI35_DML.memory_needed(on_cpu=True)
+    [gguf_cpu] = place(machine("windows_desktop_rtx4070"), LLAMA31_8B, "cpu")
+    assert gguf_cpu.memory_needed == memory_needed(LLAMA31_8B.file_size, LLAMA31_8B.kv_cache_bytes, on_cpu=True)
 
 
 def test_bad_preference_is_a_bug() -> None:

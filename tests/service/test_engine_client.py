@@ -65,10 +65,10 @@ def test_generate_streams_deltas_then_done_with_stats(tiny_model: Path) -> None:
         assert len(deltas) >= 2, "the answer must arrive in pieces, not at once"
         assert done.finish_reason == "length"
         stats = done.stats
-        assert stats["tokens"] == 12
-        assert stats["tokens_per_s"] > 0 and stats["ttft_ms"] > 0
-        assert stats["prompt_tokens"] == stats["prompt_tokens_evaluated"] > 0
-        assert stats["device"] == "CPU"
+        assert stats.tokens == 12
+        assert stats.tokens_per_s > 0 and stats.ttft_ms > 0
+        assert stats.prompt_tokens == stats.prompt_tokens_evaluated > 0
+        assert stats.device == "CPU"
     run(scenario())
 
 
@@ -103,7 +103,7 @@ def test_cancel_stops_between_two_tokens(tiny_model: Path) -> None:
         finally:
             await client.shutdown()
         assert done.finish_reason == "cancelled"
-        assert 5 <= done.stats["tokens"] < 400
+        assert 5 <= done.stats.tokens < 400
         assert after.finish_reason == "length"
     run(scenario())
 
@@ -119,7 +119,7 @@ def test_leaving_the_stream_early_cancels_it(tiny_model: Path) -> None:
             text, done = await _collect(client)
         finally:
             await client.shutdown()
-        assert done.finish_reason == "length" and done.stats["tokens"] == 12
+        assert done.finish_reason == "length" and done.stats.tokens == 12
     run(scenario())
 
 
@@ -143,7 +143,7 @@ def test_pause_holds_generation_until_resume(tiny_model: Path) -> None:
             await client.shutdown()
         # Paused between two tokens: at most the first one got out.
         assert seen_while_paused <= 1
-        assert isinstance(events[-1], Done) and events[-1].stats["tokens"] == 12
+        assert isinstance(events[-1], Done) and events[-1].stats.tokens == 12
     run(scenario())
 
 
@@ -180,10 +180,10 @@ def test_second_turn_reuses_the_kv_cache(tiny_model: Path) -> None:
         finally:
             await client.shutdown()
         s1, s2 = first.stats, second.stats
-        assert s1["prompt_tokens_evaluated"] == s1["prompt_tokens"]
-        assert s2["prompt_tokens"] > s1["prompt_tokens"]
+        assert s1.prompt_tokens_evaluated == s1.prompt_tokens
+        assert s2.prompt_tokens > s1.prompt_tokens
         # At least the whole first prompt came from the cache.
-        assert s2["prompt_tokens_evaluated"] <= s2["prompt_tokens"] - s1["prompt_tokens"]
+        assert s2.prompt_tokens_evaluated <= s2.prompt_tokens - s1.prompt_tokens
     run(scenario())
 
 
@@ -262,10 +262,10 @@ def test_long_conversation_leaves_out_its_oldest_turns_when_asked(tiny_model: Pa
         return events[-1]
 
     done = asyncio.run(scenario())
-    left_out = done.stats["messages_left_out"]
+    left_out = done.stats.messages_left_out
     assert left_out % 2 == 0 and 0 < left_out < len(turns)
     # What was kept fits with room for the answer, and nothing more could have been kept.
-    assert done.stats["prompt_tokens"] + 12 <= 512
+    assert done.stats.prompt_tokens + 12 <= 512
     assert done.finish_reason == "length"
 
 
@@ -343,7 +343,7 @@ def test_a_stop_string_ends_the_answer_before_it_shows(tiny_model: Path) -> None
     full, stop, text, done = run(scenario())
     assert stop and stop not in text
     assert text == full[: full.index(stop)]
-    assert done.finish_reason == "stop" and done.stats["tokens"] < 40
+    assert done.finish_reason == "stop" and done.stats.tokens < 40
 
 
 @pytest.mark.parametrize("token", [EOS_ID, IM_END_ID], ids=["eos", "eot"])
@@ -358,4 +358,4 @@ def test_the_models_end_of_generation_tokens_end_the_answer(tmp_path: Path, toke
             await client.shutdown()
 
     text, done = run(scenario())
-    assert text == "" and done.finish_reason == "stop" and done.stats["tokens"] == 0
+    assert text == "" and done.finish_reason == "stop" and done.stats.tokens == 0

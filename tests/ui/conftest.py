@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import dataclasses
 import time
 from pathlib import Path
@@ -83,19 +84,34 @@ def make_window(loop, qtbot, tiny_model):
         window.show()
         windows.append(window)
         if start:
-            run(loop, window.session.start_up())
+            run(loop, window.controller.start_up())
         return window
 
     yield make
     for window in windows:
-        run(loop, window.session.shutdown())
-        window.session.store.close()
+        run(loop, window.controller.shutdown())
+    # Collected here, on the UI thread: automatic GC is off in a Qt process (see
+    # app/ui/collector.py), and these windows must not die on a worker thread.
+    windows.clear()
+    gc.collect()
 
 
-def with_generation(window: MainWindow, **changes) -> None:
+def idle(window: MainWindow) -> Callable[[], bool]:
+    """A predicate: the window's answer is done."""
+    return lambda: not window.controller.busy and not window.controller.queued
+
+
+def stored(loop, window: MainWindow, method, *args):
+    """Read the history as the controller's writer thread does."""
+    return run(loop, window.controller.storage.history(method, *args))
+
+
+def with_generation(window: MainWindow, loop=None, **changes) -> None:
     """Change the open conversation's settings (creating it if needed)."""
-    system_prompt, settings = window.session.conversation_settings()
-    window.session.set_conversation_settings(system_prompt, dataclasses.replace(settings, **changes))
+    controller = window.controller
+    system_prompt, settings = controller.conversation_settings()
+    task = controller.set_conversation_settings(system_prompt, dataclasses.replace(settings, **changes))
+    run(loop or asyncio.get_event_loop(), task)
 
 
 def choose_in_settings(window: MainWindow, monkeypatch, **choices: str) -> None:

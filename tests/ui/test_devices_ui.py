@@ -6,7 +6,7 @@ import dataclasses
 import functools
 
 from tests.hardware.machines import recorded_report
-from tests.ui.conftest import choose_in_settings, run, until
+from tests.ui.conftest import choose_in_settings, idle, run, until
 
 
 def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
@@ -14,9 +14,10 @@ def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
     text = window.device_label.text()
     assert text.startswith("Device: CPU (fell back: NVIDIA GeForce RTX 4070: ")
     assert "built without GPU support" in window.device_label.toolTip()
-    window.session.send("Hello")
-    run(loop, until(lambda: not window.session.busy))
-    assert window.session.messages.messages()[-1].stats["device"] == "CPU"
+    assert window.controller.send("Hello")
+    run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
+                    and window.adapter.messages.messages()[-1].stats))
+    assert window.adapter.messages.messages()[-1].stats["device"] == "CPU"
 
 
 def test_hardware_panel_shows_the_report_and_the_choice(make_window, loop) -> None:
@@ -31,16 +32,16 @@ def test_hardware_panel_shows_the_report_and_the_choice(make_window, loop) -> No
 
 def test_choosing_a_device_the_machine_lacks_says_so_and_cpu_recovers(make_window, loop, monkeypatch) -> None:
     window = make_window(hardware=functools.partial(recorded_report, "linux_vm"))
-    session = window.session
+    controller = window.controller
 
     choose_in_settings(window, monkeypatch, device="gpu")
-    run(loop, until(lambda: session.model_state.value == "failed"))
+    run(loop, until(lambda: controller.model_state.value == "failed"))
     assert window.banner.isVisible() and "GPU" in window.banner.text()
-    assert session.settings_file.load().device_preference == "gpu"
+    assert '"device_preference": "gpu"' in controller._settings_path.read_text()
     choose_in_settings(window, monkeypatch, device="cpu")
-    run(loop, until(lambda: session.model_state.value == "ready"))
+    run(loop, until(lambda: controller.model_state.value == "ready"))
     assert window.device_label.text() == "Device: CPU"
-    assert dataclasses.asdict(session.settings)["device_preference"] == "cpu"
+    assert dataclasses.asdict(controller.settings)["device_preference"] == "cpu"
 
 
 def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) -> None:
@@ -48,10 +49,11 @@ def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) 
 
     onnx = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
     window = make_window()
-    run(loop, window.session.import_model(str(onnx)))
-    assert window.session.model_state.value == "ready"
+    run(loop, window.controller.import_model(str(onnx)))
+    assert window.controller.model_state.value == "ready"
     assert window.device_label.text() == "Device: CPU (ONNX Runtime)"
-    window.session.send("Hello")
-    run(loop, until(lambda: not window.session.busy))
-    answer = window.session.messages.messages()[-1]
+    assert window.controller.send("Hello")
+    run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
+                    and window.adapter.messages.messages()[-1].stats))
+    answer = window.adapter.messages.messages()[-1]
     assert answer.state.value == "complete" and answer.stats["device"] == "CPU (ONNX Runtime)"

@@ -1,4 +1,4 @@
-"""ModelSetup: the starter model and imports, off the UI thread, with progress and cancel."""
+"""The starter model and imports: slow file work on a worker thread, with progress and cancel."""
 
 from __future__ import annotations
 
@@ -7,28 +7,30 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, Signal
-
 from app.library.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
+from app.service.events import Event, SetupFinished, SetupProgress
+
+Work = Callable[[Callable[[int, int], None]], InstalledModel]
 
 
-class ModelSetup(QObject):
-    """Runs slow file work in a worker thread; progress arrives as a signal."""
+class ModelSetup:
+    """Runs one file job at a time off the event loop; progress goes out as events.
 
-    progress = Signal(str, int, int)
-    finished = Signal()
+    `last_problem` says why the last job gave no model (refused, failed or cancelled).
+    """
 
-    def __init__(self, library: ModelLibrary, parent: QObject | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, library: ModelLibrary, emit: Callable[[Event], None]) -> None:
         self.library = library
+        self._emit = emit
         self.last_problem: str | None = None
         self.running = False
         self._cancel = threading.Event()
 
     def default_model(self, preferred_id: str | None) -> InstalledModel | None:
+        """The model the user chose last, else the oldest installed one."""
         if preferred_id:
             found = self.library.find(preferred_id)
             if found is not None:
@@ -47,7 +49,7 @@ class ModelSetup(QObject):
         return await self._run("Setting up the starter model",
                                lambda report: install_starter(self.library, report, self._cancel.is_set))
 
-    async def import_file(self, path: str) -> InstalledModel | None:
+    async def import_model(self, path: str) -> InstalledModel | None:
         """Check and copy a GGUF file or an ONNX folder into the library.
 
         None, with last_problem saying why, if it is refused or cancelled.
@@ -57,14 +59,14 @@ class ModelSetup(QObject):
         return await self._run(f"Importing {source.name}",
                                lambda report: importer(self.library, source, report, self._cancel.is_set))
 
-    async def _run(self, what: str, work: Callable) -> InstalledModel | None:
+    async def _run(self, what: str, work: Work) -> InstalledModel | None:
         loop = asyncio.get_running_loop()
         self._cancel.clear()
         self.last_problem = None
         self.running = True
 
         def report(done: int, total: int) -> None:
-            loop.call_soon_threadsafe(self.progress.emit, what, done, total)
+            loop.call_soon_threadsafe(self._emit, SetupProgress(what, done, total))
 
         try:
             return await loop.run_in_executor(None, work, report)
@@ -73,4 +75,5 @@ class ModelSetup(QObject):
             return None
         finally:
             self.running = False
-            self.finished.emit()
+            # After the progress calls already posted from the worker thread.
+            loop.call_soon(self._emit, SetupFinished())

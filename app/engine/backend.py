@@ -1,0 +1,49 @@
+"""The one contract every engine backend keeps, and where it was told to run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Protocol, runtime_checkable
+
+from app.engine.control import GenerationControl
+from app.engine.protocol import Delta, Done, Generate, Loaded
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    """Where loading decided a model runs, in the words the user sees.
+
+    Written once, by the code that chose the placement: the backend copies it into
+    Loaded, and every answer's stats carry the same device text.
+    """
+
+    device: str  # "CPU", "GPU: NVIDIA GeForce RTX 4070 (ONNX Runtime)", ...
+    reason: str = ""  # placement's words for why this device
+    fallback_reasons: tuple[str, ...] = ()  # why each device tried before it failed
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """One loaded model, whatever runs it (llama.cpp, ONNX Runtime GenAI).
+
+    Each backend has a classmethod load(request, choice, ...) with options of its own;
+    the request loop only needs what is below. Cancel and pause take effect between two
+    tokens of generate.
+    """
+
+    @property
+    def loaded(self) -> Loaded:
+        """The Loaded event: where the model runs, its context, its threads."""
+        ...
+
+    def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
+        """Stream the answer: Delta events, then one Done."""
+        ...
+
+    def reset(self) -> None:
+        """Forget the cached conversation (the KV cache), keep the model."""
+        ...
+
+    def close(self) -> None:
+        """Free the model's memory; the backend is not used again."""
+        ...

@@ -1,0 +1,570 @@
+"""ChatController: what every front end does with chats, models and the engine, in plain asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Coroutine
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+from app.core.answer_stats import AnswerStats
+from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.generation import GenerationSettings
+from app.core.history import HistoryError, HistoryStore
+from app.core.settings import Settings, SettingsError
+from app.engine.protocol import ChatMessage, Delta, Done, ErrorKind, Loaded
+from app.library.models import InstalledModel, ModelLibrary
+from app.service.client import EngineClient, EngineCrashed, EngineError
+from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
+from app.service.events import (ActivityChanged, AnswerFinished, AnswerInterrupted, AnswerStarted, BusyChanged,
+                                ConversationChanged, ConversationOpened, ConversationRemoved, ConversationsListed,
+                                Event, InterruptReason, MessageAdded, MessagesRemoved, ModelState,
+                                ModelStateChanged, Problem, Queued, SettingsChanged, TextGrew)
+from app.service.model_setup import ModelSetup
+from app.service.storage import Storage
+from app.service.streaming import StreamingAnswer
+
+Listener = Callable[[Event], None]
+PAUSED = "Paused (window in the background)"
+
+
+class ChatController:
+    """Conversations, the model's state, and answers streamed into the history.
+
+    Front ends (the window, the CLI, later the API server) call its methods and hear
+    back through events (`subscribe`); none of them touches the history, the settings
+    file or the engine itself. One engine serves them all through `engine`, a line in
+    which requests wait their turn.
+
+    Attributes a front end may read: `settings`, `conversation` (the open one, or None
+    for a new chat), `messages` (its messages), `model`, `model_state`, `model_detail`,
+    `busy` (an answer is being written), `queued` (a message waits for the model).
+    """
+
+    def __init__(self, *, history_path: Path, settings_path: Path | None, library: ModelLibrary,
+                 client: EngineClient, settings: Settings | None = None) -> None:
+        self._history_path = history_path
+        self._settings_path = settings_path
+        self._given_settings = settings
+        self.client = client
+        self.engine = EngineQueue(client)
+        self.setup = ModelSetup(library, self._emit)
+        self.storage: Storage | None = None
+        self.settings = settings or Settings()
+        self.conversation: Conversation | None = None
+        self.messages: list[Message] = []
+        self.model: InstalledModel | None = None
+        self.model_state = ModelState.NONE
+        self.model_detail = ""
+        self.load_error: EngineError | None = None
+        self.busy = False
+        self.queued = False
+        self._listeners: list[Listener] = []
+        self._tasks: set[asyncio.Task] = set()
+        self._answer_task: asyncio.Task | None = None
+        self._request: EngineRequest | None = None
+        self._stream: StreamingAnswer | None = None
+        self._background = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        # The loop the front end runs; slots called outside a coroutine (a button) start
+        # tasks on it.
+        self._loop = asyncio.get_event_loop()
+        client.on_died = self._engine_died
+
+    # --- events -------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call listener with every event from now on; returns what unsubscribes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _emit(self, event: Event) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        """Run a coroutine on the controller's loop, keeping it until it ends."""
+        task = self._loop.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # --- start-up and models --------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open the history and read the settings (off the event loop).
+
+        HistoryError if the history cannot be used; the message is for the user.
+        """
+        self.storage = await Storage.open(self._history_path, self._settings_path)
+        if self._given_settings is None:
+            self.settings = self.storage.settings
+        self._emit(SettingsChanged(self.settings))
+        if self.storage.settings_problem:
+            self._emit(Problem(self.storage.settings_problem))
+
+    async def start_up(self) -> None:
+        """The window's start: open, recover, list chats, then find and load a model."""
+        await self.open()
+        recovered = await self._history_or_problem(HistoryStore.recover_interrupted) or 0
+        conversations = await self._history_or_problem(HistoryStore.list_conversations) or []
+        self._emit(ConversationsListed(tuple(conversations)))
+        if conversations:
+            await self.open_conversation(conversations[0].id)
+        else:
+            self.new_conversation()
+        if recovered:
+            self._emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
+                               "they are kept and marked as interrupted."))
+        model = await asyncio.to_thread(self.setup.default_model, self.settings.default_model)
+        if model is None and self.setup.starter_available():
+            self._set_model_state(ModelState.INSTALLING, "Setting up the starter model…")
+            model = await self.setup.install_starter()
+            if model is None:
+                self._set_model_state(ModelState.NONE, self.setup.last_problem or "")
+                return
+        if model is None:
+            self._set_model_state(ModelState.NONE, "No model yet.")
+            return
+        await self.load_model(model)
+
+    async def load_model(self, model: InstalledModel) -> bool:
+        """Load a model in the engine; the state says loading, ready or failed and why."""
+        self.model = model
+        self.load_error = None
+        self._set_model_state(ModelState.LOADING, f"Loading {model.title}…")
+        try:
+            async with self.engine.exclusive():
+                await self.client.load(str(model.path), context_length=self._context_length(),
+                                       threads=self.settings.threads, device=self.settings.device_preference)
+        except EngineError as exc:
+            self.load_error = exc
+            self._set_model_state(ModelState.FAILED, exc.message)
+            self._give_up_queued()
+            return False
+        self._set_model_state(ModelState.READY, model.title)
+        await self._save_settings(dataclasses.replace(self.settings, default_model=model.id))
+        if self.queued:
+            self.queued = False
+            self._start_answer()
+        return True
+
+    async def import_model(self, path: str) -> bool:
+        """Check and copy a model the user picked into the library, then load it."""
+        model = await self.setup.import_model(path)
+        if model is None:
+            self._emit(Problem(self.setup.last_problem or "The model was not imported."))
+            return False
+        return await self.load_model(model)
+
+    @property
+    def loaded(self) -> Loaded | None:
+        """Where the engine runs the model now (None while none is loaded)."""
+        return self.client.loaded
+
+    def _set_model_state(self, state: ModelState, detail: str) -> None:
+        self.model_state, self.model_detail = state, detail
+        self._emit(ModelStateChanged(state, detail, self.client.loaded if state == ModelState.READY else None))
+
+    def _context_length(self) -> int:
+        if self.conversation is not None:
+            return self.conversation.settings.context_length
+        return self.settings.generation.context_length
+
+    def _engine_died(self, exit_code: int | None) -> None:
+        """The engine process ended by itself: say so now, not on the next send."""
+        code = f" (exit code {exit_code})" if exit_code is not None else ""
+        self._set_model_state(ModelState.FAILED, f"The engine stopped unexpectedly{code}. Your chats are "
+                                                 "kept; the next message starts a new engine.")
+
+    # --- conversations --------------------------------------------------------------------
+
+    def new_conversation(self) -> None:
+        """An empty chat; it is saved when its first message is sent."""
+        self.conversation = None
+        self.messages = []
+        self._emit(ConversationOpened(None, ()))
+
+    async def open_conversation(self, conversation_id: int) -> None:
+        """Show a saved chat (read on the writer thread)."""
+        storage = self._storage()
+        try:
+            conversation = await storage.history(HistoryStore.get_conversation, conversation_id)
+            messages = await storage.history(HistoryStore.messages, conversation_id)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc)))
+            return
+        stream = self._stream
+        if stream is not None and stream.message.conversation_id == conversation_id:
+            # The history holds the answer as of its last save; show all that arrived.
+            messages = [dataclasses.replace(m, text=stream.text) if m.id == stream.message_id else m
+                        for m in messages]
+        self.conversation, self.messages = conversation, messages
+        self._emit(ConversationOpened(conversation, tuple(messages)))
+
+    async def rename_conversation(self, conversation_id: int, title: str) -> bool:
+        """Give a chat a new title; its place in the list stays."""
+        title = title.strip()
+        if not title:
+            return False
+        storage = self._storage()
+        try:
+            await storage.history(HistoryStore.rename_conversation, conversation_id, title)
+            conversation = await storage.history(HistoryStore.get_conversation, conversation_id)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc)))
+            return False
+        if self.conversation is not None and self.conversation.id == conversation_id:
+            self.conversation = conversation
+        self._emit(ConversationChanged(conversation, to_top=False))
+        return True
+
+    async def delete_conversation(self, conversation_id: int) -> bool:
+        """Delete a chat and its messages (not while its answer is being written)."""
+        if self._stream is not None and self._stream.message.conversation_id == conversation_id:
+            self._emit(Problem("Stop the answer before deleting this chat."))
+            return False
+        try:
+            await self._storage().history(HistoryStore.delete_conversation, conversation_id)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc)))
+            return False
+        self._emit(ConversationRemoved(conversation_id))
+        if self.conversation is not None and self.conversation.id == conversation_id:
+            self.new_conversation()
+        return True
+
+    def conversation_settings(self) -> tuple[str, GenerationSettings]:
+        """The open chat's system prompt and generation settings (the defaults for a new one)."""
+        if self.conversation is None:
+            return "", self.settings.generation
+        return self.conversation.system_prompt, self.conversation.settings
+
+    async def set_conversation_settings(self, system_prompt: str, settings: GenerationSettings) -> bool:
+        """Change the open chat's system prompt and settings (saving a new chat first)."""
+        try:
+            conversation_id = await self._ensure_conversation("New chat")
+            storage = self._storage()
+            await storage.history(HistoryStore.update_conversation, conversation_id,
+                                  system_prompt=system_prompt, settings=settings)
+            await self._refresh_conversation(conversation_id)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc)))
+            return False
+        return True
+
+    async def search(self, query: str) -> set[int] | None:
+        """The ids of the chats whose title or messages contain query (None: no filter)."""
+        query = query.strip()
+        if not query:
+            return None
+        found = await self._history_or_problem(HistoryStore.search_conversations, query)
+        return {c.id for c in found} if found is not None else None
+
+    async def _ensure_conversation(self, title: str) -> int:
+        if self.conversation is None:
+            storage = self._storage()
+            self.conversation = await storage.history(
+                HistoryStore.create_conversation, title=title, settings=self.settings.generation,
+                model=self.model.id if self.model else None)
+            self._emit(ConversationChanged(self.conversation))
+        return self.conversation.id
+
+    async def _refresh_conversation(self, conversation_id: int) -> Conversation:
+        conversation = await self._storage().history(HistoryStore.get_conversation, conversation_id)
+        if self.conversation is not None and self.conversation.id == conversation_id:
+            self.conversation = conversation
+        self._emit(ConversationChanged(conversation))
+        return conversation
+
+    # --- sending and answers --------------------------------------------------------------
+
+    def send(self, text: str) -> bool:
+        """Add the user's message and start the answer (or queue it while a model loads).
+
+        False if it cannot be taken now (an answer is being written, or no text).
+        """
+        if self.busy or not text.strip() or self.storage is None:
+            return False
+        # Busy at once: the Send button turns into Stop before the message is saved.
+        self._set_busy(True)
+        self.spawn(self._send(text))
+        return True
+
+    async def _send(self, text: str) -> None:
+        try:
+            conversation_id = await self._ensure_conversation(_title_from(text))
+            message = await self._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text)
+            await self._refresh_conversation(conversation_id)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc)))
+            self._set_busy(False)
+            return
+        self._add_to_open(message)
+        self._start_answer()
+
+    def regenerate(self) -> bool:
+        """Replace the last answer with a new one."""
+        if self.busy or not self.messages or self.messages[-1].role != Role.ASSISTANT:
+            return False
+        self._set_busy(True)
+        self.spawn(self._replace_from(self.messages[-1], None))
+        return True
+
+    def edit_and_resend(self, message_id: int, text: str) -> bool:
+        """Change one of the user's messages; the answers after it are replaced."""
+        if self.busy or not text.strip() or self.conversation is None:
+            return False
+        message = next((m for m in self.messages if m.id == message_id), None)
+        if message is None or message.role != Role.USER:
+            return False
+        self._set_busy(True)
+        self.spawn(self._replace_from(message, text))
+        return True
+
+    async def _replace_from(self, first: Message, new_text: str | None) -> None:
+        storage = self._storage()
+        try:
+            await storage.history(HistoryStore.delete_messages_from, first.conversation_id, first.id)
+            self._remove_from(first)
+            if new_text is not None:
+                added = await storage.history(HistoryStore.add_message, first.conversation_id, Role.USER, new_text)
+                self._add_to_open(added)
+        except (HistoryError, KeyError) as exc:
+            self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone."))
+            self._set_busy(False)
+            return
+        self._start_answer()
+
+    def stop(self) -> None:
+        """Stop the answer (what was written stays), or forget a message waiting for the model."""
+        if self.queued:
+            self.queued = False
+            self._emit(ActivityChanged("Idle"))
+            self._update_idle()
+        if self._request is not None:
+            self._request.cancel()
+
+    async def wait_idle(self) -> None:
+        """Until no answer is being written and none waits for the model."""
+        await self._idle.wait()
+
+    def _start_answer(self) -> None:
+        if self.model_state == ModelState.READY:
+            self._set_busy(True)
+            assert self.conversation is not None
+            self._answer_task = self.spawn(self._answer(self.conversation.id))
+            return
+        self.queued = True
+        self._set_busy(False)
+        waiting = self.model_state in (ModelState.LOADING, ModelState.INSTALLING)
+        if self.model_state == ModelState.FAILED and self.model is not None and self.load_error is None:
+            # The engine died, not the model: a new engine starts for this message.
+            self.spawn(self.load_model(self.model))
+            waiting = True
+        if waiting:
+            self._emit(ActivityChanged("Your message will be sent when the model is ready…"))
+        else:
+            self._give_up_queued()
+
+    def _give_up_queued(self) -> None:
+        if self.queued:
+            self.queued = False
+            self._emit(Problem("No model is ready: import a model file, or fix the problem shown "
+                               "in the status bar. Your message is kept."))
+            self._update_idle()
+
+    async def _answer(self, conversation_id: int) -> None:
+        try:
+            await self._answer_into(conversation_id)
+        except HistoryError as exc:
+            # The disk refused (full, read-only): stop the answer, keep it on screen.
+            if self._request is not None:
+                self._request.cancel()
+            if self._stream is not None and not self._stream.done:
+                self._finish_answer(self._stream.unsaved(), InterruptReason.DISK, str(exc))
+            self._emit(Problem(f"{exc} The answer so far is on screen but was not saved."))
+        finally:
+            self._stream = None
+            self._request = None
+            self._set_busy(False)
+        try:
+            await self._refresh_conversation(conversation_id)  # it moves to the top
+        except (HistoryError, KeyError):
+            pass  # Deleted meanwhile, or the disk problem was already shown.
+
+    async def _answer_into(self, conversation_id: int) -> None:
+        storage = self._storage()
+        conversation = await storage.history(HistoryStore.get_conversation, conversation_id)
+        history = await storage.history(HistoryStore.messages, conversation_id)
+        stream = self._stream = await StreamingAnswer.start(storage, conversation_id)
+        self._add_to_open(stream.message)
+        self._emit(AnswerStarted(stream.message))
+        try:
+            await self._ensure_context(conversation.settings.context_length)
+            await self._stream_into(stream, _chat(conversation.system_prompt, history), conversation.settings)
+        except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
+            reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
+                      InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
+            self._finish_answer(await stream.interrupt({"error": exc.message}), reason, exc.message)
+            self._emit(Problem(exc.message))
+        except asyncio.CancelledError:
+            if not stream.done:
+                self._finish_answer(await stream.interrupt(None), InterruptReason.SHUTDOWN)
+            raise
+
+    async def _stream_into(self, stream: StreamingAnswer, chat: list[ChatMessage],
+                           settings: GenerationSettings) -> None:
+        request = self._request = self.engine.request(chat, settings, trim_history=True)
+        self._emit(ActivityChanged(PAUSED if self._background else "Thinking…"))
+        async with aclosing(request.events()) as events:
+            async for event in events:
+                if isinstance(event, Delta):
+                    await stream.append(event.text)
+                    self._emit(TextGrew(stream.message.conversation_id, stream.message_id, event.text))
+                elif isinstance(event, Done):
+                    self._finish_answer(await stream.finish(event.stats.to_dict()))
+                    return
+                elif isinstance(event, Queued):
+                    self._emit(event)
+                    self._emit(ActivityChanged(f"Waiting for the engine ({event.position} ahead)…"))
+                elif isinstance(event, Withdrawn):
+                    self._finish_answer(await stream.finish(AnswerStats(finish_reason="cancelled").to_dict()))
+                    return
+
+    async def _ensure_context(self, context_length: int) -> None:
+        # Compared with what was asked, not what the engine gave: a model trained on less
+        # context is clamped, and must not be reloaded before every answer.
+        asked = self.client.load_request
+        if asked is not None and self.model is not None and asked.context_length != context_length:
+            self._emit(ActivityChanged("Reloading the model with the new context length…"))
+            async with self.engine.exclusive():
+                await self.client.load(str(self.model.path), context_length=context_length,
+                                       threads=self.settings.threads, device=self.settings.device_preference)
+            self._set_model_state(ModelState.READY, self.model_detail)
+
+    def _finish_answer(self, message: Message, reason: InterruptReason | None = None, detail: str = "") -> None:
+        self._replace_in_open(message)
+        if reason is None:
+            self._emit(AnswerFinished(message))
+        else:
+            self._emit(AnswerInterrupted(message, reason, detail))
+
+    def _add_to_open(self, message: Message) -> None:
+        if self.conversation is not None and message.conversation_id == self.conversation.id:
+            self.messages.append(message)
+            self._emit(MessageAdded(message))
+
+    def _replace_in_open(self, message: Message) -> None:
+        for row, shown in enumerate(self.messages):
+            if shown.id == message.id:
+                self.messages[row] = message
+
+    def _remove_from(self, first: Message) -> None:
+        if self.conversation is not None and first.conversation_id == self.conversation.id:
+            self.messages = [m for m in self.messages if m.id < first.id]
+        self._emit(MessagesRemoved(first.conversation_id, first.id))
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self.busy:
+            self.busy = busy
+            self._emit(BusyChanged(busy))
+        if not busy and not self.queued:
+            self._emit(ActivityChanged(PAUSED if self._background else "Idle"))
+        self._update_idle()
+
+    def _update_idle(self) -> None:
+        if self.busy or self.queued:
+            self._idle.clear()
+        else:
+            self._idle.set()
+
+    # --- window lifecycle and settings ----------------------------------------------------
+
+    def set_background(self, background: bool) -> None:
+        """The window is hidden or minimized: hold the engine between two tokens; back: go on."""
+        if background == self._background:
+            return
+        self._background = background
+        if background:
+            self.client.pause()
+            self._emit(ActivityChanged(PAUSED))
+        else:
+            self.client.resume()
+            self._emit(ActivityChanged("Thinking…" if self.busy else "Idle"))
+
+    async def update_settings(self, settings: Settings) -> None:
+        """Save the app's settings (if changed); a new device or thread count reloads the model."""
+        before = self.settings
+        await self._save_settings(settings)
+        self._emit(SettingsChanged(self.settings))
+        moved = (before.device_preference, before.threads) != (settings.device_preference, settings.threads)
+        if moved and self.model is not None and not self.busy:
+            await self.load_model(self.model)
+
+    async def hardware_text(self) -> str:
+        """The machine as the engine sees it, and where the model runs and why."""
+        from app.hardware.summary import format_report
+
+        text = format_report(await self.client.hardware_report())
+        loaded = self.client.loaded
+        if loaded is not None:
+            text += f"\n\nIn use: {loaded.device}\nWhy: {loaded.placement_reason}"
+            for reason in loaded.fallback_reasons:
+                text += f"\nCould not use {reason}"
+        return text
+
+    async def shutdown(self) -> None:
+        """Stop cleanly: end the answer (its text is saved), then the engine and the history."""
+        self.setup.cancel()
+        self.client.on_died = None
+        task = self._answer_task
+        if task is not None and not task.done():
+            self.client.resume()
+            if self._request is not None:
+                self._request.cancel()
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout=5)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                task.cancel()
+        await self.client.shutdown()
+        if self.storage is not None:
+            await self.storage.close()
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def _storage(self) -> Storage:
+        if self.storage is None:
+            raise RuntimeError("ChatController.open() was not awaited")
+        return self.storage
+
+    async def _save_settings(self, settings: Settings) -> None:
+        try:
+            await self._storage().save_settings(settings)
+        except SettingsError as exc:
+            self._emit(Problem(str(exc)))
+        self.settings = settings
+
+    async def _history_or_problem(self, method: Callable[..., Any], *args: Any) -> Any:
+        """One history call; a problem with the user's disk is shown, not raised (None)."""
+        try:
+            return await self._storage().history(method, *args)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc)))
+            return None
+
+
+def _title_from(text: str) -> str:
+    first = text.strip().splitlines()[0]
+    return first if len(first) <= 48 else first[:47].rstrip() + "…"
+
+
+def _chat(system_prompt: str, history: list[Message]) -> list[ChatMessage]:
+    chat = [ChatMessage("system", system_prompt)] if system_prompt.strip() else []
+    for message in history:
+        if message.role != Role.SYSTEM and message.text and message.state != MessageState.STREAMING:
+            chat.append(ChatMessage(message.role.value, message.text))
+    return chat

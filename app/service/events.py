@@ -1,0 +1,175 @@
+"""What the chat controller tells its front ends: small frozen dataclasses, one per happening."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+from app.core.conversation import Conversation, Message
+from app.core.settings import Settings
+from app.engine.protocol import Loaded
+
+
+class ModelState(str, Enum):
+    """Where the model stands, as the status bar shows it."""
+
+    NONE = "none"
+    INSTALLING = "installing"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ModelStateChanged:
+    """The model is none / installing / loading / ready / failed; detail says which or why.
+
+    loaded is where the engine runs it (device, placement reason, fall-backs) when ready.
+    """
+
+    state: ModelState
+    detail: str
+    loaded: Loaded | None = None
+
+
+@dataclass(frozen=True)
+class SettingsChanged:
+    """The app's settings were read at start-up or changed."""
+
+    settings: Settings
+
+
+@dataclass(frozen=True)
+class ConversationsListed:
+    """Every conversation, newest first (at start-up)."""
+
+    conversations: tuple[Conversation, ...]
+
+
+@dataclass(frozen=True)
+class ConversationChanged:
+    """A conversation was created or changed; to_top when it moves to the top of the list."""
+
+    conversation: Conversation
+    to_top: bool = True
+
+
+@dataclass(frozen=True)
+class ConversationRemoved:
+    """A conversation was deleted."""
+
+    conversation_id: int
+
+
+@dataclass(frozen=True)
+class ConversationOpened:
+    """The chat shown now (None: a new chat, not saved until its first message)."""
+
+    conversation: Conversation | None
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class MessageAdded:
+    """A message was added to the open conversation (the user's, or an answer starting)."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class MessagesRemoved:
+    """This message and every later one left the open conversation (regenerate, edit)."""
+
+    conversation_id: int
+    from_message_id: int
+
+
+@dataclass(frozen=True)
+class AnswerStarted:
+    """The engine took the answer; its message is empty and growing."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class TextGrew:
+    """New text of a growing answer (whole characters); front ends coalesce these."""
+
+    conversation_id: int
+    message_id: int
+    delta: str
+
+
+@dataclass(frozen=True)
+class AnswerFinished:
+    """The answer is complete (or stopped by the user); message.stats holds its stats."""
+
+    message: Message
+
+
+class InterruptReason(str, Enum):
+    """Why an answer ended before the model finished it."""
+
+    ENGINE_FAILED = "engine_failed"
+    ENGINE_DIED = "engine_died"
+    DISK = "disk"
+    CONTEXT = "context"
+    SHUTDOWN = "shutdown"
+
+
+@dataclass(frozen=True)
+class AnswerInterrupted:
+    """The answer was cut short; the text so far is kept (message), reason says why."""
+
+    message: Message
+    reason: InterruptReason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """The engine is busy with another front end's request; this one waits its turn."""
+
+    position: int
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the user should read: what went wrong and what to do."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class BusyChanged:
+    """An answer started (Send becomes Stop) or ended."""
+
+    busy: bool
+
+
+@dataclass(frozen=True)
+class ActivityChanged:
+    """What the engine is doing, in a few words (Idle, Thinking…, Paused…)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class SetupProgress:
+    """A slow file job (starter model, import) moved on; done == total when finished."""
+
+    what: str
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class SetupFinished:
+    """The slow file job ended (done, failed or cancelled)."""
+
+
+Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
+              ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
+              TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, BusyChanged,
+              ActivityChanged, SetupProgress, SetupFinished]

@@ -1,0 +1,112 @@
+"""An answer saved to the history as it grows, on the writer thread, so a crash loses little."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.core.conversation import Message, MessageState, Role
+from app.core.history import HistoryStore
+from app.service.storage import Storage
+
+
+class StreamingAnswer:
+    """The answer being written into one conversation.
+
+    Text arrives in small deltas; the whole text so far is written to the history at
+    most once per `flush_interval` seconds (on the writer thread), so a crash loses at
+    most about that much. After a crash the message is left STREAMING;
+    `HistoryStore.recover_interrupted` turns it INTERRUPTED on the next start.
+    """
+
+    def __init__(self, storage: Storage, message: Message, *, clock: Callable[[], float],
+                 flush_interval: float) -> None:
+        """Wrap an already stored STREAMING message; use `start()` to make one."""
+        self._storage = storage
+        self.message = message
+        self._parts: list[str] = [message.text]
+        self._clock = clock
+        self._flush_interval = flush_interval
+        self._last_flush = clock()
+        self._flushed_length = len(message.text)
+        self._length = len(message.text)
+        self._done = False
+
+    @classmethod
+    async def start(cls, storage: Storage, conversation_id: int, *,
+                    clock: Callable[[], float] = time.monotonic,
+                    flush_interval: float = 1.0) -> StreamingAnswer:
+        """Store an empty STREAMING assistant message and return its writer."""
+        message = await storage.history(HistoryStore.add_message, conversation_id, Role.ASSISTANT, "",
+                                        state=MessageState.STREAMING)
+        return cls(storage, message, clock=clock, flush_interval=flush_interval)
+
+    @property
+    def message_id(self) -> int:
+        return self.message.id
+
+    @property
+    def done(self) -> bool:
+        """True once finish() or interrupt() has saved the final text."""
+        return self._done
+
+    @property
+    def text(self) -> str:
+        """All the text received so far, saved or not."""
+        # Joined lazily: appending to a list stays cheap however long the answer grows.
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0]
+
+    async def append(self, delta: str) -> bool:
+        """Add a piece of the answer; return True if this call wrote it to the history."""
+        self._check_open()
+        self._parts.append(delta)
+        self._length += len(delta)
+        now = self._clock()
+        if now - self._last_flush < self._flush_interval:
+            return False
+        return await self._write(now)
+
+    async def flush(self) -> bool:
+        """Write the text now if some is unsaved; return True if it wrote."""
+        self._check_open()
+        return await self._write(self._clock())
+
+    async def finish(self, stats: dict[str, Any] | None = None) -> Message:
+        """Save the whole answer as COMPLETE, with what the engine reported about it."""
+        return await self._close(MessageState.COMPLETE, stats)
+
+    async def interrupt(self, stats: dict[str, Any] | None = None) -> Message:
+        """Save the text so far as INTERRUPTED (stopped, or the engine failed)."""
+        return await self._close(MessageState.INTERRUPTED, stats)
+
+    def unsaved(self) -> Message:
+        """The answer as shown, marked INTERRUPTED, when the history could not take it."""
+        self._done = True
+        return Message(self.message.id, self.message.conversation_id, Role.ASSISTANT, self.text,
+                       self.message.created, MessageState.INTERRUPTED, None)
+
+    async def _write(self, now: float) -> bool:
+        if self._length == self._flushed_length:
+            return False
+        text = self.text
+        await self._storage.history(HistoryStore.update_message, self.message.id, text=text)
+        # Set only after a successful write, so a failed one is retried next time.
+        self._last_flush = now
+        self._flushed_length = len(text)
+        return True
+
+    async def _close(self, state: MessageState, stats: dict[str, Any] | None) -> Message:
+        self._check_open()
+        text = self.text
+        await self._storage.history(HistoryStore.update_message, self.message.id, text=text,
+                                    state=state, stats=stats)
+        self._done = True
+        return Message(self.message.id, self.message.conversation_id, Role.ASSISTANT, text,
+                       self.message.created, state, stats)
+
+    def _check_open(self) -> None:
+        if self._done:
+            raise RuntimeError(f"message {self.message.id} is already finished")

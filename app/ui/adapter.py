@@ -1,0 +1,98 @@
+"""ControllerAdapter: the chat controller's events as Qt signals and item-model updates."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from app.service import events as ev
+from app.service.controller import ChatController
+from app.ui.bridge import StreamBridge
+from app.ui.conversation_model import ConversationListModel
+from app.ui.message_model import MessageListModel
+
+
+class ControllerAdapter(QObject):
+    """Holds the item models the window shows and keeps them in step with the controller.
+
+    Signals: modelStateChanged (read controller.model_state / model_detail / loaded),
+    activityChanged(text), busyChanged(busy), problem(text), conversationOpened (the
+    open chat or its title changed), settingsChanged, setupProgress(what, done, total),
+    setupFinished. Text deltas are coalesced by `bridge` to one update per frame.
+    """
+
+    modelStateChanged = Signal()
+    activityChanged = Signal(str)
+    busyChanged = Signal(bool)
+    problem = Signal(str)
+    conversationOpened = Signal()
+    settingsChanged = Signal()
+    setupProgress = Signal(str, int, int)
+    setupFinished = Signal()
+
+    def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.conversations = ConversationListModel(self)
+        self.messages = MessageListModel(self)
+        self.bridge = StreamBridge(self)
+        self.bridge.textGrew.connect(self.messages.append_text)
+        self.conversations.renameRequested.connect(
+            lambda conversation_id, title: self.spawn(controller.rename_conversation(conversation_id, title)))
+        self._unsubscribe = controller.subscribe(self._on_event)
+        # A controller may outlive its window (a task still ending): stop listening
+        # before the models it would update are gone.
+        self.destroyed.connect(self._unsubscribe)
+
+    def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        """Run a controller coroutine from a slot; the window never waits for it."""
+        return self.controller.spawn(coroutine)
+
+    def _on_event(self, event: ev.Event) -> None:
+        """Route one controller event to the models and signals."""
+        if isinstance(event, ev.TextGrew):
+            self.bridge.push(event.message_id, event.delta)
+        elif isinstance(event, (ev.AnswerFinished, ev.AnswerInterrupted)):
+            self.bridge.flush()
+            self.messages.replace(event.message)
+        elif isinstance(event, ev.MessageAdded):
+            self.messages.append(event.message)
+        elif isinstance(event, ev.MessagesRemoved):
+            self.messages.remove_from(event.from_message_id)
+        elif isinstance(event, ev.ConversationOpened):
+            self.bridge.flush()
+            self.messages.reset_to(list(event.messages))
+            self.conversationOpened.emit()
+        else:
+            self._on_other(event)
+
+    def _on_other(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ConversationsListed):
+            self.conversations.reset_to(event.conversations)
+        elif isinstance(event, ev.ConversationChanged):
+            self.conversations.update(event.conversation, event.to_top)
+            if self.controller.conversation is not None and self.controller.conversation.id == event.conversation.id:
+                self.conversationOpened.emit()
+        elif isinstance(event, ev.ConversationRemoved):
+            self.conversations.remove(event.conversation_id)
+        elif isinstance(event, ev.ModelStateChanged):
+            self.modelStateChanged.emit()
+        elif isinstance(event, ev.BusyChanged):
+            self.busyChanged.emit(event.busy)
+        elif isinstance(event, ev.ActivityChanged):
+            self.activityChanged.emit(event.text)
+        elif isinstance(event, ev.Problem):
+            self.problem.emit(event.text)
+        elif isinstance(event, ev.SettingsChanged):
+            self.settingsChanged.emit()
+        elif isinstance(event, ev.SetupProgress):
+            self.setupProgress.emit(event.what, event.done, event.total)
+        elif isinstance(event, ev.SetupFinished):
+            self.setupFinished.emit()
+
+    def close(self) -> None:
+        """Stop listening (the window is gone)."""
+        self._unsubscribe()

@@ -1,0 +1,83 @@
+"""The layering of ARCHITECTURE.md, checked with the import-linter contracts in pyproject.toml."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = ROOT / "pyproject.toml"
+# The console script, run with this interpreter so that it sees this environment's app.
+LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+
+
+def lint_imports(cwd: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
+    """Run import-linter on the `app` package found in `cwd`, with this project's contracts."""
+    # import-linter puts the working folder first on sys.path, so the `app` it reads is
+    # the one in `cwd`, not the installed one. --no-cache keeps it from writing a cache
+    # folder there.
+    args = [sys.executable, "-c", LINT_IMPORTS, str(PYPROJECT), "--no-cache", "--no-logo"]
+    for contract in contracts:
+        args += ["--contract", contract]
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def contracts() -> list[dict[str, Any]]:
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))
+    contracts: list[dict[str, Any]] = config["tool"]["importlinter"]["contracts"]
+    return contracts
+
+
+def test_the_layering_contracts_are_kept() -> None:
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Contracts: {len(contracts())} kept, 0 broken." in result.stdout, result.stdout
+
+
+def test_every_package_of_app_has_a_place_in_the_layering() -> None:
+    # import-linter refuses a contract that names a missing module, so a new layer such
+    # as app.server has to be added to the contracts by hand once it exists.
+    named: set[str] = set()
+    for contract in contracts():
+        for key in ("source_modules", "forbidden_modules", "allowed_importers"):
+            named.update(str(module) for module in contract.get(key, ()))
+    packages = sorted(f"app.{p.parent.name}" for p in (ROOT / "app").glob("*/__init__.py"))
+    missing = [package for package in packages if package not in named]
+    assert not missing, f"add {', '.join(missing)} to the [tool.importlinter] contracts in pyproject.toml"
+
+
+# For each contract, a module to add to a copy of app and what it imports. Every import is
+# made inside a function, the way a lazy import would be, and the Qt one only indirectly.
+VIOLATIONS = {
+    "qt-only-in-ui": ("app/cli/_violation.py", "import qasync", "app.cli._violation -> qasync"),
+    "no-qt-below-ui": ("app/library/_violation.py", "import app._qt_helper",
+                       "app.library._violation -> app._qt_helper"),
+    "engine-below-service": ("app/engine/_violation.py", "import app.service",
+                             "app.engine._violation -> app.service"),
+    "foundations-import-nothing-above": ("app/core/_violation.py", "import app.engine",
+                                         "app.core._violation -> app.engine"),
+}
+
+
+def test_every_contract_has_a_violation_that_proves_it_can_fail() -> None:
+    assert sorted(VIOLATIONS) == sorted(str(contract["id"]) for contract in contracts())
+
+
+@pytest.mark.parametrize("contract", sorted(VIOLATIONS))
+def test_a_contract_breaks_on_a_violating_import(contract: str, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "app" / "_qt_helper.py").write_text('"""Not app.ui, yet imports Qt."""\n\nimport PySide6\n',
+                                                     encoding="utf-8")
+    module, statement, chain = VIOLATIONS[contract]
+    (tmp_path / module).write_text(f'"""A layering violation."""\n\n\ndef late() -> None:\n    {statement}\n',
+                                   encoding="utf-8")
+    result = lint_imports(tmp_path, contract)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "BROKEN" in output and chain in output, output
