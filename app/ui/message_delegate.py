@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from PySide6.QtCore import QModelIndex, QPointF, QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.ui.markdown import markdown_to_html, plain_to_html
 from app.core.conversation import Message, MessageState, Role
+from app.ui.message_model import MessageListModel
+
+_Index = QModelIndex | QPersistentModelIndex
 
 PAD = 10
 _CACHE = 300
@@ -36,7 +39,8 @@ class MessageDelegate(QStyledItemDelegate):
         super().__init__(view)
         self._view = view
         self._docs: OrderedDict[int, tuple[tuple, QTextDocument]] = OrderedDict()
-        self._heights: dict[int, tuple[tuple, int]] = {}
+        # message id -> (key, height, measured: laid out for real rather than estimated)
+        self._heights: dict[int, tuple[tuple, int, bool]] = {}
         self._pending_hints: set[int] = set()
         # Row -> QSize for the current width: the answer to nearly every sizeHint call.
         self._sizes: dict[int, QSize] = {}
@@ -73,8 +77,10 @@ class MessageDelegate(QStyledItemDelegate):
     def _text_width(self) -> int:
         return self._width
 
-    def _message(self, index: QModelIndex) -> Message:
-        return index.model().message(index.row())
+    def _message(self, index: _Index) -> Message:
+        model = index.model()
+        assert isinstance(model, MessageListModel)
+        return model.message(index.row())
 
     def _key(self, message: Message, boundary: bool, width: int) -> tuple:
         text = message.text
@@ -108,16 +114,16 @@ class MessageDelegate(QStyledItemDelegate):
             height += line + PAD
         return height
 
-    def _is_boundary(self, index: QModelIndex) -> bool:
+    def _is_boundary(self, index: _Index) -> bool:
         return index.row() > 0 and index.row() == getattr(index.model(), "context_starts_at", 0)
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # Override.
+    def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:  # Override.
         size = self._sizes.get(index.row())
         if size is None:
             size = self._sizes[index.row()] = self._size_of(index)
         return size
 
-    def _size_of(self, index: QModelIndex) -> QSize:
+    def _size_of(self, index: _Index) -> QSize:
         width = self._text_width()
         message = self._message(index)
         boundary = self._is_boundary(index)
@@ -146,7 +152,7 @@ class MessageDelegate(QStyledItemDelegate):
 
     # --- painting -------------------------------------------------------------------
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:  # Override.
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:  # Override.
         width = self._text_width()
         message = self._message(index)
         boundary = self._is_boundary(index)
@@ -225,7 +231,7 @@ class MessageDelegate(QStyledItemDelegate):
         painter.drawLine(rect.left() + PAD, middle + line // 2 + 2, rect.right() - PAD, middle + line // 2 + 2)
         return top + line + PAD
 
-    def _hint_changed_later(self, index: QModelIndex) -> None:
+    def _hint_changed_later(self, index: _Index) -> None:
         # Telling the view inside paint() would relayout mid-paint; do it right after.
         row = index.row()
         if row in self._pending_hints:

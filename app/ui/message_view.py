@@ -67,8 +67,12 @@ class MessageView(QListView):
         super().setModel(model)
         self.delegate.watch(model)
         model.modelReset.connect(self._reset)
-        model.rowsInserted.connect(lambda *_: self._follow and self.scrollToBottom())
+        model.rowsInserted.connect(self._rows_inserted)
         self.selectionModel().currentChanged.connect(lambda current, _: self._show_actions(current))
+
+    def _rows_inserted(self) -> None:
+        if self._follow:
+            self.scrollToBottom()
 
     def _reset(self) -> None:
         self.delegate.clear()
