@@ -530,9 +530,18 @@ class ChatController:
                 await asyncio.wait_for(asyncio.shield(task), timeout=5)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 task.cancel()
+        await self._cancel_tasks()
         await self.client.shutdown()
         if self.storage is not None:
             await self.storage.close()
+
+    async def _cancel_tasks(self) -> None:
+        """End what is still running (a load, a search) before the history closes under it."""
+        current = asyncio.current_task()
+        pending = [task for task in self._tasks if task is not current and not task.done()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     # --- plumbing -------------------------------------------------------------------------
 

@@ -318,3 +318,18 @@ def test_a_context_longer_than_the_model_knows_loads_once_not_every_answer(tiny_
         await controller.shutdown()
 
     run(scenario)
+
+
+def test_closing_while_the_model_loads_ends_cleanly(tiny_model) -> None:
+    async def scenario():
+        install(tiny_model)
+        controller = make_controller()
+        starting = controller.spawn(controller.start_up())
+        recorder = Recorder(controller)
+        await recorder.until(lambda: controller.model_state == ev.ModelState.LOADING, what="loading")
+        await controller.shutdown()
+        assert starting.done()
+        assert controller.client.pid is None
+        assert starting.cancelled() or starting.exception() is None
+
+    run(scenario)
