@@ -41,23 +41,28 @@ See [the docs](https://docs.python.org/3/) for more.
 
 
 async def scenario(window, prompt: str) -> None:
+    from app.core.answer_stats import AnswerStats
     from app.core.conversation import Role
+    from app.core.history import HistoryStore
 
-    session = window.session
-    await session.start_up()
-    session.new_conversation()
-    conversation_id = session._ensure_conversation("Summing numbers in a file")
-    session.store.add_message(conversation_id, Role.USER, "How do I add up the numbers in a file, one per line?")
-    session.store.add_message(conversation_id, Role.ASSISTANT, SAMPLE_ANSWER,
-                              stats={"ttft_ms": 84.0, "tokens_per_s": 48.2, "tokens": 96, "device": "CPU",
-                                     "finish_reason": "stop"})
-    session.open_conversation(conversation_id)
-    session.conversations.reload()
-    window._conversation_opened()
-    system_prompt, settings = session.conversation_settings()
-    session.set_conversation_settings(system_prompt, dataclasses.replace(settings, max_tokens=40, temperature=0.0))
-    session.send(prompt)
-    await session.task
+    controller = window.controller
+    await controller.start_up()
+    controller.new_conversation()
+    system_prompt, settings = controller.conversation_settings()
+    await controller.set_conversation_settings(system_prompt, dataclasses.replace(settings, max_tokens=40,
+                                                                                   temperature=0.0))
+    conversation_id = controller.conversation.id
+    await controller.rename_conversation(conversation_id, "Summing numbers in a file")
+    stats = AnswerStats(ttft_ms=84.0, tokens_per_s=48.2, tokens=96, device="CPU", finish_reason="stop")
+
+    def sample(store: HistoryStore) -> None:
+        store.add_message(conversation_id, Role.USER, "How do I add up the numbers in a file, one per line?")
+        store.add_message(conversation_id, Role.ASSISTANT, SAMPLE_ANSWER, stats=stats.to_dict())
+
+    await controller.storage.history(sample)
+    await controller.open_conversation(conversation_id)
+    controller.send(prompt)
+    await controller.wait_idle()
     await asyncio.sleep(0.3)
 
 
@@ -90,7 +95,7 @@ def main() -> int:
         loop.run_forever()
         task.result()
         window.grab().save(str(args.out))
-        done = loop.create_task(window.session.shutdown())
+        done = loop.create_task(window.controller.shutdown())
         done.add_done_callback(lambda _: loop.stop())
         loop.run_forever()
     print(f"saved {args.out}")
