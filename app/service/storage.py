@@ -85,11 +85,3 @@ class Storage:
         self._closed = True
         await asyncio.get_running_loop().run_in_executor(self._executor, self._store.close)
         self._executor.shutdown(wait=True)
-
-    def close_now(self) -> None:
-        """Close from outside any event loop (a test, or after the loop stopped)."""
-        if self._closed:
-            return
-        self._closed = True
-        self._executor.submit(self._store.close).result()
-        self._executor.shutdown(wait=True)

@@ -36,6 +36,14 @@ async def _answered(controller, recorder, text: str):
     return controller.messages[-1]
 
 
+async def _streaming(controller, recorder, text: str, chars: int) -> None:
+    """Send text and wait until more than chars of the answer have streamed."""
+    assert controller.send(text)
+    await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
+    answer_id = recorder.of(ev.AnswerStarted)[-1].message.id
+    await recorder.until(lambda: len(recorder.text_of(answer_id)) > chars, what="some text")
+
+
 async def _stored(controller, conversation_id):
     return await controller.storage.history(HistoryStore.messages, conversation_id)
 
@@ -89,10 +97,7 @@ def test_a_message_sent_while_the_model_loads_waits_then_is_answered(tiny_model)
 def test_stop_keeps_what_was_written(tiny_model) -> None:
     async def scenario():
         controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
-        controller.send("Tell me everything")
-        await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
-        answer_id = recorder.of(ev.AnswerStarted)[0].message.id
-        await recorder.until(lambda: len(recorder.text_of(answer_id)) > 40, what="some text")
+        await _streaming(controller, recorder, "Tell me everything", 40)
         controller.stop()
         await controller.wait_idle()
         answer = controller.messages[-1]
@@ -128,10 +133,7 @@ def test_regenerate_and_edit_replace_what_followed(tiny_model) -> None:
 def test_engine_killed_mid_answer_keeps_the_text_and_the_next_send_works(tiny_model) -> None:
     async def scenario():
         controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
-        controller.send("Keep talking")
-        await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
-        answer_id = recorder.of(ev.AnswerStarted)[0].message.id
-        await recorder.until(lambda: len(recorder.text_of(answer_id)) > 30, what="some text")
+        await _streaming(controller, recorder, "Keep talking", 30)
         first_pid = controller.client.pid
         os.kill(first_pid, signal.SIGKILL)
         await controller.wait_idle()
@@ -241,10 +243,7 @@ def test_a_full_disk_mid_answer_stops_it_and_says_so(tiny_model, tmp_path, monke
         async def scenario():
             controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000,
                                                                                   context_length=2048))
-            controller.send("Fill the disk")
-            await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
-            answer_id = recorder.of(ev.AnswerStarted)[0].message.id
-            await recorder.until(lambda: len(recorder.text_of(answer_id)) > 20, what="some text")
+            await _streaming(controller, recorder, "Fill the disk", 20)
             (disk / "filler").write_bytes(b"\0" * shutil.disk_usage(disk).free)
             await controller.wait_idle()
             cut = recorder.of(ev.AnswerInterrupted)[0]
