@@ -99,7 +99,11 @@ class ChatController:
 
         HistoryError if the history cannot be used; the message is for the user.
         """
+        # A large history from an older Kestrel is migrated here (an index is built):
+        # seconds, on the writer thread, with the window already up.
+        self._emit(ActivityChanged("Opening your chats…"))
         self.storage = await Storage.open(self._history_path, self._settings_path)
+        self._emit(ActivityChanged("Idle"))
         if self._given_settings is None:
             self.settings = self.storage.settings
         self._emit(SettingsChanged(self.settings))
