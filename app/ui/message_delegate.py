@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, QSize, Qt, QTimer
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPalette, QTextDocument
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from app.ui.markdown import markdown_to_html, plain_to_html
+from app.ui.message_body import GrowingAnswer, MessageBody
 from app.core.conversation import Message, MessageState, Role
 from app.ui.message_model import MessageListModel
 
@@ -16,6 +17,8 @@ _Index = QModelIndex | QPersistentModelIndex
 
 PAD = 10
 _CACHE = 300
+# Heights of messages no longer shown are kept (for switching back) up to this many.
+_HEIGHTS_KEPT = 20_000
 
 
 def stats_line(stats: dict | None) -> str:
@@ -33,12 +36,19 @@ def stats_line(stats: dict | None) -> str:
 
 
 class MessageDelegate(QStyledItemDelegate):
-    """Keeps laid-out documents for the rows on screen, and the height of every row."""
+    """Keeps laid-out documents for the rows on screen, and the height of every row.
+
+    A finished message is one document; an answer being written is one per Markdown
+    block (GrowingAnswer), so each frame lays out only its last block. `layouts` counts
+    the documents laid out.
+    """
 
     def __init__(self, view) -> None:
         super().__init__(view)
         self._view = view
-        self._docs: OrderedDict[int, tuple[tuple, QTextDocument]] = OrderedDict()
+        self._bodies: OrderedDict[int, tuple[tuple, MessageBody]] = OrderedDict()
+        # Message id -> ((width, dark), its blocks) for the answers being written.
+        self._growing: dict[int, tuple[tuple[int, bool], GrowingAnswer]] = {}
         # message id -> (key, height, measured: laid out for real rather than estimated)
         self._heights: dict[int, tuple[tuple, int, bool]] = {}
         self._pending_hints: set[int] = set()
@@ -49,9 +59,21 @@ class MessageDelegate(QStyledItemDelegate):
         self.layouts = 0
 
     def clear(self) -> None:
-        self._docs.clear()
+        self._bodies.clear()
+        self._growing.clear()
         self._heights.clear()
         self._sizes.clear()
+
+    def forget_rows(self) -> None:
+        """Another chat was opened: forget what is known by row, keep what is known by message.
+
+        Switching back to a chat then finds its messages' heights, instead of estimating
+        thousands of them again.
+        """
+        self._sizes.clear()
+        self._growing.clear()
+        if len(self._heights) > _HEIGHTS_KEPT:
+            self._heights.clear()
 
     def watch(self, model) -> None:
         """Drop cached row sizes when rows change; a changed row keeps the others' sizes."""
@@ -86,23 +108,39 @@ class MessageDelegate(QStyledItemDelegate):
         text = message.text
         return (hash(text), len(text), width, self.dark, message.state, message.stats is not None, boundary)
 
-    def _document(self, message: Message, key: tuple, width: int) -> QTextDocument:
-        cached = self._docs.get(message.id)
+    def _body(self, message: Message, key: tuple, width: int) -> MessageBody:
+        cached = self._bodies.get(message.id)
         if cached is not None and cached[0] == key:
-            self._docs.move_to_end(message.id)
+            self._bodies.move_to_end(message.id)
             return cached[1]
+        if message.role == Role.ASSISTANT and message.state == MessageState.STREAMING:
+            body = self._growing_answer(message.id, width).layout(message.text)
+        else:
+            self._growing.pop(message.id, None)
+            html = (markdown_to_html(message.text, dark=self.dark) if message.role == Role.ASSISTANT
+                    else plain_to_html(message.text))
+            body = MessageBody([self._document(html, width)])
+        self._bodies[message.id] = (key, body)
+        if len(self._bodies) > _CACHE:
+            self._bodies.popitem(last=False)
+        return body
+
+    def _growing_answer(self, message_id: int, width: int) -> GrowingAnswer:
+        looks = (width, self.dark)
+        known = self._growing.get(message_id)
+        if known is None or known[0] != looks:
+            dark = self.dark
+            known = self._growing[message_id] = (looks, GrowingAnswer(
+                lambda text: self._document(markdown_to_html(text, dark=dark), width)))
+        return known[1]
+
+    def _document(self, html: str, width: int) -> QTextDocument:
         doc = QTextDocument()
         doc.setDefaultFont(self._view.font())
         doc.setDocumentMargin(0)
-        if message.role == Role.ASSISTANT:
-            doc.setHtml(markdown_to_html(message.text, dark=self.dark))
-        else:
-            doc.setHtml(plain_to_html(message.text))
+        doc.setHtml(html)
         doc.setTextWidth(width)
         self.layouts += 1
-        self._docs[message.id] = (key, doc)
-        if len(self._docs) > _CACHE:
-            self._docs.popitem(last=False)
         return doc
 
     def _chrome_height(self, message: Message, boundary: bool) -> int:
@@ -140,7 +178,7 @@ class MessageDelegate(QStyledItemDelegate):
         return QSize(width, estimate)
 
     def _measure(self, message: Message, boundary: bool, key: tuple, width: int) -> int:
-        height = int(self._document(message, key, width).size().height()) + self._chrome_height(message, boundary)
+        height = int(self._body(message, key, width).height) + self._chrome_height(message, boundary)
         self._heights[message.id] = (key, height, True)
         return height
 
@@ -175,12 +213,16 @@ class MessageDelegate(QStyledItemDelegate):
         self._paint_bubble(painter, palette, selected, index, QRect(rect.left() + PAD, top - PAD // 2,
                                                                    rect.width() - 2 * PAD, rect.bottom() - top))
         top = self._paint_author(painter, rect, top, message, palette)
-        doc = self._document(message, key, width)
-        painter.translate(rect.left() + 2 * PAD, top)
+        body = self._body(message, key, width)
+        left = rect.left() + 2 * PAD
+        # Only what is being painted: an answer may be many screens tall, and a frame of a
+        # growing one repaints only its new part.
+        visible = QRectF(rect.intersected(self._view.exposed_rect())).translated(-left, -top)
+        painter.translate(left, top)
         # drawContents paints with the application palette, which the theme sets.
-        doc.drawContents(painter)
-        painter.translate(-(rect.left() + 2 * PAD), -top)
-        self._paint_footer(painter, rect, top + int(doc.size().height()) + PAD // 2, message, palette)
+        body.draw(painter, visible)
+        painter.translate(-left, -top)
+        self._paint_footer(painter, rect, top + int(body.height) + PAD // 2, message, palette)
         painter.restore()
 
     def _paint_bubble(self, painter, palette: QPalette, selected: bool, index, bubble: QRect) -> None:
@@ -250,9 +292,24 @@ class MessageDelegate(QStyledItemDelegate):
         """The link under a point in a message, if any."""
         width = self._text_width()
         message = self._message(index)
-        doc = self._document(message, self._key(message, self._is_boundary(index), width), width)
+        body = self._body(message, self._key(message, self._is_boundary(index), width), width)
         rect = self._view.visualRect(index)
-        top = rect.top() + PAD + self._view.fontMetrics().height() + PAD // 2
-        if self._is_boundary(index):
-            top += self._view.fontMetrics().height() + PAD
-        return doc.documentLayout().anchorAt(QPointF(point.x() - rect.left() - 2 * PAD, point.y() - top))
+        top = rect.top() + self._text_top(index)
+        return body.anchor_at(QPointF(point.x() - rect.left() - 2 * PAD, point.y() - top))
+
+    def growth_rect(self, index: _Index, rect: QRect) -> QRect:
+        """The part of a growing answer's row (at rect) that changed since this was last asked:
+        from its first block laid out anew down to the footer."""
+        message = self._message(index)
+        growing, cached = self._growing.get(message.id), self._bodies.get(message.id)
+        if growing is None or cached is None:
+            return QRect(rect)
+        body, first = cached[1], growing[1].take_first_new()
+        # Two pixels of slack: the author line's bold font may be a pixel taller.
+        top = self._text_top(index) - 2 + int(body.tops[first] if first < len(body.tops) else body.height)
+        return QRect(rect.left(), rect.top() + top, rect.width(), max(0, rect.height() - top))
+
+    def _text_top(self, index: _Index) -> int:
+        """Where the text starts in a row: under the context boundary and the author line."""
+        line = self._view.fontMetrics().height()
+        return PAD + line + PAD // 2 + (line + PAD if self._is_boundary(index) else 0)
