@@ -38,6 +38,7 @@ class MainWindow(QMainWindow):
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(SEARCH_DEBOUNCE_MS)
         self._searches = 0
+        self._theme: str | None = None
         self.setWindowTitle("Kestrel")
         self.resize(1100, 740)
         self._build_sidebar()
@@ -200,7 +201,7 @@ class MainWindow(QMainWindow):
         s.activityChanged.connect(self.activity_label.setText)
         s.modelStateChanged.connect(self._model_state_changed)
         s.conversationOpened.connect(self._conversation_opened)
-        s.settingsChanged.connect(self.apply_theme)
+        s.settingsChanged.connect(self._settings_changed)
         s.setupProgress.connect(self._setup_progress)
         s.setupFinished.connect(self._setup_finished)
 
@@ -322,10 +323,17 @@ class MainWindow(QMainWindow):
         if dialog.exec():
             self.adapter.spawn(self.controller.update_settings(dialog.value()))
 
+    def _settings_changed(self) -> None:
+        # Restyling the app and laying out every visible message again is the slowest
+        # thing the UI thread does: only when the theme is what changed.
+        if self.controller.settings.theme != self._theme:
+            self.apply_theme()
+
     def apply_theme(self) -> None:
         app = QApplication.instance()
         assert isinstance(app, QApplication)
-        self.messages.delegate.dark = apply_theme(app, self.controller.settings.theme)
+        self._theme = self.controller.settings.theme
+        self.messages.delegate.dark = apply_theme(app, self._theme)
         self.messages.delegate.clear()
         self.messages.viewport().update()
 
