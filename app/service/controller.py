@@ -5,26 +5,23 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Coroutine
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-from app.core.answer_stats import AnswerStats
-from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.conversation import Conversation, Message, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
 from app.core.settings import Settings, SettingsError
-from app.engine.protocol import ChatMessage, Delta, Done, ErrorKind, Loaded
+from app.engine.protocol import Loaded
 from app.library.models import InstalledModel, ModelLibrary
-from app.service.client import EngineClient, EngineCrashed, EngineError
-from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
-from app.service.events import (ActivityChanged, AnswerFinished, AnswerInterrupted, AnswerStarted, BusyChanged,
-                                ConversationChanged, ConversationOpened, ConversationRemoved, ConversationsListed,
-                                Event, InterruptReason, MessageAdded, MessagesRemoved, ModelState,
-                                ModelStateChanged, Problem, Queued, SettingsChanged, TextGrew)
+from app.service.answer_run import AnswerRun
+from app.service.client import EngineClient, EngineError
+from app.service.engine_queue import EngineQueue
+from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
+                                ConversationRemoved, ConversationsListed, Event, MessageAdded, MessagesRemoved,
+                                ModelState, ModelStateChanged, Problem, SettingsChanged)
 from app.service.model_setup import ModelSetup
 from app.service.storage import Storage
-from app.service.streaming import StreamingAnswer
 
 Listener = Callable[[Event], None]
 PAUSED = "Paused (window in the background)"
@@ -64,8 +61,7 @@ class ChatController:
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
         self._answer_task: asyncio.Task | None = None
-        self._request: EngineRequest | None = None
-        self._stream: StreamingAnswer | None = None
+        self._run: AnswerRun | None = None
         self._background = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -201,7 +197,7 @@ class ChatController:
         except HistoryError as exc:
             self._emit(Problem(str(exc)))
             return
-        stream = self._stream
+        stream = self._run.stream if self._run is not None else None
         if stream is not None and stream.message.conversation_id == conversation_id:
             # The history holds the answer as of its last save; show all that arrived.
             messages = [dataclasses.replace(m, text=stream.text) if m.id == stream.message_id else m
@@ -228,7 +224,8 @@ class ChatController:
 
     async def delete_conversation(self, conversation_id: int) -> bool:
         """Delete a chat and its messages (not while its answer is being written)."""
-        if self._stream is not None and self._stream.message.conversation_id == conversation_id:
+        stream = self._run.stream if self._run is not None else None
+        if stream is not None and stream.message.conversation_id == conversation_id:
             self._emit(Problem("Stop the answer before deleting this chat."))
             return False
         try:
@@ -349,8 +346,13 @@ class ChatController:
             self.queued = False
             self._emit(ActivityChanged("Idle"))
             self._update_idle()
-        if self._request is not None:
-            self._request.cancel()
+        if self._run is not None:
+            self._run.cancel()
+
+    @property
+    def answering(self) -> bool:
+        """True while the engine is writing this controller's answer (not waiting in line)."""
+        return self._run is not None and self._run.running
 
     async def wait_idle(self) -> None:
         """Until no answer is being written and none waits for the model."""
@@ -360,7 +362,10 @@ class ChatController:
         if self.model_state == ModelState.READY:
             self._set_busy(True)
             assert self.conversation is not None
-            self._answer_task = self.spawn(self._answer(self.conversation.id))
+            run = self._run = AnswerRun(self._storage(), self.engine, self._emit, show=self._add_to_open,
+                                        settle=self._replace_in_open,
+                                        activity=PAUSED if self._background else "Thinking…")
+            self._answer_task = self.spawn(self._answer(run, self.conversation.id))
             return
         self.queued = True
         self._set_busy(False)
@@ -381,63 +386,16 @@ class ChatController:
                                "in the status bar. Your message is kept."))
             self._update_idle()
 
-    async def _answer(self, conversation_id: int) -> None:
+    async def _answer(self, run: AnswerRun, conversation_id: int) -> None:
         try:
-            await self._answer_into(conversation_id)
-        except HistoryError as exc:
-            # The disk refused (full, read-only): stop the answer, keep it on screen.
-            if self._request is not None:
-                self._request.cancel()
-            if self._stream is not None and not self._stream.done:
-                self._finish_answer(self._stream.unsaved(), InterruptReason.DISK, str(exc))
-            self._emit(Problem(f"{exc} The answer so far is on screen but was not saved."))
+            await run.run(conversation_id, self._ensure_context)
         finally:
-            self._stream = None
-            self._request = None
+            self._run = None
             self._set_busy(False)
         try:
             await self._refresh_conversation(conversation_id)  # it moves to the top
         except (HistoryError, KeyError):
             pass  # Deleted meanwhile, or the disk problem was already shown.
-
-    async def _answer_into(self, conversation_id: int) -> None:
-        storage = self._storage()
-        conversation = await storage.history(HistoryStore.get_conversation, conversation_id)
-        history = await storage.history(HistoryStore.messages, conversation_id)
-        stream = self._stream = await StreamingAnswer.start(storage, conversation_id)
-        self._add_to_open(stream.message)
-        self._emit(AnswerStarted(stream.message))
-        try:
-            await self._ensure_context(conversation.settings.context_length)
-            await self._stream_into(stream, _chat(conversation.system_prompt, history), conversation.settings)
-        except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
-            reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
-                      InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
-            self._finish_answer(await stream.interrupt({"error": exc.message}), reason, exc.message)
-            self._emit(Problem(exc.message))
-        except asyncio.CancelledError:
-            if not stream.done:
-                self._finish_answer(await stream.interrupt(None), InterruptReason.SHUTDOWN)
-            raise
-
-    async def _stream_into(self, stream: StreamingAnswer, chat: list[ChatMessage],
-                           settings: GenerationSettings) -> None:
-        request = self._request = self.engine.request(chat, settings, trim_history=True)
-        self._emit(ActivityChanged(PAUSED if self._background else "Thinking…"))
-        async with aclosing(request.events()) as events:
-            async for event in events:
-                if isinstance(event, Delta):
-                    await stream.append(event.text)
-                    self._emit(TextGrew(stream.message.conversation_id, stream.message_id, event.text))
-                elif isinstance(event, Done):
-                    self._finish_answer(await stream.finish(event.stats.to_dict()))
-                    return
-                elif isinstance(event, Queued):
-                    self._emit(event)
-                    self._emit(ActivityChanged(f"Waiting for the engine ({event.position} ahead)…"))
-                elif isinstance(event, Withdrawn):
-                    self._finish_answer(await stream.finish(AnswerStats(finish_reason="cancelled").to_dict()))
-                    return
 
     async def _ensure_context(self, context_length: int) -> None:
         # Compared with what was asked, not what the engine gave: a model trained on less
@@ -449,13 +407,6 @@ class ChatController:
                 await self.client.load(str(self.model.path), context_length=context_length,
                                        threads=self.settings.threads, device=self.settings.device_preference)
             self._set_model_state(ModelState.READY, self.model_detail)
-
-    def _finish_answer(self, message: Message, reason: InterruptReason | None = None, detail: str = "") -> None:
-        self._replace_in_open(message)
-        if reason is None:
-            self._emit(AnswerFinished(message))
-        else:
-            self._emit(AnswerInterrupted(message, reason, detail))
 
     def _add_to_open(self, message: Message) -> None:
         if self.conversation is not None and message.conversation_id == self.conversation.id:
@@ -528,8 +479,8 @@ class ChatController:
         task = self._answer_task
         if task is not None and not task.done():
             self.client.resume()
-            if self._request is not None:
-                self._request.cancel()
+            if self._run is not None:
+                self._run.cancel()
             try:
                 await asyncio.wait_for(asyncio.shield(task), timeout=5)
             except (asyncio.TimeoutError, asyncio.CancelledError):
@@ -573,11 +524,3 @@ class ChatController:
 def _title_from(text: str) -> str:
     first = text.strip().splitlines()[0]
     return first if len(first) <= 48 else first[:47].rstrip() + "…"
-
-
-def _chat(system_prompt: str, history: list[Message]) -> list[ChatMessage]:
-    chat = [ChatMessage("system", system_prompt)] if system_prompt.strip() else []
-    for message in history:
-        if message.role != Role.SYSTEM and message.text and message.state != MessageState.STREAMING:
-            chat.append(ChatMessage(message.role.value, message.text))
-    return chat

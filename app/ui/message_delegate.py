@@ -59,10 +59,14 @@ class MessageDelegate(QStyledItemDelegate):
         self.layouts = 0
 
     def clear(self) -> None:
+        """The colours changed (the theme): lay the messages out again as they are painted.
+
+        Their heights stay: colours do not move text, and a message found taller when it
+        is painted is measured again then. Keeping them spares re-estimating every row
+        and laying the whole list out again on a theme change.
+        """
         self._bodies.clear()
         self._growing.clear()
-        self._heights.clear()
-        self._sizes.clear()
 
     def forget_rows(self) -> None:
         """Another chat was opened: forget what is known by row, keep what is known by message.
@@ -106,11 +110,12 @@ class MessageDelegate(QStyledItemDelegate):
 
     def _key(self, message: Message, boundary: bool, width: int) -> tuple:
         text = message.text
-        return (hash(text), len(text), width, self.dark, message.state, message.stats is not None, boundary)
+        # Not the theme: a height holds in both (a body, laid out in colour, is keyed with it).
+        return (hash(text), len(text), width, message.state, message.stats is not None, boundary)
 
     def _body(self, message: Message, key: tuple, width: int) -> MessageBody:
         cached = self._bodies.get(message.id)
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] == (key, self.dark):
             self._bodies.move_to_end(message.id)
             return cached[1]
         if message.role == Role.ASSISTANT and message.state == MessageState.STREAMING:
@@ -120,7 +125,7 @@ class MessageDelegate(QStyledItemDelegate):
             html = (markdown_to_html(message.text, dark=self.dark) if message.role == Role.ASSISTANT
                     else plain_to_html(message.text))
             body = MessageBody([self._document(html, width)])
-        self._bodies[message.id] = (key, body)
+        self._bodies[message.id] = ((key, self.dark), body)
         if len(self._bodies) > _CACHE:
             self._bodies.popitem(last=False)
         return body
@@ -196,7 +201,8 @@ class MessageDelegate(QStyledItemDelegate):
         boundary = self._is_boundary(index)
         key = self._key(message, boundary, width)
         known = self._heights.get(message.id)
-        if known is None or known[0] != key or not known[2]:
+        cached = self._bodies.get(message.id)
+        if known is None or known[0] != key or not known[2] or cached is None or cached[0] != (key, self.dark):
             measured = self._measure(message, boundary, key, width)
             if measured != option.rect.height():
                 self._sizes.pop(index.row(), None)

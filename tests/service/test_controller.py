@@ -174,7 +174,7 @@ def test_two_front_ends_share_one_engine_in_turns_without_interleaving(tiny_mode
         timeline: list[tuple[str, str]] = []
         controller.subscribe(lambda e: isinstance(e, ev.TextGrew) and timeline.append(("window", "delta")))
         controller.send("The window asks first")
-        await recorder.until(lambda: controller._request is not None and controller._request.running,
+        await recorder.until(lambda: controller.answering,
                              what="the window's answer")
         # A second front end (the API server, later) asks while the window's answer runs.
         other = controller.engine.request([ChatMessage("user", "The other asks")], SMALL)
@@ -198,7 +198,7 @@ def test_a_waiting_request_can_be_withdrawn(tiny_model) -> None:
     async def scenario():
         controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
         controller.send("Long one")
-        await recorder.until(lambda: controller._request is not None and controller._request.running,
+        await recorder.until(lambda: controller.answering,
                              what="the window's answer")
         waiting = controller.engine.request([ChatMessage("user", "Never mind")], SMALL)
         events = waiting.events()

@@ -209,6 +209,17 @@ def test_a_finished_answer_is_shown_at_once(view) -> None:
     _until(lambda: _scroll_range(view) > laid_out, "the new height")
 
 
+def test_a_new_theme_repaints_the_messages_without_laying_the_list_out(view) -> None:
+    model, laid_out = view.model(), view.delegate.layouts
+    model.asked = 0
+    view.delegate.dark = True
+    view.delegate.clear()
+    view.viewport().update()
+    QTest.qWait(20)
+    assert view.delegate.layouts > laid_out, "the messages on screen are laid out in the new colours"
+    assert model.asked < ROWS, "the rows keep their heights"
+
+
 def test_a_frame_repaints_only_from_the_block_that_changed(view) -> None:
     model = view.model()
     last = model.index(ROWS - 1)
