@@ -1,5 +1,4 @@
-"""StreamBridge hands a growing answer to the view at most once per frame; FramePacer says
-how often the view draws it."""
+"""StreamBridge and FramePacer: how often a growing answer reaches the view, and is drawn."""
 
 from __future__ import annotations
 
