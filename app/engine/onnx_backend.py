@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import random
 import time
 from typing import Callable, Generator, Iterator, Mapping, Sequence
@@ -17,7 +18,10 @@ from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem, onnx_facts
+from app.hardware.onnx_source import quiet_windows_telemetry
 from app.library.model_format import ModelFolderError, OnnxFolderInfo, read_onnx_folder
+
+quiet_windows_telemetry(og, platform.system())
 
 # Kestrel's name for an execution provider -> (ONNX Runtime GenAI's name, its name in messages).
 PROVIDERS: Mapping[str, tuple[str, str]] = {

@@ -35,6 +35,7 @@ def gather_onnxruntime(platform_info: dict[str, str], allow_downloads: bool) -> 
     # otherwise be loaded first and the providers would register with the wrong runtime.
     import onnxruntime as ort
 
+    quiet_windows_telemetry(ort, platform_info.get("system", ""))
     if platform_info.get("system") == "Windows":
         windows_ml = register_windows_ml(ort, _import_catalog, windows_build(platform_info), allow_downloads)
     else:
@@ -46,6 +47,22 @@ def gather_onnxruntime(platform_info: dict[str, str], allow_downloads: bool) -> 
         "ep_devices": None if devices is None else [ep_device_record(d) for d in devices],
         "windows_ml": windows_ml,
     }
+
+
+def quiet_windows_telemetry(library: Any, system: str) -> bool:
+    """Turn off the ETW telemetry events of Windows builds of ONNX Runtime (and GenAI).
+
+    ORT_DISABLE_TELEMETRY (set in app/__init__.py) stops the 1DS uploader that Linux and
+    GenAI builds carry; the Windows onnxruntime.dll instead writes TraceLogging events that
+    Windows' own diagnostics may send on, and only this call stops those. True when done.
+    """
+    if system != "Windows" or not hasattr(library, "disable_telemetry_events"):
+        return False
+    try:
+        library.disable_telemetry_events()
+    except Exception:  # noqa: BLE001 - an older or odd build: the environment variable still holds
+        return False
+    return True
 
 
 def _import_catalog() -> Any:
