@@ -176,6 +176,8 @@ class _AnswerPrinter:
             self._ending = event
             stats = {"type": "done", **(event.message.stats or {})}
             _write(self._out, stats if self._as_json else "\n", self._as_json)
+            if stats.get("template_note") and not self._as_json:  # in the JSON object otherwise
+                print(f"kestrel: {stats['template_note']}", file=sys.stderr)
         elif isinstance(event, AnswerInterrupted):
             self._ending = event
             if event.reason == InterruptReason.ENGINE_DIED:

@@ -17,6 +17,7 @@ class AnswerStats:
     device is where the answer ran, in the words of the loaded model's device.
     finish_reason: stop, length, context or cancelled. chat_format: embedded or the
     built-in format used. messages_left_out: the oldest turns dropped to fit the context.
+    template_note: why the model's own chat template was not used, when it was not.
     """
 
     ttft_ms: float = 0.0
@@ -29,6 +30,7 @@ class AnswerStats:
     chat_format: str = ""
     total_ms: float = 0.0
     messages_left_out: int = 0
+    template_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The stats as a plain dict that `json.dumps` can write."""

@@ -25,7 +25,7 @@ class AnswerTiming:
     evaluated: int = 0
 
     def stats(self, *, prompt_tokens: int, device: str, finish: str, chat_format: str,
-              left_out: int) -> AnswerStats:
+              left_out: int, template_note: str = "") -> AnswerStats:
         """The stats every backend reports, with the same meaning."""
         first = self.first or time.perf_counter()
         decode_s = (self.last - first) if self.last and self.generated > 1 else 0.0
@@ -40,6 +40,7 @@ class AnswerTiming:
             chat_format=chat_format,
             total_ms=round((time.perf_counter() - self.start) * 1000, 2),
             messages_left_out=left_out,
+            template_note=template_note,
         )
 
 
@@ -62,7 +63,8 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
     if tail:
         yield Delta(request.request_id, tail)
     yield Done(request.request_id, timing.stats(prompt_tokens=len(prompt), device=loaded.device, finish=finish,
-                                                chat_format=spec.chat_format, left_out=left_out))
+                                                chat_format=spec.chat_format, left_out=left_out,
+                                                template_note=spec.note or ""))
 
 
 def fit_prompt(request: Generate, n_ctx: int,

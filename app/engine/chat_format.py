@@ -1,22 +1,22 @@
 """Turns a conversation into the prompt text a model was trained on.
 
 The template inside the model file (`tokenizer.chat_template`) comes first. It is
-untrusted code from a downloaded file, so it runs in Jinja's immutable sandbox with no
-loader and no access to anything but the conversation. A file without a template, or
-one whose template fails, gets the built-in format of its architecture.
+untrusted code from a downloaded file, so it runs in a bounded sandbox
+(app/engine/template_sandbox.py). A file without a template, or one whose template
+fails in any way, gets the built-in format of its architecture, and the answer's stats
+carry the reason (PromptSpec.note) so the user sees why.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Sequence
 
-from jinja2 import TemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2 import TemplateSyntaxError
+from jinja2.exceptions import SecurityError
 
 from app.engine.protocol import ChatMessage
+from app.engine.template_sandbox import TemplateLimit, TemplateRaised, render
 
 
 @dataclass(frozen=True)
@@ -37,45 +37,37 @@ class ModelTokens:
     eos: str = ""
 
 
-class _TemplateRaised(Exception):
-    """A template called raise_exception(); its message is for the user."""
-
-
-def _raise_exception(message: str) -> None:
-    raise _TemplateRaised(message)
-
-
-def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(fmt)
-
-
-def _tojson(value: object, indent: int | None = None) -> str:
-    # Hugging Face templates expect json.dumps semantics, not Jinja's HTML-safe tojson.
-    return json.dumps(value, ensure_ascii=False, indent=indent)
-
-
-def _sandbox() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
-    env.filters["tojson"] = _tojson
-    return env
-
-
-_ENV = _sandbox()
-
-
 def render_embedded(
     template: str, messages: Sequence[ChatMessage], tokens: ModelTokens
 ) -> str:
-    """Render a model's own chat template in the sandbox."""
-    compiled = _ENV.from_string(template)
-    return compiled.render(
-        messages=[{"role": m.role, "content": m.content} for m in messages],
-        add_generation_prompt=True,
-        bos_token=tokens.bos,
-        eos_token=tokens.eos,
-    )
+    """Render a model's own chat template in the sandbox, with the variables transformers
+    passes (no tools and no documents: None, as there)."""
+    return render(template, {
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "add_generation_prompt": True,
+        "tools": None,
+        "documents": None,
+        "bos_token": tokens.bos,
+        "eos_token": tokens.eos,
+    })
+
+
+def _why_not(exc: Exception) -> str:
+    """Why a template could not be used, in words for the user."""
+    if isinstance(exc, TemplateRaised):
+        return f"the model's chat template refused the conversation ({exc})"
+    if isinstance(exc, TemplateLimit):
+        return f"the model's chat template was stopped: {exc}"
+    if isinstance(exc, SecurityError):
+        return f"the model's chat template tried to reach outside its sandbox ({exc})"
+    if isinstance(exc, TemplateSyntaxError):
+        return f"the model's chat template has an error on its line {exc.lineno} ({exc.message})"
+    if isinstance(exc, RecursionError):
+        return "the model's chat template calls itself without end"
+    if isinstance(exc, MemoryError):
+        return "the model's chat template ran out of memory"
+    detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+    return f"the model's chat template could not be used ({detail})"
 
 
 def _gemma(messages: Sequence[ChatMessage], tokens: ModelTokens) -> str:
@@ -127,6 +119,9 @@ _BUILTIN = {
 }
 
 
+_FORMAT_NAMES = {"gemma": "Gemma", "chatml": "ChatML", "llama3": "Llama 3", "phi3": "Phi-3"}
+
+
 def builtin_format_for(architecture: str, tokens: ModelTokens) -> str:
     """The built-in format for a model without a usable template of its own."""
     if architecture.startswith("gemma"):
@@ -147,17 +142,16 @@ def build_prompt(
 ) -> PromptSpec:
     """The prompt for a conversation, from the model's template or a built-in format."""
     note = None
+    name = builtin_format_for(architecture, tokens)
     if template:
         try:
             text = render_embedded(template, messages, tokens)
             return PromptSpec(text, "embedded", _stops_for_template(template))
-        except _TemplateRaised as exc:
-            note = f"The model's chat template refused the conversation ({exc}); used a built-in format."
-        except (TemplateError, TypeError, ValueError, AttributeError) as exc:
-            note = f"The model's chat template could not be used ({exc}); used a built-in format."
-    name = builtin_format_for(architecture, tokens)
-    render, stops = _BUILTIN[name]
-    return PromptSpec(render(messages, tokens), name, stops, note)
+        except Exception as exc:  # noqa: BLE001 - a template is untrusted code: any failure falls back
+            why = _why_not(exc)
+            note = f"{why[0].upper()}{why[1:]}; Kestrel used its built-in {_FORMAT_NAMES[name]} format instead."
+    write, stops = _BUILTIN[name]
+    return PromptSpec(write(messages, tokens), name, stops, note)
 
 
 def _stops_for_template(template: str) -> tuple[str, ...]:

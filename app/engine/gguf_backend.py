@@ -24,9 +24,24 @@ from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 
 
 class _CountingLlama(llama_cpp.Llama):
-    """A Llama that counts the tokens it evaluates, to show what the KV cache saved."""
+    """A Llama that counts the tokens it evaluates, to show what the KV cache saved.
+
+    It also hides the chat templates from llama-cpp-python's own chat handlers: those
+    compile every template in the file when the model loads (outside any limit), so a
+    template with a syntax error failed the load. Kestrel renders the template itself
+    (app/engine/chat_format.py), where a bad one falls back with a reason.
+    """
 
     evaluated = 0
+    _metadata: dict[str, str] = {}
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return self._metadata
+
+    @metadata.setter
+    def metadata(self, value: dict[str, str]) -> None:
+        self._metadata = {key: text for key, text in value.items() if not key.startswith("tokenizer.chat_template")}
 
     def eval(self, tokens):  # Override Llama.eval.
         self.evaluated += len(tokens)

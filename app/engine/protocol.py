@@ -11,7 +11,7 @@ from app.core.generation import GenerationSettings
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 
 # --- requests: UI process -> engine -------------------------------------------------

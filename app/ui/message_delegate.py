@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QPointF, QRect, QRectF, QSize, Qt, QTimer
+from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QPointF, QRect, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QColor, QPainter, QPalette, QTextDocument
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QToolTip
 
 from app.ui.markdown import markdown_to_html, plain_to_html
 from app.ui.message_body import GrowingAnswer, MessageBody
@@ -32,6 +32,9 @@ def stats_line(stats: dict | None) -> str:
         parts.append("stopped")
     elif reason in ("length", "context"):
         parts.append("cut at the token limit")
+    if stats.get("template_note"):
+        # The whole reason is in the answer's tooltip; the footer says that it happened.
+        parts.append(f"{stats.get('chat_format', 'built-in')} format: the model's template failed")
     return " · ".join(p for p in parts if p)
 
 
@@ -293,6 +296,15 @@ class MessageDelegate(QStyledItemDelegate):
                 self.sizeHintChanged.emit(model.index(row, 0))
 
         QTimer.singleShot(0, emit)
+
+    def helpEvent(self, event, view, option, index) -> bool:  # Override.
+        """An answer's tooltip says in full why the model's own chat template was not used."""
+        if event.type() == QEvent.Type.ToolTip and index.isValid():
+            note = (self._message(index).stats or {}).get("template_note")
+            if note:
+                QToolTip.showText(event.globalPos(), note, view)
+                return True
+        return super().helpEvent(event, view, option, index)
 
     def anchor_at(self, index: QModelIndex, point) -> str:
         """The link under a point in a message, if any."""

@@ -152,3 +152,21 @@ def test_a_device_the_machine_lacks_exits_6_with_the_reason(tiny_model: Path) ->
     assert result.returncode == 6, result.stderr
     assert "NPU" in result.stderr
     assert_no_traceback(result)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_broken_chat_template_falls_back_and_says_so(tmp_path: Path, as_json: bool) -> None:
+    from tests.helpers.tiny_gguf import build_tiny_gguf
+
+    model = build_tiny_gguf(tmp_path / "bad template.gguf", chat_template="{{ 'x' * 10**9 }}")
+    result = kestrel("chat", "--model", str(model), "--max-tokens", "4", *(["--json"] if as_json else []), "Hi")
+    assert result.returncode == 0, result.stderr
+    assert_no_traceback(result)
+    note = ("kestrel: The model's chat template was stopped: it tried to repeat text of at least "
+            "1,000,000,000 characters, more than a chat prompt can use; Kestrel used its built-in "
+            "ChatML format instead.")
+    if as_json:
+        done = json_lines(result.stdout)[-1]
+        assert done["chat_format"] == "chatml" and done["template_note"] == note.removeprefix("kestrel: ")
+    else:
+        assert note in result.stderr.splitlines()

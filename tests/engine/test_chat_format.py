@@ -43,7 +43,7 @@ def test_gemma_without_template_gets_gemma_turns_with_system_folded_in() -> None
 def test_hostile_template_cannot_escape_the_sandbox(attack: str) -> None:
     spec = build_prompt(CONVERSATION, template=attack, architecture="qwen2", tokens=ModelTokens())
     assert spec.chat_format == "chatml"
-    assert spec.note is not None and "could not be used" in spec.note
+    assert spec.note is not None and "tried to reach outside its sandbox" in spec.note
     assert "uid=" not in spec.text
 
 

@@ -222,3 +222,24 @@ def test_a_keyboard_only_user_can_send_select_copy_and_edit(make_window, loop, q
     monkeypatch.setattr(window, "edit_message", lambda message_id, text: edited.append(text))
     qtbot.keyClick(window.messages, Qt.Key.Key_F2)
     assert edited == ["Typed without a mouse"]
+
+
+def test_an_answer_says_when_the_models_template_was_not_used(make_window, loop, qtbot, tmp_path) -> None:
+    from PySide6.QtCore import QEvent, QPoint
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QStyleOptionViewItem, QToolTip
+
+    from tests.helpers.tiny_gguf import build_tiny_gguf
+
+    model = build_tiny_gguf(tmp_path / "bad template.gguf", chat_template="{% for m in messages %}{{ m }")
+    window = make_window(model=model)
+    _type_and_send(qtbot, window, "Hello")
+    run(loop, until(idle(window), what="the answer"))
+    answer = _last(window)
+    assert answer.stats["chat_format"] == "chatml"
+    assert "chatml format: the model's template failed" in stats_line(answer.stats)
+    view = window.messages
+    index = window.adapter.messages.index(1, 0)
+    event = QHelpEvent(QEvent.Type.ToolTip, QPoint(5, 5), view.viewport().mapToGlobal(QPoint(5, 5)))
+    assert view.itemDelegate().helpEvent(event, view, QStyleOptionViewItem(), index)
+    assert "has an error on its line 1" in QToolTip.text()

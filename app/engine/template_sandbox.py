@@ -1,0 +1,333 @@
+"""The sandbox a model's chat template runs in: what transformers gives it, within limits.
+
+A chat template is code from a downloaded file. Jinja's immutable sandbox already stops
+it from reaching Python's internals, files or the OS; this module adds what the sandbox
+does not bound: time, output size, and the few operations that allocate without limit in
+one step (`'x' * 10**9`, `10 ** 10**8`, `'%01000000000d' % 1`, `center(10**9)`, a join or
+replace whose result is quadratic in its input). Any of them ends the render with
+TemplateLimit, whose message says what the template tried; the caller falls back to a
+built-in format and tells the user why.
+
+The environment matches what Hugging Face transformers' `apply_chat_template` gives a
+template, so that a model gets the prompt its authors tested: trim_blocks and
+lstrip_blocks, the loopcontrols extension (`{% break %}`, `{% continue %}`), the
+`{% generation %}` block (its body unchanged: Kestrel asks for no assistant mask),
+`raise_exception`, `strftime_now`, and a `tojson` with json.dumps' keywords.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+from datetime import datetime
+from functools import lru_cache
+from types import FrameType
+from typing import Any, Callable, Iterable, Mapping
+
+from jinja2 import TemplateError, nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.ext import Extension, loopcontrols
+from jinja2.parser import Parser
+from jinja2.runtime import Context
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import generate_lorem_ipsum
+
+# A prompt far longer than any context (about two million tokens) is never useful.
+MAX_OUTPUT_CHARS = 8_000_000
+# Widths, counts and indents beyond this are not chat formatting.
+MAX_NUMBER = 1_000_000
+# Integers beyond this many bits are not chat formatting either (about 20,000 digits).
+MAX_INT_BITS = 65_536
+# Real templates render a long chat in milliseconds.
+MAX_SECONDS = 2.0
+# The largest real templates (tool-use variants) are tens of kilobytes.
+MAX_TEMPLATE_CHARS = 512_000
+
+TEMPLATE_FILENAME = "<chat template>"
+
+
+class TemplateLimit(TemplateError):
+    """The template went past one of the sandbox's limits; the message says which."""
+
+
+class TemplateRaised(TemplateError):
+    """The template called raise_exception(); its message is the template author's."""
+
+
+def _too_big(what: str) -> TemplateLimit:
+    return TemplateLimit(f"it tried to {what}, more than a chat prompt can use")
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, list, tuple, dict)) else 0
+
+
+def _check_numbers(args: Iterable[Any], what: str) -> None:
+    for value in args:
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) and not math.isnan(value) and abs(value) > MAX_NUMBER:
+            raise _too_big(f"use the number {value:.6g} in {what}")
+        if isinstance(value, (list, tuple)) and len(value) <= 16:
+            _check_numbers(value, what)
+
+
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\d*)(?:\.(\d*))?")
+_BRACE_SPEC = re.compile(r"\{[^{}]*?:([^{}]*)\}")
+_DIGITS = re.compile(r"\d+")
+
+
+def _check_format(text: str, style: str) -> None:
+    """Refuse a format string whose widths or precisions are beyond MAX_NUMBER."""
+    if style == "%":
+        numbers = [n for match in _PERCENT_SPEC.finditer(text) for n in match.groups() if n]
+    else:
+        numbers = [n for spec in _BRACE_SPEC.findall(text) for n in _DIGITS.findall(spec)]
+    for number in numbers:
+        if len(number) > 7 or int(number) > MAX_NUMBER:
+            raise _too_big(f"format text {int(number[:30]):.3g} characters wide")
+
+
+def _check_result(value: Any, what: str) -> Any:
+    if _size(value) > MAX_OUTPUT_CHARS:
+        raise _too_big(f"make {what} of {_size(value):,} items")
+    return value
+
+
+def _joined_size(items: Iterable[Any], separator: str) -> int:
+    total, count = 0, 0
+    for item in items:
+        total += len(item) if isinstance(item, str) else len(str(item))
+        count += 1
+        if total > MAX_OUTPUT_CHARS:
+            break  # enough to refuse; the rest need not be counted
+    return total + max(count - 1, 0) * len(separator)
+
+
+def _replaced_size(text: str, old: str, new: str, count: int = -1) -> int:
+    found = len(text) + 1 if old == "" else text.count(old)
+    if count >= 0:
+        found = min(found, count)
+    return len(text) + found * (len(new) - len(old))
+
+
+def _check_estimate(size: int, what: str) -> None:
+    if size > MAX_OUTPUT_CHARS:
+        raise _too_big(f"{what} of at least {size:,} characters")
+
+
+def _check_str_method(text: str, name: str, args: tuple, kwargs: dict) -> None:
+    """The str methods whose result can outgrow their inputs by far."""
+    if name in ("format", "format_map"):
+        _check_format(text, "{}")
+    elif name == "join" and args:
+        _check_estimate(_joined_size(args[0], text), "join text")
+    elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        count = args[2] if len(args) > 2 and isinstance(args[2], int) else -1
+        _check_estimate(_replaced_size(text, args[0], args[1], count), "replace into text")
+    elif name == "expandtabs":
+        tab = args[0] if args else kwargs.get("tabsize", 8)
+        if isinstance(tab, int):
+            _check_estimate(len(text) + text.count("\t") * tab, "expand tabs into text")
+
+
+# --- the filters and globals transformers adds -----------------------------------------
+
+
+def raise_exception(message: str) -> None:
+    raise TemplateRaised(message)
+
+
+_STRFTIME_WIDTH = re.compile(r"%[-_0^#]*(\d+)")
+
+
+def strftime_now(format: str) -> str:
+    """Today's date as the template asks for it ("%d %B %Y")."""
+    if len(format) > 1_000:
+        raise _too_big(f"format a date with {len(format):,} characters of format")
+    for width in _STRFTIME_WIDTH.findall(format):
+        if len(width) > 4:
+            raise _too_big(f"format a date {width[:12]} characters wide")
+    return datetime.now().strftime(format)
+
+
+def tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None,
+           separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
+    """json.dumps, as transformers' tojson (not Jinja's HTML-safe one)."""
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:  # noqa: A002 - Jinja's names
+    if n > 100 or max > 1_000:
+        raise _too_big(f"write {n} paragraphs of up to {max} words of filler")
+    return str(generate_lorem_ipsum(n=n, html=html, min=min, max=max))
+
+
+class GenerationBlock(Extension):
+    """transformers' `{% generation %}…{% endgeneration %}`: marks the assistant's own
+    tokens for training masks. Without a mask request it renders its body unchanged."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Parser) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body).set_lineno(lineno)
+
+
+# --- the environment -------------------------------------------------------------------
+
+
+class _BoundedConcat(CodeGenerator):
+    """`a ~ b` goes through the environment's concat, so a doubling string is caught in
+    time; macro, block and `{% set %}` bodies already do (`concat = environment.concat`)."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    # Filters marked pass_context / pass_eval_context / pass_environment get that first.
+    passes_first = hasattr(function, "jinja_pass_arg")
+
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        given = args[1:] if passes_first else args
+        value, rest = (given[0], given[1:]) if given else (None, ())
+        _check_numbers(rest, f"the {name} filter")
+        _check_numbers(kwargs.values(), f"the {name} filter")
+        if name == "join" and value is not None:
+            separator = rest[0] if rest else kwargs.get("d", "")
+            _check_estimate(_joined_size(value, str(separator)), "join text")
+        elif name == "replace" and isinstance(value, str) and len(rest) >= 2:
+            _check_estimate(_replaced_size(value, str(rest[0]), str(rest[1])), "replace into text")
+        elif name == "indent" and isinstance(value, str):
+            width = rest[0] if rest else kwargs.get("width", 4)
+            width_size = len(width) if isinstance(width, str) else int(width)
+            _check_estimate(len(value) + (value.count("\n") + 1) * width_size, "indent text")
+        elif name == "format" and isinstance(value, str):
+            _check_format(value, "%")
+        return _check_result(function(*args, **kwargs), f"the result of the {name} filter")
+
+    if passes_first:
+        bounded.jinja_pass_arg = function.jinja_pass_arg  # type: ignore[attr-defined]
+    return bounded
+
+
+class ChatTemplateEnvironment(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox with transformers' additions and Kestrel's limits."""
+
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+    code_generator_class = _BoundedConcat
+
+    def __init__(self) -> None:
+        super().__init__(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, GenerationBlock])
+        self.filters["tojson"] = tojson
+        self.filters = {name: _bounded_filter(name, f) for name, f in self.filters.items()}
+        self.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, lipsum=lipsum)
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for sequence, times in ((left, right), (right, left)):
+                if _size(sequence) and isinstance(times, int):
+                    _check_estimate(_size(sequence) * times, "repeat text")
+            if isinstance(left, int) and isinstance(right, int):
+                if left.bit_length() + right.bit_length() > MAX_INT_BITS:
+                    raise _too_big("multiply numbers of tens of thousands of digits")
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int):
+            if abs(left) > 1 and right > 0 and right * math.log2(abs(left)) > MAX_INT_BITS:
+                raise _too_big(f"raise {left:.3g} to the power {right:.3g}")
+        elif operator == "%" and isinstance(left, str):
+            _check_format(left, "%")
+            _check_numbers(right if isinstance(right, tuple) else (right,), "a % format")
+        elif operator == "+" and _size(left) and _size(right):
+            _check_estimate(_size(left) + _size(right), "add up text")
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's signature
+        name = getattr(__obj, "__name__", "a function")
+        _check_numbers(args, name)
+        _check_numbers(kwargs.values(), name)
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, str):
+            _check_str_method(owner, name, args, kwargs)
+        result = super().call(__context, __obj, *args, **kwargs)
+        return _check_result(result, f"the result of {name}")
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        # Jinja swaps str.format for its own formatter when the method is looked up.
+        wrapped = super().wrap_str_format(value)
+        if wrapped is not None:
+            _check_format(value.__self__, "{}")
+        return wrapped
+
+    def concat(self, values: Iterable[Any]) -> str:
+        parts = [value if isinstance(value, str) else str(value) for value in values]
+        _check_estimate(sum(len(part) for part in parts), "join text")
+        return "".join(parts)
+
+
+ENVIRONMENT = ChatTemplateEnvironment()
+
+
+@lru_cache(maxsize=8)
+def compile_template(source: str) -> Any:
+    """The compiled template; a model's template is compiled once, not on every turn."""
+    if len(source) > MAX_TEMPLATE_CHARS:
+        raise TemplateLimit(f"it is {len(source):,} characters long; real chat templates are "
+                            f"under {MAX_TEMPLATE_CHARS:,}")
+    code = ENVIRONMENT.compile(source, filename=TEMPLATE_FILENAME)
+    return ENVIRONMENT.template_class.from_code(ENVIRONMENT, code, ENVIRONMENT.make_globals(None), None)
+
+
+class _Deadline:
+    """A trace function on the template's own frames only: its loops end at the deadline.
+
+    Native operations cannot be interrupted, which is why the environment bounds each of
+    them; what runs as template code is checked on every line it executes.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.seconds = seconds
+
+    def on_call(self, frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
+        if frame.f_code.co_filename == TEMPLATE_FILENAME:
+            self._check()
+            return self.on_line
+        return None
+
+    def on_line(self, frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
+        self._check()
+        return self.on_line
+
+    def _check(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise TemplateLimit(f"it was still running after {self.seconds:g} s; real chat "
+                                "templates take milliseconds")
+
+
+def render(source: str, variables: Mapping[str, Any], *, seconds: float = MAX_SECONDS) -> str:
+    """Render a chat template within the limits; TemplateLimit or the template's own error
+    otherwise (the caller reports both)."""
+    template = compile_template(source)
+    deadline = _Deadline(seconds)
+    previous = sys.gettrace()
+    sys.settrace(deadline.on_call)
+    try:
+        parts: list[str] = []
+        total = 0
+        for part in template.generate(**variables):
+            total += len(part)
+            if total > MAX_OUTPUT_CHARS:
+                raise _too_big(f"write more than {MAX_OUTPUT_CHARS:,} characters")
+            parts.append(part)
+        return "".join(parts)
+    finally:
+        sys.settrace(previous)
