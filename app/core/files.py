@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable, Iterator
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -38,3 +41,69 @@ def _fsync_folder(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class LockWaitCancelled(Exception):
+    """The caller gave up waiting for another process to finish."""
+
+
+@contextmanager
+def exclusive_lock(path: Path, cancelled: Callable[[], bool] | None = None,
+                   waiting: Callable[[], None] | None = None, poll_s: float = 0.1) -> Iterator[None]:
+    """Hold an OS lock on `path` (created if need be) for the block, across processes.
+
+    The lock belongs to the open file, so a process that dies releases it; the file
+    itself stays and means nothing. While another process holds it, waiting() is called
+    once and cancelled() is asked every poll_s.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        told = False
+        while not _try_lock(fd):
+            if not told and waiting is not None:
+                waiting()
+                told = True
+            if cancelled is not None and cancelled():
+                raise LockWaitCancelled(str(path))
+            time.sleep(poll_s)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    if os.name == "nt":
+        return _try_lock_windows(fd)
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _try_lock_windows(fd: int) -> bool:
+    import msvcrt
+
+    try:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+    except OSError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if os.name == "nt":
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        return
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)

@@ -6,7 +6,9 @@ import importlib
 import importlib.util
 import os
 from pathlib import Path
+from typing import Callable
 
+from app.core.files import LockWaitCancelled, exclusive_lock
 from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
 from app.library.models import InstalledModel, ModelLibrary
 
@@ -29,24 +31,39 @@ def starter_available() -> bool:
 
 
 def install_starter(library: ModelLibrary, progress: Progress | None = None,
-                    cancelled: Cancelled | None = None) -> InstalledModel:
+                    cancelled: Cancelled | None = None,
+                    waiting: Callable[[], None] | None = None) -> InstalledModel:
     """Assemble the chunks into the models folder, verify the checksum, register it.
 
-    Written as `<name>.partial` and renamed only once the sha256 matches, so a cut-off
-    run never leaves a file that looks complete.
+    Written to a `.partial` file of its own and renamed only once the sha256 matches, so
+    a cut-off run never leaves a file that looks complete. Two Kestrels starting for the
+    first time at once (a window and a `chat`) take turns through a lock in the models
+    folder: the second waits (waiting() is called) and then finds the model installed.
     """
     existing = library.get(STARTER_ID)
     if existing is not None:
         return existing
+    folder = library.folder_for(STARTER_ID)
+    try:
+        with exclusive_lock(folder.parent / f".{STARTER_ID}.lock", cancelled, waiting):
+            return library.get(STARTER_ID) or _assemble(library, folder, progress, cancelled)
+    except LockWaitCancelled as exc:
+        raise StarterCancelled("Cancelled: the starter model was not installed.") from exc
+
+
+def _assemble(library: ModelLibrary, folder: Path, progress: Progress | None,
+              cancelled: Cancelled | None) -> InstalledModel:
     package = importlib.import_module(STARTER_PACKAGE)
     chunks = [Path(c) for c in package.chunk_paths()]
     missing = [str(c) for c in chunks if not c.is_file()]
     if missing:
         raise StarterError("The starter model package is incomplete (missing "
                            f"{', '.join(missing)}). Reinstall it: pip install 'kestrel[starter]'.")
-    folder = library.folder_for(STARTER_ID)
     target = folder / package.MODEL_NAME
-    partial = target.with_name(target.name + ".partial")
+    # Left by a run that was killed: nobody else writes here while the lock is held.
+    for stale in folder.glob(f"{target.name}*.partial"):
+        stale.unlink(missing_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
     digest = _copy_chunks(chunks, partial, progress, cancelled)
     if digest != package.EXPECTED_SHA256:
         partial.unlink(missing_ok=True)

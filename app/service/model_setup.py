@@ -46,8 +46,14 @@ class ModelSetup:
 
     async def install_starter(self) -> InstalledModel | None:
         """Assemble the starter model (checksum verified); None if cancelled or failed."""
+        loop = asyncio.get_running_loop()
+
+        def waiting() -> None:  # another Kestrel is assembling it; this one waits its turn
+            loop.call_soon_threadsafe(self._emit, SetupProgress(
+                "Waiting for another Kestrel to finish setting up the starter model", 0, 0))
+
         return await self._run("Setting up the starter model",
-                               lambda report: install_starter(self.library, report, self._cancel.is_set))
+                               lambda report: install_starter(self.library, report, self._cancel.is_set, waiting))
 
     async def import_model(self, path: str) -> InstalledModel | None:
         """Check and copy a GGUF file or an ONNX folder into the library.
