@@ -148,8 +148,13 @@ class SettingsFile:
                 f"defaults: {', '.join(problems)}. Check them in Settings."
             )
         version = data.get("version", SETTINGS_VERSION)
-        if isinstance(version, int) and version > SETTINGS_VERSION:
+        if isinstance(version, int) and not isinstance(version, bool) and version > SETTINGS_VERSION:
             self._newer_loaded = settings
+            self.last_problem = (
+                f"Kestrel's settings file {self.path} comes from a newer version of Kestrel. "
+                "This version uses the settings it understands and leaves the file as it is, "
+                "so changes made here last until Kestrel closes. Update Kestrel to keep them."
+            )
         return settings
 
     def _set_aside(self) -> Settings:
@@ -181,11 +186,16 @@ class SettingsFile:
         the disk refuses.
         """
         settings = dataclasses.replace(settings.validated(), version=SETTINGS_VERSION)
-        # A file from a newer Kestrel may hold settings this version does not know.
-        # Writing it back unchanged would only drop them, so it is left alone until
-        # the user actually changes something here.
-        if self._newer_loaded is not None and settings == self._newer_loaded:
-            return
+        # A file from a newer Kestrel may hold settings this version does not know, and
+        # may mean something else by the ones it does: it is never written over.
+        if self._newer_loaded is not None:
+            if settings == self._newer_loaded:
+                return
+            raise SettingsError(
+                f"This change was not saved: Kestrel's settings file {self.path} comes from a "
+                "newer version of Kestrel, and this version leaves it as it is. The change lasts "
+                "until Kestrel closes."
+            )
         text = json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n"
         try:
             write_atomically(self.path, text.encode("utf-8"))
@@ -195,4 +205,3 @@ class SettingsFile:
                 "Check that the disk has free space and the folder is writable, then "
                 "change the setting again."
             ) from error
-        self._newer_loaded = None

@@ -160,7 +160,7 @@ def test_invalid_values_are_reset_one_by_one(path: Path) -> None:
     assert path.exists()
 
 
-def test_file_from_a_newer_version_is_kept_until_something_changes(path: Path) -> None:
+def test_file_from_a_newer_version_is_read_never_written_and_the_user_is_told(path: Path) -> None:
     data = _custom().to_dict()
     data["version"] = SETTINGS_VERSION + 1
     data["future_setting"] = {"nested": True}
@@ -172,14 +172,13 @@ def test_file_from_a_newer_version_is_kept_until_something_changes(path: Path) -
     loaded = file.load()
     assert loaded == _custom()
     assert loaded.version == SETTINGS_VERSION
+    assert file.last_problem is not None and "newer version of Kestrel" in file.last_problem
     file.save(loaded)
     assert path.read_bytes() == before
 
-    file.save(dataclasses.replace(loaded, theme="light"))
-    on_disk = json.loads(path.read_text(encoding="utf-8"))
-    assert on_disk["version"] == SETTINGS_VERSION
-    assert on_disk["theme"] == "light"
-    assert "future_setting" not in on_disk
+    with pytest.raises(SettingsError, match="This change was not saved"):
+        file.save(dataclasses.replace(loaded, theme="light"))
+    assert path.read_bytes() == before
 
 
 @pytest.mark.skipif(os.name == "nt", reason="Windows cannot fsync a folder")
