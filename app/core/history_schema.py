@@ -113,10 +113,10 @@ _BUSY = (
     "The chat history ({path}) is in use by another program, perhaps a second copy "
     "of Kestrel. Close it, then try again."
 )
-_DAMAGED = (
-    "The chat history file {path} is damaged or is not a Kestrel history. Close "
-    "Kestrel, move that file somewhere else to keep it, and start Kestrel again to "
-    "begin a new history."
+DAMAGED = (
+    "The chat history file {path} is damaged or is not a Kestrel history. Kestrel "
+    "leaves the file as it is: choose whether to recover what can still be read from "
+    "it or to start a fresh history (the damaged file is kept either way)."
 )
 _PROBLEMS = {
     3: _READ_ONLY,  # SQLITE_PERM
@@ -127,20 +127,28 @@ _PROBLEMS = {
         "The disk reported an error while Kestrel used its chat history at {path}. "
         "Check the drive, then try again."
     ),
-    11: _DAMAGED,  # SQLITE_CORRUPT
+    11: DAMAGED,  # SQLITE_CORRUPT
     13: (  # SQLITE_FULL
         "The disk that holds your chat history ({path}) is full. Free some space, "
         "then try again."
     ),
     14: _READ_ONLY,  # SQLITE_CANTOPEN
-    26: _DAMAGED,  # SQLITE_NOTADB
+    26: DAMAGED,  # SQLITE_NOTADB
 }
 SQLITE_CONSTRAINT_FOREIGNKEY = 787
+# The primary codes that mean the file itself is damaged, not the machine around it.
+_DAMAGE_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
 def error_code(error: sqlite3.Error) -> int | None:
     """SQLite's (extended) result code behind an error, where it has one."""
     return getattr(error, "sqlite_errorcode", None)
+
+
+def is_damage(error: sqlite3.Error) -> bool:
+    """True if `error` says the database file is damaged or is not a database."""
+    code = error_code(error)
+    return code is not None and code & 0xFF in _DAMAGE_CODES
 
 
 def environment_problem(error: sqlite3.Error, path: Path) -> str | None:

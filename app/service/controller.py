@@ -10,7 +10,8 @@ from typing import Any
 
 from app.core.conversation import Conversation, Message, Role
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryError, HistoryStore
+from app.core.history import HistoryDamaged, HistoryError, HistoryStore
+from app.core.history_repair import Replacement
 from app.core.settings import Settings, SettingsError
 from app.engine.protocol import Loaded
 from app.library.models import InstalledModel, ModelLibrary
@@ -18,8 +19,9 @@ from app.service.answer_run import AnswerRun
 from app.service.client import EngineClient, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
-                                ConversationRemoved, ConversationsListed, Event, MessageAdded, MessagesRemoved,
-                                ModelState, ModelStateChanged, Problem, SettingsChanged)
+                                ConversationRemoved, ConversationsListed, DamagedHistoryFound,
+                                DamagedHistoryReplaced, Event, MessageAdded, MessagesRemoved, ModelState,
+                                ModelStateChanged, Problem, SettingsChanged)
 from app.service.model_setup import ModelSetup
 from app.service.storage import Storage
 
@@ -65,6 +67,7 @@ class ChatController:
         self._background = False
         self._idle = asyncio.Event()
         self._idle.set()
+        self._replacing_history = False
         # The loop the front end runs; slots called outside a coroutine (a button) start
         # tasks on it.
         self._loop = asyncio.get_event_loop()
@@ -93,18 +96,74 @@ class ChatController:
     async def open(self) -> None:
         """Open the history and read the settings (off the event loop).
 
-        HistoryError if the history cannot be used; the message is for the user.
+        A damaged history file is left as it is, reported (DamagedHistoryFound) and
+        replaced by one in memory until the user chooses (recover_history or
+        start_fresh_history); everything else goes on. HistoryError if the history
+        cannot be used for another reason; the message is for the user.
         """
         # A large history from an older Kestrel is migrated here (an index is built):
         # seconds, on the writer thread, with the window already up.
         self._emit(ActivityChanged("Opening your chats…"))
         self.storage = await Storage.open(self._history_path, self._settings_path)
+        self.storage.on_damaged = self._history_damaged
         self._emit(ActivityChanged("Idle"))
         if self._given_settings is None:
             self.settings = self.storage.settings
         self._emit(SettingsChanged(self.settings))
         if self.storage.settings_problem:
             self._emit(Problem(self.storage.settings_problem))
+        if self.storage.history_damage is not None:
+            self._history_damaged(self.storage.history_damage)
+
+    @property
+    def history_damage(self) -> HistoryDamaged | None:
+        """The damage found in the history file, until the user chose what to do."""
+        return self.storage.history_damage if self.storage is not None else None
+
+    def _history_damaged(self, damage: HistoryDamaged) -> None:
+        in_memory = self.storage is not None and self.storage.in_memory
+        self._emit(DamagedHistoryFound(_damage_text(damage, in_memory), damage.path, in_memory))
+
+    async def recover_history(self) -> bool:
+        """The user's choice for a damaged history: what SQLite can still read of it goes
+        into a fresh one; the damaged file is kept, unchanged, under a new name."""
+        return await self._replace_damaged_history(recover=True)
+
+    async def start_fresh_history(self) -> bool:
+        """The user's choice for a damaged history: a new, empty one (with the chats
+        written meanwhile); the damaged file is kept, unchanged, under a new name."""
+        return await self._replace_damaged_history(recover=False)
+
+    async def _replace_damaged_history(self, recover: bool) -> bool:
+        storage = self._storage()
+        if storage.history_damage is None or self._replacing_history:
+            return False
+        if self.busy or self.queued or self._run is not None:
+            self._emit(Problem("Wait until the answer is finished (or stop it), then choose again."))
+            return False
+        self._replacing_history = True
+        open_id = self.conversation.id if self.conversation is not None else None
+        was_in_memory = storage.in_memory
+        self.new_conversation()  # its id may not mean the same chat in the new history
+        self._emit(ActivityChanged("Recovering your chats…" if recover else "Starting a fresh history…"))
+        try:
+            done = await storage.replace_damaged_history(recover)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc)))
+            if open_id is not None:
+                await self.open_conversation(open_id)
+            return False
+        finally:
+            self._replacing_history = False
+            self._emit(ActivityChanged("Idle"))
+        conversations = await self._history_or_problem(HistoryStore.list_conversations) or []
+        self._emit(ConversationsListed(tuple(conversations)))
+        reopen = done.carried.get(open_id) if was_in_memory and open_id is not None else open_id
+        if reopen is not None and any(c.id == reopen for c in conversations):
+            await self.open_conversation(reopen)
+        self._emit(DamagedHistoryReplaced(_replaced_text(done, recover), done.aside, done.conversations,
+                                          done.messages))
+        return True
 
     async def start_up(self) -> None:
         """The window's start: open, recover, list chats, then find and load a model."""
@@ -519,6 +578,32 @@ class ChatController:
         except HistoryError as exc:
             self._emit(Problem(str(exc)))
             return None
+
+
+def _damage_text(damage: HistoryDamaged, in_memory: bool) -> str:
+    if in_memory:
+        found = (f"Your chats could not be opened: the history file {damage.path} is damaged "
+                 f"({damage.detail}). Kestrel has not changed it. Until you choose what to do, new chats "
+                 "are kept in memory only and are lost when Kestrel closes.")
+    else:
+        found = (f"Part of your chat history ({damage.path}) is damaged ({damage.detail}): some "
+                 "chats may not open or save.")
+    return (found + "\n\nRecover what can be read: every chat and message that can still be read goes "
+            "into a new history. Start a fresh history: a new, empty one. Either way the damaged "
+            "file is kept, unchanged, next to it under a new name.")
+
+
+def _replaced_text(done: Replacement, recover: bool) -> str:
+    if recover:
+        text = (f"Recovered {done.conversations} chat(s) and {done.messages} message(s) into a fresh "
+                "chat history.")
+    else:
+        text = "Started a fresh chat history."
+    if done.aside is not None:
+        text += f" The damaged file was kept, unchanged, as {done.aside}."
+    if done.carried:
+        text += f" The {len(done.carried)} chat(s) written meanwhile were moved into it."
+    return text
 
 
 def _title_from(text: str) -> str:

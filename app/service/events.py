@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Union
 
 from app.core.conversation import Conversation, Message
@@ -142,6 +143,31 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class DamagedHistoryFound:
+    """The history file is damaged; it is left as it is until the user chooses.
+
+    text says what happened and what the choices do, in plain words. in_memory: the
+    file was found damaged at start-up and new chats are kept in memory meanwhile.
+    The choices are ChatController.recover_history() and start_fresh_history().
+    """
+
+    text: str
+    path: Path
+    in_memory: bool
+
+
+@dataclass(frozen=True)
+class DamagedHistoryReplaced:
+    """A new history took the damaged one's place; text says where the damaged file
+    was kept and, after a recovery, how much of it was read."""
+
+    text: str
+    aside: Path | None
+    conversations: int
+    messages: int
+
+
+@dataclass(frozen=True)
 class BusyChanged:
     """An answer started (Send becomes Stop) or ended."""
 
@@ -172,4 +198,4 @@ class SetupFinished:
 Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, BusyChanged,
-              ActivityChanged, SetupProgress, SetupFinished]
+              ActivityChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced]

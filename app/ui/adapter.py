@@ -21,7 +21,9 @@ class ControllerAdapter(QObject):
     Signals: modelStateChanged (read controller.model_state / model_detail / loaded),
     activityChanged(text), busyChanged(busy), problem(text), conversationOpened (the
     open chat or its title changed), settingsChanged, setupProgress(what, done, total),
-    setupFinished. Text deltas are coalesced by `bridge` to one update per frame.
+    setupFinished, historyDamaged(text) (the choices are the controller's recover_history
+    and start_fresh_history), historyReplaced(text). Text deltas are coalesced by
+    `bridge` to one update per frame.
     """
 
     modelStateChanged = Signal()
@@ -32,6 +34,8 @@ class ControllerAdapter(QObject):
     settingsChanged = Signal()
     setupProgress = Signal(str, int, int)
     setupFinished = Signal()
+    historyDamaged = Signal(str)
+    historyReplaced = Signal(str)
 
     def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -92,6 +96,10 @@ class ControllerAdapter(QObject):
             self.setupProgress.emit(event.what, event.done, event.total)
         elif isinstance(event, ev.SetupFinished):
             self.setupFinished.emit()
+        elif isinstance(event, ev.DamagedHistoryFound):
+            self.historyDamaged.emit(event.text)
+        elif isinstance(event, ev.DamagedHistoryReplaced):
+            self.historyReplaced.emit(event.text)
 
     def close(self) -> None:
         """Stop listening (the window is gone)."""

@@ -10,7 +10,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLab
 
 from app.ui.composer import Composer
 from app.ui.conversation_model import ConversationFilter, ConversationRoles
-from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, HardwareDialog, SettingsDialog
+from app.ui.dialogs import (ConversationSettingsDialog, DamagedHistoryPanel, EditMessageDialog, HardwareDialog,
+                            SettingsDialog)
 from app.service.controller import ChatController
 from app.service.events import ModelState
 from app.ui.adapter import ControllerAdapter
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
         banner_row = QHBoxLayout()
         banner_row.addWidget(self.banner, 1)
         banner_row.addWidget(self.banner_close)
+        self.history_panel = DamagedHistoryPanel(self.chat)
         self.messages = MessageView(self.chat)
         self.messages.setModel(self.adapter.messages)
         self.empty = self._build_empty_state()
@@ -110,6 +112,7 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(4, 8, 8, 0)
         layout.addLayout(header)
         layout.addLayout(banner_row)
+        layout.addWidget(self.history_panel)
         layout.addWidget(self.stack, 1)
         layout.addWidget(self.composer)
         self._show_problem("")
@@ -204,6 +207,10 @@ class MainWindow(QMainWindow):
         s.settingsChanged.connect(self._settings_changed)
         s.setupProgress.connect(self._setup_progress)
         s.setupFinished.connect(self._setup_finished)
+        s.historyDamaged.connect(self.history_panel.show_found)
+        s.historyReplaced.connect(self.history_panel.show_done)
+        self.history_panel.recoverRequested.connect(lambda: self.adapter.spawn(self._replace_history(True)))
+        self.history_panel.freshRequested.connect(lambda: self.adapter.spawn(self._replace_history(False)))
 
     # --- reacting ---------------------------------------------------------------------
 
@@ -278,6 +285,12 @@ class MainWindow(QMainWindow):
             self.empty_text.setText("No model yet.\nKestrel runs language models on this computer: "
                                     "import a GGUF model file to begin.")
         self.stack.setCurrentWidget(self.empty if show_empty else self.messages)
+
+    async def _replace_history(self, recover: bool) -> None:
+        """The user chose what to do with a damaged history; the controller does it."""
+        chosen = self.controller.recover_history() if recover else self.controller.start_fresh_history()
+        if not await chosen:
+            self.history_panel.set_working(False)  # refused (an answer is running): choose again
 
     def _setup_finished(self) -> None:
         self.progress.hide()

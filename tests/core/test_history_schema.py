@@ -188,7 +188,7 @@ def test_file_that_is_not_a_database_says_what_to_do(db_path: Path) -> None:
     db_path.write_bytes(b"These are my notes, not a database.\n" * 200)
     with pytest.raises(HistoryError, match="damaged or is not a Kestrel history") as caught:
         HistoryStore(db_path)
-    assert "move that file" in str(caught.value)
+    assert "leaves the file as it is" in str(caught.value)
     assert isinstance(caught.value.__cause__, sqlite3.DatabaseError)
 
 
