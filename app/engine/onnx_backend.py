@@ -19,7 +19,7 @@ from app.engine.errors import ContextOverflow, ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem, onnx_facts
 from app.hardware.onnx_source import quiet_windows_telemetry
-from app.library.model_format import ModelFolderError, OnnxFolderInfo, read_onnx_folder
+from app.library.model_format import ModelFolderError, OnnxFolderInfo, damaged_json_file, read_onnx_folder
 
 quiet_windows_telemetry(og, platform.system())
 
@@ -78,7 +78,17 @@ class OnnxBackend:
             config = _config(info, execution_provider, provider_options or {}, context, threads)
             model = og.Model(config)
             tokenizer = og.Tokenizer(model)
-        except RuntimeError as exc:
+        except (RuntimeError, UnicodeError) as exc:
+            # A damaged tokenizer.json comes out as a bare UnicodeDecodeError (GenAI's
+            # message quotes the bad bytes) or a JSON parser's complaint naming no file.
+            damaged = damaged_json_file(info.path)
+            if damaged is not None:
+                raise damaged from exc
+            if isinstance(exc, UnicodeError):
+                raise ModelFolderError("bad_tokenizer", info.path, (
+                    f'The model folder "{info.path.name}" is damaged: ONNX Runtime GenAI found '
+                    "bytes that are not UTF-8 text in one of its files. Download the model again."
+                )) from exc
             raise ModelLoadError("model_load", _load_failure_message(info, execution_provider, exc)) from exc
         loaded = Loaded(
             request_id=request.request_id,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,14 @@ _MAX_ELEMENTS = 1 << 50
 _KEPT_ARRAY_LENGTH = 64
 _KEPT_STRING_BYTES = 1 << 20
 _READ_CHUNK = 1 << 20
+# llama.cpp keeps these sizes in 32-bit signed integers: a value from 2**31 on turns
+# negative there (llama-cpp-python then fails with "Array length must be >= 0"), so such
+# a header is damaged, most often by one flipped bit.
+_INT32_SIZES = ("context_length", "block_count", "embedding_length",
+                "attention.head_count", "attention.head_count_kv")
+_INT32_LIMIT = 1 << 31
+# How much of a name from a damaged header a message quotes.
+_EXCERPT_CHARS = 40
 
 
 class ModelFileError(Exception):
@@ -137,32 +148,71 @@ def read_gguf_info(path: Path) -> GgufInfo:
 
 
 def _checked_size(path: Path) -> int:
-    try:
-        if not path.exists():
-            raise ModelFileError("missing", path, (
-                f"The model file {path} was not found. It may have been moved, renamed or "
-                "deleted; add the model again or choose another one."
-            ))
-        if not path.is_file():
-            raise ModelFileError("not_a_file", path, (
-                f"{path} is a folder or device, not a model file. Choose the .gguf file itself."
-            ))
-        size = path.stat().st_size
-    except OSError as error:
-        raise _unreadable(path, error) from None
-    if size == 0:
+    status = checked_path(path)
+    if stat.S_ISDIR(status.st_mode):
+        raise ModelFileError("not_a_file", path, (
+            f"{path} is a folder, not a model file. Choose the .gguf file itself."
+        ))
+    if status.st_size == 0:
         raise ModelFileError("empty", path, (
             f'The model file "{path.name}" is empty (0 bytes). The download or copy did '
             "not finish; download it again."
         ))
-    return size
+    return status.st_size
 
 
-def _unreadable(path: Path, error: OSError) -> ModelFileError:
+def checked_path(path: Path, noun: str = "model file",
+                 error: type[ModelFileError] = ModelFileError) -> os.stat_result:
+    """What the path leads to (links followed): a regular file or a folder, else `error`.
+
+    Nothing is opened: a named pipe would wait for a writer for ever, and a device could
+    hand out bytes without end. noun ("model file", "model") words the not-found message.
+    """
+    try:
+        status = path.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise error("unreadable", path, (
+                f"{path} is a symbolic link that leads back to itself (a loop of links), so there "
+                "is no model at the end of it. Choose the model file or folder itself."
+            )) from None
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise _unreadable(path, exc, error, noun) from None
+        raise error("missing", path, _not_found(path, noun)) from None
+    if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
+        raise error("not_a_file", path, (
+            f"{path} is not a regular file but {_special_kind(status.st_mode)}, so Kestrel cannot "
+            "read a model from it. Choose the .gguf file or the ONNX model folder itself."
+        ))
+    return status
+
+
+def _not_found(path: Path, noun: str) -> str:
+    try:
+        target = os.readlink(path)
+    except (OSError, ValueError, NotImplementedError):  # not a link: simply missing
+        return (f"The {noun} {path} was not found. It may have been moved, renamed or "
+                "deleted; add the model again or choose another one.")
+    return (f"{path} is a link to {target}, which does not exist. The model may have been "
+            "moved or deleted; point the link at it again, or choose the model itself.")
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def _unreadable(path: Path, error: OSError, kind: type[ModelFileError] = ModelFileError,
+                noun: str = "model file") -> ModelFileError:
     reason = error.strerror or str(error)
-    return ModelFileError("unreadable", path, (
-        f"Kestrel could not read the model file {path} ({reason}). Check that the file "
-        "is not locked by another program and that you may read it, then try again."
+    return kind("unreadable", path, (
+        f"Kestrel could not read the {noun} {path} ({reason}). Check that it is not locked "
+        "by another program and that you may read it, then try again."
     ))
 
 
@@ -172,7 +222,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     version = _check_version(path, reader.uint("<I"))
     tensor_count, kv_count = reader.uint("<Q"), reader.uint("<Q")
     if tensor_count > _MAX_COUNT or kv_count > _MAX_COUNT:
-        raise _Corrupt(f"it claims {tensor_count} tensors and {kv_count} settings")
+        raise _Corrupt(f"it claims {_count(tensor_count, 'tensor')} and {_count(kv_count, 'setting')}")
     metadata = _read_metadata(reader, kv_count)
     architecture = metadata.get("general.architecture")
     if not isinstance(architecture, str) or not architecture:
@@ -180,14 +230,16 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
             f'"{path.name}" is a GGUF file but does not say which model architecture it '
             "holds, so it is not a model Kestrel can run. Choose the model's main .gguf file."
         ))
+    _check_int32_sizes(metadata, architecture)
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
     if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
-        raise _Corrupt(f"its data alignment {alignment!r} is not a power of two")
+        shown = f"{alignment:,}" if type(alignment) is int else _quoted(str(alignment))
+        raise _Corrupt(f"its data alignment {shown} is not a power of two")
     data_start, data_end = _read_tensor_layout(reader, tensor_count, alignment)
     if data_end > file_size:
         have, want = _format_size(file_size), _format_size(data_end)
         if have == want:  # "47 GB of 47 GB" would read as complete
-            have = f"{data_end - file_size:,} bytes short of"
+            have = f"{_count(data_end - file_size, 'byte')} short of"
         else:
             have += " of"
         raise ModelFileError("truncated", path, (
@@ -219,6 +271,14 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     )
 
 
+def _check_int32_sizes(metadata: Mapping[str, object], architecture: str) -> None:
+    for name in _INT32_SIZES:
+        key = f"{architecture}.{name}"
+        value = _as_int(metadata.get(key))
+        if value is not None and not 0 <= value < _INT32_LIMIT:
+            raise _Corrupt(f"its setting {_quoted(key)} gives the impossible value {value:,}")
+
+
 def _read_metadata(reader: _HeaderReader, kv_count: int) -> dict[str, object]:
     metadata: dict[str, object] = {}
     for index in range(kv_count):
@@ -239,7 +299,7 @@ def _read_tensor_layout(reader: _HeaderReader, tensor_count: int,
     for _ in range(tensor_count):
         name, offset, size = _read_tensor_info(reader)
         if offset != expected_offset:
-            raise _Corrupt(f"tensor {name!r} is not where the file's index says it is")
+            raise _Corrupt(f"tensor {_quoted(name)} is not where the file's index says it is")
         data_length = offset + size
         expected_offset = _padded(data_length, alignment)
     data_start = _padded(reader.offset, alignment) if tensor_count else reader.offset
@@ -299,16 +359,16 @@ def _read_value(reader: _HeaderReader, key: str) -> object:
         return reader.text_value()
     if value_type == _ARRAY:
         return _read_array(reader, key)
-    raise _Corrupt(f"setting {key!r} has the unknown value type {value_type}")
+    raise _Corrupt(f"setting {_quoted(key)} has the unknown value type {value_type}")
 
 
 def _read_array(reader: _HeaderReader, key: str) -> tuple[object, ...] | GgufSkipped:
     element_type, length = reader.uint("<I"), reader.uint("<Q")
     # llama.cpp refuses arrays of arrays too, so there is nothing to skip them for.
     if element_type not in _SCALAR_FORMATS and element_type != _STRING:
-        raise _Corrupt(f"setting {key!r} has the unknown value type {element_type}")
+        raise _Corrupt(f"setting {_quoted(key)} has the unknown value type {element_type}")
     if length > _MAX_ARRAY_LENGTH:
-        raise _Corrupt(f"setting {key!r} claims {length} values")
+        raise _Corrupt(f"setting {_quoted(key)} claims {_count(length, 'value')}")
     element_format = _SCALAR_FORMATS.get(element_type)
     if element_format is None:
         reader.skip_strings(length)
@@ -337,7 +397,7 @@ def _read_tensor_info(reader: _HeaderReader) -> tuple[str, int, int]:
     name = reader.string()
     n_dims = reader.uint("<I")
     if n_dims > _MAX_DIMS:
-        raise _Corrupt(f"tensor {name!r} claims {n_dims} dimensions")
+        raise _Corrupt(f"tensor {_quoted(name)} claims {_count(n_dims, 'dimension')}")
     shape = [reader.uint("<Q") for _ in range(n_dims)]
     type_id, offset = reader.uint("<I"), reader.uint("<Q")
     if type_id not in GGML_TYPES:
@@ -347,9 +407,9 @@ def _read_tensor_info(reader: _HeaderReader) -> tuple[str, int, int]:
     for extent in shape:
         elements *= extent
     if elements > _MAX_ELEMENTS:
-        raise _Corrupt(f"tensor {name!r} claims an impossible size")
+        raise _Corrupt(f"tensor {_quoted(name)} claims an impossible size")
     if shape and shape[0] % block_size:
-        raise _Corrupt(f"tensor {name!r} does not fit its number format")
+        raise _Corrupt(f"tensor {_quoted(name)} does not fit its number format")
     return name, offset, elements // block_size * block_bytes
 
 
@@ -370,7 +430,27 @@ def _format_size(size: int) -> str:
         if size >= scale:
             amount = size / scale
             return f"{amount:.1f} {unit}" if amount < 10 else f"{amount:.0f} {unit}"
-    return f"{size} bytes"
+    return _count(size, "byte")
+
+
+def _count(number: int, noun: str) -> str:
+    """A count and its noun in proper English: "1 byte", "2 bytes", "1,024 bytes"."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+
+
+def _quoted(name: str) -> str:
+    """A name read from a header, quoted short and readable: a damaged one can run to
+    tens of KB of other settings' bytes. It stops at the first character that is not
+    printable text (bytes that were not UTF-8 read as U+FFFD) or after _EXCERPT_CHARS."""
+    shown = ""
+    for char in name[:_EXCERPT_CHARS]:
+        if not char.isprintable() or char == "\ufffd":
+            break
+        shown += char
+    if not shown:
+        return f"with a name of {_count(len(name), 'character')} that is not text"
+    return f'"{shown}"' if shown == name else f'"{shown}…"'
+
 
 
 class _HeaderReader:
@@ -412,13 +492,13 @@ class _HeaderReader:
         """A key or tensor name: short, so a long one means a damaged header."""
         length = self.uint("<Q")
         if length > _MAX_NAME_BYTES:
-            raise _Corrupt(f"a name claims {length} bytes")
+            raise _Corrupt(f"a name claims {_count(length, 'byte')}")
         return self._text(length)
 
     def text_value(self) -> str | GgufSkipped:
         length = self.uint("<Q")
         if length > _MAX_STRING_BYTES:
-            raise _Corrupt(f"a text claims {length} bytes")
+            raise _Corrupt(f"a text claims {_count(length, 'byte')}")
         if length > _KEPT_STRING_BYTES:
             self.skip(length)
             return GgufSkipped("string", length)
@@ -449,7 +529,7 @@ class _HeaderReader:
                 self._fill(8)
             (length,) = unpack_length(self._buffer, self._position)
             if length > _MAX_STRING_BYTES:
-                raise _Corrupt(f"a text claims {length} bytes")
+                raise _Corrupt(f"a text claims {_count(length, 'byte')}")
             self._position += 8
             if len(self._buffer) - self._position >= length:
                 self._position += length

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from app.library.gguf_info import GGUF_MAGIC, ModelFileError
+from app.library.gguf_info import GGUF_MAGIC, ModelFileError, checked_path
 
 ModelFormat = Literal["gguf", "onnx"]
 ModelFolderErrorKind = Literal[
-    "missing", "unreadable", "unknown_format", "no_config", "bad_config",
+    "missing", "not_a_file", "unreadable", "unknown_format", "no_config", "bad_config",
     "no_weights", "no_tokenizer", "bad_tokenizer",
 ]
 
@@ -22,6 +23,16 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
 # Where a chat template may live, in the order transformers prefers them.
 _TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
+# The JSON files ONNX Runtime GenAI or its tokenizer may read, and the kind of error a
+# damaged one is.
+_JSON_FILES: tuple[tuple[str, ModelFolderErrorKind], ...] = (
+    (GENAI_CONFIG, "bad_config"),
+    ("tokenizer.json", "bad_tokenizer"),
+    (TOKENIZER_CONFIG, "bad_tokenizer"),
+    ("special_tokens_map.json", "bad_tokenizer"),
+    ("added_tokens.json", "bad_tokenizer"),
+    ("chat_template.json", "bad_tokenizer"),
+)
 
 
 class ModelFolderError(ModelFileError):
@@ -57,13 +68,10 @@ class OnnxFolderInfo:
 def detect_format(path: Path | str) -> ModelFormat:
     """"gguf" for a GGUF file, "onnx" for a folder with genai_config.json; else ModelFolderError."""
     path = Path(path)
+    # Only a regular file is ever opened: a named pipe would wait for a writer for ever.
+    status = checked_path(path, "model", ModelFolderError)
     try:
-        if not path.exists():
-            raise ModelFolderError("missing", path, (
-                f"The model {path} was not found. It may have been moved, renamed or deleted; "
-                "add the model again or choose another one."
-            ))
-        if path.is_dir():
+        if stat.S_ISDIR(status.st_mode):
             return _folder_format(path)
         if path.suffix.lower() == ".gguf":
             return "gguf"
@@ -168,15 +176,53 @@ def _json_object(file: Path, kind: ModelFolderErrorKind) -> dict[str, Any]:
             f'The model folder "{file.parent.name}" has no {file.name}, which says how to run '
             "the model. Download the model again, in its ONNX Runtime GenAI version."
         ))
+    value, problem = _parsed_json(file)
+    if isinstance(value, dict):
+        return value
+    raise _damaged(file, kind, problem or "it does not hold a JSON object")
+
+
+def damaged_json_file(path: Path | str) -> ModelFolderError | None:
+    """The first JSON file of an ONNX model folder that is not UTF-8 JSON, as the error to
+    show; None if they all read.
+
+    For after ONNX Runtime GenAI refused the folder: its own message for a damaged
+    tokenizer.json is a bare UnicodeDecodeError or a JSON parser's position, naming no
+    file. Reading a tokenizer (tens of MB) every time a model loads would cost too much.
+    """
+    folder = Path(path)
+    for name, kind in _JSON_FILES:
+        file = folder / name
+        try:
+            if not file.is_file():
+                continue
+            _, problem = _parsed_json(file)
+        except OSError as error:
+            return _unreadable(file, error)
+        if problem:
+            return _damaged(file, kind, problem)
+    return None
+
+
+def _parsed_json(file: Path) -> tuple[object, str | None]:
+    """The file's JSON value, or None and why it is not JSON in plain words."""
+    data = file.read_bytes()
+    if not data.strip():
+        return None, "it is empty"
     try:
-        value = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        reason = f"it is not valid JSON ({error})"
-    else:
-        if isinstance(value, dict):
-            return value
-        reason = "it does not hold a JSON object"
-    raise ModelFolderError(kind, file.parent, (
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return None, f"it is not UTF-8 text (at byte offset {error.start:,})"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as error:
+        if error.pos >= len(text.rstrip()):
+            return None, "it ends part-way through (cut short)"
+        return None, f"it is not valid JSON (line {error.lineno:,}, column {error.colno:,})"
+
+
+def _damaged(file: Path, kind: ModelFolderErrorKind, reason: str) -> ModelFolderError:
+    return ModelFolderError(kind, file.parent, (
         f'The file {file.name} in the model folder "{file.parent.name}" is damaged: {reason}. '
         "Download the model again."
     ))

@@ -61,7 +61,10 @@ class ModelLibrary:
         by_id = self.get(path_or_id) if safe_id(path_or_id) == path_or_id else None
         if by_id is not None:
             return by_id
-        wanted = Path(path_or_id).resolve()
+        try:
+            wanted = Path(path_or_id).resolve()
+        except (OSError, RuntimeError):  # a loop of links (RuntimeError before Python 3.13)
+            return None  # no installed model; loading the path says what is wrong with it
         return next((m for m in self.list() if m.path.resolve() == wanted), None)
 
     def register(self, model_id: str, path: Path, *, title: str, sha256: str | None,

@@ -367,3 +367,88 @@ class TestHandmadeHeaders:
         path = _handmade_gguf(tmp_path / "dup.gguf", [], extra_kv=kv, extra_kv_count=1)
 
         assert _read_error(path).kind == "corrupt"
+
+
+def _kv_uint32(key: str, value: int) -> bytes:
+    key_bytes = key.encode()
+    return struct.pack("<Q", len(key_bytes)) + key_bytes + struct.pack("<II", 4, value)
+
+
+class TestDamageReadsPlainly:
+    """What a damaged header says: short, readable, counted in proper English (issue 9, defect 8)."""
+
+    @pytest.mark.parametrize("key", ["llama.context_length", "llama.block_count",
+                                     "llama.embedding_length", "llama.attention.head_count",
+                                     "llama.attention.head_count_kv"])
+    @pytest.mark.parametrize("value", [2**31, 2**32 - 1])
+    def test_a_size_llama_cpp_cannot_hold_is_damage(self, tmp_path: Path, key: str, value: int) -> None:
+        # llama.cpp keeps these in 32-bit signed integers: 2**31 and up turn negative there
+        # ("Array length must be >= 0" from llama-cpp-python, or a "needs 131072 GB" message).
+        path = _handmade_gguf(tmp_path / "big.gguf", [], extra_kv=_kv_uint32(key, value), extra_kv_count=1)
+
+        error = _read_error(path)
+
+        assert error.kind == "corrupt"
+        assert f'"{key}"' in error.message and f"{value:,}" in error.message
+
+    def test_a_large_but_possible_context_is_kept(self, tmp_path: Path) -> None:
+        path = _handmade_gguf(tmp_path / "long.gguf", [],
+                              extra_kv=_kv_uint32("llama.context_length", 10_485_760), extra_kv_count=1)
+
+        assert read_gguf_info(path).context_length == 10_485_760
+
+    def test_a_damaged_key_name_is_quoted_short(self, tmp_path: Path) -> None:
+        # The name's length was damaged: it runs on over the next settings' bytes.
+        name = b"llama.context_length" + bytes(range(256)) * 170
+        kv = struct.pack("<Q", len(name)) + name + struct.pack("<I", 0x2A2A2A2A)
+        path = _handmade_gguf(tmp_path / "long name.gguf", [], extra_kv=kv, extra_kv_count=1)
+
+        error = _read_error(path)
+
+        assert error.kind == "corrupt"
+        assert len(error.message) < 300, error.message
+        assert error.message.isprintable() and "\\x" not in error.message
+        assert '"llama.context_length…"' in error.message
+
+    def test_a_name_that_is_all_noise_is_described(self, tmp_path: Path) -> None:
+        name = bytes(range(1, 32)) * 1000
+        kv = struct.pack("<Q", len(name)) + name + struct.pack("<I", 99)
+        path = _handmade_gguf(tmp_path / "noise.gguf", [], extra_kv=kv, extra_kv_count=1)
+
+        error = _read_error(path)
+
+        assert len(error.message) < 300, error.message
+        assert "with a name of 31,000 characters that is not text" in error.message
+
+    def test_a_damaged_tensor_name_is_quoted_short(self, tmp_path: Path) -> None:
+        name = "blk.0.attn_q.weight" + "\x00\x01" * 5000
+        path = _handmade_gguf(tmp_path / "t.gguf", [(name, [8], 0, 64)], data_bytes=4096)
+
+        error = _read_error(path)
+
+        assert len(error.message) < 300 and error.message.isprintable()
+        assert '"blk.0.attn_q.weight…"' in error.message
+
+    def test_one_byte_short(self, tmp_path: Path) -> None:
+        # 4,096 F32 values: 16 KB of data, and the file stops one byte before its end.
+        path = _handmade_gguf(tmp_path / "short.gguf", [("w", [4096], 0, 0)], data_bytes=4096 * 4 - 1)
+
+        error = _read_error(path)
+
+        assert error.kind == "truncated"
+        assert "1 byte short of" in error.message
+
+    def test_a_file_of_one_byte(self, tmp_path: Path) -> None:
+        path = tmp_path / "g.gguf"
+        path.write_bytes(b"G")
+
+        error = _read_error(path)
+
+        assert error.kind == "truncated"
+        assert "it ends after 1 byte," in error.message
+
+    def test_counts_of_one_are_singular(self, tmp_path: Path) -> None:
+        path = tmp_path / "counts.gguf"
+        path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 1, 1 << 30) + b"\0" * 64)
+
+        assert "claims 1 tensor and 1,073,741,824 settings" in _read_error(path).message

@@ -11,6 +11,7 @@ import pytest
 from app.library.gguf_info import ModelFileError
 from app.library.model_format import (
     ModelFolderError,
+    damaged_json_file,
     detect_format,
     read_onnx_folder,
 )
@@ -229,3 +230,36 @@ def test_special_tokens_written_as_objects(onnx_copy: Path) -> None:
     info = read_onnx_folder(onnx_copy)
 
     assert (info.bos_token, info.eos_token) == ("<s>", "</s>")
+
+
+# Issue 9, defect 8: ONNX Runtime GenAI says "UnicodeDecodeError" or a JSON parser's
+# position for a damaged tokenizer.json; damaged_json_file names the file instead.
+
+def test_an_intact_folder_has_no_damaged_json_file() -> None:
+    assert damaged_json_file(TINY_ONNX) is None
+
+
+@pytest.mark.parametrize("data, words", [
+    (b'{"model": {"vocab": {"a": 1}}\xff}', "it is not UTF-8 text (at byte offset 29)"),
+    (b'{"model": {"vocab": ', "it ends part-way through (cut short)"),
+    (b"", "it is empty"),
+    (b'{"model": nope}', "it is not valid JSON (line 1, column 11)"),
+])
+def test_a_damaged_tokenizer_json_is_named(onnx_copy: Path, data: bytes, words: str) -> None:
+    (onnx_copy / "tokenizer.json").write_bytes(data)
+
+    error = damaged_json_file(onnx_copy)
+
+    assert error is not None and error.kind == "bad_tokenizer" and error.path == onnx_copy
+    assert error.message == (f'The file tokenizer.json in the model folder "{onnx_copy.name}" is '
+                             f"damaged: {words}. Download the model again.")
+
+
+def test_a_damaged_config_reads_plainly(onnx_copy: Path) -> None:
+    (onnx_copy / "genai_config.json").write_bytes(b"{\"model\": \xe9}")
+
+    error = _error(onnx_copy)
+
+    assert error.kind == "bad_config"
+    assert "it is not UTF-8 text (at byte offset 10)" in error.message
+    assert "codec" not in error.message
