@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
-import multiprocessing
 import sys
 
-from app import __version__
+# Not typing.TYPE_CHECKING: importing typing would take time before main() can catch Ctrl+C.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from app import __version__
+
     parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant. Without a command it opens the window.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -21,14 +28,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # The engine runs in a spawned child; a frozen (PyInstaller) build needs this first.
-    multiprocessing.freeze_support()
-    args = build_parser().parse_args(argv)
-    if args.command is None:
-        from app.ui.app import run_gui
+    # Ctrl+C in the first few tenths of a second lands in the imports below (asyncio, the
+    # controller, the hardware probe), before any command handles it. Everything that can
+    # take time is imported inside this try, so the user sees "Interrupted." and status
+    # 130 there too, never a KeyboardInterrupt traceback. Only Python's own start-up (its
+    # site module, a few hundredths of a second) comes before this and is out of reach.
+    try:
+        import multiprocessing
 
-        return run_gui()
-    return args.run(args)
+        # The engine runs in a spawned child; a frozen (PyInstaller) build needs this first.
+        multiprocessing.freeze_support()
+        args = build_parser().parse_args(argv)
+        if args.command is None:
+            from app.ui.app import run_gui
+
+            return run_gui()
+        status: int = args.run(args)
+        return status
+    except KeyboardInterrupt:
+        print("\nInterrupted.", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -13,6 +15,7 @@ from typing import TextIO
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsError, SettingsFile
+from app.engine.errors import ContextOverflow
 from app.engine.protocol import ErrorKind
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
@@ -28,6 +31,10 @@ EXIT_ENGINE_DIED = 4
 EXIT_CONTEXT = 5
 EXIT_DEVICE = 6
 EXIT_INTERRUPTED = 130
+
+# The flag that sets each generation setting, for messages about a bad value.
+_FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
+          "context_length": "--ctx"}
 
 
 class UserError(Exception):
@@ -57,14 +64,14 @@ def add_parser(commands) -> None:
 def run(args: argparse.Namespace) -> int:
     _make_output_safe()
     try:
-        prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-        if not prompt.strip():
-            raise UserError("The prompt is empty. Give a message, or - to read it from standard input.", EXIT_USAGE)
+        prompt = _prompt(args.prompt)
+        system = _argument_text(args.system, "The text after --system")
         saved = SettingsFile(data_paths().settings_file).load()
-        settings = Settings(generation=_generation_settings(args, saved.generation), threads=args.threads,
+        settings = Settings(generation=_generation_settings(args, saved.generation),
+                            threads=_threads(args.threads),
                             device_preference=args.device or saved.device_preference)
         model = resolve_model(args.model)
-        return asyncio.run(_answer(model, prompt, args.system, settings, args.json))
+        return asyncio.run(_answer(model, prompt, system, settings, args.json))
     except UserError as exc:
         _report(exc, args.json)
         return exc.status
@@ -73,16 +80,121 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
+def _prompt(given: str) -> str:
+    """The message: the argument, or standard input for -; UserError if there is none."""
+    if given != "-":
+        prompt = _argument_text(given, "The message")
+        if not prompt.strip():
+            raise UserError("The message is empty. Give a message, or - to read it from standard input.",
+                            EXIT_USAGE)
+        return prompt
+    if sys.stdin is None:  # started without one (pythonw, a closed descriptor)
+        raise UserError("There is no standard input to read the message from (-). Give the message "
+                        "after chat instead.", EXIT_USAGE)
+    buffer = getattr(sys.stdin, "buffer", None)
+    prompt = _stdin_text(buffer.read()) if buffer is not None else sys.stdin.read()
+    if not prompt.strip():
+        held = " (it held only spaces and line breaks)" if prompt else ""
+        raise UserError(f"Standard input was empty{held}, so there is no message to send. Pipe the "
+                        "message in (for example: echo Hello | kestrel chat -), or give it after chat "
+                        "instead of -.", EXIT_USAGE)
+    return prompt
+
+
+def _stdin_text(data: bytes) -> str:
+    """Standard input's bytes as text: UTF-8, or UTF-16 after its byte-order mark.
+
+    Read as bytes, not through the console's code page. Text that is not UTF-8 is refused
+    rather than read with replacement characters: a file in Latin-1, or a binary file piped
+    by mistake, would otherwise reach the model as a prompt the user never wrote, and the
+    answer would not say why. UTF-16 with a byte-order mark is what Windows PowerShell 5 and
+    Notepad's "Unicode" write, so it is read.
+    """
+    encoding, skipped = "utf-8", 0
+    if data.startswith(codecs.BOM_UTF8):
+        skipped = len(codecs.BOM_UTF8)
+        data = data[skipped:]
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        encoding = "utf-16"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        if encoding == "utf-16":
+            problem = ("it starts with a UTF-16 byte-order mark, but what follows is not UTF-16 text "
+                       f"(at byte offset {exc.start:,})")
+        else:
+            problem = (f"the byte 0x{data[exc.start]:02X} at offset {skipped + exc.start:,} is not part of "
+                       "any UTF-8 character")
+        raise UserError(f"Standard input is not UTF-8 text: {problem}. Convert it to UTF-8 first (most "
+                        "editors can save as UTF-8), or give the message after chat.", EXIT_USAGE) from exc
+    # As text-mode reading would: Windows line ends become plain ones.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _argument_text(value: str, what: str) -> str:
+    """An argument as typed; UserError if its bytes were not UTF-8 (POSIX keeps them as
+    lone surrogates, which nothing downstream can store or encode)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = value[exc.start]
+        byte = f" (byte 0x{ord(bad) - 0xDC00:02X})" if 0xDC80 <= ord(bad) <= 0xDCFF else ""
+        raise UserError(f"{what} is not UTF-8 text{byte}. Set the terminal to UTF-8, or pipe the "
+                        "message in as UTF-8 with -.", EXIT_USAGE) from None
+    return value
+
+
 def _generation_settings(args: argparse.Namespace, base: GenerationSettings) -> GenerationSettings:
     overrides = {
         "max_tokens": args.max_tokens, "temperature": args.temperature,
         "seed": args.seed, "context_length": args.ctx,
     }
     changed = {k: v for k, v in overrides.items() if v is not None}
+    for name, value in changed.items():  # each alone, so the message names its flag
+        try:
+            dataclasses.replace(GenerationSettings(), **{name: value}).validated()
+        except ValueError as exc:
+            raise UserError(_flag_problem(name, value, str(exc)), EXIT_USAGE) from exc
     try:
         return dataclasses.replace(base, **changed).validated()
-    except ValueError as exc:
+    except ValueError as exc:  # a value from the settings file; it was checked when read
         raise UserError(str(exc), EXIT_USAGE) from exc
+
+
+def _flag_problem(name: str, value: object, problem: str) -> str:
+    """GenerationSettings' "max_tokens must be … (got 0)." as "--max-tokens 0 is not allowed: it must be …"."""
+    flag = _FLAGS[name]
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    rule = problem.removeprefix(f"{name} ").split(" (got ")[0].rstrip(".")
+    if not rule.startswith("must"):  # worded otherwise: at least say which flag
+        return f"{flag} {shown} is not allowed: {problem.replace(name, flag)}"
+    return f"{flag} {shown} is not allowed: it {rule}."
+
+
+def _threads(asked: int | None) -> int | None:
+    """--threads as given, capped at the CPUs this process may use (more only slow it down)."""
+    if asked is None:
+        return None
+    if asked < 1:
+        raise UserError(f"--threads {asked} is not allowed: it must be a whole number of 1 or more "
+                        "(leave it out for one thread per physical core).", EXIT_USAGE)
+    cpus = _usable_cpus()
+    if asked > cpus:
+        # More threads than CPUs only wait on each other: 1,000 ran at 0.15 tokens/s.
+        print(f"kestrel: --threads {asked} is more than the {_count(cpus, 'logical CPU')} Kestrel may "
+              f"use here; using {cpus}.", file=sys.stderr, flush=True)
+        return cpus
+    return asked
+
+
+def _usable_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):  # Linux: what this process may run on
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
 def resolve_model(explicit: str | None) -> Path:
@@ -147,7 +259,8 @@ async def _answer(model: Path, prompt: str, system: str, settings: Settings, as_
         await controller.set_conversation_settings(system, settings.generation)
         controller.send(prompt)
         await controller.wait_idle()
-        return printer.result()
+        return printer.result(settings.generation.context_length,
+                              loaded.context_length if loaded is not None else None)
     finally:
         await controller.shutdown()
 
@@ -180,11 +293,17 @@ class _AnswerPrinter:
                 print(f"kestrel: {stats['template_note']}", file=sys.stderr)
         elif isinstance(event, AnswerInterrupted):
             self._ending = event
-            if event.reason == InterruptReason.ENGINE_DIED:
+            if event.reason == InterruptReason.ENGINE_DIED and not self._as_json:
+                # End the half-written line; under --json every line is an object.
                 self._out.write("\n")
+                self._out.flush()
 
-    def result(self) -> int:
-        """The exit status, or UserError saying why the answer did not finish."""
+    def result(self, context_asked: int, context_loaded: int | None) -> int:
+        """The exit status, or UserError saying why the answer did not finish.
+
+        context_asked is the context --ctx (or the settings) asked for, context_loaded
+        what the model was loaded with (less when the model holds no more).
+        """
         ending = self._ending
         if isinstance(ending, AnswerFinished):
             return EXIT_OK
@@ -192,7 +311,18 @@ class _AnswerPrinter:
             raise UserError("The engine ended the answer without finishing it.", EXIT_ENGINE_DIED)
         status = {InterruptReason.ENGINE_DIED: EXIT_ENGINE_DIED,
                   InterruptReason.CONTEXT: EXIT_CONTEXT}.get(ending.reason, EXIT_MODEL)
-        raise UserError(ending.detail or "The answer was cut off.", status)
+        detail = ending.detail or "The answer was cut off."
+        if ending.reason == InterruptReason.CONTEXT:
+            detail = detail.replace(ContextOverflow.ADVICE, _context_advice(context_asked, context_loaded))
+        raise UserError(detail, status)
+
+
+def _context_advice(asked: int, loaded: int | None) -> str:
+    """What to do about a prompt longer than the context, in the command line's words."""
+    if loaded is not None and loaded < asked:
+        return (f"Shorten the message: {loaded:,} tokens is the most this model holds, so a larger "
+                "--ctx does not help.")
+    return f"Shorten the message, or give it a longer context with --ctx (it was {asked:,} tokens)."
 
 
 def _write(out: TextIO, item, as_json: bool) -> None:

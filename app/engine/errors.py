@@ -15,10 +15,14 @@ class ModelLoadError(Exception):
 class ContextOverflow(Exception):
     """The prompt alone is longer than the context."""
 
+    # What to do, in the window's words. Only the text crosses to the front ends, so the
+    # CLI finds this sentence and puts its flag (--ctx) in its place.
+    ADVICE = "Shorten the message or raise the context length in the settings."
+
     def __init__(self, prompt_tokens: int, context_length: int) -> None:
         self.prompt_tokens = prompt_tokens
         self.context_length = context_length
         super().__init__(
-            f"The prompt is {prompt_tokens} tokens but the context holds {context_length}. "
-            "Shorten the message or raise the context length in the settings."
+            f"The prompt is {prompt_tokens:,} tokens but the context holds {context_length:,}. "
+            + self.ADVICE
         )
