@@ -15,7 +15,7 @@ from typing import TextIO
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsError, SettingsFile
-from app.engine.errors import ContextOverflow
+from app.engine.errors import LOWER_CONTEXT_ADVICE, OTHER_DEVICE_ADVICE, ContextOverflow
 from app.engine.protocol import ErrorKind
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
@@ -35,6 +35,11 @@ EXIT_INTERRUPTED = 130
 # The flag that sets each generation setting, for messages about a bad value.
 _FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
           "context_length": "--ctx"}
+# The engine words its advice for the window; on the command line the flag is the way.
+_CLI_WORDS = (
+    (OTHER_DEVICE_ADVICE, "choose another with --device (--device cpu always works)"),
+    (LOWER_CONTEXT_ADVICE, "lower --ctx"),
+)
 
 
 class UserError(Exception):
@@ -271,7 +276,15 @@ async def _load(controller: ChatController, model: Path) -> None:
     if not await controller.load_model(chosen):
         error = controller.load_error
         message = error.message if error else controller.model_detail
-        raise UserError(message, EXIT_DEVICE if error and error.kind == ErrorKind.PLACEMENT else EXIT_MODEL)
+        raise UserError(in_cli_words(message),
+                        EXIT_DEVICE if error and error.kind == ErrorKind.PLACEMENT else EXIT_MODEL)
+
+
+def in_cli_words(message: str) -> str:
+    """An engine message with its advice about the window's settings given as flags."""
+    for window, flags in _CLI_WORDS:
+        message = message.replace(window, flags)
+    return message
 
 
 class _AnswerPrinter:
@@ -314,7 +327,7 @@ class _AnswerPrinter:
         detail = ending.detail or "The answer was cut off."
         if ending.reason == InterruptReason.CONTEXT:
             detail = detail.replace(ContextOverflow.ADVICE, _context_advice(context_asked, context_loaded))
-        raise UserError(detail, status)
+        raise UserError(in_cli_words(detail), status)
 
 
 def _context_advice(asked: int, loaded: int | None) -> str:

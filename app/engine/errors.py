@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# Advice in the window's words; the CLI puts its flags in their place (app/cli/chat.py).
+OTHER_DEVICE_ADVICE = "choose another device in the settings, or CPU"
+LOWER_CONTEXT_ADVICE = "lower the context length"
+
 
 class ModelLoadError(Exception):
     """A model could not be loaded; the message says what the user can do."""

@@ -15,7 +15,7 @@ from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
 from app.engine.control import GenerationControl
-from app.engine.errors import ContextOverflow, ModelLoadError
+from app.engine.errors import OTHER_DEVICE_ADVICE, ContextOverflow, ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem, onnx_facts
 from app.hardware.onnx_source import quiet_windows_telemetry
@@ -235,8 +235,8 @@ def _load_failure_message(info: OnnxFolderInfo, provider: str, exc: Exception) -
                   f"{info.decoder_file.name}). Download the model again.")
     elif provider != "cpu":
         # A damaged model fails on the CPU too, which the placement tries next.
-        advice = (f"This computer or this Kestrel cannot run models on {where}; choose another "
-                  "device in the settings, or CPU.")
+        advice = (f"This computer or this Kestrel cannot run models on {where}; "
+                  f"{OTHER_DEVICE_ADVICE}.")
     else:
         advice = ("The model may be damaged, or made for a newer ONNX Runtime GenAI: download "
                   "it again, or update Kestrel.")
