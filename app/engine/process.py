@@ -63,7 +63,7 @@ class EngineLoop:
             self._handle(request)
 
     def _read(self) -> None:
-        """Route cancel/pause/resume at once; queue everything else for the loop."""
+        """Answer pings and route cancel/pause/resume at once; queue the rest for the loop."""
         while True:
             try:
                 request = self._conn.recv()
@@ -71,7 +71,9 @@ class EngineLoop:
                 self._control.cancel()
                 self._inbox.put(p.Shutdown())
                 return
-            if isinstance(request, (p.Cancel, p.Pause, p.Resume)):
+            if isinstance(request, p.Ping):
+                self._out.send(p.Ack(request.request_id, "ping"))
+            elif isinstance(request, (p.Cancel, p.Pause, p.Resume)):
                 self._steer(request)
             else:
                 self._inbox.put(request)

@@ -67,6 +67,14 @@ class Cancel:
 
 
 @dataclass(frozen=True)
+class Ping:
+    """Are you there? Answered with Ack("ping") by the engine's reader thread at once,
+    whatever the model is doing: silence means the engine is stopped or hung."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
 class Pause:
     """Hold the running generation between two tokens until Resume."""
 
@@ -160,7 +168,7 @@ class Done:
 
 @dataclass(frozen=True)
 class Ack:
-    """A request without a streamed result (reset, unload, pause, resume) took effect."""
+    """A request without a streamed result (reset, unload, pause, resume, ping) took effect."""
 
     request_id: int
     what: str

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
 import multiprocessing
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Sequence
 
@@ -39,6 +41,46 @@ class _Died:
     """Posted to every waiting request when the engine's pipe closes."""
 
     exit_code: int | None
+    hung: str | None = None  # why Kestrel ended it, when it did
+
+
+@dataclass(frozen=True)
+class EngineDied:
+    """What on_died hears: the engine ended without being asked to.
+
+    restart: Kestrel ended it because it did not respond to Stop, and the front end
+    should start it again now rather than on the next message.
+    """
+
+    exit_code: int | None
+    message: str
+    restart: bool = False
+
+
+# How long the engine may stay silent while a request is out (not even answering a
+# ping, which its reader thread does at once) before it counts as hung and is ended.
+# Loading gets longer: a runtime may hold the interpreter while it reads a big model.
+HANG_AFTER_S = 30.0
+HANG_AFTER_LOADING_S = 180.0
+# After Stop, how long a silent engine has to show a sign of life, and how long a live
+# one (deep in a long prompt, where it cannot look at Stop) has to end the answer.
+STOP_GRACE_S = 3.0
+STOP_LIMIT_S = 10.0
+PING_EVERY_S = 1.0
+_NOT_RESPONDING_TO_STOP = "did not respond to Stop"
+
+
+# Engines still running when the interpreter exits are killed first: multiprocessing's
+# own exit handler would SIGTERM and then wait for them, for ever if one is stopped or
+# hung. (atexit runs handlers last-registered first, so this runs before it.)
+_running_engines: "weakref.WeakSet[_EngineProcess]" = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_engines_left_running() -> None:
+    for engine in list(_running_engines):
+        if engine.process.is_alive():
+            engine.process.kill()
 
 
 class _EngineProcess:
@@ -51,8 +93,15 @@ class _EngineProcess:
         self.process = ctx.Process(target=engine_main, args=(child, hardware), name="kestrel-engine",
                                    daemon=True)
         self.process.start()
+        _running_engines.add(self)
         child.close()
         self.alive = True
+        # Set by the reader thread on every message, and on every answered ping (an
+        # answer to a ping sent after Stop proves the engine is alive now, where text
+        # already in the pipe does not); read by the watchdog.
+        self.last_heard = time.monotonic()
+        self.last_ping_answered = 0
+        self.hung: str | None = None
         self._send_lock = threading.Lock()
         self._loop = loop
         self._deliver = deliver
@@ -69,10 +118,13 @@ class _EngineProcess:
                 event = self.conn.recv()
             except (EOFError, OSError):
                 break
+            self.last_heard = time.monotonic()
+            if isinstance(event, p.Ack) and event.what == "ping":
+                self.last_ping_answered = event.request_id
             if not self._post(event):
                 return
         self.process.join(timeout=2)
-        self._post(_Died(self.process.exitcode))
+        self._post(_Died(self.process.exitcode, self.hung))
 
     def _post(self, event: Any) -> bool:
         try:
@@ -87,6 +139,13 @@ class _EngineProcess:
         self.process.join(timeout=5)
         self.conn.close()
 
+    def end_hung(self, why: str) -> None:
+        """End an engine that stopped answering (SIGKILL works on a stopped process too);
+        the reader thread then reports it as died, with why."""
+        self.hung = why
+        if self.process.is_alive():
+            self.process.kill()
+
 
 class EngineClient:
     """Starts the engine on demand, restarts it after a crash, streams answers.
@@ -96,10 +155,19 @@ class EngineClient:
     the caller); the next request starts a fresh engine and reloads the model.
     """
 
-    def __init__(self, *, start_timeout: float = 60.0, hardware: Callable[[], Any] | None = None) -> None:
+    def __init__(self, *, start_timeout: float = 60.0, hardware: Callable[[], Any] | None = None,
+                 hang_after: float = HANG_AFTER_S, hang_after_loading: float = HANG_AFTER_LOADING_S,
+                 stop_grace: float = STOP_GRACE_S, stop_limit: float = STOP_LIMIT_S,
+                 ping_every: float = PING_EVERY_S) -> None:
         # hardware: a picklable function giving the engine a HardwareReport instead of
         # probing (tests give it a recorded machine).
         self._hardware = hardware
+        self._hang_after, self._hang_after_loading = hang_after, hang_after_loading
+        self._stop_grace, self._stop_limit, self._ping_every = stop_grace, stop_limit, ping_every
+        self._watchdog: asyncio.Task | None = None
+        self._stop_asked_at: float | None = None
+        self._stop_ping = 0  # the ping sent with Stop: its answer proves the engine alive
+        self._loading = False
         self._engine: _EngineProcess | None = None
         self._hello: asyncio.Future | None = None
         self._pending: dict[int, asyncio.Queue] = {}
@@ -109,9 +177,9 @@ class EngineClient:
         self._start_timeout = start_timeout
         self.loaded: p.Loaded | None = None
         self.restarts = 0
-        # Called with the exit code when the engine dies on its own, so that a front end
-        # can say so at once rather than on the next request.
-        self.on_died: Callable[[int | None], None] | None = None
+        # Called when the engine dies on its own or is ended as hung, so that a front
+        # end can say so at once rather than on the next request.
+        self.on_died: Callable[[EngineDied], None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -137,7 +205,10 @@ class EngineClient:
         if self._engine is not None:
             self.restarts += 1
         self._hello = loop.create_future()
-        self._engine = _EngineProcess(loop, self._deliver, self._hardware)
+        engine = self._engine = _EngineProcess(loop, self._deliver, self._hardware)
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        self._watchdog = loop.create_task(self._watch(engine))
         hello = await asyncio.wait_for(self._hello, self._start_timeout)
         if isinstance(hello, _Died):
             raise EngineCrashed(_died_message("starting", hello.exit_code), hello.exit_code, "start")
@@ -147,17 +218,26 @@ class EngineClient:
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Ask the engine to exit; kill it if it does not within the timeout."""
         self.cancel()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         engine, self._engine = self._engine, None
         self.loaded = None
         if engine is None:
             return
         if engine.alive:
+            sent, ping = time.monotonic(), next(self._ids)
             try:
+                engine.send(p.Ping(ping))
                 engine.send(p.Shutdown(next(self._ids)))
             except (BrokenPipeError, OSError):
                 pass
-            deadline = time.monotonic() + timeout
+            deadline = sent + timeout
             while engine.process.is_alive() and time.monotonic() < deadline:
+                # A healthy engine answers the ping at once, even while it unloads; a
+                # stopped or hung one is not waited for.
+                if engine.last_ping_answered < ping and time.monotonic() - sent > min(self._stop_grace, timeout):
+                    break
                 await asyncio.sleep(0.02)
         engine.kill()
 
@@ -177,7 +257,11 @@ class EngineClient:
         await self.start()
         request = p.Load(next(self._ids), str(model_path), context_length, threads, device)
         self.loaded = None
-        event = await self._roundtrip(request, "load")
+        self._loading = True
+        try:
+            event = await self._roundtrip(request, "load")
+        finally:
+            self._loading = False
         self._last_load = request
         self.loaded = event
         return event
@@ -228,13 +312,22 @@ class EngineClient:
             # perhaps after the next answer began: only clear what is still ours.
             if self._current_generation == request.request_id:
                 self._current_generation = None
+                self._stop_asked_at = None
             if not finished:
                 self._send_quietly(p.Cancel(request.request_id))
 
     def cancel(self) -> None:
-        """Stop the answer being generated; its stream ends with Done(cancelled)."""
+        """Stop the answer being generated; its stream ends with Done(cancelled).
+
+        An engine that shows no sign of life within stop_grace after this is ended and
+        reported (EngineDied.restart), so Stop always works.
+        """
         if self._current_generation is not None:
             self._send_quietly(p.Cancel(self._current_generation))
+            if self._stop_asked_at is None:
+                self._stop_asked_at = time.monotonic()
+                self._stop_ping = next(self._ids)
+                self._send_quietly(p.Ping(self._stop_ping))
 
     def pause(self) -> None:
         """Hold generation between two tokens (the window went to the background)."""
@@ -244,6 +337,28 @@ class EngineClient:
         self._send_quietly(p.Resume(next(self._ids)))
 
     # --- plumbing -------------------------------------------------------------------
+
+    async def _watch(self, engine: _EngineProcess) -> None:
+        """While something is asked of the engine, ping it; end it if it stays silent."""
+        last_ping = 0.0
+        tick = min(0.25, self._ping_every)
+        while engine.alive and engine is self._engine:
+            await asyncio.sleep(tick)
+            if not (self._pending or self._stop_asked_at is not None) or not engine.alive:
+                continue  # idle: nothing is expected of it, so its silence means nothing
+            now = time.monotonic()
+            if now - last_ping >= self._ping_every:
+                self._send_quietly(p.Ping(next(self._ids)))
+                last_ping = now
+            silent = now - engine.last_heard
+            stop_at = self._stop_asked_at
+            if stop_at is not None and (now - stop_at > self._stop_limit or (
+                    engine.last_ping_answered < self._stop_ping and now - stop_at > self._stop_grace)):
+                engine.end_hung(_NOT_RESPONDING_TO_STOP)
+                return
+            if silent > (self._hang_after_loading if self._loading else self._hang_after):
+                engine.end_hung(f"stopped responding (nothing for {silent:.0f} s)")
+                return
 
     async def _ensure_loaded(self) -> None:
         if self.running and self.loaded is not None:
@@ -288,7 +403,7 @@ class EngineClient:
         if isinstance(event, p.Error):
             raise EngineError(event.kind, event.message, event.details)
         if isinstance(event, _Died):
-            raise EngineCrashed(_died_message(during, event.exit_code), event.exit_code, during)
+            raise EngineCrashed(_died_message(during, event.exit_code, event.hung), event.exit_code, during)
         return event
 
     def _deliver(self, engine: _EngineProcess, event: Any) -> None:
@@ -309,18 +424,25 @@ class EngineClient:
         if engine is not self._engine:
             return
         self.loaded = None
+        self._stop_asked_at = None
         if self._hello and not self._hello.done():
             self._hello.set_result(died)
         for queue in self._pending.values():
             queue.put_nowait(died)
         if self.on_died is not None:
-            self.on_died(died.exit_code)
+            self.on_died(EngineDied(died.exit_code, _died_message("idle", died.exit_code, died.hung),
+                                    restart=died.hung == _NOT_RESPONDING_TO_STOP))
 
 
-def _died_message(during: str, exit_code: int | None) -> str:
+def _died_message(during: str, exit_code: int | None, hung: str | None = None) -> str:
+    """In words for the user; during is load, generate, start, ... or idle (on_died)."""
+    kept = "Your chats are kept" if during == "idle" else "What was already written is kept"
+    if hung == _NOT_RESPONDING_TO_STOP:
+        return f"The engine did not respond to Stop, so Kestrel ended it and is starting it again. {kept}."
+    if hung is not None:
+        return f"The engine {hung}, so Kestrel ended it. {kept}; the next message starts a new engine."
     code = f" (exit code {exit_code})" if exit_code is not None else ""
     if during == "load":
         return (f"The engine stopped while loading the model{code}. The file may be damaged "
                 "or too big for this machine; try another model.")
-    return (f"The engine stopped unexpectedly{code}. What was already written is kept; "
-            "the next message starts a new engine.")
+    return f"The engine stopped unexpectedly{code}. {kept}; the next message starts a new engine."

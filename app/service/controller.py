@@ -16,7 +16,7 @@ from app.core.settings import Settings, SettingsError
 from app.engine.protocol import Loaded
 from app.library.models import InstalledModel, ModelLibrary
 from app.service.answer_run import AnswerRun
-from app.service.client import EngineClient, EngineError
+from app.service.client import EngineClient, EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
                                 ConversationRemoved, ConversationsListed, DamagedHistoryFound,
@@ -233,11 +233,15 @@ class ChatController:
             return self.conversation.settings.context_length
         return self.settings.generation.context_length
 
-    def _engine_died(self, exit_code: int | None) -> None:
-        """The engine process ended by itself: say so now, not on the next send."""
-        code = f" (exit code {exit_code})" if exit_code is not None else ""
-        self._set_model_state(ModelState.FAILED, f"The engine stopped unexpectedly{code}. Your chats are "
-                                                 "kept; the next message starts a new engine.")
+    def _engine_died(self, died: EngineDied) -> None:
+        """The engine ended by itself, or was ended as hung: say so now, not on the next
+        send. One that ignored Stop is started again at once."""
+        if died.restart and self.model is not None:
+            if not self.answering:  # an answer it cut off says so itself
+                self._emit(Problem(died.message))
+            self.spawn(self.load_model(self.model))
+            return
+        self._set_model_state(ModelState.FAILED, died.message)
 
     # --- conversations --------------------------------------------------------------------
 
