@@ -71,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         prompt = _prompt(args.prompt)
         system = _argument_text(args.system, "The text after --system")
-        saved = SettingsFile(data_paths().settings_file).load()
+        settings_file = SettingsFile(data_paths().settings_file)
+        saved = settings_file.load()
+        if settings_file.last_problem:  # a damaged file set aside, or one from a newer Kestrel
+            print(f"kestrel: {settings_file.last_problem}", file=sys.stderr)
         settings = Settings(generation=_generation_settings(args, saved.generation),
                             threads=_threads(args.threads),
                             device_preference=args.device or saved.device_preference)
@@ -241,7 +244,8 @@ def _install_starter_with_progress(library: ModelLibrary):
             print(f"\rSetting up the starter model: {percent}%", end="", file=sys.stderr, flush=True)
 
     try:
-        model = install_starter(library, progress)
+        model = install_starter(library, progress, waiting=lambda: print(
+            "Another Kestrel is setting up the starter model; waiting for it…", file=sys.stderr, flush=True))
     except StarterError as exc:
         raise UserError(str(exc), EXIT_MODEL) from exc
     print(" (checksum verified)", file=sys.stderr)

@@ -299,6 +299,10 @@ class MainWindow(QMainWindow):
     def _setup_progress(self, what: str, done: int, total: int) -> None:
         self.progress.show()
         self.cancel_setup.show()
+        if total <= 0:  # no measure of progress (waiting for another Kestrel): a busy bar
+            self.progress.setFormat(what)
+            self.progress.setMaximum(0)
+            return
         self.progress.setFormat(f"{what}: %p%")
         self.progress.setMaximum(1000)
         self.progress.setValue(int(done * 1000 / max(total, 1)))

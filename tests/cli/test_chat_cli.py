@@ -170,3 +170,27 @@ def test_a_broken_chat_template_falls_back_and_says_so(tmp_path: Path, as_json: 
         assert done["chat_format"] == "chatml" and done["template_note"] == note.removeprefix("kestrel: ")
     else:
         assert note in result.stderr.splitlines()
+
+
+def test_a_damaged_settings_file_is_set_aside_with_a_word(tiny_model: Path) -> None:
+    """Before, chat moved it aside silently."""
+    from app.core.paths import data_paths
+
+    path = data_paths().ensure().settings_file
+    path.write_bytes(b"{ not json")
+    result = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "4", "Hi")
+    assert result.returncode == 0, result.stderr
+    assert "settings file was damaged" in result.stderr and ".bad-" in result.stderr
+    assert_no_traceback(result)
+
+
+def test_a_settings_file_from_a_newer_kestrel_is_left_alone_and_said(tiny_model: Path) -> None:
+    from app.core.paths import data_paths
+
+    path = data_paths().ensure().settings_file
+    path.write_text(json.dumps({"version": 99, "theme": "dark", "from_the_future": {"x": 1}}), encoding="utf-8")
+    before = path.read_bytes()
+    result = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "4", "Hi")
+    assert result.returncode == 0, result.stderr
+    assert "comes from a newer version of Kestrel" in result.stderr
+    assert path.read_bytes() == before
