@@ -75,6 +75,29 @@ def exclusive_lock(path: Path, cancelled: Callable[[], bool] | None = None,
         os.close(fd)
 
 
+class HeldLock:
+    """An OS lock held until release() or the process ends (see try_hold_lock)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            _unlock(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+def try_hold_lock(path: Path) -> HeldLock | None:
+    """Take the lock on `path` if no other process holds it; None if one does."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    if _try_lock(fd):
+        return HeldLock(fd)
+    os.close(fd)
+    return None
+
+
 def _try_lock(fd: int) -> bool:
     if os.name == "nt":
         return _try_lock_windows(fd)

@@ -23,6 +23,7 @@ from app.service.controller import ChatController
 from app.service.events import ModelState
 from app.ui.collector import install as install_collector
 from app.ui.main_window import MainWindow
+from app.ui.single_instance import SingleInstance
 
 STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 
@@ -49,8 +50,6 @@ def run_gui(argv: list[str] | None = None) -> int:
     app.setApplicationVersion(__version__)
     # The window's closed signal ends the loop, after the engine is shut down.
     app.setQuitOnLastWindowClosed(False)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
     paths = data_paths()
     try:
         paths.ensure()
@@ -58,10 +57,16 @@ def run_gui(argv: list[str] | None = None) -> int:
         QMessageBox.critical(None, "Kestrel", f"Kestrel cannot create its folders under {paths.data} "
                              f"({exc.strerror or exc}). Check the disk and its permissions.")
         return 1
+    instance = SingleInstance(paths)
+    if not instance.acquire():
+        return _hand_over_to_the_running_window(instance)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
     window = build_window(paths)
+    instance.activated.connect(window.bring_to_front)
     window.closed.connect(lambda: _shut_down(loop, window))
     _close_on_signals(window)
-    _log_startup_to(os.environ.get(STARTUP_LOG_ENV), window)
+    _log_startup_to(os.environ.get(STARTUP_LOG_ENV), window, instance)
     window.show()
     failed: list[str] = []
     with loop:
@@ -70,6 +75,7 @@ def run_gui(argv: list[str] | None = None) -> int:
         # run_forever, not run_until_complete: qasync's run_until_complete processes Qt
         # events once more after stopping, stepping tasks outside the running loop.
         loop.run_forever()
+    instance.release()
     if failed:
         QMessageBox.critical(None, "Kestrel", failed[0])
         return 1
@@ -85,8 +91,18 @@ async def _start(window: MainWindow, failed: list[str]) -> None:
         window.close()
 
 
-def _log_startup_to(path: str | None, window: MainWindow) -> None:
-    """For benchmarks/startup.py: when the window painted, when the model was ready."""
+def _hand_over_to_the_running_window(instance: SingleInstance) -> int:
+    """Kestrel already has a window on this history: bring it forward and leave."""
+    if instance.ask_first_to_come_forward():
+        return 0
+    QMessageBox.information(None, "Kestrel", "Kestrel is already running, but its window did not "
+                            "respond. Switch to it from the taskbar, or close it and start Kestrel again.")
+    return 1
+
+
+def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstance | None = None) -> None:
+    """For benchmarks/startup.py (when the window painted, when the model was ready) and
+    the tests (when a second launch brought the window forward)."""
     if not path:
         return
     started = psutil.Process().create_time()
@@ -101,6 +117,8 @@ def _log_startup_to(path: str | None, window: MainWindow) -> None:
             note("model_ready")
 
     window.adapter.modelStateChanged.connect(ready)
+    if instance is not None:
+        instance.activated.connect(lambda: note("brought_forward"))
 
 
 def _close_on_signals(window: MainWindow) -> None:

@@ -346,6 +346,14 @@ class MainWindow(QMainWindow):
         if self.controller.settings.theme != self._theme:
             self.apply_theme()
 
+    def bring_to_front(self) -> None:
+        """Another launch of Kestrel asked for this window: show it, on top, focused."""
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
     def apply_theme(self) -> None:
         app = QApplication.instance()
         assert isinstance(app, QApplication)
