@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections import OrderedDict
 
 from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QPointF, QRect, QRectF, QSize, Qt, QTimer
@@ -34,7 +35,7 @@ def stats_line(stats: dict | None) -> str:
         parts.append("cut at the token limit")
     if stats.get("template_note"):
         # The whole reason is in the answer's tooltip; the footer says that it happened.
-        parts.append(f"{stats.get('chat_format', 'built-in')} format: the model's template failed")
+        parts.append("built-in chat format (the model's own failed)")
     return " · ".join(p for p in parts if p)
 
 
@@ -302,7 +303,8 @@ class MessageDelegate(QStyledItemDelegate):
         if event.type() == QEvent.Type.ToolTip and index.isValid():
             note = (self._message(index).stats or {}).get("template_note")
             if note:
-                QToolTip.showText(event.globalPos(), note, view)
+                # Rich text, so that Qt wraps a long reason instead of one screen-wide line.
+                QToolTip.showText(event.globalPos(), f"<qt>{html.escape(note)}</qt>", view)
                 return True
         return super().helpEvent(event, view, option, index)
 

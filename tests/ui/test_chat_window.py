@@ -237,7 +237,7 @@ def test_an_answer_says_when_the_models_template_was_not_used(make_window, loop,
     run(loop, until(idle(window), what="the answer"))
     answer = _last(window)
     assert answer.stats["chat_format"] == "chatml"
-    assert "chatml format: the model's template failed" in stats_line(answer.stats)
+    assert "built-in chat format (the model's own failed)" in stats_line(answer.stats)
     view = window.messages
     index = window.adapter.messages.index(1, 0)
     event = QHelpEvent(QEvent.Type.ToolTip, QPoint(5, 5), view.viewport().mapToGlobal(QPoint(5, 5)))
