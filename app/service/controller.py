@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -355,7 +356,7 @@ class ChatController:
             return False
         # Busy at once: the Send button turns into Stop before the message is saved.
         self._set_busy(True)
-        self.spawn(self._send(text))
+        self.spawn(self._send(storable(text)))
         return True
 
     async def _send(self, text: str) -> None:
@@ -365,6 +366,11 @@ class ChatController:
             await self._refresh_conversation(conversation_id)
         except HistoryError as exc:
             self._emit(Problem(str(exc)))
+            self._set_busy(False)
+            return
+        except Exception as exc:  # noqa: BLE001 - a bug must not leave the window busy for ever
+            self._emit(Problem(f"Kestrel could not send the message ({type(exc).__name__}: {exc}). "
+                               "It was not saved; please report this."))
             self._set_busy(False)
             return
         self._add_to_open(message)
@@ -386,7 +392,7 @@ class ChatController:
         if message is None or message.role != Role.USER:
             return False
         self._set_busy(True)
-        self.spawn(self._replace_from(message, text))
+        self.spawn(self._replace_from(message, storable(text)))
         return True
 
     async def _replace_from(self, first: Message, new_text: str | None) -> None:
@@ -608,6 +614,16 @@ def _replaced_text(done: Replacement, recover: bool) -> str:
     if done.carried:
         text += f" The {len(done.carried)} chat(s) written meanwhile were moved into it."
     return text
+
+
+def storable(text: str) -> str:
+    """The text with anything UTF-8 cannot hold (a lone surrogate, from a command line
+    with undecodable bytes or a broken paste) as U+FFFD: SQLite refused it with a
+    UnicodeEncodeError and the message was silently lost."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _title_from(text: str) -> str:

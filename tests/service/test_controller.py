@@ -332,3 +332,18 @@ def test_closing_while_the_model_loads_ends_cleanly(tiny_model) -> None:
         assert starting.cancelled() or starting.exception() is None
 
     run(scenario)
+
+
+def test_text_utf8_cannot_hold_is_kept_with_a_replacement_character(tiny_model) -> None:
+    """A lone surrogate made the history refuse the message and the send task die quietly,
+    so wait_idle() never returned."""
+    async def scenario():
+        controller, recorder = await _started(tiny_model)
+        answer = await asyncio.wait_for(_answered(controller, recorder, "broken \udcff paste"), 60)
+        user = controller.messages[-2]
+        assert user.text == "broken \ufffd paste" and answer.state == MessageState.COMPLETE
+        stored = await _stored(controller, user.conversation_id)
+        assert stored[0].text == "broken \ufffd paste"
+        await controller.shutdown()
+
+    run(scenario)
