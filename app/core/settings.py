@@ -135,7 +135,9 @@ class SettingsFile:
             data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        # JSONDecodeError and UnicodeDecodeError are ValueErrors; JSON nested thousands deep
+        # makes the parser raise RecursionError.
+        except (ValueError, RecursionError):
             return self._set_aside()
         return self._from_data(data)
 

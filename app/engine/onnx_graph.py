@@ -33,7 +33,7 @@ def kv_element_bytes(info: OnnxFolderInfo) -> int:
         name = _first_past_key_name(info.path / "genai_config.json")
         with open(info.decoder_file, "rb") as graph:
             elem_type = _input_elem_type(graph, graph.seek(0, 2), name.encode("utf-8"))
-    except (OSError, ValueError, EOFError, TypeError, AttributeError):
+    except (OSError, ValueError, EOFError, TypeError, AttributeError, RecursionError):
         # A damaged file is the loader's to report, with words for the user.
         return ONNX_KV_FALLBACK
     return _ELEMENT_BYTES.get(elem_type or 0, ONNX_KV_FALLBACK)

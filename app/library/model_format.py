@@ -215,6 +215,8 @@ def _parsed_json(file: Path) -> tuple[object, str | None]:
         return None, f"it is not UTF-8 text (at byte offset {error.start:,})"
     try:
         return json.loads(text), None
+    except RecursionError:
+        return None, "it is nested thousands of levels deep, which no real model file is"
     except json.JSONDecodeError as error:
         if error.pos >= len(text.rstrip()):
             return None, "it ends part-way through (cut short)"
@@ -243,7 +245,7 @@ def _chat_template(path: Path, tokenizer: dict[str, Any]) -> str | None:
     if as_json.is_file():
         try:
             template = _named_template(json.loads(as_json.read_text(encoding="utf-8")).get("chat_template"))
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError, RecursionError):
             template = None
         if template:
             return template

@@ -81,7 +81,7 @@ class ModelLibrary:
             data = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
             path = folder / data["path"]
             size = size_on_disk(path)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None
         if size != data.get("size"):
             return None

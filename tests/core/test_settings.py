@@ -197,3 +197,13 @@ def test_file_then_folder_are_synced(path: Path, monkeypatch: pytest.MonkeyPatch
     target, folder = path.stat(), path.parent.stat()
     # The temporary file (now renamed to the target) first, then the folder holding it.
     assert synced == [(target.st_dev, target.st_ino), (folder.st_dev, folder.st_ino)]
+
+
+def test_json_nested_too_deep_is_a_damaged_file_set_aside(path: Path) -> None:
+    """The robustness campaign found it: json.loads raised RecursionError, not ValueError."""
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    file = SettingsFile(path)
+    assert file.load() == Settings()
+    assert file.last_problem is not None and "damaged" in file.last_problem
+    assert not path.exists() and list(path.parent.glob(f"{path.name}.bad-*"))

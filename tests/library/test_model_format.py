@@ -263,3 +263,11 @@ def test_a_damaged_config_reads_plainly(onnx_copy: Path) -> None:
     assert error.kind == "bad_config"
     assert "it is not UTF-8 text (at byte offset 10)" in error.message
     assert "codec" not in error.message
+
+
+@pytest.mark.parametrize("name", ["genai_config.json", "tokenizer_config.json"])
+def test_json_nested_too_deep_is_a_damaged_folder_in_words(onnx_copy: Path, name: str) -> None:
+    """The robustness campaign found it: RecursionError surfaced raw."""
+    (onnx_copy / name).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    error = _error(onnx_copy)
+    assert f"The file {name}" in str(error) and "nested thousands of levels deep" in str(error)
