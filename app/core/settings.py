@@ -147,7 +147,7 @@ class SettingsFile:
         if problems:
             self.last_problem = (
                 f"Some settings in {self.path} were not valid and were reset to their "
-                f"defaults: {', '.join(problems)}. Check them in Settings."
+                f"defaults: {', '.join(problems)}. Check them in the window's File → Settings…"
             )
         version = data.get("version", SETTINGS_VERSION)
         if isinstance(version, int) and not isinstance(version, bool) and version > SETTINGS_VERSION:

@@ -277,6 +277,10 @@ def _check_int32_sizes(metadata: Mapping[str, object], architecture: str) -> Non
         value = _as_int(metadata.get(key))
         if value is not None and not 0 <= value < _INT32_LIMIT:
             raise _Corrupt(f"its setting {_quoted(key)} gives the impossible value {value:,}")
+    # A model without layers: llama.cpp aborts the whole process while loading it.
+    layers = _as_int(metadata.get(f"{architecture}.block_count"))
+    if layers == 0:
+        raise _Corrupt(f"its setting {_quoted(f'{architecture}.block_count')} says the model has no layers")
 
 
 def _read_metadata(reader: _HeaderReader, kv_count: int) -> dict[str, object]:

@@ -391,6 +391,15 @@ class TestDamageReadsPlainly:
         assert error.kind == "corrupt"
         assert f'"{key}"' in error.message and f"{value:,}" in error.message
 
+    def test_a_model_without_layers_is_damage(self, tmp_path: Path) -> None:
+        """Found by the robustness campaign: llama.cpp aborted the engine (exit -6) loading it."""
+        path = _handmade_gguf(tmp_path / "no layers.gguf", [], extra_kv=_kv_uint32("llama.block_count", 0),
+                              extra_kv_count=1)
+
+        error = _read_error(path)
+
+        assert error.kind == "corrupt" and "has no layers" in error.message
+
     def test_a_large_but_possible_context_is_kept(self, tmp_path: Path) -> None:
         path = _handmade_gguf(tmp_path / "long.gguf", [],
                               extra_kv=_kv_uint32("llama.context_length", 10_485_760), extra_kv_count=1)
