@@ -56,23 +56,18 @@ def exclusive_lock(path: Path, cancelled: Callable[[], bool] | None = None,
     itself stays and means nothing. While another process holds it, waiting() is called
     once and cancelled() is asked every poll_s.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    told = False
+    while (held := try_hold_lock(path)) is None:
+        if not told and waiting is not None:
+            waiting()
+            told = True
+        if cancelled is not None and cancelled():
+            raise LockWaitCancelled(str(path))
+        time.sleep(poll_s)
     try:
-        told = False
-        while not _try_lock(fd):
-            if not told and waiting is not None:
-                waiting()
-                told = True
-            if cancelled is not None and cancelled():
-                raise LockWaitCancelled(str(path))
-            time.sleep(poll_s)
-        try:
-            yield
-        finally:
-            _unlock(fd)
+        yield
     finally:
-        os.close(fd)
+        held.release()
 
 
 class HeldLock:
