@@ -34,7 +34,9 @@ def system_is_dark() -> bool:
 def apply_theme(app: QApplication, choice: str) -> bool:
     """Apply "light", "dark" or "system"; returns whether the result is dark."""
     dark = system_is_dark() if choice == "system" else choice == "dark"
-    app.setStyle(QStyleFactory.create("Fusion"))
+    if app.style().name().lower() != "fusion":
+        # Setting a style re-polishes every widget (tens of ms in a full window): once.
+        app.setStyle(QStyleFactory.create("Fusion"))
     palette = QPalette()
     for role, color in (_DARK if dark else _LIGHT).items():
         palette.setColor(role, QColor(color))
