@@ -133,7 +133,7 @@ def measure_window(app, loop, driver: WindowDriver, conversation_id: int) -> dic
         view.viewport().grab()
         frames.append(time.perf_counter() - started)
     return {
-        "messages": driver.messages.rowCount(),
+        "messages": driver.message_count(),
         "open_and_paint_ms": ms(opened),
         "documents_laid_out_on_open": layouts,
         "scroll_step_ms_median": ms(statistics.median(scroll)),

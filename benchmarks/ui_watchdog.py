@@ -265,6 +265,9 @@ class OldDriver(WindowDriver):
     def idle(self) -> bool:
         return not self.window.session.busy and not self.window.session.queued
 
+    def message_count(self) -> int:
+        return self.messages.rowCount()
+
     def conversation_id(self) -> int | None:
         return self.window.session.conversation_id
 
@@ -304,6 +307,9 @@ class NewDriver(WindowDriver):
 
     def idle(self) -> bool:
         return not self.window.controller.busy and not self.window.controller.queued
+
+    def message_count(self) -> int:
+        return len(self.messages.messages())  # its rows are the newest messages only
 
     def conversation_id(self) -> int | None:
         conversation = self.window.controller.conversation
@@ -407,7 +413,7 @@ def open_by_click(window, conversation_id: int) -> None:
 
 def showing(driver: WindowDriver, conversation_id: int) -> Callable[[], bool]:
     return lambda: (driver.conversation_id() == conversation_id
-                    and driver.messages.rowCount() >= LONG_CHAT_MESSAGES)
+                    and driver.message_count() >= LONG_CHAT_MESSAGES)
 
 
 def scenario_stream(driver: WindowDriver, dog: Watchdog, chat_a: int, answers: int) -> dict:

@@ -162,7 +162,8 @@ class MessageDelegate(QStyledItemDelegate):
         return height
 
     def _is_boundary(self, index: _Index) -> bool:
-        return index.row() > 0 and index.row() == getattr(index.model(), "context_starts_at", 0)
+        model = index.model()
+        return isinstance(model, MessageListModel) and model.starts_context(index.row())
 
     def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:  # Override.
         size = self._sizes.get(index.row())

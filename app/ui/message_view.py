@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QListView, QMenu,
 
 from app.ui.bridge import FramePacer
 from app.ui.message_delegate import MessageDelegate
-from app.ui.message_model import MessageRoles
+from app.ui.message_model import MessageListModel, MessageRoles
 
 
 class MessageActions(QWidget):
@@ -38,20 +38,13 @@ class MessageActions(QWidget):
         return button
 
 
-# A long chat opens on its newest messages; older ones join as the user scrolls up to them.
-# Laying the list out asks Python about every row shown (about 8 µs a row), and a hidden
-# row costs a third of that: 2,000 messages take 16 ms to lay out, 200 shown of them 5 ms.
-SHOWN_FIRST = 200
-SHOWN_MORE = 200
-
-
 class MessageView(QListView):
     """Stays at the bottom while an answer streams, unless the user scrolled up.
 
     A growing answer (a row whose text alone changed) is drawn on `pacer`'s clock, not at
     every change: more often when drawing it is cheap, less when it is dear. A frame
     repaints that row only, and lays the list out again only when the row grew taller.
-    A chat of more than SHOWN_FIRST messages shows its newest ones and the older ones
+    The model's rows are a long chat's newest messages; the view asks it for older ones
     when the user scrolls up to them.
     """
 
@@ -70,7 +63,6 @@ class MessageView(QListView):
         self._growth_timer.timeout.connect(self.redraw_growing)
         self._frame_pending = False
         self._exposed: QRect | None = None
-        self._first_shown = 0  # rows above it are hidden until the user scrolls up to them
         self.setObjectName("messages")
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -91,7 +83,7 @@ class MessageView(QListView):
         self.entered.connect(self._show_actions)
         self._add_shortcuts()
 
-    def setModel(self, model) -> None:  # Override QListView.setModel.
+    def setModel(self, model: MessageListModel) -> None:  # Override QListView.setModel.
         super().setModel(model)
         self.delegate.watch(model)
         model.modelReset.connect(self._reset)
@@ -110,20 +102,19 @@ class MessageView(QListView):
         self.delegate.forget_rows()
         self.actions_bar.hide()
         self._follow = True
-        self._first_shown = max(0, self.model().rowCount() - SHOWN_FIRST)
-        for row in range(self._first_shown):
-            self.setRowHidden(row, True)
         self.scrollToBottom()
 
     def _show_older(self) -> None:
         """The user scrolled up to the oldest message shown: show older ones above it, in place."""
-        first = max(0, self._first_shown - SHOWN_MORE)
-        model, option = self.model(), QStyleOptionViewItem()
-        added = sum(self.delegate.sizeHint(option, model.index(row, 0)).height()
-                    for row in range(first, self._first_shown))
-        for row in range(first, self._first_shown):
-            self.setRowHidden(row, False)
-        self._first_shown = first
+        model = self.model()
+        assert isinstance(model, MessageListModel)
+        more = model.show_older()
+        if not more:
+            return
+        # The rows that grew keep their heights under their new numbers.
+        self._laid_out = {row + more: height for row, height in self._laid_out.items()}
+        option = QStyleOptionViewItem()
+        added = sum(self.delegate.sizeHint(option, model.index(row, 0)).height() for row in range(more))
         self.executeDelayedItemsLayout()
         bar = self.verticalScrollBar()
         bar.setValue(bar.value() + added)
@@ -138,7 +129,7 @@ class MessageView(QListView):
     def _scrolled(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self._follow = value >= bar.maximum() - 4
-        if self._first_shown and value < self.viewport().height():
+        if value < self.viewport().height():
             self._show_older()
         self._place_actions()
 

@@ -186,7 +186,7 @@ def test_a_growing_answer_redraws_its_row_without_laying_out_the_list(view) -> N
         model.append_text(ROWS, word)
         view.redraw_growing()
         QTest.qWait(5)
-    assert model.asked < ROWS, "the list was laid out again for text that did not change its height"
+    assert model.asked < model.rowCount(), "the list was laid out again for text that did not change its height"
     assert _scroll_range(view) == laid_out
 
 
@@ -203,7 +203,7 @@ def test_a_growing_answer_waits_for_its_frame_then_grows_taller(view) -> None:
 def test_a_finished_answer_is_shown_at_once(view) -> None:
     model = view.model()
     laid_out = _scroll_range(view)
-    finished = dataclasses.replace(model.message(ROWS - 1), text="Done.\n\n" * 10, state=MessageState.COMPLETE,
+    finished = dataclasses.replace(model.message(model.rowCount() - 1), text="Done.\n\n" * 10, state=MessageState.COMPLETE,
                                    stats={"tokens": 3, "tokens_per_s": 10.0, "ttft_ms": 5.0, "device": "CPU"})
     model.replace(finished)
     _until(lambda: _scroll_range(view) > laid_out, "the new height")
@@ -217,12 +217,12 @@ def test_a_new_theme_repaints_the_messages_without_laying_the_list_out(view) -> 
     view.viewport().update()
     QTest.qWait(20)
     assert view.delegate.layouts > laid_out, "the messages on screen are laid out in the new colours"
-    assert model.asked < ROWS, "the rows keep their heights"
+    assert model.asked < model.rowCount(), "the rows keep their heights"
 
 
 def test_a_frame_repaints_only_from_the_block_that_changed(view) -> None:
     model = view.model()
-    last = model.index(ROWS - 1)
+    last = model.index(model.rowCount() - 1)
     model.append_text(ROWS, "First paragraph.\n\nSecond paragraph.\n\nThird")
     view.redraw_growing()
     QTest.qWait(20)
@@ -235,27 +235,29 @@ def test_a_frame_repaints_only_from_the_block_that_changed(view) -> None:
 
 
 def test_a_long_chat_shows_older_messages_as_the_user_scrolls_up_to_them(qtbot) -> None:
-    from app.ui.message_view import SHOWN_FIRST, SHOWN_MORE
+    from app.ui.message_model import SHOWN_FIRST, SHOWN_MORE
 
-    rows = SHOWN_FIRST + SHOWN_MORE + 50
+    messages = SHOWN_FIRST + SHOWN_MORE + 50
     model = MessageListModel()
     model.reset_to([Message(i, 1, Role.USER, f"Message {i}", 0.0, MessageState.COMPLETE, None)
-                    for i in range(rows)])
+                    for i in range(messages)])
     view = MessageView()
     view.setModel(model)
     view.resize(700, 500)
     qtbot.addWidget(view)
     view.show()
     _until(view.isVisible, "the view")
-    first = rows - SHOWN_FIRST
-    assert view.isRowHidden(first - 1) and not view.isRowHidden(first)
+    first = messages - SHOWN_FIRST
+    assert model.rowCount() == SHOWN_FIRST and model.message(0).id == first
+    assert len(model.messages()) == messages and model.row_of(first - 1) is None
     bar = view.verticalScrollBar()
     assert bar.value() == bar.maximum() > 0
     bar.setValue(0)
-    assert not view.isRowHidden(first - SHOWN_MORE) and view.isRowHidden(first - SHOWN_MORE - 1)
-    assert view.indexAt(QPoint(5, 5)).row() == first, "what was at the top stays there"
+    assert model.rowCount() == SHOWN_FIRST + SHOWN_MORE and model.message(0).id == first - SHOWN_MORE
+    top = view.indexAt(QPoint(5, 5))
+    assert model.message(top.row()).id == first, "what was at the top stays there"
     bar.setValue(0)
-    assert not any(view.isRowHidden(row) for row in range(rows))
+    assert model.rowCount() == messages and model.message(0).id == 0
 
 
 def test_an_answer_drawn_frame_by_frame_looks_as_if_drawn_at_once(qtbot) -> None:

@@ -174,10 +174,13 @@ def test_long_conversation_leaves_out_old_turns_and_marks_the_boundary(make_wind
     answer = window.adapter.messages.messages()[-1]
     assert answer.state == MessageState.COMPLETE
     assert answer.stats["messages_left_out"] > 0
-    boundary = window.adapter.messages.context_starts_at
-    assert boundary == answer.stats["messages_left_out"]
-    assert window.adapter.messages.index(boundary - 1).data(MessageRoles.OUT_OF_CONTEXT) is True
-    assert window.adapter.messages.index(boundary).data(MessageRoles.OUT_OF_CONTEXT) is False
+    model = window.adapter.messages
+    # 82 messages, all shown: the first row the model saw is the one after those left out.
+    assert model.rowCount() == len(model.messages()) == 82
+    boundary = answer.stats["messages_left_out"]
+    assert [row for row in range(model.rowCount()) if model.starts_context(row)] == [boundary]
+    assert model.index(boundary - 1).data(MessageRoles.OUT_OF_CONTEXT) is True
+    assert model.index(boundary).data(MessageRoles.OUT_OF_CONTEXT) is False
 
 
 def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window, loop, qtbot) -> None:
@@ -198,7 +201,7 @@ def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window,
     started = time.perf_counter()
     qtbot.wait(50)
     opened_in = time.perf_counter() - started
-    assert window.adapter.messages.rowCount() == 2000
+    assert len(window.adapter.messages.messages()) == 2000
     # Only what is on screen was laid out, not 2,000 documents.
     assert delegate.layouts < 60, (delegate.layouts, opened_in)
     bar = window.messages.verticalScrollBar()
@@ -207,7 +210,7 @@ def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window,
     qtbot.wait(20)
     _send(qtbot, window, "Still smooth?")
     run(loop, until(idle(window)))
-    assert window.adapter.messages.rowCount() == 2002
+    assert len(window.adapter.messages.messages()) == 2002
     assert bar.value() == bar.maximum(), "sending jumps to the end and follows the answer"
 
 
