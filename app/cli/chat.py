@@ -34,7 +34,7 @@ EXIT_INTERRUPTED = 130
 
 # The flag that sets each generation setting, for messages about a bad value.
 _FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
-          "context_length": "--ctx"}
+          "context_length": "--ctx", "thinking": "--think"}
 # The engine words its advice for the window; on the command line the flag is the way.
 _CLI_WORDS = (
     (OTHER_DEVICE_ADVICE, "choose another with --device (--device cpu always works)"),
@@ -62,7 +62,14 @@ def add_parser(commands) -> None:
     chat.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
     chat.add_argument("--device", choices=["auto", "npu", "gpu", "cpu"],
                       help="where to run the model (default: the setting, normally auto)")
-    chat.add_argument("--json", action="store_true", help="one JSON object per line")
+    chat.add_argument("--json", action="store_true",
+                      help="one JSON object per line; a reasoning model's thinking comes as \"thinking\" lines")
+    chat.add_argument("--no-thinking", dest="show_thinking", action="store_false",
+                      help="do not print a reasoning model's thinking (shown dimmed on a terminal, "
+                           "on standard error otherwise)")
+    chat.add_argument("--think", choices=["on", "off"],
+                      help="ask a reasoning model to think first, or not (models whose template has the "
+                           "switch, such as Qwen3)")
     chat.set_defaults(run=run)
 
 
@@ -79,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
                             threads=_threads(args.threads),
                             device_preference=args.device or saved.device_preference)
         model = resolve_model(args.model)
-        return asyncio.run(_answer(model, prompt, system, settings, args.json))
+        printer = _AnswerPrinter(sys.stdout, args.json, show_thinking=args.show_thinking)
+        return asyncio.run(_answer(model, prompt, system, settings, printer))
     except UserError as exc:
         _report(exc, args.json)
         return exc.status
@@ -156,6 +164,7 @@ def _generation_settings(args: argparse.Namespace, base: GenerationSettings) -> 
     overrides = {
         "max_tokens": args.max_tokens, "temperature": args.temperature,
         "seed": args.seed, "context_length": args.ctx,
+        "thinking": None if args.think is None else args.think == "on",
     }
     changed = {k: v for k, v in overrides.items() if v is not None}
     for name, value in changed.items():  # each alone, so the message names its flag
@@ -252,12 +261,11 @@ def _install_starter_with_progress(library: ModelLibrary):
     return model
 
 
-async def _answer(model: Path, prompt: str, system: str, settings: Settings, as_json: bool) -> int:
+async def _answer(model: Path, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter) -> int:
     """One chat turn through the window's controller, in a history kept only in memory."""
     controller = ChatController(history_path=IN_MEMORY, settings_path=None,
                                 library=ModelLibrary(data_paths().models), client=EngineClient(),
                                 settings=settings)
-    printer = _AnswerPrinter(sys.stdout, as_json)
     controller.subscribe(printer.on_event)
     try:
         await controller.open()
@@ -292,28 +300,61 @@ def in_cli_words(message: str) -> str:
 
 
 class _AnswerPrinter:
-    """Writes the answer as the controller streams it; knows how it ended."""
+    """Writes the answer as the controller streams it; knows how it ended.
 
-    def __init__(self, out: TextIO, as_json: bool) -> None:
+    A reasoning model's thinking is written apart from its answer: as "thinking" lines
+    under --json; dimmed before the answer on a terminal; on standard error when the
+    output goes to a file or a pipe, so that it holds the answer alone. show_thinking
+    False leaves it out.
+    """
+
+    def __init__(self, out: TextIO, as_json: bool, *, show_thinking: bool = True) -> None:
         self._out = out
         self._as_json = as_json
+        self._show_thinking = show_thinking
+        self._thinking_open = False
         self._ending: AnswerFinished | AnswerInterrupted | None = None
 
     def on_event(self, event: Event) -> None:
-        if isinstance(event, TextGrew):
+        if isinstance(event, TextGrew) and event.thinking:
+            self._thinking(event.delta)
+        elif isinstance(event, TextGrew):
+            self._end_thinking()
             _write(self._out, {"type": "delta", "text": event.delta} if self._as_json else event.delta, self._as_json)
         elif isinstance(event, AnswerFinished):
+            self._end_thinking()
             self._ending = event
             stats = {"type": "done", **(event.message.stats or {})}
             _write(self._out, stats if self._as_json else "\n", self._as_json)
             if stats.get("template_note") and not self._as_json:  # in the JSON object otherwise
                 print(f"kestrel: {stats['template_note']}", file=sys.stderr)
         elif isinstance(event, AnswerInterrupted):
+            self._end_thinking()
             self._ending = event
             if event.reason == InterruptReason.ENGINE_DIED and not self._as_json:
                 # End the half-written line; under --json every line is an object.
                 self._out.write("\n")
                 self._out.flush()
+
+    def _thinking(self, text: str) -> None:
+        if not self._show_thinking:
+            return
+        if self._as_json:
+            _write(self._out, {"type": "thinking", "text": text}, True)
+        elif _is_terminal(self._out):
+            _write(self._out, ("" if self._thinking_open else _DIM) + text, False)
+        else:
+            _write(sys.stderr, text, False)
+        self._thinking_open = True
+
+    def _end_thinking(self) -> None:
+        """The answer starts: the thinking before it ends with a blank line."""
+        if not self._thinking_open:
+            return
+        self._thinking_open = False
+        if not self._as_json:
+            terminal = _is_terminal(self._out)
+            _write(self._out if terminal else sys.stderr, (_UNDIM if terminal else "") + "\n\n", False)
 
     def result(self, context_asked: int, context_loaded: int | None) -> int:
         """The exit status, or UserError saying why the answer did not finish.
@@ -340,6 +381,17 @@ def _context_advice(asked: int, loaded: int | None) -> str:
         return (f"Shorten the message: {loaded:,} tokens is the most this model holds, so a larger "
                 "--ctx does not help.")
     return f"Shorten the message, or give it a longer context with --ctx (it was {asked:,} tokens)."
+
+
+# ANSI: faint text on, and back to normal intensity.
+_DIM, _UNDIM = "\x1b[2m", "\x1b[22m"
+
+
+def _is_terminal(out: TextIO) -> bool:
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _write(out: TextIO, item, as_json: bool) -> None:

@@ -18,6 +18,7 @@ class AnswerStats:
     finish_reason: stop, length, context or cancelled. chat_format: embedded or the
     built-in format used. messages_left_out: the oldest turns dropped to fit the context.
     template_note: why the model's own chat template was not used, when it was not.
+    thinking_ms: how long a reasoning model thought before its answer (0: it did not).
     """
 
     ttft_ms: float = 0.0
@@ -31,6 +32,7 @@ class AnswerStats:
     total_ms: float = 0.0
     messages_left_out: int = 0
     template_note: str = ""
+    thinking_ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The stats as a plain dict that `json.dumps` can write."""

@@ -34,7 +34,8 @@ class Message:
     """One message of a conversation, as stored in the history.
 
     `created` is Unix epoch seconds. `stats` holds what the engine reported about an
-    answer (tokens, speed, device), or None.
+    answer (tokens, speed, device), or None. `thinking` is what a reasoning model
+    thought before the answer in `text` ("" for every other message).
     """
 
     id: int
@@ -44,6 +45,7 @@ class Message:
     created: float
     state: MessageState
     stats: dict[str, Any] | None
+    thinking: str = ""
 
 
 @dataclass(frozen=True)

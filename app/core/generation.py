@@ -26,6 +26,9 @@ class GenerationSettings:
     # -1 asks the engine for a fresh random seed on every generation.
     seed: int = -1
     context_length: int = 4096
+    # Reasoning models whose template has the switch (`enable_thinking`, e.g. Qwen3)
+    # think before answering when True; other models ignore it.
+    thinking: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -51,6 +54,8 @@ class GenerationSettings:
         _check_int("max_tokens", self.max_tokens, low=1)
         _check_int("seed", self.seed)
         _check_int("context_length", self.context_length, low=256, high=1_048_576)
+        if not isinstance(self.thinking, bool):
+            raise ValueError(f"thinking must be true or false (got {self.thinking!r}).")
         return dataclasses.replace(
             self,
             temperature=float(self.temperature),

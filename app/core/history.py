@@ -104,7 +104,7 @@ def _fold_or_null(text: str | None) -> str | None:
 
 
 # messages.folded is the search's copy of the text; reading a message never needs it.
-_MESSAGE_COLUMNS = "id, conversation_id, role, text, created, state, stats"
+_MESSAGE_COLUMNS = "id, conversation_id, role, text, created, state, stats, thinking"
 
 # Two ways to find the conversations `c` with a message whose folded text holds :q.
 # The index lists the messages that hold :phrase; each then costs a lookup of its row.
@@ -424,12 +424,15 @@ class HistoryStore:
         text: str | None = None,
         state: MessageState | None = None,
         stats: dict[str, Any] | None = None,
+        thinking: str | None = None,
     ) -> None:
         """Change the given fields of a message; fields left as None stay."""
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = text
             changes["folded"] = search_fold(text)
+        if thinking is not None:
+            changes["thinking"] = thinking
         if state is not None:
             changes["state"] = MessageState(state).value
         if stats is not None:
@@ -487,11 +490,11 @@ class HistoryStore:
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO messages"
-                " (conversation_id, role, text, created, state, stats, folded)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " (conversation_id, role, text, created, state, stats, folded, thinking)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (conversation_id, Role(message.role).value, message.text, message.created,
                  MessageState(message.state).value, _stats_json(message.stats),
-                 search_fold(message.text)),
+                 search_fold(message.text), message.thinking),
             )
         return _inserted_id(cursor)
 
@@ -544,4 +547,5 @@ def _message(row: sqlite3.Row) -> Message:
         created=row["created"],
         state=MessageState(row["state"]),
         stats=None if stats is None else json.loads(stats),
+        thinking=row["thinking"] or "",
     )

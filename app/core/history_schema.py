@@ -99,9 +99,15 @@ def _migrate_to_v2(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_to_v3(conn: sqlite3.Connection) -> None:
+    # A reasoning model's thinking, kept apart from its answer (not searched: it is not
+    # what the user reads as the chat).
+    conn.execute("ALTER TABLE messages ADD COLUMN thinking TEXT NOT NULL DEFAULT ''")
+
+
 # MIGRATIONS[n] turns a version-n database into version n+1. Append only: a released
 # migration is never edited, because users' files have already been through it.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1, _migrate_to_v2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1, _migrate_to_v2, _migrate_to_v3]
 
 # Primary result codes (sqlite3.h) that come from the user's machine, not from a bug,
 # and what the user should do about each.

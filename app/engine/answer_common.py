@@ -12,6 +12,7 @@ from app.engine.chat_format import PromptSpec
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
+from app.engine.thinking import ThinkingMarkers, ThinkingSplitter, opens_thinking
 
 
 @dataclass
@@ -23,6 +24,8 @@ class AnswerTiming:
     last: float | None = None
     generated: int = 0
     evaluated: int = 0
+    thinking_from: float | None = None
+    thinking_to: float | None = None
 
     def stats(self, *, prompt_tokens: int, device: str, finish: str, chat_format: str,
               left_out: int, template_note: str = "") -> AnswerStats:
@@ -41,7 +44,13 @@ class AnswerTiming:
             total_ms=round((time.perf_counter() - self.start) * 1000, 2),
             messages_left_out=left_out,
             template_note=template_note,
+            thinking_ms=self._thinking_ms(),
         )
+
+    def _thinking_ms(self) -> float:
+        if self.thinking_from is None:
+            return 0.0
+        return round(((self.thinking_to or self.last or self.thinking_from) - self.thinking_from) * 1000, 2)
 
 
 # (prompt, token budget, answer text, timing) -> the deltas, returning the finish reason.
@@ -49,22 +58,53 @@ TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Del
 
 
 def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
-           tokenize: Callable[[str], list[int]], stream: TokenStream) -> Generator[Delta | Done, None, None]:
+           tokenize: Callable[[str], list[int]], stream: TokenStream,
+           thinking: ThinkingMarkers | None = None) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
-    tokens it actually evaluated. The context and the device are the loaded model's."""
+    tokens it actually evaluated. The context and the device are the loaded model's.
+    thinking: the model's thinking markers; its thinking then streams as Delta(thinking=True)."""
     timing = AnswerTiming()
     n_ctx = loaded.context_length
     spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
     budget = min(request.settings.max_tokens, n_ctx - len(prompt))
     text = AnswerText(spec.stop + tuple(request.stop))
-    finish = yield from stream(prompt, budget, text, timing)
+    splitter = ThinkingSplitter(thinking, inside=opens_thinking(spec.text, thinking)) if thinking else None
+    deltas = stream(prompt, budget, text, timing)
+    finish = yield from (_split(deltas, splitter, timing) if splitter else deltas)
     tail = text.finish()
-    if tail:
-        yield Delta(request.request_id, tail)
+    if splitter is None:
+        if tail:
+            yield Delta(request.request_id, tail)
+    else:
+        yield from _parts(request.request_id, splitter.feed(tail) + splitter.finish(), timing)
     yield Done(request.request_id, timing.stats(prompt_tokens=len(prompt), device=loaded.device, finish=finish,
                                                 chat_format=spec.chat_format, left_out=left_out,
                                                 template_note=spec.note or ""))
+
+
+def _split(deltas: Generator[Delta, None, str], splitter: ThinkingSplitter,
+           timing: AnswerTiming) -> Generator[Delta, None, str]:
+    """The deltas with the thinking told apart from the answer; returns the finish reason."""
+    try:
+        while True:
+            try:
+                delta = next(deltas)
+            except StopIteration as stop:
+                return stop.value
+            yield from _parts(delta.request_id, splitter.feed(delta.text), timing)
+    finally:
+        deltas.close()  # Cancelled: the backend's stream lets go of its tokens.
+
+
+def _parts(request_id: int, parts: list[tuple[bool, str]], timing: AnswerTiming) -> Generator[Delta, None, None]:
+    for thinking, text in parts:
+        now = time.perf_counter()
+        if thinking and timing.thinking_from is None:
+            timing.thinking_from = timing.first or now
+        elif not thinking and timing.thinking_from is not None and timing.thinking_to is None:
+            timing.thinking_to = now
+        yield Delta(request_id, text, thinking=thinking)
 
 
 def fit_prompt(request: Generate, n_ctx: int,

@@ -11,7 +11,7 @@ from app.core.generation import GenerationSettings
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -19,10 +19,12 @@ PROTOCOL_VERSION = 4
 
 @dataclass(frozen=True)
 class ChatMessage:
-    """One turn of a conversation as the engine sees it."""
+    """One turn of a conversation as the engine sees it; `thinking` is what a reasoning
+    model thought before an earlier answer (templates decide whether it goes back)."""
 
     role: str
     content: str
+    thinking: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,10 @@ class Loaded:
     # Why this device (placement's words) and why each device tried before it failed.
     placement_reason: str = ""
     fallback_reasons: tuple[str, ...] = ()
+    # A reasoning model (its template has thinking markers), and whether its template
+    # can turn the thinking on and off (GenerationSettings.thinking).
+    thinks: bool = False
+    thinking_switch: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,10 +153,12 @@ class Report:
 
 @dataclass(frozen=True)
 class Delta:
-    """New text of the answer: always whole, valid UTF-8 characters."""
+    """New text of the answer: always whole, valid UTF-8 characters. thinking: the text
+    is a reasoning model's thinking before its answer, markers left out."""
 
     request_id: int
     text: str
+    thinking: bool = False
 
 
 @dataclass(frozen=True)

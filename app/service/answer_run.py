@@ -86,8 +86,9 @@ class AnswerRun:
         async with aclosing(request.events()) as events:
             async for event in events:
                 if isinstance(event, Delta):
-                    await stream.append(event.text)
-                    self._emit(TextGrew(stream.message.conversation_id, stream.message_id, event.text))
+                    await stream.append(event.text, thinking=event.thinking)
+                    self._emit(TextGrew(stream.message.conversation_id, stream.message_id, event.text,
+                                        thinking=event.thinking))
                 elif isinstance(event, Done):
                     self._finish(await stream.finish(event.stats.to_dict()))
                     return
@@ -111,5 +112,5 @@ def chat_of(system_prompt: str, history: list[Message]) -> list[ChatMessage]:
     chat = [ChatMessage("system", system_prompt)] if system_prompt.strip() else []
     for message in history:
         if message.role != Role.SYSTEM and message.text and message.state != MessageState.STREAMING:
-            chat.append(ChatMessage(message.role.value, message.text))
+            chat.append(ChatMessage(message.role.value, message.text, message.thinking))
     return chat

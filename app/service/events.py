@@ -95,11 +95,13 @@ class AnswerStarted:
 
 @dataclass(frozen=True)
 class TextGrew:
-    """New text of a growing answer (whole characters); front ends coalesce these."""
+    """New text of a growing answer (whole characters); front ends coalesce these.
+    thinking: the text is a reasoning model's thinking before its answer."""
 
     conversation_id: int
     message_id: int
     delta: str
+    thinking: bool = False
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ class StreamingAnswer:
     most once per `flush_interval` seconds (on the writer thread), so a crash loses at
     most about that much. After a crash the message is left STREAMING;
     `HistoryStore.recover_interrupted` turns it INTERRUPTED on the next start.
+    A reasoning model's thinking arrives the same way (append(..., thinking=True)) and
+    is saved with it, in its own field.
     """
 
     def __init__(self, storage: Storage, message: Message, *, clock: Callable[[], float],
@@ -26,6 +28,7 @@ class StreamingAnswer:
         self._storage = storage
         self.message = message
         self._parts: list[str] = [message.text]
+        self._thinking: list[str] = [message.thinking]
         self._clock = clock
         self._flush_interval = flush_interval
         self._last_flush = clock()
@@ -59,10 +62,18 @@ class StreamingAnswer:
             self._parts = ["".join(self._parts)]
         return self._parts[0]
 
-    async def append(self, delta: str) -> bool:
-        """Add a piece of the answer; return True if this call wrote it to the history."""
+    @property
+    def thinking(self) -> str:
+        """All the thinking received so far, saved or not."""
+        if len(self._thinking) > 1:
+            self._thinking = ["".join(self._thinking)]
+        return self._thinking[0]
+
+    async def append(self, delta: str, *, thinking: bool = False) -> bool:
+        """Add a piece of the answer (or of the thinking before it); return True if this
+        call wrote it to the history."""
         self._check_open()
-        self._parts.append(delta)
+        (self._thinking if thinking else self._parts).append(delta)
         self._length += len(delta)
         now = self._clock()
         if now - self._last_flush < self._flush_interval:
@@ -86,26 +97,27 @@ class StreamingAnswer:
         """The answer as shown, marked INTERRUPTED, when the history could not take it."""
         self._done = True
         return Message(self.message.id, self.message.conversation_id, Role.ASSISTANT, self.text,
-                       self.message.created, MessageState.INTERRUPTED, None)
+                       self.message.created, MessageState.INTERRUPTED, None, self.thinking)
 
     async def _write(self, now: float) -> bool:
         if self._length == self._flushed_length:
             return False
-        text = self.text
-        await self._storage.history(HistoryStore.update_message, self.message.id, text=text)
+        length = self._length
+        await self._storage.history(HistoryStore.update_message, self.message.id, text=self.text,
+                                    thinking=self.thinking)
         # Set only after a successful write, so a failed one is retried next time.
         self._last_flush = now
-        self._flushed_length = len(text)
+        self._flushed_length = length
         return True
 
     async def _close(self, state: MessageState, stats: dict[str, Any] | None) -> Message:
         self._check_open()
-        text = self.text
+        text, thinking = self.text, self.thinking
         await self._storage.history(HistoryStore.update_message, self.message.id, text=text,
-                                    state=state, stats=stats)
+                                    state=state, stats=stats, thinking=thinking)
         self._done = True
         return Message(self.message.id, self.message.conversation_id, Role.ASSISTANT, text,
-                       self.message.created, state, stats)
+                       self.message.created, state, stats, thinking)
 
     def _check_open(self) -> None:
         if self._done:

@@ -58,7 +58,7 @@ class ControllerAdapter(QObject):
     def _on_event(self, event: ev.Event) -> None:
         """Route one controller event to the models and signals."""
         if isinstance(event, ev.TextGrew):
-            self.bridge.push(event.message_id, event.delta)
+            self.bridge.push(event.message_id, event.delta, event.thinking)
         elif isinstance(event, (ev.AnswerFinished, ev.AnswerInterrupted)):
             self.bridge.flush()
             self.messages.replace(event.message)

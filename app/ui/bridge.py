@@ -17,22 +17,23 @@ DRAW_SHARE = 0.05
 
 
 class StreamBridge(QObject):
-    """Coalesces token deltas; textGrew carries one frame's new text of one message."""
+    """Coalesces token deltas; textGrew carries one frame's new text of one message
+    (message id, text, whether it is the thinking before the answer)."""
 
-    textGrew = Signal(int, str)
+    textGrew = Signal(int, str, bool)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._pending: dict[int, list[str]] = {}
+        self._pending: dict[tuple[int, bool], list[str]] = {}
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(FRAME_MS)
         self._timer.timeout.connect(self.flush)
         self.emitted = 0
 
-    def push(self, message_id: int, delta: str) -> None:
-        """New text of the message; shown at the next frame, not now."""
-        self._pending.setdefault(message_id, []).append(delta)
+    def push(self, message_id: int, delta: str, thinking: bool = False) -> None:
+        """New text of the message (or of its thinking); shown at the next frame, not now."""
+        self._pending.setdefault((message_id, thinking), []).append(delta)
         if not self._timer.isActive():
             self._timer.start()
 
@@ -40,9 +41,9 @@ class StreamBridge(QObject):
         """Send what is pending now (also called when an answer ends)."""
         self._timer.stop()
         pending, self._pending = self._pending, {}
-        for message_id, parts in pending.items():
+        for (message_id, thinking), parts in pending.items():
             self.emitted += 1
-            self.textGrew.emit(message_id, "".join(parts))
+            self.textGrew.emit(message_id, "".join(parts), thinking)
 
 
 class FramePacer:

@@ -13,6 +13,7 @@ from app.ui.markdown import markdown_to_html, plain_to_html
 from app.ui.message_body import GrowingAnswer, MessageBody
 from app.core.conversation import Message, MessageState, Role
 from app.ui.message_model import MessageListModel
+from app.ui.thinking_section import ThinkingSection
 
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -61,6 +62,7 @@ class MessageDelegate(QStyledItemDelegate):
         self._width = 120
         self.dark = False
         self.layouts = 0
+        self.thinking = ThinkingSection(self._document)
 
     def clear(self) -> None:
         """The colours changed (the theme): lay the messages out again as they are painted.
@@ -71,6 +73,7 @@ class MessageDelegate(QStyledItemDelegate):
         """
         self._bodies.clear()
         self._growing.clear()
+        self.thinking.clear()
 
     def forget_rows(self) -> None:
         """Another chat was opened: forget what is known by row, keep what is known by message.
@@ -115,7 +118,8 @@ class MessageDelegate(QStyledItemDelegate):
     def _key(self, message: Message, boundary: bool, width: int) -> tuple:
         text = message.text
         # Not the theme: a height holds in both (a body, laid out in colour, is keyed with it).
-        return (hash(text), len(text), width, message.state, message.stats is not None, boundary)
+        return (hash(text), len(text), width, message.state, message.stats is not None, boundary,
+                self.thinking.key(message))
 
     def _body(self, message: Message, key: tuple, width: int) -> MessageBody:
         cached = self._bodies.get(message.id)
@@ -152,9 +156,10 @@ class MessageDelegate(QStyledItemDelegate):
         self.layouts += 1
         return doc
 
-    def _chrome_height(self, message: Message, boundary: bool) -> int:
+    def _chrome_height(self, message: Message, boundary: bool, width: int) -> int:
         line = self._view.fontMetrics().height()
         height = 3 * PAD + line  # the author line and the padding
+        height += self.thinking.height(message, width, line, self.dark)
         if stats_line(message.stats) or message.state != MessageState.COMPLETE:
             height += line + PAD // 2
         if boundary:
@@ -188,7 +193,7 @@ class MessageDelegate(QStyledItemDelegate):
         return QSize(width, estimate)
 
     def _measure(self, message: Message, boundary: bool, key: tuple, width: int) -> int:
-        height = int(self._body(message, key, width).height) + self._chrome_height(message, boundary)
+        height = int(self._body(message, key, width).height) + self._chrome_height(message, boundary, width)
         self._heights[message.id] = (key, height, True)
         return height
 
@@ -196,7 +201,7 @@ class MessageDelegate(QStyledItemDelegate):
         metrics = self._view.fontMetrics()
         per_line = max(1, width // max(1, metrics.averageCharWidth()))
         lines = sum(1 + len(line) // per_line for line in message.text.split("\n"))
-        return lines * metrics.lineSpacing() + self._chrome_height(message, boundary)
+        return lines * metrics.lineSpacing() + self._chrome_height(message, boundary, width)
 
     # --- painting -------------------------------------------------------------------
 
@@ -224,8 +229,10 @@ class MessageDelegate(QStyledItemDelegate):
         self._paint_bubble(painter, palette, selected, index, QRect(rect.left() + PAD, top - PAD // 2,
                                                                    rect.width() - 2 * PAD, rect.bottom() - top))
         top = self._paint_author(painter, rect, top, message, palette)
-        body = self._body(message, key, width)
         left = rect.left() + 2 * PAD
+        top = self.thinking.paint(painter, message, left, top, width, palette,
+                                  QRectF(rect.intersected(self._view.exposed_rect())), self.dark)
+        body = self._body(message, key, width)
         # Only what is being painted: an answer may be many screens tall, and a frame of a
         # growing one repaints only its new part.
         visible = QRectF(rect.intersected(self._view.exposed_rect())).translated(-left, -top)
@@ -323,14 +330,33 @@ class MessageDelegate(QStyledItemDelegate):
         from its first block laid out anew down to the footer."""
         message = self._message(index)
         growing, cached = self._growing.get(message.id), self._bodies.get(message.id)
-        if growing is None or cached is None:
-            return QRect(rect)
+        if growing is None or cached is None or (message.thinking and not message.text):
+            return QRect(rect)  # (the thinking above the answer is what grows)
         body, first = cached[1], growing[1].take_first_new()
         # Two pixels of slack: the author line's bold font may be a pixel taller.
         top = self._text_top(index) - 2 + int(body.tops[first] if first < len(body.tops) else body.height)
         return QRect(rect.left(), rect.top() + top, rect.width(), max(0, rect.height() - top))
 
     def _text_top(self, index: _Index) -> int:
-        """Where the text starts in a row: under the context boundary and the author line."""
+        """Where the text starts in a row: under the context boundary, the author line and
+        the thinking."""
+        return self._thinking_top(index) + self.thinking.height(self._message(index), self._text_width(),
+                                                                 self._view.fontMetrics().height(), self.dark)
+
+    def _thinking_top(self, index: _Index) -> int:
         line = self._view.fontMetrics().height()
         return PAD + line + PAD // 2 + (line + PAD if self._is_boundary(index) else 0)
+
+    def thinking_header_at(self, index: QModelIndex, point) -> bool:
+        """Whether a point (viewport coordinates) is on the row's "Thinking" header line."""
+        if not self._message(index).thinking:
+            return False
+        rect = self._view.visualRect(index)
+        top = rect.top() + self._thinking_top(index)
+        return top <= point.y() < top + self._view.fontMetrics().height() + 2
+
+    def toggle_thinking(self, index: QModelIndex) -> None:
+        """Open or close the row's thinking; the list makes room for it."""
+        self.thinking.toggle(self._message(index))
+        self._sizes.pop(index.row(), None)
+        self.sizeHintChanged.emit(index)

@@ -109,11 +109,19 @@ class MessageListModel(QAbstractListModel):
             before = self.index(row - 1)
             self.dataChanged.emit(before, before, [MessageRoles.IS_LAST_ANSWER])
 
-    def append_text(self, message_id: int, more: str) -> None:
-        """A growing answer's new text (one frame's worth of deltas)."""
+    def append_text(self, message_id: int, more: str, thinking: bool = False) -> None:
+        """A growing answer's new text, or new thinking before it (one frame's worth of deltas).
+
+        Both are told as a DisplayRole change: the view draws either on its frame clock.
+        """
         position = self._rows.get(message_id)
-        if position is not None:
-            self._change(message_id, [Qt.ItemDataRole.DisplayRole], text=self._messages[position].text + more)
+        if position is None:
+            return
+        message = self._messages[position]
+        if thinking:
+            self._change(message_id, [Qt.ItemDataRole.DisplayRole], thinking=message.thinking + more)
+        else:
+            self._change(message_id, [Qt.ItemDataRole.DisplayRole], text=message.text + more)
 
     def replace(self, message: Message) -> None:
         """A message's final form (state and stats too)."""

@@ -83,7 +83,7 @@ class MessageView(QListView):
         self.entered.connect(self._show_actions)
         self._add_shortcuts()
 
-    def setModel(self, model: MessageListModel) -> None:  # Override QListView.setModel.
+    def setModel(self, model) -> None:  # Override QListView.setModel.
         super().setModel(model)
         self.delegate.watch(model)
         model.modelReset.connect(self._reset)
@@ -268,6 +268,9 @@ class MessageView(QListView):
     def viewportEvent(self, event) -> bool:  # Override: links in answers open on click.
         if event.type() == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.LeftButton:
             index = self.indexAt(event.position().toPoint())
+            if index.isValid() and self.delegate.thinking_header_at(index, event.position().toPoint()):
+                self.delegate.toggle_thinking(index)
+                return True
             if index.isValid():
                 url = QUrl(self.delegate.anchor_at(index, event.position().toPoint()))
                 # Only web and mail links: a model's answer must not open local files.

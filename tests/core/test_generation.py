@@ -20,8 +20,14 @@ def test_defaults() -> None:
         "max_tokens": 512,
         "seed": -1,
         "context_length": 4096,
+        "thinking": True,
     }
     assert settings.validated() == settings
+
+
+def test_thinking_must_be_a_boolean() -> None:
+    with pytest.raises(ValueError, match="thinking must be true or false"):
+        GenerationSettings(thinking="no").validated()  # type: ignore[arg-type]
 
 
 def test_round_trip_through_json() -> None:

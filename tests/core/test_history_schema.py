@@ -40,10 +40,32 @@ def _add_pinned_column(conn: sqlite3.Connection) -> None:
 
 def test_new_file_gets_the_current_schema(db_path: Path) -> None:
     HistoryStore(db_path).close()
-    assert _user_version(db_path) == len(history.MIGRATIONS) == 2
+    assert _user_version(db_path) == len(history.MIGRATIONS) == 3
     assert _columns(db_path, "messages") == [
-        "id", "conversation_id", "role", "text", "created", "state", "stats", "folded",
+        "id", "conversation_id", "role", "text", "created", "state", "stats", "folded", "thinking",
     ]
+
+
+def test_a_version_2_history_keeps_its_messages_and_gains_thinking(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path)
+    for migration in MIGRATIONS[:2]:
+        migration(conn)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO conversations (title, created, updated, system_prompt, settings)"
+                 " VALUES ('Old', 1, 1, '', '{}')")
+    conn.execute("INSERT INTO messages (conversation_id, role, text, created, state, folded)"
+                 " VALUES (1, 'assistant', 'Kept', 1, 'complete', 'kept')")
+    conn.commit()
+    conn.close()
+    store = HistoryStore(db_path)
+    try:
+        [message] = store.messages(1)
+        assert (message.text, message.thinking) == ("Kept", "")
+        store.update_message(message.id, thinking="Because.")
+        assert store.get_message(message.id).thinking == "Because."
+    finally:
+        store.close()
+    assert _user_version(db_path) == 3
 
 
 def test_empty_version_zero_file_is_migrated(db_path: Path) -> None:

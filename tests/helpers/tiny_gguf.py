@@ -16,6 +16,7 @@ Rebuild by hand with ``python -m tests.helpers.tiny_gguf OUT.gguf``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -71,16 +72,25 @@ def build_tiny_gguf(
     seed: int = 0,
     name: str = "kestrel-tiny",
     always: int | None = None,
+    added_tokens: tuple[str, ...] = (),
+    weights: Callable[[list[str], dict[str, np.ndarray]], None] | None = None,
 ) -> Path:
     """Write the tiny model to path (same bytes for the same arguments) and return path.
 
     always: a token id the model then picks every time (tests of end-of-generation).
+    added_tokens: user-defined tokens after the vocabulary (printed as text, as
+    `<think>` is in Qwen3). weights(pieces, tensors) may change the tensors in place.
     """
     n_head = 4
     if n_embd % (n_head * 2) != 0 or n_layers < 1:
         raise ValueError(f"n_embd must be a multiple of {n_head * 2} and n_layers >= 1")
     pieces, scores, types = _vocabulary()
+    pieces += list(added_tokens)
+    scores += [0.0] * len(added_tokens)
+    types += [int(TokenType.USER_DEFINED)] * len(added_tokens)
     tensors = _tensors(np.random.default_rng(seed), len(pieces), n_layers, n_embd, n_head, always)
+    if weights is not None:
+        weights(pieces, tensors)
 
     writer = GGUFWriter(path, "llama")
     writer.add_name(name)
