@@ -10,30 +10,39 @@ built-in format and tells the user why.
 
 The environment matches what Hugging Face transformers' `apply_chat_template` gives a
 template, so that a model gets the prompt its authors tested: trim_blocks and
-lstrip_blocks, the loopcontrols extension (`{% break %}`, `{% continue %}`), the
-`{% generation %}` block (its body unchanged: Kestrel asks for no assistant mask),
-`raise_exception`, `strftime_now`, and a `tojson` with json.dumps' keywords.
+lstrip_blocks, the loopcontrols extension (`{% break %}`, `{% continue %}`), and the
+names of app/engine/template_builtins.py. tests/engine/test_template_conformance.py
+checks real templates against transformers itself.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
 import time
-from datetime import datetime
 from functools import lru_cache
 from types import FrameType
 from typing import Any, Callable, Iterable, Mapping
 
-from jinja2 import TemplateError, nodes
+from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
-from jinja2.ext import Extension, loopcontrols
-from jinja2.parser import Parser
+from jinja2.ext import loopcontrols
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from jinja2.utils import generate_lorem_ipsum
+
+from app.engine.template_builtins import (
+    GenerationBlock,
+    TemplateDict,
+    TemplateLimit,
+    TemplateNamespace,
+    TemplateRaised,
+    lipsum,
+    raise_exception,
+    strftime_now,
+    tojson,
+    too_big,
+)
 
 # A prompt far longer than any context (about two million tokens) is never useful.
 MAX_OUTPUT_CHARS = 8_000_000
@@ -49,18 +58,6 @@ MAX_TEMPLATE_CHARS = 512_000
 TEMPLATE_FILENAME = "<chat template>"
 
 
-class TemplateLimit(TemplateError):
-    """The template went past one of the sandbox's limits; the message says which."""
-
-
-class TemplateRaised(TemplateError):
-    """The template called raise_exception(); its message is the template author's."""
-
-
-def _too_big(what: str) -> TemplateLimit:
-    return TemplateLimit(f"it tried to {what}, more than a chat prompt can use")
-
-
 def _size(value: Any) -> int:
     return len(value) if isinstance(value, (str, list, tuple, dict)) else 0
 
@@ -70,7 +67,7 @@ def _check_numbers(args: Iterable[Any], what: str) -> None:
         if isinstance(value, bool):
             continue
         if isinstance(value, (int, float)) and not math.isnan(value) and abs(value) > MAX_NUMBER:
-            raise _too_big(f"use the number {value:.6g} in {what}")
+            raise too_big(f"use the number {value:.6g} in {what}")
         if isinstance(value, (list, tuple)) and len(value) <= 16:
             _check_numbers(value, what)
 
@@ -88,12 +85,12 @@ def _check_format(text: str, style: str) -> None:
         numbers = [n for spec in _BRACE_SPEC.findall(text) for n in _DIGITS.findall(spec)]
     for number in numbers:
         if len(number) > 7 or int(number) > MAX_NUMBER:
-            raise _too_big(f"format text {int(number[:30]):.3g} characters wide")
+            raise too_big(f"format text {int(number[:30]):.3g} characters wide")
 
 
 def _check_result(value: Any, what: str) -> Any:
     if _size(value) > MAX_OUTPUT_CHARS:
-        raise _too_big(f"make {what} of {_size(value):,} items")
+        raise too_big(f"make {what} of {_size(value):,} items")
     return value
 
 
@@ -116,7 +113,7 @@ def _replaced_size(text: str, old: str, new: str, count: int = -1) -> int:
 
 def _check_estimate(size: int, what: str) -> None:
     if size > MAX_OUTPUT_CHARS:
-        raise _too_big(f"{what} of at least {size:,} characters")
+        raise too_big(f"{what} of at least {size:,} characters")
 
 
 def _check_str_method(text: str, name: str, args: tuple, kwargs: dict) -> None:
@@ -132,50 +129,6 @@ def _check_str_method(text: str, name: str, args: tuple, kwargs: dict) -> None:
         tab = args[0] if args else kwargs.get("tabsize", 8)
         if isinstance(tab, int):
             _check_estimate(len(text) + text.count("\t") * tab, "expand tabs into text")
-
-
-# --- the filters and globals transformers adds -----------------------------------------
-
-
-def raise_exception(message: str) -> None:
-    raise TemplateRaised(message)
-
-
-_STRFTIME_WIDTH = re.compile(r"%[-_0^#]*(\d+)")
-
-
-def strftime_now(format: str) -> str:
-    """Today's date as the template asks for it ("%d %B %Y")."""
-    if len(format) > 1_000:
-        raise _too_big(f"format a date with {len(format):,} characters of format")
-    for width in _STRFTIME_WIDTH.findall(format):
-        if len(width) > 4:
-            raise _too_big(f"format a date {width[:12]} characters wide")
-    return datetime.now().strftime(format)
-
-
-def tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None,
-           separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
-    """json.dumps, as transformers' tojson (not Jinja's HTML-safe one)."""
-    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-
-
-def lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:  # noqa: A002 - Jinja's names
-    if n > 100 or max > 1_000:
-        raise _too_big(f"write {n} paragraphs of up to {max} words of filler")
-    return str(generate_lorem_ipsum(n=n, html=html, min=min, max=max))
-
-
-class GenerationBlock(Extension):
-    """transformers' `{% generation %}…{% endgeneration %}`: marks the assistant's own
-    tokens for training masks. Without a mask request it renders its body unchanged."""
-
-    tags = {"generation"}
-
-    def parse(self, parser: Parser) -> nodes.Node:
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return nodes.Scope(body).set_lineno(lineno)
 
 
 # --- the environment -------------------------------------------------------------------
@@ -230,7 +183,9 @@ class ChatTemplateEnvironment(ImmutableSandboxedEnvironment):
         super().__init__(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, GenerationBlock])
         self.filters["tojson"] = tojson
         self.filters = {name: _bounded_filter(name, f) for name, f in self.filters.items()}
-        self.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, lipsum=lipsum)
+        # transformers' dict and namespace in place of Jinja's (why: TemplateDict, TemplateNamespace).
+        self.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, lipsum=lipsum,
+                            dict=TemplateDict(), namespace=TemplateNamespace)
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         if operator == "*":
@@ -239,10 +194,10 @@ class ChatTemplateEnvironment(ImmutableSandboxedEnvironment):
                     _check_estimate(_size(sequence) * times, "repeat text")
             if isinstance(left, int) and isinstance(right, int):
                 if left.bit_length() + right.bit_length() > MAX_INT_BITS:
-                    raise _too_big("multiply numbers of tens of thousands of digits")
+                    raise too_big("multiply numbers of tens of thousands of digits")
         elif operator == "**" and isinstance(left, int) and isinstance(right, int):
             if abs(left) > 1 and right > 0 and right * math.log2(abs(left)) > MAX_INT_BITS:
-                raise _too_big(f"raise {left:.3g} to the power {right:.3g}")
+                raise too_big(f"raise {left:.3g} to the power {right:.3g}")
         elif operator == "%" and isinstance(left, str):
             _check_format(left, "%")
             _check_numbers(right if isinstance(right, tuple) else (right,), "a % format")
@@ -326,8 +281,11 @@ def render(source: str, variables: Mapping[str, Any], *, seconds: float = MAX_SE
         for part in template.generate(**variables):
             total += len(part)
             if total > MAX_OUTPUT_CHARS:
-                raise _too_big(f"write more than {MAX_OUTPUT_CHARS:,} characters")
+                raise too_big(f"write more than {MAX_OUTPUT_CHARS:,} characters")
             parts.append(part)
         return "".join(parts)
     finally:
         sys.settrace(previous)
+
+
+__all__ = ["ENVIRONMENT", "TemplateLimit", "TemplateRaised", "compile_template", "render"]

@@ -8,6 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from jinja2.exceptions import SecurityError, UndefinedError
 
 from app.engine.chat_format import ModelTokens, build_prompt
 from app.engine.protocol import ChatMessage
@@ -165,3 +166,26 @@ def test_a_template_with_a_syntax_error_does_not_stop_the_model_loading(tmp_path
     done = events[-1]
     assert done.stats.chat_format == "chatml"
     assert "has an error on its line 1" in done.stats.template_note
+
+
+def test_dict_is_transformers_restricted_one() -> None:
+    """Jinja's `dict` global is the type: dict.update(messages[0], …) changed the conversation."""
+    assert render("{{ dict(a=1) }}|{{ dict.fromkeys(['a', 'b'], 0) }}", {}) == "{'a': 1}|{'a': 0, 'b': 0}"
+    with pytest.raises(UndefinedError):
+        render("{{ dict.update(messages[0], {'role': 'system'}) }}", VARIABLES)
+    assert VARIABLES["messages"][0]["role"] == "user"
+
+
+@pytest.mark.parametrize("template", [
+    "{% set ns = namespace(_hidden=1) %}",
+    "{% set ns = namespace() %}{% set ns._hidden = 1 %}",
+    "{% set ns = namespace() %}{% set ns._Namespace__attrs = {} %}",
+])
+def test_a_namespace_refuses_underscore_names_as_transformers_does(template: str) -> None:
+    with pytest.raises(SecurityError, match="underscore"):
+        render(template, {})
+
+
+def test_a_namespace_keeps_ordinary_names() -> None:
+    template = "{% set ns = namespace(total=1, self=2) %}{% set ns.total = ns.total + 1 %}{{ ns.total }},{{ ns.self }}"
+    assert render(template, {}) == "2,2"
