@@ -2,21 +2,31 @@
 
 The template inside the model file (`tokenizer.chat_template`) comes first. It is
 untrusted code from a downloaded file, so it runs in a bounded sandbox
-(app/engine/template_sandbox.py). A file without a template, or one whose template
-fails in any way, gets the built-in format of its architecture, and the answer's stats
-carry the reason (PromptSpec.note) so the user sees why.
+(app/engine/template_sandbox.py). A template that refuses a system prompt gets it folded
+into the first user message, the convention of models without a system role. A file
+without a template, or one whose template fails in any other way, gets the built-in
+format of its architecture. Either way the answer's stats carry what happened
+(PromptSpec.note) so the user sees it.
+
+Stop strings come from the model: its end-of-generation tokens and the markers its
+template writes at the end of a turn.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Sequence
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
 
 from jinja2 import TemplateSyntaxError
 from jinja2.exceptions import SecurityError
 
 from app.engine.protocol import ChatMessage
 from app.engine.template_sandbox import TemplateLimit, TemplateRaised, render
+
+FOLDED_SYSTEM_NOTE = ("This model's chat template has no system role; Kestrel put your system prompt at "
+                      "the start of your first message.")
 
 
 @dataclass(frozen=True)
@@ -31,25 +41,43 @@ class PromptSpec:
 
 @dataclass(frozen=True)
 class ModelTokens:
-    """The special tokens a template may refer to, as text."""
+    """The special tokens a template may refer to, as text, and the texts of the tokens
+    that end the model's turn (a guard for a model that writes one out as plain text)."""
 
     bos: str = ""
     eos: str = ""
+    end_of_generation: tuple[str, ...] = ()
 
 
 def render_embedded(
-    template: str, messages: Sequence[ChatMessage], tokens: ModelTokens
+    template: str, messages: Sequence[ChatMessage], tokens: ModelTokens, *,
+    variables: Mapping[str, Any] | None = None,
 ) -> str:
     """Render a model's own chat template in the sandbox, with the variables transformers
-    passes (no tools and no documents: None, as there)."""
+    passes (no tools and no documents: None, as there).
+
+    variables: more for the template (e.g. enable_thinking); like transformers' keyword
+    arguments they reach the template and may replace bos_token or eos_token, but never
+    the conversation itself.
+    """
     return render(template, {
-        "messages": [{"role": m.role, "content": m.content} for m in messages],
+        "bos_token": tokens.bos,
+        "eos_token": tokens.eos,
         "add_generation_prompt": True,
         "tools": None,
         "documents": None,
-        "bos_token": tokens.bos,
-        "eos_token": tokens.eos,
+        **(variables or {}),
+        "messages": [_template_message(m) for m in messages],
     })
+
+
+def _template_message(message: ChatMessage) -> dict[str, str]:
+    # An earlier answer's thinking goes under both names transformers gives it
+    # (templates read one or the other) and the template decides whether it is shown.
+    if message.thinking:
+        return {"thinking": message.thinking, "role": message.role, "content": message.content,
+                "reasoning_content": message.thinking}
+    return {"role": message.role, "content": message.content}
 
 
 def _why_not(exc: Exception) -> str:
@@ -70,21 +98,29 @@ def _why_not(exc: Exception) -> str:
     return f"the model's chat template could not be used ({detail})"
 
 
+def fold_system(messages: Sequence[ChatMessage]) -> list[ChatMessage] | None:
+    """The conversation with its system text at the start of the first user message
+    (system + blank line + message), as models without a system role are taught;
+    None when there is no system text or no user message to carry it."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    rest = [m for m in messages if m.role != "system"]
+    first_user = next((i for i, m in enumerate(rest) if m.role == "user"), None)
+    if not system or first_user is None:
+        return None
+    message = rest[first_user]
+    rest[first_user] = ChatMessage("user", f"{system}\n\n{message.content}")
+    return rest
+
+
+# --- the built-in formats --------------------------------------------------------------
+
+
 def _gemma(messages: Sequence[ChatMessage], tokens: ModelTokens) -> str:
     # Gemma has no system role: the system text opens the first user turn.
-    system = "\n\n".join(m.content for m in messages if m.role == "system")
     parts = [tokens.bos]
-    first_user = True
-    for message in messages:
-        if message.role == "system":
-            continue
+    for message in fold_system(messages) or messages:
         role = "model" if message.role == "assistant" else "user"
-        content = message.content
-        if role == "user" and first_user and system:
-            content = f"{system}\n\n{content}"
-        if role == "user":
-            first_user = False
-        parts.append(f"<start_of_turn>{role}\n{content.strip()}<end_of_turn>\n")
+        parts.append(f"<start_of_turn>{role}\n{message.content.strip()}<end_of_turn>\n")
     parts.append("<start_of_turn>model\n")
     return "".join(parts)
 
@@ -111,15 +147,13 @@ def _phi3(messages: Sequence[ChatMessage], tokens: ModelTokens) -> str:
     return "".join(parts)
 
 
+# name -> (writer, the marker it ends each turn with, its name for the user)
 _BUILTIN = {
-    "gemma": (_gemma, ("<end_of_turn>",)),
-    "chatml": (_chatml, ("<|im_end|>",)),
-    "llama3": (_llama3, ("<|eot_id|>",)),
-    "phi3": (_phi3, ("<|end|>",)),
+    "gemma": (_gemma, "<end_of_turn>", "Gemma"),
+    "chatml": (_chatml, "<|im_end|>", "ChatML"),
+    "llama3": (_llama3, "<|eot_id|>", "Llama 3"),
+    "phi3": (_phi3, "<|end|>", "Phi-3"),
 }
-
-
-_FORMAT_NAMES = {"gemma": "Gemma", "chatml": "ChatML", "llama3": "Llama 3", "phi3": "Phi-3"}
 
 
 def builtin_format_for(architecture: str, tokens: ModelTokens) -> str:
@@ -133,28 +167,88 @@ def builtin_format_for(architecture: str, tokens: ModelTokens) -> str:
     return "chatml"
 
 
+# --- the prompt ------------------------------------------------------------------------
+
+
 def build_prompt(
     messages: Sequence[ChatMessage],
     *,
     template: str | None,
     architecture: str,
     tokens: ModelTokens,
+    variables: Mapping[str, Any] | None = None,
 ) -> PromptSpec:
-    """The prompt for a conversation, from the model's template or a built-in format."""
+    """The prompt for a conversation, from the model's template or a built-in format.
+
+    variables: more for the model's template (see render_embedded); the built-in
+    formats have none.
+    """
     note = None
     name = builtin_format_for(architecture, tokens)
     if template:
         try:
-            text = render_embedded(template, messages, tokens)
-            return PromptSpec(text, "embedded", _stops_for_template(template))
+            return _from_template(template, messages, tokens, variables)
         except Exception as exc:  # noqa: BLE001 - a template is untrusted code: any failure falls back
             why = _why_not(exc)
-            note = f"{why[0].upper()}{why[1:]}; Kestrel used its built-in {_FORMAT_NAMES[name]} format instead."
-    write, stops = _BUILTIN[name]
-    return PromptSpec(write(messages, tokens), name, stops, note)
+            note = f"{why[0].upper()}{why[1:]}; Kestrel used its built-in {_BUILTIN[name][2]} format instead."
+    write, marker, _ = _BUILTIN[name]
+    return PromptSpec(write(messages, tokens), name, _stops((marker,), tokens), note)
 
 
-def _stops_for_template(template: str) -> tuple[str, ...]:
-    """End-of-turn markers a template uses: a guard for models that print them as text."""
-    markers = ("<end_of_turn>", "<|im_end|>", "<|eot_id|>", "<|end|>")
-    return tuple(marker for marker in markers if marker in template)
+def _from_template(template: str, messages: Sequence[ChatMessage], tokens: ModelTokens,
+                   variables: Mapping[str, Any] | None) -> PromptSpec:
+    """The template's prompt; a refused system prompt is folded into the first user
+    message and tried once more. Raises the template's first error otherwise."""
+    try:
+        text = render_embedded(template, messages, tokens, variables=variables)
+        note = None
+    except TemplateRaised as refusal:
+        folded = fold_system(messages)
+        if folded is None:
+            raise
+        try:
+            text = render_embedded(template, folded, tokens, variables=variables)
+        except Exception:  # noqa: BLE001 - the first refusal says best why the template was not used
+            raise refusal from None
+        note = FOLDED_SYSTEM_NOTE
+    return PromptSpec(text, "embedded", _stops(template_turn_markers(template, tokens.bos, tokens.eos), tokens), note)
+
+
+def end_of_turn_markers(template: str | None, architecture: str, tokens: ModelTokens) -> tuple[str, ...]:
+    """The markers that may end the model's turn: its template's, and its built-in
+    format's. A backend looks among their tokens for the model's end-of-generation ones."""
+    found = template_turn_markers(template, tokens.bos, tokens.eos) if template else ()
+    return _unique(found + (_BUILTIN[builtin_format_for(architecture, tokens)][1],))
+
+
+# A special token as templates write one: <|im_end|>, <end_of_turn>, </s>, <｜end▁of▁sentence｜>,
+# [/INST]. Words and punctuation of ordinary text do not look like this.
+_TOKEN_LIKE = re.compile(r"<[^<>\s]{1,48}>|\[/?[A-Z][A-Z_]{1,30}\]")
+_PROBE = (ChatMessage("user", "KestrelProbeQuestion"), ChatMessage("assistant", "KestrelProbeAnswer"),
+          ChatMessage("user", "KestrelProbeFollowUp"))
+
+
+@lru_cache(maxsize=8)
+def template_turn_markers(template: str, bos: str, eos: str) -> tuple[str, ...]:
+    """The special-token-like text a template writes right after a message's content
+    (<|im_end|> in ChatML, <end_of_turn> in Gemma's, the eos token in Mistral's), found by
+    rendering a short probe conversation; none when the template fails on it."""
+    try:
+        text = render_embedded(template, _PROBE, ModelTokens(bos, eos))
+    except Exception:  # noqa: BLE001 - a template that fails gives no markers; build_prompt says why
+        return ()
+    found = []
+    for message in _PROBE:
+        start = text.find(message.content)
+        if start >= 0:
+            marker = _TOKEN_LIKE.match(text[start + len(message.content):].lstrip())
+            found.append(marker.group() if marker else "")
+    return _unique(tuple(found))
+
+
+def _stops(markers: tuple[str, ...], tokens: ModelTokens) -> tuple[str, ...]:
+    return _unique(markers + tokens.end_of_generation)
+
+
+def _unique(texts: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(text for text in texts if text))

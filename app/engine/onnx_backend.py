@@ -48,7 +48,8 @@ class OnnxBackend:
         self._tokenizer = tokenizer
         self._info = info
         self.loaded = loaded
-        self._tokens = ModelTokens(bos=info.bos_token, eos=info.eos_token)
+        self._tokens = ModelTokens(bos=info.bos_token, eos=info.eos_token,
+                                   end_of_generation=_end_of_generation_texts(tokenizer))
         self._eos = frozenset(int(t) for t in tokenizer.eos_token_ids)
         # Some tokenizers put BOS in front on their own; the template may write it too.
         self._adds_bos = bool(info.bos_token) and _starts_with(
@@ -248,6 +249,21 @@ def _top_k(top_k: int, vocab_size: int | None) -> int:
     # 0 means no limit to both engines; ONNX Runtime GenAI refuses one past the vocabulary.
     top_k = max(0, top_k)
     return min(top_k, vocab_size) if vocab_size else top_k
+
+
+def _end_of_generation_texts(tokenizer: og.Tokenizer) -> tuple[str, ...]:
+    """The texts of the tokens that end the model's turn: genai_config.json's eos_token_id
+    list, decoded. The tokenizer leaves special tokens out of what it decodes unless asked;
+    the answer's own decoding (a stream made per answer) keeps leaving them out."""
+    try:
+        tokenizer.update_options(skip_special_tokens="false")
+    except RuntimeError:  # A tokenizer without the option: the stop strings do without these.
+        return ()
+    try:
+        texts = [tokenizer.decode([int(token)]) for token in tokenizer.eos_token_ids]
+    finally:
+        tokenizer.update_options(skip_special_tokens="true")
+    return tuple(dict.fromkeys(text for text in texts if text))
 
 
 def _starts_with(tokens: Sequence[int], token: int | None) -> bool:
