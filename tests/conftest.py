@@ -11,6 +11,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from tests.helpers.models import STARTER_PACKAGE, build_starter, build_tiny  # noqa: E402
+from tests.helpers.thinking_gguf import build_thinking_gguf  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +26,12 @@ def kestrel_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny llama-architecture GGUF with random weights that real llama.cpp runs."""
     return build_tiny(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="session")
+def thinking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny scripted GGUF that thinks between <think> markers, then answers."""
+    return build_thinking_gguf(tmp_path_factory.mktemp("thinker") / "thinker.gguf")
 
 
 @pytest.fixture(scope="session")

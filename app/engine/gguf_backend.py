@@ -19,6 +19,7 @@ from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, gguf_facts, memory_problem
+from app.engine.thinking import has_switch, markers_in, template_variables
 from app.hardware.placement_types import ALL_LAYERS
 from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 
@@ -102,6 +103,8 @@ class GgufBackend:
             chat_format="embedded" if info.chat_template else "builtin",
             placement_reason=choice.reason,
             fallback_reasons=choice.fallback_reasons,
+            thinks=markers_in(info.chat_template) is not None,
+            thinking_switch=has_switch(info.chat_template),
         )
         return cls(llm, info, loaded)
 
@@ -115,13 +118,15 @@ class GgufBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        return answer(request, self.loaded, spec_for=self._spec, tokenize=self._tokenize,
+        variables = template_variables(request.settings.thinking)
+        return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
+                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template),
                       stream=lambda prompt, budget, text, timing: self._stream(
                           request, prompt, budget, text, control, timing))
 
-    def _spec(self, messages: Sequence[ChatMessage]) -> PromptSpec:
+    def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,
-                            architecture=self._info.architecture, tokens=self._tokens)
+                            architecture=self._info.architecture, tokens=self._tokens, variables=variables)
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
                 control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, str]:

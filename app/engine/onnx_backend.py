@@ -18,6 +18,7 @@ from app.engine.control import GenerationControl
 from app.engine.errors import OTHER_DEVICE_ADVICE, ContextOverflow, ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem, onnx_facts
+from app.engine.thinking import has_switch, markers_in, template_variables
 from app.hardware.onnx_source import quiet_windows_telemetry
 from app.library.model_format import ModelFolderError, OnnxFolderInfo, damaged_json_file, read_onnx_folder
 
@@ -102,6 +103,8 @@ class OnnxBackend:
             chat_format="embedded" if info.chat_template else "builtin",
             placement_reason=choice.reason,
             fallback_reasons=choice.fallback_reasons,
+            thinks=markers_in(info.chat_template) is not None,
+            thinking_switch=has_switch(info.chat_template),
         )
         return cls(model, tokenizer, info, loaded)
 
@@ -115,13 +118,15 @@ class OnnxBackend:
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
-        return answer(request, self.loaded, spec_for=self._spec, tokenize=self._tokenize,
+        variables = template_variables(request.settings.thinking)
+        return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
+                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template),
                       stream=lambda prompt, budget, text, timing: self._stream(
                           request, prompt, budget, text, control, timing))
 
-    def _spec(self, messages: Sequence[ChatMessage]) -> PromptSpec:
+    def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,
-                            architecture=self._info.model_type, tokens=self._tokens)
+                            architecture=self._info.model_type, tokens=self._tokens, variables=variables)
 
     def _tokenize(self, text: str) -> list[int]:
         bos = self._tokens.bos

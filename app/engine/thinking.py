@@ -46,6 +46,17 @@ def markers_in(template: str | None) -> ThinkingMarkers | None:
     return None
 
 
+def has_switch(template: str | None) -> bool:
+    """Whether the template turns thinking on and off (`enable_thinking`, as Qwen3's)."""
+    return template is not None and "enable_thinking" in template
+
+
+def template_variables(thinking: bool) -> dict[str, bool]:
+    """What a template is told of GenerationSettings.thinking: nothing when on (each
+    template's own default, as transformers renders it), enable_thinking=False when off."""
+    return {} if thinking else {"enable_thinking": False}
+
+
 def opens_thinking(prompt: str, markers: ThinkingMarkers) -> bool:
     """True if the prompt leaves a thinking block open: the answer starts inside it."""
     opened = prompt.rfind(markers.open)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
                                QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from app.core.generation import GenerationSettings
@@ -13,10 +13,16 @@ from app.core.settings import Settings
 
 
 class GenerationForm(QWidget):
-    """The generation settings as spin boxes, with the ranges GenerationSettings accepts."""
+    """The generation settings as spin boxes, with the ranges GenerationSettings accepts.
 
-    def __init__(self, settings: GenerationSettings, parent: QWidget | None = None) -> None:
+    can_switch_thinking: False when the model in use cannot turn its thinking on and off
+    (the box is shown, disabled, with why).
+    """
+
+    def __init__(self, settings: GenerationSettings, parent: QWidget | None = None, *,
+                 can_switch_thinking: bool = True) -> None:
         super().__init__(parent)
+        self._settings = settings
         form = QFormLayout(self)
         self.temperature = _double(0.0, 5.0, 0.05, settings.temperature)
         self.top_p = _double(0.01, 1.0, 0.01, settings.top_p)
@@ -34,24 +40,34 @@ class GenerationForm(QWidget):
         form.addRow("&Max tokens", self.max_tokens)
         form.addRow("S&eed", self.seed)
         form.addRow("&Context length", self.context_length)
+        self.thinking = QCheckBox("T&hink before answering", self)
+        self.thinking.setChecked(settings.thinking)
+        self.thinking.setEnabled(can_switch_thinking)
+        self.thinking.setToolTip(
+            "For reasoning models whose chat template can turn thinking on and off, such as Qwen3."
+            if can_switch_thinking else
+            "The model in use cannot turn its thinking on and off: its chat template has no switch for it.")
+        form.addRow("", self.thinking)
 
     def value(self) -> GenerationSettings:
-        return GenerationSettings(
-            temperature=self.temperature.value(), top_p=self.top_p.value(), top_k=self.top_k.value(),
-            repeat_penalty=self.repeat_penalty.value(), max_tokens=self.max_tokens.value(),
-            seed=self.seed.value(), context_length=self.context_length.value()).validated()
+        return dataclasses.replace(
+            self._settings, temperature=self.temperature.value(), top_p=self.top_p.value(),
+            top_k=self.top_k.value(), repeat_penalty=self.repeat_penalty.value(),
+            max_tokens=self.max_tokens.value(), seed=self.seed.value(),
+            context_length=self.context_length.value(), thinking=self.thinking.isChecked()).validated()
 
 
 class ConversationSettingsDialog(QDialog):
     """A conversation's system prompt and generation settings."""
 
-    def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None) -> None:
+    def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None, *,
+                 can_switch_thinking: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.system_prompt = QPlainTextEdit(system_prompt, self)
         self.system_prompt.setPlaceholderText("For example: You are a concise assistant.")
         self.system_prompt.setTabChangesFocus(True)
-        self.form = GenerationForm(settings, self)
+        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking)
         label = QLabel("&System prompt (always kept in the model's view)", self)
         label.setBuddy(self.system_prompt)
         layout = QVBoxLayout(self)

@@ -331,7 +331,9 @@ class MainWindow(QMainWindow):
 
     def edit_chat_settings(self) -> None:
         system_prompt, settings = self.controller.conversation_settings()
-        dialog = ConversationSettingsDialog(system_prompt, settings, self)
+        loaded = self.controller.loaded
+        dialog = ConversationSettingsDialog(system_prompt, settings, self,
+                                            can_switch_thinking=loaded is None or loaded.thinking_switch)
         if dialog.exec():
             self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
 

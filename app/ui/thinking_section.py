@@ -16,8 +16,8 @@ _DIM = {True: "#9a9ea5", False: "#6b6f76"}
 
 
 def thinking_html(text: str, dark: bool) -> str:
-    """A model's thinking as written (no Markdown: it is a draft), dimmed."""
-    return f'<p style="white-space:pre-wrap;color:{_DIM[dark]}">{html.escape(text)}</p>'
+    """A model's thinking as written (no Markdown: it is a draft), dimmed and indented."""
+    return f'<p style="white-space:pre-wrap;color:{_DIM[dark]};margin-left:14px">{html.escape(text)}</p>'
 
 
 def _live(message: Message) -> bool:
@@ -67,7 +67,9 @@ class ThinkingSection:
         if _live(message):
             return f"{arrow} Thinking…"
         seconds = float((message.stats or {}).get("thinking_ms") or 0) / 1000
-        return f"{arrow} Thought for {seconds:.1f} s" if seconds else f"{arrow} Thought"
+        if seconds >= 0.1:
+            return f"{arrow} Thought for {seconds:.1f} s"
+        return f"{arrow} Thought for a moment" if seconds else f"{arrow} Thought"
 
     def body(self, message: Message, width: int, dark: bool) -> MessageBody:
         key = (len(message.thinking), width, dark)
