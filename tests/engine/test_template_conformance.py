@@ -43,6 +43,9 @@ CONVERSATIONS: dict[str, tuple[tuple[ChatMessage, ...], dict[str, Any]]] = {
     "two answers": ((SYSTEM, *_turns("Hi", "Hello! How can I help?", "What is 2 + 2?", "4.", "And 3 + 3?")), {}),
     "two answers, no system": (_turns("Hi", "Hello!", "Tell me a joke.", "Why did the chicken…", "Another"), {}),
     "earlier thinking": (_turns("What is 2 + 2?", "<think>\nTwo and two.\n</think>\n\n4.", "Sure?"), {}),
+    # As Kestrel sends a reasoning model's earlier answers: the thinking kept apart.
+    "earlier thinking, kept apart": ((QUESTION, ChatMessage("assistant", "4.", thinking="Two and two."),
+                                      ChatMessage("user", "Sure?")), {}),
     "unicode": ((ChatMessage("system", "Réponds en français. 日本語も話せます。"),
                  *_turns("你好！🦜 👩‍👩‍👧‍👦 🇯🇵 مرحبا بالعالم שלום",
                          "e\u0301 vs \u00e9, Za\u0308\u0316\u0301lgo\u0334\u0353 (combining marks)",
@@ -74,7 +77,10 @@ def kestrel(template: str, messages: tuple[ChatMessage, ...], variables: dict[st
 
 
 def transformers(template: str, messages: tuple[ChatMessage, ...], variables: dict[str, Any]) -> str | Refused:
-    chat = [{"role": m.role, "content": m.content} for m in messages]
+    # An earlier answer's thinking under the names transformers' templates read it by.
+    chat = [{"role": m.role, "content": m.content}
+            | ({"reasoning_content": m.thinking, "thinking": m.thinking} if m.thinking else {})
+            for m in messages]
 
     def rendered() -> str:
         texts, _ = chat_template_utils.render_jinja_template(
