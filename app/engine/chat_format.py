@@ -47,6 +47,9 @@ class ModelTokens:
     bos: str = ""
     eos: str = ""
     end_of_generation: tuple[str, ...] = ()
+    # The tokenizer's other special tokens, which transformers also gives a template:
+    # ("unk_token", "<unk>"), ("pad_token", …), sep, cls and mask where the model has them.
+    others: tuple[tuple[str, str], ...] = ()
 
 
 def render_embedded(
@@ -61,6 +64,7 @@ def render_embedded(
     the conversation itself.
     """
     return render(template, {
+        **dict(tokens.others),
         "bos_token": tokens.bos,
         "eos_token": tokens.eos,
         "add_generation_prompt": True,

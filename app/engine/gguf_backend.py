@@ -174,6 +174,11 @@ class GgufBackend:
 
 # The GGUF keys that name end-of-generation tokens.
 _EOG_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
+# The other special tokens transformers gives a template, by the GGUF key of their id
+# ("seperator" is spelt so in the GGUF specification).
+_OTHER_KEYS = (("unk_token", "tokenizer.ggml.unknown_token_id"), ("pad_token", "tokenizer.ggml.padding_token_id"),
+               ("sep_token", "tokenizer.ggml.seperator_token_id"), ("cls_token", "tokenizer.ggml.cls_token_id"),
+               ("mask_token", "tokenizer.ggml.mask_token_id"))
 
 
 def _model_tokens(llm: llama_cpp.Llama, info: GgufInfo) -> ModelTokens:
@@ -195,7 +200,14 @@ def _model_tokens(llm: llama_cpp.Llama, info: GgufInfo) -> ModelTokens:
             candidates.add(ids[0])
     texts = [_token_text(model, token) for token in sorted(candidates)
              if token >= 0 and llama_cpp.llama_vocab_is_eog(model.vocab, token)]
-    return ModelTokens(tokens.bos, tokens.eos, end_of_generation=tuple(text for text in texts if text))
+    # An id past the vocabulary (a damaged file) would make llama.cpp abort: checked first.
+    others: list[tuple[str, str]] = []
+    for name, key in _OTHER_KEYS:
+        token = _metadata_id(llm.metadata, key)
+        if token < model.n_vocab():
+            others.append((name, _token_text(model, token)))
+    return ModelTokens(tokens.bos, tokens.eos, end_of_generation=tuple(text for text in texts if text),
+                       others=tuple((name, text) for name, text in others if text))
 
 
 def _metadata_id(metadata: dict[str, str], key: str) -> int:

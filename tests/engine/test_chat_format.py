@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from pathlib import Path
 
 import pytest
@@ -147,6 +149,28 @@ def test_a_ggufs_end_of_generation_tokens_come_from_the_model(tiny_model: Path) 
     try:
         assert backend._tokens.end_of_generation == ("</s>", "<|im_end|>")
         assert backend._spec(CONVERSATION).stop == ("<|im_end|>", "</s>")
+        # transformers gives a template the tokenizer's other special tokens too.
+        assert backend._tokens.others == (("unk_token", "<unk>"),)
+    finally:
+        backend.close()
+
+
+def test_other_special_tokens_reach_the_template() -> None:
+    tokens = ModelTokens(bos="<s>", eos="</s>", others=(("unk_token", "<unk>"), ("pad_token", "<pad>")))
+    assert render_embedded("{{ unk_token }}|{{ pad_token }}|{{ bos_token }}", CONVERSATION, tokens) == "<unk>|<pad>|<s>"
+
+
+def test_a_special_token_id_past_the_vocabulary_is_ignored_not_an_abort(tiny_model: Path, tmp_path: Path) -> None:
+    data = bytearray(tiny_model.read_bytes())
+    key = b"tokenizer.ggml.unknown_token_id"
+    at = data.index(key) + len(key) + 4  # after the key, its uint32 type
+    struct.pack_into("<I", data, at, 4_000_000)
+    damaged = tmp_path / "unk past the end.gguf"
+    damaged.write_bytes(data)
+    backend = GgufBackend.load(Load(request_id=1, model_path=str(damaged), context_length=256),
+                               DeviceChoice("cpu", "test"))
+    try:
+        assert backend._tokens.others == ()
     finally:
         backend.close()
 
