@@ -187,12 +187,14 @@ def meets_goal(row: dict) -> bool:
 # --- pumping Qt (and asyncio through qasync) -----------------------------------------
 
 
-def pump_until(done: Callable[[], bool], timeout: float, what: str) -> None:
+def pump_until(done: Callable[[], bool], timeout: float, what: str, check_ms: int = 2) -> None:
     """Run a Qt event loop (which runs asyncio's callbacks) until done() or the timeout.
 
     A real event loop, as the app's: it sleeps in the platform's event wait, so timers
     and the engine's pipe are served as they are in use. (QTest.qWait sleeps in slices
-    of up to 10 ms between event passes, which would show up as stalls.)
+    of up to 10 ms between event passes, which would show up as stalls.) done() is
+    asked every check_ms: often enough to play actions on time, but each wake-up is
+    work the app itself would not do.
     """
     from PySide6.QtCore import QEventLoop, QTimer
 
@@ -201,7 +203,7 @@ def pump_until(done: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     loop = QEventLoop()
     check = QTimer()
-    check.setInterval(2)
+    check.setInterval(check_ms)
     check.timeout.connect(lambda: (done() or time.monotonic() > deadline) and loop.quit())
     check.start()
     loop.exec()
@@ -215,11 +217,11 @@ def pump_for(seconds: float) -> None:
     pump_until(lambda: time.monotonic() >= end, seconds + 5, "a pause")
 
 
-def wait(loop, awaitable, timeout: float = 600):
+def wait(loop, awaitable, timeout: float = 600, check_ms: int = 2):
     import asyncio
 
     task = asyncio.ensure_future(awaitable, loop=loop)
-    pump_until(task.done, timeout, "a task")
+    pump_until(task.done, timeout, "a task", check_ms)
     return task.result()
 
 
