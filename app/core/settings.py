@@ -19,6 +19,10 @@ from app.core.generation import GenerationSettings
 SETTINGS_VERSION = 1
 DEVICE_PREFERENCES = ("auto", "npu", "gpu", "cpu")
 THEMES = ("system", "light", "dark")
+# The engine while the window is hidden, and while another app has the focus (the
+# policy is app/service/background.py): paused, gently, or at full speed.
+WHEN_HIDDEN = ("pause", "gently", "full")
+WHEN_IN_BACKGROUND = ("full", "gently")
 
 
 class SettingsError(Exception):
@@ -39,6 +43,10 @@ class Settings:
     threads: int | None = None
     device_preference: str = "auto"
     theme: str = "system"
+    # What the engine does while the window is hidden (minimized), and while another app
+    # has the focus: one of WHEN_HIDDEN / WHEN_IN_BACKGROUND.
+    when_hidden: str = "pause"
+    when_in_background: str = "full"
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -69,6 +77,11 @@ class Settings:
             )
         if self.theme not in THEMES:
             raise ValueError(f"theme must be one of {', '.join(THEMES)} (got {self.theme!r}).")
+        if self.when_hidden not in WHEN_HIDDEN:
+            raise ValueError(f"when_hidden must be one of {', '.join(WHEN_HIDDEN)} (got {self.when_hidden!r}).")
+        if self.when_in_background not in WHEN_IN_BACKGROUND:
+            raise ValueError(f"when_in_background must be one of {', '.join(WHEN_IN_BACKGROUND)} "
+                             f"(got {self.when_in_background!r}).")
         if not isinstance(self.generation, GenerationSettings):
             raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
         return dataclasses.replace(self, generation=self.generation.validated())

@@ -16,7 +16,9 @@ from app.core.history_repair import Replacement
 from app.core.settings import Settings, SettingsError
 from app.engine.protocol import Loaded
 from app.library.models import InstalledModel, ModelLibrary
+from app.hardware.power import read_power
 from app.service.answer_run import AnswerRun
+from app.service.background import EnginePace, WindowState
 from app.service.client import EngineClient, EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
@@ -24,10 +26,10 @@ from app.service.events import (ActivityChanged, BusyChanged, ConversationChange
                                 DamagedHistoryReplaced, Event, MessageAdded, MessagesRemoved, ModelState,
                                 ModelStateChanged, Problem, SettingsChanged)
 from app.service.model_setup import ModelSetup
+from app.service.priority import set_gentle
 from app.service.storage import Storage
 
 Listener = Callable[[Event], None]
-PAUSED = "Paused (window in the background)"
 
 
 class ChatController:
@@ -65,7 +67,7 @@ class ChatController:
         self._tasks: set[asyncio.Task] = set()
         self._answer_task: asyncio.Task | None = None
         self._run: AnswerRun | None = None
-        self._background = False
+        self.pace = EnginePace(self.client, read_power, set_gentle)
         self._idle = asyncio.Event()
         self._idle.set()
         self._replacing_history = False
@@ -205,6 +207,7 @@ class ChatController:
             self._set_model_state(ModelState.FAILED, exc.message)
             self._give_up_queued()
             return False
+        self.pace.loaded()
         self._set_model_state(ModelState.READY, model.title)
         await self._save_settings(dataclasses.replace(self.settings, default_model=model.id))
         if self.queued:
@@ -433,7 +436,7 @@ class ChatController:
             assert self.conversation is not None
             run = self._run = AnswerRun(self._storage(), self.engine, self._emit, show=self._add_to_open,
                                         settle=self._replace_in_open,
-                                        activity=PAUSED if self._background else "Thinking…")
+                                        activity=self.pace.words() or "Thinking…")
             self._answer_task = self.spawn(self._answer(run, self.conversation.id))
             return
         self.queued = True
@@ -497,7 +500,7 @@ class ChatController:
             self.busy = busy
             self._emit(BusyChanged(busy))
         if not busy and not self.queued:
-            self._emit(ActivityChanged(PAUSED if self._background else "Idle"))
+            self._emit(ActivityChanged(self.pace.words() or "Idle"))
         self._update_idle()
 
     def _update_idle(self) -> None:
@@ -508,23 +511,19 @@ class ChatController:
 
     # --- window lifecycle and settings ----------------------------------------------------
 
-    def set_background(self, background: bool) -> None:
-        """The window is hidden or minimized: hold the engine between two tokens; back: go on."""
-        if background == self._background:
-            return
-        self._background = background
-        if background:
-            self.client.pause()
-            self._emit(ActivityChanged(PAUSED))
-        else:
-            self.client.resume()
-            self._emit(ActivityChanged("Thinking…" if self.busy else "Idle"))
+    def set_window_state(self, window: WindowState) -> None:
+        """The window came to the front, went behind another app, or was hidden: the
+        engine pauses, runs gently or at full speed as the settings say (background.py)."""
+        if self.pace.update(window, when_hidden=self.settings.when_hidden,
+                            when_in_background=self.settings.when_in_background):
+            self._emit(ActivityChanged(self.pace.words() or ("Thinking…" if self.busy else "Idle")))
 
     async def update_settings(self, settings: Settings) -> None:
         """Save the app's settings (if changed); a new device or thread count reloads the model."""
         before = self.settings
         await self._save_settings(settings)
         self._emit(SettingsChanged(self.settings))
+        self.set_window_state(self.pace.window)  # what hidden or background does may have changed
         moved = (before.device_preference, before.threads) != (settings.device_preference, settings.threads)
         if moved and self.model is not None and not self.busy:
             await self.load_model(self.model)

@@ -99,10 +99,19 @@ class SettingsDialog(QDialog):
         self.device.setCurrentIndex(max(0, self.device.findData(settings.device_preference)))
         self.threads = _int(0, 256, settings.threads or 0)
         self.threads.setSpecialValueText("physical cores")
+        self.when_hidden = _choices(self, settings.when_hidden, (
+            ("pause", "Pause the answer"), ("gently", "Keep going gently"), ("full", "Keep going at full speed")))
+        self.when_in_background = _choices(self, settings.when_in_background, (
+            ("full", "Keep going at full speed"), ("gently", "Keep going gently")))
+        self.when_in_background.setToolTip("Gently: the model runs at a lower priority (in Efficiency mode on "
+                                           "Windows), so the app you are using stays quick. On battery with "
+                                           "battery saver on, full speed becomes gently.")
         extra = QFormLayout()
         extra.addRow("T&heme", self.theme)
         extra.addRow("&Device", self.device)
         extra.addRow("CPU t&hreads", self.threads)
+        extra.addRow("When the window is &minimized", self.when_hidden)
+        extra.addRow("When another app has the &focus", self.when_in_background)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Defaults for new chats", self))
         layout.addWidget(self.form)
@@ -112,7 +121,9 @@ class SettingsDialog(QDialog):
     def value(self) -> Settings:
         return dataclasses.replace(self._settings, generation=self.form.value(), theme=self.theme.currentData(),
                                    device_preference=self.device.currentData(),
-                                   threads=self.threads.value() or None)
+                                   threads=self.threads.value() or None,
+                                   when_hidden=self.when_hidden.currentData(),
+                                   when_in_background=self.when_in_background.currentData())
 
 
 class EditMessageDialog(QDialog):
@@ -138,6 +149,14 @@ def _buttons(dialog: QDialog, ok_text: str | None = None) -> QDialogButtonBox:
     box.accepted.connect(dialog.accept)
     box.rejected.connect(dialog.reject)
     return box
+
+
+def _choices(parent: QWidget, current: str, choices: tuple[tuple[str, str], ...]) -> QComboBox:
+    combo = QComboBox(parent)
+    for value, text in choices:
+        combo.addItem(text, value)
+    combo.setCurrentIndex(max(0, combo.findData(current)))
+    return combo
 
 
 def _double(low: float, high: float, step: float, value: float) -> QDoubleSpinBox:

@@ -13,6 +13,7 @@ from app.ui.conversation_model import ConversationFilter, ConversationRoles
 from app.ui.dialogs import (ConversationSettingsDialog, DamagedHistoryPanel, EditMessageDialog, HardwareDialog,
                             SettingsDialog)
 from app.service.controller import ChatController
+from app.service.background import WindowState
 from app.service.events import ModelState
 from app.ui.adapter import ControllerAdapter
 from app.ui.message_view import MessageView
@@ -199,6 +200,10 @@ class MainWindow(QMainWindow):
         self.banner_close.clicked.connect(lambda: self._show_problem(""))
         self.cancel_setup.clicked.connect(c.setup.cancel)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_colors_changed)
+        app = QGuiApplication.instance()
+        if isinstance(app, QGuiApplication):
+            # A bound method: Qt drops the connection when the window is destroyed.
+            app.applicationStateChanged.connect(self._application_state_changed)
         s.problem.connect(self._show_problem)
         s.busyChanged.connect(self.composer.set_streaming)
         s.activityChanged.connect(self.activity_label.setText)
@@ -398,21 +403,39 @@ class MainWindow(QMainWindow):
     # --- window events ------------------------------------------------------------------
 
     def changeEvent(self, event: QEvent) -> None:  # Override QMainWindow.changeEvent.
-        if event.type() == QEvent.Type.WindowStateChange:
-            self.controller.set_background(self.isMinimized())
+        if event.type() in (QEvent.Type.WindowStateChange, QEvent.Type.ActivationChange):
+            self._window_state_changed()
         super().changeEvent(event)
 
     def hideEvent(self, event) -> None:  # Override QMainWindow.hideEvent.
-        self.controller.set_background(True)
         super().hideEvent(event)
+        self._window_state_changed()
 
     def showEvent(self, event) -> None:  # Override QMainWindow.showEvent.
-        self.controller.set_background(self.isMinimized())
         super().showEvent(event)
+        self._window_state_changed()
+
+    def _application_state_changed(self, _state: Qt.ApplicationState) -> None:
+        self._window_state_changed()
+
+    def _window_state_changed(self) -> None:
+        self.controller.set_window_state(window_state(self.isVisible(), self.isMinimized(),
+                                                      QGuiApplication.applicationState()))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.
         self.closed.emit()
         super().closeEvent(event)
+
+
+def window_state(visible: bool, minimized: bool, app_state: Qt.ApplicationState) -> WindowState:
+    """The window as the engine's policy sees it. Qt says Hidden or Suspended for an app
+    the OS put away (the session locked, on platforms that tell)."""
+    if not visible or minimized or app_state in (Qt.ApplicationState.ApplicationHidden,
+                                                 Qt.ApplicationState.ApplicationSuspended):
+        return WindowState.HIDDEN
+    if app_state == Qt.ApplicationState.ApplicationActive:
+        return WindowState.FOREGROUND
+    return WindowState.BACKGROUND
 
 
 def _shorten(text: str, limit: int) -> str:

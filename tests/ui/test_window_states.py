@@ -255,3 +255,34 @@ def test_switching_to_the_dark_theme_repaints_in_dark(make_window, loop, monkeyp
     choose_in_settings(window, monkeypatch, theme="light")
     run(loop, until(lambda: not window.messages.delegate.dark, what="the light theme"))
     assert QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() > 200
+
+
+def test_the_window_state_the_policy_sees() -> None:
+    from app.service.background import WindowState
+    from app.ui.main_window import window_state
+
+    active, inactive = Qt.ApplicationState.ApplicationActive, Qt.ApplicationState.ApplicationInactive
+    assert window_state(True, False, active) == WindowState.FOREGROUND
+    assert window_state(True, False, inactive) == WindowState.BACKGROUND
+    assert window_state(True, True, active) == WindowState.HIDDEN  # minimized
+    assert window_state(False, False, inactive) == WindowState.HIDDEN  # hidden to the tray
+    assert window_state(True, False, Qt.ApplicationState.ApplicationSuspended) == WindowState.HIDDEN
+
+
+def test_the_settings_choose_what_the_background_does(make_window, loop, monkeypatch) -> None:
+    from app.ui.dialogs import SettingsDialog
+
+    window = make_window()
+
+    def accept(dialog: SettingsDialog) -> int:
+        dialog.when_hidden.setCurrentIndex(dialog.when_hidden.findData("gently"))
+        dialog.when_in_background.setCurrentIndex(dialog.when_in_background.findData("gently"))
+        return 1
+
+    monkeypatch.setattr(SettingsDialog, "exec", accept)
+    window.edit_settings()
+    run(loop, until(lambda: window.controller.settings.when_hidden == "gently", what="the saved settings"))
+    window.showMinimized()
+    run(loop, until(lambda: window.activity_label.text() == "Running gently in the background",
+                    what="the gentle status"))
+    assert window.controller.pace.pace.value == "gently"
