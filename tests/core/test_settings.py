@@ -207,3 +207,13 @@ def test_json_nested_too_deep_is_a_damaged_file_set_aside(path: Path) -> None:
     assert file.load() == Settings()
     assert file.last_problem is not None and "damaged" in file.last_problem
     assert not path.exists() and list(path.parent.glob(f"{path.name}.bad-*"))
+
+
+def test_what_the_background_does_is_one_of_its_choices(path: Path) -> None:
+    assert (Settings().when_hidden, Settings().when_in_background) == ("pause", "full")
+    with pytest.raises(ValueError, match="when_hidden must be one of pause, gently, full"):
+        Settings(when_hidden="sleep").validated()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"version": 1, "when_hidden": "gently", "when_in_background": "turbo"}', encoding="utf-8")
+    loaded = SettingsFile(path).load()
+    assert (loaded.when_hidden, loaded.when_in_background) == ("gently", "full")  # the bad one took its default
