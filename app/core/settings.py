@@ -47,6 +47,10 @@ class Settings:
     # has the focus: one of WHEN_HIDDEN / WHEN_IN_BACKGROUND.
     when_hidden: str = "pause"
     when_in_background: str = "full"
+    # Minutes without an answer before the model is unloaded to give its memory back
+    # (None: never); and whether the engine process ends then too.
+    unload_after_minutes: float | None = 15.0
+    exit_engine_when_idle: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -82,6 +86,13 @@ class Settings:
         if self.when_in_background not in WHEN_IN_BACKGROUND:
             raise ValueError(f"when_in_background must be one of {', '.join(WHEN_IN_BACKGROUND)} "
                              f"(got {self.when_in_background!r}).")
+        minutes = self.unload_after_minutes
+        if minutes is not None and (isinstance(minutes, bool) or not isinstance(minutes, (int, float))
+                                    or not 0 < minutes <= 10_000):
+            raise ValueError(f"unload_after_minutes must be a number of minutes above 0, or empty for "
+                             f"never (got {minutes!r}).")
+        if not isinstance(self.exit_engine_when_idle, bool):
+            raise ValueError(f"exit_engine_when_idle must be true or false (got {self.exit_engine_when_idle!r}).")
         if not isinstance(self.generation, GenerationSettings):
             raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
         return dataclasses.replace(self, generation=self.generation.validated())

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import queue
+import sys
 import signal
 import threading
 import traceback
@@ -165,10 +168,24 @@ class EngineLoop:
         if self._backend is not None:
             self._backend.close()
             self._backend = None
+            gc.collect()
+            give_back_freed_memory()
 
     def _error(self, request: Any, kind: p.ErrorKind, message: str, details: dict | None = None) -> None:
         request_id = getattr(request, "request_id", 0)
         self._out.send(p.Error(request_id, kind, message, details or {}))
+
+
+def give_back_freed_memory() -> None:
+    """Return the heap a closed model freed to the OS. glibc keeps freed blocks in its
+    arenas for reuse, so RSS stays high after a model is unloaded until malloc_trim; other
+    C libraries (Windows, macOS) return large blocks by themselves."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc (musl has no malloc_trim)
 
 
 def engine_main(conn: Connection, hardware: HardwareSource | None = None) -> None:

@@ -19,6 +19,7 @@ from app.library.models import InstalledModel, ModelLibrary
 from app.hardware.power import read_power
 from app.service.answer_run import AnswerRun
 from app.service.background import EnginePace, WindowState
+from app.service.idle import UNLOADED_WORDS, IdleTimer
 from app.service.client import EngineClient, EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
@@ -68,6 +69,7 @@ class ChatController:
         self._answer_task: asyncio.Task | None = None
         self._run: AnswerRun | None = None
         self.pace = EnginePace(self.client, read_power, set_gentle)
+        self.idle_timer = IdleTimer(lambda: self.settings.unload_after_minutes, self._unload_idle_model, self.spawn)
         self._idle = asyncio.Event()
         self._idle.set()
         self._replacing_history = False
@@ -209,6 +211,7 @@ class ChatController:
             return False
         self.pace.loaded()
         self._set_model_state(ModelState.READY, model.title)
+        self.idle_timer.restart()
         await self._save_settings(dataclasses.replace(self.settings, default_model=model.id))
         if self.queued:
             self.queued = False
@@ -432,6 +435,7 @@ class ChatController:
 
     def _start_answer(self) -> None:
         if self.model_state == ModelState.READY:
+            self.idle_timer.stop()
             self._set_busy(True)
             assert self.conversation is not None
             run = self._run = AnswerRun(self._storage(), self.engine, self._emit, show=self._add_to_open,
@@ -442,8 +446,9 @@ class ChatController:
         self.queued = True
         self._set_busy(False)
         waiting = self.model_state in (ModelState.LOADING, ModelState.INSTALLING)
-        if self.model_state == ModelState.FAILED and self.model is not None and self.load_error is None:
-            # The engine died, not the model: a new engine starts for this message.
+        if self.model is not None and (self.model_state == ModelState.UNLOADED or
+                                       self.model_state == ModelState.FAILED and self.load_error is None):
+            # Unloaded when idle, or the engine died (not the model): it loads for this message.
             self.spawn(self.load_model(self.model))
             waiting = True
         if waiting:
@@ -464,10 +469,22 @@ class ChatController:
         finally:
             self._run = None
             self._set_busy(False)
+            self.idle_timer.restart()
         try:
             await self._refresh_conversation(conversation_id)  # it moves to the top
         except (HistoryError, KeyError):
             pass  # Deleted meanwhile, or the disk problem was already shown.
+
+    async def _unload_idle_model(self) -> None:
+        """No answer for a while: give the model's memory back (and the engine's, if chosen)."""
+        if self.busy or self.queued or self.model_state != ModelState.READY:
+            return
+        async with self.engine.exclusive():
+            if self.settings.exit_engine_when_idle:
+                await self.client.shutdown()
+            else:
+                await self.client.unload()
+        self._set_model_state(ModelState.UNLOADED, UNLOADED_WORDS)
 
     async def _ensure_context(self, context_length: int) -> None:
         # Compared with what was asked, not what the engine gave: a model trained on less
@@ -524,6 +541,8 @@ class ChatController:
         await self._save_settings(settings)
         self._emit(SettingsChanged(self.settings))
         self.set_window_state(self.pace.window)  # what hidden or background does may have changed
+        if before.unload_after_minutes != settings.unload_after_minutes and not self.busy:
+            self.idle_timer.restart()  # the new wait counts from now
         moved = (before.device_preference, before.threads) != (settings.device_preference, settings.threads)
         if moved and self.model is not None and not self.busy:
             await self.load_model(self.model)

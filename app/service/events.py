@@ -20,6 +20,7 @@ class ModelState(str, Enum):
     LOADING = "loading"
     READY = "ready"
     FAILED = "failed"
+    UNLOADED = "unloaded"  # given back to save memory; the next message loads it again
 
 
 @dataclass(frozen=True)

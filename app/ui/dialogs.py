@@ -106,12 +106,22 @@ class SettingsDialog(QDialog):
         self.when_in_background.setToolTip("Gently: the model runs at a lower priority (in Efficiency mode on "
                                            "Windows), so the app you are using stays quick. On battery with "
                                            "battery saver on, full speed becomes gently.")
+        minutes = settings.unload_after_minutes
+        self.unload_after = _int(0, 10_000, 0 if minutes is None else max(1, round(minutes)))
+        self.unload_after.setSpecialValueText("never")
+        self.unload_after.setSuffix(" min")
+        self.unload_after.setToolTip("After this long without an answer the model is unloaded to give its "
+                                     "memory back; your next message loads it again.")
+        self.exit_engine = QCheckBox("Also end the engine process when it is unloaded", self)
+        self.exit_engine.setChecked(settings.exit_engine_when_idle)
         extra = QFormLayout()
         extra.addRow("T&heme", self.theme)
         extra.addRow("&Device", self.device)
         extra.addRow("CPU t&hreads", self.threads)
         extra.addRow("When the window is &minimized", self.when_hidden)
         extra.addRow("When another app has the &focus", self.when_in_background)
+        extra.addRow("&Unload the model when idle for", self.unload_after)
+        extra.addRow("", self.exit_engine)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Defaults for new chats", self))
         layout.addWidget(self.form)
@@ -123,7 +133,17 @@ class SettingsDialog(QDialog):
                                    device_preference=self.device.currentData(),
                                    threads=self.threads.value() or None,
                                    when_hidden=self.when_hidden.currentData(),
-                                   when_in_background=self.when_in_background.currentData())
+                                   when_in_background=self.when_in_background.currentData(),
+                                   unload_after_minutes=self._unload_after(),
+                                   exit_engine_when_idle=self.exit_engine.isChecked())
+
+    def _unload_after(self) -> float | None:
+        minutes = self.unload_after.value()
+        if not minutes:
+            return None
+        kept = self._settings.unload_after_minutes
+        # A value the dialog cannot show exactly (set in the file) stays as it was unless changed.
+        return kept if kept is not None and round(kept) == minutes else float(minutes)
 
 
 class EditMessageDialog(QDialog):

@@ -267,6 +267,7 @@ class MainWindow(QMainWindow):
                                   ModelState.LOADING: s.model_detail,
                                   ModelState.INSTALLING: s.model_detail,
                                   ModelState.FAILED: "Model failed to load",
+                                  ModelState.UNLOADED: s.model_detail,
                                   ModelState.NONE: "No model"}[state])
         shown = loaded if state == ModelState.READY else None
         device = f"Device: {shown.device}" if shown else "Device: —"

@@ -286,3 +286,21 @@ def test_the_settings_choose_what_the_background_does(make_window, loop, monkeyp
     run(loop, until(lambda: window.activity_label.text() == "Running gently in the background",
                     what="the gentle status"))
     assert window.controller.pace.pace.value == "gently"
+
+
+def test_the_settings_set_when_an_idle_model_is_unloaded(make_window, loop, monkeypatch) -> None:
+    from app.ui.dialogs import SettingsDialog
+
+    window = make_window()
+    assert window.controller.settings.unload_after_minutes == 15.0
+
+    def accept(dialog: SettingsDialog) -> int:
+        assert dialog.unload_after.value() == 15 and not dialog.exit_engine.isChecked()
+        dialog.unload_after.setValue(0)  # shown as "never"
+        dialog.exit_engine.setChecked(True)
+        return 1
+
+    monkeypatch.setattr(SettingsDialog, "exec", accept)
+    window.edit_settings()
+    run(loop, until(lambda: window.controller.settings.exit_engine_when_idle, what="the saved settings"))
+    assert window.controller.settings.unload_after_minutes is None

@@ -1,0 +1,89 @@
+"""An idle model is unloaded to give its memory back and loads again on the next message."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import psutil
+
+from app.core.conversation import MessageState
+from app.service import events as ev
+from app.service.events import ModelState
+from app.service.idle import UNLOADED_WORDS
+from tests.service.conftest import Recorder, install, make_controller, run
+
+QUICK = 0.01  # minutes: 0.6 s
+
+
+def _states(events: Recorder) -> list[ModelState]:
+    return [e.state for e in events.of(ev.ModelStateChanged)]
+
+
+def test_an_idle_model_is_unloaded_then_loads_again_for_the_next_message(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        events = Recorder(controller)
+        await controller.start_up()
+        await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK))
+        controller.send("Hello")
+        await controller.wait_idle()
+        pid = controller.client.pid
+        await events.until(lambda: controller.model_state == ModelState.UNLOADED, 10, "the unload")
+        unloaded = (controller.client.loaded, controller.model_detail, psutil.pid_exists(pid))
+        controller.send("Again")
+        await controller.wait_idle()
+        answer = controller.messages[-1]
+        same_engine = controller.client.pid == pid
+        await controller.shutdown()
+        return events, unloaded, answer, same_engine
+
+    events, unloaded, answer, same_engine = run(scenario)
+    assert unloaded == (None, UNLOADED_WORDS, True), "the model is gone, the engine process stays"
+    states = _states(events)
+    at = states.index(ModelState.UNLOADED)
+    assert states[at + 1:at + 3] == [ModelState.LOADING, ModelState.READY], "the next message loads it again"
+    assert answer.state == MessageState.COMPLETE and answer.text and same_engine
+    assert not events.of(ev.Problem), "the user sees loading, not an error"
+
+
+def test_the_engine_process_can_end_when_idle_and_start_again(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        await controller.start_up()
+        await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK,
+                                                             exit_engine_when_idle=True))
+        first = controller.client.pid
+        await Recorder(controller).until(lambda: controller.model_state == ModelState.UNLOADED, 10, "the exit")
+        gone = not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE
+        controller.send("Wake up")
+        await controller.wait_idle()
+        answer, second = controller.messages[-1], controller.client.pid
+        await controller.shutdown()
+        return gone, answer, first, second
+
+    gone, answer, first, second = run(scenario)
+    assert gone and second not in (None, first)
+    assert answer.state == MessageState.COMPLETE and answer.text
+
+
+def test_never_keeps_the_model(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        await controller.start_up()
+        await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=None))
+        controller.send("Hello")
+        await controller.wait_idle()
+        import asyncio
+        await asyncio.sleep(1.0)
+        state = controller.model_state
+        await controller.shutdown()
+        return state
+
+    assert run(scenario) == ModelState.READY
