@@ -304,3 +304,37 @@ def test_the_settings_set_when_an_idle_model_is_unloaded(make_window, loop, monk
     window.edit_settings()
     run(loop, until(lambda: window.controller.settings.exit_engine_when_idle, what="the saved settings"))
     assert window.controller.settings.unload_after_minutes is None
+
+
+def test_a_paused_answer_uses_no_cpu_and_ends_as_an_uninterrupted_one(make_window, loop, qtbot) -> None:
+    import psutil
+
+    window = make_window()
+    with_generation(window, max_tokens=1500, temperature=0.8, seed=7, context_length=4096)
+    _send(qtbot, window, "Tell me a long story")
+    run(loop, until(lambda: len(window.adapter.messages.messages()) == 2
+                    and len(window.adapter.messages.messages()[-1].text) > 20))
+    window.setWindowState(Qt.WindowState.WindowMinimized)
+    run(loop, until(lambda: "Paused" in window.activity_label.text()))
+    engine = psutil.Process(window.controller.client.pid)
+
+    async def while_paused() -> tuple[int, float]:
+        await asyncio.sleep(0.5)  # tokens already in the pipe still arrive, and llama.cpp's threads settle
+        text, cpu = len(window.adapter.messages.messages()[-1].text), sum(engine.cpu_times()[:2])
+        await asyncio.sleep(1.0)
+        return len(window.adapter.messages.messages()[-1].text) - text, sum(engine.cpu_times()[:2]) - cpu
+
+    grew, cpu = run(loop, while_paused())
+    assert grew == 0 and cpu < 0.05, (grew, cpu)
+    assert window.adapter.messages.messages()[-1].state == MessageState.STREAMING, "paused mid-answer"
+    window.setWindowState(Qt.WindowState.WindowNoState)
+    run(loop, until(idle(window), timeout=120))
+    paused_answer = window.adapter.messages.messages()[-1]
+
+    window.controller.new_conversation()  # the same question, same seed, never paused
+    with_generation(window, max_tokens=1500, temperature=0.8, seed=7, context_length=4096)
+    _send(qtbot, window, "Tell me a long story")
+    run(loop, until(lambda: idle(window)() and len(window.adapter.messages.messages()) == 2), timeout=120)
+    straight = window.adapter.messages.messages()[-1]
+    assert paused_answer.state == straight.state == MessageState.COMPLETE
+    assert paused_answer.text == straight.text and len(straight.text) > 200
