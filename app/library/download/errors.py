@@ -1,0 +1,91 @@
+"""What can stop a download, in words the user can act on, with a kind for callers."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from urllib.parse import urlsplit
+
+
+class DownloadErrorKind(StrEnum):
+    """Why a download failed; callers choose what to offer (retry, free space, another URL)."""
+
+    BAD_URL = "bad_url"            # not http or https
+    NOT_FOUND = "not_found"        # 404, 410
+    NEEDS_LOGIN = "needs_login"    # 401
+    REFUSED = "refused"            # 403 and the other 4xx, endless redirects
+    SERVER = "server"              # 5xx on every try
+    NETWORK = "network"            # unreachable, reset, timed out on every try
+    NO_SPACE = "no_space"          # refused before starting: not enough free space
+    DISK_FULL = "disk_full"        # the disk filled up while writing; the part is kept
+    DISK_ERROR = "disk_error"      # another write error; the part is kept
+    DAMAGED = "damaged"            # wrong size or SHA-256; the file was deleted
+    CHANGED = "changed"            # the server's SHA-256 is not the one the catalog expects
+
+
+class DownloadError(Exception):
+    """A download failed for a reason the user can do something about; str() says what."""
+
+    def __init__(self, kind: DownloadErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class DownloadStopped(Exception):
+    """The user ended the download: cancelled (parts deleted) or stopped (parts kept)."""
+
+    def __init__(self, cancelled: bool, message: str) -> None:
+        super().__init__(message)
+        self.cancelled = cancelled
+        self.message = message
+
+
+def human_size(count: int) -> str:
+    """Bytes as a person reads them: 512 bytes, 12.3 KB, 4.5 MB, 1.2 GB."""
+    if count < 1000:
+        return f"{count} bytes"
+    for unit, scale in (("KB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if count < scale * 1000:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count / 1e12:.1f} TB"
+
+
+def host_of(url: str) -> str:
+    return urlsplit(url).netloc or url
+
+
+def bad_scheme(url: str) -> DownloadError:
+    return DownloadError(DownloadErrorKind.BAD_URL,
+                         f"Kestrel downloads only from http:// or https:// addresses, and "
+                         f"\"{url}\" is not one. Check the address and try again.")
+
+
+def refusal(url: str, status: int, reason: str) -> DownloadError:
+    """The final answer for a 4xx: no retry can change it."""
+    said = f"{status} {reason}".strip()
+    if status in (404, 410):
+        return DownloadError(DownloadErrorKind.NOT_FOUND,
+                             f"There is no file at {url} (the server said {said}). Check the "
+                             f"address; the model may have been moved or removed.")
+    if status == 401:
+        return DownloadError(DownloadErrorKind.NEEDS_LOGIN,
+                             f"{host_of(url)} wants a login before it gives out {url} (it said "
+                             f"{said}). Kestrel cannot log in: download the file in a browser, "
+                             f"then use \"Import a model file…\".")
+    return DownloadError(DownloadErrorKind.REFUSED,
+                         f"{host_of(url)} refused to give out {url} (it said {said}). If the "
+                         f"model needs its licence accepted, do that on the website, download "
+                         f"the file in a browser, then use \"Import a model file…\".")
+
+
+def gave_up(url: str, reason: str, tries: int, server_fault: bool) -> DownloadError:
+    """A transient failure that lasted through every retry."""
+    if server_fault:
+        return DownloadError(DownloadErrorKind.SERVER,
+                             f"The server at {host_of(url)} kept failing ({reason}) after "
+                             f"{tries} tries. What has arrived is kept: start the download "
+                             f"again later to continue from there.")
+    return DownloadError(DownloadErrorKind.NETWORK,
+                         f"Could not download from {host_of(url)}: {reason} ({tries} tries). "
+                         f"Check the network connection, then start the download again; "
+                         f"what has arrived is kept and it continues from there.")

@@ -1,0 +1,179 @@
+"""Real HTTP servers on 127.0.0.1 for download tests, each file with its own misbehaviour.
+
+A test server is a ThreadingHTTPServer on port 0 in a thread of the test. Every request
+is logged (method, path, Range header, status), so a test can assert that a download
+resumed where it should, retried as often as it should, or did not fetch at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+_RANGE = re.compile(r"^bytes=(\d+)-$")
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Served:
+    """One path of a test server: its bytes and how the server behaves for it.
+
+    linked_sha256 / linked_size go out as Hugging Face's X-Linked-Etag / X-Linked-Size;
+    redirect_to answers 302 to that URL (HF's storage host), with those headers.
+    head_status answers a HEAD with that status (405: no HEAD; 403: a URL signed for GET).
+    drop_after cuts the body after that many bytes on the first `drops` GETs.
+    """
+
+    body: bytes = b""
+    linked_sha256: str | None = None
+    linked_size: int | None = None
+    redirect_to: str | None = None
+    status: int | None = None
+    head_status: int | None = None
+    ignore_range: bool = False
+    drop_after: int | None = None
+    drops: int = 0
+    slow_chunk: int = 0
+    slow_delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Logged:
+    method: str
+    path: str
+    range: str | None
+    status: int
+
+
+@dataclass
+class TestServer:
+    """The files a server gives out, keyed by path, and every request it answered."""
+
+    __test__ = False  # not a pytest test class
+    files: dict[str, Served] = field(default_factory=dict)
+    log: list[Logged] = field(default_factory=list)
+    base: str = ""
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def requests(self, method: str | None = None, path: str | None = None) -> list[Logged]:
+        return [entry for entry in list(self.log)
+                if (method is None or entry.method == method) and (path is None or entry.path == path)]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_Server"
+
+    def do_HEAD(self) -> None:
+        self._answer(head=True)
+
+    def do_GET(self) -> None:
+        self._answer(head=False)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Override BaseHTTPRequestHandler.log_message: the test's log is enough."""
+
+    def _answer(self, head: bool) -> None:
+        served = self.server.state.files.get(self.path)
+        status = self._status(served, head)
+        self.server.state.log.append(Logged(self.command, self.path, self.headers.get("Range"), status))
+        try:
+            self._send(served, status, head)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up: a pause or a cancel, as the test meant
+
+    def _status(self, served: Served | None, head: bool) -> int:
+        if served is None:
+            return 404
+        if served.status is not None:
+            return served.status
+        if served.redirect_to:
+            return 302
+        if head and served.head_status is not None:
+            return served.head_status
+        wanted = _RANGE.match(self.headers.get("Range") or "")
+        if head or wanted is None or served.ignore_range:
+            return 200
+        return 206 if int(wanted.group(1)) < len(served.body) else 416
+
+    def _send(self, served: Served | None, status: int, head: bool) -> None:
+        if served is None or (status >= 400 and status != 416):
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(status)
+        self._linked_headers(served)
+        if status == 302:
+            self.send_header("Location", served.redirect_to or "")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        start = self._start(served, status)
+        self.send_header("Content-Length", str(len(served.body) - start if status != 416 else 0))
+        self.end_headers()
+        if not head and status in (200, 206):
+            self._body(served, served.body[start:])
+
+    def _linked_headers(self, served: Served) -> None:
+        if served.linked_sha256 is not None:
+            self.send_header("X-Linked-Etag", f'"{served.linked_sha256}"')
+        if served.linked_size is not None:
+            self.send_header("X-Linked-Size", str(served.linked_size))
+
+    def _start(self, served: Served, status: int) -> int:
+        if status == 416:
+            self.send_header("Content-Range", f"bytes */{len(served.body)}")
+            return len(served.body)
+        if status != 206:
+            return 0
+        start = int(_RANGE.match(self.headers["Range"]).group(1))  # type: ignore[union-attr]
+        self.send_header("Content-Range", f"bytes {start}-{len(served.body) - 1}/{len(served.body)}")
+        return start
+
+    def _body(self, served: Served, body: bytes) -> None:
+        if served.drops > 0 and served.drop_after is not None:
+            served.drops -= 1
+            self.wfile.write(body[:served.drop_after])
+            self.close_connection = True
+            return
+        step = served.slow_chunk or len(body) or 1
+        for at in range(0, len(body), step):
+            self.wfile.write(body[at:at + step])
+            if served.slow_delay_s:
+                self.wfile.flush()
+                time.sleep(served.slow_delay_s)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    state: TestServer
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Override socketserver's handle_error: a hung-up client is part of these tests."""
+
+
+@contextmanager
+def running_server() -> Iterator[TestServer]:
+    """A TestServer listening on 127.0.0.1 (a free port) for the length of the block."""
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.state = TestServer(base=f"http://127.0.0.1:{server.server_address[1]}")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server.state
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
