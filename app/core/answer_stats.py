@@ -19,6 +19,7 @@ class AnswerStats:
     built-in format used. messages_left_out: the oldest turns dropped to fit the context.
     template_note: why the model's own chat template was not used, when it was not.
     thinking_ms: how long a reasoning model thought before its answer (0: it did not).
+    threads: the CPU threads that decoded it.
     """
 
     ttft_ms: float = 0.0
@@ -33,6 +34,7 @@ class AnswerStats:
     messages_left_out: int = 0
     template_note: str = ""
     thinking_ms: float = 0.0
+    threads: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The stats as a plain dict that `json.dumps` can write."""

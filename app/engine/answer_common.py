@@ -28,7 +28,7 @@ class AnswerTiming:
     thinking_to: float | None = None
 
     def stats(self, *, prompt_tokens: int, device: str, finish: str, chat_format: str,
-              left_out: int, template_note: str = "") -> AnswerStats:
+              left_out: int, template_note: str = "", threads: int = 0) -> AnswerStats:
         """The stats every backend reports, with the same meaning."""
         first = self.first or time.perf_counter()
         decode_s = (self.last - first) if self.last and self.generated > 1 else 0.0
@@ -45,6 +45,7 @@ class AnswerTiming:
             messages_left_out=left_out,
             template_note=template_note,
             thinking_ms=self._thinking_ms(),
+            threads=threads,
         )
 
     def _thinking_ms(self) -> float:
@@ -59,7 +60,7 @@ TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Del
 
 def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
            tokenize: Callable[[str], list[int]], stream: TokenStream,
-           thinking: ThinkingMarkers | None = None) -> Generator[Delta | Done, None, None]:
+           thinking: ThinkingMarkers | None = None, threads: int = 0) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
     tokens it actually evaluated. The context and the device are the loaded model's.
@@ -80,7 +81,7 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
         yield from _parts(request.request_id, splitter.feed(tail) + splitter.finish(), timing)
     yield Done(request.request_id, timing.stats(prompt_tokens=len(prompt), device=loaded.device, finish=finish,
                                                 chat_format=spec.chat_format, left_out=left_out,
-                                                template_note=spec.note or ""))
+                                                template_note=spec.note or "", threads=threads))
 
 
 def _split(deltas: Generator[Delta, None, str], splitter: ThinkingSplitter,

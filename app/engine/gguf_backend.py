@@ -60,6 +60,7 @@ class GgufBackend:
         self._vocab = model.vocab
         self._tokens = _model_tokens(llm, info)
         self._add_bos = bool(model.add_bos_token())
+        self._threads = loaded.threads
         self._piece_buffer = ctypes.create_string_buffer(256)
 
     @classmethod
@@ -119,10 +120,18 @@ class GgufBackend:
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
         variables = template_variables(request.settings.thinking)
+        threads = self._use_threads(request.threads or self.loaded.threads)
         return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
-                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template),
+                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template), threads=threads,
                       stream=lambda prompt, budget, text, timing: self._stream(
                           request, prompt, budget, text, control, timing))
+
+    def _use_threads(self, threads: int) -> int:
+        """Decode this answer with `threads` CPU threads (llama.cpp changes them in place)."""
+        if threads != self._threads:
+            llama_cpp.llama_set_n_threads(self._llm._ctx.ctx, threads, threads)
+            self._threads = threads
+        return threads
 
     def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template,

@@ -121,6 +121,7 @@ class OnnxBackend:
         variables = template_variables(request.settings.thinking)
         return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
                       tokenize=self._tokenize, thinking=markers_in(self._info.chat_template),
+                      threads=self.loaded.threads,
                       stream=lambda prompt, budget, text, timing: self._stream(
                           request, prompt, budget, text, control, timing))
 

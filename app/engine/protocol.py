@@ -52,6 +52,9 @@ class Generate:
     # Leave out the oldest turns (never the system prompt) when the conversation is
     # longer than the context, instead of refusing it. Done.stats says how many.
     trim_history: bool = False
+    # CPU threads for this answer (None: as loaded). GGUF changes them between answers;
+    # ONNX Runtime keeps the count its session was made with.
+    threads: int | None = None
 
 
 @dataclass(frozen=True)

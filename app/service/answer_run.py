@@ -29,13 +29,16 @@ class AnswerRun:
     """
 
     def __init__(self, storage: Storage, engine: EngineQueue, emit: Callable[[Event], None], *,
-                 show: Callable[[Message], None], settle: Callable[[Message], None], activity: str) -> None:
+                 show: Callable[[Message], None], settle: Callable[[Message], None], activity: str,
+                 threads: int | None = None) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
         self._show = show
         self._settle = settle
         self._activity = activity
+        self._threads = threads
+        self.finished: Message | None = None  # the answer in its final form, once it has one
         self.stream: StreamingAnswer | None = None
         self.request: EngineRequest | None = None
 
@@ -81,7 +84,7 @@ class AnswerRun:
 
     async def _stream_into(self, stream: StreamingAnswer, chat: list[ChatMessage],
                            settings: GenerationSettings) -> None:
-        request = self.request = self._engine.request(chat, settings, trim_history=True)
+        request = self.request = self._engine.request(chat, settings, trim_history=True, threads=self._threads)
         self._emit(ActivityChanged(self._activity))
         async with aclosing(request.events()) as events:
             async for event in events:
@@ -100,6 +103,7 @@ class AnswerRun:
                     return
 
     def _finish(self, message: Message, reason: InterruptReason | None = None, detail: str = "") -> None:
+        self.finished = message
         self._settle(message)
         if reason is None:
             self._emit(AnswerFinished(message))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -15,11 +16,13 @@ from app.core.history import HistoryDamaged, HistoryError, HistoryStore
 from app.core.history_repair import Replacement
 from app.core.settings import Settings, SettingsError
 from app.engine.protocol import Loaded
+from app.engine.resources import default_threads
 from app.library.models import InstalledModel, ModelLibrary
 from app.hardware.power import read_power
 from app.service.answer_run import AnswerRun
 from app.service.background import EnginePace, WindowState
 from app.service.idle import UNLOADED_WORDS, IdleTimer
+from app.service.threads import BusyMeter, ThreadAdvisor, model_key
 from app.service.client import EngineClient, EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
@@ -70,6 +73,9 @@ class ChatController:
         self._run: AnswerRun | None = None
         self.pace = EnginePace(self.client, read_power, set_gentle)
         self.idle_timer = IdleTimer(lambda: self.settings.unload_after_minutes, self._unload_idle_model, self.spawn)
+        self.busy_meter = BusyMeter(lambda: [os.getpid(), *([self.client.pid] if self.client.pid else [])])
+        self.threads = ThreadAdvisor(settings_path.parent / "threads.json" if settings_path else None,
+                                     cores=default_threads(), busy=self.busy_meter.look)
         self._idle = asyncio.Event()
         self._idle.set()
         self._replacing_history = False
@@ -119,6 +125,7 @@ class ChatController:
             self._emit(Problem(self.storage.settings_problem))
         if self.storage.history_damage is not None:
             self._history_damaged(self.storage.history_damage)
+        await self.storage.run(self.threads.load)
 
     @property
     def history_damage(self) -> HistoryDamaged | None:
@@ -210,6 +217,7 @@ class ChatController:
             self._give_up_queued()
             return False
         self.pace.loaded()
+        self.busy_meter.look()
         self._set_model_state(ModelState.READY, model.title)
         self.idle_timer.restart()
         await self._save_settings(dataclasses.replace(self.settings, default_model=model.id))
@@ -438,9 +446,10 @@ class ChatController:
             self.idle_timer.stop()
             self._set_busy(True)
             assert self.conversation is not None
+            threads = self.threads.choose(self._model_key(), self.settings.threads).threads
             run = self._run = AnswerRun(self._storage(), self.engine, self._emit, show=self._add_to_open,
                                         settle=self._replace_in_open,
-                                        activity=self.pace.words() or "Thinking…")
+                                        activity=self.pace.words() or "Thinking…", threads=threads)
             self._answer_task = self.spawn(self._answer(run, self.conversation.id))
             return
         self.queued = True
@@ -470,10 +479,24 @@ class ChatController:
             self._run = None
             self._set_busy(False)
             self.idle_timer.restart()
+            self._learn_threads(run.finished)
         try:
             await self._refresh_conversation(conversation_id)  # it moves to the top
         except (HistoryError, KeyError):
             pass  # Deleted meanwhile, or the disk problem was already shown.
+
+    def _model_key(self) -> str:
+        return model_key(self.model.path, self.model.size) if self.model is not None else ""
+
+    def _learn_threads(self, answer: Message | None) -> None:
+        """An answer's speed teaches the thread advisor (saved on the writer thread)."""
+        self.busy_meter.look()  # the quiet spell before the next answer counts from here
+        stats = answer.stats if answer is not None else None
+        if not stats or not stats.get("threads") or self.storage is None:
+            return
+        self.threads.record(self._model_key(), int(stats["threads"]), int(stats.get("tokens", 0)),
+                            float(stats.get("tokens_per_s", 0.0)))
+        self.spawn(self.storage.run(self.threads.save))
 
     async def _unload_idle_model(self) -> None:
         """No answer for a while: give the model's memory back (and the engine's, if chosen)."""
@@ -557,6 +580,11 @@ class ChatController:
             text += f"\n\nIn use: {loaded.device}\nWhy: {loaded.placement_reason}"
             for reason in loaded.fallback_reasons:
                 text += f"\nCould not use {reason}"
+            choice = self.threads.last
+            if choice is not None:
+                text += f"\nCPU threads for the last answer: {choice.threads} ({choice.reason})"
+            else:
+                text += f"\nCPU threads: {loaded.threads}"
         return text
 
     async def shutdown(self) -> None:

@@ -45,9 +45,10 @@ class EngineQueue:
         return bool(self._line)
 
     def request(self, messages: Sequence[ChatMessage], settings: GenerationSettings, *,
-                stop: Sequence[str] = (), trim_history: bool = False) -> EngineRequest:
-        """An answer that joins the line once its events() are read."""
-        return EngineRequest(self, messages, settings, stop, trim_history)
+                stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None) -> EngineRequest:
+        """An answer that joins the line once its events() are read; threads: for this
+        answer (None: as loaded)."""
+        return EngineRequest(self, messages, settings, stop, trim_history, threads)
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
@@ -86,12 +87,13 @@ class EngineRequest:
     """
 
     def __init__(self, queue: EngineQueue, messages: Sequence[ChatMessage], settings: GenerationSettings,
-                 stop: Sequence[str], trim_history: bool) -> None:
+                 stop: Sequence[str], trim_history: bool, threads: int | None = None) -> None:
         self._queue = queue
         self._messages = tuple(messages)
         self._settings = settings
         self._stop = tuple(stop)
         self._trim_history = trim_history
+        self._threads = threads
         self._turn: _Turn | None = None
         self.running = False
         self.cancelled = False
@@ -111,7 +113,7 @@ class EngineRequest:
                 return
             self.running = True
             async for event in queue.client.generate(self._messages, self._settings, stop=self._stop,
-                                                     trim_history=self._trim_history):
+                                                     trim_history=self._trim_history, threads=self._threads):
                 if isinstance(event, Done):
                     # The next request may start at once, even if this caller is slow
                     # to ask for what follows Done.

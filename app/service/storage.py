@@ -138,6 +138,10 @@ class Storage:
         self.settings = settings
         return self._settings_file is not None
 
+    async def run(self, work: Callable[[], T]) -> T:
+        """Other file work (small JSON files beside the settings) on the writer thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
     async def close(self) -> None:
         """Finish pending writes, then close the database."""
         if self._closed:

@@ -33,7 +33,7 @@ from app.library.model_format import ModelFolderError  # noqa: E402
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
 STATS_KEYS = {
     "ttft_ms", "tokens", "tokens_per_s", "prompt_tokens", "prompt_tokens_evaluated", "device",
-    "finish_reason", "chat_format", "total_ms", "messages_left_out", "template_note", "thinking_ms",
+    "finish_reason", "chat_format", "total_ms", "messages_left_out", "template_note", "thinking_ms", "threads",
 }
 QUESTION = (ChatMessage("user", "Say something long."),)
 # Where loading would have put it: the backend reports what it is told.

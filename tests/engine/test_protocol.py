@@ -32,7 +32,7 @@ def test_answer_stats_round_trip_and_forgive_old_and_new_rows() -> None:
     assert AnswerStats.from_dict(json.loads(json.dumps(STATS.to_dict()))) == STATS
     assert set(STATS.to_dict()) == {
         "ttft_ms", "tokens", "tokens_per_s", "prompt_tokens", "prompt_tokens_evaluated", "device",
-        "finish_reason", "chat_format", "total_ms", "messages_left_out", "template_note", "thinking_ms"}
+        "finish_reason", "chat_format", "total_ms", "messages_left_out", "template_note", "thinking_ms", "threads"}
     older = AnswerStats.from_dict({"tokens": 1, "device": "cpu", "ttft_ms": None, "from_the_future": 1})
     assert older == AnswerStats(tokens=1, device="cpu")
 

@@ -1,0 +1,83 @@
+"""The engine's thread count: from what is free, stepped down after a collapse, remembered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.engine.resources import default_threads
+from app.service.threads import STEP_DOWN_KEPT_S, ThreadAdvisor
+from tests.service.conftest import install, make_controller, run
+
+MODEL = "starter.gguf|1000|2|2"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_quiet_machine_gets_every_core_and_a_busy_one_what_is_free() -> None:
+    busy = [0.1]
+    advisor = ThreadAdvisor(None, cores=4, busy=lambda: busy[0])
+    assert advisor.choose(MODEL).threads == 4 and "quiet" in advisor.last.reason
+    busy[0] = 1.1
+    choice = advisor.choose(MODEL)
+    assert choice.threads == 3 and "about 1.1 busy" in choice.reason
+    busy[0] = 7.0  # never none
+    assert advisor.choose(MODEL).threads == 1
+    assert advisor.choose(MODEL, asked=6).threads == 6, "a count set in Settings wins"
+
+
+def test_a_collapse_steps_the_threads_down_for_the_next_answers_then_is_forgotten() -> None:
+    clock = Clock()
+    advisor = ThreadAdvisor(None, cores=2, busy=lambda: 0.0, clock=clock)
+    advisor.record(MODEL, threads=2, tokens=300, tokens_per_s=30.0)
+    advisor.record(MODEL, threads=2, tokens=300, tokens_per_s=0.7)  # another program took a core
+    choice = advisor.choose(MODEL)
+    assert choice.threads == 1 and "0.7 tokens/s against 30.0" in choice.reason
+    advisor.record(MODEL, threads=2, tokens=5, tokens_per_s=0.1)  # too short to say anything
+    assert advisor.choose(MODEL).threads == 1
+    clock.now += STEP_DOWN_KEPT_S + 1
+    assert advisor.choose(MODEL).threads == 2, "the load may have gone: all cores again"
+
+
+def test_what_was_learnt_is_kept_for_the_next_run(tmp_path: Path) -> None:
+    path = tmp_path / "threads.json"
+    first = ThreadAdvisor(path, cores=2, busy=lambda: 0.0)
+    first.record(MODEL, threads=2, tokens=300, tokens_per_s=30.0)
+    first.record(MODEL, threads=2, tokens=300, tokens_per_s=0.9)
+    first.save()
+    again = ThreadAdvisor(path, cores=2, busy=lambda: 0.0)
+    again.load()
+    assert again.choose(MODEL).threads == 1
+    path.write_text("{not json")
+    damaged = ThreadAdvisor(path, cores=2, busy=lambda: 0.0)
+    damaged.load()  # a damaged file is a lost hint, not an error
+    assert damaged.choose(MODEL).threads == 2
+
+
+def test_each_answer_runs_with_the_chosen_threads_and_says_so(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        await controller.start_up()
+        controller.threads._busy = lambda: 1.0  # one core of two taken by another program
+        controller.send("Hello")
+        await controller.wait_idle()
+        first = controller.messages[-1].stats
+        controller.threads._busy = lambda: 0.0
+        controller.send("Again")
+        await controller.wait_idle()
+        second = controller.messages[-1].stats
+        report = await controller.hardware_text()
+        await controller.shutdown()
+        return first, second, report
+
+    first, second, report = run(scenario)
+    cores = default_threads()
+    assert first["threads"] == max(1, cores - 1) and second["threads"] == cores
+    assert f"CPU threads for the last answer: {cores} (all {cores} physical cores" in report
