@@ -51,6 +51,8 @@ class Settings:
     # (None: never); and whether the engine process ends then too.
     unload_after_minutes: float | None = 15.0
     exit_engine_when_idle: bool = False
+    # Running gently also halves the engine's threads for the next answer.
+    gentle_fewer_threads: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -91,6 +93,8 @@ class Settings:
                                     or not 0 < minutes <= 10_000):
             raise ValueError(f"unload_after_minutes must be a number of minutes above 0, or empty for "
                              f"never (got {minutes!r}).")
+        if not isinstance(self.gentle_fewer_threads, bool):
+            raise ValueError(f"gentle_fewer_threads must be true or false (got {self.gentle_fewer_threads!r}).")
         if not isinstance(self.exit_engine_when_idle, bool):
             raise ValueError(f"exit_engine_when_idle must be true or false (got {self.exit_engine_when_idle!r}).")
         if not isinstance(self.generation, GenerationSettings):

@@ -20,7 +20,7 @@ from app.engine.resources import default_threads
 from app.library.models import InstalledModel, ModelLibrary
 from app.hardware.power import read_power
 from app.service.answer_run import AnswerRun
-from app.service.background import EnginePace, WindowState
+from app.service.background import EnginePace, Pace, WindowState
 from app.service.idle import UNLOADED_WORDS, IdleTimer
 from app.service.threads import BusyMeter, ThreadAdvisor, model_key
 from app.service.client import EngineClient, EngineDied, EngineError
@@ -28,7 +28,7 @@ from app.service.engine_queue import EngineQueue
 from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
                                 ConversationRemoved, ConversationsListed, DamagedHistoryFound,
                                 DamagedHistoryReplaced, Event, MessageAdded, MessagesRemoved, ModelState,
-                                ModelStateChanged, Problem, SettingsChanged)
+                                ModelStateChanged, PaceChanged, Problem, SettingsChanged)
 from app.service.model_setup import ModelSetup
 from app.service.priority import set_gentle
 from app.service.storage import Storage
@@ -447,6 +447,8 @@ class ChatController:
             self._set_busy(True)
             assert self.conversation is not None
             threads = self.threads.choose(self._model_key(), self.settings.threads).threads
+            if self.pace.pace == Pace.GENTLE and self.settings.gentle_fewer_threads:
+                threads = max(1, threads // 2)  # as the user chose: gentler still
             run = self._run = AnswerRun(self._storage(), self.engine, self._emit, show=self._add_to_open,
                                         settle=self._replace_in_open,
                                         activity=self.pace.words() or "Thinking…", threads=threads)
@@ -556,6 +558,7 @@ class ChatController:
         engine pauses, runs gently or at full speed as the settings say (background.py)."""
         if self.pace.update(window, when_hidden=self.settings.when_hidden,
                             when_in_background=self.settings.when_in_background):
+            self._emit(PaceChanged(self.pace.pace.value, self.pace.words() or ""))
             self._emit(ActivityChanged(self.pace.words() or ("Thinking…" if self.busy else "Idle")))
 
     async def update_settings(self, settings: Settings) -> None:

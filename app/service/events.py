@@ -185,6 +185,15 @@ class ActivityChanged:
 
 
 @dataclass(frozen=True)
+class PaceChanged:
+    """The engine now runs at full speed, gently or paused (app/service/background.py);
+    words say so for the answer being written ("" at full speed)."""
+
+    pace: str
+    words: str
+
+
+@dataclass(frozen=True)
 class SetupProgress:
     """A slow file job (starter model, import) moved on; done == total when finished."""
 
@@ -201,4 +210,4 @@ class SetupFinished:
 Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, BusyChanged,
-              ActivityChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced]
+              ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced]

@@ -28,6 +28,7 @@ class ControllerAdapter(QObject):
 
     modelStateChanged = Signal()
     activityChanged = Signal(str)
+    paceChanged = Signal(str)  # words for the answer being written ("" at full speed)
     busyChanged = Signal(bool)
     problem = Signal(str)
     conversationOpened = Signal()
@@ -88,6 +89,8 @@ class ControllerAdapter(QObject):
             self.busyChanged.emit(event.busy)
         elif isinstance(event, ev.ActivityChanged):
             self.activityChanged.emit(event.text)
+        elif isinstance(event, ev.PaceChanged):
+            self.paceChanged.emit(event.words)
         elif isinstance(event, ev.Problem):
             self.problem.emit(event.text)
         elif isinstance(event, ev.SettingsChanged):

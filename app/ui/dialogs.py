@@ -112,6 +112,8 @@ class SettingsDialog(QDialog):
         self.unload_after.setSuffix(" min")
         self.unload_after.setToolTip("After this long without an answer the model is unloaded to give its "
                                      "memory back; your next message loads it again.")
+        self.gentle_threads = QCheckBox("Use half the CPU threads when running gently", self)
+        self.gentle_threads.setChecked(settings.gentle_fewer_threads)
         self.exit_engine = QCheckBox("Also end the engine process when it is unloaded", self)
         self.exit_engine.setChecked(settings.exit_engine_when_idle)
         extra = QFormLayout()
@@ -120,6 +122,7 @@ class SettingsDialog(QDialog):
         extra.addRow("CPU t&hreads", self.threads)
         extra.addRow("When the window is &minimized", self.when_hidden)
         extra.addRow("When another app has the &focus", self.when_in_background)
+        extra.addRow("", self.gentle_threads)
         extra.addRow("&Unload the model when idle for", self.unload_after)
         extra.addRow("", self.exit_engine)
         layout = QVBoxLayout(self)
@@ -135,7 +138,8 @@ class SettingsDialog(QDialog):
                                    when_hidden=self.when_hidden.currentData(),
                                    when_in_background=self.when_in_background.currentData(),
                                    unload_after_minutes=self._unload_after(),
-                                   exit_engine_when_idle=self.exit_engine.isChecked())
+                                   exit_engine_when_idle=self.exit_engine.isChecked(),
+                                   gentle_fewer_threads=self.gentle_threads.isChecked())
 
     def _unload_after(self) -> float | None:
         minutes = self.unload_after.value()

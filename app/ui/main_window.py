@@ -207,6 +207,7 @@ class MainWindow(QMainWindow):
         s.problem.connect(self._show_problem)
         s.busyChanged.connect(self.composer.set_streaming)
         s.activityChanged.connect(self.activity_label.setText)
+        s.paceChanged.connect(self._pace_changed)
         s.modelStateChanged.connect(self._model_state_changed)
         s.conversationOpened.connect(self._conversation_opened)
         s.settingsChanged.connect(self._settings_changed)
@@ -415,6 +416,11 @@ class MainWindow(QMainWindow):
     def showEvent(self, event) -> None:  # Override QMainWindow.showEvent.
         super().showEvent(event)
         self._window_state_changed()
+
+    def _pace_changed(self, words: str) -> None:
+        """The answer being written says it is paused or running gently, not only the status bar."""
+        self.messages.delegate.streaming_note = words[:1].lower() + words[1:] if words else "writing…"
+        self.messages.viewport().update()
 
     def _application_state_changed(self, _state: Qt.ApplicationState) -> None:
         self._window_state_changed()

@@ -63,6 +63,8 @@ class MessageDelegate(QStyledItemDelegate):
         self.dark = False
         self.layouts = 0
         self.thinking = ThinkingSection(self._document)
+        # What the footer of an answer being written says: "writing…", or why it waits.
+        self.streaming_note = "writing…"
 
     def clear(self) -> None:
         """The colours changed (the theme): lay the messages out again as they are painted.
@@ -270,7 +272,7 @@ class MessageDelegate(QStyledItemDelegate):
     def _paint_footer(self, painter, rect, top, message: Message, palette) -> None:
         text = stats_line(message.stats)
         if message.state == MessageState.STREAMING:
-            text = "writing…"
+            text = self.streaming_note
         elif message.state == MessageState.INTERRUPTED:
             text = "Interrupted: " + (text or "the answer was cut off")
         if not text:

@@ -152,3 +152,27 @@ def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_fro
         assert seen[2] == {0} and problem is None
     else:
         assert seen[2] == {priority.GENTLE_NICE} and "normal priority back" in (problem or "")
+
+
+def test_gently_with_fewer_threads_halves_the_next_answers_threads(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        await controller.start_up()
+        await controller.update_settings(dataclasses.replace(
+            controller.settings, when_in_background="gently", gentle_fewer_threads=True))
+        controller.threads._busy = lambda: 0.0
+        controller.set_window_state(WindowState.BACKGROUND)
+        controller.send("Hello")
+        await controller.wait_idle()
+        gentle = controller.messages[-1].stats["threads"]
+        controller.set_window_state(WindowState.FOREGROUND)
+        controller.send("Again")
+        await controller.wait_idle()
+        full = controller.messages[-1].stats["threads"]
+        await controller.shutdown()
+        return gentle, full
+
+    gentle, full = run(scenario)
+    assert gentle == max(1, full // 2) and full >= 1

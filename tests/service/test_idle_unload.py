@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import psutil
+import pytest
 
 from app.core.conversation import MessageState
 from app.service import events as ev
@@ -87,3 +88,30 @@ def test_never_keeps_the_model(tiny_model: Path) -> None:
         return state
 
     assert run(scenario) == ModelState.READY
+
+
+@pytest.mark.starter
+def test_unloading_the_starter_gives_its_memory_back(starter_model: Path) -> None:
+    install(starter_model)
+
+    async def scenario():
+        controller = make_controller()
+        await controller.start_up()
+        controller.send("Hello")
+        await controller.wait_idle()
+        engine = psutil.Process(controller.client.pid)
+        loaded = engine.memory_info().rss
+        await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK))
+        await Recorder(controller).until(lambda: controller.model_state == ModelState.UNLOADED, 10, "the unload")
+        unloaded = engine.memory_info().rss
+        controller.send("Again")
+        await controller.wait_idle()
+        answer = controller.messages[-1]
+        await controller.shutdown()
+        return loaded, unloaded, answer
+
+    loaded, unloaded, answer = run(scenario)
+    mb = 1024 * 1024
+    # The starter's weights and cache are about 370 MB; an empty engine is about 65 MB.
+    assert loaded - unloaded > 250 * mb and unloaded < 120 * mb, (loaded // mb, unloaded // mb)
+    assert answer.state == MessageState.COMPLETE and answer.text

@@ -338,3 +338,23 @@ def test_a_paused_answer_uses_no_cpu_and_ends_as_an_uninterrupted_one(make_windo
     straight = window.adapter.messages.messages()[-1]
     assert paused_answer.state == straight.state == MessageState.COMPLETE
     assert paused_answer.text == straight.text and len(straight.text) > 200
+
+
+def test_stop_and_close_work_while_paused_and_the_answer_says_it_waits(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, max_tokens=100000)
+    _send(qtbot, window, "Go")
+    run(loop, until(lambda: len(window.adapter.messages.messages()) == 2
+                    and len(window.adapter.messages.messages()[-1].text) > 5))
+    window.setWindowState(Qt.WindowState.WindowMinimized)
+    run(loop, until(lambda: window.messages.delegate.streaming_note == "paused — window hidden",
+                    what="the answer's own note"))
+    window.controller.stop()  # while paused: the engine is held between two tokens
+    run(loop, until(idle(window), timeout=15, what="the stopped answer"))
+    answer = window.adapter.messages.messages()[-1]
+    assert answer.state == MessageState.COMPLETE and answer.stats["finish_reason"] == "cancelled"
+    window.setWindowState(Qt.WindowState.WindowNoState)
+    run(loop, until(lambda: window.messages.delegate.streaming_note == "writing…", what="full speed again"))
+    started = time.monotonic()
+    run(loop, window.controller.shutdown())  # closing after a pause does not wait for the engine
+    assert time.monotonic() - started < 10
