@@ -59,7 +59,7 @@ def add_parser(commands) -> None:
     chat.add_argument("--temperature", type=float, help="0 for greedy, higher for more varied text")
     chat.add_argument("--seed", type=int, help="a fixed seed for repeatable answers (-1: random)")
     chat.add_argument("--ctx", type=int, help="the context length in tokens")
-    chat.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
+    chat.add_argument("--threads", type=int, help="CPU threads (default: the physical cores other programs leave free)")
     chat.add_argument("--device", choices=["auto", "npu", "gpu", "cpu"],
                       help="where to run the model (default: the setting, normally auto)")
     chat.add_argument("--json", action="store_true",

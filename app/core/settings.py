@@ -33,7 +33,8 @@ class SettingsError(Exception):
 class Settings:
     """Everything the user can set that is not part of one conversation.
 
-    `threads` None means one thread per physical core. `device_preference` is one of
+    `threads` None lets each answer use the physical cores other programs leave free
+    (app/service/threads.py). `device_preference` is one of
     DEVICE_PREFERENCES and `theme` one of THEMES.
     """
 

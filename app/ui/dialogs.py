@@ -40,7 +40,7 @@ class GenerationForm(QWidget):
         form.addRow("&Max tokens", self.max_tokens)
         form.addRow("S&eed", self.seed)
         form.addRow("&Context length", self.context_length)
-        self.thinking = QCheckBox("T&hink before answering", self)
+        self.thinking = QCheckBox("Think &before answering", self)
         self.thinking.setChecked(settings.thinking)
         self.thinking.setEnabled(can_switch_thinking)
         self.thinking.setToolTip(
@@ -98,7 +98,7 @@ class SettingsDialog(QDialog):
             self.device.addItem(text, value)
         self.device.setCurrentIndex(max(0, self.device.findData(settings.device_preference)))
         self.threads = _int(0, 256, settings.threads or 0)
-        self.threads.setSpecialValueText("physical cores")
+        self.threads.setSpecialValueText("automatic (the cores other programs leave free)")
         self.when_hidden = _choices(self, settings.when_hidden, (
             ("pause", "Pause the answer"), ("gently", "Keep going gently"), ("full", "Keep going at full speed")))
         self.when_in_background = _choices(self, settings.when_in_background, (
@@ -119,7 +119,7 @@ class SettingsDialog(QDialog):
         extra = QFormLayout()
         extra.addRow("T&heme", self.theme)
         extra.addRow("&Device", self.device)
-        extra.addRow("CPU t&hreads", self.threads)
+        extra.addRow("CPU thread&s", self.threads)
         extra.addRow("When the window is &minimized", self.when_hidden)
         extra.addRow("When another app has the &focus", self.when_in_background)
         extra.addRow("", self.gentle_threads)
