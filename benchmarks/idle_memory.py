@@ -20,9 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,42 +72,17 @@ async def engine_memory(model: Path) -> dict:
 
 def idle_cpu(model: Path, seconds: float) -> dict:
     """The app and its engine, ready and idle: CPU seconds per second over `seconds`."""
-    with tempfile.TemporaryDirectory(prefix="kestrel-idle ") as home:
-        log = Path(home) / "startup.jsonl"
-        env = dict(os.environ, KESTREL_HOME=home, KESTREL_STARTUP_LOG=str(log))
-        env.setdefault("QT_QPA_PLATFORM", "offscreen")
-        subprocess.run([sys.executable, "-c", _INSTALL, str(model)], env=env, check=True, cwd=ROOT)
-        app = subprocess.Popen([sys.executable, "-m", "app"], env=env, cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 180
-            while "model_ready" not in (log.read_text() if log.exists() else ""):
-                if time.monotonic() > deadline or app.poll() is not None:
-                    raise RuntimeError("the app did not get its model ready")
-                time.sleep(0.2)
-            time.sleep(2.0)  # let start-up work settle
-            processes = [psutil.Process(app.pid), *psutil.Process(app.pid).children(recursive=True)]
-            before = [p.cpu_times() for p in processes]
-            time.sleep(seconds)
-            after = [p.cpu_times() for p in processes]
-        finally:
-            app.send_signal(signal.SIGTERM)
-            app.wait(timeout=30)
-    used = sum(a.user + a.system - b.user - b.system for a, b in zip(after, before))
+    from benchmarks.startup import _wait_for, running_app
+
+    with running_app(model) as (app, log):
+        _wait_for(log, {"model_ready"}, timeout=180)
+        time.sleep(2.0)  # let start-up work settle
+        processes = [psutil.Process(app.pid), *psutil.Process(app.pid).children(recursive=True)]
+        before = [p.cpu_times() for p in processes]
+        time.sleep(seconds)
+        after = [p.cpu_times() for p in processes]
+    used = max(0.0, sum(a.user + a.system - b.user - b.system for a, b in zip(after, before)))
     return {"idle_seconds": seconds, "processes": len(processes), "cpu_share_of_a_core": round(used / seconds, 4)}
-
-
-_INSTALL = """
-import sys
-from pathlib import Path
-from app.core.paths import data_paths
-from app.core.settings import Settings, SettingsFile
-from app.library.importer import import_model_file
-from app.library.models import ModelLibrary
-paths = data_paths().ensure()
-installed = import_model_file(ModelLibrary(paths.models), Path(sys.argv[1]))
-SettingsFile(paths.settings_file).save(Settings(default_model=installed.id))
-"""
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ with SIGTERM. Prints a table (medians) and writes JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +28,15 @@ sys.path.insert(0, str(ROOT))
 
 
 def one_run(model: Path) -> dict:
-    with tempfile.TemporaryDirectory(prefix="kestrel-startup ") as home:
+    with running_app(model) as (_app, log):
+        return _wait_for(log, {"window_shown", "model_ready"}, timeout=120)
+
+
+@contextlib.contextmanager
+def running_app(model: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """`python -m app` in a fresh home holding `model` as its default, and the log of its
+    start-up times; closed with SIGTERM on the way out."""
+    with tempfile.TemporaryDirectory(prefix="kestrel-app ") as home:
         log = Path(home) / "startup.jsonl"
         env = dict(os.environ, KESTREL_HOME=home, KESTREL_STARTUP_LOG=str(log))
         env.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -34,11 +44,10 @@ def one_run(model: Path) -> dict:
         app = subprocess.Popen([sys.executable, "-m", "app"], env=env, cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            events = _wait_for(log, {"window_shown", "model_ready"}, timeout=120)
+            yield app, log
         finally:
             app.send_signal(signal.SIGTERM)
             app.wait(timeout=30)
-        return events
 
 
 _INSTALL = """
