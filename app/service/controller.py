@@ -505,11 +505,15 @@ class ChatController:
         if self.busy or self.queued or self.model_state != ModelState.READY:
             return
         async with self.engine.exclusive():
+            if self.busy or self.queued or self.model_state != ModelState.READY:
+                return  # a message came while this waited for the engine
+            # Said first: a message sent while the model unloads waits for it to load again
+            # (load_model waits for this exclusive hold to end).
+            self._set_model_state(ModelState.UNLOADED, UNLOADED_WORDS)
             if self.settings.exit_engine_when_idle:
                 await self.client.shutdown()
             else:
                 await self.client.unload()
-        self._set_model_state(ModelState.UNLOADED, UNLOADED_WORDS)
 
     async def _ensure_context(self, context_length: int) -> None:
         # Compared with what was asked, not what the engine gave: a model trained on less
