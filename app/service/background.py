@@ -83,8 +83,10 @@ class EnginePace:
         return True
 
     def loaded(self) -> None:
-        """A model was loaded, perhaps in a new engine process: give it the current priority."""
+        """A model was loaded, perhaps in a new engine process: give it the current pace."""
         self._gentle_pid = None
+        if self.pace == Pace.PAUSED:
+            self._client.pause()  # a new engine starts running
         self._apply_priority(always=True)
 
     def words(self) -> str | None:

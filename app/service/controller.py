@@ -587,6 +587,8 @@ class ChatController:
             text += f"\n\nIn use: {loaded.device}\nWhy: {loaded.placement_reason}"
             for reason in loaded.fallback_reasons:
                 text += f"\nCould not use {reason}"
+            if self.pace.problem:
+                text += f"\nPriority: {self.pace.problem}"
             choice = self.threads.last
             if choice is not None:
                 text += f"\nCPU threads for the last answer: {choice.threads} ({choice.reason})"
