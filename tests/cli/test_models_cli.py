@@ -1,0 +1,385 @@
+"""`python -m app models` as a user runs it: real processes, a real HTTP server on 127.0.0.1.
+
+Every run goes through kestrel() (the real CLI in a subprocess, in the test's own
+KESTREL_HOME) and is checked for its exit status, its words and the absence of a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from gguf import GGUFWriter, LlamaFileType
+
+from app.cli.models import _FILE_TYPE_NOT_STATED, _FILE_TYPES
+from app.core.paths import data_paths
+from app.core.settings import Settings, SettingsFile
+from tests.cli.test_chat_cli import ROOT, kestrel
+from tests.helpers.http_servers import Served, TestServer, running_server, sha256_of
+from tests.helpers.syscalls import run_traced
+
+TINY_ONNX = ROOT / "tests" / "fixtures" / "tiny-onnx"
+
+
+@pytest.fixture
+def server() -> Iterator[TestServer]:
+    with running_server() as state:
+        yield state
+
+
+def models(*args: str) -> subprocess.CompletedProcess:
+    """`kestrel models ARGS`, checked for a traceback whatever its status."""
+    result = kestrel("models", *args, timeout=60)
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    return result
+
+
+def json_lines(stdout: str) -> list[dict]:
+    """Every stdout line as JSON: a line that is not fails the test."""
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def added(path: Path) -> str:
+    result = models("add", str(path))
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def models_folder() -> Path:
+    return data_paths().models
+
+
+def in_models_folder() -> list[str]:
+    """The names in the models folder, hidden ones too; none before any command made it."""
+    folder = models_folder()
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def choose_default(model_id: str | None) -> None:
+    SettingsFile(data_paths().settings_file).save(Settings(default_model=model_id))
+
+
+# --- list, add, info -------------------------------------------------------------------
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_empty_library_lists_nothing_and_says_how_to_add_a_model(as_json: bool) -> None:
+    result = models("list", *(["--json"] if as_json else []))
+
+    assert result.returncode == 0 and result.stdout == ""
+    assert "No model is installed" in result.stderr and "kestrel models add PATH" in result.stderr
+
+
+def test_added_models_are_listed_once_each_with_the_default_marked(tiny_model: Path) -> None:
+    tiny, onnx = added(tiny_model), added(TINY_ONNX)
+
+    listed = json_lines(models("list", "--json").stdout)
+    plain = models("list").stdout.splitlines()
+    choose_default(onnx)
+    chosen = json_lines(models("list", "--json").stdout)
+
+    assert (tiny, onnx) == ("tiny-model", "tiny-onnx")
+    assert [(m["id"], m["format"], m["default"]) for m in listed] == [
+        (tiny, "gguf", True), (onnx, "onnx", False)], "the oldest is the default until one is chosen"
+    assert listed[0]["size"] == tiny_model.stat().st_size and listed[0]["title"] == "kestrel-tiny"
+    assert Path(listed[1]["path"]).parent == models_folder() / onnx
+    assert len(plain) == 2 and plain[0].startswith(tiny) and plain[0].endswith("(default)")
+    assert f"{tiny_model.stat().st_size / 1000:.1f} KB" in plain[0] and "(default)" not in plain[1]
+    assert [m["default"] for m in chosen] == [False, True]
+
+
+def test_adding_the_same_file_again_gives_the_same_id_and_says_so(tiny_model: Path) -> None:
+    first = added(tiny_model)
+    again = models("add", str(tiny_model))
+
+    assert again.returncode == 0 and again.stdout.strip() == first
+    assert "already installed" in again.stderr
+    assert in_models_folder() == [first]
+
+
+@pytest.mark.parametrize("name, words", [
+    ("notes.gguf", "is not a GGUF model file"),
+    ("a folder", "is not a model Kestrel can run"),
+    ("missing.gguf", "was not found"),
+])
+def test_adding_what_is_not_a_model_says_why_and_leaves_nothing(tmp_path: Path, name: str, words: str) -> None:
+    (tmp_path / "notes.gguf").write_text("hello")
+    (tmp_path / "a folder").mkdir()
+    (tmp_path / "a folder" / "notes.txt").write_text("hello")
+
+    result = models("add", str(tmp_path / name))
+
+    assert result.returncode == 3 and words in result.stderr
+    assert result.stdout == ""
+    assert in_models_folder() == []
+
+
+def test_info_reads_a_gguf_header_without_loading_the_model(tiny_model: Path) -> None:
+    model_id = added(tiny_model)
+
+    info = json_lines(models("info", model_id, "--json").stdout)
+    plain = models("info", model_id).stdout
+
+    assert info == [{
+        "id": model_id, "title": "kestrel-tiny", "path": str(models_folder() / model_id / tiny_model.name),
+        "format": "gguf", "gguf_version": 3, "architecture": "llama", "quantization": "F32",
+        "file_size": tiny_model.stat().st_size, "layers": 2, "context_length": 2048,
+        "embedding_length": 64, "attention_heads": 4, "kv_heads": 2, "chat_template": True,
+        "source": f"imported from {tiny_model}", "sha256": info[0]["sha256"], "default": True,
+    }], "no parameter count, licence or size label: the tiny file states none"
+    assert len(info[0]["sha256"]) == 64
+    assert "context length:  2,048 tokens" in plain and "chat template:   yes" in plain
+    assert "parameters" not in plain and "fit" not in plain
+
+
+def test_info_shows_the_label_licence_and_quantization_a_file_states(tmp_path: Path) -> None:
+    path = tmp_path / "labelled.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_name("Labelled")
+    writer.add_size_label("270M")
+    writer.add_license("apache-2.0")
+    writer.add_file_type(LlamaFileType.MOSTLY_Q4_K_M)
+    writer.add_block_count(18)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+
+    [info] = json_lines(models("info", str(path), "--json").stdout)
+    plain = models("info", str(path)).stdout
+
+    assert "id" not in info and info["title"] == "Labelled", "a path, not an installed model"
+    assert (info["parameters_label"], info["license"], info["quantization"]) == ("270M", "apache-2.0", "Q4_K_M")
+    assert "parameters:      270M (as the file labels it)" in plain and "license:         apache-2.0" in plain
+
+
+def test_info_on_an_onnx_folder_says_what_genai_config_and_the_model_card_say(tmp_path: Path) -> None:
+    folder = shutil.copytree(TINY_ONNX, tmp_path / "tiny-onnx")
+    card = folder / "README.md"
+    card.write_text("---\nlicense: mit\n---\n" + card.read_text(encoding="utf-8"), encoding="utf-8")
+
+    [info] = json_lines(models("info", str(folder), "--json").stdout)
+
+    assert {k: info[k] for k in ("format", "architecture", "context_length", "layers", "kv_heads",
+                                 "head_size", "vocab_size", "chat_template", "decoder_file", "providers",
+                                 "license")} == {
+        "format": "onnx", "architecture": "llama", "context_length": 2048, "layers": 2, "kv_heads": 2,
+        "head_size": 16, "vocab_size": 853, "chat_template": True, "decoder_file": "model.onnx",
+        "providers": [], "license": "mit"}
+    assert info["file_size"] == sum(f.stat().st_size for f in folder.iterdir())
+    assert "quantization" not in info and "parameters_label" not in info
+
+
+def test_the_quantization_names_are_llama_cpps() -> None:
+    named = {t.value: t.name.removeprefix("MOSTLY_").removeprefix("ALL_")
+             for t in LlamaFileType if t.value != _FILE_TYPE_NOT_STATED}
+
+    assert _FILE_TYPES == named
+
+
+# --- remove ----------------------------------------------------------------------------
+
+def test_remove_deletes_only_kestrels_files_and_clears_the_default(tiny_model: Path) -> None:
+    tiny, onnx = added(tiny_model), added(TINY_ONNX)
+    choose_default(onnx)
+    by_hand = models_folder() / onnx / "my notes.txt"
+    by_hand.write_text("mine")
+
+    removed = models("remove", onnx)
+    listed = json_lines(models("list", "--json").stdout)
+
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.splitlines()[0] == (f'Removed {onnx} ("tiny-onnx (ONNX, llama)"); 1.0 MB of '
+                                              "disk space freed.")
+    assert "my notes.txt" in removed.stdout and f"{tiny} (the oldest installed) is used now" in removed.stdout
+    assert sorted(p.name for p in (models_folder() / onnx).iterdir()) == ["my notes.txt"]
+    assert SettingsFile(data_paths().settings_file).load().default_model is None
+    assert [(m["id"], m["default"]) for m in listed] == [(tiny, True)]
+
+
+def test_removing_the_last_model_says_how_to_add_one(tiny_model: Path) -> None:
+    model_id = added(tiny_model)
+    choose_default(model_id)
+
+    removed = models("remove", model_id)
+
+    assert removed.returncode == 0
+    assert "KB of disk space freed" in removed.stdout
+    assert "No model is installed now" in removed.stdout and "kestrel models add PATH" in removed.stdout
+    assert in_models_folder() == [] and tiny_model.exists()
+
+
+@pytest.mark.parametrize("args", [["info", "no-such-model"], ["info", "no-such-model", "--json"],
+                                  ["remove", "no-such-model"]])
+def test_an_unknown_id_is_named_with_what_to_do(args: list[str]) -> None:
+    result = models(*args)
+
+    assert result.returncode == 3
+    assert '"no-such-model"' in result.stderr and "kestrel models list" in result.stderr
+    if "--json" in args:
+        [error] = json_lines(result.stdout)
+        assert error["type"] == "error" and error["status"] == 3
+        assert result.stderr.strip() == f"kestrel: {error['message']}"
+
+
+def test_remove_never_touches_a_file_outside_the_library(tiny_model: Path, tmp_path: Path) -> None:
+    outside = shutil.copy(tiny_model, tmp_path / "mine.gguf")
+
+    result = models("remove", str(outside))
+
+    assert result.returncode == 3 and "not in Kestrel's library" in result.stderr
+    assert Path(outside).exists()
+
+
+def test_a_model_json_that_points_outside_its_folder_is_neither_listed_nor_removed(tmp_path: Path) -> None:
+    victim = models_folder() / "victim.gguf"
+    victim.parent.mkdir(parents=True)
+    victim.write_bytes(b"GGUF not yours")
+    (models_folder() / "evil").mkdir()
+    (models_folder() / "evil" / "model.json").write_text(json.dumps(
+        {"id": "evil", "title": "evil", "path": "../victim.gguf", "size": victim.stat().st_size}))
+
+    listed = models("list", "--json")
+    removed = models("remove", "evil")
+
+    assert listed.stdout == "" and removed.returncode == 3
+    assert victim.read_bytes() == b"GGUF not yours"
+
+
+# --- get -------------------------------------------------------------------------------
+
+def serve(server: TestServer, body: bytes, **behaviour) -> str:
+    server.files["/repo/resolve/main/tiny.gguf"] = Served(body=body, **behaviour)
+    return server.url("/repo/resolve/main/tiny.gguf")
+
+
+def test_get_downloads_verifies_against_the_servers_hash_and_adds(server: TestServer, tiny_model: Path) -> None:
+    body = tiny_model.read_bytes()
+    url = serve(server, body, linked_sha256=sha256_of(body), linked_size=len(body))
+
+    result = models("get", url)
+    [info] = json_lines(models("info", result.stdout.strip(), "--json").stdout)
+
+    assert result.returncode == 0, result.stderr
+    assert "its SHA-256 matches the one the server stated" in result.stderr
+    assert info["sha256"] == sha256_of(body) and info["source"] == f"downloaded from {url}"
+    assert in_models_folder() == ["tiny"], "the download folder is gone"
+
+
+def test_an_interrupted_get_keeps_what_arrived_and_the_same_command_resumes(
+        server: TestServer, tiny_model: Path) -> None:
+    body = tiny_model.read_bytes()
+    url = serve(server, body, linked_sha256=sha256_of(body), slow_chunk=16 * 1024, slow_delay_s=0.2)
+    proc = subprocess.Popen([sys.executable, "-m", "app", "models", "get", url], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        part = _wait_for_part(started=time.monotonic())
+        second = models("get", url)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    kept = part.stat().st_size
+    server.files["/repo/resolve/main/tiny.gguf"].slow_delay_s = 0.0
+
+    resumed = models("get", url)
+
+    assert second.returncode == 7 and "Another Kestrel is already downloading" in second.stderr
+    assert proc.returncode == 130 and out == "" and "Traceback" not in err
+    assert "Downloading tiny.gguf:" in err, "a progress line while it ran"
+    assert "Download stopped" in err and "Run the same command again to continue" in err
+    assert 0 < kept < len(body)
+    assert resumed.returncode == 0, resumed.stderr
+    assert [(e.range, e.status) for e in server.requests("GET")][-1] == (f"bytes={kept}-", 206)
+    [info] = json_lines(models("info", "tiny", "--json").stdout)
+    assert info["sha256"] == sha256_of(body)
+
+
+def _wait_for_part(started: float) -> Path:
+    """The .part once it holds bytes and the download has run past the first progress line."""
+    while True:
+        parts = list(models_folder().glob(".downloads/*/*.part"))
+        if parts and parts[0].stat().st_size and time.monotonic() - started > 1.5:
+            return parts[0]
+        assert time.monotonic() - started < 20, "the download never started"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("server_states_hash", [False, True])
+def test_a_file_that_does_not_match_sha256_is_refused(server: TestServer, tiny_model: Path,
+                                                      server_states_hash: bool) -> None:
+    body = tiny_model.read_bytes()
+    url = serve(server, body, linked_sha256=sha256_of(body) if server_states_hash else None)
+
+    result = models("get", url, "--sha256", sha256_of(b"another file"))
+
+    assert result.returncode == 7 and result.stdout == ""
+    if server_states_hash:  # refused before the body
+        assert "not the one given with --sha256, so nothing was downloaded" in result.stderr
+        assert server.requests("GET") == []
+    else:
+        assert "arrived damaged: its SHA-256 is not the one given with --sha256" in result.stderr
+    assert "catalog" not in result.stderr
+    assert models("list", "--json").stdout == "" and in_models_folder() == []
+
+
+@pytest.mark.parametrize("path, extra, status, words", [
+    ("/missing.gguf", [], 7, "There is no file at"),
+    ("/login.gguf", [], 7, "then add it with: kestrel models add PATH"),
+    ("/page.gguf", [], 3, "The downloaded file was deleted"),
+    ("/", [], 2, "Give one with --name"),
+    ("/page.gguf", ["--sha256", "abc"], 2, "is not a SHA-256"),
+    ("/page.gguf", ["--name", "../x.gguf"], 2, "is not a file name"),
+])
+def test_get_refusals_name_the_problem(server: TestServer, path: str, extra: list[str], status: int,
+                                       words: str) -> None:
+    server.files["/page.gguf"] = Served(body=b"<!doctype html><p>Sign in</p>")
+    server.files["/login.gguf"] = Served(status=401)
+
+    result = models("get", server.url(path), *extra)
+
+    assert result.returncode == status and words in result.stderr
+    assert in_models_folder() == []
+
+
+def test_get_only_from_http_or_https() -> None:
+    result = models("get", "ftp://example.org/model.gguf")
+
+    assert result.returncode == 2 and "only from http:// or https://" in result.stderr
+
+
+def test_a_models_folder_that_cannot_be_made_is_said_in_words(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("KESTREL_HOME", str(blocker))
+
+    result = models("list", "--json")
+
+    assert result.returncode == 7 and "Kestrel could not use" in result.stderr
+    assert json_lines(result.stdout)[0]["status"] == 7
+
+
+# --- privacy ---------------------------------------------------------------------------
+
+def test_only_get_loads_the_network_code() -> None:
+    code = ("import sys; from app.__main__ import main; main(['models', 'list']); "
+            "print(sorted(m for m in sys.modules if m.startswith('app.library.download')))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_the_other_commands_open_no_socket(tmp_path: Path, tiny_model: Path, kestrel_home: Path) -> None:
+    env = dict(os.environ, KESTREL_HOME=str(kestrel_home), PYTHONPATH=str(ROOT))
+    for args in (["add", str(tiny_model)], ["list", "--json"], ["info", "tiny-model"], ["remove", "tiny-model"]):
+        traced = run_traced([sys.executable, "-m", "app", "models", *args], tmp_path, env=env, cwd=ROOT)
+        assert traced.returncode == 0, traced.stderr
+        assert traced.network == [], args
