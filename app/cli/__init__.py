@@ -1,1 +1,2 @@
-"""Command-line entry points: the headless chat and the hardware doctor."""
+"""Command-line entry points: the headless chat, the hardware doctor, and `models`
+(list, info, add, remove, get) for the model library."""
