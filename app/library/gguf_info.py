@@ -100,6 +100,8 @@ class GgufInfo:
     data_start: int
     data_end: int
     metadata: Mapping[str, object] = field(hash=False, repr=False)
+    # The weights: every tensor's elements added up (a header states no count of its own).
+    parameter_count: int = 0
 
 
 class _EndOfFile(Exception):
@@ -235,7 +237,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
         shown = f"{alignment:,}" if type(alignment) is int else _quoted(str(alignment))
         raise _Corrupt(f"its data alignment {shown} is not a power of two")
-    data_start, data_end = _read_tensor_layout(reader, tensor_count, alignment)
+    data_start, data_end, parameter_count = _read_tensor_layout(reader, tensor_count, alignment)
     if data_end > file_size:
         have, want = _format_size(file_size), _format_size(data_end)
         if have == want:  # "47 GB of 47 GB" would read as complete
@@ -267,7 +269,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
         eos_token_id=number("tokenizer.ggml.eos_token_id"),
         tensor_count=tensor_count, alignment=alignment,
         data_start=data_start, data_end=data_end,
-        metadata=MappingProxyType(metadata),
+        metadata=MappingProxyType(metadata), parameter_count=parameter_count,
     )
 
 
@@ -294,20 +296,23 @@ def _read_metadata(reader: _HeaderReader, kv_count: int) -> dict[str, object]:
 
 
 def _read_tensor_layout(reader: _HeaderReader, tensor_count: int,
-                        alignment: int) -> tuple[int, int]:
-    """Read the tensor index; return the file offsets where tensor data starts and ends."""
+                        alignment: int) -> tuple[int, int, int]:
+    """Read the tensor index; return the file offsets where tensor data starts and ends,
+    and how many weights the tensors hold."""
     # Tensor data must follow in order, each padded to the alignment: llama.cpp
     # refuses anything else, so the last tensor's end is where the file should end.
     expected_offset = 0
     data_length = 0
+    weights = 0
     for _ in range(tensor_count):
-        name, offset, size = _read_tensor_info(reader)
+        name, offset, size, elements = _read_tensor_info(reader)
+        weights += elements
         if offset != expected_offset:
             raise _Corrupt(f"tensor {_quoted(name)} is not where the file's index says it is")
         data_length = offset + size
         expected_offset = _padded(data_length, alignment)
     data_start = _padded(reader.offset, alignment) if tensor_count else reader.offset
-    return data_start, data_start + data_length
+    return data_start, data_start + data_length, weights
 
 
 def _check_magic(path: Path, reader: _HeaderReader, file_size: int) -> None:
@@ -396,8 +401,8 @@ def _padded(offset: int, alignment: int) -> int:
     return -(-offset // alignment) * alignment
 
 
-def _read_tensor_info(reader: _HeaderReader) -> tuple[str, int, int]:
-    """Read one tensor description: its name, data offset and data size in bytes."""
+def _read_tensor_info(reader: _HeaderReader) -> tuple[str, int, int, int]:
+    """Read one tensor description: its name, data offset, data size in bytes and elements."""
     name = reader.string()
     n_dims = reader.uint("<I")
     if n_dims > _MAX_DIMS:
@@ -414,7 +419,7 @@ def _read_tensor_info(reader: _HeaderReader) -> tuple[str, int, int]:
         raise _Corrupt(f"tensor {_quoted(name)} claims an impossible size")
     if shape and shape[0] % block_size:
         raise _Corrupt(f"tensor {_quoted(name)} does not fit its number format")
-    return name, offset, elements // block_size * block_bytes
+    return name, offset, elements // block_size * block_bytes, elements
 
 
 def _as_int(value: object) -> int | None:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from gguf import GGUFWriter, LlamaFileType
+from gguf import GGUFReader, GGUFWriter, LlamaFileType
 
-from app.cli.models import _FILE_TYPE_NOT_STATED, _FILE_TYPES
+from app.library.model_details import _FILE_TYPE_NOT_STATED, _FILE_TYPES
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from tests.cli.test_chat_cli import ROOT, kestrel
@@ -127,17 +127,20 @@ def test_info_reads_a_gguf_header_without_loading_the_model(tiny_model: Path) ->
 
     info = json_lines(models("info", model_id, "--json").stdout)
     plain = models("info", model_id).stdout
+    # Counted here by gguf-py's own reader, the way its tools count a model's weights.
+    weights = sum(int(tensor.n_elements) for tensor in GGUFReader(tiny_model).tensors)
 
     assert info == [{
         "id": model_id, "title": "kestrel-tiny", "path": str(models_folder() / model_id / tiny_model.name),
         "format": "gguf", "gguf_version": 3, "architecture": "llama", "quantization": "F32",
         "file_size": tiny_model.stat().st_size, "layers": 2, "context_length": 2048,
         "embedding_length": 64, "attention_heads": 4, "kv_heads": 2, "chat_template": True,
+        "parameters": weights,
         "source": f"imported from {tiny_model}", "sha256": info[0]["sha256"], "default": True,
-    }], "no parameter count, licence or size label: the tiny file states none"
+    }], "no licence or size label: the tiny file states none"
     assert len(info[0]["sha256"]) == 64
     assert "context length:  2,048 tokens" in plain and "chat template:   yes" in plain
-    assert "parameters" not in plain and "fit" not in plain
+    assert f"parameters:      {weights:,} (" in plain and "fit" not in plain
 
 
 def test_info_shows_the_label_licence_and_quantization_a_file_states(tmp_path: Path) -> None:
@@ -157,7 +160,7 @@ def test_info_shows_the_label_licence_and_quantization_a_file_states(tmp_path: P
 
     assert "id" not in info and info["title"] == "Labelled", "a path, not an installed model"
     assert (info["parameters_label"], info["license"], info["quantization"]) == ("270M", "apache-2.0", "Q4_K_M")
-    assert "parameters:      270M (as the file labels it)" in plain and "license:         apache-2.0" in plain
+    assert "size label:      270M (as the file labels it)" in plain and "license:         apache-2.0" in plain
 
 
 def test_info_on_an_onnx_folder_says_what_genai_config_and_the_model_card_say(tmp_path: Path) -> None:
