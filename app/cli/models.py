@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.core.files import try_hold_lock
 from app.core.paths import data_paths
+from app.core.units import human_size
 from app.core.settings import Settings, SettingsError, SettingsFile
 from app.library.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
@@ -128,7 +129,7 @@ def _list(args: argparse.Namespace) -> int:
     id_width = max(len(row["id"]) for row in rows)
     for row in rows:
         mark = "  (default)" if row["default"] else ""
-        print(f"{row['id']:<{id_width}}  {row['format']:<4}  {_size(row['size']):>8}  {row['title']}{mark}")
+        print(f"{row['id']:<{id_width}}  {row['format']:<4}  {human_size(row['size']):>8}  {row['title']}{mark}")
     return EXIT_OK
 
 
@@ -164,7 +165,7 @@ def _info(args: argparse.Namespace) -> int:
 
 def _plain(key: str, value: Any) -> str:
     if key == "file_size":
-        return _size(value) if value < 1000 else f"{_size(value)} ({value:,} bytes)"
+        return human_size(value) if value < 1000 else f"{human_size(value)} ({value:,} bytes)"
     if key == "parameters_label":
         return f"{value} (as the file labels it)"
     if key == "parameters":
@@ -227,7 +228,7 @@ def _remove(args: argparse.Namespace) -> int:
         raise UserError(f"Could not remove {model.id}: {exc.strerror or exc}{where}. If Kestrel's "
                         "window or a chat is using the model, close it, then run the same command "
                         "again.", EXIT_FILES) from None
-    print(f'Removed {model.id} ("{model.title}"); {_size(removed.freed)} of disk space freed.')
+    print(f'Removed {model.id} ("{model.title}"); {human_size(removed.freed)} of disk space freed.')
     if removed.left:
         print(f"Left in {model.path.parent}: {', '.join(removed.left)} (Kestrel did not write "
               "them, so it did not delete them).")
@@ -342,7 +343,7 @@ def _download(url: str, file: Path, expected: str | None) -> None:
     try:
         [done] = _in_worker(download.run, control.stop)
     except DownloadStopped:
-        kept = _size(_length(file.with_name(file.name + ".part")))
+        kept = human_size(_length(file.with_name(file.name + ".part")))
         raise UserError(f"Download stopped; what arrived ({kept}) is kept. Run the same command "
                         "again to continue from there.", EXIT_INTERRUPTED) from None
     except DownloadError as exc:
@@ -354,7 +355,7 @@ def _download(url: str, file: Path, expected: str | None) -> None:
     finally:
         line.end()  # before the message run() prints
     checked = _checked(done.verified_sha256, done.verified_size, expected)
-    print(f"Downloaded {file.name} ({_size(done.size)}); {checked}.", file=sys.stderr, flush=True)
+    print(f"Downloaded {file.name} ({human_size(done.size)}); {checked}.", file=sys.stderr, flush=True)
 
 
 def _checked(sha256: bool, size: bool, expected: str | None) -> str:
@@ -367,8 +368,8 @@ def _checked(sha256: bool, size: bool, expected: str | None) -> str:
 
 
 def _download_text(name: str, done: int, total: int | None, speed: float, left: float | None) -> str:
-    amount = f"{_size(done)} of {_size(total)} ({done * 100 // max(total, 1)}%)" if total else _size(done)
-    pace = f" at {_size(int(speed))}/s" if speed > 0 else ""
+    amount = f"{human_size(done)} of {human_size(total)} ({done * 100 // max(total, 1)}%)" if total else human_size(done)
+    pace = f" at {human_size(int(speed))}/s" if speed > 0 else ""
     remaining = f", {_duration(left)} left" if left is not None else ""
     return f"Downloading {name}: {amount}{pace}{remaining}"
 
@@ -520,16 +521,6 @@ def _count_words(count: int) -> str:
             value = count / limit
             return f"{value:.1f}{unit}" if value < 10 else f"{value:.0f}{unit}"
     return str(count)
-
-
-def _size(count: int) -> str:
-    """Bytes as a person reads them: 512 bytes, 12.3 KB, 4.5 MB, 1.2 GB (powers of 1000)."""
-    if count < 1000:
-        return f"{count} bytes"
-    for unit, scale in (("KB", 1e3), ("MB", 1e6), ("GB", 1e9)):
-        if count < scale * 1000:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count / 1e12:.1f} TB"
 
 
 def _duration(seconds: float) -> str:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from app.library.download.errors import DownloadError, DownloadErrorKind, human_size
+from app.core.units import human_size
+from app.library.download.errors import DownloadError, DownloadErrorKind
 
 PartOpener = Callable[[Path], BinaryIO]
 _BLOCK = 1024 * 1024

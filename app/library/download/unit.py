@@ -11,8 +11,8 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Callable, Iterator, Sequence, TypeVar
 
 from app.library.download.control import DownloadControl, PauseRequested
-from app.library.download.errors import (DownloadError, DownloadErrorKind, DownloadStopped,
-                                         gave_up, human_size)
+from app.core.units import human_size
+from app.library.download.errors import DownloadError, DownloadErrorKind, DownloadStopped, gave_up
 from app.library.download.part import DownloadedFile, PartFile, PartOpener, open_for_append
 from app.library.download.progress import ProgressCallback, ProgressReporter
 from app.library.download.transport import (Answer, TransientFailure, check_scheme, describe,
