@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from app.cli.thinking_output import ThinkingOutput, write
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsError, SettingsFile
@@ -302,59 +303,36 @@ def in_cli_words(message: str) -> str:
 class _AnswerPrinter:
     """Writes the answer as the controller streams it; knows how it ended.
 
-    A reasoning model's thinking is written apart from its answer: as "thinking" lines
-    under --json; dimmed before the answer on a terminal; on standard error when the
-    output goes to a file or a pipe, so that it holds the answer alone. show_thinking
-    False leaves it out.
+    A reasoning model's thinking goes through ThinkingOutput (app/cli/thinking_output.py);
+    show_thinking False leaves it out.
     """
 
     def __init__(self, out: TextIO, as_json: bool, *, show_thinking: bool = True) -> None:
         self._out = out
         self._as_json = as_json
-        self._show_thinking = show_thinking
-        self._thinking_open = False
+        self._thinking = ThinkingOutput(out, as_json, show_thinking)
         self._ending: AnswerFinished | AnswerInterrupted | None = None
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, TextGrew) and event.thinking:
-            self._thinking(event.delta)
+            self._thinking.write(event.delta)
         elif isinstance(event, TextGrew):
-            self._end_thinking()
-            _write(self._out, {"type": "delta", "text": event.delta} if self._as_json else event.delta, self._as_json)
+            self._thinking.end()
+            write(self._out, {"type": "delta", "text": event.delta} if self._as_json else event.delta, self._as_json)
         elif isinstance(event, AnswerFinished):
-            self._end_thinking()
+            self._thinking.end()
             self._ending = event
             stats = {"type": "done", **(event.message.stats or {})}
-            _write(self._out, stats if self._as_json else "\n", self._as_json)
+            write(self._out, stats if self._as_json else "\n", self._as_json)
             if stats.get("template_note") and not self._as_json:  # in the JSON object otherwise
                 print(f"kestrel: {stats['template_note']}", file=sys.stderr)
         elif isinstance(event, AnswerInterrupted):
-            self._end_thinking()
+            self._thinking.end()
             self._ending = event
             if event.reason == InterruptReason.ENGINE_DIED and not self._as_json:
                 # End the half-written line; under --json every line is an object.
                 self._out.write("\n")
                 self._out.flush()
-
-    def _thinking(self, text: str) -> None:
-        if not self._show_thinking:
-            return
-        if self._as_json:
-            _write(self._out, {"type": "thinking", "text": text}, True)
-        elif _is_terminal(self._out):
-            _write(self._out, ("" if self._thinking_open else _DIM) + text, False)
-        else:
-            _write(sys.stderr, text, False)
-        self._thinking_open = True
-
-    def _end_thinking(self) -> None:
-        """The answer starts: the thinking before it ends with a blank line."""
-        if not self._thinking_open:
-            return
-        self._thinking_open = False
-        if not self._as_json:
-            terminal = _is_terminal(self._out)
-            _write(self._out if terminal else sys.stderr, (_UNDIM if terminal else "") + "\n\n", False)
 
     def result(self, context_asked: int, context_loaded: int | None) -> int:
         """The exit status, or UserError saying why the answer did not finish.
@@ -383,20 +361,6 @@ def _context_advice(asked: int, loaded: int | None) -> str:
     return f"Shorten the message, or give it a longer context with --ctx (it was {asked:,} tokens)."
 
 
-# ANSI: faint text on, and back to normal intensity.
-_DIM, _UNDIM = "\x1b[2m", "\x1b[22m"
-
-
-def _is_terminal(out: TextIO) -> bool:
-    try:
-        return out.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _write(out: TextIO, item, as_json: bool) -> None:
-    out.write(json.dumps(item) + "\n" if as_json else item)
-    out.flush()
 
 
 def _report(exc: UserError, as_json: bool) -> None:
