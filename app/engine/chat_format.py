@@ -22,8 +22,9 @@ from typing import Any, Mapping, Sequence
 from jinja2 import TemplateSyntaxError
 from jinja2.exceptions import SecurityError
 
+from app.engine.errors import ModelLoadError
 from app.engine.protocol import ChatMessage
-from app.engine.template_sandbox import TemplateLimit, TemplateRaised, render
+from app.engine.template_sandbox import TemplateLimit, TemplateRaised, compile_template, render
 
 FOLDED_SYSTEM_NOTE = ("This model's chat template has no system role; Kestrel put your system prompt at "
                       "the start of your first message.")
@@ -256,3 +257,22 @@ def _stops(markers: tuple[str, ...], tokens: ModelTokens) -> tuple[str, ...]:
 
 def _unique(texts: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(text for text in texts if text))
+
+
+def template_in_use(file_template: str | None, override: str | None) -> tuple[str | None, str]:
+    """The template a model is prompted with and what Loaded.chat_format calls it.
+
+    A template set in the model's settings replaces the file's; one that does not
+    compile is refused when the model loads (ModelLoadError), not at the first answer.
+    """
+    if override is None:
+        return file_template, "embedded" if file_template else "builtin"
+    try:
+        compile_template(override)
+    except (TemplateSyntaxError, TemplateLimit) as exc:
+        why = _why_not(exc).replace("the model's chat template", "it")
+        raise ModelLoadError("bad_template", f"The chat template set in this model's settings cannot be "
+                             f"used: {why}. Fix it in the model's settings, or clear it to use the "
+                             "template in the model file.") from exc
+    return override, "override"
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ctypes
 import random
 import time
@@ -14,7 +15,7 @@ from app.engine import native_log
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
-from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of_turn_markers
+from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of_turn_markers, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
@@ -71,6 +72,8 @@ class GgufBackend:
         """
         started = time.perf_counter()
         info = read_gguf_info(Path(request.model_path))
+        template, chat_format = template_in_use(info.chat_template, request.chat_template)
+        info = dataclasses.replace(info, chat_template=template)
         facts = gguf_facts(info, request.context_length)
         # A model wholly on the GPU needs that GPU's memory, which placement checked.
         problem = memory_problem(info.path.name, facts) if gpu_layers != ALL_LAYERS else None
@@ -101,7 +104,7 @@ class GgufBackend:
             context_length=llm.n_ctx(),
             threads=threads,
             architecture=info.architecture,
-            chat_format="embedded" if info.chat_template else "builtin",
+            chat_format=chat_format,
             placement_reason=choice.reason,
             fallback_reasons=choice.fallback_reasons,
             thinks=markers_in(info.chat_template) is not None,

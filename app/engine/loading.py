@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from app.engine.errors import ModelLoadError
 from app.engine.protocol import Load
 from app.engine.resources import gguf_facts, onnx_facts
 from app.hardware.onnx_targets import genai_provider_key, targets_from_genai_config
-from app.hardware.placement import ModelFacts, Placement, PlacementRefused, place
+from app.hardware.placement import ALL_LAYERS, ModelFacts, Placement, PlacementRefused, place
 from app.hardware.report import HardwareReport
 from app.library.gguf_info import read_gguf_info
 from app.library.model_format import detect_format, read_onnx_folder
@@ -37,6 +38,8 @@ def load_backend(request: Load, report: HardwareReport) -> Backend:
         placements = place(report, facts, request.device)  # type: ignore[arg-type]
     except PlacementRefused as exc:
         raise ModelLoadError("placement_refused", str(exc)) from exc
+    if request.gpu_layers is not None and facts.format == "gguf":
+        placements = with_gpu_layers(placements, request.gpu_layers)
     failures: list[str] = []
     last: ModelLoadError | None = None
     for placement in placements:
@@ -51,6 +54,19 @@ def load_backend(request: Load, report: HardwareReport) -> Backend:
         raise last
     # The last failure (normally the CPU) is the one that decides what the user can do.
     raise ModelLoadError(last.kind, "The model could not be loaded on any device. " + " ".join(failures))
+
+
+def with_gpu_layers(placements: tuple[Placement, ...], layers: int) -> tuple[Placement, ...]:
+    """The placements with the GPU layers set in the model's settings: 0 keeps the CPU
+    only; a count (or -1, all) replaces what placement worked out for each GPU."""
+    if layers == 0:
+        return tuple(dataclasses.replace(p, reason=p.reason + "; the model's settings put no layers on the GPU")
+                     for p in placements if p.kind == "cpu")
+    words = "all layers" if layers == ALL_LAYERS else f"{layers} layers"
+    return tuple(p if p.kind == "cpu" else
+                 dataclasses.replace(p, gpu_layers=layers, reason=f"{p.reason}; {words} on the GPU, "
+                                     "as the model's settings say")
+                 for p in placements)
 
 
 def device_text(placement: Placement) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import random
@@ -13,7 +14,7 @@ import onnxruntime_genai as og
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
-from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
+from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import OTHER_DEVICE_ADVICE, ContextOverflow, ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
@@ -69,6 +70,8 @@ class OnnxBackend:
             raise ValueError(f"unknown execution provider {execution_provider!r}")
         started = time.perf_counter()
         info = read_onnx_folder(request.model_path)
+        template, chat_format = template_in_use(info.chat_template, request.chat_template)
+        info = dataclasses.replace(info, chat_template=template)
         facts = onnx_facts(info, request.context_length)
         context = facts.context_length
         threads = request.threads or default_threads()
@@ -100,7 +103,7 @@ class OnnxBackend:
             context_length=context,
             threads=threads,
             architecture=info.model_type,
-            chat_format="embedded" if info.chat_template else "builtin",
+            chat_format=chat_format,
             placement_reason=choice.reason,
             fallback_reasons=choice.fallback_reasons,
             thinks=markers_in(info.chat_template) is not None,

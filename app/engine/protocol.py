@@ -11,7 +11,7 @@ from app.core.generation import GenerationSettings
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -38,6 +38,10 @@ class Load:
     # The user's choice: auto, npu, gpu or cpu. The engine asks placement where that
     # means for this model on this machine, and tries the answers in order.
     device: str = "auto"
+    # The model's own settings (app/library/model_defaults.py): GPU layers (None: as
+    # placement decides; 0: none; -1: all), and a chat template that replaces the file's.
+    gpu_layers: int | None = None
+    chat_template: str | None = None
 
 
 @dataclass(frozen=True)

@@ -249,13 +249,15 @@ class EngineClient:
     # --- requests -------------------------------------------------------------------
 
     async def load(self, model_path: str, *, context_length: int = 4096,
-                   threads: int | None = None, device: str = "auto") -> p.Loaded:
+                   threads: int | None = None, device: str = "auto", gpu_layers: int | None = None,
+                   chat_template: str | None = None) -> p.Loaded:
         """Load a model where placement says (device: auto, npu, gpu or cpu).
 
         Raises EngineError with kind model_file, model_load or placement_refused.
         """
         await self.start()
-        request = p.Load(next(self._ids), str(model_path), context_length, threads, device)
+        request = p.Load(next(self._ids), str(model_path), context_length, threads, device,
+                         gpu_layers, chat_template)
         self.loaded = None
         self._loading = True
         try:
@@ -367,7 +369,8 @@ class EngineClient:
             raise EngineError(p.ErrorKind.NO_MODEL, "No model is loaded. Choose a model first.")
         last = self._last_load
         await self.load(last.model_path, context_length=last.context_length,
-                        threads=last.threads, device=last.device)
+                        threads=last.threads, device=last.device, gpu_layers=last.gpu_layers,
+                        chat_template=last.chat_template)
 
     async def _roundtrip(self, request: Any, during: str) -> Any:
         queue = self._open(request.request_id)
