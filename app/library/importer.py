@@ -10,6 +10,7 @@ from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
 from app.library.gguf_info import read_gguf_info
 from app.library.model_format import read_onnx_folder
 from app.library.models import InstalledModel, ModelLibrary, safe_id
+from app.library.scan import examine, split_part
 
 
 class ImportCancelled(Exception):
@@ -25,22 +26,30 @@ def import_model_file(library: ModelLibrary, source: Path,
                       cancelled: Cancelled | None = None) -> InstalledModel:
     """Check the header (ModelFileError if unusable), copy, hash, then register.
 
-    The copy lands as `<name>.partial` and is renamed only when complete, so a cut-off
-    import never looks like a model.
+    A split GGUF (any of its parts named) is copied whole, every part. Each copy lands as
+    `<name>.partial` and is renamed only when all are complete, so a cut-off import never
+    looks like a model.
     """
-    info = read_gguf_info(source)
-    existing = library.get(source.stem)
-    if existing is not None and existing.size == info.file_size:
+    read_gguf_info(source)  # its messages name the file the user chose
+    found = examine(source)
+    parts = found.files or (found.path,)
+    existing = library.get(safe_id(_stem(found.path)))
+    if existing is not None and existing.size == found.size:
         return existing
-    model_id = _unused_id(library, source.stem)
+    model_id = library.unused_id(_stem(found.path))
     folder = library.folder_for(model_id)
-    target = folder / source.name
-    partial = target.with_name(target.name + ".partial")
-    _check_space(folder, source.name, info.file_size)
-    digest = _copy(source, partial, progress, cancelled)
-    os.replace(partial, target)
-    return library.register(model_id, target, title=info.name or source.stem, sha256=digest,
-                            source=f"imported from {source}")
+    _check_space(folder, source.name, found.size)
+    digest, done = None, 0
+    for part in parts:
+        report = (lambda d, t, before=done: progress(before + d, found.size)) if progress else None
+        digest = _copy(part, folder / (part.name + ".partial"), report, cancelled)
+        done += part.stat().st_size
+    for part in parts:
+        os.replace(folder / (part.name + ".partial"), folder / part.name)
+    files = tuple(folder / part.name for part in found.files)
+    return library.register(model_id, folder / found.path.name, title=found.title,
+                            sha256=None if files else digest, source=f"imported from {source}",
+                            files=files)
 
 
 def import_model_folder(library: ModelLibrary, source: Path,
@@ -56,7 +65,7 @@ def import_model_folder(library: ModelLibrary, source: Path,
     existing = library.get(source.name)
     if existing is not None and existing.size == total:
         return existing
-    model_id = _unused_id(library, source.name)
+    model_id = library.unused_id(source.name)
     folder = library.folder_for(model_id)
     partial = folder / (source.name + ".partial")
     _check_space(folder, source.name, total)
@@ -82,14 +91,10 @@ def _check_space(folder: Path, name: str, needed: int) -> None:
                            f"in {folder.parent}. Free some space and try again.")
 
 
-def _unused_id(library: ModelLibrary, stem: str) -> str:
-    """A folder of our own: a failed import may then remove it without touching others."""
-    base = safe_id(stem)
-    candidate, number = base, 1
-    while (library.root / candidate).exists():
-        number += 1
-        candidate = f"{base}-{number}"
-    return candidate
+def _stem(first: Path) -> str:
+    """The name a model gets from its file: a split GGUF's without "-00001-of-0000N"."""
+    part = split_part(first)
+    return part[0] if part else first.stem
 
 
 def _copy(source: Path, partial: Path, progress: Progress | None, cancelled: Cancelled | None,

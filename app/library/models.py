@@ -1,25 +1,31 @@
-"""The models folder: one folder per model, its file and a model.json beside it."""
+"""The models folder: one folder per model with a model.json, the model copied in beside it or kept where the user has it."""
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Literal
 
-from app.core.files import write_atomically
+from app.core.files import try_hold_lock, write_atomically
+from app.library.model_defaults import ModelDefaults
+from app.library.model_format import GENAI_CONFIG
+from app.library.scan import FolderScan, ForgottenFiles, Found, ScanProgress, examine, scan_folder
 
 METADATA_FILE = "model.json"
 METADATA_VERSION = 1
+FOUND_SOURCE = "found in the models folder"
 
 
 @dataclass(frozen=True)
 class InstalledModel:
-    """A model file in the library and what is known about it."""
+    """A model in the library and what is known about it."""
 
     id: str
     title: str
@@ -28,22 +34,62 @@ class InstalledModel:
     sha256: str | None
     source: str
     added: float
+    referenced: bool = False     # True: the file stays where the user keeps it; remove only forgets it
+    missing: bool = False        # a referenced file (or one part) is not there now (unplugged drive)
+    files: tuple[Path, ...] = ()  # all files of a split GGUF (path is the first part); () otherwise
+    defaults: ModelDefaults = ModelDefaults()
+
+    @property
+    def format(self) -> Literal["gguf", "onnx"]:
+        if self.path.is_dir():
+            return "onnx"
+        if self.path.exists() or self.path.suffix.lower() == ".gguf":
+            return "gguf"
+        return "onnx"  # a folder that is not there now
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["path"] = self.path.name
-        data["version"] = METADATA_VERSION
+        """model.json: file names for a model in its folder, absolute paths for a referenced one."""
+        def written(path: Path) -> str:
+            return str(path) if self.referenced else path.name
+
+        data: dict[str, Any] = {"id": self.id, "title": self.title, "path": written(self.path),
+                                "size": self.size, "sha256": self.sha256, "source": self.source,
+                                "added": self.added, "version": METADATA_VERSION}
+        if self.referenced:
+            data["referenced"] = True
+        if self.files:
+            data["files"] = [written(part) for part in self.files]
+        if self.defaults.to_dict():
+            data["defaults"] = self.defaults.to_dict()
         return data
 
 
 @dataclass(frozen=True)
 class RemovedModel:
     """What removing a model gave back: the bytes freed, and the names of files found in its
-    folder that Kestrel did not write, which were left there (and the folder with them)."""
+    folder that Kestrel did not write, which were left there (and the folder with them).
+    A referenced model frees nothing: only Kestrel's record of it goes."""
 
     model: InstalledModel
     freed: int
     left: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DiskUse:
+    """Bytes on disk: what each model takes in Kestrel's models folder (0 for a referenced
+    one) and, apart, what referenced models take where the user keeps them."""
+
+    in_folder: Mapping[str, int] = field(default_factory=dict)
+    referenced: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.in_folder.values())
+
+    @property
+    def referenced_total(self) -> int:
+        return sum(self.referenced.values())
 
 
 class ModelLibrary:
@@ -58,18 +104,18 @@ class ModelLibrary:
         return folder
 
     def list(self) -> list[InstalledModel]:
-        """Installed models whose file is complete, oldest first."""
-        if not self.root.is_dir():
-            return []
-        found = (self._read(folder) for folder in sorted(self.root.iterdir()) if folder.is_dir())
-        return sorted((m for m in found if m is not None), key=lambda m: m.added)
+        """Models whose file is complete, and referenced ones that are missing now (flagged),
+        oldest first; a model file put in the models folder by hand is added first."""
+        recorded = self._recorded()
+        adopted = self._adopt_dropped(recorded)
+        return sorted(adopted or recorded, key=lambda m: m.added)
 
     def get(self, model_id: str) -> InstalledModel | None:
         folder = self.root / safe_id(model_id)
         return self._read(folder) if folder.is_dir() else None
 
     def find(self, path_or_id: str) -> InstalledModel | None:
-        """A model by its id, or by the path of its file."""
+        """A model by its id, or by the path of its file (or of any part of a split one)."""
         by_id = self.get(path_or_id) if safe_id(path_or_id) == path_or_id else None
         if by_id is not None:
             return by_id
@@ -77,20 +123,20 @@ class ModelLibrary:
             wanted = Path(path_or_id).resolve()
         except (OSError, RuntimeError):  # a loop of links (RuntimeError before Python 3.13)
             return None  # no installed model; loading the path says what is wrong with it
-        return next((m for m in self.list() if m.path.resolve() == wanted), None)
+        return _by_path(self.list()).get(wanted)
 
     def default(self, chosen_id: str | None) -> InstalledModel | None:
-        """The model loaded when none is named: the one the user chose last, else the oldest."""
+        """The model loaded when none is named: the one the user chose last, else the oldest;
+        never one that is missing now."""
         if chosen_id:
             found = self.find(chosen_id)
-            if found is not None:
+            if found is not None and not found.missing:
                 return found
-        installed = self.list()
-        return installed[0] if installed else None
+        return next((m for m in self.list() if not m.missing), None)
 
     def remove(self, model: InstalledModel) -> RemovedModel:
-        """Delete a model from the models folder: its file or ONNX folder, a cut-off copy
-        of it, then its model.json.
+        """Delete a model from the models folder: its file(s) or ONNX folder, a cut-off copy
+        of it, then its model.json. A referenced model is only forgotten: its file stays.
 
         Only what Kestrel writes there goes: a file someone put in the model's folder by
         hand stays, and the folder with it. The model goes first and model.json last, so a
@@ -98,39 +144,200 @@ class ModelLibrary:
         OSError if the disk refuses.
         """
         folder = self.root / model.id
-        if model.path.parent != folder:
+        if model.referenced:
+            return self._forget(model, folder)
+        if any(part.parent != folder for part in (model.path, *model.files)):
             raise ValueError(f"{model.path} is not in the folder of model {model.id}")
         leftovers = [*folder.glob("*.partial"), *folder.glob(f".{METADATA_FILE}.*.tmp")]
-        ours = [model.path, *leftovers, folder / METADATA_FILE]
+        ours = [*(model.files or (model.path,)), *leftovers, folder / METADATA_FILE]
         freed = sum(_bytes_under(path) for path in ours)
         for path in ours:
             _delete(path)
-        left = tuple(sorted(child.name for child in folder.iterdir()))
-        if not left:
-            folder.rmdir()
-        return RemovedModel(model, freed, left)
+        return RemovedModel(model, freed, _drop_if_empty(folder))
 
     def register(self, model_id: str, path: Path, *, title: str, sha256: str | None,
-                 source: str) -> InstalledModel:
-        """Record a model file (or ONNX model folder) that is already in its folder."""
-        model = InstalledModel(safe_id(model_id), title, path, size_on_disk(path),
-                               sha256, source, time.time())
-        text = json.dumps(model.to_json(), indent=2, ensure_ascii=False)
-        write_atomically(path.parent / METADATA_FILE, text.encode("utf-8"))
+                 source: str, files: tuple[Path, ...] = (), referenced: bool = False) -> InstalledModel:
+        """Record a model: its file (or ONNX folder, or split GGUF's parts) already in its
+        folder, or, referenced, at the absolute path where the user keeps it."""
+        folder = self.folder_for(model_id)
+        size = sum(size_on_disk(part) for part in (files or (path,)))
+        model = InstalledModel(folder.name, title, path, size, sha256, source, time.time(),
+                               referenced=referenced, files=files)
+        self._write(folder, model.to_json())
         return model
 
+    def add_reference(self, path: Path, source: str | None = None) -> InstalledModel:
+        """Add a GGUF file (any part of a split one) or an ONNX GenAI folder where it is; it is
+        never moved, renamed or deleted. The model already added if it is in the library.
+        ModelFileError says why path is not a model."""
+        found = examine(Path(os.path.abspath(path)))
+        known = self.find(str(found.path))
+        if known is not None:
+            return known
+        return self._reference(found, source or f"referenced at {found.path}")
+
+    def add_folder(self, folder: Path, progress: ScanProgress | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> FolderScan:
+        """Reference every model in folder and the folders below it, left where they are.
+
+        ScanCancelled (nothing added) if cancelled() turns true while looking.
+        """
+        folder = Path(os.path.abspath(folder))
+        by_path = _by_path(self.list())
+        scan = scan_folder(folder, known=by_path, progress=progress, cancelled=cancelled)
+        added: builtins.list[InstalledModel] = []
+        known = {by_path[path.resolve()].id: by_path[path.resolve()] for path in scan.known}
+        for found in scan.found:
+            twice = by_path.get(found.path.resolve())  # the same file reached by two links
+            if twice is not None:
+                known[twice.id] = twice
+                continue
+            model = self._reference(found, f"found in {folder}")
+            by_path.update({part.resolve(): model for part in (model.path, *model.files)})
+            added.append(model)
+        return FolderScan(tuple(added), tuple(known.values()), tuple(scan.skipped))
+
+    def set_defaults(self, model_id: str, defaults: ModelDefaults) -> InstalledModel:
+        """Keep a model's own defaults in its model.json (ValueError naming a bad one;
+        LookupError if there is no such model). They stay while a referenced file is missing."""
+        checked = defaults.validated()
+        folder = self.root / safe_id(model_id)
+        if self._read(folder) is None:
+            raise LookupError(f'No installed model has the id "{model_id}".')
+        data = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+        data["defaults"] = checked.to_dict()  # other keys, a newer Kestrel's too, stay as they are
+        self._write(folder, data)
+        model = self._read(folder)
+        if model is None:
+            raise LookupError(f'The model "{model_id}" went away while its settings were saved.')
+        return model
+
+    def disk_use(self) -> DiskUse:
+        """Bytes per model in Kestrel's folder, and referenced models' (present ones) apart."""
+        models = self.list()
+        return DiskUse({m.id: 0 if m.referenced else m.size for m in models},
+                       {m.id: m.size for m in models if m.referenced and not m.missing})
+
+    # --- reading and writing model.json ------------------------------------------------
+
+    def _recorded(self) -> builtins.list[InstalledModel]:
+        if not self.root.is_dir():
+            return []
+        found = (self._read(folder) for folder in sorted(self.root.iterdir())
+                 if not folder.name.startswith(".") and folder.is_dir())
+        return [m for m in found if m is not None]
+
     def _read(self, folder: Path) -> InstalledModel | None:
+        """The model a folder records; None for no model.json, a damaged one, or a copy
+        whose file is not all there (a crash mid-import)."""
         try:
             data = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
-            path = folder / _plain_name(data["path"])
-            size = size_on_disk(path)
+            if not isinstance(data, dict):
+                return None
+            if data.get("referenced") is True:
+                return _read_reference(folder, data)
+            return _read_own(folder, data)
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None
-        if size != data.get("size"):
-            return None
-        return InstalledModel(folder.name, str(data.get("title") or folder.name), path, size,
-                              data.get("sha256"), str(data.get("source", "")),
-                              float(data.get("added", 0.0)))
+
+    def _write(self, folder: Path, data: Mapping[str, Any]) -> None:
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+        write_atomically(folder / METADATA_FILE, text.encode("utf-8"))
+
+    def _reference(self, found: Found, source: str) -> InstalledModel:
+        ForgottenFiles(self.root).drop(found.path)  # added again on purpose: list it again
+        return self.register(self.unused_id(found.path.stem if found.format == "gguf" else found.path.name),
+                             found.path, title=found.title, sha256=None, source=source,
+                             files=found.files, referenced=True)
+
+    def unused_id(self, stem: str) -> str:
+        """A folder of its own for a new model: removing it then touches no other model."""
+        base = safe_id(re.sub(r"-00001-of-\d{5}$", "", stem))
+        candidate, number = base, 1
+        while (self.root / candidate).exists():
+            number += 1
+            candidate = f"{base}-{number}"
+        return candidate
+
+    # --- files put in the models folder by hand ----------------------------------------
+
+    def _adopt_dropped(self, recorded: builtins.list[InstalledModel]) -> builtins.list[InstalledModel]:
+        """Reference .gguf files and ONNX folders put straight into the models folder; the
+        models then, or [] if there were none. Only the top level is looked at: Kestrel's
+        own copies sit one folder down, beside their model.json."""
+        if not self.root.is_dir():
+            return []
+        skip = [*_by_path(recorded), *ForgottenFiles(self.root).paths()]
+        if not scan_folder(self.root, known=skip, recursive=False).found:
+            return []
+        held = try_hold_lock(self.root / ".library.lock")
+        if held is None:
+            return []  # another Kestrel is adding them now; the next list shows them
+        try:
+            recorded = self._recorded()  # as it is now that no one else writes
+            skip = [*_by_path(recorded), *ForgottenFiles(self.root).paths()]
+            found = scan_folder(self.root, known=skip, recursive=False).found
+            # A folder with a model.json is Kestrel's own (an ONNX download being recorded).
+            dropped = [f for f in found if not (f.path / METADATA_FILE).exists()]
+            return recorded + [self._reference(f, FOUND_SOURCE) for f in dropped]
+        finally:
+            held.release()
+
+    def _forget(self, model: InstalledModel, folder: Path) -> RemovedModel:
+        if model.path.parent == self.root:
+            ForgottenFiles(self.root).add(model.path)
+        for path in [*folder.glob(f".{METADATA_FILE}.*.tmp"), folder / METADATA_FILE]:
+            path.unlink(missing_ok=True)
+        return RemovedModel(model, 0, _drop_if_empty(folder))
+
+
+def _read_own(folder: Path, data: dict[str, Any]) -> InstalledModel | None:
+    path = folder / _plain_name(data["path"])
+    files = tuple(folder / _plain_name(name) for name in _list_of(data.get("files")))
+    size = sum(size_on_disk(part) for part in (files or (path,)))
+    if size != data.get("size"):
+        return None  # the copy did not finish
+    return _model(folder, data, path, size, files=files)
+
+
+def _read_reference(folder: Path, data: dict[str, Any]) -> InstalledModel:
+    path = _absolute(data["path"])
+    files = tuple(_absolute(name) for name in _list_of(data.get("files")))
+    present = all(part.is_file() for part in files) and (path.is_file() or (path / GENAI_CONFIG).is_file())
+    recorded = data.get("size")
+    size = (sum(size_on_disk(part) for part in (files or (path,))) if present
+            else recorded if isinstance(recorded, int) else 0)
+    return _model(folder, data, path, size, files=files, referenced=True, missing=not present)
+
+
+def _model(folder: Path, data: dict[str, Any], path: Path, size: int, **rest: Any) -> InstalledModel:
+    """What model.json says besides where the model is; a value of the wrong kind is left
+    out rather than losing the model."""
+    title, sha256, source, added = (data.get(key) for key in ("title", "sha256", "source", "added"))
+    return InstalledModel(
+        folder.name, title if isinstance(title, str) and title else folder.name, path, size,
+        sha256 if isinstance(sha256, str) else None, source if isinstance(source, str) else "",
+        float(added) if isinstance(added, (int, float)) and not isinstance(added, bool) else 0.0,
+        defaults=ModelDefaults.from_dict(data.get("defaults")), **rest)
+
+
+def _list_of(value: object) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"not a list: {value!r}")
+    return value
+
+
+def _absolute(text: object) -> Path:
+    if not isinstance(text, str) or not Path(text).is_absolute():
+        raise ValueError(f"not an absolute path: {text!r}")
+    return Path(text)
+
+
+def _by_path(models: Iterable[InstalledModel]) -> dict[Path, InstalledModel]:
+    """Each model under the resolved path of its file and of each of its parts."""
+    return {part.resolve(): model for model in models for part in (model.path, *model.files)}
 
 
 def size_on_disk(path: Path) -> int:
@@ -146,6 +353,16 @@ def _plain_name(name: object) -> str:
     if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name:
         raise ValueError(f"not a file name: {name!r}")
     return name
+
+
+def _drop_if_empty(folder: Path) -> tuple[str, ...]:
+    """The names left in a model's folder (files Kestrel did not write); it goes if none."""
+    if not folder.is_dir():
+        return ()
+    left = tuple(sorted(child.name for child in folder.iterdir()))
+    if not left:
+        folder.rmdir()
+    return left
 
 
 def _bytes_under(path: Path) -> int:

@@ -1,0 +1,279 @@
+"""Finding models in a folder the user names: GGUF files (split ones as one model) and ONNX GenAI folders."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from app.core.files import write_atomically
+from app.library.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_format import GENAI_CONFIG, read_onnx_folder
+
+if TYPE_CHECKING:  # models.py imports this module; the names are only for the types
+    from app.library.models import InstalledModel
+
+FORGOTTEN_FILE = ".forgotten.json"
+# Called with the number of folders looked in so far and the one being looked in now.
+ScanProgress = Callable[[int, Path], None]
+# llama.cpp's gguf-split names its parts "<name>-00001-of-00003.gguf".
+_SPLIT = re.compile(r"^(?P<stem>.+)-(?P<number>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+# What a download or a copy still under way is called; never a model yet.
+_UNFINISHED = (".part", ".partial", ".crdownload", ".download", ".tmp")
+
+
+class ScanCancelled(Exception):
+    """The user stopped the scan; nothing it found was added."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A model the scan found: its file (a split GGUF's first part) or ONNX folder."""
+
+    path: Path
+    title: str
+    size: int
+    format: Literal["gguf", "onnx"]
+    files: tuple[Path, ...] = ()   # every part of a split GGUF; () for one file or a folder
+
+
+@dataclass(frozen=True)
+class FolderScan:
+    """What "Add a folder" did: models it now references, ones already in the library, and
+    what it passed over with why."""
+
+    added: tuple[InstalledModel, ...]
+    known: tuple[InstalledModel, ...]
+    skipped: tuple[tuple[Path, str], ...]
+
+
+@dataclass
+class ScanResult:
+    """What a scan saw: models, paths it was told it already knows, and what it passed over, why."""
+
+    found: list[Found] = field(default_factory=list)
+    known: list[Path] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def split_part(path: Path) -> tuple[str, int, int] | None:
+    """(stem, number, count) for a part of a split GGUF, else None."""
+    match = _SPLIT.match(path.name)
+    if match is None:
+        return None
+    number, count = int(match["number"]), int(match["count"])
+    if not 1 <= number <= count:
+        return None
+    return match["stem"], number, count
+
+
+def split_files(first: Path) -> tuple[Path, ...]:
+    """Every part a split GGUF's first part names, in order (whether there or not); () if not split."""
+    part = split_part(first)
+    if part is None or part[1] != 1:
+        return ()
+    stem, _, count = part
+    digits = len(first.name.rsplit("-of-", 1)[1].split(".")[0])
+    return tuple(first.with_name(f"{stem}-{n:0{digits}d}-of-{count:0{digits}d}{first.suffix}")
+                 for n in range(1, count + 1))
+
+
+def scan_folder(folder: Path, *, known: Iterable[Path] = (), recursive: bool = True,
+                progress: ScanProgress | None = None,
+                cancelled: Callable[[], bool] | None = None) -> ScanResult:
+    """Look through folder (and, if recursive, every folder below it) for models.
+
+    Paths in known (resolved) are reported as known without being read again. Links to
+    folders are followed, but a folder is looked in once, so a loop of links ends.
+    ScanCancelled when cancelled() turns true.
+    """
+    scan = _Scan({p.resolve() for p in known}, recursive, progress, cancelled)
+    if (folder / GENAI_CONFIG).is_file():
+        scan.onnx(folder)  # the folder named is itself a model
+    else:
+        scan.folder(folder)
+    return scan.result
+
+
+class _Scan:
+    def __init__(self, known: set[Path], recursive: bool, progress: ScanProgress | None,
+                 cancelled: Callable[[], bool] | None) -> None:
+        self.known = known
+        self.recursive = recursive
+        self.progress = progress
+        self.cancelled = cancelled
+        self.result = ScanResult()
+        self.seen: set[tuple[int, int]] = set()
+
+    def folder(self, folder: Path) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise ScanCancelled(f"The scan of {folder} was stopped; nothing was added.")
+        try:
+            status = folder.stat()
+            if (status.st_dev, status.st_ino) in self.seen:
+                return  # a link back to a folder already looked in
+            self.seen.add((status.st_dev, status.st_ino))
+            children = sorted(folder.iterdir())
+        except OSError as exc:
+            self.result.skipped.append((folder, f"the folder could not be read: {exc.strerror or exc}"))
+            return
+        if self.progress is not None:
+            self.progress(len(self.seen), folder)
+        files = [child for child in children if _is_file(child)]
+        self._files(files)
+        for child in children:
+            if _is_dir(child):
+                self._child_folder(child)
+
+    def _child_folder(self, child: Path) -> None:
+        if child.name.startswith("."):
+            self.result.skipped.append((child, "a hidden folder"))
+        elif child.name.lower().endswith(_UNFINISHED):
+            self.result.skipped.append((child, "a download or copy that has not finished"))
+        elif (child / GENAI_CONFIG).is_file():
+            self.onnx(child)  # a model's own folder: nothing else is inside
+        elif self.recursive:
+            self.folder(child)
+
+    def onnx(self, path: Path) -> None:
+        if path.resolve() in self.known:
+            self.result.known.append(path)
+        else:
+            self._examined(path)
+
+    def _examined(self, path: Path) -> None:
+        try:
+            self.result.found.append(examine(path))
+        except ModelFileError as exc:
+            self.result.skipped.append((path, exc.message))
+        except OSError as exc:
+            self.result.skipped.append((path, f"it could not be read: {exc.strerror or exc}"))
+
+    def _files(self, files: list[Path]) -> None:
+        names = {f.name for f in files}
+        for file in files:
+            lowered = file.name.lower()
+            if lowered.endswith(tuple(".gguf" + end for end in _UNFINISHED)):
+                self.result.skipped.append((file, "a download or copy that has not finished"))
+            elif not lowered.endswith(".gguf"):
+                continue  # not a model; said of no file, or a scan of a home folder says thousands
+            elif file.name.startswith("."):
+                # macOS leaves "._name.gguf" beside files on FAT and exFAT drives: not a model.
+                self.result.skipped.append((file, "a hidden file"))
+            else:
+                self._gguf(file, names)
+
+    def _gguf(self, file: Path, names: set[str]) -> None:
+        part = split_part(file)
+        if part is not None and part[1] != 1:
+            self._first_part_missing(file, part, names)
+            return  # else looked at with its first part
+        if file.resolve() in self.known:
+            self.result.known.append(file)
+        elif not any(p.name not in names for p in split_files(file)):
+            self._examined(file)
+        else:  # say which part is missing without opening any
+            absent = next(p for p in split_files(file) if p.name not in names)
+            self.result.skipped.append((file, _missing_part(absent)))
+
+    def _first_part_missing(self, file: Path, part: tuple[str, int, int], names: set[str]) -> None:
+        """Say once, at the lowest part there, that a split GGUF's first part is not."""
+        stem, number, count = part
+        first = split_files(file.with_name(f"{stem}-{1:05d}-of-{count:05d}.gguf"))
+        present = [p for p in first if p.name in names]
+        if first and first[0].name not in names and present and present[0].name == file.name:
+            self.result.skipped.append((file, _missing_part(first[0])))
+
+
+def examine(path: Path) -> Found:
+    """What model path is: an ONNX GenAI folder, a GGUF file, or a split GGUF (any of its
+    parts named: the model is then all of them). ModelFileError says why it is none."""
+    if path.is_dir():
+        info = read_onnx_folder(path)
+        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        return Found(path, f"{path.name} (ONNX, {info.model_type})", size, "onnx")
+    part = split_part(path)
+    if part is not None:
+        path = path.with_name(f"{part[0]}-00001-of-{part[2]:05d}{path.suffix}")
+    parts = split_files(path)
+    absent = [p for p in parts if not p.is_file()]
+    if absent:
+        raise ModelFileError("missing", absent[0], f"{path.name} is one part of a split model, and "
+                             f"{_missing_part(absent[0])}. Put every part in the same folder, "
+                             "then add it again.")
+    infos = [read_gguf_info(p) for p in (parts or (path,))]
+    title = infos[0].name or (part[0] if part else path.stem)
+    return Found(path, title, sum(i.file_size for i in infos), "gguf", parts)
+
+
+def _missing_part(absent: Path) -> str:
+    number = split_part(absent)
+    which = f"part {number[1]} of {number[2]}" if number else "a part"
+    return f"{which} ({absent.name}) is missing"
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+class ForgottenFiles:
+    """Files put into the models folder by hand that the user then removed: Kestrel may not
+    delete them (it did not write them), so it remembers, in .forgotten.json, not to list
+    them again. Each is remembered with its size and time of change, so a new file put
+    there under the same name does show up.
+
+    Forgetting rather than refusing to remove: the user asked for the model to go from the
+    list, and a model that cannot be removed from Kestrel would stay in every list until
+    the user found the file and deleted it."""
+
+    def __init__(self, root: Path) -> None:
+        self.file = root / FORGOTTEN_FILE
+
+    def paths(self) -> list[Path]:
+        return [Path(entry["path"]) for entry in self._entries() if _stamp(Path(entry["path"])) == entry]
+
+    def add(self, path: Path) -> None:
+        stamp = _stamp(path)
+        if stamp is not None:
+            self._save([*self._others(path), stamp])
+
+    def drop(self, path: Path) -> None:
+        entries = self._entries()
+        if any(entry["path"] == str(path) for entry in entries):
+            self._save(self._others(path))
+
+    def _others(self, path: Path) -> list[dict[str, Any]]:
+        return [entry for entry in self._entries() if entry["path"] != str(path)]
+
+    def _entries(self) -> list[dict[str, Any]]:
+        try:
+            data = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return []
+        entries = data.get("forgotten") if isinstance(data, dict) else None
+        return [e for e in entries or () if isinstance(e, dict) and isinstance(e.get("path"), str)]
+
+    def _save(self, entries: list[dict[str, Any]]) -> None:
+        text = json.dumps({"version": 1, "forgotten": entries}, indent=2, ensure_ascii=False)
+        write_atomically(self.file, text.encode("utf-8"))
+
+
+def _stamp(path: Path) -> dict[str, Any] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return {"path": str(path), "size": status.st_size, "modified_ns": status.st_mtime_ns}
