@@ -8,6 +8,7 @@ resumed where it should, retried as often as it should, or did not fetch at all.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import time
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
+from urllib.parse import quote
 
 _RANGE = re.compile(r"^bytes=(\d+)-$")
 
@@ -177,3 +179,28 @@ def running_server() -> Iterator[TestServer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def hugging_face_repo(front: TestServer, storage: TestServer, repo: str, files: dict[str, bytes],
+                      revision: str = "main", served: dict[str, bytes] | None = None,
+                      listed_sha256: bool = True) -> str:
+    """Serve `repo` on front as Hugging Face does; the endpoint to give the lister.
+
+    GET /api/models/{repo}?blobs=true lists the files (rfilename, size, lfs.sha256);
+    /{repo}/resolve/{revision}/{path} answers 302 to the storage host with X-Linked-Etag
+    and X-Linked-Size; storage serves Range and refuses HEAD (403), as S3 does for a URL
+    signed for GET. served gives other bytes for a path (a damaged copy on storage).
+    """
+    siblings = []
+    for path, body in files.items():
+        blob = f"/blobs/{sha256_of(path.encode())}"
+        storage.files[blob] = Served(body=(served or {}).get(path, body), head_status=403)
+        front.files[f"/{repo}/resolve/{quote(revision, safe='')}/{quote(path)}"] = Served(
+            linked_sha256=sha256_of(body), linked_size=len(body), redirect_to=storage.url(blob))
+        lfs = {"sha256": sha256_of(body), "size": len(body), "pointerSize": 134} if listed_sha256 else None
+        siblings.append({"rfilename": path, "size": len(body), "blobId": "f" * 40,
+                         **({"lfs": lfs} if lfs else {})})
+    listing = {"id": repo, "sha": "a" * 40, "siblings": siblings}
+    at = "" if revision == "main" else f"/revision/{quote(revision, safe='')}"
+    front.files[f"/api/models/{repo}{at}?blobs=true"] = Served(body=json.dumps(listing).encode())
+    return front.base

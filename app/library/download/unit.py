@@ -24,12 +24,16 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class FileSpec:
     """One file to fetch: its URL, its path inside the target folder ("/"-separated), and
-    its SHA-256 and size where a catalog knows them (they win over what a server says)."""
+    its SHA-256 and size where a catalog knows them (they win over what a server says).
+
+    stated_by names who gave that SHA-256 and size, in the messages about them.
+    """
 
     url: str
     name: str
     sha256: str | None = None
     size: int | None = None
+    stated_by: str = "the catalog"
 
 
 @dataclass(frozen=True)
@@ -105,12 +109,12 @@ class UnitDownload:
             (spec.size is not None and facts.size is not None and spec.size != facts.size)
         if changed:
             raise DownloadError(DownloadErrorKind.CHANGED,
-                                f"The server now offers a different {spec.name} than the "
-                                f"catalog expects ({spec.url}). Nothing was downloaded; the "
-                                f"catalog may be out of date.")
+                                f"The server now offers a different {spec.name} than "
+                                f"{spec.stated_by} expects ({spec.url}). Nothing was "
+                                f"downloaded; {spec.stated_by} may be out of date.")
         return _Plan(spec, part, spec.size if spec.size is not None else facts.size,
                      catalog_sha or facts.sha256,
-                     "the catalog" if catalog_sha else "the server")
+                     spec.stated_by if catalog_sha else "the server")
 
     def _check_space(self) -> None:
         """Refuse before the first byte when what is still to come cannot fit."""

@@ -1,0 +1,155 @@
+"""The curated catalog of models Kestrel offers to download (resources/catalog.json)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+CATALOG_VERSION = 1
+CATALOG_FILE = Path(__file__).resolve().parents[2] / "resources" / "catalog.json"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_TEXT_FIELDS = ("id", "name", "publisher", "license", "parameters", "quantization", "repo",
+                "revision", "description")
+
+
+@dataclass(frozen=True)
+class CatalogFile:
+    """One file of a catalog model: its path in the repository, and its SHA-256 and size
+    where a source states them (None: the server's X-Linked-Etag / X-Linked-Size decide)."""
+
+    path: str
+    sha256: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A model the catalog offers; size is the sum of its files' sizes, None if one is unknown."""
+
+    id: str
+    name: str
+    publisher: str
+    license: str
+    parameters: str
+    quantization: str
+    format: Literal["gguf", "onnx"]
+    context_length: int
+    size: int | None
+    repo: str
+    revision: str
+    files: tuple[CatalogFile, ...]
+    instruct: bool
+    recommended: bool
+    description: str
+
+
+class CatalogEntryError(ValueError):
+    """An entry of the catalog that cannot be offered; str() says why."""
+
+
+def load_catalog(path: Path | None = None, problems: list[str] | None = None) -> tuple[CatalogEntry, ...]:
+    """The catalog's entries in its order; a damaged entry (or file) is skipped, said in problems."""
+    path = path or CATALOG_FILE
+    said = problems if problems is not None else []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        said.append(f"The model catalog {path} could not be read ({exc}); no model is offered.")
+        return ()
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+        said.append(f"The model catalog {path} holds no list of models; no model is offered.")
+        return ()
+    if data.get("version") != CATALOG_VERSION:
+        said.append(f"The model catalog {path} is version {data.get('version')!r}, not "
+                    f"{CATALOG_VERSION}; entries Kestrel cannot read are skipped.")
+    entries: list[CatalogEntry] = []
+    for index, raw in enumerate(data["models"]):
+        try:
+            entry = parse_entry(raw)
+        except CatalogEntryError as exc:
+            said.append(f"Catalog entry {index + 1} was skipped: {exc}.")
+            continue
+        if any(e.id == entry.id for e in entries):
+            said.append(f"Catalog entry {index + 1} was skipped: the id {entry.id!r} is used twice.")
+            continue
+        entries.append(entry)
+    return tuple(entries)
+
+
+def find_entry(entries: tuple[CatalogEntry, ...], entry_id: str) -> CatalogEntry | None:
+    wanted = entry_id.strip().lower()
+    return next((e for e in entries if e.id.lower() == wanted), None)
+
+
+def recommended_entry(entries: tuple[CatalogEntry, ...]) -> CatalogEntry | None:
+    """The model the first run offers: the one marked recommended."""
+    return next((e for e in entries if e.recommended), None)
+
+
+def parse_entry(raw: Any) -> CatalogEntry:
+    """One entry from its JSON; CatalogEntryError naming the first thing wrong."""
+    if not isinstance(raw, dict):
+        raise CatalogEntryError("it is not an object")
+    text = {name: _text(raw, name) for name in _TEXT_FIELDS}
+    if not _REPO.match(text["repo"]):
+        raise CatalogEntryError(f"repo {text['repo']!r} is not a Hugging Face owner/name")
+    fmt = raw.get("format")
+    if fmt not in ("gguf", "onnx"):
+        raise CatalogEntryError(f"format {fmt!r} is neither \"gguf\" nor \"onnx\"")
+    context = raw.get("context_length")
+    if not isinstance(context, int) or isinstance(context, bool) or context <= 0:
+        raise CatalogEntryError("context_length is not a positive whole number")
+    files = tuple(_file(item) for item in _list(raw, "files"))
+    if not files:
+        raise CatalogEntryError("it lists no files")
+    if fmt == "gguf" and not all(f.path.lower().endswith(".gguf") for f in files):
+        raise CatalogEntryError("a GGUF entry lists a file that is not .gguf")
+    if fmt == "onnx" and not any(PurePosixPath(f.path).name == "genai_config.json" for f in files):
+        raise CatalogEntryError("an ONNX entry lists no genai_config.json")
+    sizes = [f.size for f in files]
+    size = None if None in sizes else sum(s for s in sizes if s is not None)
+    return CatalogEntry(text["id"], text["name"], text["publisher"], text["license"],
+                        text["parameters"], text["quantization"], fmt, context, size,
+                        text["repo"], text["revision"], files, _flag(raw, "instruct"),
+                        _flag(raw, "recommended"), text["description"])
+
+
+def _text(raw: dict[str, Any], name: str) -> str:
+    value = raw.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogEntryError(f"{name} is missing or empty")
+    return value.strip()
+
+
+def _flag(raw: dict[str, Any], name: str) -> bool:
+    value = raw.get(name, False)
+    if not isinstance(value, bool):
+        raise CatalogEntryError(f"{name} is not true or false")
+    return value
+
+
+def _list(raw: dict[str, Any], name: str) -> list[Any]:
+    value = raw.get(name)
+    if not isinstance(value, list):
+        raise CatalogEntryError(f"{name} is not a list")
+    return value
+
+
+def _file(raw: Any) -> CatalogFile:
+    if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+        raise CatalogEntryError("a file has no path")
+    path = raw["path"]
+    parts = PurePosixPath(path).parts
+    if not parts or path.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in path:
+        raise CatalogEntryError(f"the file path {path!r} is not a plain relative path")
+    sha256 = raw.get("sha256")
+    if sha256 is not None and (not isinstance(sha256, str) or not _SHA256.match(sha256.lower())):
+        raise CatalogEntryError(f"the SHA-256 of {path} is not 64 hexadecimal digits")
+    size = raw.get("size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size <= 0):
+        raise CatalogEntryError(f"the size of {path} is not a positive whole number")
+    return CatalogFile(path, sha256.lower() if sha256 else None, size)
