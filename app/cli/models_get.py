@@ -1,30 +1,27 @@
-"""`python -m app models get`: download a model (resumable, verified) and add it to the library.
+"""`python -m app models get` and `models catalog`: download a model (resumable, verified)
+straight into the library, and list the models the catalog offers.
 
-Nothing here opens a socket until the user runs the command: the downloader is imported
-inside it, not with this module.
+Nothing here opens a socket until the user runs `get`: the downloader and the Hugging Face
+lister are imported inside it, not with this module.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import shutil
+import json
 import sys
-import time
-from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
-from app.cli.models_common import EXIT_FILES, ProgressLine, copy_in, in_worker, open_library
-from app.core.files import try_hold_lock
+from app.cli.models_common import EXIT_FILES, ProgressLine, in_worker, open_library
 from app.core.units import human_size
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.catalog import CatalogEntry, find_entry, load_catalog
 
-# Where `models get` puts a download until it is imported: a folder per address, so the
-# same command finds its .part again and continues. A dot-folder holds no model.json, so
-# the library never lists it.
-DOWNLOADS_FOLDER = ".downloads"
+if TYPE_CHECKING:
+    from app.library.download import DownloadedFile
+    from app.library.hub import DownloadUnit
+
 # The downloader words its advice for the window; here the command is the way.
 _CLI_WORDS = (
     ('then use "Import a model file…"', "then add it with: kestrel models add PATH"),
@@ -33,107 +30,167 @@ _CLI_WORDS = (
 
 
 def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run: Any) -> None:
-    get = actions.add_parser("get", help="download a GGUF file (resumable, verified) and add it")
-    get.add_argument("url", metavar="URL", help="an http:// or https:// address of a .gguf file")
-    get.add_argument("--name", help="the file name to save it as (default: the last part of the URL)")
+    get = actions.add_parser("get", help="download a model (a catalog id, a Hugging Face repository "
+                                         "or a URL), verified and resumable, and add it")
+    get.add_argument("what", metavar="CATALOG-ID|HF-REPO|URL",
+                     help="an id from `models catalog`, a Hugging Face repository (owner/name) or "
+                          "its address, or an http:// or https:// address of a .gguf file")
+    get.add_argument("--file", metavar="NAME",
+                     help="which file (or ONNX folder) of a repository to download")
+    get.add_argument("--name", help="the file name to save a plain address's file as "
+                                    "(default: the last part of the URL)")
     get.add_argument("--sha256", metavar="HEX", help="the file's SHA-256; the download must match it")
     get.set_defaults(run=run, handler=_get)
+    catalog = actions.add_parser("catalog", help="list the models Kestrel offers to download")
+    catalog.add_argument("--json", action="store_true", help="one JSON object per line")
+    catalog.set_defaults(run=run, handler=_catalog)
+
+
+def _catalog(args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    entries = load_catalog(problems=problems)
+    for problem in problems:
+        print(f"kestrel: {problem}", file=sys.stderr)
+    for entry in entries:
+        if args.json:
+            print(json.dumps(_catalog_row(entry), ensure_ascii=False))
+    if not args.json and entries:
+        width = max(len(e.id) for e in entries)
+        for e in entries:
+            size = human_size(e.size) if e.size is not None else "size n/a"
+            mark = "  (recommended)" if e.recommended else ""
+            print(f"{e.id:<{width}}  {e.format:<4}  {size:>8}  {e.name}, {e.parameters} "
+                  f"{e.quantization}, {e.license}{mark}")
+    return EXIT_OK
+
+
+def _catalog_row(entry: CatalogEntry) -> dict[str, Any]:
+    row = asdict(entry)
+    row["files"] = [asdict(f) for f in entry.files]
+    return row
 
 
 def _get(args: argparse.Namespace) -> int:
     # Imported here: every other command, chat and doctor must not even load the network code.
-    from app.library.download import DownloadError
-    from app.library.download.transport import check_scheme
+    from app.library.download import DownloadControl, DownloadError, DownloadStopped
+    from app.library.fetch import FetchRefused, fetch_unit
+
+    expected = _sha256_argument(args.sha256)
+    unit = _with_sha256(_unit_for(args), expected)
+    library = open_library()
+    control = DownloadControl()
+    line = ProgressLine(sys.stderr)
+
+    def show(p: Any) -> None:
+        line.show(_download_text(p.file, p.done, p.total, p.bytes_per_second, p.seconds_left))
 
     try:
-        check_scheme(args.url)
+        fetched = in_worker(lambda: fetch_unit(library, unit, control=control, progress=show), control.stop)
+    except DownloadStopped:
+        raise UserError(f"Download stopped; what arrived ({human_size(_kept(library, unit))}) is "
+                        f"kept. Run the same command again to continue from there.",
+                        EXIT_INTERRUPTED) from None
     except DownloadError as exc:
-        raise UserError(exc.message, EXIT_USAGE) from None
-    name = _download_name(args.url, args.name)
-    expected = _sha256_argument(args.sha256)
-    library = open_library()
-    folder = library.root / DOWNLOADS_FOLDER / hashlib.sha256(args.url.encode()).hexdigest()[:16]
-    lock = folder.with_name(folder.name + ".lock")
-    held = try_hold_lock(lock)
-    if held is None:  # two writers appending to one .part would only make a damaged file
-        raise UserError(f"Another Kestrel is already downloading {args.url}. Let it finish (or stop "
-                        "it with Ctrl+C), then run this command again.", EXIT_FILES)
-    try:
-        model = _fetch_and_add(library, args.url, folder / name, expected)
+        raise UserError(_failure_words(exc, unit, expected), EXIT_FILES) from None
+    except FetchRefused as exc:
+        raise UserError(exc.message, EXIT_MODEL if exc.kind == "not_a_model" else EXIT_FILES) from None
     finally:
-        held.release()
-        lock.unlink(missing_ok=True)
-        _remove_if_empty(folder)
-        _remove_if_empty(folder.parent)
-    print(model.id)
+        line.end()  # before the message run() prints
+    if fetched.already_installed:
+        print(f"kestrel: {unit.title} is already installed as {fetched.model.id}.", file=sys.stderr)
+    else:
+        checked = _checked(fetched.files, expected,
+                           unit.files[0].stated_by if unit.files[0].sha256 else None)
+        print(f"Downloaded {unit.title} ({human_size(fetched.model.size)}); {checked}.",
+              file=sys.stderr, flush=True)
+    print(fetched.model.id)
     return EXIT_OK
 
 
-def _fetch_and_add(library: ModelLibrary, url: str, file: Path, expected: str | None) -> InstalledModel:
-    """Download (or finish downloading) url into file, then add it as `models add` does.
+def _unit_for(args: argparse.Namespace) -> DownloadUnit:
+    """The unit the argument names: a catalog id, else what the Hub lister makes of it."""
+    from app.library.download import DownloadError
+    from app.library.hub import HubError, catalog_unit, choose, units_for
 
-    A complete file kept because adding it failed (no space, Ctrl+C) is added without
-    downloading it again.
-    """
-    if not file.is_file() or file.with_name(file.name + ".part").exists():
-        _download(url, file, expected)
-    elif expected is not None and _file_sha256(file) != expected:
-        shutil.rmtree(file.parent, ignore_errors=True)
-        raise UserError(f"{file.name}, kept from an earlier download, does not match --sha256, so "
-                        "it was deleted. Run the command again to download it afresh.", EXIT_FILES)
-    started = time.time()
+    entry = find_entry(load_catalog(), args.what)
+    if entry is not None:
+        return catalog_unit(entry)
     try:
-        model = copy_in(library, file)
-    except UserError as exc:
-        if exc.status == EXIT_MODEL:  # not a model: keeping it helps nobody
-            shutil.rmtree(file.parent, ignore_errors=True)
-            raise UserError(f"{exc} The downloaded file was deleted.", EXIT_MODEL) from None
-        raise UserError(f"{exc} The download is kept: run the same command again to add it "
-                        "without downloading it again.", exc.status) from None
-    shutil.rmtree(file.parent, ignore_errors=True)
-    if model.added < started:
-        print(f"kestrel: {file.name} is already installed as {model.id}.", file=sys.stderr)
-        return model
-    return library.register(model.id, model.path, title=model.title, sha256=model.sha256,
-                            source=f"downloaded from {url}")
-
-
-def _download(url: str, file: Path, expected: str | None) -> None:
-    """Fetch url into file through the verified, resumable downloader, with a progress line;
-    Ctrl+C stops it and keeps the .part for the same command to continue from."""
-    from app.library.download import (DownloadControl, DownloadError, DownloadErrorKind,
-                                      DownloadStopped, FileSpec, UnitDownload)
-
-    control = DownloadControl()
-    line = ProgressLine(sys.stderr)
-    download = UnitDownload([FileSpec(url, file.name, sha256=expected)], file.parent, control,
-                            progress=lambda p: line.show(_download_text(p.file, p.done, p.total,
-                                                                        p.bytes_per_second, p.seconds_left)))
-    try:
-        [done] = in_worker(download.run, control.stop)
-    except DownloadStopped:
-        kept = human_size(_length(file.with_name(file.name + ".part")))
-        raise UserError(f"Download stopped; what arrived ({kept}) is kept. Run the same command "
-                        "again to continue from there.", EXIT_INTERRUPTED) from None
+        units = units_for(args.what, name=args.name)
+    except HubError as exc:
+        hint = "Give one with --name, such as --name model.gguf." if args.name is None and \
+            "does not end in a file name" in str(exc) else "To see the catalog's models: kestrel models catalog"
+        raise UserError(f"{exc} {hint}", EXIT_USAGE) from None
     except DownloadError as exc:
-        if exc.kind == DownloadErrorKind.CHANGED:
-            raise UserError(f"The server states a SHA-256 for {file.name} that is not the one "
-                            "given with --sha256, so nothing was downloaded. Check the hash, or "
-                            "leave --sha256 out to check against the server's.", EXIT_FILES) from None
-        raise UserError(_in_cli_words(exc.message), EXIT_FILES) from None
-    finally:
-        line.end()  # before the message run() prints
-    checked = _checked(done.verified_sha256, done.verified_size, expected)
-    print(f"Downloaded {file.name} ({human_size(done.size)}); {checked}.", file=sys.stderr, flush=True)
+        raise UserError(exc.message.replace(*_CLI_WORDS[0]), EXIT_FILES) from None
+    if not units:
+        raise UserError(f"{args.what} holds no GGUF file and no ONNX Runtime GenAI folder "
+                        f"(one with genai_config.json), so nothing in it is a model Kestrel can "
+                        f"run.", EXIT_MODEL)
+    if args.file is not None:
+        chosen = choose(units, args.file)
+        if chosen is None:
+            raise UserError(f'{args.what} has no file or folder named "{args.file}". It offers:\n'
+                            f"{_choices(units)}", EXIT_USAGE)
+        return chosen
+    if len(units) > 1:
+        raise UserError(f"{args.what} offers {len(units)} models; choose one with --file NAME:\n"
+                        f"{_choices(units)}", EXIT_USAGE)
+    return units[0]
 
 
-def _checked(sha256: bool, size: bool, expected: str | None) -> str:
-    """How a finished download was verified, in words."""
-    if sha256:
-        return "its SHA-256 matches --sha256" if expected else "its SHA-256 matches the one the server stated"
-    if size:
-        return "the server stated no SHA-256, so only its size was checked"
-    return "the server stated neither its size nor its SHA-256, so nothing was checked"
+def _choices(units: tuple[DownloadUnit, ...]) -> str:
+    lines = []
+    for unit in units:
+        size = f"  {human_size(unit.size)}" if unit.size is not None else ""
+        parts = f"  ({len(unit.files)} files)" if len(unit.files) > 1 else ""
+        lines.append(f"  {unit.key}{size}{parts}")
+    return "\n".join(lines)
+
+
+def _with_sha256(unit: DownloadUnit, expected: str | None) -> DownloadUnit:
+    from dataclasses import replace
+
+    if expected is None:
+        return unit
+    if len(unit.files) > 1:
+        raise UserError(f"{unit.title} is {len(unit.files)} files, and --sha256 gives the hash of "
+                        "one: leave it out (each file is checked against the hash the server "
+                        "states).", EXIT_USAGE)
+    return replace(unit, files=(replace(unit.files[0], sha256=expected, stated_by="the catalog"),))
+
+
+def _failure_words(exc: Any, unit: DownloadUnit, expected: str | None) -> str:
+    from app.library.download import DownloadErrorKind
+
+    if exc.kind == DownloadErrorKind.CHANGED and expected is not None:
+        return (f"The server states a SHA-256 for {unit.files[0].name} that is not the one "
+                "given with --sha256, so nothing was downloaded. Check the hash, or leave "
+                "--sha256 out to check against the server's.")
+    message = exc.message.replace(*_CLI_WORDS[0])
+    return message.replace(*_CLI_WORDS[1]) if expected is not None else message
+
+
+def _kept(library: Any, unit: DownloadUnit) -> int:
+    from app.library.fetch import unit_folder
+
+    folder = unit_folder(library, unit, claim=False)
+    if folder is None:
+        return 0
+    return sum(p.stat().st_size for p in folder.rglob("*.part") if p.is_file())
+
+
+def _checked(files: tuple[DownloadedFile, ...], expected: str | None, stated_by: str | None) -> str:
+    """How a finished download was verified, in words; stated_by gave the hashes, if not the server."""
+    which = "its" if len(files) == 1 else "every file's"
+    if all(f.verified_sha256 for f in files):
+        if expected:
+            return f"{which} SHA-256 matches --sha256"
+        return f"{which} SHA-256 matches the one {stated_by + ' gives' if stated_by else 'the server stated'}"
+    if all(f.verified_sha256 or f.verified_size for f in files):
+        return "the server stated no SHA-256 for some of it, so only sizes were checked there" \
+            if len(files) > 1 else "the server stated no SHA-256, so only its size was checked"
+    return "the server stated neither size nor SHA-256 for all of it, so not all was checked"
 
 
 def _download_text(name: str, done: int, total: int | None, speed: float, left: float | None) -> str:
@@ -141,19 +198,6 @@ def _download_text(name: str, done: int, total: int | None, speed: float, left: 
     pace = f" at {human_size(int(speed))}/s" if speed > 0 else ""
     remaining = f", {_duration(left)} left" if left is not None else ""
     return f"Downloading {name}: {amount}{pace}{remaining}"
-
-
-def _download_name(url: str, given: str | None) -> str:
-    """The file name to save as: --name, else the URL's last part; UserError if unusable."""
-    name = given if given is not None else unquote(urlsplit(url).path.rsplit("/", 1)[-1])
-    plain = bool(name) and name == Path(name).name and not any(c in name for c in "\\\0")
-    if plain and not name.startswith(".") and len(name.encode("utf-8", "replace")) <= 200:
-        return name
-    if given is not None:
-        raise UserError(f'--name "{given}" is not a file name Kestrel can save as: give a name '
-                        "without folders that does not start with a dot, such as model.gguf.", EXIT_USAGE)
-    raise UserError(f"The address {url} does not end in a file name Kestrel can save as. Give "
-                    "one with --name, such as --name model.gguf.", EXIT_USAGE)
 
 
 def _sha256_argument(given: str | None) -> str | None:
@@ -164,34 +208,6 @@ def _sha256_argument(given: str | None) -> str | None:
         return digest
     raise UserError(f'--sha256 "{given}" is not a SHA-256: it must be 64 hexadecimal digits '
                     "(0-9, a-f), as sha256sum prints them.", EXIT_USAGE)
-
-
-def _in_cli_words(message: str) -> str:
-    for window, command in _CLI_WORDS:
-        message = message.replace(window, command)
-    return message
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _length(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _remove_if_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()
-    except OSError:  # not empty, or not there: nothing to tidy
-        pass
 
 
 def _duration(seconds: float) -> str:

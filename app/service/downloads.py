@@ -1,0 +1,301 @@
+"""The downloads the user started: queued, run one at a time on worker threads, paused,
+resumed, cancelled, remembered across restarts; what happens goes out as DownloadChanged."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Literal
+
+from app.core.files import write_atomically
+from app.library.catalog import CatalogEntry
+from app.library.download import (DownloadControl, DownloadError, DownloadOptions, DownloadProgress,
+                                  DownloadStopped)
+from app.library.fetch import FetchRefused, Fetched, discard_unit, fetch_unit, unit_folder
+from app.library.hub import DownloadUnit, catalog_unit
+from app.library.models import ModelLibrary
+
+log = logging.getLogger(__name__)
+
+DownloadId = str
+DownloadState = Literal["queued", "running", "paused", "verifying", "done", "failed", "cancelled"]
+STATE_VERSION = 1
+_ACTIVE = ("running", "verifying")
+_FINAL = ("done", "cancelled")
+_RESTORED = "Paused when Kestrel closed; resume it to continue from where it stopped."
+
+
+@dataclass(frozen=True)
+class DownloadItem:
+    """One download as a view shows it; model_id is set once it is done."""
+
+    id: DownloadId
+    title: str
+    state: DownloadState
+    done: int = 0
+    total: int | None = None
+    bytes_per_second: float = 0.0
+    seconds_left: float | None = None
+    message: str = ""
+    model_id: str | None = None
+    catalog_id: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class DownloadChanged:
+    """A download was added, moved on, changed state or finished."""
+
+    item: DownloadItem
+
+
+Listener = Callable[[DownloadChanged], None]
+
+
+class _Job:
+    """A download's unit and its control; touched on the event loop's thread only."""
+
+    def __init__(self, item: DownloadItem, unit: DownloadUnit) -> None:
+        self.item = item
+        self.unit = unit
+        self.control: DownloadControl | None = None
+        self.thread: threading.Thread | None = None
+        self.wanted: DownloadState | None = None  # what a stop() was for: "paused" or "cancelled"
+
+
+class DownloadQueue:
+    """Downloads into the library, `parallel` at a time (one by default), others queued.
+
+    Call it from the event loop's thread. Unfinished downloads are kept in state_file and
+    come back paused when the queue is made again (after a restart).
+    """
+
+    def __init__(self, library: ModelLibrary, state_file: Path, *, parallel: int = 1,
+                 options: DownloadOptions = DownloadOptions(), endpoint: str | None = None) -> None:
+        self._library = library
+        self._state_file = state_file
+        self._parallel = max(1, parallel)
+        self._options = options
+        self._endpoint = endpoint
+        self._jobs: dict[DownloadId, _Job] = {}
+        self._listeners: list[Listener] = []
+        self._closing = False
+        self.last_problem: str | None = None
+        self._restore()
+
+    # --- what a front end calls ------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def items(self) -> tuple[DownloadItem, ...]:
+        return tuple(job.item for job in self._jobs.values())
+
+    def start(self, what: CatalogEntry | DownloadUnit) -> DownloadId:
+        """Queue a catalog model or a unit; the same unit already in the list is not added twice."""
+        unit = catalog_unit(what, self._endpoint) if isinstance(what, CatalogEntry) else what
+        urls = sorted(f.url for f in unit.files)
+        for job in self._jobs.values():
+            if job.item.state not in _FINAL and sorted(f.url for f in job.unit.files) == urls:
+                return job.item.id
+        job = _Job(DownloadItem(uuid.uuid4().hex[:12], unit.title, "queued", total=unit.size,
+                                catalog_id=unit.catalog_id, source=unit.source), unit)
+        self._jobs[job.item.id] = job
+        self._changed(job, save=True)
+        self._pump()
+        return job.item.id
+
+    def pause(self, download_id: DownloadId) -> None:
+        """A running download stops with its parts kept; the next queued one starts."""
+        job = self._jobs[download_id]
+        if job.item.state in _ACTIVE and job.control is not None:
+            job.wanted = "paused"
+            job.control.stop()
+        elif job.item.state == "queued":
+            self._set(job, state="paused", message="Paused.", save=True)
+
+    def resume(self, download_id: DownloadId) -> None:
+        """A paused or failed download goes back in the queue, to continue where it stopped."""
+        job = self._jobs[download_id]
+        if job.item.state in ("paused", "failed"):
+            self._set(job, state="queued", message="", save=True)
+            self._pump()
+
+    def cancel(self, download_id: DownloadId) -> None:
+        """End a download and delete what arrived of it."""
+        job = self._jobs[download_id]
+        if job.item.state in _ACTIVE and job.control is not None:
+            job.wanted = "cancelled"
+            job.control.cancel()
+        elif job.item.state not in _FINAL:
+            try:
+                discard_unit(self._library, job.unit)
+            except (FetchRefused, OSError) as exc:
+                self._set(job, message=f"Could not delete what arrived of {job.item.title}: {exc}")
+                return
+            self._set(job, state="cancelled", message="Cancelled; what had arrived was deleted.",
+                      done=0, save=True)
+
+    def forget_finished(self) -> None:
+        """Drop done, failed and cancelled downloads from the list (their files stay as they are)."""
+        for job in list(self._jobs.values()):
+            if job.item.state in (*_FINAL, "failed"):
+                del self._jobs[job.item.id]
+        self._save()
+
+    async def close(self) -> None:
+        """The app is closing: running downloads stop with their parts kept (paused next time)."""
+        self._closing = True  # what is queued stays queued: it comes back paused next time
+        running = [job for job in self._jobs.values() if job.thread is not None]
+        for job in running:
+            job.wanted = "paused"
+            if job.control is not None:
+                job.control.stop()
+        for job in running:
+            if job.thread is not None:
+                await asyncio.to_thread(job.thread.join, 30)
+        self._save()
+
+    # --- running ----------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        if self._closing:
+            return
+        running = sum(1 for job in self._jobs.values() if job.thread is not None)
+        for job in self._jobs.values():
+            if running >= self._parallel:
+                return
+            if job.item.state == "queued" and job.thread is None:
+                self._run(job)
+                running += 1
+
+    def _run(self, job: _Job) -> None:
+        loop = asyncio.get_running_loop()
+        control = job.control = DownloadControl()
+        job.wanted = None
+        self._set(job, state="running", message="")
+
+        def post(*call: object) -> None:
+            try:
+                loop.call_soon_threadsafe(*call)  # type: ignore[arg-type]
+            except RuntimeError:  # the loop is closed: the app is gone, no one to tell
+                pass
+
+        def progress(report: DownloadProgress) -> None:
+            post(self._progress, job, report)
+
+        def work() -> None:
+            try:
+                outcome: Fetched | BaseException = fetch_unit(
+                    self._library, job.unit, control=control, progress=progress, options=self._options)
+            except Exception as exc:  # handed to the loop, which words it for the item
+                outcome = exc
+            post(self._finished, job, outcome)
+
+        job.thread = threading.Thread(target=work, name=f"download {job.item.title}", daemon=True)
+        job.thread.start()
+
+    def _progress(self, job: _Job, report: DownloadProgress) -> None:
+        if job.item.state not in _ACTIVE:
+            return
+        complete = report.total is not None and report.done >= report.total
+        self._set(job, state="verifying" if complete else "running", done=report.done,
+                  total=report.total, bytes_per_second=report.bytes_per_second,
+                  seconds_left=report.seconds_left)
+
+    def _finished(self, job: _Job, outcome: Fetched | BaseException) -> None:
+        job.thread, job.control = None, None
+        if isinstance(outcome, Fetched):
+            model = outcome.model
+            self._set(job, state="done", model_id=model.id, done=model.size, total=model.size,
+                      bytes_per_second=0.0, seconds_left=None, message=_done_words(outcome), save=True)
+        elif isinstance(outcome, DownloadStopped):
+            cancelled = outcome.cancelled or job.wanted == "cancelled"
+            self._set(job, state="cancelled" if cancelled else "paused", message=outcome.message,
+                      bytes_per_second=0.0, seconds_left=None, save=True)
+        elif isinstance(outcome, (DownloadError, FetchRefused)):
+            self._set(job, state="failed", message=outcome.message, bytes_per_second=0.0,
+                      seconds_left=None, save=True)
+        else:
+            log.error("download of %s failed", job.item.title, exc_info=outcome)
+            self._set(job, state="failed", bytes_per_second=0.0, seconds_left=None, save=True,
+                      message=f"Kestrel failed while downloading {job.item.title} ({outcome!r}). "
+                              f"This is a bug; please report it. What arrived is kept.")
+        self._pump()
+
+    # --- state, events, the file ------------------------------------------------------
+
+    def _set(self, job: _Job, save: bool = False, **changes: object) -> None:
+        job.item = replace(job.item, **changes)  # type: ignore[arg-type]
+        self._changed(job, save)
+
+    def _changed(self, job: _Job, save: bool) -> None:
+        if save:
+            self._save()
+        event = DownloadChanged(job.item)
+        for listener in list(self._listeners):
+            listener(event)
+
+    def _save(self) -> None:
+        kept = [{"id": job.item.id, "title": job.item.title, "total": job.item.total,
+                 "unit": job.unit.to_dict()}
+                for job in self._jobs.values() if self._unfinished(job)]
+        data = {"version": STATE_VERSION, "downloads": kept}
+        try:
+            write_atomically(self._state_file, json.dumps(data, indent=2).encode("utf-8"))
+        except OSError as exc:
+            self.last_problem = (f"Could not remember the unfinished downloads in "
+                                 f"{self._state_file}: {exc.strerror or exc}.")
+
+    def _unfinished(self, job: _Job) -> bool:
+        if job.item.state in _FINAL:
+            return False
+        if job.item.state == "failed":  # worth offering again only if something was kept
+            return unit_folder(self._library, job.unit, claim=False) is not None
+        return True
+
+    def _restore(self) -> None:
+        try:
+            data = json.loads(self._state_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            self.last_problem = f"The list of unfinished downloads could not be read ({exc}); it starts empty."
+            return
+        entries = data.get("downloads") if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            try:
+                unit = DownloadUnit.from_dict(entry["unit"])
+                item = DownloadItem(str(entry["id"]), str(entry["title"]), "paused",
+                                    done=_on_disk(self._library, unit),
+                                    total=_whole_number(entry.get("total"), unit.size),
+                                    message=_RESTORED, catalog_id=unit.catalog_id, source=unit.source)
+            except (KeyError, TypeError, ValueError):
+                self.last_problem = "An unfinished download could not be read back; it was left out."
+                continue
+            self._jobs[item.id] = _Job(item, unit)
+
+
+def _on_disk(library: ModelLibrary, unit: DownloadUnit) -> int:
+    folder = unit_folder(library, unit, claim=False)
+    if folder is None:
+        return 0
+    return sum(p.stat().st_size for p in folder.rglob("*.part") if p.is_file())
+
+
+def _whole_number(value: object, otherwise: int | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else otherwise
+
+
+def _done_words(fetched: Fetched) -> str:
+    if fetched.already_installed:
+        return f"Already installed as {fetched.model.id}."
+    if all(f.verified_sha256 for f in fetched.files):
+        return "Downloaded; its SHA-256 was checked."
+    return "Downloaded; the server stated no SHA-256, so only its size was checked."

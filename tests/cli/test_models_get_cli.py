@@ -1,0 +1,185 @@
+"""`models get` and `models catalog` as a user runs them: real processes, real HTTP servers on
+127.0.0.1 (HF_ENDPOINT points the catalog and the Hub lister at them), never the internet."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from app.core.paths import data_paths
+from app.library.catalog import find_entry, load_catalog
+from tests.cli.test_chat_cli import ROOT, kestrel
+from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, running_server, sha256_of
+
+
+@pytest.fixture
+def server() -> Iterator[TestServer]:
+    with running_server() as state:
+        yield state
+
+
+@pytest.fixture
+def storage() -> Iterator[TestServer]:
+    with running_server() as state:
+        yield state
+
+
+def models(*args: str) -> subprocess.CompletedProcess:
+    result = kestrel("models", *args, timeout=60)
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    return result
+
+
+def in_models_folder() -> list[str]:
+    folder = data_paths().models
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def info(model_id: str) -> dict:
+    return json.loads(models("info", model_id, "--json").stdout)
+
+
+def test_catalog_lists_the_models_in_words_and_as_json() -> None:
+    entries = load_catalog()
+    text, as_json = models("catalog"), models("catalog", "--json")
+
+    assert text.returncode == as_json.returncode == 0 and text.stderr == ""
+    assert len(text.stdout.splitlines()) == len(entries) and "(recommended)" in text.stdout
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [r["id"] for r in rows] == [e.id for e in entries]
+    assert {"license", "size", "context_length", "repo", "files"} <= set(rows[0])
+
+
+def test_get_a_catalog_model_from_the_hub_endpoint(server: TestServer, storage: TestServer,
+                                                   tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = find_entry(load_catalog(), "qwen2.5-0.5b-instruct-q4_k_m")
+    assert entry is not None and entry.files[0].sha256 is None
+    body = tiny_model.read_bytes()
+    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, entry.repo, {entry.files[0].path: body}))
+
+    result = models("get", entry.id)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == entry.id and in_models_folder() == [entry.id]
+    assert "its SHA-256 matches the one the server stated" in result.stderr
+    shown = info(entry.id)
+    assert shown["title"] == entry.name and shown["sha256"] == sha256_of(body)
+    assert shown["source"] == f"downloaded from {server.base}/{entry.repo}/resolve/main/{entry.files[0].path}"
+    again = models("get", entry.id)
+    assert again.returncode == 0 and "already installed as" in again.stderr
+
+
+def test_a_repository_with_several_models_asks_for_file(server: TestServer, storage: TestServer,
+                                                        tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = tiny_model.read_bytes()
+    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, "o/tiny-GGUF", {
+        "tiny-Q4_K_M.gguf": body, "tiny-Q8_0.gguf": body, "README.md": b"# card"}))
+
+    asked = models("get", "o/tiny-GGUF")
+    wrong = models("get", "https://huggingface.co/o/tiny-GGUF", "--file", "tiny-Q2_K.gguf")
+    chosen = models("get", "https://huggingface.co/o/tiny-GGUF", "--file", "tiny-q8_0.gguf")
+
+    assert asked.returncode == 2 and "choose one with --file NAME" in asked.stderr
+    assert "tiny-Q4_K_M.gguf" in asked.stderr and "tiny-Q8_0.gguf" in asked.stderr
+    assert wrong.returncode == 2 and 'no file or folder named "tiny-Q2_K.gguf"' in wrong.stderr
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.strip() == "tiny-Q8_0" and in_models_folder() == ["tiny-Q8_0"]
+
+
+def serve(server: TestServer, body: bytes, **behaviour) -> str:
+    server.files["/files/tiny.gguf"] = Served(body=body, **behaviour)
+    return server.url("/files/tiny.gguf")
+
+
+def test_get_a_plain_address_verified_against_the_servers_hash(server: TestServer, tiny_model: Path) -> None:
+    body = tiny_model.read_bytes()
+    url = serve(server, body, linked_sha256=sha256_of(body), linked_size=len(body))
+
+    result = models("get", url)
+
+    assert result.returncode == 0, result.stderr
+    assert "its SHA-256 matches the one the server stated" in result.stderr
+    assert info("tiny")["source"] == f"downloaded from {url}"
+    assert in_models_folder() == ["tiny"] and sorted(p.name for p in (data_paths().models / "tiny").iterdir()) == [
+        "model.json", "tiny.gguf"], "the file went straight to its place: no copy, no leftovers"
+
+
+def test_an_interrupted_get_keeps_what_arrived_and_the_same_command_resumes(
+        server: TestServer, tiny_model: Path) -> None:
+    body = tiny_model.read_bytes()
+    url = serve(server, body, linked_sha256=sha256_of(body), slow_chunk=16 * 1024, slow_delay_s=0.2)
+    proc = subprocess.Popen([sys.executable, "-m", "app", "models", "get", url], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        part = _wait_for_part(time.monotonic())
+        second = models("get", url)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    kept = part.stat().st_size
+    server.files["/files/tiny.gguf"].slow_delay_s = 0.0
+
+    resumed = models("get", url)
+
+    assert second.returncode == 7 and "Another Kestrel is already downloading tiny" in second.stderr
+    assert proc.returncode == 130 and out == "" and "Traceback" not in err
+    assert "Downloading tiny.gguf:" in err and "Download stopped" in err
+    assert "Run the same command again to continue" in err and 0 < kept < len(body)
+    assert resumed.returncode == 0, resumed.stderr
+    assert [(e.range, e.status) for e in server.requests("GET")][-1] == (f"bytes={kept}-", 206)
+    assert info("tiny")["sha256"] == sha256_of(body)
+
+
+def _wait_for_part(started: float) -> Path:
+    while True:
+        parts = list(data_paths().models.glob("*/*.part"))
+        if parts and parts[0].stat().st_size and time.monotonic() - started > 1.5:
+            return parts[0]
+        assert time.monotonic() - started < 20, "the download never started"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("path, extra, status, words", [
+    ("/missing.gguf", [], 7, "There is no file at"),
+    ("/login.gguf", [], 7, "then add it with: kestrel models add PATH"),
+    ("/page.gguf", [], 3, "The downloaded file was deleted"),
+    ("/", [], 2, "does not end in a file name"),
+    ("/page.gguf", ["--sha256", "abc"], 2, "is not a SHA-256"),
+    ("/page.gguf", ["--name", "../x.gguf"], 2, "is not a file name"),
+    ("/page.gguf", ["--sha256", "ab" * 32], 7, "is not the one given with --sha256"),
+])
+def test_get_refusals_name_the_problem(server: TestServer, path: str, extra: list[str], status: int,
+                                       words: str) -> None:
+    server.files["/page.gguf"] = Served(body=b"<!doctype html><p>Sign in</p>")
+    server.files["/login.gguf"] = Served(status=401)
+
+    result = models("get", server.url(path), *extra)
+
+    assert result.returncode == status and words in result.stderr and result.stdout == ""
+    assert in_models_folder() == []
+
+
+@pytest.mark.parametrize("what, words", [
+    ("ftp://example.org/model.gguf", "only from http:// or https://"),
+    ("no-such-catalog-id", "kestrel models catalog"),
+])
+def test_get_of_something_that_is_no_address(what: str, words: str) -> None:
+    result = models("get", what)
+
+    assert result.returncode == 2 and words in result.stderr
+
+
+def test_only_get_loads_the_network_code() -> None:
+    code = ("import sys; from app.__main__ import main; main(['models', 'catalog']); "
+            "print(sorted(m for m in sys.modules if m.startswith(('app.library.download', 'app.library.hub'))))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 0 and result.stdout.strip().endswith("[]"), result.stdout + result.stderr
