@@ -1,0 +1,191 @@
+"""The first-run offer in the empty chat: one recommended model that fits this machine, and one Download button."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+from app.core.units import human_size
+from app.service.events import ModelState
+from app.ui.model_items import DOWNLOAD_STATES, VERDICT_WORDS, fraction, progress_text, verdict_of, verdict_tooltip
+
+if TYPE_CHECKING:
+    from app.ui.adapter import ControllerAdapter
+
+# States after which the offer's button can start the download again.
+_ENDED = ("failed", "cancelled")
+
+
+class FirstRunOffer(QFrame):
+    """Shows library.recommended(): its name, size, why it fits, and a Download button
+    whose progress appears in place. With nothing to offer it says so in one line and
+    offers the model manager instead.
+
+    Signals: downloadRequested(CatalogEntry), managerRequested.
+    """
+
+    downloadRequested = Signal(object)
+    managerRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("firstRunOffer")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self._row: Any = None
+        self._download_id: object = None
+        self._adapter: ControllerAdapter | None = None
+        self._catalog_asked = False
+        self.heading = QLabel(self)
+        self.heading.setObjectName("offerHeading")
+        self.name = QLabel(self)
+        self.reason = QLabel(self)
+        self.description = QLabel(self)
+        for label in (self.heading, self.name, self.reason, self.description):
+            label.setWordWrap(True)
+            label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.download_button = QPushButton("Download", self)
+        self.manager_button = QPushButton("Open the model manager…", self)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.state = QLabel(self)
+        self.state.setWordWrap(True)
+        self.state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.download_button.clicked.connect(self._download)
+        self.manager_button.clicked.connect(self.managerRequested)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.download_button)
+        buttons.addWidget(self.manager_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        for widget in (self.heading, self.name, self.reason, self.description):
+            layout.addWidget(widget)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.state)
+        self.show_offer(None)
+
+    def follow(self, adapter: ControllerAdapter) -> None:
+        """Keep in step with the controller: its catalog, its downloads, its model."""
+        self._adapter = adapter
+        adapter.downloadChanged.connect(self.show_download)
+        adapter.catalogListed.connect(self.refresh)
+        adapter.modelStateChanged.connect(self._list_catalog_once)
+        self.downloadRequested.connect(adapter.controller.library.download)
+        self.refresh()
+
+    def wanted(self) -> bool:
+        """No model yet, or only the offline starter (once it is settled)."""
+        if self._adapter is None:
+            return False
+        controller = self._adapter.controller
+        return offer_wanted(controller) and controller.model_state not in (ModelState.LOADING,
+                                                                           ModelState.INSTALLING)
+
+    def refresh(self) -> None:
+        """Shown while wanted, once the catalog has been listed."""
+        listed = self._adapter is not None and self._adapter.catalog.rowCount() > 0
+        shown = self.wanted() and listed
+        self.setVisible(shown)
+        if shown and self._adapter is not None:
+            self.show_offer(self._adapter.controller.library.recommended())
+
+    def _list_catalog_once(self) -> None:
+        """Once the model is settled (the engine free), list the catalog for the offer."""
+        if self.wanted() and not self._catalog_asked and self._adapter is not None:
+            self._catalog_asked = True
+            self._adapter.spawn(self._adapter.controller.library.refresh())
+
+    @property
+    def offered(self) -> Any:
+        """The CatalogRow on offer, or None."""
+        return self._row
+
+    def show_offer(self, row: Any) -> None:
+        """Offer this CatalogRow (None: the catalog has nothing that fits here)."""
+        if row is not None and self._row is not None and row.entry.id == self._row.entry.id \
+                and self._download_id is not None:
+            self._row = row  # a fresh listing of the model being downloaded: keep its progress
+            return
+        self._row = row
+        self._download_id = None
+        self.progress.hide()
+        self.state.hide()
+        self.description.setVisible(row is not None)
+        self.name.setVisible(row is not None)
+        self.reason.setVisible(row is not None)
+        self.download_button.setVisible(row is not None)
+        self.download_button.setEnabled(True)
+        if row is None:
+            self.heading.setText("The catalog has no model that fits this machine; the model manager "
+                                 "can add one you have.")
+            return
+        entry = row.entry
+        size = human_size(entry.size) if entry.size else "size from the server"
+        self.heading.setText("<b>Get a model that chats well</b>")
+        self.name.setText(f"<b>{_escape(entry.name)}</b> · {_escape(entry.publisher)} · {size}")
+        self.reason.setText(_reason(row.fit))
+        self.reason.setToolTip(verdict_tooltip(row.fit))
+        self.description.setText(_escape(entry.description))
+        self.download_button.setText(f"Download ({size})" if entry.size else "Download")
+
+    def show_download(self, item: Any) -> None:
+        """A download moved on; shown if it is the offered model's."""
+        if self._row is None or not self._is_offered(item):
+            return
+        self._download_id = item.id
+        self.progress.show()
+        self.state.show()
+        share = fraction(item)
+        if share < 0:
+            self.progress.setRange(0, 0)  # the total is not known yet: a busy bar
+        else:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(share * 1000))
+        words = DOWNLOAD_STATES.get(item.state, item.state)
+        if item.state == "done":
+            words = "Downloaded: it is now the default model and is loading."
+        elif item.state in ("running", "paused", "queued", "verifying"):
+            words = f"{words} · {progress_text(item.done, item.total)}"
+        self.state.setText(words + (f"\n{item.message}" if item.message else ""))
+        self.download_button.setEnabled(item.state in _ENDED)
+        self.download_button.setText("Try again" if item.state in _ENDED else "Download")
+
+    def _is_offered(self, item: Any) -> bool:
+        entry = self._row.entry
+        return (item.id == self._download_id or getattr(item, "catalog_id", None) == entry.id
+                or item.title == entry.name)
+
+    def _download(self) -> None:
+        if self._row is None:
+            return
+        self.download_button.setEnabled(False)
+        self.progress.setRange(0, 0)
+        self.progress.show()
+        self.state.setText("Starting the download…")
+        self.state.show()
+        self.downloadRequested.emit(self._row.entry)
+
+
+def _reason(fit: Any) -> str:
+    """Why it fits, in one line."""
+    if fit is None:
+        return "Whether it fits this machine is not known yet."
+    words = VERDICT_WORDS.get(verdict_of(fit), "")
+    return fit.summary if fit.summary else words
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def offer_wanted(controller: Any) -> bool:
+    """No model yet, or only the offline starter: the empty chat offers a better one."""
+    model = controller.model
+    return model is None or "starter" in model.source
+
+
+STARTER_TEXT = ("You are trying Kestrel with its starter model: a small base model, good only for trying "
+                "the app. Type below to try it, or get a model that chats well.")

@@ -1,0 +1,409 @@
+"""The model manager window: installed models with details, fit and settings; the catalog; downloads."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QDialog, QFileDialog, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QScrollArea, QSplitter,
+                               QStyle, QStyledItemDelegate, QStyleOptionProgressBar, QStyleOptionViewItem,
+                               QTableView, QTabWidget, QVBoxLayout, QWidget)
+
+from app.core.units import human_size
+from app.ui.model_items import DownloadsModel, ModelFilter, Roles, verdict_tooltip
+from app.ui.model_settings_form import ModelSettingsForm
+
+if TYPE_CHECKING:
+    from app.ui.adapter import ControllerAdapter
+
+# Details of a model's files, in the order shown, with their labels.
+_DETAILS = (("format", "Format"), ("architecture", "Architecture"), ("parameters_label", "Parameters"),
+            ("quantization", "Quantization"), ("file_size", "File size"), ("layers", "Layers"),
+            ("context_length", "Native context"), ("chat_template", "Chat template"), ("license", "Licence"))
+# Download states in which each button does something.
+_PAUSABLE = ("queued", "running")
+_RESUMABLE = ("paused", "failed")
+_CANCELLABLE = ("queued", "running", "paused", "verifying", "failed")
+
+
+class ClickableLabel(QLabel):
+    """A label that says when it is clicked (the status bar's model name opens the manager)."""
+
+    clicked = Signal()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # Override QLabel.mouseReleaseEvent.
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked.emit()
+        super().mouseReleaseEvent(event)
+
+
+class ProgressDelegate(QStyledItemDelegate):
+    """Draws a download's progress as a bar with its words over it."""
+
+    def paint(self, painter, option: QStyleOptionViewItem,  # Override QStyledItemDelegate.paint.
+              index: QModelIndex | QPersistentModelIndex) -> None:
+        share = index.data(Roles.FRACTION)
+        if share is None:
+            super().paint(painter, option, index)
+            return
+        bar = QStyleOptionProgressBar()
+        bar.rect = option.rect.adjusted(2, 3, -2, -3)
+        bar.minimum, bar.maximum = (0, 0) if share < 0 else (0, 1000)
+        bar.progress = max(0, int(share * 1000))
+        bar.text = index.data() or ""
+        bar.textVisible = True
+        bar.state = option.state
+        bar.palette = option.palette
+        style = option.widget.style() if option.widget else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
+
+
+def table(parent: QWidget, proxy: ModelFilter, name: str) -> QTableView:
+    view = QTableView(parent)
+    view.setObjectName(name)
+    view.setAccessibleName(name.capitalize())
+    view.setModel(proxy)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setSortingEnabled(True)
+    view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the service's order until a header is clicked
+    view.verticalHeader().hide()
+    view.setAlternatingRowColors(True)
+    view.setWordWrap(False)
+    header = view.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+    return view
+
+
+def selected_row(view: QTableView) -> Any:
+    """The selected row's value (a ModelRow, CatalogRow or DownloadItem), or None."""
+    index = view.currentIndex()
+    return index.data(Roles.ROW) if index.isValid() and view.selectionModel().isSelected(index) else None
+
+
+class InstalledPage(QWidget):
+    """The library: a searchable table, the selected model's details, fit and own settings."""
+
+    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.adapter = adapter
+        self.library = adapter.controller.library
+        self._shown: tuple[str, Any] | None = None  # (model id, defaults) the form shows
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText("Search your models")
+        self.search.setClearButtonEnabled(True)
+        self.add_file_button = QPushButton("Add a &file…", self)
+        self.add_folder_button = QPushButton("Add a fol&der…", self)
+        self.filter = ModelFilter(self)
+        self.filter.setSourceModel(adapter.installed)
+        self.view = table(self, self.filter, "installed")
+        self.total = QLabel(self)
+        self.details = QLabel(self)
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.load_button = QPushButton("&Load", self)
+        self.default_button = QPushButton("Set as defa&ult", self)
+        self.remove_button = QPushButton("&Remove…", self)
+        self.form = ModelSettingsForm(self)
+        self._lay_out()
+        self.search.textChanged.connect(self.filter.set_text)
+        self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
+        for signal in (adapter.installed.dataChanged, adapter.installed.rowsRemoved, adapter.installed.totalsChanged):
+            signal.connect(lambda *_: self.show_selected())
+        adapter.installed.totalsChanged.connect(self._show_total)
+        self.add_file_button.clicked.connect(self.add_file)
+        self.add_folder_button.clicked.connect(self.add_folder)
+        self.load_button.clicked.connect(lambda: self._act(self.library.load))
+        self.default_button.clicked.connect(lambda: self._act(self.library.set_default))
+        self.remove_button.clicked.connect(self.remove)
+        self.form.saveRequested.connect(self._save_defaults)
+        self._show_total()
+        self.show_selected()
+
+    def _lay_out(self) -> None:
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.add_file_button)
+        top.addWidget(self.add_folder_button)
+        left = QWidget(self)
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(self.view, 1)
+        left_layout.addWidget(self.total)
+        buttons = QHBoxLayout()
+        for button in (self.load_button, self.default_button, self.remove_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        pane = QWidget(self)
+        pane_layout = QVBoxLayout(pane)
+        pane_layout.addLayout(buttons)
+        pane_layout.addWidget(self.details)
+        heading = QLabel("<b>This model's own settings</b> (a chat's settings go over these)", pane)
+        heading.setWordWrap(True)
+        pane_layout.addWidget(heading)
+        pane_layout.addWidget(self.form)
+        pane_layout.addStretch(1)
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(pane)
+        splitter = QSplitter(self)
+        splitter.addWidget(left)
+        splitter.addWidget(scroll)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(splitter, 1)
+        self.pane = scroll
+
+    def _show_total(self) -> None:
+        model = self.adapter.installed
+        text = f"Kestrel's models folder: {human_size(model.disk_total)}"
+        if model.referenced_total():
+            text += f" · models kept where you keep them: {human_size(model.referenced_total())}"
+        self.total.setText(text)
+
+    def show_selected(self) -> None:
+        """Show the selected model's details and settings (an empty pane without one)."""
+        row = selected_row(self.view)
+        self.pane.setEnabled(row is not None)
+        if row is None:
+            self.details.setText("Choose a model to see its details and settings.")
+            self._shown = None
+            for button in (self.load_button, self.default_button, self.remove_button):
+                button.setEnabled(False)
+            return
+        model = row.model
+        self.details.setText(details_html(row))
+        self.load_button.setEnabled(not model.missing and not row.is_loaded and row.problem is None)
+        self.default_button.setEnabled(not model.missing and not row.is_default)
+        self.remove_button.setEnabled(True)
+        self.remove_button.setText("Fo&rget…" if model.referenced else "&Remove…")
+        if self._shown != (model.id, model.defaults):
+            # Only when another model is chosen or its saved settings changed: edits in
+            # progress survive a fresh listing.
+            self._shown = (model.id, model.defaults)
+            settings = self.adapter.controller.settings
+            self.form.show_defaults(model.defaults, settings.generation, settings.device_preference)
+
+    def _act(self, method) -> None:
+        row = selected_row(self.view)
+        if row is not None:
+            self.adapter.spawn(method(row.model.id))
+
+    def _save_defaults(self, defaults) -> None:
+        row = selected_row(self.view)
+        if row is not None:
+            self.adapter.spawn(self.library.set_defaults(row.model.id, defaults))
+
+    def remove(self) -> None:
+        row = selected_row(self.view)
+        if row is None:
+            return
+        model = row.model
+        if model.referenced:
+            question = (f"Forget “{model.title}”? Kestrel stops listing it; the file stays where it is:\n"
+                        f"{model.path}")
+        else:
+            question = (f"Remove “{model.title}”? Its file ({human_size(model.size)}) is deleted from "
+                        "Kestrel's models folder. This cannot be undone.")
+        if self.confirm(question):
+            self.adapter.spawn(self.library.remove(model.id))
+
+    def add_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Add a model file", "", "GGUF models (*.gguf);;All files (*)")
+        if not path:
+            return
+        reference = self.ask_reference(path)
+        if reference is not None:
+            self.adapter.spawn(self.library.add(path, reference=reference))
+
+    def add_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Add the models in a folder (they stay where they are)")
+        if path:
+            self.adapter.spawn(self.library.add_folder(path))
+
+    def ask_reference(self, path: str) -> bool | None:
+        """Copy the file into Kestrel's folder (False), use it where it is (True), or cancel (None)."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Add a model file",
+                          f"Copy {path} into Kestrel's models folder, or use it where it is?\n"
+                          "A file used where it is stays yours: removing it from Kestrel only forgets it.", parent=self)
+        copy = box.addButton("&Copy it in", QMessageBox.ButtonRole.AcceptRole)
+        keep = box.addButton("&Use it where it is", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        return True if clicked is keep else False if clicked is copy else None
+
+    def confirm(self, question: str) -> bool:
+        return QMessageBox.question(self, "Kestrel", question) == QMessageBox.StandardButton.Yes
+
+
+class CatalogPage(QWidget):
+    """The catalog, filtered to what fits this machine unless asked otherwise, and Download.
+
+    Signals: downloadStarted (switch to the downloads page).
+    """
+
+    downloadStarted = Signal()
+
+    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.adapter = adapter
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText("Search the catalog")
+        self.search.setClearButtonEnabled(True)
+        self.fits_only = QCheckBox("&Only models that fit this machine", self)
+        self.filter = ModelFilter(self)
+        self.filter.setSourceModel(adapter.catalog)
+        self.view = table(self, self.filter, "catalog")
+        self.about = QLabel(self)
+        self.about.setWordWrap(True)
+        self.download_button = QPushButton("&Download", self)
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.fits_only)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.about, 1)
+        bottom.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.view, 1)
+        layout.addLayout(bottom)
+        self.search.textChanged.connect(self.filter.set_text)
+        self.fits_only.toggled.connect(self.filter.set_fits_only)
+        self.fits_only.setChecked(True)
+        self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
+        adapter.catalog.dataChanged.connect(lambda *_: self.show_selected())
+        self.download_button.clicked.connect(self.download)
+        self.show_selected()
+
+    def show_selected(self) -> None:
+        row = selected_row(self.view)
+        self.download_button.setEnabled(row is not None and row.installed_id is None)
+        if row is None:
+            self.about.setText("Choose a model to download. Downloads are the only time Kestrel uses the network.")
+            return
+        self.about.setText(f"<b>{_escape(row.entry.name)}</b> — {_escape(row.entry.description)}<br>"
+                           f"{_escape(verdict_tooltip(row.fit)).replace(chr(10), '<br>')}<br>"
+                           f"From huggingface.co/{_escape(row.entry.repo)}")
+
+    def download(self) -> None:
+        row = selected_row(self.view)
+        if row is not None:
+            self.adapter.controller.library.download(row.entry)
+            self.downloadStarted.emit()
+
+
+class DownloadsPage(QWidget):
+    """Downloads with their progress, and Pause, Resume and Cancel for the selected one."""
+
+    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.adapter = adapter
+        self.filter = ModelFilter(self)
+        self.filter.setSourceModel(adapter.downloads)
+        self.view = table(self, self.filter, "downloads")
+        self.view.setItemDelegateForColumn(DownloadsModel.PROGRESS, ProgressDelegate(self.view))
+        self.view.horizontalHeader().setSectionResizeMode(DownloadsModel.PROGRESS, QHeaderView.ResizeMode.Fixed)
+        self.view.setColumnWidth(DownloadsModel.PROGRESS, 260)
+        self.pause_button = QPushButton("&Pause", self)
+        self.resume_button = QPushButton("Res&ume", self)
+        self.cancel_button = QPushButton("&Cancel download", self)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        for button in (self.pause_button, self.resume_button, self.cancel_button):
+            buttons.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.view, 1)
+        layout.addLayout(buttons)
+        self.pause_button.clicked.connect(lambda: self._act("pause"))
+        self.resume_button.clicked.connect(lambda: self._act("resume"))
+        self.cancel_button.clicked.connect(lambda: self._act("cancel"))
+        self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
+        adapter.downloads.dataChanged.connect(lambda *_: self.show_selected())
+        adapter.downloads.rowsInserted.connect(self._select_newest)
+        self.show_selected()
+
+    def show_selected(self) -> None:
+        item = selected_row(self.view)
+        state = item.state if item is not None else ""
+        self.pause_button.setEnabled(state in _PAUSABLE)
+        self.resume_button.setEnabled(state in _RESUMABLE)
+        self.cancel_button.setEnabled(state in _CANCELLABLE)
+
+    def _select_newest(self, _parent, _first: int, last: int) -> None:
+        index = self.filter.mapFromSource(self.adapter.downloads.index(last, 0))
+        if index.isValid():
+            self.view.selectRow(index.row())
+
+    def _act(self, what: str) -> None:
+        item = selected_row(self.view)
+        if item is None:
+            return
+        result = getattr(self.adapter.controller.downloads, what)(item.id)
+        if asyncio.iscoroutine(result):
+            self.adapter.spawn(result)
+
+
+class ModelManager(QDialog):
+    """Not modal: the chat goes on while it is open. Opening it asks for a fresh listing."""
+
+    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.adapter = adapter
+        self.setWindowTitle("Models")
+        self.setModal(False)
+        self.resize(1040, 660)
+        self.tabs = QTabWidget(self)
+        self.installed = InstalledPage(adapter, self.tabs)
+        self.catalog = CatalogPage(adapter, self.tabs)
+        self.downloads = DownloadsPage(adapter, self.tabs)
+        self.tabs.addTab(self.installed, "&Installed")
+        self.tabs.addTab(self.catalog, "&Get a model")
+        self.tabs.addTab(self.downloads, "Do&wnloads")
+        self.catalog.downloadStarted.connect(lambda: self.tabs.setCurrentWidget(self.downloads))
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+
+    def showEvent(self, event) -> None:  # Override QDialog.showEvent.
+        super().showEvent(event)
+        self.adapter.spawn(self.adapter.controller.library.refresh())
+
+
+def details_html(row: Any) -> str:
+    """Everything known about an installed model, and its fit with the numbers behind it."""
+    model = row.model
+    lines = [f"<h3>{_escape(model.title)}</h3>"]
+    if row.problem:
+        lines.append(f"<p><b>{_escape(row.problem)}</b></p>")
+    cells = []
+    for key, label in _DETAILS:
+        value = row.details.get(key)
+        if key == "parameters_label" and not value and row.details.get("parameters"):
+            value = f"{row.details['parameters']:,}"
+        if value is None or value == "":
+            continue
+        if key == "file_size":
+            value = human_size(int(value))
+        elif key == "chat_template":
+            value = "in the file" if value else "none in the file (set one below)"
+        elif key == "context_length":
+            value = f"{value:,} tokens"
+        cells.append((label, str(value)))
+    where = "kept where you keep it" if model.referenced else "in Kestrel's models folder"
+    cells += [("File", f"{model.path} ({where})"), ("Source", model.source)]
+    lines.append("<table>" + "".join(f"<tr><td>{_escape(label)}:&nbsp;</td><td>{_escape(value)}</td></tr>"
+                                     for label, value in cells) + "</table>")
+    if row.fit is not None:
+        lines.append("<p><b>Will it fit?</b> " + _escape(verdict_tooltip(row.fit)).replace("\n", "<br>") + "</p>")
+    return "".join(lines)
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
