@@ -15,12 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.cli import models_get
+from app.cli import models_get, models_settings
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, UserError
-from app.cli.models_common import EXIT_FILES, copy_in, load_settings, open_library
+from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
 from app.core.units import human_size
 from app.core.settings import Settings, SettingsError, SettingsFile
 from app.library.gguf_info import ModelFileError
+from app.library.model_format import GENAI_CONFIG
 from app.library.model_details import model_details
 from app.library.models import InstalledModel, ModelLibrary
 
@@ -34,7 +35,8 @@ _INFO_LABELS = (
     ("license_link", "license link"), ("decoder_file", "decoder file"), ("providers", "providers"),
     ("source", "source"), ("sha256", "SHA-256"), ("default", "default"),
 )
-_ADD_ONE = ("Add one with: kestrel models add PATH (a .gguf file or an ONNX model folder), or "
+_ADD_ONE = ("Add one with: kestrel models add PATH (a .gguf file, an ONNX model folder, or a folder "
+            "to look through for models), or "
             "download one with: kestrel models get URL.")
 
 
@@ -48,13 +50,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     info.add_argument("model", metavar="ID", help="an installed model's id (see models list), or a path")
     info.add_argument("--json", action="store_true", help="the details as one JSON object")
     info.set_defaults(run=run, handler=_info)
-    add = actions.add_parser("add", help="copy a GGUF file or an ONNX Runtime GenAI folder into the library")
-    add.add_argument("path", metavar="PATH", help="a .gguf file or an ONNX model folder")
+    add = actions.add_parser("add", help="add a GGUF file or an ONNX Runtime GenAI folder (copied in, "
+                                         "or kept where it is), or every model in a folder")
+    add.add_argument("path", metavar="PATH", help="a .gguf file, an ONNX model folder, or a folder to "
+                                                  "look through (its models are kept where they are)")
+    add.add_argument("--reference", action="store_true",
+                     help="keep the file where it is instead of copying it into the models folder")
     add.set_defaults(run=run, handler=_add)
-    remove = actions.add_parser("remove", help="delete an installed model from the models folder")
+    remove = actions.add_parser("remove", help="delete a model from the models folder, or forget one "
+                                               "kept elsewhere (its file stays)")
     remove.add_argument("model", metavar="ID", help="the model's id (see models list)")
     remove.set_defaults(run=run, handler=_remove)
     models_get.add_parser(actions, run)
+    models_settings.add_parser(actions, run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,21 +111,33 @@ def _list(args: argparse.Namespace) -> int:
         return EXIT_OK
     id_width = max(len(row["id"]) for row in rows)
     for row in rows:
-        mark = "  (default)" if row["default"] else ""
-        print(f"{row['id']:<{id_width}}  {row['format']:<4}  {human_size(row['size']):>8}  {row['title']}{mark}")
+        print(f"{row['id']:<{id_width}}  {row['format']:<4}  {human_size(row['size']):>8}  "
+              f"{row['title']}{_marks(row)}")
+    use = library.disk_use()
+    elsewhere = (f"; {human_size(use.referenced_total)} more in models kept where they are"
+                 if use.referenced_total else "")
+    print(f"Disk use: {human_size(use.total)} in Kestrel's models folder{elsewhere}.")
     return EXIT_OK
 
 
+def _marks(row: dict[str, Any]) -> str:
+    marks = [*(["default"] if row["default"] else []), *(["kept where it is"] if row["referenced"] else [])]
+    if row["missing"]:
+        marks.append(f"missing: not at {row['path']} now")
+    return "".join(f"  ({mark})" for mark in marks)
+
+
 def _listing(model: InstalledModel, is_default: bool) -> dict[str, Any]:
-    return {"id": model.id, "title": model.title, "format": "onnx" if model.path.is_dir() else "gguf",
-            "size": model.size, "default": is_default, "path": str(model.path)}
+    return {"id": model.id, "title": model.title, "format": model.format, "size": model.size,
+            "default": is_default, "path": str(model.path), "referenced": model.referenced,
+            "missing": model.missing, "files": [str(part) for part in model.files]}
 
 
 def _info(args: argparse.Namespace) -> int:
     library, settings = open_library(), load_settings()[1]
     model, path = _model_or_path(library, args.model)
     try:
-        details = model_details(path)
+        details = {} if model is not None and model.missing else model_details(path)
     except ModelFileError as exc:  # ModelFolderError too
         raise UserError(exc.message, EXIT_MODEL) from None
     default = library.default(settings.default_model)
@@ -126,7 +146,9 @@ def _info(args: argparse.Namespace) -> int:
                              "title": model.title if model else name or path.name,
                              "path": str(path), **details}
     if model is not None:
-        shown.update(source=model.source, sha256=model.sha256, default=default == model)
+        shown.update(source=model.source, sha256=model.sha256, default=default == model,
+                     referenced=model.referenced, missing=model.missing,
+                     files=[str(part) for part in model.files] or None, defaults=model.defaults.to_dict())
     shown = {key: value for key, value in shown.items() if value is not None}
     if args.json:
         print(json.dumps(shown, ensure_ascii=False))
@@ -135,7 +157,22 @@ def _info(args: argparse.Namespace) -> int:
         for key, label in _INFO_LABELS:
             if key in shown:
                 print(f"  {label + ':':<17}{_plain(key, shown[key])}")
+        if model is not None:
+            _print_kept(model)
     return EXIT_OK
+
+
+def _print_kept(model: InstalledModel) -> None:
+    """info's lines on where the model is kept and the settings of its own."""
+    if model.missing:
+        print(f"  {'missing:':<17}yes: nothing is at {model.path} now (an unplugged drive?); it is "
+              "listed again as it was once the file is back")
+    if model.referenced:
+        print(f"  {'kept:':<17}where it is; removing it only makes Kestrel forget it")
+    if model.files:
+        print(f"  {'parts:':<17}{len(model.files)} files ({model.files[0].name} …)")
+    own = models_settings.describe_defaults(model.defaults)
+    print(f"  {'own settings:':<17}{own or 'none (the app settings are used)'}")
 
 
 def _plain(key: str, value: Any) -> str:
@@ -160,9 +197,14 @@ def _add(args: argparse.Namespace) -> int:
     library = open_library()
     started = time.time()
     source = Path(args.path).expanduser().absolute()  # the model remembers where it came from
-    model = copy_in(library, source)
+    if source.is_dir() and not (source / GENAI_CONFIG).is_file():
+        return add_folder(library, source)
+    model = reference(library, source) if args.reference else copy_in(library, source)
     if model.added < started:
         print(f"kestrel: {Path(args.path).name} is already installed as {model.id}.", file=sys.stderr)
+    elif model.referenced:
+        print(f"kestrel: {model.id} is kept at {model.path}; Kestrel never moves or deletes it.",
+              file=sys.stderr)
     print(model.id)
     return EXIT_OK
 
@@ -181,7 +223,11 @@ def _remove(args: argparse.Namespace) -> int:
         raise UserError(f"Could not remove {model.id}: {exc.strerror or exc}{where}. If Kestrel's "
                         "window or a chat is using the model, close it, then run the same command "
                         "again.", EXIT_FILES) from None
-    print(f'Removed {model.id} ("{model.title}"); {human_size(removed.freed)} of disk space freed.')
+    if model.referenced:
+        print(f'Forgot {model.id} ("{model.title}"); the file stays at {model.path}: Kestrel did not '
+              f"put it there, so it does not delete it.")
+    else:
+        print(f'Removed {model.id} ("{model.title}"); {human_size(removed.freed)} of disk space freed.')
     if removed.left:
         print(f"Left in {model.path.parent}: {', '.join(removed.left)} (Kestrel did not write "
               "them, so it did not delete them).")

@@ -1,5 +1,6 @@
 """What the `models` commands share: the library and settings they use, progress on the
-terminal, work on a thread that Ctrl+C can stop, and the copy into the models folder."""
+terminal, work on a thread that Ctrl+C can stop, the copy into the models folder and the
+adding of models kept where they are."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO, TypeVar
 
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, UserError
+from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, UserError
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from app.library.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.models import InstalledModel, ModelLibrary
+from app.library.scan import ScanCancelled
 
 # The download, the copy into the models folder, or the removal did not complete (network,
 # server, wrong SHA-256, no space, a file in use); the message says what was kept.
@@ -131,3 +133,47 @@ def copy_in(library: ModelLibrary, source: Path) -> InstalledModel:
                         "in the models folder.", EXIT_INTERRUPTED) from None
     finally:
         line.end()
+
+
+def reference(library: ModelLibrary, source: Path) -> InstalledModel:
+    """Add a model where it is (`models add --reference`): same checks and messages as a copy."""
+    try:
+        return library.add_reference(source)
+    except ModelFileError as exc:
+        raise UserError(exc.message, EXIT_MODEL) from None
+
+
+def add_folder(library: ModelLibrary, folder: Path) -> int:
+    """Look through a folder and the folders in it, keep each model found where it is, and
+    say what was added (ids on standard output), what was there already and what was not
+    a model, with why."""
+    line = ProgressLine(sys.stderr)
+    cancel = threading.Event()
+
+    def report(count: int, where: Path) -> None:
+        line.show(f"Looking through {folder}: {count:,} folders, now {where.name or where}")
+
+    try:
+        scan = in_worker(lambda: library.add_folder(folder, report, cancel.is_set), cancel.set)
+    except ScanCancelled:
+        raise UserError(f"Cancelled: nothing from {folder} was added.", EXIT_INTERRUPTED) from None
+    finally:
+        line.end()
+    for path, reason in scan.skipped:
+        print(f"kestrel: skipped {path}: {reason}", file=sys.stderr)
+    if not scan.added and not scan.known:
+        raise UserError(f"No model was found in {folder} or the folders in it. A model is a .gguf "
+                        "file, or a folder with an ONNX Runtime GenAI model (genai_config.json, the "
+                        "model and its tokenizer).", EXIT_MODEL)
+    if scan.known:
+        print(f"kestrel: already in the library: {', '.join(m.id for m in scan.known)}.", file=sys.stderr)
+    if scan.added:
+        print(f"kestrel: added {_models(len(scan.added))} found in {folder}; they stay where they "
+              "are, and removing one only makes Kestrel forget it.", file=sys.stderr)
+    for model in scan.added:
+        print(model.id)
+    return EXIT_OK
+
+
+def _models(count: int) -> str:
+    return "1 model" if count == 1 else f"{count:,} models"

@@ -156,9 +156,13 @@ class ModelLibrary:
         return RemovedModel(model, freed, _drop_if_empty(folder))
 
     def register(self, model_id: str, path: Path, *, title: str, sha256: str | None,
-                 source: str, files: tuple[Path, ...] = (), referenced: bool = False) -> InstalledModel:
-        """Record a model: its file (or ONNX folder, or split GGUF's parts) already in its
-        folder, or, referenced, at the absolute path where the user keeps it."""
+                 source: str, files: tuple[Path, ...] = ()) -> InstalledModel:
+        """Record a model file (or ONNX folder, or a split GGUF's parts) already in its folder."""
+        return self._record(model_id, path, title, sha256, source, files, referenced=False)
+
+    def _record(self, model_id: str, path: Path, title: str, sha256: str | None, source: str,
+                files: tuple[Path, ...], *, referenced: bool) -> InstalledModel:
+        """Write model.json: for a referenced model, the absolute path where the user keeps it."""
         folder = self.folder_for(model_id)
         size = sum(size_on_disk(part) for part in (files or (path,)))
         model = InstalledModel(folder.name, title, path, size, sha256, source, time.time(),
@@ -246,9 +250,8 @@ class ModelLibrary:
 
     def _reference(self, found: Found, source: str) -> InstalledModel:
         ForgottenFiles(self.root).drop(found.path)  # added again on purpose: list it again
-        return self.register(self.unused_id(found.path.stem if found.format == "gguf" else found.path.name),
-                             found.path, title=found.title, sha256=None, source=source,
-                             files=found.files, referenced=True)
+        model_id = self.unused_id(found.path.stem if found.format == "gguf" else found.path.name)
+        return self._record(model_id, found.path, found.title, None, source, found.files, referenced=True)
 
     def unused_id(self, stem: str) -> str:
         """A folder of its own for a new model: removing it then touches no other model."""

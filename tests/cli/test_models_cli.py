@@ -22,6 +22,7 @@ from gguf import GGUFReader, GGUFWriter, LlamaFileType
 
 from app.library.model_details import _FILE_TYPE_NOT_STATED, _FILE_TYPES
 from app.core.paths import data_paths
+from app.core.units import human_size
 from app.core.settings import Settings, SettingsFile
 from tests.cli.test_chat_cli import ROOT, kestrel
 from tests.helpers.http_servers import Served, TestServer, running_server, sha256_of
@@ -87,11 +88,14 @@ def test_added_models_are_listed_once_each_with_the_default_marked(tiny_model: P
     chosen = json_lines(models("list", "--json").stdout)
 
     assert (tiny, onnx) == ("tiny-model", "tiny-onnx")
-    assert [(m["id"], m["format"], m["default"]) for m in listed] == [
-        (tiny, "gguf", True), (onnx, "onnx", False)], "the oldest is the default until one is chosen"
+    assert [(m["id"], m["format"], m["default"], m["referenced"], m["missing"], m["files"]) for m in listed] == [
+        (tiny, "gguf", True, False, False, []), (onnx, "onnx", False, False, False, [])], \
+        "the oldest is the default until one is chosen"
     assert listed[0]["size"] == tiny_model.stat().st_size and listed[0]["title"] == "kestrel-tiny"
     assert Path(listed[1]["path"]).parent == models_folder() / onnx
-    assert len(plain) == 2 and plain[0].startswith(tiny) and plain[0].endswith("(default)")
+    assert len(plain) == 3 and plain[0].startswith(tiny) and plain[0].endswith("(default)")
+    total = tiny_model.stat().st_size + listed[1]["size"]
+    assert plain[2] == f"Disk use: {human_size(total)} in Kestrel's models folder."
     assert f"{tiny_model.stat().st_size / 1000:.1f} KB" in plain[0] and "(default)" not in plain[1]
     assert [m["default"] for m in chosen] == [False, True]
 
@@ -107,7 +111,7 @@ def test_adding_the_same_file_again_gives_the_same_id_and_says_so(tiny_model: Pa
 
 @pytest.mark.parametrize("name, words", [
     ("notes.gguf", "is not a GGUF model file"),
-    ("a folder", "is not a model Kestrel can run"),
+    ("a folder", "No model was found in"),
     ("missing.gguf", "was not found"),
 ])
 def test_adding_what_is_not_a_model_says_why_and_leaves_nothing(tmp_path: Path, name: str, words: str) -> None:
@@ -137,6 +141,7 @@ def test_info_reads_a_gguf_header_without_loading_the_model(tiny_model: Path) ->
         "embedding_length": 64, "attention_heads": 4, "kv_heads": 2, "chat_template": True,
         "parameters": weights,
         "source": f"imported from {tiny_model}", "sha256": info[0]["sha256"], "default": True,
+        "referenced": False, "missing": False, "defaults": {},
     }], "no licence or size label: the tiny file states none"
     assert len(info[0]["sha256"]) == 64
     assert "context length:  2,048 tokens" in plain and "chat template:   yes" in plain
