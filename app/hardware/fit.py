@@ -1,0 +1,308 @@
+"""Will it fit? A model's memory need against what its placement would use, as a plain verdict.
+
+Pure arithmetic over a HardwareReport and a model's numbers: place() says where the model
+would go, and this module says how well it would run there, with the numbers behind the
+verdict and the longest context that still fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.hardware.memory import (
+    F16, ModelShape, llama_compute_bytes, memory_needed, onnx_compute_bytes,
+)
+from app.hardware.placement import place
+from app.hardware.placement_fit import fit_layers, gb, llama_gpu_budgets, margin, onnx_budget
+from app.hardware.placement_types import ModelFacts, Placement, PlacementRefused, Preference
+from app.hardware.report import HardwareReport
+
+_MIB = 1024**2
+# Memory the system itself must keep to go on working: a model that leaves less than
+# this free will not load (or will make the machine swap until it is unusable).
+OS_RESERVE = 256 * _MIB
+# Context lengths are offered in steps of this many tokens (llama.cpp pads its cache so).
+CONTEXT_STEP = 256
+_CACHE_WORDS = {1: "8-bit", 2: "16-bit", 4: "32-bit"}
+
+
+class Verdict(StrEnum):
+    RUNS_WELL = "runs_well"
+    RUNS_SLOWLY = "runs_slowly"
+    WONT_FIT = "wont_fit"
+
+
+@dataclass(frozen=True)
+class MemoryNeed:
+    """Bytes a model needs: its weights, its KV cache and the runtime's working buffers."""
+
+    weights: int
+    kv_cache: int
+    compute: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv_cache + self.compute
+
+
+@dataclass(frozen=True)
+class FitFacts(ModelFacts):
+    """ModelFacts with what sizes the working buffers, read by app.library.fit_facts.
+
+    trained_context is the longest context the model was made for (None: not stated);
+    kv_element_bytes the cache's bytes per element. Placement sees the honest working
+    buffers through memory_needed.
+    """
+
+    shape: ModelShape = ModelShape()
+    trained_context: int | None = None
+    kv_element_bytes: int = F16
+
+    def compute_bytes(self, *, on_cpu: bool) -> int | None:
+        """The working buffers on that device; None when the shape is not known."""
+        if not self.shape.known:
+            return None
+        sizer = llama_compute_bytes if self.format == "gguf" else onnx_compute_bytes
+        return sizer(self.shape, self.context_length, on_cpu=on_cpu)
+
+    def memory_needed(self, *, on_cpu: bool) -> int:
+        return memory_needed(self.file_size, self.kv_cache_bytes, on_cpu=on_cpu,
+                             compute=self.compute_bytes(on_cpu=on_cpu))
+
+
+@dataclass(frozen=True)
+class FitEstimate:
+    """How well a model would run here, in one line, with the numbers behind it."""
+
+    verdict: Verdict
+    summary: str
+    context_length: int
+    need: MemoryNeed
+    device_kind: str
+    device_name: str
+    available: int | None
+    freed_by_unloading: int
+    max_context: int | None
+    lines: tuple[str, ...]
+
+
+def estimate_fit(report: HardwareReport, model: ModelFacts, *, context_length: int,
+                 preference: str = "auto", loaded_bytes: int = 0) -> FitEstimate:
+    """The verdict for loading model at context_length with this device preference.
+
+    loaded_bytes: the memory the model loaded now holds. Kestrel runs one model at a
+    time, so loading this one gives it back; it is counted on the device this one would
+    go to (the same placement rules put both there).
+    """
+    facts = at_context(model, context_length)
+    freed = max(0, loaded_bytes)
+    report = given_back(report, freed)
+    try:
+        placements = place(report, facts, preference)  # type: ignore[arg-type]
+    except PlacementRefused as refused:
+        return _refused(facts, preference, refused, freed)
+    return _Judge(report, facts, placements[0], preference, freed).estimate()
+
+
+def at_context(model: ModelFacts, context_length: int) -> ModelFacts:
+    """The same model at another context length: the cache grows with it, token for token."""
+    context = max(CONTEXT_STEP, context_length)
+    trained = model.trained_context if isinstance(model, FitFacts) else None
+    if trained:
+        context = min(context, trained)
+    if context == model.context_length:
+        return model
+    per_token = model.kv_cache_bytes / model.context_length if model.context_length else 0
+    return dataclasses.replace(model, context_length=context, kv_cache_bytes=round(per_token * context))
+
+
+def memory_need(model: ModelFacts, *, on_cpu: bool) -> MemoryNeed:
+    """The three parts of model.memory_needed(on_cpu=...)."""
+    total = model.memory_needed(on_cpu=on_cpu)
+    weights = total - model.kv_cache_bytes - memory_needed(0, 0, on_cpu=on_cpu,
+                                                            compute=_compute(model, on_cpu))
+    return MemoryNeed(weights, model.kv_cache_bytes, total - weights - model.kv_cache_bytes)
+
+
+def _compute(model: ModelFacts, on_cpu: bool) -> int | None:
+    return model.compute_bytes(on_cpu=on_cpu) if isinstance(model, FitFacts) else None
+
+
+def given_back(report: HardwareReport, freed: int) -> HardwareReport:
+    """The report as it would be once the loaded model, holding `freed` bytes, is unloaded."""
+    if not freed:
+        return report
+    ram = report.ram and dataclasses.replace(report.ram, available=min(report.ram.total,
+                                                                       report.ram.available + freed))
+    gpus = tuple(dataclasses.replace(g, free_memory=min(g.dedicated_memory or g.free_memory + freed,
+                                                        g.free_memory + freed))
+                 if g.free_memory else g for g in report.gpus)
+    llama = report.llama
+    if llama is not None:
+        devices = tuple(dataclasses.replace(d, memory_free=min(d.memory_total, d.memory_free + freed))
+                        if d.kind in ("gpu", "igpu") and d.memory_free else d for d in llama.devices)
+        llama = dataclasses.replace(llama, devices=devices)
+    return dataclasses.replace(report, ram=ram, gpus=gpus, llama=llama)
+
+
+class _Judge:
+    """The verdict for one placement: where the model goes, what is free there, what fits."""
+
+    def __init__(self, report: HardwareReport, facts: ModelFacts, placement: Placement,
+                 preference: str, freed: int) -> None:
+        self.report, self.facts, self.placement = report, facts, placement
+        self.preference, self.freed = preference, freed
+        self.ram = report.ram.available if report.ram else None
+        self.on_cpu = placement.kind == "cpu"
+        self.budget = self.ram if self.on_cpu else self._device_budget()
+
+    def estimate(self) -> FitEstimate:
+        need = memory_need(self.facts, on_cpu=self.on_cpu)
+        verdict, summary = self._verdict()
+        maximum = self._max_context()
+        return FitEstimate(
+            verdict=verdict, summary=summary, context_length=self.facts.context_length, need=need,
+            device_kind=self.placement.kind, device_name=self.placement.device_name,
+            available=self.budget, freed_by_unloading=self.freed, max_context=maximum,
+            lines=self._lines(need, maximum),
+        )
+
+    # --- where it goes and what is free there ---
+
+    def _device_budget(self) -> int | None:
+        placement = self.placement
+        if placement.backend == "llama.cpp":
+            budgets = llama_gpu_budgets(self.report)
+            return next((b.budget for b in budgets if b.name == placement.device_name), None)
+        if placement.ep_device_index is None:
+            return None
+        return onnx_budget(self.report, self.report.ep_devices[placement.ep_device_index])[0]
+
+    @property
+    def partial(self) -> bool:
+        return self.placement.backend == "llama.cpp" and self.placement.gpu_layers > 0
+
+    def _ram_left_for(self, facts: ModelFacts) -> int | None:
+        """RAM the model would still have free once loaded; None when RAM is not known."""
+        if self.ram is None:
+            return None
+        need = facts.memory_needed(on_cpu=True)
+        if self.partial and self.budget is not None and facts.layers:
+            # The GPU holds its share of the weights and cache; the rest stays in RAM.
+            layers = fit_layers(facts, self.budget)[0]
+            share = 1.0 if layers == -1 else layers / facts.layers
+            need -= int((facts.file_size + facts.kv_cache_bytes) * share)
+        return self.ram - need
+
+    def _accelerator_skipped(self) -> bool:
+        """Whether a GPU or NPU that could run this kind of model was passed over for the CPU."""
+        if self.preference == "cpu":
+            return False
+        if self.facts.format == "gguf":
+            return bool(llama_gpu_budgets(self.report))
+        targets = {t.provider for t in self.facts.onnx_targets}
+        return any(d.kind != "cpu" and d.provider in targets for d in self.report.ep_devices)
+
+    # --- the verdict ---
+
+    def _verdict(self) -> tuple[Verdict, str]:
+        placement = self.placement
+        where = f"{placement.kind.upper()} ({placement.device_name})"
+        left = self._ram_left_for(self.facts)
+        if left is not None and left < OS_RESERVE and (self.on_cpu or self.partial):
+            need = self.ram - left if self.ram is not None else 0
+            return Verdict.WONT_FIT, f"Will not fit: needs {gb(need)}, {gb(self.ram or 0)} free"
+        if self.partial:
+            return Verdict.RUNS_SLOWLY, (f"Runs slowly: {placement.gpu_layers} of {self.facts.layers} layers "
+                                         f"on the {where}, the rest on the CPU")
+        if not self.on_cpu:
+            return Verdict.RUNS_WELL, f"Runs well on the {where}"
+        if self._accelerator_skipped():
+            return Verdict.RUNS_SLOWLY, "Runs slowly: CPU only, " + _cpu_why(placement.reason)
+        if left is not None and self.ram is not None and left < margin(self.ram):
+            return Verdict.RUNS_SLOWLY, (f"Runs slowly: only just fits in memory "
+                                         f"({gb(self.ram - left)} of {gb(self.ram)} free)")
+        return Verdict.RUNS_WELL, f"Runs well on the {where}"
+
+    # --- the longest context ---
+
+    def _fits(self, context: int) -> bool:
+        facts = at_context(self.facts, context)
+        if self.on_cpu or self.partial:
+            left = self._ram_left_for(facts)
+            return left is None or left >= OS_RESERVE
+        if self.budget is None:
+            return True
+        if self.placement.backend == "llama.cpp":
+            return fit_layers(facts, self.budget)[0] == -1
+        return facts.memory_needed(on_cpu=False) + margin(self.budget) <= self.budget
+
+    def _max_context(self) -> int | None:
+        trained = self.facts.trained_context if isinstance(self.facts, FitFacts) else None
+        if not trained or not self.facts.kv_cache_bytes:
+            return None
+        if self.budget is None and not (self.on_cpu and self.ram is not None):
+            return None
+        low, high = 0, trained // CONTEXT_STEP  # in steps; low always fits (0: none does)
+        if trained < CONTEXT_STEP:
+            return trained if self._fits(trained) else 0
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._fits(middle * CONTEXT_STEP):
+                low = middle
+            else:
+                high = middle - 1
+        return low * CONTEXT_STEP
+
+    # --- the numbers, in words ---
+
+    def _lines(self, need: MemoryNeed, maximum: int | None) -> tuple[str, ...]:
+        facts, placement = self.facts, self.placement
+        cache = _CACHE_WORDS.get(facts.kv_element_bytes if isinstance(facts, FitFacts) else F16, "")
+        lines = [
+            f"Weights: {gb(need.weights)}",
+            f"KV cache: {gb(need.kv_cache)} for {facts.context_length:,} tokens ({cache} cache)",
+            f"Working buffers: {gb(need.compute)}",
+            f"Total: {gb(need.total)} on the {'CPU' if self.on_cpu else placement.kind.upper()}",
+        ]
+        if self.partial:
+            lines.append(f"On the GPU: {placement.gpu_layers} of {facts.layers} layers, {gb(placement.memory_needed)}")
+        lines.append(self._free_line())
+        if self.freed:
+            lines.append(f"Unloading the model loaded now gives back {gb(self.freed)} (counted above)")
+        lines.append(f"Where: {placement.reason}")
+        if maximum is not None:
+            lines.append(f"Longest context that fits: {maximum:,} tokens" if maximum else
+                         "No context length fits in the memory that is free")
+        return tuple(lines)
+
+    def _free_line(self) -> str:
+        if self.on_cpu:
+            return f"Free memory: {gb(self.ram)}" if self.ram is not None else "Free memory: not known"
+        where = f"{self.placement.device_name}"
+        text = f"Free on {where}: {gb(self.budget)}" if self.budget is not None else f"Free on {where}: not known"
+        if self.partial and self.ram is not None:
+            text += f"; free memory for the rest: {gb(self.ram)}"
+        return text
+
+
+def _cpu_why(reason: str) -> str:
+    """The placement's reason for the CPU, without its "CPU: " label."""
+    return reason.removeprefix("CPU: ").split("; it needs about")[0]
+
+
+def _refused(facts: ModelFacts, preference: str, refused: PlacementRefused, freed: int) -> FitEstimate:
+    kind = preference if preference in ("gpu", "npu", "cpu") else "cpu"
+    need = memory_need(facts, on_cpu=kind == "cpu")
+    return FitEstimate(
+        verdict=Verdict.WONT_FIT, summary=f"Will not run on the {kind.upper()} you chose",
+        context_length=facts.context_length, need=need, device_kind=kind, device_name="",
+        available=None, freed_by_unloading=freed, max_context=None,
+        lines=(f"Needs: {gb(need.total)}", refused.reason),
+    )
+
+
+__all__ = ["FitEstimate", "FitFacts", "MemoryNeed", "Preference", "Verdict", "at_context", "estimate_fit",
+           "memory_need"]

@@ -1,0 +1,149 @@
+"""The numbers "will it fit?" needs, read from a GGUF header or an ONNX folder's genai_config.json.
+
+Nothing is loaded: the GGUF header and the JSON config say the model's shape, and the
+shape says how big its KV cache and working buffers get at a context length.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from app.hardware.fit import FitFacts
+from app.hardware.memory import F16, ONNX_KV_FALLBACK, ModelShape
+from app.hardware.onnx_targets import targets_from_genai_config
+from app.library.catalog import CatalogEntry
+from app.library.gguf_info import GgufInfo, GgufSkipped, read_gguf_info
+from app.library.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
+
+# The shortest context the engine loads with (app.engine.resources.MIN_CONTEXT).
+MIN_CONTEXT = 256
+# A split GGUF's shards: "name-00001-of-00003.gguf".
+_SHARD = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+
+
+def facts_for(path: Path, context_length: int, *,
+              onnx_kv_bytes: Callable[[OnnxFolderInfo], int] | None = None) -> FitFacts:
+    """The model's numbers at the context it would load with; ModelFileError if it is not a model.
+
+    onnx_kv_bytes reads an ONNX graph's cache element size (app.engine.onnx_graph's
+    kv_element_bytes); without it the cache is counted as float32, never less than it is.
+    """
+    path = Path(path)
+    if detect_format(path) == "gguf":
+        return gguf_fit_facts(read_gguf_info(path), context_length)
+    folder = read_onnx_folder(path)
+    element = onnx_kv_bytes(folder) if onnx_kv_bytes is not None else ONNX_KV_FALLBACK
+    return onnx_fit_facts(folder, context_length, element)
+
+
+def facts_for_catalog(entry: CatalogEntry, context_length: int) -> FitFacts | None:
+    """A catalog model's numbers before its files are here: its size and trained context only.
+
+    The catalog states no shape, so its KV cache is not counted and the flat allowances
+    stand in for the working buffers; the verdict is firmed up from the files once they
+    are downloaded. None when the catalog does not know the size.
+    """
+    if entry.size is None:
+        return None
+    context = loaded_context(context_length, entry.context_length)
+    return FitFacts(entry.format, entry.size, context, 0, trained_context=entry.context_length)
+
+
+def loaded_context(requested: int, trained: int | None) -> int:
+    """The context the engine loads with: as asked, at least MIN_CONTEXT, at most the trained one."""
+    context = max(MIN_CONTEXT, requested)
+    return min(context, trained) if trained else context
+
+
+def gguf_fit_facts(info: GgufInfo, context_length: int) -> FitFacts:
+    """llama.cpp's view of a GGUF: an F16 cache for every layer at the full context.
+
+    Sliding-window layers (Gemma 3: five of every six) could keep a cache of the window
+    only, but the engine loads with swa_full so that a later turn can reuse the earlier
+    ones, and llama.cpp then gives them the full context too.
+    """
+    meta, arch = info.metadata, info.architecture
+    context = loaded_context(context_length, info.context_length)
+    layers = info.block_count or 0
+    per_token = _gguf_kv_per_token(info)
+    shape = ModelShape(
+        embedding_length=info.embedding_length or 0,
+        head_count=info.head_count or 0,
+        vocab_size=_int(meta.get(f"{arch}.vocab_size")) or _vocab_length(meta.get("tokenizer.ggml.tokens")),
+        feed_forward_length=_int(meta.get(f"{arch}.feed_forward_length")),
+    )
+    return FitFacts("gguf", _weights_bytes(info), context, per_token * context, layers,
+                    shape=shape, trained_context=info.context_length, kv_element_bytes=F16)
+
+
+def _gguf_kv_per_token(info: GgufInfo) -> int:
+    """Bytes of K and V per token over all layers, as llama.cpp sizes them (F16)."""
+    meta, arch = info.metadata, info.architecture
+    layers, heads = info.block_count or 0, info.head_count or 0
+    if not (layers and heads and info.embedding_length):
+        return 0
+    # Gemma 3 and others state head sizes apart from embedding / heads; llama.cpp uses them.
+    key = _int(meta.get(f"{arch}.attention.key_length")) or info.embedding_length // heads
+    value = _int(meta.get(f"{arch}.attention.value_length")) or key
+    kv_heads = meta.get(f"{arch}.attention.head_count_kv")
+    if isinstance(kv_heads, tuple) and len(kv_heads) == layers and all(type(h) is int for h in kv_heads):
+        head_total = sum(kv_heads)  # a per-layer list: layers without attention keep no cache
+    else:
+        head_total = layers * (info.head_count_kv or heads)
+    return head_total * (key + value) * F16
+
+
+def _weights_bytes(info: GgufInfo) -> int:
+    """The file's size, or all its shards' for a split GGUF (path is the first shard)."""
+    match = _SHARD.match(info.path.name)
+    if match is None:
+        return info.file_size
+    count = int(match["count"])
+    shards = [info.path.with_name(f"{match['stem']}-{i:05d}-of-{match['count']}.gguf") for i in range(1, count + 1)]
+    return sum(s.stat().st_size for s in shards if s.is_file()) or info.file_size
+
+
+def onnx_fit_facts(info: OnnxFolderInfo, context_length: int, element_bytes: int = ONNX_KV_FALLBACK) -> FitFacts:
+    """ONNX Runtime GenAI's view: a cache of the graph's type, logits for the whole prompt."""
+    config = _genai_config(info.path)
+    decoder = config.get("model", {}).get("decoder", {}) if isinstance(config.get("model"), dict) else {}
+    context = loaded_context(context_length, info.context_length)
+    layers = info.num_layers or 0
+    per_token = 2 * layers * (info.num_kv_heads or 0) * (info.head_size or 0) * element_bytes
+    shape = ModelShape(
+        embedding_length=_int(decoder.get("hidden_size")),
+        head_count=_int(decoder.get("num_attention_heads")) or (info.num_kv_heads or 0),
+        vocab_size=info.vocab_size or 0,
+    )
+    return FitFacts("onnx", info.weights_bytes, context, per_token * context, layers,
+                    targets_from_genai_config(config), shape=shape,
+                    trained_context=info.context_length, kv_element_bytes=element_bytes)
+
+
+def _genai_config(folder: Path) -> dict[str, Any]:
+    try:
+        config = json.loads((folder / GENAI_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _vocab_length(tokens: object) -> int:
+    if isinstance(tokens, GgufSkipped):
+        return tokens.length
+    return len(tokens) if isinstance(tokens, tuple) else 0
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(0, value)
+    # A per-layer list (feed-forward sizes of some models): the largest sizes the buffers.
+    if isinstance(value, tuple) and value and all(type(v) is int for v in value):
+        return max(value)
+    return 0
