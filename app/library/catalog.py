@@ -27,6 +27,21 @@ class CatalogFile:
 
 
 @dataclass(frozen=True)
+class CatalogShape:
+    """The architecture numbers a memory estimate needs, from the original model's config.json:
+    the KV cache grows by 2 x layers x kv_heads x head_size per token, and with a sliding window
+    only the sliding_window_layers stop growing past sliding_window tokens."""
+
+    layers: int
+    kv_heads: int
+    head_size: int
+    embedding_length: int | None = None
+    vocab_size: int | None = None
+    sliding_window: int | None = None
+    sliding_window_layers: int | None = None
+
+
+@dataclass(frozen=True)
 class CatalogEntry:
     """A model the catalog offers; size is the sum of its files' sizes, None if one is unknown."""
 
@@ -45,6 +60,8 @@ class CatalogEntry:
     instruct: bool
     recommended: bool
     description: str
+    # Optional: an entry without verified numbers is still offered, only not estimated as closely.
+    shape: CatalogShape | None = None
 
 
 class CatalogEntryError(ValueError):
@@ -68,14 +85,16 @@ def load_catalog(path: Path | None = None, problems: list[str] | None = None) ->
                     f"{CATALOG_VERSION}; entries Kestrel cannot read are skipped.")
     entries: list[CatalogEntry] = []
     for index, raw in enumerate(data["models"]):
+        minor: list[str] = []
         try:
-            entry = parse_entry(raw)
+            entry = parse_entry(raw, minor)
         except CatalogEntryError as exc:
             said.append(f"Catalog entry {index + 1} was skipped: {exc}.")
             continue
         if any(e.id == entry.id for e in entries):
             said.append(f"Catalog entry {index + 1} was skipped: the id {entry.id!r} is used twice.")
             continue
+        said.extend(f"Catalog entry {index + 1} ({entry.id}): {m}." for m in minor)
         entries.append(entry)
     return tuple(entries)
 
@@ -90,8 +109,9 @@ def recommended_entry(entries: tuple[CatalogEntry, ...]) -> CatalogEntry | None:
     return next((e for e in entries if e.recommended), None)
 
 
-def parse_entry(raw: Any) -> CatalogEntry:
-    """One entry from its JSON; CatalogEntryError naming the first thing wrong."""
+def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
+    """One entry from its JSON; CatalogEntryError naming the first thing wrong. A damaged shape
+    only drops the shape (said in problems): the model itself is still fine to offer."""
     if not isinstance(raw, dict):
         raise CatalogEntryError("it is not an object")
     text = {name: _text(raw, name) for name in _TEXT_FIELDS}
@@ -112,10 +132,16 @@ def parse_entry(raw: Any) -> CatalogEntry:
         raise CatalogEntryError("an ONNX entry lists no genai_config.json")
     sizes = [f.size for f in files]
     size = None if None in sizes else sum(s for s in sizes if s is not None)
+    shape: CatalogShape | None = None
+    try:
+        shape = _shape(raw.get("shape"))
+    except CatalogEntryError as exc:
+        if problems is not None:
+            problems.append(f"its shape was ignored: {exc}")
     return CatalogEntry(text["id"], text["name"], text["publisher"], text["license"],
                         text["parameters"], text["quantization"], fmt, context, size,
                         text["repo"], text["revision"], files, _flag(raw, "instruct"),
-                        _flag(raw, "recommended"), text["description"])
+                        _flag(raw, "recommended"), text["description"], shape)
 
 
 def _text(raw: dict[str, Any], name: str) -> str:
@@ -153,3 +179,27 @@ def _file(raw: Any) -> CatalogFile:
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size <= 0):
         raise CatalogEntryError(f"the size of {path} is not a positive whole number")
     return CatalogFile(path, sha256.lower() if sha256 else None, size)
+
+
+def _shape(raw: Any) -> CatalogShape | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise CatalogEntryError("it is not an object")
+    layers, kv_heads, head_size = (_count(raw, n, True) for n in ("layers", "kv_heads", "head_size"))
+    window, windowed = _count(raw, "sliding_window"), _count(raw, "sliding_window_layers")
+    assert layers is not None and kv_heads is not None and head_size is not None
+    # A count of windowed layers means nothing without the window, and cannot exceed the layers.
+    if windowed is not None and (window is None or windowed > layers):
+        raise CatalogEntryError("sliding_window_layers needs a sliding_window and at most layers")
+    return CatalogShape(layers, kv_heads, head_size, _count(raw, "embedding_length"),
+                        _count(raw, "vocab_size"), window, windowed)
+
+
+def _count(raw: dict[str, Any], name: str, required: bool = False) -> int | None:
+    value = raw.get(name)
+    if value is None and required:
+        raise CatalogEntryError(f"{name} is missing")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+        raise CatalogEntryError(f"{name} is not a positive whole number")
+    return value

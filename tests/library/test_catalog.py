@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.library.catalog import CatalogFile, find_entry, load_catalog, recommended_entry
+from app.library.catalog import CatalogFile, CatalogShape, find_entry, load_catalog, recommended_entry
 
 
 def test_the_shipped_catalog_reads_without_a_problem() -> None:
@@ -21,6 +21,10 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
     onnx = next(e for e in entries if e.format == "onnx")
     assert any(f.path.endswith("/genai_config.json") for f in onnx.files)
     assert find_entry(entries, recommended.id.upper()) == recommended
+    # Every shipped model carries the numbers the memory estimate needs.
+    assert all(e.shape is not None for e in entries)
+    gemma = next(e for e in entries if e.id.startswith("gemma-3"))
+    assert gemma.shape == CatalogShape(26, 1, 256, 1152, 262144, 512, 22)
 
 
 def good(**changes: object) -> dict:
@@ -72,3 +76,43 @@ def test_an_unreadable_catalog_offers_nothing_and_says_why(tmp_path: Path) -> No
     assert load_catalog(tmp_path / "missing.json", problems) == ()
     catalog.write_text(json.dumps({"version": 1}))
     assert load_catalog(catalog, problems) == () and "holds no list of models" in problems[-1]
+
+
+def test_a_shape_is_read_and_a_damaged_one_only_drops_the_shape(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.json"
+    full = {"layers": 26, "kv_heads": 1, "head_size": 256, "embedding_length": 1152,
+            "vocab_size": 262144, "sliding_window": 512, "sliding_window_layers": 22}
+    catalog.write_text(json.dumps({"version": 1, "models": [
+        good(id="full", shape=full, shape_source="o/m config.json"),
+        good(id="least", shape={"layers": 16, "kv_heads": 8, "head_size": 64}),
+        good(id="none"),
+        good(id="null", shape=None),
+        good(id="no-layers", shape={"kv_heads": 8, "head_size": 64}),
+        good(id="zero", shape={"layers": 16, "kv_heads": 0, "head_size": 64}),
+        good(id="text", shape={"layers": "16", "kv_heads": 8, "head_size": 64}),
+        good(id="flag", shape={"layers": 16, "kv_heads": True, "head_size": 64}),
+        good(id="no-window", shape={"layers": 16, "kv_heads": 8, "head_size": 64,
+                                    "sliding_window_layers": 4}),
+        good(id="too-many", shape=dict(full, sliding_window_layers=27)),
+        good(id="list", shape=[26, 1, 256]),
+    ]}))
+    problems: list[str] = []
+
+    entries = {e.id: e for e in load_catalog(catalog, problems)}
+
+    assert len(entries) == 11, "a damaged shape never costs the entry"
+    assert entries["full"].shape == CatalogShape(26, 1, 256, 1152, 262144, 512, 22)
+    assert entries["least"].shape == CatalogShape(16, 8, 64)
+    assert [i for i, e in entries.items() if e.shape is None] == [
+        "none", "null", "no-layers", "zero", "text", "flag", "no-window", "too-many", "list"]
+    assert problems == [
+        "Catalog entry 5 (no-layers): its shape was ignored: layers is missing.",
+        "Catalog entry 6 (zero): its shape was ignored: kv_heads is not a positive whole number.",
+        "Catalog entry 7 (text): its shape was ignored: layers is not a positive whole number.",
+        "Catalog entry 8 (flag): its shape was ignored: kv_heads is not a positive whole number.",
+        "Catalog entry 9 (no-window): its shape was ignored: sliding_window_layers needs a "
+        "sliding_window and at most layers.",
+        "Catalog entry 10 (too-many): its shape was ignored: sliding_window_layers needs a "
+        "sliding_window and at most layers.",
+        "Catalog entry 11 (list): its shape was ignored: it is not an object.",
+    ]
