@@ -19,9 +19,10 @@ from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
-from app.engine.resources import default_threads, gguf_facts, memory_problem
+from app.engine.resources import default_threads, memory_problem
 from app.engine.thinking import has_switch, markers_in, template_variables
 from app.hardware.placement_types import ALL_LAYERS
+from app.library.fit_facts import gguf_fit_facts
 from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 
 
@@ -74,7 +75,7 @@ class GgufBackend:
         info = read_gguf_info(Path(request.model_path))
         template, chat_format = template_in_use(info.chat_template, request.chat_template)
         info = dataclasses.replace(info, chat_template=template)
-        facts = gguf_facts(info, request.context_length)
+        facts = gguf_fit_facts(info, request.context_length)
         # A model wholly on the GPU needs that GPU's memory, which placement checked.
         problem = memory_problem(info.path.name, facts) if gpu_layers != ALL_LAYERS else None
         if problem:

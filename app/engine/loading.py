@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import llama_cpp
@@ -11,21 +10,16 @@ import llama_cpp
 from app.engine.backend import Backend, DeviceChoice
 from app.engine.errors import ModelLoadError
 from app.engine.protocol import Load
-from app.engine.resources import gguf_facts, onnx_facts
-from app.hardware.onnx_targets import genai_provider_key, targets_from_genai_config
+from app.hardware.onnx_targets import genai_provider_key
 from app.hardware.placement import ALL_LAYERS, ModelFacts, Placement, PlacementRefused, place
 from app.hardware.report import HardwareReport
-from app.library.gguf_info import read_gguf_info
-from app.library.model_format import detect_format, read_onnx_folder
+from app.library.fit_facts import facts_for
 
 
 def model_facts(model_path: str, context_length: int) -> ModelFacts:
-    """The numbers placement needs, read from the file's header or the folder's config."""
-    if detect_format(model_path) == "gguf":
-        return gguf_facts(read_gguf_info(Path(model_path)), context_length)
-    folder = read_onnx_folder(model_path)
-    config = json.loads((folder.path / "genai_config.json").read_text(encoding="utf-8"))
-    return onnx_facts(folder, context_length, targets_from_genai_config(config))
+    """The numbers placement needs, read from the file's header or the folder's config:
+    the same ones the model manager's verdict uses (app/library/fit_facts.py)."""
+    return facts_for(Path(model_path), context_length)
 
 
 def load_backend(request: Load, report: HardwareReport) -> Backend:

@@ -18,9 +18,11 @@ from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, templa
 from app.engine.control import GenerationControl
 from app.engine.errors import OTHER_DEVICE_ADVICE, ContextOverflow, ModelLoadError
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
-from app.engine.resources import default_threads, memory_problem, onnx_facts
+from app.engine.resources import default_threads, memory_problem
 from app.engine.thinking import has_switch, markers_in, template_variables
 from app.hardware.onnx_source import quiet_windows_telemetry
+from app.library.fit_facts import onnx_fit_facts
+from app.library.onnx_graph import kv_element_bytes
 from app.library.model_format import ModelFolderError, OnnxFolderInfo, damaged_json_file, read_onnx_folder
 
 quiet_windows_telemetry(og, platform.system())
@@ -72,7 +74,7 @@ class OnnxBackend:
         info = read_onnx_folder(request.model_path)
         template, chat_format = template_in_use(info.chat_template, request.chat_template)
         info = dataclasses.replace(info, chat_template=template)
-        facts = onnx_facts(info, request.context_length)
+        facts = onnx_fit_facts(info, request.context_length, kv_element_bytes(info))
         context = facts.context_length
         threads = request.threads or default_threads()
         # On a GPU or NPU, placement already checked that device's memory.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from app.hardware.memory import F16, ONNX_KV_FALLBACK, ModelShape
 from app.hardware.onnx_targets import targets_from_genai_config
 from app.library.catalog import CatalogEntry
 from app.library.gguf_info import GgufInfo, GgufSkipped, read_gguf_info
+from app.library.onnx_graph import kv_element_bytes
 from app.library.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
 
 # The shortest context the engine loads with (app.engine.resources.MIN_CONTEXT).
@@ -25,32 +25,42 @@ MIN_CONTEXT = 256
 _SHARD = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
-def facts_for(path: Path, context_length: int, *,
-              onnx_kv_bytes: Callable[[OnnxFolderInfo], int] | None = None) -> FitFacts:
+def facts_for(path: Path, context_length: int) -> FitFacts:
     """The model's numbers at the context it would load with; ModelFileError if it is not a model.
 
-    onnx_kv_bytes reads an ONNX graph's cache element size (app.engine.onnx_graph's
-    kv_element_bytes); without it the cache is counted as float32, never less than it is.
+    The engine checks memory and places the model with these same numbers, so the
+    verdict and the load agree.
     """
     path = Path(path)
     if detect_format(path) == "gguf":
         return gguf_fit_facts(read_gguf_info(path), context_length)
     folder = read_onnx_folder(path)
-    element = onnx_kv_bytes(folder) if onnx_kv_bytes is not None else ONNX_KV_FALLBACK
-    return onnx_fit_facts(folder, context_length, element)
+    return onnx_fit_facts(folder, context_length, kv_element_bytes(folder))
 
 
 def facts_for_catalog(entry: CatalogEntry, context_length: int) -> FitFacts | None:
-    """A catalog model's numbers before its files are here: its size and trained context only.
+    """A catalog model's numbers before its files are here: its size, and the shape the
+    catalog gives (layers, KV heads, head size), counted as the engine would load it.
 
-    The catalog states no shape, so its KV cache is not counted and the flat allowances
-    stand in for the working buffers; the verdict is firmed up from the files once they
-    are downloaded. None when the catalog does not know the size.
+    Sliding-window layers get the full context, as the engine loads with swa_full. An
+    ONNX cache counts as float32, the larger type, until the graph can be read. None
+    when the catalog does not know the size (the server says it once a download starts).
     """
     if entry.size is None:
         return None
     context = loaded_context(context_length, entry.context_length)
-    return FitFacts(entry.format, entry.size, context, 0, trained_context=entry.context_length)
+    shape = entry.shape
+    if shape is None:
+        return FitFacts(entry.format, entry.size, context, 0, trained_context=entry.context_length)
+    element = F16 if entry.format == "gguf" else ONNX_KV_FALLBACK
+    per_token = 2 * shape.layers * shape.kv_heads * shape.head_size * element
+    # The catalog gives no count of query heads; embedding / head size is that count for
+    # the catalog's models (Gemma 3's, 1152 / 256, rounds down to its 4).
+    heads = (shape.embedding_length or 0) // shape.head_size
+    model_shape = ModelShape(embedding_length=shape.embedding_length or 0, head_count=heads,
+                             vocab_size=shape.vocab_size or 0)
+    return FitFacts(entry.format, entry.size, context, per_token * context, shape.layers, shape=model_shape,
+                    trained_context=entry.context_length, kv_element_bytes=element)
 
 
 def loaded_context(requested: int, trained: int | None) -> int:

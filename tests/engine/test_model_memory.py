@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
 from app.engine.loading import model_facts
-from app.engine.onnx_graph import kv_element_bytes
-from app.engine.resources import gguf_facts, memory_problem, onnx_facts, usable_context
+from app.core.units import human_size
+from app.engine.resources import memory_problem
+from app.library.fit_facts import facts_for, gguf_fit_facts, loaded_context, onnx_fit_facts
+from app.library.onnx_graph import kv_element_bytes
 from app.hardware.memory import F16, F32, ONNX_KV_FALLBACK
 from app.library.gguf_info import read_gguf_info
 from app.library.model_format import read_onnx_folder
@@ -50,29 +51,30 @@ def test_an_unreadable_graph_counts_the_larger_cache(tmp_path: Path) -> None:
 
 
 def test_onnx_facts_count_the_graphs_cache() -> None:
-    facts = onnx_facts(read_onnx_folder(TINY_ONNX), 512)
+    facts = facts_for(TINY_ONNX, 512)
     # 2 layers x 2 KV heads x 16 dims x K and V x 4 bytes per token.
     assert (facts.format, facts.context_length, facts.layers) == ("onnx", 512, 2)
     assert facts.kv_cache_bytes == 2 * 2 * 512 * 2 * 16 * 4
 
 
 def test_placement_and_the_backend_check_see_the_same_numbers(tiny_model: Path) -> None:
-    assert model_facts(str(TINY_ONNX), 100_000) == dataclasses.replace(
-        onnx_facts(read_onnx_folder(TINY_ONNX), 100_000), onnx_targets=())
-    assert model_facts(str(tiny_model), 512) == gguf_facts(read_gguf_info(tiny_model), 512)
+    folder = read_onnx_folder(TINY_ONNX)
+    assert model_facts(str(TINY_ONNX), 100_000) == onnx_fit_facts(folder, 100_000, kv_element_bytes(folder))
+    assert model_facts(str(tiny_model), 512) == gguf_fit_facts(read_gguf_info(tiny_model), 512)
 
 
 def test_the_context_stays_within_what_the_model_was_made_for() -> None:
-    assert usable_context(100_000, 2048) == 2048
-    assert usable_context(10, 2048) == 256
-    assert usable_context(4096, None) == 4096
+    assert loaded_context(100_000, 2048) == 2048
+    assert loaded_context(10, 2048) == 256
+    assert loaded_context(4096, None) == 4096
 
 
 def test_a_model_too_big_for_the_free_memory_says_both_sizes() -> None:
-    facts = onnx_facts(read_onnx_folder(TINY_ONNX), 2048)
+    facts = facts_for(TINY_ONNX, 2048)
 
     assert memory_problem("tiny", facts, available=64 * _GIB) is None
-    message = memory_problem("tiny", facts, available=100 * 1024**2)
+    message = memory_problem("tiny", facts, available=10 * 1000**2)
     assert message is not None
-    assert message.startswith("tiny needs about 0.3 GB of memory with a context of 2048 tokens, and 0.1 GB is free")
+    assert message.startswith(f"tiny needs about {human_size(facts.memory_needed(on_cpu=True))} of memory with "
+                              "a context of 2,048 tokens, and 10.0 MB is free")
     assert "smaller model" in message

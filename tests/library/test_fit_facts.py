@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import shutil
 from pathlib import Path
 
@@ -47,13 +49,18 @@ def test_tiny_onnx_folder():
     facts = facts_for(TINY_ONNX, 512)
     assert facts.format == "onnx" and facts.onnx_targets == ()
     assert (facts.layers, facts.context_length, facts.trained_context) == (2, 512, 2048)
-    # 2 layers x (K and V) x 2 KV heads x head size 16, float32 when the graph's type is not read.
+    # 2 layers x (K and V) x 2 KV heads x head size 16, float32 as the CPU export's graph says.
     assert facts.kv_cache_bytes == 2 * 2 * 2 * 16 * F32 * 512 and facts.kv_element_bytes == F32
     assert facts.shape.vocab_size == 853 and facts.shape.embedding_length == 64
 
 
-def test_onnx_cache_type_from_the_graph_reader():
-    facts = facts_for(TINY_ONNX, 512, onnx_kv_bytes=lambda folder: F16)
+def test_onnx_cache_type_from_the_graph(tmp_path: Path):
+    folder = Path(shutil.copytree(TINY_ONNX, tmp_path / "fp16 cache"))
+    graph = folder / "model.onnx"
+    # past_key_values.0.key's elem_type 1 (FLOAT) -> 10 (FLOAT16), as a GPU export has it.
+    graph.write_bytes(graph.read_bytes().replace(b"past_key_values.0.key\x12@\n>\x08\x01",
+                                                 b"past_key_values.0.key\x12@\n>\x08\x0a"))
+    facts = facts_for(folder, 512)
     assert facts.kv_cache_bytes == 2 * 2 * 2 * 16 * F16 * 512 and facts.kv_element_bytes == F16
 
 
@@ -75,7 +82,12 @@ def test_a_catalog_entry_before_its_files_are_here():
     from app.library.catalog import load_catalog
     from app.library.fit_facts import facts_for_catalog
 
-    entry = next(e for e in load_catalog() if e.size is not None)
+    entry = next(e for e in load_catalog() if e.id == "qwen2.5-1.5b-instruct-q4_k_m")
     facts = facts_for_catalog(entry, 1 << 20)
     assert facts is not None and facts.file_size == entry.size
-    assert facts.context_length == entry.context_length and facts.kv_cache_bytes == 0
+    assert facts.context_length == entry.context_length == 32768
+    # 28 layers x (K and V) x 2 KV heads x head size 128 x F16, per token.
+    assert facts.kv_cache_bytes == 28 * 2 * 2 * 128 * 2 * 32768
+    assert facts.shape.head_count == 12 and facts.shape.vocab_size == 151936
+    assert facts_for_catalog(dataclasses.replace(entry, shape=None), 4096).kv_cache_bytes == 0
+    assert facts_for_catalog(dataclasses.replace(entry, size=None), 4096) is None
