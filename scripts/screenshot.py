@@ -6,6 +6,10 @@ Starts the app's window on the default model (the starter, set up if needed), ad
 Markdown-rich exchange to the history, sends one real message, waits for the answer,
 and saves the window. Run it under Xvfb to see what a user sees (QT_QPA_PLATFORM=xcb),
 with QT_SCALE_FACTOR=2 for 200% scaling.
+
+--show picks another view: "installed", "settings" and "catalog" (the model manager, with
+--add MODEL referencing a model file first, so the table has more than the starter),
+or "first-run" (the empty chat's offer, as a new user on the starter sees it).
 """
 
 from __future__ import annotations
@@ -66,11 +70,44 @@ async def scenario(window, prompt: str) -> None:
     await asyncio.sleep(0.3)
 
 
+async def manager_scenario(window, page: str, add: list[Path]) -> None:
+    controller = window.controller
+    await controller.start_up()
+    for path in add:
+        await controller.library.add(str(path), reference=True)
+    window.show_model_manager()
+    manager = window.model_manager
+    await _until(lambda: window.adapter.installed.rowCount() > 0 and window.adapter.catalog.rowCount() > 0)
+    shown = manager.catalog if page == "catalog" else manager.installed
+    manager.tabs.setCurrentWidget(shown)
+    shown.view.selectRow(0)
+    if page == "settings":
+        manager.installed.pane_tabs.setCurrentIndex(1)
+    await asyncio.sleep(0.5)
+
+
+async def first_run_scenario(window) -> None:
+    await window.controller.start_up()
+    await _until(window.first_run.isVisible)
+    await asyncio.sleep(0.3)
+
+
+async def _until(predicate, timeout: float = 120) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise SystemExit("timed out waiting for the view to fill")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--theme", choices=["light", "dark", "system"], default="light")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prompt", default="What is a kestrel?")
+    parser.add_argument("--show", choices=["chat", "installed", "settings", "catalog", "first-run"], default="chat")
+    parser.add_argument("--add", type=Path, action="append", default=[],
+                        help="a model file to reference before showing the manager")
     args = parser.parse_args()
 
     import qasync
@@ -89,12 +126,20 @@ def main() -> int:
     window = build_window(paths)
     window.resize(1100, 760)
     window.show()
-    task = loop.create_task(scenario(window, args.prompt))
+    in_manager = args.show in ("installed", "settings", "catalog")
+    if in_manager:
+        work = manager_scenario(window, args.show, args.add)
+    elif args.show == "first-run":
+        work = first_run_scenario(window)
+    else:
+        work = scenario(window, args.prompt)
+    task = loop.create_task(work)
     task.add_done_callback(lambda _: loop.stop())
     with loop:
         loop.run_forever()
         task.result()
-        window.grab().save(str(args.out))
+        shown = window.model_manager if in_manager else window
+        shown.grab().save(str(args.out))
         done = loop.create_task(window.controller.shutdown())
         done.add_done_callback(lambda _: loop.stop())
         loop.run_forever()

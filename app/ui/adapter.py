@@ -10,9 +10,11 @@ from PySide6.QtCore import QObject, Signal
 
 from app.service import events as ev
 from app.service.controller import ChatController
+from app.service.downloads import DownloadChanged
 from app.ui.bridge import StreamBridge
 from app.ui.conversation_model import ConversationListModel
 from app.ui.message_model import MessageListModel
+from app.ui.model_items import CatalogModel, DownloadsModel, InstalledModelsModel
 
 
 class ControllerAdapter(QObject):
@@ -22,8 +24,10 @@ class ControllerAdapter(QObject):
     activityChanged(text), busyChanged(busy), problem(text), conversationOpened (the
     open chat or its title changed), settingsChanged, setupProgress(what, done, total),
     setupFinished, historyDamaged(text) (the choices are the controller's recover_history
-    and start_fresh_history), historyReplaced(text). Text deltas are coalesced by
-    `bridge` to one update per frame.
+    and start_fresh_history), historyReplaced(text), catalogListed (read the `catalog`
+    model or controller.library.recommended()), downloadChanged(DownloadItem). Text deltas
+    are coalesced by `bridge` to one update per frame. `installed`, `catalog` and
+    `downloads` are the model manager's item models.
     """
 
     modelStateChanged = Signal()
@@ -37,6 +41,8 @@ class ControllerAdapter(QObject):
     setupFinished = Signal()
     historyDamaged = Signal(str)
     historyReplaced = Signal(str)
+    catalogListed = Signal()
+    downloadChanged = Signal(object)
 
     def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -45,6 +51,10 @@ class ControllerAdapter(QObject):
         self.messages = MessageListModel(self)
         self.bridge = StreamBridge(self)
         self.bridge.textGrew.connect(self.messages.append_text)
+        self.installed = InstalledModelsModel(self)
+        self.catalog = CatalogModel(self)
+        self.downloads = DownloadsModel(self)
+        self._sync_downloads()
         self.conversations.renameRequested.connect(
             lambda conversation_id, title: self.spawn(controller.rename_conversation(conversation_id, title)))
         self._unsubscribe = controller.subscribe(self._on_event)
@@ -56,7 +66,7 @@ class ControllerAdapter(QObject):
         """Run a controller coroutine from a slot; the window never waits for it."""
         return self.controller.spawn(coroutine)
 
-    def _on_event(self, event: ev.Event) -> None:
+    def _on_event(self, event: ev.Event | DownloadChanged) -> None:
         """Route one controller event to the models and signals."""
         if isinstance(event, ev.TextGrew):
             self.bridge.push(event.message_id, event.delta, event.thinking)
@@ -74,8 +84,17 @@ class ControllerAdapter(QObject):
         else:
             self._on_other(event)
 
-    def _on_other(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ConversationsListed):
+    def _on_other(self, event: ev.Event | DownloadChanged) -> None:
+        if isinstance(event, ev.LibraryListed):
+            self.installed.set_listing(event.rows, event.disk_total)
+            self._sync_downloads()
+        elif isinstance(event, ev.CatalogListed):
+            self.catalog.set_rows(event.rows)
+            self.catalogListed.emit()
+        elif isinstance(event, DownloadChanged):
+            self.downloads.put(event.item)
+            self.downloadChanged.emit(event.item)
+        elif isinstance(event, ev.ConversationsListed):
             self.conversations.reset_to(event.conversations)
         elif isinstance(event, ev.ConversationChanged):
             self.conversations.update(event.conversation, event.to_top)
@@ -103,6 +122,13 @@ class ControllerAdapter(QObject):
             self.historyDamaged.emit(event.text)
         elif isinstance(event, ev.DamagedHistoryReplaced):
             self.historyReplaced.emit(event.text)
+
+    def _sync_downloads(self) -> None:
+        """Downloads the queue holds: also the unfinished ones it brought back, paused, at its
+        start, which no DownloadChanged announced."""
+        queue = self.controller.downloads
+        if queue is not None:
+            self.downloads.set_rows(queue.items())
 
     def close(self) -> None:
         """Stop listening (the window is gone)."""

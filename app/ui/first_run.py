@@ -14,6 +14,7 @@ from app.ui.model_items import DOWNLOAD_STATES, VERDICT_WORDS, fraction, progres
 if TYPE_CHECKING:
     from app.ui.adapter import ControllerAdapter
 
+OFFER_WIDTH = 600
 # States after which the offer's button can start the download again.
 _ENDED = ("failed", "cancelled")
 
@@ -33,6 +34,8 @@ class FirstRunOffer(QFrame):
         super().__init__(parent)
         self.setObjectName("firstRunOffer")
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        # Wrapped labels ask for little width; the offer reads best as a card this wide.
+        self.setFixedWidth(OFFER_WIDTH)
         self._row: Any = None
         self._download_id: object = None
         self._adapter: ControllerAdapter | None = None

@@ -16,6 +16,8 @@ from app.service.controller import ChatController
 from app.service.background import WindowState
 from app.service.events import ModelState
 from app.ui.adapter import ControllerAdapter
+from app.ui.first_run import STARTER_TEXT, FirstRunOffer
+from app.ui.model_manager import ClickableLabel, ModelManager
 from app.ui.message_view import MessageView
 from app.ui.theme import apply_theme
 
@@ -41,6 +43,7 @@ class MainWindow(QMainWindow):
         self._search_timer.setInterval(SEARCH_DEBOUNCE_MS)
         self._searches = 0
         self._theme: str | None = None
+        self.model_manager: ModelManager | None = None
         self.setWindowTitle("Kestrel")
         self.resize(1100, 740)
         self._build_sidebar()
@@ -124,16 +127,23 @@ class MainWindow(QMainWindow):
         self.empty_text.setWordWrap(True)
         self.empty_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.import_button = QPushButton("Import a model file…", panel)
+        self.first_run = FirstRunOffer(panel)
         layout = QVBoxLayout(panel)
         layout.addStretch(1)
         layout.addWidget(self.empty_text)
         layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        centred = QHBoxLayout()  # not an alignment flag: that would ignore the card's wrapped height
+        centred.addStretch(1)
+        centred.addWidget(self.first_run)
+        centred.addStretch(1)
+        layout.addLayout(centred)
         layout.addStretch(1)
         return panel
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
-        self.model_label = QLabel(self)
+        self.model_label = ClickableLabel(self)
+        self.model_label.setToolTip("Open the model manager (Ctrl+M)")
         self.device_label = QLabel(self)
         self.activity_label = QLabel("Idle", self)
         self.progress = QProgressBar(self)
@@ -157,6 +167,7 @@ class MainWindow(QMainWindow):
         self._action(chat_menu, "&Regenerate last answer", QKeySequence("Ctrl+R"), self.controller.regenerate)
         self._action(chat_menu, "Chat se&ttings…", QKeySequence("Ctrl+Shift+,"), self.edit_chat_settings)
         self._action(chat_menu, "&Message box", QKeySequence("Ctrl+L"), self.composer.edit.setFocus)
+        self._action(file_menu, "&Models…", QKeySequence("Ctrl+M"), self.show_model_manager)
         self._action(file_menu, "&Import a model file…", QKeySequence("Ctrl+O"), self.choose_model_file)
         self._action(file_menu, "Import an ONNX model &folder…", QKeySequence("Ctrl+Shift+O"),
                      self.choose_model_folder)
@@ -197,6 +208,9 @@ class MainWindow(QMainWindow):
         self.messages.editRequested.connect(self.edit_message)
         self.settings_button.clicked.connect(self.edit_chat_settings)
         self.import_button.clicked.connect(self.choose_model_file)
+        self.model_label.clicked.connect(self.show_model_manager)
+        self.first_run.follow(self.adapter)
+        self.first_run.managerRequested.connect(self.show_model_manager)
         self.banner_close.clicked.connect(lambda: self._show_problem(""))
         self.cancel_setup.clicked.connect(c.setup.cancel)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_colors_changed)
@@ -284,10 +298,14 @@ class MainWindow(QMainWindow):
     def _update_stack(self) -> None:
         s = self.controller
         no_model = s.model_state in (ModelState.NONE, ModelState.FAILED)
-        show_empty = no_model and self.adapter.messages.rowCount() == 0
+        offer = self.first_run.wanted()
+        show_empty = (no_model or offer) and self.adapter.messages.rowCount() == 0
+        self.first_run.refresh()
         if s.model_state == ModelState.FAILED:
             self.empty_text.setText("The model could not be loaded. Import another model file, or "
                                     "fix the problem shown above.")
+        elif s.model is not None and offer:
+            self.empty_text.setText(STARTER_TEXT)
         else:
             self.empty_text.setText("No model yet.\nKestrel runs language models on this computer: "
                                     "import a GGUF model file to begin.")
@@ -381,6 +399,14 @@ class MainWindow(QMainWindow):
     async def _show_hardware(self) -> None:
         self.hardware_dialog = HardwareDialog(await self.controller.hardware_text(), self)
         self.hardware_dialog.show()
+
+    def show_model_manager(self) -> None:
+        """Open the model manager (not modal: the chat goes on), or bring it forward."""
+        if self.model_manager is None:
+            self.model_manager = ModelManager(self.adapter, self)
+        self.model_manager.show()
+        self.model_manager.raise_()
+        self.model_manager.activateWindow()
 
     def choose_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")

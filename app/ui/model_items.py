@@ -57,7 +57,7 @@ def verdict_tooltip(fit: Any) -> str:
     if fit is None:
         return "Not known yet: the hardware is still being read."
     lines = [fit.summary, *fit.lines]
-    if fit.max_context:
+    if fit.max_context and not any(line.startswith("Longest context") for line in fit.lines):
         lines.append(f"Longest context that fits: {fit.max_context:,} tokens")
     return "\n".join(lines)
 
@@ -183,7 +183,7 @@ class InstalledModelsModel(RowTableModel):
     Signals: totalsChanged (disk_total or the referenced total moved).
     """
 
-    COLUMNS = ("Model", "Format", "Parameters", "Quantization", "On disk", "Fits this machine", "Status")
+    COLUMNS = ("Model", "Format", "Parameters", "Quantization", "On disk", "Fits here", "Status")
     MODEL, FORMAT, PARAMETERS, QUANTIZATION, SIZE, FITS, STATUS = range(7)
     totalsChanged = Signal()
 

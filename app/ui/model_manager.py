@@ -6,11 +6,11 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QDialog, QFileDialog, QHBoxLayout,
+from PySide6.QtGui import QMouseEvent, QTextOption
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QDialog, QFileDialog, QFrame, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QScrollArea, QSplitter,
                                QStyle, QStyledItemDelegate, QStyleOptionProgressBar, QStyleOptionViewItem,
-                               QTableView, QTabWidget, QVBoxLayout, QWidget)
+                               QTableView, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
 from app.core.units import human_size
 from app.ui.model_items import DownloadsModel, ModelFilter, Roles, verdict_tooltip
@@ -74,8 +74,10 @@ def table(parent: QWidget, proxy: ModelFilter, name: str) -> QTableView:
     view.setAlternatingRowColors(True)
     view.setWordWrap(False)
     header = view.horizontalHeader()
+    # Every column as wide as what it holds (the model's name in full), the last one
+    # taking what is left; a narrow window scrolls rather than cut names short.
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+    header.setStretchLastSection(True)
     return view
 
 
@@ -102,10 +104,11 @@ class InstalledPage(QWidget):
         self.filter.setSourceModel(adapter.installed)
         self.view = table(self, self.filter, "installed")
         self.total = QLabel(self)
-        self.details = QLabel(self)
-        self.details.setWordWrap(True)
-        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.details = QTextBrowser(self)
+        self.details.setObjectName("modelDetails")
+        self.details.setFrameShape(QFrame.Shape.NoFrame)
+        # Long paths break anywhere rather than widen the pane.
+        self.details.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.load_button = QPushButton("&Load", self)
         self.default_button = QPushButton("Set as defa&ult", self)
         self.remove_button = QPushButton("&Remove…", self)
@@ -139,27 +142,36 @@ class InstalledPage(QWidget):
         for button in (self.load_button, self.default_button, self.remove_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
-        pane = QWidget(self)
-        pane_layout = QVBoxLayout(pane)
-        pane_layout.addLayout(buttons)
-        pane_layout.addWidget(self.details)
-        heading = QLabel("<b>This model's own settings</b> (a chat's settings go over these)", pane)
+        settings = QWidget(self)
+        settings_layout = QVBoxLayout(settings)
+        heading = QLabel("This model's own settings. A chat's own settings go over these; a ticked box "
+                         "uses the app's setting (File → Settings…).", settings)
         heading.setWordWrap(True)
-        pane_layout.addWidget(heading)
-        pane_layout.addWidget(self.form)
-        pane_layout.addStretch(1)
+        settings_layout.addWidget(heading)
+        settings_layout.addWidget(self.form)
+        settings_layout.addStretch(1)
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
-        scroll.setWidget(pane)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(settings)
+        self.pane_tabs = QTabWidget(self)
+        self.pane_tabs.addTab(self.details, "De&tails")
+        self.pane_tabs.addTab(scroll, "&Settings")
+        self.pane = QWidget(self)
+        pane_layout = QVBoxLayout(self.pane)
+        pane_layout.setContentsMargins(0, 0, 0, 0)
+        pane_layout.addLayout(buttons)
+        pane_layout.addWidget(self.pane_tabs, 1)
         splitter = QSplitter(self)
         splitter.addWidget(left)
-        splitter.addWidget(scroll)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.addWidget(self.pane)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([790, 390])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(splitter, 1)
-        self.pane = scroll
 
     def _show_total(self) -> None:
         model = self.adapter.installed
@@ -344,9 +356,10 @@ class DownloadsPage(QWidget):
 
     def _act(self, what: str) -> None:
         item = selected_row(self.view)
-        if item is None:
+        queue = self.adapter.controller.downloads
+        if item is None or queue is None:
             return
-        result = getattr(self.adapter.controller.downloads, what)(item.id)
+        result = getattr(queue, what)(item.id)
         if asyncio.iscoroutine(result):
             self.adapter.spawn(result)
 
@@ -359,7 +372,7 @@ class ModelManager(QDialog):
         self.adapter = adapter
         self.setWindowTitle("Models")
         self.setModal(False)
-        self.resize(1040, 660)
+        self.resize(1220, 700)
         self.tabs = QTabWidget(self)
         self.installed = InstalledPage(adapter, self.tabs)
         self.catalog = CatalogPage(adapter, self.tabs)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel,
                                QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
@@ -36,8 +37,41 @@ class _Setting:
 
     def inherit_changed(self, inherit: bool) -> None:
         self.editor.setEnabled(not inherit)
-        if inherit and self.app_value is not None:
+        if inherit:
             self.write(self.app_value)
+
+
+class LayersSpinBox(QSpinBox):
+    """GPU layers: a number, "all" (-1), or "Auto" (None: placement decides), shown as -2."""
+
+    _AUTO, _ALL = -2, -1
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setRange(self._AUTO, 9999)
+        self.setToolTip("Layers placed on the GPU: 0 for none, all, or Auto to let Kestrel decide from "
+                        "the memory free.")
+
+    def layers(self) -> int | None:
+        return None if self.value() == self._AUTO else self.value()
+
+    def set_layers(self, layers: int | None) -> None:
+        self.setValue(self._AUTO if layers is None else layers)
+
+    def textFromValue(self, value: int) -> str:  # Override QSpinBox.textFromValue.
+        return {self._AUTO: "Auto", self._ALL: "all"}.get(value, str(value))
+
+    def valueFromText(self, text: str) -> int:  # Override QSpinBox.valueFromText.
+        words = {"auto": self._AUTO, "all": self._ALL}
+        return words.get(text.strip().lower(), int(text) if text.strip().lstrip("-").isdigit() else self._AUTO)
+
+    def validate(self, text: str, position: int):  # Override QSpinBox.validate.
+        stripped = text.strip().lower()
+        if stripped.lstrip("-").isdigit() or stripped in ("auto", "all"):
+            return QValidator.State.Acceptable, text, position
+        if "auto".startswith(stripped) or "all".startswith(stripped) or stripped in ("", "-"):
+            return QValidator.State.Intermediate, text, position
+        return QValidator.State.Invalid, text, position
 
 
 class ModelSettingsForm(QWidget):
@@ -58,11 +92,12 @@ class ModelSettingsForm(QWidget):
         self._settings: dict[str, _Setting] = {}
         form = QFormLayout()
         self.context_length = self._spin(form, "context_length", "&Context length", 256, 1_048_576, step=256)
-        self.gpu_layers = self._spin(form, "gpu_layers", "&GPU layers", -1, 9999, inherit_text="Auto")
-        self.gpu_layers.setSpecialValueText("all")
-        self.gpu_layers.setToolTip("Layers placed on the GPU: 0 for none, all, or Auto to let Kestrel decide "
-                                   "from the memory free.")
+        self.gpu_layers = LayersSpinBox(self)
+        self._add(form, "gpu_layers", "&GPU layers", self.gpu_layers, self.gpu_layers.layers,
+                  self.gpu_layers.set_layers, "Auto")
         self.device = QComboBox(self)
+        self.device.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.device.setMinimumContentsLength(12)
         for value, text in DEVICE_CHOICES:
             self.device.addItem(text, value)
         self._add(form, "device_preference", "&Device", self.device, self._combo_read, self._combo_write)
@@ -106,7 +141,7 @@ class ModelSettingsForm(QWidget):
         """Back to what was last saved."""
         app_values = {name: getattr(self._app, name) for name in ("context_length", "temperature", "top_p",
                                                                    "top_k", "repeat_penalty", "max_tokens", "seed")}
-        app_values.update(gpu_layers=0, device_preference=self._app_device, system_prompt="", chat_template="")
+        app_values.update(gpu_layers=None, device_preference=self._app_device, system_prompt="", chat_template="")
         for name, setting in self._settings.items():
             setting.show(getattr(self._saved, name), app_values[name])
         self.problem.hide()
@@ -136,6 +171,9 @@ class ModelSettingsForm(QWidget):
              write: Callable[[Any], None], inherit_text: str = "the app's") -> None:
         inherit = QCheckBox(inherit_text, self)
         inherit.setToolTip("Use the app's setting (File → Settings…) for this model")
+        # Narrow enough for the manager's side pane: the widest values (a seed, the device's
+        # long name) scroll inside their box rather than widen the form.
+        editor.setMinimumWidth(90)
         setting = _Setting(editor, inherit, read, write)
         inherit.toggled.connect(setting.inherit_changed)
         self._settings[name] = setting

@@ -1,0 +1,221 @@
+"""The model manager: installed models with details and settings, the catalog, downloads; and through a real window."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+from PySide6.QtCore import QObject, Qt
+
+from app.core.settings import Settings
+from app.library.model_defaults import ModelDefaults
+from app.service.downloads import DownloadItem
+from app.ui.model_items import CatalogModel, DownloadsModel, InstalledModelsModel
+from app.ui.model_manager import ModelManager
+from tests.ui.conftest import run, until
+from tests.ui.test_model_items import catalog_row, installed
+
+
+class FakeLibrary:
+    """Stands in for controller.library: each call returns what was asked, for spawn to record."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: (name, *args, *kwargs.values())
+
+
+class FakeDownloads:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str):
+        return lambda download_id: self.calls.append((name, download_id))
+
+
+class FakeAdapter(QObject):
+    """What the manager uses of ControllerAdapter: the three item models and spawn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.installed = InstalledModelsModel(self)
+        self.catalog = CatalogModel(self)
+        self.downloads = DownloadsModel(self)
+        self.spawned: list[tuple] = []
+        self.downloaded: list = []
+        library = FakeLibrary()
+        library.download = self.downloaded.append  # type: ignore[attr-defined]
+        self.controller = SimpleNamespace(library=library, downloads=FakeDownloads(), settings=Settings())
+
+    def spawn(self, work) -> None:
+        self.spawned.append(work)
+
+
+def manager(qtbot) -> tuple[ModelManager, FakeAdapter]:
+    adapter = FakeAdapter()
+    window = ModelManager(adapter)
+    qtbot.addWidget(window)
+    window.show()
+    assert adapter.spawned == [("refresh",)]  # opening it asks for a fresh listing
+    adapter.spawned.clear()
+    return window, adapter
+
+
+def select(view, row: int) -> None:
+    view.setCurrentIndex(view.model().index(row, 0))
+
+
+def test_installed_details_buttons_and_total(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    page = window.installed
+    kept = installed("kept", is_default=True, is_loaded=True,
+                     model=dataclasses.replace(installed("kept").model, referenced=True))
+    gone = installed("gone", fit=None, details={}, problem="/m/gone.gguf is not there now.",
+                     model=dataclasses.replace(installed("gone").model, referenced=True, missing=True))
+    adapter.installed.set_listing([installed("mine"), kept, gone], 1_500_000_000)
+    assert page.total.text() == ("Kestrel's models folder: 1.5 GB · models kept where you keep them: 1.5 GB")
+    assert not page.load_button.isEnabled()
+    select(page.view, 0)
+    assert "Q4_K_M" in page.details.toPlainText() and "Runs well on the GPU" in page.details.toPlainText()
+    assert "Longest context that fits: 32,768 tokens" in page.details.toPlainText()
+    assert page.load_button.isEnabled() and page.default_button.isEnabled()
+    page.load_button.click()
+    page.default_button.click()
+    assert adapter.spawned == [("load", "mine"), ("set_default", "mine")]
+    select(page.view, 1)
+    assert not page.load_button.isEnabled() and not page.default_button.isEnabled()
+    assert page.remove_button.text() == "Fo&rget…"
+    select(page.view, 2)
+    assert not page.load_button.isEnabled() and "not there now" in page.details.toPlainText()
+    assert page.view.model().index(2, 6).data() == "Missing — reconnect the drive"
+
+
+def test_remove_asks_first_and_says_what_happens_to_the_file(qtbot, monkeypatch) -> None:
+    window, adapter = manager(qtbot)
+    page = window.installed
+    kept = installed("kept", model=dataclasses.replace(installed("kept").model, referenced=True))
+    adapter.installed.set_listing([installed("mine"), kept], 0)
+    asked: list[str] = []
+    answers = iter([False, True, True])
+    monkeypatch.setattr(page, "confirm", lambda question: asked.append(question) or next(answers))
+    select(page.view, 0)
+    page.remove_button.click()
+    assert adapter.spawned == []  # said no
+    page.remove_button.click()
+    select(page.view, 1)
+    page.remove_button.click()
+    assert adapter.spawned == [("remove", "mine"), ("remove", "kept")]
+    assert "is deleted from Kestrel's models folder" in asked[0]
+    assert asked[2].startswith("Forget “Kept”?") and "the file stays where it is" in asked[2]
+
+
+def test_add_a_file_asks_copy_or_reference(qtbot, monkeypatch) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    window, adapter = manager(qtbot)
+    page = window.installed
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: ("/models/a.gguf", ""))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: "/models")
+    choices = iter([True, None, False])
+    monkeypatch.setattr(page, "ask_reference", lambda path: next(choices))
+    for _ in range(3):
+        page.add_file_button.click()
+    page.add_folder_button.click()
+    assert adapter.spawned == [("add", "/models/a.gguf", True), ("add", "/models/a.gguf", False),
+                               ("add_folder", "/models")]
+
+
+def test_the_settings_form_saves_the_models_own_values(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    page = window.installed
+    own = installed("mine", model=dataclasses.replace(installed("mine").model,
+                                                      defaults=ModelDefaults(gpu_layers=-1, top_k=20)))
+    adapter.installed.set_listing([own], 0)
+    select(page.view, 0)
+    form = page.form
+    assert form.gpu_layers.text() == "all" and form.top_k.value() == 20
+    form.app_box("gpu_layers").setChecked(True)
+    assert form.gpu_layers.text() == "Auto" and form.gpu_layers.layers() is None
+    form.app_box("gpu_layers").setChecked(False)
+    form.gpu_layers.setValue(-1)
+    assert form.app_box("temperature").isChecked() and not form.temperature.isEnabled()
+    assert form.temperature.value() == Settings().generation.temperature  # the app's, shown greyed
+    form.app_box("temperature").setChecked(False)
+    form.temperature.setValue(0.3)
+    form.app_box("top_k").setChecked(True)
+    form.device.setCurrentIndex(form.device.findData("cpu"))
+    form.app_box("device_preference").setChecked(False)
+    form.save_button.click()
+    assert adapter.spawned == [("set_defaults", "mine", ModelDefaults(gpu_layers=-1, temperature=0.3,
+                                                                      device_preference="cpu"))]
+    # A fresh listing of the same saved settings leaves edits in progress alone.
+    form.app_box("seed").setChecked(False)
+    adapter.installed.set_listing([dataclasses.replace(own, is_loaded=True)], 0)
+    assert not form.app_box("seed").isChecked()
+    form.reset_button.click()
+    assert form.app_box("seed").isChecked()
+
+
+def test_a_template_left_empty_is_refused_in_words(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    adapter.installed.set_listing([installed("mine")], 0)
+    select(window.installed.view, 0)
+    form = window.installed.form
+    form.app_box("chat_template").setChecked(False)
+    form.save_button.click()
+    assert adapter.spawned == []
+    assert form.problem.text().startswith("Not saved: chat_template must not be empty")
+
+
+def test_catalog_fits_filter_and_download(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    page = window.catalog
+    adapter.catalog.set_rows([catalog_row("small"), catalog_row("huge", "wont_fit"),
+                              catalog_row("have", installed_id="have")])
+    assert page.fits_only.isChecked() and page.view.model().rowCount() == 2
+    page.fits_only.setChecked(False)
+    assert page.view.model().rowCount() == 3
+    select(page.view, 2)
+    assert not page.download_button.isEnabled()  # already installed
+    select(page.view, 0)
+    assert "A small chat model." in page.about.text() and "Runs well" in page.about.text()
+    window.tabs.setCurrentWidget(page)
+    page.download_button.click()
+    assert [e.id for e in adapter.downloaded] == ["small"]
+    assert window.tabs.currentWidget() is window.downloads
+
+
+def test_downloads_pause_resume_cancel_the_selected_one(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    page = window.downloads
+    adapter.downloads.put(DownloadItem("d1", "Qwen", "running", done=10, total=100))
+    assert page.view.currentIndex().row() == 0  # a new download is selected
+    assert page.pause_button.isEnabled() and not page.resume_button.isEnabled()
+    page.pause_button.click()
+    adapter.downloads.put(DownloadItem("d1", "Qwen", "paused", done=10, total=100))
+    assert page.resume_button.isEnabled() and not page.pause_button.isEnabled()
+    page.resume_button.click()
+    page.cancel_button.click()
+    assert adapter.controller.downloads.calls == [("pause", "d1"), ("resume", "d1"), ("cancel", "d1")]
+    adapter.downloads.put(DownloadItem("d1", "Qwen", "done", done=100, total=100, model_id="qwen"))
+    assert not page.cancel_button.isEnabled()
+    page.view.viewport().repaint()  # the progress delegate draws without complaint
+
+
+def test_the_manager_in_the_window(make_window, loop, qtbot, tiny_model) -> None:
+    window = make_window()
+    qtbot.keyClick(window, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier)
+    manager = window.model_manager
+    assert manager is not None and manager.isVisible()
+    page = manager.installed
+    run(loop, until(lambda: window.adapter.installed.rowCount() == 1, what="the library listed"))
+    row = window.adapter.installed.rows()[0]
+    assert row.model.path.name == tiny_model.name and row.is_loaded and row.is_default
+    select(page.view, 0)
+    assert "GGUF" in page.details.toPlainText().upper() and tiny_model.name in page.details.toPlainText()
+    page.form.app_box("top_k").setChecked(False)
+    page.form.top_k.setValue(7)
+    page.form.save_button.click()
+    run(loop, until(lambda: window.adapter.installed.rows()[0].model.defaults.top_k == 7, what="saved"))
+    assert window.controller.setup.library.list()[0].defaults.top_k == 7
+    manager.close()
+    window.model_label.clicked.emit()  # the status bar's model name opens it again
+    assert manager.isVisible()
