@@ -23,7 +23,7 @@ class Roles(IntEnum):
     CatalogRow or DownloadItem). VERDICT: the fit verdict's value ("" when not known).
     SEARCH: the text a search matches. SORT: the column's value for sorting (bytes for
     sizes). MISSING (installed): the file is not there now. STATE (downloads): the
-    download's state. FRACTION (downloads): done / total, or -1.0 when the total is unknown.
+    download's state. FRACTION (downloads): done / total, or -1.0 while one of unknown size moves.
     """
 
     ID = Qt.ItemDataRole.UserRole + 1
@@ -394,8 +394,9 @@ def status_text(row: Any) -> str:
 
 
 def fraction(item: Any) -> float:
+    """How much of a download is in; -1.0 while one of unknown size is moving (a busy bar)."""
     if not item.total:
-        return 1.0 if item.state == "done" else -1.0
+        return 1.0 if item.state == "done" else -1.0 if item.state in ("running", "verifying") else 0.0
     return min(1.0, item.done / item.total)
 
 

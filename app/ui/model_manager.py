@@ -55,7 +55,8 @@ class ProgressDelegate(QStyledItemDelegate):
         bar.progress = max(0, int(share * 1000))
         bar.text = index.data() or ""
         bar.textVisible = True
-        bar.state = option.state
+        # Qt 6 reads a bar's direction from this flag; without it Fusion draws it upright.
+        bar.state = option.state | QStyle.StateFlag.State_Horizontal
         bar.palette = option.palette
         style = option.widget.style() if option.widget else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
