@@ -55,7 +55,8 @@ def verdict_of(fit: Any) -> str:
 def verdict_tooltip(fit: Any) -> str:
     """The numbers behind a verdict, for hovering over it."""
     if fit is None:
-        return "Not known yet: the hardware is still being read."
+        return ("Not known yet: Kestrel has not read this machine's memory yet, or the model's size "
+                "is only known once its download starts.")
     lines = [fit.summary, *fit.lines]
     if fit.max_context and not any(line.startswith("Longest context") for line in fit.lines):
         lines.append(f"Longest context that fits: {fit.max_context:,} tokens")
