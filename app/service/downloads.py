@@ -8,9 +8,10 @@ import json
 import logging
 import threading
 import uuid
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable
 
 from app.core.files import write_atomically
 from app.library.catalog import CatalogEntry
@@ -19,39 +20,14 @@ from app.library.download import (DownloadControl, DownloadError, DownloadOption
 from app.library.fetch import FetchRefused, Fetched, discard_unit, fetch_unit, unit_folder
 from app.library.hub import DownloadUnit, catalog_unit
 from app.library.models import ModelLibrary
+from app.service.events import DownloadChanged, DownloadId, DownloadItem, DownloadState
 
 log = logging.getLogger(__name__)
 
-DownloadId = str
-DownloadState = Literal["queued", "running", "paused", "verifying", "done", "failed", "cancelled"]
 STATE_VERSION = 1
 _ACTIVE = ("running", "verifying")
 _FINAL = ("done", "cancelled")
 _RESTORED = "Paused when Kestrel closed; resume it to continue from where it stopped."
-
-
-@dataclass(frozen=True)
-class DownloadItem:
-    """One download as a view shows it; model_id is set once it is done."""
-
-    id: DownloadId
-    title: str
-    state: DownloadState
-    done: int = 0
-    total: int | None = None
-    bytes_per_second: float = 0.0
-    seconds_left: float | None = None
-    message: str = ""
-    model_id: str | None = None
-    catalog_id: str | None = None
-    source: str = ""
-
-
-@dataclass(frozen=True)
-class DownloadChanged:
-    """A download was added, moved on, changed state or finished."""
-
-    item: DownloadItem
 
 
 Listener = Callable[[DownloadChanged], None]
@@ -86,6 +62,9 @@ class DownloadQueue:
         self._listeners: list[Listener] = []
         self._closing = False
         self.last_problem: str | None = None
+        # Writes of the list and deletions of cancelled parts, one at a time, off the loop.
+        self._disk = ThreadPoolExecutor(1, thread_name_prefix="downloads disk")
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._restore()
 
     # --- what a front end calls ------------------------------------------------------
@@ -134,13 +113,17 @@ class DownloadQueue:
             job.wanted = "cancelled"
             job.control.cancel()
         elif job.item.state not in _FINAL:
-            try:
-                discard_unit(self._library, job.unit)
-            except (FetchRefused, OSError) as exc:
-                self._set(job, message=f"Could not delete what arrived of {job.item.title}: {exc}")
-                return
             self._set(job, state="cancelled", message="Cancelled; what had arrived was deleted.",
                       done=0, save=True)
+            self._on_disk_thread(self._discard, job)
+
+    def _discard(self, job: _Job) -> None:
+        """On the disk thread: delete what arrived of a cancelled download."""
+        try:
+            discard_unit(self._library, job.unit)
+        except (FetchRefused, OSError) as exc:
+            message = f"Cancelled, but what had arrived could not be deleted: {exc}"
+            self._post(lambda: self._set(job, message=message))
 
     def forget_finished(self) -> None:
         """Drop done, failed and cancelled downloads from the list (their files stay as they are)."""
@@ -150,7 +133,10 @@ class DownloadQueue:
         self._save()
 
     async def close(self) -> None:
-        """The app is closing: running downloads stop with their parts kept (paused next time)."""
+        """The app is closing: running downloads stop with their parts kept (paused next time).
+        Closing again does nothing."""
+        if self._closing:
+            return
         self._closing = True  # what is queued stays queued: it comes back paused next time
         running = [job for job in self._jobs.values() if job.thread is not None]
         for job in running:
@@ -161,6 +147,7 @@ class DownloadQueue:
             if job.thread is not None:
                 await asyncio.to_thread(job.thread.join, 30)
         self._save()
+        await asyncio.to_thread(self._disk.shutdown, wait=True)
 
     # --- running ----------------------------------------------------------------------
 
@@ -243,15 +230,36 @@ class DownloadQueue:
             listener(event)
 
     def _save(self) -> None:
+        """Remember the unfinished downloads: the list is taken now, written on the disk thread
+        (in order, so the last write is the newest list), never on the event loop's thread."""
+        jobs = [_Job(job.item, job.unit) for job in self._jobs.values()]
+        self._on_disk_thread(self._write, jobs)
+
+    def _write(self, jobs: list[_Job]) -> None:
         kept = [{"id": job.item.id, "title": job.item.title, "total": job.item.total,
                  "unit": job.unit.to_dict()}
-                for job in self._jobs.values() if self._unfinished(job)]
+                for job in jobs if self._unfinished(job)]
         data = {"version": STATE_VERSION, "downloads": kept}
         try:
             write_atomically(self._state_file, json.dumps(data, indent=2).encode("utf-8"))
         except OSError as exc:
             self.last_problem = (f"Could not remember the unfinished downloads in "
                                  f"{self._state_file}: {exc.strerror or exc}.")
+
+    def _on_disk_thread(self, work: Callable[..., None], *args: object) -> None:
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the event loop (a script): do it now
+            work(*args)
+            return
+        self._disk.submit(work, *args)
+
+    def _post(self, call: Callable[[], None]) -> None:
+        try:
+            if self._loop is not None:
+                self._loop.call_soon_threadsafe(call)
+        except RuntimeError:  # the loop is closed: the app is gone, no one to tell
+            pass
 
     def _unfinished(self, job: _Job) -> bool:
         if job.item.state in _FINAL:

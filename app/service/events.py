@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Union
+from typing import Any, Literal, Mapping, Union
 
 from app.core.conversation import Conversation, Message
 from app.core.settings import Settings
 from app.engine.protocol import Loaded
+from app.hardware.fit import FitEstimate
+from app.library.catalog import CatalogEntry
+from app.library.models import InstalledModel
 
 
 class ModelState(str, Enum):
@@ -207,7 +210,76 @@ class SetupFinished:
     """The slow file job ended (done, failed or cancelled)."""
 
 
+DownloadId = str
+DownloadState = Literal["queued", "running", "paused", "verifying", "done", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class DownloadItem:
+    """One download as a view shows it; model_id is set once it is done."""
+
+    id: DownloadId
+    title: str
+    state: DownloadState
+    done: int = 0
+    total: int | None = None
+    bytes_per_second: float = 0.0
+    seconds_left: float | None = None
+    message: str = ""
+    model_id: str | None = None
+    catalog_id: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class DownloadChanged:
+    """A download was added, moved on, changed state or finished."""
+
+    item: DownloadItem
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """One installed (or referenced, or missing) model as front ends show it.
+
+    details: what its files say (app/library/model_details.py); {} when unreadable, and
+    problem then says why. fit: None while the hardware is not known, or when missing.
+    """
+
+    model: InstalledModel
+    details: Mapping[str, Any]
+    problem: str | None
+    fit: FitEstimate | None
+    is_default: bool
+    is_loaded: bool
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    """A model of the catalog, whether it fits here, and the library model it became."""
+
+    entry: CatalogEntry
+    fit: FitEstimate | None
+    installed_id: str | None
+
+
+@dataclass(frozen=True)
+class LibraryListed:
+    """The library as it is now: every model's row, and the bytes Kestrel's models folder holds."""
+
+    rows: tuple[ModelRow, ...]
+    disk_total: int
+
+
+@dataclass(frozen=True)
+class CatalogListed:
+    """The catalog's models, each with its fit on this machine."""
+
+    rows: tuple[CatalogRow, ...]
+
+
 Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, BusyChanged,
-              ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced]
+              ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
+              LibraryListed, CatalogListed, DownloadChanged]

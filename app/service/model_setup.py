@@ -29,15 +29,6 @@ class ModelSetup:
         self.running = False
         self._cancel = threading.Event()
 
-    def default_model(self, preferred_id: str | None) -> InstalledModel | None:
-        """The model the user chose last, else the oldest installed one."""
-        if preferred_id:
-            found = self.library.find(preferred_id)
-            if found is not None:
-                return found
-        installed = self.library.list()
-        return installed[0] if installed else None
-
     def starter_available(self) -> bool:
         return starter_available()
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Signal
 
 from app.service import events as ev
 from app.service.controller import ChatController
-from app.service.downloads import DownloadChanged
+from app.service.events import DownloadChanged
 from app.ui.bridge import StreamBridge
 from app.ui.conversation_model import ConversationListModel
 from app.ui.message_model import MessageListModel

@@ -1,4 +1,4 @@
-"""`python -m app models` as a user runs it: real processes, a real HTTP server on 127.0.0.1.
+"""`python -m app models` list, add, info and remove as a user runs them, in real processes (get: test_models_get_cli.py).
 
 Every run goes through kestrel() (the real CLI in a subprocess, in the test's own
 KESTREL_HOME) and is checked for its exit status, its words and the absence of a
@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from gguf import GGUFReader, GGUFWriter, LlamaFileType
@@ -25,16 +22,9 @@ from app.core.paths import data_paths
 from app.core.units import human_size
 from app.core.settings import Settings, SettingsFile
 from tests.cli.test_chat_cli import ROOT, kestrel
-from tests.helpers.http_servers import Served, TestServer, running_server, sha256_of
 from tests.helpers.syscalls import run_traced
 
 TINY_ONNX = ROOT / "tests" / "fixtures" / "tiny-onnx"
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
 
 
 def models(*args: str) -> subprocess.CompletedProcess:
@@ -261,108 +251,6 @@ def test_a_model_json_that_points_outside_its_folder_is_neither_listed_nor_remov
     assert victim.read_bytes() == b"GGUF not yours"
 
 
-# --- get -------------------------------------------------------------------------------
-
-def serve(server: TestServer, body: bytes, **behaviour) -> str:
-    server.files["/repo/resolve/main/tiny.gguf"] = Served(body=body, **behaviour)
-    return server.url("/repo/resolve/main/tiny.gguf")
-
-
-def test_get_downloads_verifies_against_the_servers_hash_and_adds(server: TestServer, tiny_model: Path) -> None:
-    body = tiny_model.read_bytes()
-    url = serve(server, body, linked_sha256=sha256_of(body), linked_size=len(body))
-
-    result = models("get", url)
-    [info] = json_lines(models("info", result.stdout.strip(), "--json").stdout)
-
-    assert result.returncode == 0, result.stderr
-    assert "its SHA-256 matches the one the server stated" in result.stderr
-    assert info["sha256"] == sha256_of(body) and info["source"] == f"downloaded from {url}"
-    assert in_models_folder() == ["tiny"], "the download folder is gone"
-
-
-def test_an_interrupted_get_keeps_what_arrived_and_the_same_command_resumes(
-        server: TestServer, tiny_model: Path) -> None:
-    body = tiny_model.read_bytes()
-    url = serve(server, body, linked_sha256=sha256_of(body), slow_chunk=16 * 1024, slow_delay_s=0.2)
-    proc = subprocess.Popen([sys.executable, "-m", "app", "models", "get", url], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        part = _wait_for_part(started=time.monotonic())
-        second = models("get", url)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    kept = part.stat().st_size
-    server.files["/repo/resolve/main/tiny.gguf"].slow_delay_s = 0.0
-
-    resumed = models("get", url)
-
-    assert second.returncode == 7 and "Another Kestrel is already downloading" in second.stderr
-    assert proc.returncode == 130 and out == "" and "Traceback" not in err
-    assert "Downloading tiny.gguf:" in err, "a progress line while it ran"
-    assert "Download stopped" in err and "Run the same command again to continue" in err
-    assert 0 < kept < len(body)
-    assert resumed.returncode == 0, resumed.stderr
-    assert [(e.range, e.status) for e in server.requests("GET")][-1] == (f"bytes={kept}-", 206)
-    [info] = json_lines(models("info", "tiny", "--json").stdout)
-    assert info["sha256"] == sha256_of(body)
-
-
-def _wait_for_part(started: float) -> Path:
-    """The .part once it holds bytes and the download has run past the first progress line."""
-    while True:
-        parts = list(models_folder().glob(".downloads/*/*.part"))
-        if parts and parts[0].stat().st_size and time.monotonic() - started > 1.5:
-            return parts[0]
-        assert time.monotonic() - started < 20, "the download never started"
-        time.sleep(0.05)
-
-
-@pytest.mark.parametrize("server_states_hash", [False, True])
-def test_a_file_that_does_not_match_sha256_is_refused(server: TestServer, tiny_model: Path,
-                                                      server_states_hash: bool) -> None:
-    body = tiny_model.read_bytes()
-    url = serve(server, body, linked_sha256=sha256_of(body) if server_states_hash else None)
-
-    result = models("get", url, "--sha256", sha256_of(b"another file"))
-
-    assert result.returncode == 7 and result.stdout == ""
-    if server_states_hash:  # refused before the body
-        assert "not the one given with --sha256, so nothing was downloaded" in result.stderr
-        assert server.requests("GET") == []
-    else:
-        assert "arrived damaged: its SHA-256 is not the one given with --sha256" in result.stderr
-    assert "catalog" not in result.stderr
-    assert models("list", "--json").stdout == "" and in_models_folder() == []
-
-
-@pytest.mark.parametrize("path, extra, status, words", [
-    ("/missing.gguf", [], 7, "There is no file at"),
-    ("/login.gguf", [], 7, "then add it with: kestrel models add PATH"),
-    ("/page.gguf", [], 3, "The downloaded file was deleted"),
-    ("/", [], 2, "Give one with --name"),
-    ("/page.gguf", ["--sha256", "abc"], 2, "is not a SHA-256"),
-    ("/page.gguf", ["--name", "../x.gguf"], 2, "is not a file name"),
-])
-def test_get_refusals_name_the_problem(server: TestServer, path: str, extra: list[str], status: int,
-                                       words: str) -> None:
-    server.files["/page.gguf"] = Served(body=b"<!doctype html><p>Sign in</p>")
-    server.files["/login.gguf"] = Served(status=401)
-
-    result = models("get", server.url(path), *extra)
-
-    assert result.returncode == status and words in result.stderr
-    assert in_models_folder() == []
-
-
-def test_get_only_from_http_or_https() -> None:
-    result = models("get", "ftp://example.org/model.gguf")
-
-    assert result.returncode == 2 and "only from http:// or https://" in result.stderr
-
-
 def test_a_models_folder_that_cannot_be_made_is_said_in_words(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "a file"
@@ -376,14 +264,6 @@ def test_a_models_folder_that_cannot_be_made_is_said_in_words(tmp_path: Path,
 
 
 # --- privacy ---------------------------------------------------------------------------
-
-def test_only_get_loads_the_network_code() -> None:
-    code = ("import sys; from app.__main__ import main; main(['models', 'list']); "
-            "print(sorted(m for m in sys.modules if m.startswith('app.library.download')))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
-
-    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
-
 
 def test_the_other_commands_open_no_socket(tmp_path: Path, tiny_model: Path, kestrel_home: Path) -> None:
     env = dict(os.environ, KESTREL_HOME=str(kestrel_home), PYTHONPATH=str(ROOT))

@@ -13,7 +13,8 @@ import pytest
 from app.library.download import DownloadOptions
 from app.library.hub import direct_unit
 from app.library.models import ModelLibrary
-from app.service.downloads import DownloadChanged, DownloadItem, DownloadQueue
+from app.service.downloads import DownloadQueue
+from app.service.events import DownloadChanged, DownloadItem
 from tests.helpers.http_servers import Served, TestServer, running_server, sha256_of
 
 FAST = DownloadOptions(retry_delays=(0.01,), timeout_s=5.0, chunk_size=8 * 1024, space_margin=0)
@@ -124,7 +125,8 @@ def test_cancel_deletes_what_arrived_running_or_paused(
         assert (s.library.root / "b" / "b.gguf.part").exists()
         s.queue.cancel(paused)
         assert s.state(paused) == "cancelled" and "deleted" in s.item(paused).message
-        assert not s.library.root.exists() or list(s.library.root.iterdir()) == []
+        # Deleted on the queue's disk thread, not the event loop's.
+        await s.until(lambda: not s.library.root.exists() or list(s.library.root.iterdir()) == [])
 
     asyncio.run(scenario())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from app.library.starter import STARTER_ID
-from app.service.downloads import DownloadItem
+from app.service.events import DownloadItem
 from app.service.model_setup import ModelSetup
 from app.ui.first_run import FirstRunOffer, offer_wanted
 from tests.ui.conftest import run, until

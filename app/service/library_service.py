@@ -1,0 +1,340 @@
+"""The model manager's service: the library's rows with their details and fit, and what the
+user does to them (add, remove, per-model settings, default, load, download), off the UI thread."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from app.hardware.fit import FitEstimate, Verdict, estimate_fit
+from app.hardware.report import HardwareReport, RamInfo
+from app.library.catalog import CatalogEntry, load_catalog
+from app.library.fit_facts import facts_for
+from app.library.gguf_info import ModelFileError
+from app.library.model_defaults import ModelDefaults
+from app.library.model_details import model_details
+from app.library.models import InstalledModel, ModelLibrary
+from app.library.starter import STARTER_ID
+from app.service.events import CatalogListed, CatalogRow, DownloadChanged, Event, LibraryListed, ModelRow, Problem
+
+if TYPE_CHECKING:
+    from app.library.hub import DownloadUnit
+    from app.library.scan import FolderScan
+    from app.service.controller import ChatController
+    from app.service.downloads import DownloadQueue
+
+# Settings a loaded model must be loaded again for; the rest apply to the next chat.
+_LOAD_FIELDS = ("context_length", "gpu_layers", "device_preference", "chat_template")
+
+
+class LibraryService:
+    """What the model manager and the first-run offer call; it belongs to the controller.
+
+    Every method that reads or writes files runs that work on a worker thread and tells
+    the front ends through events: LibraryListed and CatalogListed after each change,
+    Problem when something the user asked for cannot be done.
+    """
+
+    def __init__(self, controller: ChatController, emit: Callable[[Event], None]) -> None:
+        self._controller = controller
+        self._emit = emit
+        self._report: HardwareReport | None = None
+        self._catalog: tuple[CatalogEntry, ...] | None = None
+        self.rows: tuple[ModelRow, ...] = ()
+        self.catalog_rows: tuple[CatalogRow, ...] = ()
+        # The window's downloads (None in the CLI's chat, which downloads nothing).
+        self.downloads: DownloadQueue | None = None
+
+    @property
+    def library(self) -> ModelLibrary:
+        return self._controller.setup.library
+
+    # --- reading -----------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """List the models (details and fit read on a worker thread) and the catalog."""
+        report = await self._hardware()
+        settings = self._controller.settings
+        default = self._controller.settings.default_model
+        loaded = self._controller.model if self._controller.loaded is not None else None
+        loaded_bytes = await asyncio.to_thread(self._need_of, loaded, report) if loaded else 0
+        rows, disk_total = await asyncio.to_thread(self._rows, report, default, loaded, loaded_bytes,
+                                                   settings.generation.context_length)
+        self.rows = rows
+        self._emit(LibraryListed(rows, disk_total))
+        self.catalog_rows = await asyncio.to_thread(self._catalog_rows, report, loaded_bytes,
+                                                    settings.generation.context_length)
+        self._emit(CatalogListed(self.catalog_rows))
+
+    def recommended(self) -> CatalogRow | None:
+        """The first-run offer: the catalog's recommended instruct model unless it will not
+        fit here (an unknown fit still offers it), else the first instruct model that runs
+        well here; None when none is left to offer."""
+        open_rows = [r for r in self.catalog_rows if r.installed_id is None and r.entry.instruct
+                     and (r.fit is None or r.fit.verdict != Verdict.WONT_FIT)]
+        chosen = [r for r in open_rows if r.entry.recommended] or \
+                 [r for r in open_rows if r.fit is not None and r.fit.verdict == Verdict.RUNS_WELL]
+        return chosen[0] if chosen else None
+
+    def _rows(self, report: HardwareReport | None, default: str | None, loaded: InstalledModel | None,
+              loaded_bytes: int, app_context: int) -> tuple[tuple[ModelRow, ...], int]:
+        library = self.library
+        chosen = library.default(default)
+        rows = []
+        for model in library.list():
+            details, problem = _details(model)
+            context = _context_for(model, details, app_context)
+            fit = None
+            if report is not None and problem is None:
+                fit = _fit(report, model.path, context, model.defaults.device_preference
+                           or self._controller.settings.device_preference,
+                           loaded_bytes if loaded is not None else 0)
+            rows.append(ModelRow(model, details, problem, fit, chosen is not None and chosen.id == model.id,
+                                 loaded is not None and loaded.id == model.id))
+        return tuple(rows), library.disk_use().total
+
+    def _catalog_rows(self, report: HardwareReport | None, loaded_bytes: int,
+                      app_context: int) -> tuple[CatalogRow, ...]:
+        if self._catalog is None:
+            self._catalog = load_catalog()
+        installed = {m.source: m.id for m in self.library.list()}
+        rows = []
+        for entry in self._catalog:
+            fit = None
+            if report is not None:
+                fit = catalog_fit(report, entry, min(app_context, entry.context_length), loaded_bytes,
+                                  self._controller.settings.device_preference)
+            source = next((model_id for text, model_id in installed.items()
+                           if entry.repo in text and any(f.path.rsplit("/", 1)[-1] in text for f in entry.files)),
+                          None)
+            rows.append(CatalogRow(entry, fit, source))
+        return tuple(rows)
+
+    def _need_of(self, model: InstalledModel, report: HardwareReport | None) -> int:
+        """The memory the loaded model takes, which loading another one gives back."""
+        loaded = self._controller.loaded
+        if report is None or loaded is None:
+            return 0
+        try:
+            return estimate_fit(report, facts_for(model.path, loaded.context_length),
+                                context_length=loaded.context_length).need.total
+        except (ModelFileError, OSError, ValueError):
+            return 0
+
+    async def _hardware(self) -> HardwareReport | None:
+        """The engine's report (probed once per engine), with the RAM free now."""
+        if self._report is None:
+            try:
+                self._report = await self._controller.client.hardware_report()
+            except Exception:  # noqa: BLE001 - no verdicts beats no list: the rows still come
+                return None
+        return dataclasses.replace(self._report, ram=await asyncio.to_thread(_ram_now))
+
+    # --- changing ----------------------------------------------------------------------
+
+    async def add(self, path: str, *, reference: bool) -> InstalledModel | None:
+        """Add a GGUF file or an ONNX folder: copied in, or referenced where it is."""
+        if not reference:
+            model = await self._controller.setup.import_model(path)
+            if model is None:
+                self._emit(Problem(self._controller.setup.last_problem or "The model was not added."))
+        else:
+            model = await self._guarded(f"Could not add {path}", self.library.add_reference, Path(path))
+        await self.refresh()
+        return model
+
+    async def add_folder(self, path: str) -> FolderScan | None:
+        """Find the models in a folder (any depth) and reference them in place."""
+        scan = await self._guarded(f"Could not look through {path}", self.library.add_folder, Path(path))
+        if scan is not None and not scan.added and not scan.known:
+            skipped = "; ".join(f"{Path(p).name}: {why}" for p, why in list(scan.skipped)[:3])
+            self._emit(Problem(f"No model was found in {path}." + (f" Skipped: {skipped}." if skipped else
+                               " Kestrel looks for .gguf files and ONNX Runtime GenAI folders.")))
+        await self.refresh()
+        return scan
+
+    async def remove(self, model_id: str) -> bool:
+        """Delete a copied model, or forget a referenced one (its file stays)."""
+        model = await asyncio.to_thread(self.library.get, model_id)
+        if model is None:
+            return False
+        controller = self._controller
+        if controller.model is not None and controller.model.id == model_id and controller.answering:
+            self._emit(Problem(f"Stop the answer before removing {model.title}."))
+            return False
+        if controller.model is not None and controller.model.id == model_id:
+            await controller.unload_model()
+        removed = await self._guarded(f"Could not remove {model.title}", self.library.remove, model)
+        if removed is not None and controller.settings.default_model == model_id:
+            await controller.save_settings(dataclasses.replace(controller.settings, default_model=None))
+        await self.refresh()
+        return removed is not None
+
+    async def set_defaults(self, model_id: str, defaults: ModelDefaults) -> bool:
+        """Save a model's own settings; the loaded model loads again if a load setting changed."""
+        try:
+            defaults = defaults.validated()
+        except ValueError as exc:
+            self._emit(Problem(f"The model's settings were not saved: {exc}"))
+            return False
+        before = await asyncio.to_thread(self.library.get, model_id)
+        model = await self._guarded("Could not save the model's settings", self.library.set_defaults,
+                                    model_id, defaults)
+        if model is None:
+            return False
+        controller = self._controller
+        if controller.model is not None and controller.model.id == model_id:
+            controller.model = model
+            changed = before is None or any(getattr(before.defaults, f) != getattr(defaults, f) for f in _LOAD_FIELDS)
+            if changed and controller.loaded is not None and not controller.busy:
+                await controller.load_model(model)
+        await self.refresh()
+        return True
+
+    async def set_default(self, model_id: str) -> bool:
+        """The model a new start (and `chat` without --model) uses."""
+        controller = self._controller
+        await controller.save_settings(dataclasses.replace(controller.settings, default_model=model_id))
+        await self.refresh()
+        return controller.settings.default_model == model_id
+
+    async def load(self, model_id: str) -> bool:
+        """Load a model now; the open chat's next answer uses it."""
+        model = await asyncio.to_thread(self.library.get, model_id)
+        if model is None or model.missing:
+            self._emit(Problem(f"{model.title if model else model_id} cannot be loaded: its file is not "
+                               "there. Reconnect the drive it is on, or remove it from the list."))
+            return False
+        if self._controller.busy:
+            self._emit(Problem("Stop the answer before loading another model."))
+            return False
+        loaded = await self._controller.load_model(model)
+        await self.refresh()
+        return loaded
+
+    def download(self, entry: CatalogEntry) -> None:
+        """Start downloading a catalog model; when it is in, the library lists it."""
+        if self.downloads is None:
+            self._emit(Problem("Downloads are not available here; use: kestrel models get " + entry.id))
+            return
+        self.downloads.start(entry)
+
+    async def look_up(self, text: str) -> tuple[DownloadUnit, ...]:
+        """The models a pasted Hugging Face repository (or its address) or an http(s) URL offers.
+
+        The repository is listed on a worker thread: the only network use outside a download,
+        and only because the user asked. An address is taken as given (no request). What
+        cannot be listed becomes a Problem event, and () is returned.
+        """
+        # Imported here: chat and doctor never load the network code.
+        from app.library.download import DownloadError
+        from app.library.hub import HubError, units_for
+
+        try:
+            return await asyncio.to_thread(units_for, text)
+        except HubError as exc:
+            self._emit(Problem(str(exc)))
+        except DownloadError as exc:
+            self._emit(Problem(exc.message))
+        return ()
+
+    def download_unit(self, unit: DownloadUnit) -> None:
+        """Start downloading what look_up found; when it is in, the library lists it."""
+        if self.downloads is None:
+            self._emit(Problem(f"Downloads are not available here; use: kestrel models get {unit.source}"))
+            return
+        self.downloads.start(unit)
+
+    # --- downloads ---------------------------------------------------------------------
+
+    async def open_downloads(self, state_file: Path) -> None:
+        """Make the download queue (unfinished downloads come back paused).
+
+        Only the window downloads: chat and the other commands never import the network code.
+        """
+        from app.service.downloads import DownloadQueue
+
+        self.downloads = await asyncio.to_thread(DownloadQueue, self.library, state_file)
+        self.downloads.subscribe(self._download_changed)
+        if self.downloads.last_problem:
+            self._emit(Problem(self.downloads.last_problem))
+
+    async def close(self) -> None:
+        """Stop running downloads, their parts kept for the next start."""
+        if self.downloads is not None:
+            await self.downloads.close()
+
+    def _download_changed(self, event: DownloadChanged) -> None:
+        self._emit(event)
+        if event.item.state == "done" and event.item.model_id:
+            self._controller.spawn(self._downloaded(event.item.model_id))
+
+    async def _downloaded(self, model_id: str) -> None:
+        """A download is in: listed; and while only the starter (or nothing) was there, it
+        becomes the default and is loaded, as the first-run offer promises."""
+        controller = self._controller
+        model = await asyncio.to_thread(self.library.get, model_id)
+        if model is not None and (controller.model is None or controller.model.id == STARTER_ID):
+            await controller.save_settings(dataclasses.replace(controller.settings, default_model=model.id))
+            if not controller.busy:
+                await controller.load_model(model)
+        await self.refresh()
+
+    async def _guarded(self, what: str, work: Callable[..., Any], *args: Any) -> Any:
+        """Run library work on a thread; a problem the user can fix becomes a Problem event."""
+        try:
+            return await asyncio.to_thread(work, *args)
+        except ModelFileError as exc:  # ModelFolderError too
+            self._emit(Problem(exc.message))
+        except (OSError, ValueError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self._emit(Problem(f"{what}: {detail}."))
+        return None
+
+
+def catalog_fit(report: HardwareReport, entry: CatalogEntry, context_length: int, loaded_bytes: int,
+                preference: str) -> FitEstimate | None:
+    """A catalog model's fit from what the catalog says of it (its files are not here yet)."""
+    from app.library.fit_facts import facts_for_catalog
+
+    facts = facts_for_catalog(entry, context_length)
+    if facts is None:
+        return None
+    return estimate_fit(report, facts, context_length=context_length, preference=preference,
+                        loaded_bytes=loaded_bytes)
+
+
+def _details(model: InstalledModel) -> tuple[Mapping[str, Any], str | None]:
+    if model.missing:
+        return {}, f"{model.path} is not there now. Reconnect the drive it is on, or remove it from the list."
+    try:
+        return model_details(model.path), None
+    except ModelFileError as exc:
+        return {}, exc.message
+    except OSError as exc:
+        return {}, f"{model.path} cannot be read: {exc.strerror or exc}."
+
+
+def _context_for(model: InstalledModel, details: Mapping[str, Any], app_context: int) -> int:
+    wanted = model.defaults.context_length or app_context
+    trained = details.get("context_length")
+    return min(wanted, trained) if isinstance(trained, int) and trained > 0 else wanted
+
+
+def _fit(report: HardwareReport, path: Path, context_length: int, preference: str,
+         loaded_bytes: int) -> FitEstimate | None:
+    try:
+        return estimate_fit(report, facts_for(path, context_length), context_length=context_length,
+                            preference=preference, loaded_bytes=loaded_bytes)
+    except (ModelFileError, OSError, ValueError):
+        return None
+
+
+def _ram_now() -> RamInfo:
+    import psutil
+
+    memory = psutil.virtual_memory()
+    return RamInfo(total=int(memory.total), available=int(memory.available))

@@ -1,0 +1,219 @@
+"""The model manager's service over a real controller, engine, library and HTTP server."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from app.core.paths import data_paths
+from app.core.settings import SettingsFile
+from app.hardware.fit import Verdict
+from app.library.catalog import find_entry, load_catalog
+from app.library.model_defaults import ModelDefaults
+from app.service import events as ev
+from app.service.events import DownloadChanged
+from app.service.events import ModelState
+from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server, sha256_of
+from tests.service.conftest import Recorder, install, make_controller, run
+
+
+@pytest.fixture
+def server() -> Iterator[TestServer]:
+    with running_server() as state:
+        yield state
+
+
+@pytest.fixture
+def storage() -> Iterator[TestServer]:
+    with running_server() as state:
+        yield state
+
+
+def _row(listed: ev.LibraryListed, model_id: str) -> ev.ModelRow:
+    return next(r for r in listed.rows if r.model.id == model_id)
+
+
+def test_rows_carry_details_fit_default_and_loaded(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        events = Recorder(controller)
+        await controller.start_up()
+        await controller.library.refresh()
+        await controller.shutdown()
+        return events
+
+    events = run(scenario)
+    listed = events.of(ev.LibraryListed)[-1]
+    row = _row(listed, "tiny-model")
+    assert row.is_default and row.is_loaded and row.problem is None
+    assert row.details["format"] == "gguf" and row.details["layers"] == 2
+    assert row.fit is not None and row.fit.verdict == Verdict.RUNS_WELL and row.fit.device_kind == "cpu"
+    assert row.fit.context_length == 1024, "the context it would load with: the app's, within the model's"
+    assert listed.disk_total == tiny_model.stat().st_size
+    catalog = events.of(ev.CatalogListed)[-1].rows
+    assert {r.entry.id for r in catalog} == {e.id for e in load_catalog()}
+    sized = [r for r in catalog if r.entry.size is not None]
+    assert sized and all(r.fit is not None for r in sized), "a catalog model with a known size gets a verdict"
+
+
+def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        events = Recorder(controller)
+        await controller.start_up()
+        controller.send("Hello")
+        await controller.wait_idle()
+        old_chat = controller.conversation.id
+        controller.new_conversation()
+        saved = await controller.library.set_defaults("tiny-model", ModelDefaults(
+            context_length=768, system_prompt="Be terse.", temperature=0.2))
+        reloaded = controller.client.load_request.context_length
+        new_chat = controller.conversation_settings()
+        await controller.open_conversation(old_chat)
+        own = controller.conversation_settings()
+        await controller.shutdown()
+        return events, saved, reloaded, new_chat, own
+
+    events, saved, reloaded, (prompt, settings), (old_prompt, old_settings) = run(scenario)
+    assert saved and reloaded == 768, "a load setting reloads the model that is loaded"
+    assert (prompt, settings.temperature, settings.context_length) == ("Be terse.", 0.2, 768)
+    assert (old_prompt, old_settings.temperature, old_settings.context_length) == ("", 0.0, 1024), \
+        "a chat keeps its own settings"
+    states = [e.state for e in events.of(ev.ModelStateChanged)]
+    assert states[-2:] == [ModelState.LOADING, ModelState.READY]
+
+
+def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller()
+        events = Recorder(controller)
+        await controller.open()
+        saved = await controller.library.set_defaults("tiny-model", ModelDefaults(temperature=9.0))
+        model = controller.setup.library.get("tiny-model")
+        await controller.shutdown()
+        return events, saved, model
+
+    events, saved, model = run(scenario)
+    assert not saved and model.defaults == ModelDefaults()
+    assert "temperature must be a number from 0 to 5" in events.of(ev.Problem)[-1].text
+
+
+def test_a_referenced_model_is_forgotten_not_deleted_and_a_missing_one_says_so(
+        tiny_model: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "Meine Modelle" / "tiny copy.gguf"
+    outside.parent.mkdir()
+    shutil.copy(tiny_model, outside)
+
+    async def scenario():
+        controller = make_controller()
+        events = Recorder(controller)
+        await controller.open()
+        model = await controller.library.add(str(outside), reference=True)
+        outside.rename(outside.with_suffix(".away"))  # the drive is unplugged
+        await controller.library.refresh()
+        missing = _row(events.of(ev.LibraryListed)[-1], model.id)
+        loaded = await controller.library.load(model.id)
+        outside.with_suffix(".away").rename(outside)
+        await controller.library.refresh()
+        back = _row(events.of(ev.LibraryListed)[-1], model.id)
+        removed = await controller.library.remove(model.id)
+        await controller.shutdown()
+        return events, model, missing, loaded, back, removed
+
+    events, model, missing, loaded, back, removed = run(scenario)
+    assert model.referenced and model.path == outside
+    assert missing.model.missing and missing.fit is None and "Reconnect the drive" in (missing.problem or "")
+    assert not loaded and "its file is not there" in events.of(ev.Problem)[0].text
+    assert not back.model.missing and back.fit is not None
+    assert removed and outside.exists(), "forgetting never deletes the user's file"
+    assert all(r.model.id != model.id for r in events.of(ev.LibraryListed)[-1].rows)
+
+
+def test_set_default_is_saved_for_the_next_start(tiny_model: Path, tmp_path: Path) -> None:
+    install(tiny_model)
+    other = tmp_path / "other.gguf"
+    shutil.copy(tiny_model, other)
+
+    async def scenario():
+        controller = make_controller()
+        await controller.open()
+        model = await controller.library.add(str(other), reference=True)
+        chosen = await controller.library.set_default(model.id)
+        await controller.shutdown()
+        return model, chosen
+
+    model, chosen = run(scenario)
+    assert chosen and SettingsFile(data_paths().settings_file).load().default_model == model.id
+
+
+def test_a_downloaded_catalog_model_becomes_the_default_and_loads_when_there_was_none(
+        server: TestServer, storage: TestServer, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A catalog entry whose hash and size the catalog leaves to the server.
+    entry = next(e for e in load_catalog() if e.size is None and e.format == "gguf")
+    [file] = entry.files
+    endpoint = hugging_face_repo(server, storage, entry.repo, {file.path: tiny_model.read_bytes()},
+                                 revision=entry.revision)
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+
+    async def scenario():
+        controller = make_controller()
+        events = Recorder(controller)
+        await controller.open()
+        controller.library.download(find_entry(load_catalog(), entry.id))
+        await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
+        await events.until(lambda: any(r.installed_id for r in controller.library.catalog_rows), 10, "the refresh")
+        await controller.shutdown()
+        return events, controller
+
+    events, controller = run(scenario)
+    states = [e.item.state for e in events.of(DownloadChanged)]
+    assert states[0] == "queued" and states[-1] == "done"
+    done = events.of(DownloadChanged)[-1].item
+    assert controller.model.id == done.model_id
+    assert SettingsFile(data_paths().settings_file).load().default_model == done.model_id
+    row = next(r for r in controller.library.catalog_rows if r.entry.id == entry.id)
+    assert row.installed_id == done.model_id, "the catalog knows the model it became"
+    assert dataclasses.replace(row, installed_id=None).installed_id is None
+
+
+def test_look_up_lists_a_pasted_repository_and_download_unit_installs_the_pick(
+        server: TestServer, storage: TestServer, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    endpoint = hugging_face_repo(server, storage, "o/Tiny-GGUF", {"tiny-Q4_K_M.gguf": tiny_model.read_bytes(),
+                                                                  "tiny-Q8_0.gguf": b"GGUF" + bytes(60)})
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+
+    async def scenario():
+        controller = make_controller()
+        events = Recorder(controller)
+        await controller.open()
+        units = await controller.library.look_up("o/Tiny-GGUF")
+        missing = await controller.library.look_up("o/Not-There")
+        nonsense = await controller.library.look_up("not a repository")
+        controller.library.download_unit(units[0])
+        await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
+        await controller.shutdown()
+        return events, controller, units, missing, nonsense
+
+    events, controller, units, missing, nonsense = run(scenario)
+    assert [(u.title, u.format, u.size) for u in units] == [
+        ("tiny-Q4_K_M", "gguf", tiny_model.stat().st_size), ("tiny-Q8_0", "gguf", 64)]
+    assert missing == () and nonsense == ()
+    problems = [e.text for e in events.of(ev.Problem)]
+    assert len(problems) == 2
+    assert "has no public model repository named o/Not-There" in problems[0]
+    assert problems[1].startswith('"not a repository" is neither a Hugging Face repository')
+    done = events.of(DownloadChanged)[-1].item
+    assert done.state == "done" and controller.model.id == done.model_id
+    assert controller.model.source == f"downloaded from {units[0].source}"
+    assert controller.model.path.read_bytes() == tiny_model.read_bytes()
+    assert not storage.requests(path=f"/blobs/{sha256_of(b'tiny-Q8_0.gguf')}"), "only the picked file is fetched"
