@@ -1,16 +1,26 @@
-"""The model manager's lists as Qt item models (installed, catalog, downloads), kept in step by diffing, and their filters."""
+"""The model manager's lists as Qt item models (installed, catalog), kept in step by diffing, their filter and table."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt,
                             Signal)
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from app.core.units import human_size
+
+if TYPE_CHECKING:
+    # Moved to app.ui.downloads_view; see __getattr__ at the end.
+    from app.ui import downloads_view
+
+    DownloadsModel = downloads_view.DownloadsModel
+    DOWNLOAD_STATES = downloads_view.DOWNLOAD_STATES
+    fraction = downloads_view.fraction
+    progress_text = downloads_view.progress_text
 
 _Index = QModelIndex | QPersistentModelIndex
 _Display = Qt.ItemDataRole.DisplayRole
@@ -41,7 +51,7 @@ VERDICT_COLOURS = {"runs_well": "#2e9d4a", "runs_slowly": "#d08a00", "wont_fit":
 # Roles whose value differs by column; the other Roles are the same for the whole row.
 _SHOWN_ROLES = (_Display, Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.ForegroundRole,
                 Qt.ItemDataRole.DecorationRole, Qt.ItemDataRole.FontRole, Roles.SORT)
-_ROW_ROLES = tuple(role for role in Roles if role != Roles.SORT)
+ROW_ROLES = tuple(role for role in Roles if role != Roles.SORT)
 _icons: dict[str, QIcon] = {}
 
 
@@ -119,7 +129,7 @@ class RowTableModel(QAbstractTableModel):
     def data(self, index: _Index, role: int = _Display):  # Override QAbstractTableModel.data.
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
-        if role not in _SHOWN_ROLES and role not in _ROW_ROLES:
+        if role not in _SHOWN_ROLES and role not in ROW_ROLES:
             return None
         return _qt_value(role, self.cell(self._rows[index.row()], index.column(), role))
 
@@ -167,7 +177,7 @@ class RowTableModel(QAbstractTableModel):
                 if self.cell(old, column, role) != self.cell(row, column, role):
                     roles.add(role)
                     columns.add(column)
-        for role in _ROW_ROLES:
+        for role in ROW_ROLES:
             if self.cell(old, 0, role) != self.cell(row, 0, role):
                 roles.add(role)
                 columns.update((0, len(self.COLUMNS) - 1))
@@ -208,7 +218,7 @@ class InstalledModelsModel(RowTableModel):
         model = row.model
         if role == Roles.SORT:
             return self._sort(row, column)
-        if role in _ROW_ROLES:
+        if role in ROW_ROLES:
             return {Roles.ID: model.id, Roles.ROW: row, Roles.VERDICT: verdict_of(row.fit), Roles.MISSING: model.missing,
                     Roles.SEARCH: " ".join(map(str, (model.title, model.id, *row.details.values()))).lower(),
                     }.get(Roles(role))
@@ -270,7 +280,7 @@ class CatalogModel(RowTableModel):
         entry = row.entry
         if role == Roles.SORT:
             return entry.size or 0 if column == self.SIZE else self._text(row, column).lower()
-        if role in _ROW_ROLES:
+        if role in ROW_ROLES:
             return {Roles.ID: entry.id, Roles.ROW: row, Roles.VERDICT: verdict_of(row.fit),
                     Roles.SEARCH: " ".join((entry.name, entry.publisher, entry.parameters, entry.quantization,
                                             entry.license, entry.description)).lower()}.get(Roles(role))
@@ -294,44 +304,6 @@ class CatalogModel(RowTableModel):
             return VERDICT_WORDS.get(verdict_of(row.fit), "Not known yet")
         return {self.PUBLISHER: entry.publisher, self.PARAMETERS: entry.parameters,
                 self.QUANTIZATION: entry.quantization, self.LICENCE: entry.license}[column]
-
-
-DOWNLOAD_STATES = {"queued": "Waiting", "running": "Downloading", "paused": "Paused", "verifying": "Checking",
-                   "done": "Done", "failed": "Failed", "cancelled": "Cancelled"}
-
-
-class DownloadsModel(RowTableModel):
-    """Downloads (app.service.downloads.DownloadItem), in the order they started."""
-
-    COLUMNS = ("Model", "Progress", "Speed", "Time left", "State", "Message")
-    MODEL, PROGRESS, SPEED, LEFT, STATE, MESSAGE = range(6)
-
-    def key(self, row: Any) -> object:
-        return row.id
-
-    def cell(self, row: Any, column: int, role: int) -> Any:
-        if role == Roles.SORT:
-            return row.done if column == self.PROGRESS else self._text(row, column).lower()
-        if role in _ROW_ROLES:
-            return {Roles.ID: row.id, Roles.ROW: row, Roles.STATE: row.state, Roles.FRACTION: fraction(row),
-                    Roles.SEARCH: row.title.lower()}.get(Roles(role))
-        if role == Qt.ItemDataRole.ToolTipRole and column == self.MESSAGE:
-            return row.message or None
-        return self._text(row, column) if role == _Display else None
-
-    def _text(self, row: Any, column: int) -> str:
-        running = row.state == "running"
-        if column == self.MODEL:
-            return row.title
-        if column == self.PROGRESS:
-            return progress_text(row.done, row.total)
-        if column == self.SPEED:
-            return f"{human_size(int(row.bytes_per_second))}/s" if running and row.bytes_per_second else ""
-        if column == self.LEFT:
-            return duration_text(row.seconds_left) if running and row.seconds_left is not None else ""
-        if column == self.STATE:
-            return DOWNLOAD_STATES.get(row.state, row.state)
-        return row.message or ""
 
 
 class ModelFilter(QSortFilterProxyModel):
@@ -364,6 +336,33 @@ class ModelFilter(QSortFilterProxyModel):
         return all(word in searched for word in self._words)
 
 
+def table(parent: QWidget, proxy: ModelFilter, name: str) -> QTableView:
+    """A sortable, searchable table of one of these models, one row selected at a time."""
+    view = QTableView(parent)
+    view.setObjectName(name)
+    view.setAccessibleName(name.capitalize())
+    view.setModel(proxy)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setSortingEnabled(True)
+    view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the service's order until a header is clicked
+    view.verticalHeader().hide()
+    view.setAlternatingRowColors(True)
+    view.setWordWrap(False)
+    header = view.horizontalHeader()
+    # Every column as wide as what it holds (the model's name in full), the last one
+    # taking what is left; a narrow window scrolls rather than cut names short.
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setStretchLastSection(True)
+    return view
+
+
+def selected_row(view: QTableView) -> Any:
+    """The selected row's value (a ModelRow, CatalogRow or DownloadItem), or None."""
+    index = view.currentIndex()
+    return index.data(Roles.ROW) if index.isValid() and view.selectionModel().isSelected(index) else None
+
+
 def parameters_text(details: Any) -> str:
     """"1.5B" from the file's size label, or from its counted weights."""
     if details.get("parameters_label"):
@@ -394,29 +393,6 @@ def status_text(row: Any) -> str:
     return " · ".join(words)
 
 
-def fraction(item: Any) -> float:
-    """How much of a download is in; -1.0 while one of unknown size is moving (a busy bar)."""
-    if not item.total:
-        return 1.0 if item.state == "done" else -1.0 if item.state in ("running", "verifying") else 0.0
-    return min(1.0, item.done / item.total)
-
-
-def progress_text(done: int, total: int | None) -> str:
-    if not total:
-        return human_size(done) if done else ""
-    return f"{done * 100 // total}% · {human_size(done)} of {human_size(total)}"
-
-
-def duration_text(seconds: float) -> str:
-    """Time left as a person says it: "40 s", "3 min 20 s", "1 h 5 min"."""
-    whole = max(0, round(seconds))
-    if whole < 60:
-        return f"{whole} s"
-    if whole < 3600:
-        return f"{whole // 60} min {whole % 60} s"
-    return f"{whole // 3600} h {whole % 3600 // 60} min"
-
-
 def _format_of(model: Any) -> str:
     # Never model.format here: it asks the disk, and data() runs on the UI thread.
     return "gguf" if str(model.path).lower().endswith(".gguf") else "onnx"
@@ -435,3 +411,14 @@ def _qt_value(role: int, value: Any) -> Any:
         font.setBold(True)
         return font
     return value
+
+
+def __getattr__(name: str) -> Any:
+    """The downloads' model and words moved to app.ui.downloads_view; found there for
+    adapter.py and first_run.py, which still import them from here (late: that module
+    imports this one). Remove once they import from app.ui.downloads_view."""
+    if name in ("DownloadsModel", "DOWNLOAD_STATES", "fraction", "progress_text"):
+        from app.ui import downloads_view
+
+        return getattr(downloads_view, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QMouseEvent, QTextOption
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QDialog, QFileDialog, QFrame, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QScrollArea, QSplitter,
-                               QStyle, QStyledItemDelegate, QStyleOptionProgressBar, QStyleOptionViewItem,
-                               QTableView, QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QDialog, QFileDialog, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+                               QMessageBox, QPushButton, QScrollArea, QSplitter, QTabWidget, QTextBrowser, QVBoxLayout,
+                               QWidget)
 
 from app.core.units import human_size
-from app.ui.model_items import DownloadsModel, ModelFilter, Roles, verdict_tooltip
+from app.ui.downloads_view import DownloadsPage
+from app.ui.link_lookup import LinkLookup
+from app.ui.model_items import ModelFilter, selected_row, table, verdict_tooltip
 from app.ui.model_settings_form import ModelSettingsForm
 
 if TYPE_CHECKING:
@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 _DETAILS = (("format", "Format"), ("architecture", "Architecture"), ("parameters_label", "Parameters"),
             ("quantization", "Quantization"), ("file_size", "File size"), ("layers", "Layers"),
             ("context_length", "Native context"), ("chat_template", "Chat template"), ("license", "Licence"))
-# Download states in which each button does something.
-_PAUSABLE = ("queued", "running")
-_RESUMABLE = ("paused", "failed")
-_CANCELLABLE = ("queued", "running", "paused", "verifying", "failed")
 
 
 class ClickableLabel(QLabel):
@@ -38,54 +34,6 @@ class ClickableLabel(QLabel):
         if event.button() == Qt.MouseButton.LeftButton:
             self.clicked.emit()
         super().mouseReleaseEvent(event)
-
-
-class ProgressDelegate(QStyledItemDelegate):
-    """Draws a download's progress as a bar with its words over it."""
-
-    def paint(self, painter, option: QStyleOptionViewItem,  # Override QStyledItemDelegate.paint.
-              index: QModelIndex | QPersistentModelIndex) -> None:
-        share = index.data(Roles.FRACTION)
-        if share is None:
-            super().paint(painter, option, index)
-            return
-        bar = QStyleOptionProgressBar()
-        bar.rect = option.rect.adjusted(2, 3, -2, -3)
-        bar.minimum, bar.maximum = (0, 0) if share < 0 else (0, 1000)
-        bar.progress = max(0, int(share * 1000))
-        bar.text = index.data() or ""
-        bar.textVisible = True
-        # Qt 6 reads a bar's direction from this flag; without it Fusion draws it upright.
-        bar.state = option.state | QStyle.StateFlag.State_Horizontal
-        bar.palette = option.palette
-        style = option.widget.style() if option.widget else QApplication.style()
-        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
-
-
-def table(parent: QWidget, proxy: ModelFilter, name: str) -> QTableView:
-    view = QTableView(parent)
-    view.setObjectName(name)
-    view.setAccessibleName(name.capitalize())
-    view.setModel(proxy)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setSortingEnabled(True)
-    view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the service's order until a header is clicked
-    view.verticalHeader().hide()
-    view.setAlternatingRowColors(True)
-    view.setWordWrap(False)
-    header = view.horizontalHeader()
-    # Every column as wide as what it holds (the model's name in full), the last one
-    # taking what is left; a narrow window scrolls rather than cut names short.
-    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setStretchLastSection(True)
-    return view
-
-
-def selected_row(view: QTableView) -> Any:
-    """The selected row's value (a ModelRow, CatalogRow or DownloadItem), or None."""
-    index = view.currentIndex()
-    return index.data(Roles.ROW) if index.isValid() and view.selectionModel().isSelected(index) else None
 
 
 class InstalledPage(QWidget):
@@ -258,7 +206,8 @@ class InstalledPage(QWidget):
 
 
 class CatalogPage(QWidget):
-    """The catalog, filtered to what fits this machine unless asked otherwise, and Download.
+    """The catalog, filtered to what fits this machine unless asked otherwise, and Download;
+    below it, any other model by pasting its repository or link (`link`).
 
     Signals: downloadStarted (switch to the downloads page).
     """
@@ -278,6 +227,7 @@ class CatalogPage(QWidget):
         self.about = QLabel(self)
         self.about.setWordWrap(True)
         self.download_button = QPushButton("&Download", self)
+        self.link = LinkLookup(adapter, self)
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.fits_only)
@@ -288,81 +238,39 @@ class CatalogPage(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.view, 1)
         layout.addLayout(bottom)
+        other = QGroupBox("Another model: from a Hugging Face repository or a link", self)
+        QVBoxLayout(other).addWidget(self.link)
+        layout.addWidget(other)
         self.search.textChanged.connect(self.filter.set_text)
         self.fits_only.toggled.connect(self.filter.set_fits_only)
         self.fits_only.setChecked(True)
         self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
         adapter.catalog.dataChanged.connect(lambda *_: self.show_selected())
         self.download_button.clicked.connect(self.download)
+        self.link.downloadStarted.connect(self.downloadStarted)
         self.show_selected()
 
     def show_selected(self) -> None:
         row = selected_row(self.view)
         self.download_button.setEnabled(row is not None and row.installed_id is None)
         if row is None:
-            self.about.setText("Choose a model to download. Downloads are the only time Kestrel uses the network.")
+            self.about.setToolTip("")
+            self.about.setText("Choose a model to download. Downloads, and looking up what you paste below, "
+                               "are the only times Kestrel uses the network.")
             return
+        # The verdict's one line here, its numbers on hover: the whole list of them would
+        # leave the table a few rows under the paste-a-link box.
+        verdict = row.fit.summary if row.fit is not None else verdict_tooltip(None)
         self.about.setText(f"<b>{_escape(row.entry.name)}</b> — {_escape(row.entry.description)}<br>"
-                           f"{_escape(verdict_tooltip(row.fit)).replace(chr(10), '<br>')}<br>"
+                           f"{_escape(verdict)} (hover for the numbers)<br>"
                            f"From huggingface.co/{_escape(row.entry.repo)}")
+        self.about.setToolTip(verdict_tooltip(row.fit))
 
     def download(self) -> None:
         row = selected_row(self.view)
         if row is not None:
             self.adapter.controller.library.download(row.entry)
             self.downloadStarted.emit()
-
-
-class DownloadsPage(QWidget):
-    """Downloads with their progress, and Pause, Resume and Cancel for the selected one."""
-
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.adapter = adapter
-        self.filter = ModelFilter(self)
-        self.filter.setSourceModel(adapter.downloads)
-        self.view = table(self, self.filter, "downloads")
-        self.view.setItemDelegateForColumn(DownloadsModel.PROGRESS, ProgressDelegate(self.view))
-        self.view.horizontalHeader().setSectionResizeMode(DownloadsModel.PROGRESS, QHeaderView.ResizeMode.Fixed)
-        self.view.setColumnWidth(DownloadsModel.PROGRESS, 260)
-        self.pause_button = QPushButton("&Pause", self)
-        self.resume_button = QPushButton("Res&ume", self)
-        self.cancel_button = QPushButton("&Cancel download", self)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        for button in (self.pause_button, self.resume_button, self.cancel_button):
-            buttons.addWidget(button)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.view, 1)
-        layout.addLayout(buttons)
-        self.pause_button.clicked.connect(lambda: self._act("pause"))
-        self.resume_button.clicked.connect(lambda: self._act("resume"))
-        self.cancel_button.clicked.connect(lambda: self._act("cancel"))
-        self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
-        adapter.downloads.dataChanged.connect(lambda *_: self.show_selected())
-        adapter.downloads.rowsInserted.connect(self._select_newest)
-        self.show_selected()
-
-    def show_selected(self) -> None:
-        item = selected_row(self.view)
-        state = item.state if item is not None else ""
-        self.pause_button.setEnabled(state in _PAUSABLE)
-        self.resume_button.setEnabled(state in _RESUMABLE)
-        self.cancel_button.setEnabled(state in _CANCELLABLE)
-
-    def _select_newest(self, _parent, _first: int, last: int) -> None:
-        index = self.filter.mapFromSource(self.adapter.downloads.index(last, 0))
-        if index.isValid():
-            self.view.selectRow(index.row())
-
-    def _act(self, what: str) -> None:
-        item = selected_row(self.view)
-        queue = self.adapter.controller.downloads
-        if item is None or queue is None:
-            return
-        result = getattr(queue, what)(item.id)
-        if asyncio.iscoroutine(result):
-            self.adapter.spawn(result)
 
 
 class ModelManager(QDialog):

@@ -12,10 +12,10 @@ from PySide6.QtTest import QAbstractItemModelTester
 from app.library.catalog import CatalogEntry, CatalogFile
 from app.hardware.fit import FitEstimate, MemoryNeed, Verdict
 from app.library.models import InstalledModel
-from app.service.downloads import DownloadItem
+from app.service.events import DownloadItem
 from app.service.events import CatalogRow, ModelRow
-from app.ui.model_items import (CatalogModel, DownloadsModel, InstalledModelsModel, ModelFilter, Roles,
-                                duration_text, parameters_text)
+from app.ui.downloads_view import DownloadsModel, duration_text
+from app.ui.model_items import CatalogModel, InstalledModelsModel, ModelFilter, Roles, parameters_text
 
 Display = Qt.ItemDataRole.DisplayRole
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, Signal
 
 from app.core.settings import Settings
 from app.library.model_defaults import ModelDefaults
-from app.service.downloads import DownloadItem
-from app.ui.model_items import CatalogModel, DownloadsModel, InstalledModelsModel
+from app.service.events import DownloadItem
+from app.ui.downloads_view import DownloadsModel
+from app.ui.model_items import CatalogModel, InstalledModelsModel
 from app.ui.model_manager import ModelManager
 from tests.ui.conftest import run, until
 from tests.ui.test_model_items import catalog_row, installed
@@ -32,7 +33,9 @@ class FakeDownloads:
 
 
 class FakeAdapter(QObject):
-    """What the manager uses of ControllerAdapter: the three item models and spawn."""
+    """What the manager uses of ControllerAdapter: the three item models, problem and spawn."""
+
+    problem = Signal(str)
 
     def __init__(self) -> None:
         super().__init__()
@@ -43,6 +46,7 @@ class FakeAdapter(QObject):
         self.downloaded: list = []
         library = FakeLibrary()
         library.download = self.downloaded.append  # type: ignore[attr-defined]
+        library.download_unit = self.downloaded.append  # type: ignore[attr-defined]
         self.controller = SimpleNamespace(library=library, downloads=FakeDownloads(), settings=Settings())
 
     def spawn(self, work) -> None:
