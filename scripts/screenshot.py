@@ -9,7 +9,9 @@ with QT_SCALE_FACTOR=2 for 200% scaling.
 
 --show picks another view: "installed", "settings" and "catalog" (the model manager, with
 --add MODEL referencing a model file first, so the table has more than the starter),
-or "first-run" (the empty chat's offer, as a new user on the starter sees it).
+or "first-run" (the empty chat's offer, as a new user on the starter sees it). With
+--paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or a link; set
+HF_ENDPOINT to a local server to stay offline) and shows what it found.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ async def scenario(window, prompt: str) -> None:
     await asyncio.sleep(0.3)
 
 
-async def manager_scenario(window, page: str, add: list[Path]) -> None:
+async def manager_scenario(window, page: str, add: list[Path], paste: str | None = None) -> None:
     controller = window.controller
     await controller.start_up()
     for path in add:
@@ -83,6 +85,11 @@ async def manager_scenario(window, page: str, add: list[Path]) -> None:
     shown.view.selectRow(0)
     if page == "settings":
         manager.installed.pane_tabs.setCurrentIndex(1)
+    if paste:
+        link = manager.catalog.link
+        link.link.setText(paste)
+        link.look_up()
+        await _until(lambda: not link.note.text().startswith("Looking up"))
     await asyncio.sleep(0.5)
 
 
@@ -108,6 +115,7 @@ def main() -> int:
     parser.add_argument("--show", choices=["chat", "installed", "settings", "catalog", "first-run"], default="chat")
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
+    parser.add_argument("--paste", help="with --show catalog: a repository or link to look up")
     args = parser.parse_args()
 
     import qasync
@@ -128,7 +136,7 @@ def main() -> int:
     window.show()
     in_manager = args.show in ("installed", "settings", "catalog")
     if in_manager:
-        work = manager_scenario(window, args.show, args.add)
+        work = manager_scenario(window, args.show, args.add, args.paste)
     elif args.show == "first-run":
         work = first_run_scenario(window)
     else:
