@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from app.cli import models_get, models_settings
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, UserError
+from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
 from app.core.units import human_size
 from app.core.settings import Settings, SettingsError, SettingsFile
+from app.hardware.fit import FitEstimate, estimate_fit
+from app.library.fit_facts import facts_for
 from app.library.gguf_info import ModelFileError
+from app.library.model_defaults import ModelDefaults
 from app.library.model_format import GENAI_CONFIG
 from app.library.model_details import model_details
 from app.library.models import InstalledModel, ModelLibrary
@@ -49,6 +52,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     info = actions.add_parser("info", help="what a model's file says, read without loading it")
     info.add_argument("model", metavar="ID", help="an installed model's id (see models list), or a path")
     info.add_argument("--json", action="store_true", help="the details as one JSON object")
+    info.add_argument("--ctx", type=int, metavar="N",
+                      help="judge the fit at this context length (default: the model's own, else the app's)")
     info.set_defaults(run=run, handler=_info)
     add = actions.add_parser("add", help="add a GGUF file or an ONNX Runtime GenAI folder (copied in, "
                                          "or kept where it is), or every model in a folder")
@@ -149,7 +154,10 @@ def _info(args: argparse.Namespace) -> int:
         shown.update(source=model.source, sha256=model.sha256, default=default == model,
                      referenced=model.referenced, missing=model.missing,
                      files=[str(part) for part in model.files] or None, defaults=model.defaults.to_dict())
+    fit = _fit(path, model, settings, args.ctx) if details else None
     shown = {key: value for key, value in shown.items() if value is not None}
+    if fit is not None:
+        shown["fit"] = _fit_json(fit)
     if args.json:
         print(json.dumps(shown, ensure_ascii=False))
     else:
@@ -159,7 +167,37 @@ def _info(args: argparse.Namespace) -> int:
                 print(f"  {label + ':':<17}{_plain(key, shown[key])}")
         if model is not None:
             _print_kept(model)
+        if fit is not None:
+            print(f"  {'will it fit:':<17}{fit.summary}")
+            for line in fit.lines:
+                print(f"  {'':<17}{line}")
     return EXIT_OK
+
+
+def _fit(path: Path, model: InstalledModel | None, settings: Settings, ctx: int | None) -> FitEstimate | None:
+    """Will it fit, judged on this machine as the window judges it (the window also counts
+    back a model it has loaded; this command knows of none)."""
+    if ctx is not None and ctx < 1:
+        raise UserError(f"--ctx {ctx} is not allowed: it must be a whole number of 1 or more.", EXIT_USAGE)
+    own = model.defaults if model is not None else ModelDefaults()
+    context = ctx or own.context_length or settings.generation.context_length
+    try:
+        facts = facts_for(path, context)
+    except (ModelFileError, OSError):
+        return None  # the details above already said what is wrong with the file
+    from app.hardware.probe import probe  # the runtimes' checks: only this command needs them
+
+    return estimate_fit(probe(), facts, context_length=facts.context_length,
+                        preference=own.device_preference or settings.device_preference)
+
+
+def _fit_json(fit: FitEstimate) -> dict[str, Any]:
+    need = fit.need
+    return {"verdict": fit.verdict.value, "summary": fit.summary, "context_length": fit.context_length,
+            "device": fit.device_kind, "device_name": fit.device_name,
+            "need": {"weights": need.weights, "kv_cache": need.kv_cache, "compute": need.compute,
+                     "total": need.total},
+            "available": fit.available, "max_context": fit.max_context, "lines": list(fit.lines)}
 
 
 def _print_kept(model: InstalledModel) -> None:

@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushBu
 
 from app.core.units import human_size
 from app.service.events import ModelState
-from app.ui.model_items import DOWNLOAD_STATES, VERDICT_WORDS, fraction, progress_text, verdict_of, verdict_tooltip
+from app.ui.downloads_view import DOWNLOAD_STATES, fraction, progress_text
+from app.ui.model_items import VERDICT_WORDS, verdict_of, verdict_tooltip
 
 if TYPE_CHECKING:
     from app.ui.adapter import ControllerAdapter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt,
                             Signal)
@@ -12,15 +12,6 @@ from PySide6.QtGui import QBrush, QColor, QGuiApplication, QIcon, QPainter, QPal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from app.core.units import human_size
-
-if TYPE_CHECKING:
-    # Moved to app.ui.downloads_view; see __getattr__ at the end.
-    from app.ui import downloads_view
-
-    DownloadsModel = downloads_view.DownloadsModel
-    DOWNLOAD_STATES = downloads_view.DOWNLOAD_STATES
-    fraction = downloads_view.fraction
-    progress_text = downloads_view.progress_text
 
 _Index = QModelIndex | QPersistentModelIndex
 _Display = Qt.ItemDataRole.DisplayRole
@@ -411,14 +402,3 @@ def _qt_value(role: int, value: Any) -> Any:
         font.setBold(True)
         return font
     return value
-
-
-def __getattr__(name: str) -> Any:
-    """The downloads' model and words moved to app.ui.downloads_view; found there for
-    adapter.py and first_run.py, which still import them from here (late: that module
-    imports this one). Remove once they import from app.ui.downloads_view."""
-    if name in ("DownloadsModel", "DOWNLOAD_STATES", "fraction", "progress_text"):
-        from app.ui import downloads_view
-
-        return getattr(downloads_view, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -124,6 +124,7 @@ def test_info_reads_a_gguf_header_without_loading_the_model(tiny_model: Path) ->
     # Counted here by gguf-py's own reader, the way its tools count a model's weights.
     weights = sum(int(tensor.n_elements) for tensor in GGUFReader(tiny_model).tensors)
 
+    assert info[0].pop("fit")["verdict"] == "runs_well"  # test_info_says_whether_the_model_fits_here
     assert info == [{
         "id": model_id, "title": "kestrel-tiny", "path": str(models_folder() / model_id / tiny_model.name),
         "format": "gguf", "gguf_version": 3, "architecture": "llama", "quantization": "F32",
@@ -135,7 +136,27 @@ def test_info_reads_a_gguf_header_without_loading_the_model(tiny_model: Path) ->
     }], "no licence or size label: the tiny file states none"
     assert len(info[0]["sha256"]) == 64
     assert "context length:  2,048 tokens" in plain and "chat template:   yes" in plain
-    assert f"parameters:      {weights:,} (" in plain and "fit" not in plain
+    assert f"parameters:      {weights:,} (" in plain and "will it fit:" in plain
+
+
+def test_info_says_whether_the_model_fits_here_with_the_numbers(tiny_model: Path) -> None:
+    model_id = added(tiny_model)
+    assert models("set", model_id, "context_length=1024").returncode == 0
+
+    [own] = json_lines(models("info", model_id, "--json").stdout)
+    [asked] = json_lines(models("info", model_id, "--json", "--ctx", "100000").stdout)
+    plain = models("info", model_id).stdout
+    refused = models("info", model_id, "--ctx", "0")
+
+    fit = own["fit"]
+    assert fit["verdict"] == "runs_well" and fit["device"] == "cpu"
+    assert fit["context_length"] == 1024, "the model's own context length"
+    need = fit["need"]
+    assert need["total"] == need["weights"] + need["kv_cache"] + need["compute"] and need["kv_cache"] > 0
+    assert fit["max_context"] == 2048, "the tiny model was trained on 2,048 tokens"
+    assert asked["fit"]["context_length"] == 2048, "never more than the model was trained on"
+    assert "will it fit:     Runs well on the CPU" in plain and "KV cache:" in plain
+    assert refused.returncode == 2 and "--ctx 0 is not allowed" in refused.stderr
 
 
 def test_info_shows_the_label_licence_and_quantization_a_file_states(tmp_path: Path) -> None:
