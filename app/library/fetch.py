@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from app.core.files import try_hold_lock, write_atomically
-from app.library.download import (DownloadControl, DownloadedFile, DownloadOptions, FileSpec,
+from app.library.download import (DownloadControl, DownloadedFile, DownloadOptions,
                                   ProgressCallback, UnitDownload)
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.hub import DownloadUnit
@@ -72,7 +72,7 @@ def fetch_unit(library: ModelLibrary, unit: DownloadUnit, *, control: DownloadCo
         raise FetchRefused("busy", f"Another Kestrel is already downloading {unit.title}. Let it "
                                    f"finish (or stop it), then try again.")
     try:
-        specs = [FileSpec(f.url, f.name, f.sha256, f.size, f.stated_by) for f in unit.files]
+        specs = list(unit.files)
         files = tuple(UnitDownload(specs, folder, control, progress, options).run())
         path = _checked_model(folder, unit)
         (folder / MARKER).unlink(missing_ok=True)

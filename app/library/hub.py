@@ -14,6 +14,7 @@ from urllib.parse import quote, unquote, urlsplit
 from app.library.catalog import CatalogEntry
 from app.library.download.errors import DownloadError, DownloadErrorKind, bad_scheme, gave_up
 from app.library.download.transport import TransientFailure, check_scheme, request
+from app.library.download.unit import FileSpec
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 GENAI_CONFIG = "genai_config.json"
@@ -22,18 +23,6 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _MAX_LISTING = 32 * 1024 * 1024
 _LISTING = "the repository's file list"  # a repository listing is JSON; a bigger answer is not one
-
-
-@dataclass(frozen=True)
-class UnitFile:
-    """One file of a unit: where it comes from, where it lands inside the model's folder
-    ("/"-separated), and the SHA-256 and size stated for it, where they are."""
-
-    url: str
-    name: str
-    sha256: str | None = None
-    size: int | None = None
-    stated_by: str = "the catalog"
 
 
 @dataclass(frozen=True)
@@ -47,7 +36,7 @@ class DownloadUnit:
     key: str
     title: str
     format: Literal["gguf", "onnx"]
-    files: tuple[UnitFile, ...]
+    files: tuple[FileSpec, ...]
     source: str
     catalog_id: str | None = None
 
@@ -65,7 +54,7 @@ class DownloadUnit:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DownloadUnit":
         """The unit to_dict wrote; ValueError (or KeyError, TypeError) if it is damaged."""
-        files = tuple(UnitFile(str(f["url"]), str(f["name"]), f.get("sha256"), f.get("size"),
+        files = tuple(FileSpec(str(f["url"]), str(f["name"]), f.get("sha256"), f.get("size"),
                                str(f.get("stated_by") or "the catalog")) for f in data["files"])
         fmt = data["format"]
         if fmt not in ("gguf", "onnx") or not files:
@@ -163,7 +152,7 @@ def direct_unit(url: str, name: str | None = None) -> DownloadUnit:
                            f"without folders that does not start with a dot, such as model.gguf.")
         raise HubError(f"The address {url} does not end in a file name Kestrel can save as.")
     return DownloadUnit(saved, PurePosixPath(saved).stem or saved, "gguf",
-                        (UnitFile(url, saved),), url)
+                        (FileSpec(url, saved),), url)
 
 
 def plain_file_name(name: str) -> bool:
@@ -177,7 +166,7 @@ def catalog_unit(entry: CatalogEntry, endpoint: str | None = None) -> DownloadUn
     endpoint = (endpoint or default_endpoint()).rstrip("/")
     paths = [f.path for f in entry.files]
     folder = _onnx_folder(paths) if entry.format == "onnx" else ""
-    files = tuple(UnitFile(resolve_url(entry.repo, f.path, entry.revision, endpoint),
+    files = tuple(FileSpec(resolve_url(entry.repo, f.path, entry.revision, endpoint),
                            _onnx_name(folder, f.path, entry.repo) if folder
                            else PurePosixPath(f.path).name, f.sha256, f.size)
                   for f in entry.files)
@@ -264,7 +253,7 @@ def _unit(repo: str, revision: str, endpoint: str, fmt: Literal["gguf", "onnx"],
           title: str, files: list[RepoFile]) -> DownloadUnit:
     """key is the GGUF's (first shard's) path, or the ONNX folder's ("." for the root)."""
     unit_files = tuple(
-        UnitFile(resolve_url(repo, f.path, revision, endpoint),
+        FileSpec(resolve_url(repo, f.path, revision, endpoint),
                  _onnx_name(key, f.path, repo) if fmt == "onnx" else PurePosixPath(f.path).name,
                  f.sha256, f.size, _LISTING) for f in files)
     source = _unit_source(endpoint, repo, revision, key if fmt == "onnx" else "", unit_files)
@@ -274,12 +263,12 @@ def _unit(repo: str, revision: str, endpoint: str, fmt: Literal["gguf", "onnx"],
 def _file_unit(repo: str, revision: str, endpoint: str, path: str) -> DownloadUnit:
     name = PurePosixPath(path).name
     return DownloadUnit(path, PurePosixPath(name).stem, "gguf",
-                        (UnitFile(resolve_url(repo, path, revision, endpoint), name),),
+                        (FileSpec(resolve_url(repo, path, revision, endpoint), name),),
                         resolve_url(repo, path, revision, endpoint))
 
 
 def _unit_source(endpoint: str, repo: str, revision: str, folder: str,
-                 files: tuple[UnitFile, ...]) -> str:
+                 files: tuple[FileSpec, ...]) -> str:
     """The address a unit is known by ("downloaded from …"): a GGUF's (first) file's, an
     ONNX folder's page."""
     if not folder:

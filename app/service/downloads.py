@@ -246,6 +246,10 @@ class DownloadQueue:
             self.last_problem = (f"Could not remember the unfinished downloads in "
                                  f"{self._state_file}: {exc.strerror or exc}.")
 
+    async def settled(self) -> None:
+        """Wait until the list and deletions asked for so far are on disk."""
+        await asyncio.wrap_future(self._disk.submit(lambda: None))
+
     def _on_disk_thread(self, work: Callable[..., None], *args: object) -> None:
         try:
             self._loop = asyncio.get_running_loop()

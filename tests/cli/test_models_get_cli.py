@@ -9,26 +9,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from app.core.paths import data_paths
 from app.library.catalog import find_entry, load_catalog
 from tests.cli.test_chat_cli import ROOT, kestrel
-from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, running_server, sha256_of
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
-
-
-@pytest.fixture
-def storage() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
+from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, sha256_of
 
 
 def models(*args: str) -> subprocess.CompletedProcess:

@@ -9,31 +9,18 @@ import socket
 import threading
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from app.library.download import (DownloadControl, DownloadError, DownloadErrorKind,
                                   DownloadOptions, DownloadProgress, DownloadStopped, FileSpec,
                                   RemoteFacts, UnitDownload, probe)
-from tests.helpers.http_servers import Served, TestServer, running_server, sha256_of
+from tests.helpers.http_servers import Served, TestServer, sha256_of
 
 FAST = DownloadOptions(retry_delays=(0.01, 0.02, 0.04), timeout_s=5.0, chunk_size=16 * 1024,
                        space_margin=0)
 MODEL = random.Random(11).randbytes(600_000)
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
-
-
-@pytest.fixture
-def storage() -> Iterator[TestServer]:
-    """A second host, as Hugging Face's storage is a host of its own."""
-    with running_server() as state:
-        yield state
 
 
 def fetch(folder: Path, *specs: FileSpec, **kwargs: Any) -> list[Any]:

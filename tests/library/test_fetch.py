@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -15,22 +15,10 @@ from app.library.fetch import MARKER, FetchRefused, discard_unit, fetch_unit, un
 from app.library.hub import DownloadUnit, direct_unit, units_for
 from app.library.model_format import read_onnx_folder
 from app.library.models import ModelLibrary
-from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, running_server, sha256_of
+from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, sha256_of
 
 FAST = DownloadOptions(retry_delays=(0.01, 0.02), timeout_s=5.0, chunk_size=16 * 1024, space_margin=0)
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
-
-
-@pytest.fixture
-def storage() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
 
 
 @pytest.fixture

@@ -2,32 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Iterator
 
 import pytest
 
 from app.library.catalog import load_catalog, find_entry
 from app.library.download import DownloadError, DownloadErrorKind
-from app.library.hub import (DownloadUnit, HubError, Pasted, UnitFile, catalog_unit, choose,
+from app.library.download import FileSpec
+from app.library.hub import (DownloadUnit, HubError, Pasted, catalog_unit, choose,
                              default_endpoint, direct_unit, parse_pasted, resolve_url, units_for)
-from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, running_server, sha256_of
+from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, sha256_of
 
 HF = "https://huggingface.co"
 SHARDS = [f"big/model-Q8_0-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
 ONNX = ["cpu/int4/genai_config.json", "cpu/int4/model.onnx", "cpu/int4/model.onnx.data",
         "cpu/int4/tokenizer.json", "cpu/int4/sub/extra.json"]
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
-
-
-@pytest.fixture
-def storage() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -81,7 +69,7 @@ def test_a_repository_lists_each_gguf_each_split_gguf_and_each_onnx_folder_as_on
 
     assert [e.path for e in server.log] == ["/api/models/o/m?blobs=true"]
     assert (single.key, single.title, single.format) == ("m-Q4_K_M.gguf", "m-Q4_K_M", "gguf")
-    assert single.files == (UnitFile(f"{endpoint}/o/m/resolve/main/m-Q4_K_M.gguf", "m-Q4_K_M.gguf",
+    assert single.files == (FileSpec(f"{endpoint}/o/m/resolve/main/m-Q4_K_M.gguf", "m-Q4_K_M.gguf",
                                      sha256_of(b"GGUF one"), 8, "the repository's file list"),)
     assert single.source == single.files[0].url
     assert (split.key, split.title) == (SHARDS[0], "model-Q8_0")

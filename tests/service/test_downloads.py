@@ -6,24 +6,17 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-import pytest
 
 from app.library.download import DownloadOptions
 from app.library.hub import direct_unit
 from app.library.models import ModelLibrary
 from app.service.downloads import DownloadQueue
 from app.service.events import DownloadChanged, DownloadItem
-from tests.helpers.http_servers import Served, TestServer, running_server, sha256_of
+from tests.helpers.http_servers import Served, TestServer, sha256_of
 
 FAST = DownloadOptions(retry_delays=(0.01,), timeout_s=5.0, chunk_size=8 * 1024, space_margin=0)
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
 
 
 class Setup:
@@ -77,6 +70,7 @@ def test_one_runs_at_a_time_and_a_failure_does_not_block_the_next(
         assert s.queue.start(direct_unit(server.url("/good.gguf"))) != good, "a finished one may start again"
         s.queue.forget_finished()
         await s.until(lambda: all(i.state == "done" for i in s.queue.items()))
+        await s.queue.settled()  # the list is written on the queue's disk thread
         assert json.loads(s.state_file.read_text())["downloads"] == []
 
     asyncio.run(scenario())

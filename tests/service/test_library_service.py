@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -17,20 +16,8 @@ from app.library.model_defaults import ModelDefaults
 from app.service import events as ev
 from app.service.events import DownloadChanged
 from app.service.events import ModelState
-from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server, sha256_of
+from tests.helpers.http_servers import TestServer, hugging_face_repo, sha256_of
 from tests.service.conftest import Recorder, install, make_controller, run
-
-
-@pytest.fixture
-def server() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
-
-
-@pytest.fixture
-def storage() -> Iterator[TestServer]:
-    with running_server() as state:
-        yield state
 
 
 def _row(listed: ev.LibraryListed, model_id: str) -> ev.ModelRow:
