@@ -47,3 +47,7 @@ class Backend(Protocol):
     def close(self) -> None:
         """Free the model's memory; the backend is not used again."""
         ...
+
+    def forget_states(self) -> None:
+        """Drop the saved conversation states it keeps (RAM and files), if it keeps any."""
+        ...

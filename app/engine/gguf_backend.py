@@ -7,19 +7,21 @@ import ctypes
 import random
 import time
 from pathlib import Path
-from typing import Generator, Iterator, Sequence
+from typing import Any, Generator, Iterator, Sequence
 
 import llama_cpp
 
-from app.engine import native_log
+from app.engine import kv_state, native_log
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of_turn_markers, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError
+from app.engine.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
+from app.engine.state_store import StateStore, common_prefix
 from app.engine.thinking import has_switch, markers_in, template_variables
 from app.hardware.placement_types import ALL_LAYERS
 from app.library.fit_facts import gguf_fit_facts
@@ -54,8 +56,13 @@ class _CountingLlama(llama_cpp.Llama):
 class GgufBackend:
     """One loaded GGUF model and its context."""
 
-    def __init__(self, llm: _CountingLlama, info: GgufInfo, loaded: Loaded) -> None:
+    def __init__(self, llm: _CountingLlama, info: GgufInfo, loaded: Loaded,
+                 states: StateStore | None = None) -> None:
         self._llm = llm
+        self._states = states
+        # How the last answer began and drafted: "", "ram" or "disk"; for benchmarks and tests.
+        self.restored_from = ""
+        self.lookup = LookupStats()
         self._info = info
         self.loaded = loaded
         model = llm._model
@@ -111,7 +118,7 @@ class GgufBackend:
             thinks=markers_in(info.chat_template) is not None,
             thinking_switch=has_switch(info.chat_template),
         )
-        return cls(llm, info, loaded)
+        return cls(llm, info, loaded, _state_store(request, info, llm.n_ctx()))
 
     def reset(self) -> None:
         """Forget the cached conversation."""
@@ -119,16 +126,25 @@ class GgufBackend:
         self._llm.n_tokens = 0
 
     def close(self) -> None:
+        if self._states is not None:
+            self._states.close()
         self._llm.close()
+
+    def forget_states(self) -> None:
+        """Drop the saved conversation states (RAM and files); the open chat's cache stays."""
+        if self._states is not None:
+            self._states.forget()
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
         variables = template_variables(request.settings.thinking)
         threads = self._use_threads(request.threads or self.loaded.threads)
-        return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
-                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template), threads=threads,
-                      stream=lambda prompt, budget, text, timing: self._stream(
-                          request, prompt, budget, text, control, timing))
+        yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
+                          tokenize=self._tokenize, thinking=markers_in(self._info.chat_template), threads=threads,
+                          stream=lambda prompt, budget, text, timing: self._stream(
+                              request, prompt, budget, text, control, timing))
+        # Done is sent by now: saving the state never delays the answer.
+        self._save_state()
 
     def _use_threads(self, threads: int) -> int:
         """Decode this answer with `threads` CPU threads (llama.cpp changes them in place)."""
@@ -147,14 +163,12 @@ class GgufBackend:
         settings = request.settings
         llm.set_seed(settings.seed if settings.seed >= 0 else random.getrandbits(32))
         llm.evaluated = 0
-        tokens = llm.generate(
-            prompt,
-            top_k=settings.top_k,
-            top_p=settings.top_p,
-            min_p=0.0,
-            temp=settings.temperature,
-            repeat_penalty=settings.repeat_penalty,
-        )
+        self._restore_state(prompt)
+        sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,
+                        repeat_penalty=settings.repeat_penalty)
+        self.lookup = LookupStats()
+        tokens = (llm.generate(prompt, **sampling) if request.prompt_lookup == "off" else
+                  lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup))
         finish = "length" if budget == settings.max_tokens else "context"
 
         def first_token() -> None:
@@ -166,6 +180,30 @@ class GgufBackend:
                 budget=budget, finish=finish, control=control, timing=timing, on_first=first_token))
         finally:
             tokens.close()
+
+    def _restore_state(self, prompt: list[int]) -> None:
+        """Put back a saved state when it spares more of the prompt than the cache holds now;
+        llm.generate then evaluates only what follows it."""
+        self.restored_from = ""
+        llm = self._llm
+        if self._states is None:
+            return
+        found = self._states.find(prompt, common_prefix(llm._input_ids.tolist(), prompt))
+        if found is None:
+            return
+        if kv_state.restore(llm._ctx.ctx, found.data):
+            llm.input_ids[:len(found.tokens)] = found.tokens
+            llm.n_tokens = len(found.tokens)
+            self.restored_from = found.source
+        else:
+            llm.n_tokens = 0  # llama.cpp refused it and sequence 0 is empty now
+        llm._requires_eval = True
+
+    def _save_state(self) -> None:
+        llm = self._llm
+        if self._states is not None and llm.n_tokens >= _SAVE_FROM:
+            data, partial = kv_state.capture(llm._ctx.ctx)
+            self._states.save(llm._input_ids.tolist(), data, partial)
 
     def _is_end(self, token: int) -> bool:
         return llama_cpp.llama_vocab_is_eog(self._vocab, token)
@@ -183,6 +221,21 @@ class GgufBackend:
             self._piece_buffer = buffer = ctypes.create_string_buffer(-size)
             size = llama_cpp.llama_token_to_piece(self._vocab, token, buffer, len(buffer), 0, False)
         return buffer.raw[:size]
+
+
+# Shorter conversations are evaluated again faster than a state is found and read.
+_SAVE_FROM = 64
+
+
+def _state_store(request: Load, info: GgufInfo, context_length: int) -> StateStore | None:
+    if request.state_ram_bytes <= 0 and request.state_disk_bytes <= 0:
+        return None
+    key = kv_state.StateKey.of(request.model_path, context_length, info.chat_template or "")
+    folder = Path(request.state_dir) if request.state_dir else None
+    try:
+        return StateStore(key, folder, request.state_disk_bytes, ram_budget=request.state_ram_bytes)
+    except OSError:  # the cache folder cannot be made or read: RAM only
+        return StateStore(key, None, 0, ram_budget=request.state_ram_bytes)
 
 
 # The GGUF keys that name end-of-generation tokens.

@@ -121,6 +121,10 @@ class OnnxBackend:
         self._tokenizer = None
         self._model = None
 
+    def forget_states(self) -> None:
+        """Nothing to forget: ONNX Runtime GenAI cannot hand out or take back a generator's
+        KV cache (docs/design.md, "Saved chat states")."""
+
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens."""
         variables = template_variables(request.settings.thinking)

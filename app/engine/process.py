@@ -101,6 +101,10 @@ class EngineLoop:
                 if self._backend is not None:
                     self._backend.reset()
                 self._out.send(p.Ack(request.request_id, "reset"))
+            elif isinstance(request, p.ForgetStates):
+                if self._backend is not None:
+                    self._backend.forget_states()
+                self._out.send(p.Ack(request.request_id, "forget_states"))
             elif isinstance(request, p.Probe):
                 self._out.send(p.Report(request.request_id, self._machine()))
             elif isinstance(request, p.Unload):

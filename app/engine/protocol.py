@@ -11,7 +11,7 @@ from app.core.generation import GenerationSettings
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -42,6 +42,11 @@ class Load:
     # placement decides; 0: none; -1: all), and a chat template that replaces the file's.
     gpu_layers: int | None = None
     chat_template: str | None = None
+    # Saved conversation states (app/engine/state_store.py): RAM for the last few chats,
+    # and files in state_dir; 0 bytes turns either off.
+    state_ram_bytes: int = 0
+    state_dir: str | None = None
+    state_disk_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,9 @@ class Generate:
     # CPU threads for this answer (None: as loaded). GGUF changes them between answers;
     # ONNX Runtime keeps the count its session was made with.
     threads: int | None = None
+    # Prompt-lookup drafting (app/engine/prompt_lookup.py): auto (on while it pays),
+    # on, or off. GGUF only.
+    prompt_lookup: str = "off"
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,13 @@ class Resume:
 @dataclass(frozen=True)
 class Reset:
     """Forget the cached conversation (the KV cache) but keep the model."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class ForgetStates:
+    """Drop every saved conversation state, in RAM and on disk (Ack "forget_states")."""
 
     request_id: int
 
