@@ -1,0 +1,86 @@
+"""Prompt-lookup drafting: the same text as plain decoding at temperature 0, and cancel still acts between tokens."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from app.core.generation import GenerationSettings
+from app.engine.backend import DeviceChoice
+from app.engine.control import GenerationControl
+from app.engine.gguf_backend import GgufBackend
+from app.engine.prompt_lookup import NgramDrafter
+from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load
+
+PROMPTS = [
+    "Copy this list: alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi.",
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\nRename add to plus in the code above.",
+    "The kestrel hovers over the meadow. The kestrel hovers over the road. Rewrite this paragraph.",
+    "Write a story.",
+]
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_model: Path):
+    loaded = GgufBackend.load(Load(1, str(tiny_model), context_length=1024, threads=1), DeviceChoice("CPU"))
+    yield loaded
+    loaded.close()
+
+
+def _answer(backend: GgufBackend, prompt: str, mode: str, tokens: int = 48,
+            control: GenerationControl | None = None) -> tuple[str, Done]:
+    control = control or GenerationControl()
+    control.begin(1)
+    request = Generate(1, (ChatMessage("user", prompt),), GenerationSettings(temperature=0.0, max_tokens=tokens, seed=1),
+                       prompt_lookup=mode)
+    backend.reset()
+    text, done = "", None
+    for event in backend.generate(request, control):
+        if isinstance(event, Delta):
+            text += event.text
+        else:
+            done = event
+    assert isinstance(done, Done)
+    return text, done
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_lookup_at_temperature_0_gives_the_plain_text(backend: GgufBackend, prompt: str) -> None:
+    plain, _ = _answer(backend, prompt, "off")
+    drafted, _ = _answer(backend, prompt, "on")
+    assert drafted == plain
+
+
+def test_drafts_are_made_and_kept_on_text_that_repeats(backend: GgufBackend) -> None:
+    _answer(backend, PROMPTS[0] * 4, "on", tokens=64)
+    assert backend.lookup.mode == "on" and backend.lookup.steps > 0
+
+
+def test_cancel_acts_between_tokens_while_drafting(backend: GgufBackend) -> None:
+    control = GenerationControl()
+    seen: list[str] = []
+    original = backend._piece
+
+    def piece(token: int) -> bytes:
+        seen.append("token")
+        if len(seen) == 5:
+            threading.Thread(target=control.cancel).start()
+            control.cancel()
+        return original(token)
+
+    backend._piece = piece  # type: ignore[method-assign]
+    try:
+        _, done = _answer(backend, PROMPTS[0] * 4, "on", tokens=200, control=control)
+    finally:
+        backend._piece = original  # type: ignore[method-assign]
+    assert done.finish_reason == "cancelled"
+    assert done.stats.tokens == 5
+
+
+def test_the_drafter_proposes_what_followed_the_last_match() -> None:
+    drafter = NgramDrafter([1, 2, 3, 4, 5, 9, 1, 2])
+    assert drafter.propose(3) == [3, 4, 5]
+    drafter.add(7)
+    assert drafter.propose(3) == []
