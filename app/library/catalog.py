@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from app.core.resources import resource_path
+
 CATALOG_VERSION = 1
-CATALOG_FILE = Path(__file__).resolve().parents[2] / "resources" / "catalog.json"
+CATALOG_FILE = resource_path("catalog.json")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _TEXT_FIELDS = ("id", "name", "publisher", "license", "parameters", "quantization", "repo",

@@ -26,8 +26,18 @@ class StarterCancelled(StarterError):
 
 
 def starter_available() -> bool:
-    """Whether the starter package is installed (the `starter` extra)."""
-    return importlib.util.find_spec(STARTER_PACKAGE) is not None
+    """Whether the starter package is installed (the `starter` extra) with its model's chunks.
+
+    The frozen app carries the package's code always but the chunks only when the
+    installer's optional starter component was chosen, so the files decide.
+    """
+    if importlib.util.find_spec(STARTER_PACKAGE) is None:
+        return False
+    try:
+        package = importlib.import_module(STARTER_PACKAGE)
+        return all(Path(chunk).is_file() for chunk in package.chunk_paths())
+    except ImportError:
+        return False
 
 
 def install_starter(library: ModelLibrary, progress: Progress | None = None,
