@@ -12,11 +12,13 @@ import time
 import psutil
 import qasync
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
 from app.core.history import HistoryError
 from app.core.paths import DataPaths, data_paths
+from app.core.resources import resource_path
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
 from app.service.controller import ChatController
@@ -43,11 +45,20 @@ def build_window(paths: DataPaths, client: EngineClient | None = None) -> MainWi
     return window
 
 
+def app_icon() -> QIcon:
+    """Kestrel's icon at every size scripts/make_icons.py renders (Qt picks per use)."""
+    icon = QIcon()
+    for path in sorted(resource_path("icons").glob("kestrel-*.png")):
+        icon.addFile(str(path))
+    return icon
+
+
 def run_gui(argv: list[str] | None = None) -> int:
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(argv or sys.argv)
     app.setApplicationName("Kestrel")
     app.setApplicationVersion(__version__)
+    app.setWindowIcon(app_icon())
     # The window's closed signal ends the loop, after the engine is shut down.
     app.setQuitOnLastWindowClosed(False)
     paths = data_paths()
