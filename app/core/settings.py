@@ -23,6 +23,8 @@ THEMES = ("system", "light", "dark")
 # policy is app/service/background.py): paused, gently, or at full speed.
 WHEN_HIDDEN = ("pause", "gently", "full")
 WHEN_IN_BACKGROUND = ("full", "gently")
+# Drafting the next tokens from the prompt (app/engine/prompt_lookup.py).
+PROMPT_LOOKUP = ("auto", "on", "off")
 
 
 class SettingsError(Exception):
@@ -54,6 +56,10 @@ class Settings:
     exit_engine_when_idle: bool = False
     # Running gently also halves the engine's threads for the next answer.
     gentle_fewer_threads: bool = False
+    # Disk for saved chat states (the KV cache of recent chats) in the cache folder, in
+    # MiB; 0 keeps none on disk. And prompt-lookup drafting: one of PROMPT_LOOKUP.
+    saved_states_mb: int = 2048
+    prompt_lookup: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -98,6 +104,11 @@ class Settings:
             raise ValueError(f"gentle_fewer_threads must be true or false (got {self.gentle_fewer_threads!r}).")
         if not isinstance(self.exit_engine_when_idle, bool):
             raise ValueError(f"exit_engine_when_idle must be true or false (got {self.exit_engine_when_idle!r}).")
+        states = self.saved_states_mb
+        if isinstance(states, bool) or not isinstance(states, int) or not 0 <= states <= 1_000_000:
+            raise ValueError(f"saved_states_mb must be a whole number of MiB, 0 for none (got {states!r}).")
+        if self.prompt_lookup not in PROMPT_LOOKUP:
+            raise ValueError(f"prompt_lookup must be one of {', '.join(PROMPT_LOOKUP)} (got {self.prompt_lookup!r}).")
         if not isinstance(self.generation, GenerationSettings):
             raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
         return dataclasses.replace(self, generation=self.generation.validated())

@@ -26,6 +26,7 @@ FIELD_HELP = {
     "max_tokens": "the longest answer in tokens, 1 or more",
     "seed": "a whole number; -1 for a new random one each time",
     "chat_template": "a Jinja chat template used instead of the file's",
+    "prompt_lookup": "drafting from the prompt: on or off, or empty for the app's setting",
 }
 
 
@@ -44,6 +45,7 @@ class ModelDefaults:
     max_tokens: int | None = None
     seed: int | None = None
     chat_template: str | None = None       # a Jinja template that replaces the file's
+    prompt_lookup: str | None = None       # None: the app's setting; "on" | "off" force it
 
     def to_dict(self) -> dict[str, Any]:
         """Only the keys that are set, for model.json."""
@@ -84,6 +86,9 @@ class ModelDefaults:
                 raise ValueError(f"{name} must be text (got {value!r}).")
         if self.chat_template is not None and not self.chat_template.strip():
             raise ValueError("chat_template must not be empty: clear it to use the file's template.")
+        if self.prompt_lookup is not None and self.prompt_lookup not in ("on", "off"):
+            raise ValueError(f"prompt_lookup must be on or off, or empty for the app's setting "
+                             f"(got {self.prompt_lookup!r}).")
         return dataclasses.replace(self, **{name: getattr(checked, name) for name in sampling})
 
     def generation(self, base: GenerationSettings) -> GenerationSettings:
@@ -125,7 +130,7 @@ def _field_names() -> tuple[str, ...]:
 
 def _field_types() -> dict[str, type]:
     floats = {"temperature", "top_p", "repeat_penalty"}
-    texts = {"device_preference", "system_prompt", "chat_template"}
+    texts = {"device_preference", "system_prompt", "chat_template", "prompt_lookup"}
     return {name: float if name in floats else str if name in texts else int
             for name in _field_names()}
 

@@ -177,6 +177,8 @@ class EngineClient:
         self._start_timeout = start_timeout
         self.loaded: p.Loaded | None = None
         self.restarts = 0
+        # Prompt-lookup drafting for the next answers: auto, on or off (Generate.prompt_lookup).
+        self.prompt_lookup = "off"
         # Called when the engine dies on its own or is ended as hung, so that a front
         # end can say so at once rather than on the next request.
         self.on_died: Callable[[EngineDied], None] | None = None
@@ -250,14 +252,15 @@ class EngineClient:
 
     async def load(self, model_path: str, *, context_length: int = 4096,
                    threads: int | None = None, device: str = "auto", gpu_layers: int | None = None,
-                   chat_template: str | None = None) -> p.Loaded:
+                   chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
+                   state_disk_bytes: int = 0) -> p.Loaded:
         """Load a model where placement says (device: auto, npu, gpu or cpu).
 
         Raises EngineError with kind model_file, model_load or placement_refused.
         """
         await self.start()
         request = p.Load(next(self._ids), str(model_path), context_length, threads, device,
-                         gpu_layers, chat_template)
+                         gpu_layers, chat_template, state_ram_bytes, state_dir, state_disk_bytes)
         self.loaded = None
         self._loading = True
         try:
@@ -278,6 +281,11 @@ class EngineClient:
         """Forget the cached conversation in the engine."""
         if self.running:
             await self._roundtrip(p.Reset(next(self._ids)), "reset")
+
+    async def forget_states(self) -> None:
+        """Drop the engine's saved chat states (RAM and the files it knows of)."""
+        if self.running:
+            await self._roundtrip(p.ForgetStates(next(self._ids)), "forget_states")
 
     async def unload(self) -> None:
         """Free the model's memory; the next generate loads it again."""
@@ -370,7 +378,8 @@ class EngineClient:
         last = self._last_load
         await self.load(last.model_path, context_length=last.context_length,
                         threads=last.threads, device=last.device, gpu_layers=last.gpu_layers,
-                        chat_template=last.chat_template)
+                        chat_template=last.chat_template, state_ram_bytes=last.state_ram_bytes,
+                        state_dir=last.state_dir, state_disk_bytes=last.state_disk_bytes)
 
     async def _roundtrip(self, request: Any, during: str) -> Any:
         queue = self._open(request.request_id)

@@ -19,6 +19,7 @@ from app.engine.protocol import Loaded
 from app.engine.resources import default_threads
 from app.library.models import InstalledModel, ModelLibrary
 from app.hardware.power import read_power
+from app.service import kv_cache
 from app.service.answer_run import AnswerRun
 from app.service.background import EnginePace, Pace, WindowState
 from app.service.idle import UNLOADED_WORDS, IdleTimer
@@ -273,9 +274,18 @@ class ChatController:
     async def _load(self, model: InstalledModel, context_length: int) -> None:
         """Load with the model's own settings over the app's (the chat's context over both)."""
         own = model.defaults
+        self.client.prompt_lookup = own.prompt_lookup or self.settings.prompt_lookup
+        ram, folder, disk = kv_cache.load_options(self.settings.saved_states_mb)
         await self.client.load(str(model.path), context_length=context_length, threads=self.settings.threads,
                                device=own.device_preference or self.settings.device_preference,
-                               gpu_layers=own.gpu_layers, chat_template=own.chat_template)
+                               gpu_layers=own.gpu_layers, chat_template=own.chat_template,
+                               state_ram_bytes=ram, state_dir=folder, state_disk_bytes=disk)
+
+    async def clear_saved_states(self) -> None:
+        """The settings' "clear saved chat states": the engine's RAM copies, then the files."""
+        async with self.engine.exclusive():
+            await self.client.forget_states()
+        await asyncio.to_thread(kv_cache.clear)
 
     def _new_chat_system_prompt(self) -> str:
         own = self.model.defaults.system_prompt if self.model is not None else None
@@ -611,7 +621,10 @@ class ChatController:
         self.set_window_state(self.pace.window)  # what hidden or background does may have changed
         if before.unload_after_minutes != settings.unload_after_minutes and not self.busy:
             self.idle_timer.restart()  # the new wait counts from now
-        moved = (before.device_preference, before.threads) != (settings.device_preference, settings.threads)
+        if self.model is not None:
+            self.client.prompt_lookup = self.model.defaults.prompt_lookup or settings.prompt_lookup
+        moved = (before.device_preference, before.threads, before.saved_states_mb) != (
+            settings.device_preference, settings.threads, settings.saved_states_mb)
         if moved and self.model is not None and not self.busy:
             await self.load_model(self.model)
 
