@@ -1,11 +1,13 @@
-"""How fast the window appears, and when the model is ready: `python -m app` as users start it.
+"""How fast the window appears, and when the model is ready: `python -m app` as users start it,
+or the frozen app (scripts/build.py) with --frozen.
 
-    python benchmarks/startup.py [--runs 5] [--model PATH] [--json OUT]
+    python benchmarks/startup.py [--runs 5] [--model PATH] [--frozen DIR] [--json OUT]
 
 Each run starts the app in a fresh process (offscreen unless a display is set) with
 its own Kestrel home holding one model, reads the times the app logs (from process
 start to the window's first paint, and to the model being ready), then closes it
-with SIGTERM. Prints a table (medians) and writes JSON.
+with SIGTERM. Prints a table (medians) and writes JSON. --frozen DIR times DIR's
+windowed executable (DIR is the built Kestrel/ folder) the same way.
 """
 
 from __future__ import annotations
@@ -27,22 +29,30 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def one_run(model: Path) -> dict:
-    with running_app(model) as (_app, log):
+def one_run(model: Path, command: list[str]) -> dict:
+    with running_app(model, command) as (_app, log):
         return _wait_for(log, {"window_shown", "model_ready"}, timeout=120)
 
 
+def app_command(frozen: Path | None) -> list[str]:
+    """How the window is started: from source, or the frozen folder's windowed executable."""
+    if frozen is None:
+        return [sys.executable, "-m", "app"]
+    name = "kestrelw.exe" if os.name == "nt" else "Kestrel"
+    return [str(frozen.resolve() / name)]
+
+
 @contextlib.contextmanager
-def running_app(model: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
-    """`python -m app` in a fresh home holding `model` as its default, and the log of its
-    start-up times; closed with SIGTERM on the way out."""
+def running_app(model: Path, command: list[str] | None = None) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """The app (`command`, by default from source) in a fresh home holding `model` as its
+    default, and the log of its start-up times; closed with SIGTERM on the way out."""
     with tempfile.TemporaryDirectory(prefix="kestrel-app ") as home:
         log = Path(home) / "startup.jsonl"
         env = dict(os.environ, KESTREL_HOME=home, KESTREL_STARTUP_LOG=str(log))
         env.setdefault("QT_QPA_PLATFORM", "offscreen")
+        # The model goes in with this Python either way: the frozen app reads the same home.
         subprocess.run([sys.executable, "-c", _INSTALL, str(model)], env=env, check=True, cwd=ROOT)
-        app = subprocess.Popen([sys.executable, "-m", "app"], env=env, cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        app = subprocess.Popen(command or app_command(None), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             yield app, log
         finally:
@@ -81,8 +91,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--model", type=Path, help="a GGUF file (default: the starter model)")
-    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "startup.json")
+    parser.add_argument("--frozen", type=Path, metavar="DIR", help="time the frozen app in DIR (dist/Kestrel)")
+    parser.add_argument("--json", type=Path, help="where to write the runs (default: benchmarks/results/"
+                        "startup.json, or startup-frozen.json with --frozen)")
     args = parser.parse_args()
+    results = ROOT / "benchmarks" / "results"
+    args.json = args.json or results / ("startup-frozen.json" if args.frozen else "startup.json")
     model = args.model
     if model is None:
         from tests.helpers.models import build_starter
@@ -90,15 +104,17 @@ def main() -> int:
         folder = ROOT / "benchmarks" / "results"
         folder.mkdir(parents=True, exist_ok=True)
         model = build_starter(folder)
-    runs = [one_run(model) for _ in range(args.runs)]
+    command = app_command(args.frozen)
+    runs = [one_run(model, command) for _ in range(args.runs)]
     shown = statistics.median(r["window_shown"] for r in runs)
     ready = statistics.median(r["model_ready"] for r in runs)
-    print(f"model {model.name}, {args.runs} runs (medians, from process start)")
+    print(f"{'frozen ' + str(args.frozen) if args.frozen else 'from source'}: model {model.name}, "
+          f"{args.runs} runs (medians, from process start)")
     print(f"{'window shown':<14} {shown * 1000:8.0f} ms")
     print(f"{'model ready':<14} {ready * 1000:8.0f} ms")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"model": str(model), "runs": runs, "window_shown_s": shown,
-                                     "model_ready_s": ready}, indent=2))
+    args.json.write_text(json.dumps({"model": str(model), "command": command, "runs": runs,
+                                     "window_shown_s": shown, "model_ready_s": ready}, indent=2))
     print(f"\nwritten: {args.json}")
     return 0
 
