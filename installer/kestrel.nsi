@@ -23,7 +23,12 @@ ShowUninstDetails show
 
 ; Not solid: a component left out is skipped without unpacking it, and the model files
 ; (quantized weights, which hardly compress) are stored as they are (sections.nsh).
-SetCompressor ${COMPRESSOR}
+; "none" stores everything: for checking the payload, where compressing only costs minutes.
+!if "${COMPRESSOR}" == "none"
+  SetCompress off
+!else
+  SetCompressor ${COMPRESSOR}
+!endif
 
 !include "LogicLib.nsh"
 !include "FileFunc.nsh"

@@ -234,8 +234,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-starter", action="store_true", help="leave the starter model out")
     p.add_argument("--bundled-model", type=Path, metavar="DIR",
                    help="a model folder made by scripts/fetch_bundled_model.py, offered as a component")
-    p.add_argument("--compressor", choices=["lzma", "zlib"], default="lzma",
-                   help="lzma for a release; zlib builds several times faster")
+    p.add_argument("--compressor", choices=["lzma", "zlib", "none"], default="lzma",
+                   help="lzma for a release; zlib builds several times faster; none for checking the payload")
     p.add_argument("--makensis", help="the makensis to run (default: on PATH, or NSIS's folder on Windows)")
     return p
 

@@ -18,7 +18,7 @@
 !insertmacro KESTREL_REQUIRE DATA_APP
 !insertmacro KESTREL_REQUIRE PAYLOAD         ; the generated payload.nsh: files and how to remove them
 !insertmacro KESTREL_REQUIRE OUTFILE
-!insertmacro KESTREL_REQUIRE COMPRESSOR      ; lzma for a release, zlib for a quick check
+!insertmacro KESTREL_REQUIRE COMPRESSOR      ; lzma for a release; zlib or none for a quick check
 
 ; Optional: ICON (the .ico for installer and uninstaller), STARTER (the payload has the
 ; starter model's folders), BUNDLED_MODEL_NAME and BUNDLED_MODEL_FOLDER (a catalog model

@@ -4,6 +4,15 @@
 
 !include "${PAYLOAD}"
 
+; The payload macro's files, stored without compression (and compression back after).
+!macro KESTREL_STORED FILES
+  SetCompress off
+  !insertmacro ${FILES}
+  !if "${COMPRESSOR}" != "none"
+    SetCompress auto
+  !endif
+!macroend
+
 Section "!${APP_NAME}" SecProgram
   SectionIn RO
   ; Again here: a silent install (/S) shows no pages, and the user may have started
@@ -23,9 +32,7 @@ SectionEnd
 !ifdef STARTER
 Section "Starter model (Gemma 3 270M, 250 MB)" SecStarter
   ; Stored, not compressed: quantized weights hardly shrink and would only slow the build.
-  SetCompress off
-  !insertmacro KESTREL_STARTER_FILES
-  SetCompress auto
+  !insertmacro KESTREL_STORED KESTREL_STARTER_FILES
 SectionEnd
 !endif
 
@@ -37,9 +44,7 @@ Section "${BUNDLED_MODEL_NAME}" SecBundled
   ${If} ${FileExists} "${DATA_DIR}\models\${BUNDLED_MODEL_FOLDER}\model.json"
     DetailPrint "${BUNDLED_MODEL_NAME} is in your models folder already; it is kept as it is."
   ${Else}
-    SetCompress off
-    !insertmacro KESTREL_BUNDLED_FILES
-    SetCompress auto
+    !insertmacro KESTREL_STORED KESTREL_BUNDLED_FILES
   ${EndIf}
 SectionEnd
 !endif

@@ -41,10 +41,11 @@ EXES = make_installer.EXECUTABLES["windows" if sys.platform == "win32" else "oth
 
 
 def build(frozen: Path, out: Path, *options: str) -> str:
-    """Compile the installer (zlib: the payload check does not need lzma's minutes); the log."""
+    """Compile the installer, stored uncompressed (the payload check does not need lzma's
+    minutes; the release's compressor is a one-line setting); the log."""
     work = out.parent / f"{out.stem}-work"
     code = make_installer.main(["--frozen", str(frozen), "--out", str(out), "--work", str(work),
-                                "--compressor", "zlib", *options])
+                                "--compressor", "none", *options])
     log = (work / "makensis.log").read_text(encoding="utf-8") if (work / "makensis.log").exists() else ""
     assert code == 0, log
     return log
@@ -144,6 +145,24 @@ def test_a_bundled_model_goes_to_the_users_models_folder(tmp_path: Path) -> None
     assert sorted(p for p in stored if p.startswith("$LOCALAPPDATA/")) == [
         f"$LOCALAPPDATA/Kestrel/Kestrel/models/{model.name}/{name}" for name in sorted(files_under(model))]
     assert program_part(stored) == files_under(frozen)
+
+
+@needs_nsis
+@pytest.mark.frozen
+@pytest.mark.timeout(900)  # the build itself, when this test is the first to need it
+def test_the_installer_of_the_real_build_holds_all_of_it(frozen_app: Path, tmp_path: Path) -> None:
+    log = build(frozen_app, tmp_path / "full" / "Kestrel-setup.exe")
+    assert_no_warnings(log)
+    stored = listing(tmp_path / "full" / "Kestrel-setup.exe")
+    every = files_under(frozen_app)
+    assert program_part(stored) == every
+    starter = [p for p in every if is_starter(p)]
+    assert any(p.endswith(".gguf.part00") for p in starter), "the build has no starter model to check"
+    order = [is_starter(p) for p in stored if not p.startswith("$") and p != "uninstall.exe"]
+    assert order == sorted(order)
+
+    build(frozen_app, tmp_path / "bare" / "Kestrel-setup.exe", "--no-starter")
+    assert program_part(listing(tmp_path / "bare" / "Kestrel-setup.exe")) == [p for p in every if p not in starter]
 
 
 def test_what_the_uninstaller_removes_is_only_what_the_build_put_there(tmp_path: Path) -> None:
