@@ -134,8 +134,11 @@ def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstan
 
 def _close_on_signals(window: MainWindow) -> None:
     """Ctrl+C in a terminal, or a polite kill, closes the window like its close button."""
+    # Python runs a handler between two bytecodes of whatever the main thread is doing,
+    # e.g. inside EngineClient.send holding its lock; closing right there re-enters send
+    # (hideEvent pauses the engine) and deadlocks. The event loop closes it instead.
     for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: window.close())
+        signal.signal(number, lambda *_: QTimer.singleShot(0, window.close))
     # Python runs signal handlers only when it gets control; a timer (a child of the
     # window, so it lives as long) gives it some.
     timer = QTimer(window)
