@@ -10,12 +10,17 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.ui.conftest import install_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# Windows has no SIGTERM to send a window (Popen.send_signal(SIGTERM) there is TerminateProcess,
+# an exit without clean-up); its polite close is checked by the installer's upgrade step
+# (scripts/windows_smoke.py upgrade, which closes a running Kestrel as the installer does).
+@pytest.mark.skipif(sys.platform == "win32", reason="no SIGTERM for a window on Windows")
 def test_the_app_starts_loads_the_model_and_closes_cleanly(tiny_model: Path, kestrel_home: Path) -> None:
     install_model(tiny_model)
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", KESTREL_HOME=str(kestrel_home))
