@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
@@ -10,6 +12,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 
 from app.core.generation import GenerationSettings
 from app.core.settings import Settings
+from app.core.units import human_size
+
+if TYPE_CHECKING:
+    from app.ui.adapter import ControllerAdapter
 
 
 class GenerationForm(QWidget):
@@ -81,10 +87,16 @@ class ConversationSettingsDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    """The app's settings: defaults for new chats, threads, theme."""
+    """The app's settings: defaults for new chats, threads, theme, saved chat states.
 
-    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+    adapter: the window's ControllerAdapter, for "Clear saved chat states" and the disk
+    they take (both off the UI thread); without one the button is disabled.
+    """
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None, *,
+                 adapter: "ControllerAdapter | None" = None) -> None:
         super().__init__(parent)
+        self._adapter = adapter
         self.setWindowTitle("Settings")
         self._settings = settings
         self.form = GenerationForm(settings.generation, self)
@@ -125,6 +137,7 @@ class SettingsDialog(QDialog):
         extra.addRow("", self.gentle_threads)
         extra.addRow("&Unload the model when idle for", self.unload_after)
         extra.addRow("", self.exit_engine)
+        self._add_speed_rows(extra, settings)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Defaults for new chats", self))
         layout.addWidget(self.form)
@@ -139,7 +152,73 @@ class SettingsDialog(QDialog):
                                    when_in_background=self.when_in_background.currentData(),
                                    unload_after_minutes=self._unload_after(),
                                    exit_engine_when_idle=self.exit_engine.isChecked(),
-                                   gentle_fewer_threads=self.gentle_threads.isChecked())
+                                   gentle_fewer_threads=self.gentle_threads.isChecked(),
+                                   saved_states_mb=self.saved_states.value(),
+                                   prompt_lookup=self.prompt_lookup.currentData())
+
+    # --- saved chat states and prompt lookup ------------------------------------------------
+
+    def _add_speed_rows(self, form: QFormLayout, settings: Settings) -> None:
+        self.saved_states = _int(0, 1_000_000, settings.saved_states_mb)
+        self.saved_states.setSingleStep(256)
+        self.saved_states.setSuffix(" MB")
+        self.saved_states.setSpecialValueText("off (none kept on disk)")
+        self.saved_states.setToolTip("Recent chats keep the model's memory of them in the cache folder, so that "
+                                     "reopening one, even after a restart, does not read it all again. The least "
+                                     "recently used go first when this is full.")
+        self.clear_states = QPushButton("Clear sa&ved chat states", self)
+        self.clear_states.setEnabled(self._adapter is not None)
+        self.clear_states.clicked.connect(self._clear_states)
+        self.states_note = QLabel("", self)
+        self.states_note.setObjectName("savedStatesNote")
+        self.prompt_lookup = _choices(self, settings.prompt_lookup, (
+            ("auto", "Automatic (on while it pays)"), ("on", "On"), ("off", "Off")))
+        self.prompt_lookup.setToolTip("Drafts the next words from the chat itself and checks them in one step: "
+                                      "faster when an answer copies from its input (fixing code, rewriting). "
+                                      "The text is the model's own either way. A model's own setting wins.")
+        clear_row = QHBoxLayout()
+        clear_row.addWidget(self.clear_states)
+        clear_row.addWidget(self.states_note, 1)
+        form.addRow("Saved chat st&ates on disk", self.saved_states)
+        form.addRow("", clear_row)
+        form.addRow("Draft from the prompt (&lookup)", self.prompt_lookup)
+        if self._adapter is not None:
+            self._adapter.spawn(self._show_usage())
+
+    async def _show_usage(self) -> None:
+        from app.service import kv_cache
+
+        files, size = await asyncio.to_thread(kv_cache.usage)
+        self._note(f"{_states(files)}, {human_size(size)} now" if files else "None saved now")
+
+    def _clear_states(self) -> None:
+        """Ask the controller to clear them; the dialog stays usable while it does."""
+        if self._adapter is None:
+            return
+        self.clear_states.setEnabled(False)
+        self._note("Clearing…")
+        self._adapter.spawn(self._clear(self._adapter))
+
+    async def _clear(self, adapter: "ControllerAdapter") -> None:
+        from app.service import kv_cache
+
+        try:
+            files, size = await asyncio.to_thread(kv_cache.usage)
+            await adapter.controller.clear_saved_states()
+        except Exception as exc:  # noqa: BLE001 - said in the dialog, the settings stay usable
+            self._note(f"Could not clear them: {exc}")
+        else:
+            self._note(f"Cleared {_states(files)}, {human_size(size)} freed" if files else "Cleared (none were saved)")
+        try:
+            self.clear_states.setEnabled(True)
+        except RuntimeError:
+            pass  # the dialog was closed meanwhile
+
+    def _note(self, text: str) -> None:
+        try:
+            self.states_note.setText(text)
+        except RuntimeError:
+            pass  # the dialog was closed meanwhile
 
     def _unload_after(self) -> float | None:
         minutes = self.unload_after.value()
@@ -164,6 +243,10 @@ class EditMessageDialog(QDialog):
 
     def text(self) -> str:
         return self.edit.toPlainText()
+
+
+def _states(count: int) -> str:
+    return f"{count} saved chat state{'' if count == 1 else 's'}"
 
 
 def _buttons(dialog: QDialog, ok_text: str | None = None) -> QDialogButtonBox:

@@ -363,7 +363,7 @@ class MainWindow(QMainWindow):
             self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
 
     def edit_settings(self) -> None:
-        dialog = SettingsDialog(self.controller.settings, self)
+        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter)
         if dialog.exec():
             self.adapter.spawn(self.controller.update_settings(dialog.value()))
 

@@ -1,0 +1,119 @@
+"""The settings dialog's saved chat states (disk budget, clear) and prompt-lookup choice."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+from app.core.settings import Settings
+from app.engine import kv_state
+from app.engine.kv_state import StateKey
+from app.service import kv_cache
+from app.ui.dialogs import SettingsDialog
+from tests.ui.conftest import run, until
+
+KEY = StateKey("model.gguf|1|2", 2048, "template", "0.3.36")
+
+
+def _saved_states(count: int, size: int = 3000) -> list[Path]:
+    """count state files in the cache folder, as the engine writes them."""
+    folder = kv_cache.states_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for n in range(count):
+        path = folder / f"{KEY.name}-{n}{kv_state.SUFFIX}"
+        kv_state.write_file(path, KEY, tuple(range(1, 100 + n)), b"x" * size, False)
+        paths.append(path)
+    return paths
+
+
+class _Controller:
+    """Stands in for ChatController: clear_saved_states waits until let go, then clears."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.go_on = asyncio.Event()
+
+    async def clear_saved_states(self) -> None:
+        self.calls += 1
+        await self.go_on.wait()
+        await asyncio.to_thread(kv_cache.clear)
+
+
+class _Adapter:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.controller = _Controller()
+        self._loop = loop
+
+    def spawn(self, coroutine):
+        return self._loop.create_task(coroutine)
+
+
+def test_the_budget_and_prompt_lookup_round_trip_into_the_settings(qtbot) -> None:
+    settings = Settings(saved_states_mb=512, prompt_lookup="off")
+    dialog = SettingsDialog(settings, None)
+    qtbot.addWidget(dialog)
+    assert dialog.saved_states.value() == 512 and dialog.prompt_lookup.currentData() == "off"
+    assert dialog.value() == settings  # unchanged controls give back the same settings
+    dialog.saved_states.setValue(0)  # shown as off
+    assert dialog.saved_states.text() == "off (none kept on disk)"
+    dialog.prompt_lookup.setCurrentIndex(dialog.prompt_lookup.findData("on"))
+    changed = dialog.value()
+    assert (changed.saved_states_mb, changed.prompt_lookup) == (0, "on")
+    assert changed == dataclasses.replace(settings, saved_states_mb=0, prompt_lookup="on")
+    assert changed.validated() == changed
+    defaults = SettingsDialog(Settings(), None)
+    qtbot.addWidget(defaults)
+    assert defaults.prompt_lookup.currentData() == "auto" and defaults.saved_states.value() == 2048
+    assert not defaults.clear_states.isEnabled()  # no controller to ask
+
+
+def test_clear_asks_the_controller_without_waiting_for_it_and_says_what_it_freed(qtbot, loop) -> None:
+    paths = _saved_states(2)
+    size = sum(p.stat().st_size for p in paths)
+    adapter = _Adapter(loop)
+    dialog = SettingsDialog(Settings(), None, adapter=adapter)
+    qtbot.addWidget(dialog)
+    run(loop, until(lambda: dialog.states_note.text() != "", what="the disk the states take"))
+    assert dialog.states_note.text().startswith("2 saved chat states, ")
+
+    dialog.clear_states.click()
+    # The click returned while the controller is still at work: the UI thread never waits.
+    assert dialog.states_note.text() == "Clearing…" and not dialog.clear_states.isEnabled()
+    run(loop, until(lambda: adapter.controller.calls == 1, what="the controller asked"))
+    assert all(p.exists() for p in paths)
+    adapter.controller.go_on.set()
+    run(loop, until(lambda: dialog.clear_states.isEnabled(), what="the clear to finish"))
+    assert dialog.states_note.text() == f"Cleared 2 saved chat states, {_human(size)} freed"
+    assert not any(p.exists() for p in paths) and kv_cache.usage() == (0, 0)
+
+    dialog.clear_states.click()
+    run(loop, until(lambda: dialog.clear_states.isEnabled(), what="the second clear"))
+    assert dialog.states_note.text() == "Cleared (none were saved)" and adapter.controller.calls == 2
+
+
+def test_the_windows_settings_clear_the_states_through_the_engine(make_window, loop, monkeypatch) -> None:
+    window = make_window()
+    paths = _saved_states(3)
+    notes: list[str] = []
+
+    def accept(dialog: SettingsDialog) -> int:
+        dialog.clear_states.click()
+        run(loop, until(lambda: dialog.states_note.text().startswith("Cleared"), what="the clear"))
+        notes.append(dialog.states_note.text())
+        dialog.prompt_lookup.setCurrentIndex(dialog.prompt_lookup.findData("off"))
+        return 1
+
+    monkeypatch.setattr(SettingsDialog, "exec", accept)
+    window.edit_settings()
+    run(loop, until(lambda: window.controller.settings.prompt_lookup == "off", what="the saved settings"))
+    assert notes and notes[0].startswith("Cleared 3 saved chat states, ")
+    assert not any(p.exists() for p in paths)
+    assert window.controller.client.prompt_lookup == "off"  # the next answers draft no more
+
+
+def _human(size: int) -> str:
+    from app.core.units import human_size
+
+    return human_size(size)
