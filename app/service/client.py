@@ -304,7 +304,7 @@ class EngineClient:
         """
         await self._ensure_loaded()
         request = p.Generate(next(self._ids), tuple(messages), settings or GenerationSettings(), tuple(stop),
-                             trim_history, threads)
+                             trim_history, threads, self.prompt_lookup)
         queue = self._open(request.request_id)
         self._current_generation = request.request_id
         finished = False

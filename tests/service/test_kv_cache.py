@@ -44,3 +44,28 @@ def test_a_model_can_force_lookup_on_or_off() -> None:
     problems: list[str] = []
     assert ModelDefaults.from_dict({"prompt_lookup": "maybe"}, problems).prompt_lookup is None
     assert problems
+
+
+def test_the_clients_lookup_mode_goes_with_each_answer(tiny_model, monkeypatch) -> None:
+    import asyncio
+
+    from app.core.generation import GenerationSettings
+    from app.engine.protocol import ChatMessage, Generate
+    from app.service.client import EngineClient
+
+    async def answer(mode: str) -> Generate:
+        client = EngineClient()
+        sent: list[Generate] = []
+        send = client._send
+        monkeypatch.setattr(client, "_send", lambda request, what: (sent.append(request), send(request, what)))
+        try:
+            await client.load(str(tiny_model), context_length=512, threads=1)
+            client.prompt_lookup = mode
+            async for _ in client.generate((ChatMessage("user", "a b c a b c"),), GenerationSettings(max_tokens=4)):
+                pass
+        finally:
+            await client.shutdown()
+        return next(request for request in sent if isinstance(request, Generate))
+
+    assert asyncio.run(answer("on")).prompt_lookup == "on"
+    assert asyncio.run(answer("auto")).prompt_lookup == "auto"
