@@ -19,6 +19,11 @@ FIRST_DRAFT = 4
 PLAIN_FIRST = 2
 # Draft steps looked back over to decide whether drafting pays.
 WINDOW = 8
+# Plain steps drafting rests for once it stopped paying, doubled each time it fails again.
+# A rest, not the end: an answer often opens in its own words and copies from the
+# prompt later (the fixed code after "Here is the corrected function:").
+FIRST_REST = 16
+LONGEST_REST = 128
 
 
 class NgramDrafter:
@@ -60,7 +65,7 @@ class LookupStats:
     steps: int = 0  # verify batches
     drafted: int = 0
     accepted: int = 0
-    switched_off: bool = False
+    rests: int = 0  # times drafting stopped paying and rested
 
     @property
     def acceptance(self) -> float:
@@ -69,21 +74,25 @@ class LookupStats:
 
 @dataclass
 class _Policy:
-    """Drafting stays on while it pays: a verify step must give tokens faster than a plain
-    step does; its length grows while drafts hold and shrinks to what held."""
+    """Drafting goes on while it pays: a verify step must give tokens faster than a plain
+    step does, else drafting rests for a while (longer each time) and tries again; its
+    length grows while drafts hold and shrinks to what held."""
 
     forced: bool
     stats: LookupStats
     length: int = FIRST_DRAFT
     plain_s: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
     draft_s_per_token: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
+    rest: int = FIRST_REST // 2
+    rest_left: int = 0
 
     @property
     def drafting(self) -> bool:
-        return not self.stats.switched_off and len(self.plain_s) >= PLAIN_FIRST
+        return self.rest_left == 0 and len(self.plain_s) >= PLAIN_FIRST
 
     def plain(self, seconds: float) -> None:
         self.plain_s.append(seconds)
+        self.rest_left = max(0, self.rest_left - 1)
 
     def verified(self, drafted: int, accepted: int, seconds: float) -> None:
         stats = self.stats
@@ -97,7 +106,10 @@ class _Policy:
         plain = sorted(self.plain_s)[len(self.plain_s) // 2]
         drafted_rate = sum(self.draft_s_per_token) / len(self.draft_s_per_token)
         if drafted_rate > plain:
-            stats.switched_off = True
+            stats.rests += 1
+            self.rest = min(LONGEST_REST, self.rest * 2)
+            self.rest_left = self.rest
+            self.draft_s_per_token.clear()
 
 
 def lookup_tokens(llm: Any, prompt: Sequence[int], sampling: dict[str, Any], *, mode: str, limit: int,
