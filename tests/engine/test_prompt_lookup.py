@@ -11,7 +11,7 @@ from app.core.generation import GenerationSettings
 from app.engine.backend import DeviceChoice
 from app.engine.control import GenerationControl
 from app.engine.gguf_backend import GgufBackend
-from app.engine.prompt_lookup import NgramDrafter
+from app.engine.prompt_lookup import FIRST_REST, PLAIN_FIRST, LookupStats, NgramDrafter, _Policy
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load
 
 PROMPTS = [
@@ -84,3 +84,37 @@ def test_the_drafter_proposes_what_followed_the_last_match() -> None:
     assert drafter.propose(3) == [3, 4, 5]
     drafter.add(7)
     assert drafter.propose(3) == []
+
+
+def _policy(forced: bool) -> _Policy:
+    policy = _Policy(forced=forced, stats=LookupStats())
+    for _ in range(PLAIN_FIRST):
+        policy.plain(0.010)
+    return policy
+
+
+def test_auto_rests_when_drafts_stop_paying_then_tries_again_and_rests_longer() -> None:
+    policy = _policy(forced=False)
+    assert policy.drafting
+    for _ in range(4):  # every draft rejected: 30 ms for one token against 10 ms plain
+        policy.verified(drafted=4, accepted=0, seconds=0.030)
+    assert not policy.drafting and policy.stats.rests == 1
+    for _ in range(FIRST_REST - 1):
+        policy.plain(0.010)
+    assert not policy.drafting
+    policy.plain(0.010)
+    assert policy.drafting, "after its rest, drafting tries again"
+    for _ in range(4):
+        policy.verified(drafted=4, accepted=0, seconds=0.030)
+    assert policy.rest == 2 * FIRST_REST and policy.stats.rests == 2
+
+
+def test_drafts_that_pay_go_on_and_a_forced_on_never_rests() -> None:
+    paying = _policy(forced=False)
+    for _ in range(8):
+        paying.verified(drafted=4, accepted=4, seconds=0.015)  # 5 tokens in 15 ms
+    forced = _policy(forced=True)
+    for _ in range(8):
+        forced.verified(drafted=4, accepted=0, seconds=0.030)
+    assert paying.drafting and paying.stats.rests == 0 and paying.length == 12
+    assert forced.drafting and forced.stats.rests == 0
