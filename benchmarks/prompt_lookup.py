@@ -36,6 +36,7 @@ from app.engine.protocol import ChatMessage, Delta, Done  # noqa: E402
 from app.engine.resources import default_threads  # noqa: E402
 from app.library.gguf_info import read_gguf_info  # noqa: E402
 from app.service.client import EngineClient  # noqa: E402
+from benchmarks.throughput import starter_model  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 CONTEXT = 4096
@@ -208,7 +209,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "prompt_lookup.json")
     args = parser.parse_args()
-    model = args.model or _starter()
+    model = args.model or starter_model()
     runs = asyncio.run(measure(model, args))
     summary = summarize(runs)
     print_tables(summary, model, args)
@@ -219,14 +220,6 @@ def main() -> int:
     args.json.write_text(json.dumps(report, indent=2))
     print(f"\nwritten: {args.json}")
     return 0
-
-
-def _starter() -> Path:
-    from tests.helpers.models import build_starter
-
-    folder = ROOT / "benchmarks" / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    return build_starter(folder)
 
 
 if __name__ == "__main__":

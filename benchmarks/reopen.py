@@ -42,6 +42,7 @@ from app.engine.resources import default_threads  # noqa: E402
 from app.engine.state_store import RAM_BUDGET, clear_folder  # noqa: E402
 from app.library.gguf_info import read_gguf_info  # noqa: E402
 from app.service.client import EngineClient  # noqa: E402
+from benchmarks.throughput import starter_model  # noqa: E402
 
 CONTEXT = 4096
 ANSWER_TOKENS = 32
@@ -288,7 +289,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "reopen.json")
     args = parser.parse_args()
-    model = args.model or _starter()
+    model = args.model or starter_model()
     measured = asyncio.run(measure(model, args))
     summary = summarize(measured["runs"], model)
     print_tables(summary, measured["switching"], model, args)
@@ -299,14 +300,6 @@ def main() -> int:
     args.json.write_text(json.dumps(report, indent=2))
     print(f"\nwritten: {args.json}")
     return 0
-
-
-def _starter() -> Path:
-    from tests.helpers.models import build_starter
-
-    folder = ROOT / "benchmarks" / "results"
-    folder.mkdir(parents=True, exist_ok=True)
-    return build_starter(folder)
 
 
 if __name__ == "__main__":

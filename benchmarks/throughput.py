@@ -156,7 +156,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "throughput.json")
     args = parser.parse_args()
-    model = args.model or _starter()
+    model = args.model or starter_model()
     # Alternate the two sides so that drift on a shared machine hits both alike.
     direct, kestrel, cli = [], [], []
     for _ in range(args.runs):
@@ -178,7 +178,8 @@ def main() -> int:
     return 0
 
 
-def _starter() -> Path:
+def starter_model() -> Path:
+    """The starter model assembled under benchmarks/results (the other benchmarks use it too)."""
     from tests.helpers.models import build_starter
 
     folder = ROOT / "benchmarks" / "results"
