@@ -187,8 +187,12 @@ class StateStore:
         if len(data) > self.disk_budget:
             return
         with self._lock:
-            if any(_is_prefix(entry.tokens, t) for t in list(self._ram) + list(self._disk)):
-                return  # the same chat has moved on since: the newer state covers this one
+            others = [*self._ram.values(), *self._disk.values()]
+            # The same chat has moved on since: a newer state covers this one, unless it
+            # can only continue from its own end (a sliding window's), when this one is
+            # what a regenerate of the last answer starts from.
+            if any(_is_prefix(entry.tokens, k.tokens) and not k.whole_prefix_only for k in others):
+                return
         name = f"{self.key.name}-{kv_state._digest(repr(entry.tokens).encode())[:16]}{kv_state.SUFFIX}"
         path = self.folder / name
         kv_state.write_file(path, self.key, entry.tokens, data, entry.whole_prefix_only)

@@ -197,6 +197,18 @@ def test_a_later_state_of_the_same_chat_replaces_the_earlier_one(tmp_path: Path)
     assert found is not None and found.data == b"b" * 100
 
 
+def test_a_sliding_window_chat_keeps_its_earlier_state_for_a_regenerate(tmp_path: Path) -> None:
+    store = StateStore(KEY, tmp_path, 1 << 30)
+    store.save(TOKENS, b"a" * 100, True)
+    store.save(TOKENS + (5, 6), b"b" * 100, True)
+    store.close()
+    reopened = StateStore(KEY, tmp_path, 1 << 30)
+    # Regenerating the last answer: the prompt goes on from the earlier state, not the later one.
+    found = reopened.find(list(TOKENS) + [7, 8], held=0)
+    assert folder_usage(tmp_path)[0] == 2
+    assert found is not None and found.data == b"a" * 100
+
+
 def test_a_sliding_window_state_is_used_only_to_continue_where_it_ended(tmp_path: Path) -> None:
     store = StateStore(KEY, None, 0)
     store.save(TOKENS, b"window" * 10, True)
