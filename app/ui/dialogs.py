@@ -182,6 +182,9 @@ class SettingsDialog(QDialog):
         form.addRow("Saved chat st&ates on disk", self.saved_states)
         form.addRow("", clear_row)
         form.addRow("Draft from the prompt (&lookup)", self.prompt_lookup)
+        # Set once Clear is pressed: the usage read at opening may come back after the
+        # clear, and must not write over what the clear says.
+        self._clearing = False
         if self._adapter is not None:
             self._adapter.spawn(self._show_usage())
 
@@ -189,12 +192,14 @@ class SettingsDialog(QDialog):
         from app.service import kv_cache
 
         files, size = await asyncio.to_thread(kv_cache.usage)
-        self._note(f"{_states(files)}, {human_size(size)} now" if files else "None saved now")
+        if not self._clearing:
+            self._note(f"{_states(files)}, {human_size(size)} now" if files else "None saved now")
 
     def _clear_states(self) -> None:
         """Ask the controller to clear them; the dialog stays usable while it does."""
         if self._adapter is None:
             return
+        self._clearing = True
         self.clear_states.setEnabled(False)
         self._note("Clearing…")
         self._adapter.spawn(self._clear(self._adapter))
