@@ -17,6 +17,12 @@ class ConversationRoles(IntEnum):
 
     ID = Qt.ItemDataRole.UserRole + 1
     UPDATED = Qt.ItemDataRole.UserRole + 2
+    # An answer is being written for this chat (bool).
+    ANSWERING = Qt.ItemDataRole.UserRole + 3
+    # A message of this chat waits for another chat's answer to end (bool).
+    WAITING = Qt.ItemDataRole.UserRole + 4
+    # The chat has an unsent draft (bool).
+    HAS_DRAFT = Qt.ItemDataRole.UserRole + 5
 
 
 _Index = QModelIndex | QPersistentModelIndex

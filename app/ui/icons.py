@@ -1,0 +1,100 @@
+"""The window's icons: Phosphor (MIT) through QtAwesome, drawn in the theme's colours.
+
+Icons are font glyphs, so they are sharp at any scale (200% included). A widget or
+action given an icon with `themed()` is drawn again in the new colours when the theme
+changes (`refresh()`); a delegate that paints icons itself asks `pixmap()` at paint time.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+
+# QtAwesome reaches Qt through QtPy, which would take PyQt if that were installed too.
+os.environ.setdefault("QT_API", "pyside6")
+
+import qtawesome  # noqa: E402 - after QT_API
+
+from PySide6.QtCore import QObject, QSize  # noqa: E402
+from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPalette, QPixmap  # noqa: E402
+from PySide6.QtWidgets import QAbstractButton  # noqa: E402
+
+# What each icon is for -> its Phosphor glyph. Callers name the purpose, never the glyph.
+GLYPHS = {
+    "copy": "ph.copy",
+    "regenerate": "ph.arrow-clockwise",
+    "edit": "ph.pencil-simple",
+    "send": "ph.paper-plane-right",
+    "stop": "ph.stop",
+    "new-chat": "ph.note-pencil",
+    "search": "ph.magnifying-glass",
+    "settings": "ph.gear-six",
+    "chat-settings": "ph.sliders-horizontal",
+    "model": "ph.cube",
+    "models": "ph.cube",
+    "cpu": "ph.cpu",
+    "gpu": "ph.monitor",
+    "npu": "ph.lightning",
+    "hardware": "ph.hard-drives",
+    "export": "ph.export",
+    "import": "ph.file-arrow-up",
+    "download": "ph.download-simple",
+    "info": "ph.info",
+    "folder": "ph.folder-open",
+    "warning": "ph.warning-circle",
+    "close": "ph.x",
+    "waiting": "ph.hourglass",
+    "busy": "ph.dots-three",
+    "done": "ph.check",
+    "chat": "ph.chat-circle-text",
+    "code": "ph.code",
+    "menu": "ph.list",
+    "light": "ph.sun",
+    "dark": "ph.moon",
+    "down": "ph.caret-down",
+    "open-link": "ph.arrow-square-out",
+    "delete": "ph.trash",
+    "help": "ph.question",
+}
+
+ROLE = QPalette.ColorRole
+
+_themed: "weakref.WeakKeyDictionary[QObject, tuple[str, QPalette.ColorRole]]" = weakref.WeakKeyDictionary()
+
+
+def color_of(role: QPalette.ColorRole = ROLE.ButtonText) -> QColor:
+    """The application palette's colour for role, now."""
+    return QGuiApplication.palette().color(role)
+
+
+def icon(name: str, role: QPalette.ColorRole = ROLE.ButtonText, color: QColor | str | None = None) -> QIcon:
+    """The icon for a purpose in GLYPHS, in the palette's colour for role (or color).
+
+    Disabled, it is drawn in the palette's disabled colour, so it dims as text does.
+    """
+    palette = QGuiApplication.palette()
+    main = QColor(color) if color is not None else palette.color(role)
+    disabled = palette.color(QPalette.ColorGroup.Disabled, role)
+    return qtawesome.icon(GLYPHS[name], color=main, color_disabled=disabled,
+                          color_active=main, color_selected=main)
+
+
+def pixmap(name: str, size: int, color: QColor | str, ratio: float = 1.0) -> QPixmap:
+    """The glyph for name as a pixmap of size × size logical pixels at device ratio."""
+    return qtawesome.icon(GLYPHS[name], color=QColor(color)).pixmap(QSize(size, size), ratio)
+
+
+def themed(target: QAbstractButton | QAction, name: str, role: QPalette.ColorRole = ROLE.ButtonText) -> None:
+    """Give target the icon for name now, and again in new colours after each refresh()."""
+    _themed[target] = (name, role)
+    target.setIcon(icon(name, role))
+
+
+def refresh() -> None:
+    """Draw every themed() icon again in the palette's current colours (after a theme change)."""
+    for target, (name, role) in list(_themed.items()):
+        try:
+            target.setIcon(icon(name, role))
+        except RuntimeError:  # its C++ side was deleted with its window
+            _themed.pop(target, None)
+
