@@ -1,0 +1,134 @@
+"""The hardware window's content: the machine, the model in use, where it runs and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.engine.protocol import Loaded
+from app.hardware.report import HardwareReport
+from app.hardware.summary import format_report
+
+if TYPE_CHECKING:
+    from app.service.controller import ChatController
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    """One graphics adapter or neural processor as the window lists it.
+
+    runs_with: what can run a model on it here ("llama.cpp (CUDA)", "ONNX Runtime
+    (DmlExecutionProvider)"), empty when nothing installed can use it.
+    """
+
+    kind: str  # "gpu" or "npu"
+    name: str
+    vendor: str
+    memory: str
+    driver: str
+    runs_with: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HardwareOverview:
+    """What the hardware window shows, taken at one moment.
+
+    loaded is None when no model is loaded (then the placement fields are empty).
+    text is the plain report for bug reports ("Copy report"), as hardware_text() gives it.
+    """
+
+    report: HardwareReport
+    loaded: Loaded | None
+    model_name: str
+    placement_reason: str
+    fallback_reasons: tuple[str, ...]
+    priority_problem: str | None
+    threads: str
+    text: str
+
+    @property
+    def devices(self) -> tuple[DeviceRow, ...]:
+        return device_rows(self.report)
+
+
+async def hardware_overview(controller: "ChatController") -> HardwareOverview:
+    """The report the engine makes of this machine, with the controller's state now."""
+    report = await controller.client.hardware_report()
+    loaded = controller.client.loaded
+    threads = threads_text(controller, loaded)
+    return HardwareOverview(
+        report=report, loaded=loaded, model_name=_model_name(controller, loaded),
+        placement_reason=loaded.placement_reason if loaded else "",
+        fallback_reasons=tuple(loaded.fallback_reasons) if loaded else (),
+        priority_problem=controller.pace.problem or None, threads=threads,
+        text=report_text(report, loaded, controller.pace.problem, threads))
+
+
+def report_text(report: HardwareReport, loaded: Loaded | None, priority_problem: str | None, threads: str) -> str:
+    """The machine as a table, then where the model runs and why (ChatController.hardware_text)."""
+    text = format_report(report)
+    if loaded is not None:
+        text += f"\n\nIn use: {loaded.device}\nWhy: {loaded.placement_reason}"
+        for reason in loaded.fallback_reasons:
+            text += f"\nCould not use {reason}"
+        if priority_problem:
+            text += f"\nPriority: {priority_problem}"
+        text += f"\n{threads}"
+    return text
+
+
+def threads_text(controller: "ChatController", loaded: Loaded | None) -> str:
+    """How many CPU threads the last answer used and why, or the number loaded with."""
+    choice = controller.threads.last
+    if choice is not None:
+        return f"CPU threads for the last answer: {choice.threads} ({choice.reason})"
+    return f"CPU threads: {loaded.threads}" if loaded is not None else ""
+
+
+def device_rows(report: HardwareReport) -> tuple[DeviceRow, ...]:
+    """The GPUs then the NPUs, each with the runtimes here that can use it."""
+    rows = [DeviceRow("gpu", gpu.name, gpu.vendor, _gpu_memory(gpu.dedicated_memory, gpu.shared_memory,
+                                                               gpu.integrated),
+                      gpu.driver or "", _runs_with(report, gpu.name)) for gpu in report.gpus]
+    rows += [DeviceRow("npu", npu.name, npu.vendor, "", npu.driver or "", _runs_with(report, npu.name))
+             for npu in report.npus]
+    return tuple(rows)
+
+
+def _runs_with(report: HardwareReport, name: str) -> tuple[str, ...]:
+    found: list[str] = []
+    if report.llama is not None:
+        found += [f"llama.cpp ({d.backend})" for d in report.llama.gpu_devices
+                  if _same_device(name, d.description or d.name)]
+    found += [f"ONNX Runtime ({d.provider.removesuffix('ExecutionProvider')})" for d in report.ep_devices
+              if d.kind != "cpu" and _same_device(name, d.name)]
+    return tuple(dict.fromkeys(found))
+
+
+def _same_device(ours: str, theirs: str) -> bool:
+    """Sources name one device a little differently ("Apple M2 Pro GPU", "Apple M2 Pro")."""
+    a, b = ours.casefold().strip(), theirs.casefold().strip()
+    return bool(a and b) and (a == b or a.startswith(b) or b.startswith(a))
+
+
+def _gpu_memory(dedicated: int | None, shared: int | None, integrated: bool | None) -> str:
+    parts = [] if dedicated is None else [f"{_gb(dedicated)} own"]
+    if shared is not None:
+        parts.append(f"{_gb(shared)} shared")
+    kind = {True: "integrated", False: "discrete", None: ""}[integrated]
+    return ", ".join(filter(None, [kind, *parts])) or "unknown"
+
+
+def _gb(size: int) -> str:
+    return f"{size / 1024**3:.1f} GB"
+
+
+def _model_name(controller: "ChatController", loaded: Loaded | None) -> str:
+    """The library's title for the loaded model, or its file name."""
+    if loaded is None:
+        return ""
+    model = getattr(controller, "model", None)
+    if model is not None and str(model.path) == loaded.model_path:
+        return str(model.title)
+    return Path(loaded.model_path).name

@@ -1,0 +1,104 @@
+"""The hardware window's overview: the same text as hardware_text(), and the devices as rows."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+from types import SimpleNamespace
+
+from app.engine.protocol import Loaded
+from app.service.client import EngineClient
+from app.service.controller import ChatController
+from app.service.hardware_overview import device_rows, hardware_overview
+from app.service.threads import ThreadChoice
+from tests.hardware.machines import recorded_report
+from tests.service.conftest import install, make_controller, run
+
+LOADED = Loaded(request_id=1, model_path="/models/tiny.gguf", load_ms=10.0, device="CPU", context_length=1024,
+                threads=6, architecture="llama", chat_format="chatml",
+                placement_reason="CPU: llama.cpp here has no GPU backend.",
+                fallback_reasons=("NVIDIA GeForce RTX 4070: this llama.cpp was built without GPU support",))
+
+
+class _Client:
+    """The two things the overview asks of an EngineClient."""
+
+    def __init__(self, machine: str, loaded: Loaded | None) -> None:
+        self.machine = machine
+        self.loaded = loaded
+
+    async def hardware_report(self):
+        return recorded_report(self.machine)
+
+
+def _controller(machine: str, loaded: Loaded | None, *, problem: str | None = None,
+                last: ThreadChoice | None = None) -> SimpleNamespace:
+    return SimpleNamespace(client=_Client(machine, loaded), pace=SimpleNamespace(problem=problem),
+                           threads=SimpleNamespace(last=last), model=None)
+
+
+def _both(controller: SimpleNamespace) -> tuple:
+    async def scenario():
+        # hardware_text as the controller has it, called on the same state.
+        return await hardware_overview(controller), await ChatController.hardware_text(controller)  # type: ignore[arg-type]
+    return asyncio.run(scenario())
+
+
+def test_with_no_model_the_text_is_the_machine_alone() -> None:
+    overview, text = _both(_controller("linux_vm", None))
+    assert overview.text == text
+    assert overview.loaded is None and overview.model_name == "" and overview.placement_reason == ""
+    assert "In use" not in overview.text and overview.text.startswith("Kestrel doctor")
+
+
+def test_the_fall_back_priority_and_threads_are_in_the_text_as_before() -> None:
+    choice = ThreadChoice(5, "other programs keep 1 core busy")
+    overview, text = _both(_controller("windows_desktop_rtx4070", LOADED, problem="Windows refused it.", last=choice))
+    assert overview.text == text
+    assert overview.text.endswith("\n\nIn use: CPU\nWhy: CPU: llama.cpp here has no GPU backend.\n"
+                                  "Could not use NVIDIA GeForce RTX 4070: this llama.cpp was built without GPU "
+                                  "support\nPriority: Windows refused it.\n"
+                                  "CPU threads for the last answer: 5 (other programs keep 1 core busy)")
+    assert overview.fallback_reasons == LOADED.fallback_reasons
+    assert overview.priority_problem == "Windows refused it."
+    assert overview.model_name == "tiny.gguf"
+
+
+def test_before_the_first_answer_the_threads_loaded_with_are_said() -> None:
+    overview, text = _both(_controller("macos_m2_pro", LOADED))
+    assert overview.text == text and overview.text.endswith("\nCPU threads: 6")
+    assert overview.threads == "CPU threads: 6" and overview.priority_problem is None
+
+
+def test_each_gpu_and_npu_is_a_row_with_what_can_run_on_it() -> None:
+    rows = {row.name: row for row in device_rows(recorded_report("windows_desktop_rtx4070"))}
+    nvidia = rows["NVIDIA GeForce RTX 4070"]
+    assert nvidia.kind == "gpu" and nvidia.runs_with == ("llama.cpp (CUDA)", "ONNX Runtime (Dml)")
+    assert nvidia.memory == "discrete, 12.0 GB own, 16.0 GB shared" and nvidia.driver.startswith("566.36")
+    assert rows["AMD Radeon(TM) Graphics"].runs_with == ("ONNX Runtime (Dml)",)
+
+    npu = {row.name: row for row in device_rows(recorded_report("windows_laptop_npu"))}["Intel(R) AI Boost"]
+    assert npu.kind == "npu" and npu.runs_with == ("ONNX Runtime (OpenVINO)",)
+    # Apple's GPU is "Apple M2 Pro GPU" to the system and "Apple M2 Pro" to llama.cpp.
+    mac = device_rows(recorded_report("macos_m2_pro"))
+    assert mac[0].runs_with == ("llama.cpp (Metal)",) and mac[0].memory == "integrated, 32.0 GB shared"
+
+
+def test_a_real_controller_gives_the_same_text_as_hardware_text(tiny_model: Path) -> None:
+    install(tiny_model)
+
+    async def scenario():
+        controller = make_controller(EngineClient(hardware=functools.partial(recorded_report,
+                                                                             "windows_desktop_rtx4070")))
+        await controller.start_up()
+        try:
+            return await hardware_overview(controller), await controller.hardware_text(), controller.model.title
+        finally:
+            await controller.shutdown()
+
+    overview, text, title = run(scenario)
+    assert overview.text == text
+    assert overview.loaded is not None and overview.loaded.device == "CPU"
+    assert overview.fallback_reasons and overview.fallback_reasons[0].startswith("NVIDIA GeForce RTX 4070")
+    assert overview.model_name == title  # the library's name for it, not the file's
