@@ -1,4 +1,9 @@
-"""Light and dark palettes; "system" follows the platform's colour scheme as it changes."""
+"""Light and dark palettes; "system" follows the platform's colour scheme as it changes.
+
+The colours were chosen for contrast, not taken from a style: every text colour meets
+WCAG AA (4.5:1) on the backgrounds it is drawn on, and muted text (dates, stats,
+placeholders) still does. tests/ui/test_theme.py checks the pairs with `contrast()`.
+"""
 
 from __future__ import annotations
 
@@ -6,36 +11,83 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
+from app.ui import icons
+
+R = QPalette.ColorRole
+
 _DARK = {
-    QPalette.ColorRole.Window: "#1f2124", QPalette.ColorRole.WindowText: "#e6e6e6",
-    QPalette.ColorRole.Base: "#26292d", QPalette.ColorRole.AlternateBase: "#2f3a4a",
-    QPalette.ColorRole.Text: "#e6e6e6", QPalette.ColorRole.Button: "#2d3035",
-    QPalette.ColorRole.ButtonText: "#e6e6e6", QPalette.ColorRole.Highlight: "#3d7bd9",
-    QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#2d3035",
-    QPalette.ColorRole.ToolTipText: "#e6e6e6", QPalette.ColorRole.PlaceholderText: "#9a9ea5",
-    QPalette.ColorRole.Link: "#7fb0ff", QPalette.ColorRole.Mid: "#3a3d42",
+    R.Window: "#18191c", R.WindowText: "#e8e9ec",
+    R.Base: "#1f2024", R.AlternateBase: "#2b2f38",
+    R.Text: "#e8e9ec", R.Button: "#2a2c31", R.ButtonText: "#e8e9ec",
+    R.Highlight: "#2f62d9", R.HighlightedText: "#ffffff",
+    R.ToolTipBase: "#2f3238", R.ToolTipText: "#f2f3f5",
+    R.PlaceholderText: "#a1a6ae", R.Link: "#8ab4ff", R.LinkVisited: "#b39dff",
+    R.Mid: "#3a3d44", R.Midlight: "#33363c", R.Dark: "#111214", R.Shadow: "#000000",
+    R.Light: "#3f434a", R.BrightText: "#ffffff",
 }
 _LIGHT = {
-    QPalette.ColorRole.Window: "#f3f3f3", QPalette.ColorRole.WindowText: "#1b1b1b",
-    QPalette.ColorRole.Base: "#ffffff", QPalette.ColorRole.AlternateBase: "#e7effa",
-    QPalette.ColorRole.Text: "#1b1b1b", QPalette.ColorRole.Button: "#ececec",
-    QPalette.ColorRole.ButtonText: "#1b1b1b", QPalette.ColorRole.Highlight: "#2f6fd0",
-    QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#ffffdc",
-    QPalette.ColorRole.ToolTipText: "#1b1b1b", QPalette.ColorRole.PlaceholderText: "#6b6f76",
-    QPalette.ColorRole.Link: "#1a5fb4", QPalette.ColorRole.Mid: "#d0d0d0",
+    R.Window: "#f6f7f9", R.WindowText: "#1d2025",
+    R.Base: "#ffffff", R.AlternateBase: "#eaf0fb",
+    R.Text: "#1d2025", R.Button: "#ffffff", R.ButtonText: "#1d2025",
+    R.Highlight: "#2a5fd0", R.HighlightedText: "#ffffff",
+    R.ToolTipBase: "#2b2e33", R.ToolTipText: "#f6f7f9",
+    R.PlaceholderText: "#646a73", R.Link: "#1a56c4", R.LinkVisited: "#6a3fc0",
+    R.Mid: "#d5d8de", R.Midlight: "#e6e8ec", R.Dark: "#b9bdc5", R.Shadow: "#8a8f98",
+    R.Light: "#ffffff", R.BrightText: "#000000",
 }
 
-# Disabled controls' words: clearly dimmer than enabled ones, yet at least 3.3:1 against
-# the window, buttons and fields so a greyed label stays readable. Without these every
-# colour group shares the enabled colours, and a disabled button looks like one that works.
-_DARK_DISABLED = "#8a8f97"
-_LIGHT_DISABLED = "#7c8087"
-_DIMMED = (QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText, QPalette.ColorRole.Text)
+# Disabled controls' words: clearly dimmer than enabled ones, yet at least 3:1 against
+# the window, buttons and fields (WCAG's figure for inactive parts is none; 3:1 keeps a
+# greyed label readable). Without these every colour group shares the enabled colours,
+# and a disabled button looks like one that works.
+_DARK_DISABLED = "#80858e"
+_LIGHT_DISABLED = "#868b93"
+_DIMMED = (R.ButtonText, R.WindowText, R.Text)
+
+# Text drawn on each background, as (text role, background role): what contrast() checks.
+TEXT_PAIRS = ((R.WindowText, R.Window), (R.Text, R.Base), (R.Text, R.AlternateBase),
+              (R.ButtonText, R.Button), (R.HighlightedText, R.Highlight), (R.ToolTipText, R.ToolTipBase),
+              (R.PlaceholderText, R.Base), (R.PlaceholderText, R.Window), (R.PlaceholderText, R.AlternateBase),
+              (R.Link, R.Base), (R.Link, R.AlternateBase))
+
+
+def palette_colors(dark: bool) -> dict[QPalette.ColorRole, str]:
+    """The colours of one theme, by role."""
+    return dict(_DARK if dark else _LIGHT)
+
+
+def disabled_text(dark: bool) -> str:
+    return _DARK_DISABLED if dark else _LIGHT_DISABLED
+
+
+def contrast(first: str, second: str) -> float:
+    """WCAG 2 contrast ratio between two colours (1 to 21)."""
+    def luminance(name: str) -> float:
+        color = QColor(name)
+        channels = []
+        for value in (color.redF(), color.greenF(), color.blueF()):
+            channels.append(value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4)
+        red, green, blue = channels
+        return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+    light, dark = sorted((luminance(first), luminance(second)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
 
 
 def system_is_dark() -> bool:
     hints = QGuiApplication.styleHints()
     return hints.colorScheme() == Qt.ColorScheme.Dark
+
+
+def build_palette(dark: bool) -> QPalette:
+    palette = QPalette()
+    for role, color in palette_colors(dark).items():
+        palette.setColor(role, QColor(color))
+    if hasattr(R, "Accent"):  # Qt 6.6+: what some styles draw focus and checks with
+        palette.setColor(R.Accent, QColor(palette_colors(dark)[R.Highlight]))
+    for role in _DIMMED:
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(disabled_text(dark)))
+    return palette
 
 
 def apply_theme(app: QApplication, choice: str) -> bool:
@@ -44,10 +96,36 @@ def apply_theme(app: QApplication, choice: str) -> bool:
     if app.style().name().lower() != "fusion":
         # Setting a style re-polishes every widget (tens of ms in a full window): once.
         app.setStyle(QStyleFactory.create("Fusion"))
-    palette = QPalette()
-    for role, color in (_DARK if dark else _LIGHT).items():
-        palette.setColor(role, QColor(color))
-    for role in _DIMMED:
-        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(_DARK_DISABLED if dark else _LIGHT_DISABLED))
-    app.setPalette(palette)
+    app.setPalette(build_palette(dark))
+    icons.refresh()
     return dark
+
+
+# The banner's colours: white on a red that gives it 5.9:1 (light) and 7.3:1 (dark).
+_BANNER = {False: "#b3261e", True: "#8c1d18"}
+
+
+def window_style(dark: bool) -> str:
+    """The main window's few styled parts, in the theme's concrete colours.
+
+    Set again on every theme change: a style sheet's palette() colours are read when a
+    widget is polished, and would keep the old theme's.
+    """
+    c = {role.name: value for role, value in palette_colors(dark).items()}
+    sidebar = c["Window"]
+    return f"""
+    QWidget#chatPane, QListView#messages {{ background: {c['Base']}; }}
+    QWidget#sidebar {{ background: {sidebar}; }}
+    QFrame#composerFrame {{ background: {c['Base']}; border: 1px solid {c['Mid']}; border-radius: 14px; }}
+    QPlainTextEdit#composer {{ background: transparent; border: none; }}
+    QToolButton#send {{ background: {c['Highlight']}; border: none; border-radius: 17px; }}
+    QToolButton#send:disabled {{ background: {c['Mid']}; }}
+    QLabel#composerNote {{ color: {c['PlaceholderText']}; padding: 2px 6px; }}
+    QWidget#bannerRow {{ background: {_BANNER[dark]}; border-radius: 8px; }}
+    QLabel#banner {{ color: #ffffff; padding: 8px 10px; }}
+    QToolButton#bannerClose {{ border: none; padding: 6px; }}
+    QLabel#statusDot {{ color: {c['PlaceholderText']}; }}
+    QLabel#emptyText {{ color: {c['PlaceholderText']}; font-size: 11pt; }}
+    QSplitter::handle {{ background: {c['Mid']}; }}
+    QSplitter::handle:horizontal {{ width: 1px; }}
+    """
