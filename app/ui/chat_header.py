@@ -107,6 +107,7 @@ class ChatHeader(QWidget):
         self._installed: InstalledModelsModel = adapter.installed
         self._model_id: str | None = None
         self._default_name = ""
+        self._group = QActionGroup(self)
         self.title = ElidedLabel(self)
         self.title.setObjectName("chatTitle")
         font = QFont(self.title.font())
@@ -173,35 +174,43 @@ class ChatHeader(QWidget):
     def _build_menu(self) -> None:
         menu = self.model_menu
         menu.clear()
-        group = QActionGroup(menu)
-        default = self._choice(menu, group, f"Default model ({self._default_name or 'none set'})", None)
+        # One of many: the style draws its mark for a single choice (a dot in Fusion, a check on macOS).
+        self._group.deleteLater()
+        self._group = QActionGroup(self)
+        default = self._choice(menu, f"Default model ({self._default_name or 'none set'})", None)
         default.setChecked(self._model_id is None)
         listed: set[str] = set()
         for row in range(self._installed.rowCount()):
             index = self._installed.index(row, InstalledModelsModel.MODEL)
             model_id = str(index.data(Roles.ID))
             listed.add(model_id)
-            self._add_model(menu, group, model_id)
+            self._add_model(menu, model_id)
         if self._model_id is not None and self._model_id not in listed:
-            self._add_model(menu, group, self._model_id)  # removed from the library: say so, do not hide it
+            self._add_model(menu, self._model_id)  # removed from the library: say so, do not hide it
         menu.addSeparator()
         manage = menu.addAction("Manage models…")
         icons.themed(manage, "models")
         manage.triggered.connect(self.managerRequested)
 
-    def _add_model(self, menu: QMenu, group: QActionGroup, model_id: str) -> None:
+    def _add_model(self, menu: QMenu, model_id: str) -> None:
         title, missing = self._installed_model(model_id)
-        action = self._choice(menu, group, f"{title} (missing)" if missing else title, model_id)
+        action = self._choice(menu, f"{title} (missing)" if missing else title, model_id)
         action.setEnabled(not missing)
         action.setChecked(model_id == self._model_id)
 
-    def _choice(self, menu: QMenu, group: QActionGroup, text: str, model_id: str | None) -> QAction:
+    def _choice(self, menu: QMenu, text: str, model_id: str | None) -> QAction:
         action = menu.addAction(text.replace("&", "&&"))
         action.setCheckable(True)
         action.setData(model_id)
-        group.addAction(action)
-        action.triggered.connect(lambda: self.modelChosen.emit(model_id))
+        self._group.addAction(action)
+        action.triggered.connect(lambda: self._chosen(model_id))
         return action
+
+    def _chosen(self, model_id: str | None) -> None:
+        # The check stays on the chat's model until set_model says the choice was taken.
+        for action in self.model_actions():
+            action.setChecked(action.data() == self._model_id)
+        self.modelChosen.emit(model_id)
 
     def model_actions(self) -> list[QAction]:
         """The menu's checkable entries: the default first, then each model."""

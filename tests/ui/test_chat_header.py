@@ -60,6 +60,11 @@ def test_choosing_a_model_says_its_id_and_the_default_says_none(header: ChatHead
     header.model_actions()[1].trigger()
     header.model_actions()[0].trigger()
     assert chosen == ["qwen", None]
+    # The check stays on the chat's model until the window says the choice was taken.
+    header.model_actions()[1].trigger()
+    assert [a.isChecked() for a in header.model_actions()] == [True, False, False, False]
+    header.set_model("qwen", "Gemma 3 270M")
+    assert [a.isChecked() for a in header.model_actions()] == [False, True, False, False]
 
 
 def test_manage_models_asks_for_the_manager(header: ChatHeader, qtbot) -> None:

@@ -6,13 +6,15 @@ from datetime import datetime, timedelta
 
 import pytest
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QStyleOptionViewItem
+from PySide6.QtGui import QColor, QFontMetrics, QPalette
+from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 
 from app.core.conversation import Conversation
 from app.core.generation import GenerationSettings
 from app.ui.conversation_model import ConversationListModel, ConversationRoles
+from app.ui.conversation_delegate import contrast
 from app.ui.sidebar import SEARCH_DEBOUNCE_MS, Sidebar, relative_date
+from app.ui.theme import apply_theme
 
 NOW = datetime(2026, 11, 30, 16, 5)  # a Monday
 FLAGS = (ConversationRoles.ANSWERING, ConversationRoles.WAITING, ConversationRoles.HAS_DRAFT)
@@ -228,3 +230,35 @@ def test_new_chat_button(sidebar: Sidebar, qtbot) -> None:
     assert not sidebar.new_button.icon().isNull()
     with qtbot.waitSignal(sidebar.newChatRequested):
         qtbot.mouseClick(sidebar.new_button, Qt.MouseButton.LeftButton)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_dates_and_the_busy_dot_stay_readable_on_selected_and_hovered_rows(sidebar: Sidebar, qapp, theme) -> None:
+    saved = qapp.palette()
+    try:
+        apply_theme(qapp, theme)
+        index = row(sidebar, 0)
+        for state in (QStyle.StateFlag.State_None, QStyle.StateFlag.State_MouseOver, QStyle.StateFlag.State_Selected,
+                      QStyle.StateFlag.State_Selected | QStyle.StateFlag.State_HasFocus):
+            option = option_for(sidebar, index)
+            option.widget = sidebar.conversation_list
+            option.state |= state
+            colors = sidebar.delegate.row_colors(option)
+            ground = sidebar.conversation_list.viewport().palette().color(QPalette.ColorRole.Window)
+            behind = ground if colors.fill is None else blend(colors.fill, ground)
+            assert contrast(colors.text, behind) >= 4.5, state
+            assert contrast(colors.muted, behind) >= 4.5, state
+            assert contrast(colors.accent, behind) >= 3.0, state
+    finally:
+        qapp.setPalette(saved)
+
+
+def blend(top: QColor, bottom: QColor) -> QColor:
+    a = top.alphaF()
+    return QColor.fromRgbF(top.redF() * a + bottom.redF() * (1 - a), top.greenF() * a + bottom.greenF() * (1 - a),
+                           top.blueF() * a + bottom.blueF() * (1 - a))
+
+
+def test_contrast_is_wcag_s_ratio() -> None:
+    assert contrast(QColor("#000000"), QColor("#ffffff")) == pytest.approx(21.0)
+    assert contrast(QColor("#767676"), QColor("#ffffff")) == pytest.approx(4.54, abs=0.01)
