@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QPalette
-from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPalette
+from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolTip
 
 from app.core.conversation import Conversation
 from app.core.generation import GenerationSettings
@@ -262,3 +262,26 @@ def blend(top: QColor, bottom: QColor) -> QColor:
 def test_contrast_is_wcag_s_ratio() -> None:
     assert contrast(QColor("#000000"), QColor("#ffffff")) == pytest.approx(21.0)
     assert contrast(QColor("#767676"), QColor("#ffffff")) == pytest.approx(4.54, abs=0.01)
+
+
+def test_enter_chooses_the_current_chat(sidebar: Sidebar, qtbot) -> None:
+    view = sidebar.conversation_list
+    sidebar.select(3)
+    view.setFocus()
+    qtbot.waitUntil(view.hasFocus)
+    with qtbot.waitSignal(sidebar.conversationChosen) as chosen:
+        qtbot.keyClick(view, Qt.Key.Key_Up)
+        qtbot.keyClick(view, Qt.Key.Key_Return)
+    assert chosen.args == [2]
+
+
+def test_the_tooltip_says_what_the_markers_mean(sidebar: Sidebar, qtbot) -> None:
+    sidebar.filter.sourceModel().set_flag(2, ConversationRoles.WAITING, True)
+    view, index = sidebar.conversation_list, row(sidebar, 1)
+    centre = view.visualRect(index).center()
+    event = QHelpEvent(QEvent.Type.ToolTip, centre, view.viewport().mapToGlobal(centre))
+    assert sidebar.delegate.helpEvent(event, view, option_for(sidebar, index), index)
+    qtbot.waitUntil(QToolTip.isVisible)
+    assert QToolTip.text().splitlines()[0] == "Trip plan"
+    assert QToolTip.text().splitlines()[-1] == "Waiting for another chat's answer"
+    QToolTip.hideText()
