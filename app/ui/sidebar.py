@@ -58,6 +58,9 @@ class Sidebar(QWidget):
         self.search.setAccessibleName("Search chats")
         icons.themed(self.search.addAction(icons.icon("search"), QLineEdit.ActionPosition.LeadingPosition),
                      "search", QPalette.ColorRole.PlaceholderText)
+        clear = self.search.findChild(QAction, "_q_qlineeditclearaction")
+        if clear is not None:  # Qt's own grey disc hardly shows on the dark palette
+            icons.themed(clear, "close", QPalette.ColorRole.PlaceholderText)
         self.filter = ConversationFilter(self)
         self.filter.setSourceModel(adapter.conversations)
         self.conversation_list = self._build_list()

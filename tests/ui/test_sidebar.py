@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPalette
+from PySide6.QtGui import QAction, QColor, QFontMetrics, QHelpEvent, QPalette
 from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolTip
 
 from app.core.conversation import Conversation
@@ -178,8 +178,11 @@ def test_search_waits_for_a_pause_and_says_it_once(sidebar: Sidebar, qtbot) -> N
     assert said == []
     qtbot.wait(SEARCH_DEBOUNCE_MS * 2)
     assert said == ["mutex"]
-    sidebar.search.clear()
+    clear = sidebar.search.findChild(QAction, "_q_qlineeditclearaction")
+    assert clear is not None and not clear.icon().isNull()
+    clear.trigger()  # the field's own clear button
     qtbot.waitUntil(lambda: said == ["mutex", ""])
+    assert sidebar.search.text() == ""
 
 
 def test_delete_key_asks_to_delete_the_current_chat(sidebar: Sidebar, qtbot) -> None:
