@@ -24,7 +24,7 @@ class DeviceRow:
 
     kind: str  # "gpu" or "npu"
     name: str
-    vendor: str
+    description: str  # "NVIDIA, discrete GPU"
     memory: str
     driver: str
     runs_with: tuple[str, ...]
@@ -88,10 +88,10 @@ def threads_text(controller: "ChatController", loaded: Loaded | None) -> str:
 
 def device_rows(report: HardwareReport) -> tuple[DeviceRow, ...]:
     """The GPUs then the NPUs, each with the runtimes here that can use it."""
-    rows = [DeviceRow("gpu", gpu.name, gpu.vendor, _gpu_memory(gpu.dedicated_memory, gpu.shared_memory,
-                                                               gpu.integrated),
-                      gpu.driver or "", _runs_with(report, gpu.name)) for gpu in report.gpus]
-    rows += [DeviceRow("npu", npu.name, npu.vendor, "", npu.driver or "", _runs_with(report, npu.name))
+    rows = [DeviceRow("gpu", gpu.name, _gpu_kind(gpu.vendor, gpu.integrated),
+                      _gpu_memory(gpu.dedicated_memory, gpu.shared_memory), gpu.driver or "",
+                      _runs_with(report, gpu.name)) for gpu in report.gpus]
+    rows += [DeviceRow("npu", npu.name, f"{npu.vendor}, NPU", "", npu.driver or "", _runs_with(report, npu.name))
              for npu in report.npus]
     return tuple(rows)
 
@@ -101,9 +101,15 @@ def _runs_with(report: HardwareReport, name: str) -> tuple[str, ...]:
     if report.llama is not None:
         found += [f"llama.cpp ({d.backend})" for d in report.llama.gpu_devices
                   if _same_device(name, d.description or d.name)]
-    found += [f"ONNX Runtime ({d.provider.removesuffix('ExecutionProvider')})" for d in report.ep_devices
+    found += [f"ONNX Runtime ({provider_name(d.provider)})" for d in report.ep_devices
               if d.kind != "cpu" and _same_device(name, d.name)]
     return tuple(dict.fromkeys(found))
+
+
+def provider_name(provider: str) -> str:
+    """An ONNX Runtime execution provider as people know it: "DmlExecutionProvider" is DirectML."""
+    short = provider.removesuffix("ExecutionProvider")
+    return {"Dml": "DirectML", "CoreML": "Core ML"}.get(short, short)
 
 
 def _same_device(ours: str, theirs: str) -> bool:
@@ -112,12 +118,16 @@ def _same_device(ours: str, theirs: str) -> bool:
     return bool(a and b) and (a == b or a.startswith(b) or b.startswith(a))
 
 
-def _gpu_memory(dedicated: int | None, shared: int | None, integrated: bool | None) -> str:
+def _gpu_kind(vendor: str, integrated: bool | None) -> str:
+    kind = {True: "integrated GPU", False: "discrete GPU", None: "GPU"}[integrated]
+    return f"{vendor}, {kind}"
+
+
+def _gpu_memory(dedicated: int | None, shared: int | None) -> str:
     parts = [] if dedicated is None else [f"{_gb(dedicated)} own"]
     if shared is not None:
         parts.append(f"{_gb(shared)} shared")
-    kind = {True: "integrated", False: "discrete", None: ""}[integrated]
-    return ", ".join(filter(None, [kind, *parts])) or "unknown"
+    return ", ".join(parts) or "unknown"
 
 
 def _gb(size: int) -> str:

@@ -74,15 +74,16 @@ def test_before_the_first_answer_the_threads_loaded_with_are_said() -> None:
 def test_each_gpu_and_npu_is_a_row_with_what_can_run_on_it() -> None:
     rows = {row.name: row for row in device_rows(recorded_report("windows_desktop_rtx4070"))}
     nvidia = rows["NVIDIA GeForce RTX 4070"]
-    assert nvidia.kind == "gpu" and nvidia.runs_with == ("llama.cpp (CUDA)", "ONNX Runtime (Dml)")
-    assert nvidia.memory == "discrete, 12.0 GB own, 16.0 GB shared" and nvidia.driver.startswith("566.36")
-    assert rows["AMD Radeon(TM) Graphics"].runs_with == ("ONNX Runtime (Dml)",)
+    assert nvidia.description == "NVIDIA, discrete GPU"
+    assert nvidia.kind == "gpu" and nvidia.runs_with == ("llama.cpp (CUDA)", "ONNX Runtime (DirectML)")
+    assert nvidia.memory == "12.0 GB own, 16.0 GB shared" and nvidia.driver.startswith("566.36")
+    assert rows["AMD Radeon(TM) Graphics"].runs_with == ("ONNX Runtime (DirectML)",)
 
     npu = {row.name: row for row in device_rows(recorded_report("windows_laptop_npu"))}["Intel(R) AI Boost"]
     assert npu.kind == "npu" and npu.runs_with == ("ONNX Runtime (OpenVINO)",)
     # Apple's GPU is "Apple M2 Pro GPU" to the system and "Apple M2 Pro" to llama.cpp.
     mac = device_rows(recorded_report("macos_m2_pro"))
-    assert mac[0].runs_with == ("llama.cpp (Metal)",) and mac[0].memory == "integrated, 32.0 GB shared"
+    assert mac[0].runs_with == ("llama.cpp (Metal)",) and mac[0].memory == "32.0 GB shared"
 
 
 def test_a_real_controller_gives_the_same_text_as_hardware_text(tiny_model: Path) -> None:
