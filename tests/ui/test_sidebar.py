@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QColor, QFontMetrics, QHelpEvent, QPalette
-from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolTip
+from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolButton, QToolTip
 
 from app.core.conversation import Conversation
 from app.core.generation import GenerationSettings
@@ -180,7 +180,8 @@ def test_search_waits_for_a_pause_and_says_it_once(sidebar: Sidebar, qtbot) -> N
     assert said == ["mutex"]
     clear = sidebar.search.findChild(QAction, "_q_qlineeditclearaction")
     assert clear is not None and not clear.icon().isNull()
-    clear.trigger()  # the field's own clear button
+    button = next(b for b in sidebar.search.findChildren(QToolButton) if b.defaultAction() is clear)
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)  # the field's own clear button
     qtbot.waitUntil(lambda: said == ["mutex", ""])
     assert sidebar.search.text() == ""
 
