@@ -315,6 +315,10 @@ class HistoryStore:
             changes["model"] = model
         self._update_conversation(conversation_id, changes)
 
+    def choose_model(self, conversation_id: int, model: str | None) -> None:
+        """The model this chat answers with (None: the default model); no activity."""
+        self._update_conversation(conversation_id, {"model": model}, touch=False)
+
     def _update_conversation(self, conversation_id: int, changes: dict[str, Any], *, touch: bool = True) -> None:
         if touch:
             changes["updated"] = self._clock()

@@ -105,9 +105,28 @@ def _migrate_to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN thinking TEXT NOT NULL DEFAULT ''")
 
 
+def _migrate_to_v4(conn: sqlite3.Connection) -> None:
+    # The unsent text of each chat; chat 0 is the new chat, not saved yet, which is why
+    # there is no foreign key: a trigger forgets a deleted chat's draft instead.
+    conn.execute(
+        "CREATE TABLE drafts (chat INTEGER PRIMARY KEY, text TEXT NOT NULL, updated REAL NOT NULL)"
+    )
+    conn.execute(
+        "CREATE TRIGGER drafts_forget AFTER DELETE ON conversations BEGIN"
+        " DELETE FROM drafts WHERE chat = old.id;"
+        " END"
+    )
+    # Until now conversations.model held whichever model was loaded when the chat was
+    # made, never a choice of the user's; kept, it would pin every old chat to that
+    # model. NULL is "the default model", which is what those chats have always used.
+    conn.execute("UPDATE conversations SET model = NULL")
+
+
 # MIGRATIONS[n] turns a version-n database into version n+1. Append only: a released
 # migration is never edited, because users' files have already been through it.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_v1, _migrate_to_v2, _migrate_to_v3]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_to_v1, _migrate_to_v2, _migrate_to_v3, _migrate_to_v4,
+]
 
 # Primary result codes (sqlite3.h) that come from the user's machine, not from a bug,
 # and what the user should do about each.

@@ -40,7 +40,7 @@ def _add_pinned_column(conn: sqlite3.Connection) -> None:
 
 def test_new_file_gets_the_current_schema(db_path: Path) -> None:
     HistoryStore(db_path).close()
-    assert _user_version(db_path) == len(history.MIGRATIONS) == 3
+    assert _user_version(db_path) == len(history.MIGRATIONS) == 4
     assert _columns(db_path, "messages") == [
         "id", "conversation_id", "role", "text", "created", "state", "stats", "folded", "thinking",
     ]
@@ -65,7 +65,7 @@ def test_a_version_2_history_keeps_its_messages_and_gains_thinking(db_path: Path
         assert store.get_message(message.id).thinking == "Because."
     finally:
         store.close()
-    assert _user_version(db_path) == 3
+    assert _user_version(db_path) == len(MIGRATIONS)
 
 
 def test_empty_version_zero_file_is_migrated(db_path: Path) -> None:
