@@ -19,6 +19,9 @@ _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
 MARKER_WORDS = {"busy": "Writing an answer…", "waiting": "Waiting for another chat's answer",
                 "edit": "Has an unsent draft"}
 
+_MARKED_BY = (("busy", ConversationRoles.ANSWERING), ("waiting", ConversationRoles.WAITING),
+              ("edit", ConversationRoles.HAS_DRAFT))
+
 _Index = QModelIndex | QPersistentModelIndex
 
 
@@ -38,6 +41,11 @@ def relative_date(ts: float, now: datetime) -> str:
         return _WEEKDAYS[then.weekday()]
     day_month = f"{then.day} {_MONTHS[then.month - 1]}"
     return day_month if then.year == now.year else f"{day_month} {then.year}"
+
+
+def markers(index: _Index) -> tuple[str, ...]:
+    """The markers a chat's row shows, left to right: "busy" (answering), "waiting", "edit" (a draft)."""
+    return tuple(name for name, role in _MARKED_BY if index.data(role))
 
 
 class RowColors(NamedTuple):
@@ -92,9 +100,7 @@ class ConversationDelegate(QStyledItemDelegate):
 
     def markers(self, index: _Index) -> tuple[str, ...]:
         """The icon names this row draws, left to right."""
-        flags = (("busy", ConversationRoles.ANSWERING), ("waiting", ConversationRoles.WAITING),
-                 ("edit", ConversationRoles.HAS_DRAFT))
-        return tuple(name for name, role in flags if index.data(role))
+        return markers(index)
 
     def date_text(self, index: _Index, now: datetime | None = None) -> str:
         updated = index.data(ConversationRoles.UPDATED)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from datetime import datetime
 from typing import Protocol
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
@@ -11,7 +12,7 @@ from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QLineEdit, QListView, QPushButton, QVBoxLayout, QWidget
 
 from app.ui import icons
-from app.ui.conversation_delegate import ConversationDelegate, relative_date
+from app.ui.conversation_delegate import MARKER_WORDS, ConversationDelegate, markers, relative_date
 from app.ui.conversation_model import ConversationFilter, ConversationListModel, ConversationRoles
 
 __all__ = ["ConversationDelegate", "Sidebar", "relative_date"]
@@ -20,6 +21,20 @@ __all__ = ["ConversationDelegate", "Sidebar", "relative_date"]
 SEARCH_DEBOUNCE_MS = 200
 # The busy dot pulses at this frame interval, and only while some chat is answering.
 PULSE_MS = 80
+
+
+class DescribedConversations(ConversationFilter):
+    """The search filter, also telling screen readers what the row's markers and date show."""
+
+    def data(self, index: QModelIndex | QPersistentModelIndex,
+             role: int = Qt.ItemDataRole.DisplayRole) -> object:  # Override QSortFilterProxyModel.data.
+        if role != Qt.ItemDataRole.AccessibleDescriptionRole or not index.isValid():
+            return super().data(index, role)
+        words = [MARKER_WORDS[name] for name in markers(index)]
+        updated = index.data(ConversationRoles.UPDATED)
+        if updated is not None:
+            words.append(f"changed {relative_date(float(updated), datetime.now())}")
+        return ", ".join(words)
 
 
 class ListsConversations(Protocol):
@@ -61,7 +76,7 @@ class Sidebar(QWidget):
         clear = self.search.findChild(QAction, "_q_qlineeditclearaction")
         if clear is not None:  # Qt's own grey disc hardly shows on the dark palette
             icons.themed(clear, "close", QPalette.ColorRole.PlaceholderText)
-        self.filter = ConversationFilter(self)
+        self.filter = DescribedConversations(self)
         self.filter.setSourceModel(adapter.conversations)
         self.conversation_list = self._build_list()
         self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DEBOUNCE_MS)

@@ -289,3 +289,11 @@ def test_the_tooltip_says_what_the_markers_mean(sidebar: Sidebar, qtbot) -> None
     assert QToolTip.text().splitlines()[0] == "Trip plan"
     assert QToolTip.text().splitlines()[-1] == "Waiting for another chat's answer"
     QToolTip.hideText()
+
+
+def test_screen_readers_hear_the_markers_and_the_date(sidebar: Sidebar) -> None:
+    sidebar.filter.sourceModel().set_flag(2, ConversationRoles.WAITING, True)
+    sidebar.filter.sourceModel().set_flag(2, ConversationRoles.HAS_DRAFT, True)
+    described = row(sidebar, 1).data(Qt.ItemDataRole.AccessibleDescriptionRole)
+    assert described == "Waiting for another chat's answer, Has an unsent draft, changed Yesterday"
+    assert row(sidebar, 1).data() == "Trip plan"
