@@ -1,0 +1,162 @@
+"""A chat as a file: Markdown to read, JSON (format "kestrel-chat", version 1) to import back.
+
+Pure functions over Conversation and Message values: the service layer reads the history
+and writes the file. Import trusts nothing in the file: every field is checked, and a
+file that is too big is refused before it is read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.generation import GenerationSettings
+
+FORMAT = "kestrel-chat"
+VERSION = 1
+# Far above any real chat (2,000 long messages are a few MB) and small enough to read
+# into memory at once.
+MAX_BYTES = 64 * 1024 * 1024
+MAX_MESSAGES = 100_000
+_ROLE_HEADINGS = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System"}
+_SCALARS = (str, int, float, bool, type(None))
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class ChatFileError(Exception):
+    """A chat file cannot be imported; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class ImportedChat:
+    """A chat read from an export: its conversation (id 0) and messages (ids 0)."""
+
+    conversation: Conversation
+    messages: tuple[Message, ...]
+
+
+def to_json(conversation: Conversation, messages: list[Message]) -> str:
+    """The chat in Kestrel's JSON export format."""
+    return json.dumps({
+        "format": FORMAT, "version": VERSION, "title": conversation.title,
+        "system_prompt": conversation.system_prompt, "settings": conversation.settings.to_dict(),
+        "model": conversation.model, "created": conversation.created, "updated": conversation.updated,
+        "messages": [{"role": m.role.value, "text": m.text, "thinking": m.thinking, "stats": m.stats,
+                      "created": m.created, "state": _exported_state(m.state)} for m in messages],
+    }, ensure_ascii=False, indent=1)
+
+
+def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
+    """The chat as a Markdown document to read or share (not imported back)."""
+    lines = [f"# {conversation.title}", "",
+             f"*Exported from Kestrel · started {_when(conversation.created)}"
+             + (f" · model {conversation.model}" if conversation.model else "") + "*", ""]
+    if conversation.system_prompt.strip():
+        lines += ["> **System prompt:** " + conversation.system_prompt.strip().replace("\n", "\n> "), ""]
+    for message in messages:
+        heading = _ROLE_HEADINGS[message.role]
+        if message.state != MessageState.COMPLETE:
+            heading += " (interrupted)"
+        lines += [f"## {heading}", ""]
+        if message.thinking.strip():
+            lines += ["<details><summary>Thinking</summary>", "", message.thinking.strip(), "", "</details>", ""]
+        lines += [message.text, ""]
+    return "\n".join(lines)
+
+
+def read_chat(path: Path) -> ImportedChat:
+    """Read and check a JSON export; ChatFileError saying what is wrong with it."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise ChatFileError(f"{path} is too big to be a Kestrel chat ({size / 2**20:.0f} MB; "
+                                f"the limit is {MAX_BYTES // 2**20} MB).")
+        with path.open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)  # the file may have grown since stat()
+    except OSError as exc:
+        raise ChatFileError(f"{path} could not be read ({exc.strerror or exc}).") from exc
+    if len(raw) > MAX_BYTES:
+        raise ChatFileError(f"{path} is too big to be a Kestrel chat.")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ChatFileError(f"{path} is not a Kestrel chat export: it is not valid JSON.") from exc
+    try:
+        return _chat_from(data)
+    except ValueError as exc:
+        raise ChatFileError(f"{path} cannot be imported: {exc}") from exc
+
+
+def _chat_from(data: Any) -> ImportedChat:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError('it is not a Kestrel chat export (no "format": "kestrel-chat").')
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > VERSION or version < 1:
+        raise ValueError(f"it has export version {version!r}; this Kestrel reads version {VERSION}. "
+                         "Update Kestrel to import it.")
+    now = time.time()
+    created = _time(data.get("created", now), "created")
+    title = _text(data.get("title", "Imported chat"), "title").strip()[:200] or "Imported chat"
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        raise ValueError("settings must be an object.")
+    model = data.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ValueError("model must be a text or null.")
+    conversation = Conversation(0, title, created, now, _text(data.get("system_prompt", ""), "system_prompt"),
+                                GenerationSettings.from_dict(settings).validated(), model)
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        raise ValueError("messages must be a list.")
+    if len(messages) > MAX_MESSAGES:
+        raise ValueError(f"it has {len(messages):,} messages; at most {MAX_MESSAGES:,} can be imported.")
+    return ImportedChat(conversation, tuple(_message(item, number, created)
+                                            for number, item in enumerate(messages, start=1)))
+
+
+def _message(item: Any, number: int, default_time: float) -> Message:
+    where = f"message {number}"
+    if not isinstance(item, dict):
+        raise ValueError(f"{where} is not an object.")
+    try:
+        role = Role(item.get("role"))
+    except (ValueError, TypeError):
+        raise ValueError(f"{where} has role {item.get('role')!r}; it must be user, assistant or system.") from None
+    state = item.get("state", "complete")
+    if state not in ("complete", "interrupted"):
+        raise ValueError(f"{where} has state {state!r}; it must be complete or interrupted.")
+    stats = item.get("stats")
+    if stats is not None and not (isinstance(stats, dict) and all(
+            isinstance(key, str) and isinstance(value, _SCALARS) for key, value in stats.items())):
+        raise ValueError(f"{where} has stats that are not an object of plain values.")
+    return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
+                   _time(item.get("created", default_time), f"{where}'s created"), MessageState(state), stats,
+                   _text(item.get("thinking", ""), f"{where}'s thinking"))
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a text (got {type(value).__name__}).")
+    # A lone surrogate (valid in JSON's \\u escapes) cannot be stored as UTF-8.
+    return _SURROGATE.sub("\ufffd", value)
+
+
+def _time(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a time in seconds (got {value!r}).")
+    return float(value)
+
+
+def _exported_state(state: MessageState) -> str:
+    # An answer still being written is exported as it stands, cut short.
+    return "complete" if state == MessageState.COMPLETE else "interrupted"
+
+
+def _when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
