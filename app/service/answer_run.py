@@ -39,6 +39,8 @@ class AnswerRun:
         self._activity = activity
         self._threads = threads
         self.finished: Message | None = None  # the answer in its final form, once it has one
+        self.cancelled = False
+        self.conversation_id: int | None = None
         self.stream: StreamingAnswer | None = None
         self.request: EngineRequest | None = None
 
@@ -49,11 +51,13 @@ class AnswerRun:
 
     def cancel(self) -> None:
         """Leave the engine's line, or stop between two tokens; what was written stays."""
+        self.cancelled = True  # before the engine is asked: it is never asked
         if self.request is not None:
             self.request.cancel()
 
     async def run(self, conversation_id: int, prepare: Callable[[int], Awaitable[None]]) -> None:
         """Answer the conversation; prepare(context_length) runs before the engine is asked."""
+        self.conversation_id = conversation_id
         try:
             await self._answer(conversation_id, prepare)
         except HistoryError as exc:
@@ -61,7 +65,7 @@ class AnswerRun:
             self.cancel()
             if self.stream is not None and not self.stream.done:
                 self._finish(self.stream.unsaved(), InterruptReason.DISK, str(exc))
-            self._emit(Problem(f"{exc} The answer so far is on screen but was not saved."))
+            self._emit(Problem(f"{exc} The answer so far is on screen but was not saved.", "history"))
 
     async def _answer(self, conversation_id: int, prepare: Callable[[int], Awaitable[None]]) -> None:
         conversation = await self._storage.history(HistoryStore.get_conversation, conversation_id)
@@ -76,7 +80,7 @@ class AnswerRun:
             reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
                       InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
             self._finish(await stream.interrupt({"error": exc.message}), reason, exc.message)
-            self._emit(Problem(exc.message))
+            self._emit(Problem(exc.message, "engine" if isinstance(exc, EngineCrashed) else "model"))
         except asyncio.CancelledError:
             if not stream.done:
                 self._finish(await stream.interrupt(None), InterruptReason.SHUTDOWN)
@@ -85,7 +89,9 @@ class AnswerRun:
     async def _stream_into(self, stream: StreamingAnswer, chat: list[ChatMessage],
                            settings: GenerationSettings) -> None:
         request = self.request = self._engine.request(chat, settings, trim_history=True, threads=self._threads)
-        self._emit(ActivityChanged(self._activity))
+        if self.cancelled:
+            request.cancel()  # stopped while the history was read: Withdrawn at once
+        self._emit(ActivityChanged(self._activity, stream.message.conversation_id))
         async with aclosing(request.events()) as events:
             async for event in events:
                 if isinstance(event, Delta):
@@ -97,7 +103,8 @@ class AnswerRun:
                     return
                 elif isinstance(event, Queued):
                     self._emit(event)
-                    self._emit(ActivityChanged(f"Waiting for the engine ({event.position} ahead)…"))
+                    self._emit(ActivityChanged(f"Waiting for the engine ({event.position} ahead)…",
+                                               stream.message.conversation_id))
                 elif isinstance(event, Withdrawn):
                     self._finish(await stream.finish(AnswerStats(finish_reason="cancelled").to_dict()))
                     return

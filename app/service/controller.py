@@ -5,31 +5,33 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.core.conversation import Conversation, Message, Role
+from app.core.conversation import Conversation, Message
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryDamaged, HistoryError, HistoryStore
-from app.core.history_repair import Replacement
 from app.core.settings import Settings, SettingsError
 from app.engine.protocol import Loaded
 from app.engine.resources import default_threads
 from app.library.models import InstalledModel, ModelLibrary
 from app.hardware.power import read_power
 from app.service import kv_cache
-from app.service.answer_run import AnswerRun
-from app.service.background import EnginePace, Pace, WindowState
+from app.service.answering import Answering, same_model, storable
+from app.service.chat_files import ChatFiles
+from app.service.drafts import DraftBook
+from app.service.history_choice import HistoryChoice, damage_text
+from app.service.background import EnginePace, WindowState
 from app.service.idle import UNLOADED_WORDS, IdleTimer
-from app.service.threads import BusyMeter, ThreadAdvisor, model_key
+from app.service.threads import BusyMeter, ThreadAdvisor
 from app.service.client import EngineClient, EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
-from app.service.events import (ActivityChanged, BusyChanged, ConversationChanged, ConversationOpened,
-                                ConversationRemoved, ConversationsListed, DamagedHistoryFound,
-                                DamagedHistoryReplaced, Event, MessageAdded, MessagesRemoved, ModelState,
-                                ModelStateChanged, PaceChanged, Problem, SettingsChanged)
+from app.service.events import (ActivityChanged, ConversationChanged,
+                                ConversationModelChosen, ConversationOpened, ConversationRemoved,
+                                ConversationsListed, DamagedHistoryFound, Event, MessageAdded, MessagesRemoved,
+                                ModelState, ModelStateChanged, PaceChanged, Problem, ProblemSolved,
+                                SettingsChanged)
 from app.service.library_service import LibraryService
 from app.service.model_setup import ModelSetup
 from app.service.priority import set_gentle
@@ -50,8 +52,10 @@ class ChatController:
     which requests wait their turn.
 
     Attributes a front end may read: `settings`, `conversation` (the open one, or None
-    for a new chat), `messages` (its messages), `model`, `model_state`, `model_detail`,
-    `busy` (an answer is being written), `queued` (a message waits for the model).
+    for a new chat), `messages` (its messages), `model` (loaded, or being loaded),
+    `model_state`, `model_detail`, `answering_id` (the chat being answered: its answer is
+    written, or its model loads first), `waiting_ids` (chats whose answers wait their
+    turn, in order), `open_chat_busy` (the open chat is one of those).
     """
 
     def __init__(self, *, history_path: Path, settings_path: Path | None, library: ModelLibrary,
@@ -68,23 +72,27 @@ class ChatController:
         self.conversation: Conversation | None = None
         self.messages: list[Message] = []
         self.model: InstalledModel | None = None
+        # The model loaded for chats on the default model (the app's choice), which a
+        # chat's own model replaces in the engine only while that chat is answered.
+        self.app_model: InstalledModel | None = None
         self.model_state = ModelState.NONE
         self.model_detail = ""
         self.load_error: EngineError | None = None
-        self.busy = False
-        self.queued = False
         self._listeners: list[Listener] = []
         self._tasks: set[asyncio.Task] = set()
-        self._answer_task: asyncio.Task | None = None
-        self._run: AnswerRun | None = None
+        self.answers = Answering(self)
+        self.drafts = DraftBook(lambda: self.storage, self._emit, self.spawn)
+        self.files = ChatFiles(self._storage, self._emit)
+        self.history_choice = HistoryChoice(self)
+        self.opened = 0  # counts chats opened, so a late save knows whether its chat is still shown
+        self._new_chat_model: str | None = None
+        self._engine_trouble = False  # an engine failure was said; a new engine answering ends it
+        self._model_moved: asyncio.Future | None = None
         self.pace = EnginePace(self.client, read_power, set_gentle)
         self.idle_timer = IdleTimer(lambda: self.settings.unload_after_minutes, self._unload_idle_model, self.spawn)
         self.busy_meter = BusyMeter(lambda: [os.getpid(), *([self.client.pid] if self.client.pid else [])])
         self.threads = ThreadAdvisor(settings_path.parent / "threads.json" if settings_path else None,
                                      cores=default_threads(), busy=self.busy_meter.look)
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._replacing_history = False
         # The loop the front end runs; slots called outside a coroutine (a button) start
         # tasks on it.
         self._loop = asyncio.get_event_loop()
@@ -98,6 +106,8 @@ class ChatController:
         return lambda: self._listeners.remove(listener)
 
     def _emit(self, event: Event) -> None:
+        if isinstance(event, Problem) and event.kind == "engine":
+            self._engine_trouble = True
         for listener in list(self._listeners):
             listener(event)
 
@@ -128,9 +138,10 @@ class ChatController:
             self.settings = self.storage.settings
         self._emit(SettingsChanged(self.settings))
         if self.storage.settings_problem:
-            self._emit(Problem(self.storage.settings_problem))
+            self._emit(Problem(self.storage.settings_problem, "disk"))
         if self.storage.history_damage is not None:
             self._history_damaged(self.storage.history_damage)
+        await self.drafts.load()
         await self.storage.run(self.threads.load)
         if self._settings_path is not None and self.library.downloads is None:
             await self.library.open_downloads(self._settings_path.parent / "downloads.json")
@@ -142,48 +153,17 @@ class ChatController:
 
     def _history_damaged(self, damage: HistoryDamaged) -> None:
         in_memory = self.storage is not None and self.storage.in_memory
-        self._emit(DamagedHistoryFound(_damage_text(damage, in_memory), damage.path, in_memory))
+        self._emit(DamagedHistoryFound(damage_text(damage, in_memory), damage.path, in_memory))
 
     async def recover_history(self) -> bool:
         """The user's choice for a damaged history: what SQLite can still read of it goes
         into a fresh one; the damaged file is kept, unchanged, under a new name."""
-        return await self._replace_damaged_history(recover=True)
+        return await self.history_choice.replace(recover=True)
 
     async def start_fresh_history(self) -> bool:
         """The user's choice for a damaged history: a new, empty one (with the chats
         written meanwhile); the damaged file is kept, unchanged, under a new name."""
-        return await self._replace_damaged_history(recover=False)
-
-    async def _replace_damaged_history(self, recover: bool) -> bool:
-        storage = self._storage()
-        if storage.history_damage is None or self._replacing_history:
-            return False
-        if self.busy or self.queued or self._run is not None:
-            self._emit(Problem("Wait until the answer is finished (or stop it), then choose again."))
-            return False
-        self._replacing_history = True
-        open_id = self.conversation.id if self.conversation is not None else None
-        was_in_memory = storage.in_memory
-        self.new_conversation()  # its id may not mean the same chat in the new history
-        self._emit(ActivityChanged("Recovering your chats…" if recover else "Starting a fresh history…"))
-        try:
-            done = await storage.replace_damaged_history(recover)
-        except HistoryError as exc:
-            self._emit(Problem(str(exc)))
-            if open_id is not None:
-                await self.open_conversation(open_id)
-            return False
-        finally:
-            self._replacing_history = False
-            self._emit(ActivityChanged("Idle"))
-        conversations = await self._history_or_problem(HistoryStore.list_conversations) or []
-        self._emit(ConversationsListed(tuple(conversations)))
-        reopen = done.carried.get(open_id) if was_in_memory and open_id is not None else open_id
-        if reopen is not None and any(c.id == reopen for c in conversations):
-            await self.open_conversation(reopen)
-        self._emit(DamagedHistoryReplaced(_replaced_text(done, recover), done.aside, done.conversations,
-                                          done.messages))
-        return True
+        return await self.history_choice.replace(recover=False)
 
     async def start_up(self) -> None:
         """The window's start: open, recover, list chats, then find and load a model."""
@@ -197,7 +177,7 @@ class ChatController:
             self.new_conversation()
         if recovered:
             self._emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
-                               "they are kept and marked as interrupted."))
+                               "they are kept and marked as interrupted.", "history"))
         model = await asyncio.to_thread(self.setup.library.default, self.settings.default_model)
         if model is None and self.setup.starter_available():
             self._set_model_state(ModelState.INSTALLING, "Setting up the starter model…")
@@ -210,9 +190,15 @@ class ChatController:
             return
         await self.load_model(model)
 
-    async def load_model(self, model: InstalledModel) -> bool:
-        """Load a model in the engine; the state says loading, ready or failed and why."""
+    async def load_model(self, model: InstalledModel, *, for_chat: bool = False) -> bool:
+        """Load a model in the engine; the state says loading, ready or failed and why.
+
+        for_chat: a chat's own model, loaded to answer it; otherwise the model becomes
+        the app's (the default for new starts and for chats on the default model).
+        """
         self.model = model
+        if not for_chat:
+            self.app_model = model
         self.load_error = None
         if model.missing:
             self._set_model_state(ModelState.FAILED, f"{model.title} is not at {model.path} now. Reconnect "
@@ -225,23 +211,23 @@ class ChatController:
         except EngineError as exc:
             self.load_error = exc
             self._set_model_state(ModelState.FAILED, exc.message)
-            self._give_up_queued()
             return False
         self.pace.loaded()
         self.busy_meter.look()
         self._set_model_state(ModelState.READY, model.title)
+        if self._engine_trouble:
+            self._engine_trouble = False
+            self._emit(ProblemSolved("engine"))
         self.idle_timer.restart()
-        await self.save_settings(dataclasses.replace(self.settings, default_model=model.id))
-        if self.queued:
-            self.queued = False
-            self._start_answer()
+        if not for_chat:
+            await self.save_settings(dataclasses.replace(self.settings, default_model=model.id))
         return True
 
     async def import_model(self, path: str) -> bool:
         """Check and copy a model the user picked into the library, then load it."""
         model = await self.setup.import_model(path)
         if model is None:
-            self._emit(Problem(self.setup.last_problem or "The model was not imported."))
+            self._emit(Problem(self.setup.last_problem or "The model was not imported.", "model"))
             return False
         return await self.load_model(model)
 
@@ -254,6 +240,8 @@ class ChatController:
         """Give the model's memory back now and load none (it is being removed)."""
         async with self.engine.exclusive():
             await self.client.unload()
+        if self.app_model is not None and self.model is not None and self.app_model.id == self.model.id:
+            self.app_model = None
         self.model = None
         self._set_model_state(ModelState.NONE, "No model loaded. Choose one in the model manager.")
 
@@ -265,6 +253,15 @@ class ChatController:
     def _set_model_state(self, state: ModelState, detail: str) -> None:
         self.model_state, self.model_detail = state, detail
         self._emit(ModelStateChanged(state, detail, self.client.loaded if state == ModelState.READY else None))
+        moved, self._model_moved = self._model_moved, None
+        if moved is not None and not moved.done():
+            moved.set_result(None)
+
+    async def model_moves(self) -> None:
+        """Until the model's state next changes."""
+        if self._model_moved is None:
+            self._model_moved = self._loop.create_future()
+        await asyncio.shield(self._model_moved)
 
     def _context_length(self) -> int:
         if self.conversation is not None:
@@ -288,22 +285,26 @@ class ChatController:
         await asyncio.to_thread(kv_cache.clear)
 
     def _new_chat_system_prompt(self) -> str:
-        own = self.model.defaults.system_prompt if self.model is not None else None
+        model = self.app_model or self.model
+        own = model.defaults.system_prompt if model is not None else None
         return own or ""
 
     def _new_chat_settings(self) -> GenerationSettings:
-        """A new chat's settings: the model's own defaults over the app's."""
-        if self.model is None:
+        """A new chat's settings: the app model's own defaults over the app's."""
+        model = self.app_model or self.model
+        if model is None:
             return self.settings.generation
-        return self.model.defaults.generation(self.settings.generation)
+        return model.defaults.generation(self.settings.generation)
 
     def _engine_died(self, died: EngineDied) -> None:
         """The engine ended by itself, or was ended as hung: say so now, not on the next
         send. One that ignored Stop is started again at once."""
+        self._engine_trouble = True
         if died.restart and self.model is not None:
-            if not self.answering:  # an answer it cut off says so itself
-                self._emit(Problem(died.message))
-            self.spawn(self.load_model(self.model))
+            run = self.answers.queue.run
+            if run is None or not run.running:  # an answer it cut off says so itself
+                self._emit(Problem(died.message, "engine"))
+            self.spawn(self.load_model(self.model, for_chat=not same_model(self.model, self.app_model)))
             return
         self._set_model_state(ModelState.FAILED, died.message)
 
@@ -313,24 +314,30 @@ class ChatController:
         """An empty chat; it is saved when its first message is sent."""
         self.conversation = None
         self.messages = []
+        self._new_chat_model = None
+        self.opened += 1
         self._emit(ConversationOpened(None, ()))
+        self.answers.busy_maybe_changed(always=True)
 
     async def open_conversation(self, conversation_id: int) -> None:
-        """Show a saved chat (read on the writer thread)."""
+        """Show a saved chat (read on the writer thread); nothing is loaded for it."""
         storage = self._storage()
         try:
             conversation = await storage.history(HistoryStore.get_conversation, conversation_id)
             messages = await storage.history(HistoryStore.messages, conversation_id)
         except HistoryError as exc:
-            self._emit(Problem(str(exc)))
+            self._emit(Problem(str(exc), "history"))
             return
-        stream = self._run.stream if self._run is not None else None
+        run = self.answers.queue.run
+        stream = run.stream if run is not None else None
         if stream is not None and stream.message.conversation_id == conversation_id:
             # The history holds the answer as of its last save; show all that arrived.
-            messages = [dataclasses.replace(m, text=stream.text) if m.id == stream.message_id else m
-                        for m in messages]
+            messages = [dataclasses.replace(m, text=stream.text, thinking=stream.thinking)
+                        if m.id == stream.message_id else m for m in messages]
         self.conversation, self.messages = conversation, messages
+        self.opened += 1
         self._emit(ConversationOpened(conversation, tuple(messages)))
+        self.answers.busy_maybe_changed(always=True)
 
     async def rename_conversation(self, conversation_id: int, title: str) -> bool:
         """Give a chat a new title; its place in the list stays."""
@@ -342,7 +349,7 @@ class ChatController:
             await storage.history(HistoryStore.rename_conversation, conversation_id, title)
             conversation = await storage.history(HistoryStore.get_conversation, conversation_id)
         except HistoryError as exc:
-            self._emit(Problem(str(exc)))
+            self._emit(Problem(str(exc), "history"))
             return False
         if self.conversation is not None and self.conversation.id == conversation_id:
             self.conversation = conversation
@@ -350,16 +357,18 @@ class ChatController:
         return True
 
     async def delete_conversation(self, conversation_id: int) -> bool:
-        """Delete a chat and its messages (not while its answer is being written)."""
-        stream = self._run.stream if self._run is not None else None
-        if stream is not None and stream.message.conversation_id == conversation_id:
-            self._emit(Problem("Stop the answer before deleting this chat."))
-            return False
+        """Delete a chat and its messages: a waiting answer leaves the line, one being
+        written is stopped (and saved) first."""
+        turn = self.answers.queue.turn_of(conversation_id)
+        if turn is not None:
+            self.answers.queue.drop(turn)
+            await turn.ended.wait()
         try:
             await self._storage().history(HistoryStore.delete_conversation, conversation_id)
         except HistoryError as exc:
-            self._emit(Problem(str(exc)))
+            self._emit(Problem(str(exc), "history"))
             return False
+        self.drafts.forget(conversation_id)
         self._emit(ConversationRemoved(conversation_id))
         if self.conversation is not None and self.conversation.id == conversation_id:
             self.new_conversation()
@@ -378,11 +387,33 @@ class ChatController:
             storage = self._storage()
             await storage.history(HistoryStore.update_conversation, conversation_id,
                                   system_prompt=system_prompt, settings=settings)
-            await self._refresh_conversation(conversation_id)
+            await self.refresh_conversation(conversation_id)
         except HistoryError as exc:
-            self._emit(Problem(str(exc)))
+            self._emit(Problem(str(exc), "history"))
             return False
         return True
+
+    def conversation_model_id(self) -> str | None:
+        """The open chat's own model (None: the default model); a new chat's choice too."""
+        return self.conversation.model if self.conversation is not None else self._new_chat_model
+
+    async def set_conversation_model(self, model_id: str | None) -> None:
+        """Choose the open chat's model (None: the default); loaded when it is next sent to."""
+        if self.conversation is None:
+            self._new_chat_model = model_id
+            self._emit(ConversationModelChosen(None, model_id))
+            return
+        conversation_id = self.conversation.id
+        try:
+            await self._storage().history(HistoryStore.choose_model, conversation_id, model_id)
+            conversation = await self._storage().history(HistoryStore.get_conversation, conversation_id)
+        except (HistoryError, KeyError) as exc:
+            self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That chat is gone.", "history"))
+            return
+        if self.conversation is not None and self.conversation.id == conversation_id:
+            self.conversation = conversation
+        self._emit(ConversationChanged(conversation, to_top=False))
+        self._emit(ConversationModelChosen(conversation_id, model_id))
 
     async def search(self, query: str) -> set[int] | None:
         """The ids of the chats whose title or messages contain query (None: no filter)."""
@@ -392,169 +423,88 @@ class ChatController:
         found = await self._history_or_problem(HistoryStore.search_conversations, query)
         return {c.id for c in found} if found is not None else None
 
+    # --- drafts and files -----------------------------------------------------------------
+
+    def draft_for(self, conversation_id: int | None) -> str:
+        """The chat's unsent text (None: the new chat's)."""
+        return self.drafts.text(conversation_id)
+
+    def save_draft(self, conversation_id: int | None, text: str) -> None:
+        """Keep the chat's unsent text; returns at once (written on the writer thread)."""
+        self.drafts.put(conversation_id, storable(text))
+
+    async def export_conversation(self, conversation_id: int, path: Path, fmt: str) -> bool:
+        """Write a chat to path as "markdown" or "json"; a Problem naming the file if not."""
+        return await self.files.export(conversation_id, path, fmt)
+
+    async def import_conversation(self, path: Path) -> int | None:
+        """Add a JSON export as a new chat (listed by ConversationChanged); its id, or None."""
+        return await self.files.import_(path)
+
     async def _ensure_conversation(self, title: str) -> int:
         if self.conversation is None:
-            storage = self._storage()
-            self.conversation = await storage.history(
-                HistoryStore.create_conversation, title=title, system_prompt=self._new_chat_system_prompt(),
-                settings=self._new_chat_settings(), model=self.model.id if self.model else None)
-            self._emit(ConversationChanged(self.conversation))
+            self.conversation = await self.create_conversation(title)
         return self.conversation.id
 
-    async def _refresh_conversation(self, conversation_id: int) -> Conversation:
+    async def create_conversation(self, title: str) -> Conversation:
+        storage = self._storage()
+        conversation = await storage.history(
+            HistoryStore.create_conversation, title=title, system_prompt=self._new_chat_system_prompt(),
+            settings=self._new_chat_settings(), model=self._new_chat_model)
+        self._emit(ConversationChanged(conversation))
+        return conversation
+
+    async def refresh_conversation(self, conversation_id: int) -> Conversation:
         conversation = await self._storage().history(HistoryStore.get_conversation, conversation_id)
         if self.conversation is not None and self.conversation.id == conversation_id:
             self.conversation = conversation
         self._emit(ConversationChanged(conversation))
         return conversation
 
-    # --- sending and answers --------------------------------------------------------------
+    # --- sending and answers (answering.py) ------------------------------------------------
+
+    @property
+    def answering_id(self) -> int | None:
+        """The chat being answered: its answer is being written, or its model loads first."""
+        return self.answers.queue.answering_id
+
+    @property
+    def waiting_ids(self) -> tuple[int, ...]:
+        """The chats whose answers wait for it, in the order they will be answered."""
+        return self.answers.queue.waiting_ids
+
+    @property
+    def open_chat_busy(self) -> bool:
+        """The open chat is being answered or waits its turn (its Send is a Stop)."""
+        return self.answers.open_chat_busy
 
     def send(self, text: str) -> bool:
-        """Add the user's message and start the answer (or queue it while a model loads).
-
-        False if it cannot be taken now (an answer is being written, or no text).
-        """
-        if self.busy or not text.strip() or self.storage is None:
-            return False
-        # Busy at once: the Send button turns into Stop before the message is saved.
-        self._set_busy(True)
-        self.spawn(self._send(storable(text)))
-        return True
-
-    async def _send(self, text: str) -> None:
-        try:
-            conversation_id = await self._ensure_conversation(_title_from(text))
-            message = await self._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text)
-            await self._refresh_conversation(conversation_id)
-        except HistoryError as exc:
-            self._emit(Problem(str(exc)))
-            self._set_busy(False)
-            return
-        except Exception as exc:  # noqa: BLE001 - a bug must not leave the window busy for ever
-            self._emit(Problem(f"Kestrel could not send the message ({type(exc).__name__}: {exc}). "
-                               "It was not saved; please report this."))
-            self._set_busy(False)
-            return
-        self._add_to_open(message)
-        self._start_answer()
+        """Save the user's message in the open chat; its answer follows in turn (answering.py)."""
+        return self.answers.send(text)
 
     def regenerate(self) -> bool:
-        """Replace the last answer with a new one."""
-        if self.busy or not self.messages or self.messages[-1].role != Role.ASSISTANT:
-            return False
-        self._set_busy(True)
-        self.spawn(self._replace_from(self.messages[-1], None))
-        return True
+        """Replace the open chat's last answer (or answer its unanswered last message)."""
+        return self.answers.regenerate()
 
     def edit_and_resend(self, message_id: int, text: str) -> bool:
         """Change one of the user's messages; the answers after it are replaced."""
-        if self.busy or not text.strip() or self.conversation is None:
-            return False
-        message = next((m for m in self.messages if m.id == message_id), None)
-        if message is None or message.role != Role.USER:
-            return False
-        self._set_busy(True)
-        self.spawn(self._replace_from(message, storable(text)))
-        return True
+        return self.answers.edit_and_resend(message_id, text)
 
-    async def _replace_from(self, first: Message, new_text: str | None) -> None:
-        storage = self._storage()
-        try:
-            await storage.history(HistoryStore.delete_messages_from, first.conversation_id, first.id)
-            self._remove_from(first)
-            if new_text is not None:
-                added = await storage.history(HistoryStore.add_message, first.conversation_id, Role.USER, new_text)
-                self._add_to_open(added)
-        except (HistoryError, KeyError) as exc:
-            self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone."))
-            self._set_busy(False)
-            return
-        self._start_answer()
-
-    def stop(self) -> None:
-        """Stop the answer (what was written stays), or forget a message waiting for the model."""
-        if self.queued:
-            self.queued = False
-            self._emit(ActivityChanged("Idle"))
-            self._update_idle()
-        if self._run is not None:
-            self._run.cancel()
-
-    @property
-    def answering(self) -> bool:
-        """True while the engine is writing this controller's answer (not waiting in line)."""
-        return self._run is not None and self._run.running
+    def stop(self, conversation_id: int | None = None) -> None:
+        """Stop a chat's answer (what was written stays), or take it out of the line (its
+        message stays, unanswered). None: the open chat's."""
+        self.answers.stop(conversation_id)
 
     async def wait_idle(self) -> None:
-        """Until no answer is being written and none waits for the model."""
-        await self._idle.wait()
-
-    def _start_answer(self) -> None:
-        if self.model_state == ModelState.READY:
-            self.idle_timer.stop()
-            self._set_busy(True)
-            assert self.conversation is not None
-            threads = self.threads.choose(self._model_key(), self.settings.threads).threads
-            if self.pace.pace == Pace.GENTLE and self.settings.gentle_fewer_threads:
-                threads = max(1, threads // 2)  # as the user chose: gentler still
-            run = self._run = AnswerRun(self._storage(), self.engine, self._emit, show=self._add_to_open,
-                                        settle=self._replace_in_open,
-                                        activity=self.pace.words() or "Thinking…", threads=threads)
-            self._answer_task = self.spawn(self._answer(run, self.conversation.id))
-            return
-        self.queued = True
-        self._set_busy(False)
-        waiting = self.model_state in (ModelState.LOADING, ModelState.INSTALLING)
-        if self.model is not None and (self.model_state == ModelState.UNLOADED or
-                                       self.model_state == ModelState.FAILED and self.load_error is None):
-            # Unloaded when idle, or the engine died (not the model): it loads for this message.
-            self.spawn(self.load_model(self.model))
-            waiting = True
-        if waiting:
-            self._emit(ActivityChanged("Your message will be sent when the model is ready…"))
-        else:
-            self._give_up_queued()
-
-    def _give_up_queued(self) -> None:
-        if self.queued:
-            self.queued = False
-            self._emit(Problem("No model is ready: import a model file, or fix the problem shown "
-                               "in the status bar. Your message is kept."))
-            self._update_idle()
-
-    async def _answer(self, run: AnswerRun, conversation_id: int) -> None:
-        try:
-            await run.run(conversation_id, self._ensure_context)
-        finally:
-            self._run = None
-            self._set_busy(False)
-            self.idle_timer.restart()
-            self._learn_threads(run.finished)
-        try:
-            await self._refresh_conversation(conversation_id)  # it moves to the top
-        except (HistoryError, KeyError):
-            pass  # Deleted meanwhile, or the disk problem was already shown.
-
-    def _model_key(self) -> str:
-        return model_key(self.model.path, self.model.size) if self.model is not None else ""
-
-    def _learn_threads(self, answer: Message | None) -> None:
-        """An answer's speed teaches the thread advisor (saved on the writer thread)."""
-        self.busy_meter.look()  # the quiet spell before the next answer counts from here
-        stats = answer.stats if answer is not None else None
-        if not stats or not stats.get("threads") or self.storage is None:
-            return
-        self.threads.record(self._model_key(), int(stats["threads"]), int(stats.get("tokens", 0)),
-                            float(stats.get("tokens_per_s", 0.0)))
-        self.spawn(self.storage.run(self.threads.save))
+        """Until no answer is being written and none waits."""
+        await self.answers.queue.wait_idle()
 
     async def _unload_idle_model(self) -> None:
         """No answer for a while: give the model's memory back (and the engine's, if chosen)."""
-        if self.busy or self.queued or self.model_state != ModelState.READY:
+        if not self.answers.queue.idle or self.model_state != ModelState.READY:
             return
         async with self.engine.exclusive():
-            if self.busy or self.queued or self.model_state != ModelState.READY:
+            if not self.answers.queue.idle or self.model_state != ModelState.READY:
                 return  # a message came while this waited for the engine
             # Said first: a message sent while the model unloads waits for it to load again
             # (load_model waits for this exclusive hold to end).
@@ -564,7 +514,7 @@ class ChatController:
             else:
                 await self.client.unload()
 
-    async def _ensure_context(self, context_length: int) -> None:
+    async def ensure_context(self, context_length: int) -> None:
         # Compared with what was asked, not what the engine gave: a model trained on less
         # context is clamped, and must not be reloaded before every answer.
         asked = self.client.load_request
@@ -574,34 +524,20 @@ class ChatController:
                 await self._load(self.model, context_length)
             self._set_model_state(ModelState.READY, self.model_detail)
 
-    def _add_to_open(self, message: Message) -> None:
+    def add_to_open(self, message: Message) -> None:
         if self.conversation is not None and message.conversation_id == self.conversation.id:
             self.messages.append(message)
             self._emit(MessageAdded(message))
 
-    def _replace_in_open(self, message: Message) -> None:
+    def replace_in_open(self, message: Message) -> None:
         for row, shown in enumerate(self.messages):
             if shown.id == message.id:
                 self.messages[row] = message
 
-    def _remove_from(self, first: Message) -> None:
+    def remove_from(self, first: Message) -> None:
         if self.conversation is not None and first.conversation_id == self.conversation.id:
             self.messages = [m for m in self.messages if m.id < first.id]
         self._emit(MessagesRemoved(first.conversation_id, first.id))
-
-    def _set_busy(self, busy: bool) -> None:
-        if busy != self.busy:
-            self.busy = busy
-            self._emit(BusyChanged(busy))
-        if not busy and not self.queued:
-            self._emit(ActivityChanged(self.pace.words() or "Idle"))
-        self._update_idle()
-
-    def _update_idle(self) -> None:
-        if self.busy or self.queued:
-            self._idle.clear()
-        else:
-            self._idle.set()
 
     # --- window lifecycle and settings ----------------------------------------------------
 
@@ -611,7 +547,9 @@ class ChatController:
         if self.pace.update(window, when_hidden=self.settings.when_hidden,
                             when_in_background=self.settings.when_in_background):
             self._emit(PaceChanged(self.pace.pace.value, self.pace.words() or ""))
-            self._emit(ActivityChanged(self.pace.words() or ("Thinking…" if self.busy else "Idle")))
+            answering = self.answers.queue.answering_id
+            self._emit(ActivityChanged(self.pace.words() or ("Thinking…" if answering is not None else "Idle"),
+                                       answering))
 
     async def update_settings(self, settings: Settings) -> None:
         """Save the app's settings (if changed); a new device or thread count reloads the model."""
@@ -619,14 +557,15 @@ class ChatController:
         await self.save_settings(settings)
         self._emit(SettingsChanged(self.settings))
         self.set_window_state(self.pace.window)  # what hidden or background does may have changed
-        if before.unload_after_minutes != settings.unload_after_minutes and not self.busy:
+        if before.unload_after_minutes != settings.unload_after_minutes and self.answers.queue.idle:
             self.idle_timer.restart()  # the new wait counts from now
         if self.model is not None:
             self.client.prompt_lookup = self.model.defaults.prompt_lookup or settings.prompt_lookup
         moved = (before.device_preference, before.threads, before.saved_states_mb) != (
             settings.device_preference, settings.threads, settings.saved_states_mb)
-        if moved and self.model is not None and not self.busy:
-            await self.load_model(self.model)
+        if moved and self.model is not None and self.answers.queue.idle:
+            # Loaded again as it was loaded: a chat's own model stays that chat's.
+            await self.load_model(self.model, for_chat=not same_model(self.model, self.app_model))
 
     async def hardware_text(self) -> str:
         """The machine as the engine sees it, and where the model runs and why."""
@@ -651,15 +590,14 @@ class ChatController:
         """Stop cleanly: end the answer (its text is saved), then the engine and the history."""
         self.setup.cancel()
         self.client.on_died = None
-        task = self._answer_task
+        self.client.resume()
+        task = self.answers.queue.close()
         if task is not None and not task.done():
-            self.client.resume()
-            if self._run is not None:
-                self._run.cancel()
             try:
                 await asyncio.wait_for(asyncio.shield(task), timeout=5)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 task.cancel()
+        await self.drafts.flush()
         await self._cancel_tasks()
         await self.library.close()
         await self.client.shutdown()
@@ -686,7 +624,7 @@ class ChatController:
         try:
             await self._storage().save_settings(settings)
         except SettingsError as exc:
-            self._emit(Problem(str(exc)))
+            self._emit(Problem(str(exc), "disk"))
         self.settings = settings
 
     async def _history_or_problem(self, method: Callable[..., Any], *args: Any) -> Any:
@@ -694,46 +632,5 @@ class ChatController:
         try:
             return await self._storage().history(method, *args)
         except HistoryError as exc:
-            self._emit(Problem(str(exc)))
+            self._emit(Problem(str(exc), "history"))
             return None
-
-
-def _damage_text(damage: HistoryDamaged, in_memory: bool) -> str:
-    if in_memory:
-        found = (f"Your chats could not be opened: the history file {damage.path} is damaged "
-                 f"({damage.detail}). Kestrel has not changed it. Until you choose what to do, new chats "
-                 "are kept in memory only and are lost when Kestrel closes.")
-    else:
-        found = (f"Part of your chat history ({damage.path}) is damaged ({damage.detail}): some "
-                 "chats may not open or save.")
-    return (found + "\n\nRecover what can be read: every chat and message that can still be read goes "
-            "into a new history. Start a fresh history: a new, empty one. Either way the damaged "
-            "file is kept, unchanged, next to it under a new name.")
-
-
-def _replaced_text(done: Replacement, recover: bool) -> str:
-    if recover:
-        text = (f"Recovered {done.conversations} chat(s) and {done.messages} message(s) into a fresh "
-                "chat history.")
-    else:
-        text = "Started a fresh chat history."
-    if done.aside is not None:
-        text += f" The damaged file was kept, unchanged, as {done.aside}."
-    if done.carried:
-        text += f" The {len(done.carried)} chat(s) written meanwhile were moved into it."
-    return text
-
-
-def storable(text: str) -> str:
-    """The text with anything UTF-8 cannot hold (a lone surrogate, from a command line
-    with undecodable bytes or a broken paste) as U+FFFD: SQLite refused it with a
-    UnicodeEncodeError and the message was silently lost."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _title_from(text: str) -> str:
-    first = text.strip().splitlines()[0]
-    return first if len(first) <= 48 else first[:47].rstrip() + "…"

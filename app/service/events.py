@@ -141,11 +141,56 @@ class Queued:
     position: int
 
 
+ProblemKind = Literal["engine", "model", "history", "disk", "other"]
+
+
 @dataclass(frozen=True)
 class Problem:
-    """Something the user should read: what went wrong and what to do."""
+    """Something the user should read: what went wrong and what to do.
+
+    kind says what it is about, so a front end can take it away when that is solved
+    (ProblemSolved): the engine, the model, the chat history, a file on disk, other.
+    """
 
     text: str
+    kind: ProblemKind = "other"
+
+
+@dataclass(frozen=True)
+class ProblemSolved:
+    """What the last Problem of this kind said is over (a new engine answers again)."""
+
+    kind: ProblemKind
+
+
+@dataclass(frozen=True)
+class AnswerQueueChanged:
+    """The chat being answered (None: none) or the chats waiting their turn changed.
+
+    waiting is in the order they will be answered.
+    """
+
+    answering: int | None
+    waiting: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DraftChanged:
+    """A chat's unsent draft appeared or was emptied (conversation_id None: the new chat)."""
+
+    conversation_id: int | None
+    has_draft: bool
+
+
+@dataclass(frozen=True)
+class ConversationModelChosen:
+    """The open chat's model was chosen (model_id None: the default model).
+
+    conversation_id None: the new chat, which keeps the choice until it is saved.
+    """
+
+    conversation_id: int | None
+    model_id: str | None
 
 
 @dataclass(frozen=True)
@@ -175,16 +220,22 @@ class DamagedHistoryReplaced:
 
 @dataclass(frozen=True)
 class BusyChanged:
-    """An answer started (Send becomes Stop) or ended."""
+    """The open chat is being answered or waits its turn (Send becomes Stop), or no
+    longer; said again whenever another chat opens."""
 
     busy: bool
 
 
 @dataclass(frozen=True)
 class ActivityChanged:
-    """What the engine is doing, in a few words (Idle, Thinking…, Paused…)."""
+    """What the engine is doing, in a few words (Idle, Thinking…, Paused…).
+
+    conversation_id: the chat whose answer this is about; None for what concerns no
+    chat (loading a model, opening the history, idle).
+    """
 
     text: str
+    conversation_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -280,6 +331,7 @@ class CatalogListed:
 
 Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
-              TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, BusyChanged,
+              TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
+              AnswerQueueChanged, DraftChanged, ConversationModelChosen,
               ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
               LibraryListed, CatalogListed, DownloadChanged]

@@ -140,7 +140,7 @@ class LibraryService:
         if not reference:
             model = await self._controller.setup.import_model(path)
             if model is None:
-                self._emit(Problem(self._controller.setup.last_problem or "The model was not added."))
+                self._emit(Problem(self._controller.setup.last_problem or "The model was not added.", "model"))
         else:
             model = await self._guarded(f"Could not add {path}", self.library.add_reference, Path(path))
         await self.refresh()
@@ -162,8 +162,8 @@ class LibraryService:
         if model is None:
             return False
         controller = self._controller
-        if controller.model is not None and controller.model.id == model_id and controller.answering:
-            self._emit(Problem(f"Stop the answer before removing {model.title}."))
+        if controller.model is not None and controller.model.id == model_id and not controller.answers.queue.idle:
+            self._emit(Problem(f"Stop the answers before removing {model.title}.", "model"))
             return False
         if controller.model is not None and controller.model.id == model_id:
             await controller.unload_model()
@@ -178,7 +178,7 @@ class LibraryService:
         try:
             defaults = defaults.validated()
         except ValueError as exc:
-            self._emit(Problem(f"The model's settings were not saved: {exc}"))
+            self._emit(Problem(f"The model's settings were not saved: {exc}", "model"))
             return False
         before = await asyncio.to_thread(self.library.get, model_id)
         model = await self._guarded("Could not save the model's settings", self.library.set_defaults,
@@ -186,11 +186,13 @@ class LibraryService:
         if model is None:
             return False
         controller = self._controller
+        if controller.app_model is not None and controller.app_model.id == model_id:
+            controller.app_model = model
         if controller.model is not None and controller.model.id == model_id:
             controller.model = model
             changed = before is None or any(getattr(before.defaults, f) != getattr(defaults, f) for f in _LOAD_FIELDS)
-            if changed and controller.loaded is not None and not controller.busy:
-                await controller.load_model(model)
+            if changed and controller.loaded is not None and controller.answers.queue.idle:
+                await controller.load_model(model, for_chat=controller.app_model is not model)
         await self.refresh()
         return True
 
@@ -208,8 +210,8 @@ class LibraryService:
             self._emit(Problem(f"{model.title if model else model_id} cannot be loaded: its file is not "
                                "there. Reconnect the drive it is on, or remove it from the list."))
             return False
-        if self._controller.busy:
-            self._emit(Problem("Stop the answer before loading another model."))
+        if not self._controller.answers.queue.idle:
+            self._emit(Problem("Stop the answers (or wait for them) before loading another model.", "model"))
             return False
         loaded = await self._controller.load_model(model)
         await self.refresh()
@@ -279,7 +281,7 @@ class LibraryService:
         model = await asyncio.to_thread(self.library.get, model_id)
         if model is not None and (controller.model is None or controller.model.id == STARTER_ID):
             await controller.save_settings(dataclasses.replace(controller.settings, default_model=model.id))
-            if not controller.busy:
+            if controller.answers.queue.idle:
                 await controller.load_model(model)
         await self.refresh()
 

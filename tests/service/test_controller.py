@@ -44,6 +44,11 @@ async def _streaming(controller, recorder, text: str, chars: int) -> None:
     await recorder.until(lambda: len(recorder.text_of(answer_id)) > chars, what="some text")
 
 
+def _writing(controller) -> bool:
+    run = controller.answers.queue.run
+    return run is not None and run.running
+
+
 async def _stored(controller, conversation_id):
     return await controller.storage.history(HistoryStore.messages, conversation_id)
 
@@ -61,7 +66,8 @@ def test_send_streams_saves_and_reports_in_order(tiny_model) -> None:
         start = len(recorder.events)
         answer = await _answered(controller, recorder, "Hello there")
         kinds = [type(e).__name__ for e in recorder.events[start:]
-                 if not isinstance(e, (ev.TextGrew, ev.ActivityChanged, ev.ConversationChanged))]
+                 if not isinstance(e, (ev.TextGrew, ev.ActivityChanged, ev.ConversationChanged,
+                                   ev.AnswerQueueChanged))]
         assert kinds == ["BusyChanged", "MessageAdded", "MessageAdded", "AnswerStarted", "AnswerFinished",
                          "BusyChanged"]
         assert answer.state == MessageState.COMPLETE and answer.stats["tokens"] == 24
@@ -83,7 +89,7 @@ def test_a_message_sent_while_the_model_loads_waits_then_is_answered(tiny_model)
         starting = asyncio.ensure_future(controller.start_up())
         await recorder.until(lambda: controller.model_state == ev.ModelState.LOADING, what="loading")
         assert controller.send("Early bird")
-        await recorder.until(lambda: controller.queued, what="the message to wait")
+        await recorder.until(lambda: controller.answering_id is not None, what="the message to wait")
         assert any("when the model is ready" in e.text for e in recorder.of(ev.ActivityChanged))
         await starting
         await controller.wait_idle()
@@ -174,8 +180,7 @@ def test_two_front_ends_share_one_engine_in_turns_without_interleaving(tiny_mode
         timeline: list[tuple[str, str]] = []
         controller.subscribe(lambda e: isinstance(e, ev.TextGrew) and timeline.append(("window", "delta")))
         controller.send("The window asks first")
-        await recorder.until(lambda: controller.answering,
-                             what="the window's answer")
+        await recorder.until(lambda: _writing(controller), what="the window's answer")
         # A second front end (the API server, later) asks while the window's answer runs.
         other = controller.engine.request([ChatMessage("user", "The other asks")], SMALL)
         seen = []
@@ -198,8 +203,7 @@ def test_a_waiting_request_can_be_withdrawn(tiny_model) -> None:
     async def scenario():
         controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
         controller.send("Long one")
-        await recorder.until(lambda: controller.answering,
-                             what="the window's answer")
+        await recorder.until(lambda: _writing(controller), what="the window's answer")
         waiting = controller.engine.request([ChatMessage("user", "Never mind")], SMALL)
         events = waiting.events()
         assert isinstance(await events.__anext__(), ev.Queued)
@@ -250,7 +254,7 @@ def test_a_full_disk_mid_answer_stops_it_and_says_so(tiny_model, tmp_path, monke
             assert cut.reason == ev.InterruptReason.DISK and len(cut.message.text) > 20
             problem = recorder.of(ev.Problem)[-1].text
             assert "full" in problem and "not saved" in problem
-            assert not controller.busy
+            assert controller.answering_id is None and not controller.open_chat_busy
             await controller.shutdown()
 
         run(scenario)
