@@ -22,20 +22,27 @@ class ControllerAdapter(QObject):
     """Holds the item models the window shows and keeps them in step with the controller.
 
     Signals: modelStateChanged (read controller.model_state / model_detail / loaded),
-    activityChanged(text), busyChanged(busy), problem(text), conversationOpened (the
-    open chat or its title changed), settingsChanged, setupProgress(what, done, total),
+    activityChanged(text, conversation_id or None: the chat whose answer it is about),
+    busyChanged(busy: the open chat is answered or waiting; said again when another chat
+    opens), answerQueueChanged (read controller.answering_id / waiting_ids),
+    problem(text, kind) and problemSolved(kind) (kind: engine, model, history, disk,
+    other), conversationOpened (the open chat, its title or its model changed),
+    settingsChanged, setupProgress(what, done, total),
     setupFinished, historyDamaged(text) (the choices are the controller's recover_history
     and start_fresh_history), historyReplaced(text), catalogListed (read the `catalog`
     model or controller.library.recommended()), downloadChanged(DownloadItem). Text deltas
     are coalesced by `bridge` to one update per frame. `installed`, `catalog` and
-    `downloads` are the model manager's item models.
+    `downloads` are the model manager's item models. `conversations` keeps its
+    ANSWERING, WAITING and HAS_DRAFT roles in step with the controller.
     """
 
     modelStateChanged = Signal()
-    activityChanged = Signal(str)
+    activityChanged = Signal(str, object)
     paceChanged = Signal(str)  # words for the answer being written ("" at full speed)
     busyChanged = Signal(bool)
-    problem = Signal(str)
+    answerQueueChanged = Signal()
+    problem = Signal(str, str)
+    problemSolved = Signal(str)
     conversationOpened = Signal()
     settingsChanged = Signal()
     setupProgress = Signal(str, int, int)
@@ -97,6 +104,7 @@ class ControllerAdapter(QObject):
             self.downloadChanged.emit(event.item)
         elif isinstance(event, ev.ConversationsListed):
             self.conversations.reset_to(event.conversations)
+            self.conversations.reset_drafted(self.controller.drafts.drafted_ids)
         elif isinstance(event, ev.ConversationChanged):
             self.conversations.update(event.conversation, event.to_top)
             if self.controller.conversation is not None and self.controller.conversation.id == event.conversation.id:
@@ -107,12 +115,22 @@ class ControllerAdapter(QObject):
             self.modelStateChanged.emit()
         elif isinstance(event, ev.BusyChanged):
             self.busyChanged.emit(event.busy)
+        elif isinstance(event, ev.AnswerQueueChanged):
+            self.conversations.set_answers(event.answering, event.waiting)
+            self.answerQueueChanged.emit()
+        elif isinstance(event, ev.DraftChanged):
+            if event.conversation_id is not None:
+                self.conversations.set_drafted(event.conversation_id, event.has_draft)
+        elif isinstance(event, ev.ConversationModelChosen):
+            self.conversationOpened.emit()
         elif isinstance(event, ev.ActivityChanged):
-            self.activityChanged.emit(event.text)
+            self.activityChanged.emit(event.text, event.conversation_id)
         elif isinstance(event, ev.PaceChanged):
             self.paceChanged.emit(event.words)
         elif isinstance(event, ev.Problem):
-            self.problem.emit(event.text)
+            self.problem.emit(event.text, event.kind)
+        elif isinstance(event, ev.ProblemSolved):
+            self.problemSolved.emit(event.kind)
         elif isinstance(event, ev.SettingsChanged):
             self.settingsChanged.emit()
         elif isinstance(event, ev.SetupProgress):

@@ -32,7 +32,9 @@ class ConversationListModel(QAbstractListModel):
     """Conversations newest first.
 
     Renaming in place shows the new title at once and asks for it to be saved with
-    renameRequested(conversation_id, title).
+    renameRequested(conversation_id, title). Which chat is answered, which wait and
+    which have a draft are kept by id (set_answers, set_drafted), so they survive the
+    list being reordered or reset.
     """
 
     renameRequested = Signal(int, str)
@@ -40,6 +42,9 @@ class ConversationListModel(QAbstractListModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._items: list[Conversation] = []
+        self._answering: int | None = None
+        self._waiting: frozenset[int] = frozenset()
+        self._drafted: set[int] = set()
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # Override QAbstractListModel.
         return 0 if parent.isValid() else len(self._items)
@@ -56,6 +61,12 @@ class ConversationListModel(QAbstractListModel):
             return item.id
         if role == ConversationRoles.UPDATED:
             return item.updated
+        if role == ConversationRoles.ANSWERING:
+            return item.id == self._answering
+        if role == ConversationRoles.WAITING:
+            return item.id in self._waiting
+        if role == ConversationRoles.HAS_DRAFT:
+            return item.id in self._drafted
         return None
 
     def flags(self, index: _Index) -> Qt.ItemFlag:  # Override QAbstractListModel.flags.
@@ -74,7 +85,38 @@ class ConversationListModel(QAbstractListModel):
 
     def roleNames(self) -> dict[int, QByteArray]:  # Override QAbstractListModel.roleNames.
         return {int(Qt.ItemDataRole.DisplayRole): QByteArray(b"title"), int(ConversationRoles.ID): QByteArray(b"id"),
-                int(ConversationRoles.UPDATED): QByteArray(b"updated")}
+                int(ConversationRoles.UPDATED): QByteArray(b"updated"),
+                int(ConversationRoles.ANSWERING): QByteArray(b"answering"),
+                int(ConversationRoles.WAITING): QByteArray(b"waiting"),
+                int(ConversationRoles.HAS_DRAFT): QByteArray(b"hasDraft")}
+
+    def set_answers(self, answering: int | None, waiting: tuple[int, ...]) -> None:
+        """The chat being answered and those waiting; only their rows are told, with only
+        the roles that changed."""
+        before_answering, before_waiting = self._answering, self._waiting
+        self._answering, self._waiting = answering, frozenset(waiting)
+        if before_answering != answering:
+            self._tell({i for i in (before_answering, answering) if i is not None}, ConversationRoles.ANSWERING)
+        self._tell(set(before_waiting ^ self._waiting), ConversationRoles.WAITING)
+
+    def set_drafted(self, conversation_id: int, has_draft: bool) -> None:
+        """A chat gained or lost its unsent draft."""
+        if (conversation_id in self._drafted) != has_draft:
+            (self._drafted.add if has_draft else self._drafted.discard)(conversation_id)
+            self._tell({conversation_id}, ConversationRoles.HAS_DRAFT)
+
+    def reset_drafted(self, drafted: frozenset[int]) -> None:
+        """Every chat with a draft (at start-up, or after the history was replaced)."""
+        changed = self._drafted ^ drafted
+        self._drafted = set(drafted)
+        self._tell(changed, ConversationRoles.HAS_DRAFT)
+
+    def _tell(self, conversation_ids: set[int], role: ConversationRoles) -> None:
+        for conversation_id in conversation_ids:
+            row = self.row_of(conversation_id)
+            if row is not None:
+                index = self.index(row)
+                self.dataChanged.emit(index, index, [role])
 
     def reset_to(self, conversations: tuple[Conversation, ...]) -> None:
         self.beginResetModel()
