@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.engine.protocol import Loaded
-from app.hardware.report import HardwareReport
+from app.hardware.report import HardwareReport, PowerInfo
 from app.hardware.summary import format_report
 
 if TYPE_CHECKING:
@@ -110,6 +110,57 @@ def provider_name(provider: str) -> str:
     """An ONNX Runtime execution provider as people know it: "DmlExecutionProvider" is DirectML."""
     short = provider.removesuffix("ExecutionProvider")
     return {"Dml": "DirectML", "CoreML": "Core ML"}.get(short, short)
+
+
+def computer_rows(report: HardwareReport) -> list[tuple[str, str]]:
+    """This computer as (name, value) rows: system, processor, cores, instruction sets, memory."""
+    rows: list[tuple[str, str]] = []
+    if report.os:
+        rows.append(("System", f"{report.os.name} ({report.os.system} {report.os.version}, {report.os.machine})"))
+    if report.cpu:
+        cpu = report.cpu
+        rows.append(("Processor", cpu.name))
+        rows.append(("Cores", f"{cpu.cores or '?'} cores, {cpu.threads or '?'} threads ({cpu.architecture})"))
+        rows.append(("Instruction sets", ", ".join(cpu.features) or "no AVX or NEON found"))
+    if report.ram:
+        rows.append(("Memory", f"{_gb(report.ram.total)}, {_gb(report.ram.available)} free"))
+    return rows or [("System", "could not be read")]
+
+
+def runtime_rows(report: HardwareReport) -> list[tuple[str, str]]:
+    """llama.cpp and ONNX Runtime as (name, value) rows: versions, GPU offload, providers."""
+    rows: list[tuple[str, str]] = []
+    if report.llama:
+        llama = report.llama
+        offload = "yes" if llama.gpu_offload else "no, this build runs models on the CPU only"
+        rows += [("llama.cpp", f"{llama.version}, for GGUF models"), ("GPU offload", offload),
+                 ("Backends", ", ".join(llama.backends) or "none")]
+    else:
+        rows.append(("llama.cpp", "not found"))
+    if report.onnxruntime:
+        ort = report.onnxruntime
+        rows += [("ONNX Runtime", f"{ort.version}, for ONNX models"),
+                 ("Execution providers", ", ".join(provider_name(p) for p in ort.providers) or "none")]
+        if ort.windows_ml.state != "not_windows":
+            rows.append(("Windows ML", ort.windows_ml.message))
+    else:
+        rows.append(("ONNX Runtime", "not found"))
+    return rows
+
+
+def power_text(power: PowerInfo | None) -> str:
+    """The power source in words; battery saver says what it changes."""
+    if power is None:
+        return "unknown"
+    if not power.has_battery:
+        text = "No battery: on mains power"
+    else:
+        text = {True: "On battery", False: "Plugged in", None: "Battery, power source unknown"}[power.on_battery]
+        if power.battery_percent is not None:
+            text += f", {power.battery_percent}%"
+    if power.battery_saver:
+        text += "; battery saver is on, so the most efficient device is preferred"
+    return text
 
 
 def _same_device(ours: str, theirs: str) -> bool:

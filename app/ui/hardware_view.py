@@ -7,11 +7,9 @@ from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPaintEvent, QPalet
 from PySide6.QtWidgets import (QDialog, QFormLayout, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QScrollArea, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from app.hardware.report import HardwareReport, PowerInfo
-from app.service.hardware_overview import HardwareOverview, provider_name
+from app.service.hardware_overview import DeviceRow, HardwareOverview, computer_rows, power_text, runtime_rows
 from app.ui import icons
 
-_GIB = 1024**3
 # The panel's tint: the accent when the model runs where it should, amber when it fell back.
 _AMBER = "#d08a00"
 
@@ -35,10 +33,10 @@ class HardwareWindow(QDialog):
         sections = QVBoxLayout(body)
         sections.setContentsMargins(4, 4, 12, 4)
         sections.setSpacing(6)
-        _section(sections, "This computer", _computer_form(overview.report))
+        _section(sections, "This computer", _form(computer_rows(overview.report)))
         _section(sections, "Graphics and NPUs", self.devices)
-        _section(sections, "Runtimes", _runtimes_form(overview.report))
-        _section(sections, "Power", _form([("Now", _power_text(overview.report.power))]))
+        _section(sections, "Runtimes", _form(runtime_rows(overview.report)))
+        _section(sections, "Power", _form([("Now", power_text(overview.report.power))]))
         if overview.report.errors:
             _section(sections, "What could not be read",
                      _form([(error.source, error.message) for error in overview.report.errors]))
@@ -158,90 +156,43 @@ class PlacementPanel(QFrame):
 def _device_table(overview: HardwareOverview, parent: QWidget) -> QTreeWidget:
     table = QTreeWidget(parent)
     table.setObjectName("hardwareDevices")
-    table.setColumnCount(4)
     table.setHeaderLabels(["Device", "Memory", "Driver", "Runs here with"])
     table.setRootIsDecorated(False)
     table.setAlternatingRowColors(True)
-    table.setWordWrap(True)
-    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    in_use = overview.loaded.device if overview.loaded else ""
-    for row in overview.devices:
-        item = QTreeWidgetItem([f"{row.name}\n{row.description}", row.memory.replace(", ", "\n") or "—",
-                                row.driver.replace(" (", "\n(") or "—",
-                                "\n".join(row.runs_with) or "nothing installed here"])
-        item.setIcon(0, icons.icon(row.kind, icons.ROLE.Text))
-        if row.name and row.name in in_use:
-            font = item.font(0)
-            font.setBold(True)
-            for column in range(4):
-                item.setFont(column, font)
-            item.setToolTip(0, "The model runs on this device now")
-        table.addTopLevelItem(item)
-    if not overview.devices:
-        table.addTopLevelItem(QTreeWidgetItem(["No graphics adapter or NPU found", "", "", ""]))
     table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
     table.setSelectionMode(QTreeWidget.SelectionMode.NoSelection)
+    table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    in_use = overview.loaded.device if overview.loaded else ""
+    items = [_device_item(row, in_use) for row in overview.devices] or [
+        QTreeWidgetItem(["No graphics adapter or NPU found", "", "", ""])]
+    table.addTopLevelItems(items)
     header = table.header()
     header.setStretchLastSection(False)
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
     # Roomy rows, and a table as tall as its rows: the window scrolls, not the table inside it.
-    line = table.fontMetrics().lineSpacing()
-    for item in map(table.topLevelItem, range(table.topLevelItemCount())):
+    metrics = table.fontMetrics()
+    for item in items:
         lines = max(item.text(column).count("\n") + 1 for column in range(4))
-        width = max(table.fontMetrics().horizontalAdvance(text) for text in item.text(0).split("\n")) + 40
-        item.setSizeHint(0, QSize(width, lines * line + 12))
-    rows = sum(table.topLevelItem(i).sizeHint(0).height() for i in range(table.topLevelItemCount()))
+        width = max(metrics.horizontalAdvance(text) for text in item.text(0).split("\n")) + 40
+        item.setSizeHint(0, QSize(width, lines * metrics.lineSpacing() + 12))
+    rows = sum(item.sizeHint(0).height() for item in items)
     table.setFixedHeight(header.sizeHint().height() + rows + 2 * table.frameWidth())
     return table
 
 
-def _computer_form(report: HardwareReport) -> QWidget:
-    rows: list[tuple[str, str]] = []
-    if report.os:
-        rows.append(("System", f"{report.os.name} ({report.os.system} {report.os.version}, {report.os.machine})"))
-    if report.cpu:
-        cpu = report.cpu
-        rows.append(("Processor", cpu.name))
-        rows.append(("Cores", f"{cpu.cores or '?'} cores, {cpu.threads or '?'} threads ({cpu.architecture})"))
-        rows.append(("Instruction sets", ", ".join(cpu.features) or "no AVX or NEON found"))
-    if report.ram:
-        rows.append(("Memory", f"{_gb(report.ram.total)}, {_gb(report.ram.available)} free"))
-    return _form(rows or [("", "The system could not be read.")])
-
-
-def _runtimes_form(report: HardwareReport) -> QWidget:
-    rows: list[tuple[str, str]] = []
-    if report.llama:
-        llama = report.llama
-        offload = "yes" if llama.gpu_offload else "no, this build runs models on the CPU only"
-        rows += [("llama.cpp", f"{llama.version}, for GGUF models"), ("GPU offload", offload),
-                 ("Backends", ", ".join(llama.backends) or "none")]
-    else:
-        rows.append(("llama.cpp", "not found"))
-    if report.onnxruntime:
-        ort = report.onnxruntime
-        rows += [("ONNX Runtime", f"{ort.version}, for ONNX models"),
-                 ("Execution providers", ", ".join(provider_name(p) for p in ort.providers) or "none")]
-        if ort.windows_ml.state != "not_windows":
-            rows.append(("Windows ML", ort.windows_ml.message))
-    else:
-        rows.append(("ONNX Runtime", "not found"))
-    return _form(rows)
-
-
-def _power_text(power: PowerInfo | None) -> str:
-    if power is None:
-        return "unknown"
-    if not power.has_battery:
-        text = "No battery: on mains power"
-    else:
-        text = {True: "On battery", False: "Plugged in", None: "Battery, power source unknown"}[power.on_battery]
-        if power.battery_percent is not None:
-            text += f", {power.battery_percent}%"
-    if power.battery_saver:
-        text += "; battery saver is on, so the most efficient device is preferred"
-    return text
+def _device_item(row: DeviceRow, in_use: str) -> QTreeWidgetItem:
+    """A device's row; the one the model runs on now is in bold."""
+    item = QTreeWidgetItem([f"{row.name}\n{row.description}", row.memory.replace(", ", "\n") or "—",
+                            row.driver.replace(" (", "\n(") or "—", "\n".join(row.runs_with) or "nothing installed here"])
+    item.setIcon(0, icons.icon(row.kind, icons.ROLE.Text))
+    if row.name and row.name in in_use:
+        font = item.font(0)
+        font.setBold(True)
+        for column in range(4):
+            item.setFont(column, font)
+        item.setToolTip(0, "The model runs on this device now")
+    return item
 
 
 def _section(layout: QVBoxLayout, title: str, content: QWidget) -> None:
@@ -293,8 +244,9 @@ def _device_words(device: str) -> str:
 
 
 def _mix(color: QColor, base: QColor, amount: float) -> QColor:
-    return QColor.fromRgbF(*(c * amount + b * (1 - amount) for c, b in zip(color.getRgbF()[:3], base.getRgbF()[:3])))
+    """color laid over base at amount (0 to 1) opacity."""
+    def channel(ours: float, theirs: float) -> float:
+        return ours * amount + theirs * (1 - amount)
 
-
-def _gb(size: int) -> str:
-    return f"{size / _GIB:.1f} GB"
+    return QColor.fromRgbF(channel(color.redF(), base.redF()), channel(color.greenF(), base.greenF()),
+                           channel(color.blueF(), base.blueF()))

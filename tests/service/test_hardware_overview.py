@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,7 +11,8 @@ from types import SimpleNamespace
 from app.engine.protocol import Loaded
 from app.service.client import EngineClient
 from app.service.controller import ChatController
-from app.service.hardware_overview import device_rows, hardware_overview
+from app.hardware.report import PowerInfo
+from app.service.hardware_overview import computer_rows, device_rows, hardware_overview, power_text, runtime_rows
 from app.service.threads import ThreadChoice
 from tests.hardware.machines import recorded_report
 from tests.service.conftest import install, make_controller, run
@@ -84,6 +86,22 @@ def test_each_gpu_and_npu_is_a_row_with_what_can_run_on_it() -> None:
     # Apple's GPU is "Apple M2 Pro GPU" to the system and "Apple M2 Pro" to llama.cpp.
     mac = device_rows(recorded_report("macos_m2_pro"))
     assert mac[0].runs_with == ("llama.cpp (Metal)",) and mac[0].memory == "32.0 GB shared"
+
+
+def test_the_form_rows_say_what_a_source_could_not_read() -> None:
+    report = recorded_report("windows_laptop_npu")
+    computer = dict(computer_rows(report))
+    assert computer["Cores"] == "16 cores, 22 threads (AMD64)" and computer["Memory"] == "31.6 GB, 18.0 GB free"
+    runtimes = dict(runtime_rows(report))
+    assert runtimes["GPU offload"] == "no, this build runs models on the CPU only"
+    assert runtimes["Windows ML"] == "Windows ML registered OpenVINOExecutionProvider."
+    broken = dataclasses.replace(report, os=None, cpu=None, ram=None, llama=None, onnxruntime=None)
+    assert computer_rows(broken) == [("System", "could not be read")]
+    assert dict(runtime_rows(broken)) == {"llama.cpp": "not found", "ONNX Runtime": "not found"}
+    assert "Windows ML" not in dict(runtime_rows(recorded_report("macos_m2_pro")))
+    saver = PowerInfo(has_battery=True, on_battery=True, battery_percent=40, battery_saver=True)
+    assert power_text(saver) == "On battery, 40%; battery saver is on, so the most efficient device is preferred"
+    assert power_text(None) == "unknown"
 
 
 def test_a_real_controller_gives_the_same_text_as_hardware_text(tiny_model: Path) -> None:
