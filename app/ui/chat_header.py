@@ -79,7 +79,8 @@ class PickerButton(QToolButton):
         option.rect = option.rect.adjusted(0, 0, -(self.CARET + self.SPACE), 0)
         painter.drawControl(QStyle.ControlElement.CE_ToolButtonLabel, option)
         caret = QRect(option.rect.right() - 5, (self.height() - self.CARET) // 2, self.CARET, self.CARET)
-        color = self.palette().color(QPalette.ColorRole.ButtonText if self.isEnabled() else QPalette.ColorRole.PlaceholderText)
+        role = QPalette.ColorRole.ButtonText if self.isEnabled() else QPalette.ColorRole.PlaceholderText
+        color = self.palette().color(role)
         painter.drawPixmap(caret, icons.pixmap("down", self.CARET, color, self.devicePixelRatioF()))
 
 

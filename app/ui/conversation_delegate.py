@@ -1,4 +1,4 @@
-"""How the sidebar paints a chat: the elided title, busy/waiting/draft markers and a relative date, in readable colours."""
+"""How the sidebar paints a chat: elided title, busy/waiting/draft markers, relative date, in readable colours."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QHelpEvent, QPainter, QPalette, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QLineEdit, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QToolTip,
-                               QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QLineEdit, QStyle, QStyledItemDelegate, QStyleOptionViewItem,
+                               QToolTip, QWidget)
 
 from app.ui import icons
 from app.ui.conversation_model import ConversationRoles

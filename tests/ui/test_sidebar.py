@@ -1,4 +1,4 @@
-"""The sidebar: relative dates, elided titles, busy/waiting/draft markers, choosing, searching, renaming, deleting."""
+"""The sidebar over the real chat list: dates, elided titles, markers, choosing, searching, renaming, deleting."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from app.ui.sidebar import SEARCH_DEBOUNCE_MS, Sidebar, relative_date
 from app.ui.theme import apply_theme
 
 NOW = datetime(2026, 11, 30, 16, 5)  # a Monday
-FLAGS = (ConversationRoles.ANSWERING, ConversationRoles.WAITING, ConversationRoles.HAS_DRAFT)
 LONG = "Explain the difference between a mutex and a semaphore, with a long example in Rust and then in C"
 
 
@@ -46,29 +45,10 @@ def test_relative_dates_across_new_year() -> None:
     assert relative_date(datetime(2026, 12, 20, 22, 0).timestamp(), new_year) == "20 Dec 2026"
 
 
-class FlaggedConversations(ConversationListModel):
-    """The conversation list with the answering/waiting/draft roles set by the test."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.marked: dict[int, set[int]] = {}
-
-    def data(self, index, role: int = Qt.ItemDataRole.DisplayRole):  # Override.
-        if role in FLAGS and index.isValid():
-            return role in self.marked.get(index.data(ConversationRoles.ID), set())
-        return super().data(index, role)
-
-    def set_flag(self, conversation_id: int, role: int, on: bool) -> None:
-        marks = self.marked.setdefault(conversation_id, set())
-        marks.add(role) if on else marks.discard(role)
-        index = self.index(self.row_of(conversation_id))
-        self.dataChanged.emit(index, index, [role])
-
-
 class Adapter(QObject):
     def __init__(self) -> None:
         super().__init__()
-        self.conversations = FlaggedConversations(self)
+        self.conversations = ConversationListModel(self)
 
 
 def conversation(conversation_id: int, title: str, when: datetime) -> Conversation:
@@ -131,18 +111,17 @@ def test_rows_show_relative_dates(sidebar: Sidebar) -> None:
 def test_markers_follow_answering_waiting_and_draft(sidebar: Sidebar, qtbot) -> None:
     model, delegate = sidebar.filter.sourceModel(), sidebar.delegate
     assert [delegate.markers(row(sidebar, n)) for n in range(3)] == [(), (), ()]
-    model.set_flag(1, ConversationRoles.ANSWERING, True)
-    model.set_flag(2, ConversationRoles.WAITING, True)
-    model.set_flag(2, ConversationRoles.HAS_DRAFT, True)
-    model.set_flag(3, ConversationRoles.HAS_DRAFT, True)
+    model.set_answers(1, (2,))
+    model.set_drafted(2, True)
+    model.set_drafted(3, True)
     assert [delegate.markers(row(sidebar, n)) for n in range(3)] == [("busy",), ("waiting", "edit"), ("edit",)]
     # The busy dot breathes only while a chat answers.
     assert sidebar._pulse_timer.isActive()
-    model.set_flag(1, ConversationRoles.ANSWERING, False)
+    model.set_answers(None, (2,))
     assert not sidebar._pulse_timer.isActive() and delegate.markers(row(sidebar, 0)) == ()
     # A row with markers gives its title less room: the markers are drawn, not overlapped.
     plain = delegate.title_rect(option_for(sidebar, row(sidebar, 0)), row(sidebar, 0)).width()
-    model.set_flag(1, ConversationRoles.HAS_DRAFT, True)
+    model.set_drafted(1, True)
     assert delegate.title_rect(option_for(sidebar, row(sidebar, 0)), row(sidebar, 0)).width() < plain
     sidebar.conversation_list.grab()  # paints every marker kind without a warning
 
@@ -280,7 +259,7 @@ def test_enter_chooses_the_current_chat(sidebar: Sidebar, qtbot) -> None:
 
 
 def test_the_tooltip_says_what_the_markers_mean(sidebar: Sidebar, qtbot) -> None:
-    sidebar.filter.sourceModel().set_flag(2, ConversationRoles.WAITING, True)
+    sidebar.filter.sourceModel().set_answers(None, (2,))
     view, index = sidebar.conversation_list, row(sidebar, 1)
     centre = view.visualRect(index).center()
     event = QHelpEvent(QEvent.Type.ToolTip, centre, view.viewport().mapToGlobal(centre))
@@ -292,8 +271,8 @@ def test_the_tooltip_says_what_the_markers_mean(sidebar: Sidebar, qtbot) -> None
 
 
 def test_screen_readers_hear_the_markers_and_the_date(sidebar: Sidebar) -> None:
-    sidebar.filter.sourceModel().set_flag(2, ConversationRoles.WAITING, True)
-    sidebar.filter.sourceModel().set_flag(2, ConversationRoles.HAS_DRAFT, True)
+    sidebar.filter.sourceModel().set_answers(None, (2,))
+    sidebar.filter.sourceModel().set_drafted(2, True)
     described = row(sidebar, 1).data(Qt.ItemDataRole.AccessibleDescriptionRole)
     assert described == "Waiting for another chat's answer, Has an unsent draft, changed Yesterday"
     assert row(sidebar, 1).data() == "Trip plan"
