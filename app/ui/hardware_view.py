@@ -184,7 +184,8 @@ def _device_table(overview: HardwareOverview, parent: QWidget) -> QTreeWidget:
 def _device_item(row: DeviceRow, in_use: str) -> QTreeWidgetItem:
     """A device's row; the one the model runs on now is in bold."""
     item = QTreeWidgetItem([f"{row.name}\n{row.description}", row.memory.replace(", ", "\n") or "—",
-                            row.driver.replace(" (", "\n(") or "—", "\n".join(row.runs_with) or "nothing installed here"])
+                            row.driver.replace(" (", "\n(") or "—",
+                            "\n".join(row.runs_with) or "nothing installed here"])
     item.setIcon(0, icons.icon(row.kind, icons.ROLE.Text))
     if row.name and row.name in in_use:
         font = item.font(0)

@@ -43,7 +43,8 @@ def _controller(machine: str, loaded: Loaded | None, *, problem: str | None = No
 def _both(controller: SimpleNamespace) -> tuple:
     async def scenario():
         # hardware_text as the controller has it, called on the same state.
-        return await hardware_overview(controller), await ChatController.hardware_text(controller)  # type: ignore[arg-type]
+        text = await ChatController.hardware_text(controller)  # type: ignore[arg-type]
+        return await hardware_overview(controller), text
     return asyncio.run(scenario())
 
 

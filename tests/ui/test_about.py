@@ -145,7 +145,8 @@ def test_every_package_the_app_imports_is_listed() -> None:
         "import llama_cpp, onnxruntime\n"
         "try:\n    import onnxruntime_genai\nexcept ImportError:\n    pass\n"
         "dists = m.packages_distributions()\n"
-        "print('\\n'.join(sorted({d for top in {n.split('.')[0] for n in sys.modules} for d in dists.get(top, [])})))\n")
+        "tops = {n.split('.')[0] for n in sys.modules}\n"
+        "print('\\n'.join(sorted({d for top in tops for d in dists.get(top, [])})))\n")
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     imported = {metadata.distribution(name).metadata["Name"] for name in result.stdout.split()}
