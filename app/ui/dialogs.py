@@ -287,28 +287,6 @@ def _int(low: int, high: int, value: int) -> QSpinBox:
     return box
 
 
-class HardwareDialog(QDialog):
-    """What the machine has, where the model runs, and why."""
-
-    def __init__(self, text: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setWindowTitle("Hardware")
-        self.text = QPlainTextEdit(text, self)
-        self.text.setReadOnly(True)
-        self.text.setObjectName("hardwareReport")
-        font = self.text.font()
-        font.setFamily("monospace")
-        font.setStyleHint(font.StyleHint.Monospace)
-        self.text.setFont(font)
-        self.text.setMinimumSize(self.text.fontMetrics().averageCharWidth() * 100,
-                                 self.text.fontMetrics().lineSpacing() * 22)
-        box = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        box.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.text)
-        layout.addWidget(box)
-
-
 class DamagedHistoryPanel(QFrame):
     """Above the chat while the history file is damaged: what happened, and the two choices.
 

@@ -12,7 +12,7 @@ from tests.ui.conftest import choose_in_settings, idle, run, until
 def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
     window = make_window(hardware=functools.partial(recorded_report, "windows_desktop_rtx4070"))
     text = window.device_label.text()
-    assert text.startswith("Device: CPU (fell back: NVIDIA GeForce RTX 4070: ")
+    assert text.startswith("CPU (fell back: NVIDIA GeForce RTX 4070: ")
     assert "built without GPU support" in window.device_label.toolTip()
     assert window.controller.send("Hello")
     run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
@@ -20,14 +20,19 @@ def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
     assert window.adapter.messages.messages()[-1].stats["device"] == "CPU"
 
 
-def test_hardware_panel_shows_the_report_and_the_choice(make_window, loop) -> None:
+def test_hardware_window_shows_the_report_and_the_choice(make_window, loop) -> None:
     window = make_window(hardware=functools.partial(recorded_report, "windows_desktop_rtx4070"))
     window.show_hardware()
-    run(loop, until(lambda: getattr(window, "hardware_dialog", None) is not None))
-    text = window.hardware_dialog.text.toPlainText()
+    run(loop, until(lambda: getattr(window, "hardware_window", None) is not None))
+    shown = window.hardware_window
+    assert shown.placement.title.text().endswith("runs on the CPU")
+    assert shown.placement.fallbacks.text().startswith("Tried first, and could not use:\n•  NVIDIA GeForce RTX 4070")
+    assert shown.devices.topLevelItem(0).text(0).startswith("NVIDIA GeForce RTX 4070")
+    text = shown.overview.text
     assert "NVIDIA GeForce RTX 4070" in text and "RAM" in text
     assert "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text
-    window.hardware_dialog.close()
+    assert text == run(loop, window.controller.hardware_text())
+    shown.close()
 
 
 def test_choosing_a_device_the_machine_lacks_says_so_and_cpu_recovers(make_window, loop, monkeypatch) -> None:
@@ -40,7 +45,7 @@ def test_choosing_a_device_the_machine_lacks_says_so_and_cpu_recovers(make_windo
     assert '"device_preference": "gpu"' in controller._settings_path.read_text()
     choose_in_settings(window, monkeypatch, device="cpu")
     run(loop, until(lambda: controller.model_state.value == "ready"))
-    assert window.device_label.text() == "Device: CPU"
+    assert window.device_label.text() == "CPU"
     assert dataclasses.asdict(controller.settings)["device_preference"] == "cpu"
 
 
@@ -51,7 +56,7 @@ def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) 
     window = make_window()
     run(loop, window.controller.import_model(str(onnx)))
     assert window.controller.model_state.value == "ready"
-    assert window.device_label.text() == "Device: CPU (ONNX Runtime)"
+    assert window.device_label.text() == "CPU (ONNX Runtime)"
     assert window.controller.send("Hello")
     run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
                     and window.adapter.messages.messages()[-1].stats))
