@@ -69,13 +69,15 @@ class Sidebar(QWidget):
         icons.themed(self.new_button, "new-chat")
         self.search = QLineEdit(self)
         self.search.setPlaceholderText("Search chats (Ctrl+F)")
-        self.search.setClearButtonEnabled(True)
         self.search.setAccessibleName("Search chats")
         icons.themed(self.search.addAction(icons.icon("search"), QLineEdit.ActionPosition.LeadingPosition),
                      "search", QPalette.ColorRole.PlaceholderText)
-        clear = self.search.findChild(QAction, "_q_qlineeditclearaction")
-        if clear is not None:  # Qt's own grey disc hardly shows on the dark palette
-            icons.themed(clear, "close", QPalette.ColorRole.PlaceholderText)
+        # Our own clear button: Qt's grey disc hardly shows on the dark palette, and giving
+        # Qt's button another icon makes it show on an empty field too.
+        self.clear_action = self.search.addAction(icons.icon("close"), QLineEdit.ActionPosition.TrailingPosition)
+        self.clear_action.setToolTip("Clear the search")
+        self.clear_action.setVisible(False)
+        icons.themed(self.clear_action, "close", QPalette.ColorRole.PlaceholderText)
         self.filter = DescribedConversations(self)
         self.filter.setSourceModel(adapter.conversations)
         self.conversation_list = self._build_list()
@@ -119,6 +121,8 @@ class Sidebar(QWidget):
         view = self.conversation_list
         self.new_button.clicked.connect(self.newChatRequested)
         self.search.textChanged.connect(lambda: self._search_timer.start())
+        self.search.textChanged.connect(lambda text: self.clear_action.setVisible(bool(text)))
+        self.clear_action.triggered.connect(self.search.clear)
         self._search_timer.timeout.connect(lambda: self.searchChanged.emit(self.search.text()))
         view.clicked.connect(self._choose)
         view.activated.connect(self._choose)

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QAction, QColor, QFontMetrics, QHelpEvent, QPalette
+from PySide6.QtGui import QColor, QFontMetrics, QHelpEvent, QPalette
 from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolButton, QToolTip
 
 from app.core.conversation import Conversation
@@ -153,16 +153,17 @@ def test_select_marks_the_row_without_choosing_it(sidebar: Sidebar, qtbot) -> No
 def test_search_waits_for_a_pause_and_says_it_once(sidebar: Sidebar, qtbot) -> None:
     said: list[str] = []
     sidebar.searchChanged.connect(said.append)
+    assert not sidebar.clear_action.isVisible()  # nothing to clear yet
     qtbot.keyClicks(sidebar.search, "mutex")
     assert said == []
     qtbot.wait(SEARCH_DEBOUNCE_MS * 2)
     assert said == ["mutex"]
-    clear = sidebar.search.findChild(QAction, "_q_qlineeditclearaction")
-    assert clear is not None and not clear.icon().isNull()
+    clear = sidebar.clear_action
+    assert clear.isVisible() and not clear.icon().isNull()
     button = next(b for b in sidebar.search.findChildren(QToolButton) if b.defaultAction() is clear)
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)  # the field's own clear button
     qtbot.waitUntil(lambda: said == ["mutex", ""])
-    assert sidebar.search.text() == ""
+    assert sidebar.search.text() == "" and not clear.isVisible()
 
 
 def test_delete_key_asks_to_delete_the_current_chat(sidebar: Sidebar, qtbot) -> None:
