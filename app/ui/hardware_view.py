@@ -29,6 +29,30 @@ class HardwareWindow(QDialog):
         self.setWindowIcon(icons.icon("hardware"))
         self.placement = PlacementPanel(overview, self)
         self.devices = _device_table(overview, self)
+        scroll = QScrollArea(self)
+        scroll.setWidget(self._sections(overview))
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.copy_button = QPushButton("&Copy report", self)
+        self.copy_button.setToolTip("Copy the whole report as text, for a bug report")
+        icons.themed(self.copy_button, "copy")
+        self.copy_button.clicked.connect(self.copy_report)
+        close = QPushButton("Close", self)
+        close.setDefault(True)
+        close.clicked.connect(self.close)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.copy_button)
+        buttons.addStretch(1)
+        buttons.addWidget(close)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 16, 16, 12)
+        layout.setSpacing(12)
+        layout.addWidget(self.placement)
+        layout.addWidget(scroll, 1)
+        layout.addLayout(buttons)
+        self.resize(760, 680)
+
+    def _sections(self, overview: HardwareOverview) -> QWidget:
         body = QWidget(self)
         sections = QVBoxLayout(body)
         sections.setContentsMargins(4, 4, 12, 4)
@@ -46,27 +70,7 @@ class HardwareWindow(QDialog):
         width = max((label.sizeHint().width() for label in names), default=0)
         for label in names:
             label.setMinimumWidth(width)
-        scroll = QScrollArea(self)
-        scroll.setWidget(body)
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.copy_button = QPushButton("&Copy report", self)
-        self.copy_button.setToolTip("Copy the whole report as text, for a bug report")
-        icons.themed(self.copy_button, "copy")
-        self.copy_button.clicked.connect(self.copy_report)
-        close = QPushButton("Close", self)
-        close.clicked.connect(self.close)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.copy_button)
-        buttons.addStretch(1)
-        buttons.addWidget(close)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(16, 16, 16, 12)
-        layout.setSpacing(12)
-        layout.addWidget(self.placement)
-        layout.addWidget(scroll, 1)
-        layout.addLayout(buttons)
-        self.resize(760, 680)
+        return body
 
     def copy_report(self) -> None:
         """The plain report on the clipboard; the button says so for a moment."""
@@ -100,20 +104,7 @@ class PlacementPanel(QFrame):
         self.reason = _label(self)
         self.fallbacks = _label(self)
         self.details = _label(self)
-        if loaded is None:
-            self.title.setText("No model loaded")
-            self.reason.setText("Load a model to see which device it runs on and why.")
-        else:
-            self.title.setText(f"{overview.model_name} runs on {_device_words(loaded.device)}")
-            self.reason.setText(f"Why: {overview.placement_reason}" if overview.placement_reason else "")
-            if self.fell_back:
-                self.fallbacks.setText("Tried first, and could not use:\n"
-                                       + "\n".join(f"•  {reason}" for reason in overview.fallback_reasons))
-            lines = [overview.threads] + ([f"Priority: {overview.priority_problem}"]
-                                          if overview.priority_problem else [])
-            self.details.setText("\n".join(line for line in lines if line))
-        for label in (self.reason, self.fallbacks, self.details):
-            label.setVisible(bool(label.text()))
+        self._say(overview)
         text = QVBoxLayout()
         text.setSpacing(6)
         for widget in (self.title, self.reason, self.fallbacks, self.details):
@@ -124,6 +115,23 @@ class PlacementPanel(QFrame):
         layout.addWidget(self.icon, 0, Qt.AlignmentFlag.AlignTop)
         layout.addLayout(text, 1)
         self._recolour()
+
+    def _say(self, overview: HardwareOverview) -> None:
+        """The model and its device, why there, what was tried first; "No model loaded" without one."""
+        loaded = overview.loaded
+        if loaded is None:
+            self.title.setText("No model loaded")
+            self.reason.setText("Load a model to see which device it runs on and why.")
+        else:
+            self.title.setText(f"{overview.model_name} runs on {_device_words(loaded.device)}")
+            self.reason.setText(f"Why: {overview.placement_reason}" if overview.placement_reason else "")
+            if self.fell_back:
+                self.fallbacks.setText("Tried first, and could not use:\n"
+                                       + "\n".join(f"•  {reason}" for reason in overview.fallback_reasons))
+            priority = f"Priority: {overview.priority_problem}" if overview.priority_problem else ""
+            self.details.setText("\n".join(line for line in (overview.threads, priority) if line))
+        for label in (self.reason, self.fallbacks, self.details):
+            label.setVisible(bool(label.text()))
 
     def tint(self) -> QColor:
         """The colour the panel is drawn in: its border, and its background faintly."""
@@ -163,7 +171,7 @@ def _device_table(overview: HardwareOverview, parent: QWidget) -> QTreeWidget:
     table.setSelectionMode(QTreeWidget.SelectionMode.NoSelection)
     table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
     in_use = overview.loaded.device if overview.loaded else ""
-    items = [_device_item(row, in_use) for row in overview.devices] or [
+    items = [_device_item(row, in_use, overview.fallback_reasons) for row in overview.devices] or [
         QTreeWidgetItem(["No graphics adapter or NPU found", "", "", ""])]
     table.addTopLevelItems(items)
     header = table.header()
@@ -181,8 +189,8 @@ def _device_table(overview: HardwareOverview, parent: QWidget) -> QTreeWidget:
     return table
 
 
-def _device_item(row: DeviceRow, in_use: str) -> QTreeWidgetItem:
-    """A device's row; the one the model runs on now is in bold."""
+def _device_item(row: DeviceRow, in_use: str, fallbacks: tuple[str, ...]) -> QTreeWidgetItem:
+    """A device's row: the one the model runs on now in bold, one it could not use marked amber."""
     item = QTreeWidgetItem([f"{row.name}\n{row.description}", row.memory.replace(", ", "\n") or "—",
                             row.driver.replace(" (", "\n(") or "—",
                             "\n".join(row.runs_with) or "nothing installed here"])
@@ -193,6 +201,10 @@ def _device_item(row: DeviceRow, in_use: str) -> QTreeWidgetItem:
         for column in range(4):
             item.setFont(column, font)
         item.setToolTip(0, "The model runs on this device now")
+    failed = [reason for reason in fallbacks if row.name and reason.startswith(row.name)]
+    if failed:
+        item.setIcon(0, icons.icon("warning", color=_AMBER))
+        item.setToolTip(0, "Could not use it for this model:\n" + "\n".join(failed))
     return item
 
 

@@ -75,6 +75,9 @@ def test_the_fall_back_is_highlighted_with_each_reason(qtbot) -> None:
     assert panel.fallbacks.isVisible() and "Priority: Windows refused it." in panel.details.text()
     # Amber, not the accent: a fall-back must look different from a model where it should be.
     assert panel.tint() != QGuiApplication.palette().color(QPalette.ColorRole.Highlight)
+    nvidia = shown.devices.topLevelItem(0)
+    assert nvidia.toolTip(0).endswith("this llama.cpp was built without GPU support")
+    assert not shown.devices.topLevelItem(1).toolTip(0)  # the AMD GPU was not tried
     image = panel.grab().toImage()
     assert image.pixelColor(image.width() // 2, 2).red() > image.pixelColor(image.width() // 2, 2).blue()
 
