@@ -325,8 +325,9 @@ class ChatController:
         try:
             conversation = await storage.history(HistoryStore.get_conversation, conversation_id)
             messages = await storage.history(HistoryStore.messages, conversation_id)
-        except HistoryError as exc:
-            self._emit(Problem(str(exc), "history"))
+        except (HistoryError, KeyError) as exc:
+            self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That chat is no longer there.",
+                               "history"))
             return
         run = self.answers.queue.run
         stream = run.stream if run is not None else None
@@ -365,6 +366,8 @@ class ChatController:
             await turn.ended.wait()
         try:
             await self._storage().history(HistoryStore.delete_conversation, conversation_id)
+        except KeyError:
+            pass  # deleted already (a second click): gone is what was asked
         except HistoryError as exc:
             self._emit(Problem(str(exc), "history"))
             return False
