@@ -103,7 +103,12 @@ class ChatController:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call listener with every event from now on; returns what unsubscribes it."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+
+        def unsubscribe() -> None:  # twice is harmless (the adapter's close(), then its destruction)
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
 
     def _emit(self, event: Event) -> None:
         if isinstance(event, Problem) and event.kind == "engine":
