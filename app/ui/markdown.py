@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import html
 from functools import lru_cache
 
@@ -11,10 +13,35 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+# A code block's copy link: the code itself travels in the link, so copying it needs no
+# lookup and gives exactly what was between the fences (base64: any text, URL-safe).
+COPY_SCHEME = "kestrel-copy"
+# Phosphor's "copy" glyph (the font QtAwesome registers), drawn as text so it is sharp at any scale.
+_COPY_GLYPH = "&#xf114;"
+_LOOKS = {  # dark -> (code background, header background, muted text)
+    True: ("#1e2024", "#2b2e33", "#a3a8b0"),
+    False: ("#f5f6f8", "#e9ebef", "#5f636b"),
+}
+
+
+def copy_href(code: str) -> str:
+    """The link a code block's copy button carries."""
+    return f"{COPY_SCHEME}:" + base64.urlsafe_b64encode(code.encode()).decode()
+
+
+def code_from_href(href: str) -> str | None:
+    """The code a copy link carries; None for any other link."""
+    if not href.startswith(COPY_SCHEME + ":"):
+        return None
+    try:
+        return base64.urlsafe_b64decode(href[len(COPY_SCHEME) + 1:].encode()).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+
 
 def _fence(md: MarkdownIt, dark: bool):
     formatter = HtmlFormatter(noclasses=True, nowrap=True, style="monokai" if dark else "friendly")
-    background = "#272822" if dark else "#f4f4f4"
+    background, header, muted = _LOOKS[dark]
 
     def render(renderer, tokens, idx, options, env) -> str:  # Bound as a renderer method.
         token = tokens[idx]
@@ -24,10 +51,18 @@ def _fence(md: MarkdownIt, dark: bool):
         except ClassNotFound:
             lexer = TextLexer()
         body = highlight(token.content, lexer, formatter)
-        label = f'<div style="color:#888;font-size:small">{html.escape(language)}</div>' if language else ""
-        # QTextDocument ignores CSS on <pre> backgrounds; a one-cell table carries it.
-        return (f'{label}<table width="100%" cellpadding="8" style="background:{background}">'
-                f'<tr><td><pre style="margin:0">{body}</pre></td></tr></table>')
+        # The fence's own line end is not part of the code.
+        code = token.content[:-1] if token.content.endswith("\n") else token.content
+        cell = f"background:{header};color:{muted};padding:3px 10px"
+        # QTextDocument ignores CSS on <pre> backgrounds; a table carries it. Its first row
+        # is the header: the language, and the copy link (read by message_copy too).
+        return (f'<table width="100%" cellspacing="0" cellpadding="0" style="background:{background};'
+                f'margin-top:6px;margin-bottom:6px">'
+                f'<tr><td style="{cell}"><span style="font-size:small">{html.escape(language)}</span></td>'
+                f'<td align="right" style="{cell}"><a href="{copy_href(code)}" style="color:{muted};'
+                f'text-decoration:none"><span style="font-family:Phosphor;vertical-align:middle">{_COPY_GLYPH}</span>'
+                f'<span style="font-size:small"> Copy</span></a></td></tr>'
+                f'<tr><td colspan="2" style="padding:8px 10px"><pre style="margin:0">{body}</pre></td></tr></table>')
 
     return render
 
@@ -41,8 +76,8 @@ def _parser(dark: bool) -> MarkdownIt:
     return md
 
 
-TABLE_STYLE = ("<style>table.md{border-collapse:collapse} table.md td, table.md th"
-               "{border:1px solid #888;padding:4px} code{font-family:monospace}</style>")
+TABLE_STYLE = ("<style>table.md{border-collapse:collapse;margin-top:6px;margin-bottom:6px} table.md td, "
+               "table.md th{border:1px solid #888;padding:4px 8px} code{font-family:monospace}</style>")
 
 
 def markdown_to_html(text: str, *, dark: bool = False) -> str:

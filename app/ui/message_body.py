@@ -78,6 +78,7 @@ class MessageBody:
             self.tops.append(top)
             top += document.size().height()
         self.height = top
+        self.width = max((document.textWidth() for document in documents), default=0.0)
 
     def draw(self, painter: QPainter, visible: QRectF) -> None:
         """Paint the documents that meet `visible` (in body coordinates), only those parts."""

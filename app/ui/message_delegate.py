@@ -1,56 +1,47 @@
-"""Paints one message: who wrote it, its Markdown, its stats, the context boundary."""
+"""Paints one message: who wrote it, its Markdown, its actions and stats, the context boundary."""
 
 from __future__ import annotations
 
 import html
+import math
 from collections import OrderedDict
 
-from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QPointF, QRect, QRectF, QSize, Qt, QTimer
-from PySide6.QtGui import QColor, QPainter, QPalette, QTextDocument
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QToolTip
+from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QPoint, QPointF, QRect, QRectF, QSize, QTimer
+from PySide6.QtGui import QFontMetrics, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolTip
 
-from app.ui.markdown import markdown_to_html, plain_to_html
-from app.ui.message_body import GrowingAnswer, MessageBody
 from app.core.conversation import Message, MessageState, Role
+from app.ui import message_chrome as chrome
+from app.ui.markdown import markdown_to_html, plain_to_html
+from app.ui.message_actions import COPIED_TIP, TIPS, ActionIcons, action_at, action_rects, actions_for
+from app.ui.message_body import GrowingAnswer, MessageBody
+from app.ui.message_chrome import stats_line
+from app.ui.message_layout import Lines, RowLayout, chrome_height, column, row_layout, text_width
 from app.ui.message_model import MessageListModel
+from app.ui.message_selection import SelectionEditing
 from app.ui.thinking_section import ThinkingSection
+
+__all__ = ["MessageDelegate", "stats_line"]  # stats_line: the window's tests read it here
 
 _Index = QModelIndex | QPersistentModelIndex
 
-PAD = 10
 _CACHE = 300
 # Heights of messages no longer shown are kept (for switching back) up to this many.
 _HEIGHTS_KEPT = 20_000
 
 
-def stats_line(stats: dict | None) -> str:
-    """'TTFT 120 ms · 35.2 tok/s · 64 tokens · CPU' for an answer's footer."""
-    if not stats or "tokens" not in stats:
-        return ""
-    parts = [f"TTFT {stats.get('ttft_ms', 0):.0f} ms", f"{stats.get('tokens_per_s', 0):.1f} tok/s",
-             f"{stats['tokens']} tokens", str(stats.get("device", ""))]
-    reason = stats.get("finish_reason")
-    if reason == "cancelled":
-        parts.append("stopped")
-    elif reason in ("length", "context"):
-        parts.append("cut at the token limit")
-    if stats.get("template_note"):
-        # The whole reason is in the answer's tooltip; the footer says that it happened.
-        parts.append("built-in chat format (the model's own failed)")
-    return " · ".join(p for p in parts if p)
-
-
-class MessageDelegate(QStyledItemDelegate):
+class MessageDelegate(SelectionEditing):
     """Keeps laid-out documents for the rows on screen, and the height of every row.
 
     A finished message is one document; an answer being written is one per Markdown
     block (GrowingAnswer), so each frame lays out only its last block. `layouts` counts
-    the documents laid out.
+    the documents laid out. The view sets `hovered` ((message id, action) under the
+    mouse), `copied` (the message just copied: its copy icon shows a tick) and
+    `selecting` (the message whose text an editor shows: not painted under it).
     """
 
     def __init__(self, view) -> None:
         super().__init__(view)
-        self._view = view
         self._bodies: OrderedDict[int, tuple[tuple, MessageBody]] = OrderedDict()
         # Message id -> ((width, dark), its blocks) for the answers being written.
         self._growing: dict[int, tuple[tuple[int, bool], GrowingAnswer]] = {}
@@ -59,9 +50,15 @@ class MessageDelegate(QStyledItemDelegate):
         self._pending_hints: set[int] = set()
         # Row -> QSize for the current width: the answer to nearly every sizeHint call.
         self._sizes: dict[int, QSize] = {}
-        self._width = 120
+        self._viewport_width = 120
+        self._column = column(120)[1]
+        self._small = chrome.small_font(view.font())
+        self._lines = self._measure_lines()
+        self._icons = ActionIcons()
         self.dark = False
         self.layouts = 0
+        self.hovered: tuple[int, str] | None = None
+        self.copied: int | None = None
         self.thinking = ThinkingSection(self._document)
         # What the footer of an answer being written says: "writing…", or why it waits.
         self.streaming_note = "writing…"
@@ -69,20 +66,17 @@ class MessageDelegate(QStyledItemDelegate):
     def clear(self) -> None:
         """The colours changed (the theme): lay the messages out again as they are painted.
 
-        Their heights stay: colours do not move text, and a message found taller when it
-        is painted is measured again then. Keeping them spares re-estimating every row
-        and laying the whole list out again on a theme change.
+        Their heights stay (colours do not move text; one found taller is measured again when
+        painted), which spares re-estimating every row and laying the whole list out again.
         """
         self._bodies.clear()
         self._growing.clear()
+        self._icons.clear()
         self.thinking.clear()
 
     def forget_rows(self) -> None:
-        """Another chat was opened: forget what is known by row, keep what is known by message.
-
-        Switching back to a chat then finds its messages' heights, instead of estimating
-        thousands of them again.
-        """
+        """Another chat was opened: forget what is known by row, keep what is known by message
+        (switching back finds its heights instead of estimating thousands again)."""
         self._sizes.clear()
         self._growing.clear()
         if len(self._heights) > _HEIGHTS_KEPT:
@@ -100,8 +94,14 @@ class MessageDelegate(QStyledItemDelegate):
 
     def set_width(self, viewport_width: int) -> None:
         """The view was resized: every row's height may change."""
-        self._width = max(120, viewport_width - 4 * PAD)
+        self._viewport_width = viewport_width
+        self._column = column(viewport_width)[1]
+        self._small = chrome.small_font(self._view.font())
+        self._lines = self._measure_lines()
         self._sizes.clear()
+
+    def _measure_lines(self) -> Lines:
+        return Lines(self._view.fontMetrics().height(), QFontMetrics(self._small).height())
 
     # --- geometry -------------------------------------------------------------------
     #
@@ -109,10 +109,11 @@ class MessageDelegate(QStyledItemDelegate):
     # for a long chat), so it reads the Message value straight from the model and
     # answers from a cache: no QVariant round trips, no Markdown.
 
-    def _text_width(self) -> int:
-        return self._width
+    def _text_width(self, message: Message) -> int:
+        return text_width(self._column, message.role == Role.USER)
 
-    def _message(self, index: _Index) -> Message:
+    def message(self, index: _Index) -> Message:
+        """The message on a row."""
         model = index.model()
         assert isinstance(model, MessageListModel)
         return model.message(index.row())
@@ -130,11 +131,16 @@ class MessageDelegate(QStyledItemDelegate):
             return cached[1]
         if message.role == Role.ASSISTANT and message.state == MessageState.STREAMING:
             body = self._growing_answer(message.id, width).layout(message.text)
-        else:
+        elif message.role == Role.ASSISTANT:
             self._growing.pop(message.id, None)
-            html = (markdown_to_html(message.text, dark=self.dark) if message.role == Role.ASSISTANT
-                    else plain_to_html(message.text))
-            body = MessageBody([self._document(html, width)])
+            body = MessageBody([self._document(markdown_to_html(message.text, dark=self.dark), width)])
+        else:
+            document = self._document(plain_to_html(message.text), width)
+            # The bubble fits the words: as wide as the longest line (the same lines).
+            fitted = math.ceil(document.idealWidth()) + 1
+            if fitted < width:
+                document.setTextWidth(fitted)
+            body = MessageBody([document])
         self._bodies[message.id] = ((key, self.dark), body)
         if len(self._bodies) > _CACHE:
             self._bodies.popitem(last=False)
@@ -158,15 +164,11 @@ class MessageDelegate(QStyledItemDelegate):
         self.layouts += 1
         return doc
 
-    def _chrome_height(self, message: Message, boundary: bool, width: int) -> int:
-        line = self._view.fontMetrics().height()
-        height = 3 * PAD + line  # the author line and the padding
-        height += self.thinking.height(message, width, line, self.dark)
-        if stats_line(message.stats) or message.state != MessageState.COMPLETE:
-            height += line + PAD // 2
-        if boundary:
-            height += line + PAD
-        return height
+    def _thinking_height(self, message: Message) -> int:
+        return self.thinking.height(message, self._text_width(message), self._lines.line, self.dark)
+
+    def _chrome_height(self, message: Message, boundary: bool) -> int:
+        return chrome_height(self._lines, message.role == Role.USER, boundary, self._thinking_height(message))
 
     def _is_boundary(self, index: _Index) -> bool:
         model = index.model()
@@ -179,23 +181,23 @@ class MessageDelegate(QStyledItemDelegate):
         return size
 
     def _size_of(self, index: _Index) -> QSize:
-        width = self._text_width()
-        message = self._message(index)
+        message = self.message(index)
+        width = self._text_width(message)
         boundary = self._is_boundary(index)
         key = self._key(message, boundary, width)
         known = self._heights.get(message.id)
         if known is not None and known[0] == key:
-            return QSize(width, known[1])
+            return QSize(self._column, known[1])
         if known is not None and known[2]:
             # Measured before and changed since (a streaming answer): measure again.
-            return QSize(width, self._measure(message, boundary, key, width))
+            return QSize(self._column, self._measure(message, boundary, key, width))
         # Never painted: an estimate, kept until painting measures it exactly.
         estimate = self._estimate(message, boundary, width)
         self._heights[message.id] = (key, estimate, False)
-        return QSize(width, estimate)
+        return QSize(self._column, estimate)
 
     def _measure(self, message: Message, boundary: bool, key: tuple, width: int) -> int:
-        height = int(self._body(message, key, width).height) + self._chrome_height(message, boundary, width)
+        height = int(self._body(message, key, width).height) + self._chrome_height(message, boundary)
         self._heights[message.id] = (key, height, True)
         return height
 
@@ -203,13 +205,44 @@ class MessageDelegate(QStyledItemDelegate):
         metrics = self._view.fontMetrics()
         per_line = max(1, width // max(1, metrics.averageCharWidth()))
         lines = sum(1 + len(line) // per_line for line in message.text.split("\n"))
-        return lines * metrics.lineSpacing() + self._chrome_height(message, boundary, width)
+        return lines * metrics.lineSpacing() + self._chrome_height(message, boundary)
+
+    def body_of(self, index: _Index) -> MessageBody:
+        """The row's text, laid out (from the cache when it is on screen)."""
+        message = self.message(index)
+        width = self._text_width(message)
+        return self._body(message, self._key(message, self._is_boundary(index), width), width)
+
+    def layout(self, index: _Index, rect: QRect | None = None) -> RowLayout:
+        """Where the row's parts are, in viewport coordinates (at rect, else where the view has it)."""
+        message, body = self.message(index), self.body_of(index)
+        return row_layout(QRect(rect) if rect is not None else self._view.visualRect(index), self._viewport_width,
+                          self._lines, user=message.role == Role.USER, boundary=self._is_boundary(index),
+                          thinking=self._thinking_height(message),
+                          text_size=(math.ceil(body.width), math.ceil(body.height)))
+
+    def action_rects(self, index: _Index, rect: QRect | None = None) -> list[tuple[str, QRect]]:
+        """The row's action icons and where they are (viewport coordinates)."""
+        message = self.message(index)
+        names = actions_for(message, self.is_last_answer(index))
+        return action_rects(self.layout(index, rect).actions, names, message.role == Role.USER)
+
+    def action_at(self, index: _Index, point: QPoint) -> str | None:
+        return action_at(self.action_rects(index), point) if index.isValid() else None
+
+    def icon_ratios(self) -> set[float]:
+        """The device pixel ratios the action icons were drawn at (2.0 on a 200% screen)."""
+        return self._icons.ratios()
+
+    def is_last_answer(self, index: _Index) -> bool:
+        """Whether the row is the conversation's last message and an answer (regenerate offers)."""
+        return index.row() == index.model().rowCount() - 1 and self.message(index).role == Role.ASSISTANT
 
     # --- painting -------------------------------------------------------------------
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:  # Override.
-        width = self._text_width()
-        message = self._message(index)
+        message = self.message(index)
+        width = self._text_width(message)
         boundary = self._is_boundary(index)
         key = self._key(message, boundary, width)
         known = self._heights.get(message.id)
@@ -224,74 +257,41 @@ class MessageDelegate(QStyledItemDelegate):
         # corrupts reference counts in PySide6 6.12 (a crash seen in paint).
         rect = QRect(option.rect)
         palette = QPalette(self._view.palette())
-        selected = bool(option.state & QStyle.StateFlag.State_Selected)
-        top = rect.top() + PAD
-        if boundary:
-            top = self._paint_boundary(painter, rect, top, palette)
-        self._paint_bubble(painter, palette, selected, index, QRect(rect.left() + PAD, top - PAD // 2,
-                                                                   rect.width() - 2 * PAD, rect.bottom() - top))
-        top = self._paint_author(painter, rect, top, message, palette)
-        left = rect.left() + 2 * PAD
-        top = self.thinking.paint(painter, message, left, top, width, palette,
-                                  QRectF(rect.intersected(self._view.exposed_rect())), self.dark)
-        body = self._body(message, key, width)
-        # Only what is being painted: an answer may be many screens tall, and a frame of a
-        # growing one repaints only its new part.
-        visible = QRectF(rect.intersected(self._view.exposed_rect())).translated(-left, -top)
-        painter.translate(left, top)
-        # drawContents paints with the application palette, which the theme sets.
-        body.draw(painter, visible)
-        painter.translate(-left, -top)
-        self._paint_footer(painter, rect, top + int(body.height) + PAD // 2, message, palette)
+        layout = self.layout(index, rect)
+        if layout.boundary is not None:
+            chrome.paint_boundary(painter, layout.boundary, palette)
+        if option.state & QStyle.StateFlag.State_Selected and self._view.hasFocus():
+            chrome.paint_highlight(painter, layout, palette)
+        if layout.bubble is not None:
+            chrome.paint_bubble(painter, layout.bubble, palette)
+        chrome.paint_author(painter, layout, message, palette, self._small)
+        painter.setFont(self._view.font())
+        exposed = QRectF(rect.intersected(self._view.exposed_rect()))
+        self.thinking.paint(painter, message, layout.text.left(), layout.thinking_top, width, palette, exposed,
+                            self.dark)
+        if self.selecting != message.id:
+            self._paint_body(painter, self._body(message, key, width), layout.text, exposed)
+        self._paint_actions(painter, index, message, layout, palette)
         painter.restore()
 
-    def _paint_bubble(self, painter, palette: QPalette, selected: bool, index, bubble: QRect) -> None:
-        user = self._message(index).role == Role.USER
-        color = palette.color(QPalette.ColorRole.AlternateBase if user else QPalette.ColorRole.Base)
-        if selected:
-            color = palette.color(QPalette.ColorRole.Highlight)
-            color.setAlpha(60)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(color)
-        painter.drawRoundedRect(bubble, 8, 8)
+    def _paint_body(self, painter: QPainter, body: MessageBody, text: QRect, exposed: QRectF) -> None:
+        # Only what is being painted: an answer may be many screens tall, and a frame of a
+        # growing one repaints only its new part.
+        left, top = text.left(), text.top()
+        painter.translate(left, top)
+        # drawContents paints with the application palette, which the theme sets.
+        body.draw(painter, exposed.translated(-left, -top))
+        painter.translate(-left, -top)
 
-    def _paint_author(self, painter, rect, top, message: Message, palette) -> int:
-        font = painter.font()
-        font.setBold(True)
-        painter.setFont(font)
-        painter.setPen(palette.color(QPalette.ColorRole.Text))
-        who = "You" if message.role == Role.USER else "Kestrel"
-        line = painter.fontMetrics().height()
-        painter.drawText(QRect(rect.left() + 2 * PAD, top, rect.width() - 4 * PAD, line),
-                         Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, who)
-        font.setBold(False)
-        painter.setFont(font)
-        return top + line + PAD // 2
-
-    def _paint_footer(self, painter, rect, top, message: Message, palette) -> None:
-        text = stats_line(message.stats)
-        if message.state == MessageState.STREAMING:
-            text = self.streaming_note
-        elif message.state == MessageState.INTERRUPTED:
-            text = "Interrupted: " + (text or "the answer was cut off")
-        if not text:
-            return
-        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
-        line = painter.fontMetrics().height()
-        painter.drawText(QRect(rect.left() + 2 * PAD, top, rect.width() - 4 * PAD, line),
-                         Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
-
-    def _paint_boundary(self, painter, rect, top, palette) -> int:
-        line = painter.fontMetrics().height()
-        color = QColor(palette.color(QPalette.ColorRole.PlaceholderText))
-        painter.setPen(color)
-        middle = top + line // 2
-        label = "The model no longer sees the messages above: they are outside its context"
-        painter.drawText(QRect(rect.left() + PAD, top, rect.width() - 2 * PAD, line),
-                         Qt.AlignmentFlag.AlignCenter, label)
-        painter.drawLine(rect.left() + PAD, middle + line // 2 + 2, rect.right() - PAD, middle + line // 2 + 2)
-        return top + line + PAD
+    def _paint_actions(self, painter: QPainter, index: _Index, message: Message, layout: RowLayout,
+                       palette: QPalette) -> None:
+        names = actions_for(message, self.is_last_answer(index))
+        rects = action_rects(layout.actions, names, message.role == Role.USER)
+        hovered = self.hovered[1] if self.hovered is not None and self.hovered[0] == message.id else None
+        self._icons.paint(painter, rects, palette, hovered, self.copied == message.id)
+        after = rects[-1][1].right() + 1 if rects else layout.actions.left()
+        chrome.paint_footer(painter, layout, after, chrome.footer_text(message, self.streaming_note), palette,
+                            self._small)
 
     def _hint_changed_later(self, index: _Index) -> None:
         # Telling the view inside paint() would relayout mid-paint; do it right after.
@@ -309,56 +309,62 @@ class MessageDelegate(QStyledItemDelegate):
         QTimer.singleShot(0, emit)
 
     def helpEvent(self, event, view, option, index) -> bool:  # Override.
-        """An answer's tooltip says in full why the model's own chat template was not used."""
+        """An action's tooltip; on an answer, why the model's own chat template was not used."""
         if event.type() == QEvent.Type.ToolTip and index.isValid():
-            note = (self._message(index).stats or {}).get("template_note")
+            action = self.action_at(index, event.pos())
+            if action is not None:
+                copied = action == "copy" and self.copied == self.message(index).id
+                QToolTip.showText(event.globalPos(), COPIED_TIP if copied else TIPS[action], view)
+                return True
+            note = (self.message(index).stats or {}).get("template_note")
             if note:
                 # Rich text, so that Qt wraps a long reason instead of one screen-wide line.
                 QToolTip.showText(event.globalPos(), f"<qt>{html.escape(note)}</qt>", view)
                 return True
         return super().helpEvent(event, view, option, index)
 
+    # --- hit tests ------------------------------------------------------------------
+
     def anchor_at(self, index: QModelIndex, point) -> str:
         """The link under a point in a message, if any."""
-        width = self._text_width()
-        message = self._message(index)
-        body = self._body(message, self._key(message, self._is_boundary(index), width), width)
-        rect = self._view.visualRect(index)
-        top = rect.top() + self._text_top(index)
-        return body.anchor_at(QPointF(point.x() - rect.left() - 2 * PAD, point.y() - top))
+        body, text = self.body_of(index), self.layout(index).text
+        return body.anchor_at(QPointF(point.x() - text.left(), point.y() - text.top()))
+
+    def text_at(self, index: QModelIndex, point) -> bool:
+        """Whether a point (viewport coordinates) is on the row's text."""
+        return self.layout(index).text.contains(point)
 
     def growth_rect(self, index: _Index, rect: QRect) -> QRect:
         """The part of a growing answer's row (at rect) that changed since this was last asked:
         from its first block laid out anew down to the footer."""
-        message = self._message(index)
+        message = self.message(index)
         growing, cached = self._growing.get(message.id), self._bodies.get(message.id)
         if growing is None or cached is None or (message.thinking and not message.text):
             return QRect(rect)  # (the thinking above the answer is what grows)
         body, first = cached[1], growing[1].take_first_new()
-        # Two pixels of slack: the author line's bold font may be a pixel taller.
+        # Two pixels of slack: the author line's font may be a pixel taller.
         top = self._text_top(index) - 2 + int(body.tops[first] if first < len(body.tops) else body.height)
         return QRect(rect.left(), rect.top() + top, rect.width(), max(0, rect.height() - top))
 
     def _text_top(self, index: _Index) -> int:
         """Where the text starts in a row: under the context boundary, the author line and
-        the thinking."""
-        return self._thinking_top(index) + self.thinking.height(self._message(index), self._text_width(),
-                                                                 self._view.fontMetrics().height(), self.dark)
+        the thinking (and the bubble's padding)."""
+        return self.layout(index, QRect(0, 0, self._viewport_width, 0)).text.top()
 
     def _thinking_top(self, index: _Index) -> int:
-        line = self._view.fontMetrics().height()
-        return PAD + line + PAD // 2 + (line + PAD if self._is_boundary(index) else 0)
+        layout = row_layout(QRect(0, 0, self._viewport_width, 0), self._viewport_width, self._lines,
+                            user=False, boundary=self._is_boundary(index))
+        return layout.thinking_top
 
     def thinking_header_at(self, index: QModelIndex, point) -> bool:
         """Whether a point (viewport coordinates) is on the row's "Thinking" header line."""
-        if not self._message(index).thinking:
+        if not self.message(index).thinking:
             return False
-        rect = self._view.visualRect(index)
-        top = rect.top() + self._thinking_top(index)
-        return top <= point.y() < top + self._view.fontMetrics().height() + 2
+        top = self._view.visualRect(index).top() + self._thinking_top(index)
+        return top <= point.y() < top + self._lines.line + 2
 
     def toggle_thinking(self, index: QModelIndex) -> None:
         """Open or close the row's thinking; the list makes room for it."""
-        self.thinking.toggle(self._message(index))
+        self.thinking.toggle(self.message(index))
         self._sizes.pop(index.row(), None)
         self.sizeHintChanged.emit(index)

@@ -1,41 +1,23 @@
-"""MessageView: the conversation as a list, with copy / regenerate / edit on each message."""
+"""MessageView: the conversation as a list, with copy / regenerate / edit icons on each message."""
 
 from __future__ import annotations
 
 import time
 
 from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QRect, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence, QPainter, QPalette
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QListView, QMenu, QStyleOptionViewItem,
-                               QToolButton, QWidget)
+from PySide6.QtGui import QAction, QCursor, QDesktopServices, QGuiApplication, QKeySequence, QPainter, QPalette
+from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
 
+from app.core.conversation import MessageState, Role
 from app.ui.bridge import FramePacer
+from app.ui.markdown import code_from_href
+from app.ui.message_actions import COPIED_TIP
 from app.ui.message_delegate import MessageDelegate
-from app.ui.message_model import MessageListModel, MessageRoles
+from app.ui.message_model import MessageListModel
+from app.ui.message_pointer import MessagePointer
+from app.ui.message_selection import SelectableText
 
-
-class MessageActions(QWidget):
-    """The small tool bar over the current message."""
-
-    def __init__(self, view: "MessageView") -> None:
-        super().__init__(view.viewport())
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        self.copy = self._button("Copy", "Copy this message", view.copy_current)
-        self.regenerate = self._button("Regenerate", "Write the last answer again", view.regenerateRequested.emit)
-        self.edit = self._button("Edit", "Edit this message and send it again", view.edit_current)
-        for button in (self.copy, self.regenerate, self.edit):
-            layout.addWidget(button)
-        self.hide()
-
-    def _button(self, text: str, tip: str, slot) -> QToolButton:
-        button = QToolButton(self)
-        button.setText(text)
-        button.setToolTip(tip)
-        button.setAutoRaise(True)
-        button.clicked.connect(slot)
-        return button
+COPIED_MS = 1500  # how long a copy icon shows its tick
 
 
 class MessageView(QListView):
@@ -46,6 +28,10 @@ class MessageView(QListView):
     repaints that row only, and lays the list out again only when the row grew taller.
     The model's rows are a long chat's newest messages; the view asks it for older ones
     when the user scrolls up to them.
+
+    Each message has icons under it (delegate.action_rects); a click on its text, or
+    Enter, opens a SelectableText over that text (open_selection) for a partial copy.
+    Signals: regenerateRequested(), editRequested(message id, text).
     """
 
     regenerateRequested = Signal()
@@ -76,11 +62,14 @@ class MessageView(QListView):
         self.delegate = MessageDelegate(self)
         self.setItemDelegate(self.delegate)
         self.delegate.set_width(self.viewport().width())
-        self.actions_bar = MessageActions(self)
+        self.pointer = MessagePointer(self)
+        self._selection: QPersistentModelIndex | None = None
+        self._copied_timer = QTimer(self)
+        self._copied_timer.setSingleShot(True)
+        self._copied_timer.timeout.connect(self._copied_over)
         self._follow = True
         self.verticalScrollBar().valueChanged.connect(self._scrolled)
         self.verticalScrollBar().rangeChanged.connect(self._range_changed)
-        self.entered.connect(self._show_actions)
         self._add_shortcuts()
 
     def setModel(self, model) -> None:  # Override QListView.setModel.
@@ -88,7 +77,6 @@ class MessageView(QListView):
         self.delegate.watch(model)
         model.modelReset.connect(self._reset)
         model.rowsInserted.connect(self._rows_inserted)
-        self.selectionModel().currentChanged.connect(lambda current, _: self._show_actions(current))
         self._reset()
 
     def _rows_inserted(self) -> None:
@@ -100,7 +88,7 @@ class MessageView(QListView):
         self._laid_out.clear()
         self._growth_timer.stop()
         self.delegate.forget_rows()
-        self.actions_bar.hide()
+        self._selection = None
         self._follow = True
         self.scrollToBottom()
 
@@ -131,7 +119,6 @@ class MessageView(QListView):
         self._follow = value >= bar.maximum() - 4
         if value < self.viewport().height():
             self._show_older()
-        self._place_actions()
 
     def _range_changed(self, _minimum: int, maximum: int) -> None:
         if self._follow:
@@ -181,44 +168,112 @@ class MessageView(QListView):
     def resizeEvent(self, event) -> None:  # Override QListView.resizeEvent.
         self.delegate.set_width(self.viewport().width())
         super().resizeEvent(event)
-        self._place_actions()
 
     # --- actions --------------------------------------------------------------------
 
-    def _show_actions(self, index: QModelIndex) -> None:
-        if not index.isValid():
-            self.actions_bar.hide()
-            return
-        self._actions_index = index
-        role = index.data(MessageRoles.ROLE)
-        self.actions_bar.regenerate.setVisible(bool(index.data(MessageRoles.IS_LAST_ANSWER)))
-        self.actions_bar.edit.setVisible(role == "user")
-        self.actions_bar.adjustSize()
-        self.actions_bar.show()
-        self._place_actions()
-
-    def _place_actions(self) -> None:
-        index = getattr(self, "_actions_index", None)
-        if index is None or not index.isValid():
-            return
-        rect = self.visualRect(index)
-        bar = self.actions_bar
-        bar.move(rect.right() - bar.width() - 12, rect.top() + 4)
-        bar.raise_()
-
     def current_message(self) -> QModelIndex:
-        index = getattr(self, "_actions_index", None)
-        return index if index is not None and index.isValid() else self.currentIndex()
+        """The message the keys and the menu act on: the one whose text is open, else the current one."""
+        if self._selection is not None and self._selection.isValid():
+            return self.model().index(self._selection.row(), 0)
+        return self.currentIndex()
+
+    def run_action(self, index: QModelIndex, action: str) -> None:
+        """Do what a message's icon does (its copy, regenerate or edit)."""
+        self.setCurrentIndex(index)
+        if action == "copy":
+            self.copy_current()
+        elif action == "regenerate":
+            self.regenerateRequested.emit()
+        elif action == "edit":
+            self.edit_current()
 
     def copy_current(self) -> None:
+        """Copy the message as written (an answer's Markdown, the user's words as typed)."""
         index = self.current_message()
         if index.isValid():
-            QGuiApplication.clipboard().setText(index.data(Qt.ItemDataRole.DisplayRole) or "")
+            message = self.delegate.message(index)
+            QGuiApplication.clipboard().setText(message.text)
+            self._show_copied(message.id)
 
     def edit_current(self) -> None:
         index = self.current_message()
-        if index.isValid() and index.data(MessageRoles.ROLE) == "user":
-            self.editRequested.emit(index.data(MessageRoles.MESSAGE_ID), index.data(Qt.ItemDataRole.DisplayRole))
+        if index.isValid():
+            message = self.delegate.message(index)
+            if message.role == Role.USER:
+                self.editRequested.emit(message.id, message.text)
+
+    def _show_copied(self, message_id: int | None) -> None:
+        self.delegate.copied = message_id
+        self.viewport().update()
+        if message_id is not None:
+            self._copied_timer.start(COPIED_MS)
+
+    def _copied_over(self) -> None:
+        self._show_copied(None)
+
+    def copy_code(self, code: str) -> None:
+        """A code block's copy link was clicked: exactly its code."""
+        QGuiApplication.clipboard().setText(code)
+        QToolTip.showText(QCursor.pos(), COPIED_TIP, self)
+
+    def open_link(self, href: str) -> bool:
+        """A link in a message was clicked: a code block's copy, or a web or mail address."""
+        code = code_from_href(href)
+        if code is not None:
+            self.copy_code(code)
+            return True
+        url = QUrl(href)
+        # Only web and mail links: a model's answer must not open local files.
+        if url.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)
+            return True
+        return False
+
+    # --- selecting part of a message ----------------------------------------------------
+
+    def open_selection(self, index: QModelIndex | None = None) -> SelectableText | None:
+        """Make a message's text selectable (an editor over it); None while it is being written."""
+        index = index if index is not None else self.currentIndex()
+        if not index.isValid() or self.delegate.message(index).state == MessageState.STREAMING:
+            return None
+        editor = self.selection_editor()
+        if editor is not None and self._selection is not None and self._selection.row() == index.row():
+            return editor
+        self.close_selection(keep_focus=True)
+        self.setCurrentIndex(index)
+        self._selection = QPersistentModelIndex(index)
+        self.openPersistentEditor(index)
+        opened = self.indexWidget(index)
+        assert isinstance(opened, SelectableText)
+        opened.closeRequested.connect(self._selection_closed)
+        opened.linkActivated.connect(self.open_link)
+        opened.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.viewport().update(self.visualRect(index))
+        return opened
+
+    def selection_editor(self) -> SelectableText | None:
+        """The open selection editor, if any."""
+        if self._selection is None or not self._selection.isValid():
+            return None
+        editor = self.indexWidget(self.model().index(self._selection.row(), 0))
+        return editor if isinstance(editor, SelectableText) else None
+
+    def close_selection(self, keep_focus: bool = False) -> None:
+        """Close the selection editor (the text is painted again); the list takes the keys back."""
+        selection, self._selection = self._selection, None
+        if selection is None or not selection.isValid():
+            return
+        index = self.model().index(selection.row(), 0)
+        had_focus = (editor := self.indexWidget(index)) is not None and editor.hasFocus()
+        self.closePersistentEditor(index)
+        self.delegate.selecting = None
+        self.viewport().update(self.visualRect(index))
+        if had_focus and not keep_focus:
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def _selection_closed(self) -> None:
+        # Later: the editor asks from inside its own event handler.
+        QTimer.singleShot(0, self.close_selection)
 
     def _add_shortcuts(self) -> None:
         copy = QAction("Copy message", self)
@@ -229,18 +284,25 @@ class MessageView(QListView):
         edit.setShortcut(QKeySequence(Qt.Key.Key_F2))
         edit.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         edit.triggered.connect(self.edit_current)
-        self.addActions([copy, edit])
+        select = QAction("Select text", self)
+        select.setShortcuts([QKeySequence(Qt.Key.Key_Return), QKeySequence(Qt.Key.Key_Enter)])
+        select.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        select.triggered.connect(lambda: self.open_selection())
+        self.addActions([copy, edit, select])
 
     def _context_menu(self, point) -> None:
         index = self.indexAt(point)
         if not index.isValid():
             return
         self.setCurrentIndex(index)
+        message = self.delegate.message(index)
         menu = QMenu(self)
         menu.addAction("Copy", self.copy_current)
-        if index.data(MessageRoles.IS_LAST_ANSWER):
+        if message.state != MessageState.STREAMING:
+            menu.addAction("Select text", lambda: self.open_selection(index))
+        if self.delegate.is_last_answer(index):
             menu.addAction("Regenerate", self.regenerateRequested.emit)
-        if index.data(MessageRoles.ROLE) == "user":
+        if message.role == Role.USER:
             menu.addAction("Edit and resend…", self.edit_current)
         menu.popup(self.viewport().mapToGlobal(point))
 
@@ -265,18 +327,15 @@ class MessageView(QListView):
                              "Ask anything. Answers are written on this computer;\nnothing you type leaves it.")
             painter.end()
 
-    def viewportEvent(self, event) -> bool:  # Override: links in answers open on click.
+    def viewportEvent(self, event) -> bool:  # Override: links and the thinking header open on click.
         if event.type() == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.LeftButton:
-            index = self.indexAt(event.position().toPoint())
-            if index.isValid() and self.delegate.thinking_header_at(index, event.position().toPoint()):
+            point = event.position().toPoint()
+            index = self.indexAt(point)
+            if index.isValid() and self.delegate.thinking_header_at(index, point):
                 self.delegate.toggle_thinking(index)
                 return True
-            if index.isValid():
-                url = QUrl(self.delegate.anchor_at(index, event.position().toPoint()))
-                # Only web and mail links: a model's answer must not open local files.
-                if url.scheme() in ("http", "https", "mailto"):
-                    QDesktopServices.openUrl(url)
-                    return True
+            if index.isValid() and self.open_link(self.delegate.anchor_at(index, point)):
+                return True
         return super().viewportEvent(event)
 
 

@@ -40,7 +40,7 @@ def test_the_thinking_section_closes_when_the_answer_starts_and_opens_on_a_click
     assert section.is_open(answer) and section.header(answer).startswith("▾ ")
     opened = view.visualRect(index).height()
     assert opened - closed.height() >= view.fontMetrics().height(), "the thinking text takes room"
-    assert view.delegate.thinking.body(answer, view.delegate._text_width(), False).height > 0
+    assert view.delegate.thinking.body(answer, view.delegate._text_width(answer), False).height > 0
 
     QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=header)
     run(loop, until(lambda: view.visualRect(index).height() == closed.height(), what="the closed section"))
