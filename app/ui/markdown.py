@@ -60,7 +60,7 @@ def _fence(md: MarkdownIt, dark: bool):
                 f'margin-top:6px;margin-bottom:6px">'
                 f'<tr><td style="{cell}"><span style="font-size:small">{html.escape(language)}</span></td>'
                 f'<td align="right" style="{cell}"><a href="{copy_href(code)}" style="color:{muted};'
-                f'text-decoration:none"><span style="font-family:Phosphor;vertical-align:middle">{_COPY_GLYPH}</span>'
+                f'text-decoration:none"><span style="font-family:Phosphor;font-size:small">{_COPY_GLYPH}</span>'
                 f'<span style="font-size:small"> Copy</span></a></td></tr>'
                 f'<tr><td colspan="2" style="padding:8px 10px"><pre style="margin:0">{body}</pre></td></tr></table>')
 

@@ -6,7 +6,7 @@ import time
 
 from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QRect, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QCursor, QDesktopServices, QGuiApplication, QKeySequence, QPainter, QPalette
-from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
 
 from app.core.conversation import MessageState, Role
 from app.ui.bridge import FramePacer
@@ -50,6 +50,7 @@ class MessageView(QListView):
         self._frame_pending = False
         self._exposed: QRect | None = None
         self.setObjectName("messages")
+        self.setFrameShape(QFrame.Shape.NoFrame)  # the column's own spacing sets it apart
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
