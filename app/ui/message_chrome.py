@@ -54,11 +54,20 @@ def muted(palette: QPalette) -> QColor:
     return palette.color(QPalette.ColorRole.PlaceholderText)
 
 
-def paint_boundary(painter: QPainter, band: QRect, palette: QPalette) -> None:
+def paint_boundary(painter: QPainter, band: QRect, palette: QPalette, font: QFont) -> None:
+    """The context boundary: its words in the middle of a rule across the column."""
+    painter.setFont(font)
     painter.setPen(muted(palette))
-    painter.drawText(band, Qt.AlignmentFlag.AlignCenter, BOUNDARY_TEXT)
-    y = band.bottom() + PAD // 2
-    painter.drawLine(band.left(), y, band.right(), y)
+    metrics = painter.fontMetrics()
+    words = metrics.elidedText(BOUNDARY_TEXT, Qt.TextElideMode.ElideRight, band.width() - 4 * PAD)
+    painter.drawText(band, Qt.AlignmentFlag.AlignCenter, words)
+    half = (metrics.horizontalAdvance(words) + 2 * PAD) // 2
+    y = band.center().y() + 1
+    rule = QColor(muted(palette))
+    rule.setAlpha(110)
+    painter.setPen(rule)
+    painter.drawLine(band.left(), y, band.center().x() - half, y)
+    painter.drawLine(band.center().x() + half, y, band.right(), y)
 
 
 def paint_highlight(painter: QPainter, layout: RowLayout, palette: QPalette) -> None:

@@ -259,7 +259,7 @@ class MessageDelegate(SelectionEditing):
         palette = QPalette(self._view.palette())
         layout = self.layout(index, rect)
         if layout.boundary is not None:
-            chrome.paint_boundary(painter, layout.boundary, palette)
+            chrome.paint_boundary(painter, layout.boundary, palette, self._small)
         if option.state & QStyle.StateFlag.State_Selected and self._view.hasFocus():
             chrome.paint_highlight(painter, layout, palette)
         if layout.bubble is not None:

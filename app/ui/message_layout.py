@@ -74,7 +74,7 @@ def row_layout(rect: QRect, viewport_width: int, lines: Lines, *, user: bool, bo
     top = rect.top() + SPACING
     band = None
     if boundary:
-        band = QRect(rect.left() + PAD, top, rect.width() - 2 * PAD, lines.line)
+        band = QRect(col.left(), top, col.width(), lines.line)
         top += lines.line + PAD
     author = QRect(col.left(), top, col.width(), lines.small)
     top += lines.small + AUTHOR_GAP

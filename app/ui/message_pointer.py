@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QPersistentModelIndex, QPoint, QPointF, Qt
+from PySide6.QtCore import QEvent, QObject, QPersistentModelIndex, QPoint, QPointF, QRect, Qt
 from PySide6.QtGui import QCursor, QMouseEvent
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
@@ -25,6 +25,7 @@ class MessagePointer(QObject):
         self._dragging: SelectableText | None = None  # the editor being handed the drag
         self._pressed: tuple[QPersistentModelIndex, str] | None = None  # an action, until released
         self._forwarding = False
+        self._lit: QRect | None = None  # the icon drawn lit, where it was
         view.viewport().installEventFilter(self)
 
     def eventFilter(self, watched, event) -> bool:  # Override QObject.eventFilter.
@@ -38,7 +39,7 @@ class MessagePointer(QObject):
         if kind == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.LeftButton:
             return self._released(event)
         if kind == QEvent.Type.Leave:
-            self._hover(None, None)
+            self._hover(None, None, None)
         return False
 
     def _at(self, event) -> tuple:
@@ -51,7 +52,7 @@ class MessagePointer(QObject):
             return True
         point, index = self._at(event)
         action = self._view.delegate.action_at(index, point) if index.isValid() else None
-        self._hover(index if action else None, action)
+        self._hover(index if action else None, action, point)
         self._view.viewport().setCursor(self._cursor(index, point, action))
         return False
 
@@ -64,12 +65,21 @@ class MessagePointer(QObject):
             return QCursor(Qt.CursorShape.IBeamCursor)
         return QCursor(Qt.CursorShape.ArrowCursor)
 
-    def _hover(self, index, action: str | None) -> None:
+    def _hover(self, index, action: str | None, point: QPoint | None) -> None:
         delegate = self._view.delegate
         hovered = (delegate.message(index).id, action) if index is not None and action else None
-        if hovered != delegate.hovered:
-            delegate.hovered = hovered
-            self._view.viewport().update()
+        if hovered == delegate.hovered:
+            return
+        delegate.hovered = hovered
+        # Only the icon that lit up and the one that went out: not the rows around them.
+        viewport = self._view.viewport()
+        if self._lit is not None:
+            viewport.update(self._lit)
+        self._lit = None
+        if index is not None and point is not None:
+            self._lit = next((rect for _name, rect in delegate.action_rects(index) if rect.contains(point)), None)
+            if self._lit is not None:
+                viewport.update(self._lit)
 
     def _selectable(self, index) -> bool:
         return self._view.delegate.message(index).state != MessageState.STREAMING

@@ -289,7 +289,16 @@ class MessageView(QListView):
         select.setShortcuts([QKeySequence(Qt.Key.Key_Return), QKeySequence(Qt.Key.Key_Enter)])
         select.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         select.triggered.connect(lambda: self.open_selection())
-        self.addActions([copy, edit, select])
+        select_all = QAction("Select all of the message's text", self)
+        select_all.setShortcut(QKeySequence.StandardKey.SelectAll)
+        select_all.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        select_all.triggered.connect(self._select_all)
+        self.addActions([copy, edit, select, select_all])
+
+    def _select_all(self) -> None:
+        editor = self.open_selection()
+        if editor is not None:
+            editor.selectAll()
 
     def _context_menu(self, point) -> None:
         index = self.indexAt(point)

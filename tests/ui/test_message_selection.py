@@ -116,6 +116,10 @@ def test_the_keys_open_the_text_select_part_of_it_copy_and_close(window) -> None
     QTest.qWait(10)
     assert view.selection_editor() is None and view.hasFocus()
     assert view.currentIndex().row() == 0
+    # Ctrl+A on the list selects all of the current message's text.
+    QTest.keyClick(view, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClick(view.selection_editor(), Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == QUESTION
 
 
 def test_the_editor_lies_exactly_over_the_painted_text(window) -> None:
