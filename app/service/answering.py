@@ -181,8 +181,7 @@ class Answering:
                 continue
             broken = c.model_state == ModelState.FAILED and c.load_error is not None and same_model(c.model, target)
             if tried or target is None or broken:
-                c._emit(Problem("No model is ready: import a model file, or fix the problem shown "
-                                "in the status bar. Your message is kept.", "model"))
+                c._emit(Problem(_no_model_words(target), "model"))
                 return False
             tried = True
             # A task of its own: this chat leaving the line must not cancel the load.
@@ -212,6 +211,14 @@ class Answering:
         c.threads.record(self._model_key(), int(stats["threads"]), int(stats.get("tokens", 0)),
                          float(stats.get("tokens_per_s", 0.0)))
         c.spawn(c.storage.run(c.threads.save))
+
+
+def _no_model_words(target: InstalledModel | None) -> str:
+    if target is None:
+        return ("No model is ready: import a model file, or fix the problem shown in the status bar. "
+                "Your message is kept.")
+    return (f"{target.title} could not be loaded (the status bar says why). Your message is kept: "
+            "choose another model for this chat, then press Regenerate.")
 
 
 def same_model(one: InstalledModel | None, other: InstalledModel | None) -> bool:

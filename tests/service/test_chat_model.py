@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from app.core.conversation import MessageState
 from app.core.history import HistoryStore
 from app.core.paths import data_paths
 from app.library.importer import import_model_file
@@ -80,6 +81,35 @@ def test_a_waiting_chat_gets_its_own_model_when_its_turn_comes(tiny_model, think
         await controller.wait_idle()
         assert controller.messages[-1].text == ANSWER
         assert controller.model.id == thinker.id and controller.app_model.id != thinker.id
+        await controller.shutdown()
+
+    run(scenario)
+
+
+def test_a_chats_model_that_cannot_load_is_said_and_other_chats_still_answer(tiny_model, tmp_path) -> None:
+    install(tiny_model)
+    copy = tmp_path / "damaged later.gguf"
+    copy.write_bytes(tiny_model.read_bytes())
+    broken = import_model_file(ModelLibrary(data_paths().models), copy)
+    damaged = bytearray(broken.path.read_bytes())
+    damaged[:64] = b"\0" * 64  # damaged on disk after it was installed (same size: still listed)
+    broken.path.write_bytes(bytes(damaged))
+
+    async def scenario():
+        controller = make_controller()
+        recorder = Recorder(controller)
+        await controller.start_up()
+        assert broken.id != controller.app_model.id
+        await controller.set_conversation_model(broken.id)
+        assert controller.send("Hello broken")
+        await controller.wait_idle()
+        problem = recorder.of(ev.Problem)[-1]
+        assert problem.kind == "model" and broken.title in problem.text and "Your message is kept" in problem.text
+        assert [m.text for m in controller.messages] == ["Hello broken"]
+        controller.new_conversation()
+        assert controller.send("Hello default")
+        await controller.wait_idle()
+        assert controller.messages[-1].state == MessageState.COMPLETE
         await controller.shutdown()
 
     run(scenario)
