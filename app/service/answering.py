@@ -58,7 +58,7 @@ class Answering:
         try:
             conversation_id = turn.conversation_id
             if conversation_id is None:
-                conversation = await c.create_conversation(_title_from(text))
+                conversation = await c.create_conversation(_title_from(text), turn.model_id)
                 conversation_id = conversation.id
                 if c.opened == opened and c.conversation is None:
                     c.conversation = conversation  # the user still looks at it

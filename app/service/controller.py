@@ -454,11 +454,12 @@ class ChatController:
             self.conversation = await self.create_conversation(title)
         return self.conversation.id
 
-    async def create_conversation(self, title: str) -> Conversation:
+    async def create_conversation(self, title: str, model_id: str | None = None) -> Conversation:
+        """Save a new chat (model_id: its own model, None for the new chat's choice)."""
         storage = self._storage()
         conversation = await storage.history(
             HistoryStore.create_conversation, title=title, system_prompt=self._new_chat_system_prompt(),
-            settings=self._new_chat_settings(), model=self._new_chat_model)
+            settings=self._new_chat_settings(), model=model_id or self._new_chat_model)
         self._emit(ConversationChanged(conversation))
         return conversation
 
