@@ -9,9 +9,21 @@ with QT_SCALE_FACTOR=2 for 200% scaling.
 
 --show picks another view: "installed", "settings" and "catalog" (the model manager, with
 --add MODEL referencing a model file first, so the table has more than the starter),
-or "first-run" (the empty chat's offer, as a new user on the starter sees it). With
---paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or a link; set
-HF_ENDPOINT to a local server to stay offline) and shows what it found.
+"first-run" (the empty chat's offer, as a new user on the starter sees it), "empty" (a
+new chat, model ready), "streaming" (grabbed while an answer is being written), "code"
+(a long code answer, with other chats in the list), "picker" (the header's model menu
+open; the whole screen is grabbed, as a menu is a window of its own), "hardware" and
+"about". With --paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or
+a link; set HF_ENDPOINT to a local server to stay offline) and shows what it found.
+
+--show window-set --out DIR takes empty, streaming, code, picker, hardware and about in
+one run, as DIR/<view>-<theme>-<scale>.png (scale from QT_SCALE_FACTOR). The set for the
+README's review, both themes at 100% and 200%:
+
+    for theme in light dark; do for scale in 1 2; do
+      KESTREL_HOME=/tmp/shots QT_SCALE_FACTOR=$scale QT_QPA_PLATFORM=xcb \
+        xvfb-run -a -s "-screen 0 2600x1700x24" python scripts/screenshot.py \
+        --show window-set --theme $theme --out /tmp/shots/png; done; done
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import asyncio
 import dataclasses
 import sys
 from pathlib import Path
+from typing import Any as QWidgetLike
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -72,6 +85,115 @@ async def scenario(window, prompt: str) -> None:
     await asyncio.sleep(0.3)
 
 
+WINDOW_VIEWS = ("empty", "streaming", "code", "picker", "hardware", "about")
+
+LONG_CODE = "Here is the whole module, with the parser split out and typed:\n\n```python\n" + "\n".join(
+    [
+        "from __future__ import annotations", "", "import csv", "from dataclasses import dataclass",
+        "from pathlib import Path", "", "", "@dataclass(frozen=True)", "class Reading:",
+        '    """One line of the meter file."""', "", "    when: str", "    kwh: float", "", "",
+        "def parse(line: str) -> Reading | None:", '    """A reading, or None for a blank or comment line."""',
+        "    line = line.strip()", '    if not line or line.startswith("#"):', "        return None",
+        '    when, value = line.split(",", 1)', "    return Reading(when.strip(), float(value))", "", "",
+        "def readings(path: Path) -> list[Reading]:", "    found = []",
+        '    with path.open(encoding="utf-8") as f:', "        for number, line in enumerate(f, 1):",
+        "            try:", "                reading = parse(line)", "            except ValueError as exc:",
+        '                raise ValueError(f"{path}:{number}: {exc}") from None',
+        "            if reading is not None:", "                found.append(reading)", "    return found",
+        "", "", "def total(path: Path) -> float:", "    return sum(r.kwh for r in readings(path))", "", "",
+        'if __name__ == "__main__":', "    import sys", "", "    print(f\"{total(Path(sys.argv[1])):.2f} kWh\")",
+    ]) + "\n```\n\nRun it as `python meter.py readings.csv`. Blank lines and `#` comments are skipped."
+
+
+def seed_chats(history_db: Path) -> None:
+    """A few chats in the list, one with a long code answer (once per KESTREL_HOME)."""
+    from app.core.answer_stats import AnswerStats
+    from app.core.conversation import Role
+    from app.core.history import HistoryStore
+
+    store = HistoryStore(history_db)
+    try:
+        if any(c.title == "Meter readings parser" for c in store.list_conversations()):
+            return
+        stats = AnswerStats(ttft_ms=91.0, tokens_per_s=47.5, tokens=412, device="CPU", finish_reason="stop")
+        for title, question in (("Trip ideas for a long weekend in the Alps with the kids and a dog", "Ideas?"),
+                                ("Kestrel or falcon?", "What is the difference?")):
+            chat = store.create_conversation(title)
+            store.add_message(chat.id, Role.USER, question)
+        chat = store.create_conversation("Meter readings parser")
+        store.add_message(chat.id, Role.USER, "Split the parser out of this and add types, please.")
+        store.add_message(chat.id, Role.ASSISTANT, LONG_CODE, stats=stats.to_dict())
+    finally:
+        store.close()
+
+
+async def window_view(window, view: str) -> QWidgetLike:
+    """Bring the window to one view; returns what to grab (None: the whole screen)."""
+    controller = window.controller
+    if view == "empty":
+        controller.new_conversation()
+    elif view == "code":
+        await controller.open_conversation(_chat_id(window, "Meter readings parser"))
+    elif view == "streaming":
+        controller.new_conversation()
+        system_prompt, settings = controller.conversation_settings()
+        await controller.set_conversation_settings(system_prompt, dataclasses.replace(
+            settings, max_tokens=400, temperature=0.8))
+        controller.send("Write a short story about a kestrel that learns to hover over a motorway.")
+        await _until(lambda: len(window.adapter.messages.messages()) == 2
+                     and len(window.adapter.messages.messages()[-1].text) > 250)
+        return window
+    elif view == "picker":
+        window.header.model_button.click()
+        await asyncio.sleep(0.5)
+        return None
+    elif view == "hardware":
+        window.show_hardware()
+        await _until(lambda: window.hardware_window is not None and window.hardware_window.isVisible())
+        await asyncio.sleep(0.4)
+        return window.hardware_window
+    elif view == "about":
+        window.show_about()
+        await asyncio.sleep(0.4)
+        return window.about
+    await asyncio.sleep(0.4)
+    return window
+
+
+def _chat_id(window, title: str) -> int:
+    from app.ui.conversation_model import ConversationRoles
+
+    model = window.adapter.conversations
+    for row in range(model.rowCount()):
+        if model.index(row).data() == title:
+            return model.index(row).data(ConversationRoles.ID)
+    raise SystemExit(f"no chat called {title!r}: run seed_chats first")
+
+
+async def window_set(window, folder: Path, theme: str) -> None:
+    """Every view of WINDOW_VIEWS, saved as folder/<view>-<theme>-<scale>.png."""
+    import os
+
+    from PySide6.QtGui import QGuiApplication
+
+    await window.controller.start_up()
+    await _until(lambda: window.controller.model_state.value == "ready")
+    scale = os.environ.get("QT_SCALE_FACTOR", "1")
+    folder.mkdir(parents=True, exist_ok=True)
+    for view in WINDOW_VIEWS:
+        shown = await window_view(window, view)
+        image = shown.grab() if shown is not None else QGuiApplication.primaryScreen().grabWindow(0)
+        image.save(str(folder / f"{view}-{theme}-{scale}x.png"))
+        for closing in (window.hardware_window, getattr(window, "about", None)):
+            if closing is not None:
+                closing.close()
+        if view == "picker":
+            window.header.model_menu.close()
+        if view == "streaming":
+            window.controller.stop()
+            await window.controller.wait_idle()
+
+
 async def manager_scenario(window, page: str, add: list[Path], paste: str | None = None) -> None:
     controller = window.controller
     await controller.start_up()
@@ -107,12 +229,19 @@ async def _until(predicate, timeout: float = 120) -> None:
     raise SystemExit("timed out waiting for the view to fill")
 
 
+async def _one_view(window, view: str, shown: list) -> None:
+    await window.controller.start_up()
+    await _until(lambda: window.controller.model_state.value == "ready")
+    shown.append(await window_view(window, view))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--theme", choices=["light", "dark", "system"], default="light")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prompt", default="What is a kestrel?")
-    parser.add_argument("--show", choices=["chat", "installed", "settings", "catalog", "first-run"], default="chat")
+    parser.add_argument("--show", default="chat", choices=["chat", "installed", "settings", "catalog", "first-run",
+                                                           *WINDOW_VIEWS, "window-set"])
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
     parser.add_argument("--paste", help="with --show catalog: a repository or link to look up")
@@ -131,14 +260,20 @@ def main() -> int:
     paths = data_paths().ensure()
     settings_file = SettingsFile(paths.settings_file)
     settings_file.save(dataclasses.replace(settings_file.load(), theme=args.theme))
+    seed_chats(paths.history_db)
     window = build_window(paths)
-    window.resize(1100, 760)
+    window.resize(1180, 780)
     window.show()
     in_manager = args.show in ("installed", "settings", "catalog")
+    shown: list = []
     if in_manager:
         work = manager_scenario(window, args.show, args.add, args.paste)
     elif args.show == "first-run":
         work = first_run_scenario(window)
+    elif args.show == "window-set":
+        work = window_set(window, args.out, args.theme)
+    elif args.show in WINDOW_VIEWS:
+        work = _one_view(window, args.show, shown)
     else:
         work = scenario(window, args.prompt)
     task = loop.create_task(work)
@@ -146,8 +281,10 @@ def main() -> int:
     with loop:
         loop.run_forever()
         task.result()
-        shown = window.model_manager if in_manager else window
-        shown.grab().save(str(args.out))
+        if args.show != "window-set":
+            target = window.model_manager if in_manager else (shown[0] if shown else window)
+            image = target.grab() if target is not None else app.primaryScreen().grabWindow(0)
+            image.save(str(args.out))
         done = loop.create_task(window.controller.shutdown())
         done.add_done_callback(lambda _: loop.stop())
         loop.run_forever()

@@ -1,28 +1,37 @@
-"""MainWindow: conversations on the left, the chat on the right, the engine in the status bar."""
+"""MainWindow: the chat list on the left; the open chat's header, messages and composer on the right."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
-                               QApplication, QListView, QMainWindow, QMessageBox, QProgressBar, QPushButton,
-                               QSplitter, QStackedWidget, QToolButton, QVBoxLayout, QWidget)
+import dataclasses
 
-from app.ui.composer import Composer
-from app.ui.conversation_model import ConversationFilter, ConversationRoles
-from app.ui.dialogs import (ConversationSettingsDialog, DamagedHistoryPanel, EditMessageDialog, HardwareDialog,
-                            SettingsDialog)
-from app.service.controller import ChatController
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtWidgets import (QApplication, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
+                               QPushButton, QSplitter, QStackedWidget, QToolButton, QVBoxLayout, QWidget)
+
 from app.service.background import WindowState
+from app.service.controller import ChatController
 from app.service.events import ModelState
+from app.ui import icons
+from app.ui.about import AboutDialog
 from app.ui.adapter import ControllerAdapter
+from app.ui.chat_files import ChatFiles
+from app.ui.chat_header import ChatHeader
+from app.ui.composer import Composer
+from app.ui.conversation_model import ConversationRoles
+from app.ui.dialogs import ConversationSettingsDialog, DamagedHistoryPanel, EditMessageDialog, SettingsDialog
+from app.ui.drafts import DraftKeeper
 from app.ui.first_run import STARTER_TEXT, FirstRunOffer
-from app.ui.model_manager import ClickableLabel, ModelManager
+from app.ui.hardware_view import HardwareWindow
 from app.ui.message_view import MessageView
-from app.ui.theme import apply_theme
+from app.ui.model_manager import ModelManager
+from app.ui.sidebar import Sidebar
+from app.ui.status_line import StatusLine
+from app.ui.theme import apply_theme, window_style
+from app.ui.window_menus import build_menus
 
-# Typing in the search box waits this long for a pause before the history is searched.
-SEARCH_DEBOUNCE_MS = 200
+# The messages and the composer share a column no wider than this, centred.
+COLUMN_WIDTH = 820
 
 
 class MainWindow(QMainWindow):
@@ -38,65 +47,58 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.controller = controller
         self.adapter = ControllerAdapter(controller, self)
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(SEARCH_DEBOUNCE_MS)
-        self._searches = 0
         self._theme: str | None = None
+        self._problem_kind = ""
+        self._activity: tuple[str, int | None] = ("Idle", None)
+        self._searches = 0
         self.model_manager: ModelManager | None = None
+        self.hardware_window: HardwareWindow | None = None
         self.setWindowTitle("Kestrel")
-        self.resize(1100, 740)
-        self._build_sidebar()
+        self.resize(1180, 780)
+        self.sidebar = Sidebar(self.adapter, self)
+        self.sidebar.setObjectName("sidebar")
         self._build_chat()
-        splitter = QSplitter(self)
-        splitter.addWidget(self.sidebar)
-        splitter.addWidget(self.chat)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([260, 840])
-        self.setCentralWidget(splitter)
-        self._build_status_bar()
-        self._build_actions()
+        self.splitter = QSplitter(self)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(self.chat)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([270, 910])
+        self.splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(self.splitter)
+        self.status = StatusLine(self)
+        self.statusBar().addWidget(self.status, 1)
+        self.drafts = DraftKeeper(controller, self.composer, self)
+        self.chat_files = ChatFiles(self.adapter, self)
+        self.actions = build_menus(self)
+        self._name_parts()
         self._connect()
         self._model_state_changed()
         self._conversation_opened()
+        self._answer_queue_changed()
         self._set_tab_order()
         self.composer.edit.setFocus()
 
     # --- building ---------------------------------------------------------------------
 
-    def _build_sidebar(self) -> None:
-        self.sidebar = QWidget(self)
-        self.new_button = QPushButton("New chat", self.sidebar)
-        self.search = QLineEdit(self.sidebar)
-        self.search.setPlaceholderText("Search chats (Ctrl+F)")
-        self.search.setClearButtonEnabled(True)
-        self.search.setAccessibleName("Search chats")
-        self.filter = ConversationFilter(self)
-        self.filter.setSourceModel(self.adapter.conversations)
-        self.conversation_list = QListView(self.sidebar)
-        self.conversation_list.setObjectName("conversations")
-        self.conversation_list.setAccessibleName("Chats")
-        self.conversation_list.setModel(self.filter)
-        self.conversation_list.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed
-                                               | QAbstractItemView.EditTrigger.DoubleClicked)
-        self.conversation_list.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
-        layout = QVBoxLayout(self.sidebar)
-        layout.setContentsMargins(8, 8, 4, 8)
-        layout.addWidget(self.new_button)
-        layout.addWidget(self.search)
-        layout.addWidget(self.conversation_list, 1)
-
     def _build_chat(self) -> None:
         self.chat = QWidget(self)
+        self.chat.setObjectName("chatPane")
+        self.header = ChatHeader(self.adapter, self.chat)
         self.banner = QLabel(self.chat)
         self.banner.setObjectName("banner")
         self.banner.setWordWrap(True)
-        self.banner.setStyleSheet("QLabel#banner{background:#b3261e;color:white;padding:8px;border-radius:6px}")
+        self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.banner_close = QToolButton(self.chat)
-        self.banner_close.setText("Dismiss")
-        banner_row = QHBoxLayout()
-        banner_row.addWidget(self.banner, 1)
-        banner_row.addWidget(self.banner_close)
+        self.banner_close.setObjectName("bannerClose")
+        self.banner_close.setToolTip("Dismiss")
+        self.banner_close.setAccessibleName("Dismiss")
+        icons.themed(self.banner_close, "close", icons.ROLE.HighlightedText)
+        self.banner_row = QWidget(self.chat)
+        self.banner_row.setObjectName("bannerRow")
+        banner_layout = QHBoxLayout(self.banner_row)
+        banner_layout.setContentsMargins(0, 0, 0, 0)
+        banner_layout.addWidget(self.banner, 1)
+        banner_layout.addWidget(self.banner_close, 0, Qt.AlignmentFlag.AlignTop)
         self.history_panel = DamagedHistoryPanel(self.chat)
         self.messages = MessageView(self.chat)
         self.messages.setModel(self.adapter.messages)
@@ -104,26 +106,28 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget(self.chat)
         self.stack.addWidget(self.messages)
         self.stack.addWidget(self.empty)
-        self.settings_button = QToolButton(self.chat)
-        self.settings_button.setText("Chat settings…")
-        header = QHBoxLayout()
-        self.title = QLabel(self.chat)
-        self.title.setObjectName("chatTitle")
-        header.addWidget(self.title, 1)
-        header.addWidget(self.settings_button)
         self.composer = Composer(self.chat)
+        self.composer.setMaximumWidth(COLUMN_WIDTH)
+        composer_row = QHBoxLayout()
+        composer_row.setContentsMargins(16, 0, 16, 0)
+        composer_row.addWidget(self.composer)
         layout = QVBoxLayout(self.chat)
-        layout.setContentsMargins(4, 8, 8, 0)
-        layout.addLayout(header)
-        layout.addLayout(banner_row)
-        layout.addWidget(self.history_panel)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.header)
+        for widget in (self.banner_row, self.history_panel):
+            inset = QHBoxLayout()
+            inset.setContentsMargins(16, 8, 16, 0)
+            inset.addWidget(widget)
+            layout.addLayout(inset)
         layout.addWidget(self.stack, 1)
-        layout.addWidget(self.composer)
+        layout.addLayout(composer_row)
         self._show_problem("")
 
     def _build_empty_state(self) -> QWidget:
         panel = QWidget(self.chat)
         self.empty_text = QLabel(panel)
+        self.empty_text.setObjectName("emptyText")
         self.empty_text.setWordWrap(True)
         self.empty_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.import_button = QPushButton("Import a model file…", panel)
@@ -140,97 +144,68 @@ class MainWindow(QMainWindow):
         layout.addStretch(1)
         return panel
 
-    def _build_status_bar(self) -> None:
-        bar = self.statusBar()
-        self.model_label = ClickableLabel(self)
-        self.model_label.setToolTip("Open the model manager (Ctrl+M)")
-        self.device_label = QLabel(self)
-        self.activity_label = QLabel("Idle", self)
-        self.progress = QProgressBar(self)
-        self.progress.setMaximumWidth(220)
-        self.cancel_setup = QToolButton(self)
-        self.cancel_setup.setText("Cancel")
-        for widget in (self.model_label, self.device_label):
-            bar.addWidget(widget)
-        bar.addWidget(self.activity_label, 1)
-        bar.addPermanentWidget(self.progress)
-        bar.addPermanentWidget(self.cancel_setup)
-        self.progress.hide()
-        self.cancel_setup.hide()
-
-    def _build_actions(self) -> None:
-        chat_menu = self.menuBar().addMenu("&Chat")
-        file_menu = self.menuBar().addMenu("&File")
-        self.action_new = self._action(chat_menu, "&New chat", QKeySequence.StandardKey.New, self.new_conversation)
-        self._action(chat_menu, "&Search chats", QKeySequence.StandardKey.Find, self._focus_search)
-        self.action_copy_last = self._action(chat_menu, "&Copy last answer", QKeySequence("Ctrl+Shift+C"), self.copy_last_answer)
-        self._action(chat_menu, "&Regenerate last answer", QKeySequence("Ctrl+R"), self.controller.regenerate)
-        self._action(chat_menu, "Chat se&ttings…", QKeySequence("Ctrl+Shift+,"), self.edit_chat_settings)
-        self._action(chat_menu, "&Message box", QKeySequence("Ctrl+L"), self.composer.edit.setFocus)
-        self._action(file_menu, "&Models…", QKeySequence("Ctrl+M"), self.show_model_manager)
-        self._action(file_menu, "&Import a model file…", QKeySequence("Ctrl+O"), self.choose_model_file)
-        self._action(file_menu, "Import an ONNX model &folder…", QKeySequence("Ctrl+Shift+O"),
-                     self.choose_model_folder)
-        self._action(file_menu, "&Settings…", QKeySequence("Ctrl+,"), self.edit_settings)
-        self._action(file_menu, "&Hardware…", QKeySequence("Ctrl+Shift+H"), self.show_hardware)
-        self._action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
-        rename = QAction("Rename", self.conversation_list)
-        rename.triggered.connect(lambda: self.conversation_list.edit(self.conversation_list.currentIndex()))
-        delete = QAction("Delete…", self.conversation_list)
-        delete.setShortcut(QKeySequence.StandardKey.Delete)
-        delete.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
-        delete.triggered.connect(self.delete_current_conversation)
-        self.conversation_list.addActions([rename, delete])
+    def _name_parts(self) -> None:
+        """Short names for the parts tests and scripts reach for."""
+        self.search = self.sidebar.search
+        self.conversation_list = self.sidebar.conversation_list
+        self.filter = self.sidebar.filter
+        self.new_button = self.sidebar.new_button
+        self.model_label = self.status.model
+        self.device_label = self.status.device
+        self.activity_label = self.status.activity
+        self.progress = self.status.progress
+        self.cancel_setup = self.status.cancel
+        self.action_copy_last = self.actions.copy_last
 
     def _set_tab_order(self) -> None:
         """Keyboard users move chats → messages → composer → send, in reading order."""
-        chain = [self.new_button, self.search, self.conversation_list, self.settings_button,
-                 self.messages, self.composer.edit, self.composer.button]
+        chain = [self.new_button, self.search, self.conversation_list, self.header.model_button,
+                 self.header.settings_button, self.messages, self.composer.edit, self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)
 
-    def _action(self, menu, text: str, shortcut, slot) -> QAction:
-        action = menu.addAction(text)
-        action.setShortcut(shortcut)
-        action.triggered.connect(slot)
-        return action
-
     def _connect(self) -> None:
         s, c = self.adapter, self.controller
-        self.new_button.clicked.connect(self.new_conversation)
-        self.search.textChanged.connect(lambda: self._search_timer.start())
-        self._search_timer.timeout.connect(self.run_search)
-        self.conversation_list.activated.connect(self._open_index)
-        self.conversation_list.clicked.connect(self._open_index)
+        self.sidebar.newChatRequested.connect(self.new_conversation)
+        self.sidebar.conversationChosen.connect(self.open_chat)
+        self.sidebar.searchChanged.connect(self.run_search)
+        self.sidebar.deleteRequested.connect(self._delete_chat)
+        self.header.modelChosen.connect(lambda model_id: s.spawn(c.set_conversation_model(model_id)))
+        self.header.managerRequested.connect(self.show_model_manager)
+        self.header.settingsRequested.connect(self.edit_chat_settings)
         self.composer.sendRequested.connect(self._send)
-        self.composer.stopRequested.connect(c.stop)
-        self.messages.regenerateRequested.connect(c.regenerate)
+        self.composer.stopRequested.connect(self.stop_open_chat)
+        self.messages.regenerateRequested.connect(self.regenerate)
         self.messages.editRequested.connect(self.edit_message)
-        self.settings_button.clicked.connect(self.edit_chat_settings)
         self.import_button.clicked.connect(self.choose_model_file)
-        self.model_label.clicked.connect(self.show_model_manager)
-        self.first_run.follow(self.adapter)
+        self.status.managerRequested.connect(self.show_model_manager)
+        self.status.hardwareRequested.connect(self.show_hardware)
+        self.status.chatRequested.connect(self.open_chat)
+        self.status.cancel.clicked.connect(c.setup.cancel)
+        self.first_run.follow(s)
         self.first_run.managerRequested.connect(self.show_model_manager)
         self.banner_close.clicked.connect(lambda: self._show_problem(""))
-        self.cancel_setup.clicked.connect(c.setup.cancel)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_colors_changed)
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):
             # A bound method: Qt drops the connection when the window is destroyed.
             app.applicationStateChanged.connect(self._application_state_changed)
         s.problem.connect(self._show_problem)
+        s.problemSolved.connect(self._problem_solved)
         s.busyChanged.connect(self.composer.set_streaming)
-        s.activityChanged.connect(self.activity_label.setText)
+        s.answerQueueChanged.connect(self._answer_queue_changed)
+        s.activityChanged.connect(self._activity_changed)
         s.paceChanged.connect(self._pace_changed)
         s.modelStateChanged.connect(self._model_state_changed)
         s.conversationOpened.connect(self._conversation_opened)
         s.settingsChanged.connect(self._settings_changed)
-        s.setupProgress.connect(self._setup_progress)
-        s.setupFinished.connect(self._setup_finished)
+        s.setupProgress.connect(self.status.show_progress)
+        s.setupFinished.connect(self.status.hide_progress)
         s.historyDamaged.connect(self.history_panel.show_found)
         s.historyReplaced.connect(self.history_panel.show_done)
-        self.history_panel.recoverRequested.connect(lambda: self.adapter.spawn(self._replace_history(True)))
-        self.history_panel.freshRequested.connect(lambda: self.adapter.spawn(self._replace_history(False)))
+        s.installed.modelReset.connect(self._show_chat_model)
+        self.history_panel.recoverRequested.connect(lambda: s.spawn(self._replace_history(True)))
+        self.history_panel.freshRequested.connect(lambda: s.spawn(self._replace_history(False)))
 
     # --- reacting ---------------------------------------------------------------------
 
@@ -241,18 +216,18 @@ class MainWindow(QMainWindow):
 
     def new_conversation(self) -> None:
         self.controller.new_conversation()
+        self.composer.edit.setFocus()
 
-    def _open_index(self, index) -> None:
-        conversation_id = index.data(ConversationRoles.ID)
+    def open_chat(self, conversation_id: int) -> None:
         open_now = self.controller.conversation
-        if conversation_id is not None and (open_now is None or conversation_id != open_now.id):
+        if open_now is None or conversation_id != open_now.id:
+            self.drafts.flush()
             self.adapter.spawn(self.controller.open_conversation(conversation_id))
 
-    def run_search(self) -> None:
+    def run_search(self, query: str | None = None) -> None:
         """Search the history off the UI thread; a later search makes this one's answer moot."""
-        self._search_timer.stop()
         self._searches += 1
-        self.adapter.spawn(self._search(self.search.text(), self._searches))
+        self.adapter.spawn(self._search(self.search.text() if query is None else query, self._searches))
 
     async def _search(self, query: str, number: int) -> None:
         matches = await self.controller.search(query)
@@ -261,50 +236,77 @@ class MainWindow(QMainWindow):
 
     def _conversation_opened(self) -> None:
         conversation = self.controller.conversation
-        title = "New chat"
-        if conversation is not None:
-            title = conversation.title
-            row = self.adapter.conversations.row_of(conversation.id)
-            if row is not None:
-                index = self.filter.mapFromSource(self.adapter.conversations.index(row))
-                if index.isValid():
-                    self.conversation_list.setCurrentIndex(index)
-        else:
-            self.conversation_list.clearSelection()
-        self.title.setText(f"<b>{_escape(title)}</b>")
+        self.sidebar.select(conversation.id if conversation is not None else None)
+        self.header.set_title(conversation.title if conversation is not None else "New chat")
+        self.setWindowTitle(f"{conversation.title} – Kestrel" if conversation is not None else "Kestrel")
+        for action in (self.actions.export_markdown, self.actions.export_json, self.actions.delete_chat):
+            action.setEnabled(conversation is not None)
+        self.drafts.chat_opened()
+        self._show_chat_model()
+        self._answer_queue_changed()
+        self._show_activity()
         self._update_stack()
 
+    def _show_chat_model(self) -> None:
+        """The header names the model this chat uses: its own choice, or the default."""
+        rows = self.adapter.installed.rows()
+        default = next((row.model.title for row in rows if row.is_default), None)
+        if default is None and self.controller.model is not None:
+            default = self.controller.model.title
+        self.header.set_model(self.controller.conversation_model_id(), default or "none chosen")
+
+    def _answer_queue_changed(self) -> None:
+        c = self.controller
+        open_now = c.conversation.id if c.conversation is not None else None
+        waiting = open_now is not None and open_now in c.waiting_ids
+        self.composer.set_streaming(c.open_chat_busy)
+        other = self._title_of(c.answering_id) if c.answering_id not in (None, open_now) else ""
+        self.composer.set_note(f"Your message waits for the answer in “{other}” to finish. "
+                               "Stop (Esc) takes it out of the line; it stays in the chat."
+                               if waiting and other else "")
+        self.actions.stop.setEnabled(c.open_chat_busy)
+
+    def _title_of(self, conversation_id: int | None) -> str:
+        found = self.adapter.conversations.conversation(conversation_id) if conversation_id is not None else None
+        return found.title if found is not None else "another chat"
+
+    def _activity_changed(self, text: str, conversation_id: object) -> None:
+        self._activity = (text, conversation_id if isinstance(conversation_id, int) else None)
+        self._show_activity()
+
+    def _show_activity(self) -> None:
+        """The activity names its chat while another chat is open (it is said again on a switch)."""
+        text, chat_id = self._activity
+        open_now = self.controller.conversation
+        if chat_id is not None and (open_now is None or chat_id != open_now.id):
+            self.status.set_activity(text, chat_id, self._title_of(chat_id))
+        else:
+            self.status.set_activity(text)
+
     def _model_state_changed(self) -> None:
-        s = self.controller
-        loaded = s.loaded
-        state = s.model_state
-        self.model_label.setText({ModelState.READY: f"Model: {s.model_detail}",
-                                  ModelState.LOADING: s.model_detail,
-                                  ModelState.INSTALLING: s.model_detail,
-                                  ModelState.FAILED: "Model failed to load",
-                                  ModelState.UNLOADED: s.model_detail,
-                                  ModelState.NONE: "No model"}[state])
-        shown = loaded if state == ModelState.READY else None
-        device = f"Device: {shown.device}" if shown else "Device: —"
-        if shown and shown.fallback_reasons:
-            # A fall-back is never silent: the reason is on screen, in full on hover.
-            device += f" (fell back: {_shorten(shown.fallback_reasons[0], 90)})"
-        self.device_label.setText(device)
-        self.device_label.setToolTip("\n".join([shown.placement_reason, *shown.fallback_reasons]) if shown else "")
-        if state == ModelState.FAILED:
-            self._show_problem(s.model_detail)
+        c = self.controller
+        self.status.set_model(c.model_state, c.model_detail)
+        shown = c.loaded if c.model_state == ModelState.READY else None
+        if shown is None:
+            self.status.set_device(None)
+        else:
+            fell_back = shown.fallback_reasons[0] if shown.fallback_reasons else ""
+            self.status.set_device(shown.device, (shown.placement_reason, *shown.fallback_reasons), fell_back)
+        if c.model_state == ModelState.FAILED:
+            self._show_problem(c.model_detail, "model")
+        self._show_chat_model()
         self._update_stack()
 
     def _update_stack(self) -> None:
-        s = self.controller
-        no_model = s.model_state in (ModelState.NONE, ModelState.FAILED)
+        c = self.controller
+        no_model = c.model_state in (ModelState.NONE, ModelState.FAILED)
         offer = self.first_run.wanted()
         show_empty = (no_model or offer) and self.adapter.messages.rowCount() == 0
         self.first_run.refresh()
-        if s.model_state == ModelState.FAILED:
+        if c.model_state == ModelState.FAILED:
             self.empty_text.setText("The model could not be loaded. Import another model file, or "
                                     "fix the problem shown above.")
-        elif s.model is not None and offer:
+        elif c.model is not None and offer:
             self.empty_text.setText(STARTER_TEXT)
         else:
             self.empty_text.setText("No model yet.\nKestrel runs language models on this computer: "
@@ -317,27 +319,17 @@ class MainWindow(QMainWindow):
         if not await chosen:
             self.history_panel.set_working(False)  # refused (an answer is running): choose again
 
-    def _setup_finished(self) -> None:
-        self.progress.hide()
-        self.cancel_setup.hide()
-
-    def _setup_progress(self, what: str, done: int, total: int) -> None:
-        self.progress.show()
-        self.cancel_setup.show()
-        if total <= 0:  # no measure of progress (waiting for another Kestrel): a busy bar
-            self.progress.setFormat(what)
-            self.progress.setMaximum(0)
-            return
-        self.progress.setFormat(f"{what}: %p%")
-        self.progress.setMaximum(1000)
-        self.progress.setValue(int(done * 1000 / max(total, 1)))
-
-    def _show_problem(self, text: str) -> None:
+    def _show_problem(self, text: str, kind: str = "other") -> None:
+        self._problem_kind = kind if text else ""
         self.banner.setText(text)
-        self.banner.setVisible(bool(text))
-        self.banner_close.setVisible(bool(text))
+        self.banner_row.setVisible(bool(text))
 
-    def _focus_search(self) -> None:
+    def _problem_solved(self, kind: str) -> None:
+        """An engine that failed answers again: its banner has nothing left to say."""
+        if kind == self._problem_kind:
+            self._show_problem("")
+
+    def focus_search(self) -> None:
         self.search.setFocus()
         self.search.selectAll()
 
@@ -348,6 +340,12 @@ class MainWindow(QMainWindow):
             if message.role.value == "assistant":
                 QGuiApplication.clipboard().setText(message.text)
                 return
+
+    def regenerate(self) -> None:
+        self.controller.regenerate()
+
+    def stop_open_chat(self) -> None:
+        self.controller.stop()
 
     def edit_message(self, message_id: int, text: str) -> None:
         dialog = EditMessageDialog(text, self)
@@ -362,15 +360,58 @@ class MainWindow(QMainWindow):
         if dialog.exec():
             self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
 
+    def header_model_menu(self) -> None:
+        self.header.model_button.click()
+
+    def rename_open_chat(self) -> None:
+        index = self.conversation_list.currentIndex()
+        if index.isValid():
+            self.conversation_list.edit(index)
+
+    def delete_open_chat(self) -> None:
+        conversation = self.controller.conversation
+        if conversation is not None:
+            self._delete_chat(conversation.id, conversation.title)
+
+    def _delete_chat(self, conversation_id: int, title: str) -> None:
+        if self.confirm(f"Delete “{title}”? This cannot be undone."):
+            self.adapter.spawn(self.controller.delete_conversation(conversation_id))
+
+    def delete_current_conversation(self) -> None:
+        index = self.conversation_list.currentIndex()
+        if index.isValid():
+            self._delete_chat(index.data(ConversationRoles.ID), index.data())
+
     def edit_settings(self) -> None:
         dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter)
         if dialog.exec():
             self.adapter.spawn(self.controller.update_settings(dialog.value()))
 
+    def choose_theme(self, theme: str) -> None:
+        self.adapter.spawn(self.controller.update_settings(dataclasses.replace(self.controller.settings, theme=theme)))
+
+    def set_sidebar_shown(self, shown: bool) -> None:
+        self.sidebar.setVisible(shown)
+
     def _settings_changed(self) -> None:
         # Restyling the app and laying out every visible message again is the slowest
         # thing the UI thread does: only when the theme is what changed.
         if self.controller.settings.theme != self._theme:
+            self.apply_theme()
+
+    def apply_theme(self) -> None:
+        app = QApplication.instance()
+        assert isinstance(app, QApplication)
+        self._theme = self.controller.settings.theme
+        dark = apply_theme(app, self._theme)
+        self.setStyleSheet(window_style(dark))
+        self.actions.themes[self._theme].setChecked(True)
+        self.messages.delegate.dark = dark
+        self.messages.delegate.clear()
+        self.messages.viewport().update()
+
+    def _system_colors_changed(self) -> None:
+        if self.controller.settings.theme == "system":
             self.apply_theme()
 
     def bring_to_front(self) -> None:
@@ -381,24 +422,24 @@ class MainWindow(QMainWindow):
         self.raise_()
         self.activateWindow()
 
-    def apply_theme(self) -> None:
-        app = QApplication.instance()
-        assert isinstance(app, QApplication)
-        self._theme = self.controller.settings.theme
-        self.messages.delegate.dark = apply_theme(app, self._theme)
-        self.messages.delegate.clear()
-        self.messages.viewport().update()
-
-    def _system_colors_changed(self) -> None:
-        if self.controller.settings.theme == "system":
-            self.apply_theme()
-
     def show_hardware(self) -> None:
         self.adapter.spawn(self._show_hardware())
 
     async def _show_hardware(self) -> None:
-        self.hardware_dialog = HardwareDialog(await self.controller.hardware_text(), self)
-        self.hardware_dialog.show()
+        from app.service.hardware_overview import hardware_overview
+
+        overview = await hardware_overview(self.controller)
+        if self.hardware_window is not None:
+            self.hardware_window.close()
+        self.hardware_window = HardwareWindow(overview, self)
+        self.hardware_window.show()
+        self.hardware_window.raise_()
+
+    def show_about(self) -> None:
+        from app.core.paths import data_paths
+
+        self.about = AboutDialog(data_paths(), self)
+        self.about.show()
 
     def show_model_manager(self) -> None:
         """Open the model manager (not modal: the chat goes on), or bring it forward."""
@@ -417,12 +458,6 @@ class MainWindow(QMainWindow):
         path = QFileDialog.getExistingDirectory(self, "Import an ONNX model folder (with genai_config.json)")
         if path:
             self.adapter.spawn(self.controller.import_model(path))
-
-    def delete_current_conversation(self) -> None:
-        index = self.conversation_list.currentIndex()
-        conversation_id = index.data(ConversationRoles.ID)
-        if conversation_id is not None and self.confirm(f"Delete “{index.data()}”? This cannot be undone."):
-            self.adapter.spawn(self.controller.delete_conversation(conversation_id))
 
     def confirm(self, question: str) -> bool:
         answer = QMessageBox.question(self, "Kestrel", question)
@@ -456,6 +491,7 @@ class MainWindow(QMainWindow):
                                                       QGuiApplication.applicationState()))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.
+        self.drafts.flush()
         self.closed.emit()
         super().closeEvent(event)
 
@@ -469,11 +505,3 @@ def window_state(visible: bool, minimized: bool, app_state: Qt.ApplicationState)
     if app_state == Qt.ApplicationState.ApplicationActive:
         return WindowState.FOREGROUND
     return WindowState.BACKGROUND
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

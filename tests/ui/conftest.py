@@ -98,7 +98,8 @@ def make_window(loop, qtbot, tiny_model):
 
 def idle(window: MainWindow) -> Callable[[], bool]:
     """A predicate: the window's answer is done."""
-    return lambda: not window.controller.busy and not window.controller.queued
+    c = window.controller
+    return lambda: c.answering_id is None and not c.waiting_ids and not c.open_chat_busy
 
 
 def stored(loop, window: MainWindow, method, *args):

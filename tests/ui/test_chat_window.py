@@ -32,8 +32,8 @@ def _answer_length(window) -> int:
 
 def test_send_streams_then_shows_stats(make_window, loop, qtbot) -> None:
     window = make_window()
-    assert window.model_label.text().startswith("Model: ")
-    assert window.device_label.text() == "Device: CPU"
+    assert window.model_label.text() == window.controller.model_detail != ""
+    assert window.device_label.text() == "CPU"
     _type_and_send(qtbot, window, "Hello there")
     assert window.composer.edit.toPlainText() == ""
     assert window.composer.button.text() == "Stop"
@@ -47,7 +47,8 @@ def test_send_streams_then_shows_stats(make_window, loop, qtbot) -> None:
     assert 1 <= window.adapter.bridge.emitted <= answer.stats["tokens"]
     assert window.composer.button.text() == "Send"
     assert window.conversation_list.model().rowCount() == 1
-    assert window.title.text() == "<b>Hello there</b>"
+    assert window.header.title.full_text() == "Hello there"
+    assert window.windowTitle() == "Hello there – Kestrel"
 
 
 def test_deltas_are_coalesced_per_frame(make_window, loop) -> None:
@@ -154,9 +155,9 @@ def test_engine_killed_mid_answer_keeps_the_text_on_screen_and_says_why(make_win
     run(loop, until(idle(window), what="the crash to be noticed"))
     cut = _last(window)
     assert cut.state == MessageState.INTERRUPTED and len(cut.text) > 30
-    assert window.banner.isVisible() and "stopped unexpectedly" in window.banner.text()
+    assert window.banner_row.isVisible() and "stopped unexpectedly" in window.banner.text()
     assert "Interrupted" in _footer(window, cut)
-    assert window.device_label.text() == "Device: —" and window.composer.button.text() == "Send"
+    assert window.device_label.text() == "No device" and window.composer.button.text() == "Send"
 
 
 def _footer(window, message) -> str:
@@ -170,7 +171,7 @@ def test_importing_a_corrupt_file_is_refused_with_a_message(make_window, loop, t
     bad.write_bytes(os.urandom(50_000))
     before = window.controller.setup.library.list()
     run(loop, window.controller.import_model(str(bad)))
-    assert window.banner.isVisible() and "not a GGUF" in window.banner.text()
+    assert window.banner_row.isVisible() and "not a GGUF" in window.banner.text()
     assert window.controller.setup.library.list() == before
     assert window.controller.model_state.value == "ready"
 

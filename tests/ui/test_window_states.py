@@ -46,8 +46,8 @@ def test_sending_while_the_model_loads_queues_the_message(make_window, loop, qtb
         await until(lambda: window.controller.model_state.value == "loading")
         qtbot.keyClicks(window.composer.edit, "Early bird")
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-        await until(lambda: window.controller.queued, what="the message to wait")
-        assert window.adapter.messages.rowCount() == 1
+        await until(lambda: window.controller.open_chat_busy and window.adapter.messages.rowCount() == 1,
+                    what="the message to be saved and wait")
         assert "when the model is ready" in window.activity_label.text()
         assert window.composer.edit.toPlainText() == ""
         await starting
@@ -108,7 +108,7 @@ def test_opening_a_conversation_from_the_list(make_window, loop, qtbot) -> None:
     older = chats.index(1, 0)
     window.conversation_list.clicked.emit(older)
     run(loop, until(lambda: window.adapter.messages.messages()[0].text == "First chat"))
-    assert window.title.text() == "<b>First chat</b>"
+    assert window.header.title.full_text() == "First chat"
 
 
 def test_item_models_pass_qt_model_tester(make_window, loop, qtbot) -> None:
@@ -223,7 +223,7 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
     assert window.cancel_setup.isVisible()
     run(loop, starting, timeout=300)
     assert window.controller.model_state.value == "ready"
-    assert "Gemma 3 270M" in window.model_label.text() and window.device_label.text() == "Device: CPU"
+    assert "Gemma 3 270M" in window.model_label.text() and window.device_label.text() == "CPU"
     assert progress[0][0] == "Setting up the starter model" and progress[-1][1] == progress[-1][2]
     assert not window.progress.isVisible()
     with_generation(window, max_tokens=12, temperature=0.0)

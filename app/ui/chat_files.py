@@ -1,0 +1,74 @@
+"""Export the open chat (Markdown or JSON) and import a JSON export back, from the File menu."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QStandardPaths
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+if TYPE_CHECKING:
+    from app.ui.adapter import ControllerAdapter
+
+_SUFFIX = {"markdown": ".md", "json": ".json"}
+_FILTER = {"markdown": "Markdown (*.md)", "json": "Kestrel chat (*.json)"}
+
+# Asks the user for a path: (parent, caption, suggested path, filter) -> chosen path or "".
+SaveAsker = Callable[[QWidget, str, str, str], str]
+OpenAsker = Callable[[QWidget, str, str, str], str]
+
+
+def file_name_for(title: str, fmt: str) -> str:
+    """A file name from a chat's title: no characters Windows or macOS refuse, not too long."""
+    name = re.sub(r'[<>:"/\\|?*\x00-\x1f]+', " ", title).strip(" .") or "Chat"
+    return re.sub(r"\s+", " ", name)[:80] + _SUFFIX[fmt]
+
+
+def _ask_save(parent: QWidget, caption: str, suggested: str, file_filter: str) -> str:
+    return QFileDialog.getSaveFileName(parent, caption, suggested, file_filter)[0]
+
+
+def _ask_open(parent: QWidget, caption: str, folder: str, file_filter: str) -> str:
+    return QFileDialog.getOpenFileName(parent, caption, folder, file_filter)[0]
+
+
+class ChatFiles:
+    """Asks where, then lets the controller write or read the file off the UI thread.
+
+    `ask_save` and `ask_open` are the file dialogs (tests give their own).
+    """
+
+    def __init__(self, adapter: "ControllerAdapter", parent: QWidget,
+                 ask_save: SaveAsker = _ask_save, ask_open: OpenAsker = _ask_open) -> None:
+        self.adapter = adapter
+        self.parent = parent
+        self.ask_save = ask_save
+        self.ask_open = ask_open
+        self.folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+
+    def choose_export(self, fmt: str) -> None:
+        conversation = self.adapter.controller.conversation
+        if conversation is None:
+            return  # the actions are disabled for a chat not saved yet
+        suggested = str(Path(self.folder) / file_name_for(conversation.title, fmt))
+        path = self.ask_save(self.parent, "Export this chat", suggested, _FILTER[fmt])
+        if path:
+            if not Path(path).suffix:
+                path += _SUFFIX[fmt]
+            self.folder = str(Path(path).parent)
+            self.adapter.spawn(self.adapter.controller.export_conversation(conversation.id, Path(path), fmt))
+
+    def choose_import(self) -> None:
+        path = self.ask_open(self.parent, "Import a chat", self.folder, "Kestrel chat (*.json);;All files (*)")
+        if path:
+            self.folder = str(Path(path).parent)
+            self.adapter.spawn(self._import(Path(path)))
+
+    async def _import(self, path: Path) -> None:
+        controller = self.adapter.controller
+        conversation_id = await controller.import_conversation(path)
+        if conversation_id is not None:
+            await controller.open_conversation(conversation_id)

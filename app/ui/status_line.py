@@ -1,0 +1,126 @@
+"""The status bar's three parts, model · device · activity, each a button where clicking helps."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
+
+from app.service.events import ModelState
+from app.ui import icons
+
+_MODEL_WORDS = {ModelState.FAILED: "Model failed to load", ModelState.NONE: "No model"}
+
+
+def device_icon(device: str) -> str:
+    """The icon for a device name as the engine reports it ("CPU", "CUDA GPU 0", "NPU (QNN)")."""
+    lowered = device.lower()
+    if "npu" in lowered:
+        return "npu"
+    if any(word in lowered for word in ("gpu", "cuda", "vulkan", "metal", "directml", "rocm")):
+        return "gpu"
+    return "cpu"
+
+
+def _part(parent: QWidget, name: str, tip: str) -> QToolButton:
+    button = QToolButton(parent)
+    button.setObjectName(name)
+    button.setAutoRaise(True)
+    button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+    button.setIconSize(QSize(16, 16))
+    button.setToolTip(tip)
+    return button
+
+
+class StatusLine(QWidget):
+    """Model (opens the manager), device (opens the hardware window), activity.
+
+    The activity of an answer written for a chat that is not open names that chat, and
+    clicking it opens that chat (answeringChatRequested). `progress` and `cancel` show
+    the starter's set-up.
+    """
+
+    managerRequested = Signal()
+    hardwareRequested = Signal()
+    chatRequested = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = _part(self, "statusModel", "Open the model manager (Ctrl+M)")
+        icons.themed(self.model, "model", icons.ROLE.WindowText)
+        self.device = _part(self, "statusDevice", "")
+        self.activity = _part(self, "statusActivity", "")
+        self.activity.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.progress = QProgressBar(self)
+        self.progress.setMaximumWidth(220)
+        self.cancel = QToolButton(self)
+        self.cancel.setText("Cancel")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 0, 4, 0)
+        layout.setSpacing(2)
+        for widget in (self.model, self._dot(), self.device, self._dot()):
+            layout.addWidget(widget)
+        layout.addWidget(self.activity, 1, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.cancel)
+        self.progress.hide()
+        self.cancel.hide()
+        self._activity_chat: int | None = None
+        self.model.clicked.connect(self.managerRequested)
+        self.device.clicked.connect(self.hardwareRequested)
+        self.activity.clicked.connect(self._activity_clicked)
+        self.set_activity("Idle")
+
+    def _dot(self) -> QLabel:
+        dot = QLabel("·", self)
+        dot.setObjectName("statusDot")
+        return dot
+
+    def set_model(self, state: ModelState, detail: str) -> None:
+        self.model.setText(_MODEL_WORDS.get(state, detail))
+
+    def set_device(self, device: str | None, reasons: tuple[str, ...] = (), fell_back: str = "") -> None:
+        """The device in use (None: no model ready); a fall-back is never silent."""
+        text = device or "No device"
+        if fell_back:
+            text += f" (fell back: {_shorten(fell_back, 80)})"
+        self.device.setText(text)
+        icons.themed(self.device, device_icon(device or ""), icons.ROLE.WindowText)
+        why = "\n".join(reasons)
+        self.device.setToolTip((why + "\n\n" if why else "") + "Show the hardware and why this device (Ctrl+Shift+H)")
+
+    def set_activity(self, text: str, chat_id: int | None = None, chat_title: str = "") -> None:
+        """What is happening; chat_id names the chat it is for when that chat is not the open one."""
+        self._activity_chat = chat_id
+        shown = f"“{_shorten(chat_title, 40)}”: {text}" if chat_id is not None and chat_title else text
+        self.activity.setText(shown)
+        self.activity.setToolTip(f"Open “{chat_title}”" if chat_id is not None else "")
+        self.activity.setEnabled(True)
+        self.activity.setAutoRaise(True)
+        self.activity.setCursor(Qt.CursorShape.PointingHandCursor if chat_id is not None
+                                else Qt.CursorShape.ArrowCursor)
+
+    def activity_text(self) -> str:
+        return self.activity.text()
+
+    def _activity_clicked(self) -> None:
+        if self._activity_chat is not None:
+            self.chatRequested.emit(self._activity_chat)
+
+    def show_progress(self, what: str, done: int, total: int) -> None:
+        self.progress.show()
+        self.cancel.show()
+        if total <= 0:  # no measure of progress (waiting for another Kestrel): a busy bar
+            self.progress.setFormat(what)
+            self.progress.setMaximum(0)
+            return
+        self.progress.setFormat(f"{what}: %p%")
+        self.progress.setMaximum(1000)
+        self.progress.setValue(int(done * 1000 / max(total, 1)))
+
+    def hide_progress(self) -> None:
+        self.progress.hide()
+        self.cancel.hide()
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

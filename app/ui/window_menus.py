@@ -1,0 +1,101 @@
+"""The main window's menus, in the order people expect: File, Edit, View, Chat, Help."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+
+from app.ui import icons
+
+if TYPE_CHECKING:
+    from app.ui.main_window import MainWindow
+
+Key = QKeySequence.StandardKey
+
+
+@dataclass
+class WindowActions:
+    """The actions other parts of the window enable, check or trigger."""
+
+    new_chat: QAction
+    export_markdown: QAction
+    export_json: QAction
+    import_chat: QAction
+    copy_last: QAction
+    regenerate: QAction
+    stop: QAction
+    chat_settings: QAction
+    delete_chat: QAction
+    themes: dict[str, QAction]
+    sidebar: QAction
+
+
+def _add(menu, text: str, slot, shortcut=None, icon: str | None = None) -> QAction:
+    action = menu.addAction(text)
+    if shortcut is not None:
+        action.setShortcut(shortcut if isinstance(shortcut, QKeySequence) else QKeySequence(shortcut))
+    if icon is not None:
+        icons.themed(action, icon, icons.ROLE.WindowText)
+    action.triggered.connect(slot)
+    return action
+
+
+def build_menus(window: "MainWindow") -> WindowActions:
+    bar = window.menuBar()
+    file_menu = bar.addMenu("&File")
+    new_chat = _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")
+    file_menu.addSeparator()
+    import_chat = _add(file_menu, "&Import a chat…", window.chat_files.choose_import, "Ctrl+Shift+I", "import")
+    export_menu = file_menu.addMenu("&Export this chat")
+    icons.themed(export_menu.menuAction(), "export", icons.ROLE.WindowText)
+    export_markdown = _add(export_menu, "As &Markdown…", lambda: window.chat_files.choose_export("markdown"),
+                           "Ctrl+Shift+E")
+    export_json = _add(export_menu, "As &JSON (can be imported)…", lambda: window.chat_files.choose_export("json"))
+    file_menu.addSeparator()
+    _add(file_menu, "&Models…", window.show_model_manager, "Ctrl+M", "models")
+    _add(file_menu, "Import a model &file…", window.choose_model_file, Key.Open)
+    _add(file_menu, "Import an ONNX model f&older…", window.choose_model_folder, "Ctrl+Shift+O")
+    file_menu.addSeparator()
+    _add(file_menu, "&Settings…", window.edit_settings, "Ctrl+,", "settings")
+    file_menu.addSeparator()
+    _add(file_menu, "&Quit", window.close, Key.Quit)
+
+    edit_menu = bar.addMenu("&Edit")
+    copy_last = _add(edit_menu, "&Copy last answer", window.copy_last_answer, "Ctrl+Shift+C", "copy")
+    edit_menu.addSeparator()
+    _add(edit_menu, "&Find chats", window.focus_search, Key.Find, "search")
+    _add(edit_menu, "&Message box", window.composer.edit.setFocus, "Ctrl+L")
+
+    view_menu = bar.addMenu("&View")
+    sidebar = _add(view_menu, "&Chat list", window.set_sidebar_shown, "Ctrl+Shift+L")
+    sidebar.setCheckable(True)
+    sidebar.setChecked(True)
+    theme_menu = view_menu.addMenu("&Theme")
+    group = QActionGroup(window)
+    themes = {}
+    for value, text in (("system", "Follow the &system"), ("light", "&Light"), ("dark", "&Dark")):
+        action = theme_menu.addAction(text)
+        action.setCheckable(True)
+        action.setActionGroup(group)
+        action.triggered.connect(lambda _checked=False, chosen=value: window.choose_theme(chosen))
+        themes[value] = action
+    view_menu.addSeparator()
+    _add(view_menu, "&Hardware…", window.show_hardware, "Ctrl+Shift+H", "hardware")
+
+    chat_menu = bar.addMenu("&Chat")
+    regenerate = _add(chat_menu, "&Regenerate last answer", window.regenerate, "Ctrl+R", "regenerate")
+    stop = _add(chat_menu, "&Stop the answer", window.stop_open_chat, None, "stop")
+    chat_menu.addSeparator()
+    chat_settings = _add(chat_menu, "Chat se&ttings…", window.edit_chat_settings, "Ctrl+Shift+,", "chat-settings")
+    _add(chat_menu, "Choose the &model for this chat…", window.header_model_menu, "Ctrl+Shift+M", "model")
+    chat_menu.addSeparator()
+    _add(chat_menu, "Re&name chat", window.rename_open_chat)
+    delete_chat = _add(chat_menu, "&Delete chat…", window.delete_open_chat, None, "delete")
+
+    help_menu = bar.addMenu("&Help")
+    _add(help_menu, "&About Kestrel", window.show_about, None, "info")
+    return WindowActions(new_chat=new_chat, export_markdown=export_markdown, export_json=export_json,
+                         import_chat=import_chat, copy_last=copy_last, regenerate=regenerate, stop=stop,
+                         chat_settings=chat_settings, delete_chat=delete_chat, themes=themes, sidebar=sidebar)

@@ -1,0 +1,160 @@
+"""No dead ends in the window: sends wait their turn across chats, drafts stay, chats go out and come back."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+from PySide6.QtCore import Qt
+
+from app.core.conversation import MessageState, Role
+from app.ui.chat_files import ChatFiles, file_name_for
+from app.ui.conversation_model import ConversationRoles
+from tests.ui.conftest import idle, run, until, with_generation
+
+
+def _type_and_send(qtbot, window, text: str) -> None:
+    qtbot.keyClicks(window.composer.edit, text)
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+
+
+def _open_id(window) -> int | None:
+    return window.controller.conversation.id if window.controller.conversation is not None else None
+
+
+def _answer_length(window) -> int:
+    rows = window.adapter.messages.messages()
+    return len(rows[-1].text) if rows and rows[-1].role == Role.ASSISTANT else 0
+
+
+def _queue_settled(window):
+    c = window.controller
+    return lambda: c.answering_id is None and not c.waiting_ids
+
+
+def test_a_send_in_another_chat_waits_its_turn_and_stop_belongs_to_its_chat(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, loop, max_tokens=100000)
+    _type_and_send(qtbot, window, "First chat, keep talking")
+    first = _open_id(window)
+    run(loop, until(lambda: _answer_length(window) > 20, what="the first answer"))
+
+    window.new_conversation()
+    with_generation(window, loop, max_tokens=8)
+    _type_and_send(qtbot, window, "Second chat question")
+    c = window.controller
+    run(loop, until(lambda: _open_id(window) not in (None, first) and _open_id(window) in c.waiting_ids
+                    and window.adapter.messages.rowCount() == 1, what="the second chat to wait"))
+    second = _open_id(window)
+    # Never silently ignored: the message is in its chat, and the chat says it waits.
+    assert [m.text for m in window.adapter.messages.messages()] == ["Second chat question"]
+    assert window.composer.edit.toPlainText() == ""
+    assert "waits for the answer" in window.composer.note.text() and window.composer.note.isVisible()
+    assert window.composer.button.text() == "Stop"
+    # The activity names the chat that is answering, and a click opens it.
+    first_title = window.adapter.conversations.conversation(first).title
+    run(loop, until(lambda: window.status.activity_text().startswith(f"“{first_title}”"),
+                    what="the activity to name chat one"))
+
+    # Stop here takes the second chat out of the line; the first answer goes on.
+    qtbot.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)
+    run(loop, until(lambda: second not in c.waiting_ids, what="the wait to be dropped"))
+    assert c.answering_id == first and window.composer.button.text() == "Send"
+    assert not window.composer.note.isVisible()
+
+    # Sent again, it waits; stopping the first answer lets it run.
+    _type_and_send(qtbot, window, "Second chat, again")
+    run(loop, until(lambda: second in c.waiting_ids))
+    window.status.activity.click()
+    run(loop, until(lambda: _open_id(window) == first, what="the activity click to open chat one"))
+    assert window.composer.button.text() == "Stop"
+    qtbot.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)
+    run(loop, until(_queue_settled(window), timeout=90, what="the second answer"))
+    run(loop, window.controller.open_conversation(second))
+    roles = [m.role for m in window.adapter.messages.messages()]
+    assert roles[-1] == Role.ASSISTANT and window.adapter.messages.messages()[-1].state == MessageState.COMPLETE
+
+
+def test_drafts_survive_switching_chats_and_restarting(make_window, loop, qtbot) -> None:
+    window = make_window()
+    _type_and_send(qtbot, window, "A chat to come back to")
+    run(loop, until(idle(window)))
+    first = _open_id(window)
+    qtbot.keyClicks(window.composer.edit, "half a thought")
+    window.new_conversation()
+    run(loop, until(lambda: _open_id(window) is None))
+    assert window.composer.edit.toPlainText() == ""
+    qtbot.keyClicks(window.composer.edit, "a new chat's draft")
+    window.open_chat(first)
+    run(loop, until(lambda: _open_id(window) == first))
+    assert window.composer.edit.toPlainText() == "half a thought"
+    run(loop, until(lambda: window.adapter.conversations.index(0).data(
+        ConversationRoles.HAS_DRAFT) is True, what="the draft marker"))
+    window.close()
+    run(loop, window.controller.shutdown())
+    again = make_window()
+    run(loop, again.controller.open_conversation(first))
+    run(loop, until(lambda: _open_id(again) == first))
+    assert again.composer.edit.toPlainText() == "half a thought"
+    again.new_conversation()
+    run(loop, until(lambda: _open_id(again) is None))
+    assert again.composer.edit.toPlainText() == "a new chat's draft"
+
+
+def test_export_then_import_gives_the_same_chat(make_window, loop, qtbot, tmp_path) -> None:
+    window = make_window()
+    _type_and_send(qtbot, window, "Export me, please")
+    run(loop, until(idle(window)))
+    before = [(m.role, m.text) for m in window.adapter.messages.messages()]
+    title = window.controller.conversation.title
+    asked = []
+
+    def save_as(_parent, _caption, suggested, _filter):
+        asked.append(suggested)
+        return str(tmp_path / ("chat.md" if suggested.endswith(".md") else "chat"))
+
+    files = ChatFiles(window.adapter, window, ask_save=save_as, ask_open=lambda *_: str(tmp_path / "chat.json"))
+    files.choose_export("markdown")
+    files.choose_export("json")
+    run(loop, until(lambda: (tmp_path / "chat.md").exists() and (tmp_path / "chat.json").exists()))
+    assert asked[0].endswith(file_name_for(title, "markdown"))
+    markdown = (tmp_path / "chat.md").read_text(encoding="utf-8")
+    assert "Export me, please" in markdown and before[1][1].strip()[:20] in markdown
+    assert json.loads((tmp_path / "chat.json").read_text(encoding="utf-8"))["format"] == "kestrel-chat"
+
+    files.choose_import()
+    run(loop, until(lambda: window.adapter.conversations.rowCount() == 2, what="the imported chat"))
+    run(loop, until(lambda: _open_id(window) == window.adapter.conversations.index(0).data(
+        ConversationRoles.ID), what="the import to open"))
+    assert [(m.role, m.text) for m in window.adapter.messages.messages()] == before
+
+
+def test_importing_a_file_that_is_not_a_chat_names_it(make_window, loop, tmp_path) -> None:
+    window = make_window()
+    bad = tmp_path / "not a chat.json"
+    bad.write_text('{"format": "something else"}', encoding="utf-8")
+    ChatFiles(window.adapter, window, ask_open=lambda *_: str(bad)).choose_import()
+    run(loop, until(lambda: window.banner_row.isVisible(), what="the message"))
+    assert "not a chat.json" in window.banner.text()
+    assert window.adapter.conversations.rowCount() == 0
+
+
+def test_the_engine_banner_goes_once_a_new_engine_answers(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, loop, max_tokens=100000)
+    _type_and_send(qtbot, window, "Keep talking")
+    run(loop, until(lambda: _answer_length(window) > 20))
+    os.kill(window.controller.client.pid, signal.SIGKILL)
+    run(loop, until(idle(window), what="the crash to be noticed"))
+    assert window.banner_row.isVisible() and "stopped unexpectedly" in window.banner.text()
+    with_generation(window, loop, max_tokens=8)
+    _type_and_send(qtbot, window, "Are you back?")
+    run(loop, until(lambda: not window.banner_row.isVisible(), timeout=90, what="the banner to go"))
+    run(loop, until(idle(window)))
+
+
+def test_file_names_for_exports_are_safe_everywhere() -> None:
+    assert file_name_for('What is 2/3? "Half" <maybe>', "markdown") == "What is 2 3 Half maybe.md"
+    assert file_name_for("...", "json") == "Chat.json"
+    assert len(file_name_for("x" * 300, "json")) == 85
