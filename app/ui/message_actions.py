@@ -48,6 +48,9 @@ class ActionIcons:
 
     def __init__(self) -> None:
         self._pixmaps: dict[tuple[str, int, float], QPixmap] = {}
+        # QtAwesome loads its fonts when the first icon is drawn (about 35 ms): let that be
+        # at start-up, with the window's other icons, not when the first chat is opened.
+        icons.pixmap("copy", ICON, QColor("black"))
 
     def clear(self) -> None:
         self._pixmaps.clear()
