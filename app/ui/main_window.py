@@ -2,39 +2,27 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication
-from PySide6.QtWidgets import (QApplication, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
-                               QPushButton, QSplitter, QStackedWidget, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QApplication, QSplitter, QWidget
 
 from app.service.background import WindowState
 from app.service.controller import ChatController
 from app.service.events import ModelState
-from app.ui import icons
-from app.ui.about import AboutDialog
 from app.ui.adapter import ControllerAdapter
 from app.ui.chat_files import ChatFiles
-from app.ui.chat_header import ChatHeader
-from app.ui.composer import Composer
-from app.ui.conversation_model import ConversationRoles
-from app.ui.dialogs import ConversationSettingsDialog, DamagedHistoryPanel, EditMessageDialog, SettingsDialog
+from app.ui.chat_pane import ChatPane
 from app.ui.drafts import DraftKeeper
-from app.ui.first_run import STARTER_TEXT, FirstRunOffer
 from app.ui.hardware_view import HardwareWindow
-from app.ui.message_view import MessageView
 from app.ui.model_manager import ModelManager
 from app.ui.sidebar import Sidebar
 from app.ui.status_line import StatusLine
 from app.ui.theme import apply_theme, window_style
+from app.ui.window_commands import WindowCommands
 from app.ui.window_menus import build_menus
 
-# The messages and the composer share a column no wider than this, centred.
-COLUMN_WIDTH = 820
 
-
-class MainWindow(QMainWindow):
+class MainWindow(WindowCommands):
     """Only wiring and presentation: the work happens in the ChatController.
 
     The window calls the controller and listens to it through `adapter`; it never
@@ -48,7 +36,6 @@ class MainWindow(QMainWindow):
         self.controller = controller
         self.adapter = ControllerAdapter(controller, self)
         self._theme: str | None = None
-        self._problem_kind = ""
         self._activity: tuple[str, int | None] = ("Idle", None)
         self._searches = 0
         self.model_manager: ModelManager | None = None
@@ -57,13 +44,15 @@ class MainWindow(QMainWindow):
         self.resize(1180, 780)
         self.sidebar = Sidebar(self.adapter, self)
         self.sidebar.setObjectName("sidebar")
-        self._build_chat()
+        self.chat = ChatPane(self.adapter, self)
+        self.header, self.composer, self.messages = self.chat.header, self.chat.composer, self.chat.messages
         self.splitter = QSplitter(self)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(self.chat)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([270, 910])
         self.splitter.setChildrenCollapsible(False)
+        self.splitter.setHandleWidth(1)
         self.setCentralWidget(self.splitter)
         self.status = StatusLine(self)
         self.statusBar().addWidget(self.status, 1)
@@ -80,72 +69,11 @@ class MainWindow(QMainWindow):
 
     # --- building ---------------------------------------------------------------------
 
-    def _build_chat(self) -> None:
-        self.chat = QWidget(self)
-        self.chat.setObjectName("chatPane")
-        self.header = ChatHeader(self.adapter, self.chat)
-        self.banner = QLabel(self.chat)
-        self.banner.setObjectName("banner")
-        self.banner.setWordWrap(True)
-        self.banner.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.banner_close = QToolButton(self.chat)
-        self.banner_close.setObjectName("bannerClose")
-        self.banner_close.setToolTip("Dismiss")
-        self.banner_close.setAccessibleName("Dismiss")
-        icons.themed(self.banner_close, "close", icons.ROLE.HighlightedText)
-        self.banner_row = QWidget(self.chat)
-        self.banner_row.setObjectName("bannerRow")
-        banner_layout = QHBoxLayout(self.banner_row)
-        banner_layout.setContentsMargins(0, 0, 0, 0)
-        banner_layout.addWidget(self.banner, 1)
-        banner_layout.addWidget(self.banner_close, 0, Qt.AlignmentFlag.AlignTop)
-        self.history_panel = DamagedHistoryPanel(self.chat)
-        self.messages = MessageView(self.chat)
-        self.messages.setModel(self.adapter.messages)
-        self.empty = self._build_empty_state()
-        self.stack = QStackedWidget(self.chat)
-        self.stack.addWidget(self.messages)
-        self.stack.addWidget(self.empty)
-        self.composer = Composer(self.chat)
-        self.composer.setMaximumWidth(COLUMN_WIDTH)
-        composer_row = QHBoxLayout()
-        composer_row.setContentsMargins(16, 0, 16, 0)
-        composer_row.addWidget(self.composer)
-        layout = QVBoxLayout(self.chat)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addWidget(self.header)
-        for widget in (self.banner_row, self.history_panel):
-            inset = QHBoxLayout()
-            inset.setContentsMargins(16, 8, 16, 0)
-            inset.addWidget(widget)
-            layout.addLayout(inset)
-        layout.addWidget(self.stack, 1)
-        layout.addLayout(composer_row)
-        self._show_problem("")
-
-    def _build_empty_state(self) -> QWidget:
-        panel = QWidget(self.chat)
-        self.empty_text = QLabel(panel)
-        self.empty_text.setObjectName("emptyText")
-        self.empty_text.setWordWrap(True)
-        self.empty_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.import_button = QPushButton("Import a model file…", panel)
-        self.first_run = FirstRunOffer(panel)
-        layout = QVBoxLayout(panel)
-        layout.addStretch(1)
-        layout.addWidget(self.empty_text)
-        layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignHCenter)
-        centred = QHBoxLayout()  # not an alignment flag: that would ignore the card's wrapped height
-        centred.addStretch(1)
-        centred.addWidget(self.first_run)
-        centred.addStretch(1)
-        layout.addLayout(centred)
-        layout.addStretch(1)
-        return panel
-
     def _name_parts(self) -> None:
         """Short names for the parts tests and scripts reach for."""
+        for name in ("banner", "banner_row", "history_panel", "stack", "empty", "empty_text", "import_button",
+                     "first_run"):
+            setattr(self, name, getattr(self.chat, name))
         self.search = self.sidebar.search
         self.conversation_list = self.sidebar.conversation_list
         self.filter = self.sidebar.filter
@@ -184,14 +112,14 @@ class MainWindow(QMainWindow):
         self.status.cancel.clicked.connect(c.setup.cancel)
         self.first_run.follow(s)
         self.first_run.managerRequested.connect(self.show_model_manager)
-        self.banner_close.clicked.connect(lambda: self._show_problem(""))
+        self.chat.banner_close.clicked.connect(lambda: self.chat.show_problem(""))
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_colors_changed)
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):
             # A bound method: Qt drops the connection when the window is destroyed.
             app.applicationStateChanged.connect(self._application_state_changed)
-        s.problem.connect(self._show_problem)
-        s.problemSolved.connect(self._problem_solved)
+        s.problem.connect(self.chat.show_problem)
+        s.problemSolved.connect(self.chat.problem_solved)
         s.busyChanged.connect(self.composer.set_streaming)
         s.answerQueueChanged.connect(self._answer_queue_changed)
         s.activityChanged.connect(self._activity_changed)
@@ -245,7 +173,7 @@ class MainWindow(QMainWindow):
         self._show_chat_model()
         self._answer_queue_changed()
         self._show_activity()
-        self._update_stack()
+        self.chat.update_stack()
 
     def _show_chat_model(self) -> None:
         """The header names the model this chat uses: its own choice, or the default."""
@@ -293,25 +221,9 @@ class MainWindow(QMainWindow):
             fell_back = shown.fallback_reasons[0] if shown.fallback_reasons else ""
             self.status.set_device(shown.device, (shown.placement_reason, *shown.fallback_reasons), fell_back)
         if c.model_state == ModelState.FAILED:
-            self._show_problem(c.model_detail, "model")
+            self.chat.show_problem(c.model_detail, "model")
         self._show_chat_model()
-        self._update_stack()
-
-    def _update_stack(self) -> None:
-        c = self.controller
-        no_model = c.model_state in (ModelState.NONE, ModelState.FAILED)
-        offer = self.first_run.wanted()
-        show_empty = (no_model or offer) and self.adapter.messages.rowCount() == 0
-        self.first_run.refresh()
-        if c.model_state == ModelState.FAILED:
-            self.empty_text.setText("The model could not be loaded. Import another model file, or "
-                                    "fix the problem shown above.")
-        elif c.model is not None and offer:
-            self.empty_text.setText(STARTER_TEXT)
-        else:
-            self.empty_text.setText("No model yet.\nKestrel runs language models on this computer: "
-                                    "import a GGUF model file to begin.")
-        self.stack.setCurrentWidget(self.empty if show_empty else self.messages)
+        self.chat.update_stack()
 
     async def _replace_history(self, recover: bool) -> None:
         """The user chose what to do with a damaged history; the controller does it."""
@@ -319,79 +231,9 @@ class MainWindow(QMainWindow):
         if not await chosen:
             self.history_panel.set_working(False)  # refused (an answer is running): choose again
 
-    def _show_problem(self, text: str, kind: str = "other") -> None:
-        self._problem_kind = kind if text else ""
-        self.banner.setText(text)
-        self.banner_row.setVisible(bool(text))
-
-    def _problem_solved(self, kind: str) -> None:
-        """An engine that failed answers again: its banner has nothing left to say."""
-        if kind == self._problem_kind:
-            self._show_problem("")
-
     def focus_search(self) -> None:
         self.search.setFocus()
         self.search.selectAll()
-
-    # --- commands -----------------------------------------------------------------------
-
-    def copy_last_answer(self) -> None:
-        for message in reversed(self.adapter.messages.messages()):
-            if message.role.value == "assistant":
-                QGuiApplication.clipboard().setText(message.text)
-                return
-
-    def regenerate(self) -> None:
-        self.controller.regenerate()
-
-    def stop_open_chat(self) -> None:
-        self.controller.stop()
-
-    def edit_message(self, message_id: int, text: str) -> None:
-        dialog = EditMessageDialog(text, self)
-        if dialog.exec():
-            self.controller.edit_and_resend(message_id, dialog.text())
-
-    def edit_chat_settings(self) -> None:
-        system_prompt, settings = self.controller.conversation_settings()
-        loaded = self.controller.loaded
-        dialog = ConversationSettingsDialog(system_prompt, settings, self,
-                                            can_switch_thinking=loaded is None or loaded.thinking_switch)
-        if dialog.exec():
-            self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
-
-    def header_model_menu(self) -> None:
-        self.header.model_button.click()
-
-    def rename_open_chat(self) -> None:
-        index = self.conversation_list.currentIndex()
-        if index.isValid():
-            self.conversation_list.edit(index)
-
-    def delete_open_chat(self) -> None:
-        conversation = self.controller.conversation
-        if conversation is not None:
-            self._delete_chat(conversation.id, conversation.title)
-
-    def _delete_chat(self, conversation_id: int, title: str) -> None:
-        if self.confirm(f"Delete “{title}”? This cannot be undone."):
-            self.adapter.spawn(self.controller.delete_conversation(conversation_id))
-
-    def delete_current_conversation(self) -> None:
-        index = self.conversation_list.currentIndex()
-        if index.isValid():
-            self._delete_chat(index.data(ConversationRoles.ID), index.data())
-
-    def edit_settings(self) -> None:
-        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter)
-        if dialog.exec():
-            self.adapter.spawn(self.controller.update_settings(dialog.value()))
-
-    def choose_theme(self, theme: str) -> None:
-        self.adapter.spawn(self.controller.update_settings(dataclasses.replace(self.controller.settings, theme=theme)))
-
-    def set_sidebar_shown(self, shown: bool) -> None:
-        self.sidebar.setVisible(shown)
 
     def _settings_changed(self) -> None:
         # Restyling the app and laying out every visible message again is the slowest
@@ -421,47 +263,6 @@ class MainWindow(QMainWindow):
         self.show()
         self.raise_()
         self.activateWindow()
-
-    def show_hardware(self) -> None:
-        self.adapter.spawn(self._show_hardware())
-
-    async def _show_hardware(self) -> None:
-        from app.service.hardware_overview import hardware_overview
-
-        overview = await hardware_overview(self.controller)
-        if self.hardware_window is not None:
-            self.hardware_window.close()
-        self.hardware_window = HardwareWindow(overview, self)
-        self.hardware_window.show()
-        self.hardware_window.raise_()
-
-    def show_about(self) -> None:
-        from app.core.paths import data_paths
-
-        self.about = AboutDialog(data_paths(), self)
-        self.about.show()
-
-    def show_model_manager(self) -> None:
-        """Open the model manager (not modal: the chat goes on), or bring it forward."""
-        if self.model_manager is None:
-            self.model_manager = ModelManager(self.adapter, self)
-        self.model_manager.show()
-        self.model_manager.raise_()
-        self.model_manager.activateWindow()
-
-    def choose_model_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
-        if path:
-            self.adapter.spawn(self.controller.import_model(path))
-
-    def choose_model_folder(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Import an ONNX model folder (with genai_config.json)")
-        if path:
-            self.adapter.spawn(self.controller.import_model(path))
-
-    def confirm(self, question: str) -> bool:
-        answer = QMessageBox.question(self, "Kestrel", question)
-        return answer == QMessageBox.StandardButton.Yes
 
     # --- window events ------------------------------------------------------------------
 

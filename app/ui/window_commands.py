@@ -1,0 +1,135 @@
+"""The window's commands: what its menus, buttons and shortcuts do (a part of MainWindow)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
+
+from app.ui.about import AboutDialog
+from app.ui.conversation_model import ConversationRoles
+from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
+from app.ui.hardware_view import HardwareWindow
+from app.ui.model_manager import ModelManager
+
+if TYPE_CHECKING:
+    from app.service.controller import ChatController
+    from app.ui.adapter import ControllerAdapter
+    from app.ui.chat_header import ChatHeader
+    from app.ui.sidebar import Sidebar
+
+
+class WindowCommands(QMainWindow):
+    """Dialogs and actions the user starts; MainWindow inherits them and does the wiring.
+
+    Opens the model manager (`model_manager`), the hardware window (`hardware_window`)
+    and About (`about`) without blocking the chat; asks before deleting.
+    """
+
+    controller: "ChatController"
+    adapter: "ControllerAdapter"
+    header: "ChatHeader"
+    sidebar: "Sidebar"
+    model_manager: ModelManager | None
+    hardware_window: HardwareWindow | None
+
+    def copy_last_answer(self) -> None:
+        for message in reversed(self.adapter.messages.messages()):
+            if message.role.value == "assistant":
+                QGuiApplication.clipboard().setText(message.text)
+                return
+
+    def regenerate(self) -> None:
+        self.controller.regenerate()
+
+    def stop_open_chat(self) -> None:
+        self.controller.stop()
+
+    def edit_message(self, message_id: int, text: str) -> None:
+        dialog = EditMessageDialog(text, self)
+        if dialog.exec():
+            self.controller.edit_and_resend(message_id, dialog.text())
+
+    def edit_chat_settings(self) -> None:
+        system_prompt, settings = self.controller.conversation_settings()
+        loaded = self.controller.loaded
+        dialog = ConversationSettingsDialog(system_prompt, settings, self,
+                                            can_switch_thinking=loaded is None or loaded.thinking_switch)
+        if dialog.exec():
+            self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
+
+    def header_model_menu(self) -> None:
+        self.header.model_button.click()
+
+    def rename_open_chat(self) -> None:
+        index = self.conversation_list.currentIndex()
+        if index.isValid():
+            self.conversation_list.edit(index)
+
+    def delete_open_chat(self) -> None:
+        conversation = self.controller.conversation
+        if conversation is not None:
+            self._delete_chat(conversation.id, conversation.title)
+
+    def _delete_chat(self, conversation_id: int, title: str) -> None:
+        if self.confirm(f"Delete “{title}”? This cannot be undone."):
+            self.adapter.spawn(self.controller.delete_conversation(conversation_id))
+
+    def delete_current_conversation(self) -> None:
+        index = self.conversation_list.currentIndex()
+        if index.isValid():
+            self._delete_chat(index.data(ConversationRoles.ID), index.data())
+
+    def edit_settings(self) -> None:
+        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter)
+        if dialog.exec():
+            self.adapter.spawn(self.controller.update_settings(dialog.value()))
+
+    def choose_theme(self, theme: str) -> None:
+        self.adapter.spawn(self.controller.update_settings(dataclasses.replace(self.controller.settings, theme=theme)))
+
+    def set_sidebar_shown(self, shown: bool) -> None:
+        self.sidebar.setVisible(shown)
+
+    def show_hardware(self) -> None:
+        self.adapter.spawn(self._show_hardware())
+
+    async def _show_hardware(self) -> None:
+        from app.service.hardware_overview import hardware_overview
+
+        overview = await hardware_overview(self.controller)
+        if self.hardware_window is not None:
+            self.hardware_window.close()
+        self.hardware_window = HardwareWindow(overview, self)
+        self.hardware_window.show()
+        self.hardware_window.raise_()
+
+    def show_about(self) -> None:
+        from app.core.paths import data_paths
+
+        self.about = AboutDialog(data_paths(), self)
+        self.about.show()
+
+    def show_model_manager(self) -> None:
+        """Open the model manager (not modal: the chat goes on), or bring it forward."""
+        if self.model_manager is None:
+            self.model_manager = ModelManager(self.adapter, self)
+        self.model_manager.show()
+        self.model_manager.raise_()
+        self.model_manager.activateWindow()
+
+    def choose_model_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
+        if path:
+            self.adapter.spawn(self.controller.import_model(path))
+
+    def choose_model_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Import an ONNX model folder (with genai_config.json)")
+        if path:
+            self.adapter.spawn(self.controller.import_model(path))
+
+    def confirm(self, question: str) -> bool:
+        answer = QMessageBox.question(self, "Kestrel", question)
+        return answer == QMessageBox.StandardButton.Yes
