@@ -56,6 +56,8 @@ class DraftBook:
 
     def put(self, conversation_id: int | None, text: str) -> None:
         """Keep this chat's draft ("" forgets it); written soon, off the caller's thread."""
+        if self._texts.get(conversation_id, "") == text and conversation_id not in self._unsaved:
+            return  # unchanged (the window saves on every switch): nothing to write
         had = conversation_id in self._texts
         if text:
             self._texts[conversation_id] = text
