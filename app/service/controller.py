@@ -578,22 +578,9 @@ class ChatController:
 
     async def hardware_text(self) -> str:
         """The machine as the engine sees it, and where the model runs and why."""
-        from app.hardware.summary import format_report
+        from app.service.hardware_overview import hardware_overview  # it imports this module
 
-        text = format_report(await self.client.hardware_report())
-        loaded = self.client.loaded
-        if loaded is not None:
-            text += f"\n\nIn use: {loaded.device}\nWhy: {loaded.placement_reason}"
-            for reason in loaded.fallback_reasons:
-                text += f"\nCould not use {reason}"
-            if self.pace.problem:
-                text += f"\nPriority: {self.pace.problem}"
-            choice = self.threads.last
-            if choice is not None:
-                text += f"\nCPU threads for the last answer: {choice.threads} ({choice.reason})"
-            else:
-                text += f"\nCPU threads: {loaded.threads}"
-        return text
+        return (await hardware_overview(self)).text
 
     async def shutdown(self) -> None:
         """Stop cleanly: end the answer (its text is saved), then the engine and the history."""

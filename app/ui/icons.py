@@ -13,9 +13,9 @@ import weakref
 # QtAwesome reaches Qt through QtPy, which would take PyQt if that were installed too.
 os.environ.setdefault("QT_API", "pyside6")
 
-import qtawesome  # noqa: E402 - after QT_API
+import qtawesome  # type: ignore[import-untyped]  # noqa: E402 - after QT_API
 
-from PySide6.QtCore import QObject, QSize  # noqa: E402
+from PySide6.QtCore import QSize  # noqa: E402
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPalette, QPixmap  # noqa: E402
 from PySide6.QtWidgets import QAbstractButton  # noqa: E402
 
@@ -59,7 +59,8 @@ GLYPHS = {
 
 ROLE = QPalette.ColorRole
 
-_themed: "weakref.WeakKeyDictionary[QObject, tuple[str, QPalette.ColorRole]]" = weakref.WeakKeyDictionary()
+_themed: "weakref.WeakKeyDictionary[QAbstractButton | QAction, tuple[str, QPalette.ColorRole]]" = (
+    weakref.WeakKeyDictionary())
 
 
 def color_of(role: QPalette.ColorRole = ROLE.ButtonText) -> QColor:

@@ -58,7 +58,7 @@ class MainWindow(WindowCommands):
         self.statusBar().addWidget(self.status, 1)
         self.drafts = DraftKeeper(controller, self.composer, self)
         self.chat_files = ChatFiles(self.adapter, self)
-        self.actions = build_menus(self)
+        self.menu_actions = build_menus(self)
         self._name_parts()
         self._connect()
         self._model_state_changed()
@@ -71,9 +71,10 @@ class MainWindow(WindowCommands):
 
     def _name_parts(self) -> None:
         """Short names for the parts tests and scripts reach for."""
-        for name in ("banner", "banner_row", "history_panel", "stack", "empty", "empty_text", "import_button",
-                     "first_run"):
-            setattr(self, name, getattr(self.chat, name))
+        pane = self.chat
+        self.banner, self.banner_row, self.history_panel = pane.banner, pane.banner_row, pane.history_panel
+        self.stack, self.empty, self.empty_text = pane.stack, pane.empty, pane.empty_text
+        self.import_button, self.first_run = pane.import_button, pane.first_run
         self.search = self.sidebar.search
         self.conversation_list = self.sidebar.conversation_list
         self.filter = self.sidebar.filter
@@ -83,7 +84,7 @@ class MainWindow(WindowCommands):
         self.activity_label = self.status.activity
         self.progress = self.status.progress
         self.cancel_setup = self.status.cancel
-        self.action_copy_last = self.actions.copy_last
+        self.action_copy_last = self.menu_actions.copy_last
 
     def _set_tab_order(self) -> None:
         """Keyboard users move chats → messages → composer → send, in reading order."""
@@ -167,7 +168,7 @@ class MainWindow(WindowCommands):
         self.sidebar.select(conversation.id if conversation is not None else None)
         self.header.set_title(conversation.title if conversation is not None else "New chat")
         self.setWindowTitle(f"{conversation.title} – Kestrel" if conversation is not None else "Kestrel")
-        for action in (self.actions.export_markdown, self.actions.export_json, self.actions.delete_chat):
+        for action in (self.menu_actions.export_markdown, self.menu_actions.export_json, self.menu_actions.delete_chat):
             action.setEnabled(conversation is not None)
         self.drafts.chat_opened()
         self._show_chat_model()
@@ -192,7 +193,7 @@ class MainWindow(WindowCommands):
         self.composer.set_note(f"Your message waits for the answer in “{other}” to finish. "
                                "Stop (Esc) takes it out of the line; it stays in the chat."
                                if waiting and other else "")
-        self.actions.stop.setEnabled(c.open_chat_busy)
+        self.menu_actions.stop.setEnabled(c.open_chat_busy)
 
     def _title_of(self, conversation_id: int | None) -> str:
         found = self.adapter.conversations.conversation(conversation_id) if conversation_id is not None else None
@@ -247,7 +248,7 @@ class MainWindow(WindowCommands):
         self._theme = self.controller.settings.theme
         dark = apply_theme(app, self._theme)
         self.setStyleSheet(window_style(dark))
-        self.actions.themes[self._theme].setChecked(True)
+        self.menu_actions.themes[self._theme].setChecked(True)
         self.messages.delegate.dark = dark
         self.messages.delegate.clear()
         self.messages.viewport().update()

@@ -6,7 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
 from app.ui.about import AboutDialog
 from app.ui.conversation_model import ConversationRoles
@@ -32,6 +32,7 @@ class WindowCommands(QMainWindow):
     adapter: "ControllerAdapter"
     header: "ChatHeader"
     sidebar: "Sidebar"
+    conversation_list: "QListView"
     model_manager: ModelManager | None
     hardware_window: HardwareWindow | None
 

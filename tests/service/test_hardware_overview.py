@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 from app.engine.protocol import Loaded
 from app.service.client import EngineClient
-from app.service.controller import ChatController
 from app.hardware.report import PowerInfo
 from app.service.hardware_overview import computer_rows, device_rows, hardware_overview, power_text, runtime_rows
 from app.service.threads import ThreadChoice
@@ -40,25 +39,19 @@ def _controller(machine: str, loaded: Loaded | None, *, problem: str | None = No
                            threads=SimpleNamespace(last=last), model=None)
 
 
-def _both(controller: SimpleNamespace) -> tuple:
-    async def scenario():
-        # hardware_text as the controller has it, called on the same state.
-        text = await ChatController.hardware_text(controller)  # type: ignore[arg-type]
-        return await hardware_overview(controller), text
-    return asyncio.run(scenario())
+def _overview(controller: SimpleNamespace):
+    return asyncio.run(hardware_overview(controller))  # type: ignore[arg-type]
 
 
 def test_with_no_model_the_text_is_the_machine_alone() -> None:
-    overview, text = _both(_controller("linux_vm", None))
-    assert overview.text == text
+    overview = _overview(_controller("linux_vm", None))
     assert overview.loaded is None and overview.model_name == "" and overview.placement_reason == ""
     assert "In use" not in overview.text and overview.text.startswith("Kestrel doctor")
 
 
 def test_the_fall_back_priority_and_threads_are_in_the_text_as_before() -> None:
     choice = ThreadChoice(5, "other programs keep 1 core busy")
-    overview, text = _both(_controller("windows_desktop_rtx4070", LOADED, problem="Windows refused it.", last=choice))
-    assert overview.text == text
+    overview = _overview(_controller("windows_desktop_rtx4070", LOADED, problem="Windows refused it.", last=choice))
     assert overview.text.endswith("\n\nIn use: CPU\nWhy: CPU: llama.cpp here has no GPU backend.\n"
                                   "Could not use NVIDIA GeForce RTX 4070: this llama.cpp was built without GPU "
                                   "support\nPriority: Windows refused it.\n"
@@ -69,8 +62,8 @@ def test_the_fall_back_priority_and_threads_are_in_the_text_as_before() -> None:
 
 
 def test_before_the_first_answer_the_threads_loaded_with_are_said() -> None:
-    overview, text = _both(_controller("macos_m2_pro", LOADED))
-    assert overview.text == text and overview.text.endswith("\nCPU threads: 6")
+    overview = _overview(_controller("macos_m2_pro", LOADED))
+    assert overview.text.endswith("\nCPU threads: 6")
     assert overview.threads == "CPU threads: 6" and overview.priority_problem is None
 
 
@@ -105,7 +98,7 @@ def test_the_form_rows_say_what_a_source_could_not_read() -> None:
     assert power_text(None) == "unknown"
 
 
-def test_a_real_controller_gives_the_same_text_as_hardware_text(tiny_model: Path) -> None:
+def test_a_real_controller_gives_its_overview_for_copy_report(tiny_model: Path) -> None:
     install(tiny_model)
 
     async def scenario():
@@ -118,7 +111,7 @@ def test_a_real_controller_gives_the_same_text_as_hardware_text(tiny_model: Path
             await controller.shutdown()
 
     overview, text, title = run(scenario)
-    assert overview.text == text
+    assert text == overview.text and "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text
     assert overview.loaded is not None and overview.loaded.device == "CPU"
     assert overview.fallback_reasons and overview.fallback_reasons[0].startswith("NVIDIA GeForce RTX 4070")
     assert overview.model_name == title  # the library's name for it, not the file's
