@@ -73,6 +73,7 @@ class MessageDelegate(SelectionEditing):
         self._growing.clear()
         self._icons.clear()
         self.thinking.clear()
+        self._view.close_selection(keep_focus=True)  # its copy of the text has the old colours
 
     def forget_rows(self) -> None:
         """Another chat was opened: forget what is known by row, keep what is known by message
