@@ -19,7 +19,7 @@ COPY_SCHEME = "kestrel-copy"
 # Phosphor's "copy" glyph (the font QtAwesome registers), drawn as text so it is sharp at any scale.
 _COPY_GLYPH = "&#xf114;"
 _LOOKS = {  # dark -> (code background, header background, muted text)
-    True: ("#1e2024", "#2b2e33", "#a3a8b0"),
+    True: ("#2b2e33", "#363a40", "#a3a8b0"),
     False: ("#f5f6f8", "#e9ebef", "#5f636b"),
 }
 
@@ -76,15 +76,20 @@ def _parser(dark: bool) -> MarkdownIt:
     return md
 
 
-TABLE_STYLE = ("<style>table.md{border-collapse:collapse;margin-top:6px;margin-bottom:6px} table.md td, "
-               "table.md th{border:1px solid #888;padding:4px 8px} code{font-family:monospace}</style>")
+# A table's rules: quiet in both themes (a mid grey read as heavy lines on the dark one).
+_RULES = {True: "#4a4e55", False: "#c9ccd2"}
+
+
+def _style(dark: bool) -> str:
+    return (f"<style>table.md{{border-collapse:collapse;margin-top:6px;margin-bottom:6px}} table.md td, "
+            f"table.md th{{border:1px solid {_RULES[dark]};padding:4px 8px}} code{{font-family:monospace}}</style>")
 
 
 def markdown_to_html(text: str, *, dark: bool = False) -> str:
     """HTML for an assistant's answer; an unfinished code fence renders as code."""
     rendered = _parser(dark).render(text)
     rendered = rendered.replace("<table>", '<table class="md" cellspacing="0">')
-    return TABLE_STYLE + rendered
+    return _style(dark) + rendered
 
 
 def plain_to_html(text: str) -> str:
