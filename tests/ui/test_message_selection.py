@@ -210,3 +210,22 @@ def test_a_link_in_an_answer_opens_in_the_browser(window, monkeypatch) -> None:
     QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=_point(view, 1, "link") + QPoint(3, 0))
     assert opened == ["https://example.com"]
     assert view.selection_editor() is None
+
+
+def test_a_double_click_on_the_painted_text_selects_a_word(window) -> None:
+    """Through the window, as a real mouse: the first click opens the editor, the second lands on it."""
+    view = window.view
+    point = view.viewport().mapTo(window, _point(view, 1, "light") + QPoint(8, 0))
+    handle = window.windowHandle()
+    QTest.mouseClick(handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point)
+    QTest.mouseDClick(handle, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, point)
+    QTest.qWait(20)
+    assert view.selection_editor().textCursor().selectedText() == "light"
+
+
+def test_a_new_theme_closes_the_open_text(window) -> None:
+    view = window.view
+    view.open_selection(view.model().index(1, 0))
+    view.delegate.dark = True
+    view.delegate.clear()
+    assert view.selection_editor() is None and view.delegate.selecting is None
