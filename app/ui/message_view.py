@@ -29,9 +29,12 @@ class MessageView(QListView):
     The model's rows are a long chat's newest messages; the view asks it for older ones
     when the user scrolls up to them.
 
-    Each message has icons under it (delegate.action_rects); a click on its text, or
-    Enter, opens a SelectableText over that text (open_selection) for a partial copy.
-    Signals: regenerateRequested(), editRequested(message id, text).
+    Each message has icons under it (delegate.action_rects; run_action does what one
+    does). A click on its text, Enter or Ctrl+A opens a SelectableText over that text
+    (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
+    the current message: Ctrl+C copies it as written, F2 edits the user's.
+    Signals: regenerateRequested(), editRequested(message id, text). `delegate` has
+    `dark`, `clear()` (after a theme change) and `streaming_note`.
     """
 
     regenerateRequested = Signal()
