@@ -72,6 +72,14 @@ class MessageListModel(QAbstractListModel):
         if role == Qt.ItemDataRole.AccessibleTextRole:
             who = "You" if message.role == Role.USER else "Kestrel"
             return f"{who}: {message.text}"
+        if role == Qt.ItemDataRole.AccessibleDescriptionRole:
+            # The icons under a message are painted, so a screen reader hears their keys here.
+            keys = ["Ctrl+C copies it", "Enter selects its text"]
+            if message.role == Role.USER:
+                keys.append("F2 edits and resends it")
+            elif position == len(self._messages) - 1:
+                keys.append("Ctrl+R writes it again")
+            return "; ".join(keys) + "; the menu key lists these."
         return None
 
     def roleNames(self) -> dict[int, QByteArray]:  # Override QAbstractListModel.roleNames.

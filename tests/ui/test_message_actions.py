@@ -140,6 +140,13 @@ def test_the_icons_are_drawn_for_the_screens_pixel_ratio(view) -> None:
     assert 2.0 in view.delegate.icon_ratios()
 
 
+def test_a_screen_reader_hears_the_keys_for_the_painted_icons(view) -> None:
+    description = Qt.ItemDataRole.AccessibleDescriptionRole
+    assert "F2" in view.model().index(0, 0).data(description)
+    assert "Ctrl+R" in view.model().index(3, 0).data(description)
+    assert "Ctrl+R" not in view.model().index(1, 0).data(description), "not an earlier answer"
+
+
 def test_the_keys_copy_and_edit_the_current_message(view, qtbot) -> None:
     view.setFocus()
     view.setCurrentIndex(view.model().index(2, 0))
