@@ -70,6 +70,10 @@ class ChatPane(QWidget):
         layout.addWidget(self.stack, 1)
         layout.addLayout(composer_row)
         self.show_problem("")
+        # The first message of a new chat comes after the chat is opened: the empty state
+        # (or the starter's offer) gives way to it then.
+        adapter.messages.rowsInserted.connect(lambda *_: self.update_stack())
+        adapter.messages.modelReset.connect(lambda *_: self.update_stack())
 
     def _build_empty_state(self) -> QWidget:
         panel = QWidget(self)
