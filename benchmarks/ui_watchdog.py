@@ -308,7 +308,8 @@ class NewDriver(WindowDriver):
         return self.window.controller.open()
 
     def idle(self) -> bool:
-        return not self.window.controller.busy and not self.window.controller.queued
+        c = self.window.controller
+        return c.answering_id is None and not c.waiting_ids and not c.open_chat_busy
 
     def message_count(self) -> int:
         return len(self.messages.messages())  # its rows are the newest messages only

@@ -104,9 +104,9 @@ def test_regenerate_replaces_the_last_answer(make_window, loop, qtbot) -> None:
     run(loop, until(idle(window)))
     first = _last(window)
     index = window.adapter.messages.index(1)
-    window.messages.setCurrentIndex(index)
-    assert window.messages.actions_bar.regenerate.isVisible()
-    qtbot.mouseClick(window.messages.actions_bar.regenerate, Qt.MouseButton.LeftButton)
+    # The icon is on show without hovering or selecting first.
+    regenerate = dict(window.messages.delegate.action_rects(index))["regenerate"]
+    qtbot.mouseClick(window.messages.viewport(), Qt.MouseButton.LeftButton, pos=regenerate.center())
     run(loop, until(lambda: idle(window)() and _last(window).id != first.id))
     rows = window.adapter.messages.messages()
     assert len(rows) == 2 and rows[1].id != first.id and rows[1].state == MessageState.COMPLETE
@@ -125,9 +125,8 @@ def test_edit_and_resend_replaces_what_followed(make_window, loop, qtbot, monkey
         return 1
 
     monkeypatch.setattr(EditMessageDialog, "exec", accept)
-    window.messages.setCurrentIndex(window.adapter.messages.index(0))
-    assert window.messages.actions_bar.edit.isVisible()
-    qtbot.mouseClick(window.messages.actions_bar.edit, Qt.MouseButton.LeftButton)
+    edit = dict(window.messages.delegate.action_rects(window.adapter.messages.index(0)))["edit"]
+    qtbot.mouseClick(window.messages.viewport(), Qt.MouseButton.LeftButton, pos=edit.center())
     run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
                     and _last(window).state == MessageState.COMPLETE))
     user, answer = window.adapter.messages.messages()
