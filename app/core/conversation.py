@@ -9,8 +9,13 @@ from typing import Any
 from app.core.generation import GenerationSettings
 
 
+# The title of a chat made before its first message; that message then names it.
+UNTITLED = "New chat"
+
 # The values of these enums are written to the history database: add new members, but
 # never rename or reuse a value.
+
+
 class Role(str, Enum):
     """Who wrote a message."""
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.conversation import UNTITLED, Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.core.history_schema import (
     DAMAGED,
@@ -258,7 +258,7 @@ class HistoryStore:
 
     def create_conversation(
         self,
-        title: str = "New chat",
+        title: str = UNTITLED,
         system_prompt: str = "",
         settings: GenerationSettings | None = None,
         model: str | None = None,

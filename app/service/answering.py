@@ -6,7 +6,7 @@ import asyncio
 import re
 from typing import TYPE_CHECKING
 
-from app.core.conversation import Message, Role
+from app.core.conversation import UNTITLED, Message, Role
 from app.core.history import HistoryError, HistoryStore
 from app.library.models import InstalledModel
 from app.service.answer_queue import AnswerQueue, Turn
@@ -63,6 +63,10 @@ class Answering:
                 if c.opened == opened and c.conversation is None:
                     c.conversation = conversation  # the user still looks at it
                 self.queue.name(turn, conversation_id)
+            elif _untitled(c, conversation_id):
+                # Made before its first message (its settings were changed first): the
+                # message names it, as it names a chat made by sending.
+                await c._storage().history(HistoryStore.rename_conversation, conversation_id, _title_from(text))
             message = await c._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text)
             await c.refresh_conversation(conversation_id)
         except (HistoryError, KeyError) as exc:
@@ -234,6 +238,13 @@ def storable(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _untitled(c: "ChatController", conversation_id: int) -> bool:
+    """The open chat has no message yet and still has the title a chat gets before one."""
+    open_now = c.conversation
+    return (open_now is not None and open_now.id == conversation_id and not c.messages
+            and open_now.title == UNTITLED)
 
 
 def _title_from(text: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.core.conversation import Conversation, Message
+from app.core.conversation import UNTITLED, Conversation, Message
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryDamaged, HistoryError, HistoryStore
 from app.core.settings import Settings, SettingsError
@@ -391,7 +391,7 @@ class ChatController:
     async def set_conversation_settings(self, system_prompt: str, settings: GenerationSettings) -> bool:
         """Change the open chat's system prompt and settings (saving a new chat first)."""
         try:
-            conversation_id = await self._ensure_conversation("New chat")
+            conversation_id = await self._ensure_conversation(UNTITLED)
             storage = self._storage()
             await storage.history(HistoryStore.update_conversation, conversation_id,
                                   system_prompt=system_prompt, settings=settings)

@@ -158,3 +158,16 @@ def test_file_names_for_exports_are_safe_everywhere() -> None:
     assert file_name_for('What is 2/3? "Half" <maybe>', "markdown") == "What is 2 3 Half maybe.md"
     assert file_name_for("...", "json") == "Chat.json"
     assert len(file_name_for("x" * 300, "json")) == 85
+
+
+def test_a_chat_whose_settings_came_first_is_named_by_its_first_message(make_window, loop, qtbot) -> None:
+    window = make_window()
+    with_generation(window, loop, max_tokens=4)  # this makes the chat, before any message
+    assert window.controller.conversation.title == "New chat"
+    _type_and_send(qtbot, window, "Plans for the garden")
+    run(loop, until(idle(window)))
+    assert window.controller.conversation.title == "Plans for the garden"
+    assert window.header.title.full_text() == "Plans for the garden"
+    _type_and_send(qtbot, window, "And the shed?")
+    run(loop, until(idle(window)))
+    assert window.controller.conversation.title == "Plans for the garden"
