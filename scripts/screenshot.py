@@ -134,6 +134,8 @@ async def window_view(window, view: str) -> QWidgetLike:
         controller.new_conversation()
     elif view == "code":
         await controller.open_conversation(_chat_id(window, "Meter readings parser"))
+        await asyncio.sleep(0.3)
+        window.messages.scrollToTop()  # the question, and the code block's language and Copy
     elif view == "streaming":
         controller.new_conversation()
         system_prompt, settings = controller.conversation_settings()

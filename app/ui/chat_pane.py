@@ -28,6 +28,7 @@ class ChatPane(QWidget):
     def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chatPane")
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)  # else the style sheet's background is ignored
         self.adapter = adapter
         self.problem_kind = ""
         self.header = ChatHeader(self.adapter, self)
@@ -81,11 +82,16 @@ class ChatPane(QWidget):
         self.empty_text.setObjectName("emptyText")
         self.empty_text.setWordWrap(True)
         self.empty_text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_text.setMaximumWidth(560)
         self.import_button = QPushButton("Import a model file…", panel)
         self.first_run = FirstRunOffer(panel)
         layout = QVBoxLayout(panel)
         layout.addStretch(1)
-        layout.addWidget(self.empty_text)
+        text_row = QHBoxLayout()  # centred by stretches: an alignment flag would lose the wrapped height
+        text_row.addStretch(1)
+        text_row.addWidget(self.empty_text, 100)
+        text_row.addStretch(1)
+        layout.addLayout(text_row)
         layout.addWidget(self.import_button, 0, Qt.AlignmentFlag.AlignHCenter)
         centred = QHBoxLayout()  # not an alignment flag: that would ignore the card's wrapped height
         centred.addStretch(1)

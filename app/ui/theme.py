@@ -125,6 +125,8 @@ def window_style(dark: bool) -> str:
     QLabel#banner {{ color: #ffffff; padding: 8px 10px; }}
     QToolButton#bannerClose {{ border: none; padding: 6px; }}
     QLabel#statusDot {{ color: {c['PlaceholderText']}; }}
+    QFrame#firstRunOffer {{ background: {c['AlternateBase']}; border: 1px solid {c['Mid']}; border-radius: 12px;
+                           padding: 10px; }}
     QLabel#emptyText {{ color: {c['PlaceholderText']}; font-size: 11pt; }}
     QSplitter::handle {{ background: {c['Mid']}; }}
     QSplitter::handle:horizontal {{ width: 1px; }}
