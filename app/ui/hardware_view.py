@@ -37,6 +37,11 @@ class HardwareWindow(QDialog):
         self.copy_button.setToolTip("Copy the whole report as text, for a bug report")
         icons.themed(self.copy_button, "copy")
         self.copy_button.clicked.connect(self.copy_report)
+        # The window's own timer: it dies with the window, so it never fires on a closed one.
+        self._copied = QTimer(self)
+        self._copied.setSingleShot(True)
+        self._copied.setInterval(1500)
+        self._copied.timeout.connect(self._copied_done)
         close = QPushButton("Close", self)
         close.setDefault(True)
         close.clicked.connect(self.close)
@@ -76,13 +81,10 @@ class HardwareWindow(QDialog):
         """The plain report on the clipboard; the button says so for a moment."""
         QGuiApplication.clipboard().setText(self.overview.text)
         self.copy_button.setText("Copied")
-        QTimer.singleShot(1500, self._copied_done)
+        self._copied.start()
 
     def _copied_done(self) -> None:
-        try:
-            self.copy_button.setText("&Copy report")
-        except RuntimeError:
-            pass  # the window was closed meanwhile
+        self.copy_button.setText("&Copy report")
 
 
 class PlacementPanel(QFrame):

@@ -34,7 +34,11 @@ def loop(qapp):
     event_loop = qasync.QEventLoop(qapp, already_running=True)
     asyncio.set_event_loop(event_loop)
     yield event_loop
-    event_loop.stop()
+    # Not event_loop.stop(): qasync stops by calling QApplication.exit(), and after that
+    # every QEventLoop.exec() in this process returns at once (Qt keeps "quitNow" set
+    # until the next QApplication.exec()), so later tests' qtbot.wait() would not wait
+    # and their timers would never fire. Marked stopped instead (qasync's own flag).
+    event_loop._QEventLoop__is_running = False  # type: ignore[attr-defined]
     asyncio.events._set_running_loop(None)
     event_loop.close()
     asyncio.set_event_loop(None)
