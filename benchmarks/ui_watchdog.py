@@ -309,6 +309,8 @@ class NewDriver(WindowDriver):
 
     def idle(self) -> bool:
         c = self.window.controller
+        if not hasattr(c, "answering_id"):  # before answers queued per chat (issue 14)
+            return not c.busy and not c.queued
         return c.answering_id is None and not c.waiting_ids and not c.open_chat_busy
 
     def message_count(self) -> int:

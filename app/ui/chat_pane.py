@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QToolButton, QVBoxLayout, QWidget
 
 from app.service.events import ModelState
@@ -28,7 +29,8 @@ class ChatPane(QWidget):
     def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chatPane")
-        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)  # else the style sheet's background is ignored
+        self.setAutoFillBackground(True)
+        self.setBackgroundRole(QPalette.ColorRole.Base)  # the page the messages sit on
         self.adapter = adapter
         self.problem_kind = ""
         self.header = ChatHeader(self.adapter, self)

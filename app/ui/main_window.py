@@ -17,7 +17,7 @@ from app.ui.hardware_view import HardwareWindow
 from app.ui.model_manager import ModelManager
 from app.ui.sidebar import Sidebar
 from app.ui.status_line import StatusLine
-from app.ui.theme import apply_theme, window_style
+from app.ui.theme import apply_theme, part_styles
 from app.ui.window_commands import WindowCommands
 from app.ui.window_menus import build_menus
 
@@ -47,6 +47,7 @@ class MainWindow(WindowCommands):
         self.chat = ChatPane(self.adapter, self)
         self.header, self.composer, self.messages = self.chat.header, self.chat.composer, self.chat.messages
         self.splitter = QSplitter(self)
+        self.splitter.setObjectName("mainSplitter")
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(self.chat)
         self.splitter.setStretchFactor(1, 1)
@@ -55,6 +56,7 @@ class MainWindow(WindowCommands):
         self.splitter.setHandleWidth(1)
         self.setCentralWidget(self.splitter)
         self.status = StatusLine(self)
+        self.status.setObjectName("statusLine")
         self.statusBar().addWidget(self.status, 1)
         self.drafts = DraftKeeper(controller, self.composer, self)
         self.chat_files = ChatFiles(self.adapter, self)
@@ -247,7 +249,10 @@ class MainWindow(WindowCommands):
         assert isinstance(app, QApplication)
         self._theme = self.controller.settings.theme
         dark = apply_theme(app, self._theme)
-        self.setStyleSheet(window_style(dark))
+        for name, sheet in part_styles(dark).items():
+            part = self.findChild(QWidget, name)
+            if part is not None:
+                part.setStyleSheet(sheet)
         self.menu_actions.themes[self._theme].setChecked(True)
         self.messages.delegate.dark = dark
         self.messages.delegate.clear()

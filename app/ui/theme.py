@@ -105,29 +105,30 @@ def apply_theme(app: QApplication, choice: str) -> bool:
 _BANNER = {False: "#b3261e", True: "#8c1d18"}
 
 
-def window_style(dark: bool) -> str:
-    """The main window's few styled parts, in the theme's concrete colours.
+def part_styles(dark: bool) -> dict[str, str]:
+    """Style sheets for the window's few styled parts, by object name, in concrete colours.
 
-    Set again on every theme change: a style sheet's palette() colours are read when a
-    widget is polished, and would keep the old theme's.
+    Each goes on its own widget, not on the window: a style sheet on the window would
+    put every widget in it (the message list included) under the slower style-sheet
+    style, and setting it again on a theme change would re-polish them all (a 60-110 ms
+    stall, measured by benchmarks/ui_watchdog.py). Set again on every theme change: a
+    style sheet's colours are fixed when it is applied.
     """
     c = {role.name: value for role, value in palette_colors(dark).items()}
-    sidebar = c["Window"]
-    return f"""
-    QWidget#chatPane, QListView#messages {{ background: {c['Base']}; }}
-    QWidget#sidebar {{ background: {sidebar}; }}
-    QFrame#composerFrame {{ background: {c['Base']}; border: 1px solid {c['Mid']}; border-radius: 14px; }}
-    QPlainTextEdit#composer {{ background: transparent; border: none; }}
-    QToolButton#send {{ background: {c['Highlight']}; border: none; border-radius: 17px; }}
-    QToolButton#send:disabled {{ background: {c['Mid']}; }}
-    QLabel#composerNote {{ color: {c['PlaceholderText']}; padding: 2px 6px; }}
-    QWidget#bannerRow {{ background: {_BANNER[dark]}; border-radius: 8px; }}
-    QLabel#banner {{ color: #ffffff; padding: 8px 10px; }}
-    QToolButton#bannerClose {{ border: none; padding: 6px; }}
-    QLabel#statusDot {{ color: {c['PlaceholderText']}; }}
-    QFrame#firstRunOffer {{ background: {c['AlternateBase']}; border: 1px solid {c['Mid']}; border-radius: 12px;
-                           padding: 10px; }}
-    QLabel#emptyText {{ color: {c['PlaceholderText']}; font-size: 11pt; }}
-    QSplitter::handle {{ background: {c['Mid']}; }}
-    QSplitter::handle:horizontal {{ width: 1px; }}
-    """
+    return {
+        "composerFrame": f"""
+            QFrame#composerFrame {{ background: {c['Base']}; border: 1px solid {c['Mid']}; border-radius: 14px; }}
+            QPlainTextEdit#composer {{ background: transparent; border: none; }}
+            QToolButton#send {{ background: {c['Highlight']}; border: none; border-radius: 17px; }}
+            QToolButton#send:disabled {{ background: {c['Mid']}; }}""",
+        "composerNote": f"QLabel#composerNote {{ color: {c['PlaceholderText']}; padding: 2px 6px; }}",
+        "bannerRow": f"""
+            QWidget#bannerRow {{ background: {_BANNER[dark]}; border-radius: 8px; }}
+            QLabel#banner {{ color: #ffffff; padding: 8px 10px; }}
+            QToolButton#bannerClose {{ border: none; padding: 6px; }}""",
+        "firstRunOffer": f"""QFrame#firstRunOffer {{ background: {c['AlternateBase']}; border: 1px solid {c['Mid']};
+                                                    border-radius: 12px; padding: 10px; }}""",
+        "emptyText": f"QLabel#emptyText {{ color: {c['PlaceholderText']}; font-size: 11pt; }}",
+        "mainSplitter": f"QSplitter::handle {{ background: {c['Mid']}; }}",
+        "statusLine": f"QLabel#statusDot {{ color: {c['PlaceholderText']}; }}",
+    }
