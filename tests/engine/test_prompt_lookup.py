@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from app.core.generation import GenerationSettings
 from app.engine.backend import DeviceChoice
 from app.engine.control import GenerationControl
 from app.engine.gguf_backend import GgufBackend
-from app.engine.prompt_lookup import FIRST_REST, PLAIN_FIRST, LookupStats, NgramDrafter, _Policy
+from app.engine.prompt_lookup import FIRST_REST, PLAIN_FIRST, LookupStats, NgramDrafter, _Policy, lookup_tokens
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load
 
 PROMPTS = [
@@ -118,3 +119,65 @@ def test_drafts_that_pay_go_on_and_a_forced_on_never_rests() -> None:
         forced.verified(drafted=4, accepted=0, seconds=0.030)
     assert paying.drafting and paying.stats.rests == 0 and paying.length == 12
     assert forced.drafting and forced.stats.rests == 0
+
+
+# Two-sample chi-square at p = 0.001: the Wilson-Hilferty approximation of the critical value.
+def _chi2_critical(df: int, z: float = 3.09) -> float:
+    return df * (1 - 2 / (9 * df) + z * (2 / (9 * df)) ** 0.5) ** 3
+
+
+def _homogeneity(first: Counter, second: Counter) -> tuple[float, int]:
+    """Chi-square statistic and degrees of freedom of two samples over the same outcomes
+    (outcomes expected fewer than 5 times are pooled)."""
+    n1, n2 = sum(first.values()), sum(second.values())
+    cells, pooled = [], [0, 0]
+    for outcome in set(first) | set(second):
+        a, b = first[outcome], second[outcome]
+        if (a + b) * min(n1, n2) / (n1 + n2) < 5:
+            pooled[0] += a
+            pooled[1] += b
+        else:
+            cells.append((a, b))
+    if sum(pooled):
+        cells.append((pooled[0], pooled[1]))
+    statistic = 0.0
+    for a, b in cells:
+        total = a + b
+        for observed, n in ((a, n1), (b, n2)):
+            expected = total * n / (n1 + n2)
+            statistic += (observed - expected) ** 2 / expected
+    return statistic, len(cells) - 1
+
+
+def test_lookup_with_sampling_draws_from_the_same_distribution(backend: GgufBackend, monkeypatch) -> None:
+    """Speculative sampling's promise, checked by counting. Five tokens after a prompt are
+    sampled 1,200 times without drafts and 1,200 times (other seeds) with a two-token draft
+    at every step drafting allows (from the fourth token: PLAIN_FIRST plain steps come
+    first). The fourth and fifth tokens follow one distribution both ways, and the draft
+    is both kept and refused."""
+    llm = backend._llm
+    prompt = llm.tokenize(b"The kestrel hovers over the meadow, and the kestrel", add_bos=True)
+    sampling = dict(top_k=3, top_p=1.0, min_p=0.0, temp=1.0, repeat_penalty=1.0)
+    assert PLAIN_FIRST == 2, "the fourth token is the first one drafted"
+
+    def sample(seed: int, drafted: bool, stats: LookupStats) -> tuple[int, ...]:
+        llm.reset()
+        llm.n_tokens = 0
+        llm.set_seed(seed)
+        tokens = (lookup_tokens(llm, prompt, sampling, mode="on", limit=5, stats=stats) if drafted
+                  else llm.generate(prompt, **sampling))
+        try:
+            return tuple(next(tokens) for _ in range(5))[3:]
+        finally:
+            tokens.close()
+
+    plain = Counter(sample(seed, False, LookupStats()) for seed in range(1200))
+    # The draft is the most common ending: right for some answers, wrong for the others.
+    common = plain.most_common(1)[0][0]
+    monkeypatch.setattr(NgramDrafter, "propose", lambda self, count: list(common[:count]))
+    stats = LookupStats()
+    drafted = Counter(sample(10_000 + seed, True, stats) for seed in range(1200))
+    assert 0 < stats.accepted < stats.drafted, "the test must see drafts both kept and refused"
+    statistic, df = _homogeneity(plain, drafted)
+    assert df >= 3, "too few outcomes for the test to mean anything"
+    assert statistic < _chi2_critical(df), (statistic, df, plain.most_common(6), drafted.most_common(6))
