@@ -171,3 +171,40 @@ def test_a_chat_whose_settings_came_first_is_named_by_its_first_message(make_win
     _type_and_send(qtbot, window, "And the shed?")
     run(loop, until(idle(window)))
     assert window.controller.conversation.title == "Plans for the garden"
+
+
+def test_the_model_picker_sets_this_chats_model_and_the_header_says_it(make_window, loop, qtbot) -> None:
+    window = make_window()
+    run(loop, window.controller.library.refresh())
+    run(loop, until(lambda: window.adapter.installed.rowCount() == 1, what="the library listing"))
+    model = window.controller.model
+    choices = {action.text().replace("&&", "&"): action for action in window.header.model_actions()}
+    assert any(text.startswith("Default model") for text in choices) and model.title in choices
+    choices[model.title].trigger()
+    run(loop, until(lambda: window.controller.conversation_model_id() == model.id, what="the chat's model"))
+    assert window.header.button_text() == model.title
+    _type_and_send(qtbot, window, "Which model answers?")
+    run(loop, until(idle(window)))
+    assert window.controller.conversation.model == model.id
+    # The manager is one click away.
+    manager = next(a for a in window.header.model_menu.actions() if a.text().startswith("Manage models"))
+    manager.trigger()
+    assert window.model_manager is not None and window.model_manager.isVisible()
+
+
+def test_the_composer_grows_with_its_text_up_to_a_limit(make_window, qtbot) -> None:
+    from app.ui.composer import MAX_LINES
+
+    window = make_window(start=False)
+    edit = window.composer.edit
+    one_line = edit.height()
+    edit.setPlainText("a\nb\nc")
+    assert edit.height() > one_line
+    three_lines = edit.height()
+    edit.setPlainText("\n".join("line" for _ in range(MAX_LINES * 3)))
+    capped = edit.height()
+    assert capped > three_lines
+    edit.setPlainText("\n".join("line" for _ in range(MAX_LINES * 6)))
+    assert edit.height() == capped, "past the limit the text scrolls inside the box"
+    edit.clear()
+    assert edit.height() == one_line
