@@ -147,8 +147,13 @@ def _text(value: Any, what: str) -> str:
     return _SURROGATE.sub("\ufffd", value)
 
 
+# 9999-12-31 23:59:59 UTC: later times are no date a clock can show (time.localtime overflows).
+_LAST_TIME = 253_402_300_799
+
+
 def _time(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or value > _LAST_TIME):
         raise ValueError(f"{what} must be a time in seconds (got {value!r}).")
     return float(value)
 

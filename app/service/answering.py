@@ -12,7 +12,8 @@ from app.library.models import InstalledModel
 from app.service.answer_queue import AnswerQueue, Turn
 from app.service.answer_run import AnswerRun
 from app.service.background import Pace
-from app.service.events import ActivityChanged, AnswerQueueChanged, BusyChanged, ModelState, Problem
+from app.service.events import (ActivityChanged, AnswerQueueChanged, BusyChanged, ConversationChanged, ModelState,
+                                Problem, SendFailed)
 from app.service.threads import model_key
 
 if TYPE_CHECKING:
@@ -55,13 +56,14 @@ class Answering:
 
     async def _send(self, turn: Turn, text: str, opened: int) -> None:
         c = self._c
+        conversation_id = turn.conversation_id
         try:
-            conversation_id = turn.conversation_id
             if conversation_id is None:
                 conversation = await c.create_conversation(_title_from(text), turn.model_id)
                 conversation_id = conversation.id
                 if c.opened == opened and c.conversation is None:
                     c.conversation = conversation  # the user still looks at it
+                    c._emit(ConversationChanged(conversation))  # now as the open chat
                 self.queue.name(turn, conversation_id)
             elif _untitled(c, conversation_id):
                 # Made before its first message (its settings were changed first): the
@@ -70,16 +72,25 @@ class Answering:
             message = await c._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text)
             await c.refresh_conversation(conversation_id)
         except (HistoryError, KeyError) as exc:
-            c._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That chat is gone.", "history"))
-            self.queue.drop(turn)
+            words = str(exc) if isinstance(exc, HistoryError) else "That chat is gone."
+            self._unsent(turn, conversation_id, text, Problem(f"{words} Your message is back in the message box.",
+                                                              "history"))
             return
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the chat busy for ever
-            c._emit(Problem(f"Kestrel could not send the message ({type(exc).__name__}: {exc}). "
-                            "It was not saved; please report this."))
-            self.queue.drop(turn)
+            self._unsent(turn, conversation_id, text, Problem(
+                f"Kestrel could not send the message ({type(exc).__name__}: {exc}). It is back in the message "
+                "box; please report this."))
             return
         c.add_to_open(message)
         self.queue.ready(turn)
+
+    def _unsent(self, turn: Turn, conversation_id: int | None, text: str, problem: Problem) -> None:
+        """The message was not saved: it goes back to its chat's draft, never lost."""
+        c = self._c
+        self.queue.drop(turn)
+        c.drafts.put(conversation_id, text)
+        c._emit(SendFailed(conversation_id, text))
+        c._emit(problem)
 
     def regenerate(self) -> bool:
         """The last answer is replaced; a last message left unanswered (stopped while it
@@ -107,8 +118,8 @@ class Answering:
 
     async def _replace_from(self, turn: Turn, first: Message | None, new_text: str | None) -> None:
         c = self._c
-        storage = c._storage()
         try:
+            storage = c._storage()
             if first is not None:
                 await storage.history(HistoryStore.delete_messages_from, first.conversation_id, first.id)
                 c.remove_from(first)
@@ -118,6 +129,11 @@ class Answering:
                     c.add_to_open(added)
         except (HistoryError, KeyError) as exc:
             c._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone.", "history"))
+            self.queue.drop(turn)
+            return
+        except Exception as exc:  # noqa: BLE001 - a turn left in the line would block every chat after it
+            c._emit(Problem(f"Kestrel could not replace the answer ({type(exc).__name__}: {exc}); "
+                            "please report this."))
             self.queue.drop(turn)
             return
         self.queue.ready(turn)

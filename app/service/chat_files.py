@@ -34,7 +34,8 @@ class ChatFiles:
             self._emit(Problem(f"The chat could not be exported to {path}: "
                                + (str(exc) if isinstance(exc, HistoryError) else "it is gone."), "history"))
             return False
-        text = to_json(conversation, messages) if fmt == "json" else to_markdown(conversation, messages)
+        # Off the loop: a chat of thousands of messages takes a while to write out.
+        text = await asyncio.to_thread(to_json if fmt == "json" else to_markdown, conversation, messages)
         try:
             await asyncio.to_thread(write_atomically, path, text.encode("utf-8"))
         except OSError as exc:

@@ -534,7 +534,9 @@ class ChatController:
             self._set_model_state(ModelState.READY, self.model_detail)
 
     def add_to_open(self, message: Message) -> None:
-        if self.conversation is not None and message.conversation_id == self.conversation.id:
+        """Show a message in the open chat (once: reopening the chat may have read it already)."""
+        if (self.conversation is not None and message.conversation_id == self.conversation.id
+                and all(shown.id != message.id for shown in self.messages[-4:])):
             self.messages.append(message)
             self._emit(MessageAdded(message))
 
@@ -575,12 +577,6 @@ class ChatController:
         if moved and self.model is not None and self.answers.queue.idle:
             # Loaded again as it was loaded: a chat's own model stays that chat's.
             await self.load_model(self.model, for_chat=not same_model(self.model, self.app_model))
-
-    async def hardware_text(self) -> str:
-        """The machine as the engine sees it, and where the model runs and why."""
-        from app.service.hardware_overview import hardware_overview  # it imports this module
-
-        return (await hardware_overview(self)).text
 
     async def shutdown(self) -> None:
         """Stop cleanly: end the answer (its text is saved), then the engine and the history."""

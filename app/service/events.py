@@ -183,6 +183,15 @@ class DraftChanged:
 
 
 @dataclass(frozen=True)
+class SendFailed:
+    """A message could not be saved: its text is kept as that chat's draft, for the
+    message box to show again (conversation_id None: the new chat)."""
+
+    conversation_id: int | None
+    text: str
+
+
+@dataclass(frozen=True)
 class ConversationModelChosen:
     """The open chat's model was chosen (model_id None: the default model).
 
@@ -332,6 +341,6 @@ class CatalogListed:
 Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
-              AnswerQueueChanged, DraftChanged, ConversationModelChosen,
+              AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,
               ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
               LibraryListed, CatalogListed, DownloadChanged]

@@ -35,7 +35,7 @@ class HardwareOverview:
     """What the hardware window shows, taken at one moment.
 
     loaded is None when no model is loaded (then the placement fields are empty).
-    text is the plain report for bug reports ("Copy report"), as hardware_text() gives it.
+    text is the plain report for bug reports ("Copy report"), for a bug report.
     """
 
     report: HardwareReport
@@ -66,7 +66,7 @@ async def hardware_overview(controller: "ChatController") -> HardwareOverview:
 
 
 def report_text(report: HardwareReport, loaded: Loaded | None, priority_problem: str | None, threads: str) -> str:
-    """The machine as a table, then where the model runs and why (ChatController.hardware_text)."""
+    """The machine as a table, then where the model runs and why (the hardware window's Copy report)."""
     text = format_report(report)
     if loaded is not None:
         text += f"\n\nIn use: {loaded.device}\nWhy: {loaded.placement_reason}"

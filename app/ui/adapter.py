@@ -26,7 +26,8 @@ class ControllerAdapter(QObject):
     busyChanged(busy: the open chat is answered or waiting; said again when another chat
     opens), answerQueueChanged (read controller.answering_id / waiting_ids),
     problem(text, kind) and problemSolved(kind) (kind: engine, model, history, disk,
-    other), conversationOpened (the open chat, its title or its model changed),
+    other), sendFailed(chat id or None, text: a message that could not be saved, kept as
+    that chat's draft), conversationOpened (the open chat, its title or its model changed),
     settingsChanged, setupProgress(what, done, total),
     setupFinished, historyDamaged(text) (the choices are the controller's recover_history
     and start_fresh_history), historyReplaced(text), catalogListed (read the `catalog`
@@ -43,6 +44,7 @@ class ControllerAdapter(QObject):
     answerQueueChanged = Signal()
     problem = Signal(str, str)
     problemSolved = Signal(str)
+    sendFailed = Signal(object, str)  # chat id (None: the new chat), the text that was not saved
     conversationOpened = Signal()
     settingsChanged = Signal()
     setupProgress = Signal(str, int, int)
@@ -121,6 +123,8 @@ class ControllerAdapter(QObject):
         elif isinstance(event, ev.DraftChanged):
             if event.conversation_id is not None:
                 self.conversations.set_drafted(event.conversation_id, event.has_draft)
+        elif isinstance(event, ev.SendFailed):
+            self.sendFailed.emit(event.conversation_id, event.text)
         elif isinstance(event, ev.ConversationModelChosen):
             self.conversationOpened.emit()
         elif isinstance(event, ev.ActivityChanged):

@@ -40,7 +40,7 @@ def build_window(paths: DataPaths, client: EngineClient | None = None) -> MainWi
         install_collector(app)
     controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
                                 library=ModelLibrary(paths.models), client=client or EngineClient())
-    window = MainWindow(controller)
+    window = MainWindow(controller, paths)
     window.apply_theme()
     return window
 

@@ -123,7 +123,7 @@ class ChatHeader(QWidget):
         self.model_menu = self.model_button.menu_
         self.settings_button = QToolButton(self)
         self.settings_button.setAutoRaise(True)
-        self.settings_button.setToolTip("Chat settings (Ctrl+Shift+,)")
+        self.settings_button.setToolTip("Chat settings (Ctrl+.)")
         self.settings_button.setAccessibleName("Chat settings")
         icons.themed(self.settings_button, "chat-settings")
         layout = QHBoxLayout(self)

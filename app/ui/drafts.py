@@ -48,6 +48,15 @@ class DraftKeeper(QObject):
         chat_id = open_now.id if open_now is not None else None
         if chat_id == self.chat_id:
             return
+        if self.chat_id is None and chat_id is not None and not self.controller.messages:
+            # The new chat was just saved (its settings changed, or its first message is
+            # on the way): what is in the box stays, now as that chat's draft.
+            self._timer.stop()
+            text = self.composer.edit.toPlainText()
+            self.controller.save_draft(None, "")
+            self.controller.save_draft(chat_id, text)
+            self.chat_id = chat_id
+            return
         self.flush()
         self.chat_id = chat_id
         self._putting_back = True
@@ -56,3 +65,10 @@ class DraftKeeper(QObject):
         finally:
             self._putting_back = False
         self.composer.edit.moveCursor(QTextCursor.MoveOperation.End)
+
+    def put_back(self, chat_id: object, text: str) -> None:
+        """A message that could not be saved returns to the box, if its chat is open and
+        the box is empty (else it waits as the chat's draft, which the controller kept)."""
+        if chat_id == self.chat_id and not self.composer.edit.toPlainText().strip():
+            self.composer.edit.setPlainText(text)
+            self.composer.edit.moveCursor(QTextCursor.MoveOperation.End)

@@ -6,9 +6,11 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import QApplication, QSplitter, QWidget
 
+from app.core.paths import DataPaths
 from app.service.background import WindowState
 from app.service.controller import ChatController
 from app.service.events import ModelState
+from app.ui.about import AboutDialog
 from app.ui.adapter import ControllerAdapter
 from app.ui.chat_files import ChatFiles
 from app.ui.chat_pane import ChatPane
@@ -31,15 +33,17 @@ class MainWindow(WindowCommands):
 
     closed = Signal()
 
-    def __init__(self, controller: ChatController) -> None:
+    def __init__(self, controller: ChatController, paths: DataPaths) -> None:
         super().__init__()
         self.controller = controller
+        self.paths = paths  # where this window's data is kept (About shows it)
         self.adapter = ControllerAdapter(controller, self)
         self._theme: str | None = None
         self._activity: tuple[str, int | None] = ("Idle", None)
         self._searches = 0
         self.model_manager: ModelManager | None = None
         self.hardware_window: HardwareWindow | None = None
+        self.about: AboutDialog | None = None
         self.setWindowTitle("Kestrel")
         self.resize(1180, 780)
         self.sidebar = Sidebar(self.adapter, self)
@@ -123,7 +127,7 @@ class MainWindow(WindowCommands):
             app.applicationStateChanged.connect(self._application_state_changed)
         s.problem.connect(self.chat.show_problem)
         s.problemSolved.connect(self.chat.problem_solved)
-        s.busyChanged.connect(self.composer.set_streaming)
+        s.sendFailed.connect(self.drafts.put_back)
         s.answerQueueChanged.connect(self._answer_queue_changed)
         s.activityChanged.connect(self._activity_changed)
         s.paceChanged.connect(self._pace_changed)
@@ -196,6 +200,7 @@ class MainWindow(WindowCommands):
                                "Stop (Esc) takes it out of the line; it stays in the chat."
                                if waiting and other else "")
         self.menu_actions.stop.setEnabled(c.open_chat_busy)
+        self.menu_actions.regenerate.setEnabled(not c.open_chat_busy and c.conversation is not None)
 
     def _title_of(self, conversation_id: int | None) -> str:
         found = self.adapter.conversations.conversation(conversation_id) if conversation_id is not None else None
@@ -223,8 +228,12 @@ class MainWindow(WindowCommands):
         else:
             fell_back = shown.fallback_reasons[0] if shown.fallback_reasons else ""
             self.status.set_device(shown.device, (shown.placement_reason, *shown.fallback_reasons), fell_back)
-        if c.model_state == ModelState.FAILED:
+        if c.model_state == ModelState.FAILED and self.chat.problem_kind != "engine":
             self.chat.show_problem(c.model_detail, "model")
+        elif c.model_state == ModelState.READY:
+            # A model answers again: a failed load or a dead engine is behind us.
+            for kind in ("model", "engine"):
+                self.chat.problem_solved(kind)
         self._show_chat_model()
         self.chat.update_stack()
 

@@ -35,7 +35,7 @@ class StatusLine(QWidget):
     """Model (opens the manager), device (opens the hardware window), activity.
 
     The activity of an answer written for a chat that is not open names that chat, and
-    clicking it opens that chat (answeringChatRequested). `progress` and `cancel` show
+    clicking it opens that chat (chatRequested). `progress` and `cancel` show
     the starter's set-up.
     """
 

@@ -8,17 +8,24 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
+from app.service.client import EngineError
 from app.ui.about import AboutDialog
-from app.ui.conversation_model import ConversationRoles
 from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
 from app.ui.hardware_view import HardwareWindow
 from app.ui.model_manager import ModelManager
 
 if TYPE_CHECKING:
+    from app.core.paths import DataPaths
     from app.service.controller import ChatController
     from app.ui.adapter import ControllerAdapter
     from app.ui.chat_header import ChatHeader
+    from app.ui.chat_pane import ChatPane
+    from app.ui.composer import Composer
     from app.ui.sidebar import Sidebar
+
+
+_BUSY_WORDS = ("This chat's answer is being written or waits its turn: stop it (Esc) or let it finish, "
+               "then try again.")
 
 
 class WindowCommands(QMainWindow):
@@ -33,8 +40,12 @@ class WindowCommands(QMainWindow):
     header: "ChatHeader"
     sidebar: "Sidebar"
     conversation_list: "QListView"
+    chat: "ChatPane"
+    composer: "Composer"
     model_manager: ModelManager | None
     hardware_window: HardwareWindow | None
+    about: AboutDialog | None
+    paths: "DataPaths"
 
     def copy_last_answer(self) -> None:
         for message in reversed(self.adapter.messages.messages()):
@@ -43,15 +54,22 @@ class WindowCommands(QMainWindow):
                 return
 
     def regenerate(self) -> None:
-        self.controller.regenerate()
+        if not self.controller.regenerate():
+            self.chat.show_problem(_BUSY_WORDS if self.controller.open_chat_busy
+                                   else "There is no answer in this chat to write again yet.")
 
     def stop_open_chat(self) -> None:
         self.controller.stop()
 
     def edit_message(self, message_id: int, text: str) -> None:
+        if self.controller.open_chat_busy:
+            self.chat.show_problem(_BUSY_WORDS)  # asked before the dialog: no edit is typed in vain
+            return
         dialog = EditMessageDialog(text, self)
-        if dialog.exec():
-            self.controller.edit_and_resend(message_id, dialog.text())
+        if dialog.exec() and not self.controller.edit_and_resend(message_id, dialog.text()):
+            # The chat got busy meanwhile: the edit is kept in the message box, not lost.
+            self.composer.edit.setPlainText(dialog.text())
+            self.chat.show_problem(_BUSY_WORDS + " Your edit is in the message box.")
 
     def edit_chat_settings(self) -> None:
         system_prompt, settings = self.controller.conversation_settings()
@@ -78,11 +96,6 @@ class WindowCommands(QMainWindow):
         if self.confirm(f"Delete “{title}”? This cannot be undone."):
             self.adapter.spawn(self.controller.delete_conversation(conversation_id))
 
-    def delete_current_conversation(self) -> None:
-        index = self.conversation_list.currentIndex()
-        if index.isValid():
-            self._delete_chat(index.data(ConversationRoles.ID), index.data())
-
     def edit_settings(self) -> None:
         dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter)
         if dialog.exec():
@@ -100,7 +113,12 @@ class WindowCommands(QMainWindow):
     async def _show_hardware(self) -> None:
         from app.service.hardware_overview import hardware_overview
 
-        overview = await hardware_overview(self.controller)
+        try:
+            overview = await hardware_overview(self.controller)
+        except EngineError as exc:
+            self.chat.show_problem(f"The hardware report could not be made: {exc} Try again once a model "
+                                   "has loaded.", "engine")
+            return
         if self.hardware_window is not None:
             self.hardware_window.close()
         self.hardware_window = HardwareWindow(overview, self)
@@ -108,10 +126,11 @@ class WindowCommands(QMainWindow):
         self.hardware_window.raise_()
 
     def show_about(self) -> None:
-        from app.core.paths import data_paths
-
-        self.about = AboutDialog(data_paths(), self)
+        """About Kestrel, for this window's data folders; one at a time."""
+        if self.about is None:
+            self.about = AboutDialog(self.paths, self)
         self.about.show()
+        self.about.raise_()
 
     def show_model_manager(self) -> None:
         """Open the model manager (not modal: the chat goes on), or bring it forward."""

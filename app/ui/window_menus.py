@@ -19,17 +19,13 @@ Key = QKeySequence.StandardKey
 class WindowActions:
     """The actions other parts of the window enable, check or trigger."""
 
-    new_chat: QAction
     export_markdown: QAction
     export_json: QAction
-    import_chat: QAction
     copy_last: QAction
     regenerate: QAction
     stop: QAction
-    chat_settings: QAction
     delete_chat: QAction
     themes: dict[str, QAction]
-    sidebar: QAction
 
 
 def _add(menu, text: str, slot, shortcut=None, icon: str | None = None) -> QAction:
@@ -45,9 +41,9 @@ def _add(menu, text: str, slot, shortcut=None, icon: str | None = None) -> QActi
 def build_menus(window: "MainWindow") -> WindowActions:
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
-    new_chat = _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")
+    _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")
     file_menu.addSeparator()
-    import_chat = _add(file_menu, "&Import a chat…", window.chat_files.choose_import, "Ctrl+Shift+I", "import")
+    _add(file_menu, "&Import a chat…", window.chat_files.choose_import, "Ctrl+Shift+I", "import")
     export_menu = file_menu.addMenu("&Export this chat")
     icons.themed(export_menu.menuAction(), "export", icons.ROLE.WindowText)
     export_markdown = _add(export_menu, "As &Markdown…", lambda: window.chat_files.choose_export("markdown"),
@@ -88,7 +84,8 @@ def build_menus(window: "MainWindow") -> WindowActions:
     regenerate = _add(chat_menu, "&Regenerate last answer", window.regenerate, "Ctrl+R", "regenerate")
     stop = _add(chat_menu, "&Stop the answer", window.stop_open_chat, None, "stop")
     chat_menu.addSeparator()
-    chat_settings = _add(chat_menu, "Chat se&ttings…", window.edit_chat_settings, "Ctrl+Shift+,", "chat-settings")
+    # Ctrl+. next to Settings' Ctrl+, : Ctrl+Shift+, never fires where Shift+, types "<".
+    _add(chat_menu, "Chat se&ttings…", window.edit_chat_settings, "Ctrl+.", "chat-settings")
     _add(chat_menu, "Choose the &model for this chat…", window.header_model_menu, "Ctrl+Shift+M", "model")
     chat_menu.addSeparator()
     _add(chat_menu, "Re&name chat", window.rename_open_chat)
@@ -96,6 +93,5 @@ def build_menus(window: "MainWindow") -> WindowActions:
 
     help_menu = bar.addMenu("&Help")
     _add(help_menu, "&About Kestrel", window.show_about, None, "info")
-    return WindowActions(new_chat=new_chat, export_markdown=export_markdown, export_json=export_json,
-                         import_chat=import_chat, copy_last=copy_last, regenerate=regenerate, stop=stop,
-                         chat_settings=chat_settings, delete_chat=delete_chat, themes=themes, sidebar=sidebar)
+    return WindowActions(export_markdown=export_markdown, export_json=export_json, copy_last=copy_last,
+                         regenerate=regenerate, stop=stop, delete_chat=delete_chat, themes=themes)

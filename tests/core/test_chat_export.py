@@ -79,6 +79,8 @@ def test_markdown_export_reads_as_the_chat(store: HistoryStore) -> None:
     ({"format": "kestrel-chat", "version": 1, "messages": [{"role": "user", "text": "a", "stats": {"x": [1]}}]},
      "message 1 has stats"),
     ({"format": "kestrel-chat", "version": 1, "messages": ["hello"]}, "message 1 is not an object"),
+    # A date no clock can show: once imported it broke the Markdown export (time.localtime overflowed).
+    ({"format": "kestrel-chat", "version": 1, "created": 1e20, "messages": []}, "created must be a time"),
 ])
 def test_hostile_or_wrong_files_are_refused_naming_the_file(tmp_path: Path, data: object, said: str) -> None:
     path = _write(tmp_path / "evil chat.json", data)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from app.engine.resources import default_threads
 from app.service.threads import STEP_DOWN_KEPT_S, ThreadAdvisor
+from app.service.hardware_overview import hardware_overview
 from tests.service.conftest import install, make_controller, run
 
 MODEL = "starter.gguf|1000|2|2"
@@ -73,7 +74,7 @@ def test_each_answer_runs_with_the_chosen_threads_and_says_so(tiny_model: Path) 
         controller.send("Again")
         await controller.wait_idle()
         second = controller.messages[-1].stats
-        report = await controller.hardware_text()
+        report = (await hardware_overview(controller)).text
         await controller.shutdown()
         return first, second, report
 

@@ -104,7 +104,7 @@ def test_the_button_opens_the_menu(header: ChatHeader, qtbot) -> None:
 
 def test_settings_button(header: ChatHeader, qtbot) -> None:
     button = header.settings_button
-    assert button.toolTip() == "Chat settings (Ctrl+Shift+,)" and not button.icon().isNull()
+    assert button.toolTip() == "Chat settings (Ctrl+.)" and not button.icon().isNull()
     with qtbot.waitSignal(header.settingsRequested):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from app.service.hardware_overview import hardware_overview
 from tests.hardware.machines import recorded_report
 from tests.ui.conftest import choose_in_settings, idle, run, until
 
@@ -31,7 +32,7 @@ def test_hardware_window_shows_the_report_and_the_choice(make_window, loop) -> N
     text = shown.overview.text
     assert "NVIDIA GeForce RTX 4070" in text and "RAM" in text
     assert "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text
-    assert text == run(loop, window.controller.hardware_text())
+    assert text == run(loop, hardware_overview(window.controller)).text
     shown.close()
 
 

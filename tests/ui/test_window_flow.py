@@ -208,3 +208,57 @@ def test_the_composer_grows_with_its_text_up_to_a_limit(make_window, qtbot) -> N
     assert edit.height() == capped, "past the limit the text scrolls inside the box"
     edit.clear()
     assert edit.height() == one_line
+
+
+def test_a_message_that_cannot_be_saved_comes_back_to_the_box(make_window, loop, qtbot, monkeypatch) -> None:
+    from app.core.history import HistoryError, HistoryStore
+
+    window = make_window()
+
+    def refuse(*_args, **_kwargs):
+        raise HistoryError("The disk is full.", window.controller._history_path, "disk full")
+
+    monkeypatch.setattr(HistoryStore, "add_message", refuse)
+    _type_and_send(qtbot, window, "Words worth keeping")
+    run(loop, until(lambda: window.banner_row.isVisible(), what="the problem"))
+    assert "disk is full" in window.banner.text() and "back in the message box" in window.banner.text()
+    run(loop, until(lambda: window.composer.edit.toPlainText() == "Words worth keeping", what="the text back"))
+    assert window.composer.button.text() == "Send"
+
+
+def test_editing_while_the_chat_is_answered_says_why_before_any_typing(make_window, loop, qtbot, monkeypatch) -> None:
+    from app.ui.dialogs import EditMessageDialog
+
+    window = make_window()
+    with_generation(window, loop, max_tokens=100000)
+    _type_and_send(qtbot, window, "A long answer, please")
+    run(loop, until(lambda: _answer_length(window) > 10))
+    opened = []
+    monkeypatch.setattr(EditMessageDialog, "exec", lambda dialog: opened.append(dialog) or 1)
+    first = window.adapter.messages.messages()[0]
+    window.edit_message(first.id, first.text)
+    assert opened == [] and "stop it (Esc)" in window.banner.text()
+    window.stop_open_chat()
+    run(loop, until(idle(window)))
+
+
+def test_chat_settings_on_a_new_chat_keep_what_is_typed(make_window, loop, qtbot) -> None:
+    window = make_window()
+    qtbot.keyClicks(window.composer.edit, "half typed question")
+    with_generation(window, loop, temperature=0.5)  # saves the new chat before any message
+    run(loop, until(lambda: _open_id(window) is not None))
+    assert window.composer.edit.toPlainText() == "half typed question"
+    assert window.controller.draft_for(_open_id(window)) == "half typed question"
+    assert window.controller.draft_for(None) == ""
+
+
+def test_the_banner_goes_when_the_model_is_ready_again_after_the_engine_died_between_answers(
+        make_window, loop, qtbot) -> None:
+    window = make_window()
+    _type_and_send(qtbot, window, "Hello")
+    run(loop, until(idle(window)))
+    os.kill(window.controller.client.pid, signal.SIGKILL)
+    run(loop, until(lambda: window.banner_row.isVisible(), what="the engine's death to be said"))
+    _type_and_send(qtbot, window, "Still there?")
+    run(loop, until(lambda: not window.banner_row.isVisible(), timeout=90, what="the banner to go"))
+    run(loop, until(idle(window)))

@@ -92,7 +92,7 @@ def test_new_rename_search_and_delete_conversations(make_window, loop, qtbot, mo
 
     monkeypatch.setattr(window, "confirm", lambda question: "Fruit talk" in question)
     window.conversation_list.setCurrentIndex(chats.index(1, 0))
-    window.delete_current_conversation()
+    window.sidebar.delete_current()
     run(loop, until(lambda: chats.rowCount() == 1))
     assert [c.title for c in stored(loop, window, HistoryStore.list_conversations)] == ["Bananas are yellow"]
 
