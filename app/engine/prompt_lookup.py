@@ -82,7 +82,8 @@ class _Policy:
     stats: LookupStats
     length: int = FIRST_DRAFT
     plain_s: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
-    draft_s_per_token: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
+    # (seconds, tokens given) of the last verify steps.
+    draft_steps: deque = field(default_factory=lambda: deque(maxlen=WINDOW))
     rest: int = FIRST_REST // 2
     rest_left: int = 0
 
@@ -100,16 +101,19 @@ class _Policy:
         stats.drafted += drafted
         stats.accepted += accepted
         self.length = min(MAX_DRAFT, self.length + 2) if accepted == drafted else max(1, accepted + 1)
-        self.draft_s_per_token.append(seconds / (accepted + 1))
-        if self.forced or len(self.draft_s_per_token) < 4:
+        self.draft_steps.append((seconds, accepted + 1))
+        if self.forced or len(self.draft_steps) < 4:
             return
         plain = sorted(self.plain_s)[len(self.plain_s) // 2]
-        drafted_rate = sum(self.draft_s_per_token) / len(self.draft_s_per_token)
+        # Time over tokens of the whole window, not a mean of each step's rate: that mean
+        # weighs a refused draft (one token) as much as a kept one (several), and made
+        # drafting that pays look as if it did not.
+        drafted_rate = sum(s for s, _ in self.draft_steps) / sum(n for _, n in self.draft_steps)
         if drafted_rate > plain:
             stats.rests += 1
             self.rest = min(LONGEST_REST, self.rest * 2)
             self.rest_left = self.rest
-            self.draft_s_per_token.clear()
+            self.draft_steps.clear()
 
 
 def lookup_tokens(llm: Any, prompt: Sequence[int], sampling: dict[str, Any], *, mode: str, limit: int,

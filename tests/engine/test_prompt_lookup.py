@@ -110,6 +110,20 @@ def test_auto_rests_when_drafts_stop_paying_then_tries_again_and_rests_longer() 
     assert policy.rest == 2 * FIRST_REST and policy.stats.rests == 2
 
 
+def test_auto_judges_drafting_by_its_time_per_token_over_the_window() -> None:
+    """Half the drafts refused (18 ms for one token), half kept (20 ms for five): 76 ms for
+    twelve tokens, 6.3 ms a token against 10 ms plain, so drafting pays. A mean of each
+    step's rate (11 ms a token) rested it."""
+    policy = _policy(forced=False)
+    for _ in range(2):
+        policy.verified(drafted=4, accepted=0, seconds=0.018)
+        policy.verified(drafted=4, accepted=4, seconds=0.020)
+    assert policy.drafting and policy.stats.rests == 0
+    for _ in range(4):  # 24 ms a token on average, refused or not
+        policy.verified(drafted=4, accepted=1, seconds=0.048)
+    assert not policy.drafting and policy.stats.rests == 1
+
+
 def test_drafts_that_pay_go_on_and_a_forced_on_never_rests() -> None:
     paying = _policy(forced=False)
     for _ in range(8):
