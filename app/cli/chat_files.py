@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from app.core.history import HistoryError, HistoryStore
+from app.core.history import HistoryError
 from app.core.paths import data_paths
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
@@ -64,7 +64,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 async def _list_chats(controller: ChatController) -> int:
-    chats = await controller._storage().history(HistoryStore.list_conversations)
+    chats = await controller.conversations.read_all()
     if not chats:
         print("No chats yet.", file=sys.stderr)
     for chat in chats:
@@ -88,7 +88,7 @@ async def _print_chat(controller: ChatController, chat_id: int, fmt: str) -> int
 
 async def _exists(controller: ChatController, chat_id: int) -> bool:
     try:
-        await controller._storage().history(HistoryStore.get_conversation, chat_id)
+        await controller.conversations.get(chat_id)
     except KeyError:
         print(f"kestrel: there is no chat {chat_id}. `kestrel export` without an id lists the chats.",
               file=sys.stderr)

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from app.engine.protocol import Loaded
 from app.hardware.report import HardwareReport, PowerInfo
 from app.hardware.summary import format_report
-
-if TYPE_CHECKING:
-    from app.service.controller import ChatController
+from app.service.model_session import ModelSession
 
 
 @dataclass(frozen=True)
@@ -52,17 +49,17 @@ class HardwareOverview:
         return device_rows(self.report)
 
 
-async def hardware_overview(controller: "ChatController") -> HardwareOverview:
-    """The report the engine makes of this machine, with the controller's state now."""
-    report = await controller.client.hardware_report()
-    loaded = controller.client.loaded
-    threads = threads_text(controller, loaded)
+async def hardware_overview(session: ModelSession) -> HardwareOverview:
+    """The report the engine makes of this machine, with the model session's state now."""
+    report = await session.client.hardware_report()
+    loaded = session.client.loaded
+    threads = threads_text(session, loaded)
     return HardwareOverview(
-        report=report, loaded=loaded, model_name=_model_name(controller, loaded),
+        report=report, loaded=loaded, model_name=_model_name(session, loaded),
         placement_reason=loaded.placement_reason if loaded else "",
         fallback_reasons=tuple(loaded.fallback_reasons) if loaded else (),
-        priority_problem=controller.pace.problem or None, threads=threads,
-        text=report_text(report, loaded, controller.pace.problem, threads))
+        priority_problem=session.pace.problem or None, threads=threads,
+        text=report_text(report, loaded, session.pace.problem, threads))
 
 
 def report_text(report: HardwareReport, loaded: Loaded | None, priority_problem: str | None, threads: str) -> str:
@@ -78,9 +75,9 @@ def report_text(report: HardwareReport, loaded: Loaded | None, priority_problem:
     return text
 
 
-def threads_text(controller: "ChatController", loaded: Loaded | None) -> str:
+def threads_text(session: ModelSession, loaded: Loaded | None) -> str:
     """How many CPU threads the last answer used and why, or the number loaded with."""
-    choice = controller.threads.last
+    choice = session.threads.last
     if choice is not None:
         return f"CPU threads for the last answer: {choice.threads} ({choice.reason})"
     return f"CPU threads: {loaded.threads}" if loaded is not None else ""
@@ -185,11 +182,11 @@ def _gb(size: int) -> str:
     return f"{size / 1024**3:.1f} GB"
 
 
-def _model_name(controller: "ChatController", loaded: Loaded | None) -> str:
+def _model_name(session: ModelSession, loaded: Loaded | None) -> str:
     """The library's title for the loaded model, or its file name."""
     if loaded is None:
         return ""
-    model = getattr(controller, "model", None)
+    model = session.model
     if model is not None and str(model.path) == loaded.model_path:
         return str(model.title)
     return Path(loaded.model_path).name

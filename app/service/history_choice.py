@@ -2,58 +2,68 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
-from app.core.history import HistoryDamaged, HistoryError, HistoryStore
+from app.core.history import HistoryDamaged, HistoryError
 from app.core.history_repair import Replacement
-from app.service.events import ActivityChanged, ConversationsListed, DamagedHistoryReplaced, Problem
-
-if TYPE_CHECKING:
-    from app.service.controller import ChatController
+from app.service.conversations import Conversations
+from app.service.events import ActivityChanged, ConversationsListed, DamagedHistoryReplaced, Event, Problem
+from app.service.storage import Storage
 
 
 class HistoryChoice:
-    """Replaces a damaged history by a recovered or fresh one, when the user chooses."""
+    """Replaces a damaged history by a recovered or fresh one, when the user chooses.
 
-    def __init__(self, controller: ChatController) -> None:
-        self._controller = controller
+    `answers_busy()` says whether an answer is written or waits (then it refuses);
+    `show_new()` and `show(id)` are the front end's way to leave and reopen a chat.
+    """
+
+    def __init__(self, storage: Callable[[], Storage], emit: Callable[[Event], None], conversations: Conversations,
+                 *, answers_busy: Callable[[], bool], open_id: Callable[[], int | None],
+                 show_new: Callable[[], None], show: Callable[[int], Awaitable[None]]) -> None:
+        self._storage = storage
+        self._emit = emit
+        self._conversations = conversations
+        self._answers_busy = answers_busy
+        self._open_id = open_id
+        self._show_new = show_new
+        self._show = show
         self.replacing = False
 
     async def replace(self, recover: bool) -> bool:
         """Recover what can be read into a new history (recover) or start a fresh one."""
-        controller = self._controller
-        storage = controller._storage()
+        storage = self._storage()
         if storage.history_damage is None or self.replacing:
             return False
-        if not controller.answers.queue.idle:
+        if self._answers_busy():
             # Chat ids may change in the new history: an answer being written into one would
             # land in another chat, or nowhere.
-            controller._emit(Problem("Wait until the answers are finished (or stop them), then choose again.",
-                                     "history"))
+            self._emit(Problem("Wait until the answers are finished (or stop them), then choose again.",
+                               "history"))
             return False
         self.replacing = True
-        open_id = controller.conversation.id if controller.conversation is not None else None
+        open_id = self._open_id()
         was_in_memory = storage.in_memory
-        controller.new_conversation()  # its id may not mean the same chat in the new history
-        controller._emit(ActivityChanged("Recovering your chats…" if recover else "Starting a fresh history…"))
+        self._show_new()  # its id may not mean the same chat in the new history
+        self._emit(ActivityChanged("Recovering your chats…" if recover else "Starting a fresh history…"))
         try:
             done = await storage.replace_damaged_history(recover)
         except HistoryError as exc:
-            controller._emit(Problem(str(exc), "history"))
+            self._emit(Problem(str(exc), "history"))
             if open_id is not None:
-                await controller.open_conversation(open_id)
+                await self._show(open_id)
             return False
         finally:
             self.replacing = False
-            controller._emit(ActivityChanged("Idle"))
-        await controller.drafts.load()
-        conversations = await controller._history_or_problem(HistoryStore.list_conversations) or []
-        controller._emit(ConversationsListed(tuple(conversations)))
+            self._emit(ActivityChanged("Idle"))
+        await self._conversations.drafts.load()
+        conversations = await self._conversations.listing()
+        self._emit(ConversationsListed(tuple(conversations)))
         reopen = done.carried.get(open_id) if was_in_memory and open_id is not None else open_id
         if reopen is not None and any(c.id == reopen for c in conversations):
-            await controller.open_conversation(reopen)
-        controller._emit(DamagedHistoryReplaced(replaced_text(done, recover), done.aside, done.conversations,
-                                                done.messages))
+            await self._show(reopen)
+        self._emit(DamagedHistoryReplaced(replaced_text(done, recover), done.aside, done.conversations,
+                                          done.messages))
         return True
 
 

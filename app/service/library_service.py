@@ -18,12 +18,14 @@ from app.library.model_defaults import ModelDefaults
 from app.library.model_details import model_details
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import STARTER_ID
+from app.service.event_bus import TaskGroup
 from app.service.events import CatalogListed, CatalogRow, DownloadChanged, Event, LibraryListed, ModelRow, Problem
+from app.service.model_session import ModelSession
+from app.service.settings_keeper import SettingsKeeper
 
 if TYPE_CHECKING:
     from app.library.hub import DownloadUnit
     from app.library.scan import FolderScan
-    from app.service.controller import ChatController
     from app.service.downloads import DownloadQueue
 
 # Settings a loaded model must be loaded again for; the rest apply to the next chat.
@@ -31,16 +33,21 @@ _LOAD_FIELDS = ("context_length", "gpu_layers", "device_preference", "chat_templ
 
 
 class LibraryService:
-    """What the model manager and the first-run offer call; it belongs to the controller.
+    """What the model manager and the first-run offer call.
 
     Every method that reads or writes files runs that work on a worker thread and tells
     the front ends through events: LibraryListed and CatalogListed after each change,
-    Problem when something the user asked for cannot be done.
+    Problem when something the user asked for cannot be done. It loads and unloads
+    through the model session, and changes no model in use while `answers_busy()`.
     """
 
-    def __init__(self, controller: ChatController, emit: Callable[[Event], None]) -> None:
-        self._controller = controller
+    def __init__(self, session: ModelSession, keeper: SettingsKeeper, emit: Callable[[Event], None],
+                 tasks: TaskGroup, *, answers_busy: Callable[[], bool]) -> None:
+        self._session = session
+        self._keeper = keeper
         self._emit = emit
+        self._spawn = tasks.spawn
+        self._answers_busy = answers_busy
         self._report: HardwareReport | None = None
         self._catalog: tuple[CatalogEntry, ...] | None = None
         self.rows: tuple[ModelRow, ...] = ()
@@ -50,16 +57,16 @@ class LibraryService:
 
     @property
     def library(self) -> ModelLibrary:
-        return self._controller.setup.library
+        return self._session.setup.library
 
     # --- reading -----------------------------------------------------------------------
 
     async def refresh(self) -> None:
         """List the models (details and fit read on a worker thread) and the catalog."""
         report = await self._hardware()
-        settings = self._controller.settings
-        default = self._controller.settings.default_model
-        loaded = self._controller.model if self._controller.loaded is not None else None
+        settings = self._keeper.settings
+        default = settings.default_model
+        loaded = self._session.model if self._session.loaded is not None else None
         loaded_bytes = await asyncio.to_thread(self._need_of, loaded, report) if loaded else 0
         rows, disk_total = await asyncio.to_thread(self._rows, report, default, loaded, loaded_bytes,
                                                    settings.generation.context_length)
@@ -90,7 +97,7 @@ class LibraryService:
             fit = None
             if report is not None and problem is None:
                 fit = _fit(report, model.path, context, model.defaults.device_preference
-                           or self._controller.settings.device_preference,
+                           or self._keeper.settings.device_preference,
                            loaded_bytes if loaded is not None else 0)
             rows.append(ModelRow(model, details, problem, fit, chosen is not None and chosen.id == model.id,
                                  loaded is not None and loaded.id == model.id))
@@ -106,7 +113,7 @@ class LibraryService:
             fit = None
             if report is not None:
                 fit = catalog_fit(report, entry, min(app_context, entry.context_length), loaded_bytes,
-                                  self._controller.settings.device_preference)
+                                  self._keeper.settings.device_preference)
             source = next((model_id for text, model_id in installed.items()
                            if entry.repo in text and any(f.path.rsplit("/", 1)[-1] in text for f in entry.files)),
                           None)
@@ -115,7 +122,7 @@ class LibraryService:
 
     def _need_of(self, model: InstalledModel, report: HardwareReport | None) -> int:
         """The memory the loaded model takes, which loading another one gives back."""
-        loaded = self._controller.loaded
+        loaded = self._session.loaded
         if report is None or loaded is None:
             return 0
         try:
@@ -128,21 +135,25 @@ class LibraryService:
         """The engine's report (probed once per engine), with the RAM free now."""
         if self._report is None:
             try:
-                self._report = await self._controller.client.hardware_report()
+                self._report = await self._session.client.hardware_report()
             except Exception:  # noqa: BLE001 - no verdicts beats no list: the rows still come
                 return None
         return dataclasses.replace(self._report, ram=await asyncio.to_thread(_ram_now))
 
     # --- changing ----------------------------------------------------------------------
 
-    async def add(self, path: str, *, reference: bool) -> InstalledModel | None:
-        """Add a GGUF file or an ONNX folder: copied in, or referenced where it is."""
+    async def add(self, path: str, *, reference: bool, load: bool = False) -> InstalledModel | None:
+        """Add a GGUF file or an ONNX folder: copied in, or referenced where it is; load:
+        then load it (the window's File > Open model)."""
+        setup = self._session.setup
         if not reference:
-            model = await self._controller.setup.import_model(path)
+            model = await setup.import_model(path)
             if model is None:
-                self._emit(Problem(self._controller.setup.last_problem or "The model was not added.", "model"))
+                self._emit(Problem(setup.last_problem or "The model was not added.", "model"))
         else:
             model = await self._guarded(f"Could not add {path}", self.library.add_reference, Path(path))
+        if load and model is not None:
+            await self._session.load_model(model)
         await self.refresh()
         return model
 
@@ -161,15 +172,15 @@ class LibraryService:
         model = await asyncio.to_thread(self.library.get, model_id)
         if model is None:
             return False
-        controller = self._controller
-        if controller.model is not None and controller.model.id == model_id and not controller.answers.queue.idle:
+        in_use = self._session.model is not None and self._session.model.id == model_id
+        if in_use and self._answers_busy():
             self._emit(Problem(f"Stop the answers before removing {model.title}.", "model"))
             return False
-        if controller.model is not None and controller.model.id == model_id:
-            await controller.unload_model()
+        if in_use:
+            await self._session.unload_model()
         removed = await self._guarded(f"Could not remove {model.title}", self.library.remove, model)
-        if removed is not None and controller.settings.default_model == model_id:
-            await controller.save_settings(dataclasses.replace(controller.settings, default_model=None))
+        if removed is not None and self._keeper.settings.default_model == model_id:
+            await self._keeper.save(dataclasses.replace(self._keeper.settings, default_model=None))
         await self.refresh()
         return removed is not None
 
@@ -185,23 +196,18 @@ class LibraryService:
                                     model_id, defaults)
         if model is None:
             return False
-        controller = self._controller
-        if controller.app_model is not None and controller.app_model.id == model_id:
-            controller.app_model = model
-        if controller.model is not None and controller.model.id == model_id:
-            controller.model = model
+        if self._session.replace_model(model):
             changed = before is None or any(getattr(before.defaults, f) != getattr(defaults, f) for f in _LOAD_FIELDS)
-            if changed and controller.loaded is not None and controller.answers.queue.idle:
-                await controller.load_model(model, for_chat=controller.app_model is not model)
+            if changed and self._session.loaded is not None and not self._answers_busy():
+                await self._session.reload()
         await self.refresh()
         return True
 
     async def set_default(self, model_id: str) -> bool:
         """The model a new start (and `chat` without --model) uses."""
-        controller = self._controller
-        await controller.save_settings(dataclasses.replace(controller.settings, default_model=model_id))
+        await self._keeper.save(dataclasses.replace(self._keeper.settings, default_model=model_id))
         await self.refresh()
-        return controller.settings.default_model == model_id
+        return self._keeper.settings.default_model == model_id
 
     async def load(self, model_id: str) -> bool:
         """Load a model now; the open chat's next answer uses it."""
@@ -210,10 +216,10 @@ class LibraryService:
             self._emit(Problem(f"{model.title if model else model_id} cannot be loaded: its file is not "
                                "there. Reconnect the drive it is on, or remove it from the list."))
             return False
-        if not self._controller.answers.queue.idle:
+        if self._answers_busy():
             self._emit(Problem("Stop the answers (or wait for them) before loading another model.", "model"))
             return False
-        loaded = await self._controller.load_model(model)
+        loaded = await self._session.load_model(model)
         await self.refresh()
         return loaded
 
@@ -272,17 +278,17 @@ class LibraryService:
     def _download_changed(self, event: DownloadChanged) -> None:
         self._emit(event)
         if event.item.state == "done" and event.item.model_id:
-            self._controller.spawn(self._downloaded(event.item.model_id))
+            self._spawn(self._downloaded(event.item.model_id))
 
     async def _downloaded(self, model_id: str) -> None:
         """A download is in: listed; and while only the starter (or nothing) was there, it
         becomes the default and is loaded, as the first-run offer promises."""
-        controller = self._controller
+        session = self._session
         model = await asyncio.to_thread(self.library.get, model_id)
-        if model is not None and (controller.model is None or controller.model.id == STARTER_ID):
-            await controller.save_settings(dataclasses.replace(controller.settings, default_model=model.id))
-            if controller.answers.queue.idle:
-                await controller.load_model(model)
+        if model is not None and (session.model is None or session.model.id == STARTER_ID):
+            await self._keeper.save(dataclasses.replace(self._keeper.settings, default_model=model.id))
+            if not self._answers_busy():
+                await session.load_model(model)
         await self.refresh()
 
     async def _guarded(self, what: str, work: Callable[..., Any], *args: Any) -> Any:

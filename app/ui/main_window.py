@@ -116,7 +116,7 @@ class MainWindow(WindowCommands):
         self.status.managerRequested.connect(self.show_model_manager)
         self.status.hardwareRequested.connect(self.show_hardware)
         self.status.chatRequested.connect(self.open_chat)
-        self.status.cancel.clicked.connect(c.setup.cancel)
+        self.status.cancel.clicked.connect(c.session.setup.cancel)
         self.first_run.follow(s)
         self.first_run.managerRequested.connect(self.show_model_manager)
         self.chat.banner_close.clicked.connect(lambda: self.chat.show_problem(""))

@@ -114,7 +114,7 @@ class WindowCommands(QMainWindow):
         from app.service.hardware_overview import hardware_overview
 
         try:
-            overview = await hardware_overview(self.controller)
+            overview = await hardware_overview(self.controller.session)
         except EngineError as exc:
             self.chat.show_problem(f"The hardware report could not be made: {exc} Try again once a model "
                                    "has loaded.", "engine")
@@ -143,12 +143,12 @@ class WindowCommands(QMainWindow):
     def choose_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
         if path:
-            self.adapter.spawn(self.controller.import_model(path))
+            self.adapter.spawn(self.controller.library.add(path, reference=False, load=True))
 
     def choose_model_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Import an ONNX model folder (with genai_config.json)")
         if path:
-            self.adapter.spawn(self.controller.import_model(path))
+            self.adapter.spawn(self.controller.library.add(path, reference=False, load=True))
 
     def confirm(self, question: str) -> bool:
         answer = QMessageBox.question(self, "Kestrel", question)

@@ -136,13 +136,13 @@ def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_fro
         controller = make_controller()
         await controller.start_up()
         await controller.update_settings(dataclasses.replace(controller.settings, when_in_background="gently"))
-        pid = controller.client.pid
+        pid = controller.session.client.pid
         seen = [_engine_nice(pid)]
         controller.set_window_state(WindowState.BACKGROUND)
         seen.append(_engine_nice(pid))
         controller.set_window_state(WindowState.FOREGROUND)
         seen.append(_engine_nice(pid))
-        problem = controller.pace.problem
+        problem = controller.session.pace.problem
         await controller.shutdown()
         return seen, problem
 
@@ -162,7 +162,7 @@ def test_gently_with_fewer_threads_halves_the_next_answers_threads(tiny_model: P
         await controller.start_up()
         await controller.update_settings(dataclasses.replace(
             controller.settings, when_in_background="gently", gentle_fewer_threads=True))
-        controller.threads._busy = lambda: 0.0
+        controller.session.threads._busy = lambda: 0.0
         controller.set_window_state(WindowState.BACKGROUND)
         controller.send("Hello")
         await controller.wait_idle()

@@ -80,7 +80,7 @@ def test_a_waiting_chat_gets_its_own_model_when_its_turn_comes(tiny_model, think
         controller.stop(first)
         await controller.wait_idle()
         assert controller.messages[-1].text == ANSWER
-        assert controller.model.id == thinker.id and controller.app_model.id != thinker.id
+        assert controller.model.id == thinker.id and controller.session.app_model.id != thinker.id
         await controller.shutdown()
 
     run(scenario)
@@ -99,7 +99,7 @@ def test_a_chats_model_that_cannot_load_is_said_and_other_chats_still_answer(tin
         controller = make_controller()
         recorder = Recorder(controller)
         await controller.start_up()
-        assert broken.id != controller.app_model.id
+        assert broken.id != controller.session.app_model.id
         await controller.set_conversation_model(broken.id)
         assert controller.send("Hello broken")
         await controller.wait_idle()

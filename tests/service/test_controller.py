@@ -140,7 +140,7 @@ def test_engine_killed_mid_answer_keeps_the_text_and_the_next_send_works(tiny_mo
     async def scenario():
         controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
         await _streaming(controller, recorder, "Keep talking", 30)
-        first_pid = controller.client.pid
+        first_pid = controller.session.client.pid
         os.kill(first_pid, signal.SIGKILL)
         await controller.wait_idle()
         cut = recorder.of(ev.AnswerInterrupted)[0]
@@ -151,7 +151,7 @@ def test_engine_killed_mid_answer_keeps_the_text_and_the_next_send_works(tiny_mo
         await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=8))
         answer = await _answered(controller, recorder, "Are you back?")
         assert answer.state == MessageState.COMPLETE and answer.id != cut.message.id
-        assert controller.client.pid not in (None, first_pid)
+        assert controller.session.client.pid not in (None, first_pid)
         assert controller.model_state == ev.ModelState.READY
         await controller.shutdown()
 
@@ -162,7 +162,7 @@ def test_engine_dying_between_answers_is_reported_when_it_happens(tiny_model) ->
     async def scenario():
         controller, recorder = await _started(tiny_model)
         await _answered(controller, recorder, "Hello")
-        os.kill(controller.client.pid, signal.SIGKILL)
+        os.kill(controller.session.client.pid, signal.SIGKILL)
         # Nothing is sent: the report comes from the engine's death itself.
         await recorder.until(lambda: controller.model_state == ev.ModelState.FAILED, what="the report")
         failed = recorder.of(ev.ModelStateChanged)[-1]
@@ -182,7 +182,7 @@ def test_two_front_ends_share_one_engine_in_turns_without_interleaving(tiny_mode
         controller.send("The window asks first")
         await recorder.until(lambda: _writing(controller), what="the window's answer")
         # A second front end (the API server, later) asks while the window's answer runs.
-        other = controller.engine.request([ChatMessage("user", "The other asks")], SMALL)
+        other = controller.session.engine.request([ChatMessage("user", "The other asks")], SMALL)
         seen = []
         async for event in other.events():
             seen.append(event)
@@ -204,7 +204,7 @@ def test_a_waiting_request_can_be_withdrawn(tiny_model) -> None:
         controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
         controller.send("Long one")
         await recorder.until(lambda: _writing(controller), what="the window's answer")
-        waiting = controller.engine.request([ChatMessage("user", "Never mind")], SMALL)
+        waiting = controller.session.engine.request([ChatMessage("user", "Never mind")], SMALL)
         events = waiting.events()
         assert isinstance(await events.__anext__(), ev.Queued)
         waiting.cancel()
@@ -212,7 +212,7 @@ def test_a_waiting_request_can_be_withdrawn(tiny_model) -> None:
         await events.aclose()
         controller.stop()
         await controller.wait_idle()
-        assert not controller.engine.busy
+        assert not controller.session.engine.busy
         await controller.shutdown()
 
     run(scenario)
@@ -313,10 +313,10 @@ def test_a_context_longer_than_the_model_knows_loads_once_not_every_answer(tiny_
         # reload the model before every answer because of it.
         await controller.set_conversation_settings("", dataclasses.replace(SMALL, context_length=8192))
         await _answered(controller, recorder, "One")
-        loaded = controller.client.loaded
+        loaded = controller.session.client.loaded
         assert loaded.context_length == 2048
         answer = await _answered(controller, recorder, "Two")
-        assert controller.client.loaded is loaded, "the model was reloaded for nothing"
+        assert controller.session.client.loaded is loaded, "the model was reloaded for nothing"
         assert answer.stats["prompt_tokens_evaluated"] < answer.stats["prompt_tokens"]
         await controller.shutdown()
 
@@ -332,7 +332,7 @@ def test_closing_while_the_model_loads_ends_cleanly(tiny_model) -> None:
         await recorder.until(lambda: controller.model_state == ev.ModelState.LOADING, what="loading")
         await controller.shutdown()
         assert starting.done()
-        assert controller.client.pid is None
+        assert controller.session.client.pid is None
         assert starting.cancelled() or starting.exception() is None
 
     run(scenario)

@@ -134,7 +134,7 @@ def test_the_controller_says_so_and_stop_restarts_the_engine(tiny_model: Path) -
         await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
         answer_id = recorder.of(ev.AnswerStarted)[-1].message.id
         await recorder.until(lambda: len(recorder.text_of(answer_id)) > 20, what="some text")
-        first_pid = controller.client.pid
+        first_pid = controller.session.client.pid
         _freeze(first_pid)
         controller.stop()
         await controller.wait_idle()
@@ -143,7 +143,7 @@ def test_the_controller_says_so_and_stop_restarts_the_engine(tiny_model: Path) -
         assert cut.message.state == MessageState.INTERRUPTED and len(cut.message.text) > 20
         # Started again without waiting for the next message.
         await recorder.until(lambda: controller.model_state == ev.ModelState.READY
-                             and controller.client.pid not in (None, first_pid), what="the new engine")
+                             and controller.session.client.pid not in (None, first_pid), what="the new engine")
         assert any("did not respond to Stop" in p.text for p in recorder.of(ev.Problem))
         await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=6))
         assert controller.send("Back?")

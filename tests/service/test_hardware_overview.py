@@ -33,25 +33,25 @@ class _Client:
         return recorded_report(self.machine)
 
 
-def _controller(machine: str, loaded: Loaded | None, *, problem: str | None = None,
-                last: ThreadChoice | None = None) -> SimpleNamespace:
+def _session(machine: str, loaded: Loaded | None, *, problem: str | None = None,
+             last: ThreadChoice | None = None) -> SimpleNamespace:
     return SimpleNamespace(client=_Client(machine, loaded), pace=SimpleNamespace(problem=problem),
                            threads=SimpleNamespace(last=last), model=None)
 
 
-def _overview(controller: SimpleNamespace):
-    return asyncio.run(hardware_overview(controller))  # type: ignore[arg-type]
+def _overview(session: SimpleNamespace):
+    return asyncio.run(hardware_overview(session))  # type: ignore[arg-type]
 
 
 def test_with_no_model_the_text_is_the_machine_alone() -> None:
-    overview = _overview(_controller("linux_vm", None))
+    overview = _overview(_session("linux_vm", None))
     assert overview.loaded is None and overview.model_name == "" and overview.placement_reason == ""
     assert "In use" not in overview.text and overview.text.startswith("Kestrel doctor")
 
 
 def test_the_fall_back_priority_and_threads_are_in_the_text_as_before() -> None:
     choice = ThreadChoice(5, "other programs keep 1 core busy")
-    overview = _overview(_controller("windows_desktop_rtx4070", LOADED, problem="Windows refused it.", last=choice))
+    overview = _overview(_session("windows_desktop_rtx4070", LOADED, problem="Windows refused it.", last=choice))
     assert overview.text.endswith("\n\nIn use: CPU\nWhy: CPU: llama.cpp here has no GPU backend.\n"
                                   "Could not use NVIDIA GeForce RTX 4070: this llama.cpp was built without GPU "
                                   "support\nPriority: Windows refused it.\n"
@@ -62,7 +62,7 @@ def test_the_fall_back_priority_and_threads_are_in_the_text_as_before() -> None:
 
 
 def test_before_the_first_answer_the_threads_loaded_with_are_said() -> None:
-    overview = _overview(_controller("macos_m2_pro", LOADED))
+    overview = _overview(_session("macos_m2_pro", LOADED))
     assert overview.text.endswith("\nCPU threads: 6")
     assert overview.threads == "CPU threads: 6" and overview.priority_problem is None
 
@@ -106,7 +106,7 @@ def test_a_real_controller_gives_its_overview_for_copy_report(tiny_model: Path) 
                                                                              "windows_desktop_rtx4070")))
         await controller.start_up()
         try:
-            overview = await hardware_overview(controller)
+            overview = await hardware_overview(controller.session)
             return overview, overview.text, controller.model.title
         finally:
             await controller.shutdown()

@@ -31,14 +31,14 @@ def test_an_idle_model_is_unloaded_then_loads_again_for_the_next_message(tiny_mo
         await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK))
         controller.send("Hello")
         await controller.wait_idle()
-        pid = controller.client.pid
-        await events.until(lambda: controller.model_state == ModelState.UNLOADED and controller.client.loaded is None,
+        pid = controller.session.client.pid
+        await events.until(lambda: controller.model_state == ModelState.UNLOADED and controller.session.client.loaded is None,
                            10, "the unload")
-        unloaded = (controller.client.loaded, controller.model_detail, psutil.pid_exists(pid))
+        unloaded = (controller.session.client.loaded, controller.model_detail, psutil.pid_exists(pid))
         controller.send("Again")
         await controller.wait_idle()
         answer = controller.messages[-1]
-        same_engine = controller.client.pid == pid
+        same_engine = controller.session.client.pid == pid
         await controller.shutdown()
         return events, unloaded, answer, same_engine
 
@@ -59,7 +59,7 @@ def test_the_engine_process_can_end_when_idle_and_start_again(tiny_model: Path) 
         await controller.start_up()
         await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK,
                                                              exit_engine_when_idle=True))
-        first = controller.client.pid
+        first = controller.session.client.pid
 
         def gone() -> bool:
             try:
@@ -71,7 +71,7 @@ def test_the_engine_process_can_end_when_idle_and_start_again(tiny_model: Path) 
                                          10, "the engine's exit")
         controller.send("Wake up")
         await controller.wait_idle()
-        answer, second = controller.messages[-1], controller.client.pid
+        answer, second = controller.messages[-1], controller.session.client.pid
         await controller.shutdown()
         return answer, first, second
 
@@ -107,11 +107,11 @@ def test_unloading_the_starter_gives_its_memory_back(starter_model: Path) -> Non
         await controller.start_up()
         controller.send("Hello")
         await controller.wait_idle()
-        engine = psutil.Process(controller.client.pid)
+        engine = psutil.Process(controller.session.client.pid)
         loaded = engine.memory_info().rss
         await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK))
         await Recorder(controller).until(lambda: controller.model_state == ModelState.UNLOADED
-                                         and controller.client.loaded is None, 10, "the unload")
+                                         and controller.session.client.loaded is None, 10, "the unload")
         unloaded = engine.memory_info().rss
         controller.send("Again")
         await controller.wait_idle()

@@ -62,7 +62,7 @@ def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(
         controller.new_conversation()
         saved = await controller.library.set_defaults("tiny-model", ModelDefaults(
             context_length=768, system_prompt="Be terse.", temperature=0.2))
-        reloaded = controller.client.load_request.context_length
+        reloaded = controller.session.client.load_request.context_length
         new_chat = controller.conversation_settings()
         await controller.open_conversation(old_chat)
         own = controller.conversation_settings()
@@ -86,7 +86,7 @@ def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(tiny_model: Path
         events = Recorder(controller)
         await controller.open()
         saved = await controller.library.set_defaults("tiny-model", ModelDefaults(temperature=9.0))
-        model = controller.setup.library.get("tiny-model")
+        model = controller.session.setup.library.get("tiny-model")
         await controller.shutdown()
         return events, saved, model
 

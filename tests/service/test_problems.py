@@ -23,7 +23,7 @@ def test_an_engine_dying_mid_answer_is_an_engine_problem_solved_by_the_next_engi
         await controller.start_up()
         assert controller.send("Keep talking")
         await recorder.until(lambda: recorder.of(ev.TextGrew), what="the answer")
-        os.kill(controller.client.pid, signal.SIGKILL)
+        os.kill(controller.session.client.pid, signal.SIGKILL)
         await controller.wait_idle()
         problem = recorder.of(ev.Problem)[-1]
         assert problem.kind == "engine" and "stopped unexpectedly" in problem.text
@@ -47,7 +47,7 @@ def test_an_engine_dying_between_answers_is_solved_when_the_next_message_loads_i
         controller = make_controller()
         recorder = Recorder(controller)
         await controller.start_up()
-        os.kill(controller.client.pid, signal.SIGKILL)
+        os.kill(controller.session.client.pid, signal.SIGKILL)
         await recorder.until(lambda: controller.model_state == ev.ModelState.FAILED, what="the report")
         assert controller.send("Still there?")
         await controller.wait_idle()

@@ -66,15 +66,15 @@ def test_each_answer_runs_with_the_chosen_threads_and_says_so(tiny_model: Path) 
     async def scenario():
         controller = make_controller()
         await controller.start_up()
-        controller.threads._busy = lambda: 1.0  # one core of two taken by another program
+        controller.session.threads._busy = lambda: 1.0  # one core of two taken by another program
         controller.send("Hello")
         await controller.wait_idle()
         first = controller.messages[-1].stats
-        controller.threads._busy = lambda: 0.0
+        controller.session.threads._busy = lambda: 0.0
         controller.send("Again")
         await controller.wait_idle()
         second = controller.messages[-1].stats
-        report = (await hardware_overview(controller)).text
+        report = (await hardware_overview(controller.session)).text
         await controller.shutdown()
         return first, second, report
 

@@ -87,7 +87,7 @@ def test_problem_signals_carry_their_kind_and_an_engine_problem_is_solved(loop, 
     grew: list[object] = []
     controller.subscribe(lambda event: isinstance(event, ev.TextGrew) and grew.append(event))
     run(loop, until(lambda: len(grew) > 3, what="some text"))
-    os.kill(controller.client.pid, signal.SIGKILL)
+    os.kill(controller.session.client.pid, signal.SIGKILL)
     run(loop, controller.wait_idle())
     assert problems and problems[-1][1] == "engine" and not solved
     run(loop, controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=4)))
@@ -104,6 +104,6 @@ def test_one_argument_slots_still_take_the_two_argument_signals(loop, started, q
     adapter.activityChanged.connect(label.setText)
     texts: list[str] = []
     adapter.problem.connect(lambda text: texts.append(text))
-    controller._emit(ev.ActivityChanged("Thinking…", 7))
-    controller._emit(ev.Problem("Something to read", "disk"))
+    controller.bus.emit(ev.ActivityChanged("Thinking…", 7))
+    controller.bus.emit(ev.Problem("Something to read", "disk"))
     assert label.text() == "Thinking…" and texts == ["Something to read"]

@@ -150,7 +150,7 @@ def test_engine_killed_mid_answer_keeps_the_text_on_screen_and_says_why(make_win
     with_generation(window, max_tokens=100000)
     _type_and_send(qtbot, window, "Keep talking")
     run(loop, until(lambda: _answer_length(window) > 30))
-    os.kill(window.controller.client.pid, signal.SIGKILL)
+    os.kill(window.controller.session.client.pid, signal.SIGKILL)
     run(loop, until(idle(window), what="the crash to be noticed"))
     cut = _last(window)
     assert cut.state == MessageState.INTERRUPTED and len(cut.text) > 30
@@ -168,10 +168,10 @@ def test_importing_a_corrupt_file_is_refused_with_a_message(make_window, loop, t
     window = make_window()
     bad = tmp_path / "broken model.gguf"
     bad.write_bytes(os.urandom(50_000))
-    before = window.controller.setup.library.list()
-    run(loop, window.controller.import_model(str(bad)))
+    before = window.controller.session.setup.library.list()
+    run(loop, window.controller.library.add(str(bad, reference=False, load=True)))
     assert window.banner_row.isVisible() and "not a GGUF" in window.banner.text()
-    assert window.controller.setup.library.list() == before
+    assert window.controller.session.setup.library.list() == before
     assert window.controller.model_state.value == "ready"
 
 
@@ -189,7 +189,7 @@ def test_closing_mid_answer_saves_what_was_shown(make_window, loop, qtbot) -> No
     with_generation(window, max_tokens=100000)
     _type_and_send(qtbot, window, "A long one")
     run(loop, until(lambda: _answer_length(window) > 30))
-    pid = window.controller.client.pid
+    pid = window.controller.session.client.pid
     window.close()
     run(loop, window.controller.shutdown())
     shown = _last(window)
@@ -198,7 +198,7 @@ def test_closing_mid_answer_saves_what_was_shown(make_window, loop, qtbot) -> No
     # Closing stops the answer like the Stop button: saved whole, marked as stopped.
     assert stored.state == MessageState.COMPLETE and stored.stats["finish_reason"] == "cancelled"
     assert len(stored.text) >= 30 and stored.text == shown.text
-    assert window.controller.client.pid is None
+    assert window.controller.session.client.pid is None
     import psutil
 
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -32,7 +32,7 @@ def test_hardware_window_shows_the_report_and_the_choice(make_window, loop) -> N
     text = shown.overview.text
     assert "NVIDIA GeForce RTX 4070" in text and "RAM" in text
     assert "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text
-    assert text == run(loop, hardware_overview(window.controller)).text
+    assert text == run(loop, hardware_overview(window.controller.session)).text
     shown.close()
 
 
@@ -55,7 +55,7 @@ def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) 
 
     onnx = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
     window = make_window()
-    run(loop, window.controller.import_model(str(onnx)))
+    run(loop, window.controller.library.add(str(onnx, reference=False, load=True)))
     assert window.controller.model_state.value == "ready"
     assert window.device_label.text() == "CPU (ONNX Runtime)"
     assert window.controller.send("Hello")

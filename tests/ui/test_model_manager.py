@@ -219,7 +219,7 @@ def test_the_manager_in_the_window(make_window, loop, qtbot, tiny_model) -> None
     page.form.top_k.setValue(7)
     page.form.save_button.click()
     run(loop, until(lambda: window.adapter.installed.rows()[0].model.defaults.top_k == 7, what="saved"))
-    assert window.controller.setup.library.list()[0].defaults.top_k == 7
+    assert window.controller.session.setup.library.list()[0].defaults.top_k == 7
     manager.close()
     window.model_label.clicked.emit()  # the status bar's model name opens it again
     assert manager.isVisible()

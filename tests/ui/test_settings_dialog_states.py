@@ -110,7 +110,7 @@ def test_the_windows_settings_clear_the_states_through_the_engine(make_window, l
     run(loop, until(lambda: window.controller.settings.prompt_lookup == "off", what="the saved settings"))
     assert notes and notes[0].startswith("Cleared 3 saved chat states, ")
     assert not any(p.exists() for p in paths)
-    assert window.controller.client.prompt_lookup == "off"  # the next answers draft no more
+    assert window.controller.session.client.prompt_lookup == "off"  # the next answers draft no more
 
 
 def _human(size: int) -> str:

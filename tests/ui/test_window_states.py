@@ -32,10 +32,10 @@ def test_no_model_and_no_starter_shows_the_empty_state(make_window, loop, monkey
 def test_importing_a_model_from_the_empty_state(make_window, loop, monkeypatch, tiny_model) -> None:
     monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None)
-    run(loop, window.controller.import_model(str(tiny_model)))
+    run(loop, window.controller.library.add(str(tiny_model, reference=False, load=True)))
     assert window.controller.model_state.value == "ready"
     assert window.stack.currentWidget() is window.messages
-    assert [m.path.name for m in window.controller.setup.library.list()] == [tiny_model.name]
+    assert [m.path.name for m in window.controller.session.setup.library.list()] == [tiny_model.name]
 
 
 def test_sending_while_the_model_loads_queues_the_message(make_window, loop, qtbot) -> None:
@@ -236,11 +236,11 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
 
 def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, starter_model) -> None:
     window = make_window(model=None, start=False)
-    window.adapter.setupProgress.connect(lambda *_: window.controller.setup.cancel())
+    window.adapter.setupProgress.connect(lambda *_: window.controller.session.setup.cancel())
     run(loop, window.controller.start_up(), timeout=300)
     assert window.controller.model_state.value == "none"
     assert window.stack.currentWidget() is window.empty
-    assert window.controller.setup.library.list() == []
+    assert window.controller.session.setup.library.list() == []
 
 
 def test_switching_to_the_dark_theme_repaints_in_dark(make_window, loop, monkeypatch) -> None:
@@ -285,7 +285,7 @@ def test_the_settings_choose_what_the_background_does(make_window, loop, monkeyp
     window.showMinimized()
     run(loop, until(lambda: window.activity_label.text() == "Running gently in the background",
                     what="the gentle status"))
-    assert window.controller.pace.pace.value == "gently"
+    assert window.controller.session.pace.pace.value == "gently"
 
 
 def test_the_settings_set_when_an_idle_model_is_unloaded(make_window, loop, monkeypatch) -> None:
@@ -316,7 +316,7 @@ def test_a_paused_answer_uses_no_cpu_and_ends_as_an_uninterrupted_one(make_windo
                     and len(window.adapter.messages.messages()[-1].text) > 20))
     window.setWindowState(Qt.WindowState.WindowMinimized)
     run(loop, until(lambda: "Paused" in window.activity_label.text()))
-    engine = psutil.Process(window.controller.client.pid)
+    engine = psutil.Process(window.controller.session.client.pid)
 
     async def while_paused() -> tuple[int, float]:
         await asyncio.sleep(0.5)  # tokens already in the pipe still arrive, and llama.cpp's threads settle

@@ -1,0 +1,149 @@
+"""The saved chats: create, read, rename, delete, search, and what a new chat starts with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from app.core.conversation import Conversation, Message
+from app.core.generation import GenerationSettings
+from app.core.history import HistoryError, HistoryStore
+from app.library.models import InstalledModel
+from app.service.drafts import DraftBook
+from app.service.events import ConversationChanged, ConversationRemoved, Event, Problem
+from app.service.settings_keeper import SettingsKeeper
+from app.service.storage import Storage
+
+T = TypeVar("T")
+
+
+class Conversations:
+    """Every chat in the history, for any front end; none of it is about the chat on screen.
+
+    Reads and writes run on the storage's writer thread. ConversationChanged and
+    ConversationRemoved tell front ends (and the open chat) what changed. A new chat
+    takes the defaults of `defaults_model()` (the app's model) over the app's settings.
+    `drafts` holds each chat's unsent text (kept in the history with it).
+    """
+
+    def __init__(self, storage: Callable[[], Storage], emit: Callable[[Event], None], keeper: SettingsKeeper,
+                 drafts: DraftBook, defaults_model: Callable[[], InstalledModel | None]) -> None:
+        self._storage = storage
+        self._emit = emit
+        self.drafts = drafts
+        self._keeper = keeper
+        self._defaults_model = defaults_model
+
+    # --- a new chat's defaults ---------------------------------------------------------
+
+    def new_chat_system_prompt(self) -> str:
+        model = self._defaults_model()
+        own = model.defaults.system_prompt if model is not None else None
+        return own or ""
+
+    def new_chat_settings(self) -> GenerationSettings:
+        """A new chat's settings: the app model's own defaults over the app's."""
+        model = self._defaults_model()
+        if model is None:
+            return self._keeper.settings.generation
+        return model.defaults.generation(self._keeper.settings.generation)
+
+    # --- reading -----------------------------------------------------------------------
+
+    async def listing(self) -> list[Conversation]:
+        """Every chat, newest first; [] (and a Problem) if the history cannot be read."""
+        return await self.or_problem(HistoryStore.list_conversations) or []
+
+    async def read_all(self) -> list[Conversation]:
+        """Every chat, newest first; HistoryError for the caller to say."""
+        return await self._storage().history(HistoryStore.list_conversations)
+
+    async def get(self, conversation_id: int) -> Conversation:
+        """One chat; KeyError if there is none, HistoryError if the disk failed."""
+        return await self._storage().history(HistoryStore.get_conversation, conversation_id)
+
+    async def messages(self, conversation_id: int) -> list[Message]:
+        return await self._storage().history(HistoryStore.messages, conversation_id)
+
+    async def search(self, query: str) -> set[int] | None:
+        """The ids of the chats whose title or messages contain query (None: no filter)."""
+        query = query.strip()
+        if not query:
+            return None
+        found = await self.or_problem(HistoryStore.search_conversations, query)
+        return {c.id for c in found} if found is not None else None
+
+    async def recover_interrupted(self) -> int:
+        """Answers cut off when Kestrel last closed are marked so; how many there were."""
+        return await self.or_problem(HistoryStore.recover_interrupted) or 0
+
+    # --- changing ----------------------------------------------------------------------
+
+    async def create(self, title: str, model_id: str | None) -> Conversation:
+        """Save a new chat with the new-chat defaults (model_id: its own model, or None)."""
+        conversation = await self._storage().history(
+            HistoryStore.create_conversation, title=title, system_prompt=self.new_chat_system_prompt(),
+            settings=self.new_chat_settings(), model=model_id)
+        self._emit(ConversationChanged(conversation))
+        return conversation
+
+    async def refresh(self, conversation_id: int, *, to_top: bool = True) -> Conversation:
+        """Read a chat again and tell everyone its new form."""
+        conversation = await self.get(conversation_id)
+        self._emit(ConversationChanged(conversation, to_top=to_top))
+        return conversation
+
+    async def rename(self, conversation_id: int, title: str) -> bool:
+        """Give a chat a new title; its place in the list stays."""
+        title = title.strip()
+        if not title:
+            return False
+        try:
+            await self._storage().history(HistoryStore.rename_conversation, conversation_id, title)
+            await self.refresh(conversation_id, to_top=False)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc), "history"))
+            return False
+        return True
+
+    async def name_by_first_message(self, conversation_id: int, title: str) -> None:
+        """A chat made before its first message takes its title from it (not said: the
+        message's save refreshes the chat)."""
+        await self._storage().history(HistoryStore.rename_conversation, conversation_id, title)
+
+    async def delete(self, conversation_id: int) -> bool:
+        """Delete a chat, its messages and its draft (a chat already gone counts as deleted)."""
+        try:
+            await self._storage().history(HistoryStore.delete_conversation, conversation_id)
+        except KeyError:
+            pass  # deleted already (a second click): gone is what was asked
+        except HistoryError as exc:
+            self._emit(Problem(str(exc), "history"))
+            return False
+        self.drafts.forget(conversation_id)
+        self._emit(ConversationRemoved(conversation_id))
+        return True
+
+    async def update(self, conversation_id: int, system_prompt: str, settings: GenerationSettings) -> None:
+        """A chat's own system prompt and settings (HistoryError for the caller to say)."""
+        await self._storage().history(HistoryStore.update_conversation, conversation_id,
+                                      system_prompt=system_prompt, settings=settings)
+        await self.refresh(conversation_id)
+
+    async def choose_model(self, conversation_id: int, model_id: str | None) -> bool:
+        """A chat's own model (None: the default); False (said) if it could not be saved."""
+        try:
+            await self._storage().history(HistoryStore.choose_model, conversation_id, model_id)
+            await self.refresh(conversation_id, to_top=False)
+        except (HistoryError, KeyError) as exc:
+            self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That chat is gone.", "history"))
+            return False
+        return True
+
+    async def or_problem(self, method: Callable[..., T], *args: Any) -> T | None:
+        """One history call; a problem with the user's disk is shown, not raised (None)."""
+        try:
+            return await self._storage().history(method, *args)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc), "history"))
+            return None
