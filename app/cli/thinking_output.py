@@ -52,7 +52,7 @@ def is_terminal(out: TextIO) -> bool:
         return False
 
 
-def write(out: TextIO, item, as_json: bool) -> None:
+def write(out: TextIO, item: str | dict[str, object], as_json: bool) -> None:
     """One JSON object a line under --json, else the text as it is; flushed at once."""
     out.write(json.dumps(item) + "\n" if as_json else item)
     out.flush()

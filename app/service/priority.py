@@ -89,7 +89,7 @@ def eco_qos_state(on: bool) -> _PowerThrottlingState:
                                  PROCESS_POWER_THROTTLING_EXECUTION_SPEED if on else 0)
 
 
-def _kernel32():
+def _kernel32() -> ctypes.CDLL | None:
     if sys.platform != "win32":
         return None
     return ctypes.WinDLL("kernel32", use_last_error=True)
