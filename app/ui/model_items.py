@@ -228,7 +228,7 @@ class InstalledModelsModel(RowTableModel):
         if column == self.MODEL:
             return row.model.title
         if column == self.FORMAT:
-            return str(details.get("format") or _format_of(row.model)).upper()
+            return str(details.get("format") or row.model.format).upper()
         if column == self.PARAMETERS:
             return parameters_text(details)
         if column == self.QUANTIZATION:
@@ -382,11 +382,6 @@ def status_text(row: Any) -> str:
     elif model.referenced:
         words.append("Where you keep it")
     return " · ".join(words)
-
-
-def _format_of(model: Any) -> str:
-    # Never model.format here: it asks the disk, and data() runs on the UI thread.
-    return "gguf" if str(model.path).lower().endswith(".gguf") else "onnx"
 
 
 def _qt_value(role: int, value: Any) -> Any:

@@ -31,7 +31,7 @@ def fit(verdict: str, summary: str = "Runs well on the GPU (NVIDIA GeForce RTX 4
 
 def installed(model_id: str, **changes) -> ModelRow:
     model = InstalledModel(id=model_id, title=model_id.title(), path=Path(f"/m/{model_id}.gguf"), size=1_500_000_000,
-                           sha256=None, source="imported", added=0.0)
+                           sha256=None, source="imported", added=0.0, format="gguf")
     row = ModelRow(model, {"format": "gguf", "parameters_label": "1.5B", "quantization": "Q4_K_M"}, None,
                    fit("runs_well"), False, False)
     return dataclasses.replace(row, **changes)
@@ -115,6 +115,16 @@ def test_installed_cells_say_what_matters(qtbot) -> None:
     assert model.index(1, 3).data(Qt.ItemDataRole.ForegroundRole) is not None
     assert model.index(1, 0).data(Roles.MISSING) is True
     assert model.disk_total == 2_000 and model.referenced_total() == 0
+
+
+def test_the_format_column_shows_the_format_the_library_kept(qtbot) -> None:
+    # Not guessed from the path: a GGUF file may be named anything, and the disk is not asked.
+    onnx = dataclasses.replace(installed("phi").model, path=Path("/m/phi"), format="onnx", missing=True)
+    unnamed = dataclasses.replace(installed("blob").model, path=Path("/m/blob.bin"), format="gguf")
+    model = InstalledModelsModel()
+    checked(model)
+    model.set_listing([installed("phi", model=onnx, details={}), installed("blob", model=unnamed, details={})], 0)
+    assert [model.index(row, model.FORMAT).data() for row in range(2)] == ["ONNX", "GGUF"]
 
 
 def test_catalog_rows_and_the_fits_filter(qtbot) -> None:
