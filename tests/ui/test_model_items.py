@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from PySide6.QtCore import Qt
@@ -12,9 +13,10 @@ from PySide6.QtTest import QAbstractItemModelTester
 from app.library.catalog import CatalogEntry, CatalogFile
 from app.hardware.fit import FitEstimate, MemoryNeed, Verdict
 from app.library.models import InstalledModel
-from app.service.events import DownloadItem
+from app.service.events import DownloadItem, DownloadState
 from app.service.events import CatalogRow, ModelRow
-from app.ui.downloads_view import DownloadsModel, duration_text
+from app.ui.download_items import DOWNLOAD_STATE_WORDS, DownloadsModel, duration_text
+from app.ui.fit_verdict import VERDICT_COLOURS, VERDICT_WORDS
 from app.ui.model_items import CatalogModel, InstalledModelsModel, ModelFilter, Roles, parameters_text
 
 Display = Qt.ItemDataRole.DisplayRole
@@ -178,6 +180,11 @@ def test_download_progress_updates_only_progress_roles(qtbot) -> None:
     assert model.index(0, model.STATE).data() == "Paused" and model.index(0, model.SPEED).data() == ""
     model.set_rows([DownloadItem("2", "Phi", "cancelled")])
     assert ids(model) == ["2"] and model.index(0, 0).data(Roles.STATE) == "cancelled"
+
+
+def test_every_verdict_and_every_download_state_has_words() -> None:
+    assert set(VERDICT_WORDS) == set(Verdict) == set(VERDICT_COLOURS) and all(VERDICT_WORDS.values())
+    assert set(DOWNLOAD_STATE_WORDS) == set(get_args(DownloadState)) and all(DOWNLOAD_STATE_WORDS.values())
 
 
 @pytest.mark.parametrize(("seconds", "words"), [(0, "0 s"), (59.6, "1 min 0 s"), (3725, "1 h 2 min")])
