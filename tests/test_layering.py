@@ -1,4 +1,4 @@
-"""The layering of ARCHITECTURE.md, checked with the import-linter contracts in pyproject.toml."""
+"""The layering of docs/design.md, checked with the import-linter contracts in pyproject.toml."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = ROOT / "pyproject.toml"
 # The console script, run with this interpreter so that it sees this environment's app.
 LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+# The contract against import cycles; its violation needs two modules, so it has a test of its own.
+NO_CYCLES = "no-import-cycles"
 
 
 def lint_imports(cwd: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
@@ -62,11 +64,13 @@ VIOLATIONS = {
                              "app.engine._violation -> app.service"),
     "foundations-import-nothing-above": ("app/core/_violation.py", "import app.engine",
                                          "app.core._violation -> app.engine"),
+    "controller-only-for-front-ends": ("app/service/_violation.py", "import app.service.controller",
+                                       "app.service._violation -> app.service.controller"),
 }
 
 
 def test_every_contract_has_a_violation_that_proves_it_can_fail() -> None:
-    assert sorted(VIOLATIONS) == sorted(str(contract["id"]) for contract in contracts())
+    assert sorted([*VIOLATIONS, NO_CYCLES]) == sorted(str(contract["id"]) for contract in contracts())
 
 
 @pytest.mark.parametrize("contract", sorted(VIOLATIONS))
@@ -81,3 +85,21 @@ def test_a_contract_breaks_on_a_violating_import(contract: str, tmp_path: Path) 
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     assert "BROKEN" in output and chain in output, output
+
+
+def test_no_import_cycle_inside_any_package() -> None:
+    result = lint_imports(ROOT, NO_CYCLES)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_import_cycle_hidden_behind_type_checking_is_reported(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    for module, other in (("_cycle_one", "_cycle_two"), ("_cycle_two", "_cycle_one")):
+        (tmp_path / "app" / "library" / f"{module}.py").write_text(
+            f'"""Half of an import cycle."""\n\nfrom typing import TYPE_CHECKING\n\n'
+            f"if TYPE_CHECKING:\n    from app.library import {other}\n", encoding="utf-8")
+    result = lint_imports(tmp_path, NO_CYCLES)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "No cycles are allowed in app.library." in output, output
+    assert "._cycle_one -> ._cycle_two" in output or "._cycle_two -> ._cycle_one" in output, output

@@ -19,6 +19,7 @@ from app.core.settings import Settings, SettingsError, SettingsFile
 from app.engine.errors import LOWER_CONTEXT_ADVICE, OTHER_DEVICE_ADVICE, ContextOverflow
 from app.engine.protocol import ErrorKind
 from app.library.model_defaults import ModelDefaults
+from app.library.model_format import format_at
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.client import EngineClient
@@ -232,7 +233,8 @@ def resolve_model(explicit: str | None) -> InstalledModel:
     library = ModelLibrary(paths.models)
     if explicit:
         found = library.find(explicit)
-        return found or InstalledModel(explicit, Path(explicit).name, Path(explicit), 0, None, "command line", 0.0)
+        return found or InstalledModel(explicit, Path(explicit).name, Path(explicit), 0, None, "command line", 0.0,
+                                       format_at(Path(explicit)))
     settings_file = SettingsFile(paths.settings_file)
     settings = settings_file.load()
     chosen = library.default(settings.default_model)

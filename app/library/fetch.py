@@ -80,7 +80,7 @@ def fetch_unit(library: ModelLibrary, unit: DownloadUnit, *, control: DownloadCo
         parts = {"files": tuple(f.path for f in files)} if unit.format == "gguf" and len(files) > 1 else {}
         model = library.register(folder.name, path, title=unit.title,
                                  sha256=files[0].sha256 if len(files) == 1 else None,
-                                 source=source_of(unit), **parts)
+                                 source=source_of(unit), format=unit.format, **parts)
         return Fetched(model, files)
     finally:
         held.release()

@@ -49,7 +49,7 @@ def import_model_file(library: ModelLibrary, source: Path,
     files = tuple(folder / part.name for part in found.files)
     return library.register(model_id, folder / found.path.name, title=found.title,
                             sha256=None if files else digest, source=f"imported from {source}",
-                            files=files)
+                            format=found.format, files=files)
 
 
 def import_model_folder(library: ModelLibrary, source: Path,
@@ -79,7 +79,7 @@ def import_model_folder(library: ModelLibrary, source: Path,
     final = folder / source.name
     os.replace(partial, final)
     return library.register(model_id, final, title=f"{source.name} (ONNX, {info.model_type})",
-                            sha256=None, source=f"imported from {source}")
+                            sha256=None, source=f"imported from {source}", format="onnx")
 
 
 def _check_space(folder: Path, name: str, needed: int) -> None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from app.library.gguf_info import GGUF_MAGIC, ModelFileError, checked_path
 
 ModelFormat = Literal["gguf", "onnx"]
+MODEL_FORMATS: tuple[ModelFormat, ...] = ("gguf", "onnx")
 ModelFolderErrorKind = Literal[
     "missing", "not_a_file", "unreadable", "unknown_format", "no_config", "bad_config",
     "no_weights", "no_tokenizer", "bad_tokenizer",
@@ -82,6 +83,17 @@ def detect_format(path: Path | str) -> ModelFormat:
     if head == GGUF_MAGIC:
         return "gguf"
     raise ModelFolderError("unknown_format", path, _file_hint(path))
+
+
+def format_at(path: Path) -> ModelFormat:
+    """The format of a path already taken for a model, without opening it: a folder is an
+    ONNX GenAI model, a file a GGUF one, and a path not there now (an unplugged drive) is
+    judged by its name. detect_format is the check for a path not yet known to be a model."""
+    if path.is_dir():
+        return "onnx"
+    if path.exists() or path.suffix.lower() == ".gguf":
+        return "gguf"
+    return "onnx"
 
 
 def _folder_format(path: Path) -> ModelFormat:

@@ -11,57 +11,16 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from app.core.files import try_hold_lock, write_atomically
+from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
-from app.library.model_format import GENAI_CONFIG
+from app.library.model_format import GENAI_CONFIG, MODEL_FORMATS, ModelFormat, format_at
 from app.library.scan import FolderScan, ForgottenFiles, Found, ScanProgress, examine, scan_folder
 
 METADATA_FILE = "model.json"
-METADATA_VERSION = 1
 FOUND_SOURCE = "found in the models folder"
-
-
-@dataclass(frozen=True)
-class InstalledModel:
-    """A model in the library and what is known about it."""
-
-    id: str
-    title: str
-    path: Path
-    size: int
-    sha256: str | None
-    source: str
-    added: float
-    referenced: bool = False     # True: the file stays where the user keeps it; remove only forgets it
-    missing: bool = False        # a referenced file (or one part) is not there now (unplugged drive)
-    files: tuple[Path, ...] = ()  # all files of a split GGUF (path is the first part); () otherwise
-    defaults: ModelDefaults = ModelDefaults()
-
-    @property
-    def format(self) -> Literal["gguf", "onnx"]:
-        if self.path.is_dir():
-            return "onnx"
-        if self.path.exists() or self.path.suffix.lower() == ".gguf":
-            return "gguf"
-        return "onnx"  # a folder that is not there now
-
-    def to_json(self) -> dict[str, Any]:
-        """model.json: file names for a model in its folder, absolute paths for a referenced one."""
-        def written(path: Path) -> str:
-            return str(path) if self.referenced else path.name
-
-        data: dict[str, Any] = {"id": self.id, "title": self.title, "path": written(self.path),
-                                "size": self.size, "sha256": self.sha256, "source": self.source,
-                                "added": self.added, "version": METADATA_VERSION}
-        if self.referenced:
-            data["referenced"] = True
-        if self.files:
-            data["files"] = [written(part) for part in self.files]
-        if self.defaults.to_dict():
-            data["defaults"] = self.defaults.to_dict()
-        return data
 
 
 @dataclass(frozen=True)
@@ -155,17 +114,17 @@ class ModelLibrary:
             _delete(path)
         return RemovedModel(model, freed, _drop_if_empty(folder))
 
-    def register(self, model_id: str, path: Path, *, title: str, sha256: str | None,
-                 source: str, files: tuple[Path, ...] = ()) -> InstalledModel:
+    def register(self, model_id: str, path: Path, *, title: str, sha256: str | None, source: str,
+                 format: ModelFormat, files: tuple[Path, ...] = ()) -> InstalledModel:
         """Record a model file (or ONNX folder, or a split GGUF's parts) already in its folder."""
-        return self._record(model_id, path, title, sha256, source, files, referenced=False)
+        return self._record(model_id, path, title, sha256, source, format, files, referenced=False)
 
     def _record(self, model_id: str, path: Path, title: str, sha256: str | None, source: str,
-                files: tuple[Path, ...], *, referenced: bool) -> InstalledModel:
+                format: ModelFormat, files: tuple[Path, ...], *, referenced: bool) -> InstalledModel:
         """Write model.json: for a referenced model, the absolute path where the user keeps it."""
         folder = self.folder_for(model_id)
         size = sum(size_on_disk(part) for part in (files or (path,)))
-        model = InstalledModel(folder.name, title, path, size, sha256, source, time.time(),
+        model = InstalledModel(folder.name, title, path, size, sha256, source, time.time(), format,
                                referenced=referenced, files=files)
         self._write(folder, model.to_json())
         return model
@@ -251,7 +210,8 @@ class ModelLibrary:
     def _reference(self, found: Found, source: str) -> InstalledModel:
         ForgottenFiles(self.root).drop(found.path)  # added again on purpose: list it again
         model_id = self.unused_id(found.path.stem if found.format == "gguf" else found.path.name)
-        return self._record(model_id, found.path, found.title, None, source, found.files, referenced=True)
+        return self._record(model_id, found.path, found.title, None, source, found.format, found.files,
+                            referenced=True)
 
     def unused_id(self, stem: str) -> str:
         """A folder of its own for a new model: removing it then touches no other model."""
@@ -321,7 +281,16 @@ def _model(folder: Path, data: dict[str, Any], path: Path, size: int, **rest: An
         folder.name, title if isinstance(title, str) and title else folder.name, path, size,
         sha256 if isinstance(sha256, str) else None, source if isinstance(source, str) else "",
         float(added) if isinstance(added, (int, float)) and not isinstance(added, bool) else 0.0,
-        defaults=ModelDefaults.from_dict(data.get("defaults")), **rest)
+        _recorded_format(data.get("format"), path), defaults=ModelDefaults.from_dict(data.get("defaults")), **rest)
+
+
+def _recorded_format(recorded: object, path: Path) -> ModelFormat:
+    """The format model.json keeps; a model.json written before it kept one (or a value
+    this Kestrel does not know) has it decided from the path, here, once per read."""
+    for known in MODEL_FORMATS:
+        if recorded == known:
+            return known
+    return format_at(path)
 
 
 def _list_of(value: object) -> list[Any]:

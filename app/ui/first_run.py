@@ -8,16 +8,19 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from app.core.units import human_size
-from app.service.events import ModelState
-from app.ui.downloads_view import DOWNLOAD_STATES, fraction, progress_text
-from app.ui.model_items import VERDICT_WORDS, verdict_of, verdict_tooltip
+from app.hardware.fit import FitEstimate
+from app.service.events import DownloadItem, DownloadState, ModelState
+from app.ui.download_items import DOWNLOAD_STATE_WORDS, fraction, progress_text
+from app.ui.fit_verdict import verdict_tooltip, verdict_words
 
 if TYPE_CHECKING:
     from app.ui.adapter import ControllerAdapter
 
 OFFER_WIDTH = 600
 # States after which the offer's button can start the download again.
-_ENDED = ("failed", "cancelled")
+_ENDED: frozenset[DownloadState] = frozenset({"failed", "cancelled"})
+# States in which the download is still under way: its progress is shown.
+_UNDER_WAY: frozenset[DownloadState] = frozenset({"running", "paused", "queued", "verifying"})
 
 
 class FirstRunOffer(QFrame):
@@ -135,7 +138,7 @@ class FirstRunOffer(QFrame):
         self.description.setText(_escape(entry.description))
         self.download_button.setText(f"Download ({size})" if entry.size else "Download")
 
-    def show_download(self, item: Any) -> None:
+    def show_download(self, item: DownloadItem) -> None:
         """A download moved on; shown if it is the offered model's."""
         if self._row is None or not self._is_offered(item):
             return
@@ -148,16 +151,16 @@ class FirstRunOffer(QFrame):
         else:
             self.progress.setRange(0, 1000)
             self.progress.setValue(int(share * 1000))
-        words = DOWNLOAD_STATES.get(item.state, item.state)
+        words = DOWNLOAD_STATE_WORDS[item.state]
         if item.state == "done":
             words = "Downloaded: it is now the default model and is loading."
-        elif item.state in ("running", "paused", "queued", "verifying"):
+        elif item.state in _UNDER_WAY:
             words = f"{words} · {progress_text(item.done, item.total)}"
         self.state.setText(words + (f"\n{item.message}" if item.message else ""))
         self.download_button.setEnabled(item.state in _ENDED)
         self.download_button.setText("Try again" if item.state in _ENDED else "Download")
 
-    def _is_offered(self, item: Any) -> bool:
+    def _is_offered(self, item: DownloadItem) -> bool:
         entry = self._row.entry
         return (item.id == self._download_id or getattr(item, "catalog_id", None) == entry.id
                 or item.title == entry.name)
@@ -173,12 +176,11 @@ class FirstRunOffer(QFrame):
         self.downloadRequested.emit(self._row.entry)
 
 
-def _reason(fit: Any) -> str:
+def _reason(fit: FitEstimate | None) -> str:
     """Why it fits, in one line."""
     if fit is None:
         return "Whether it fits this machine is not known yet."
-    words = VERDICT_WORDS.get(verdict_of(fit), "")
-    return fit.summary if fit.summary else words
+    return fit.summary if fit.summary else verdict_words(fit)
 
 
 def _escape(text: str) -> str:

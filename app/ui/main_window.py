@@ -149,10 +149,6 @@ class MainWindow(WindowCommands):
             self.composer.edit.clear()
             self.messages.scroll_to_end()
 
-    def new_conversation(self) -> None:
-        self.controller.new_conversation()
-        self.composer.edit.setFocus()
-
     def open_chat(self, conversation_id: int) -> None:
         open_now = self.controller.conversation
         if open_now is None or conversation_id != open_now.id:
@@ -242,10 +238,6 @@ class MainWindow(WindowCommands):
         chosen = self.controller.recover_history() if recover else self.controller.start_fresh_history()
         if not await chosen:
             self.history_panel.set_working(False)  # refused (an answer is running): choose again
-
-    def focus_search(self) -> None:
-        self.search.setFocus()
-        self.search.selectAll()
 
     def _settings_changed(self) -> None:
         # Restyling the app and laying out every visible message again is the slowest

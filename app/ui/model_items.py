@@ -8,10 +8,12 @@ from typing import Any
 
 from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt,
                             Signal)
-from PySide6.QtGui import QBrush, QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtGui import QBrush, QGuiApplication, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from app.core.units import human_size
+from app.hardware.fit import Verdict
+from app.ui.fit_verdict import verdict_icon, verdict_of, verdict_tooltip, verdict_words
 
 _Index = QModelIndex | QPersistentModelIndex
 _Display = Qt.ItemDataRole.DisplayRole
@@ -21,7 +23,8 @@ class Roles(IntEnum):
     """Item data roles the three models answer for every column of a row.
 
     ID: the model id, catalog id or download id. ROW: the whole row (a ModelRow,
-    CatalogRow or DownloadItem). VERDICT: the fit verdict's value ("" when not known).
+    CatalogRow or DownloadItem). VERDICT: the fit's Verdict, which Qt hands back as its str
+    value (None when not known).
     SEARCH: the text a search matches. SORT: the column's value for sorting (bytes for
     sizes). MISSING (installed): the file is not there now. STATE (downloads): the
     download's state. FRACTION (downloads): done / total, or -1.0 while one of unknown size moves.
@@ -37,52 +40,16 @@ class Roles(IntEnum):
     FRACTION = Qt.ItemDataRole.UserRole + 8
 
 
-VERDICT_WORDS = {"runs_well": "Runs well", "runs_slowly": "Runs slowly", "wont_fit": "Will not fit"}
-VERDICT_COLOURS = {"runs_well": "#2e9d4a", "runs_slowly": "#d08a00", "wont_fit": "#d13b30"}
 # Roles whose value differs by column; the other Roles are the same for the whole row.
 _SHOWN_ROLES = (_Display, Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.ForegroundRole,
                 Qt.ItemDataRole.DecorationRole, Qt.ItemDataRole.FontRole, Roles.SORT)
 ROW_ROLES = tuple(role for role in Roles if role != Roles.SORT)
-_icons: dict[str, QIcon] = {}
-
-
-def verdict_of(fit: Any) -> str:
-    """A FitEstimate's verdict as its plain value; "" for no estimate."""
-    if fit is None:
-        return ""
-    return str(getattr(fit.verdict, "value", fit.verdict))
-
-
-def verdict_tooltip(fit: Any) -> str:
-    """The numbers behind a verdict, for hovering over it."""
-    if fit is None:
-        return ("Not known yet: Kestrel has not read this machine's memory yet, or the model's size "
-                "is only known once its download starts.")
-    lines = [fit.summary, *fit.lines]
-    if fit.max_context and not any(line.startswith("Longest context") for line in fit.lines):
-        lines.append(f"Longest context that fits: {fit.max_context:,} tokens")
-    return "\n".join(lines)
-
-
-def verdict_icon(verdict: str) -> QIcon:
-    """A coloured dot beside the verdict's words (the words alone say it too)."""
-    if verdict not in _icons:
-        pixmap = QPixmap(12, 12)
-        pixmap.fill(Qt.GlobalColor.transparent)
-        painter = QPainter(pixmap)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setBrush(QColor(VERDICT_COLOURS[verdict]))
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.drawEllipse(1, 1, 10, 10)
-        painter.end()
-        _icons[verdict] = QIcon(pixmap)
-    return _icons[verdict]
 
 
 class RowTableModel(QAbstractTableModel):
     """Rows of frozen values, one per key; subclasses say the key and each cell.
 
-    cell() returns plain comparable values (a verdict name for the decoration, "disabled"
+    cell() returns plain comparable values (a Verdict for the decoration, "disabled"
     for a greyed foreground, "bold" for the font), so set_rows() and put() can tell which
     roles of which columns really changed and emit dataChanged with only those.
     """
@@ -218,7 +185,7 @@ class InstalledModelsModel(RowTableModel):
         if role == Qt.ItemDataRole.FontRole:
             return "bold" if column == self.MODEL and row.is_default else None
         if column == self.FITS and role == Qt.ItemDataRole.DecorationRole:
-            return verdict_of(row.fit) or None
+            return verdict_of(row.fit)
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(row, column)
         return self._text(row, column) if role == _Display else None
@@ -228,7 +195,7 @@ class InstalledModelsModel(RowTableModel):
         if column == self.MODEL:
             return row.model.title
         if column == self.FORMAT:
-            return str(details.get("format") or _format_of(row.model)).upper()
+            return str(details.get("format") or row.model.format).upper()
         if column == self.PARAMETERS:
             return parameters_text(details)
         if column == self.QUANTIZATION:
@@ -236,7 +203,7 @@ class InstalledModelsModel(RowTableModel):
         if column == self.SIZE:
             return human_size(row.model.size)
         if column == self.FITS:
-            return "—" if row.model.missing else VERDICT_WORDS.get(verdict_of(row.fit), "Not known yet")
+            return "—" if row.model.missing else verdict_words(row.fit)
         return status_text(row)
 
     def _tooltip(self, row: Any, column: int) -> str | None:
@@ -276,7 +243,7 @@ class CatalogModel(RowTableModel):
                     Roles.SEARCH: " ".join((entry.name, entry.publisher, entry.parameters, entry.quantization,
                                             entry.license, entry.description)).lower()}.get(Roles(role))
         if column == self.FITS and role == Qt.ItemDataRole.DecorationRole:
-            return verdict_of(row.fit) or None
+            return verdict_of(row.fit)
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == self.FITS:
                 return verdict_tooltip(row.fit)
@@ -292,7 +259,7 @@ class CatalogModel(RowTableModel):
         if column == self.CONTEXT:
             return f"{entry.context_length:,} tokens"
         if column == self.FITS:
-            return VERDICT_WORDS.get(verdict_of(row.fit), "Not known yet")
+            return verdict_words(row.fit)
         return {self.PUBLISHER: entry.publisher, self.PARAMETERS: entry.parameters,
                 self.QUANTIZATION: entry.quantization, self.LICENCE: entry.license}[column]
 
@@ -321,7 +288,7 @@ class ModelFilter(QSortFilterProxyModel):
 
     def filterAcceptsRow(self, row: int, parent: _Index) -> bool:  # Override QSortFilterProxyModel.
         index = self.sourceModel().index(row, 0, parent)
-        if self._fits_only and index.data(Roles.VERDICT) == "wont_fit":
+        if self._fits_only and index.data(Roles.VERDICT) == Verdict.WONT_FIT:
             return False
         searched = index.data(Roles.SEARCH) or ""
         return all(word in searched for word in self._words)
@@ -382,11 +349,6 @@ def status_text(row: Any) -> str:
     elif model.referenced:
         words.append("Where you keep it")
     return " · ".join(words)
-
-
-def _format_of(model: Any) -> str:
-    # Never model.format here: it asks the disk, and data() runs on the UI thread.
-    return "gguf" if str(model.path).lower().endswith(".gguf") else "onnx"
 
 
 def _qt_value(role: int, value: Any) -> Any:

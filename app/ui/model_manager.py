@@ -12,8 +12,9 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QFileDialog, QFrame, QGroupBo
 
 from app.core.units import human_size
 from app.ui.downloads_view import DownloadsPage
+from app.ui.fit_verdict import verdict_tooltip
 from app.ui.link_lookup import LinkLookup
-from app.ui.model_items import ModelFilter, selected_row, table, verdict_tooltip
+from app.ui.model_items import ModelFilter, selected_row, table
 from app.ui.model_settings_form import ModelSettingsForm
 
 if TYPE_CHECKING:

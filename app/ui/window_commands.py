@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from app.core.paths import DataPaths
     from app.service.controller import ChatController
     from app.ui.adapter import ControllerAdapter
+    from app.ui.chat_files import ChatFiles
     from app.ui.chat_header import ChatHeader
     from app.ui.chat_pane import ChatPane
     from app.ui.composer import Composer
@@ -42,10 +43,19 @@ class WindowCommands(QMainWindow):
     conversation_list: "QListView"
     chat: "ChatPane"
     composer: "Composer"
+    chat_files: "ChatFiles"
     model_manager: ModelManager | None
     hardware_window: HardwareWindow | None
     about: AboutDialog | None
     paths: "DataPaths"
+
+    def new_conversation(self) -> None:
+        self.controller.new_conversation()
+        self.composer.edit.setFocus()
+
+    def focus_search(self) -> None:
+        self.sidebar.search.setFocus()
+        self.sidebar.search.selectAll()
 
     def copy_last_answer(self) -> None:
         for message in reversed(self.adapter.messages.messages()):

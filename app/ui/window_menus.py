@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 
 from app.ui import icons
-
-if TYPE_CHECKING:
-    from app.ui.main_window import MainWindow
+from app.ui.window_commands import WindowCommands
 
 Key = QKeySequence.StandardKey
 
@@ -38,7 +35,7 @@ def _add(menu, text: str, slot, shortcut=None, icon: str | None = None) -> QActi
     return action
 
 
-def build_menus(window: "MainWindow") -> WindowActions:
+def build_menus(window: WindowCommands) -> WindowActions:
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")

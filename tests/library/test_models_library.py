@@ -248,6 +248,38 @@ def test_a_model_json_with_bad_or_newer_keys_is_still_read(library: ModelLibrary
     assert json.loads(record.read_text(encoding="utf-8"))["from_the_future"] == {"x": 1}
 
 
+def test_the_format_is_kept_in_model_json_when_a_model_is_added(library: ModelLibrary, tmp_path: Path) -> None:
+    # A GGUF file need not be called .gguf: once it is gone, only what was kept says what it was.
+    unnamed = library.add_reference(write_gguf(tmp_path / "model.bin"))
+    shutil.copytree(ONNX_MODEL, tmp_path / "phi")
+    onnx = library.add_reference(tmp_path / "phi")
+    copied = import_model_file(library, write_gguf(tmp_path / "a.gguf"))
+    written = {m.id: json.loads((library.root / m.id / METADATA_FILE).read_text(encoding="utf-8"))["format"]
+               for m in (unnamed, onnx, copied)}
+    assert written == {unnamed.id: "gguf", onnx.id: "onnx", copied.id: "gguf"}
+
+    (tmp_path / "model.bin").unlink()
+    shutil.rmtree(tmp_path / "phi")
+
+    assert {m.id: (m.format, m.missing) for m in library.list()} == {
+        unnamed.id: ("gguf", True), onnx.id: ("onnx", True), copied.id: ("gguf", False)}
+
+
+def test_a_model_json_from_before_the_format_was_kept_gets_one_when_read(
+        library: ModelLibrary, tmp_path: Path) -> None:
+    copied = import_model_file(library, write_gguf(tmp_path / "a.gguf"))
+    shutil.copytree(ONNX_MODEL, tmp_path / "phi")
+    onnx = library.add_reference(tmp_path / "phi")
+    gone = library.add_reference(write_gguf(tmp_path / "gone.gguf"))
+    (tmp_path / "gone.gguf").unlink()
+    for model in (copied, onnx, gone):
+        record = library.root / model.id / METADATA_FILE
+        data = json.loads(record.read_text(encoding="utf-8"))
+        record.write_text(json.dumps({k: v for k, v in data.items() if k != "format"}), encoding="utf-8")
+
+    assert {m.id: m.format for m in library.list()} == {copied.id: "gguf", onnx.id: "onnx", gone.id: "gguf"}
+
+
 @pytest.mark.parametrize("text", ["[]", "null", "{", '{"referenced": true, "path": "relative.gguf"}',
                                   '{"referenced": true, "path": "/x.gguf", "files": "nope"}'])
 def test_a_damaged_model_json_is_passed_over(library: ModelLibrary, text: str) -> None:

@@ -15,7 +15,8 @@ from app.ui.model_items import InstalledModelsModel
 
 def model_row(model_id: str, title: str, missing: bool = False) -> ModelRow:
     model = InstalledModel(id=model_id, title=title, path=Path(f"/m/{model_id}.gguf"), size=1_000_000,
-                           sha256=None, source="imported", added=0.0, referenced=missing, missing=missing)
+                           sha256=None, source="imported", added=0.0, format="gguf", referenced=missing,
+                           missing=missing)
     return ModelRow(model, {"format": "gguf"}, None, None, False, False)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from PySide6.QtCore import Qt
@@ -12,9 +13,10 @@ from PySide6.QtTest import QAbstractItemModelTester
 from app.library.catalog import CatalogEntry, CatalogFile
 from app.hardware.fit import FitEstimate, MemoryNeed, Verdict
 from app.library.models import InstalledModel
-from app.service.events import DownloadItem
+from app.service.events import DownloadItem, DownloadState
 from app.service.events import CatalogRow, ModelRow
-from app.ui.downloads_view import DownloadsModel, duration_text
+from app.ui.download_items import DOWNLOAD_STATE_WORDS, DownloadsModel, duration_text
+from app.ui.fit_verdict import VERDICT_COLOURS, VERDICT_WORDS
 from app.ui.model_items import CatalogModel, InstalledModelsModel, ModelFilter, Roles, parameters_text
 
 Display = Qt.ItemDataRole.DisplayRole
@@ -31,7 +33,7 @@ def fit(verdict: str, summary: str = "Runs well on the GPU (NVIDIA GeForce RTX 4
 
 def installed(model_id: str, **changes) -> ModelRow:
     model = InstalledModel(id=model_id, title=model_id.title(), path=Path(f"/m/{model_id}.gguf"), size=1_500_000_000,
-                           sha256=None, source="imported", added=0.0)
+                           sha256=None, source="imported", added=0.0, format="gguf")
     row = ModelRow(model, {"format": "gguf", "parameters_label": "1.5B", "quantization": "Q4_K_M"}, None,
                    fit("runs_well"), False, False)
     return dataclasses.replace(row, **changes)
@@ -117,6 +119,16 @@ def test_installed_cells_say_what_matters(qtbot) -> None:
     assert model.disk_total == 2_000 and model.referenced_total() == 0
 
 
+def test_the_format_column_shows_the_format_the_library_kept(qtbot) -> None:
+    # Not guessed from the path: a GGUF file may be named anything, and the disk is not asked.
+    onnx = dataclasses.replace(installed("phi").model, path=Path("/m/phi"), format="onnx", missing=True)
+    unnamed = dataclasses.replace(installed("blob").model, path=Path("/m/blob.bin"), format="gguf")
+    model = InstalledModelsModel()
+    checked(model)
+    model.set_listing([installed("phi", model=onnx, details={}), installed("blob", model=unnamed, details={})], 0)
+    assert [model.index(row, model.FORMAT).data() for row in range(2)] == ["ONNX", "GGUF"]
+
+
 def test_catalog_rows_and_the_fits_filter(qtbot) -> None:
     model = CatalogModel()
     checked(model)
@@ -168,6 +180,11 @@ def test_download_progress_updates_only_progress_roles(qtbot) -> None:
     assert model.index(0, model.STATE).data() == "Paused" and model.index(0, model.SPEED).data() == ""
     model.set_rows([DownloadItem("2", "Phi", "cancelled")])
     assert ids(model) == ["2"] and model.index(0, 0).data(Roles.STATE) == "cancelled"
+
+
+def test_every_verdict_and_every_download_state_has_words() -> None:
+    assert set(VERDICT_WORDS) == set(Verdict) == set(VERDICT_COLOURS) and all(VERDICT_WORDS.values())
+    assert set(DOWNLOAD_STATE_WORDS) == set(get_args(DownloadState)) and all(DOWNLOAD_STATE_WORDS.values())
 
 
 @pytest.mark.parametrize(("seconds", "words"), [(0, "0 s"), (59.6, "1 min 0 s"), (3725, "1 h 2 min")])

@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from app.core.settings import Settings
 from app.library.model_defaults import ModelDefaults
 from app.service.events import DownloadItem
-from app.ui.downloads_view import DownloadsModel
+from app.ui.download_items import DownloadsModel
 from app.ui.model_items import CatalogModel, InstalledModelsModel
 from app.ui.model_manager import ModelManager
 from tests.ui.conftest import run, until

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.core.units import human_size
-from app.ui.downloads_view import DownloadsModel
+from app.ui.download_items import DownloadsModel
 from app.ui.main_window import MainWindow
 from app.ui.model_manager import ModelManager
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server, sha256_of

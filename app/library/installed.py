@@ -1,0 +1,51 @@
+"""InstalledModel: a model in the library as model.json records it, a value that never reads the disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.library.model_defaults import ModelDefaults
+from app.library.model_format import ModelFormat
+
+METADATA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class InstalledModel:
+    """A model in the library and what is known about it.
+
+    format is decided once, when the model is added (or, for a model.json written before
+    it was kept there, when the library is read), so views can show it without asking
+    the disk on the UI thread.
+    """
+
+    id: str
+    title: str
+    path: Path
+    size: int
+    sha256: str | None
+    source: str
+    added: float
+    format: ModelFormat
+    referenced: bool = False     # True: the file stays where the user keeps it; remove only forgets it
+    missing: bool = False        # a referenced file (or one part) is not there now (unplugged drive)
+    files: tuple[Path, ...] = ()  # all files of a split GGUF (path is the first part); () otherwise
+    defaults: ModelDefaults = ModelDefaults()
+
+    def to_json(self) -> dict[str, Any]:
+        """model.json: file names for a model in its folder, absolute paths for a referenced one."""
+        def written(path: Path) -> str:
+            return str(path) if self.referenced else path.name
+
+        data: dict[str, Any] = {"id": self.id, "title": self.title, "path": written(self.path),
+                                "size": self.size, "sha256": self.sha256, "source": self.source,
+                                "added": self.added, "format": self.format, "version": METADATA_VERSION}
+        if self.referenced:
+            data["referenced"] = True
+        if self.files:
+            data["files"] = [written(part) for part in self.files]
+        if self.defaults.to_dict():
+            data["defaults"] = self.defaults.to_dict()
+        return data

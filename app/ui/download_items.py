@@ -1,0 +1,77 @@
+"""Downloads as the user reads them: each state's words, the downloads' item model, progress and time left."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from app.core.units import human_size
+from app.service.events import DownloadItem, DownloadState
+from app.ui.model_items import ROW_ROLES, Roles, RowTableModel
+
+# The words for each state; tests/ui/test_model_items.py checks every DownloadState has them.
+DOWNLOAD_STATE_WORDS: dict[DownloadState, str] = {
+    "queued": "Waiting", "running": "Downloading", "paused": "Paused", "verifying": "Checking",
+    "done": "Done", "failed": "Failed", "cancelled": "Cancelled"}
+# Download states in which each button does something.
+PAUSABLE: frozenset[DownloadState] = frozenset({"queued", "running"})
+RESUMABLE: frozenset[DownloadState] = frozenset({"paused", "failed"})
+CANCELLABLE: frozenset[DownloadState] = frozenset({"queued", "running", "paused", "verifying", "failed"})
+
+
+class DownloadsModel(RowTableModel):
+    """Downloads (app.service.events.DownloadItem), in the order they started."""
+
+    COLUMNS = ("Model", "Progress", "Speed", "Time left", "State", "Message")
+    MODEL, PROGRESS, SPEED, LEFT, STATE, MESSAGE = range(6)
+
+    def key(self, row: Any) -> object:
+        return row.id
+
+    def cell(self, row: Any, column: int, role: int) -> Any:
+        if role == Roles.SORT:
+            return row.done if column == self.PROGRESS else self._text(row, column).lower()
+        if role in ROW_ROLES:
+            return {Roles.ID: row.id, Roles.ROW: row, Roles.STATE: row.state, Roles.FRACTION: fraction(row),
+                    Roles.SEARCH: row.title.lower()}.get(Roles(role))
+        if role == Qt.ItemDataRole.ToolTipRole and column == self.MESSAGE:
+            return row.message or None
+        return self._text(row, column) if role == Qt.ItemDataRole.DisplayRole else None
+
+    def _text(self, row: DownloadItem, column: int) -> str:
+        running = row.state == "running"
+        if column == self.MODEL:
+            return row.title
+        if column == self.PROGRESS:
+            return progress_text(row.done, row.total)
+        if column == self.SPEED:
+            return f"{human_size(int(row.bytes_per_second))}/s" if running and row.bytes_per_second else ""
+        if column == self.LEFT:
+            return duration_text(row.seconds_left) if running and row.seconds_left is not None else ""
+        if column == self.STATE:
+            return DOWNLOAD_STATE_WORDS[row.state]
+        return row.message or ""
+
+
+def fraction(item: DownloadItem) -> float:
+    """How much of a download is in; -1.0 while one of unknown size is moving (a busy bar)."""
+    if not item.total:
+        return 1.0 if item.state == "done" else -1.0 if item.state in ("running", "verifying") else 0.0
+    return min(1.0, item.done / item.total)
+
+
+def progress_text(done: int, total: int | None) -> str:
+    if not total:
+        return human_size(done) if done else ""
+    return f"{done * 100 // total}% · {human_size(done)} of {human_size(total)}"
+
+
+def duration_text(seconds: float) -> str:
+    """Time left as a person says it: "40 s", "3 min 20 s", "1 h 5 min"."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
