@@ -54,7 +54,7 @@ class Reporter:
         controller.subscribe(self.on_event)
 
     def pid(self) -> object:
-        return self.controller.client.pid
+        return self.controller.session.client.pid
 
     def on_event(self, event: ev.Event) -> None:
         if isinstance(event, ev.MessageAdded) and event.message.role == Role.USER:
@@ -109,7 +109,7 @@ async def main() -> int:
                                 library=ModelLibrary(paths.models), client=EngineClient())
     Reporter(controller)
     await controller.start_up()
-    say("ready", controller.model_state.value, controller.client.pid)
+    say("ready", controller.model_state.value, controller.session.client.pid)
 
     commands: asyncio.Queue[str] = asyncio.Queue()
     threading.Thread(target=_read_commands, args=(asyncio.get_running_loop(), commands), daemon=True).start()

@@ -54,5 +54,5 @@ def is_terminal(out: TextIO) -> bool:
 
 def write(out: TextIO, item: str | dict[str, object], as_json: bool) -> None:
     """One JSON object a line under --json, else the text as it is; flushed at once."""
-    out.write(json.dumps(item) + "\n" if as_json else item)
+    out.write(json.dumps(item) + "\n" if as_json or not isinstance(item, str) else item)
     out.flush()
