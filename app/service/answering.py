@@ -226,10 +226,9 @@ class Answering:
         c = self._c
         c.busy_meter.look()  # the quiet spell before the next answer counts from here
         stats = answer.stats if answer is not None else None
-        if not stats or not stats.get("threads") or c.storage is None:
+        if stats is None or not stats.threads or c.storage is None:
             return
-        c.threads.record(self._model_key(), int(stats["threads"]), int(stats.get("tokens", 0)),
-                         float(stats.get("tokens_per_s", 0.0)))
+        c.threads.record(self._model_key(), stats.threads, stats.tokens, stats.tokens_per_s)
         c.spawn(c.storage.run(c.threads.save))
 
 
