@@ -58,6 +58,12 @@ class AnswerStats:
     threads: int = 0
     error: str = ""
 
+    def __post_init__(self) -> None:
+        # A reason given as its word (as callers did before the enum) is stored as the
+        # enum, so that `is` compares and to_dict writes it; a word it lacks is a bug.
+        if not isinstance(self.finish_reason, FinishReason):
+            object.__setattr__(self, "finish_reason", FinishReason(self.finish_reason))
+
     @property
     def reported(self) -> bool:
         """True if the engine reported on the answer (False: it failed, see `error`)."""

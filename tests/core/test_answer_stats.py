@@ -156,3 +156,10 @@ def test_finish_reasons_are_the_words_older_kestrels_wrote() -> None:
     assert [reason.value for reason in FinishReason] == ["stop", "length", "context", "cancelled"]
     assert json.dumps({"reason": FinishReason.CONTEXT}) == '{"reason": "context"}'
     assert AnswerStats().finish_reason is FinishReason.STOP
+
+
+def test_a_reason_given_as_its_word_becomes_the_enum_and_an_unknown_word_is_a_bug() -> None:
+    assert AnswerStats(finish_reason="length").finish_reason is FinishReason.LENGTH
+    assert AnswerStats(finish_reason="length").to_dict()["finish_reason"] == "length"
+    with pytest.raises(ValueError):
+        AnswerStats(finish_reason="tool_calls")
