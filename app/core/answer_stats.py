@@ -120,7 +120,12 @@ def _typed(default: object, value: object) -> object | None:
     if isinstance(default, FinishReason):
         return _REASONS.get(value) if isinstance(value, str) else None
     if isinstance(default, float):
-        return float(value) if isinstance(value, (int, float)) else None
+        if not isinstance(value, (int, float)):
+            return None
+        try:
+            return float(value)
+        except OverflowError:  # an integer of hundreds of digits, from a hand-made file
+            return None
     if isinstance(default, int):
         return value if isinstance(value, int) else None
     return value if isinstance(value, str) else None

@@ -46,6 +46,7 @@ OLD_ROWS = [
      AnswerStats(tokens=3)),
     ('{"tokens": "many", "ttft_ms": true, "device": 7, "thinking_ms": 5, "threads": 2.5}',
      AnswerStats(thinking_ms=5.0)),
+    ('{"ttft_ms": 1%s, "tokens": 5}' % ("0" * 400), AnswerStats(tokens=5)),
     ("{}", AnswerStats()),
     # No stats, or a column another program filled with something that is not an object.
     (None, None),
