@@ -167,7 +167,9 @@ def measure_starter(loop, driver: WindowDriver, max_tokens: int, repeats: int) -
         pump_until(lambda: driver.idle() and driver.messages.rowCount() == 2, 600, "the answer", check_ms=100)
         wall, after = time.perf_counter() - started, process.cpu_times()
         cpu_shares.append((after.user + after.system - cpu.user - cpu.system) / wall)
-        window_runs.append(driver.messages.message(1).stats)
+        answer_stats = driver.messages.message(1).stats
+        assert answer_stats is not None, "the answer has no stats"
+        window_runs.append(answer_stats.to_dict())
         if not number % 2:
             headless_runs.append(wait(loop, headless(driver.model_path(), settings), check_ms=100))
     window_speed = statistics.median(s["tokens_per_s"] for s in window_runs)

@@ -441,7 +441,7 @@ def scenario_stream(driver: WindowDriver, dog: Watchdog, chat_a: int, answers: i
         seconds += time.perf_counter() - started
         stalls += dog.stop()
         answer = driver.messages.message(driver.messages.rowCount() - 1)
-        stats.append((answer.stats or {}) | {"chars": len(answer.text)})
+        stats.append((answer.stats.to_dict() if answer.stats is not None else {}) | {"chars": len(answer.text)})
         pump_for(0.3)
     return summary(stalls, seconds, answers=answers, tokens=sum(s.get("tokens", 0) for s in stats),
                    tokens_per_s=[s.get("tokens_per_s") for s in stats],

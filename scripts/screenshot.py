@@ -60,7 +60,7 @@ See [the docs](https://docs.python.org/3/) for more.
 
 
 async def scenario(window, prompt: str) -> None:
-    from app.core.answer_stats import AnswerStats
+    from app.core.answer_stats import AnswerStats, FinishReason
     from app.core.conversation import Role
     from app.core.history import HistoryStore
 
@@ -72,11 +72,11 @@ async def scenario(window, prompt: str) -> None:
                                                                                    temperature=0.0))
     conversation_id = controller.conversation.id
     await controller.rename_conversation(conversation_id, "Summing numbers in a file")
-    stats = AnswerStats(ttft_ms=84.0, tokens_per_s=48.2, tokens=96, device="CPU", finish_reason="stop")
+    stats = AnswerStats(ttft_ms=84.0, tokens_per_s=48.2, tokens=96, device="CPU", finish_reason=FinishReason.STOP)
 
     def sample(store: HistoryStore) -> None:
         store.add_message(conversation_id, Role.USER, "How do I add up the numbers in a file, one per line?")
-        store.add_message(conversation_id, Role.ASSISTANT, SAMPLE_ANSWER, stats=stats.to_dict())
+        store.add_message(conversation_id, Role.ASSISTANT, SAMPLE_ANSWER, stats=stats)
 
     await controller.storage.history(sample)
     await controller.open_conversation(conversation_id)
@@ -107,7 +107,7 @@ LONG_CODE = "Here is the whole module, with the parser split out and typed:\n\n`
 
 def seed_chats(history_db: Path) -> None:
     """A few chats in the list, one with a long code answer (once per KESTREL_HOME)."""
-    from app.core.answer_stats import AnswerStats
+    from app.core.answer_stats import AnswerStats, FinishReason
     from app.core.conversation import Role
     from app.core.history import HistoryStore
 
@@ -115,14 +115,14 @@ def seed_chats(history_db: Path) -> None:
     try:
         if any(c.title == "Meter readings parser" for c in store.list_conversations()):
             return
-        stats = AnswerStats(ttft_ms=91.0, tokens_per_s=47.5, tokens=412, device="CPU", finish_reason="stop")
+        stats = AnswerStats(ttft_ms=91.0, tokens_per_s=47.5, tokens=412, device="CPU", finish_reason=FinishReason.STOP)
         for title, question in (("Trip ideas for a long weekend in the Alps with the kids and a dog", "Ideas?"),
                                 ("Kestrel or falcon?", "What is the difference?")):
             chat = store.create_conversation(title)
             store.add_message(chat.id, Role.USER, question)
         chat = store.create_conversation("Meter readings parser")
         store.add_message(chat.id, Role.USER, "Split the parser out of this and add types, please.")
-        store.add_message(chat.id, Role.ASSISTANT, LONG_CODE, stats=stats.to_dict())
+        store.add_message(chat.id, Role.ASSISTANT, LONG_CODE, stats=stats)
     finally:
         store.close()
 

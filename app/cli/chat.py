@@ -329,10 +329,11 @@ class _AnswerPrinter:
         elif isinstance(event, AnswerFinished):
             self._thinking.end()
             self._ending = event
-            stats = {"type": "done", **(event.message.stats or {})}
-            write(self._out, stats if self._as_json else "\n", self._as_json)
-            if stats.get("template_note") and not self._as_json:  # in the JSON object otherwise
-                print(f"kestrel: {stats['template_note']}", file=sys.stderr)
+            stats = event.message.stats
+            done = {"type": "done", **(stats.to_dict() if stats is not None else {})}
+            write(self._out, done if self._as_json else "\n", self._as_json)
+            if stats is not None and stats.template_note and not self._as_json:  # in the JSON object otherwise
+                print(f"kestrel: {stats.template_note}", file=sys.stderr)
         elif isinstance(event, AnswerInterrupted):
             self._thinking.end()
             self._ending = event

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 
@@ -47,7 +48,7 @@ def to_json(conversation: Conversation, messages: list[Message]) -> str:
         "format": FORMAT, "version": VERSION, "title": conversation.title,
         "system_prompt": conversation.system_prompt, "settings": conversation.settings.to_dict(),
         "model": conversation.model, "created": conversation.created, "updated": conversation.updated,
-        "messages": [{"role": m.role.value, "text": m.text, "thinking": m.thinking, "stats": m.stats,
+        "messages": [{"role": m.role.value, "text": m.text, "thinking": m.thinking, "stats": _stats_of(m),
                       "created": m.created, "state": _exported_state(m.state)} for m in messages],
     }, ensure_ascii=False, indent=1)
 
@@ -136,8 +137,15 @@ def _message(item: Any, number: int, default_time: float) -> Message:
             isinstance(key, str) and isinstance(value, _SCALARS) for key, value in stats.items())):
         raise ValueError(f"{where} has stats that are not an object of plain values.")
     return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
-                   _time(item.get("created", default_time), f"{where}'s created"), MessageState(state), stats,
+                   _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
+                   None if stats is None else AnswerStats.from_dict(stats),
                    _text(item.get("thinking", ""), f"{where}'s thinking"))
+
+
+def _stats_of(message: Message) -> dict[str, Any] | None:
+    # The export's stats are what the history stores: AnswerStats' dict, read back by
+    # AnswerStats.from_dict, so a file from an older Kestrel imports too.
+    return None if message.stats is None else message.stats.to_dict()
 
 
 def _text(value: Any, what: str) -> str:

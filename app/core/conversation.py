@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
-
+from app.core.answer_stats import AnswerStats
 from app.core.generation import GenerationSettings
 
 
@@ -39,7 +38,7 @@ class Message:
     """One message of a conversation, as stored in the history.
 
     `created` is Unix epoch seconds. `stats` holds what the engine reported about an
-    answer (tokens, speed, device), or None. `thinking` is what a reasoning model
+    answer (tokens, speed, device, why it ended), or None. `thinking` is what a reasoning model
     thought before the answer in `text` ("" for every other message).
     """
 
@@ -49,7 +48,7 @@ class Message:
     text: str
     created: float
     state: MessageState
-    stats: dict[str, Any] | None
+    stats: AnswerStats | None
     thinking: str = ""
 
 

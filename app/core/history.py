@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import UNTITLED, Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.core.history_schema import (
@@ -380,7 +381,7 @@ class HistoryStore:
         text: str,
         *,
         state: MessageState = MessageState.COMPLETE,
-        stats: dict[str, Any] | None = None,
+        stats: AnswerStats | None = None,
     ) -> Message:
         """Append a message to a conversation; it is committed when this returns."""
         now = self._clock()
@@ -427,7 +428,7 @@ class HistoryStore:
         *,
         text: str | None = None,
         state: MessageState | None = None,
-        stats: dict[str, Any] | None = None,
+        stats: AnswerStats | None = None,
         thinking: str | None = None,
     ) -> None:
         """Change the given fields of a message; fields left as None stay."""
@@ -525,8 +526,8 @@ def _inserted_id(cursor: sqlite3.Cursor) -> int:
     return row_id
 
 
-def _stats_json(stats: dict[str, Any] | None) -> str | None:
-    return None if stats is None else json.dumps(stats)
+def _stats_json(stats: AnswerStats | None) -> str | None:
+    return None if stats is None else stats.to_json()
 
 
 def _conversation(row: sqlite3.Row) -> Conversation:
@@ -542,7 +543,6 @@ def _conversation(row: sqlite3.Row) -> Conversation:
 
 
 def _message(row: sqlite3.Row) -> Message:
-    stats = row["stats"]
     return Message(
         id=row["id"],
         conversation_id=row["conversation_id"],
@@ -550,6 +550,6 @@ def _message(row: sqlite3.Row) -> Message:
         text=row["text"],
         created=row["created"],
         state=MessageState(row["state"]),
-        stats=None if stats is None else json.loads(stats),
+        stats=AnswerStats.from_json(row["stats"]),
         thinking=row["thinking"] or "",
     )

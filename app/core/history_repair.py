@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
@@ -174,7 +175,7 @@ def _copy_readable(source: sqlite3.Connection, target: sqlite3.Connection) -> tu
             "INSERT INTO messages (id, conversation_id, role, text, created, state, stats)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (message.id, conversation_id, message.role.value, message.text, message.created,
-             message.state.value, None if message.stats is None else json.dumps(message.stats)))
+             message.state.value, None if message.stats is None else message.stats.to_json()))
         last[conversation_id] = max(last.get(conversation_id, 0.0), message.created)
         messages += 1
     for conversation_id, first in made.items():
@@ -281,12 +282,7 @@ def _message_from(row: tuple[Any, ...]) -> Message | None:
         return None
     if state == MessageState.STREAMING:
         state = MessageState.INTERRUPTED  # nothing is writing it any more
-    try:
-        parsed = json.loads(stats) if isinstance(stats, str) else None
-    except ValueError:
-        parsed = None
-    return Message(mid, conversation_id, role, text, float(created), state,
-                   parsed if isinstance(parsed, dict) else None)
+    return Message(mid, conversation_id, role, text, float(created), state, AnswerStats.from_json(stats))
 
 
 def _title_from(text: str) -> str:

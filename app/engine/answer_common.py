@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Generator, Iterable, Sequence
 
-from app.core.answer_stats import AnswerStats
+from app.core.answer_stats import AnswerStats, FinishReason
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import PromptSpec
 from app.engine.control import GenerationControl
@@ -29,7 +29,8 @@ class AnswerTiming:
 
     def stats(self, *, prompt_tokens: int, device: str, finish: str, chat_format: str,
               left_out: int, template_note: str = "", threads: int = 0) -> AnswerStats:
-        """The stats every backend reports, with the same meaning."""
+        """The stats every backend reports, with the same meaning; `finish` is a
+        FinishReason's value (a reason it does not name is a bug: ValueError)."""
         first = self.first or time.perf_counter()
         decode_s = (self.last - first) if self.last and self.generated > 1 else 0.0
         return AnswerStats(
@@ -39,7 +40,7 @@ class AnswerTiming:
             prompt_tokens=prompt_tokens,
             prompt_tokens_evaluated=self.evaluated,
             device=device,
-            finish_reason=finish,
+            finish_reason=FinishReason(finish),
             chat_format=chat_format,
             total_ms=round((time.perf_counter() - self.start) * 1000, 2),
             messages_left_out=left_out,
@@ -161,16 +162,16 @@ def stream_tokens(request_id: int, tokens: Iterable[int], *, is_end: Callable[[i
                 if on_first is not None:
                     on_first()
             if control.cancelled:
-                return "cancelled"
+                return FinishReason.CANCELLED
             if is_end(token):
-                return "stop"
+                return FinishReason.STOP
             generated += 1
             timing.last = time.perf_counter()
             text = answer.feed(piece(token))
             if text:
                 yield Delta(request_id, text)
             if answer.stopped_by is not None:
-                return "stop"
+                return FinishReason.STOP
             if generated >= budget:
                 return finish
             control.wait_while_paused()

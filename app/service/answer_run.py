@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 
-from app.core.answer_stats import AnswerStats
+from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
@@ -79,7 +79,7 @@ class AnswerRun:
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
             reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
                       InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
-            self._finish(await stream.interrupt({"error": exc.message}), reason, exc.message)
+            self._finish(await stream.interrupt(AnswerStats(error=exc.message)), reason, exc.message)
             self._emit(Problem(exc.message, "engine" if isinstance(exc, EngineCrashed) else "model"))
         except asyncio.CancelledError:
             if not stream.done:
@@ -99,14 +99,14 @@ class AnswerRun:
                     self._emit(TextGrew(stream.message.conversation_id, stream.message_id, event.text,
                                         thinking=event.thinking))
                 elif isinstance(event, Done):
-                    self._finish(await stream.finish(event.stats.to_dict()))
+                    self._finish(await stream.finish(event.stats))
                     return
                 elif isinstance(event, Queued):
                     self._emit(event)
                     self._emit(ActivityChanged(f"Waiting for the engine ({event.position} ahead)…",
                                                stream.message.conversation_id))
                 elif isinstance(event, Withdrawn):
-                    self._finish(await stream.finish(AnswerStats(finish_reason="cancelled").to_dict()))
+                    self._finish(await stream.finish(AnswerStats(finish_reason=FinishReason.CANCELLED)))
                     return
 
     def _finish(self, message: Message, reason: InterruptReason | None = None, detail: str = "") -> None:

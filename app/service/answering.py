@@ -249,10 +249,9 @@ class Answering:
         advisor = self._session.threads
         self._session.busy_meter.look()  # the quiet spell before the next answer counts from here
         stats = answer.stats if answer is not None else None
-        if not stats or not stats.get("threads"):
+        if stats is None or not stats.threads:
             return
-        advisor.record(self._model_key(), int(stats["threads"]), int(stats.get("tokens", 0)),
-                       float(stats.get("tokens_per_s", 0.0)))
+        advisor.record(self._model_key(), stats.threads, stats.tokens, stats.tokens_per_s)
         self._spawn(self._storage().run(advisor.save))
 
 

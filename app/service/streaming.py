@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import Message, MessageState, Role
 from app.core.history import HistoryStore
 from app.service.storage import Storage
@@ -85,11 +85,11 @@ class StreamingAnswer:
         self._check_open()
         return await self._write(self._clock())
 
-    async def finish(self, stats: dict[str, Any] | None = None) -> Message:
+    async def finish(self, stats: AnswerStats | None = None) -> Message:
         """Save the whole answer as COMPLETE, with what the engine reported about it."""
         return await self._close(MessageState.COMPLETE, stats)
 
-    async def interrupt(self, stats: dict[str, Any] | None = None) -> Message:
+    async def interrupt(self, stats: AnswerStats | None = None) -> Message:
         """Save the text so far as INTERRUPTED (stopped, or the engine failed)."""
         return await self._close(MessageState.INTERRUPTED, stats)
 
@@ -110,7 +110,7 @@ class StreamingAnswer:
         self._flushed_length = length
         return True
 
-    async def _close(self, state: MessageState, stats: dict[str, Any] | None) -> Message:
+    async def _close(self, state: MessageState, stats: AnswerStats | None) -> Message:
         self._check_open()
         text, thinking = self.text, self.thinking
         await self._storage.history(HistoryStore.update_message, self.message.id, text=text,

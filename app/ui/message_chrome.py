@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPalette
 
+from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
 from app.ui.message_layout import ACTION, BUBBLE_RADIUS, PAD, RowLayout
 
@@ -13,18 +14,18 @@ _RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 BOUNDARY_TEXT = "The model no longer sees the messages above: they are outside its context"
 
 
-def stats_line(stats: dict | None) -> str:
-    """'TTFT 120 ms · 35.2 tok/s · 64 tokens · CPU' for an answer's footer."""
-    if not stats or "tokens" not in stats:
+def stats_line(stats: AnswerStats | None) -> str:
+    """'TTFT 120 ms · 35.2 tok/s · 64 tokens · CPU' for an answer's footer ("" if the
+    engine reported nothing: it failed, see AnswerStats.error)."""
+    if stats is None or not stats.reported:
         return ""
-    parts = [f"TTFT {stats.get('ttft_ms', 0):.0f} ms", f"{stats.get('tokens_per_s', 0):.1f} tok/s",
-             f"{stats['tokens']} tokens", str(stats.get("device", ""))]
-    reason = stats.get("finish_reason")
-    if reason == "cancelled":
+    parts = [f"TTFT {stats.ttft_ms:.0f} ms", f"{stats.tokens_per_s:.1f} tok/s", f"{stats.tokens} tokens",
+             stats.device]
+    if stats.finish_reason == FinishReason.CANCELLED:
         parts.append("stopped")
-    elif reason in ("length", "context"):
+    elif stats.finish_reason in (FinishReason.LENGTH, FinishReason.CONTEXT):
         parts.append("cut at the token limit")
-    if stats.get("template_note"):
+    if stats.template_note:
         # The whole reason is in the answer's tooltip; the footer says that it happened.
         parts.append("built-in chat format (the model's own failed)")
     return " · ".join(p for p in parts if p)

@@ -317,7 +317,8 @@ class MessageDelegate(SelectionEditing):
                 copied = action == "copy" and self.copied == self.message(index).id
                 QToolTip.showText(event.globalPos(), COPIED_TIP if copied else TIPS[action], view)
                 return True
-            note = (self.message(index).stats or {}).get("template_note")
+            stats = self.message(index).stats
+            note = stats.template_note if stats is not None else ""
             if note:
                 # Rich text, so that Qt wraps a long reason instead of one screen-wide line.
                 QToolTip.showText(event.globalPos(), f"<qt>{html.escape(note)}</qt>", view)

@@ -212,8 +212,9 @@ def _context_start(messages: list[Message]) -> int:
     """The first row the model saw in the latest answer (earlier rows were left out)."""
     for row in range(len(messages) - 1, -1, -1):
         message = messages[row]
-        if message.role == Role.ASSISTANT and message.state != MessageState.STREAMING and message.stats:
-            left_out = int(message.stats.get("messages_left_out", 0) or 0)
+        stats = message.stats
+        if message.role == Role.ASSISTANT and message.state != MessageState.STREAMING and stats is not None:
+            left_out = stats.messages_left_out
             turns = [r for r, m in enumerate(messages[:row]) if m.role != Role.SYSTEM]
             return turns[left_out] if 0 < left_out < len(turns) else 0
     return 0

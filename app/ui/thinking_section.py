@@ -66,7 +66,7 @@ class ThinkingSection:
         arrow = "▾" if self.is_open(message) else "▸"
         if _live(message):
             return f"{arrow} Thinking…"
-        seconds = float((message.stats or {}).get("thinking_ms") or 0) / 1000
+        seconds = (message.stats.thinking_ms if message.stats is not None else 0.0) / 1000
         if seconds >= 0.1:
             return f"{arrow} Thought for {seconds:.1f} s"
         return f"{arrow} Thought for a moment" if seconds else f"{arrow} Thought"

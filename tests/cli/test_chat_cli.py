@@ -49,6 +49,9 @@ def test_json_stream_then_stats(tiny_model: Path) -> None:
                 "device", "finish_reason"):
         assert key in final
     assert final["type"] == "done" and final["tokens"] == 16 and final["finish_reason"] == "length"
+    assert list(final) == ["type", "ttft_ms", "tokens", "tokens_per_s", "prompt_tokens", "prompt_tokens_evaluated",
+                           "device", "finish_reason", "chat_format", "total_ms", "messages_left_out",
+                           "template_note", "thinking_ms", "threads"]
     assert final["device"] == "CPU"
     assert_no_traceback(result)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.core import chat_export
+from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.chat_export import MAX_BYTES, ChatFileError, read_chat, to_json, to_markdown
 from app.core.conversation import MessageState, Role
 from app.core.generation import GenerationSettings
@@ -22,9 +23,12 @@ def _chat(store: HistoryStore):
     store.add_message(chat.id, Role.USER, "Where should I eat? **bold** `code`")
     answer = store.add_message(chat.id, Role.ASSISTANT, "", state=MessageState.STREAMING)
     store.update_message(answer.id, text="Try the *pastéis*.", thinking="They asked for food.",
-                         state=MessageState.COMPLETE, stats={"tokens": 7, "device": "CPU", "tokens_per_s": 12.5})
+                         state=MessageState.COMPLETE, stats=AnswerStats(tokens=7, device="CPU", tokens_per_s=12.5))
     store.add_message(chat.id, Role.USER, "And cut off?")
     store.add_message(chat.id, Role.ASSISTANT, "Half an ans", state=MessageState.INTERRUPTED)
+    store.add_message(chat.id, Role.USER, "Again?")
+    store.add_message(chat.id, Role.ASSISTANT, "Fail", state=MessageState.INTERRUPTED,
+                      stats=AnswerStats(error="The engine stopped."))
     return store.get_conversation(chat.id), store.messages(chat.id)
 
 
@@ -46,6 +50,48 @@ def test_json_export_imports_back_with_the_same_messages(store: HistoryStore, tm
         conversation.title, conversation.system_prompt, conversation.settings, conversation.model, conversation.created)
     strip = [(m.role, m.text, m.thinking, m.stats, m.state, m.created) for m in messages]
     assert [(m.role, m.text, m.thinking, m.stats, m.state, m.created) for m in imported.messages] == strip
+
+
+def test_json_export_writes_stats_as_older_kestrels_did(store: HistoryStore) -> None:
+    conversation, messages = _chat(store)
+    exported = [m["stats"] for m in json.loads(to_json(conversation, messages))["messages"]]
+    assert exported == [None, {"ttft_ms": 0.0, "tokens": 7, "tokens_per_s": 12.5, "prompt_tokens": 0,
+                               "prompt_tokens_evaluated": 0, "device": "CPU", "finish_reason": "stop",
+                               "chat_format": "", "total_ms": 0.0, "messages_left_out": 0, "template_note": "",
+                               "thinking_ms": 0.0, "threads": 0},
+                        None, None, None, {"error": "The engine stopped."}]
+    assert list(exported[1]) == ["ttft_ms", "tokens", "tokens_per_s", "prompt_tokens", "prompt_tokens_evaluated",
+                                 "device", "finish_reason", "chat_format", "total_ms", "messages_left_out",
+                                 "template_note", "thinking_ms", "threads"]
+
+
+# A chat exported by the Kestrel before typed stats (export version 1), as it wrote it.
+_OLDER_EXPORT = """{
+ "format": "kestrel-chat", "version": 1, "title": "Old", "system_prompt": "", "settings": {"temperature": 0.5},
+ "model": null, "created": 1764500000.0, "updated": 1764500100.0,
+ "messages": [
+  {"role": "user", "text": "Hi", "thinking": "", "stats": null, "created": 1764500000.0, "state": "complete"},
+  {"role": "assistant", "text": "Hello", "thinking": "", "stats": {"ttft_ms": 41.5, "tokens": 16,
+   "tokens_per_s": 52.25, "prompt_tokens": 20, "prompt_tokens_evaluated": 20, "device": "CPU",
+   "finish_reason": "length", "chat_format": "embedded", "total_ms": 350.75, "messages_left_out": 1,
+   "template_note": "", "thinking_ms": 0.0, "threads": 4}, "created": 1764500001.0, "state": "complete"},
+  {"role": "assistant", "text": "Hel", "stats": {"error": "The engine stopped."}, "state": "interrupted"},
+  {"role": "assistant", "text": "Hm", "stats": {"tokens": 2, "finish_reason": "cancelled", "later": "key"}},
+  {"role": "assistant", "text": "Odd", "stats": {"tokens": "two", "finish_reason": "tool_calls", "ttft_ms": true}}
+ ]
+}"""
+
+
+def test_an_export_from_an_older_kestrel_imports_its_stats(tmp_path: Path) -> None:
+    path = tmp_path / "older.json"
+    path.write_text(_OLDER_EXPORT, encoding="utf-8")
+    stats = [m.stats for m in read_chat(path).messages]
+    assert stats == [None, AnswerStats(ttft_ms=41.5, tokens=16, tokens_per_s=52.25, prompt_tokens=20,
+                                       prompt_tokens_evaluated=20, device="CPU", finish_reason=FinishReason.LENGTH,
+                                       chat_format="embedded", total_ms=350.75, messages_left_out=1, threads=4),
+                     AnswerStats(error="The engine stopped."),
+                     AnswerStats(tokens=2, finish_reason=FinishReason.CANCELLED), AnswerStats()]
+    assert stats[1] is not None and stats[1].finish_reason is FinishReason.LENGTH
 
 
 def test_markdown_export_reads_as_the_chat(store: HistoryStore) -> None:

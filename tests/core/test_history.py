@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import MessageState, Role
 from app.core import history
 from app.core.generation import GenerationSettings
@@ -100,12 +101,12 @@ def test_messages_round_trip_in_order(store: HistoryStore, clock: FakeClock) -> 
     clock.advance(2)
     question = store.add_message(conversation.id, Role.USER, "What is 2+2?")
     answer = store.add_message(
-        conversation.id, Role.ASSISTANT, "4", stats={"tokens": 1, "device": "cpu"}
+        conversation.id, Role.ASSISTANT, "4", stats=AnswerStats(tokens=1, device="cpu")
     )
     assert question.role is Role.USER
     assert question.state is MessageState.COMPLETE
     assert question.created == clock.now
-    assert answer.stats == {"tokens": 1, "device": "cpu"}
+    assert answer.stats == AnswerStats(tokens=1, device="cpu")
     assert store.messages(conversation.id) == [question, answer]
     assert store.get_conversation(conversation.id).updated == clock.now
 
@@ -117,12 +118,12 @@ def test_update_message_changes_only_given_fields(store: HistoryStore) -> None:
     )
     store.update_message(message.id, text="partial answer")
     assert store.get_message(message.id).state is MessageState.STREAMING
-    store.update_message(message.id, state=MessageState.COMPLETE, stats={"tokens": 2})
+    store.update_message(message.id, state=MessageState.COMPLETE, stats=AnswerStats(tokens=2))
     final = store.get_message(message.id)
     assert (final.text, final.state, final.stats) == (
         "partial answer",
         MessageState.COMPLETE,
-        {"tokens": 2},
+        AnswerStats(tokens=2),
     )
 
 
@@ -216,7 +217,7 @@ def test_transaction_commits_as_one(db_path: Path, store: HistoryStore) -> None:
 def test_everything_survives_reopening(db_path: Path) -> None:
     with HistoryStore(db_path) as store:
         conversation = store.create_conversation("kept", "prompt")
-        message = store.add_message(conversation.id, Role.USER, "still here", stats={"a": 1})
+        message = store.add_message(conversation.id, Role.USER, "still here", stats=AnswerStats(ttft_ms=1.5))
         conversation = store.get_conversation(conversation.id)
     with HistoryStore(db_path) as store:
         assert store.list_conversations() == [conversation]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.core import history, history_repair
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import MessageState, Role
 from app.core.history import HistoryStore
 from tests.core.damaged_history import (CONVERSATIONS, MESSAGES_EACH, damage_in_use, damaged_history, digest,
@@ -118,14 +119,14 @@ def test_chats_kept_in_memory_move_into_the_new_history(db_path: Path) -> None:
     with HistoryStore(Path(":memory:")) as memory:
         chat = memory.create_conversation("written meanwhile")
         memory.add_message(chat.id, Role.USER, "hello")
-        memory.add_message(chat.id, Role.ASSISTANT, "hi", state=MessageState.INTERRUPTED, stats={"tokens": 1})
+        memory.add_message(chat.id, Role.ASSISTANT, "hi", state=MessageState.INTERRUPTED, stats=AnswerStats(tokens=1))
         done = history_repair.replace_damaged(db_path, recover=True, carry=memory)
     new_id = done.carried[chat.id]
     assert new_id > CONVERSATIONS  # after the recovered ones, never on top of one
     with HistoryStore(db_path) as store:
         assert store.list_conversations()[0].title == "written meanwhile"
         answer = store.messages(new_id)[-1]
-        assert (answer.text, answer.state, answer.stats) == ("hi", MessageState.INTERRUPTED, {"tokens": 1})
+        assert (answer.text, answer.state, answer.stats) == ("hi", MessageState.INTERRUPTED, AnswerStats(tokens=1))
 
 
 def test_a_refused_rename_leaves_the_damaged_file_where_it_was(db_path: Path, monkeypatch) -> None:

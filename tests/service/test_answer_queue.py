@@ -66,7 +66,7 @@ def test_a_message_in_another_chat_is_saved_at_once_and_answered_after(tiny_mode
         user, answer = await _stored(controller, second)
         assert answer.role == Role.ASSISTANT and answer.state == MessageState.COMPLETE and answer.text
         a_answer = (await _stored(controller, first))[-1]
-        assert a_answer.stats["finish_reason"] == "cancelled"
+        assert a_answer.stats.finish_reason == "cancelled"
         assert all(m.conversation_id == first for m in controller.messages), "B's answer is not shown in A"
         lines = [(e.answering, e.waiting) for e in recorder.of(ev.AnswerQueueChanged)]
         assert lines[-4:] == [(first, ()), (first, (second,)), (second, ()), (None, ())]

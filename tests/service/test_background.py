@@ -166,11 +166,11 @@ def test_gently_with_fewer_threads_halves_the_next_answers_threads(tiny_model: P
         controller.set_window_state(WindowState.BACKGROUND)
         controller.send("Hello")
         await controller.wait_idle()
-        gentle = controller.messages[-1].stats["threads"]
+        gentle = controller.messages[-1].stats.threads
         controller.set_window_state(WindowState.FOREGROUND)
         controller.send("Again")
         await controller.wait_idle()
-        full = controller.messages[-1].stats["threads"]
+        full = controller.messages[-1].stats.threads
         await controller.shutdown()
         return gentle, full
 

@@ -70,8 +70,8 @@ def test_send_streams_saves_and_reports_in_order(tiny_model) -> None:
                                    ev.AnswerQueueChanged))]
         assert kinds == ["BusyChanged", "MessageAdded", "MessageAdded", "AnswerStarted", "AnswerFinished",
                          "BusyChanged"]
-        assert answer.state == MessageState.COMPLETE and answer.stats["tokens"] == 24
-        assert answer.stats["device"] == "CPU" and answer.stats["finish_reason"] in ("length", "stop")
+        assert answer.state == MessageState.COMPLETE and answer.stats.tokens == 24
+        assert answer.stats.device == "CPU" and answer.stats.finish_reason in ("length", "stop")
         assert recorder.text_of(answer.id) == answer.text
         user, saved = await _stored(controller, answer.conversation_id)
         assert (user.role, user.text) == (Role.USER, "Hello there") and saved == answer
@@ -107,7 +107,7 @@ def test_stop_keeps_what_was_written(tiny_model) -> None:
         controller.stop()
         await controller.wait_idle()
         answer = controller.messages[-1]
-        assert answer.stats["finish_reason"] == "cancelled" and len(answer.text) > 40
+        assert answer.stats.finish_reason == "cancelled" and len(answer.text) > 40
         assert (await _stored(controller, answer.conversation_id))[-1].text == answer.text
         await controller.shutdown()
 
@@ -234,7 +234,7 @@ def test_a_long_chat_leaves_out_old_turns(tiny_model) -> None:
         await controller.storage.history(fill)
         await controller.open_conversation(conversation_id)
         answer = await _answered(controller, recorder, "And now?")
-        assert answer.state == MessageState.COMPLETE and answer.stats["messages_left_out"] > 0
+        assert answer.state == MessageState.COMPLETE and answer.stats.messages_left_out > 0
         await controller.shutdown()
 
     run(scenario)
@@ -300,7 +300,7 @@ def test_the_starter_model_answers_through_the_controller(starter_model) -> None
         controller, recorder = await _started(starter_model, dataclasses.replace(SMALL, max_tokens=12))
         answer = await _answered(controller, recorder, "What is the capital of France?")
         assert answer.state == MessageState.COMPLETE and answer.text.strip()
-        assert answer.stats["chat_format"] == "gemma" and answer.stats["tokens"] >= 1
+        assert answer.stats.chat_format == "gemma" and answer.stats.tokens >= 1
         await controller.shutdown()
 
     run(scenario, timeout=400)
@@ -317,7 +317,7 @@ def test_a_context_longer_than_the_model_knows_loads_once_not_every_answer(tiny_
         assert loaded.context_length == 2048
         answer = await _answered(controller, recorder, "Two")
         assert controller.session.client.loaded is loaded, "the model was reloaded for nothing"
-        assert answer.stats["prompt_tokens_evaluated"] < answer.stats["prompt_tokens"]
+        assert answer.stats.prompt_tokens_evaluated < answer.stats.prompt_tokens
         await controller.shutdown()
 
     run(scenario)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import MessageState, Role
 from app.core.history import HistoryStore
 from app.service.storage import Storage
@@ -69,9 +70,9 @@ def test_text_is_written_once_per_flush_interval(db_path: Path) -> None:
         clock.advance(0.3)
         assert await stream.append(" Bye") is False
         assert stream.text == "Hello, world! Bye"
-        done = await stream.finish({"tokens": 6, "tokens_per_s": 20.5})
+        done = await stream.finish(AnswerStats(tokens=6, tokens_per_s=20.5))
         assert (done.text, done.state, done.stats) == ("Hello, world! Bye", MessageState.COMPLETE,
-                                                      {"tokens": 6, "tokens_per_s": 20.5})
+                                                      AnswerStats(tokens=6, tokens_per_s=20.5))
         assert await storage.history(HistoryStore.get_message, stream.message_id) == done
 
     _scenario(db_path, body)
@@ -103,6 +104,24 @@ def test_interrupt_keeps_the_text(db_path: Path) -> None:
             await stream.finish()
 
     _scenario(db_path, body)
+
+
+def test_an_engine_failure_is_saved_in_its_words_as_before(db_path: Path) -> None:
+    async def body(storage: Storage) -> None:
+        stream = await StreamingAnswer.start(storage, await _conversation(storage), clock=FakeClock())
+        await stream.append("Half")
+        failed = await stream.interrupt(AnswerStats(error="The engine stopped."))
+        assert failed.stats == AnswerStats(error="The engine stopped.") and not failed.stats.reported
+        assert await storage.history(HistoryStore.get_message, stream.message_id) == failed
+
+    _scenario(db_path, body)
+    conn = sqlite3.connect(db_path)
+    try:
+        # The form every Kestrel before typed stats wrote for such an answer.
+        assert conn.execute("SELECT stats FROM messages WHERE role = 'assistant'").fetchall() == [
+            ('{"error": "The engine stopped."}',)]
+    finally:
+        conn.close()
 
 
 def test_recover_interrupted_marks_only_streaming_messages(db_path: Path) -> None:

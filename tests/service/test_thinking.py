@@ -35,7 +35,7 @@ def test_thinking_streams_before_the_answer_and_is_kept_apart(thinking_model: Pa
     assert (message.text, message.thinking, message.state) == (ANSWER, THOUGHT, MessageState.COMPLETE)
     assert (stored.text, stored.thinking) == (ANSWER, THOUGHT), "the history keeps both"
     assert "<think>" not in message.text + message.thinking
-    assert message.stats["thinking_ms"] > 0
+    assert message.stats.thinking_ms > 0
 
 
 def test_thinking_off_asks_the_template_for_an_answer_without_it(thinking_model: Path) -> None:
@@ -54,7 +54,7 @@ def test_thinking_off_asks_the_template_for_an_answer_without_it(thinking_model:
 
     answer = run(scenario)
     assert (answer.text, answer.thinking) == (ANSWER, "")
-    assert answer.stats["thinking_ms"] == 0
+    assert answer.stats.thinking_ms == 0
 
 
 def test_a_second_turn_gives_the_template_the_earlier_thinking(thinking_model: Path) -> None:
@@ -75,4 +75,4 @@ def test_a_second_turn_gives_the_template_the_earlier_thinking(thinking_model: P
 
     first, second = run(scenario)
     assert (first.thinking, second.thinking) == (THOUGHT, THOUGHT)
-    assert second.stats["chat_format"] == "embedded" and not second.stats["template_note"]
+    assert second.stats.chat_format == "embedded" and not second.stats.template_note

@@ -80,5 +80,5 @@ def test_each_answer_runs_with_the_chosen_threads_and_says_so(tiny_model: Path) 
 
     first, second, report = run(scenario)
     cores = default_threads()
-    assert first["threads"] == max(1, cores - 1) and second["threads"] == cores
+    assert first.threads == max(1, cores - 1) and second.threads == cores
     assert f"CPU threads for the last answer: {cores} (all {cores} physical cores" in report

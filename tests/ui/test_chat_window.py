@@ -41,10 +41,10 @@ def test_send_streams_then_shows_stats(make_window, loop, qtbot) -> None:
     user, answer = window.adapter.messages.messages()
     assert user.role == Role.USER and user.text == "Hello there"
     assert answer.role == Role.ASSISTANT and answer.state == MessageState.COMPLETE and answer.text
-    assert answer.stats["tokens"] == 24 and answer.stats["device"] == "CPU"
+    assert answer.stats.tokens == 24 and answer.stats.device == "CPU"
     assert "tok/s" in stats_line(answer.stats) and "CPU" in stats_line(answer.stats)
     # Never more view updates than tokens (test_deltas_are_coalesced_per_frame: fewer).
-    assert 1 <= window.adapter.bridge.emitted <= answer.stats["tokens"]
+    assert 1 <= window.adapter.bridge.emitted <= answer.stats.tokens
     assert window.composer.button.text() == "Send"
     assert window.conversation_list.model().rowCount() == 1
     assert window.header.title.full_text() == "Hello there"
@@ -83,7 +83,7 @@ def test_stop_button_mid_answer_keeps_the_text(make_window, loop, qtbot) -> None
     qtbot.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)
     run(loop, until(idle(window), what="the stop"))
     answer = _last(window)
-    assert answer.stats["finish_reason"] == "cancelled" and len(answer.text) > 40
+    assert answer.stats.finish_reason == "cancelled" and len(answer.text) > 40
     assert "stopped" in stats_line(answer.stats) and window.composer.button.text() == "Send"
 
 
@@ -94,7 +94,7 @@ def test_escape_stops_too(make_window, loop, qtbot) -> None:
     run(loop, until(lambda: _answer_length(window) > 10, what="some text"))
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
     run(loop, until(idle(window), what="the stop"))
-    assert _last(window).stats["finish_reason"] == "cancelled"
+    assert _last(window).stats.finish_reason == "cancelled"
 
 
 def test_regenerate_replaces_the_last_answer(make_window, loop, qtbot) -> None:
@@ -196,7 +196,7 @@ def test_closing_mid_answer_saves_what_was_shown(make_window, loop, qtbot) -> No
     with HistoryStore(window.controller._history_path) as store:
         stored = store.get_message(shown.id)
     # Closing stops the answer like the Stop button: saved whole, marked as stopped.
-    assert stored.state == MessageState.COMPLETE and stored.stats["finish_reason"] == "cancelled"
+    assert stored.state == MessageState.COMPLETE and stored.stats.finish_reason == "cancelled"
     assert len(stored.text) >= 30 and stored.text == shown.text
     assert window.controller.session.client.pid is None
     import psutil
@@ -236,7 +236,7 @@ def test_an_answer_says_when_the_models_template_was_not_used(make_window, loop,
     _type_and_send(qtbot, window, "Hello")
     run(loop, until(idle(window), what="the answer"))
     answer = _last(window)
-    assert answer.stats["chat_format"] == "chatml"
+    assert answer.stats.chat_format == "chatml"
     assert "built-in chat format (the model's own failed)" in stats_line(answer.stats)
     view = window.messages
     index = window.adapter.messages.index(1, 0)

@@ -18,7 +18,7 @@ def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
     assert window.controller.send("Hello")
     run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
                     and window.adapter.messages.messages()[-1].stats))
-    assert window.adapter.messages.messages()[-1].stats["device"] == "CPU"
+    assert window.adapter.messages.messages()[-1].stats.device == "CPU"
 
 
 def test_hardware_window_shows_the_report_and_the_choice(make_window, loop) -> None:
@@ -62,4 +62,4 @@ def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) 
     run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
                     and window.adapter.messages.messages()[-1].stats))
     answer = window.adapter.messages.messages()[-1]
-    assert answer.state.value == "complete" and answer.stats["device"] == "CPU (ONNX Runtime)"
+    assert answer.state.value == "complete" and answer.stats.device == "CPU (ONNX Runtime)"

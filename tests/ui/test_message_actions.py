@@ -9,12 +9,13 @@ from PySide6.QtGui import QColor, QGuiApplication, QHelpEvent, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QStyleOptionViewItem, QToolTip
 
+from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
 from app.ui.message_actions import COPIED_TIP, TIPS
 from app.ui.message_model import MessageListModel
 from app.ui.message_view import MessageView
 
-STATS = {"ttft_ms": 80.0, "tokens_per_s": 40.0, "tokens": 12, "device": "CPU", "finish_reason": "stop"}
+STATS = AnswerStats(ttft_ms=80.0, tokens_per_s=40.0, tokens=12, device="CPU", finish_reason=FinishReason.STOP)
 
 
 def _message(number: int, role: Role, text: str, state: MessageState = MessageState.COMPLETE) -> Message:

@@ -8,13 +8,14 @@ from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
 from app.ui.message_layout import MAX_COLUMN, SIDE, column
 from app.ui.message_model import MessageListModel
 from app.ui.message_view import MessageView
 from app.ui.theme import apply_theme
 
-STATS = {"ttft_ms": 80.0, "tokens_per_s": 40.0, "tokens": 12, "device": "CPU", "finish_reason": "stop"}
+STATS = AnswerStats(ttft_ms=80.0, tokens_per_s=40.0, tokens=12, device="CPU", finish_reason=FinishReason.STOP)
 
 
 @pytest.fixture(params=["light", "dark"])

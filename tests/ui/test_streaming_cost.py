@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor, QImage, QPainter, QTextDocument
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
+from app.core.answer_stats import AnswerStats
 from app.core.conversation import Message, MessageState, Role
 from app.ui.bridge import FramePacer
 from app.ui.markdown import markdown_to_html
@@ -204,7 +205,8 @@ def test_a_finished_answer_is_shown_at_once(view) -> None:
     model = view.model()
     laid_out = _scroll_range(view)
     finished = dataclasses.replace(model.message(model.rowCount() - 1), text="Done.\n\n" * 10, state=MessageState.COMPLETE,
-                                   stats={"tokens": 3, "tokens_per_s": 10.0, "ttft_ms": 5.0, "device": "CPU"})
+                                   stats=AnswerStats(tokens=3, tokens_per_s=10.0, ttft_ms=5.0,
+                                                     device="CPU"))
     model.replace(finished)
     _until(lambda: _scroll_range(view) > laid_out, "the new height")
 

@@ -173,11 +173,11 @@ def test_long_conversation_leaves_out_old_turns_and_marks_the_boundary(make_wind
     run(loop, until(idle(window)))
     answer = window.adapter.messages.messages()[-1]
     assert answer.state == MessageState.COMPLETE
-    assert answer.stats["messages_left_out"] > 0
+    assert answer.stats.messages_left_out > 0
     model = window.adapter.messages
     # 82 messages, all shown: the first row the model saw is the one after those left out.
     assert model.rowCount() == len(model.messages()) == 82
-    boundary = answer.stats["messages_left_out"]
+    boundary = answer.stats.messages_left_out
     assert [row for row in range(model.rowCount()) if model.starts_context(row)] == [boundary]
     assert model.index(boundary - 1).data(MessageRoles.OUT_OF_CONTEXT) is True
     assert model.index(boundary).data(MessageRoles.OUT_OF_CONTEXT) is False
@@ -231,7 +231,7 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
     run(loop, until(idle(window)), timeout=300)
     answer = window.adapter.messages.messages()[-1]
     assert answer.state == MessageState.COMPLETE and answer.text.strip()
-    assert answer.stats["tokens"] >= 1 and answer.stats["chat_format"] == "gemma"
+    assert answer.stats.tokens >= 1 and answer.stats.chat_format == "gemma"
 
 
 def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, starter_model) -> None:
@@ -352,7 +352,7 @@ def test_stop_and_close_work_while_paused_and_the_answer_says_it_waits(make_wind
     window.controller.stop()  # while paused: the engine is held between two tokens
     run(loop, until(idle(window), timeout=15, what="the stopped answer"))
     answer = window.adapter.messages.messages()[-1]
-    assert answer.state == MessageState.COMPLETE and answer.stats["finish_reason"] == "cancelled"
+    assert answer.state == MessageState.COMPLETE and answer.stats.finish_reason == "cancelled"
     window.setWindowState(Qt.WindowState.WindowNoState)
     run(loop, until(lambda: window.messages.delegate.streaming_note == "writing…", what="full speed again"))
     started = time.monotonic()
