@@ -169,7 +169,7 @@ def test_importing_a_corrupt_file_is_refused_with_a_message(make_window, loop, t
     bad = tmp_path / "broken model.gguf"
     bad.write_bytes(os.urandom(50_000))
     before = window.controller.session.setup.library.list()
-    run(loop, window.controller.library.add(str(bad, reference=False, load=True)))
+    run(loop, window.controller.library.add(str(bad), reference=False, load=True))
     assert window.banner_row.isVisible() and "not a GGUF" in window.banner.text()
     assert window.controller.session.setup.library.list() == before
     assert window.controller.model_state.value == "ready"

@@ -55,7 +55,7 @@ def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) 
 
     onnx = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
     window = make_window()
-    run(loop, window.controller.library.add(str(onnx, reference=False, load=True)))
+    run(loop, window.controller.library.add(str(onnx), reference=False, load=True))
     assert window.controller.model_state.value == "ready"
     assert window.device_label.text() == "CPU (ONNX Runtime)"
     assert window.controller.send("Hello")

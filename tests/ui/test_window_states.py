@@ -32,7 +32,7 @@ def test_no_model_and_no_starter_shows_the_empty_state(make_window, loop, monkey
 def test_importing_a_model_from_the_empty_state(make_window, loop, monkeypatch, tiny_model) -> None:
     monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None)
-    run(loop, window.controller.library.add(str(tiny_model, reference=False, load=True)))
+    run(loop, window.controller.library.add(str(tiny_model), reference=False, load=True))
     assert window.controller.model_state.value == "ready"
     assert window.stack.currentWidget() is window.messages
     assert [m.path.name for m in window.controller.session.setup.library.list()] == [tiny_model.name]
