@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from app.cli.failure_words import cli_words
 from app.cli.thinking_output import ThinkingOutput, write
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
-from app.core.settings import Settings, SettingsError, SettingsFile
-from app.engine.errors import LOWER_CONTEXT_ADVICE, OTHER_DEVICE_ADVICE, ContextOverflow
+from app.core.settings import DevicePreference, Settings, SettingsError, SettingsFile
 from app.engine.protocol import ErrorKind
 from app.library.model_defaults import ModelDefaults
 from app.library.model_format import format_at
@@ -38,11 +38,6 @@ EXIT_INTERRUPTED = 130
 # The flag that sets each generation setting, for messages about a bad value.
 _FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
           "context_length": "--ctx", "thinking": "--think"}
-# The engine words its advice for the window; on the command line the flag is the way.
-_CLI_WORDS = (
-    (OTHER_DEVICE_ADVICE, "choose another with --device (--device cpu always works)"),
-    (LOWER_CONTEXT_ADVICE, "lower --ctx"),
-)
 
 
 class UserError(Exception):
@@ -63,7 +58,7 @@ def add_parser(commands) -> None:
     chat.add_argument("--seed", type=int, help="a fixed seed for repeatable answers (-1: random)")
     chat.add_argument("--ctx", type=int, help="the context length in tokens")
     chat.add_argument("--threads", type=int, help="CPU threads (default: the physical cores other programs leave free)")
-    chat.add_argument("--device", choices=["auto", "npu", "gpu", "cpu"],
+    chat.add_argument("--device", choices=[str(device) for device in DevicePreference],
                       help="where to run the model (default: the setting, normally auto)")
     chat.add_argument("--json", action="store_true",
                       help="one JSON object per line; a reasoning model's thinking comes as \"thinking\" lines")
@@ -91,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         own = model.defaults
         settings = Settings(generation=_generation_settings(args, own.generation(saved.generation)),
                             threads=threads,
-                            device_preference=args.device or own.device_preference or saved.device_preference)
+                            device_preference=_device(args.device) or own.device_preference
+                            or saved.device_preference)
         system = given_system if given_system is not None else own.system_prompt or ""
         # Folded into settings above; what is left only the load uses.
         model = dataclasses.replace(model, defaults=ModelDefaults(gpu_layers=own.gpu_layers,
@@ -104,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\nInterrupted.", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _device(given: str | None) -> DevicePreference | None:
+    """--device (argparse took only the enum's values)."""
+    return DevicePreference(given) if given else None
 
 
 def _prompt(given: str) -> str:
@@ -295,16 +296,8 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
 async def _load(controller: ChatController, model: InstalledModel) -> None:
     if not await controller.load_model(model):
         error = controller.load_error
-        message = error.message if error else controller.model_detail
-        raise UserError(in_cli_words(message),
-                        EXIT_DEVICE if error and error.kind == ErrorKind.PLACEMENT else EXIT_MODEL)
-
-
-def in_cli_words(message: str) -> str:
-    """An engine message with its advice about the window's settings given as flags."""
-    for window, flags in _CLI_WORDS:
-        message = message.replace(window, flags)
-    return message
+        message = cli_words(error.failure) if error else controller.model_detail
+        raise UserError(message, EXIT_DEVICE if error and error.kind == ErrorKind.PLACEMENT else EXIT_MODEL)
 
 
 class _AnswerPrinter:
@@ -355,20 +348,9 @@ class _AnswerPrinter:
             raise UserError("The engine ended the answer without finishing it.", EXIT_ENGINE_DIED)
         status = {InterruptReason.ENGINE_DIED: EXIT_ENGINE_DIED,
                   InterruptReason.CONTEXT: EXIT_CONTEXT}.get(ending.reason, EXIT_MODEL)
-        detail = ending.detail or "The answer was cut off."
-        if ending.reason == InterruptReason.CONTEXT:
-            detail = detail.replace(ContextOverflow.ADVICE, _context_advice(context_asked, context_loaded))
-        raise UserError(in_cli_words(detail), status)
-
-
-def _context_advice(asked: int, loaded: int | None) -> str:
-    """What to do about a prompt longer than the context, in the command line's words."""
-    if loaded is not None and loaded < asked:
-        return (f"Shorten the message: {loaded:,} tokens is the most this model holds, so a larger "
-                "--ctx does not help.")
-    return f"Shorten the message, or give it a longer context with --ctx (it was {asked:,} tokens)."
-
-
+        if ending.failure is not None:  # the engine's: worded with the flags that help
+            raise UserError(cli_words(ending.failure, context_asked, context_loaded), status)
+        raise UserError(ending.detail or "The answer was cut off.", status)
 
 
 def _report(exc: UserError, as_json: bool) -> None:

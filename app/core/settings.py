@@ -8,8 +8,9 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from app.core.files import write_atomically
 from app.core.generation import GenerationSettings
@@ -17,14 +18,33 @@ from app.core.generation import GenerationSettings
 # Raise when the meaning of a key changes; adding a key does not need a new version,
 # because unknown keys are ignored and missing keys take their defaults.
 SETTINGS_VERSION = 1
-DEVICE_PREFERENCES = ("auto", "npu", "gpu", "cpu")
 THEMES = ("system", "light", "dark")
 # The engine while the window is hidden, and while another app has the focus (the
 # policy is app/service/background.py): paused, gently, or at full speed.
 WHEN_HIDDEN = ("pause", "gently", "full")
 WHEN_IN_BACKGROUND = ("full", "gently")
-# Drafting the next tokens from the prompt (app/engine/prompt_lookup.py).
-PROMPT_LOOKUP = ("auto", "on", "off")
+
+
+class DevicePreference(StrEnum):
+    """Where the user wants models to run; placement (app/hardware/placement.py) says what
+    that means on this machine. The values are written to settings.json and model.json."""
+
+    AUTO = "auto"
+    NPU = "npu"
+    GPU = "gpu"
+    CPU = "cpu"
+
+
+class PromptLookupMode(StrEnum):
+    """Drafting the next tokens from the prompt (app/engine/prompt_lookup.py): on while it
+    pays, always, or never. The values are written to settings.json and model.json."""
+
+    AUTO = "auto"
+    ON = "on"
+    OFF = "off"
+
+
+_Choice = TypeVar("_Choice", bound=StrEnum)
 
 
 class SettingsError(Exception):
@@ -36,15 +56,14 @@ class Settings:
     """Everything the user can set that is not part of one conversation.
 
     `threads` None lets each answer use the physical cores other programs leave free
-    (app/service/threads.py). `device_preference` is one of
-    DEVICE_PREFERENCES and `theme` one of THEMES.
+    (app/service/threads.py). `theme` is one of THEMES.
     """
 
     version: int = SETTINGS_VERSION
     default_model: str | None = None
     generation: GenerationSettings = GenerationSettings()
     threads: int | None = None
-    device_preference: str = "auto"
+    device_preference: DevicePreference = DevicePreference.AUTO
     theme: str = "system"
     # What the engine does while the window is hidden (minimized), and while another app
     # has the focus: one of WHEN_HIDDEN / WHEN_IN_BACKGROUND.
@@ -57,9 +76,9 @@ class Settings:
     # Running gently also halves the engine's threads for the next answer.
     gentle_fewer_threads: bool = False
     # Disk for saved chat states (the KV cache of recent chats) in the cache folder, in
-    # MiB; 0 keeps none on disk. And prompt-lookup drafting: one of PROMPT_LOOKUP.
+    # MiB; 0 keeps none on disk. And prompt-lookup drafting.
     saved_states_mb: int = 2048
-    prompt_lookup: str = "auto"
+    prompt_lookup: PromptLookupMode = PromptLookupMode.AUTO
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -83,9 +102,10 @@ class Settings:
                 f"threads must be a whole number of 1 or more, or empty for one per core "
                 f"(got {threads!r})."
             )
-        if self.device_preference not in DEVICE_PREFERENCES:
+        device = choice(DevicePreference, self.device_preference)
+        if device is None:
             raise ValueError(
-                f"device_preference must be one of {', '.join(DEVICE_PREFERENCES)} "
+                f"device_preference must be one of {', '.join(DevicePreference)} "
                 f"(got {self.device_preference!r})."
             )
         if self.theme not in THEMES:
@@ -107,11 +127,24 @@ class Settings:
         states = self.saved_states_mb
         if isinstance(states, bool) or not isinstance(states, int) or not 0 <= states <= 1_000_000:
             raise ValueError(f"saved_states_mb must be a whole number of MiB, 0 for none (got {states!r}).")
-        if self.prompt_lookup not in PROMPT_LOOKUP:
-            raise ValueError(f"prompt_lookup must be one of {', '.join(PROMPT_LOOKUP)} (got {self.prompt_lookup!r}).")
+        lookup = choice(PromptLookupMode, self.prompt_lookup)
+        if lookup is None:
+            raise ValueError(f"prompt_lookup must be one of {', '.join(PromptLookupMode)} "
+                             f"(got {self.prompt_lookup!r}).")
         if not isinstance(self.generation, GenerationSettings):
             raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
-        return dataclasses.replace(self, generation=self.generation.validated())
+        return dataclasses.replace(self, device_preference=device, prompt_lookup=lookup,
+                                   generation=self.generation.validated())
+
+
+def choice(kind: type[_Choice], value: object) -> _Choice | None:
+    """value as a member of kind (text read from a file or typed counts), or None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        return None
 
 
 def _field_by_field(defaults: Any, data: Mapping[str, Any], problems: list[str]) -> Any:

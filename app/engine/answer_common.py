@@ -8,6 +8,7 @@ from typing import Callable, Generator, Iterable, Sequence
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.engine.answer_text import AnswerText
+from app.core.conversation import Role
 from app.engine.chat_format import PromptSpec
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow
@@ -118,9 +119,9 @@ def fit_prompt(request: Generate, n_ctx: int,
     """
     room = min(request.settings.max_tokens, max(64, n_ctx // 4))
     messages = list(request.messages)
-    system = [m for m in messages if m.role == "system"]
-    turns = [m for m in messages if m.role != "system"]
-    starts = [i for i, m in enumerate(turns) if m.role == "user"] or [0]
+    system = [m for m in messages if m.role == Role.SYSTEM]
+    turns = [m for m in messages if m.role != Role.SYSTEM]
+    starts = [i for i, m in enumerate(turns) if m.role == Role.USER] or [0]
 
     def attempt(skip: int) -> tuple[PromptSpec, list[int], int]:
         spec = spec_for(system + turns[skip:])

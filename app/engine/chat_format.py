@@ -22,7 +22,9 @@ from typing import Any, Mapping, Sequence
 from jinja2 import TemplateSyntaxError
 from jinja2.exceptions import SecurityError
 
+from app.core.conversation import Role
 from app.engine.errors import ModelLoadError
+from app.engine.failures import BadTemplate
 from app.engine.protocol import ChatMessage
 from app.engine.template_sandbox import TemplateLimit, TemplateRaised, compile_template, render
 
@@ -80,9 +82,9 @@ def _template_message(message: ChatMessage) -> dict[str, str]:
     # An earlier answer's thinking goes under both names transformers gives it
     # (templates read one or the other) and the template decides whether it is shown.
     if message.thinking:
-        return {"thinking": message.thinking, "role": message.role, "content": message.content,
+        return {"thinking": message.thinking, "role": message.role.value, "content": message.content,
                 "reasoning_content": message.thinking}
-    return {"role": message.role, "content": message.content}
+    return {"role": message.role.value, "content": message.content}
 
 
 def _why_not(exc: Exception) -> str:
@@ -107,13 +109,13 @@ def fold_system(messages: Sequence[ChatMessage]) -> list[ChatMessage] | None:
     """The conversation with its system text at the start of the first user message
     (system + blank line + message), as models without a system role are taught;
     None when there is no system text or no user message to carry it."""
-    system = "\n\n".join(m.content for m in messages if m.role == "system")
-    rest = [m for m in messages if m.role != "system"]
-    first_user = next((i for i, m in enumerate(rest) if m.role == "user"), None)
+    system = "\n\n".join(m.content for m in messages if m.role == Role.SYSTEM)
+    rest = [m for m in messages if m.role != Role.SYSTEM]
+    first_user = next((i for i, m in enumerate(rest) if m.role == Role.USER), None)
     if not system or first_user is None:
         return None
     message = rest[first_user]
-    rest[first_user] = ChatMessage("user", f"{system}\n\n{message.content}")
+    rest[first_user] = ChatMessage(Role.USER, f"{system}\n\n{message.content}")
     return rest
 
 
@@ -124,14 +126,14 @@ def _gemma(messages: Sequence[ChatMessage], tokens: ModelTokens) -> str:
     # Gemma has no system role: the system text opens the first user turn.
     parts = [tokens.bos]
     for message in fold_system(messages) or messages:
-        role = "model" if message.role == "assistant" else "user"
+        role = "model" if message.role == Role.ASSISTANT else "user"
         parts.append(f"<start_of_turn>{role}\n{message.content.strip()}<end_of_turn>\n")
     parts.append("<start_of_turn>model\n")
     return "".join(parts)
 
 
 def _chatml(messages: Sequence[ChatMessage], tokens: ModelTokens) -> str:
-    parts = [f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages]
+    parts = [f"<|im_start|>{m.role.value}\n{m.content}<|im_end|>\n" for m in messages]
     parts.append("<|im_start|>assistant\n")
     return "".join(parts)
 
@@ -140,14 +142,14 @@ def _llama3(messages: Sequence[ChatMessage], tokens: ModelTokens) -> str:
     parts = [tokens.bos]
     for m in messages:
         parts.append(
-            f"<|start_header_id|>{m.role}<|end_header_id|>\n\n{m.content.strip()}<|eot_id|>"
+            f"<|start_header_id|>{m.role.value}<|end_header_id|>\n\n{m.content.strip()}<|eot_id|>"
         )
     parts.append("<|start_header_id|>assistant<|end_header_id|>\n\n")
     return "".join(parts)
 
 
 def _phi3(messages: Sequence[ChatMessage], tokens: ModelTokens) -> str:
-    parts = [f"<|{m.role}|>\n{m.content}<|end|>\n" for m in messages]
+    parts = [f"<|{m.role.value}|>\n{m.content}<|end|>\n" for m in messages]
     parts.append("<|assistant|>\n")
     return "".join(parts)
 
@@ -229,8 +231,8 @@ def end_of_turn_markers(template: str | None, architecture: str, tokens: ModelTo
 # A special token as templates write one: <|im_end|>, <end_of_turn>, </s>, <｜end▁of▁sentence｜>,
 # [/INST]. Words and punctuation of ordinary text do not look like this.
 _TOKEN_LIKE = re.compile(r"<[^<>\s]{1,48}>|\[/?[A-Z][A-Z_]{1,30}\]")
-_PROBE = (ChatMessage("user", "KestrelProbeQuestion"), ChatMessage("assistant", "KestrelProbeAnswer"),
-          ChatMessage("user", "KestrelProbeFollowUp"))
+_PROBE = (ChatMessage(Role.USER, "KestrelProbeQuestion"), ChatMessage(Role.ASSISTANT, "KestrelProbeAnswer"),
+          ChatMessage(Role.USER, "KestrelProbeFollowUp"))
 
 
 @lru_cache(maxsize=8)
@@ -271,8 +273,6 @@ def template_in_use(file_template: str | None, override: str | None) -> tuple[st
         compile_template(override)
     except (TemplateSyntaxError, TemplateLimit) as exc:
         why = _why_not(exc).replace("the model's chat template", "it")
-        raise ModelLoadError("bad_template", f"The chat template set in this model's settings cannot be "
-                             f"used: {why}. Fix it in the model's settings, or clear it to use the "
-                             "template in the model file.") from exc
+        raise ModelLoadError(BadTemplate(why)) from exc
     return override, "override"
 

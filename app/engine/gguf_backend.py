@@ -11,6 +11,7 @@ from typing import Any, Generator, Iterator, Sequence
 
 import llama_cpp
 
+from app.core.settings import PromptLookupMode
 from app.engine import kv_state, native_log
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
@@ -18,6 +19,7 @@ from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of_turn_markers, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError
+from app.engine.failures import GgufRefused
 from app.engine.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
@@ -48,7 +50,7 @@ class _CountingLlama(llama_cpp.Llama):
     def metadata(self, value: dict[str, str]) -> None:
         self._metadata = {key: text for key, text in value.items() if not key.startswith("tokenizer.chat_template")}
 
-    def eval(self, tokens):  # Override Llama.eval.
+    def eval(self, tokens: Sequence[int]) -> None:  # Override Llama.eval.
         self.evaluated += len(tokens)
         super().eval(tokens)
 
@@ -86,7 +88,7 @@ class GgufBackend:
         # A model wholly on the GPU needs that GPU's memory, which placement checked.
         problem = memory_problem(info.path.name, facts) if gpu_layers != ALL_LAYERS else None
         if problem:
-            raise ModelLoadError("model_too_big", problem)
+            raise ModelLoadError(problem)
         threads = request.threads or default_threads()
         native_log.capture()
         native_log.clear()
@@ -103,7 +105,7 @@ class GgufBackend:
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:
-            raise ModelLoadError("model_load", _load_failure_message(info, exc)) from exc
+            raise ModelLoadError(_refused(info, exc)) from exc
         loaded = Loaded(
             request_id=request.request_id,
             model_path=request.model_path,
@@ -167,7 +169,7 @@ class GgufBackend:
         sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,
                         repeat_penalty=settings.repeat_penalty)
         self.lookup = LookupStats()
-        tokens = (llm.generate(prompt, **sampling) if request.prompt_lookup == "off" else
+        tokens = (llm.generate(prompt, **sampling) if request.prompt_lookup == PromptLookupMode.OFF else
                   lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup))
         finish = "length" if budget == settings.max_tokens else "context"
 
@@ -283,8 +285,8 @@ def _metadata_id(metadata: dict[str, str], key: str) -> int:
         return -1
 
 
-def _token_text(model, token: int) -> str:
-    if token is None or token < 0:
+def _token_text(model: llama_cpp._internals.LlamaModel, token: int) -> str:
+    if token < 0:
         return ""
     try:
         return model.token_get_text(token)
@@ -292,13 +294,10 @@ def _token_text(model, token: int) -> str:
         return ""
 
 
-def _load_failure_message(info: GgufInfo, exc: Exception) -> str:
+def _refused(info: GgufInfo, exc: Exception) -> GgufRefused:
+    """Why llama.cpp refused: what it logged, which says more than the exception."""
     reason = "; ".join(native_log.recent_errors()) or str(exc)
-    return (
-        f"{info.path.name} is a GGUF file (architecture '{info.architecture}') but llama.cpp "
-        f"could not load it: {reason}. The file may be damaged, or made for a newer version "
-        "of llama.cpp: download it again, or update Kestrel."
-    )
+    return GgufRefused(info.path.name, info.architecture, reason)
 
 
 __all__ = ["GgufBackend", "ModelFileError", "ModelLoadError"]

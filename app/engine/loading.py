@@ -9,6 +9,7 @@ import llama_cpp
 
 from app.engine.backend import Backend, DeviceChoice
 from app.engine.errors import ModelLoadError
+from app.engine.failures import DeviceRefused, FailedOn, NoDeviceWorked, NoGpuBuild, ProviderMissing
 from app.engine.protocol import Load
 from app.hardware.onnx_targets import genai_provider_key
 from app.hardware.placement import ALL_LAYERS, ModelFacts, Placement, PlacementRefused, place
@@ -29,25 +30,28 @@ def load_backend(request: Load, report: HardwareReport) -> Backend:
     """
     facts = model_facts(request.model_path, request.context_length)
     try:
-        placements = place(report, facts, request.device)  # type: ignore[arg-type]
+        placements = place(report, facts, request.device)
     except PlacementRefused as exc:
-        raise ModelLoadError("placement_refused", str(exc)) from exc
+        raise ModelLoadError(DeviceRefused(exc.preference, exc.reason)) from exc
     if request.gpu_layers is not None and facts.format == "gguf":
         placements = with_gpu_layers(placements, request.gpu_layers)
     failures: list[str] = []
+    attempts: list[FailedOn] = []
     last: ModelLoadError | None = None
     for placement in placements:
         choice = DeviceChoice(device_text(placement), placement.reason, tuple(failures))
         try:
             return _load_on(placement, choice, request, report)
         except ModelLoadError as exc:
+            assert not isinstance(exc.failure, (NoDeviceWorked, DeviceRefused)), "one placement fails alone"
             failures.append(f"{placement.device_name}: {exc.message}")
+            attempts.append(FailedOn(placement.device_name, exc.failure))
             last = exc
     assert last is not None, "placement always gives at least one placement"
-    if len(failures) == 1:
+    if len(attempts) == 1:
         raise last
     # The last failure (normally the CPU) is the one that decides what the user can do.
-    raise ModelLoadError(last.kind, "The model could not be loaded on any device. " + " ".join(failures))
+    raise ModelLoadError(NoDeviceWorked(tuple(attempts)))
 
 
 def with_gpu_layers(placements: tuple[Placement, ...], layers: int) -> tuple[Placement, ...]:
@@ -81,8 +85,7 @@ def _load_on(placement: Placement, choice: DeviceChoice, request: Load, report: 
 
         if placement.gpu_layers != 0 and not llama_cpp.llama_supports_gpu_offload():
             # Asking this build for GPU layers would silently run on the CPU instead.
-            raise ModelLoadError("no_gpu_backend", "this copy of llama.cpp was built without GPU support, "
-                                 "so it cannot use the GPU; install Kestrel's GPU build to use it.")
+            raise ModelLoadError(NoGpuBuild())
         return GgufBackend.load(request, choice, gpu_layers=placement.gpu_layers)
     from app.engine.onnx_backend import PROVIDERS, OnnxBackend, register_plugin_providers
 
@@ -92,6 +95,6 @@ def _load_on(placement: Placement, choice: DeviceChoice, request: Load, report: 
     key = genai_provider_key(placement.provider or "CPUExecutionProvider").lower()
     key = next((k for k in PROVIDERS if k.lower() == key), key)
     if key not in PROVIDERS:
-        raise ModelLoadError("provider_missing", f"Kestrel cannot drive {placement.provider} yet.")
+        raise ModelLoadError(ProviderMissing(str(placement.provider)))
     options = {"device_id": str(placement.device_id)} if placement.device_id is not None else {}
     return OnnxBackend.load(request, choice, execution_provider=key, provider_options=options)

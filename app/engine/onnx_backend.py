@@ -16,7 +16,8 @@ from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
-from app.engine.errors import OTHER_DEVICE_ADVICE, ContextOverflow, ModelLoadError
+from app.engine.errors import ContextOverflow, ModelLoadError
+from app.engine.failures import OnnxRefused, OnnxTrouble, ProviderMissing
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.engine.thinking import has_switch, markers_in, template_variables
@@ -80,7 +81,7 @@ class OnnxBackend:
         # On a GPU or NPU, placement already checked that device's memory.
         problem = memory_problem(info.path.name, facts) if execution_provider == "cpu" else None
         if problem:
-            raise ModelLoadError("model_too_big", problem)
+            raise ModelLoadError(problem)
         try:
             config = _config(info, execution_provider, provider_options or {}, context, threads)
             model = og.Model(config)
@@ -96,7 +97,7 @@ class OnnxBackend:
                     f'The model folder "{info.path.name}" is damaged: ONNX Runtime GenAI found '
                     "bytes that are not UTF-8 text in one of its files. Download the model again."
                 )) from exc
-            raise ModelLoadError("model_load", _load_failure_message(info, execution_provider, exc)) from exc
+            raise ModelLoadError(_refused(info, execution_provider, exc)) from exc
         loaded = Loaded(
             request_id=request.request_id,
             model_path=request.model_path,
@@ -219,8 +220,7 @@ def register_plugin_providers(libraries: Sequence[tuple[str, str]]) -> None:
         try:
             og.register_execution_provider_library(name, path)
         except Exception as exc:  # The driver's library refused: that device is out.
-            raise ModelLoadError("provider_missing", f"{name} could not be set up ({exc}); "
-                                 "update the device's driver, or choose another device.") from exc
+            raise ModelLoadError(ProviderMissing(name, str(exc))) from exc
         _plugin_providers.add(name)
 
 
@@ -242,22 +242,19 @@ def _config(info: OnnxFolderInfo, provider: str, options: Mapping[str, str],
     return config
 
 
-def _load_failure_message(info: OnnxFolderInfo, provider: str, exc: Exception) -> str:
+def _refused(info: OnnxFolderInfo, provider: str, exc: Exception) -> OnnxRefused:
+    """Why ONNX Runtime GenAI refused, as far as its message tells."""
     reason = str(exc).strip()
-    where = PROVIDERS[provider][1]
     lowered = reason.lower()
     if "external data" in lowered or ("external" in lowered and "initializer" in lowered):
-        advice = ("Part of the model's weights is missing or incomplete (the .data file beside "
-                  f"{info.decoder_file.name}). Download the model again.")
+        trouble = OnnxTrouble.MISSING_WEIGHTS
     elif provider != "cpu":
         # A damaged model fails on the CPU too, which the placement tries next.
-        advice = (f"This computer or this Kestrel cannot run models on {where}; "
-                  f"{OTHER_DEVICE_ADVICE}.")
+        trouble = OnnxTrouble.DEVICE
     else:
-        advice = ("The model may be damaged, or made for a newer ONNX Runtime GenAI: download "
-                  "it again, or update Kestrel.")
-    return (f'"{info.path.name}" is an ONNX model folder (model type "{info.model_type}") but '
-            f"ONNX Runtime GenAI could not load it on {where}: {reason}. {advice}")
+        trouble = OnnxTrouble.MODEL
+    return OnnxRefused(info.path.name, info.model_type, PROVIDERS[provider][1], reason, trouble,
+                       info.decoder_file.name)
 
 
 def _top_k(top_k: int, vocab_size: int | None) -> int:

@@ -12,15 +12,17 @@ import threading
 import traceback
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Callable
 
 from app.engine import protocol as p
 from app.engine.backend import Backend
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ModelLoadError
+from app.engine.failures import BadModelFile, EngineBug, Failure, NoModel, UnknownRequest
+from app.hardware.report import HardwareReport
 
-# Returns an app.hardware.report.HardwareReport; must be picklable (spawned process).
-HardwareSource = Callable[[], Any]
+# Must be picklable (spawned process): tests pass a recorded machine's report.
+HardwareSource = Callable[[], HardwareReport]
 
 
 class _Outbox:
@@ -30,7 +32,7 @@ class _Outbox:
         self._conn = conn
         self._lock = threading.Lock()
 
-    def send(self, event: Any) -> None:
+    def send(self, event: p.EngineEvent) -> None:
         with self._lock:
             try:
                 self._conn.send(event)
@@ -45,11 +47,11 @@ class EngineLoop:
     def __init__(self, conn: Connection, hardware: HardwareSource | None = None) -> None:
         self._conn = conn
         self._out = _Outbox(conn)
-        self._inbox: queue.Queue[Any] = queue.Queue()
+        self._inbox: queue.Queue[p.Request] = queue.Queue()
         self._control = GenerationControl()
         self._backend: Backend | None = None
         self._hardware = hardware
-        self._report: Future = Future()
+        self._report: Future[HardwareReport] = Future()
 
     def run(self) -> None:
         self._out.send(p.Hello(p.PROTOCOL_VERSION, os.getpid()))
@@ -61,7 +63,7 @@ class EngineLoop:
             request = self._inbox.get()
             if isinstance(request, p.Shutdown):
                 self._unload()
-                self._out.send(p.Ack(request.request_id, "shutdown"))
+                self._out.send(p.Ack(request.request_id, p.AckKind.SHUTDOWN))
                 return
             self._handle(request)
 
@@ -69,13 +71,13 @@ class EngineLoop:
         """Answer pings and route cancel/pause/resume at once; queue the rest for the loop."""
         while True:
             try:
-                request = self._conn.recv()
+                request: p.Request = self._conn.recv()
             except (EOFError, OSError):
                 self._control.cancel()
                 self._inbox.put(p.Shutdown())
                 return
             if isinstance(request, p.Ping):
-                self._out.send(p.Ack(request.request_id, "ping"))
+                self._out.send(p.Ack(request.request_id, p.AckKind.PING))
             elif isinstance(request, (p.Cancel, p.Pause, p.Resume)):
                 self._steer(request)
             else:
@@ -86,12 +88,12 @@ class EngineLoop:
             self._control.cancel_request(request.request_id)
         elif isinstance(request, p.Pause):
             self._control.pause()
-            self._out.send(p.Ack(request.request_id, "pause"))
+            self._out.send(p.Ack(request.request_id, p.AckKind.PAUSE))
         else:
             self._control.resume()
-            self._out.send(p.Ack(request.request_id, "resume"))
+            self._out.send(p.Ack(request.request_id, p.AckKind.RESUME))
 
-    def _handle(self, request: Any) -> None:
+    def _handle(self, request: p.Request) -> None:
         try:
             if isinstance(request, p.Load):
                 self._load(request)
@@ -100,21 +102,20 @@ class EngineLoop:
             elif isinstance(request, p.Reset):
                 if self._backend is not None:
                     self._backend.reset()
-                self._out.send(p.Ack(request.request_id, "reset"))
+                self._out.send(p.Ack(request.request_id, p.AckKind.RESET))
             elif isinstance(request, p.ForgetStates):
                 if self._backend is not None:
                     self._backend.forget_states()
-                self._out.send(p.Ack(request.request_id, "forget_states"))
+                self._out.send(p.Ack(request.request_id, p.AckKind.FORGET_STATES))
             elif isinstance(request, p.Probe):
                 self._out.send(p.Report(request.request_id, self._machine()))
             elif isinstance(request, p.Unload):
                 self._unload()
-                self._out.send(p.Ack(request.request_id, "unload"))
-            else:
-                self._error(request, p.ErrorKind.PROTOCOL, f"Unknown request {type(request).__name__}.")
+                self._out.send(p.Ack(request.request_id, p.AckKind.UNLOAD))
+            else:  # Cancel, Pause, Resume and Ping never get here; anything else is a bug.
+                self._error(request, UnknownRequest(type(request).__name__))
         except Exception as exc:  # A bug: report it with its traceback, keep serving.
-            self._error(request, p.ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}",
-                        {"traceback": traceback.format_exc()})
+            self._error(request, EngineBug(f"{type(exc).__name__}: {exc}", traceback.format_exc()))
 
     def _probe(self) -> None:
         """Probe once per engine: the process that loads models must be the one that
@@ -131,7 +132,7 @@ class EngineLoop:
         else:
             self._report.set_result(report)
 
-    def _machine(self):
+    def _machine(self) -> HardwareReport:
         return self._report.result()
 
     def _load(self, request: p.Load) -> None:
@@ -145,26 +146,24 @@ class EngineLoop:
         try:
             backend = load_backend(request, machine)
         except ModelFileError as exc:  # ModelFolderError too, for ONNX folders
-            self._error(request, p.ErrorKind.MODEL_FILE, str(exc), {"file_problem": exc.kind})
+            self._error(request, BadModelFile(exc.kind, exc.message))
             return
         except ModelLoadError as exc:
-            kind = p.ErrorKind.PLACEMENT if exc.kind == "placement_refused" else p.ErrorKind.MODEL_LOAD
-            self._error(request, kind, exc.message, {"load_problem": exc.kind})
+            self._error(request, exc.failure)
             return
         self._backend = backend
         self._out.send(backend.loaded)
 
     def _generate(self, request: p.Generate) -> None:
         if self._backend is None:
-            self._error(request, p.ErrorKind.NO_MODEL, "No model is loaded. Choose a model first.")
+            self._error(request, NoModel())
             return
         self._control.begin(request.request_id)
         try:
             for event in self._backend.generate(request, self._control):
                 self._out.send(event)
         except ContextOverflow as exc:
-            self._error(request, p.ErrorKind.CONTEXT, str(exc), {
-                "prompt_tokens": exc.prompt_tokens, "context_length": exc.context_length})
+            self._error(request, exc.failure)
         finally:
             self._control.end()
 
@@ -175,9 +174,8 @@ class EngineLoop:
             gc.collect()
             give_back_freed_memory()
 
-    def _error(self, request: Any, kind: p.ErrorKind, message: str, details: dict | None = None) -> None:
-        request_id = getattr(request, "request_id", 0)
-        self._out.send(p.Error(request_id, kind, message, details or {}))
+    def _error(self, request: p.Request, failure: Failure) -> None:
+        self._out.send(p.Error(request.request_id, failure))
 
 
 def give_back_freed_memory() -> None:

@@ -9,7 +9,8 @@ from typing import Any, Generator, Sequence
 
 import llama_cpp
 
-MODES = ("auto", "on", "off")
+from app.core.settings import PromptLookupMode
+
 MAX_NGRAM = 4
 MIN_NGRAM = 2  # single tokens match almost anywhere: their drafts rarely hold
 MAX_DRAFT = 12
@@ -61,7 +62,7 @@ class NgramDrafter:
 class LookupStats:
     """How drafting went in one answer."""
 
-    mode: str = "off"
+    mode: PromptLookupMode = PromptLookupMode.OFF
     steps: int = 0  # verify batches
     drafted: int = 0
     accepted: int = 0
@@ -116,7 +117,7 @@ class _Policy:
             self.draft_steps.clear()
 
 
-def lookup_tokens(llm: Any, prompt: Sequence[int], sampling: dict[str, Any], *, mode: str, limit: int,
+def lookup_tokens(llm: Any, prompt: Sequence[int], sampling: dict[str, Any], *, mode: PromptLookupMode, limit: int,
                   stats: LookupStats) -> Generator[int, None, None]:
     """The tokens llm.generate would give, drafted from the prompt and verified in batches.
 
@@ -134,7 +135,7 @@ def lookup_tokens(llm: Any, prompt: Sequence[int], sampling: dict[str, Any], *, 
     finally:
         first.close()
     stats.mode = mode
-    policy = _Policy(forced=mode == "on", stats=stats)
+    policy = _Policy(forced=mode == PromptLookupMode.ON, stats=stats)
     drafter = NgramDrafter(llm._input_ids.tolist())
     ctx, sampler, n_ctx = llm._ctx, llm._sampler, llm.n_ctx()
     memory = llama_cpp.llama_get_memory(ctx.ctx)

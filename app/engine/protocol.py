@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from app.core.answer_stats import AnswerStats
+from app.core.conversation import Role
 from app.core.generation import GenerationSettings
+from app.core.settings import DevicePreference, PromptLookupMode
+from app.engine.failures import ErrorKind, Failure
+from app.hardware.report import HardwareReport
+
+__all__ = [
+    "PROTOCOL_VERSION", "Ack", "AckKind", "Cancel", "ChatMessage", "Delta", "Done", "EngineEvent", "Error",
+    "ErrorKind", "ForgetStates", "Generate", "Hello", "Load", "Loaded", "Pause", "Ping", "Probe", "Report",
+    "Request", "Reset", "Resume", "Shutdown", "Unload",
+]
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -22,9 +31,14 @@ class ChatMessage:
     """One turn of a conversation as the engine sees it; `thinking` is what a reasoning
     model thought before an earlier answer (templates decide whether it goes back)."""
 
-    role: str
+    role: Role
     content: str
     thinking: str = ""
+
+    def __post_init__(self) -> None:
+        # Text is taken too ("user"), so that templates and tests can write turns plainly;
+        # the engine then reads role.value, which a plain string would not have.
+        object.__setattr__(self, "role", Role(self.role))
 
 
 @dataclass(frozen=True)
@@ -35,9 +49,9 @@ class Load:
     model_path: str
     context_length: int = 4096
     threads: int | None = None
-    # The user's choice: auto, npu, gpu or cpu. The engine asks placement where that
-    # means for this model on this machine, and tries the answers in order.
-    device: str = "auto"
+    # The user's choice. The engine asks placement where that means for this model on
+    # this machine, and tries the answers in order.
+    device: DevicePreference = DevicePreference.AUTO
     # The model's own settings (app/library/model_defaults.py): GPU layers (None: as
     # placement decides; 0: none; -1: all), and a chat template that replaces the file's.
     gpu_layers: int | None = None
@@ -64,9 +78,8 @@ class Generate:
     # CPU threads for this answer (None: as loaded). GGUF changes them between answers;
     # ONNX Runtime keeps the count its session was made with.
     threads: int | None = None
-    # Prompt-lookup drafting (app/engine/prompt_lookup.py): auto (on while it pays),
-    # on, or off. GGUF only.
-    prompt_lookup: str = "off"
+    # Prompt-lookup drafting (app/engine/prompt_lookup.py). GGUF only.
+    prompt_lookup: PromptLookupMode = PromptLookupMode.OFF
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,7 @@ class Cancel:
 
 @dataclass(frozen=True)
 class Ping:
-    """Are you there? Answered with Ack("ping") by the engine's reader thread at once,
+    """Are you there? Answered with Ack(PING) by the engine's reader thread at once,
     whatever the model is doing: silence means the engine is stopped or hung."""
 
     request_id: int
@@ -114,7 +127,7 @@ class Reset:
 
 @dataclass(frozen=True)
 class ForgetStates:
-    """Drop every saved conversation state, in RAM and on disk (Ack "forget_states")."""
+    """Drop every saved conversation state, in RAM and on disk (Ack FORGET_STATES)."""
 
     request_id: int
 
@@ -167,10 +180,10 @@ class Loaded:
 
 @dataclass(frozen=True)
 class Report:
-    """The engine's view of the machine (an app.hardware.report.HardwareReport)."""
+    """The engine's view of the machine."""
 
     request_id: int
-    report: Any
+    report: HardwareReport
 
 
 @dataclass(frozen=True)
@@ -196,34 +209,39 @@ class Done:
         return self.stats.finish_reason
 
 
+class AckKind(StrEnum):
+    """Which request an Ack answers."""
+
+    PING = "ping"
+    PAUSE = "pause"
+    RESUME = "resume"
+    RESET = "reset"
+    FORGET_STATES = "forget_states"
+    UNLOAD = "unload"
+    SHUTDOWN = "shutdown"
+
+
 @dataclass(frozen=True)
 class Ack:
     """A request without a streamed result (reset, unload, pause, resume, ping) took effect."""
 
     request_id: int
-    what: str
-
-
-class ErrorKind(StrEnum):
-    """What went wrong, so the caller knows what the user can do. They reach the CLI's
-    exit status and the window's messages."""
-
-    MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated
-    MODEL_LOAD = "model_load"  # a valid file the runtime still could not load
-    NO_MODEL = "no_model"  # generate before load
-    PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
-    CONTEXT = "context_overflow"  # the prompt does not fit the context
-    BUSY = "busy"  # a second generate while one runs
-    PROTOCOL = "protocol"  # versions differ, or an unknown message
-    INTERNAL = "internal"  # a bug in the engine; the message says what
-    CRASHED = "crashed"  # the engine process died (raised by the client, never sent)
+    what: AckKind
 
 
 @dataclass(frozen=True)
 class Error:
-    """A request failed. kind tells the caller what the user can do about it."""
+    """A request failed: facts a front end words (app/engine/failure_words.py), never sentences."""
 
     request_id: int
-    kind: ErrorKind
-    message: str
-    details: dict[str, Any] = field(default_factory=dict)
+    failure: Failure
+
+    @property
+    def kind(self) -> ErrorKind:
+        """What the user can do about it, for exit statuses and the kind of message."""
+        return self.failure.kind
+
+
+# Everything the UI process sends, and everything the engine sends back.
+Request = Load | Generate | Probe | Cancel | Ping | Pause | Resume | Reset | ForgetStates | Unload | Shutdown
+EngineEvent = Hello | Loaded | Report | Delta | Done | Ack | Error

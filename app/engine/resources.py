@@ -10,9 +10,8 @@ import os
 
 import psutil
 
-from app.core.units import human_size
+from app.engine.failures import NotEnoughMemory
 from app.hardware.placement_types import ModelFacts
-
 
 
 def default_threads() -> int:
@@ -20,14 +19,10 @@ def default_threads() -> int:
     return psutil.cpu_count(logical=False) or os.cpu_count() or 1
 
 
-def memory_problem(name: str, facts: ModelFacts, available: int | None = None) -> str | None:
-    """A plain message when the model will not fit in the memory that is free now for the CPU."""
+def memory_problem(name: str, facts: ModelFacts, available: int | None = None) -> NotEnoughMemory | None:
+    """What is short when the model will not fit in the memory that is free now for the CPU."""
     needed = facts.memory_needed(on_cpu=True)
     available = psutil.virtual_memory().available if available is None else available
     if needed <= available:
         return None
-    return (
-        f"{name} needs about {human_size(needed)} of memory with a context of "
-        f"{facts.context_length:,} tokens, and {human_size(available)} is free. Close other "
-        "programs, lower the context length, or choose a smaller model."
-    )
+    return NotEnoughMemory(name, needed, available, facts.context_length)

@@ -16,7 +16,8 @@ from app.hardware.memory import (
 )
 from app.hardware.placement import place
 from app.hardware.placement_fit import fit_layers, gb, llama_gpu_budgets, margin, onnx_budget
-from app.hardware.placement_types import ModelFacts, Placement, PlacementRefused, Preference
+from app.core.settings import DevicePreference
+from app.hardware.placement_types import ModelFacts, Placement, PlacementRefused
 from app.hardware.report import HardwareReport
 
 _MIB = 1024**2
@@ -89,7 +90,7 @@ class FitEstimate:
 
 
 def estimate_fit(report: HardwareReport, model: ModelFacts, *, context_length: int,
-                 preference: str = "auto", loaded_bytes: int = 0) -> FitEstimate:
+                 preference: DevicePreference = DevicePreference.AUTO, loaded_bytes: int = 0) -> FitEstimate:
     """The verdict for loading model at context_length with this device preference.
 
     loaded_bytes: the memory the model loaded now holds. Kestrel runs one model at a
@@ -100,7 +101,7 @@ def estimate_fit(report: HardwareReport, model: ModelFacts, *, context_length: i
     freed = max(0, loaded_bytes)
     report = given_back(report, freed)
     try:
-        placements = place(report, facts, preference)  # type: ignore[arg-type]
+        placements = place(report, facts, preference)
     except PlacementRefused as refused:
         return _refused(facts, preference, refused, freed)
     return _Judge(report, facts, placements[0], preference, freed).estimate()
@@ -151,7 +152,7 @@ class _Judge:
     """The verdict for one placement: where the model goes, what is free there, what fits."""
 
     def __init__(self, report: HardwareReport, facts: ModelFacts, placement: Placement,
-                 preference: str, freed: int) -> None:
+                 preference: DevicePreference, freed: int) -> None:
         self.report, self.facts, self.placement = report, facts, placement
         self.preference, self.freed = preference, freed
         self.ram = report.ram.available if report.ram else None
@@ -293,8 +294,9 @@ def _cpu_why(reason: str) -> str:
     return reason.removeprefix("CPU: ").split("; it needs about")[0]
 
 
-def _refused(facts: ModelFacts, preference: str, refused: PlacementRefused, freed: int) -> FitEstimate:
-    kind = preference if preference in ("gpu", "npu", "cpu") else "cpu"
+def _refused(facts: ModelFacts, preference: DevicePreference, refused: PlacementRefused,
+             freed: int) -> FitEstimate:
+    kind = str(preference) if preference != DevicePreference.AUTO else "cpu"
     need = memory_need(facts, on_cpu=kind == "cpu")
     return FitEstimate(
         verdict=Verdict.WONT_FIT, summary=f"Will not run on the {kind.upper()} you chose",
@@ -304,5 +306,5 @@ def _refused(facts: ModelFacts, preference: str, refused: PlacementRefused, free
     )
 
 
-__all__ = ["FitEstimate", "FitFacts", "MemoryNeed", "Preference", "Verdict", "at_context", "estimate_fit",
+__all__ = ["FitEstimate", "FitFacts", "MemoryNeed", "Verdict", "at_context", "estimate_fit",
            "memory_need"]

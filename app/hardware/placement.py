@@ -13,25 +13,26 @@ from __future__ import annotations
 
 import dataclasses
 
+from app.core.settings import DevicePreference
 from app.hardware.onnx_targets import OnnxTarget, provider_name
 from app.hardware.placement_fit import (
     Candidate, gb, gguf_gpu_candidate, gpu_backends, llama_gpu_budgets, margin, onnx_budget, ram_note,
 )
-from app.hardware.placement_types import (
-    ALL_LAYERS, PREFERENCES, ModelFacts, Placement, PlacementRefused, Preference,
-)
+from app.hardware.placement_types import ALL_LAYERS, ModelFacts, Placement, PlacementRefused
 from app.hardware.report import EpDevice, HardwareReport, PowerInfo
 
 __all__ = [
-    "ALL_LAYERS", "ModelFacts", "OnnxTarget", "Placement", "PlacementRefused", "Preference", "place",
+    "ALL_LAYERS", "DevicePreference", "ModelFacts", "OnnxTarget", "Placement", "PlacementRefused", "place",
 ]
 
 
-def place(report: HardwareReport, model: ModelFacts, preference: Preference = "auto",
+def place(report: HardwareReport, model: ModelFacts, preference: DevicePreference = DevicePreference.AUTO,
           power: PowerInfo | None = None) -> tuple[Placement, ...]:
     """Placements to try in order. power overrides report.power (it changes more often)."""
-    if preference not in PREFERENCES:
-        raise ValueError(f"unknown device preference {preference!r}")
+    try:
+        preference = DevicePreference(preference)
+    except ValueError:
+        raise ValueError(f"unknown device preference {preference!r}") from None
     power = power if power is not None else report.power
     saving = power is not None and power.saving_power
     if model.format == "gguf":
@@ -44,19 +45,19 @@ def place(report: HardwareReport, model: ModelFacts, preference: Preference = "a
 # --- GGUF through llama.cpp ---------------------------------------------------------
 
 
-def _place_gguf(report: HardwareReport, model: ModelFacts, preference: Preference,
+def _place_gguf(report: HardwareReport, model: ModelFacts, preference: DevicePreference,
                 saving: bool) -> tuple[Placement, ...]:
     cpu_bytes = model.memory_needed(on_cpu=True)
-    if preference == "cpu":
+    if preference == DevicePreference.CPU:
         return (_gguf_cpu(report, "chosen in settings" + ram_note(report, cpu_bytes), cpu_bytes),)
-    if preference == "npu":
-        raise PlacementRefused("npu", "llama.cpp cannot run a GGUF model on an NPU. Choose Auto, GPU or CPU, "
+    if preference == DevicePreference.NPU:
+        raise PlacementRefused(preference, "llama.cpp cannot run a GGUF model on an NPU. Choose Auto, GPU or CPU, "
                                       "or an ONNX model made for this NPU.")
     candidates = [gguf_gpu_candidate(model, gpu) for gpu in llama_gpu_budgets(report)]
-    if preference == "gpu":
+    if preference == DevicePreference.GPU:
         usable = sorted((c for c in candidates if c.usable), key=_gguf_rank)
         if not usable:
-            raise PlacementRefused("gpu", _refused_gguf_gpu(report, candidates))
+            raise PlacementRefused(preference, _refused_gguf_gpu(report, candidates))
         return tuple(c.placement for c in usable)
     chosen, why = _auto_gguf(report, candidates, saving)
     return chosen + (_gguf_cpu(report, why + ram_note(report, cpu_bytes), cpu_bytes),)
@@ -120,18 +121,18 @@ def _gguf_cpu(report: HardwareReport, why: str, needed: int) -> Placement:
 # --- ONNX through ONNX Runtime ------------------------------------------------------
 
 
-def _place_onnx(report: HardwareReport, model: ModelFacts, preference: Preference,
+def _place_onnx(report: HardwareReport, model: ModelFacts, preference: DevicePreference,
                 saving: bool) -> tuple[Placement, ...]:
     targets = tuple(OnnxTarget(provider_name(t.provider), t.kind) for t in model.onnx_targets)
     candidates = [c for index, device in enumerate(report.ep_devices)
                   if (c := _onnx_candidate(report, targets, index, device, model)) is not None]
     needed = model.memory_needed(on_cpu=True)
     cpu = next((c.placement for c in candidates if c.placement.kind == "cpu"), None) or _onnx_cpu(report, needed)
-    if preference == "cpu":
+    if preference == DevicePreference.CPU:
         return (dataclasses.replace(cpu, reason="CPU: chosen in settings" + ram_note(report, needed)),)
-    if preference in ("npu", "gpu"):
+    if preference in (DevicePreference.NPU, DevicePreference.GPU):
         usable = [c.placement for c in sorted(candidates, key=lambda c: c.integrated)
-                  if c.placement.kind == preference and c.usable]
+                  if c.placement.kind == preference.value and c.usable]
         if not usable:
             raise PlacementRefused(preference, _no_onnx_device(report, targets, candidates, preference))
         return tuple(usable)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from app.core.settings import DevicePreference
 from app.hardware.memory import memory_needed
 from app.hardware.onnx_targets import OnnxTarget
 from app.hardware.report import DeviceKind
 
-Preference = Literal["auto", "npu", "gpu", "cpu"]
-PREFERENCES: tuple[Preference, ...] = ("auto", "npu", "gpu", "cpu")
 ModelFormat = Literal["gguf", "onnx"]
 # llama.cpp's n_gpu_layers for "every layer, and the output layer too".
 ALL_LAYERS = -1
@@ -66,7 +65,7 @@ class PlacementRefused(Exception):
     Placement raises this instead of quietly running somewhere else.
     """
 
-    def __init__(self, preference: Preference, reason: str) -> None:
+    def __init__(self, preference: DevicePreference, reason: str) -> None:
         super().__init__(reason)
         self.preference = preference
         self.reason = reason

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.generation import GenerationSettings
-from app.core.settings import DEVICE_PREFERENCES
+from app.core.settings import DevicePreference, PromptLookupMode, choice
 
 # The sampling and length fields a model's defaults share with GenerationSettings.
 GENERATION_FIELDS = ("context_length", "temperature", "top_p", "top_k", "repeat_penalty",
@@ -17,7 +17,7 @@ GENERATION_FIELDS = ("context_length", "temperature", "top_p", "top_k", "repeat_
 FIELD_HELP = {
     "context_length": "tokens the model holds at once (256 to 1,048,576)",
     "gpu_layers": "layers on the GPU: a number, 0 for none, -1 for all, or auto",
-    "device_preference": f"where it runs: {', '.join(DEVICE_PREFERENCES)}",
+    "device_preference": f"where it runs: {', '.join(DevicePreference)}",
     "system_prompt": "the instructions a new chat starts with",
     "temperature": "randomness, 0 to 5",
     "top_p": "nucleus sampling, above 0 and at most 1",
@@ -36,7 +36,7 @@ class ModelDefaults:
 
     context_length: int | None = None
     gpu_layers: int | None = None          # None: Auto (placement decides); 0: none; -1: all
-    device_preference: str | None = None   # None: the app's; else "auto" | "npu" | "gpu" | "cpu"
+    device_preference: DevicePreference | None = None   # None: the app's
     system_prompt: str | None = None
     temperature: float | None = None
     top_p: float | None = None
@@ -45,7 +45,7 @@ class ModelDefaults:
     max_tokens: int | None = None
     seed: int | None = None
     chat_template: str | None = None       # a Jinja template that replaces the file's
-    prompt_lookup: str | None = None       # None: the app's setting; "on" | "off" force it
+    prompt_lookup: PromptLookupMode | None = None       # None: the app's setting; on or off force it
 
     def to_dict(self) -> dict[str, Any]:
         """Only the keys that are set, for model.json."""
@@ -77,8 +77,9 @@ class ModelDefaults:
                     if getattr(self, name) is not None}
         checked = dataclasses.replace(GenerationSettings(), **sampling).validated()
         _check_gpu_layers(self.gpu_layers)
-        if self.device_preference is not None and self.device_preference not in DEVICE_PREFERENCES:
-            raise ValueError(f"device_preference must be one of {', '.join(DEVICE_PREFERENCES)}, or "
+        device = None if self.device_preference is None else choice(DevicePreference, self.device_preference)
+        if self.device_preference is not None and device is None:
+            raise ValueError(f"device_preference must be one of {', '.join(DevicePreference)}, or "
                              f"empty for the app's setting (got {self.device_preference!r}).")
         for name in ("system_prompt", "chat_template"):
             value = getattr(self, name)
@@ -86,10 +87,12 @@ class ModelDefaults:
                 raise ValueError(f"{name} must be text (got {value!r}).")
         if self.chat_template is not None and not self.chat_template.strip():
             raise ValueError("chat_template must not be empty: clear it to use the file's template.")
-        if self.prompt_lookup is not None and self.prompt_lookup not in ("on", "off"):
+        lookup = None if self.prompt_lookup is None else choice(PromptLookupMode, self.prompt_lookup)
+        if self.prompt_lookup is not None and lookup not in (PromptLookupMode.ON, PromptLookupMode.OFF):
             raise ValueError(f"prompt_lookup must be on or off, or empty for the app's setting "
                              f"(got {self.prompt_lookup!r}).")
-        return dataclasses.replace(self, **{name: getattr(checked, name) for name in sampling})
+        return dataclasses.replace(self, device_preference=device, prompt_lookup=lookup,
+                                   **{name: getattr(checked, name) for name in sampling})
 
     def generation(self, base: GenerationSettings) -> GenerationSettings:
         """The model's values over base (the app's settings); a chat's own go over these."""

@@ -10,6 +10,7 @@ from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
+from app.engine.failures import Failure
 from app.engine.protocol import ChatMessage, Delta, Done, ErrorKind
 from app.service.client import EngineCrashed, EngineError
 from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
@@ -79,7 +80,7 @@ class AnswerRun:
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
             reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
                       InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
-            self._finish(await stream.interrupt(AnswerStats(error=exc.message)), reason, exc.message)
+            self._finish(await stream.interrupt(AnswerStats(error=exc.message)), reason, exc.message, exc.failure)
             self._emit(Problem(exc.message, "engine" if isinstance(exc, EngineCrashed) else "model"))
         except asyncio.CancelledError:
             if not stream.done:
@@ -109,19 +110,20 @@ class AnswerRun:
                     self._finish(await stream.finish(AnswerStats(finish_reason=FinishReason.CANCELLED)))
                     return
 
-    def _finish(self, message: Message, reason: InterruptReason | None = None, detail: str = "") -> None:
+    def _finish(self, message: Message, reason: InterruptReason | None = None, detail: str = "",
+                failure: Failure | None = None) -> None:
         self.finished = message
         self._settle(message)
         if reason is None:
             self._emit(AnswerFinished(message))
         else:
-            self._emit(AnswerInterrupted(message, reason, detail))
+            self._emit(AnswerInterrupted(message, reason, detail, failure))
 
 
 def chat_of(system_prompt: str, history: list[Message]) -> list[ChatMessage]:
     """The conversation as the engine sees it: no empty or unfinished messages."""
-    chat = [ChatMessage("system", system_prompt)] if system_prompt.strip() else []
+    chat = [ChatMessage(Role.SYSTEM, system_prompt)] if system_prompt.strip() else []
     for message in history:
         if message.role != Role.SYSTEM and message.text and message.state != MessageState.STREAMING:
-            chat.append(ChatMessage(message.role.value, message.text, message.thinking))
+            chat.append(ChatMessage(message.role, message.text, message.thinking))
     return chat

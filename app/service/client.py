@@ -10,30 +10,49 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import AsyncIterator, Callable, Sequence, TypeVar
 
 from app.core.generation import GenerationSettings
+from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine import protocol as p
-from app.engine.process import engine_main
+from app.engine.failure_words import WINDOW, describe
+from app.engine.failures import During, EngineStopped, Failure, Hang, NoModel, OtherVersion
+from app.engine.process import HardwareSource, engine_main
+from app.hardware.report import HardwareReport
 
 
 class EngineError(Exception):
-    """A request failed; kind says what the user can do about it."""
+    """A request failed: failure holds the facts, kind what the user can do about it."""
 
-    def __init__(self, kind: p.ErrorKind | str, message: str, details: dict | None = None) -> None:
-        super().__init__(message)
-        self.kind = p.ErrorKind(kind)
-        self.message = message
-        self.details = details or {}
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+        super().__init__(self.message)
+
+    @property
+    def kind(self) -> p.ErrorKind:
+        return self.failure.kind
+
+    @property
+    def message(self) -> str:
+        """The failure in the window's words (the service's Problems, the model state);
+        the CLI words failure with its flags instead (app/cli/failure_words.py)."""
+        return describe(self.failure, WINDOW)
 
 
 class EngineCrashed(EngineError):
     """The engine process died while a request was in flight."""
 
-    def __init__(self, message: str, exit_code: int | None, during: str) -> None:
-        super().__init__(p.ErrorKind.CRASHED, message, {"exit_code": exit_code, "during": during})
-        self.exit_code = exit_code
-        self.during = during
+    def __init__(self, failure: EngineStopped) -> None:
+        super().__init__(failure)
+        self.stopped = failure
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.stopped.exit_code
+
+    @property
+    def during(self) -> During:
+        return self.stopped.during
 
 
 @dataclass(frozen=True)
@@ -41,7 +60,16 @@ class _Died:
     """Posted to every waiting request when the engine's pipe closes."""
 
     exit_code: int | None
-    hung: str | None = None  # why Kestrel ended it, when it did
+    hang: Hang | None = None  # why Kestrel ended it, when it did
+    silent_s: float = 0.0
+
+    def stopped(self, during: During) -> EngineStopped:
+        return EngineStopped(self.exit_code, during, self.hang, self.silent_s)
+
+
+# What the reader thread hands the event loop.
+_Delivered = p.EngineEvent | _Died
+_Answer = TypeVar("_Answer", bound=p.EngineEvent)
 
 
 @dataclass(frozen=True)
@@ -67,7 +95,6 @@ HANG_AFTER_LOADING_S = 180.0
 STOP_GRACE_S = 3.0
 STOP_LIMIT_S = 10.0
 PING_EVERY_S = 1.0
-_NOT_RESPONDING_TO_STOP = "did not respond to Stop"
 
 
 # Engines still running when the interpreter exits are killed first: multiprocessing's
@@ -86,8 +113,8 @@ def _kill_engines_left_running() -> None:
 class _EngineProcess:
     """One engine child process, its pipe, and the thread that reads it."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[["_EngineProcess", Any], None],
-                 hardware: Callable[[], Any] | None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[[_EngineProcess, _Delivered], None],
+                 hardware: HardwareSource | None) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=engine_main, args=(child, hardware), name="kestrel-engine",
@@ -101,13 +128,14 @@ class _EngineProcess:
         # already in the pipe does not); read by the watchdog.
         self.last_heard = time.monotonic()
         self.last_ping_answered = 0
-        self.hung: str | None = None
+        self.hang: Hang | None = None
+        self.silent_s = 0.0
         self._send_lock = threading.Lock()
         self._loop = loop
         self._deliver = deliver
         threading.Thread(target=self._read, name="engine-client-reader", daemon=True).start()
 
-    def send(self, message: Any) -> None:
+    def send(self, message: p.Request) -> None:
         with self._send_lock:
             self.conn.send(message)
 
@@ -115,18 +143,18 @@ class _EngineProcess:
         # A thread, not loop.add_reader: Windows' proactor loops cannot watch a pipe.
         while True:
             try:
-                event = self.conn.recv()
+                event: p.EngineEvent = self.conn.recv()
             except (EOFError, OSError):
                 break
             self.last_heard = time.monotonic()
-            if isinstance(event, p.Ack) and event.what == "ping":
+            if isinstance(event, p.Ack) and event.what == p.AckKind.PING:
                 self.last_ping_answered = event.request_id
             if not self._post(event):
                 return
         self.process.join(timeout=2)
-        self._post(_Died(self.process.exitcode, self.hung))
+        self._post(_Died(self.process.exitcode, self.hang, self.silent_s))
 
-    def _post(self, event: Any) -> bool:
+    def _post(self, event: _Delivered) -> bool:
         try:
             self._loop.call_soon_threadsafe(self._deliver, self, event)
             return True
@@ -139,10 +167,10 @@ class _EngineProcess:
         self.process.join(timeout=5)
         self.conn.close()
 
-    def end_hung(self, why: str) -> None:
+    def end_hung(self, hang: Hang, silent_s: float = 0.0) -> None:
         """End an engine that stopped answering (SIGKILL works on a stopped process too);
         the reader thread then reports it as died, with why."""
-        self.hung = why
+        self.hang, self.silent_s = hang, silent_s
         if self.process.is_alive():
             self.process.kill()
 
@@ -155,7 +183,7 @@ class EngineClient:
     the caller); the next request starts a fresh engine and reloads the model.
     """
 
-    def __init__(self, *, start_timeout: float = 60.0, hardware: Callable[[], Any] | None = None,
+    def __init__(self, *, start_timeout: float = 60.0, hardware: HardwareSource | None = None,
                  hang_after: float = HANG_AFTER_S, hang_after_loading: float = HANG_AFTER_LOADING_S,
                  stop_grace: float = STOP_GRACE_S, stop_limit: float = STOP_LIMIT_S,
                  ping_every: float = PING_EVERY_S) -> None:
@@ -164,21 +192,21 @@ class EngineClient:
         self._hardware = hardware
         self._hang_after, self._hang_after_loading = hang_after, hang_after_loading
         self._stop_grace, self._stop_limit, self._ping_every = stop_grace, stop_limit, ping_every
-        self._watchdog: asyncio.Task | None = None
+        self._watchdog: asyncio.Task[None] | None = None
         self._stop_asked_at: float | None = None
         self._stop_ping = 0  # the ping sent with Stop: its answer proves the engine alive
         self._loading = False
         self._engine: _EngineProcess | None = None
-        self._hello: asyncio.Future | None = None
-        self._pending: dict[int, asyncio.Queue] = {}
+        self._hello: asyncio.Future[p.Hello | _Died] | None = None
+        self._pending: dict[int, asyncio.Queue[_Delivered]] = {}
         self._ids = itertools.count(1)
         self._last_load: p.Load | None = None
         self._current_generation: int | None = None
         self._start_timeout = start_timeout
         self.loaded: p.Loaded | None = None
         self.restarts = 0
-        # Prompt-lookup drafting for the next answers: auto, on or off (Generate.prompt_lookup).
-        self.prompt_lookup = "off"
+        # Prompt-lookup drafting for the next answers (Generate.prompt_lookup).
+        self.prompt_lookup = PromptLookupMode.OFF
         # Called when the engine dies on its own or is ended as hung, so that a front
         # end can say so at once rather than on the next request.
         self.on_died: Callable[[EngineDied], None] | None = None
@@ -213,9 +241,9 @@ class EngineClient:
         self._watchdog = loop.create_task(self._watch(engine))
         hello = await asyncio.wait_for(self._hello, self._start_timeout)
         if isinstance(hello, _Died):
-            raise EngineCrashed(_died_message("starting", hello.exit_code), hello.exit_code, "start")
+            raise EngineCrashed(hello.stopped(During.START))
         if hello.protocol_version != p.PROTOCOL_VERSION:
-            raise EngineError(p.ErrorKind.PROTOCOL, "The engine is from another version of Kestrel. Reinstall Kestrel.")
+            raise EngineError(OtherVersion(hello.protocol_version))
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """Ask the engine to exit; kill it if it does not within the timeout."""
@@ -251,10 +279,11 @@ class EngineClient:
     # --- requests -------------------------------------------------------------------
 
     async def load(self, model_path: str, *, context_length: int = 4096,
-                   threads: int | None = None, device: str = "auto", gpu_layers: int | None = None,
+                   threads: int | None = None, device: DevicePreference = DevicePreference.AUTO,
+                   gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
                    state_disk_bytes: int = 0) -> p.Loaded:
-        """Load a model where placement says (device: auto, npu, gpu or cpu).
+        """Load a model where placement says for the device the user prefers.
 
         Raises EngineError with kind model_file, model_load or placement_refused.
         """
@@ -264,33 +293,33 @@ class EngineClient:
         self.loaded = None
         self._loading = True
         try:
-            event = await self._roundtrip(request, "load")
+            event = await self._roundtrip(request, During.LOAD, p.Loaded)
         finally:
             self._loading = False
         self._last_load = request
         self.loaded = event
         return event
 
-    async def hardware_report(self) -> Any:
-        """What the engine sees of the machine (a HardwareReport), probed once per engine."""
+    async def hardware_report(self) -> HardwareReport:
+        """What the engine sees of the machine, probed once per engine."""
         await self.start()
-        event = await self._roundtrip(p.Probe(next(self._ids)), "probe")
+        event = await self._roundtrip(p.Probe(next(self._ids)), During.PROBE, p.Report)
         return event.report
 
     async def reset(self) -> None:
         """Forget the cached conversation in the engine."""
         if self.running:
-            await self._roundtrip(p.Reset(next(self._ids)), "reset")
+            await self._roundtrip(p.Reset(next(self._ids)), During.RESET, p.Ack)
 
     async def forget_states(self) -> None:
         """Drop the engine's saved chat states (RAM and the files it knows of)."""
         if self.running:
-            await self._roundtrip(p.ForgetStates(next(self._ids)), "forget_states")
+            await self._roundtrip(p.ForgetStates(next(self._ids)), During.FORGET_STATES, p.Ack)
 
     async def unload(self) -> None:
         """Free the model's memory; the next generate loads it again."""
         if self.running:
-            await self._roundtrip(p.Unload(next(self._ids)), "unload")
+            await self._roundtrip(p.Unload(next(self._ids)), During.UNLOAD, p.Ack)
         self.loaded = None
 
     async def generate(self, messages: Sequence[p.ChatMessage],
@@ -309,11 +338,14 @@ class EngineClient:
         self._current_generation = request.request_id
         finished = False
         try:
-            self._send(request, "generate")
+            self._send(request, During.GENERATE)
             while True:
                 event = await queue.get()
                 finished = not isinstance(event, p.Delta)
-                yield self._check(event, "generate")
+                answered = self._check(event, During.GENERATE)
+                if not isinstance(answered, (p.Delta, p.Done)):
+                    raise RuntimeError(f"the engine answered {type(answered).__name__} to Generate")
+                yield answered
                 if finished:
                     return
         finally:
@@ -364,46 +396,50 @@ class EngineClient:
             stop_at = self._stop_asked_at
             if stop_at is not None and (now - stop_at > self._stop_limit or (
                     engine.last_ping_answered < self._stop_ping and now - stop_at > self._stop_grace)):
-                engine.end_hung(_NOT_RESPONDING_TO_STOP)
+                engine.end_hung(Hang.IGNORED_STOP)
                 return
             if silent > (self._hang_after_loading if self._loading else self._hang_after):
-                engine.end_hung(f"stopped responding (nothing for {silent:.0f} s)")
+                engine.end_hung(Hang.SILENT, silent)
                 return
 
     async def _ensure_loaded(self) -> None:
         if self.running and self.loaded is not None:
             return
         if self._last_load is None:
-            raise EngineError(p.ErrorKind.NO_MODEL, "No model is loaded. Choose a model first.")
+            raise EngineError(NoModel())
         last = self._last_load
         await self.load(last.model_path, context_length=last.context_length,
                         threads=last.threads, device=last.device, gpu_layers=last.gpu_layers,
                         chat_template=last.chat_template, state_ram_bytes=last.state_ram_bytes,
                         state_dir=last.state_dir, state_disk_bytes=last.state_disk_bytes)
 
-    async def _roundtrip(self, request: Any, during: str) -> Any:
+    async def _roundtrip(self, request: p.Request, during: During, answer: type[_Answer]) -> _Answer:
+        """Send request and wait for its one answer, which must be of type answer."""
         queue = self._open(request.request_id)
         try:
             self._send(request, during)
-            return self._check(await queue.get(), during)
+            event = self._check(await queue.get(), during)
         finally:
             self._pending.pop(request.request_id, None)
+        if not isinstance(event, answer):
+            raise RuntimeError(f"the engine answered {type(event).__name__} to {type(request).__name__}")
+        return event
 
-    def _open(self, request_id: int) -> asyncio.Queue:
-        queue: asyncio.Queue = asyncio.Queue()
+    def _open(self, request_id: int) -> asyncio.Queue[_Delivered]:
+        queue: asyncio.Queue[_Delivered] = asyncio.Queue()
         self._pending[request_id] = queue
         return queue
 
-    def _send(self, request: Any, during: str) -> None:
+    def _send(self, request: p.Request, during: During) -> None:
         engine = self._engine
         if engine is None or not engine.alive:
-            raise EngineCrashed(_died_message(during, None), None, during)
+            raise EngineCrashed(EngineStopped(None, during))
         try:
             engine.send(request)
         except (BrokenPipeError, OSError) as exc:
-            raise EngineCrashed(_died_message(during, None), None, during) from exc
+            raise EngineCrashed(EngineStopped(None, during)) from exc
 
-    def _send_quietly(self, request: Any) -> None:
+    def _send_quietly(self, request: p.Request) -> None:
         engine = self._engine
         if engine is not None and engine.alive:
             try:
@@ -411,14 +447,15 @@ class EngineClient:
             except (BrokenPipeError, OSError):
                 pass
 
-    def _check(self, event: Any, during: str) -> Any:
+    def _check(self, event: _Delivered, during: During) -> p.EngineEvent:
+        """The event, or the EngineError it stands for."""
         if isinstance(event, p.Error):
-            raise EngineError(event.kind, event.message, event.details)
+            raise EngineError(event.failure)
         if isinstance(event, _Died):
-            raise EngineCrashed(_died_message(during, event.exit_code, event.hung), event.exit_code, during)
+            raise EngineCrashed(event.stopped(during))
         return event
 
-    def _deliver(self, engine: _EngineProcess, event: Any) -> None:
+    def _deliver(self, engine: _EngineProcess, event: _Delivered) -> None:
         """Runs on the event loop: route one event from an engine's reader thread."""
         if isinstance(event, p.Hello):
             if engine is self._engine and self._hello and not self._hello.done():
@@ -427,7 +464,7 @@ class EngineClient:
         if isinstance(event, _Died):
             self._on_died(engine, event)
             return
-        queue = self._pending.get(getattr(event, "request_id", -1))
+        queue = self._pending.get(event.request_id)
         if queue is not None and engine is self._engine:
             queue.put_nowait(event)
 
@@ -442,19 +479,5 @@ class EngineClient:
         for queue in self._pending.values():
             queue.put_nowait(died)
         if self.on_died is not None:
-            self.on_died(EngineDied(died.exit_code, _died_message("idle", died.exit_code, died.hung),
-                                    restart=died.hung == _NOT_RESPONDING_TO_STOP))
-
-
-def _died_message(during: str, exit_code: int | None, hung: str | None = None) -> str:
-    """In words for the user; during is load, generate, start, ... or idle (on_died)."""
-    kept = "Your chats are kept" if during == "idle" else "What was already written is kept"
-    if hung == _NOT_RESPONDING_TO_STOP:
-        return f"The engine did not respond to Stop, so Kestrel ended it and is starting it again. {kept}."
-    if hung is not None:
-        return f"The engine {hung}, so Kestrel ended it. {kept}; the next message starts a new engine."
-    code = f" (exit code {exit_code})" if exit_code is not None else ""
-    if during == "load":
-        return (f"The engine stopped while loading the model{code}. The file may be damaged "
-                "or too big for this machine; try another model.")
-    return f"The engine stopped unexpectedly{code}. {kept}; the next message starts a new engine."
+            self.on_died(EngineDied(died.exit_code, describe(died.stopped(During.IDLE), WINDOW),
+                                    restart=died.hang == Hang.IGNORED_STOP))

@@ -9,10 +9,12 @@ from typing import Any, Literal, Mapping, Union
 
 from app.core.conversation import Conversation, Message
 from app.core.settings import Settings
+from app.engine.failures import Failure
 from app.engine.protocol import Loaded
 from app.hardware.fit import FitEstimate
 from app.library.catalog import CatalogEntry
 from app.library.models import InstalledModel
+from app.service.background import Pace
 
 
 class ModelState(str, Enum):
@@ -127,11 +129,16 @@ class InterruptReason(str, Enum):
 
 @dataclass(frozen=True)
 class AnswerInterrupted:
-    """The answer was cut short; the text so far is kept (message), reason says why."""
+    """The answer was cut short; the text so far is kept (message), reason says why.
+
+    detail is in the window's words; failure, when the engine failed, holds the facts, so
+    that another front end can word them its own way (the CLI names its flags).
+    """
 
     message: Message
     reason: InterruptReason
     detail: str = ""
+    failure: Failure | None = None
 
 
 @dataclass(frozen=True)
@@ -252,7 +259,7 @@ class PaceChanged:
     """The engine now runs at full speed, gently or paused (app/service/background.py);
     words say so for the answer being written ("" at full speed)."""
 
-    pace: str
+    pace: Pace
     words: str
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from app.core.settings import DevicePreference
 from app.hardware.fit import FitEstimate, Verdict, estimate_fit
 from app.hardware.report import HardwareReport, RamInfo
 from app.library.catalog import CatalogEntry, load_catalog
@@ -304,7 +305,7 @@ class LibraryService:
 
 
 def catalog_fit(report: HardwareReport, entry: CatalogEntry, context_length: int, loaded_bytes: int,
-                preference: str) -> FitEstimate | None:
+                preference: DevicePreference) -> FitEstimate | None:
     """A catalog model's fit from what the catalog says of it (its files are not here yet)."""
     from app.library.fit_facts import facts_for_catalog
 
@@ -332,7 +333,7 @@ def _context_for(model: InstalledModel, details: Mapping[str, Any], app_context:
     return min(wanted, trained) if isinstance(trained, int) and trained > 0 else wanted
 
 
-def _fit(report: HardwareReport, path: Path, context_length: int, preference: str,
+def _fit(report: HardwareReport, path: Path, context_length: int, preference: DevicePreference,
          loaded_bytes: int) -> FitEstimate | None:
     try:
         return estimate_fit(report, facts_for(path, context_length), context_length=context_length,

@@ -221,7 +221,7 @@ class ModelSession:
         if not self.pace.update(window, when_hidden=settings.when_hidden,
                                 when_in_background=settings.when_in_background):
             return False
-        self._bus.emit(PaceChanged(self.pace.pace.value, self.pace.words() or ""))
+        self._bus.emit(PaceChanged(self.pace.pace, self.pace.words() or ""))
         return True
 
     async def settings_changed(self, before: Settings, after: Settings) -> None:

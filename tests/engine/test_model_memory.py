@@ -7,6 +7,8 @@ from pathlib import Path
 
 from app.engine.loading import model_facts
 from app.core.units import human_size
+from app.engine.failure_words import WINDOW, describe
+from app.engine.failures import NotEnoughMemory
 from app.engine.resources import memory_problem
 from app.library.fit_facts import facts_for, gguf_fit_facts, loaded_context, onnx_fit_facts
 from app.library.onnx_graph import kv_element_bytes
@@ -73,8 +75,9 @@ def test_a_model_too_big_for_the_free_memory_says_both_sizes() -> None:
     facts = facts_for(TINY_ONNX, 2048)
 
     assert memory_problem("tiny", facts, available=64 * _GIB) is None
-    message = memory_problem("tiny", facts, available=10 * 1000**2)
-    assert message is not None
+    problem = memory_problem("tiny", facts, available=10 * 1000**2)
+    assert problem == NotEnoughMemory("tiny", facts.memory_needed(on_cpu=True), 10 * 1000**2, 2048)
+    message = describe(problem, WINDOW)
     assert message.startswith(f"tiny needs about {human_size(facts.memory_needed(on_cpu=True))} of memory with "
                               "a context of 2,048 tokens, and 10.0 MB is free")
     assert "smaller model" in message

@@ -9,6 +9,7 @@ import pytest
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import template_in_use
 from app.engine.errors import ModelLoadError
+from app.engine.failures import BadTemplate
 from app.engine.gguf_backend import GgufBackend
 from app.engine.loading import with_gpu_layers
 from app.engine.onnx_backend import OnnxBackend
@@ -68,7 +69,7 @@ def test_an_override_that_does_not_compile_is_refused_at_load_with_what_to_do(ti
     with pytest.raises(ModelLoadError) as refused:
         GgufBackend.load(Load(1, str(tiny_model), context_length=256, chat_template="{% for m in messages %}"),
                          DeviceChoice("cpu", "test"))
-    assert refused.value.kind == "bad_template"
+    assert isinstance(refused.value.failure, BadTemplate)
     assert "model's settings" in refused.value.message and "line 1" in refused.value.message
     assert "clear it" in refused.value.message
 

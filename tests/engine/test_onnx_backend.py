@@ -24,6 +24,7 @@ from app.engine import protocol as p  # noqa: E402
 from app.engine.backend import DeviceChoice  # noqa: E402
 from app.engine.control import GenerationControl  # noqa: E402
 from app.engine.errors import ContextOverflow, ModelLoadError  # noqa: E402
+from app.engine.failures import BadModelFile, OnnxRefused, OnnxTrouble, ProviderMissing  # noqa: E402
 from app.engine.onnx_backend import OnnxBackend  # noqa: E402
 from app.engine.process import EngineLoop  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load  # noqa: E402
@@ -317,7 +318,9 @@ def test_missing_weights_data(onnx_copy: Path) -> None:
     with pytest.raises(ModelLoadError) as caught:
         OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
-    assert caught.value.kind == "model_load"
+    failure = caught.value.failure
+    assert isinstance(failure, OnnxRefused) and failure.trouble == OnnxTrouble.MISSING_WEIGHTS
+    assert failure.kind == p.ErrorKind.MODEL_LOAD
     assert "Download the model again" in caught.value.message
     assert "model.onnx.data" in caught.value.message
 
@@ -329,7 +332,8 @@ def test_truncated_weights_data(onnx_copy: Path) -> None:
     with pytest.raises(ModelLoadError) as caught:
         OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
-    assert caught.value.kind == "model_load"
+    failure = caught.value.failure
+    assert isinstance(failure, OnnxRefused) and failure.trouble == OnnxTrouble.MISSING_WEIGHTS
     assert "Download the model again" in caught.value.message
 
 
@@ -339,7 +343,8 @@ def test_damaged_model_file(onnx_copy: Path) -> None:
     with pytest.raises(ModelLoadError) as caught:
         OnnxBackend.load(Load(request_id=1, model_path=str(onnx_copy)), CPU)
 
-    assert caught.value.kind == "model_load"
+    failure = caught.value.failure
+    assert isinstance(failure, OnnxRefused) and failure.trouble == OnnxTrouble.MODEL
     assert "download it again" in caught.value.message
 
 
@@ -365,7 +370,8 @@ def test_provider_this_build_lacks() -> None:
     with pytest.raises(ModelLoadError) as caught:
         OnnxBackend.load(Load(request_id=1, model_path=str(TINY_ONNX)), CPU, execution_provider="dml")
 
-    assert caught.value.kind == "model_load"
+    failure = caught.value.failure
+    assert isinstance(failure, OnnxRefused) and failure.trouble == OnnxTrouble.DEVICE
     assert "GPU (DirectML)" in caught.value.message
     assert "choose another device" in caught.value.message
 
@@ -432,7 +438,8 @@ def test_through_the_request_loop(loop: _LoopHarness, onnx_copy: Path) -> None:
     error = loop.recv()
     assert isinstance(error, p.Error)
     assert error.kind == p.ErrorKind.MODEL_FILE
-    assert error.details == {"file_problem": "bad_config"}
+    assert isinstance(error.failure, BadModelFile) and error.failure.problem == "bad_config"
+    assert "genai_config.json" in error.failure.reason
 
 
 def test_plugin_providers_reach_genai_once_and_a_refusal_is_a_load_error(monkeypatch) -> None:
@@ -454,4 +461,5 @@ def test_plugin_providers_reach_genai_once_and_a_refusal_is_a_load_error(monkeyp
     assert calls == libraries
     with pytest.raises(onnx_backend.ModelLoadError) as refused:
         onnx_backend.register_plugin_providers([("QNNExecutionProvider", r"C:\qnn.dll")])
-    assert refused.value.kind == "provider_missing" and "driver too old" in refused.value.message
+    assert refused.value.failure == ProviderMissing("QNNExecutionProvider", "driver too old")
+    assert "driver too old" in refused.value.message

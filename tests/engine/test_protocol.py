@@ -1,12 +1,17 @@
-"""The messages between the processes: settings, stats and error kinds as one shared definition."""
+"""The messages between the processes: settings, stats, enums and error facts as one shared definition."""
 
 from __future__ import annotations
 
 import json
 import pickle
 
+import typing
+
 from app.core.answer_stats import AnswerStats
+from app.core.conversation import Role
 from app.core.generation import GenerationSettings
+from app.core.settings import DevicePreference, PromptLookupMode
+from app.engine import failures as f
 from app.engine import protocol as p
 from app.service.client import EngineCrashed, EngineError
 
@@ -17,11 +22,46 @@ STATS = AnswerStats(ttft_ms=12.5, tokens=20, tokens_per_s=80.0, prompt_tokens=31
 
 def test_messages_cross_the_pipe_whole() -> None:
     settings = GenerationSettings(temperature=0.2, max_tokens=64, seed=7)
-    messages = [p.Generate(3, (p.ChatMessage("user", "hi"),), settings, ("</s>",), True), p.Done(3, STATS),
-                p.Error(3, p.ErrorKind.CONTEXT, "too long", {"prompt_tokens": 900})]
+    messages = [p.Generate(3, (p.ChatMessage(Role.USER, "hi"),), settings, ("</s>",), True,
+                           prompt_lookup=PromptLookupMode.AUTO),
+                p.Load(2, "m.gguf", device=DevicePreference.NPU), p.Done(3, STATS), p.Ack(4, p.AckKind.PING),
+                p.Error(3, f.PromptTooLong(900, 256)),
+                p.Error(1, f.NoDeviceWorked((f.FailedOn("GPU", f.NoGpuBuild()),
+                                             f.FailedOn("CPU", f.GgufRefused("m.gguf", "llama", "bad"))))),
+                p.Error(1, f.DeviceRefused(DevicePreference.NPU, "No NPU."))]
 
-    assert [pickle.loads(pickle.dumps(m)) for m in messages] == messages
+    back = [pickle.loads(pickle.dumps(m)) for m in messages]
+
+    assert back == messages
+    assert back[0].messages[0].role is Role.USER and back[0].prompt_lookup is PromptLookupMode.AUTO
+    assert back[1].device is DevicePreference.NPU and back[3].what is p.AckKind.PING
     assert messages[0].settings is settings and p.Generate(4, ()).settings == GenerationSettings()
+
+
+def test_a_role_given_as_text_becomes_a_role() -> None:
+    # Templates and tests write turns plainly; the engine reads role.value.
+    message = p.ChatMessage("assistant", "hello")  # type: ignore[arg-type]
+    assert message.role is Role.ASSISTANT and message.role.value == "assistant"
+
+
+def test_the_unions_hold_every_message_and_nothing_else() -> None:
+    requests = {p.Load, p.Generate, p.Probe, p.Cancel, p.Ping, p.Pause, p.Resume, p.Reset, p.ForgetStates,
+                p.Unload, p.Shutdown}
+    events = {p.Hello, p.Loaded, p.Report, p.Delta, p.Done, p.Ack, p.Error}
+
+    assert set(typing.get_args(p.Request)) == requests
+    assert set(typing.get_args(p.EngineEvent)) == events
+    assert typing.get_type_hints(p.Report)["report"].__name__ == "HardwareReport"
+
+
+def test_each_failure_has_its_kind() -> None:
+    assert p.Error(1, f.BadModelFile("truncated", "It is cut short.")).kind is p.ErrorKind.MODEL_FILE
+    assert p.Error(1, f.NotEnoughMemory("m", 2, 1, 512)).kind is p.ErrorKind.MODEL_LOAD
+    assert p.Error(1, f.DeviceRefused(DevicePreference.GPU, "No GPU.")).kind is p.ErrorKind.PLACEMENT
+    assert p.Error(1, f.PromptTooLong(900, 256)).kind is p.ErrorKind.CONTEXT
+    assert p.Error(1, f.NoModel()).kind is p.ErrorKind.NO_MODEL
+    assert p.Error(1, f.UnknownRequest("Bogus")).kind is p.ErrorKind.PROTOCOL
+    assert p.Error(1, f.EngineBug("ValueError: x", "Traceback")).kind is p.ErrorKind.INTERNAL
 
 
 def test_done_says_its_finish_reason_once() -> None:
@@ -41,5 +81,6 @@ def test_error_kinds_are_strings_too() -> None:
     kind = p.ErrorKind.CONTEXT
     assert kind == "context_overflow" and str(kind) == "context_overflow" and f"{kind}" == "context_overflow"
     assert json.dumps({"kind": kind}) == '{"kind": "context_overflow"}'
-    assert EngineError("no_model", "Choose a model first.").kind is p.ErrorKind.NO_MODEL
-    assert EngineCrashed("gone", -9, "generate").kind is p.ErrorKind.CRASHED
+    assert EngineError(f.NoModel()).kind is p.ErrorKind.NO_MODEL
+    crashed = EngineCrashed(f.EngineStopped(-9, f.During.GENERATE))
+    assert crashed.kind is p.ErrorKind.CRASHED and crashed.exit_code == -9 and crashed.during == "generate"

@@ -11,6 +11,7 @@ import numpy as np
 import psutil
 from gguf import GGUFWriter
 
+from app.engine.failures import NotEnoughMemory
 from tests.helpers.engine import load_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ def test_the_engine_refuses_a_model_bigger_than_memory(tmp_path: Path) -> None:
     giant = sparse_giant(tmp_path / "giant model.gguf")
 
     error = load_error(giant)
-    assert error.kind == "model_load" and error.details["load_problem"] == "model_too_big"
+    assert error.kind == "model_load" and isinstance(error.failure, NotEnoughMemory)
     assert "giant model.gguf needs about" in error.message and "GB is free" in error.message
     assert "smaller model" in error.message
 

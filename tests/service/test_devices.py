@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.core.generation import GenerationSettings
+from app.engine.failures import BadModelFile
 from app.engine.protocol import ChatMessage, Done
 from app.service.client import EngineClient, EngineError
 from tests.hardware.machines import recorded_report
@@ -120,5 +121,5 @@ def test_broken_onnx_folders_are_refused_clearly(tmp_path: Path, damage, problem
 
     error = load_error(folder)
     assert error.kind == "model_file"
-    assert error.details["file_problem"] == problem
+    assert isinstance(error.failure, BadModelFile) and error.failure.problem == problem
     assert "broken onnx model" in error.message

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.core.generation import GenerationSettings
+from app.engine.failures import BadModelFile, PromptTooLong
 from app.engine.protocol import ChatMessage, Delta, Done
 from app.service.client import EngineClient, EngineCrashed, EngineError
 from tests.helpers.engine import answer, load_error
@@ -197,8 +198,9 @@ def test_prompt_longer_than_the_context_is_refused_with_counts(tiny_model: Path)
         finally:
             await client.shutdown()
         assert refused.value.kind == "context_overflow"
-        assert refused.value.details["context_length"] == 256
-        assert refused.value.details["prompt_tokens"] > 256
+        failure = refused.value.failure
+        assert isinstance(failure, PromptTooLong)
+        assert failure.context_length == 256 and failure.prompt_tokens > 256
         assert "tokens but the context holds 256" in refused.value.message
         assert done.finish_reason == "length"
     run(scenario())
@@ -234,7 +236,7 @@ def test_bad_model_files_are_refused_and_the_engine_stays_up(tiny_model: Path, t
         finally:
             await client.shutdown()
         assert refused.value.kind == "model_file"
-        assert refused.value.details["file_problem"] == problem
+        assert isinstance(refused.value.failure, BadModelFile) and refused.value.failure.problem == problem
         assert bad.name in refused.value.message
     run(scenario())
 

@@ -1,0 +1,217 @@
+"""What went wrong in the engine, as a code and facts: the engine fills them, each front end words them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar
+
+from app.core.settings import DevicePreference
+from app.library.gguf_info import ModelFileErrorKind
+from app.library.model_format import ModelFolderErrorKind
+
+
+class ErrorKind(StrEnum):
+    """What went wrong, so the caller knows what the user can do. They reach the CLI's
+    exit status and the window's messages."""
+
+    MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated
+    MODEL_LOAD = "model_load"  # a valid file the runtime still could not load
+    NO_MODEL = "no_model"  # generate before load
+    PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
+    CONTEXT = "context_overflow"  # the prompt does not fit the context
+    PROTOCOL = "protocol"  # versions differ, or an unknown message
+    INTERNAL = "internal"  # a bug in the engine; the facts say what
+    CRASHED = "crashed"  # the engine process died (raised by the client, never sent)
+
+
+# --- loading ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BadModelFile:
+    """The file or folder is not a model Kestrel can run; no device can fix it."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_FILE
+    problem: ModelFileErrorKind | ModelFolderErrorKind
+    # The library's words (app/library/gguf_info.py, model_format.py): the model manager
+    # and `kestrel models` show the same sentence, so every front end uses it as it is.
+    reason: str
+
+
+@dataclass(frozen=True)
+class NotEnoughMemory:
+    """The model and its context need more memory than is free now for the CPU."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_LOAD
+    name: str
+    needed: int
+    available: int
+    context_length: int
+
+
+@dataclass(frozen=True)
+class GgufRefused:
+    """llama.cpp could not load a file whose header reads well; reason is llama.cpp's."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_LOAD
+    name: str
+    architecture: str
+    reason: str
+
+
+class OnnxTrouble(StrEnum):
+    """Why ONNX Runtime GenAI refused a folder, as far as its message tells."""
+
+    MISSING_WEIGHTS = "missing_weights"  # the .data file beside the graph is missing or short
+    DEVICE = "device"  # this machine or this build cannot use the device
+    MODEL = "model"  # damaged, or made for a newer ONNX Runtime GenAI
+
+
+@dataclass(frozen=True)
+class OnnxRefused:
+    """ONNX Runtime GenAI could not load a folder that reads well; reason is its message."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_LOAD
+    name: str
+    model_type: str
+    where: str  # the device in words: "GPU (DirectML)", "CPU"
+    reason: str
+    trouble: OnnxTrouble
+    decoder_file: str  # the graph whose .data file is missing, for MISSING_WEIGHTS
+
+
+@dataclass(frozen=True)
+class NoGpuBuild:
+    """This llama.cpp was built without GPU offload, so a GPU placement cannot work."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_LOAD
+
+
+@dataclass(frozen=True)
+class ProviderMissing:
+    """An ONNX Runtime execution provider Kestrel cannot use; reason is why its driver's
+    library refused ("" when Kestrel has no way to drive it at all)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_LOAD
+    provider: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class BadTemplate:
+    """The chat template in the model's own settings does not compile; why says where."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_LOAD
+    why: str
+
+
+LoadFailure = NotEnoughMemory | GgufRefused | OnnxRefused | NoGpuBuild | ProviderMissing | BadTemplate
+
+
+@dataclass(frozen=True)
+class FailedOn:
+    """One device loading tried, and why the model did not load there."""
+
+    device: str  # placement's name for it
+    failure: LoadFailure
+
+
+@dataclass(frozen=True)
+class NoDeviceWorked:
+    """Every placement was tried and each failed; the last is the one the user can act on."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_LOAD
+    attempts: tuple[FailedOn, ...]
+
+
+@dataclass(frozen=True)
+class DeviceRefused:
+    """The device the user chose cannot run this model (app/hardware/placement.py)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.PLACEMENT
+    preference: DevicePreference
+    reason: str  # placement's words, which the model manager shows too
+
+
+# --- answering --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptTooLong:
+    """The prompt alone is longer than the context."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.CONTEXT
+    prompt_tokens: int
+    context_length: int
+
+
+@dataclass(frozen=True)
+class NoModel:
+    """An answer was asked for before any model was loaded."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.NO_MODEL
+
+
+# --- the engine itself ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnknownRequest:
+    """The engine got a message it does not know (a bug, or a version mix-up)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.PROTOCOL
+    name: str
+
+
+@dataclass(frozen=True)
+class OtherVersion:
+    """The engine speaks another protocol version (found by the client, never sent)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.PROTOCOL
+    engine_version: int
+
+
+@dataclass(frozen=True)
+class EngineBug:
+    """An exception the engine did not expect: what it was, and where."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.INTERNAL
+    what: str  # "ValueError: ..."
+    traceback: str
+
+
+class During(StrEnum):
+    """What the client was waiting for when the engine stopped."""
+
+    START = "start"
+    LOAD = "load"
+    PROBE = "probe"
+    GENERATE = "generate"
+    RESET = "reset"
+    FORGET_STATES = "forget_states"
+    UNLOAD = "unload"
+    IDLE = "idle"  # nothing: it stopped on its own (EngineClient.on_died)
+
+
+class Hang(StrEnum):
+    """Why Kestrel ended an engine that was still running."""
+
+    IGNORED_STOP = "ignored_stop"  # it did not respond to Stop in time
+    SILENT = "silent"  # it answered nothing, not even a ping, for too long
+
+
+@dataclass(frozen=True)
+class EngineStopped:
+    """The engine process ended while something was asked of it (found by the client,
+    never sent): exit_code is the process's, hang says why Kestrel ended it, if it did."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.CRASHED
+    exit_code: int | None
+    during: During
+    hang: Hang | None = None
+    silent_s: float = 0.0  # for Hang.SILENT: how long it said nothing
+
+
+Failure = (BadModelFile | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | NoModel
+           | UnknownRequest | OtherVersion | EngineBug | EngineStopped)

@@ -1,0 +1,65 @@
+"""The window's words for each failure: the sentences users saw before the facts crossed instead."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from app.core.settings import DevicePreference
+from app.engine import failures as f
+from app.engine.failure_words import WINDOW, describe
+
+# (facts, what the window says), as the engine worded them before issue 22.
+SAID = [
+    (f.NoGpuBuild(), "this copy of llama.cpp was built without GPU support, so it cannot use the GPU; "
+                     "install Kestrel's GPU build to use it."),
+    (f.ProviderMissing("TPUExecutionProvider"), "Kestrel cannot drive TPUExecutionProvider yet."),
+    (f.ProviderMissing("QNNExecutionProvider", "driver too old"),
+     "QNNExecutionProvider could not be set up (driver too old); update the device's driver, or choose "
+     "another device."),
+    (f.GgufRefused("odd.gguf", "xyzzy", "unknown model architecture: 'xyzzy'"),
+     "odd.gguf is a GGUF file (architecture 'xyzzy') but llama.cpp could not load it: unknown model "
+     "architecture: 'xyzzy'. The file may be damaged, or made for a newer version of llama.cpp: download it "
+     "again, or update Kestrel."),
+    (f.BadTemplate("it has an error on its line 1 (unexpected end)"),
+     "The chat template set in this model's settings cannot be used: it has an error on its line 1 "
+     "(unexpected end). Fix it in the model's settings, or clear it to use the template in the model file."),
+    (f.NoDeviceWorked((f.FailedOn("RTX 4070", f.NoGpuBuild()),
+                       f.FailedOn("Ryzen 7", f.GgufRefused("m.gguf", "llama", "bad tensor")))),
+     "The model could not be loaded on any device. RTX 4070: this copy of llama.cpp was built without GPU "
+     "support, so it cannot use the GPU; install Kestrel's GPU build to use it. Ryzen 7: m.gguf is a GGUF "
+     "file (architecture 'llama') but llama.cpp could not load it: bad tensor. The file may be damaged, or "
+     "made for a newer version of llama.cpp: download it again, or update Kestrel."),
+    (f.DeviceRefused(DevicePreference.NPU, "No NPU here."), "No NPU here."),
+    (f.BadModelFile("truncated", "m.gguf is cut short."), "m.gguf is cut short."),
+    (f.NoModel(), "No model is loaded. Choose a model first."),
+    (f.UnknownRequest("Bogus"), "Unknown request Bogus."),
+    (f.OtherVersion(7), "The engine is from another version of Kestrel. Reinstall Kestrel."),
+    (f.EngineBug("ValueError: boom", "Traceback ..."), "ValueError: boom"),
+    (f.EngineStopped(-9, f.During.GENERATE),
+     "The engine stopped unexpectedly (exit code -9). What was already written is kept; the next message "
+     "starts a new engine."),
+    (f.EngineStopped(None, f.During.IDLE),
+     "The engine stopped unexpectedly. Your chats are kept; the next message starts a new engine."),
+    (f.EngineStopped(-11, f.During.LOAD),
+     "The engine stopped while loading the model (exit code -11). The file may be damaged or too big for "
+     "this machine; try another model."),
+    (f.EngineStopped(-9, f.During.GENERATE, f.Hang.IGNORED_STOP),
+     "The engine did not respond to Stop, so Kestrel ended it and is starting it again. What was already "
+     "written is kept."),
+    (f.EngineStopped(-9, f.During.GENERATE, f.Hang.SILENT, 31.4),
+     "The engine stopped responding (nothing for 31 s), so Kestrel ended it. What was already written is "
+     "kept; the next message starts a new engine."),
+]
+
+
+@pytest.mark.parametrize(("failure", "words"), SAID)
+def test_the_window_says_what_it_said_before(failure: f.Failure, words: str) -> None:
+    assert describe(failure, WINDOW) == words
+
+
+def test_every_kind_of_failure_has_words() -> None:
+    worded = {type(failure) for failure, _ in SAID}
+    others = {f.NotEnoughMemory, f.OnnxRefused, f.PromptTooLong}  # worded in tests/cli/test_cli_wording.py
+    assert worded | others == set(typing.get_args(f.Failure))
