@@ -28,10 +28,10 @@ class AnswerTiming:
     thinking_from: float | None = None
     thinking_to: float | None = None
 
-    def stats(self, *, prompt_tokens: int, device: str, finish: str, chat_format: str,
+    def stats(self, *, prompt_tokens: int, device: str, finish: FinishReason, chat_format: str,
               left_out: int, template_note: str = "", threads: int = 0) -> AnswerStats:
         """The stats every backend reports, with the same meaning; `finish` is a
-        FinishReason's value (a reason it does not name is a bug: ValueError)."""
+        FinishReason (or its value: a reason it does not name is a bug, ValueError)."""
         first = self.first or time.perf_counter()
         decode_s = (self.last - first) if self.last and self.generated > 1 else 0.0
         return AnswerStats(
@@ -57,7 +57,7 @@ class AnswerTiming:
 
 
 # (prompt, token budget, answer text, timing) -> the deltas, returning the finish reason.
-TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Delta, None, str]]
+TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Delta, None, FinishReason]]
 
 
 def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
@@ -86,8 +86,8 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
                                                 template_note=spec.note or "", threads=threads))
 
 
-def _split(deltas: Generator[Delta, None, str], splitter: ThinkingSplitter,
-           timing: AnswerTiming) -> Generator[Delta, None, str]:
+def _split(deltas: Generator[Delta, None, FinishReason], splitter: ThinkingSplitter,
+           timing: AnswerTiming) -> Generator[Delta, None, FinishReason]:
     """The deltas with the thinking told apart from the answer; returns the finish reason."""
     try:
         while True:
@@ -147,9 +147,9 @@ def fit_prompt(request: Generate, n_ctx: int,
 
 
 def stream_tokens(request_id: int, tokens: Iterable[int], *, is_end: Callable[[int], bool],
-                  piece: Callable[[int], bytes], answer: AnswerText, budget: int, finish: str,
+                  piece: Callable[[int], bytes], answer: AnswerText, budget: int, finish: FinishReason,
                   control: GenerationControl, timing: AnswerTiming,
-                  on_first: Callable[[], None] | None = None) -> Generator[Delta, None, str]:
+                  on_first: Callable[[], None] | None = None) -> Generator[Delta, None, FinishReason]:
     """Turn a backend's tokens into Delta events; returns the finish reason.
 
     Cancel and pause are looked at between two tokens; the model's end tokens, a stop

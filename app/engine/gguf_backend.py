@@ -11,6 +11,7 @@ from typing import Any, Generator, Iterator, Sequence
 
 import llama_cpp
 
+from app.core.answer_stats import FinishReason
 from app.core.settings import PromptLookupMode
 from app.engine import kv_state, native_log
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
@@ -160,7 +161,7 @@ class GgufBackend:
                             architecture=self._info.architecture, tokens=self._tokens, variables=variables)
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
-                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, str]:
+                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, FinishReason]:
         llm = self._llm
         settings = request.settings
         llm.set_seed(settings.seed if settings.seed >= 0 else random.getrandbits(32))
@@ -171,7 +172,7 @@ class GgufBackend:
         self.lookup = LookupStats()
         tokens = (llm.generate(prompt, **sampling) if request.prompt_lookup == PromptLookupMode.OFF else
                   lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup))
-        finish = "length" if budget == settings.max_tokens else "context"
+        finish = FinishReason.LENGTH if budget == settings.max_tokens else FinishReason.CONTEXT
 
         def first_token() -> None:
             timing.evaluated = llm.evaluated

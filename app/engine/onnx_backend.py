@@ -11,6 +11,7 @@ from typing import Callable, Generator, Iterator, Mapping, Sequence
 
 import onnxruntime_genai as og
 
+from app.core.answer_stats import FinishReason
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
@@ -146,8 +147,8 @@ class OnnxBackend:
         return [int(t) for t in self._tokenizer.encode(text)]
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
-                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, str]:
-        finish = "length" if budget == request.settings.max_tokens else "context"
+                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, FinishReason]:
+        finish = FinishReason.LENGTH if budget == request.settings.max_tokens else FinishReason.CONTEXT
         if budget <= 0:
             return finish
         tokens = self._tokens_for(request, prompt, budget)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from app.core.answer_stats import AnswerStats
+from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Role
 from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
@@ -204,7 +204,7 @@ class Done:
     stats: AnswerStats
 
     @property
-    def finish_reason(self) -> str:
+    def finish_reason(self) -> FinishReason:
         """stop, length, context or cancelled."""
         return self.stats.finish_reason
 
