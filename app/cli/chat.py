@@ -48,7 +48,7 @@ class UserError(Exception):
         self.status = status
 
 
-def add_parser(commands) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat = commands.add_parser("chat", help="stream an answer to a prompt (headless)")
     chat.add_argument("prompt", metavar="PROMPT", help="the message; - reads standard input")
     chat.add_argument("--model", help="a GGUF file, an ONNX Runtime GenAI folder, or an installed model's id")
@@ -253,7 +253,7 @@ def resolve_model(explicit: str | None) -> InstalledModel:
     return model
 
 
-def _install_starter_with_progress(library: ModelLibrary):
+def _install_starter_with_progress(library: ModelLibrary) -> InstalledModel:
     shown = -1
 
     def progress(done: int, total: int) -> None:
