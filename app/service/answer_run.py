@@ -12,7 +12,7 @@ from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
 from app.engine.failures import Failure
 from app.engine.protocol import ChatMessage, Delta, Done, ErrorKind
-from app.service.client import EngineCrashed, EngineError
+from app.service.engine_errors import EngineCrashed, EngineError
 from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
 from app.service.events import (ActivityChanged, AnswerFinished, AnswerInterrupted, AnswerStarted, Event,
                                 InterruptReason, Problem, Queued, TextGrew)

@@ -3,86 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import itertools
-import multiprocessing
-import threading
 import time
-import weakref
-from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Sequence, TypeVar
 
 from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine import protocol as p
 from app.engine.failure_words import WINDOW, describe
-from app.engine.failures import During, EngineStopped, Failure, Hang, NoModel, OtherVersion
-from app.engine.process import HardwareSource, engine_main
+from app.engine.failures import During, EngineStopped, Hang, NoModel, OtherVersion
+from app.engine.process import HardwareSource
 from app.hardware.report import HardwareReport
+from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
+from app.service.engine_process import Delivered, EngineProcess, PipeClosed
 
-
-class EngineError(Exception):
-    """A request failed: failure holds the facts, kind what the user can do about it."""
-
-    def __init__(self, failure: Failure) -> None:
-        self.failure = failure
-        super().__init__(self.message)
-
-    @property
-    def kind(self) -> p.ErrorKind:
-        return self.failure.kind
-
-    @property
-    def message(self) -> str:
-        """The failure in the window's words (the service's Problems, the model state);
-        the CLI words failure with its flags instead (app/cli/failure_words.py)."""
-        return describe(self.failure, WINDOW)
-
-
-class EngineCrashed(EngineError):
-    """The engine process died while a request was in flight."""
-
-    def __init__(self, failure: EngineStopped) -> None:
-        super().__init__(failure)
-        self.stopped = failure
-
-    @property
-    def exit_code(self) -> int | None:
-        return self.stopped.exit_code
-
-    @property
-    def during(self) -> During:
-        return self.stopped.during
-
-
-@dataclass(frozen=True)
-class _Died:
-    """Posted to every waiting request when the engine's pipe closes."""
-
-    exit_code: int | None
-    hang: Hang | None = None  # why Kestrel ended it, when it did
-    silent_s: float = 0.0
-
-    def stopped(self, during: During) -> EngineStopped:
-        return EngineStopped(self.exit_code, during, self.hang, self.silent_s)
-
-
-# What the reader thread hands the event loop.
-_Delivered = p.EngineEvent | _Died
 _Answer = TypeVar("_Answer", bound=p.EngineEvent)
-
-
-@dataclass(frozen=True)
-class EngineDied:
-    """What on_died hears: the engine ended without being asked to.
-
-    restart: Kestrel ended it because it did not respond to Stop, and the front end
-    should start it again now rather than on the next message.
-    """
-
-    exit_code: int | None
-    message: str
-    restart: bool = False
 
 
 # How long the engine may stay silent while a request is out (not even answering a
@@ -95,84 +30,6 @@ HANG_AFTER_LOADING_S = 180.0
 STOP_GRACE_S = 3.0
 STOP_LIMIT_S = 10.0
 PING_EVERY_S = 1.0
-
-
-# Engines still running when the interpreter exits are killed first: multiprocessing's
-# own exit handler would SIGTERM and then wait for them, for ever if one is stopped or
-# hung. (atexit runs handlers last-registered first, so this runs before it.)
-_running_engines: "weakref.WeakSet[_EngineProcess]" = weakref.WeakSet()
-
-
-@atexit.register
-def _kill_engines_left_running() -> None:
-    for engine in list(_running_engines):
-        if engine.process.is_alive():
-            engine.process.kill()
-
-
-class _EngineProcess:
-    """One engine child process, its pipe, and the thread that reads it."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[[_EngineProcess, _Delivered], None],
-                 hardware: HardwareSource | None) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=engine_main, args=(child, hardware), name="kestrel-engine",
-                                   daemon=True)
-        self.process.start()
-        _running_engines.add(self)
-        child.close()
-        self.alive = True
-        # Set by the reader thread on every message, and on every answered ping (an
-        # answer to a ping sent after Stop proves the engine is alive now, where text
-        # already in the pipe does not); read by the watchdog.
-        self.last_heard = time.monotonic()
-        self.last_ping_answered = 0
-        self.hang: Hang | None = None
-        self.silent_s = 0.0
-        self._send_lock = threading.Lock()
-        self._loop = loop
-        self._deliver = deliver
-        threading.Thread(target=self._read, name="engine-client-reader", daemon=True).start()
-
-    def send(self, message: p.Request) -> None:
-        with self._send_lock:
-            self.conn.send(message)
-
-    def _read(self) -> None:
-        # A thread, not loop.add_reader: Windows' proactor loops cannot watch a pipe.
-        while True:
-            try:
-                event: p.EngineEvent = self.conn.recv()
-            except (EOFError, OSError):
-                break
-            self.last_heard = time.monotonic()
-            if isinstance(event, p.Ack) and event.what == p.AckKind.PING:
-                self.last_ping_answered = event.request_id
-            if not self._post(event):
-                return
-        self.process.join(timeout=2)
-        self._post(_Died(self.process.exitcode, self.hang, self.silent_s))
-
-    def _post(self, event: _Delivered) -> bool:
-        try:
-            self._loop.call_soon_threadsafe(self._deliver, self, event)
-            return True
-        except RuntimeError:  # The loop is closed: nobody is listening any more.
-            return False
-
-    def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=5)
-        self.conn.close()
-
-    def end_hung(self, hang: Hang, silent_s: float = 0.0) -> None:
-        """End an engine that stopped answering (SIGKILL works on a stopped process too);
-        the reader thread then reports it as died, with why."""
-        self.hang, self.silent_s = hang, silent_s
-        if self.process.is_alive():
-            self.process.kill()
 
 
 class EngineClient:
@@ -196,9 +53,9 @@ class EngineClient:
         self._stop_asked_at: float | None = None
         self._stop_ping = 0  # the ping sent with Stop: its answer proves the engine alive
         self._loading = False
-        self._engine: _EngineProcess | None = None
-        self._hello: asyncio.Future[p.Hello | _Died] | None = None
-        self._pending: dict[int, asyncio.Queue[_Delivered]] = {}
+        self._engine: EngineProcess | None = None
+        self._hello: asyncio.Future[p.Hello | PipeClosed] | None = None
+        self._pending: dict[int, asyncio.Queue[Delivered]] = {}
         self._ids = itertools.count(1)
         self._last_load: p.Load | None = None
         self._current_generation: int | None = None
@@ -235,12 +92,12 @@ class EngineClient:
         if self._engine is not None:
             self.restarts += 1
         self._hello = loop.create_future()
-        engine = self._engine = _EngineProcess(loop, self._deliver, self._hardware)
+        engine = self._engine = EngineProcess(loop, self._deliver, self._hardware)
         if self._watchdog is not None:
             self._watchdog.cancel()
         self._watchdog = loop.create_task(self._watch(engine))
         hello = await asyncio.wait_for(self._hello, self._start_timeout)
-        if isinstance(hello, _Died):
+        if isinstance(hello, PipeClosed):
             raise EngineCrashed(hello.stopped(During.START))
         if hello.protocol_version != p.PROTOCOL_VERSION:
             raise EngineError(OtherVersion(hello.protocol_version))
@@ -380,7 +237,7 @@ class EngineClient:
 
     # --- plumbing -------------------------------------------------------------------
 
-    async def _watch(self, engine: _EngineProcess) -> None:
+    async def _watch(self, engine: EngineProcess) -> None:
         """While something is asked of the engine, ping it; end it if it stays silent."""
         last_ping = 0.0
         tick = min(0.25, self._ping_every)
@@ -425,8 +282,8 @@ class EngineClient:
             raise RuntimeError(f"the engine answered {type(event).__name__} to {type(request).__name__}")
         return event
 
-    def _open(self, request_id: int) -> asyncio.Queue[_Delivered]:
-        queue: asyncio.Queue[_Delivered] = asyncio.Queue()
+    def _open(self, request_id: int) -> asyncio.Queue[Delivered]:
+        queue: asyncio.Queue[Delivered] = asyncio.Queue()
         self._pending[request_id] = queue
         return queue
 
@@ -447,28 +304,28 @@ class EngineClient:
             except (BrokenPipeError, OSError):
                 pass
 
-    def _check(self, event: _Delivered, during: During) -> p.EngineEvent:
+    def _check(self, event: Delivered, during: During) -> p.EngineEvent:
         """The event, or the EngineError it stands for."""
         if isinstance(event, p.Error):
             raise EngineError(event.failure)
-        if isinstance(event, _Died):
+        if isinstance(event, PipeClosed):
             raise EngineCrashed(event.stopped(during))
         return event
 
-    def _deliver(self, engine: _EngineProcess, event: _Delivered) -> None:
+    def _deliver(self, engine: EngineProcess, event: Delivered) -> None:
         """Runs on the event loop: route one event from an engine's reader thread."""
         if isinstance(event, p.Hello):
             if engine is self._engine and self._hello and not self._hello.done():
                 self._hello.set_result(event)
             return
-        if isinstance(event, _Died):
+        if isinstance(event, PipeClosed):
             self._on_died(engine, event)
             return
         queue = self._pending.get(event.request_id)
         if queue is not None and engine is self._engine:
             queue.put_nowait(event)
 
-    def _on_died(self, engine: _EngineProcess, died: _Died) -> None:
+    def _on_died(self, engine: EngineProcess, died: PipeClosed) -> None:
         engine.alive = False
         if engine is not self._engine:
             return

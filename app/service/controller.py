@@ -16,7 +16,8 @@ from app.library.models import InstalledModel, ModelLibrary
 from app.service.answering import Answering, storable
 from app.service.background import WindowState
 from app.service.chat_files import ChatFiles
-from app.service.client import EngineClient, EngineError
+from app.service.client import EngineClient
+from app.service.engine_errors import EngineError
 from app.service.conversations import Conversations
 from app.service.drafts import DraftBook
 from app.service.event_bus import EventBus, Listener, TaskGroup

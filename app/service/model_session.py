@@ -14,7 +14,8 @@ from app.hardware.power import read_power
 from app.library.models import InstalledModel
 from app.service import kv_cache
 from app.service.background import EnginePace, WindowState
-from app.service.client import EngineClient, EngineDied, EngineError
+from app.service.client import EngineClient
+from app.service.engine_errors import EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.event_bus import EventBus, TaskGroup
 from app.service.events import ActivityChanged, Event, ModelState, ModelStateChanged, PaceChanged, Problem, ProblemSolved

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
-from app.service.client import EngineError
+from app.service.engine_errors import EngineError
 from app.ui.about import AboutDialog
 from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
 from app.ui.hardware_view import HardwareWindow

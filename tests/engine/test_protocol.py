@@ -13,7 +13,7 @@ from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine import failures as f
 from app.engine import protocol as p
-from app.service.client import EngineCrashed, EngineError
+from app.service.engine_errors import EngineCrashed, EngineError
 
 STATS = AnswerStats(ttft_ms=12.5, tokens=20, tokens_per_s=80.0, prompt_tokens=31, prompt_tokens_evaluated=9,
                     device="CPU", finish_reason="length", chat_format="embedded", total_ms=260.0,

@@ -20,7 +20,8 @@ from app.core.conversation import MessageState
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage
 from app.service import events as ev
-from app.service.client import EngineClient, EngineCrashed, EngineDied
+from app.service.client import EngineClient
+from app.service.engine_errors import EngineCrashed, EngineDied
 from tests.service.conftest import SMALL, Recorder, install, make_controller, run
 
 LONG = GenerationSettings(max_tokens=100_000, temperature=0.0, seed=1)
