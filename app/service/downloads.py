@@ -25,8 +25,8 @@ from app.service.events import DownloadChanged, DownloadId, DownloadItem, Downlo
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
-_ACTIVE = ("running", "verifying")
-_FINAL = ("done", "cancelled")
+_ACTIVE = (DownloadState.RUNNING, DownloadState.VERIFYING)
+_FINAL = (DownloadState.DONE, DownloadState.CANCELLED)
 _RESTORED = "Paused when Kestrel closed; resume it to continue from where it stopped."
 
 
@@ -41,7 +41,7 @@ class _Job:
         self.unit = unit
         self.control: DownloadControl | None = None
         self.thread: threading.Thread | None = None
-        self.wanted: DownloadState | None = None  # what a stop() was for: "paused" or "cancelled"
+        self.wanted: DownloadState | None = None  # what a stop() was for: PAUSED or CANCELLED
 
 
 class DownloadQueue:
@@ -83,7 +83,7 @@ class DownloadQueue:
         for job in self._jobs.values():
             if job.item.state not in _FINAL and sorted(f.url for f in job.unit.files) == urls:
                 return job.item.id
-        job = _Job(DownloadItem(uuid.uuid4().hex[:12], unit.title, "queued", total=unit.size,
+        job = _Job(DownloadItem(uuid.uuid4().hex[:12], unit.title, DownloadState.QUEUED, total=unit.size,
                                 catalog_id=unit.catalog_id, source=unit.source), unit)
         self._jobs[job.item.id] = job
         self._changed(job, save=True)
@@ -94,26 +94,26 @@ class DownloadQueue:
         """A running download stops with its parts kept; the next queued one starts."""
         job = self._jobs[download_id]
         if job.item.state in _ACTIVE and job.control is not None:
-            job.wanted = "paused"
+            job.wanted = DownloadState.PAUSED
             job.control.stop()
-        elif job.item.state == "queued":
-            self._set(job, state="paused", message="Paused.", save=True)
+        elif job.item.state == DownloadState.QUEUED:
+            self._set(job, state=DownloadState.PAUSED, message="Paused.", save=True)
 
     def resume(self, download_id: DownloadId) -> None:
         """A paused or failed download goes back in the queue, to continue where it stopped."""
         job = self._jobs[download_id]
-        if job.item.state in ("paused", "failed"):
-            self._set(job, state="queued", message="", save=True)
+        if job.item.state in (DownloadState.PAUSED, DownloadState.FAILED):
+            self._set(job, state=DownloadState.QUEUED, message="", save=True)
             self._pump()
 
     def cancel(self, download_id: DownloadId) -> None:
         """End a download and delete what arrived of it."""
         job = self._jobs[download_id]
         if job.item.state in _ACTIVE and job.control is not None:
-            job.wanted = "cancelled"
+            job.wanted = DownloadState.CANCELLED
             job.control.cancel()
         elif job.item.state not in _FINAL:
-            self._set(job, state="cancelled", message="Cancelled; what had arrived was deleted.",
+            self._set(job, state=DownloadState.CANCELLED, message="Cancelled; what had arrived was deleted.",
                       done=0, save=True)
             self._on_disk_thread(self._discard, job)
 
@@ -128,7 +128,7 @@ class DownloadQueue:
     def forget_finished(self) -> None:
         """Drop done, failed and cancelled downloads from the list (their files stay as they are)."""
         for job in list(self._jobs.values()):
-            if job.item.state in (*_FINAL, "failed"):
+            if job.item.state in (*_FINAL, DownloadState.FAILED):
                 del self._jobs[job.item.id]
         self._save()
 
@@ -140,7 +140,7 @@ class DownloadQueue:
         self._closing = True  # what is queued stays queued: it comes back paused next time
         running = [job for job in self._jobs.values() if job.thread is not None]
         for job in running:
-            job.wanted = "paused"
+            job.wanted = DownloadState.PAUSED
             if job.control is not None:
                 job.control.stop()
         for job in running:
@@ -158,7 +158,7 @@ class DownloadQueue:
         for job in self._jobs.values():
             if running >= self._parallel:
                 return
-            if job.item.state == "queued" and job.thread is None:
+            if job.item.state == DownloadState.QUEUED and job.thread is None:
                 self._run(job)
                 running += 1
 
@@ -166,7 +166,7 @@ class DownloadQueue:
         loop = asyncio.get_running_loop()
         control = job.control = DownloadControl()
         job.wanted = None
-        self._set(job, state="running", message="")
+        self._set(job, state=DownloadState.RUNNING, message="")
 
         def post(*call: object) -> None:
             try:
@@ -192,7 +192,7 @@ class DownloadQueue:
         if job.item.state not in _ACTIVE:
             return
         complete = report.total is not None and report.done >= report.total
-        self._set(job, state="verifying" if complete else "running", done=report.done,
+        self._set(job, state=DownloadState.VERIFYING if complete else DownloadState.RUNNING, done=report.done,
                   total=report.total, bytes_per_second=report.bytes_per_second,
                   seconds_left=report.seconds_left)
 
@@ -200,18 +200,19 @@ class DownloadQueue:
         job.thread, job.control = None, None
         if isinstance(outcome, Fetched):
             model = outcome.model
-            self._set(job, state="done", model_id=model.id, done=model.size, total=model.size,
+            self._set(job, state=DownloadState.DONE, model_id=model.id, done=model.size, total=model.size,
                       bytes_per_second=0.0, seconds_left=None, message=_done_words(outcome), save=True)
         elif isinstance(outcome, DownloadStopped):
-            cancelled = outcome.cancelled or job.wanted == "cancelled"
-            self._set(job, state="cancelled" if cancelled else "paused", message=outcome.message,
+            cancelled = outcome.cancelled or job.wanted == DownloadState.CANCELLED
+            self._set(job, state=DownloadState.CANCELLED if cancelled else DownloadState.PAUSED,
+                      message=outcome.message,
                       bytes_per_second=0.0, seconds_left=None, save=True)
         elif isinstance(outcome, (DownloadError, FetchRefused)):
-            self._set(job, state="failed", message=outcome.message, bytes_per_second=0.0,
+            self._set(job, state=DownloadState.FAILED, message=outcome.message, bytes_per_second=0.0,
                       seconds_left=None, save=True)
         else:
             log.error("download of %s failed", job.item.title, exc_info=outcome)
-            self._set(job, state="failed", bytes_per_second=0.0, seconds_left=None, save=True,
+            self._set(job, state=DownloadState.FAILED, bytes_per_second=0.0, seconds_left=None, save=True,
                       message=f"Kestrel failed while downloading {job.item.title} ({outcome!r}). "
                               f"This is a bug; please report it. What arrived is kept.")
         self._pump()
@@ -268,7 +269,7 @@ class DownloadQueue:
     def _unfinished(self, job: _Job) -> bool:
         if job.item.state in _FINAL:
             return False
-        if job.item.state == "failed":  # worth offering again only if something was kept
+        if job.item.state == DownloadState.FAILED:  # worth offering again only if something was kept
             return unit_folder(self._library, job.unit, claim=False) is not None
         return True
 
@@ -284,7 +285,7 @@ class DownloadQueue:
         for entry in entries if isinstance(entries, list) else []:
             try:
                 unit = DownloadUnit.from_dict(entry["unit"])
-                item = DownloadItem(str(entry["id"]), str(entry["title"]), "paused",
+                item = DownloadItem(str(entry["id"]), str(entry["title"]), DownloadState.PAUSED,
                                     done=_on_disk(self._library, unit),
                                     total=_whole_number(entry.get("total"), unit.size),
                                     message=_RESTORED, catalog_id=unit.catalog_id, source=unit.source)

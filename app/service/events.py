@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, Literal, Mapping, Union
 
@@ -278,7 +278,18 @@ class SetupFinished:
 
 
 DownloadId = str
-DownloadState = Literal["queued", "running", "paused", "verifying", "done", "failed", "cancelled"]
+
+
+class DownloadState(StrEnum):
+    """Where a download is; the view words each one (app/ui/download_items.py)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PAUSED = "paused"
+    VERIFYING = "verifying"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from app.library.model_details import model_details
 from app.library.models import InstalledModel, ModelLibrary
 from app.library.starter import STARTER_ID
 from app.service.event_bus import TaskGroup
-from app.service.events import CatalogListed, CatalogRow, DownloadChanged, Event, LibraryListed, ModelRow, Problem
+from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, DownloadState, Event, LibraryListed, ModelRow,
+                                Problem)
 from app.service.model_session import ModelSession
 from app.service.settings_keeper import SettingsKeeper
 
@@ -278,7 +279,7 @@ class LibraryService:
 
     def _download_changed(self, event: DownloadChanged) -> None:
         self._emit(event)
-        if event.item.state == "done" and event.item.model_id:
+        if event.item.state == DownloadState.DONE and event.item.model_id:
             self._spawn(self._downloaded(event.item.model_id))
 
     async def _downloaded(self, model_id: str) -> None:

@@ -12,12 +12,14 @@ from app.ui.model_items import ROW_ROLES, Roles, RowTableModel
 
 # The words for each state; tests/ui/test_model_items.py checks every DownloadState has them.
 DOWNLOAD_STATE_WORDS: dict[DownloadState, str] = {
-    "queued": "Waiting", "running": "Downloading", "paused": "Paused", "verifying": "Checking",
-    "done": "Done", "failed": "Failed", "cancelled": "Cancelled"}
+    DownloadState.QUEUED: "Waiting", DownloadState.RUNNING: "Downloading", DownloadState.PAUSED: "Paused",
+    DownloadState.VERIFYING: "Checking", DownloadState.DONE: "Done", DownloadState.FAILED: "Failed",
+    DownloadState.CANCELLED: "Cancelled"}
 # Download states in which each button does something.
-PAUSABLE: frozenset[DownloadState] = frozenset({"queued", "running"})
-RESUMABLE: frozenset[DownloadState] = frozenset({"paused", "failed"})
-CANCELLABLE: frozenset[DownloadState] = frozenset({"queued", "running", "paused", "verifying", "failed"})
+PAUSABLE: frozenset[DownloadState] = frozenset({DownloadState.QUEUED, DownloadState.RUNNING})
+RESUMABLE: frozenset[DownloadState] = frozenset({DownloadState.PAUSED, DownloadState.FAILED})
+CANCELLABLE: frozenset[DownloadState] = frozenset({DownloadState.QUEUED, DownloadState.RUNNING, DownloadState.PAUSED,
+                                                   DownloadState.VERIFYING, DownloadState.FAILED})
 
 
 class DownloadsModel(RowTableModel):
@@ -40,7 +42,7 @@ class DownloadsModel(RowTableModel):
         return self._text(row, column) if role == Qt.ItemDataRole.DisplayRole else None
 
     def _text(self, row: DownloadItem, column: int) -> str:
-        running = row.state == "running"
+        running = row.state == DownloadState.RUNNING
         if column == self.MODEL:
             return row.title
         if column == self.PROGRESS:
@@ -57,7 +59,9 @@ class DownloadsModel(RowTableModel):
 def fraction(item: DownloadItem) -> float:
     """How much of a download is in; -1.0 while one of unknown size is moving (a busy bar)."""
     if not item.total:
-        return 1.0 if item.state == "done" else -1.0 if item.state in ("running", "verifying") else 0.0
+        if item.state == DownloadState.DONE:
+            return 1.0
+        return -1.0 if item.state in (DownloadState.RUNNING, DownloadState.VERIFYING) else 0.0
     return min(1.0, item.done / item.total)
 
 

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 
 OFFER_WIDTH = 600
 # States after which the offer's button can start the download again.
-_ENDED: frozenset[DownloadState] = frozenset({"failed", "cancelled"})
+_ENDED: frozenset[DownloadState] = frozenset({DownloadState.FAILED, DownloadState.CANCELLED})
 # States in which the download is still under way: its progress is shown.
-_UNDER_WAY: frozenset[DownloadState] = frozenset({"running", "paused", "queued", "verifying"})
+_UNDER_WAY: frozenset[DownloadState] = frozenset({DownloadState.RUNNING, DownloadState.PAUSED, DownloadState.QUEUED,
+                                                  DownloadState.VERIFYING})
 
 
 class FirstRunOffer(QFrame):
@@ -152,7 +153,7 @@ class FirstRunOffer(QFrame):
             self.progress.setRange(0, 1000)
             self.progress.setValue(int(share * 1000))
         words = DOWNLOAD_STATE_WORDS[item.state]
-        if item.state == "done":
+        if item.state == DownloadState.DONE:
             words = "Downloaded: it is now the default model and is loading."
         elif item.state in _UNDER_WAY:
             words = f"{words} · {progress_text(item.done, item.total)}"

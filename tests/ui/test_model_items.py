@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import get_args
 
 import pytest
 from PySide6.QtCore import Qt
@@ -184,7 +183,7 @@ def test_download_progress_updates_only_progress_roles(qtbot) -> None:
 
 def test_every_verdict_and_every_download_state_has_words() -> None:
     assert set(VERDICT_WORDS) == set(Verdict) == set(VERDICT_COLOURS) and all(VERDICT_WORDS.values())
-    assert set(DOWNLOAD_STATE_WORDS) == set(get_args(DownloadState)) and all(DOWNLOAD_STATE_WORDS.values())
+    assert set(DOWNLOAD_STATE_WORDS) == set(DownloadState) and all(DOWNLOAD_STATE_WORDS.values())
 
 
 @pytest.mark.parametrize(("seconds", "words"), [(0, "0 s"), (59.6, "1 min 0 s"), (3725, "1 h 2 min")])
