@@ -7,7 +7,7 @@ is being written or waits its turn.
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from app.ui import icons
@@ -34,7 +34,7 @@ class ComposerEdit(QPlainTextEdit):
         """Lines the text takes at the box's width (wrapped lines count)."""
         return max(1, int(self.document().documentLayout().documentSize().height()))
 
-    def _fit(self, *_args) -> None:
+    def _fit(self, *_args: object) -> None:
         shown = min(self.lines(), MAX_LINES)
         margins = self.contentsMargins()
         height = (shown * self.fontMetrics().lineSpacing() + 2 * int(self.document().documentMargin())
@@ -44,7 +44,7 @@ class ComposerEdit(QPlainTextEdit):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded if self.lines() > MAX_LINES
                                         else Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
 
-    def resizeEvent(self, event) -> None:  # Override: wrapping changes with the width.
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Override: wrapping changes with the width.
         super().resizeEvent(event)
         self._fit()
 

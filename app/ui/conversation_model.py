@@ -6,7 +6,7 @@ import dataclasses
 from datetime import datetime
 from enum import IntEnum
 
-from PySide6.QtCore import (QAbstractListModel, QByteArray, QModelIndex, QPersistentModelIndex,
+from PySide6.QtCore import (QAbstractListModel, QByteArray, QModelIndex, QObject, QPersistentModelIndex,
                             QSortFilterProxyModel, Qt, Signal)
 
 from app.core.conversation import Conversation
@@ -39,7 +39,7 @@ class ConversationListModel(QAbstractListModel):
 
     renameRequested = Signal(int, str)
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._items: list[Conversation] = []
         self._answering: int | None = None
@@ -49,7 +49,7 @@ class ConversationListModel(QAbstractListModel):
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # Override QAbstractListModel.
         return 0 if parent.isValid() else len(self._items)
 
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):  # Override.
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:  # Override.
         if not index.isValid() or not 0 <= index.row() < len(self._items):
             return None
         item = self._items[index.row()]
@@ -73,7 +73,7 @@ class ConversationListModel(QAbstractListModel):
         base = super().flags(index)
         return base | Qt.ItemFlag.ItemIsEditable if index.isValid() else base
 
-    def setData(self, index: _Index, value, role: int = Qt.ItemDataRole.EditRole) -> bool:  # Override.
+    def setData(self, index: _Index, value: object, role: int = Qt.ItemDataRole.EditRole) -> bool:  # Override.
         title = str(value).strip()
         if role != Qt.ItemDataRole.EditRole or not index.isValid() or not title:
             return False
@@ -163,7 +163,7 @@ class ConversationListModel(QAbstractListModel):
 class ConversationFilter(QSortFilterProxyModel):
     """Shows only the conversations a search found (all of them when there is no search)."""
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._matches: set[int] | None = None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (QApplication, QHBoxLayout, QHeaderView, QPushButton, QStyle, QStyledItemDelegate,
                                QStyleOptionProgressBar, QStyleOptionViewItem, QVBoxLayout, QWidget)
 
@@ -16,7 +17,7 @@ from app.ui.model_items import ModelFilter, Roles, selected_row, table
 class ProgressDelegate(QStyledItemDelegate):
     """Draws a download's progress as a bar with its words over it."""
 
-    def paint(self, painter, option: QStyleOptionViewItem,  # Override QStyledItemDelegate.paint.
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem,  # Override QStyledItemDelegate.paint.
               index: QModelIndex | QPersistentModelIndex) -> None:
         share = index.data(Roles.FRACTION)
         if share is None:
@@ -71,7 +72,7 @@ class DownloadsPage(QWidget):
         self.resume_button.setEnabled(item is not None and item.state in RESUMABLE)
         self.cancel_button.setEnabled(item is not None and item.state in CANCELLABLE)
 
-    def _select_newest(self, _parent, _first: int, last: int) -> None:
+    def _select_newest(self, _parent: QModelIndex, _first: int, last: int) -> None:
         index = self.filter.mapFromSource(self.adapter.downloads.index(last, 0))
         if index.isValid():
             self.view.selectRow(index.row())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import QApplication, QSplitter, QWidget
 
 from app.core.paths import DataPaths
@@ -278,11 +278,11 @@ class MainWindow(WindowCommands):
             self._window_state_changed()
         super().changeEvent(event)
 
-    def hideEvent(self, event) -> None:  # Override QMainWindow.hideEvent.
+    def hideEvent(self, event: QHideEvent) -> None:  # Override QMainWindow.hideEvent.
         super().hideEvent(event)
         self._window_state_changed()
 
-    def showEvent(self, event) -> None:  # Override QMainWindow.showEvent.
+    def showEvent(self, event: QShowEvent) -> None:  # Override QMainWindow.showEvent.
         super().showEvent(event)
         self._window_state_changed()
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 import html
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
@@ -22,6 +26,8 @@ _LOOKS = {  # dark -> (code background, header background, muted text)
     True: ("#2b2e33", "#363a40", "#a3a8b0"),
     False: ("#f5f6f8", "#e9ebef", "#5f636b"),
 }
+# A markdown-it render rule, called as a method of the renderer.
+_RenderRule = Callable[[RendererHTML, Sequence[Token], int, OptionsDict, EnvType], str]
 
 
 def copy_href(code: str) -> str:
@@ -39,11 +45,12 @@ def code_from_href(href: str) -> str | None:
         return None
 
 
-def _fence(md: MarkdownIt, dark: bool):
+def _fence(md: MarkdownIt, dark: bool) -> _RenderRule:
     formatter = HtmlFormatter(noclasses=True, nowrap=True, style="monokai" if dark else "friendly")
     background, header, muted = _LOOKS[dark]
 
-    def render(renderer, tokens, idx, options, env) -> str:  # Bound as a renderer method.
+    def render(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict,
+               env: EnvType) -> str:  # Bound as a renderer method.
         token = tokens[idx]
         language = token.info.strip().split(" ")[0] if token.info else ""
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QPainter, QPalette, QPixmap
 
 from app.core.conversation import Message, MessageState, Role
@@ -36,7 +36,7 @@ def action_rects(row: QRect, names: tuple[str, ...], right_aligned: bool) -> lis
     return [(name, QRect(left + number * ACTION, row.top(), ACTION, ACTION)) for number, name in enumerate(names)]
 
 
-def action_at(rects: list[tuple[str, QRect]], point) -> str | None:
+def action_at(rects: list[tuple[str, QRect]], point: QPoint) -> str | None:
     for name, rect in rects:
         if rect.contains(point):
             return name

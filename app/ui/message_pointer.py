@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QPersistentModelIndex, QPoint, QPointF, QRect, Qt
+from typing import Protocol
+
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QPoint, QPointF, QRect, Qt
 from PySide6.QtGui import QCursor, QMouseEvent
 from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
-from app.core.conversation import MessageState
-from app.ui.message_selection import SelectableText
+from app.core.conversation import Message, MessageState
+from app.ui.message_selection import MessageList, SelectableText
+
+
+class PointedDelegate(Protocol):
+    """What the pointer asks of the list's MessageDelegate (which cannot be imported here:
+    the view that imports this module imports it)."""
+
+    hovered: tuple[int, str] | None
+
+    def message(self, index: QModelIndex) -> Message: ...
+
+    def action_rects(self, index: QModelIndex) -> list[tuple[str, QRect]]: ...
+
+    def action_at(self, index: QModelIndex, point: QPoint) -> str | None: ...
+
+    def anchor_at(self, index: QModelIndex, point: QPoint) -> str: ...
+
+    def text_at(self, index: QModelIndex, point: QPoint) -> bool: ...
+
+    def thinking_header_at(self, index: QModelIndex, point: QPoint) -> bool: ...
 
 
 class MessagePointer(QObject):
@@ -19,45 +40,47 @@ class MessagePointer(QObject):
     button is released; until then its moves and the release are passed on to the editor.
     """
 
-    def __init__(self, view) -> None:
+    def __init__(self, view: MessageList, delegate: PointedDelegate) -> None:
         super().__init__(view)
         self._view = view
+        self._delegate = delegate
         self._dragging: SelectableText | None = None  # the editor being handed the drag
         self._pressed: tuple[QPersistentModelIndex, str] | None = None  # an action, until released
         self._forwarding = False
         self._lit: QRect | None = None  # the icon drawn lit, where it was
         view.viewport().installEventFilter(self)
 
-    def eventFilter(self, watched, event) -> bool:  # Override QObject.eventFilter.
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Override QObject.eventFilter.
         if self._forwarding:
             return True  # what the editor left unhandled comes back up to the list: drop it
         kind = event.type()
-        if kind == QEvent.Type.MouseMove:
-            return self._moved(event)
-        if kind == QEvent.Type.MouseButtonPress and event.button() == Qt.MouseButton.LeftButton:
-            return self._pressed_at(event)
-        if kind == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.LeftButton:
-            return self._released(event)
+        if isinstance(event, QMouseEvent):
+            if kind == QEvent.Type.MouseMove:
+                return self._moved(event)
+            if kind == QEvent.Type.MouseButtonPress and event.button() == Qt.MouseButton.LeftButton:
+                return self._pressed_at(event)
+            if kind == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.LeftButton:
+                return self._released(event)
         if kind == QEvent.Type.Leave:
             self._hover(None, None, None)
         return False
 
-    def _at(self, event) -> tuple:
+    def _at(self, event: QMouseEvent) -> tuple[QPoint, QModelIndex]:
         point = event.position().toPoint()
         return point, self._view.indexAt(point)
 
-    def _moved(self, event) -> bool:
+    def _moved(self, event: QMouseEvent) -> bool:
         if self._dragging is not None:
             self._forward(event)
             return True
         point, index = self._at(event)
-        action = self._view.delegate.action_at(index, point) if index.isValid() else None
+        action = self._delegate.action_at(index, point) if index.isValid() else None
         self._hover(index if action else None, action, point)
         self._view.viewport().setCursor(self._cursor(index, point, action))
         return False
 
-    def _cursor(self, index, point: QPoint, action: str | None) -> QCursor:
-        delegate = self._view.delegate
+    def _cursor(self, index: QModelIndex, point: QPoint, action: str | None) -> QCursor:
+        delegate = self._delegate
         if action or (index.isValid() and (delegate.anchor_at(index, point)
                                            or delegate.thinking_header_at(index, point))):
             return QCursor(Qt.CursorShape.PointingHandCursor)
@@ -65,8 +88,8 @@ class MessagePointer(QObject):
             return QCursor(Qt.CursorShape.IBeamCursor)
         return QCursor(Qt.CursorShape.ArrowCursor)
 
-    def _hover(self, index, action: str | None, point: QPoint | None) -> None:
-        delegate = self._view.delegate
+    def _hover(self, index: QModelIndex | None, action: str | None, point: QPoint | None) -> None:
+        delegate = self._delegate
         hovered = (delegate.message(index).id, action) if index is not None and action else None
         if hovered == delegate.hovered:
             return
@@ -81,12 +104,12 @@ class MessagePointer(QObject):
             if self._lit is not None:
                 viewport.update(self._lit)
 
-    def _selectable(self, index) -> bool:
-        return self._view.delegate.message(index).state != MessageState.STREAMING
+    def _selectable(self, index: QModelIndex) -> bool:
+        return self._delegate.message(index).state != MessageState.STREAMING
 
-    def _pressed_at(self, event) -> bool:
+    def _pressed_at(self, event: QMouseEvent) -> bool:
         point, index = self._at(event)
-        view, delegate = self._view, self._view.delegate
+        view, delegate = self._view, self._delegate
         view.close_selection(keep_focus=True)
         if not index.isValid():
             return False
@@ -105,7 +128,7 @@ class MessagePointer(QObject):
                 return True
         return False
 
-    def _released(self, event) -> bool:
+    def _released(self, event: QMouseEvent) -> bool:
         if self._dragging is not None:
             self._forward(event)
             self._dragging = None
@@ -116,11 +139,11 @@ class MessagePointer(QObject):
         point, index = self._at(event)
         index_then, action = pressed
         if index_then.isValid() and index.row() == index_then.row() and \
-                self._view.delegate.action_at(index, point) == action:
+                self._delegate.action_at(index, point) == action:
             self._view.run_action(index, action)
         return True
 
-    def _forward(self, event) -> None:
+    def _forward(self, event: QMouseEvent) -> None:
         """Hand a mouse event on to the editor's text, in its coordinates."""
         if self._dragging is None or not isValid(self._dragging):
             self._dragging = None  # closed under the mouse (the chat changed)

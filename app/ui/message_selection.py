@@ -8,10 +8,12 @@ elsewhere, closes it.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QRect, Qt, QUrl, Signal
+from PySide6.QtCore import (QAbstractItemModel, QEvent, QMimeData, QModelIndex, QObject, QPersistentModelIndex, QRect,
+                            Qt, QUrl, Signal)
 from PySide6.QtGui import (QContextMenuEvent, QFocusEvent, QGuiApplication, QKeyEvent, QKeySequence, QTextCursor,
-                           QTextDocument)
-from PySide6.QtWidgets import QApplication, QFrame, QMenu, QStyledItemDelegate, QTextBrowser, QWidget
+                           QTextDocument, QWheelEvent)
+from PySide6.QtWidgets import (QApplication, QFrame, QListView, QMenu, QStyledItemDelegate, QStyleOptionViewItem,
+                               QTextBrowser, QWidget)
 
 from app.core.conversation import Message
 from app.ui.message_body import MessageBody
@@ -19,6 +21,8 @@ from app.ui.message_copy import selection_markdown, selection_text
 from app.ui.message_layout import RowLayout
 
 MARKDOWN_MIME = "text/markdown"
+
+_Index = QModelIndex | QPersistentModelIndex
 
 
 class SelectableText(QTextBrowser):
@@ -104,13 +108,38 @@ class SelectableText(QTextBrowser):
         if event.reason() not in (Qt.FocusReason.PopupFocusReason, Qt.FocusReason.ActiveWindowFocusReason):
             self.closeRequested.emit()
 
-    def wheelEvent(self, event) -> None:  # Override: the list under it scrolls, not this.
+    def wheelEvent(self, event: QWheelEvent) -> None:  # Override: the list under it scrolls, not this.
         under = self.parentWidget()
         if under is not None:
             QApplication.sendEvent(under, event)
 
-    def loadResource(self, kind: int, name: QUrl | str):  # Override QTextBrowser: answers load nothing.
+    def loadResource(self, kind: int, name: QUrl | str) -> None:  # Override QTextBrowser: answers load nothing.
         return None
+
+
+class MessageList(QListView):
+    """The message list as its delegate and its pointer see it; MessageView is the one.
+
+    MessageDelegate and MessagePointer cannot import MessageView (it imports them), so they
+    know it by this base: it names what they call on it beyond QListView's own methods,
+    and MessageView gives each one.
+    """
+
+    def exposed_rect(self) -> QRect:
+        """The part of the viewport being painted now."""
+        raise NotImplementedError
+
+    def open_selection(self, index: QModelIndex | None = None) -> SelectableText | None:
+        """Open a message's text for selecting; None while it is being written."""
+        raise NotImplementedError
+
+    def close_selection(self, keep_focus: bool = False) -> None:
+        """Close the selection editor; the list takes the keys back unless keep_focus."""
+        raise NotImplementedError
+
+    def run_action(self, index: QModelIndex, action: str) -> None:
+        """Do what a message's icon does."""
+        raise NotImplementedError
 
 
 class SelectionEditing(QStyledItemDelegate):
@@ -120,21 +149,22 @@ class SelectionEditing(QStyledItemDelegate):
     text an editor shows now, which the delegate does not paint under it.
     """
 
-    def __init__(self, view) -> None:  # the MessageView
+    def __init__(self, view: MessageList) -> None:
         super().__init__(view)
         self._view = view
         self.selecting: int | None = None
 
-    def message(self, index) -> Message:
+    def message(self, index: _Index) -> Message:
         raise NotImplementedError
 
-    def body_of(self, index) -> MessageBody:
+    def body_of(self, index: _Index) -> MessageBody:
         raise NotImplementedError
 
-    def layout(self, index, rect: QRect | None = None) -> RowLayout:
+    def layout(self, index: _Index, rect: QRect | None = None) -> RowLayout:
         raise NotImplementedError
 
-    def createEditor(self, parent: QWidget, option, index) -> QWidget:  # Override QStyledItemDelegate.
+    def createEditor(self, parent: QWidget, option: QStyleOptionViewItem,
+                     index: _Index) -> QWidget:  # Override QStyledItemDelegate.
         message = self.message(index)
         document = self.body_of(index).documents[0].clone()
         document.setDocumentMargin(0)
@@ -142,20 +172,20 @@ class SelectionEditing(QStyledItemDelegate):
         self.selecting = message.id
         return SelectableText(document, message.text, parent)
 
-    def updateEditorGeometry(self, editor: QWidget, option, index) -> None:  # Override.
+    def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem, index: _Index) -> None:  # Override.
         editor.setGeometry(self.layout(index, option.rect).text)
 
-    def setEditorData(self, editor: QWidget, index) -> None:  # Override: it holds its own document.
+    def setEditorData(self, editor: QWidget, index: _Index) -> None:  # Override: it holds its own document.
         pass
 
-    def setModelData(self, editor: QWidget, model, index) -> None:  # Override: read-only.
+    def setModelData(self, editor: QWidget, model: QAbstractItemModel, index: _Index) -> None:  # Override: read-only.
         pass
 
-    def destroyEditor(self, editor: QWidget, index) -> None:  # Override.
+    def destroyEditor(self, editor: QWidget, index: _Index) -> None:  # Override.
         self.selecting = None
         super().destroyEditor(editor, index)
 
-    def eventFilter(self, watched, event) -> bool:  # Override: the editor handles its keys and focus.
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Override: the editor handles its keys and focus.
         if isinstance(watched, SelectableText):
             return False
         return super().eventFilter(watched, event)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QRect, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QCursor, QDesktopServices, QGuiApplication, QKeySequence, QPainter, QPalette
+from PySide6.QtCore import (QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPoint, QRect, Qt, QTimer,
+                            QUrl, Signal)
+from PySide6.QtGui import (QAction, QCursor, QDesktopServices, QGuiApplication, QKeySequence, QMouseEvent, QPainter,
+                           QPaintEvent, QPalette, QResizeEvent)
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
 
 from app.core.conversation import MessageState, Role
@@ -15,12 +18,12 @@ from app.ui.message_actions import COPIED_TIP
 from app.ui.message_delegate import MessageDelegate
 from app.ui.message_model import MessageListModel
 from app.ui.message_pointer import MessagePointer
-from app.ui.message_selection import SelectableText
+from app.ui.message_selection import MessageList, SelectableText
 
 COPIED_MS = 1500  # how long a copy icon shows its tick
 
 
-class MessageView(QListView):
+class MessageView(MessageList):
     """Stays at the bottom while an answer streams, unless the user scrolled up.
 
     A growing answer (a row whose text alone changed) is drawn on `pacer`'s clock, not at
@@ -66,7 +69,7 @@ class MessageView(QListView):
         self.delegate = MessageDelegate(self)
         self.setItemDelegate(self.delegate)
         self.delegate.set_width(self.viewport().width())
-        self.pointer = MessagePointer(self)
+        self.pointer = MessagePointer(self, self.delegate)
         self._selection: QPersistentModelIndex | None = None
         self._copied_timer = QTimer(self)
         self._copied_timer.setSingleShot(True)
@@ -76,7 +79,8 @@ class MessageView(QListView):
         self.verticalScrollBar().rangeChanged.connect(self._range_changed)
         self._add_shortcuts()
 
-    def setModel(self, model) -> None:  # Override QListView.setModel.
+    def setModel(self, model: QAbstractItemModel | None) -> None:  # Override QListView.setModel.
+        assert model is not None, "the list always shows a chat's messages"
         super().setModel(model)
         self.delegate.watch(model)
         model.modelReset.connect(self._reset)
@@ -130,7 +134,8 @@ class MessageView(QListView):
 
     # --- a growing answer --------------------------------------------------------------
 
-    def dataChanged(self, top_left, bottom_right, roles=()) -> None:  # Override QListView.dataChanged.
+    def dataChanged(self, top_left: QModelIndex | QPersistentModelIndex,  # Override QListView.dataChanged.
+                    bottom_right: QModelIndex | QPersistentModelIndex, roles: Sequence[int] = ()) -> None:
         # QListView lays out every row for any change; a growing answer waits for its frame.
         if top_left == bottom_right and [int(role) for role in roles] == [int(Qt.ItemDataRole.DisplayRole)]:
             self._growing.append(QPersistentModelIndex(top_left))
@@ -169,7 +174,7 @@ class MessageView(QListView):
         if self._frame_pending:
             self.pacer.add_cost(_now_ms() - started)
 
-    def resizeEvent(self, event) -> None:  # Override QListView.resizeEvent.
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Override QListView.resizeEvent.
         self.delegate.set_width(self.viewport().width())
         super().resizeEvent(event)
 
@@ -303,7 +308,7 @@ class MessageView(QListView):
         if editor is not None:
             editor.selectAll()
 
-    def _context_menu(self, point) -> None:
+    def _context_menu(self, point: QPoint) -> None:
         index = self.indexAt(point)
         if not index.isValid():
             return
@@ -323,7 +328,7 @@ class MessageView(QListView):
         """The part of the viewport being painted now (all of it outside a paint event)."""
         return QRect(self._exposed) if self._exposed is not None else self.viewport().rect()
 
-    def paintEvent(self, event) -> None:  # Override: an empty chat says what it is for.
+    def paintEvent(self, event: QPaintEvent) -> None:  # Override: an empty chat says what it is for.
         started = _now_ms()
         self._exposed = event.rect()
         try:
@@ -340,8 +345,9 @@ class MessageView(QListView):
                              "Ask anything. Answers are written on this computer;\nnothing you type leaves it.")
             painter.end()
 
-    def viewportEvent(self, event) -> bool:  # Override: links and the thinking header open on click.
-        if event.type() == QEvent.Type.MouseButtonRelease and event.button() == Qt.MouseButton.LeftButton:
+    def viewportEvent(self, event: QEvent) -> bool:  # Override: links and the thinking header open on click.
+        if isinstance(event, QMouseEvent) and event.type() == QEvent.Type.MouseButtonRelease \
+                and event.button() == Qt.MouseButton.LeftButton:
             point = event.position().toPoint()
             index = self.indexAt(point)
             if index.isValid() and self.delegate.thinking_header_at(index, point):

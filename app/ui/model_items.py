@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import Any
 
-from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt,
-                            Signal)
+from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel,
+                            Qt, Signal)
 from PySide6.QtGui import QBrush, QGuiApplication, QPalette
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
@@ -56,7 +56,7 @@ class RowTableModel(QAbstractTableModel):
 
     COLUMNS: tuple[str, ...] = ()
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._rows: list[Any] = []
 
@@ -79,12 +79,12 @@ class RowTableModel(QAbstractTableModel):
     def columnCount(self, parent: _Index = QModelIndex()) -> int:  # Override QAbstractTableModel.
         return 0 if parent.isValid() else len(self.COLUMNS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _Display):  # Override.
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = _Display) -> str | None:  # Override.
         if orientation == Qt.Orientation.Horizontal and role == _Display and 0 <= section < len(self.COLUMNS):
             return self.COLUMNS[section]
         return None
 
-    def data(self, index: _Index, role: int = _Display):  # Override QAbstractTableModel.data.
+    def data(self, index: _Index, role: int = _Display) -> object:  # Override QAbstractTableModel.data.
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         if role not in _SHOWN_ROLES and role not in ROW_ROLES:
@@ -156,7 +156,7 @@ class InstalledModelsModel(RowTableModel):
     MODEL, FORMAT, PARAMETERS, QUANTIZATION, SIZE, FITS, STATUS = range(7)
     totalsChanged = Signal()
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.disk_total = 0
 
@@ -270,7 +270,7 @@ class ModelFilter(QSortFilterProxyModel):
     A row whose fit is not known yet is kept by "fits only": it is not known not to fit.
     """
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._words: tuple[str, ...] = ()
         self._fits_only = False

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QMouseEvent, QTextOption
+from PySide6.QtGui import QMouseEvent, QShowEvent, QTextOption
 from PySide6.QtWidgets import (QCheckBox, QDialog, QFileDialog, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QMessageBox, QPushButton, QScrollArea, QSplitter, QTabWidget, QTextBrowser, QVBoxLayout,
                                QWidget)
 
 from app.core.units import human_size
+from app.library.model_defaults import ModelDefaults
 from app.ui.downloads_view import DownloadsPage
 from app.ui.fit_verdict import verdict_tooltip
 from app.ui.link_lookup import LinkLookup
@@ -153,12 +155,12 @@ class InstalledPage(QWidget):
             settings = self.adapter.controller.settings
             self.form.show_defaults(model.defaults, settings.generation, settings.device_preference)
 
-    def _act(self, method) -> None:
+    def _act(self, method: Callable[[str], Coroutine[Any, Any, bool]]) -> None:
         row = selected_row(self.view)
         if row is not None:
             self.adapter.spawn(method(row.model.id))
 
-    def _save_defaults(self, defaults) -> None:
+    def _save_defaults(self, defaults: ModelDefaults) -> None:
         row = selected_row(self.view)
         if row is not None:
             self.adapter.spawn(self.library.set_defaults(row.model.id, defaults))
@@ -294,7 +296,7 @@ class ModelManager(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
 
-    def showEvent(self, event) -> None:  # Override QDialog.showEvent.
+    def showEvent(self, event: QShowEvent) -> None:  # Override QDialog.showEvent.
         super().showEvent(event)
         self.adapter.spawn(self.adapter.controller.library.refresh())
 

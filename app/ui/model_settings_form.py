@@ -65,7 +65,7 @@ class LayersSpinBox(QSpinBox):
         words = {"auto": self._AUTO, "all": self._ALL}
         return words.get(text.strip().lower(), int(text) if text.strip().lstrip("-").isdigit() else self._AUTO)
 
-    def validate(self, text: str, position: int):  # Override QSpinBox.validate.
+    def validate(self, text: str, position: int) -> tuple[QValidator.State, str, int]:  # Override QSpinBox.validate.
         stripped = text.strip().lower()
         if stripped.lstrip("-").isdigit() or stripped in ("auto", "all"):
             return QValidator.State.Acceptable, text, position

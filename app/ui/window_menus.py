@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QMenu
 
 from app.ui import icons
 from app.ui.window_commands import WindowCommands
@@ -25,7 +27,8 @@ class WindowActions:
     themes: dict[str, QAction]
 
 
-def _add(menu, text: str, slot, shortcut=None, icon: str | None = None) -> QAction:
+def _add(menu: QMenu, text: str, slot: Callable[[], object] | Callable[[bool], object],
+         shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None, icon: str | None = None) -> QAction:
     action = menu.addAction(text)
     if shortcut is not None:
         action.setShortcut(shortcut if isinstance(shortcut, QKeySequence) else QKeySequence(shortcut))
