@@ -6,9 +6,9 @@ import html
 import math
 from collections import OrderedDict
 
-from PySide6.QtCore import QEvent, QModelIndex, QPersistentModelIndex, QPoint, QPointF, QRect, QRectF, QSize, QTimer
-from PySide6.QtGui import QFontMetrics, QPainter, QPalette, QTextDocument
-from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolTip
+from PySide6.QtCore import QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPoint, QPointF, QRect, QRectF, QSize, QTimer
+from PySide6.QtGui import QFontMetrics, QHelpEvent, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QToolTip
 
 from app.core.conversation import Message, MessageState, Role
 from app.ui import message_chrome as chrome
@@ -18,7 +18,7 @@ from app.ui.message_body import GrowingAnswer, MessageBody
 from app.ui.message_chrome import stats_line
 from app.ui.message_layout import Lines, RowLayout, chrome_height, column, row_layout, text_width
 from app.ui.message_model import MessageListModel
-from app.ui.message_selection import SelectionEditing
+from app.ui.message_selection import MessageList, SelectionEditing
 from app.ui.thinking_section import ThinkingSection
 
 __all__ = ["MessageDelegate", "stats_line"]  # stats_line: the window's tests read it here
@@ -40,7 +40,7 @@ class MessageDelegate(SelectionEditing):
     `selecting` (the message whose text an editor shows: not painted under it).
     """
 
-    def __init__(self, view) -> None:
+    def __init__(self, view: MessageList) -> None:
         super().__init__(view)
         self._bodies: OrderedDict[int, tuple[tuple, MessageBody]] = OrderedDict()
         # Message id -> ((width, dark), its blocks) for the answers being written.
@@ -83,13 +83,13 @@ class MessageDelegate(SelectionEditing):
         if len(self._heights) > _HEIGHTS_KEPT:
             self._heights.clear()
 
-    def watch(self, model) -> None:
+    def watch(self, model: QAbstractItemModel) -> None:
         """Drop cached row sizes when rows change; a changed row keeps the others' sizes."""
         model.dataChanged.connect(self._rows_changed)
         for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset, model.layoutChanged):
             signal.connect(lambda *_: self._sizes.clear())
 
-    def _rows_changed(self, top: QModelIndex, bottom: QModelIndex, *_roles) -> None:
+    def _rows_changed(self, top: QModelIndex, bottom: QModelIndex, *_roles: object) -> None:
         for row in range(top.row(), bottom.row() + 1):
             self._sizes.pop(row, None)
 
@@ -309,7 +309,8 @@ class MessageDelegate(SelectionEditing):
 
         QTimer.singleShot(0, emit)
 
-    def helpEvent(self, event, view, option, index) -> bool:  # Override.
+    def helpEvent(self, event: QHelpEvent, view: QAbstractItemView, option: QStyleOptionViewItem,  # Override.
+                  index: _Index) -> bool:
         """An action's tooltip; on an answer, why the model's own chat template was not used."""
         if event.type() == QEvent.Type.ToolTip and index.isValid():
             action = self.action_at(index, event.pos())
@@ -327,12 +328,12 @@ class MessageDelegate(SelectionEditing):
 
     # --- hit tests ------------------------------------------------------------------
 
-    def anchor_at(self, index: QModelIndex, point) -> str:
+    def anchor_at(self, index: QModelIndex, point: QPoint) -> str:
         """The link under a point in a message, if any."""
         body, text = self.body_of(index), self.layout(index).text
         return body.anchor_at(QPointF(point.x() - text.left(), point.y() - text.top()))
 
-    def text_at(self, index: QModelIndex, point) -> bool:
+    def text_at(self, index: QModelIndex, point: QPoint) -> bool:
         """Whether a point (viewport coordinates) is on the row's text."""
         return self.layout(index).text.contains(point)
 
@@ -358,7 +359,7 @@ class MessageDelegate(SelectionEditing):
                             user=False, boundary=self._is_boundary(index))
         return layout.thinking_top
 
-    def thinking_header_at(self, index: QModelIndex, point) -> bool:
+    def thinking_header_at(self, index: QModelIndex, point: QPoint) -> bool:
         """Whether a point (viewport coordinates) is on the row's "Thinking" header line."""
         if not self.message(index).thinking:
             return False

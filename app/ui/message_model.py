@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from enum import IntEnum
 
-from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from app.core.conversation import Message, MessageState, Role
 
@@ -38,7 +38,7 @@ class MessageListModel(QAbstractListModel):
     Message ids and messages() cover the whole conversation; rows only what is shown.
     """
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._messages: list[Message] = []
         self._rows: dict[int, int] = {}  # message id -> position in _messages
@@ -50,7 +50,7 @@ class MessageListModel(QAbstractListModel):
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # Override QAbstractListModel.
         return 0 if parent.isValid() else len(self._messages) - self._first
 
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole):  # Override.
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:  # Override.
         if not index.isValid() or not 0 <= index.row() < self.rowCount():
             return None
         position = self._first + index.row()
@@ -126,10 +126,9 @@ class MessageListModel(QAbstractListModel):
         if position is None:
             return
         message = self._messages[position]
-        if thinking:
-            self._change(message_id, [Qt.ItemDataRole.DisplayRole], thinking=message.thinking + more)
-        else:
-            self._change(message_id, [Qt.ItemDataRole.DisplayRole], text=message.text + more)
+        grown = (dataclasses.replace(message, thinking=message.thinking + more) if thinking
+                 else dataclasses.replace(message, text=message.text + more))
+        self._change(grown, [Qt.ItemDataRole.DisplayRole])
 
     def replace(self, message: Message) -> None:
         """A message's final form (state and stats too)."""
@@ -186,11 +185,11 @@ class MessageListModel(QAbstractListModel):
         position = self._first + row
         return 0 < position == self._context_starts_at
 
-    def _change(self, message_id: int, roles: list, **changes) -> None:
-        position = self._rows.get(message_id)
+    def _change(self, message: Message, roles: list[int]) -> None:
+        position = self._rows.get(message.id)
         if position is None:
             return
-        self._messages[position] = dataclasses.replace(self._messages[position], **changes)
+        self._messages[position] = message
         if position >= self._first:
             index = self.index(position - self._first)
             self.dataChanged.emit(index, index, roles)
