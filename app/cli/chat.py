@@ -20,7 +20,8 @@ from app.core.settings import DevicePreference, Settings, SettingsError, Setting
 from app.engine.protocol import ErrorKind
 from app.library.model_defaults import ModelDefaults
 from app.library.model_format import format_at
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.client import EngineClient
 from app.service.controller import ChatController

@@ -26,7 +26,8 @@ from app.library.gguf_info import ModelFileError
 from app.library.model_defaults import ModelDefaults
 from app.library.model_format import GENAI_CONFIG
 from app.library.model_details import model_details
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 
 # info's lines in plain output: the JSON key and the words before its value.
 _INFO_LABELS = (

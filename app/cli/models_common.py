@@ -16,7 +16,8 @@ from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from app.library.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 from app.library.scan import ScanCancelled
 
 # The download, the copy into the models folder, or the removal did not complete (network,

@@ -11,7 +11,8 @@ from app.cli.chat import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import load_settings, open_library
 from app.core.settings import SettingsError
 from app.library.model_defaults import FIELD_HELP, ModelDefaults, field_names, parse_value
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 
 _TEXT_FIELDS = ("system_prompt", "chat_template")
 

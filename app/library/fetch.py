@@ -15,7 +15,8 @@ from app.library.download import (DownloadControl, DownloadedFile, DownloadOptio
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.hub import DownloadUnit
 from app.library.model_format import read_onnx_folder
-from app.library.models import METADATA_FILE, InstalledModel, ModelLibrary, safe_id
+from app.library.installed import InstalledModel
+from app.library.models import METADATA_FILE, ModelLibrary, safe_id
 
 # Beside the parts of an unfinished download: which addresses they are from, so the same
 # unit finds its folder (and its parts) again after a restart. The library lists a folder

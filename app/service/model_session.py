@@ -8,21 +8,22 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from app.core.settings import Settings
 from app.engine.protocol import Loaded
 from app.engine.resources import default_threads
 from app.hardware.power import read_power
-from app.library.models import InstalledModel
+from app.library.installed import InstalledModel
 from app.service import kv_cache
 from app.service.background import EnginePace, WindowState
 from app.service.client import EngineClient
 from app.service.engine_errors import EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.event_bus import EventBus, TaskGroup
-from app.service.events import ActivityChanged, Event, ModelState, ModelStateChanged, PaceChanged, Problem, ProblemSolved
+from app.service.events import (ActivityChanged, Event, ModelState, ModelStateChanged, PaceChanged, Problem,
+                                ProblemSolved)
 from app.service.idle import UNLOADED_WORDS, IdleTimer
 from app.service.model_setup import ModelSetup
 from app.service.priority import set_gentle
-from app.core.settings import Settings
 from app.service.settings_keeper import SettingsKeeper
 from app.service.threads import BusyMeter, ThreadAdvisor
 

@@ -9,7 +9,8 @@ from typing import Callable
 
 from app.library.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
-from app.library.models import InstalledModel, ModelLibrary
+from app.library.installed import InstalledModel
+from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.events import Event, SetupFinished, SetupProgress
 

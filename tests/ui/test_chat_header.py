@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QObject, Qt
 
-from app.library.models import InstalledModel
+from app.library.installed import InstalledModel
 from app.service.events import ModelRow
 from app.ui.chat_header import ChatHeader
 from app.ui.model_items import InstalledModelsModel

@@ -11,7 +11,7 @@ from PySide6.QtTest import QAbstractItemModelTester
 
 from app.library.catalog import CatalogEntry, CatalogFile
 from app.hardware.fit import FitEstimate, MemoryNeed, Verdict
-from app.library.models import InstalledModel
+from app.library.installed import InstalledModel
 from app.service.events import DownloadItem, DownloadState
 from app.service.events import CatalogRow, ModelRow
 from app.ui.download_items import DOWNLOAD_STATE_WORDS, DownloadsModel, duration_text
