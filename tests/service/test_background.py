@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import os
-from pathlib import Path
 
 import psutil
 import pytest
@@ -15,7 +14,8 @@ from app.hardware import power as power_module
 from app.hardware.power import Power, power_from_status
 from app.service import priority
 from app.service.background import EnginePace, Pace, WindowState, pace_for, pace_words
-from tests.service.conftest import install, make_controller, run
+from app.service.client import EngineClient
+from tests.service.conftest import engine_of, priority_problem, run, set_busy_cores
 
 F, B, H = WindowState.FOREGROUND, WindowState.BACKGROUND, WindowState.HIDDEN
 MAINS, BATTERY, SAVER = Power(), Power(on_battery=True), Power(on_battery=True, saver=True)
@@ -129,22 +129,18 @@ def _engine_nice(pid: int) -> set[int]:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="nice values are POSIX")
-def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_front(tiny_model: Path) -> None:
-    install(tiny_model)
-
+def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_front(started_controller) -> None:
     async def scenario():
-        controller = make_controller()
-        await controller.start_up()
-        await controller.update_settings(dataclasses.replace(controller.settings, when_in_background="gently"))
-        pid = controller.session.client.pid
-        seen = [_engine_nice(pid)]
-        controller.set_window_state(WindowState.BACKGROUND)
-        seen.append(_engine_nice(pid))
-        controller.set_window_state(WindowState.FOREGROUND)
-        seen.append(_engine_nice(pid))
-        problem = controller.session.pace.problem
-        await controller.shutdown()
-        return seen, problem
+        async with started_controller(engine=EngineClient()) as started:
+            controller = started.controller
+            await controller.update_settings(dataclasses.replace(controller.settings, when_in_background="gently"))
+            pid = engine_of(controller).pid
+            seen = [_engine_nice(pid)]
+            controller.set_window_state(WindowState.BACKGROUND)
+            seen.append(_engine_nice(pid))
+            controller.set_window_state(WindowState.FOREGROUND)
+            seen.append(_engine_nice(pid))
+            return seen, priority_problem(controller)
 
     seen, problem = run(scenario)
     assert seen[0] == {0} and seen[1] == {priority.GENTLE_NICE}, seen
@@ -154,25 +150,22 @@ def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_fro
         assert seen[2] == {priority.GENTLE_NICE} and "normal priority back" in (problem or "")
 
 
-def test_gently_with_fewer_threads_halves_the_next_answers_threads(tiny_model: Path) -> None:
-    install(tiny_model)
-
+def test_gently_with_fewer_threads_halves_the_next_answers_threads(started_controller) -> None:
     async def scenario():
-        controller = make_controller()
-        await controller.start_up()
-        await controller.update_settings(dataclasses.replace(
-            controller.settings, when_in_background="gently", gentle_fewer_threads=True))
-        controller.session.threads._busy = lambda: 0.0
-        controller.set_window_state(WindowState.BACKGROUND)
-        controller.send("Hello")
-        await controller.wait_idle()
-        gentle = controller.messages[-1].stats.threads
-        controller.set_window_state(WindowState.FOREGROUND)
-        controller.send("Again")
-        await controller.wait_idle()
-        full = controller.messages[-1].stats.threads
-        await controller.shutdown()
-        return gentle, full
+        async with started_controller() as started:
+            controller = started.controller
+            await controller.update_settings(dataclasses.replace(
+                controller.settings, when_in_background="gently", gentle_fewer_threads=True))
+            set_busy_cores(controller, lambda: 0.0)
+            controller.set_window_state(WindowState.BACKGROUND)
+            controller.send("Hello")
+            await controller.wait_idle()
+            gentle = controller.messages[-1].stats.threads
+            controller.set_window_state(WindowState.FOREGROUND)
+            controller.send("Again")
+            await controller.wait_idle()
+            full = controller.messages[-1].stats.threads
+            return gentle, full
 
     gentle, full = run(scenario)
     assert gentle == max(1, full // 2) and full >= 1

@@ -11,102 +11,102 @@ import pytest
 from app.core.chat_export import MAX_BYTES
 from app.core.history import HistoryStore
 from app.service import events as ev
-from tests.service.conftest import Recorder, install, make_controller, run
+from tests.service.conftest import history, run
 
 
-async def _chat_with_answers(tiny_model):
-    install(tiny_model)
-    controller = make_controller()
-    recorder = Recorder(controller)
-    await controller.start_up()
+async def _chat_with_answers(controller) -> None:
     for text in ("Tell me about kestrels", "And falcons?"):
         assert controller.send(text)
         await controller.wait_idle()
-    return controller, recorder
 
 
-def test_a_json_export_imports_back_as_a_new_chat_with_the_same_messages(tiny_model, tmp_path) -> None:
+def test_a_json_export_imports_back_as_a_new_chat_with_the_same_messages(started_controller, tmp_path) -> None:
     async def scenario():
-        controller, recorder = await _chat_with_answers(tiny_model)
-        original = controller.conversation
-        path = tmp_path / "exported chat ü.json"
-        assert await controller.export_conversation(original.id, path, "json")
-        assert json.loads(path.read_text(encoding="utf-8"))["format"] == "kestrel-chat"
-        new_id = await controller.import_conversation(path)
-        assert new_id is not None and new_id != original.id
-        assert recorder.of(ev.ConversationChanged)[-1].conversation.id == new_id
-        before = await controller.storage.history(HistoryStore.messages, original.id)
-        after = await controller.storage.history(HistoryStore.messages, new_id)
-        assert [(m.role, m.text, m.thinking, m.stats, m.state) for m in after] == \
-            [(m.role, m.text, m.thinking, m.stats, m.state) for m in before]
-        imported = await controller.storage.history(HistoryStore.get_conversation, new_id)
-        assert (imported.title, imported.settings) == (original.title, original.settings)
-        found = await controller.search("falcons")
-        assert found == {original.id, new_id}, "an imported chat is searchable"
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _chat_with_answers(controller)
+            original = controller.conversation
+            path = tmp_path / "exported chat ü.json"
+            assert await controller.export_conversation(original.id, path, "json")
+            assert json.loads(path.read_text(encoding="utf-8"))["format"] == "kestrel-chat"
+            new_id = await controller.import_conversation(path)
+            assert new_id is not None and new_id != original.id
+            assert recorder.of(ev.ConversationChanged)[-1].conversation.id == new_id
+            before = await history(controller, HistoryStore.messages, original.id)
+            after = await history(controller, HistoryStore.messages, new_id)
+            assert [(m.role, m.text, m.thinking, m.stats, m.state) for m in after] == \
+                [(m.role, m.text, m.thinking, m.stats, m.state) for m in before]
+            imported = await history(controller, HistoryStore.get_conversation, new_id)
+            assert (imported.title, imported.settings) == (original.title, original.settings)
+            found = await controller.search("falcons")
+            assert found == {original.id, new_id}, "an imported chat is searchable"
 
     run(scenario)
 
 
-def test_markdown_export_holds_the_chat(tiny_model, tmp_path) -> None:
+def test_markdown_export_holds_the_chat(started_controller, tmp_path) -> None:
     async def scenario():
-        controller, _ = await _chat_with_answers(tiny_model)
-        path = tmp_path / "chat.md"
-        assert await controller.export_conversation(controller.conversation.id, path, "markdown")
-        text = path.read_text(encoding="utf-8")
-        assert text.startswith("# Tell me about kestrels") and text.count("## You") == 2
-        assert controller.messages[-1].text.strip()[:20] in text
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller = started.controller
+            await _chat_with_answers(controller)
+            path = tmp_path / "chat.md"
+            assert await controller.export_conversation(controller.conversation.id, path, "markdown")
+            text = path.read_text(encoding="utf-8")
+            assert text.startswith("# Tell me about kestrels") and text.count("## You") == 2
+            assert controller.messages[-1].text.strip()[:20] in text
 
     run(scenario)
 
 
 @pytest.mark.skipif(os.name == "nt" or os.geteuid() == 0, reason="root writes into read-only folders")
-def test_a_folder_that_refuses_the_file_is_said_naming_it(tiny_model, tmp_path) -> None:
+def test_a_folder_that_refuses_the_file_is_said_naming_it(started_controller, tmp_path) -> None:
     async def scenario():
-        controller, recorder = await _chat_with_answers(tiny_model)
-        folder = tmp_path / "locked"
-        folder.mkdir()
-        folder.chmod(0o500)
-        try:
-            assert not await controller.export_conversation(controller.conversation.id, folder / "c.md", "markdown")
-        finally:
-            folder.chmod(0o700)
-        problem = recorder.of(ev.Problem)[-1]
-        assert problem.kind == "disk" and str(folder / "c.md") in problem.text
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _chat_with_answers(controller)
+            folder = tmp_path / "locked"
+            folder.mkdir()
+            folder.chmod(0o500)
+            try:
+                assert not await controller.export_conversation(controller.conversation.id, folder / "c.md", "markdown")
+            finally:
+                folder.chmod(0o700)
+            problem = recorder.of(ev.Problem)[-1]
+            assert problem.kind == "disk" and str(folder / "c.md") in problem.text
 
     run(scenario)
 
 
-def test_an_export_where_no_folder_can_be_is_said_naming_the_file(tiny_model, tmp_path) -> None:
+def test_an_export_where_no_folder_can_be_is_said_naming_the_file(started_controller, tmp_path) -> None:
     async def scenario():
-        controller, recorder = await _chat_with_answers(tiny_model)
-        (tmp_path / "a file").write_text("not a folder")
-        target = tmp_path / "a file" / "chat.json"
-        assert not await controller.export_conversation(controller.conversation.id, target, "json")
-        problem = recorder.of(ev.Problem)[-1]
-        assert problem.kind == "disk" and str(target) in problem.text and "Choose another folder" in problem.text
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _chat_with_answers(controller)
+            (tmp_path / "a file").write_text("not a folder")
+            target = tmp_path / "a file" / "chat.json"
+            assert not await controller.export_conversation(controller.conversation.id, target, "json")
+            problem = recorder.of(ev.Problem)[-1]
+            assert problem.kind == "disk" and str(target) in problem.text and "Choose another folder" in problem.text
 
     run(scenario)
 
 
-def test_hostile_and_huge_files_are_refused_and_nothing_is_added(tiny_model, tmp_path) -> None:
+def test_hostile_and_huge_files_are_refused_and_nothing_is_added(started_controller, tmp_path) -> None:
     async def scenario():
-        controller, recorder = await _chat_with_answers(tiny_model)
-        before = await controller.storage.history(HistoryStore.list_conversations)
-        hostile = tmp_path / "hostile.json"
-        hostile.write_text(json.dumps({"format": "kestrel-chat", "version": 1,
-                                       "messages": [{"role": "user", "text": "ok"}, {"role": "admin", "text": 1}]}))
-        assert await controller.import_conversation(hostile) is None
-        assert str(hostile) in recorder.of(ev.Problem)[-1].text and "message 2" in recorder.of(ev.Problem)[-1].text
-        huge = tmp_path / "huge.json"
-        with huge.open("wb") as file:
-            file.truncate(MAX_BYTES + 1)
-        assert await controller.import_conversation(huge) is None
-        assert "too big" in recorder.of(ev.Problem)[-1].text
-        assert await controller.storage.history(HistoryStore.list_conversations) == before
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _chat_with_answers(controller)
+            before = await history(controller, HistoryStore.list_conversations)
+            hostile = tmp_path / "hostile.json"
+            hostile.write_text(json.dumps({"format": "kestrel-chat", "version": 1,
+                                           "messages": [{"role": "user", "text": "ok"}, {"role": "admin", "text": 1}]}))
+            assert await controller.import_conversation(hostile) is None
+            assert str(hostile) in recorder.of(ev.Problem)[-1].text and "message 2" in recorder.of(ev.Problem)[-1].text
+            huge = tmp_path / "huge.json"
+            with huge.open("wb") as file:
+                file.truncate(MAX_BYTES + 1)
+            assert await controller.import_conversation(huge) is None
+            assert "too big" in recorder.of(ev.Problem)[-1].text
+            assert await history(controller, HistoryStore.list_conversations) == before
 
     run(scenario)

@@ -1,16 +1,12 @@
-"""The chat controller driven as a front end drives it, on the tiny model, without Qt."""
+"""The chat controller driven as a front end drives it, on the scripted engine, without Qt."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import shutil
-import signal
 import subprocess
 import sys
-
-import pytest
 
 from app.core.conversation import MessageState, Role
 from app.core.history import HistoryStore
@@ -18,19 +14,12 @@ from app.engine.protocol import ChatMessage, Delta, Done
 from app.service import events as ev
 from app.service.engine_queue import Withdrawn
 from tests.helpers.disks import small_disk
-from tests.service.conftest import SMALL, Recorder, install, make_controller, run
+from tests.helpers.scripted_answers import scripted_text
+from tests.helpers.scripted_engine import ScriptedEngine
+from tests.service.conftest import (LONG, SMALL, engine_line, history, run, settings_file, stored, writing)
 
 
-async def _started(tiny_model, generation=SMALL):
-    install(tiny_model, generation)
-    controller = make_controller()
-    recorder = Recorder(controller)
-    await controller.start_up()
-    assert controller.model_state == ev.ModelState.READY, controller.model_detail
-    return controller, recorder
-
-
-async def _answered(controller, recorder, text: str):
+async def _answered(controller, text: str):
     assert controller.send(text)
     await controller.wait_idle()
     return controller.messages[-1]
@@ -44,15 +33,6 @@ async def _streaming(controller, recorder, text: str, chars: int) -> None:
     await recorder.until(lambda: len(recorder.text_of(answer_id)) > chars, what="some text")
 
 
-def _writing(controller) -> bool:
-    run = controller.answers.queue.run
-    return run is not None and run.running
-
-
-async def _stored(controller, conversation_id):
-    return await controller.storage.history(HistoryStore.messages, conversation_id)
-
-
 def test_the_controller_and_the_cli_run_without_qt() -> None:
     # In a fresh process: this one may have Qt loaded by other tests.
     code = ("import sys, app.service.controller, app.cli.chat; "
@@ -60,294 +40,313 @@ def test_the_controller_and_the_cli_run_without_qt() -> None:
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
-def test_send_streams_saves_and_reports_in_order(tiny_model) -> None:
+def test_send_streams_saves_and_reports_in_order(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model)
-        start = len(recorder.events)
-        answer = await _answered(controller, recorder, "Hello there")
-        kinds = [type(e).__name__ for e in recorder.events[start:]
-                 if not isinstance(e, (ev.TextGrew, ev.ActivityChanged, ev.ConversationChanged,
-                                   ev.AnswerQueueChanged))]
-        assert kinds == ["BusyChanged", "MessageAdded", "MessageAdded", "AnswerStarted", "AnswerFinished",
-                         "BusyChanged"]
-        assert answer.state == MessageState.COMPLETE and answer.stats.tokens == 24
-        assert answer.stats.device == "CPU" and answer.stats.finish_reason in ("length", "stop")
-        assert recorder.text_of(answer.id) == answer.text
-        user, saved = await _stored(controller, answer.conversation_id)
-        assert (user.role, user.text) == (Role.USER, "Hello there") and saved == answer
-        assert controller.conversation.title == "Hello there"
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            start = len(recorder.events)
+            answer = await _answered(controller, "Hello there")
+            kinds = [type(e).__name__ for e in recorder.events[start:]
+                     if not isinstance(e, (ev.TextGrew, ev.ActivityChanged, ev.ConversationChanged,
+                                       ev.AnswerQueueChanged))]
+            assert kinds == ["BusyChanged", "MessageAdded", "MessageAdded", "AnswerStarted", "AnswerFinished",
+                             "BusyChanged"]
+            assert answer.state == MessageState.COMPLETE and answer.stats.tokens == 24
+            assert answer.stats.device == "CPU" and answer.stats.finish_reason == "length"
+            assert answer.text == scripted_text(24) and recorder.text_of(answer.id) == answer.text
+            user, saved = await stored(controller, answer.conversation_id)
+            assert (user.role, user.text) == (Role.USER, "Hello there") and saved == answer
+            assert controller.conversation.title == "Hello there"
+            assert started.engine.requests[-1].messages == (ChatMessage("user", "Hello there"),)
 
     run(scenario)
 
 
-def test_a_message_sent_while_the_model_loads_waits_then_is_answered(tiny_model) -> None:
+def test_a_message_sent_while_the_model_loads_waits_then_is_answered(started_controller) -> None:
     async def scenario():
-        install(tiny_model)
-        controller = make_controller()
-        recorder = Recorder(controller)
-        starting = asyncio.ensure_future(controller.start_up())
-        await recorder.until(lambda: controller.model_state == ev.ModelState.LOADING, what="loading")
-        assert controller.send("Early bird")
-        await recorder.until(lambda: controller.answering_id is not None, what="the message to wait")
-        assert any("when the model is ready" in e.text for e in recorder.of(ev.ActivityChanged))
-        await starting
-        await controller.wait_idle()
-        assert [m.role for m in controller.messages] == [Role.USER, Role.ASSISTANT]
-        assert controller.messages[-1].state == MessageState.COMPLETE
-        await controller.shutdown()
+        engine = ScriptedEngine()
+        engine.hold_loads()
+        async with started_controller(engine=engine, start=None) as started:
+            controller, recorder = started.controller, started.events
+            starting = asyncio.ensure_future(controller.start_up())
+            await recorder.until(lambda: controller.model_state == ev.ModelState.LOADING, what="loading")
+            assert controller.send("Early bird")
+            await recorder.until(lambda: controller.answering_id is not None, what="the message to wait")
+            await recorder.until(lambda: any("when the model is ready" in e.text
+                                             for e in recorder.of(ev.ActivityChanged)), what="the wait said")
+            assert controller.model_state == ev.ModelState.LOADING and not engine.requests[1:]
+            engine.release_loads()
+            await starting
+            await controller.wait_idle()
+            assert [m.role for m in controller.messages] == [Role.USER, Role.ASSISTANT]
+            assert controller.messages[-1].state == MessageState.COMPLETE
 
     run(scenario)
 
 
-def test_stop_keeps_what_was_written(tiny_model) -> None:
+def test_stop_keeps_what_was_written(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
-        await _streaming(controller, recorder, "Tell me everything", 40)
-        controller.stop()
-        await controller.wait_idle()
-        answer = controller.messages[-1]
-        assert answer.stats.finish_reason == "cancelled" and len(answer.text) > 40
-        assert (await _stored(controller, answer.conversation_id))[-1].text == answer.text
-        await controller.shutdown()
+        async with started_controller(LONG) as started:
+            controller, recorder = started.controller, started.events
+            await _streaming(controller, recorder, "Tell me everything", 40)
+            controller.stop()
+            await controller.wait_idle()
+            answer = controller.messages[-1]
+            assert answer.stats.finish_reason == "cancelled" and len(answer.text) > 40
+            assert answer.text == scripted_text(answer.stats.tokens)
+            assert (await stored(controller, answer.conversation_id))[-1].text == answer.text
 
     run(scenario)
 
 
-def test_regenerate_and_edit_replace_what_followed(tiny_model) -> None:
+def test_regenerate_and_edit_replace_what_followed(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, temperature=1.0))
-        first = await _answered(controller, recorder, "First question")
-        replaced = await _answered(controller, recorder, "Second question")
-        assert controller.regenerate()
-        await controller.wait_idle()
-        rows = controller.messages
-        assert len(rows) == 4 and rows[-1].state == MessageState.COMPLETE and rows[-1].id != replaced.id
-        assert [m.id for m in await _stored(controller, first.conversation_id)] == [m.id for m in rows]
-        assert controller.edit_and_resend(rows[0].id, "First question, edited")
-        await controller.wait_idle()
-        user, answer = controller.messages
-        assert user.text == "First question, edited" and answer.state == MessageState.COMPLETE
-        assert [m.text for m in await _stored(controller, user.conversation_id)][0] == user.text
-        removed = recorder.of(ev.MessagesRemoved)
-        assert [r.from_message_id for r in removed] == [replaced.id, rows[0].id]
-        await controller.shutdown()
+        async with started_controller(dataclasses.replace(SMALL, temperature=1.0)) as started:
+            controller, recorder = started.controller, started.events
+            first = await _answered(controller, "First question")
+            replaced = await _answered(controller, "Second question")
+            assert controller.regenerate()
+            await controller.wait_idle()
+            rows = controller.messages
+            assert len(rows) == 4 and rows[-1].state == MessageState.COMPLETE and rows[-1].id != replaced.id
+            assert [m.id for m in await stored(controller, first.conversation_id)] == [m.id for m in rows]
+            assert controller.edit_and_resend(rows[0].id, "First question, edited")
+            await controller.wait_idle()
+            user, answer = controller.messages
+            assert user.text == "First question, edited" and answer.state == MessageState.COMPLETE
+            assert [m.text for m in await stored(controller, user.conversation_id)][0] == user.text
+            removed = recorder.of(ev.MessagesRemoved)
+            assert [r.from_message_id for r in removed] == [replaced.id, rows[0].id]
+            assert started.engine.requests[-1].messages == (ChatMessage("user", "First question, edited"),)
 
     run(scenario)
 
 
-def test_engine_killed_mid_answer_keeps_the_text_and_the_next_send_works(tiny_model) -> None:
+def test_engine_killed_mid_answer_keeps_the_text_and_the_next_send_works(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
-        await _streaming(controller, recorder, "Keep talking", 30)
-        first_pid = controller.session.client.pid
-        os.kill(first_pid, signal.SIGKILL)
-        await controller.wait_idle()
-        cut = recorder.of(ev.AnswerInterrupted)[0]
-        assert cut.reason == ev.InterruptReason.ENGINE_DIED and "stopped unexpectedly" in cut.detail
-        assert cut.message.state == MessageState.INTERRUPTED and len(cut.message.text) > 30
-        stored = (await _stored(controller, cut.message.conversation_id))[-1]
-        assert stored.text == cut.message.text and stored.state == MessageState.INTERRUPTED
-        await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=8))
-        answer = await _answered(controller, recorder, "Are you back?")
-        assert answer.state == MessageState.COMPLETE and answer.id != cut.message.id
-        assert controller.session.client.pid not in (None, first_pid)
-        assert controller.model_state == ev.ModelState.READY
-        await controller.shutdown()
+        async with started_controller(LONG) as started:
+            controller, recorder, engine = started.controller, started.events, started.engine
+            await _streaming(controller, recorder, "Keep talking", 30)
+            first_pid = engine.pid
+            engine.die()
+            await controller.wait_idle()
+            cut = recorder.of(ev.AnswerInterrupted)[0]
+            assert cut.reason == ev.InterruptReason.ENGINE_DIED and "stopped unexpectedly" in cut.detail
+            assert cut.message.state == MessageState.INTERRUPTED and len(cut.message.text) > 30
+            stored_cut = (await stored(controller, cut.message.conversation_id))[-1]
+            assert stored_cut.text == cut.message.text and stored_cut.state == MessageState.INTERRUPTED
+            await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=8))
+            answer = await _answered(controller, "Are you back?")
+            assert answer.state == MessageState.COMPLETE and answer.id != cut.message.id
+            assert engine.pid not in (None, first_pid) and engine.restarts == 1
+            assert controller.model_state == ev.ModelState.READY
 
     run(scenario)
 
 
-def test_engine_dying_between_answers_is_reported_when_it_happens(tiny_model) -> None:
+def test_engine_dying_between_answers_is_reported_when_it_happens(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model)
-        await _answered(controller, recorder, "Hello")
-        os.kill(controller.session.client.pid, signal.SIGKILL)
-        # Nothing is sent: the report comes from the engine's death itself.
-        await recorder.until(lambda: controller.model_state == ev.ModelState.FAILED, what="the report")
-        failed = recorder.of(ev.ModelStateChanged)[-1]
-        assert "stopped unexpectedly" in failed.detail and "exit code -9" in failed.detail
-        answer = await _answered(controller, recorder, "Still there?")
-        assert answer.state == MessageState.COMPLETE and controller.model_state == ev.ModelState.READY
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _answered(controller, "Hello")
+            started.engine.die()
+            # Nothing is sent: the report comes from the engine's death itself.
+            await recorder.until(lambda: controller.model_state == ev.ModelState.FAILED, what="the report")
+            failed = recorder.of(ev.ModelStateChanged)[-1]
+            assert "stopped unexpectedly" in failed.detail and "exit code -9" in failed.detail
+            answer = await _answered(controller, "Still there?")
+            assert answer.state == MessageState.COMPLETE and controller.model_state == ev.ModelState.READY
 
     run(scenario)
 
 
-def test_two_front_ends_share_one_engine_in_turns_without_interleaving(tiny_model) -> None:
+def test_two_front_ends_share_one_engine_in_turns_without_interleaving(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=60))
-        timeline: list[tuple[str, str]] = []
-        controller.subscribe(lambda e: isinstance(e, ev.TextGrew) and timeline.append(("window", "delta")))
-        controller.send("The window asks first")
-        await recorder.until(lambda: _writing(controller), what="the window's answer")
-        # A second front end (the API server, later) asks while the window's answer runs.
-        other = controller.session.engine.request([ChatMessage("user", "The other asks")], SMALL)
-        seen = []
-        async for event in other.events():
-            seen.append(event)
-            if isinstance(event, Delta):
-                timeline.append(("other", "delta"))
-        assert isinstance(seen[0], ev.Queued) and seen[0].position == 1
-        assert isinstance(seen[-1], Done) and seen[-1].stats.tokens > 0
-        await controller.wait_idle()
-        owners = [owner for owner, _ in timeline]
-        first_other = owners.index("other")
-        assert "window" in owners[:first_other] and "window" not in owners[first_other:], "interleaved"
-        await controller.shutdown()
+        async with started_controller(dataclasses.replace(SMALL, max_tokens=60)) as started:
+            controller, recorder = started.controller, started.events
+            timeline: list[tuple[str, str]] = []
+            controller.subscribe(lambda e: isinstance(e, ev.TextGrew) and timeline.append(("window", "delta")))
+            controller.send("The window asks first")
+            await recorder.until(lambda: writing(controller), what="the window's answer")
+            # A second front end (the API server, later) asks while the window's answer runs.
+            other = engine_line(controller).request([ChatMessage("user", "The other asks")], SMALL)
+            seen = []
+            async for event in other.events():
+                seen.append(event)
+                if isinstance(event, Delta):
+                    timeline.append(("other", "delta"))
+            assert isinstance(seen[0], ev.Queued) and seen[0].position == 1
+            assert isinstance(seen[-1], Done) and seen[-1].stats.tokens > 0
+            await controller.wait_idle()
+            owners = [owner for owner, _ in timeline]
+            first_other = owners.index("other")
+            assert "window" in owners[:first_other] and "window" not in owners[first_other:], "interleaved"
 
     run(scenario)
 
 
-def test_a_waiting_request_can_be_withdrawn(tiny_model) -> None:
+def test_a_waiting_request_can_be_withdrawn(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000))
-        controller.send("Long one")
-        await recorder.until(lambda: _writing(controller), what="the window's answer")
-        waiting = controller.session.engine.request([ChatMessage("user", "Never mind")], SMALL)
-        events = waiting.events()
-        assert isinstance(await events.__anext__(), ev.Queued)
-        waiting.cancel()
-        assert isinstance(await events.__anext__(), Withdrawn)
-        await events.aclose()
-        controller.stop()
-        await controller.wait_idle()
-        assert not controller.session.engine.busy
-        await controller.shutdown()
+        async with started_controller(LONG) as started:
+            controller, recorder = started.controller, started.events
+            controller.send("Long one")
+            await recorder.until(lambda: writing(controller), what="the window's answer")
+            waiting = engine_line(controller).request([ChatMessage("user", "Never mind")], SMALL)
+            events = waiting.events()
+            assert isinstance(await events.__anext__(), ev.Queued)
+            waiting.cancel()
+            assert isinstance(await events.__anext__(), Withdrawn)
+            await events.aclose()
+            controller.stop()
+            await controller.wait_idle()
+            assert not engine_line(controller).busy
+            assert all(r.messages[-1].content != "Never mind" for r in started.engine.requests[1:])
 
     run(scenario)
 
 
-def test_a_long_chat_leaves_out_old_turns(tiny_model) -> None:
+def test_a_long_chat_leaves_out_old_turns(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, context_length=512,
-                                                                              max_tokens=16))
-        await controller.set_conversation_settings("", dataclasses.replace(SMALL, context_length=512, max_tokens=16))
-        conversation_id = controller.conversation.id
+        async with started_controller(dataclasses.replace(SMALL, context_length=512, max_tokens=16)) as started:
+            controller = started.controller
+            await controller.set_conversation_settings("", dataclasses.replace(SMALL, context_length=512,
+                                                                                max_tokens=16))
+            conversation_id = controller.conversation.id
 
-        def fill(store: HistoryStore) -> None:
-            with store.transaction():
-                for i in range(40):
-                    store.add_message(conversation_id, Role.USER, f"question {i} " + "the cat sat " * 8)
-                    store.add_message(conversation_id, Role.ASSISTANT, f"answer {i} " + "a dog ran " * 8)
+            def fill(store: HistoryStore) -> None:
+                with store.transaction():
+                    for i in range(40):
+                        store.add_message(conversation_id, Role.USER, f"question {i} " + "the cat sat " * 8)
+                        store.add_message(conversation_id, Role.ASSISTANT, f"answer {i} " + "a dog ran " * 8)
 
-        await controller.storage.history(fill)
-        await controller.open_conversation(conversation_id)
-        answer = await _answered(controller, recorder, "And now?")
-        assert answer.state == MessageState.COMPLETE and answer.stats.messages_left_out > 0
-        await controller.shutdown()
+            await history(controller, fill)
+            await controller.open_conversation(conversation_id)
+            answer = await _answered(controller, "And now?")
+            assert answer.state == MessageState.COMPLETE and answer.stats.messages_left_out > 0
+            assert started.engine.requests[-1].trim_history, "the engine was asked to leave turns out"
 
     run(scenario)
 
 
-def test_a_full_disk_mid_answer_stops_it_and_says_so(tiny_model, tmp_path, monkeypatch) -> None:
+def test_a_full_disk_mid_answer_stops_it_and_says_so(started_controller, tmp_path, monkeypatch) -> None:
     with small_disk(tmp_path / "small disk", "4m") as disk:
         monkeypatch.setenv("KESTREL_HOME", str(disk / "home"))
 
         async def scenario():
-            controller, recorder = await _started(tiny_model, dataclasses.replace(SMALL, max_tokens=100000,
-                                                                                  context_length=2048))
-            await _streaming(controller, recorder, "Fill the disk", 20)
-            (disk / "filler").write_bytes(b"\0" * shutil.disk_usage(disk).free)
-            await controller.wait_idle()
-            cut = recorder.of(ev.AnswerInterrupted)[0]
-            assert cut.reason == ev.InterruptReason.DISK and len(cut.message.text) > 20
-            problem = recorder.of(ev.Problem)[-1].text
-            assert "full" in problem and "not saved" in problem
-            assert controller.answering_id is None and not controller.open_chat_busy
-            await controller.shutdown()
+            async with started_controller(dataclasses.replace(LONG, context_length=2048)) as started:
+                controller, recorder = started.controller, started.events
+                await _streaming(controller, recorder, "Fill the disk", 20)
+                (disk / "filler").write_bytes(b"\0" * shutil.disk_usage(disk).free)
+                await controller.wait_idle()
+                cut = recorder.of(ev.AnswerInterrupted)[0]
+                assert cut.reason == ev.InterruptReason.DISK and len(cut.message.text) > 20
+                problem = recorder.of(ev.Problem)[-1].text
+                assert "full" in problem and "not saved" in problem
+                assert controller.answering_id is None and not controller.open_chat_busy
 
         run(scenario)
 
 
-def test_search_rename_and_delete_go_through_the_controller(tiny_model) -> None:
+def test_search_rename_and_delete_go_through_the_controller(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(tiny_model)
-        await _answered(controller, recorder, "Apples are red")
-        apples = controller.conversation.id
-        controller.new_conversation()
-        await _answered(controller, recorder, "Bananas are yellow")
-        assert await controller.search("APPLES") == {apples}
-        assert await controller.search("  ") is None
-        assert await controller.rename_conversation(apples, "Fruit talk")
-        renamed = recorder.of(ev.ConversationChanged)[-1]
-        assert renamed.conversation.title == "Fruit talk" and not renamed.to_top
-        assert await controller.delete_conversation(apples)
-        assert recorder.of(ev.ConversationRemoved)[-1].conversation_id == apples
-        assert await controller.search("apples") == set()
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _answered(controller, "Apples are red")
+            apples = controller.conversation.id
+            controller.new_conversation()
+            await _answered(controller, "Bananas are yellow")
+            assert await controller.search("APPLES") == {apples}
+            assert await controller.search("  ") is None
+            assert await controller.rename_conversation(apples, "Fruit talk")
+            renamed = recorder.of(ev.ConversationChanged)[-1]
+            assert renamed.conversation.title == "Fruit talk" and not renamed.to_top
+            assert await controller.delete_conversation(apples)
+            assert recorder.of(ev.ConversationRemoved)[-1].conversation_id == apples
+            assert await controller.search("apples") == set()
 
     run(scenario)
 
 
-def test_settings_are_written_only_when_they_change(tiny_model) -> None:
+def test_settings_are_written_only_when_they_change(started_controller) -> None:
     async def scenario():
-        controller, _ = await _started(tiny_model)
-        path = controller._settings_path
-        before = path.stat().st_mtime_ns
-        await controller.update_settings(controller.settings)
-        assert path.stat().st_mtime_ns == before
-        await controller.update_settings(dataclasses.replace(controller.settings, theme="dark"))
-        assert path.stat().st_mtime_ns != before and '"dark"' in path.read_text()
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller = started.controller
+            path = settings_file(controller)
+            before = path.stat().st_mtime_ns
+            await controller.update_settings(controller.settings)
+            assert path.stat().st_mtime_ns == before
+            await controller.update_settings(dataclasses.replace(controller.settings, theme="dark"))
+            assert path.stat().st_mtime_ns != before and '"dark"' in path.read_text()
 
     run(scenario)
 
 
-@pytest.mark.starter
-def test_the_starter_model_answers_through_the_controller(starter_model) -> None:
+def test_a_context_longer_than_the_model_knows_loads_once_not_every_answer(started_controller) -> None:
     async def scenario():
-        controller, recorder = await _started(starter_model, dataclasses.replace(SMALL, max_tokens=12))
-        answer = await _answered(controller, recorder, "What is the capital of France?")
-        assert answer.state == MessageState.COMPLETE and answer.text.strip()
-        assert answer.stats.chat_format == "gemma" and answer.stats.tokens >= 1
-        await controller.shutdown()
-
-    run(scenario, timeout=400)
-
-
-def test_a_context_longer_than_the_model_knows_loads_once_not_every_answer(tiny_model) -> None:
-    async def scenario():
-        controller, recorder = await _started(tiny_model)
-        # The tiny model was trained on 2048 tokens: the engine clamps, and must not
-        # reload the model before every answer because of it.
-        await controller.set_conversation_settings("", dataclasses.replace(SMALL, context_length=8192))
-        await _answered(controller, recorder, "One")
-        loaded = controller.session.client.loaded
-        assert loaded.context_length == 2048
-        answer = await _answered(controller, recorder, "Two")
-        assert controller.session.client.loaded is loaded, "the model was reloaded for nothing"
-        assert answer.stats.prompt_tokens_evaluated < answer.stats.prompt_tokens
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            # The tiny model was trained on 2048 tokens: the engine clamps, and must not
+            # reload the model before every answer because of it.
+            await controller.set_conversation_settings("", dataclasses.replace(SMALL, context_length=8192))
+            await _answered(controller, "One")
+            loaded = engine.loaded
+            assert loaded.context_length == 2048
+            answer = await _answered(controller, "Two")
+            assert engine.loaded is loaded, "the model was reloaded for nothing"
+            assert answer.stats.prompt_tokens_evaluated < answer.stats.prompt_tokens
 
     run(scenario)
 
 
-def test_closing_while_the_model_loads_ends_cleanly(tiny_model) -> None:
+def test_closing_while_the_model_loads_ends_cleanly(started_controller) -> None:
     async def scenario():
-        install(tiny_model)
-        controller = make_controller()
-        starting = controller.spawn(controller.start_up())
-        recorder = Recorder(controller)
-        await recorder.until(lambda: controller.model_state == ev.ModelState.LOADING, what="loading")
-        await controller.shutdown()
-        assert starting.done()
-        assert controller.session.client.pid is None
-        assert starting.cancelled() or starting.exception() is None
+        engine = ScriptedEngine()
+        engine.hold_loads()
+        async with started_controller(engine=engine, start=None) as started:
+            controller, recorder = started.controller, started.events
+            starting = controller.spawn(controller.start_up())
+            await recorder.until(lambda: controller.model_state == ev.ModelState.LOADING, what="loading")
+            await started.shutdown()
+            assert starting.done()
+            assert started.engine.pid is None
+            assert starting.cancelled() or starting.exception() is None
 
     run(scenario)
 
 
-def test_text_utf8_cannot_hold_is_kept_with_a_replacement_character(tiny_model) -> None:
+def test_text_utf8_cannot_hold_is_kept_with_a_replacement_character(started_controller) -> None:
     """A lone surrogate made the history refuse the message and the send task die quietly,
     so wait_idle() never returned."""
     async def scenario():
-        controller, recorder = await _started(tiny_model)
-        answer = await asyncio.wait_for(_answered(controller, recorder, "broken \udcff paste"), 60)
-        user = controller.messages[-2]
-        assert user.text == "broken \ufffd paste" and answer.state == MessageState.COMPLETE
-        stored = await _stored(controller, user.conversation_id)
-        assert stored[0].text == "broken \ufffd paste"
-        await controller.shutdown()
+        async with started_controller() as started:
+            controller = started.controller
+            answer = await asyncio.wait_for(_answered(controller, "broken \udcff paste"), 60)
+            user = controller.messages[-2]
+            assert user.text == "broken \ufffd paste" and answer.state == MessageState.COMPLETE
+            assert (await stored(controller, user.conversation_id))[0].text == "broken \ufffd paste"
+
+    run(scenario)
+
+
+def test_a_hung_engine_is_said_and_stop_starts_it_again(started_controller) -> None:
+    async def scenario():
+        engine = ScriptedEngine(hang_after=60.0, stop_grace=0.3)
+        async with started_controller(LONG, engine=engine) as started:
+            controller, recorder = started.controller, started.events
+            await _streaming(controller, recorder, "Keep talking", 20)
+            first_pid = engine.pid
+            engine.hang()
+            controller.stop()
+            await controller.wait_idle()
+            cut = recorder.of(ev.AnswerInterrupted)[-1]
+            assert cut.reason == ev.InterruptReason.ENGINE_DIED and "did not respond to Stop" in cut.detail
+            assert cut.message.state == MessageState.INTERRUPTED and len(cut.message.text) > 20
+            # Started again without waiting for the next message.
+            await recorder.until(lambda: controller.model_state == ev.ModelState.READY
+                                 and engine.pid not in (None, first_pid), what="the new engine")
+            assert any("did not respond to Stop" in p.text for p in recorder.of(ev.Problem))
+            await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=6))
+            answer = await _answered(controller, "Back?")
+            assert answer.state == MessageState.COMPLETE and answer.text == scripted_text(6)
 
     run(scenario)

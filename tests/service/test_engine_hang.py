@@ -22,7 +22,7 @@ from app.engine.protocol import ChatMessage
 from app.service import events as ev
 from app.service.client import EngineClient
 from app.service.engine_errors import EngineCrashed, EngineDied
-from tests.service.conftest import SMALL, Recorder, install, make_controller, run
+from tests.service.conftest import SMALL, engine_of, run
 
 LONG = GenerationSettings(max_tokens=100_000, temperature=0.0, seed=1)
 HELLO = (ChatMessage("user", "Hello there"),)
@@ -125,30 +125,28 @@ def test_quitting_does_not_wait_for_a_hung_engine(tiny_model: Path) -> None:
     run(scenario)
 
 
-def test_the_controller_says_so_and_stop_restarts_the_engine(tiny_model: Path) -> None:
+def test_the_controller_says_so_and_stop_restarts_the_engine(started_controller) -> None:
     async def scenario():
-        install(tiny_model, dataclasses.replace(SMALL, max_tokens=100_000))
-        controller = make_controller(_client(hang_after=60.0))
-        recorder = Recorder(controller)
-        await controller.start_up()
-        assert controller.send("Keep talking")
-        await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
-        answer_id = recorder.of(ev.AnswerStarted)[-1].message.id
-        await recorder.until(lambda: len(recorder.text_of(answer_id)) > 20, what="some text")
-        first_pid = controller.session.client.pid
-        _freeze(first_pid)
-        controller.stop()
-        await controller.wait_idle()
-        cut = recorder.of(ev.AnswerInterrupted)[-1]
-        assert cut.reason == ev.InterruptReason.ENGINE_DIED and "did not respond to Stop" in cut.detail
-        assert cut.message.state == MessageState.INTERRUPTED and len(cut.message.text) > 20
-        # Started again without waiting for the next message.
-        await recorder.until(lambda: controller.model_state == ev.ModelState.READY
-                             and controller.session.client.pid not in (None, first_pid), what="the new engine")
-        assert any("did not respond to Stop" in p.text for p in recorder.of(ev.Problem))
-        await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=6))
-        assert controller.send("Back?")
-        await controller.wait_idle()
-        assert controller.messages[-1].state == MessageState.COMPLETE
-        await controller.shutdown()
+        async with started_controller(dataclasses.replace(SMALL, max_tokens=100_000),
+                                      engine=_client(hang_after=60.0)) as started:
+            controller, recorder = started.controller, started.events
+            assert controller.send("Keep talking")
+            await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
+            answer_id = recorder.of(ev.AnswerStarted)[-1].message.id
+            await recorder.until(lambda: len(recorder.text_of(answer_id)) > 20, what="some text")
+            first_pid = engine_of(controller).pid
+            _freeze(first_pid)
+            controller.stop()
+            await controller.wait_idle()
+            cut = recorder.of(ev.AnswerInterrupted)[-1]
+            assert cut.reason == ev.InterruptReason.ENGINE_DIED and "did not respond to Stop" in cut.detail
+            assert cut.message.state == MessageState.INTERRUPTED and len(cut.message.text) > 20
+            # Started again without waiting for the next message.
+            await recorder.until(lambda: controller.model_state == ev.ModelState.READY
+                                 and engine_of(controller).pid not in (None, first_pid), what="the new engine")
+            assert any("did not respond to Stop" in p.text for p in recorder.of(ev.Problem))
+            await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=6))
+            assert controller.send("Back?")
+            await controller.wait_idle()
+            assert controller.messages[-1].state == MessageState.COMPLETE
     run(scenario)

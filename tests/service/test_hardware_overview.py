@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
-from pathlib import Path
 from types import SimpleNamespace
 
 from app.engine.protocol import Loaded
-from app.service.client import EngineClient
 from app.hardware.report import PowerInfo
 from app.service.hardware_overview import computer_rows, device_rows, hardware_overview, power_text, runtime_rows
 from app.service.threads import ThreadChoice
 from tests.hardware.machines import recorded_report
-from tests.service.conftest import install, make_controller, run
+from tests.helpers.scripted_engine import ScriptedEngine
+from tests.service.conftest import run, session_of
 
 LOADED = Loaded(request_id=1, model_path="/models/tiny.gguf", load_ms=10.0, device="CPU", context_length=1024,
                 threads=6, architecture="llama", chat_format="chatml",
@@ -98,18 +96,11 @@ def test_the_form_rows_say_what_a_source_could_not_read() -> None:
     assert power_text(None) == "unknown"
 
 
-def test_a_real_controller_gives_its_overview_for_copy_report(tiny_model: Path) -> None:
-    install(tiny_model)
-
+def test_a_real_controller_gives_its_overview_for_copy_report(started_controller) -> None:
     async def scenario():
-        controller = make_controller(EngineClient(hardware=functools.partial(recorded_report,
-                                                                             "windows_desktop_rtx4070")))
-        await controller.start_up()
-        try:
-            overview = await hardware_overview(controller.session)
-            return overview, overview.text, controller.model.title
-        finally:
-            await controller.shutdown()
+        async with started_controller(engine=ScriptedEngine(machine="windows_desktop_rtx4070")) as started:
+            overview = await hardware_overview(session_of(started.controller))
+            return overview, overview.text, started.controller.model.title
 
     overview, text, title = run(scenario)
     assert "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text

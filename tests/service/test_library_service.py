@@ -17,23 +17,18 @@ from app.service import events as ev
 from app.service.events import DownloadChanged
 from app.service.events import ModelState
 from tests.helpers.http_servers import TestServer, hugging_face_repo, sha256_of
-from tests.service.conftest import Recorder, install, make_controller, run
+from tests.service.conftest import engine_of, library_of, run
 
 
 def _row(listed: ev.LibraryListed, model_id: str) -> ev.ModelRow:
     return next(r for r in listed.rows if r.model.id == model_id)
 
 
-def test_rows_carry_details_fit_default_and_loaded(tiny_model: Path) -> None:
-    install(tiny_model)
-
+def test_rows_carry_details_fit_default_and_loaded(started_controller, tiny_model: Path) -> None:
     async def scenario():
-        controller = make_controller()
-        events = Recorder(controller)
-        await controller.start_up()
-        await controller.library.refresh()
-        await controller.shutdown()
-        return events
+        async with started_controller() as started:
+            await started.controller.library.refresh()
+            return started.events
 
     events = run(scenario)
     listed = events.of(ev.LibraryListed)[-1]
@@ -49,25 +44,21 @@ def test_rows_carry_details_fit_default_and_loaded(tiny_model: Path) -> None:
     assert sized and all(r.fit is not None for r in sized), "a catalog model with a known size gets a verdict"
 
 
-def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(tiny_model: Path) -> None:
-    install(tiny_model)
-
+def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(started_controller) -> None:
     async def scenario():
-        controller = make_controller()
-        events = Recorder(controller)
-        await controller.start_up()
-        controller.send("Hello")
-        await controller.wait_idle()
-        old_chat = controller.conversation.id
-        controller.new_conversation()
-        saved = await controller.library.set_defaults("tiny-model", ModelDefaults(
-            context_length=768, system_prompt="Be terse.", temperature=0.2))
-        reloaded = controller.session.client.load_request.context_length
-        new_chat = controller.conversation_settings()
-        await controller.open_conversation(old_chat)
-        own = controller.conversation_settings()
-        await controller.shutdown()
-        return events, saved, reloaded, new_chat, own
+        async with started_controller() as started:
+            controller, events = started.controller, started.events
+            controller.send("Hello")
+            await controller.wait_idle()
+            old_chat = controller.conversation.id
+            controller.new_conversation()
+            saved = await controller.library.set_defaults("tiny-model", ModelDefaults(
+                context_length=768, system_prompt="Be terse.", temperature=0.2))
+            reloaded = engine_of(controller).load_request.context_length
+            new_chat = controller.conversation_settings()
+            await controller.open_conversation(old_chat)
+            own = controller.conversation_settings()
+            return events, saved, reloaded, new_chat, own
 
     events, saved, reloaded, (prompt, settings), (old_prompt, old_settings) = run(scenario)
     assert saved and reloaded == 768, "a load setting reloads the model that is loaded"
@@ -78,17 +69,12 @@ def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(
     assert states[-2:] == [ModelState.LOADING, ModelState.READY]
 
 
-def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(tiny_model: Path) -> None:
-    install(tiny_model)
-
+def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(started_controller) -> None:
     async def scenario():
-        controller = make_controller()
-        events = Recorder(controller)
-        await controller.open()
-        saved = await controller.library.set_defaults("tiny-model", ModelDefaults(temperature=9.0))
-        model = controller.session.setup.library.get("tiny-model")
-        await controller.shutdown()
-        return events, saved, model
+        async with started_controller(start="open") as started:
+            controller = started.controller
+            saved = await controller.library.set_defaults("tiny-model", ModelDefaults(temperature=9.0))
+            return started.events, saved, library_of(controller).get("tiny-model")
 
     events, saved, model = run(scenario)
     assert not saved and model.defaults == ModelDefaults()
@@ -96,26 +82,24 @@ def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(tiny_model: Path
 
 
 def test_a_referenced_model_is_forgotten_not_deleted_and_a_missing_one_says_so(
-        tiny_model: Path, tmp_path: Path) -> None:
+        started_controller, tiny_model: Path, tmp_path: Path) -> None:
     outside = tmp_path / "Meine Modelle" / "tiny copy.gguf"
     outside.parent.mkdir()
     shutil.copy(tiny_model, outside)
 
     async def scenario():
-        controller = make_controller()
-        events = Recorder(controller)
-        await controller.open()
-        model = await controller.library.add(str(outside), reference=True)
-        outside.rename(outside.with_suffix(".away"))  # the drive is unplugged
-        await controller.library.refresh()
-        missing = _row(events.of(ev.LibraryListed)[-1], model.id)
-        loaded = await controller.library.load(model.id)
-        outside.with_suffix(".away").rename(outside)
-        await controller.library.refresh()
-        back = _row(events.of(ev.LibraryListed)[-1], model.id)
-        removed = await controller.library.remove(model.id)
-        await controller.shutdown()
-        return events, model, missing, loaded, back, removed
+        async with started_controller(install_model=False, start="open") as started:
+            controller, events = started.controller, started.events
+            model = await controller.library.add(str(outside), reference=True)
+            outside.rename(outside.with_suffix(".away"))  # the drive is unplugged
+            await controller.library.refresh()
+            missing = _row(events.of(ev.LibraryListed)[-1], model.id)
+            loaded = await controller.library.load(model.id)
+            outside.with_suffix(".away").rename(outside)
+            await controller.library.refresh()
+            back = _row(events.of(ev.LibraryListed)[-1], model.id)
+            removed = await controller.library.remove(model.id)
+            return events, model, missing, loaded, back, removed
 
     events, model, missing, loaded, back, removed = run(scenario)
     assert model.referenced and model.path == outside
@@ -126,25 +110,22 @@ def test_a_referenced_model_is_forgotten_not_deleted_and_a_missing_one_says_so(
     assert all(r.model.id != model.id for r in events.of(ev.LibraryListed)[-1].rows)
 
 
-def test_set_default_is_saved_for_the_next_start(tiny_model: Path, tmp_path: Path) -> None:
-    install(tiny_model)
+def test_set_default_is_saved_for_the_next_start(started_controller, tiny_model: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.gguf"
     shutil.copy(tiny_model, other)
 
     async def scenario():
-        controller = make_controller()
-        await controller.open()
-        model = await controller.library.add(str(other), reference=True)
-        chosen = await controller.library.set_default(model.id)
-        await controller.shutdown()
-        return model, chosen
+        async with started_controller(start="open") as started:
+            model = await started.controller.library.add(str(other), reference=True)
+            return model, await started.controller.library.set_default(model.id)
 
     model, chosen = run(scenario)
     assert chosen and SettingsFile(data_paths().settings_file).load().default_model == model.id
 
 
 def test_a_downloaded_catalog_model_becomes_the_default_and_loads_when_there_was_none(
-        server: TestServer, storage: TestServer, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        started_controller, server: TestServer, storage: TestServer, tiny_model: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # A catalog entry whose hash and size the catalog leaves to the server.
     entry = next(e for e in load_catalog() if e.size is None and e.format == "gguf")
     [file] = entry.files
@@ -153,14 +134,13 @@ def test_a_downloaded_catalog_model_becomes_the_default_and_loads_when_there_was
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
 
     async def scenario():
-        controller = make_controller()
-        events = Recorder(controller)
-        await controller.open()
-        controller.library.download(find_entry(load_catalog(), entry.id))
-        await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
-        await events.until(lambda: any(r.installed_id for r in controller.library.catalog_rows), 10, "the refresh")
-        await controller.shutdown()
-        return events, controller
+        async with started_controller(install_model=False, start="open") as started:
+            controller, events = started.controller, started.events
+            controller.library.download(find_entry(load_catalog(), entry.id))
+            await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
+            await events.until(lambda: any(r.installed_id for r in controller.library.catalog_rows), 10,
+                               "the refresh")
+            return events, controller
 
     events, controller = run(scenario)
     states = [e.item.state for e in events.of(DownloadChanged)]
@@ -174,22 +154,21 @@ def test_a_downloaded_catalog_model_becomes_the_default_and_loads_when_there_was
 
 
 def test_look_up_lists_a_pasted_repository_and_download_unit_installs_the_pick(
-        server: TestServer, storage: TestServer, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        started_controller, server: TestServer, storage: TestServer, tiny_model: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     endpoint = hugging_face_repo(server, storage, "o/Tiny-GGUF", {"tiny-Q4_K_M.gguf": tiny_model.read_bytes(),
                                                                   "tiny-Q8_0.gguf": b"GGUF" + bytes(60)})
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
 
     async def scenario():
-        controller = make_controller()
-        events = Recorder(controller)
-        await controller.open()
-        units = await controller.library.look_up("o/Tiny-GGUF")
-        missing = await controller.library.look_up("o/Not-There")
-        nonsense = await controller.library.look_up("not a repository")
-        controller.library.download_unit(units[0])
-        await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
-        await controller.shutdown()
-        return events, controller, units, missing, nonsense
+        async with started_controller(install_model=False, start="open") as started:
+            controller, events = started.controller, started.events
+            units = await controller.library.look_up("o/Tiny-GGUF")
+            missing = await controller.library.look_up("o/Not-There")
+            nonsense = await controller.library.look_up("not a repository")
+            controller.library.download_unit(units[0])
+            await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
+            return events, controller, units, missing, nonsense
 
     events, controller, units, missing, nonsense = run(scenario)
     assert [(u.title, u.format, u.size) for u in units] == [

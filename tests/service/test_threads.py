@@ -7,7 +7,7 @@ from pathlib import Path
 from app.engine.resources import default_threads
 from app.service.threads import STEP_DOWN_KEPT_S, ThreadAdvisor
 from app.service.hardware_overview import hardware_overview
-from tests.service.conftest import install, make_controller, run
+from tests.service.conftest import run, session_of, set_busy_cores
 
 MODEL = "starter.gguf|1000|2|2"
 
@@ -60,25 +60,24 @@ def test_what_was_learnt_is_kept_for_the_next_run(tmp_path: Path) -> None:
     assert damaged.choose(MODEL).threads == 2
 
 
-def test_each_answer_runs_with_the_chosen_threads_and_says_so(tiny_model: Path) -> None:
-    install(tiny_model)
-
+def test_each_answer_runs_with_the_chosen_threads_and_says_so(started_controller) -> None:
     async def scenario():
-        controller = make_controller()
-        await controller.start_up()
-        controller.session.threads._busy = lambda: 1.0  # one core of two taken by another program
-        controller.send("Hello")
-        await controller.wait_idle()
-        first = controller.messages[-1].stats
-        controller.session.threads._busy = lambda: 0.0
-        controller.send("Again")
-        await controller.wait_idle()
-        second = controller.messages[-1].stats
-        report = (await hardware_overview(controller.session)).text
-        await controller.shutdown()
-        return first, second, report
+        async with started_controller() as started:
+            controller = started.controller
+            set_busy_cores(controller, lambda: 1.0)  # one core of two taken by another program
+            controller.send("Hello")
+            await controller.wait_idle()
+            first = controller.messages[-1].stats
+            set_busy_cores(controller, lambda: 0.0)
+            controller.send("Again")
+            await controller.wait_idle()
+            second = controller.messages[-1].stats
+            report = (await hardware_overview(session_of(controller))).text
+            asked = [request.threads for request in started.engine.requests[1:]]
+            return first, second, report, asked
 
-    first, second, report = run(scenario)
+    first, second, report, asked = run(scenario)
     cores = default_threads()
     assert first.threads == max(1, cores - 1) and second.threads == cores
+    assert asked == [max(1, cores - 1), cores], "each answer asked the engine for its threads"
     assert f"CPU threads for the last answer: {cores} (all {cores} physical cores" in report
