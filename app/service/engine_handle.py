@@ -9,7 +9,10 @@ from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine import protocol as p
 from app.hardware.report import HardwareReport
-from app.service.client import EngineClient, EngineDied
+from app.service.engine_errors import EngineDied
+
+if TYPE_CHECKING:
+    from app.service.client import EngineClient
 
 
 class EngineHandle(Protocol):

@@ -32,8 +32,8 @@ from app.engine.answer_common import AnswerTiming
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import During, EngineStopped, Failure, Hang, NoModel
 from app.hardware.report import HardwareReport
-from app.service.client import (HANG_AFTER_LOADING_S, HANG_AFTER_S, STOP_GRACE_S, STOP_LIMIT_S, EngineCrashed,
-                                EngineDied, EngineError)
+from app.service.client import HANG_AFTER_LOADING_S, HANG_AFTER_S, STOP_GRACE_S, STOP_LIMIT_S
+from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
 from app.service.engine_handle import EngineHandle
 from tests.hardware.machines import recorded_report
 from tests.helpers.scripted_answers import Script, ScriptedModel, answer_stats, load_model, plan_answer, tokenize

@@ -24,7 +24,8 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.failures import BadModelFile, DeviceRefused, PromptTooLong
 from app.engine.protocol import ChatMessage, Delta, Done
-from app.service.client import EngineClient, EngineCrashed, EngineDied, EngineError
+from app.service.client import EngineClient
+from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
 from app.service.engine_handle import EngineHandle
 from tests.hardware.machines import recorded_report
 from tests.helpers.models import truncated_copy
