@@ -4,6 +4,12 @@ Each check runs twice: on the real engine (llama.cpp on the tiny model, a record
 machine) and on the scripted one. What the operating system does to the real engine (a
 crash, a hang), a test asks of the scripted one by name. Loads and refusals are also
 compared field by field, since both work them out from the same file and machine.
+
+The hang checks are the real client's (SIGSTOP stands in for a driver that never
+returns): before the heartbeat, Stop did nothing, the status stayed "Thinking…" for
+ever, and quitting took 10 s. Their limits are short here (the app's are in
+app/service/client.py), and shorter still for the scripted engine: every limit, wait
+and bound of a check is scaled by its Kind's scale, so the check is the same.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from app.service.engine_handle import EngineHandle
 from tests.hardware.machines import recorded_report
 from tests.helpers.models import truncated_copy
 from tests.helpers.scripted_engine import ScriptedEngine
+from tests.helpers.stopped_engine import freeze
 
 SHORT = GenerationSettings(max_tokens=12, temperature=0.0, seed=1)
 LONG = GenerationSettings(max_tokens=100_000, temperature=0.0, seed=1)
@@ -42,9 +49,13 @@ class Kind:
     """One of the two engines, and how a test crashes or freezes it."""
 
     name: str
-    make: Callable[..., Any]
+    make: Callable[..., Any]  # (machine, **limits in the real engine's seconds)
     kill: Callable[[Any], None]
     freeze: Callable[[Any], None]
+    scale: float  # its seconds per real engine second, for limits, waits and bounds
+
+
+SCRIPTED_SCALE = 0.25
 
 
 def _real(machine: str = "linux_vm", **limits: float) -> EngineClient:
@@ -53,24 +64,19 @@ def _real(machine: str = "linux_vm", **limits: float) -> EngineClient:
 
 
 def _scripted(machine: str = "linux_vm", **limits: float) -> ScriptedEngine:
-    return ScriptedEngine(machine=machine, **{**LIMITS, **limits})
+    scaled = {name: seconds * SCRIPTED_SCALE for name, seconds in {**LIMITS, **limits}.items()}
+    return ScriptedEngine(machine=machine, **scaled)
 
 
 def _freeze(client: EngineClient) -> None:
-    """SIGSTOP the engine and wait until every thread of it is stopped."""
-    import psutil
-
-    pid = client.pid
-    assert pid is not None
-    os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 5
-    while psutil.Process(pid).status() != psutil.STATUS_STOPPED and time.monotonic() < deadline:
-        time.sleep(0.005)
+    assert client.pid is not None
+    freeze(client.pid)
 
 
 KINDS = {
-    "real": Kind("real", _real, lambda client: os.kill(client.pid, signal.SIGKILL), _freeze),
-    "scripted": Kind("scripted", _scripted, lambda engine: engine.die(), lambda engine: engine.hang()),
+    "real": Kind("real", _real, lambda client: os.kill(client.pid, signal.SIGKILL), _freeze, 1.0),
+    "scripted": Kind("scripted", _scripted, lambda engine: engine.die(), lambda engine: engine.hang(),
+                     SCRIPTED_SCALE),
 }
 
 
@@ -248,9 +254,9 @@ def test_cancel_pause_and_resume_act_between_two_tokens(kind: Kind, tiny_model: 
             answer = asyncio.create_task(consume(LONG))
             await _until(lambda: len(events) >= 5)
             engine.pause()
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5 * kind.scale)
             held = len(events)
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0 * kind.scale)
             still = len(events)
             engine.resume()
             await _until(lambda: len(events) > still + 3)
@@ -260,7 +266,7 @@ def test_cancel_pause_and_resume_act_between_two_tokens(kind: Kind, tiny_model: 
             events.clear()
             engine.pause()  # a paused engine writes one token, then holds; Stop still ends it
             paused_answer = asyncio.create_task(consume(LONG))
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0 * kind.scale)
             engine.cancel()
             await paused_answer
             held_cancel = events[-1]
@@ -317,7 +323,7 @@ def test_a_death_mid_answer_and_between_answers_is_said_and_the_next_request_sta
 @pytest.mark.skipif(os.name == "nt", reason="SIGSTOP stands in for a hang")
 def test_a_silent_engine_is_ended_mid_answer_and_a_paused_one_is_not(kind: Kind, tiny_model: Path) -> None:
     async def scenario():
-        engine = kind.make(hang_after=1.5)
+        engine = kind.make()
         died: list[EngineDied] = []
         engine.on_died = died.append
         try:
@@ -326,10 +332,10 @@ def test_a_silent_engine_is_ended_mid_answer_and_a_paused_one_is_not(kind: Kind,
             stream = engine.generate(HELLO, dataclasses.replace(SHORT, max_tokens=60))
             await _deltas(stream, 3)
             engine.pause()
-            await asyncio.sleep(3.2)  # more than twice hang_after: a paused engine still answers pings
+            await asyncio.sleep(5.0 * kind.scale)  # more than twice hang_after: a paused engine answers pings
             engine.resume()
             finished = [event async for event in stream][-1]
-            same = engine.pid == pid
+            same = engine.pid == pid and engine.running
             stream = engine.generate(HELLO, LONG)
             await _deltas(stream, 3)
             kind.freeze(engine)
@@ -341,12 +347,12 @@ def test_a_silent_engine_is_ended_mid_answer_and_a_paused_one_is_not(kind: Kind,
             running = engine.pid is not None
         finally:
             await engine.shutdown()
-        return finished, same, crashed.value, waited, running, died
+        return finished, same, crashed.value, waited / kind.scale, running, died
 
     finished, same, crashed, waited, running, died = run(scenario)
     assert finished.finish_reason == "length" and same
     assert "stopped responding" in crashed.message and "next message starts a new engine" in crashed.message
-    assert 1.0 < waited < 5 and not running
+    assert 1.5 < waited < 6 and not running
     assert len(died) == 1 and not died[0].restart and "stopped responding" in died[0].message
 
 
@@ -374,7 +380,7 @@ def test_stop_ends_a_hung_engine_at_once_and_quitting_does_not_wait_for_one(kind
             quit_took = time.monotonic() - quitting
         finally:
             await engine.shutdown()
-        return crashed.value, took, quit_took, engine.pid, died
+        return crashed.value, took / kind.scale, quit_took / kind.scale, engine.pid, died
 
     crashed, took, quit_took, pid, died = run(scenario)
     assert "did not respond to Stop" in crashed.message and took < 3
