@@ -106,8 +106,8 @@ Start = Literal["start_up", "open", None]
 
 class StartController(Protocol):
     def __call__(self, generation: GenerationSettings = SMALL, *, model: Path | None = None,
-                 engine: EngineHandle | None = None, install_model: bool = True, start: Start = "start_up",
-                 ready: bool = True) -> AbstractAsyncContextManager[Started]: ...
+                 engine: EngineHandle | None = None, install_model: bool = True,
+                 start: Start = "start_up") -> AbstractAsyncContextManager[Started]: ...
 
 
 @pytest.fixture
@@ -118,13 +118,13 @@ def started_controller(tiny_model: Path) -> StartController:
     generation: the app's settings for new chats. model: installed as the default (the
     tiny model unless given; install_model=False for a second start in the same home).
     engine: a ScriptedEngine unless a test gives one (an EngineClient for the real one).
-    ready: the model must be loaded once start-up ends.
+    After start_up the model must be loaded.
     """
 
     @asynccontextmanager
     async def begin(generation: GenerationSettings = SMALL, *, model: Path | None = None,
-                    engine: EngineHandle | None = None, install_model: bool = True, start: Start = "start_up",
-                    ready: bool = True) -> AsyncIterator[Started]:
+                    engine: EngineHandle | None = None, install_model: bool = True,
+                    start: Start = "start_up") -> AsyncIterator[Started]:
         if install_model:
             install(model or tiny_model, generation)
         engine = engine if engine is not None else ScriptedEngine()
@@ -133,8 +133,7 @@ def started_controller(tiny_model: Path) -> StartController:
         try:
             if start == "start_up":
                 await controller.start_up()
-                if ready:
-                    assert controller.model_state == ev.ModelState.READY, controller.model_detail
+                assert controller.model_state == ev.ModelState.READY, controller.model_detail
             elif start == "open":
                 await controller.open()
             yield started
