@@ -17,7 +17,7 @@ from app.library.models import ModelLibrary
 from app.service.answering import Answering, storable
 from app.service.background import WindowState
 from app.service.chat_files import ChatFiles
-from app.service.client import EngineClient
+from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineError
 from app.service.conversations import Conversations
 from app.service.drafts import DraftBook
@@ -48,7 +48,7 @@ class ChatController:
     """
 
     def __init__(self, *, history_path: Path, settings_path: Path | None, library: ModelLibrary,
-                 client: EngineClient, settings: Settings | None = None) -> None:
+                 client: EngineHandle, settings: Settings | None = None) -> None:
         self._history_path, self._settings_path = history_path, settings_path
         self.storage: Storage | None = None
         self.bus = EventBus()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Delta, Done
-from app.service.client import EngineClient
+from app.service.engine_handle import EngineHandle
 from app.service.events import Queued
 
 
@@ -33,9 +33,9 @@ class _Turn:
 
 
 class EngineQueue:
-    """The EngineClient behind a line: one request at a time, first come first served."""
+    """The engine behind a line: one request at a time, first come first served."""
 
-    def __init__(self, client: EngineClient) -> None:
+    def __init__(self, client: EngineHandle) -> None:
         self.client = client
         self._line: list[_Turn] = []
 

@@ -15,7 +15,7 @@ from app.hardware.power import read_power
 from app.library.installed import InstalledModel
 from app.service import kv_cache
 from app.service.background import EnginePace, WindowState
-from app.service.client import EngineClient
+from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.event_bus import EventBus, TaskGroup
@@ -43,7 +43,7 @@ class ModelSession:
     a dying engine's cut-off answer says so itself).
     """
 
-    def __init__(self, client: EngineClient, setup: ModelSetup, bus: EventBus, tasks: TaskGroup,
+    def __init__(self, client: EngineHandle, setup: ModelSetup, bus: EventBus, tasks: TaskGroup,
                  keeper: SettingsKeeper, *, context_length: Callable[[], int], answers_busy: Callable[[], bool],
                  answer_writing: Callable[[], bool], threads_file: Path | None) -> None:
         self.client = client
