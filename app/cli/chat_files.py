@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from app.cli.terminal_text import terminal_line, terminal_text
 from app.core.history import HistoryError
 from app.core.paths import data_paths
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
 from app.service.controller import ChatController
+from app.service.chat_files import ExportOutcome
 from app.service.events import Event, Problem
 
 EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+EXIT_USAGE = 2  # no such chat; -o names a file there (without --force), a link, a device, a folder, no folder
+EXIT_NOT_A_CHAT = 3  # the file to import is no Kestrel chat export (missing, not JSON, damaged, too big)
+EXIT_NOT_DONE = 7  # the disk or the history refused, or standard output was full or closed
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +32,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export.add_argument("--format", choices=["markdown", "json"], default="markdown",
                         help="markdown to read or share; json to import back (default: markdown)")
     export.add_argument("-o", "--output", type=Path, metavar="FILE",
-                        help="the file to write (default: standard output)")
+                        help="the file to write (default: standard output); its folder must exist")
+    export.add_argument("--force", action="store_true",
+                        help="replace FILE if it is there (it keeps its permissions); never a link or a device")
     export.set_defaults(run=run_export)
     imported = commands.add_parser("import", help="add a chat exported as JSON to your chats")
     imported.add_argument("file", metavar="FILE", type=Path, help="a JSON export (kestrel export --format json)")
@@ -44,20 +50,23 @@ def run_export(args: argparse.Namespace) -> int:
     async def export(controller: ChatController) -> int:
         if not await _exists(controller, args.chat_id):
             return EXIT_USAGE
-        done = await controller.export_conversation(args.chat_id, args.output, args.format)
-        if done:
-            print(f"Wrote chat {args.chat_id} to {args.output}.", file=sys.stderr)
-        return EXIT_OK if done else EXIT_FAILED
+        outcome = await controller.files.export(args.chat_id, args.output, args.format, replace=args.force)
+        if outcome is ExportOutcome.WRITTEN:
+            print(terminal_text(f"Wrote chat {args.chat_id} to {args.output}."), file=sys.stderr)
+            return EXIT_OK
+        if outcome is ExportOutcome.EXISTS:
+            print("kestrel: add --force to replace it, or name another file with -o.", file=sys.stderr)
+        return EXIT_USAGE if outcome in (ExportOutcome.EXISTS, ExportOutcome.REFUSED) else EXIT_NOT_DONE
 
     return _with_controller(export)
 
 
 def run_import(args: argparse.Namespace) -> int:
     async def import_(controller: ChatController) -> int:
-        new_id = await controller.import_conversation(args.file)
-        if new_id is None:
-            return EXIT_FAILED
-        print(f"Imported {args.file} as chat {new_id}.", file=sys.stderr)
+        imported = await controller.files.import_file(args.file)
+        if imported.chat_id is None:
+            return EXIT_NOT_A_CHAT if imported.file_refused else EXIT_NOT_DONE
+        print(terminal_text(f"Imported {args.file} as chat {imported.chat_id}."), file=sys.stderr)
         return EXIT_OK
 
     return _with_controller(import_)
@@ -67,23 +76,52 @@ async def _list_chats(controller: ChatController) -> int:
     chats = await controller.conversations.read_all()
     if not chats:
         print("No chats yet.", file=sys.stderr)
-    for chat in chats:
-        print(f"{chat.id:>6}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(chat.updated))}  {chat.title}")
-    return EXIT_OK
+        return EXIT_OK
+    listing = "".join(f"{chat.id:>6}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(chat.updated))}  "
+                      f"{terminal_line(chat.title)}\n" for chat in chats)
+    failed = _write_out(listing)
+    if failed is None or isinstance(failed, BrokenPipeError):
+        return EXIT_OK  # a reader that stopped early (`| head`) had what it wanted
+    print(f"kestrel: the list of chats could not be written to standard output ({failed.strerror or failed}).",
+          file=sys.stderr)
+    return EXIT_NOT_DONE
 
 
 async def _print_chat(controller: ChatController, chat_id: int, fmt: str) -> int:
-    """The export on standard output, for a pipe (written through a temporary file, as to any file)."""
-    import tempfile
-
+    """The export on standard output: as it is for a pipe or a file, with its control
+    characters escaped for a terminal (a chat's text must not drive the terminal)."""
     if not await _exists(controller, chat_id):
         return EXIT_USAGE
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "chat"
-        if not await controller.export_conversation(chat_id, path, fmt):
-            return EXIT_FAILED
-        sys.stdout.write(path.read_text(encoding="utf-8"))
-    return EXIT_OK
+    text = await controller.files.render(chat_id, fmt)
+    if text is None:
+        return EXIT_NOT_DONE
+    failed = _write_out(terminal_text(text) if sys.stdout.isatty() else text)
+    if failed is None:
+        return EXIT_OK
+    if isinstance(failed, BrokenPipeError):
+        print(f"kestrel: chat {chat_id} was not all written: standard output was closed before the end "
+              "(the program reading it stopped).", file=sys.stderr)
+    else:
+        print(f"kestrel: chat {chat_id} could not be written to standard output ({failed.strerror or failed}). "
+              "Free some space, or write it to a file with -o FILE.", file=sys.stderr)
+    return EXIT_NOT_DONE
+
+
+def _write_out(text: str) -> OSError | None:
+    """Write text to standard output; the error if it is full or closed (None: written).
+
+    After an error standard output is pointed at the null device, so that Python's own
+    flush at exit does not fail again and print a traceback.
+    """
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+        return exc
+    return None
 
 
 async def _exists(controller: ChatController, chat_id: int) -> bool:
@@ -107,7 +145,7 @@ def _with_controller(work: Callable[[ChatController], Awaitable[int]]) -> int:
             await controller.open()
             if controller.history_damage is not None:
                 print(f"kestrel: {controller.history_damage} Open Kestrel's window to choose.", file=sys.stderr)
-                return EXIT_FAILED
+                return EXIT_NOT_DONE
             return await work(controller)
         finally:
             await controller.shutdown()
@@ -118,9 +156,9 @@ def _with_controller(work: Callable[[ChatController], Awaitable[int]]) -> int:
         return asyncio.run(main())
     except HistoryError as exc:
         print(f"kestrel: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_NOT_DONE
 
 
 def _print_problem(event: Event) -> None:
     if isinstance(event, Problem):
-        print(f"kestrel: {event.text}", file=sys.stderr)
+        print(terminal_text(f"kestrel: {event.text}"), file=sys.stderr)

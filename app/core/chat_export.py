@@ -25,7 +25,7 @@ VERSION = 1
 # into memory at once.
 MAX_BYTES = 64 * 1024 * 1024
 MAX_MESSAGES = 100_000
-_ROLE_HEADINGS = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System"}
+_ROLE_HEADINGS = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System prompt"}
 _SCALARS = (str, int, float, bool, type(None))
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -43,14 +43,15 @@ class ImportedChat:
 
 
 def to_json(conversation: Conversation, messages: list[Message]) -> str:
-    """The chat in Kestrel's JSON export format."""
-    return json.dumps({
+    """The chat in Kestrel's JSON export format: standard JSON, so a number it cannot hold
+    (an infinite speed a hand-made import once stored) is written as null."""
+    return json.dumps(_finite({
         "format": FORMAT, "version": VERSION, "title": conversation.title,
         "system_prompt": conversation.system_prompt, "settings": conversation.settings.to_dict(),
         "model": conversation.model, "created": conversation.created, "updated": conversation.updated,
         "messages": [{"role": m.role.value, "text": m.text, "thinking": m.thinking, "stats": _stats_of(m),
                       "created": m.created, "state": _exported_state(m.state)} for m in messages],
-    }, ensure_ascii=False, indent=1)
+    }), ensure_ascii=False, indent=1, allow_nan=False)
 
 
 def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
@@ -76,8 +77,7 @@ def read_chat(path: Path) -> ImportedChat:
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise ChatFileError(f"{path} is too big to be a Kestrel chat ({size / 2**20:.0f} MB; "
-                                f"the limit is {MAX_BYTES // 2**20} MB).")
+            raise ChatFileError(f"{path} is too big to be a Kestrel chat ({_over_the_limit(size)}).")
         with path.open("rb") as file:
             raw = file.read(MAX_BYTES + 1)  # the file may have grown since stat()
     except OSError as exc:
@@ -85,7 +85,8 @@ def read_chat(path: Path) -> ImportedChat:
     if len(raw) > MAX_BYTES:
         raise ChatFileError(f"{path} is too big to be a Kestrel chat.")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        # utf-8-sig: Notepad and PowerShell begin UTF-8 with a byte-order mark.
+        data = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ChatFileError(f"{path} is not a Kestrel chat export: it is not valid JSON.") from exc
     try:
@@ -110,15 +111,21 @@ def _chat_from(data: Any) -> ImportedChat:
     model = data.get("model")
     if model is not None and not isinstance(model, str):
         raise ValueError("model must be a text or null.")
-    conversation = Conversation(0, title, created, now, _text(data.get("system_prompt", ""), "system_prompt"),
-                                GenerationSettings.from_dict(settings).validated(), model)
-    messages = data.get("messages")
-    if not isinstance(messages, list):
+    items = data.get("messages")
+    if not isinstance(items, list):
         raise ValueError("messages must be a list.")
-    if len(messages) > MAX_MESSAGES:
-        raise ValueError(f"it has {len(messages):,} messages; at most {MAX_MESSAGES:,} can be imported.")
-    return ImportedChat(conversation, tuple(_message(item, number, created)
-                                            for number, item in enumerate(messages, start=1)))
+    if len(items) > MAX_MESSAGES:
+        raise ValueError(f"it has {len(items):,} messages; at most {MAX_MESSAGES:,} can be imported.")
+    messages = [_message(item, number, created) for number, item in enumerate(items, start=1)]
+    # Kestrel keeps a chat's instructions in its system prompt, which the model reads and
+    # Chat settings shows; a system message kept as a message would show as Kestrel
+    # speaking and never reach the model. Other tools' exports put them in messages.
+    system_prompt = _text(data.get("system_prompt", ""), "system_prompt")
+    if system_texts := [m.text.strip() for m in messages if m.role == Role.SYSTEM and m.text.strip()]:
+        system_prompt = "\n\n".join(text for text in (system_prompt.strip(), *system_texts) if text)
+    conversation = Conversation(0, title, created, now, system_prompt,
+                                GenerationSettings.from_dict(settings).validated(), model)
+    return ImportedChat(conversation, tuple(m for m in messages if m.role != Role.SYSTEM))
 
 
 def _message(item: Any, number: int, default_time: float) -> Message:
@@ -136,10 +143,30 @@ def _message(item: Any, number: int, default_time: float) -> Message:
     if stats is not None and not (isinstance(stats, dict) and all(
             isinstance(key, str) and isinstance(value, _SCALARS) for key, value in stats.items())):
         raise ValueError(f"{where} has stats that are not an object of plain values.")
+    if stats is not None:  # 1e400 reads as infinity: no speed or time, so it is left out
+        stats = {key: value for key, value in stats.items() if not (isinstance(value, float) and not math.isfinite(value))}
     return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
                    _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
                    None if stats is None else AnswerStats.from_dict(stats),
                    _text(item.get("thinking", ""), f"{where}'s thinking"))
+
+
+def _finite(value: Any) -> Any:
+    """value with every NaN and infinity (which JSON cannot hold) made None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _over_the_limit(size: int) -> str:
+    """The size and the limit, in numbers that differ: bytes where MiB would read the same."""
+    if f"{size / 2**20:.1f}" == f"{MAX_BYTES / 2**20:.1f}":
+        return f"{size:,} bytes; the limit is {MAX_BYTES // 2**20} MiB, {MAX_BYTES:,} bytes"
+    return f"{size / 2**20:,.1f} MiB; the limit is {MAX_BYTES // 2**20} MiB"
 
 
 def _stats_of(message: Message) -> dict[str, Any] | None:

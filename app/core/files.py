@@ -1,11 +1,15 @@
-"""Writing a small file so that it is always either the old one or the new one, never torn."""
+"""Writing files whole (the old one or the new one, never torn), and locks between processes."""
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
+import stat
 import tempfile
 import time
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -30,6 +34,157 @@ def write_atomically(path: Path, data: bytes) -> None:
         Path(temp_name).unlink(missing_ok=True)
         raise
     _fsync_folder(folder)
+
+
+class Refusal(Enum):
+    """Why a path the user named is not written to."""
+
+    EXISTS = "exists"  # a file is there and replacing it was not asked for
+    LINK = "link"  # a symbolic link (or a Windows junction): writing would go elsewhere
+    NOT_A_FILE = "not a file"  # a folder, a device, a named pipe or a socket
+    NO_FOLDER = "no folder"  # the folder it would be in does not exist (or is not a folder)
+
+
+class TargetRefused(Exception):
+    """The path the user named is not one Kestrel writes to; nothing was written.
+
+    what: for NOT_A_FILE, what is there instead ("a folder", "a device", ...); for
+    NO_FOLDER, "not a folder" where the folder's name is something else.
+    """
+
+    def __init__(self, path: Path, refusal: Refusal, what: str = "") -> None:
+        super().__init__(f"{path}: {refusal.value}{f' ({what})' if what else ''}")
+        self.path = path
+        self.refusal = refusal
+        self.what = what
+
+
+def write_user_file(path: Path, data: bytes, *, replace: bool) -> None:
+    """Write a file the user named: a new file, or (replace) the regular file already there.
+
+    Never through a link, never over a device, a pipe, a socket or a folder, and never
+    into a folder that does not exist (TargetRefused says which). A file replaced keeps
+    its mode (and, where the OS lets us, its owner); a new one gets the mode the user's
+    umask gives. The data goes to a temporary file beside it first, so a full disk
+    (OSError) leaves what was there as it was. The temporary file is created with
+    O_CREAT | O_EXCL, which follows no link on POSIX or Windows, and the target is
+    renamed over, never opened, so there is no O_NOFOLLOW to need (Windows has none).
+    """
+    folder = path.parent
+    try:
+        if not stat.S_ISDIR(os.stat(folder).st_mode):
+            raise TargetRefused(path, Refusal.NO_FOLDER, "not a folder")
+    except (FileNotFoundError, NotADirectoryError):
+        raise TargetRefused(path, Refusal.NO_FOLDER) from None
+    existing = _lstat(path)
+    if existing is not None:
+        _check_replaceable(path, existing, replace)
+    fd, temp = _create_temp(folder, path.name)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            if existing is not None:
+                _copy_owner_and_mode(file.fileno(), existing)
+            os.fsync(file.fileno())
+        if existing is not None:
+            os.replace(temp, path)
+        else:
+            _rename_without_replacing(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    _fsync_folder(folder)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _check_replaceable(path: Path, existing: os.stat_result, replace: bool) -> None:
+    if _is_link(existing):
+        raise TargetRefused(path, Refusal.LINK)
+    if not stat.S_ISREG(existing.st_mode):
+        raise TargetRefused(path, Refusal.NOT_A_FILE, _what_is(existing.st_mode))
+    if not replace:
+        raise TargetRefused(path, Refusal.EXISTS)
+
+
+def _is_link(found: os.stat_result) -> bool:
+    """A symbolic link, or on Windows a junction. Other Windows reparse points (OneDrive's
+    files on demand) are files to Python's lstat, and are written as files."""
+    if stat.S_ISLNK(found.st_mode):
+        return True
+    return os.name == "nt" and getattr(found, "st_reparse_tag", 0) == stat.IO_REPARSE_TAG_MOUNT_POINT
+
+
+def _what_is(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _create_temp(folder: Path, name: str) -> tuple[int, str]:
+    """A new, empty file beside the target, with the mode the umask gives (mkstemp's 0600
+    would be what the user gets)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        # Short enough that a long name plus the additions stays within 255 characters.
+        temp = os.path.join(folder, f".{name[:100]}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+
+
+def _copy_owner_and_mode(fd: int, existing: os.stat_result) -> None:
+    """The replaced file's mode and owner, on POSIX; Windows keeps neither in a mode."""
+    if os.name == "nt":
+        return
+    if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.fchown(fd, existing.st_uid, existing.st_gid)
+        except PermissionError:
+            pass  # only root gives a file away; the user's own file keeps its owner anyway
+    os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+
+
+# A file system without hard links (FAT, exFAT, some network shares) says one of these.
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
+
+
+def _rename_without_replacing(temp: str, path: Path) -> None:
+    """Put temp at path unless something appeared there meanwhile (TargetRefused EXISTS).
+
+    Windows' rename never replaces. POSIX's does, so a hard link (which never replaces)
+    takes its place; where the file system has none, a check just before the rename.
+    """
+    try:
+        if os.name == "nt":
+            os.rename(temp, path)
+            return
+        try:
+            os.link(temp, path)
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            if os.path.lexists(path):
+                raise TargetRefused(path, Refusal.EXISTS) from None
+            os.rename(temp, path)
+            return
+        os.unlink(temp)
+    except FileExistsError:
+        raise TargetRefused(path, Refusal.EXISTS) from None
 
 
 def _fsync_folder(folder: Path) -> None:

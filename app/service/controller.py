@@ -16,7 +16,7 @@ from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service.answering import Answering, storable
 from app.service.background import WindowState
-from app.service.chat_files import ChatFiles
+from app.service.chat_files import ChatFiles, ExportOutcome
 from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineError
 from app.service.conversations import Conversations
@@ -244,9 +244,10 @@ class ChatController:
         """The ids of the chats whose title or messages contain query (None: no filter)."""
         return await self.conversations.search(query)
 
-    async def export_conversation(self, conversation_id: int, path: Path, fmt: str) -> bool:
-        """Write a chat to path as "markdown" or "json"; a Problem naming the file if not."""
-        return await self.files.export(conversation_id, path, fmt)
+    async def export_conversation(self, conversation_id: int, path: Path, fmt: str, replace: bool = False) -> bool:
+        """Write a chat to path as "markdown" or "json" (over a file there only with replace);
+        a Problem naming the file if not."""
+        return await self.files.export(conversation_id, path, fmt, replace=replace) is ExportOutcome.WRITTEN
 
     async def import_conversation(self, path: Path) -> int | None:
         """Add a JSON export as a new chat (listed by ConversationChanged); its id, or None."""

@@ -27,8 +27,21 @@ def file_name_for(title: str, fmt: str) -> str:
     return re.sub(r"\s+", " ", name)[:80] + _SUFFIX[fmt]
 
 
+def save_dialog(parent: QWidget, caption: str, suggested: str, file_filter: str) -> QFileDialog:
+    """The Save dialog: it adds the suggested name's suffix to a name typed without one
+    before it asks whether to replace a file that is there (the OS dialog's own question),
+    so the file it asked about is the file written."""
+    dialog = QFileDialog(parent, caption, str(Path(suggested).parent), file_filter)
+    dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+    dialog.setFileMode(QFileDialog.FileMode.AnyFile)
+    dialog.setDefaultSuffix(Path(suggested).suffix.lstrip("."))
+    dialog.selectFile(Path(suggested).name)
+    return dialog
+
+
 def _ask_save(parent: QWidget, caption: str, suggested: str, file_filter: str) -> str:
-    return QFileDialog.getSaveFileName(parent, caption, suggested, file_filter)[0]
+    dialog = save_dialog(parent, caption, suggested, file_filter)
+    return dialog.selectedFiles()[0] if dialog.exec() and dialog.selectedFiles() else ""
 
 
 def _ask_open(parent: QWidget, caption: str, folder: str, file_filter: str) -> str:
@@ -50,16 +63,21 @@ class ChatFiles:
         self.folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
 
     def choose_export(self, fmt: str) -> None:
+        """Ask where, then write there: over a file there only when the dialog asked the user
+        whether to replace it. A name the dialog let through without a suffix gets one here,
+        and then a file of that name is not replaced (nobody was asked about it)."""
         conversation = self.adapter.controller.conversation
         if conversation is None:
             return  # the actions are disabled for a chat not saved yet
         suggested = str(Path(self.folder) / file_name_for(conversation.title, fmt))
         path = self.ask_save(self.parent, "Export this chat", suggested, _FILTER[fmt])
         if path:
-            if not Path(path).suffix:
+            asked = bool(Path(path).suffix)
+            if not asked:
                 path += _SUFFIX[fmt]
             self.folder = str(Path(path).parent)
-            self.adapter.spawn(self.adapter.controller.export_conversation(conversation.id, Path(path), fmt))
+            self.adapter.spawn(self.adapter.controller.export_conversation(conversation.id, Path(path), fmt,
+                                                                           replace=asked))
 
     def choose_import(self) -> None:
         path = self.ask_open(self.parent, "Import a chat", self.folder, "Kestrel chat (*.json);;All files (*)")

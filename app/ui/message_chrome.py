@@ -94,7 +94,13 @@ def paint_author(painter: QPainter, layout: RowLayout, message: Message, palette
     painter.setFont(font)
     painter.setPen(muted(palette))
     user = message.role == Role.USER
-    painter.drawText(layout.author, _RIGHT if user else _LEFT, "You" if user else "Kestrel")
+    painter.drawText(layout.author, _RIGHT if user else _LEFT, author_of(message))
+
+
+def author_of(message: Message) -> str:
+    """Who a message is from, as its label says. A system message (in chats imported
+    before such messages became the chat's system prompt) is instructions, not Kestrel."""
+    return {Role.USER: "You", Role.SYSTEM: "System prompt"}.get(message.role, "Kestrel")
 
 
 def paint_footer(painter: QPainter, layout: RowLayout, after: int, text: str, palette: QPalette,

@@ -8,6 +8,7 @@ from enum import IntEnum
 from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from app.core.conversation import Message, MessageState, Role
+from app.ui.message_chrome import author_of
 
 
 class MessageRoles(IntEnum):
@@ -70,8 +71,7 @@ class MessageListModel(QAbstractListModel):
         if role == MessageRoles.IS_LAST_ANSWER:
             return position == len(self._messages) - 1 and message.role == Role.ASSISTANT
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            who = "You" if message.role == Role.USER else "Kestrel"
-            return f"{who}: {message.text}"
+            return f"{author_of(message)}: {message.text}"
         if role == Qt.ItemDataRole.AccessibleDescriptionRole:
             # The icons under a message are painted, so a screen reader hears their keys here.
             keys = ["Ctrl+C copies it", "Enter selects its text"]

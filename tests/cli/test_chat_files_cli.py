@@ -51,6 +51,6 @@ def test_a_chat_that_is_not_there_and_a_bad_file_are_said_without_a_traceback(tm
     bad = tmp_path / "not a chat.json"
     bad.write_text('{"format": "kestrel-chat", "version": 1, "messages": [{"role": "robot", "text": "x"}]}')
     refused = kestrel("import", str(bad))
-    assert refused.returncode == 1 and str(bad) in refused.stderr and "role 'robot'" in refused.stderr
+    assert refused.returncode == 3 and str(bad) in refused.stderr and "role 'robot'" in refused.stderr
     for result in (missing, refused):
         assert_no_traceback(result)
