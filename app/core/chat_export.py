@@ -144,7 +144,8 @@ def _message(item: Any, number: int, default_time: float) -> Message:
             isinstance(key, str) and isinstance(value, _SCALARS) for key, value in stats.items())):
         raise ValueError(f"{where} has stats that are not an object of plain values.")
     if stats is not None:  # 1e400 reads as infinity: no speed or time, so it is left out
-        stats = {key: value for key, value in stats.items() if not (isinstance(value, float) and not math.isfinite(value))}
+        stats = {key: value for key, value in stats.items()
+                 if not (isinstance(value, float) and not math.isfinite(value))}
     return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
                    _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
                    None if stats is None else AnswerStats.from_dict(stats),

@@ -118,7 +118,10 @@ def _is_link(found: os.stat_result) -> bool:
     files on demand) are files to Python's lstat, and are written as files."""
     if stat.S_ISLNK(found.st_mode):
         return True
-    return os.name == "nt" and getattr(found, "st_reparse_tag", 0) == stat.IO_REPARSE_TAG_MOUNT_POINT
+    return os.name == "nt" and getattr(found, "st_reparse_tag", 0) == _JUNCTION
+
+
+_JUNCTION = 0xA0000003  # IO_REPARSE_TAG_MOUNT_POINT (typeshed has it on Windows only)
 
 
 def _what_is(mode: int) -> str:

@@ -107,9 +107,9 @@ def _refusal_words(refused: TargetRefused) -> str:
     if refused.refusal is Refusal.NOT_A_FILE:
         return f"The chat was not exported: {path} is {refused.what}, not a file. Choose a file name."
     if refused.what:
-        return f"The chat was not exported: {path.parent} is not a folder. Choose another folder."
-    return (f"The chat was not exported: the folder {path.parent} does not exist. Choose another folder, "
-            "or create that one first.")
+        return f"The chat was not exported as {path}: {path.parent} is not a folder. Choose another folder."
+    return (f"The chat was not exported as {path}: the folder {path.parent} does not exist. Choose another "
+            "folder, or create that one first.")
 
 
 def _read_chat(store: HistoryStore, conversation_id: int) -> tuple[Conversation, list[Message]]:

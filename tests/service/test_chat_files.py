@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 import pytest
 
@@ -108,5 +109,49 @@ def test_hostile_and_huge_files_are_refused_and_nothing_is_added(started_control
             assert await controller.import_conversation(huge) is None
             assert "too big" in recorder.of(ev.Problem)[-1].text
             assert await history(controller, HistoryStore.list_conversations) == before
+
+    run(scenario)
+
+
+def test_a_file_there_is_replaced_only_when_asked_and_keeps_its_mode(started_controller, tmp_path) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _chat_with_answers(controller)
+            chat = controller.conversation.id
+            target = tmp_path / "notes.md"
+            target.write_text("my notes")
+            target.chmod(0o640)
+            assert not await controller.export_conversation(chat, target, "markdown")
+            problem = recorder.of(ev.Problem)[-1]
+            assert problem.kind == "disk" and f"{target} already exists" in problem.text
+            assert target.read_text() == "my notes"
+            assert await controller.export_conversation(chat, target, "markdown", replace=True)
+            assert target.read_text(encoding="utf-8").startswith("# Tell me about kestrels")
+            if os.name != "nt":
+                assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+    run(scenario)
+
+
+def test_a_link_a_pipe_and_a_missing_folder_are_refused_in_words(started_controller, tmp_path) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await _chat_with_answers(controller)
+            chat = controller.conversation.id
+            other = tmp_path / "other.txt"
+            other.write_text("keep")
+            (tmp_path / "link.md").symlink_to(other)
+            targets = [(tmp_path / "link.md", "is a link to another file"),
+                       (tmp_path / "gone" / "chat.md", f"the folder {tmp_path / 'gone'} does not exist")]
+            if os.name != "nt":
+                os.mkfifo(tmp_path / "pipe.md")
+                targets.append((tmp_path / "pipe.md", "is a named pipe, not a file"))
+            for target, words in targets:
+                assert not await controller.export_conversation(chat, target, "json", replace=True)
+                problem = recorder.of(ev.Problem)[-1]
+                assert problem.kind == "disk" and str(target) in problem.text and words in problem.text, problem
+            assert other.read_text() == "keep" and not (tmp_path / "gone").exists()
 
     run(scenario)
