@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,11 +77,7 @@ def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
 def read_chat(path: Path) -> ImportedChat:
     """Read and check a JSON export; ChatFileError saying what is wrong with it."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise ChatFileError(f"{path} is too big to be a Kestrel chat ({_over_the_limit(size)}).")
-        with path.open("rb") as file:
-            raw = file.read(MAX_BYTES + 1)  # the file may have grown since stat()
+        raw = _read_regular_file(path)
     except OSError as exc:
         raise ChatFileError(f"{path} could not be read ({exc.strerror or exc}).") from exc
     if len(raw) > MAX_BYTES:
@@ -93,6 +91,27 @@ def read_chat(path: Path) -> ImportedChat:
         return _chat_from(data)
     except ValueError as exc:
         raise ChatFileError(f"{path} cannot be imported: {exc}") from exc
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """Up to MAX_BYTES + 1 bytes of path; ChatFileError if it is no regular file or too big."""
+    if path.is_dir():  # Windows cannot open a folder to ask what it is
+        raise ChatFileError(f"{path} is not a file (it is a folder): choose a JSON export of a chat.")
+    # Non-blocking: opening a named pipe to read would otherwise wait for a writer forever.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise ChatFileError(f"{path} is not a file (it is {_what_is(found.st_mode)}): choose a JSON "
+                                "export of a chat.")
+        if found.st_size > MAX_BYTES:
+            raise ChatFileError(f"{path} is too big to be a Kestrel chat ({_over_the_limit(found.st_size)}).")
+        file = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with file:
+        return file.read(MAX_BYTES + 1)  # the file may have grown since fstat()
 
 
 def _chat_from(data: Any) -> ImportedChat:
@@ -150,6 +169,12 @@ def _message(item: Any, number: int, default_time: float) -> Message:
                    _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
                    None if stats is None else AnswerStats.from_dict(stats),
                    _text(item.get("thinking", ""), f"{where}'s thinking"))
+
+
+def _what_is(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "no regular file"
 
 
 def _finite(value: Any) -> Any:

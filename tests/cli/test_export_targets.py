@@ -181,3 +181,15 @@ def test_a_chat_printed_to_a_terminal_shows_control_characters_escaped_and_a_pip
     text = shown.decode("utf-8")
     assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
     assert "A small falcon.\\x1b]52;c;aGk=\\x07" in text
+
+
+@pytest.mark.parametrize("make", ["fifo", "device", "folder"])
+def test_importing_what_is_not_a_file_is_refused_at_once(tmp_path: Path, make: str) -> None:
+    if make == "fifo":
+        os.mkfifo(tmp_path / "chat.json")  # opening it to read would wait for a writer forever
+        source = tmp_path / "chat.json"
+    else:
+        source = device(tmp_path) if make == "device" else tmp_path
+    result = kestrel("import", str(source), timeout=60)
+    assert result.returncode == 3 and str(source) in result.stderr and "not a file" in result.stderr, result.stderr
+    assert_no_traceback(result)
