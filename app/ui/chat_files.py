@@ -41,7 +41,10 @@ def save_dialog(parent: QWidget, caption: str, suggested: str, file_filter: str)
 
 def _ask_save(parent: QWidget, caption: str, suggested: str, file_filter: str) -> str:
     dialog = save_dialog(parent, caption, suggested, file_filter)
-    return dialog.selectedFiles()[0] if dialog.exec() and dialog.selectedFiles() else ""
+    try:
+        return dialog.selectedFiles()[0] if dialog.exec() and dialog.selectedFiles() else ""
+    finally:
+        dialog.deleteLater()
 
 
 def _ask_open(parent: QWidget, caption: str, folder: str, file_filter: str) -> str:
