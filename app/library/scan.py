@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +24,10 @@ ScanProgress = Callable[[int, Path], None]
 _SPLIT = re.compile(r"^(?P<stem>.+)-(?P<number>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 # What a download or a copy still under way is called; never a model yet.
 _UNFINISHED = (".part", ".partial", ".crdownload", ".download", ".tmp")
+# How many folders down a scan looks. Models sit a few folders down at most; a tree far
+# deeper is a loop of folders or a trap, and a path that long no longer opens on Windows.
+MAX_DEPTH = 100
+_FILE, _FOLDER = "file", "folder"
 
 
 class ScanCancelled(Exception):
@@ -82,17 +89,25 @@ def split_files(first: Path) -> tuple[Path, ...]:
 def scan_folder(folder: Path, *, known: Iterable[Path] = (), recursive: bool = True,
                 progress: ScanProgress | None = None,
                 cancelled: Callable[[], bool] | None = None) -> ScanResult:
-    """Look through folder (and, if recursive, every folder below it) for models.
+    """Look through folder (and, if recursive, the folders below it, down to MAX_DEPTH
+    levels) for models.
 
     Paths in known (resolved) are reported as known without being read again. Links to
-    folders are followed, but a folder is looked in once, so a loop of links ends.
-    ScanCancelled when cancelled() turns true.
+    folders are followed, but a folder is looked in once, so a loop of links ends. What
+    cannot be read (a loop of links, a path too long, a folder that may not be read or
+    went away) is skipped with why, and the scan goes on. ScanCancelled when cancelled()
+    turns true.
     """
-    scan = _Scan({p.resolve() for p in known}, recursive, progress, cancelled)
-    if (folder / GENAI_CONFIG).is_file():
+    scan = _Scan({_resolved(p) for p in known}, recursive, progress, cancelled)
+    try:
+        is_model = _has_genai_config(folder)
+    except OSError as exc:
+        scan.result.skipped.append((folder, _unreadable(folder, exc)))
+        return scan.result
+    if is_model:
         scan.onnx(folder)  # the folder named is itself a model
     else:
-        scan.folder(folder)
+        scan.walk(folder)
     return scan.result
 
 
@@ -106,38 +121,88 @@ class _Scan:
         self.result = ScanResult()
         self.seen: set[tuple[int, int]] = set()
 
-    def folder(self, folder: Path) -> None:
+    def walk(self, top: Path) -> None:
+        """Each folder's files, then each folder in it with all below, in name order, as a
+        recursive walk would go; but on a stack of its own, so no depth (a folder 1,500
+        levels down) runs out of Python's recursion limit."""
+        pending: list[tuple[Path, int]] = [(top, 0)]
+        while pending:
+            folder, depth = pending.pop()
+            if depth == 0 or self._enter(folder, top, depth):
+                below = self.folder(folder)
+                pending.extend((child, depth + 1) for child in reversed(below))
+
+    def folder(self, folder: Path) -> list[Path]:
+        """Look at the files in folder; the folders in it, to look in next."""
         if self.cancelled is not None and self.cancelled():
             raise ScanCancelled(f"The scan of {folder} was stopped; nothing was added.")
         try:
             status = folder.stat()
             if (status.st_dev, status.st_ino) in self.seen:
-                return  # a link back to a folder already looked in
+                return []  # a link back to a folder already looked in
             self.seen.add((status.st_dev, status.st_ino))
-            children = sorted(folder.iterdir())
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: Path(entry.path))
         except OSError as exc:
-            self.result.skipped.append((folder, f"the folder could not be read: {exc.strerror or exc}"))
-            return
+            self.result.skipped.append((folder, _unreadable(folder, exc)))
+            return []
         if self.progress is not None:
             self.progress(len(self.seen), folder)
-        files = [child for child in children if _is_file(child)]
+        files: list[Path] = []
+        folders: list[Path] = []
+        for entry in entries:
+            kind = self._kind(entry)
+            if kind == _FILE:
+                files.append(Path(entry.path))
+            elif kind == _FOLDER:
+                folders.append(Path(entry.path))
         self._files(files)
-        for child in children:
-            if _is_dir(child):
-                self._child_folder(child)
+        return folders
 
-    def _child_folder(self, child: Path) -> None:
+    def _kind(self, entry: os.DirEntry[str]) -> str | None:
+        """_FILE, _FOLDER (links followed), or None for what is neither; said when it
+        matters: a loop of links, a .gguf that is a FIFO or a device, a folder or a .gguf
+        that cannot be looked at or went away since the listing."""
+        child = Path(entry.path)
+        try:
+            mode = entry.stat().st_mode
+        except OSError as exc:
+            said = exc.errno != errno.ENOENT or entry.is_dir(follow_symlinks=False) or _looks_like_gguf(child)
+            if said:  # else a file, or a link to one, not there: nothing to say of what is not a model
+                self.result.skipped.append((child, _unreadable(child, exc)))
+            return None
+        if stat.S_ISREG(mode):
+            return _FILE
+        if stat.S_ISDIR(mode):
+            return _FOLDER
+        if _looks_like_gguf(child):  # never opened: a FIFO would wait for a writer forever
+            self.result.skipped.append((child, f"not a regular file ({_special(mode)}), so not a model"))
+        return None
+
+    def _enter(self, child: Path, top: Path, depth: int) -> bool:
+        """Whether to look in child, a folder depth levels below top; a model folder is taken here."""
         if child.name.startswith("."):
             self.result.skipped.append((child, "a hidden folder"))
-        elif child.name.lower().endswith(_UNFINISHED):
+            return False
+        if child.name.lower().endswith(_UNFINISHED):
             self.result.skipped.append((child, "a download or copy that has not finished"))
-        elif (child / GENAI_CONFIG).is_file():
+            return False
+        try:
+            is_model = _has_genai_config(child)
+        except OSError as exc:
+            self.result.skipped.append((child, _unreadable(child, exc)))
+            return False
+        if is_model:
             self.onnx(child)  # a model's own folder: nothing else is inside
-        elif self.recursive:
-            self.folder(child)
+            return False
+        if depth > MAX_DEPTH:
+            self.result.skipped.append((child, f"it is more than {MAX_DEPTH} folders below {top}, deeper "
+                                               "than Kestrel looks; add that folder itself to look in it"))
+            return False
+        return self.recursive
 
     def onnx(self, path: Path) -> None:
-        if path.resolve() in self.known:
+        if _resolved(path) in self.known:
             self.result.known.append(path)
         else:
             self._examined(path)
@@ -169,7 +234,7 @@ class _Scan:
         if part is not None and part[1] != 1:
             self._first_part_missing(file, part, names)
             return  # else looked at with its first part
-        if file.resolve() in self.known:
+        if _resolved(file) in self.known:
             self.result.known.append(file)
         elif not any(p.name not in names for p in split_files(file)):
             self._examined(file)
@@ -191,7 +256,7 @@ def examine(path: Path) -> Found:
     parts named: the model is then all of them). ModelFileError says why it is none."""
     if path.is_dir():
         info = read_onnx_folder(path)
-        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        size = _folder_size(path)
         return Found(path, f"{path.name} (ONNX, {info.model_type})", size, "onnx")
     part = split_part(path)
     if part is not None:
@@ -213,18 +278,87 @@ def _missing_part(absent: Path) -> str:
     return f"{which} ({absent.name}) is missing"
 
 
-def _is_file(path: Path) -> bool:
+def _folder_size(folder: Path) -> int:
+    """The bytes of the files in folder and every folder below it (links to folders not
+    followed, as rglob does not): on a stack, so a deep tree inside an ONNX model folder
+    cannot exhaust Python's recursion limit."""
+    total, pending = 0, [folder]
+    while pending:
+        below = pending.pop()
+        try:
+            with os.scandir(below) as listing:
+                entries = list(listing)
+        except OSError:
+            if below == folder:
+                raise
+            continue  # as rglob: a folder inside that cannot be listed adds nothing
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif entry.is_file():
+                    total += entry.stat().st_size
+            except OSError:
+                continue  # a loop of links, or gone since the listing: no bytes to count
+    return total
+
+
+def _has_genai_config(folder: Path) -> bool:
+    """Whether folder is an ONNX GenAI model's; OSError when that cannot be told (a path
+    too long, a folder that may not be looked into), which Path.is_file would raise for
+    some errors and hide for others."""
     try:
-        return path.is_file()
+        return stat.S_ISREG((folder / GENAI_CONFIG).stat().st_mode)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return False
+        raise
+
+
+def _resolved(path: Path) -> Path:
+    """path with its links followed; as it is written where they cannot be (a loop of links)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python 3.11's word for a loop of links
+        return path.absolute()
+
+
+def _looks_like_gguf(path: Path) -> bool:
+    return path.name.lower().endswith(".gguf")
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return path.is_symlink()
     except OSError:
         return False
 
 
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:
-        return False
+def _unreadable(path: Path, exc: OSError) -> str:
+    """Why path could not be read, in the user's words."""
+    if exc.errno == errno.ELOOP:
+        return "a link that leads back to itself (a loop of links), so there is nothing there to read"
+    if exc.errno == errno.ENAMETOOLONG:
+        return (f"its path is too long to open ({len(str(path)):,} characters and more inside it); "
+                "move it nearer the top of the drive to add what is in it")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "it could not be read: permission denied (your user may not open it)"
+    if exc.errno == errno.ENOENT:
+        if _is_link(path):
+            return "a link to something that is not there"
+        return "it went away while Kestrel was looking through the folder"
+    return f"it could not be read: {exc.strerror or exc}"
+
+
+def _special(mode: int) -> str:
+    """What a file that is neither a regular file nor a folder is, in a few words."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
 
 
 class ForgottenFiles:
