@@ -18,6 +18,7 @@ from typing import Any
 from app.cli import models_get, models_settings
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
+from app.cli.terminal_text import terminal_line, terminal_text
 from app.core.units import human_size
 from app.core.settings import Settings, SettingsError, SettingsFile
 from app.hardware.fit import FitEstimate, estimate_fit
@@ -97,7 +98,7 @@ def _report(exc: UserError, as_json: bool) -> int:
     """Say what went wrong (also as a JSON line under --json) and give its exit status."""
     if as_json:
         print(json.dumps({"type": "error", "status": exc.status, "message": str(exc)}), flush=True)
-    print(f"kestrel: {exc}", file=sys.stderr, flush=True)
+    print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)  # names in it are anyone's text
     return exc.status
 
 
@@ -118,7 +119,7 @@ def _list(args: argparse.Namespace) -> int:
     id_width = max(len(row["id"]) for row in rows)
     for row in rows:
         print(f"{row['id']:<{id_width}}  {row['format']:<4}  {human_size(row['size']):>8}  "
-              f"{row['title']}{_marks(row)}")
+              f"{terminal_line(row['title'])}{_marks(row)}")
     use = library.disk_use()
     elsewhere = (f"; {human_size(use.referenced_total)} more in models kept where they are"
                  if use.referenced_total else "")
@@ -129,7 +130,7 @@ def _list(args: argparse.Namespace) -> int:
 def _marks(row: dict[str, Any]) -> str:
     marks = [*(["default"] if row["default"] else []), *(["kept where it is"] if row["referenced"] else [])]
     if row["missing"]:
-        marks.append(f"missing: not at {row['path']} now")
+        marks.append(f"missing: not at {terminal_line(row['path'])} now")
     return "".join(f"  ({mark})" for mark in marks)
 
 
@@ -162,7 +163,7 @@ def _info(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(shown, ensure_ascii=False))
     else:
-        print(shown.get("id") or path.name)
+        print(terminal_line(str(shown.get("id") or path.name)))
         for key, label in _INFO_LABELS:
             if key in shown:
                 print(f"  {label + ':':<17}{_plain(key, shown[key])}")
@@ -204,12 +205,12 @@ def _fit_json(fit: FitEstimate) -> dict[str, Any]:
 def _print_kept(model: InstalledModel) -> None:
     """info's lines on where the model is kept and the settings of its own."""
     if model.missing:
-        print(f"  {'missing:':<17}yes: nothing is at {model.path} now (an unplugged drive?); it is "
+        print(f"  {'missing:':<17}yes: nothing is at {terminal_line(str(model.path))} now (an unplugged drive?); it is "
               "listed again as it was once the file is back")
     if model.referenced:
         print(f"  {'kept:':<17}where it is; removing it only makes Kestrel forget it")
     if model.files:
-        print(f"  {'parts:':<17}{len(model.files)} files ({model.files[0].name} …)")
+        print(f"  {'parts:':<17}{len(model.files)} files ({terminal_line(str(model.files[0].name))} …)")
     own = models_settings.describe_defaults(model.defaults)
     print(f"  {'own settings:':<17}{own or 'none (the app settings are used)'}")
 
@@ -226,8 +227,8 @@ def _plain(key: str, value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if key == "providers":
-        return ", ".join(value) if value else "none named (the CPU)"
-    return f"{value:,}" if isinstance(value, int) else str(value)
+        return terminal_line(", ".join(value)) if value else "none named (the CPU)"
+    return f"{value:,}" if isinstance(value, int) else terminal_line(str(value))
 
 
 # --- add and remove --------------------------------------------------------------------
@@ -240,9 +241,9 @@ def _add(args: argparse.Namespace) -> int:
         return add_folder(library, source)
     model = reference(library, source) if args.reference else copy_in(library, source)
     if model.added < started:
-        print(f"kestrel: {Path(args.path).name} is already installed as {model.id}.", file=sys.stderr)
+        print(f"kestrel: {terminal_line(str(Path(args.path).name))} is already installed as {model.id}.", file=sys.stderr)
     elif model.referenced:
-        print(f"kestrel: {model.id} is kept at {model.path}; Kestrel never moves or deletes it.",
+        print(f"kestrel: {model.id} is kept at {terminal_line(str(model.path))}; Kestrel never moves or deletes it.",
               file=sys.stderr)
     print(model.id)
     return EXIT_OK
@@ -263,12 +264,12 @@ def _remove(args: argparse.Namespace) -> int:
                         "window or a chat is using the model, close it, then run the same command "
                         "again.", EXIT_FILES) from None
     if model.referenced:
-        print(f'Forgot {model.id} ("{model.title}"); the file stays at {model.path}: Kestrel did not '
+        print(f'Forgot {model.id} ("{terminal_line(model.title)}"); the file stays at {terminal_line(str(model.path))}: Kestrel did not '
               f"put it there, so it does not delete it.")
     else:
-        print(f'Removed {model.id} ("{model.title}"); {human_size(removed.freed)} of disk space freed.')
+        print(f'Removed {model.id} ("{terminal_line(model.title)}"); {human_size(removed.freed)} of disk space freed.')
     if removed.left:
-        print(f"Left in {model.path.parent}: {', '.join(removed.left)} (Kestrel did not write "
+        print(f"Left in {terminal_line(str(model.path.parent))}: {terminal_line(', '.join(removed.left))} (Kestrel did not write "
               "them, so it did not delete them).")
     if chosen is not None and chosen.id == model.id:
         _clear_default(settings_file, settings, library)
