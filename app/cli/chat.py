@@ -6,9 +6,11 @@ import argparse
 import asyncio
 import codecs
 import dataclasses
+import errno
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -279,6 +281,7 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
                                 library=ModelLibrary(data_paths().models), client=EngineClient(),
                                 settings=settings)
     controller.subscribe(printer.on_event)
+    printer.stop_with(controller.stop)
     try:
         await controller.open()
         await _load(controller, model)
@@ -313,8 +316,25 @@ class _AnswerPrinter:
         self._as_json = as_json
         self._thinking = ThinkingOutput(out, as_json, show_thinking)
         self._ending: AnswerFinished | AnswerInterrupted | None = None
+        self._closed = False  # the output's reader went away (`kestrel chat … | head -1`)
+        self._stop: Callable[[], None] = lambda: None
+
+    def stop_with(self, stop: Callable[[], None]) -> None:
+        """What stops the answer once no one reads it."""
+        self._stop = stop
 
     def on_event(self, event: Event) -> None:
+        if self._closed:
+            return
+        try:
+            self._show(event)
+        except BrokenPipeError:
+            # Said by result(), after the engine has stopped: raised here, it would end the
+            # controller's streaming instead of this answer.
+            self._closed = True
+            self._stop()
+
+    def _show(self, event: Event) -> None:
         if isinstance(event, TextGrew) and event.thinking:
             self._thinking.write(event.delta)
         elif isinstance(event, TextGrew):
@@ -342,6 +362,8 @@ class _AnswerPrinter:
         context_asked is the context --ctx (or the settings) asked for, context_loaded
         what the model was loaded with (less when the model holds no more).
         """
+        if self._closed:  # app/__main__.py ends quietly on it, as for every command
+            raise BrokenPipeError(errno.EPIPE, "the output's reader went away")
         ending = self._ending
         if isinstance(ending, AnswerFinished):
             return EXIT_OK

@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         return status
     except UserError as exc:
         return _report(exc, as_json)
+    except BrokenPipeError:
+        raise  # the output's reader went away: not a problem of the disk (see app/__main__.py)
     except OSError as exc:  # the disk or a permission, where no message below covers it
         where = exc.filename or "its models folder"
         return _report(UserError(f"Kestrel could not use {where}: {exc.strerror or exc}. Check that "
