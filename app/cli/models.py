@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import os
+import stat
 import sys
 import time
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 from app.cli import models_get, models_settings
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
-from app.cli.terminal_text import terminal_line, terminal_text
+from app.cli.terminal_text import shown_path, terminal_line, terminal_text
 from app.core.units import human_size
 from app.core.settings import Settings, SettingsError, SettingsFile
 from app.hardware.fit import FitEstimate, estimate_fit
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise  # the output's reader went away: not a problem of the disk (see app/__main__.py)
     except OSError as exc:  # the disk or a permission, where no message below covers it
-        where = exc.filename or "its models folder"
+        where = shown_path(exc.filename) if exc.filename else "its models folder"
         return _report(UserError(f"Kestrel could not use {where}: {exc.strerror or exc}. Check that "
                                  "the disk is there and has space and that you may write to it, then "
                                  "try again.", EXIT_FILES), as_json)
@@ -132,7 +134,7 @@ def _list(args: argparse.Namespace) -> int:
 def _marks(row: dict[str, Any]) -> str:
     marks = [*(["default"] if row["default"] else []), *(["kept where it is"] if row["referenced"] else [])]
     if row["missing"]:
-        marks.append(f"missing: not at {terminal_line(row['path'])} now")
+        marks.append(f"missing: not at {shown_path(row['path'])} now")
     return "".join(f"  ({mark})" for mark in marks)
 
 
@@ -239,8 +241,8 @@ def _add(args: argparse.Namespace) -> int:
     library = open_library()
     started = time.time()
     source = Path(args.path).expanduser().absolute()  # the model remembers where it came from
-    if source.is_dir() and not (source / GENAI_CONFIG).is_file():
-        return add_folder(library, source)
+    if _is_folder(source):
+        return add_folder(library, source)  # a folder that cannot be looked into is said there
     model = reference(library, source) if args.reference else copy_in(library, source)
     if model.added < started:
         print(f"kestrel: {terminal_line(str(Path(args.path).name))} is already installed as {model.id}.", file=sys.stderr)
@@ -249,6 +251,23 @@ def _add(args: argparse.Namespace) -> int:
               file=sys.stderr)
     print(model.id)
     return EXIT_OK
+
+
+def _is_folder(source: Path) -> bool:
+    """Whether source is a folder to look through for models (not one model's own folder);
+    UserError for a path too long to open, which every later look would fail on too."""
+    try:
+        if not stat.S_ISDIR(source.stat().st_mode):
+            return False
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            return False  # missing, a loop of links: the import below says which, in words
+        raise UserError(f"{shown_path(source)} is too long a path to open ({len(str(source)):,} characters). "
+                        "Move the model nearer the top of the drive, then add it from there.", EXIT_MODEL) from None
+    try:
+        return not (source / GENAI_CONFIG).is_file()
+    except OSError:
+        return True  # the scan says what it cannot read inside, and why
 
 
 def _remove(args: argparse.Namespace) -> int:

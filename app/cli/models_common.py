@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO, TypeVar
 
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, UserError
-from app.cli.terminal_text import terminal_line
+from app.cli.terminal_text import shown_path, terminal_line
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from app.library.gguf_info import ModelFileError
@@ -153,24 +153,24 @@ def add_folder(library: ModelLibrary, folder: Path) -> int:
     cancel = threading.Event()
 
     def report(count: int, where: Path) -> None:
-        line.show(terminal_line(f"Looking through {folder}: {count:,} folders, now {where.name or where}"))
+        line.show(f"Looking through {shown_path(folder)}: {count:,} folders, now {terminal_line(where.name or str(where))}")
 
     try:
         scan = in_worker(lambda: library.add_folder(folder, report, cancel.is_set), cancel.set)
     except ScanCancelled:
-        raise UserError(f"Cancelled: nothing from {terminal_line(str(folder))} was added.", EXIT_INTERRUPTED) from None
+        raise UserError(f"Cancelled: nothing from {shown_path(folder)} was added.", EXIT_INTERRUPTED) from None
     finally:
         line.end()
     for path, reason in scan.skipped:
-        print(f"kestrel: skipped {terminal_line(str(path))}: {terminal_line(reason)}", file=sys.stderr)
+        print(f"kestrel: skipped {shown_path(path)}: {terminal_line(reason)}", file=sys.stderr)
     if not scan.added and not scan.known:
-        raise UserError(f"No model was found in {terminal_line(str(folder))} or the folders in it. A model is a .gguf "
+        raise UserError(f"No model was found in {shown_path(folder)} or the folders in it. A model is a .gguf "
                         "file, or a folder with an ONNX Runtime GenAI model (genai_config.json, the "
                         "model and its tokenizer).", EXIT_MODEL)
     if scan.known:
         print(f"kestrel: already in the library: {', '.join(m.id for m in scan.known)}.", file=sys.stderr)
     if scan.added:
-        print(f"kestrel: added {_models(len(scan.added))} found in {terminal_line(str(folder))}; they stay where they "
+        print(f"kestrel: added {_models(len(scan.added))} found in {shown_path(folder)}; they stay where they "
               "are, and removing one only makes Kestrel forget it.", file=sys.stderr)
     for model in scan.added:
         print(model.id)

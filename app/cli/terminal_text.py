@@ -26,3 +26,18 @@ def terminal_text(text: str) -> str:
 def terminal_line(text: str) -> str:
     """text for one line of a listing: tabs and newlines escaped too."""
     return _IN_LINE.sub(_escaped, text)
+
+
+# A path longer than this is shown by its two ends: thousands of characters (a folder
+# 100 levels down) would fill the terminal and hide what the message says.
+PATH_SHOWN = 200
+
+
+def shown_path(path: object) -> str:
+    """A path for one line of output: as terminal_line shows it, and if long, its start
+    and its end around "…"."""
+    text = terminal_line(str(path))
+    if len(text) <= PATH_SHOWN:
+        return text
+    end = PATH_SHOWN // 2
+    return f"{text[:end]}…{text[-end:]}"

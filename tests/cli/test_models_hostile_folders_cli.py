@@ -61,7 +61,8 @@ def test_a_loop_of_links_and_a_path_too_long_are_named_and_the_good_model_added(
     assert f"kestrel: skipped {shelf / 'loop'}: a link that leads back to itself (a loop of links), so there " \
            "is nothing there to read" in lines
     if sys.platform.startswith("linux"):
-        assert any(line.startswith(f"kestrel: skipped {far}: its path is too long to open") for line in lines)
+        [too_long] = [line for line in lines if "its path is too long to open (4,090 characters" in line]
+        assert too_long.startswith(f"kestrel: skipped {str(far)[:100]}…{str(far)[-100:]}: ")
     assert "disk is there and has space" not in result.stderr
 
 
@@ -78,3 +79,16 @@ def test_names_with_control_characters_are_shown_not_obeyed(shelf: Path) -> None
     assert "evil\\x1b]0;owned\\x07\\x0a\\x9b\\u202e.gguf" in line
     assert not any(char in added.stderr + listing.stdout for char in CONTROLS)
     assert "Title \\x1b[2J\\x1b]0;owned\\x07 \\u202eend" in listing.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's PATH_MAX of 4,096 bytes")
+def test_a_path_too_long_to_open_is_refused_in_words(tmp_path: Path) -> None:
+    far = long_path_folder(tmp_path, 4090)
+    try:
+        result = models("add", str(far / "more" / "model.gguf"))
+    finally:
+        remove_tree(tmp_path / ("x" * 100))
+    assert result.returncode == 3
+    assert result.stderr.endswith("is too long a path to open (4,106 characters). Move the model nearer the top "
+                                  "of the drive, then add it from there.\n")
+    assert len(result.stderr) < 400 and "disk is there and has space" not in result.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.cli.terminal_text import terminal_line, terminal_text
+from app.cli.terminal_text import PATH_SHOWN, shown_path, terminal_line, terminal_text
 
 
 def test_control_sequences_are_shown_not_obeyed() -> None:
@@ -16,3 +16,11 @@ def test_text_keeps_its_lines_and_tabs_and_a_line_keeps_neither() -> None:
     assert terminal_text("one\r\ntwo\tthree\rfour\n") == "one\ntwo\tthree\\x0dfour\n"
     assert terminal_line("one\ntwo\tthree") == "one\\x0atwo\\x09three"
     assert terminal_text("Grüße, 鷹, عربى") == "Grüße, 鷹, عربى"
+
+
+def test_a_long_path_is_shown_by_its_two_ends() -> None:
+    short = "/home/ann/models/qwen.gguf"
+    assert shown_path(short) == short
+    long = "/home/ann/" + "d/" * 2000 + "model\x1b.gguf"
+    shown = shown_path(long)
+    assert len(shown) == PATH_SHOWN + 1 and shown.startswith("/home/ann/d/d/") and shown.endswith("d/model\\x1b.gguf")
