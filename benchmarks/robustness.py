@@ -56,6 +56,7 @@ from benchmarks.robustness_kit import (  # noqa: E402 - after ROOT is on the pat
     PYTHON, STRAY_GRACE_S, TINY_ONNX, Watched, _alive, _short, app_env, chat,
     check_finished, check_plain_message, history_of, install, run, settings_of, watched)
 from benchmarks.robustness_export import cat_export_targets  # noqa: E402
+from benchmarks.robustness_folders import cat_hostile_folders  # noqa: E402
 
 
 # --- GGUF: where each field of the header is ----------------------------------------------
@@ -1059,6 +1060,8 @@ CATEGORIES: dict[str, tuple[Callable[[Context], list[Case]], str]] = {
     "export-targets": (cat_export_targets, "export -o at a FIFO, a link, a device, a folder, a file there (with and "
                                            "without --force), no folder; stdout full or closed: 2/0/7 in words, "
                                            "nothing else changed"),
+    "hostile-folders": (cat_hostile_folders, "models add on folders 1,500 deep, link loops, paths too long, FIFOs, "
+                        "control characters; output into a closed pipe: exit 0 (141), the good model added, plain words"),
 }
 
 
