@@ -10,9 +10,6 @@ if TYPE_CHECKING:
     import argparse
 
 EXIT_INTERRUPTED = 130
-# The reader of the output went away (`kestrel models list | head -1`): 128 + SIGPIPE, the
-# status a shell shows for a Unix tool that signal ended, on every OS alike.
-EXIT_CLOSED_PIPE = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,32 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nInterrupted.", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return closed_pipe()
+    except OSError as exc:
+        from app.cli.closed_output import end_quietly, output_closed
 
-
-def closed_pipe() -> int:
-    """End quietly: what reads the output has what it wanted and left. Nothing is said,
-    since standard error may be the same closed pipe, and there is nothing wrong to say.
-
-    Python ignores SIGPIPE, so the write raised instead of ending the process as it ends
-    a C tool. The output's descriptors are pointed at the null device, so that Python's
-    own flush of what is still buffered, at exit, does not fail a second time and print
-    "Exception ignored".
-    """
-    import os
-
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            try:
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, stream.fileno())
-                os.close(null)
-            except (OSError, ValueError, AttributeError):
-                pass  # no such stream, or no descriptor: nothing left to flush there
-    return EXIT_CLOSED_PIPE
+        if not output_closed(exc):
+            raise
+        return end_quietly()  # `kestrel models list | head -1`: every command alike
 
 
 if __name__ == "__main__":

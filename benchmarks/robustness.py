@@ -1061,7 +1061,7 @@ CATEGORIES: dict[str, tuple[Callable[[Context], list[Case]], str]] = {
                                            "without --force), no folder; stdout full or closed: 2/0/7 in words, "
                                            "nothing else changed"),
     "hostile-folders": (cat_hostile_folders, "models add on folders 1,500 deep, link loops, paths too long, FIFOs, "
-                        "control characters; output into a closed pipe: exit 0 (141), the good model added, plain words"),
+                        "control characters; output into a closed pipe: exit 0, the good model added, plain words"),
 }
 
 

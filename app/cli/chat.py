@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from app.cli.closed_output import output_closed
 from app.cli.failure_words import cli_words
 from app.cli.thinking_output import ThinkingOutput, write
 from app.core.generation import GenerationSettings
@@ -328,7 +329,9 @@ class _AnswerPrinter:
             return
         try:
             self._show(event)
-        except BrokenPipeError:
+        except OSError as exc:
+            if not output_closed(exc):
+                raise
             # Said by result(), after the engine has stopped: raised here, it would end the
             # controller's streaming instead of this answer.
             self._closed = True
@@ -362,7 +365,7 @@ class _AnswerPrinter:
         context_asked is the context --ctx (or the settings) asked for, context_loaded
         what the model was loaded with (less when the model holds no more).
         """
-        if self._closed:  # app/__main__.py ends quietly on it, as for every command
+        if self._closed:  # app/__main__.py ends quietly on it, as for every command that prints
             raise BrokenPipeError(errno.EPIPE, "the output's reader went away")
         ending = self._ending
         if isinstance(ending, AnswerFinished):

@@ -19,6 +19,7 @@ from typing import Any
 
 from app.cli import models_get, models_settings
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.closed_output import output_closed
 from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text
 from app.core.units import human_size
@@ -86,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
         return status
     except UserError as exc:
         return _report(exc, as_json)
-    except BrokenPipeError:
-        raise  # the output's reader went away: not a problem of the disk (see app/__main__.py)
     except OSError as exc:  # the disk or a permission, where no message below covers it
+        if output_closed(exc):
+            raise  # the output's reader went away: no problem of the disk (app/__main__.py ends quietly)
         where = shown_path(exc.filename) if exc.filename else "its models folder"
         return _report(UserError(f"Kestrel could not use {where}: {exc.strerror or exc}. Check that "
                                  "the disk is there and has space and that you may write to it, then "
