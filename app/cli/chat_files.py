@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from app.cli.closed_output import end_quietly, output_closed
 from app.cli.terminal_text import terminal_line, terminal_text
 from app.core.history import HistoryError
 from app.core.paths import data_paths
@@ -81,8 +81,10 @@ async def _list_chats(controller: ChatController) -> int:
     listing = "".join(f"{chat.id:>6}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(chat.updated))}  "
                       f"{terminal_line(chat.title)}\n" for chat in chats)
     failed = _write_out(listing)
-    if failed is None or _closed(failed):
-        return EXIT_OK  # a reader that stopped early (`| head`) had what it wanted
+    if failed is None:
+        return EXIT_OK
+    if output_closed(failed):
+        return end_quietly()  # a reader that stopped early (`| head`) had what it wanted
     print(f"kestrel: the list of chats could not be written to standard output ({failed.strerror or failed}).",
           file=sys.stderr)
     return EXIT_NOT_DONE
@@ -99,18 +101,11 @@ async def _print_chat(controller: ChatController, chat_id: int, fmt: str) -> int
     failed = _write_out(terminal_text(text) if sys.stdout.isatty() else text)
     if failed is None:
         return EXIT_OK
-    if _closed(failed):
-        print(f"kestrel: chat {chat_id} was not all written: standard output was closed before the end "
-              "(the program reading it stopped).", file=sys.stderr)
-    else:
-        print(f"kestrel: chat {chat_id} could not be written to standard output ({failed.strerror or failed}). "
-              "Free some space, or write it to a file with -o FILE.", file=sys.stderr)
+    if output_closed(failed):
+        return end_quietly()  # the reader stopped early (`| head`): it had what it wanted
+    print(f"kestrel: chat {chat_id} could not be written to standard output ({failed.strerror or failed}). "
+          "Free some space, or write it to a file with -o FILE.", file=sys.stderr)
     return EXIT_NOT_DONE
-
-
-def _closed(error: OSError) -> bool:
-    """The reader of standard output went away (Windows says EINVAL for a closed pipe)."""
-    return isinstance(error, BrokenPipeError) or (os.name == "nt" and error.errno == errno.EINVAL)
 
 
 def _write_out(text: str) -> OSError | None:

@@ -142,10 +142,7 @@ def test_standard_output_closed_early_is_no_traceback(listing: bool) -> None:
         stderr = process.stderr.read().decode("utf-8", "replace")
     code = process.wait(timeout=60)
     assert "Traceback" not in stderr and "Exception" not in stderr and "Error" not in stderr, stderr
-    if listing:
-        assert (code, stderr) == (0, ""), "a listing cut short is what the reader wanted"
-    else:
-        assert code == 7 and "closed" in stderr, (code, stderr)
+    assert (code, stderr) == (0, ""), "output cut short by its reader is what the reader wanted"
 
 
 def test_titles_are_listed_without_their_control_characters() -> None:
