@@ -161,7 +161,7 @@ class LibraryService:
         return model
 
     async def add_folder(self, path: str) -> FolderScan | None:
-        """Find the models in a folder (any depth) and reference them in place."""
+        """Find the models in a folder (down to the scan's depth limit) and reference them in place."""
         scan = await self._guarded(f"Could not look through {path}", self.library.add_folder, Path(path))
         if scan is not None and not scan.added and not scan.known:
             skipped = "; ".join(f"{Path(p).name}: {why}" for p, why in list(scan.skipped)[:3])
