@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import threading
@@ -15,6 +16,8 @@ import pytest
 
 from app.library.download import (DownloadControl, DownloadError, DownloadErrorKind,
                                   DownloadOptions, DownloadStopped, FileSpec, UnitDownload)
+from app.library.download import nofollow
+from app.library.download.nofollow import NotOurFile
 from app.library.download.part import open_for_append
 from tests.helpers.http_servers import Served, TestServer, sha256_of
 
@@ -91,7 +94,6 @@ def test_a_fifo_at_the_part_is_removed_rather_than_waited_on(server: TestServer,
     folder = tmp_path / "model"
     folder.mkdir()
     fifo = folder / "m.gguf.part"
-    import os
     os.mkfifo(fifo)
     server.files["/m.gguf"] = Served(body=MODEL)
     try:
@@ -137,6 +139,28 @@ def test_the_default_opener_does_not_follow_a_link(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         open_for_append(tmp_path / "link").close()
     assert target.read_bytes() == b"t"
+
+
+@pytest.mark.parametrize("planted", ["symlink", "fifo", "folder"])
+def test_the_windows_way_refuses_what_is_not_a_regular_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: str) -> None:
+    """Windows has no O_NOFOLLOW: its branch (an lstat check, then the open) runs here with
+    the platform switched, on what this machine can plant."""
+    monkeypatch.setattr(nofollow, "_WINDOWS", True)
+    target, part = tmp_path / "target", tmp_path / "m.gguf.part"
+    target.write_bytes(b"t")
+    if planted == "symlink":
+        part.symlink_to(target)
+    elif planted == "fifo":
+        os.mkfifo(part)
+    else:
+        part.mkdir()
+    with pytest.raises(NotOurFile):
+        open_for_append(part).close()
+    assert target.read_bytes() == b"t"
+    with open_for_append(tmp_path / "new.part") as fresh:
+        fresh.write(b"ok")
+    assert (tmp_path / "new.part").read_bytes() == b"ok"
 
 
 # --- item 3: bounded tries and time ----------------------------------------------------------

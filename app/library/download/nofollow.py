@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 _REPARSE_POINT = getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400)
+_WINDOWS = sys.platform == "win32"
 
 
 class Found(Enum):
@@ -66,7 +67,7 @@ def open_regular(path: Path, append: bool) -> BinaryIO:
     second name, or one another user owns.
     """
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT if append else os.O_RDONLY
-    fd = _open_windows(path, flags) if sys.platform == "win32" else _open_posix(path, flags)
+    fd = _open_windows(path, flags) if _WINDOWS else _open_posix(path, flags)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or not _owned(info):
@@ -107,6 +108,6 @@ def _open_windows(path: Path, flags: int) -> int:
 
 def _owned(info: os.stat_result) -> bool:
     """Owned by this user; Windows' stat reports no owner, so there every file passes."""
-    if sys.platform == "win32":
+    if _WINDOWS:
         return True
     return info.st_uid == os.geteuid()
