@@ -3,9 +3,11 @@ turned into the downloadable units it offers. Nothing here opens a socket until 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -14,7 +16,7 @@ from urllib.parse import quote, unquote, urlsplit
 from app.library.catalog import CatalogEntry
 from app.library.file_names import name_problem, plain_file_name, shown
 from app.library.download.errors import DownloadError, DownloadErrorKind, bad_scheme, gave_up
-from app.library.download.transport import TransientFailure, check_scheme, request
+from app.library.download.transport import Answer, TransientFailure, check_scheme, describe, request
 from app.library.download.unit import FileSpec
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -24,6 +26,7 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _MAX_LISTING = 32 * 1024 * 1024
 _MAX_FILES = 100_000  # the biggest model repositories hold tens of thousands of files
+_LISTING_S = 60.0  # a listing is a few megabytes at most: a minute is plenty on a slow line
 _LISTING = "the repository's file list"  # a repository listing is JSON; a bigger answer is not one
 
 
@@ -233,12 +236,28 @@ def repo_files(repo: str, revision: str, endpoint: str, timeout: float) -> list[
                                 f"private or gated one must be downloaded in a browser.") from None
         raise
     try:
-        body = answer.response.read(_MAX_LISTING + 1)
-    except OSError as exc:
-        raise gave_up(url, str(exc) or type(exc).__name__, 1, False) from None
+        body = _read_listing(answer, url)
+    except (OSError, http.client.HTTPException) as exc:
+        raise gave_up(url, describe(exc), 1, False) from None
     finally:
         answer.close()
     return _siblings(url, body)
+
+
+def _read_listing(answer: Answer, url: str) -> bytes:
+    """At most _MAX_LISTING + 1 bytes within _LISTING_S: a server that trickles is given up on."""
+    deadline = time.monotonic() + _LISTING_S
+    chunks: list[bytes] = []
+    size = 0
+    while size <= _MAX_LISTING:
+        if time.monotonic() > deadline:
+            raise gave_up(url, f"its list of files did not arrive within {_LISTING_S:g} s", 1, True)
+        block = answer.response.read1(min(65536, _MAX_LISTING + 1 - size))
+        if not block:
+            break
+        chunks.append(block)
+        size += len(block)
+    return b"".join(chunks)
 
 
 def group_units(repo: str, revision: str, endpoint: str, files: list[RepoFile]) -> tuple[DownloadUnit, ...]:

@@ -4,9 +4,11 @@ words, on every OS, and names shown bounded and without control or direction mar
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from app.library import hub
 from app.library.download import DownloadError, DownloadErrorKind
 from app.library.file_names import name_problem, plain_file_name, shown
 from app.library.hub import HubError, UnsafeNames, direct_unit, units_for
@@ -93,3 +95,15 @@ def test_names_are_shown_bounded_and_without_marks() -> None:
     assert shown("a\u202eb\x1b[31mc") == "a\ufffdb\ufffd[31mc"
     long = shown("x" * 5000)
     assert len(long) == 120 and long.endswith("…")
+
+
+def test_a_listing_that_trickles_is_given_up_on(server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hub, "_LISTING_S", 0.5)
+    server.files["/api/models/o/slow?blobs=true"] = Served(body=b'{"siblings": []}' + b" " * 1000,
+                                                           slow_chunk=10, slow_delay_s=0.05)
+    started = time.monotonic()
+
+    with pytest.raises(DownloadError) as caught:
+        units_for("o/slow", server.base)
+
+    assert "did not arrive within 0.5 s" in str(caught.value) and time.monotonic() - started < 3
