@@ -55,6 +55,7 @@ from benchmarks.robustness_kit import (  # noqa: E402 - after ROOT is on the pat
     Case, Context, DEFAULT_JSON, DRIVER, Finished, HANG_S, LIMIT_MB, LIMIT_S,
     PYTHON, STRAY_GRACE_S, TINY_ONNX, Watched, _alive, _short, app_env, chat,
     check_finished, check_plain_message, history_of, install, run, settings_of, watched)
+from benchmarks.robustness_downloads import DESCRIPTION as HOSTILE_DOWNLOAD, cat_hostile_download  # noqa: E402
 from benchmarks.robustness_export import cat_export_targets  # noqa: E402
 from benchmarks.robustness_folders import cat_hostile_folders  # noqa: E402
 
@@ -1062,6 +1063,7 @@ CATEGORIES: dict[str, tuple[Callable[[Context], list[Case]], str]] = {
                                            "nothing else changed"),
     "hostile-folders": (cat_hostile_folders, "models add on folders 1,500 deep, link loops, paths too long, FIFOs, "
                         "control characters; output into a closed pipe: exit 0, the good model added, plain words"),
+    "hostile-download": (cat_hostile_download, HOSTILE_DOWNLOAD),
 }
 
 

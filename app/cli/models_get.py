@@ -17,6 +17,7 @@ from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, User
 from app.cli.models_common import EXIT_FILES, ProgressLine, in_worker, open_library
 from app.core.units import human_size
 from app.library.catalog import CatalogEntry, find_entry, load_catalog
+from app.library.file_names import shown
 
 if TYPE_CHECKING:
     from app.library.download import DownloadedFile
@@ -97,11 +98,11 @@ def _get(args: argparse.Namespace) -> int:
     finally:
         line.end()  # before the message run() prints
     if fetched.already_installed:
-        print(f"kestrel: {unit.title} is already installed as {fetched.model.id}.", file=sys.stderr)
+        print(f"kestrel: {shown(unit.title)} is already installed as {fetched.model.id}.", file=sys.stderr)
     else:
         checked = _checked(fetched.files, expected,
                            unit.files[0].stated_by if unit.files[0].sha256 else None)
-        print(f"Downloaded {unit.title} ({human_size(fetched.model.size)}); {checked}.",
+        print(f"Downloaded {shown(unit.title)} ({human_size(fetched.model.size)}); {checked}.",
               file=sys.stderr, flush=True)
     print(fetched.model.id)
     return EXIT_OK
@@ -110,13 +111,16 @@ def _get(args: argparse.Namespace) -> int:
 def _unit_for(args: argparse.Namespace) -> DownloadUnit:
     """The unit the argument names: a catalog id, else what the Hub lister makes of it."""
     from app.library.download import DownloadError
-    from app.library.hub import HubError, catalog_unit, choose, units_for
+    from app.library.hub import HubError, UnsafeNames, catalog_unit, choose, units_for
 
     entry = find_entry(load_catalog(), args.what)
     if entry is not None:
         return catalog_unit(entry)
+    what = shown(args.what, 300)
     try:
         units = units_for(args.what, name=args.name)
+    except UnsafeNames as exc:
+        raise UserError(str(exc), EXIT_MODEL) from None
     except HubError as exc:
         hint = "Give one with --name, such as --name model.gguf." if args.name is None and \
             "does not end in a file name" in str(exc) else "To see the catalog's models: kestrel models catalog"
@@ -124,17 +128,17 @@ def _unit_for(args: argparse.Namespace) -> DownloadUnit:
     except DownloadError as exc:
         raise UserError(exc.message.replace(*_CLI_WORDS[0]), EXIT_FILES) from None
     if not units:
-        raise UserError(f"{args.what} holds no GGUF file and no ONNX Runtime GenAI folder "
+        raise UserError(f"{what} holds no GGUF file and no ONNX Runtime GenAI folder "
                         f"(one with genai_config.json), so nothing in it is a model Kestrel can "
                         f"run.", EXIT_MODEL)
     if args.file is not None:
         chosen = choose(units, args.file)
         if chosen is None:
-            raise UserError(f'{args.what} has no file or folder named "{args.file}". It offers:\n'
+            raise UserError(f'{what} has no file or folder named "{shown(args.file)}". It offers:\n'
                             f"{_choices(units)}", EXIT_USAGE)
         return chosen
     if len(units) > 1:
-        raise UserError(f"{args.what} offers {len(units)} models; choose one with --file NAME:\n"
+        raise UserError(f"{what} offers {len(units)} models; choose one with --file NAME:\n"
                         f"{_choices(units)}", EXIT_USAGE)
     return units[0]
 
@@ -144,7 +148,7 @@ def _choices(units: tuple[DownloadUnit, ...]) -> str:
     for unit in units:
         size = f"  {human_size(unit.size)}" if unit.size is not None else ""
         parts = f"  ({len(unit.files)} files)" if len(unit.files) > 1 else ""
-        lines.append(f"  {unit.key}{size}{parts}")
+        lines.append(f"  {shown(unit.key)}{size}{parts}")
     return "\n".join(lines)
 
 
@@ -154,7 +158,7 @@ def _with_sha256(unit: DownloadUnit, expected: str | None) -> DownloadUnit:
     if expected is None:
         return unit
     if len(unit.files) > 1:
-        raise UserError(f"{unit.title} is {len(unit.files)} files, and --sha256 gives the hash of "
+        raise UserError(f"{shown(unit.title)} is {len(unit.files)} files, and --sha256 gives the hash of "
                         "one: leave it out (each file is checked against the hash the server "
                         "states).", EXIT_USAGE)
     return replace(unit, files=(replace(unit.files[0], sha256=expected, stated_by="the catalog"),))
@@ -177,7 +181,7 @@ def _kept(library: Any, unit: DownloadUnit) -> int:
     folder = unit_folder(library, unit, claim=False)
     if folder is None:
         return 0
-    return sum(p.stat().st_size for p in folder.rglob("*.part") if p.is_file())
+    return sum(p.lstat().st_size for p in folder.rglob("*.part") if p.is_file() and not p.is_symlink())
 
 
 def _checked(files: tuple[DownloadedFile, ...], expected: str | None, stated_by: str | None) -> str:

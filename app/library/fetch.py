@@ -12,6 +12,8 @@ from typing import Literal
 from app.core.files import try_hold_lock, write_atomically
 from app.library.download import (DownloadControl, DownloadedFile, DownloadOptions,
                                   ProgressCallback, UnitDownload)
+from app.library.download.nofollow import Found, look_at
+from app.library.download.part import PartFile, open_for_append
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.hub import DownloadUnit
 from app.library.model_format import read_onnx_folder
@@ -68,7 +70,7 @@ def fetch_unit(library: ModelLibrary, unit: DownloadUnit, *, control: DownloadCo
     folder = unit_folder(library, unit, claim=True)
     assert folder is not None
     lock = folder / LOCK
-    held = try_hold_lock(lock)
+    held = try_hold_lock(_no_link(lock))
     if held is None:  # two writers appending to one .part would only make a damaged file
         raise FetchRefused("busy", f"Another Kestrel is already downloading {unit.title}. Let it "
                                    f"finish (or stop it), then try again.")
@@ -94,14 +96,13 @@ def discard_unit(library: ModelLibrary, unit: DownloadUnit) -> None:
     folder = unit_folder(library, unit, claim=False)
     if folder is None:
         return
-    held = try_hold_lock(folder / LOCK)
+    held = try_hold_lock(_no_link(folder / LOCK))
     if held is None:
         raise FetchRefused("busy", f"Another Kestrel is downloading {unit.title} now; cancel it "
                                    f"there.")
     try:
         for file in unit.files:
-            (folder.joinpath(*PurePosixPath(file.name).parts).with_name(
-                PurePosixPath(file.name).name + ".part")).unlink(missing_ok=True)
+            PartFile(file.name, folder, open_for_append).discard()
     finally:
         held.release()
         (folder / LOCK).unlink(missing_ok=True)
@@ -115,6 +116,8 @@ def unit_folder(library: ModelLibrary, unit: DownloadUnit, claim: bool) -> Path 
     urls = sorted(f.url for f in unit.files)
     for number in range(1, 1000):
         folder = library.root / (base if number == 1 else f"{base}-{number}")
+        if look_at(folder) is Found.NAME_ONLY:
+            continue  # a link to a folder elsewhere: Kestrel writes only inside the models folder
         if _marker_urls(folder) == urls:
             return folder
         if claim and _claim(folder, unit, urls):
@@ -123,6 +126,14 @@ def unit_folder(library: ModelLibrary, unit: DownloadUnit, claim: bool) -> Path 
         raise FetchRefused("busy", f"The models folder {library.root} has no free name left for "
                                    f"{unit.title}; remove some unfinished downloads.")
     return None
+
+
+def _no_link(path: Path) -> Path:
+    """The lock file's name, with a link or other odd thing planted there removed first: opening
+    it would create (or lock) whatever the link leads to."""
+    if look_at(path) is Found.NAME_ONLY:
+        path.unlink()
+    return path
 
 
 def _claim(folder: Path, unit: DownloadUnit, urls: list[str]) -> bool:

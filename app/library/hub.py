@@ -3,17 +3,20 @@ turned into the downloadable units it offers. Nothing here opens a socket until 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Literal
 from urllib.parse import quote, unquote, urlsplit
 
 from app.library.catalog import CatalogEntry
+from app.library.file_names import name_problem, plain_file_name, shown
 from app.library.download.errors import DownloadError, DownloadErrorKind, bad_scheme, gave_up
-from app.library.download.transport import TransientFailure, check_scheme, request
+from app.library.download.transport import Answer, TransientFailure, check_scheme, describe, request
 from app.library.download.unit import FileSpec
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -22,6 +25,8 @@ _HF_HOSTS = ("huggingface.co", "www.huggingface.co", "hf.co")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _MAX_LISTING = 32 * 1024 * 1024
+_MAX_FILES = 100_000  # the biggest model repositories hold tens of thousands of files
+_LISTING_S = 60.0  # a listing is a few megabytes at most: a minute is plenty on a slow line
 _LISTING = "the repository's file list"  # a repository listing is JSON; a bigger answer is not one
 
 
@@ -78,6 +83,10 @@ class HubError(ValueError):
     """Text that names no repository or address Kestrel can download from; str() says why."""
 
 
+class UnsafeNames(HubError):
+    """Every model the repository offers has a name Kestrel will not save as a file."""
+
+
 def default_endpoint() -> str:
     """Hugging Face's address, or the mirror HF_ENDPOINT names (as huggingface_hub honours it)."""
     return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
@@ -125,6 +134,9 @@ def units_for(text: str, endpoint: str | None = None, timeout: float = 30.0,
         return (direct_unit(pasted.url, name),)
     assert pasted.repo is not None
     repo, revision, path = pasted.repo, pasted.revision, pasted.path
+    if path is not None and name_problem(path) is not None:
+        raise UnsafeNames(f'"{shown(path)}" in {repo} {name_problem(path)}, so Kestrel will not save '
+                          f"it as a file.")
     if path is not None and _SHARD.match(PurePosixPath(path).name):
         url = resolve_url(repo, path, revision, endpoint)
         units = group_units(repo, revision, endpoint, repo_files(repo, revision, endpoint, timeout))
@@ -136,7 +148,17 @@ def units_for(text: str, endpoint: str | None = None, timeout: float = 30.0,
     folder = str(PurePosixPath(path).parent) if path is not None else pasted.folder.strip("/")
     if folder not in ("", "."):
         files = [f for f in files if f.path.startswith(folder + "/")]
-    return group_units(repo, revision, endpoint, files)
+    units = group_units(repo, revision, endpoint, files)
+    refused = [f for f in files if f.refused is not None and _model_file(f.path)]
+    if not units and refused:
+        raise UnsafeNames(f'{repo} offers no model Kestrel can save: its file "{shown(refused[0].path)}" '
+                          f"{refused[0].refused}, so it was left out.")
+    return units
+
+
+def _model_file(path: str) -> bool:
+    name = PurePosixPath(path).name.lower()
+    return name.endswith(".gguf") or name == GENAI_CONFIG
 
 
 def direct_unit(url: str, name: str | None = None) -> DownloadUnit:
@@ -147,18 +169,15 @@ def direct_unit(url: str, name: str | None = None) -> DownloadUnit:
     check_scheme(url)
     saved = name if name is not None else unquote(urlsplit(url).path.rsplit("/", 1)[-1])
     if not plain_file_name(saved):
+        why = name_problem(saved) if saved and "/" not in saved and not saved.startswith(".") else None
         if name is not None:
-            raise HubError(f'"{name}" is not a file name Kestrel can save as: give a name '
-                           f"without folders that does not start with a dot, such as model.gguf.")
-        raise HubError(f"The address {url} does not end in a file name Kestrel can save as.")
+            raise HubError(f'"{shown(name)}" is not a file name Kestrel can save as'
+                           f"{': it ' + why if why else ''}. Give a name without folders that does "
+                           f"not start with a dot, such as model.gguf.")
+        raise HubError(f"The address {shown(url, 300)} does not end in a file name Kestrel can save as"
+                       f"{' (its last part ' + why + ')' if why else ''}.")
     return DownloadUnit(saved, PurePosixPath(saved).stem or saved, "gguf",
                         (FileSpec(url, saved),), url)
-
-
-def plain_file_name(name: str) -> bool:
-    """A name without folders, not hidden, that every OS can hold."""
-    plain = bool(name) and name == PurePosixPath(name).name and not any(c in name for c in "\\\0")
-    return plain and not name.startswith(".") and len(name.encode("utf-8", "replace")) <= 200
 
 
 def catalog_unit(entry: CatalogEntry, endpoint: str | None = None) -> DownloadUnit:
@@ -189,11 +208,16 @@ def choose(units: tuple[DownloadUnit, ...], wanted: str) -> DownloadUnit | None:
 
 @dataclass(frozen=True)
 class RepoFile:
-    """A file the repository listing names, with the size and LFS SHA-256 where it gives them."""
+    """A file the repository listing names, with the size and LFS SHA-256 where it gives them.
+
+    refused says why its name cannot be saved as a file (file_names.name_problem); such a
+    file is never offered, nor is an ONNX folder that holds one.
+    """
 
     path: str
     size: int | None
     sha256: str | None
+    refused: str | None = None
 
 
 def repo_files(repo: str, revision: str, endpoint: str, timeout: float) -> list[RepoFile]:
@@ -212,12 +236,28 @@ def repo_files(repo: str, revision: str, endpoint: str, timeout: float) -> list[
                                 f"private or gated one must be downloaded in a browser.") from None
         raise
     try:
-        body = answer.response.read(_MAX_LISTING + 1)
-    except OSError as exc:
-        raise gave_up(url, str(exc) or type(exc).__name__, 1, False) from None
+        body = _read_listing(answer, url)
+    except (OSError, http.client.HTTPException) as exc:
+        raise gave_up(url, describe(exc), 1, False) from None
     finally:
         answer.close()
     return _siblings(url, body)
+
+
+def _read_listing(answer: Answer, url: str) -> bytes:
+    """At most _MAX_LISTING + 1 bytes within _LISTING_S: a server that trickles is given up on."""
+    deadline = time.monotonic() + _LISTING_S
+    chunks: list[bytes] = []
+    size = 0
+    while size <= _MAX_LISTING:
+        if time.monotonic() > deadline:
+            raise gave_up(url, f"its list of files did not arrive within {_LISTING_S:g} s", 1, True)
+        block = answer.response.read1(min(65536, _MAX_LISTING + 1 - size))
+        if not block:
+            break
+        chunks.append(block)
+        size += len(block)
+    return b"".join(chunks)
 
 
 def group_units(repo: str, revision: str, endpoint: str, files: list[RepoFile]) -> tuple[DownloadUnit, ...]:
@@ -229,12 +269,14 @@ def group_units(repo: str, revision: str, endpoint: str, files: list[RepoFile]) 
     for folder in onnx_folders:
         inside = [f for f in files
                   if _under(f.path, folder) and not PurePosixPath(f.path).name.startswith(".")]
+        if any(f.refused is not None for f in inside):
+            continue  # the folder without that file would not run
         title = name if folder == "." else f"{name} ({folder})"
         units.append(_unit(repo, revision, endpoint, "onnx", folder, title, inside))
     shards: dict[tuple[str, str], list[RepoFile]] = {}
     for f in sorted(files, key=lambda f: f.path):
         name = PurePosixPath(f.path).name
-        if not name.lower().endswith(".gguf") or name.lower().startswith("mmproj"):
+        if f.refused is not None or not name.lower().endswith(".gguf") or name.lower().startswith("mmproj"):
             continue  # mmproj files are vision projectors, not chat models on their own
         split = _SHARD.match(name)
         if split is None:
@@ -279,16 +321,21 @@ def _unit_source(endpoint: str, repo: str, revision: str, folder: str,
 
 
 def _siblings(url: str, body: bytes) -> list[RepoFile]:
+    """The listing's files; a name that cannot be saved is kept with why, to be left out.
+
+    Parsed defensively: at most _MAX_LISTING bytes and _MAX_FILES files, and JSON nested
+    deeper than the parser allows (RecursionError) is a listing that is not one.
+    """
     try:
         if len(body) > _MAX_LISTING:
             raise ValueError("too long")
         data = json.loads(body)
         siblings = data["siblings"]
-        if not isinstance(siblings, list):
-            raise TypeError("siblings is not a list")
-        return [RepoFile(s["rfilename"], _size(s), _lfs_sha(s)) for s in siblings
-                if isinstance(s, dict) and isinstance(s.get("rfilename"), str) and _plain(s["rfilename"])]
-    except (ValueError, KeyError, TypeError):
+        if not isinstance(siblings, list) or len(siblings) > _MAX_FILES:
+            raise TypeError("siblings is not a list of files")
+        return [RepoFile(s["rfilename"], _size(s), _lfs_sha(s), name_problem(s["rfilename"]))
+                for s in siblings if isinstance(s, dict) and isinstance(s.get("rfilename"), str)]
+    except (ValueError, KeyError, TypeError, RecursionError):
         raise DownloadError(DownloadErrorKind.REFUSED,
                             f"{urlsplit(url).netloc} did not answer with a list of a repository's "
                             f"files at {url}. Check the address: Kestrel expects a Hugging Face "
@@ -307,12 +354,6 @@ def _lfs_sha(sibling: dict[str, Any]) -> str | None:
     lfs = sibling.get("lfs")
     value = lfs.get("sha256") if isinstance(lfs, dict) else None
     return value.lower() if isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{64}", value) else None
-
-
-def _plain(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    return bool(parts) and not path.startswith("/") and "\\" not in path and \
-        not any(p in ("", ".", "..") for p in parts)
 
 
 def _under(path: str, folder: str) -> bool:

@@ -299,7 +299,7 @@ def _on_disk(library: ModelLibrary, unit: DownloadUnit) -> int:
     folder = unit_folder(library, unit, claim=False)
     if folder is None:
         return 0
-    return sum(p.stat().st_size for p in folder.rglob("*.part") if p.is_file())
+    return sum(p.lstat().st_size for p in folder.rglob("*.part") if p.is_file() and not p.is_symlink())
 
 
 def _whole_number(value: object, otherwise: int | None) -> int | None:

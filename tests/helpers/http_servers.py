@@ -33,6 +33,16 @@ class Served:
     redirect_to answers 302 to that URL (HF's storage host), with those headers.
     head_status answers a HEAD with that status (405: no HEAD; 403: a URL signed for GET).
     drop_after cuts the body after that many bytes on the first `drops` GETs.
+
+    The hostile ones: etag / last_modified go out on every answer, and honour_if_range
+    answers a Range whose If-Range does not match them with the whole file (200), as
+    RFC 9110 says; without it a Range is honoured whatever If-Range says (a naive server).
+    stated_length is the Content-Length sent whatever the body is (a lie); stall_after
+    sends that many bytes of the body, then nothing for stall_s; extra sends that many
+    bytes more than the body (and than Content-Length says); endless sends no
+    Content-Length and repeats the body until the client hangs up; head_delay_s answers a
+    HEAD only after that long; trickle_headers sends the status line, then one header byte
+    every 0.05 s, never ending the headers.
     """
 
     body: bytes = b""
@@ -46,6 +56,16 @@ class Served:
     drops: int = 0
     slow_chunk: int = 0
     slow_delay_s: float = 0.0
+    etag: str | None = None
+    last_modified: str | None = None
+    honour_if_range: bool = False
+    stated_length: int | None = None
+    stall_after: int | None = None
+    stall_s: float = 30.0
+    extra: int = 0
+    endless: bool = False
+    head_delay_s: float = 0.0
+    trickle_headers: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +74,7 @@ class Logged:
     path: str
     range: str | None
     status: int
+    if_range: str | None = None
 
 
 @dataclass
@@ -88,8 +109,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, head: bool) -> None:
         served = self.server.state.files.get(self.path)
         status = self._status(served, head)
-        self.server.state.log.append(Logged(self.command, self.path, self.headers.get("Range"), status))
+        self.server.state.log.append(Logged(self.command, self.path, self.headers.get("Range"), status,
+                                            self.headers.get("If-Range")))
         try:
+            if served is not None and head and served.head_delay_s:
+                time.sleep(served.head_delay_s)
+            if served is not None and served.trickle_headers:
+                self._trickle()
+                return
             self._send(served, status, head)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client hung up: a pause or a cancel, as the test meant
@@ -104,9 +131,20 @@ class _Handler(BaseHTTPRequestHandler):
         if head and served.head_status is not None:
             return served.head_status
         wanted = _RANGE.match(self.headers.get("Range") or "")
-        if head or wanted is None or served.ignore_range:
+        if head or wanted is None or served.ignore_range or not self._if_range_holds(served):
             return 200
         return 206 if int(wanted.group(1)) < len(served.body) else 416
+
+    def _if_range_holds(self, served: Served) -> bool:
+        given = self.headers.get("If-Range")
+        return not served.honour_if_range or given is None or given in (served.etag, served.last_modified)
+
+    def _trickle(self) -> None:
+        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(2000):  # 100 s at most: a test that waits this long has failed anyway
+            self.wfile.write(b"X")
+            self.wfile.flush()
+            time.sleep(0.05)
 
     def _send(self, served: Served | None, status: int, head: bool) -> None:
         if served is None or (status >= 400 and status != 416):
@@ -122,10 +160,22 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         start = self._start(served, status)
-        self.send_header("Content-Length", str(len(served.body) - start if status != 416 else 0))
+        if served.etag is not None:
+            self.send_header("ETag", served.etag)
+        if served.last_modified is not None:
+            self.send_header("Last-Modified", served.last_modified)
+        if served.endless and status in (200, 206) and not head:
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self._endless(served.body[start:] or b"x")
+            return
+        length = len(served.body) - start if status != 416 else 0
+        if served.stated_length is not None and status in (200, 206):
+            length = served.stated_length - start
+        self.send_header("Content-Length", str(length))
         self.end_headers()
         if not head and status in (200, 206):
-            self._body(served, served.body[start:])
+            self._body(served, served.body[start:] + bytes(served.extra))
 
     def _linked_headers(self, served: Served) -> None:
         if served.linked_sha256 is not None:
@@ -143,12 +193,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Range", f"bytes {start}-{len(served.body) - 1}/{len(served.body)}")
         return start
 
+    def _endless(self, body: bytes) -> None:
+        self.close_connection = True
+        for _ in range(100_000):  # gigabytes: far past any cap a test sets
+            self.wfile.write(body)
+
     def _body(self, served: Served, body: bytes) -> None:
-        if served.drops > 0 and served.drop_after is not None:
-            served.drops -= 1
-            self.wfile.write(body[:served.drop_after])
+        if served.stall_after is not None:
+            self.wfile.write(body[:served.stall_after])
+            self.wfile.flush()
+            time.sleep(served.stall_s)
             self.close_connection = True
             return
+        if served.drops > 0 and served.drop_after is not None:
+            served.drops -= 1
+            body, self.close_connection = body[:served.drop_after], True
         step = served.slow_chunk or len(body) or 1
         for at in range(0, len(body), step):
             self.wfile.write(body[at:at + step])

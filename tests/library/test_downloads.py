@@ -115,7 +115,7 @@ def test_a_connection_dropped_mid_body_is_retried_from_the_part(server: TestServ
 def test_a_stalled_connection_times_out_and_resumes(server: TestServer, tmp_path: Path) -> None:
     body = MODEL[:16_384]
     server.files["/m.gguf"] = Served(body=body, slow_chunk=8192, slow_delay_s=0.6)
-    options = DownloadOptions(retry_delays=(0.01,), timeout_s=0.2, chunk_size=8192)
+    options = DownloadOptions(retry_delays=(0.01,), timeout_s=0.2, stall_s=0.2, chunk_size=8192)
     [done] = fetch(tmp_path, FileSpec(server.url("/m.gguf"), "m.gguf"), options=options)
     assert [e.range for e in server.requests("GET")] == [None, "bytes=8192-"]
     assert done.verified_size and (tmp_path / "m.gguf").read_bytes() == body
@@ -200,7 +200,8 @@ def test_a_unit_is_all_or_nothing(server: TestServer, tmp_path: Path) -> None:
              for name, body in bodies.items()]
     wrong = [*specs[:2], FileSpec(specs[2].url, specs[2].name, sha256="0" * 64)]
     assert failure(tmp_path, *wrong).kind is DownloadErrorKind.DAMAGED
-    assert files_in(tmp_path) == [f"split/{name}.part" for name in list(bodies)[:2]], "no file in place"
+    assert files_in(tmp_path) == [f"split/{name}.part{json}" for name in list(bodies)[:2]
+                                  for json in ("", ".json")], "no file in place"
     done = fetch(tmp_path, *specs)
     assert files_in(tmp_path) == [f"split/{name}" for name in bodies]
     assert [f.sha256 for f in done] == [sha256_of(body) for body in bodies.values()]
@@ -215,7 +216,8 @@ def test_not_enough_free_space_is_refused_before_the_first_byte(
     target = tmp_path / "models" / "new"
     error = failure(target, FileSpec(url, "m.gguf"))
     assert error.kind is DownloadErrorKind.NO_SPACE
-    assert str(error) == (f"Not enough free disk space to download m.gguf: it needs 600.0 KB and "
+    assert str(error) == (f"Not enough free disk space to download m.gguf: it needs 612.0 KB (600.0 KB "
+                          f"for the download, 12.0 KB kept free for the rest of the computer) and "
                           f"1.0 KB is free on the disk of {tmp_path}. Free some space and try again.")
     assert server.requests("GET") == storage.requests("GET") == [] and not target.exists()
 
@@ -247,7 +249,8 @@ def test_a_full_disk_mid_download_keeps_the_part_for_a_resume(server: TestServer
     assert error.kind is DownloadErrorKind.DISK_FULL
     assert "free some space, then start the download again to continue" in str(error)
     part = (tmp_path / "m.gguf.part").read_bytes()
-    assert 0 < len(part) <= 100_000 and MODEL.startswith(part) and files_in(tmp_path) == ["m.gguf.part"]
+    assert 0 < len(part) <= 100_000 and MODEL.startswith(part)
+    assert files_in(tmp_path) == ["m.gguf.part", "m.gguf.part.json"], "the part, and what it began from"
     [done] = fetch(tmp_path, spec)
     assert server.requests("GET")[-1].range == f"bytes={len(part)}-" and done.verified_sha256
     assert (tmp_path / "m.gguf").read_bytes() == MODEL

@@ -10,6 +10,7 @@ import http.client
 import re
 import socket
 import ssl
+import threading
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -20,6 +21,7 @@ _REDIRECTS = {301, 302, 303, 307, 308}
 _MAX_REDIRECTS = 10
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+_UNSATISFIED = re.compile(r"^bytes \*/(\d{1,20})$")
 _HEAD_REFUSALS = frozenset(range(400, 500)) - {408, 429} | {501}
 
 
@@ -40,6 +42,15 @@ class Answer:
     response: http.client.HTTPResponse
     connection: http.client.HTTPConnection
     hops: list[http.client.HTTPMessage]
+    sock: socket.socket | None = None
+
+    def body_timeout(self, seconds: float) -> None:
+        """How long one read of the body may wait (the headers had their own limit)."""
+        if self.sock is not None:
+            try:
+                self.sock.settimeout(seconds)
+            except OSError:  # already closed: the next read says so
+                pass
 
     @property
     def status(self) -> int:
@@ -60,6 +71,11 @@ class Answer:
             return None
         total = None if found.group(3) == "*" else int(found.group(3))
         return int(found.group(1)), total
+
+    def unsatisfied_total(self) -> int | None:
+        """The file's size a 416 states (`Content-Range: bytes */<size>`), None when it does not."""
+        found = _UNSATISFIED.match(self.response.getheader("Content-Range") or "")
+        return int(found.group(1)) if found else None
 
     def close(self) -> None:
         # With HTTP/1.0 or "Connection: close" the response owns the socket, not the connection.
@@ -85,15 +101,25 @@ def check_scheme(url: str) -> None:
         raise bad_scheme(url)
 
 
+def stated_sha256(answer: Answer) -> str | None:
+    """The SHA-256 a server states for the file, read as huggingface_hub reads a file's etag:
+    X-Linked-Etag (any hop: HF sends it on its redirect to storage), else the ETag of the
+    answer to the address asked (the first hop), quotes and W/ stripped. Hugging Face's
+    ETag of an LFS file is its SHA-256 (a git file's is a 40-digit SHA-1, not taken);
+    only 64 hexadecimal digits count. A storage host's own ETag (an MD5) is never read.
+    """
+    return sha256_from_etag(answer.header("X-Linked-Etag") or answer.hops[0].get("ETag"))
+
+
 def probe(url: str, timeout: float) -> RemoteFacts:
-    """HEAD the file: X-Linked-Size / X-Linked-Etag where sent, else Content-Length.
+    """HEAD the file: X-Linked-Size / X-Linked-Etag (or a SHA-256 ETag) where sent, else Content-Length.
 
     A 4xx from a host the first one redirected to is not final: a storage host may refuse
     a HEAD on a URL signed for GET only, and what the first hop stated still stands.
     """
     answer = request(url, "HEAD", timeout, accept=_HEAD_REFUSALS)
     try:
-        sha256 = sha256_from_etag(answer.header("X-Linked-Etag"))
+        sha256 = stated_sha256(answer)
         linked_size = _integer(answer.header("X-Linked-Size"))
         if answer.status >= 400:
             if len(answer.hops) == 1 and answer.status not in (405, 501):
@@ -117,13 +143,14 @@ def request(url: str, method: str, timeout: float, headers: dict[str, str] | Non
             accept: frozenset[int] | set[int] = frozenset()) -> Answer:
     """Send the request, following redirects; the answer is a 2xx or a status in accept.
 
-    A 4xx is final (DownloadError naming `url`); a 5xx, 429 or network failure is a
-    TransientFailure for the caller to retry.
+    Each hop has `timeout` seconds in all to connect and send its headers. A 4xx is final
+    (DownloadError naming `url`); a 5xx, 429 or network failure is a TransientFailure for
+    the caller to retry.
     """
     hops: list[http.client.HTTPMessage] = []
     current = url
     for _ in range(_MAX_REDIRECTS + 1):
-        connection, response = _send(current, method, timeout, headers or {})
+        connection, response, sock = _send(current, method, timeout, headers or {})
         hops.append(response.msg)
         location = response.getheader("Location")
         if response.status in _REDIRECTS and location:
@@ -132,7 +159,7 @@ def request(url: str, method: str, timeout: float, headers: dict[str, str] | Non
             current = urljoin(current, location)
             check_scheme(current)
             continue
-        answer = Answer(response, connection, hops)
+        answer = Answer(response, connection, hops, sock)
         if response.status not in accept:
             _raise_for_status(url, answer)
         return answer
@@ -154,24 +181,73 @@ def describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _send(url: str, method: str, timeout: float,
-          headers: dict[str, str]) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+def _send(url: str, method: str, timeout: float, headers: dict[str, str]
+          ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, socket.socket | None]:
     parts = urlsplit(url)
     kind = http.client.HTTPSConnection if parts.scheme.lower() == "https" else http.client.HTTPConnection
     connection = kind(parts.hostname or "", parts.port, timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    late = _Late(timeout)
     try:
+        connection.connect()
+        late.watch(connection.sock)
         connection.request(method, target, headers={"Accept-Encoding": "identity",
                                                     "User-Agent": "Kestrel", **headers})
-        return connection, connection.getresponse()
+        response = connection.getresponse()
+        if late.done():
+            return connection, response, late.sock
+        response.close()
+        connection.close()
+        raise TransientFailure(f"the server did not answer within {timeout:g} s")
     except ssl.SSLCertVerificationError as exc:
+        late.done()
         connection.close()
         raise DownloadError(DownloadErrorKind.NETWORK,
                             f"The certificate of {parts.hostname} could not be verified "
                             f"({exc.verify_message}), so nothing was downloaded from it.") from None
     except (OSError, http.client.HTTPException) as exc:
+        cut = not late.done() or isinstance(exc, TimeoutError)
         connection.close()
-        raise TransientFailure(describe(exc)) from None
+        raise TransientFailure(f"the server did not answer within {timeout:g} s" if cut
+                               else describe(exc)) from None
+
+
+class _Late:
+    """Shuts a connection whose answer's headers have not all come within the time: a socket
+    timeout alone bounds each read, and a server can send one byte per read forever."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._lock = threading.Lock()
+        self._state = "waiting"  # then "answered" or "cut"
+        self._timer: threading.Timer | None = None
+        self.sock: socket.socket | None = None
+
+    def watch(self, sock: socket.socket | None) -> None:
+        self.sock = sock
+        self._timer = threading.Timer(self._seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def done(self) -> bool:
+        """Stop watching; False when the time ran out and the connection was shut."""
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "answered"
+            return self._state == "answered"
+
+    def _cut(self) -> None:
+        with self._lock:
+            if self._state != "waiting":
+                return
+            self._state = "cut"
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def _raise_for_status(url: str, answer: Answer) -> None:

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import errno
-import http.client
 import shutil
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
-from app.library.download.control import DownloadControl, PauseRequested
 from app.core.units import human_size
+from app.library.download import budget, resume
+from app.library.download.body import Limit, StallRule, receive
+from app.library.download.budget import FileBudget, space_margin
+from app.library.download.control import DownloadControl, PauseRequested
 from app.library.download.errors import DownloadError, DownloadErrorKind, DownloadStopped, gave_up
 from app.library.download.part import DownloadedFile, PartFile, PartOpener, open_for_append
 from app.library.download.progress import ProgressCallback, ProgressReporter
-from app.library.download.transport import (Answer, TransientFailure, check_scheme, describe,
-                                             probe, request)
+from app.library.download.transport import (Answer, RemoteFacts, TransientFailure, check_scheme,
+                                             probe, request, stated_sha256)
 
 T = TypeVar("T")
 
@@ -38,12 +41,27 @@ class FileSpec:
 
 @dataclass(frozen=True)
 class DownloadOptions:
-    """How hard to try; tests pass short delays and a failing opener (the disk-full seam)."""
+    """How hard to try and how much to write (budget.py gives each default its reason);
+    tests pass short ones, and a failing opener (the disk-full seam).
 
-    retry_delays: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
-    timeout_s: float = 30.0
+    retry_delays are the waits between tries that made no progress (one try more than
+    waits); timeout_s bounds connecting and an answer's headers; stall_s and stall_bytes
+    say when a body has stalled; space_margin is the least room kept free on the disk,
+    space_share the share of the download kept free when that is more.
+    """
+
+    retry_delays: tuple[float, ...] = budget.RETRY_DELAYS
+    timeout_s: float = budget.CONNECT_S
+    stall_s: float = budget.STALL_S
+    stall_bytes: int = budget.STALL_BYTES
+    progress_bytes: int = budget.PROGRESS_BYTES
+    tries_in_all: int = budget.TRIES_IN_ALL
+    time_s: float = budget.FILE_TIME_S
+    slowest_bytes_per_s: float = budget.SLOWEST_BYTES_PER_S
+    unstated_cap: int = budget.UNSTATED_CAP
     chunk_size: int = 256 * 1024
-    space_margin: int = 64 * 1024 * 1024
+    space_margin: int = budget.SPACE_FLOOR
+    space_share: float = budget.SPACE_SHARE
     open_part: PartOpener = open_for_append
 
 
@@ -53,9 +71,12 @@ class _Plan:
 
     spec: FileSpec
     part: PartFile
+    budget: FileBudget
     size: int | None
     sha256: str | None
     sha_source: str = "the server"
+    size_source: str = "the server"
+    started: resume.StartedFrom | None = None
 
 
 class UnitDownload:
@@ -82,11 +103,13 @@ class UnitDownload:
     def run(self) -> list[DownloadedFile]:
         for spec in self._specs:
             check_scheme(spec.url)
-        parts = [PartFile(spec.name, self._final_path(spec.name), self._options.open_part)
-                 for spec in self._specs]
+            _check_name(spec.name)
+        parts = [PartFile(spec.name, self._folder, self._options.open_part) for spec in self._specs]
         if len({part.final for part in parts}) < len(parts):
             raise ValueError("a file named twice in one unit")
         try:
+            for part in parts:
+                part.make_safe()
             self._plans = [self._plan(spec, part) for spec, part in zip(self._specs, parts)]
             self._check_space()
             done = [self._fetch(plan) for plan in self._plans]
@@ -96,25 +119,42 @@ class UnitDownload:
             plan.part.put_in_place()
         return done
 
-    def _final_path(self, name: str) -> Path:
-        parts = PurePosixPath(name).parts
-        if not parts or name.startswith("/") or any(p in ("..", ".", "") for p in parts):
-            raise ValueError(f"not a relative file name: {name!r}")
-        return self._folder.joinpath(*parts)
-
     def _plan(self, spec: FileSpec, part: PartFile) -> _Plan:
-        facts = self._with_retries(spec.url, lambda: probe(spec.url, self._options.timeout_s))
+        options = self._options
+        tries = FileBudget(options.retry_delays, options.progress_bytes, options.tries_in_all,
+                           options.time_s, options.slowest_bytes_per_s, part.length)
+        facts = self._with_retries(spec.url, tries, part, lambda: spec.size,
+                                   lambda: probe(spec.url, options.timeout_s))
         catalog_sha = spec.sha256.lower() if spec.sha256 else None
         changed = (catalog_sha and facts.sha256 and catalog_sha != facts.sha256) or \
             (spec.size is not None and facts.size is not None and spec.size != facts.size)
         if changed:
-            raise DownloadError(DownloadErrorKind.CHANGED,
-                                f"The server now offers a different {spec.name} than "
-                                f"{spec.stated_by} expects ({spec.url}). Nothing was "
-                                f"downloaded; {spec.stated_by} may be out of date.")
-        return _Plan(spec, part, spec.size if spec.size is not None else facts.size,
-                     catalog_sha or facts.sha256,
-                     spec.stated_by if catalog_sha else "the server")
+            raise self._changed(spec)
+        plan = _Plan(spec, part, tries, spec.size if spec.size is not None else facts.size,
+                     catalog_sha or facts.sha256, spec.stated_by if catalog_sha else "the server",
+                     spec.stated_by if spec.size is not None else "the server")
+        plan.started = self._started_from(part, facts)
+        return plan
+
+    def _started_from(self, part: PartFile, facts: RemoteFacts) -> resume.StartedFrom | None:
+        """What the part on disk began from; a part of another version of the file goes."""
+        try:
+            started = resume.read(part.path)
+        except resume.Unreadable:
+            part.discard()
+            return None
+        if started is not None and ((started.sha256 and facts.sha256 and started.sha256 != facts.sha256)
+                                    or (started.size is not None and facts.size is not None
+                                        and started.size != facts.size)):
+            part.discard()
+            return None
+        return started
+
+    def _changed(self, spec: FileSpec) -> DownloadError:
+        return DownloadError(DownloadErrorKind.CHANGED,
+                             f"The server now offers a different {spec.name} than "
+                             f"{spec.stated_by} expects ({spec.url}). Nothing was "
+                             f"downloaded; {spec.stated_by} may be out of date.")
 
     def _check_space(self) -> None:
         """Refuse before the first byte when what is still to come cannot fit."""
@@ -126,34 +166,39 @@ class UnitDownload:
         while not where.exists() and where != where.parent:
             where = where.parent
         free = shutil.disk_usage(where).free
-        if needed + self._options.space_margin > free:
+        margin = space_margin(needed, self._options.space_margin, self._options.space_share)
+        if needed + margin > free:
             raise DownloadError(DownloadErrorKind.NO_SPACE,
                                 f"Not enough free disk space to download {self._label()}: it "
-                                f"needs {human_size(needed + self._options.space_margin)} and "
-                                f"{human_size(free)} is free on the disk of {where}. Free some "
-                                f"space and try again.")
+                                f"needs {human_size(needed + margin)} ({human_size(needed)} "
+                                f"for the download, {human_size(margin)} kept free for the rest "
+                                f"of the computer) and {human_size(free)} is free on the disk "
+                                f"of {where}. Free some space and try again.")
 
     def _fetch(self, plan: _Plan) -> DownloadedFile:
-        self._with_retries(plan.spec.url, lambda: self._transfer(plan))
+        self._with_retries(plan.spec.url, plan.budget, plan.part, lambda: plan.size,
+                           lambda: self._transfer(plan))
         checked = plan.part.verify(plan.size, plan.sha256, plan.sha_source)
         self._report(plan.spec.name, force=True)
         return checked
 
-    def _with_retries(self, url: str, attempt: Callable[[], T]) -> T:
-        """Retry transient failures with growing delays; a try that made progress starts the count again."""
-        tries = 0
+    def _with_retries(self, url: str, tries: FileBudget, part: PartFile, size: Callable[[], int | None],
+                      attempt: Callable[[], T]) -> T:
+        """Retry transient failures while the file's budget lasts (see budget.py)."""
         while True:
             try:
                 return attempt()
             except PauseRequested:
+                paused_at = time.monotonic()
                 self._report(paused=True)
                 self._control.wait_while_paused()
+                tries.paused_for(time.monotonic() - paused_at)
                 self._reporter.meter.restart()
             except TransientFailure as failure:
-                tries = 1 if failure.progressed else tries + 1
-                if tries > len(self._options.retry_delays):
-                    raise gave_up(url, failure.reason, tries, failure.server_fault) from None
-                self._control.sleep(self._options.retry_delays[tries - 1])
+                wait = tries.failed_try(part.sync(), size())
+                if wait is None:
+                    raise gave_up(url, failure.reason, tries.failed, failure.server_fault) from None
+                self._control.sleep(wait)
 
     def _transfer(self, plan: _Plan) -> None:
         """Bring the part to its end, from where it is; returns once the body is complete."""
@@ -162,51 +207,100 @@ class UnitDownload:
             plan.part.discard()
         if plan.size is not None and plan.part.exists() and plan.part.length == plan.size:
             return
-        answer = self._open_body(plan)
+        opened = self._open_body(plan)
+        if opened is None:
+            return
+        answer, fresh = opened
         try:
             with self._disk_errors(plan), plan.part.open() as out:
-                self._receive(plan, answer, out)
+                if fresh:
+                    plan.started = resume.StartedFrom(resume.validator_of(answer), answer.response.length,
+                                                      stated_sha256(answer))
+                    resume.write(plan.part.path, plan.started)
+                receive(answer, plan.part, out, self._limit(plan),
+                        StallRule(self._options.stall_s, self._options.stall_bytes),
+                        self._options.chunk_size, self._control, self._arrived(plan.spec.name))
         finally:
             answer.close()
 
-    def _open_body(self, plan: _Plan) -> Answer:
-        """GET the rest of the file; a server that cannot resume gives all of it again."""
+    def _open_body(self, plan: _Plan) -> tuple[Answer, bool] | None:
+        """GET the rest of the file: (the answer, whether it starts the file afresh), or None
+        when the server says the part is already all of it."""
         url, timeout, offset = plan.spec.url, self._options.timeout_s, plan.part.sync()
         if offset:
-            answer = request(url, "GET", timeout, {"Range": f"bytes={offset}-"}, accept={416})
-            where = answer.content_range() if answer.status == 206 else None
-            if where is not None and where[0] == offset:
-                self._learn_size(plan, where[1])
-                return answer
-            plan.part.discard()
-            if answer.status == 200:  # Range ignored: this answer is the whole file
+            headers = {"Range": f"bytes={offset}-"}
+            if plan.started is not None and plan.started.validator is not None:
+                headers["If-Range"] = plan.started.validator
+            answer = request(url, "GET", timeout, headers, accept={416})
+            changed = self._learn_sha256(plan, answer)
+            if answer.status == 206 and not changed and self._same_file(plan, answer, offset):
+                return answer, False
+            if answer.status == 200:  # Range ignored, or If-Range said the file changed: all of it
+                plan.part.discard()
                 self._learn_size(plan, answer.response.length)
-                return answer
-            answer.close()  # 416, or a range that does not start at the part's end
+                return answer, True
+            answer.close()
+            if answer.status == 416 and self._already_whole(plan, answer, offset):
+                return None
+            plan.part.discard()  # another version, a range that does not fit: start over
         answer = request(url, "GET", timeout)
+        self._learn_sha256(plan, answer)
         self._learn_size(plan, answer.response.length)
-        return answer
+        return answer, True
 
-    def _receive(self, plan: _Plan, answer: Answer, out: BinaryIO) -> None:
-        expected, got = answer.response.length, 0
-        while True:
-            self._control.checkpoint()
-            try:
-                block = answer.response.read1(self._options.chunk_size)
-            except (OSError, http.client.HTTPException) as exc:
-                raise TransientFailure(describe(exc), progressed=got > 0) from None
-            if not block:
-                break
-            plan.part.write(out, block)
-            got += len(block)
-            self._reporter.meter.add(len(block))
-            self._report(plan.spec.name)
-        if expected is not None and got < expected:
-            raise TransientFailure("the connection was dropped mid-file", progressed=got > 0)
+    def _same_file(self, plan: _Plan, answer: Answer, offset: int) -> bool:
+        """A 206 that starts at the part's end, of the file the part began with."""
+        where = answer.content_range()
+        if where is None or where[0] != offset:
+            return False
+        validator = plan.started.validator if plan.started is not None else None
+        if validator is not None and not resume.still_valid(validator, answer):
+            return False
+        self._learn_size(plan, where[1])
+        return True
+
+    def _already_whole(self, plan: _Plan, answer: Answer, offset: int) -> bool:
+        """A 416 names the file's size: the part is all of it, too long, or the server has
+        less than it said (no try can change that)."""
+        total = answer.unsatisfied_total()
+        if total is None or total < offset:
+            return False
+        if plan.size is not None and total != plan.size:
+            plan.part.damaged(f"the server said it is {human_size(plan.size)} but has only "
+                              f"{human_size(total)}")
+        self._learn_size(plan, total)
+        return True
+
+    def _learn_sha256(self, plan: _Plan, answer: Answer) -> bool:
+        """Take the SHA-256 an answer states; True when it is not the one the part began with."""
+        stated = stated_sha256(answer)
+        if stated is None or stated == plan.sha256:
+            return False
+        if plan.sha_source != "the server":
+            answer.close()
+            raise self._changed(plan.spec)
+        known, plan.sha256 = plan.sha256, stated
+        return known is not None
 
     def _learn_size(self, plan: _Plan, size: int | None) -> None:
         if plan.size is None and size is not None:
             plan.size = size
+
+    def _limit(self, plan: _Plan) -> Limit:
+        """The size the part may reach: the one stated, else the cap or the disk's room."""
+        if plan.size is not None:
+            return Limit(plan.size, True, plan.size_source)
+        free = shutil.disk_usage(plan.part.path.parent).free
+        room = plan.part.length + max(free - self._options.space_margin, 0)
+        if room < self._options.unstated_cap:
+            return Limit(room, False, by_disk=True)
+        return Limit(self._options.unstated_cap, False)
+
+    def _arrived(self, name: str) -> Callable[[int], None]:
+        def arrived(count: int) -> None:
+            self._reporter.meter.add(count)
+            self._report(name)
+        return arrived
 
     @contextmanager
     def _disk_errors(self, plan: _Plan) -> Iterator[None]:
@@ -245,3 +339,10 @@ class UnitDownload:
         first = self._specs[0].name
         more = len(self._specs) - 1
         return first if not more else f"{first} and {more} more file{'s' if more > 1 else ''}"
+
+
+def _check_name(name: str) -> None:
+    """A unit's file names come from the code that made the unit: a bad one is a bug."""
+    parts = PurePosixPath(name).parts
+    if not parts or name.startswith("/") or any(p in ("..", ".", "") for p in parts) or "\0" in name:
+        raise ValueError(f"not a relative file name: {name!r}")
