@@ -17,7 +17,8 @@ import llama_cpp
 from app.engine import cache_files
 
 # Raise when the file layout or what a state means changes: older files are then
-# removed when they are seen, never read. 2: signed (HMAC-SHA-256).
+# removed when they are seen, never read. 2: signed (HMAC-SHA-256), and a sliding
+# window's state holds every cell, not only the window's.
 STATE_VERSION = 2
 MAGIC = b"KESTRELKV"
 SUFFIX = ".kvstate"
@@ -30,7 +31,9 @@ MAC_BYTES = hashlib.sha256().digest_size
 MAX_HEADER = 64 * 1024
 MAX_HEADER_DEPTH = 4
 MAX_CONTEXT = 1 << 24
-_SEQ = 0  # Kestrel keeps one conversation per context, in sequence 0.
+# The whole memory: Kestrel keeps one conversation per context (n_seq_max 1), in sequence 0.
+_ALL_SEQUENCES = -1
+_SEQ = 0
 
 
 @dataclass(frozen=True)
@@ -66,37 +69,48 @@ class StateHeader:
     key: StateKey
     tokens: tuple[int, ...]
     state_bytes: int
-    # The model keeps only part of its memory per sequence (a sliding window, a
-    # recurrent state): then the state continues exactly where it ended, never earlier.
+    # The model keeps only part of its memory (a recurrent state, a window cache that
+    # was not full-size): then the state continues exactly where it ended, never earlier.
     whole_prefix_only: bool
     body_offset: int
     file_size: int
 
 
 def capture(ctx: llama_cpp.llama_context_p) -> tuple[bytes, bool]:
-    """Sequence 0's KV cells (the used cells only: no padding to the context, no logits),
-    and whether the model keeps a partial memory (sliding window, recurrent)."""
-    size = llama_cpp.llama_state_seq_get_size(ctx, _SEQ)
+    """The context's KV cells (the used cells only: no padding to the context, no logits),
+    and whether the model keeps a partial memory (recurrent, or cells already gone).
+
+    The whole memory's state, not sequence 0's: llama.cpp leaves out of a sequence's
+    state the cells its sliding window has passed (they are masked for the next token),
+    so such a state could only go on from its last token; the whole memory's keeps every
+    cell the cache holds, and with the full-size window cache Kestrel loads (swa_full)
+    that is every cell, so a Gemma 3 state can be cut back to any prefix like any other.
+    """
+    if llama_cpp.llama_n_seq_max(ctx) != 1:
+        raise RuntimeError("a context with more than one sequence: its whole memory is not one chat")
+    size = llama_cpp.llama_state_seq_get_size(ctx, _ALL_SEQUENCES)
     buffer = (ctypes.c_uint8 * size)()
-    written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, _SEQ)
+    written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, _ALL_SEQUENCES)
     return bytes(memoryview(buffer)[:written]), keeps_partial_memory(ctx)
 
 
 def keeps_partial_memory(ctx: llama_cpp.llama_context_p) -> bool:
-    """A sliding window (its cells outside the window are not saved) or a recurrent state:
-    such a state continues where it ended, never from an earlier token."""
+    """A recurrent or hybrid state, or a cache whose first cells are gone (a sliding
+    window without the full-size cache): its state continues where it ended, never from
+    an earlier token."""
     model = llama_cpp.llama_get_model(ctx)
-    return bool(llama_cpp.llama_model_n_swa(model) > 0 or llama_cpp.llama_model_is_recurrent(model)
-                or llama_cpp.llama_model_is_hybrid(model))
+    if llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model):
+        return True
+    return bool(llama_cpp.llama_memory_seq_pos_min(llama_cpp.llama_get_memory(ctx), _SEQ) > 0)
 
 
 def restore(ctx: llama_cpp.llama_context_p, data: bytes) -> bool:
-    """Replace sequence 0 with a captured state; False (and sequence 0 empty) if refused."""
+    """Replace the context's memory with a captured state; False (and the memory empty) if refused."""
     memory = llama_cpp.llama_get_memory(ctx)
-    llama_cpp.llama_memory_seq_rm(memory, _SEQ, -1, -1)
+    llama_cpp.llama_memory_clear(memory, True)
     buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-    if llama_cpp.llama_state_seq_set_data(ctx, buffer, len(data), _SEQ) == 0:
-        llama_cpp.llama_memory_seq_rm(memory, _SEQ, -1, -1)
+    if llama_cpp.llama_state_seq_set_data(ctx, buffer, len(data), _ALL_SEQUENCES) == 0:
+        llama_cpp.llama_memory_clear(memory, True)
         return False
     return True
 
