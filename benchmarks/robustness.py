@@ -55,6 +55,7 @@ from benchmarks.robustness_kit import (  # noqa: E402 - after ROOT is on the pat
     Case, Context, DEFAULT_JSON, DRIVER, Finished, HANG_S, LIMIT_MB, LIMIT_S,
     PYTHON, STRAY_GRACE_S, TINY_ONNX, Watched, _alive, _short, app_env, chat,
     check_finished, check_plain_message, history_of, install, run, settings_of, watched)
+from benchmarks.robustness_states import DESCRIPTION as STATES_DESCRIPTION, cat_tampered_states  # noqa: E402
 
 
 # --- GGUF: where each field of the header is ----------------------------------------------
@@ -1055,6 +1056,7 @@ CATEGORIES: dict[str, tuple[Callable[[Context], list[Case]], str]] = {
                                                "the window exits 0"),
     "two-instances": (cat_two_instances, "windows started together on one home: one stays, the others exit 0"),
     "network": (cat_network, "strace -f over chat, doctor and the window: no non-Unix socket or DNS query"),
+    "tampered-states": (cat_tampered_states, STATES_DESCRIPTION),
 }
 
 
