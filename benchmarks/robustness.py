@@ -58,6 +58,7 @@ from benchmarks.robustness_kit import (  # noqa: E402 - after ROOT is on the pat
 from benchmarks.robustness_downloads import DESCRIPTION as HOSTILE_DOWNLOAD, cat_hostile_download  # noqa: E402
 from benchmarks.robustness_export import cat_export_targets  # noqa: E402
 from benchmarks.robustness_folders import cat_hostile_folders  # noqa: E402
+from benchmarks.robustness_states import DESCRIPTION as STATES_DESCRIPTION, cat_tampered_states  # noqa: E402
 
 
 # --- GGUF: where each field of the header is ----------------------------------------------
@@ -1064,6 +1065,7 @@ CATEGORIES: dict[str, tuple[Callable[[Context], list[Case]], str]] = {
     "hostile-folders": (cat_hostile_folders, "models add on folders 1,500 deep, link loops, paths too long, FIFOs, "
                         "control characters; output into a closed pipe: exit 0, the good model added, plain words"),
     "hostile-download": (cat_hostile_download, HOSTILE_DOWNLOAD),
+    "tampered-states": (cat_tampered_states, STATES_DESCRIPTION),
 }
 
 

@@ -12,8 +12,9 @@ from typing import Any, Generator, Iterator, Sequence
 import llama_cpp
 
 from app.core.answer_stats import FinishReason
+from app.core.paths import data_paths
 from app.core.settings import PromptLookupMode
-from app.engine import kv_state, native_log
+from app.engine import cache_files, kv_state, native_log
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
@@ -234,11 +235,16 @@ def _state_store(request: Load, info: GgufInfo, context_length: int) -> StateSto
     if request.state_ram_bytes <= 0 and request.state_disk_bytes <= 0:
         return None
     key = kv_state.StateKey.of(request.model_path, context_length, info.chat_template or "")
-    folder = Path(request.state_dir) if request.state_dir else None
+    folder = Path(request.state_dir) if request.state_dir and request.state_disk_bytes > 0 else None
+    # The key that signs the files lives in the data folder, away from the cache they are in.
+    secret = cache_files.install_secret(data_paths().data) if folder is not None else None
     try:
-        return StateStore(key, folder, request.state_disk_bytes, ram_budget=request.state_ram_bytes)
+        if folder is not None and secret is not None:
+            return StateStore(key, folder, request.state_disk_bytes, ram_budget=request.state_ram_bytes,
+                              secret=secret)
     except OSError:  # the cache folder cannot be made or read: RAM only
-        return StateStore(key, None, 0, ram_budget=request.state_ram_bytes)
+        pass
+    return StateStore(key, None, 0, ram_budget=request.state_ram_bytes)
 
 
 # The GGUF keys that name end-of-generation tokens.

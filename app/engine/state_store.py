@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import stat
 import threading
 import time
 from collections import OrderedDict
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from app.engine import kv_state
+from app.engine import cache_files, kv_state
 from app.engine.kv_state import StateHeader, StateKey
 
 RAM_BUDGET = 512 * 1024 * 1024
@@ -21,6 +22,9 @@ RAM_ENTRIES = 6
 MIN_GAIN = 32
 # A temporary file this old is left from a writer that crashed.
 STALE_TEMPORARY_S = 600
+# A load looks at no more folder entries than this: the scan's time stays bounded
+# whatever was put in the folder.
+MAX_SCANNED = 10_000
 
 
 @dataclass
@@ -45,13 +49,19 @@ class Found:
 class StateStore:
     """The saved states of one loaded model (its StateKey); files of other keys are left to them.
 
-    Disk writes run on a thread of their own, so an answer never waits for one.
+    Disk writes run on a thread of their own, so an answer never waits for one. Files
+    are signed with secret, the install's key (cache_files.install_secret): a file
+    whose signature does not hold is removed, never restored.
     """
 
     def __init__(self, key: StateKey, folder: Path | None, disk_budget: int,
-                 ram_budget: int = RAM_BUDGET, ram_entries: int = RAM_ENTRIES) -> None:
+                 ram_budget: int = RAM_BUDGET, ram_entries: int = RAM_ENTRIES, *,
+                 secret: bytes | None = None) -> None:
         self.key = key
         self.folder = folder if disk_budget > 0 else None
+        if self.folder is not None and not secret:
+            raise ValueError("saved states on disk need the install's key to sign them")
+        self._secret = secret or b""
         self.disk_budget = disk_budget
         self._ram_budget, self._ram_entries = ram_budget, ram_entries
         self._ram: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
@@ -99,7 +109,7 @@ class StateStore:
                 self._ram.pop(old, None)
                 stale = self._disk.pop(old, None)
                 if stale is not None and stale.path is not None:
-                    stale.path.unlink(missing_ok=True)
+                    cache_files.remove(stale.path)
             self._ram[entry.tokens] = entry
             self._trim_ram()
         if self.folder is not None:
@@ -136,21 +146,22 @@ class StateStore:
     # --- disk ------------------------------------------------------------------------
 
     def _scan(self) -> None:
-        """Index this key's files; remove any file that is not a usable state of a key
-        (another version, truncated, a foreign header under this key's name)."""
+        """Index this key's files; remove any entry that is not a usable state of a key
+        (another version, truncated, a foreign header under this key's name, a header
+        too big or too deep, a link, a FIFO or a device). Nothing here can block."""
         assert self.folder is not None
         self.folder.mkdir(parents=True, exist_ok=True)
         now = time.time()
-        for path in self.folder.iterdir():
+        for path in _entries(self.folder):
             if path.name.endswith(".tmp"):
                 if now - _mtime(path) > STALE_TEMPORARY_S:
-                    path.unlink(missing_ok=True)
+                    cache_files.remove(path)
                 continue
             if path.suffix != kv_state.SUFFIX:
                 continue
             header = kv_state.read_header(path)
             if header is None or (path.name.startswith(self.key.name) and header.key != self.key):
-                path.unlink(missing_ok=True)
+                cache_files.remove(path)
             elif header.key == self.key:
                 self._disk[header.tokens] = _Entry(header.tokens, header.whole_prefix_only, path=path,
                                                    header=header)
@@ -158,9 +169,10 @@ class StateStore:
     def _read(self, entry: _Entry) -> bytes | None:
         assert entry.path is not None
         header = entry.header or kv_state.read_header(entry.path)
-        data = kv_state.read_body(entry.path, header) if header is not None and header.key == self.key else None
-        if data is None:  # damaged since it was indexed: never trusted again
-            entry.path.unlink(missing_ok=True)
+        data = (kv_state.read_body(entry.path, header, self._secret)
+                if header is not None and header.key == self.key else None)
+        if data is None:  # damaged, replaced or not signed by this install: never trusted again
+            cache_files.remove(entry.path)
             with self._lock:
                 self._disk.pop(entry.tokens, None)
         return data
@@ -195,7 +207,7 @@ class StateStore:
                 return
         name = f"{self.key.name}-{kv_state._digest(repr(entry.tokens).encode())[:16]}{kv_state.SUFFIX}"
         path = self.folder / name
-        kv_state.write_file(path, self.key, entry.tokens, data, entry.whole_prefix_only)
+        kv_state.write_file(path, self.key, entry.tokens, data, entry.whole_prefix_only, secret=self._secret)
         header = kv_state.read_header(path)
         with self._lock:
             self._disk[entry.tokens] = _Entry(entry.tokens, entry.whole_prefix_only, path=path, header=header)
@@ -220,11 +232,9 @@ def folder_usage(folder: Path) -> tuple[int, int]:
 
 def clear_folder(folder: Path) -> None:
     """Remove every saved state file (and leftover temporary files) in folder."""
-    if not folder.is_dir():
-        return
-    for path in folder.iterdir():
+    for path in _entries(folder):
         if path.suffix == kv_state.SUFFIX or path.name.endswith(".tmp"):
-            path.unlink(missing_ok=True)
+            cache_files.remove(path)
 
 
 def evict_to_budget(folder: Path, budget: int, keep: Path | None = None) -> None:
@@ -236,13 +246,21 @@ def evict_to_budget(folder: Path, budget: int, keep: Path | None = None) -> None
             break
         if path != keep:
             total -= _size(path)
-            path.unlink(missing_ok=True)
+            cache_files.remove(path)
 
 
 def _state_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
+    """The regular files named as states in folder (a link or a FIFO is not one)."""
+    return [p for p in _entries(folder) if p.suffix == kv_state.SUFFIX and cache_files.is_regular(p)]
+
+
+def _entries(folder: Path) -> list[Path]:
+    """Up to MAX_SCANNED entries of folder; none when it is not a folder or cannot be read."""
+    try:
+        with os.scandir(folder) as listing:
+            return [Path(entry.path) for _, entry in zip(range(MAX_SCANNED), listing)]
+    except OSError:
         return []
-    return [p for p in folder.iterdir() if p.suffix == kv_state.SUFFIX]
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -259,21 +277,21 @@ def _is_prefix(shorter: tuple[int, ...], longer: tuple[int, ...]) -> bool:
 
 
 def _touch(path: Path) -> None:
+    """Mark a state used (least recently used goes first), on the file itself, never a link's target."""
     try:
-        os.utime(path)
+        if os.utime in os.supports_follow_symlinks:
+            os.utime(path, follow_symlinks=False)
+        elif cache_files.is_regular(path):
+            os.utime(path)
     except OSError:
         pass
 
 
 def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
+    found = cache_files.lstat_or_none(path)
+    return found.st_mtime if found is not None else 0.0
 
 
 def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+    found = cache_files.lstat_or_none(path)
+    return found.st_size if found is not None and stat.S_ISREG(found.st_mode) else 0

@@ -21,6 +21,7 @@ from app.engine.state_store import StateStore, evict_to_budget, folder_usage
 CHOICE = DeviceChoice("CPU")
 KEY = StateKey("model.gguf|1|2", 2048, "template", "0.3.36")
 TOKENS = tuple(range(1, 200))
+SECRET = bytes(range(32))
 
 
 def _load(model: Path, folder: Path | None, context: int = 1024, ram: int = 1 << 28) -> GgufBackend:
@@ -115,13 +116,13 @@ def test_a_state_is_not_used_for_another_context(tiny_model: Path, tmp_path: Pat
 def _write(folder: Path, key: StateKey = KEY, tokens: tuple[int, ...] = TOKENS) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key.name}-test{kv_state.SUFFIX}"
-    kv_state.write_file(path, key, tokens, b"state bytes" * 100, False)
+    kv_state.write_file(path, key, tokens, b"state bytes" * 100, False, secret=SECRET)
     return path
 
 
 def test_a_good_file_is_found_with_its_tokens_and_bytes(tmp_path: Path) -> None:
     _write(tmp_path)
-    found = StateStore(KEY, tmp_path, 1 << 30).find(list(TOKENS) + [7, 8], held=0)
+    found = StateStore(KEY, tmp_path, 1 << 30, secret=SECRET).find(list(TOKENS) + [7, 8], held=0)
     assert found is not None and found.source == "disk"
     assert found.tokens == TOKENS and found.data == b"state bytes" * 100 and found.keep == len(TOKENS)
 
@@ -137,8 +138,9 @@ def test_a_damaged_file_is_ignored_and_removed(tmp_path: Path, damage: str) -> N
     elif damage == "longer":
         path.write_bytes(data + b"x")
     else:
-        path.write_bytes(data[:-5] + bytes([data[-5] ^ 1]) + data[-4:])
-    store = StateStore(KEY, tmp_path, 1 << 30)
+        at = len(data) - kv_state.MAC_BYTES - 5  # in the state bytes
+        path.write_bytes(data[:at] + bytes([data[at] ^ 1]) + data[at + 1:])
+    store = StateStore(KEY, tmp_path, 1 << 30, secret=SECRET)
     assert store.find(list(TOKENS) + [7], held=0) is None
     assert not path.exists()
 
@@ -150,7 +152,7 @@ def test_a_file_of_another_model_context_template_or_runtime_under_this_name_is_
     foreign = dataclasses.replace(KEY, **{field: value})
     path = _write(tmp_path, foreign)
     renamed = path.rename(tmp_path / path.name.replace(foreign.name, KEY.name))
-    assert StateStore(KEY, tmp_path, 1 << 30).find(list(TOKENS) + [7], held=0) is None
+    assert StateStore(KEY, tmp_path, 1 << 30, secret=SECRET).find(list(TOKENS) + [7], held=0) is None
     assert not renamed.exists()
 
 
@@ -159,13 +161,13 @@ def test_another_version_is_removed(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     struct.pack_into("<H", data, len(kv_state.MAGIC), kv_state.STATE_VERSION + 1)
     path.write_bytes(bytes(data))
-    StateStore(KEY, tmp_path, 1 << 30)
+    StateStore(KEY, tmp_path, 1 << 30, secret=SECRET)
     assert not path.exists()
 
 
 def test_a_file_of_another_key_is_left_alone_and_not_used(tmp_path: Path) -> None:
     path = _write(tmp_path, dataclasses.replace(KEY, context_length=4096))
-    assert StateStore(KEY, tmp_path, 1 << 30).find(list(TOKENS) + [7], held=0) is None
+    assert StateStore(KEY, tmp_path, 1 << 30, secret=SECRET).find(list(TOKENS) + [7], held=0) is None
     assert path.exists()
 
 
@@ -173,7 +175,7 @@ def test_a_half_written_temporary_file_is_never_read(tmp_path: Path) -> None:
     path = _write(tmp_path)
     temporary = path.with_name(path.name + ".123.tmp")
     path.rename(temporary)
-    assert StateStore(KEY, tmp_path, 1 << 30).find(list(TOKENS) + [7], held=0) is None
+    assert StateStore(KEY, tmp_path, 1 << 30, secret=SECRET).find(list(TOKENS) + [7], held=0) is None
 
 
 def test_the_least_recently_used_files_go_first(tmp_path: Path) -> None:
@@ -188,21 +190,21 @@ def test_the_least_recently_used_files_go_first(tmp_path: Path) -> None:
 
 
 def test_a_later_state_of_the_same_chat_replaces_the_earlier_one(tmp_path: Path) -> None:
-    store = StateStore(KEY, tmp_path, 1 << 30)
+    store = StateStore(KEY, tmp_path, 1 << 30, secret=SECRET)
     store.save(TOKENS, b"a" * 100, False)
     store.save(TOKENS + (5, 6), b"b" * 100, False)
     store.close()
     assert folder_usage(tmp_path)[0] == 1
-    found = StateStore(KEY, tmp_path, 1 << 30).find(list(TOKENS) + [5, 6, 9], held=0)
+    found = StateStore(KEY, tmp_path, 1 << 30, secret=SECRET).find(list(TOKENS) + [5, 6, 9], held=0)
     assert found is not None and found.data == b"b" * 100
 
 
 def test_a_sliding_window_chat_keeps_its_earlier_state_for_a_regenerate(tmp_path: Path) -> None:
-    store = StateStore(KEY, tmp_path, 1 << 30)
+    store = StateStore(KEY, tmp_path, 1 << 30, secret=SECRET)
     store.save(TOKENS, b"a" * 100, True)
     store.save(TOKENS + (5, 6), b"b" * 100, True)
     store.close()
-    reopened = StateStore(KEY, tmp_path, 1 << 30)
+    reopened = StateStore(KEY, tmp_path, 1 << 30, secret=SECRET)
     # Regenerating the last answer: the prompt goes on from the earlier state, not the later one.
     found = reopened.find(list(TOKENS) + [7, 8], held=0)
     assert folder_usage(tmp_path)[0] == 2

@@ -15,7 +15,8 @@ def test_states_live_in_the_cache_folder_and_clear_removes_them() -> None:
     folder = kv_cache.states_folder()
     folder.mkdir(parents=True)
     key = StateKey("m|1|2", 1024, "t", "0")
-    kv_state.write_file(folder / f"{key.name}-a{kv_state.SUFFIX}", key, (1, 2, 3), b"x" * 50, False)
+    kv_state.write_file(folder / f"{key.name}-a{kv_state.SUFFIX}", key, (1, 2, 3), b"x" * 50, False,
+                        secret=b"k" * 32)
     (folder / "left.kvstate.1.tmp").write_bytes(b"half")
     assert kv_cache.usage()[0] == 1
     kv_cache.clear()

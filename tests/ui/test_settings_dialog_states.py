@@ -23,7 +23,7 @@ def _saved_states(count: int, size: int = 3000) -> list[Path]:
     paths = []
     for n in range(count):
         path = folder / f"{KEY.name}-{n}{kv_state.SUFFIX}"
-        kv_state.write_file(path, KEY, tuple(range(1, 100 + n)), b"x" * size, False)
+        kv_state.write_file(path, KEY, tuple(range(1, 100 + n)), b"x" * size, False, secret=b"k" * 32)
         paths.append(path)
     return paths
 
