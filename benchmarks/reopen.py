@@ -200,8 +200,12 @@ async def switching(model: Path, chats: list[list[ChatMessage]], folder: Path | 
 
 
 def kv_bytes(model: Path, tokens: int) -> dict:
-    """The KV-cache bytes of tokens at f16: every layer, and as the model keeps them (a
-    sliding-window layer only its window)."""
+    """The KV-cache bytes of tokens at f16: every layer, and as the engine keeps them.
+
+    Kestrel loads sliding-window models with llama.cpp's full-size window cache
+    (swa_full), so every layer keeps every token and a saved state can be cut back to any
+    prefix (issue 28); `window_only` is what a window-size cache would keep, for comparison.
+    """
     info = read_gguf_info(model)
     meta, arch = info.metadata, info.architecture
     layers, heads = info.block_count or 0, info.head_count or 1
@@ -212,8 +216,9 @@ def kv_bytes(model: Path, tokens: int) -> dict:
     pattern = SWA_PATTERN.get(arch, 0)
     full_layers = layers // pattern if window and pattern else layers
     swa_layers = layers - full_layers
-    kept = per_layer_token * (full_layers * tokens + swa_layers * min(tokens, window))
-    return {"all_layers": per_layer_token * layers * tokens, "kept": kept, "full_layers": full_layers,
+    window_only = per_layer_token * (full_layers * tokens + swa_layers * min(tokens, window))
+    all_layers = per_layer_token * layers * tokens
+    return {"all_layers": all_layers, "kept": all_layers, "window_only": window_only, "full_layers": full_layers,
             "swa_layers": swa_layers, "window": window}
 
 
@@ -253,11 +258,11 @@ def print_tables(summary: dict, switch: dict, model: Path, args) -> None:
     if state:
         kv = state["kv"]
         print(f"\nsaved state of {state['tokens']} tokens: {state['state_bytes'] / mb:.1f} MiB (file "
-              f"{state['file_bytes'] / mb:.1f} MiB); KV of those tokens as the model keeps them "
-              f"({kv['full_layers']} full layers, {kv['swa_layers']} sliding-window layers of {kv['window']}): "
-              f"{kv['kept'] / mb:.1f} MiB -> {state['vs_kept']:.2f}x "
-              f"(goal <= 1.2x: {'met' if summary['goal_state_met'] else 'NOT met'}); "
-              f"all layers, all tokens: {kv['all_layers'] / mb:.1f} MiB -> {state['vs_all_layers']:.2f}x")
+              f"{state['file_bytes'] / mb:.1f} MiB); KV of those tokens as the engine keeps them (every layer, "
+              f"every token: swa_full): {kv['kept'] / mb:.1f} MiB -> {state['vs_kept']:.2f}x "
+              f"(goal <= 1.2x: {'met' if summary['goal_state_met'] else 'NOT met'}); a window-size cache "
+              f"({kv['full_layers']} full layers, {kv['swa_layers']} sliding-window layers of {kv['window']}) "
+              f"would keep {kv['window_only'] / mb:.1f} MiB")
         print(f"per 1,000 tokens at this length: disk {state['disk_per_1000_tokens'] / mb:.2f} MiB, "
               f"RAM {state['ram_per_1000_tokens'] / mb:.2f} MiB")
     print("\nswitching between two long chats (TTFT ms of each answer; turn 0 is the first answer)")
