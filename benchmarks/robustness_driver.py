@@ -89,6 +89,12 @@ async def _send_one(controller: ChatController, text: str) -> None:
     await controller.wait_idle()
 
 
+async def _send_after(before: asyncio.Future[None] | None, controller: ChatController, text: str) -> None:
+    if before is not None:
+        await asyncio.gather(before, return_exceptions=True)
+    await _send_one(controller, text)
+
+
 async def _loop(controller: ChatController, run: str) -> None:
     number = 0
     while True:
@@ -117,8 +123,10 @@ async def main() -> int:
     one: asyncio.Future[None] | None = None
     while True:
         command = await commands.get()
-        if command == "send" and (one is None or one.done()):
-            one = asyncio.ensure_future(_send_one(controller, f"Robustness message of {args.run}"))
+        if command == "send":
+            # After the one before it: a "send" read while the last answer is still being
+            # settled (its "interrupted" line printed, the line not idle yet) is not lost.
+            one = asyncio.ensure_future(_send_after(one, controller, f"Robustness message of {args.run}"))
         elif command == "stop":
             say("stopping")
             controller.stop()
