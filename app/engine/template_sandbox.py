@@ -268,9 +268,19 @@ class _Deadline:
                                 "templates take milliseconds")
 
 
+# Templates that ran past their time, by source (a few: one engine serves one model). A
+# template too slow for a three-turn probe is too slow for any chat, and each render
+# costs its full time: a load probes the template and the first answer renders it again,
+# so without this a hostile template cost a chat twice MAX_SECONDS.
+_TIMED_OUT: dict[str, str] = {}
+_TIMED_OUT_KEPT = 4
+
+
 def render(source: str, variables: Mapping[str, Any], *, seconds: float = MAX_SECONDS) -> str:
     """Render a chat template within the limits; TemplateLimit or the template's own error
-    otherwise (the caller reports both)."""
+    otherwise (the caller reports both). One that ran out of time once is refused at once."""
+    if source in _TIMED_OUT:
+        raise TemplateLimit(_TIMED_OUT[source])
     template = compile_template(source)
     deadline = _Deadline(seconds)
     previous = sys.gettrace()
@@ -284,6 +294,12 @@ def render(source: str, variables: Mapping[str, Any], *, seconds: float = MAX_SE
                 raise too_big(f"write more than {MAX_OUTPUT_CHARS:,} characters")
             parts.append(part)
         return "".join(parts)
+    except TemplateLimit as exc:
+        if time.monotonic() > deadline.deadline:
+            while len(_TIMED_OUT) >= _TIMED_OUT_KEPT:
+                del _TIMED_OUT[next(iter(_TIMED_OUT))]
+            _TIMED_OUT[source] = str(exc)
+        raise
     finally:
         sys.settrace(previous)
 

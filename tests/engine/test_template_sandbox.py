@@ -189,3 +189,19 @@ def test_a_namespace_refuses_underscore_names_as_transformers_does(template: str
 def test_a_namespace_keeps_ordinary_names() -> None:
     template = "{% set ns = namespace(total=1, self=2) %}{% set ns.total = ns.total + 1 %}{{ ns.total }},{{ ns.self }}"
     assert render(template, {}) == "2,2"
+
+
+def test_a_template_that_ran_out_of_time_is_refused_at_once_the_next_time() -> None:
+    # A load probes the template and the first answer renders it again: a hostile one
+    # must cost its time limit once, not twice (the campaign's "nested loops" took 5.1 s).
+    slow = "{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}{# once #}"
+    started = time.monotonic()
+    with pytest.raises(TemplateLimit, match="still running after 0.2 s"):
+        render(slow, {}, seconds=0.2)
+    first = time.monotonic() - started
+    started = time.monotonic()
+    with pytest.raises(TemplateLimit, match="still running after 0.2 s"):
+        render(slow, {}, seconds=0.2)
+    again = time.monotonic() - started
+    assert first >= 0.2 and again < 0.05, (first, again)
+    assert render("{{ 'fine' }}", {}) == "fine", "other templates still render"
