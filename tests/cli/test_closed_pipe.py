@@ -1,7 +1,7 @@
 """Output into a pipe whose reader went away (`kestrel models list | head -1`): every command
 that prints ends quietly with status 0, as the README says of a list cut short by its
 reader, with no message (there is nothing wrong to report) and no traceback (issue 28,
-item 9). `export CHAT-ID` is the exception the README states: a chat not all written is 7.
+item 9), `export CHAT-ID` too (tests/cli/test_export_targets.py).
 
 The reading end is closed before the command starts, so every write it makes fails, as
 it does once `head` has read what it wanted and left."""
