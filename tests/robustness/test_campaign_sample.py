@@ -1,5 +1,5 @@
 """Issue 9's reliability and privacy campaign, as CI runs it: the seeded sample of
-benchmarks/robustness.py (a few cases of every category, about a minute on two cores)
+benchmarks/robustness.py (a few cases of every category, about 100 s on two cores)
 meets every goal. The full campaign is one command, run by hand:
 
     .venv/bin/python benchmarks/robustness.py
@@ -21,9 +21,9 @@ import pytest
 from benchmarks.robustness import CATEGORIES
 
 ROOT = Path(__file__).resolve().parents[2]
-# The sample is sized to take about a minute on two cores; this leaves room for a slow
+# The sample is sized to take about 100 s on two cores (56 cases); this leaves room for a slow
 # machine and says so when the sample has grown past what CI should run.
-SAMPLE_LIMIT_S = 150
+SAMPLE_LIMIT_S = 200
 
 # Defects of the app the campaign found and that are not fixed yet: (category, case) ->
 # what goes wrong. Such a case may fail here (the test is marked xfail, with the reason);
@@ -38,7 +38,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("robustness") / "sample.json"
     env = {key: value for key, value in os.environ.items() if key != "KESTREL_HOME"}
     result = subprocess.run([sys.executable, "benchmarks/robustness.py", "--sample", "--json", str(out)],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=360)
     assert out.exists(), result.stdout + result.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     report["printed"], report["exit"] = result.stdout, result.returncode
