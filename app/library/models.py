@@ -17,7 +17,8 @@ from app.core.files import try_hold_lock, write_atomically
 from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
 from app.library.model_format import GENAI_CONFIG, MODEL_FORMATS, ModelFormat, format_at
-from app.library.scan import FolderScan, ForgottenFiles, Found, ScanProgress, examine, scan_folder
+from app.library.forgotten import ForgottenFiles
+from app.library.scan import FolderScan, Found, ScanProgress, examine, scan_folder
 
 METADATA_FILE = "model.json"
 FOUND_SOURCE = "found in the models folder"

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from app.core.files import write_atomically
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.installed import InstalledModel
 from app.library.model_format import GENAI_CONFIG, ModelFormat, read_onnx_folder
 
-FORGOTTEN_FILE = ".forgotten.json"
 # Called with the number of folders looked in so far and the one being looked in now.
 ScanProgress = Callable[[int, Path], None]
 # llama.cpp's gguf-split names its parts "<name>-00001-of-00003.gguf".
@@ -359,53 +355,3 @@ def _special(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     return "a special file"
-
-
-class ForgottenFiles:
-    """Files put into the models folder by hand that the user then removed: Kestrel may not
-    delete them (it did not write them), so it remembers, in .forgotten.json, not to list
-    them again. Each is remembered with its size and time of change, so a new file put
-    there under the same name does show up.
-
-    Forgetting rather than refusing to remove: the user asked for the model to go from the
-    list, and a model that cannot be removed from Kestrel would stay in every list until
-    the user found the file and deleted it."""
-
-    def __init__(self, root: Path) -> None:
-        self.file = root / FORGOTTEN_FILE
-
-    def paths(self) -> list[Path]:
-        return [Path(entry["path"]) for entry in self._entries() if _stamp(Path(entry["path"])) == entry]
-
-    def add(self, path: Path) -> None:
-        stamp = _stamp(path)
-        if stamp is not None:
-            self._save([*self._others(path), stamp])
-
-    def drop(self, path: Path) -> None:
-        entries = self._entries()
-        if any(entry["path"] == str(path) for entry in entries):
-            self._save(self._others(path))
-
-    def _others(self, path: Path) -> list[dict[str, Any]]:
-        return [entry for entry in self._entries() if entry["path"] != str(path)]
-
-    def _entries(self) -> list[dict[str, Any]]:
-        try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            return []
-        entries = data.get("forgotten") if isinstance(data, dict) else None
-        return [e for e in entries or () if isinstance(e, dict) and isinstance(e.get("path"), str)]
-
-    def _save(self, entries: list[dict[str, Any]]) -> None:
-        text = json.dumps({"version": 1, "forgotten": entries}, indent=2, ensure_ascii=False)
-        write_atomically(self.file, text.encode("utf-8"))
-
-
-def _stamp(path: Path) -> dict[str, Any] | None:
-    try:
-        status = path.stat()
-    except OSError:
-        return None
-    return {"path": str(path), "size": status.st_size, "modified_ns": status.st_mtime_ns}
