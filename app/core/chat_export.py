@@ -19,6 +19,7 @@ from typing import Any
 
 from app.core.answer_stats import AnswerStats
 from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.files import kind_of
 from app.core.generation import GenerationSettings
 
 FORMAT = "kestrel-chat"
@@ -102,7 +103,7 @@ def _read_regular_file(path: Path) -> bytes:
     try:
         found = os.fstat(fd)
         if not stat.S_ISREG(found.st_mode):
-            raise ChatFileError(f"{path} is not a file (it is {_what_is(found.st_mode)}): choose a JSON "
+            raise ChatFileError(f"{path} is not a file (it is {kind_of(found.st_mode, 'no regular file')}): choose a JSON "
                                 "export of a chat.")
         if found.st_size > MAX_BYTES:
             raise ChatFileError(f"{path} is too big to be a Kestrel chat ({_over_the_limit(found.st_size)}).")
@@ -170,11 +171,6 @@ def _message(item: Any, number: int, default_time: float) -> Message:
                    None if stats is None else AnswerStats.from_dict(stats),
                    _text(item.get("thinking", ""), f"{where}'s thinking"))
 
-
-def _what_is(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "no regular file"
 
 
 def _finite(value: Any) -> Any:

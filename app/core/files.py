@@ -108,7 +108,7 @@ def _check_replaceable(path: Path, existing: os.stat_result, replace: bool) -> N
     if _is_link(existing):
         raise TargetRefused(path, Refusal.LINK)
     if not stat.S_ISREG(existing.st_mode):
-        raise TargetRefused(path, Refusal.NOT_A_FILE, _what_is(existing.st_mode))
+        raise TargetRefused(path, Refusal.NOT_A_FILE, kind_of(existing.st_mode, 'not a regular file'))
     if not replace:
         raise TargetRefused(path, Refusal.EXISTS)
 
@@ -124,7 +124,9 @@ def _is_link(found: os.stat_result) -> bool:
 _JUNCTION = 0xA0000003  # IO_REPARSE_TAG_MOUNT_POINT (typeshed has it on Windows only)
 
 
-def _what_is(mode: int) -> str:
+def kind_of(mode: int, other: str = "a special file") -> str:
+    """What a file that is not a regular file is, in a few words for a message (its
+    st_mode); other for what none of these names."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -133,7 +135,7 @@ def _what_is(mode: int) -> str:
         return "a named pipe"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return other
 
 
 def _create_temp(folder: Path, name: str) -> tuple[int, str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, Literal, Mapping
 
+from app.core.files import kind_of
 from app.library.ggml_types import GGML_TYPES
 
 ModelFileErrorKind = Literal[
@@ -183,7 +184,7 @@ def checked_path(path: Path, noun: str = "model file",
         raise error("missing", path, _not_found(path, noun)) from None
     if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
         raise error("not_a_file", path, (
-            f"{path} is not a regular file but {_special_kind(status.st_mode)}, so Kestrel cannot "
+            f"{path} is not a regular file but {kind_of(status.st_mode)}, so Kestrel cannot "
             "read a model from it. Choose the .gguf file or the ONNX model folder itself."
         ))
     return status
@@ -198,15 +199,6 @@ def _not_found(path: Path, noun: str) -> str:
     return (f"{path} is a link to {target}, which does not exist. The model may have been "
             "moved or deleted; point the link at it again, or choose the model itself.")
 
-
-def _special_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
 
 
 def _unreadable(path: Path, error: OSError, kind: type[ModelFileError] = ModelFileError,

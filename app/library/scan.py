@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.core.files import kind_of
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.installed import InstalledModel
 from app.library.model_format import GENAI_CONFIG, ModelFormat, read_onnx_folder
@@ -172,7 +173,7 @@ class _Scan:
         if stat.S_ISDIR(mode):
             return _FOLDER
         if _looks_like_gguf(child):  # never opened: a FIFO would wait for a writer forever
-            self.result.skipped.append((child, f"not a regular file ({_special(mode)}), so not a model"))
+            self.result.skipped.append((child, f"not a regular file ({kind_of(mode)}), so not a model"))
         return None
 
     def _enter(self, child: Path, top: Path, depth: int) -> bool:
@@ -344,14 +345,3 @@ def _unreadable(path: Path, exc: OSError) -> str:
             return "a link to something that is not there"
         return "it went away while Kestrel was looking through the folder"
     return f"it could not be read: {exc.strerror or exc}"
-
-
-def _special(mode: int) -> str:
-    """What a file that is neither a regular file nor a folder is, in a few words."""
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "a special file"
