@@ -21,6 +21,7 @@ from app.core.paths import DataPaths, data_paths
 from app.core.resources import resource_path
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
+from app.service.engine_handle import EngineHandle
 from app.service.controller import ChatController
 from app.service.events import ModelState
 from app.ui.collector import install as install_collector
@@ -30,7 +31,7 @@ from app.ui.single_instance import SingleInstance
 STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 
 
-def build_window(paths: DataPaths, client: EngineClient | None = None) -> MainWindow:
+def build_window(paths: DataPaths, client: EngineHandle | None = None) -> MainWindow:
     """The window and everything behind it, for the app and for tests.
 
     Nothing here reads the disk: the history and settings open in start_up().

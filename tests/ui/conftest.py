@@ -19,8 +19,10 @@ from app.core.settings import Settings, SettingsFile
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
+from app.service.engine_handle import EngineHandle
 from app.ui.app import build_window
 from app.ui.main_window import MainWindow
+from tests.helpers.scripted_engine import ScriptedEngine
 
 
 @pytest.fixture
@@ -76,14 +78,19 @@ def install_model(model: Path, generation: GenerationSettings | None = None) -> 
 
 @pytest.fixture
 def make_window(loop, qtbot, tiny_model):
-    """Windows over the tiny model (by default), started up and shut down cleanly."""
+    """Windows over the tiny model (by default), started up and shut down cleanly.
+
+    On a real engine unless a test passes engine= (a ScriptedEngine: an answer that must
+    still be running when the test looks, which a real model may end at any token).
+    """
     windows: list[MainWindow] = []
 
     def make(*, model: Path | None = tiny_model, start: bool = True,
-             generation: GenerationSettings | None = None, hardware=None) -> MainWindow:
+             generation: GenerationSettings | None = None, hardware=None,
+             engine: EngineHandle | None = None) -> MainWindow:
         if model is not None and not windows:
             install_model(model, generation)
-        window = build_window(data_paths(), EngineClient(hardware=hardware))
+        window = build_window(data_paths(), engine or EngineClient(hardware=hardware))
         qtbot.addWidget(window)
         window.show()
         windows.append(window)
@@ -98,6 +105,13 @@ def make_window(loop, qtbot, tiny_model):
     # app/ui/collector.py), and these windows must not die on a worker thread.
     windows.clear()
     gc.collect()
+
+
+def long_answers() -> ScriptedEngine:
+    """An engine whose answers run about a minute unless stopped: for a test that acts while
+    one is still running. The tiny real model fills its 1024-token context in about a second
+    on two cores, and may end an answer at any token, so those tests raced it."""
+    return ScriptedEngine(token_s=0.05)
 
 
 def idle(window: MainWindow) -> Callable[[], bool]:

@@ -5,8 +5,6 @@ signals carry the chat and the kind of problem."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
 
 import pytest
 from PySide6.QtWidgets import QLabel
@@ -15,7 +13,7 @@ from app.service import events as ev
 from app.ui.adapter import ControllerAdapter
 from app.ui.conversation_model import ConversationRoles as R
 from tests.service.conftest import SMALL, install, make_controller
-from tests.ui.conftest import run, until
+from tests.ui.conftest import long_answers, run, until
 
 LONG = dataclasses.replace(SMALL, max_tokens=100_000)
 
@@ -23,7 +21,7 @@ LONG = dataclasses.replace(SMALL, max_tokens=100_000)
 @pytest.fixture
 def started(loop, tiny_model):
     install(tiny_model, LONG)
-    controller = make_controller()
+    controller = make_controller(long_answers())  # A must still answer while B waits
     adapter = ControllerAdapter(controller)
     run(loop, controller.start_up())
     yield controller, adapter
@@ -76,7 +74,6 @@ def test_the_chat_list_shows_who_is_answered_who_waits_and_who_has_a_draft(loop,
     assert adapter.conversations.roleNames()[R.HAS_DRAFT] == b"hasDraft"
 
 
-@pytest.mark.skipif(os.name == "nt", reason="SIGKILL stands in for a crash")
 def test_problem_signals_carry_their_kind_and_an_engine_problem_is_solved(loop, started) -> None:
     controller, adapter = started
     problems: list[tuple[str, str]] = []
@@ -87,7 +84,7 @@ def test_problem_signals_carry_their_kind_and_an_engine_problem_is_solved(loop, 
     grew: list[object] = []
     controller.subscribe(lambda event: isinstance(event, ev.TextGrew) and grew.append(event))
     run(loop, until(lambda: len(grew) > 3, what="some text"))
-    os.kill(controller.session.client.pid, signal.SIGKILL)
+    controller.session.client.die()  # the scripted engine's SIGKILL
     run(loop, controller.wait_idle())
     assert problems and problems[-1][1] == "engine" and not solved
     run(loop, controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=4)))

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from app.core.conversation import MessageState, Role
 from app.ui.chat_files import ChatFiles, file_name_for
 from app.ui.conversation_model import ConversationRoles
-from tests.ui.conftest import idle, run, until, with_generation
+from tests.ui.conftest import idle, long_answers, run, until, with_generation
 
 
 def _type_and_send(qtbot, window, text: str) -> None:
@@ -34,7 +34,7 @@ def _queue_settled(window):
 
 
 def test_a_send_in_another_chat_waits_its_turn_and_stop_belongs_to_its_chat(make_window, loop, qtbot) -> None:
-    window = make_window()
+    window = make_window(engine=long_answers())  # the first answer runs through every step
     with_generation(window, loop, max_tokens=100000)
     _type_and_send(qtbot, window, "First chat, keep talking")
     first = _open_id(window)
@@ -141,11 +141,12 @@ def test_importing_a_file_that_is_not_a_chat_names_it(make_window, loop, tmp_pat
 
 
 def test_the_engine_banner_goes_once_a_new_engine_answers(make_window, loop, qtbot) -> None:
-    window = make_window()
+    engine = long_answers()
+    window = make_window(engine=engine)
     with_generation(window, loop, max_tokens=100000)
     _type_and_send(qtbot, window, "Keep talking")
     run(loop, until(lambda: _answer_length(window) > 20))
-    os.kill(window.controller.session.client.pid, signal.SIGKILL)
+    engine.die()  # as SIGKILL
     run(loop, until(idle(window), what="the crash to be noticed"))
     assert window.banner_row.isVisible() and "stopped unexpectedly" in window.banner.text()
     with_generation(window, loop, max_tokens=8)
@@ -229,7 +230,7 @@ def test_a_message_that_cannot_be_saved_comes_back_to_the_box(make_window, loop,
 def test_editing_while_the_chat_is_answered_says_why_before_any_typing(make_window, loop, qtbot, monkeypatch) -> None:
     from app.ui.dialogs import EditMessageDialog
 
-    window = make_window()
+    window = make_window(engine=long_answers())
     with_generation(window, loop, max_tokens=100000)
     _type_and_send(qtbot, window, "A long answer, please")
     run(loop, until(lambda: _answer_length(window) > 10))

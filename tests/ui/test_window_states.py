@@ -12,7 +12,7 @@ from app.core.conversation import MessageState, Role
 from app.ui.message_model import MessageRoles
 from app.core.history import HistoryStore
 from app.service.model_setup import ModelSetup
-from tests.ui.conftest import choose_in_settings, idle, run, stored, until, with_generation
+from tests.ui.conftest import choose_in_settings, idle, long_answers, run, stored, until, with_generation
 
 
 def _send(qtbot, window, text: str) -> None:
@@ -133,7 +133,7 @@ def test_item_models_pass_qt_model_tester(make_window, loop, qtbot) -> None:
 
 
 def test_minimizing_pauses_the_engine_and_restoring_resumes(make_window, loop, qtbot) -> None:
-    window = make_window()
+    window = make_window(engine=long_answers())
     with_generation(window, max_tokens=100000)
     _send(qtbot, window, "Go")
     run(loop, until(lambda: window.adapter.messages.rowCount() == 2
@@ -341,7 +341,7 @@ def test_a_paused_answer_uses_no_cpu_and_ends_as_an_uninterrupted_one(make_windo
 
 
 def test_stop_and_close_work_while_paused_and_the_answer_says_it_waits(make_window, loop, qtbot) -> None:
-    window = make_window()
+    window = make_window(engine=long_answers())
     with_generation(window, max_tokens=100000)
     _send(qtbot, window, "Go")
     run(loop, until(lambda: len(window.adapter.messages.messages()) == 2
