@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from app.core.files import write_atomically
 from app.core.generation import GenerationSettings
+from app.core.server_settings import ServerSettings
 
 # Raise when the meaning of a key changes; adding a key does not need a new version,
 # because unknown keys are ignored and missing keys take their defaults.
@@ -79,10 +80,14 @@ class Settings:
     # MiB; 0 keeps none on disk. And prompt-lookup drafting.
     saved_states_mb: int = 2048
     prompt_lookup: PromptLookupMode = PromptLookupMode.AUTO
+    # The local API server (app/server): off until the user turns it on.
+    server: ServerSettings = ServerSettings()
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["server"] = self.server.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], problems: list[str] | None = None) -> Settings:
@@ -133,8 +138,10 @@ class Settings:
                              f"(got {self.prompt_lookup!r}).")
         if not isinstance(self.generation, GenerationSettings):
             raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
+        if not isinstance(self.server, ServerSettings):
+            raise TypeError(f"server must be ServerSettings, not {self.server!r}")
         return dataclasses.replace(self, device_preference=device, prompt_lookup=lookup,
-                                   generation=self.generation.validated())
+                                   generation=self.generation.validated(), server=self.server.validated())
 
 
 def choice(kind: type[_Choice], value: object) -> _Choice | None:
@@ -152,7 +159,7 @@ def _field_by_field(defaults: Any, data: Mapping[str, Any], problems: list[str])
     names = {f.name for f in dataclasses.fields(defaults)}
     result = defaults
     for key, value in data.items():
-        if key not in names or key in ("version", "generation"):
+        if key not in names or key in ("version", "generation", "server"):
             continue
         try:
             result = dataclasses.replace(result, **{key: value}).validated()
@@ -173,7 +180,13 @@ def settings_from_dict(data: Mapping[str, Any], problems: list[str]) -> Settings
         generation = _field_by_field(generation, raw_generation, problems)
     else:
         problems.append("generation")
-    base = Settings(generation=generation)
+    raw_server = data.get("server", {})
+    if isinstance(raw_server, Mapping):
+        server = ServerSettings.from_dict(raw_server, problems)
+    else:
+        server = ServerSettings()
+        problems.append("server")
+    base = Settings(generation=generation, server=server)
     return _field_by_field(base, data, problems)
 
 
