@@ -41,7 +41,9 @@ def _turns(message: Body, role: Role) -> list[ChatMessage]:
     if not isinstance(value, list):
         raise message.wrong("content", "a string or an array of content blocks") if value is not None \
             else message.missing("content", "a string or an array of content blocks")
-    text, calls, results = [], [], []
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    results: list[ChatMessage] = []
     for block in message.objects("content"):
         kind = block.text("type", required=True)
         if kind == "text":
@@ -69,7 +71,7 @@ def _turns(message: Body, role: Role) -> list[ChatMessage]:
 
 
 def _tools(body: Body) -> tuple[str | None, str]:
-    functions = []
+    functions: list[dict[str, Any]] = []
     for tool in body.objects("tools"):
         kind = tool.text("type")
         if kind not in (None, "custom"):

@@ -129,7 +129,7 @@ def response_format(body: Body, key: str = "response_format", *, nested: bool = 
 def tools(body: Body) -> tuple[str | None, str]:
     """The tools in the OpenAI shape as JSON for the chat template, and tool_choice."""
     given = body.objects("tools")
-    functions = []
+    functions: list[dict[str, Any]] = []
     for tool in given:
         kind = tool.text("type") or "function"
         if kind != "function":

@@ -40,10 +40,11 @@ class ResponseDraft:
         return {"type": "output_text", "text": self.text, "annotations": [], "logprobs": []}
 
     def response(self, stats: AnswerStats | None = None, *, failed: dict[str, str] | None = None) -> dict[str, Any]:
+        output: list[dict[str, Any]] = []
         if failed is not None:
-            status, output = "failed", []
+            status = "failed"
         elif stats is None:
-            status, output = "in_progress", []
+            status = "in_progress"
         else:
             status, output = ("incomplete" if cut_short(stats) else "completed"), [self.message("completed")]
         body: dict[str, Any] = {

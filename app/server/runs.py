@@ -123,7 +123,8 @@ async def collect(request: Request, answers: ApiAnswers, ask: ApiAsk) -> Collect
 
     async def read() -> Collected:
         found = Collected(started)
-        text, thinking = [], []
+        text: list[str] = []
+        thinking: list[str] = []
         try:
             async for event in stream:
                 if isinstance(event, Delta) and event.tool_call is not None:
