@@ -12,11 +12,13 @@ from typing import Any
 from app.core.generation import GenerationSettings
 from app.engine.failures import PromptTooLong
 from app.engine.protocol import Delta, Done
+from app.core.conversation import Role
 from app.library.installed import InstalledModel
 from app.service.api_context import ContextPlanner
 from app.service.api_types import ApiAsk, ApiModel, ApiRefused, Started
 
 __all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "Started"]
+from app.service.conversations import Conversations
 from app.service.engine_errors import EngineCrashed, EngineError
 from app.service.engine_queue import Withdrawn
 from app.service.events import ActivityChanged, ApiRequestLogged, Event, ModelState, Queued, RequestRecord
@@ -37,12 +39,15 @@ class ApiAnswers:
     chose "only the loaded model"), may ask for a longer context (reloaded when it fits
     memory, else refused with both numbers), and waits its turn in the engine's line; at
     most `max_waiting` wait, the next gets 503. Closing an answer's iterator (a client
-    that went away) cancels it in the engine. Nothing is written to the chat history.
+    that went away) cancels it in the engine. Nothing is written to the chat history
+    unless the user chose to keep API conversations as chats (keep_as_chats).
     """
 
-    def __init__(self, session: ModelSession, keeper: SettingsKeeper, emit: Callable[[Event], None], *,
-                 spawn: Callable[..., asyncio.Task[Any]], chats_busy: Callable[[], bool]) -> None:
+    def __init__(self, session: ModelSession, keeper: SettingsKeeper, conversations: Conversations,
+                 emit: Callable[[Event], None], *, spawn: Callable[..., asyncio.Task[Any]],
+                 chats_busy: Callable[[], bool]) -> None:
         self._session, self._keeper, self._emit, self._spawn = session, keeper, emit, spawn
+        self._conversations = conversations
         self._chats_busy = chats_busy
         self._context = ContextPlanner(session, keeper)
         self._waiting = 0
@@ -107,6 +112,7 @@ class ApiAnswers:
         settings = self._settings(target, ask.settings)
         self._waiting += 1
         started = False
+        written: list[str] = []
         try:
             async for event in self._answer(ask, target, settings):
                 if not started:
@@ -114,6 +120,10 @@ class ApiAnswers:
                     self._waiting -= 1
                     self._running += 1
                     self._emit(ActivityChanged(SERVING))
+                if isinstance(event, Delta) and not event.thinking:
+                    written.append(event.text)
+                elif isinstance(event, Done) and self._keeper.settings.server.keep_as_chats:
+                    self._spawn(self._keep(ask, target, "".join(written), event))
                 yield event
         finally:
             if started:
@@ -214,6 +224,14 @@ class ApiAnswers:
                               code="engine_error", retry_after=1)
         return ApiRefused(400 if exc.kind.value in ("context_overflow", "unsupported") else 500, exc.message,
                           code="engine_error")
+
+    async def _keep(self, ask: ApiAsk, target: InstalledModel, answer: str, done: Done) -> None:
+        """The exchange as a chat of its own (the user chose to keep API conversations)."""
+        turns = [(m.role, m.content) for m in ask.messages] if ask.shape.prompt is None else \
+            [(Role.USER, ask.shape.prompt)]
+        asked = next((text for role, text in reversed(turns) if role == Role.USER and text.strip()), "")
+        title = "API: " + (asked.strip().splitlines()[0][:40] if asked.strip() else ask.endpoint)
+        await self._conversations.keep_exchange(title, turns, answer, done.stats, target.id)
 
     # --- the log ------------------------------------------------------------------------
 

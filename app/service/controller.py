@@ -68,7 +68,7 @@ class ChatController:
         self.chat = OpenChat(self.conversations, self.bus)
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper)
-        self.api = ApiAnswers(self.session, self.keeper, emit, spawn=self.tasks.spawn,
+        self.api = ApiAnswers(self.session, self.keeper, self.conversations, emit, spawn=self.tasks.spawn,
                               chats_busy=lambda: not self.answers.queue.idle)
         self.library = LibraryService(self.session, self.keeper, emit, self.tasks, answers_busy=self._answers_busy)
         self.files = ChatFiles(self._storage, emit)

@@ -142,3 +142,25 @@ def test_beyond_the_waiting_limit_a_request_gets_503_and_a_closed_answer_frees_t
             await started.events.until(lambda: not c.api.busy)
 
     run(scenario)
+
+
+def test_api_conversations_become_chats_only_when_the_user_chose_so(started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            started.engine.scripts.append(Script(text=("Not", " kept"), endless=False))
+            await _collect(c, _ask("Unkept question"))
+            await _server(c, keep_as_chats=True)
+            started.engine.scripts.append(Script(text=("Kept", " answer"), endless=False))
+            ask = dataclasses.replace(_ask("Kept question"), messages=(
+                ChatMessage("system", "Be brief."), ChatMessage("user", "Kept question")))
+            await _collect(c, ask)
+            await started.events.until(lambda: started.events.of(ev.ConversationChanged), what="the kept chat")
+            [chat] = await c.conversations.listing()
+            assert chat.title == "API: Kept question" and chat.system_prompt == "Be brief."
+            kept = await c.conversations.messages(chat.id)
+            assert [(m.role.value, m.text) for m in kept] == [("user", "Kept question"),
+                                                              ("assistant", "Kept answer")]
+            assert kept[-1].stats.tokens == 2
+
+    run(scenario)
