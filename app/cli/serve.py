@@ -102,7 +102,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _load(controller: ChatController, model: InstalledModel, stop: asyncio.Event) -> bool:
     """Load the model first (False: Ctrl+C came first); UserError if it does not load."""
-    print(f"Loading {model.name}…", file=sys.stderr, flush=True)
+    print(f"Loading {model.title}…", file=sys.stderr, flush=True)
     loading = asyncio.ensure_future(controller.load_model(model))
     stopped = asyncio.ensure_future(stop.wait())
     await asyncio.wait({loading, stopped}, return_when=asyncio.FIRST_COMPLETED)

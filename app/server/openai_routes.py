@@ -80,7 +80,7 @@ class OpenAiEndpoints:
                 Route("/v1/embeddings", self.embeddings, methods=["POST"])]
 
     async def models(self, request: Request) -> Response:
-        models = self._answers.models()
+        models = await self._answers.models()
         if "anthropic-version" in request.headers:  # the anthropic client's models.list()
             entries = [anthropic_model_entry(model) for model in models]
             return JSONResponse({"data": entries, "has_more": False,
@@ -90,7 +90,7 @@ class OpenAiEndpoints:
 
     async def model(self, request: Request) -> Response:
         wanted = request.path_params["model_id"]
-        for model in self._answers.models():
+        for model in await self._answers.models():
             if model.id == wanted:
                 anthropic = "anthropic-version" in request.headers
                 return JSONResponse(anthropic_model_entry(model) if anthropic else model_entry(model))

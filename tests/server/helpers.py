@@ -4,10 +4,12 @@ started server on an ephemeral loopback port, and a double of ApiAnswers for sha
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from app.core.answer_stats import AnswerStats, FinishReason
@@ -16,7 +18,11 @@ from app.engine.protocol import Delta, Done
 from app.engine.tool_calls import ToolCall
 from app.server.runner import ApiServer, ServerState
 from app.service.api_answers import ApiAnswers, ApiAsk, ApiModel, ApiRefused, Started
-from app.service.events import RequestRecord
+from app.service.controller import ChatController
+from app.service.engine_handle import EngineHandle
+from app.service.events import ModelState, RequestRecord
+from tests.helpers.scripted_engine import ScriptedEngine
+from tests.service.conftest import SMALL, install, make_controller
 
 T = TypeVar("T")
 KEY = "kestrel-test-key"
@@ -94,7 +100,7 @@ class FakeAnswers:
     def recent(self) -> Sequence[RequestRecord]:
         return self.records
 
-    def models(self) -> list[ApiModel]:
+    async def models(self) -> list[ApiModel]:
         return [ApiModel(id="tiny", name="Tiny", context_length=1024, format="gguf", loaded=True,
                          created=1_700_000_000)]
 
@@ -132,3 +138,43 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 20) -> Non
         while not check():
             await asyncio.sleep(0.01)
     assert check(), what
+
+
+@contextmanager
+def real_service(thread: LoopThread, model: Path, engine: EngineHandle | None = None,
+                 server: ServerSettings | None = None) -> Iterator[ChatController]:
+    """The real service core (ChatController) over this test's home, on thread's loop, with
+    model installed as the default and loaded: on a ScriptedEngine unless engine is given."""
+    install(model, SMALL)
+    controller = thread.call(_started(engine or ScriptedEngine(), server or ServerSettings(key=KEY)))
+    try:
+        yield controller
+    finally:
+        thread.call(controller.shutdown())
+
+
+async def _started(engine: EngineHandle, server: ServerSettings) -> ChatController:
+    controller = make_controller(engine)
+    try:
+        await controller.start_up()
+        assert controller.model_state == ModelState.READY, controller.model_detail
+        await controller.update_settings(dataclasses.replace(controller.settings, server=server))
+    except BaseException:
+        await controller.shutdown()
+        raise
+    return controller
+
+
+@contextmanager
+def api_over(thread: LoopThread, controller: ChatController) -> Iterator[ApiServer]:
+    """An ApiServer over the controller's ApiAnswers, reading its server settings (on a free port)."""
+    server = thread.call(_over(controller))
+    assert thread.call(server.start()), server.error
+    try:
+        yield server
+    finally:
+        thread.call(server.stop())
+
+
+async def _over(controller: ChatController) -> ApiServer:
+    return ApiServer(controller.api, lambda: dataclasses.replace(controller.settings.server, port=0))
