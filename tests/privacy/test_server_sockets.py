@@ -24,8 +24,9 @@ def test_serve_listens_on_the_chosen_address_only(tmp_path: Path, tiny_model: Pa
     process = start_traced(serve_command("--port", str(port)), log, env=serve_env(kestrel_home), cwd=ROOT)
     try:
         ready = read_ready(process)
-        client = openai.OpenAI(base_url=f"{ready.address}/v1", api_key=ready.key, max_retries=0, timeout=60)
-        client.chat.completions.create(model="", messages=[{"role": "user", "content": "secret words"}], max_tokens=4)
+        with openai.OpenAI(base_url=f"{ready.address}/v1", api_key=ready.key, max_retries=0, timeout=60) as client:
+            client.chat.completions.create(model="", messages=[{"role": "user", "content": "secret words"}],
+                                           max_tokens=4)
     finally:
         _, err = interrupt(process, traced=True)
     assert process.returncode == 0, err

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anthropic
+import openai
+
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.server_settings import ServerSettings
 from app.engine.protocol import Delta, Done
@@ -178,3 +181,20 @@ def api_over(thread: LoopThread, controller: ChatController) -> Iterator[ApiServ
 
 async def _over(controller: ChatController) -> ApiServer:
     return ApiServer(controller.api, lambda: dataclasses.replace(controller.settings.server, port=0))
+
+
+# The official clients keep their connections open until closed; tests/server/conftest.py
+# closes every client these made at the end of each test.
+OPEN_CLIENTS: list[openai.OpenAI | anthropic.Anthropic] = []
+
+
+def openai_client(address: str, key: str = KEY) -> openai.OpenAI:
+    client = openai.OpenAI(base_url=f"{address}/v1", api_key=key, max_retries=0, timeout=60)
+    OPEN_CLIENTS.append(client)
+    return client
+
+
+def anthropic_client(address: str, key: str = KEY) -> anthropic.Anthropic:
+    client = anthropic.Anthropic(base_url=address, api_key=key, max_retries=0, timeout=60)
+    OPEN_CLIENTS.append(client)
+    return client

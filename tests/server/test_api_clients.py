@@ -10,7 +10,6 @@ import re
 import threading
 from pathlib import Path
 
-import anthropic
 import jsonschema
 import openai
 import pytest
@@ -19,7 +18,7 @@ from app.engine import protocol as p
 from app.service.client import EngineClient
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.server.helpers import KEY, api_over, loop_thread, real_service, until
+from tests.server.helpers import anthropic_client, api_over, loop_thread, openai_client, real_service, until
 
 HELLO = [{"role": "user", "content": "Hello"}]
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
@@ -31,13 +30,6 @@ NO_SCRIPTED_CALLS = ("Script.calls (scripted tool calls) comes with the engine h
 NO_GRAMMAR = ("AnswerShape.grammar is not applied by app/engine/gguf_backend.py yet: the engine helper's "
               "grammar support (api-engine) is not on main")
 
-
-def openai_client(address: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{address}/v1", api_key=KEY, max_retries=0, timeout=60)
-
-
-def anthropic_client(address: str) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=address, api_key=KEY, max_retries=0, timeout=60)
 
 
 class CountingEngine(ScriptedEngine):

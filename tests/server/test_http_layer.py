@@ -20,18 +20,11 @@ from app.core.server_settings import ServerSettings
 from app.engine.tool_calls import ToolCall
 from app.server.runner import ApiServer, ServerState
 from app.service.api_answers import ApiRefused
-from tests.server.helpers import KEY, FakeAnswers, loop_thread, serving, until
+from tests.server.helpers import KEY, FakeAnswers, anthropic_client, loop_thread, openai_client, serving, until
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 HELLO = [{"role": "user", "content": "Hello"}]
 
-
-def openai_client(address: str, key: str = KEY) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{address}/v1", api_key=key, max_retries=0, timeout=30)
-
-
-def anthropic_client(address: str, key: str = KEY) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=address, api_key=key, max_retries=0, timeout=30)
 
 
 def free_port() -> int:

@@ -29,8 +29,9 @@ def test_kestrel_serve_prints_its_address_and_key_answers_and_stops_on_ctrl_c(ti
     try:
         ready = read_ready(process)
         assert ready.address == f"http://127.0.0.1:{port}"
-        client = openai.OpenAI(base_url=f"{ready.address}/v1", api_key=ready.key, max_retries=0, timeout=60)
-        answer = client.chat.completions.create(model="", messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
+        with openai.OpenAI(base_url=f"{ready.address}/v1", api_key=ready.key, max_retries=0, timeout=60) as client:
+            answer = client.chat.completions.create(model="", messages=[{"role": "user", "content": "Hi"}],
+                                                    max_tokens=4)
         assert answer.usage is not None and 0 < answer.usage.completion_tokens <= 4
     finally:
         _, err = interrupt(process)
