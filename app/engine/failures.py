@@ -20,7 +20,7 @@ class ErrorKind(StrEnum):
     NO_MODEL = "no_model"  # generate before load
     PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
     CONTEXT = "context_overflow"  # the prompt does not fit the context
-    SHAPE = "answer_shape"  # tools or a grammar this model cannot follow, or given wrong (API requests)
+    UNSUPPORTED = "unsupported"  # an answer shape (tools, a grammar) this model cannot have, or given wrong
     PROTOCOL = "protocol"  # versions differ, or an unknown message
     INTERNAL = "internal"  # a bug in the engine; the facts say what
     CRASHED = "crashed"  # the engine process died (raised by the client, never sent)
@@ -151,7 +151,7 @@ class PromptTooLong:
 class NoToolUse:
     """Tools were given to a model whose chat template takes none (app/engine/tool_calls.py)."""
 
-    kind: ClassVar[ErrorKind] = ErrorKind.SHAPE
+    kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
     name: str  # the model's file or folder name
 
 
@@ -159,7 +159,7 @@ class NoToolUse:
 class NoGrammar:
     """A GBNF grammar for a runtime that follows JSON schemas only (ONNX Runtime GenAI)."""
 
-    kind: ClassVar[ErrorKind] = ErrorKind.SHAPE
+    kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
     name: str
 
 
@@ -176,7 +176,7 @@ class ShapePart(StrEnum):
 class BadShape:
     """A part of an answer's shape cannot be used as given; reason says why, in words."""
 
-    kind: ClassVar[ErrorKind] = ErrorKind.SHAPE
+    kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
     part: ShapePart
     reason: str
 

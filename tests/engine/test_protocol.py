@@ -53,7 +53,7 @@ def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
     assert back == messages and p.PROTOCOL_VERSION == 9
     assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
     assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
-    assert {e.kind for e in back[3:]} == {p.ErrorKind.SHAPE} and p.ErrorKind.SHAPE == "answer_shape"
+    assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"
     # A chat's answer has no shape: nothing changes for the window's requests.
     assert p.Generate(6, ()).shape == p.AnswerShape() and not p.AnswerShape().uses_tools
     assert not p.AnswerShape(tools="[]", tool_choice="none").uses_tools

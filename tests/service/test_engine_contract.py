@@ -267,7 +267,7 @@ def test_shapes_are_answered_and_refused_alike(kind: Kind, tiny_model: Path) -> 
     raw, refusals, unused, plain, refused = run(scenario)
     assert (raw.stats.chat_format, raw.finish_reason, raw.stats.tokens) == ("raw", "length", 12)
     assert 0 < raw.stats.prompt_tokens < plain.stats.prompt_tokens
-    assert refusals == [("answer_shape", NoToolUse), ("answer_shape", BadShape), ("context_overflow", PromptTooLong)]
+    assert refusals == [("unsupported", NoToolUse), ("unsupported", BadShape), ("context_overflow", PromptTooLong)]
     assert refused == NoToolUse(tiny_model.name)
     assert unused.stats.prompt_tokens == plain.stats.prompt_tokens and unused.finish_reason == "length"
 
