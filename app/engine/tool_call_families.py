@@ -122,27 +122,12 @@ def _json_block(body: str, end: int) -> Block:
     return Block(end, calls or (), None if calls else Problem.INVALID)
 
 
-def _tagged(close: str) -> Callable[[str, str, bool], Block | None]:
-    """A reader for blocks that run from an opener to a closing marker (or, at the end, to the end)."""
-
-    def read(opener: str, text: str, final: bool) -> Block | None:
-        stop = text.find(close, len(opener))
-        if stop < 0:
-            if not final:
-                return None
-            return Block(len(text), problem=Problem.CUT_OFF)
-        return _json_block(text[len(opener):stop], stop + len(close))
-
-    return read
-
-
 def _first_opener(openers: tuple[str, ...], text: str) -> str:
     return next(opener for opener in openers if text.startswith(opener))
 
 
 # --- Hermes / Qwen 2.5 & 3 ---------------------------------------------------------------
 
-_HERMES_TAG = _tagged("</tool_call>")
 _FENCE = "```json"
 
 
@@ -154,7 +139,10 @@ def _read_hermes(text: str, final: bool) -> Block | None:
             return None
         if not body.startswith("{"):
             return Block(len("<tool_call>"), problem=Problem.NOT_A_CALL)
-        return _HERMES_TAG("<tool_call>", text, final)
+        stop = text.find("</tool_call>")
+        if stop < 0:
+            return Block(len(text), problem=Problem.CUT_OFF) if final else None
+        return _json_block(text[len("<tool_call>"):stop], stop + len("</tool_call>"))
     if text.startswith(_FENCE):
         return _read_fenced(text, final)
     return read_bare_json(text, final)
@@ -162,8 +150,7 @@ def _read_hermes(text: str, final: bool) -> Block | None:
 
 def _read_fenced(text: str, final: bool) -> Block | None:
     """A ```json fenced block holding a call object (small Qwen models write calls so); else text."""
-    inner = text[len(_FENCE):]
-    start = len(_FENCE) + len(inner) - len(inner.lstrip())
+    start = _skip_space(text, len(_FENCE))
     if start == len(text):
         return Block(len(text), problem=Problem.NOT_A_CALL) if final else None
     if text[start] != "{" or not _may_be_call_object(text[start:], final):
@@ -200,10 +187,10 @@ def read_bare_json(text: str, final: bool) -> Block | None:
     It counts as a call only when it parses as one; JSON that is not a call stays text.
     """
     if not _may_be_call_object(text, final):
-        return Block(len(text), problem=Problem.NOT_A_CALL)
+        return Block(1, problem=Problem.NOT_A_CALL)  # the `{`; what follows is read as any text
     end = json_end(text, 0)
     if end is None:
-        return Block(len(text), problem=Problem.INVALID) if final else None
+        return Block(len(text), problem=Problem.CUT_OFF) if final else None
     value = _parse_json(text[:end])
     if value is _INVALID:
         return Block(end, problem=Problem.INVALID)
@@ -228,14 +215,11 @@ def _read_llama3(text: str, final: bool) -> Block | None:
     """`<|python_tag|>` then a JSON call; more may follow, separated by `;` (read as bare JSON)."""
     if not text.startswith(_PYTHON_TAG):
         return read_bare_json(text, final)
-    start = len(text) - len(text[len(_PYTHON_TAG):].lstrip())
-    end = json_end(text, start) if text[start:start + 1] in ("[", "{") else None
-    if end is None:
-        # Not JSON (a built-in tool's `name.call(...)`), or not ended yet: it runs to the end.
-        if not final:
-            return None
-        return Block(len(text), problem=Problem.CUT_OFF if text[start:start + 1] in ("[", "{") else Problem.INVALID)
-    return _json_block(text[start:end], end)
+    start = _skip_space(text, len(_PYTHON_TAG))
+    if text[start:start + 1] in ("[", "{"):
+        return _json_value_block(text, start, final)
+    # Not JSON (a built-in tool's `name.call(...)`): it runs to the end of the answer.
+    return Block(len(text), problem=Problem.INVALID) if final else None
 
 
 # --- Mistral -------------------------------------------------------------------------------
@@ -246,31 +230,37 @@ _NAME_FORM = re.compile(r"([^\s\[\]{}]+)(?:\[CALL_ID\][^\s\[]*)?\[ARGS\]")
 
 def _read_mistral(text: str, final: bool) -> Block | None:
     """`[TOOL_CALLS][{...}, ...]` (Nemo, Small 3.1) or `[TOOL_CALLS]name[ARGS]{...}` (Small 3.2, Devstral)."""
-    body = text[len(_TOOL_CALLS):]
-    start = len(text) - len(body.lstrip())
-    if start == len(text):
-        return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    if text[start] in "[{":
-        end = json_end(text, start)
-        if end is None:
-            return Block(len(text), problem=Problem.CUT_OFF) if final else None
-        return _json_block(text[start:end], end)
+    start = _skip_space(text, len(_TOOL_CALLS))
+    if start < len(text) and text[start] in "[{":
+        return _json_value_block(text, start, final)
     match = _NAME_FORM.match(text, start)
-    if match is None:
-        if final or re.search(r"[\s{]", text[start:]) or len(text) - start > 200:
-            return Block(len(text), problem=Problem.CUT_OFF if final else Problem.INVALID)
-        return None
-    end = json_end(text, match.end()) if text[match.end():match.end() + 1] == "{" else -1
+    if match is None:  # [TOOL_CALLS] is a control token: the rest of the answer is the call
+        if not final:
+            return None
+        broken = re.search(r"[\s{]", text[start:]) is not None  # no name goes on so
+        return Block(len(text), problem=Problem.INVALID if broken else Problem.CUT_OFF)
+    start = _skip_space(text, match.end())
+    if start < len(text) and text[start] != "{":
+        return Block(start, problem=Problem.INVALID)
+    end = json_end(text, start) if start < len(text) else None
     if end is None:
         return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    if end < 0:
-        if match.end() == len(text) and not final:
-            return None
-        return Block(match.end(), problem=Problem.INVALID)
-    value = _parse_json(text[match.end():end])
-    if not isinstance(value, dict):
+    arguments = _parse_json(text[start:end])
+    if not isinstance(arguments, dict):
         return Block(end, problem=Problem.INVALID)
-    return Block(end, (RawCall(match.group(1), value),))
+    return Block(end, (RawCall(match.group(1), arguments),))
+
+
+def _skip_space(text: str, at: int) -> int:
+    return len(text) - len(text[at:].lstrip())
+
+
+def _json_value_block(text: str, start: int, final: bool) -> Block | None:
+    """The JSON calls that open at text[start] (an object or a list), once the value has ended."""
+    end = json_end(text, start) if start < len(text) else None
+    if end is None:
+        return Block(len(text), problem=Problem.CUT_OFF) if final else None
+    return _json_block(text[start:end], end)
 
 
 # --- Phi-4-mini (and Granite 3.3, which leaves the closing tag out) ------------------------
@@ -279,16 +269,20 @@ _PHI_OPEN, _PHI_CLOSE = "<|tool_call|>", "<|/tool_call|>"
 
 
 def _read_phi4(text: str, final: bool) -> Block | None:
-    """`<|tool_call|>` then a JSON call object or list, then `<|/tool_call|>` if the model writes it."""
+    """`<|tool_call|>` then a JSON call object or list, then `<|/tool_call|>` if the model writes it
+    (Granite 3.3 does not: its block ends with the JSON value)."""
     close = text.find(_PHI_CLOSE, len(_PHI_OPEN))
-    if close >= 0:
-        return _json_block(text[len(_PHI_OPEN):close], close + len(_PHI_CLOSE))
-    # Granite 3.3 writes no closing tag: its block ends with the JSON value.
-    start = len(text) - len(text[len(_PHI_OPEN):].lstrip())
-    end = json_end(text, start) if text[start:start + 1] in ("[", "{") else None
-    if end is None or (not final and _PHI_CLOSE.startswith(text[end:].lstrip())):
+    start = _skip_space(text, len(_PHI_OPEN))
+    end = json_end(text[:close] if close >= 0 else text, start) if text[start:start + 1] in ("[", "{") else None
+    if end is None:
+        if close >= 0:
+            return Block(close + len(_PHI_CLOSE), problem=Problem.INVALID)
         return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    return _json_block(text[start:end], end)
+    after = text[end:].lstrip()
+    if not final and len(after) < len(_PHI_CLOSE) and _PHI_CLOSE.startswith(after):
+        return None  # the closing tag may still come
+    stop = len(text) - len(after) + len(_PHI_CLOSE) if after.startswith(_PHI_CLOSE) else end
+    return _json_block(text[start:end], stop)
 
 
 # --- Gemma (FunctionGemma and Gemma 4: `call:name{key:<escape>value<escape>}`) ---------------
@@ -296,6 +290,8 @@ def _read_phi4(text: str, final: bool) -> Block | None:
 _GEMMA_MARKS = {"<start_function_call>": ("<end_function_call>", "<escape>"),
                 "<|tool_call>": ("<tool_call|>", '<|"|>')}
 _GEMMA_CALL = re.compile(r"\s*call:([^\s{]+)\s*(\{.*\})\s*", re.DOTALL)
+_SCALAR = re.compile(r"[^,}\]]+")  # a number, true, false or null
+_BARE_KEY = re.compile(r"[^:,{}\[\]\s]+")
 
 
 def _read_gemma(text: str, final: bool) -> Block | None:
@@ -335,7 +331,7 @@ class GemmaValues:
             return self.sequence("}", self.member, dict)
         if self.text.startswith("[", self.at):
             return self.sequence("]", self.value, list)
-        match = re.compile(r"[^,}\]]+").match(self.text, self.at)
+        match = _SCALAR.match(self.text, self.at)
         if match is None:
             raise ValueError("a value is missing")
         self.at = match.end()
@@ -354,7 +350,7 @@ class GemmaValues:
         if self.text.startswith(self.quote, self.at):
             key = self.string()
         else:
-            match = re.compile(r"[^:,{}\[\]\s]+").match(self.text, self.at)
+            match = _BARE_KEY.match(self.text, self.at)
             if match is None:
                 raise ValueError("a key is missing")
             key, self.at = match.group(), match.end()
@@ -387,6 +383,7 @@ class GemmaValues:
 
 # --- gpt-oss (harmony) -----------------------------------------------------------------------
 
+_HARMONY_OPENERS = ("<|start|>", "<|channel|>")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 _HEADER_LIMIT = 300  # a harmony header is a few tokens; one this long is not a header
 
@@ -397,10 +394,10 @@ def _read_harmony(text: str, final: bool) -> Block | None:
     The recipient may also stand in the start header (`<|start|>assistant to=functions.NAME
     <|channel|>commentary json<|message|>`). A message to no function is left as it was.
     """
-    header_end = text.find("<|message|>")
+    header_end = text.find("<|message|>", 0, _HEADER_LIMIT)
     if header_end < 0:
-        if final or len(text) > _HEADER_LIMIT:
-            return Block(len(text), problem=Problem.NOT_A_CALL)
+        if final or len(text) >= _HEADER_LIMIT:
+            return Block(len(_first_opener(_HARMONY_OPENERS, text)), problem=Problem.NOT_A_CALL)
         return None
     body_start = header_end + len("<|message|>")
     recipient = _RECIPIENT.search(text, 0, header_end)
@@ -422,5 +419,5 @@ SYNTAXES: dict[str, CallSyntax] = {
     "mistral": CallSyntax((_TOOL_CALLS,), _read_mistral),
     "phi4": CallSyntax((_PHI_OPEN,), _read_phi4),
     "gemma": CallSyntax(tuple(_GEMMA_MARKS), _read_gemma),
-    "gpt_oss": CallSyntax(("<|start|>", "<|channel|>"), _read_harmony),
+    "gpt_oss": CallSyntax(_HARMONY_OPENERS, _read_harmony),
 }

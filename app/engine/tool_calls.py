@@ -97,8 +97,10 @@ NOTE_CUT_OFF = "\n[Kestrel: the answer ended inside a tool call; shown as text]"
 
 
 def note_unknown(names: Sequence[str]) -> str:
+    """The note after a call to a tool the model was not given (it may have made the name up)."""
     listed = ", ".join(f'"{name}"' for name in names)
-    return f"\n[Kestrel: the model called {listed}, which is not one of the tools it was given; shown as text]"
+    which = "which is not one of the tools" if len(names) == 1 else "which are not among the tools"
+    return f"\n[Kestrel: the model called {listed}, {which} it was given; shown as text]"
 
 
 class ToolCallReader:
@@ -128,11 +130,11 @@ class ToolCallReader:
     def finish(self) -> list[str | ToolCall]:
         """At the end: what was held back. A call that does not parse (or names an unknown tool)
         comes back as text followed by a note line, never dropped."""
-        out = self._drain(final=True)
+        self._drain(final=True)
         if self._pending_space:
-            out = self._merge(out, self._pending_space)
+            self._show(self._pending_space)
             self._pending_space = ""
-        return out
+        return self._out
 
     def _drain(self, final: bool) -> list[str | ToolCall]:
         self._out = []
@@ -153,6 +155,8 @@ class ToolCallReader:
             if not rest and not final:
                 return False
             if rest.startswith("{"):
+                if not self._after_call:  # the `;` between calls goes; blank lines wait for what follows
+                    self._text(self._buffer[:len(self._buffer) - len(rest)])
                 self._buffer, self._in_block = rest, True
                 return True
             self._bare_ok = False
@@ -200,13 +204,13 @@ class ToolCallReader:
         shown = text.rstrip()
         self._pending_space = text[len(shown):]
         if shown:
-            self._out = self._merge(self._out, shown)
+            self._show(shown)
 
-    @staticmethod
-    def _merge(out: list[str | ToolCall], text: str) -> list[str | ToolCall]:
-        if out and isinstance(out[-1], str):
-            return [*out[:-1], out[-1] + text]
-        return [*out, text]
+    def _show(self, text: str) -> None:
+        if self._out and isinstance(self._out[-1], str):
+            self._out[-1] += text
+        else:
+            self._out.append(text)
 
 
 def _partial_marker(text: str, openers: Sequence[str]) -> int:

@@ -7,6 +7,7 @@ middle of every call marker, and must give the same text and calls every way.
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -205,3 +206,24 @@ def test_the_family_comes_from_the_template_text(name: str) -> None:
 def test_no_template_means_no_tools() -> None:
     # The starter model (Gemma 3 270M) carries no template; Kestrel formats it itself.
     assert family_of(None) is None and family_of("") is None
+
+
+NOTES = re.compile(re.escape(NOTE_INVALID) + "|" + re.escape(NOTE_CUT_OFF)
+                   + r"|\n\[Kestrel: the model called [^\n]* it was given; shown as text\]")
+FRAGMENTS = [*MARKERS, "{", "}", "[", "]", '"name": "get_weather"', '"arguments": {', '"parameters": {', ": ", ", ",
+             "call:get_weather", ";", " ", "\n", "a", "Paris", "1", '"', *(case["text"] for case in ANSWERS["cases"])]
+
+
+@pytest.mark.parametrize("family", list(ToolFamily))
+def test_no_text_is_ever_lost(family: ToolFamily) -> None:
+    """Random mixes of markers, JSON bits and words: with no tools to call, all of it comes back;
+    with tools, the pieces it comes in change nothing."""
+    rng = random.Random(f"{family}")
+    for _ in range(300):
+        text = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 25)))
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 8)))) if len(text) > 1 else []
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+        shown = read(family, pieces, tools=[])
+        assert all(isinstance(item, str) for item in shown)
+        assert NOTES.sub("", "".join(str(item) for item in shown)) == text, text
+        assert plain(read(family, pieces)) == plain(read(family, [text])), text  # however it streams
