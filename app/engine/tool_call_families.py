@@ -96,30 +96,21 @@ def call_of(value: Any) -> RawCall | None:
     return RawCall(value["name"], arguments)
 
 
-def calls_of(value: Any) -> tuple[RawCall, ...] | None:
-    """The calls in one JSON value (an object or a list of them); None if any is not a call."""
-    items = value if isinstance(value, list) else [value]
-    calls = tuple(call_of(item) for item in items)
-    if not calls or any(call is None for call in calls):
-        return None
-    return tuple(call for call in calls if call is not None)
-
-
-def _parse_json(text: str) -> Any:
+def _loads(text: str) -> Any:
+    """The JSON value, or None for text that is not JSON (JSON's null is no call either)."""
     try:
         return json.loads(text)
     except ValueError:
-        return _INVALID
-
-
-_INVALID = object()
+        return None
 
 
 def _json_block(body: str, end: int) -> Block:
-    """The calls in a JSON body that ended at `end`, or the problem with it."""
-    value = _parse_json(body)
-    calls = None if value is _INVALID else calls_of(value)
-    return Block(end, calls or (), None if calls else Problem.INVALID)
+    """The calls in a JSON body (an object or a list of them) that ended at `end`, or its problem."""
+    value = _loads(body)
+    calls = [call_of(item) for item in (value if isinstance(value, list) else [value])]
+    if not calls or None in calls:
+        return Block(end, problem=Problem.INVALID)
+    return Block(end, tuple(call for call in calls if call))
 
 
 def _first_opener(openers: tuple[str, ...], text: str) -> str:
@@ -163,8 +154,7 @@ def _read_fenced(text: str, final: bool) -> Block | None:
         return None
     if text[end:close].strip():
         return Block(close + 3, problem=Problem.NOT_A_CALL)
-    value = _parse_json(text[start:end])
-    call = None if value is _INVALID else written_call(value)
+    call = written_call(_loads(text[start:end]))
     return Block(close + 3, (call,)) if call else Block(close + 3, problem=Problem.NOT_A_CALL)
 
 
@@ -191,8 +181,8 @@ def read_bare_json(text: str, final: bool) -> Block | None:
     end = json_end(text, 0)
     if end is None:
         return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    value = _parse_json(text[:end])
-    if value is _INVALID:
+    value = _loads(text[:end])
+    if value is None:
         return Block(end, problem=Problem.INVALID)
     call = written_call(value)
     return Block(end, (call,)) if call else Block(end, problem=Problem.NOT_A_CALL)
@@ -245,7 +235,7 @@ def _read_mistral(text: str, final: bool) -> Block | None:
     end = json_end(text, start) if start < len(text) else None
     if end is None:
         return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    arguments = _parse_json(text[start:end])
+    arguments = _loads(text[start:end])
     if not isinstance(arguments, dict):
         return Block(end, problem=Problem.INVALID)
     return Block(end, (RawCall(match.group(1), arguments),))
@@ -292,6 +282,7 @@ _GEMMA_MARKS = {"<start_function_call>": ("<end_function_call>", "<escape>"),
 _GEMMA_CALL = re.compile(r"\s*call:([^\s{]+)\s*(\{.*\})\s*", re.DOTALL)
 _SCALAR = re.compile(r"[^,}\]]+")  # a number, true, false or null
 _BARE_KEY = re.compile(r"[^:,{}\[\]\s]+")
+_JSON = json.JSONDecoder()
 
 
 def _read_gemma(text: str, final: bool) -> Block | None:
@@ -325,8 +316,8 @@ class GemmaValues:
 
     def value(self) -> Any:
         self.skip_space()
-        if self.text.startswith(self.quote, self.at):
-            return self.string()
+        if (string := self.string()) is not None:
+            return string
         if self.text.startswith("{", self.at):
             return self.sequence("}", self.member, dict)
         if self.text.startswith("[", self.at):
@@ -337,7 +328,14 @@ class GemmaValues:
         self.at = match.end()
         return json.loads(match.group().strip())
 
-    def string(self) -> str:
+    def string(self) -> str | None:
+        """A string between quote tokens, or in JSON's quotes (templates that write earlier calls'
+        arguments with tojson); None if no string starts here."""
+        if self.text.startswith('"', self.at):
+            value, self.at = _JSON.raw_decode(self.text, self.at)
+            return str(value)
+        if not self.text.startswith(self.quote, self.at):
+            return None
         start = self.at + len(self.quote)
         end = self.text.find(self.quote, start)
         if end < 0:
@@ -347,9 +345,8 @@ class GemmaValues:
 
     def member(self) -> tuple[str, Any]:
         self.skip_space()
-        if self.text.startswith(self.quote, self.at):
-            key = self.string()
-        else:
+        key = self.string()
+        if key is None:
             match = _BARE_KEY.match(self.text, self.at)
             if match is None:
                 raise ValueError("a key is missing")
@@ -377,8 +374,7 @@ class GemmaValues:
         return kind(items)
 
     def skip_space(self) -> None:
-        while self.at < len(self.text) and self.text[self.at].isspace():
-            self.at += 1
+        self.at = _skip_space(self.text, self.at)
 
 
 # --- gpt-oss (harmony) -----------------------------------------------------------------------
@@ -407,10 +403,10 @@ def _read_harmony(text: str, final: bool) -> Block | None:
     if stop < 0 and not final:
         return None
     end = len(text) if stop < 0 else stop + len("<|call|>")
-    value = _parse_json(text[body_start:len(text) if stop < 0 else stop])
-    if value is _INVALID:
+    arguments = _loads(text[body_start:len(text) if stop < 0 else stop])
+    if arguments is None:
         return Block(end, problem=Problem.INVALID)
-    return Block(end, (RawCall(recipient.group(1), value),))
+    return Block(end, (RawCall(recipient.group(1), arguments),))
 
 
 SYNTAXES: dict[str, CallSyntax] = {

@@ -15,16 +15,19 @@ llama.cpp's common/chat.cpp, which parses the same families:
   `<|python_tag|>` (several separated by `;`). Bare JSON is a call only when the whole
   answer starts with `{` and parses as one; any other JSON stays text.
 - MISTRAL: `[TOOL_CALLS][{"name", "arguments"}, ...]` (Nemo, Small 3.1) and the newer
-  `[TOOL_CALLS]name[CALL_ID]id[ARGS]{...}` (Small 3.2, Devstral, Magistral).
+  `[TOOL_CALLS]name[CALL_ID]id[ARGS]{...}` (Small 3.2, Devstral).
 - PHI4 (Phi-4-mini, in llama.cpp's tool-use template; Granite 3.3): `<|tool_call|>` then a
   call object or a list of them, then `<|/tool_call|>` (Granite writes no closing tag).
-- GEMMA: Gemma 3's own template takes no tools (its instruction-tuned models call
-  functions only when a prompt teaches them a format, and Google's guide says Gemma writes
-  no tool token), and llama.cpp has no Gemma 3 parser: a Gemma 3 template is None here.
-  Google's tool-calling Gemmas write `call:NAME{key:<q>text<q>,n:1}`: FunctionGemma (a
-  Gemma 3 270M) between `<start_function_call>` and `<end_function_call>` with `<escape>`
-  around strings, Gemma 4 between `<|tool_call>` and `<tool_call|>` with `<|"|>`. That
-  notation is what this family reads, as llama.cpp's FunctionGemma and Gemma 4 parsers do.
+- GEMMA: Gemma 3's own template takes no tools, and Google's function-calling guide says
+  Gemma 3 writes no tool token: a prompt must teach it a format of the app's choosing
+  (`[func(a=1)]` in the guide). llama.cpp has no Gemma 3 format either (it falls back to
+  its own grammar-forced "generic" JSON). So a Gemma 3 template is None here, and this
+  family is the notation Google's tool-calling Gemmas were trained on:
+  `call:NAME{key:<q>text<q>,n:1}`, FunctionGemma (a Gemma 3 270M) between
+  `<start_function_call>` and `<end_function_call>` with `<escape>` as <q>, Gemma 4 between
+  `<|tool_call>` and `<tool_call|>` with `<|"|>` (as its template writes earlier calls).
+  llama.cpp reads FunctionGemma's the same way (COMMON_CHAT_FORMAT_FUNCTION_GEMMA); JSON
+  arguments after `call:NAME`, as its google-functiongemma.jinja writes them, are read too.
 - GPT_OSS (harmony): `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>
   {...}<|call|>`, the recipient also accepted in the start header, as the template writes
   it. Messages to no function (analysis, final) pass through untouched.

@@ -189,6 +189,7 @@ TEMPLATE_FAMILIES: dict[str, ToolFamily | None] = {
     "Qwen2.5-Coder-0.5B-Instruct": ToolFamily.HERMES,
     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": ToolFamily.HERMES,  # a Llama model: the template decides
     "vllm-examples-tool_chat_template_functiongemma": ToolFamily.GEMMA,
+    "google-functiongemma": ToolFamily.GEMMA,
 }
 TEMPLATES = {path.stem: path for folder in ("chat_templates", "tool_calls/templates")
              for path in sorted((FIXTURES / folder).glob("*.jinja"))}
@@ -227,3 +228,11 @@ def test_no_text_is_ever_lost(family: ToolFamily) -> None:
         assert all(isinstance(item, str) for item in shown)
         assert NOTES.sub("", "".join(str(item) for item in shown)) == text, text
         assert plain(read(family, pieces)) == plain(read(family, [text])), text  # however it streams
+
+
+def test_marker_like_openings_are_not_held_for_long() -> None:
+    reader = ToolCallReader(ToolFamily.GPT_OSS, ["get_weather"])
+    assert reader.feed("<|channel|>") == []  # a harmony header is being read
+    assert "".join(map(str, reader.feed("x" * 400))).startswith("<|channel|>x")
+    fence = ToolCallReader(ToolFamily.HERMES, ["get_weather"])
+    assert fence.feed("```json\n[1, 2]") == ["```json\n[1, 2]"]  # a fence whose JSON is no call object
