@@ -71,13 +71,13 @@ class ToolFamily(StrEnum):
     GPT_OSS = "gpt_oss"
 
 
-# Markers that only a template of the family writes, checked in this order.
-_XML_ARGUMENTS = ("<function=", "<arg_key>", "<tool_sep>")  # Qwen3-Coder, GLM, Hunyuan
+# Templates that use <tool_call> around XML-style arguments (Qwen3-Coder, GLM, Hunyuan), not JSON.
+_XML_ARGUMENTS = ("<function=", "<arg_key>", "<tool_sep>")
 
 
 def family_of(template: str | None) -> ToolFamily | None:
     """From the chat template's text (never the model's name); None: the template takes no tools
-    (or writes calls in a form not read here)."""
+    (or writes calls in a form not read here). The markers are checked most specific first."""
     if not template:
         return None
     if "<|channel|>" in template and "functions." in template and "<|call|>" in template:
