@@ -15,6 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from app.engine.tool_calls import NOTE_CUT_OFF, NOTE_INVALID, ToolCall, ToolCallReader, ToolFamily, family_of
+from app.library.gguf_info import read_gguf_info
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ANSWERS = json.loads((FIXTURES / "tool_calls" / "answers.json").read_text(encoding="utf-8"))
@@ -236,3 +237,9 @@ def test_marker_like_openings_are_not_held_for_long() -> None:
     assert "".join(map(str, reader.feed("x" * 400))).startswith("<|channel|>x")
     fence = ToolCallReader(ToolFamily.HERMES, ["get_weather"])
     assert fence.feed("```json\n[1, 2]") == ["```json\n[1, 2]"]  # a fence whose JSON is no call object
+
+
+def test_the_starter_model_carries_no_template(starter_model: Path) -> None:
+    """Gemma 3 270M: no chat template in its GGUF, so no tools are offered to it."""
+    template = read_gguf_info(starter_model).chat_template
+    assert template is None and family_of(template) is None
