@@ -96,44 +96,21 @@ def call_of(value: Any) -> RawCall | None:
     return RawCall(value["name"], arguments)
 
 
-def calls_of(value: Any) -> tuple[RawCall, ...] | None:
-    """The calls in one JSON value (an object or a list of them); None if any is not a call."""
-    items = value if isinstance(value, list) else [value]
-    calls = tuple(call_of(item) for item in items)
-    if not calls or any(call is None for call in calls):
-        return None
-    return tuple(call for call in calls if call is not None)
-
-
-def _parse_json(text: str) -> Any:
+def _loads(text: str) -> Any:
+    """The JSON value, or None for text that is not JSON (JSON's null is no call either)."""
     try:
         return json.loads(text)
     except ValueError:
-        return _INVALID
-
-
-_INVALID = object()
+        return None
 
 
 def _json_block(body: str, end: int) -> Block:
-    """The calls in a JSON body that ended at `end`, or the problem with it."""
-    value = _parse_json(body)
-    calls = None if value is _INVALID else calls_of(value)
-    return Block(end, calls or (), None if calls else Problem.INVALID)
-
-
-def _tagged(close: str) -> Callable[[str, str, bool], Block | None]:
-    """A reader for blocks that run from an opener to a closing marker (or, at the end, to the end)."""
-
-    def read(opener: str, text: str, final: bool) -> Block | None:
-        stop = text.find(close, len(opener))
-        if stop < 0:
-            if not final:
-                return None
-            return Block(len(text), problem=Problem.CUT_OFF)
-        return _json_block(text[len(opener):stop], stop + len(close))
-
-    return read
+    """The calls in a JSON body (an object or a list of them) that ended at `end`, or its problem."""
+    value = _loads(body)
+    calls = [call_of(item) for item in (value if isinstance(value, list) else [value])]
+    if not calls or None in calls:
+        return Block(end, problem=Problem.INVALID)
+    return Block(end, tuple(call for call in calls if call))
 
 
 def _first_opener(openers: tuple[str, ...], text: str) -> str:
@@ -142,7 +119,6 @@ def _first_opener(openers: tuple[str, ...], text: str) -> str:
 
 # --- Hermes / Qwen 2.5 & 3 ---------------------------------------------------------------
 
-_HERMES_TAG = _tagged("</tool_call>")
 _FENCE = "```json"
 
 
@@ -154,7 +130,10 @@ def _read_hermes(text: str, final: bool) -> Block | None:
             return None
         if not body.startswith("{"):
             return Block(len("<tool_call>"), problem=Problem.NOT_A_CALL)
-        return _HERMES_TAG("<tool_call>", text, final)
+        stop = text.find("</tool_call>")
+        if stop < 0:
+            return Block(len(text), problem=Problem.CUT_OFF) if final else None
+        return _json_block(text[len("<tool_call>"):stop], stop + len("</tool_call>"))
     if text.startswith(_FENCE):
         return _read_fenced(text, final)
     return read_bare_json(text, final)
@@ -162,8 +141,7 @@ def _read_hermes(text: str, final: bool) -> Block | None:
 
 def _read_fenced(text: str, final: bool) -> Block | None:
     """A ```json fenced block holding a call object (small Qwen models write calls so); else text."""
-    inner = text[len(_FENCE):]
-    start = len(_FENCE) + len(inner) - len(inner.lstrip())
+    start = _skip_space(text, len(_FENCE))
     if start == len(text):
         return Block(len(text), problem=Problem.NOT_A_CALL) if final else None
     if text[start] != "{" or not _may_be_call_object(text[start:], final):
@@ -176,8 +154,7 @@ def _read_fenced(text: str, final: bool) -> Block | None:
         return None
     if text[end:close].strip():
         return Block(close + 3, problem=Problem.NOT_A_CALL)
-    value = _parse_json(text[start:end])
-    call = None if value is _INVALID else written_call(value)
+    call = written_call(_loads(text[start:end]))
     return Block(close + 3, (call,)) if call else Block(close + 3, problem=Problem.NOT_A_CALL)
 
 
@@ -200,12 +177,12 @@ def read_bare_json(text: str, final: bool) -> Block | None:
     It counts as a call only when it parses as one; JSON that is not a call stays text.
     """
     if not _may_be_call_object(text, final):
-        return Block(len(text), problem=Problem.NOT_A_CALL)
+        return Block(1, problem=Problem.NOT_A_CALL)  # the `{`; what follows is read as any text
     end = json_end(text, 0)
     if end is None:
-        return Block(len(text), problem=Problem.INVALID) if final else None
-    value = _parse_json(text[:end])
-    if value is _INVALID:
+        return Block(len(text), problem=Problem.CUT_OFF) if final else None
+    value = _loads(text[:end])
+    if value is None:
         return Block(end, problem=Problem.INVALID)
     call = written_call(value)
     return Block(end, (call,)) if call else Block(end, problem=Problem.NOT_A_CALL)
@@ -228,14 +205,11 @@ def _read_llama3(text: str, final: bool) -> Block | None:
     """`<|python_tag|>` then a JSON call; more may follow, separated by `;` (read as bare JSON)."""
     if not text.startswith(_PYTHON_TAG):
         return read_bare_json(text, final)
-    start = len(text) - len(text[len(_PYTHON_TAG):].lstrip())
-    end = json_end(text, start) if text[start:start + 1] in ("[", "{") else None
-    if end is None:
-        # Not JSON (a built-in tool's `name.call(...)`), or not ended yet: it runs to the end.
-        if not final:
-            return None
-        return Block(len(text), problem=Problem.CUT_OFF if text[start:start + 1] in ("[", "{") else Problem.INVALID)
-    return _json_block(text[start:end], end)
+    start = _skip_space(text, len(_PYTHON_TAG))
+    if text[start:start + 1] in ("[", "{"):
+        return _json_value_block(text, start, final)
+    # Not JSON (a built-in tool's `name.call(...)`): it runs to the end of the answer.
+    return Block(len(text), problem=Problem.INVALID) if final else None
 
 
 # --- Mistral -------------------------------------------------------------------------------
@@ -246,31 +220,37 @@ _NAME_FORM = re.compile(r"([^\s\[\]{}]+)(?:\[CALL_ID\][^\s\[]*)?\[ARGS\]")
 
 def _read_mistral(text: str, final: bool) -> Block | None:
     """`[TOOL_CALLS][{...}, ...]` (Nemo, Small 3.1) or `[TOOL_CALLS]name[ARGS]{...}` (Small 3.2, Devstral)."""
-    body = text[len(_TOOL_CALLS):]
-    start = len(text) - len(body.lstrip())
-    if start == len(text):
-        return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    if text[start] in "[{":
-        end = json_end(text, start)
-        if end is None:
-            return Block(len(text), problem=Problem.CUT_OFF) if final else None
-        return _json_block(text[start:end], end)
+    start = _skip_space(text, len(_TOOL_CALLS))
+    if start < len(text) and text[start] in "[{":
+        return _json_value_block(text, start, final)
     match = _NAME_FORM.match(text, start)
-    if match is None:
-        if final or re.search(r"[\s{]", text[start:]) or len(text) - start > 200:
-            return Block(len(text), problem=Problem.CUT_OFF if final else Problem.INVALID)
-        return None
-    end = json_end(text, match.end()) if text[match.end():match.end() + 1] == "{" else -1
+    if match is None:  # [TOOL_CALLS] is a control token: the rest of the answer is the call
+        if not final:
+            return None
+        broken = re.search(r"[\s{]", text[start:]) is not None  # no name goes on so
+        return Block(len(text), problem=Problem.INVALID if broken else Problem.CUT_OFF)
+    start = _skip_space(text, match.end())
+    if start < len(text) and text[start] != "{":
+        return Block(start, problem=Problem.INVALID)
+    end = json_end(text, start) if start < len(text) else None
     if end is None:
         return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    if end < 0:
-        if match.end() == len(text) and not final:
-            return None
-        return Block(match.end(), problem=Problem.INVALID)
-    value = _parse_json(text[match.end():end])
-    if not isinstance(value, dict):
+    arguments = _loads(text[start:end])
+    if not isinstance(arguments, dict):
         return Block(end, problem=Problem.INVALID)
-    return Block(end, (RawCall(match.group(1), value),))
+    return Block(end, (RawCall(match.group(1), arguments),))
+
+
+def _skip_space(text: str, at: int) -> int:
+    return len(text) - len(text[at:].lstrip())
+
+
+def _json_value_block(text: str, start: int, final: bool) -> Block | None:
+    """The JSON calls that open at text[start] (an object or a list), once the value has ended."""
+    end = json_end(text, start) if start < len(text) else None
+    if end is None:
+        return Block(len(text), problem=Problem.CUT_OFF) if final else None
+    return _json_block(text[start:end], end)
 
 
 # --- Phi-4-mini (and Granite 3.3, which leaves the closing tag out) ------------------------
@@ -279,16 +259,20 @@ _PHI_OPEN, _PHI_CLOSE = "<|tool_call|>", "<|/tool_call|>"
 
 
 def _read_phi4(text: str, final: bool) -> Block | None:
-    """`<|tool_call|>` then a JSON call object or list, then `<|/tool_call|>` if the model writes it."""
+    """`<|tool_call|>` then a JSON call object or list, then `<|/tool_call|>` if the model writes it
+    (Granite 3.3 does not: its block ends with the JSON value)."""
     close = text.find(_PHI_CLOSE, len(_PHI_OPEN))
-    if close >= 0:
-        return _json_block(text[len(_PHI_OPEN):close], close + len(_PHI_CLOSE))
-    # Granite 3.3 writes no closing tag: its block ends with the JSON value.
-    start = len(text) - len(text[len(_PHI_OPEN):].lstrip())
-    end = json_end(text, start) if text[start:start + 1] in ("[", "{") else None
-    if end is None or (not final and _PHI_CLOSE.startswith(text[end:].lstrip())):
+    start = _skip_space(text, len(_PHI_OPEN))
+    end = json_end(text[:close] if close >= 0 else text, start) if text[start:start + 1] in ("[", "{") else None
+    if end is None:
+        if close >= 0:
+            return Block(close + len(_PHI_CLOSE), problem=Problem.INVALID)
         return Block(len(text), problem=Problem.CUT_OFF) if final else None
-    return _json_block(text[start:end], end)
+    after = text[end:].lstrip()
+    if not final and len(after) < len(_PHI_CLOSE) and _PHI_CLOSE.startswith(after):
+        return None  # the closing tag may still come
+    stop = len(text) - len(after) + len(_PHI_CLOSE) if after.startswith(_PHI_CLOSE) else end
+    return _json_block(text[start:end], stop)
 
 
 # --- Gemma (FunctionGemma and Gemma 4: `call:name{key:<escape>value<escape>}`) ---------------
@@ -296,6 +280,9 @@ def _read_phi4(text: str, final: bool) -> Block | None:
 _GEMMA_MARKS = {"<start_function_call>": ("<end_function_call>", "<escape>"),
                 "<|tool_call>": ("<tool_call|>", '<|"|>')}
 _GEMMA_CALL = re.compile(r"\s*call:([^\s{]+)\s*(\{.*\})\s*", re.DOTALL)
+_SCALAR = re.compile(r"[^,}\]]+")  # a number, true, false or null
+_BARE_KEY = re.compile(r"[^:,{}\[\]\s]+")
+_JSON = json.JSONDecoder()
 
 
 def _read_gemma(text: str, final: bool) -> Block | None:
@@ -329,19 +316,26 @@ class GemmaValues:
 
     def value(self) -> Any:
         self.skip_space()
-        if self.text.startswith(self.quote, self.at):
-            return self.string()
+        if (string := self.string()) is not None:
+            return string
         if self.text.startswith("{", self.at):
             return self.sequence("}", self.member, dict)
         if self.text.startswith("[", self.at):
             return self.sequence("]", self.value, list)
-        match = re.compile(r"[^,}\]]+").match(self.text, self.at)
+        match = _SCALAR.match(self.text, self.at)
         if match is None:
             raise ValueError("a value is missing")
         self.at = match.end()
         return json.loads(match.group().strip())
 
-    def string(self) -> str:
+    def string(self) -> str | None:
+        """A string between quote tokens, or in JSON's quotes (templates that write earlier calls'
+        arguments with tojson); None if no string starts here."""
+        if self.text.startswith('"', self.at):
+            value, self.at = _JSON.raw_decode(self.text, self.at)
+            return str(value)
+        if not self.text.startswith(self.quote, self.at):
+            return None
         start = self.at + len(self.quote)
         end = self.text.find(self.quote, start)
         if end < 0:
@@ -351,10 +345,9 @@ class GemmaValues:
 
     def member(self) -> tuple[str, Any]:
         self.skip_space()
-        if self.text.startswith(self.quote, self.at):
-            key = self.string()
-        else:
-            match = re.compile(r"[^:,{}\[\]\s]+").match(self.text, self.at)
+        key = self.string()
+        if key is None:
+            match = _BARE_KEY.match(self.text, self.at)
             if match is None:
                 raise ValueError("a key is missing")
             key, self.at = match.group(), match.end()
@@ -381,12 +374,12 @@ class GemmaValues:
         return kind(items)
 
     def skip_space(self) -> None:
-        while self.at < len(self.text) and self.text[self.at].isspace():
-            self.at += 1
+        self.at = _skip_space(self.text, self.at)
 
 
 # --- gpt-oss (harmony) -----------------------------------------------------------------------
 
+_HARMONY_OPENERS = ("<|start|>", "<|channel|>")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
 _HEADER_LIMIT = 300  # a harmony header is a few tokens; one this long is not a header
 
@@ -397,10 +390,10 @@ def _read_harmony(text: str, final: bool) -> Block | None:
     The recipient may also stand in the start header (`<|start|>assistant to=functions.NAME
     <|channel|>commentary json<|message|>`). A message to no function is left as it was.
     """
-    header_end = text.find("<|message|>")
+    header_end = text.find("<|message|>", 0, _HEADER_LIMIT)
     if header_end < 0:
-        if final or len(text) > _HEADER_LIMIT:
-            return Block(len(text), problem=Problem.NOT_A_CALL)
+        if final or len(text) >= _HEADER_LIMIT:
+            return Block(len(_first_opener(_HARMONY_OPENERS, text)), problem=Problem.NOT_A_CALL)
         return None
     body_start = header_end + len("<|message|>")
     recipient = _RECIPIENT.search(text, 0, header_end)
@@ -410,10 +403,10 @@ def _read_harmony(text: str, final: bool) -> Block | None:
     if stop < 0 and not final:
         return None
     end = len(text) if stop < 0 else stop + len("<|call|>")
-    value = _parse_json(text[body_start:len(text) if stop < 0 else stop])
-    if value is _INVALID:
+    arguments = _loads(text[body_start:len(text) if stop < 0 else stop])
+    if arguments is None:
         return Block(end, problem=Problem.INVALID)
-    return Block(end, (RawCall(recipient.group(1), value),))
+    return Block(end, (RawCall(recipient.group(1), arguments),))
 
 
 SYNTAXES: dict[str, CallSyntax] = {
@@ -422,5 +415,5 @@ SYNTAXES: dict[str, CallSyntax] = {
     "mistral": CallSyntax((_TOOL_CALLS,), _read_mistral),
     "phi4": CallSyntax((_PHI_OPEN,), _read_phi4),
     "gemma": CallSyntax(tuple(_GEMMA_MARKS), _read_gemma),
-    "gpt_oss": CallSyntax(("<|start|>", "<|channel|>"), _read_harmony),
+    "gpt_oss": CallSyntax(_HARMONY_OPENERS, _read_harmony),
 }

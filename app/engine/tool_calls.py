@@ -15,16 +15,19 @@ llama.cpp's common/chat.cpp, which parses the same families:
   `<|python_tag|>` (several separated by `;`). Bare JSON is a call only when the whole
   answer starts with `{` and parses as one; any other JSON stays text.
 - MISTRAL: `[TOOL_CALLS][{"name", "arguments"}, ...]` (Nemo, Small 3.1) and the newer
-  `[TOOL_CALLS]name[CALL_ID]id[ARGS]{...}` (Small 3.2, Devstral, Magistral).
+  `[TOOL_CALLS]name[CALL_ID]id[ARGS]{...}` (Small 3.2, Devstral).
 - PHI4 (Phi-4-mini, in llama.cpp's tool-use template; Granite 3.3): `<|tool_call|>` then a
   call object or a list of them, then `<|/tool_call|>` (Granite writes no closing tag).
-- GEMMA: Gemma 3's own template takes no tools (its instruction-tuned models call
-  functions only when a prompt teaches them a format, and Google's guide says Gemma writes
-  no tool token), and llama.cpp has no Gemma 3 parser: a Gemma 3 template is None here.
-  Google's tool-calling Gemmas write `call:NAME{key:<q>text<q>,n:1}`: FunctionGemma (a
-  Gemma 3 270M) between `<start_function_call>` and `<end_function_call>` with `<escape>`
-  around strings, Gemma 4 between `<|tool_call>` and `<tool_call|>` with `<|"|>`. That
-  notation is what this family reads, as llama.cpp's FunctionGemma and Gemma 4 parsers do.
+- GEMMA: Gemma 3's own template takes no tools, and Google's function-calling guide says
+  Gemma 3 writes no tool token: a prompt must teach it a format of the app's choosing
+  (`[func(a=1)]` in the guide). llama.cpp has no Gemma 3 format either (it falls back to
+  its own grammar-forced "generic" JSON). So a Gemma 3 template is None here, and this
+  family is the notation Google's tool-calling Gemmas were trained on:
+  `call:NAME{key:<q>text<q>,n:1}`, FunctionGemma (a Gemma 3 270M) between
+  `<start_function_call>` and `<end_function_call>` with `<escape>` as <q>, Gemma 4 between
+  `<|tool_call>` and `<tool_call|>` with `<|"|>` (as its template writes earlier calls).
+  llama.cpp reads FunctionGemma's the same way (COMMON_CHAT_FORMAT_FUNCTION_GEMMA); JSON
+  arguments after `call:NAME`, as its google-functiongemma.jinja writes them, are read too.
 - GPT_OSS (harmony): `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>
   {...}<|call|>`, the recipient also accepted in the start header, as the template writes
   it. Messages to no function (analysis, final) pass through untouched.
@@ -68,13 +71,13 @@ class ToolFamily(StrEnum):
     GPT_OSS = "gpt_oss"
 
 
-# Markers that only a template of the family writes, checked in this order.
-_XML_ARGUMENTS = ("<function=", "<arg_key>", "<tool_sep>")  # Qwen3-Coder, GLM, Hunyuan
+# Templates that use <tool_call> around XML-style arguments (Qwen3-Coder, GLM, Hunyuan), not JSON.
+_XML_ARGUMENTS = ("<function=", "<arg_key>", "<tool_sep>")
 
 
 def family_of(template: str | None) -> ToolFamily | None:
     """From the chat template's text (never the model's name); None: the template takes no tools
-    (or writes calls in a form not read here)."""
+    (or writes calls in a form not read here). The markers are checked most specific first."""
     if not template:
         return None
     if "<|channel|>" in template and "functions." in template and "<|call|>" in template:
@@ -97,8 +100,10 @@ NOTE_CUT_OFF = "\n[Kestrel: the answer ended inside a tool call; shown as text]"
 
 
 def note_unknown(names: Sequence[str]) -> str:
+    """The note after a call to a tool the model was not given (it may have made the name up)."""
     listed = ", ".join(f'"{name}"' for name in names)
-    return f"\n[Kestrel: the model called {listed}, which is not one of the tools it was given; shown as text]"
+    which = "which is not one of the tools" if len(names) == 1 else "which are not among the tools"
+    return f"\n[Kestrel: the model called {listed}, {which} it was given; shown as text]"
 
 
 class ToolCallReader:
@@ -128,11 +133,11 @@ class ToolCallReader:
     def finish(self) -> list[str | ToolCall]:
         """At the end: what was held back. A call that does not parse (or names an unknown tool)
         comes back as text followed by a note line, never dropped."""
-        out = self._drain(final=True)
+        self._drain(final=True)
         if self._pending_space:
-            out = self._merge(out, self._pending_space)
+            self._show(self._pending_space)
             self._pending_space = ""
-        return out
+        return self._out
 
     def _drain(self, final: bool) -> list[str | ToolCall]:
         self._out = []
@@ -153,6 +158,8 @@ class ToolCallReader:
             if not rest and not final:
                 return False
             if rest.startswith("{"):
+                if not self._after_call:  # the `;` between calls goes; blank lines wait for what follows
+                    self._text(self._buffer[:len(self._buffer) - len(rest)])
                 self._buffer, self._in_block = rest, True
                 return True
             self._bare_ok = False
@@ -200,13 +207,13 @@ class ToolCallReader:
         shown = text.rstrip()
         self._pending_space = text[len(shown):]
         if shown:
-            self._out = self._merge(self._out, shown)
+            self._show(shown)
 
-    @staticmethod
-    def _merge(out: list[str | ToolCall], text: str) -> list[str | ToolCall]:
-        if out and isinstance(out[-1], str):
-            return [*out[:-1], out[-1] + text]
-        return [*out, text]
+    def _show(self, text: str) -> None:
+        if self._out and isinstance(self._out[-1], str):
+            self._out[-1] += text
+        else:
+            self._out.append(text)
 
 
 def _partial_marker(text: str, openers: Sequence[str]) -> int:

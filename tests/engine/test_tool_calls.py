@@ -7,6 +7,7 @@ middle of every call marker, and must give the same text and calls every way.
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -14,6 +15,7 @@ from typing import Any, Callable
 import pytest
 
 from app.engine.tool_calls import NOTE_CUT_OFF, NOTE_INVALID, ToolCall, ToolCallReader, ToolFamily, family_of
+from app.library.gguf_info import read_gguf_info
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ANSWERS = json.loads((FIXTURES / "tool_calls" / "answers.json").read_text(encoding="utf-8"))
@@ -188,6 +190,7 @@ TEMPLATE_FAMILIES: dict[str, ToolFamily | None] = {
     "Qwen2.5-Coder-0.5B-Instruct": ToolFamily.HERMES,
     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": ToolFamily.HERMES,  # a Llama model: the template decides
     "vllm-examples-tool_chat_template_functiongemma": ToolFamily.GEMMA,
+    "google-functiongemma": ToolFamily.GEMMA,
 }
 TEMPLATES = {path.stem: path for folder in ("chat_templates", "tool_calls/templates")
              for path in sorted((FIXTURES / folder).glob("*.jinja"))}
@@ -205,3 +208,38 @@ def test_the_family_comes_from_the_template_text(name: str) -> None:
 def test_no_template_means_no_tools() -> None:
     # The starter model (Gemma 3 270M) carries no template; Kestrel formats it itself.
     assert family_of(None) is None and family_of("") is None
+
+
+NOTES = re.compile(re.escape(NOTE_INVALID) + "|" + re.escape(NOTE_CUT_OFF)
+                   + r"|\n\[Kestrel: the model called [^\n]* it was given; shown as text\]")
+FRAGMENTS = [*MARKERS, "{", "}", "[", "]", '"name": "get_weather"', '"arguments": {', '"parameters": {', ": ", ", ",
+             "call:get_weather", ";", " ", "\n", "a", "Paris", "1", '"', *(case["text"] for case in ANSWERS["cases"])]
+
+
+@pytest.mark.parametrize("family", list(ToolFamily))
+def test_no_text_is_ever_lost(family: ToolFamily) -> None:
+    """Random mixes of markers, JSON bits and words: with no tools to call, all of it comes back;
+    with tools, the pieces it comes in change nothing."""
+    rng = random.Random(f"{family}")
+    for _ in range(300):
+        text = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 25)))
+        cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 8)))) if len(text) > 1 else []
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+        shown = read(family, pieces, tools=[])
+        assert all(isinstance(item, str) for item in shown)
+        assert NOTES.sub("", "".join(str(item) for item in shown)) == text, text
+        assert plain(read(family, pieces)) == plain(read(family, [text])), text  # however it streams
+
+
+def test_marker_like_openings_are_not_held_for_long() -> None:
+    reader = ToolCallReader(ToolFamily.GPT_OSS, ["get_weather"])
+    assert reader.feed("<|channel|>") == []  # a harmony header is being read
+    assert "".join(map(str, reader.feed("x" * 400))).startswith("<|channel|>x")
+    fence = ToolCallReader(ToolFamily.HERMES, ["get_weather"])
+    assert fence.feed("```json\n[1, 2]") == ["```json\n[1, 2]"]  # a fence whose JSON is no call object
+
+
+def test_the_starter_model_carries_no_template(starter_model: Path) -> None:
+    """Gemma 3 270M: no chat template in its GGUF, so no tools are offered to it."""
+    template = read_gguf_info(starter_model).chat_template
+    assert template is None and family_of(template) is None
