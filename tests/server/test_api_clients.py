@@ -18,6 +18,8 @@ from app.engine import protocol as p
 from app.service.client import EngineClient
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
+from tests.helpers.tiny_gguf import build_tiny_gguf
+from tests.helpers.tool_call_gguf import QWEN3_TEMPLATE, TEXT as CALLER_TEXT, build_tool_call_gguf
 from tests.server.helpers import anthropic_client, api_over, loop_thread, openai_client, real_service, until
 
 HELLO = [{"role": "user", "content": "Hello"}]
@@ -25,10 +27,7 @@ WEATHER = [{"type": "function", "function": {"name": "get_weather", "description
                                              "parameters": {"type": "object",
                                                             "properties": {"city": {"type": "string"}},
                                                             "required": ["city"]}}}]
-NO_SCRIPTED_CALLS = ("Script.calls (scripted tool calls) comes with the engine helper's branch (api-engine), "
-                     "not on main yet")
-NO_GRAMMAR = ("AnswerShape.grammar is not applied by app/engine/gguf_backend.py yet: the engine helper's "
-              "grammar support (api-engine) is not on main")
+
 
 
 
@@ -115,14 +114,15 @@ def test_anthropic_messages_whole_and_streamed(tiny_model: Path) -> None:
         assert streamed == "Bonjour le" and final.stop_reason == "max_tokens" and final.usage.output_tokens == 2
 
 
-@pytest.mark.skip(reason=NO_SCRIPTED_CALLS)
-def test_a_tool_call_round_trip_streamed_and_not(tiny_model: Path) -> None:
+def test_a_tool_call_round_trip_streamed_and_not(tmp_path: Path) -> None:
+    """Scripted calls on a model whose (Qwen3) template takes tools."""
+    qwen = build_tiny_gguf(tmp_path / "qwen.gguf", chat_template=QWEN3_TEMPLATE.read_text(encoding="utf-8"))
     engine = ScriptedEngine()
-    with loop_thread() as thread, real_service(thread, tiny_model, engine) as controller, \
+    with loop_thread() as thread, real_service(thread, qwen, engine) as controller, \
             api_over(thread, controller) as server:
         client = openai_client(server.address)
         for stream in (False, True):
-            engine.scripts.append(Script(text=(), calls=(("get_weather", '{"city":"Paris"}'),),  # type: ignore[call-arg]
+            engine.scripts.append(Script(text=(), calls=(("get_weather", '{"city":"Paris"}'),),
                                          endless=False))
             if stream:
                 with client.chat.completions.stream(model=controller.model.id, messages=HELLO, tools=WEATHER) as s:
@@ -237,7 +237,6 @@ def test_real_answers_on_the_tiny_model_stream_stop_and_end_at_max_tokens(tiny_m
         assert stopped.choices[0].finish_reason == "stop"
 
 
-@pytest.mark.skip(reason=NO_GRAMMAR)
 def test_json_schema_output_validates_on_the_tiny_model(tiny_model: Path) -> None:
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer"}},
               "required": ["ok", "n"], "additionalProperties": False}
@@ -248,9 +247,29 @@ def test_json_schema_output_validates_on_the_tiny_model(tiny_model: Path) -> Non
             model=controller.model.id, messages=HELLO, max_tokens=200, temperature=0.0,
             response_format={"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}})
         jsonschema.validate(json.loads(answer.choices[0].message.content or ""), schema)
-        anything = client.chat.completions.create(model=controller.model.id, messages=HELLO, max_tokens=200,
-                                                  response_format={"type": "json_object"})
-        assert isinstance(json.loads(anything.choices[0].message.content or ""), dict)
+
+
+def test_a_real_tool_call_through_both_clients(tmp_path: Path) -> None:
+    """llama.cpp on a tiny GGUF whose weights write one Qwen-style call (tests/helpers/tool_call_gguf.py)."""
+    caller = build_tool_call_gguf(tmp_path / "caller.gguf")
+    time_tool = {"type": "function", "function": {"name": "get_time", "parameters": {
+        "type": "object", "properties": {"zone": {"type": "string"}}}}}
+    with loop_thread() as thread, real_service(thread, caller, EngineClient()) as controller, \
+            api_over(thread, controller) as server:
+        with openai_client(server.address).chat.completions.stream(
+                model=controller.model.id, messages=HELLO, tools=[time_tool], max_tokens=40) as stream:  # type: ignore[list-item]
+            for _ in stream:
+                pass
+            choice = stream.get_final_completion().choices[0]
+        assert choice.finish_reason == "tool_calls" and (choice.message.content or "").strip() == CALLER_TEXT
+        call = (choice.message.tool_calls or [])[0]
+        assert (call.function.name, json.loads(call.function.arguments)) == ("get_time", {"zone": "UTC"})
+        message = anthropic_client(server.address).messages.create(
+            model=controller.model.id, max_tokens=40, messages=HELLO,
+            tools=[{"name": "get_time", "input_schema": time_tool["function"]["parameters"]}])  # type: ignore[index]
+        assert message.stop_reason == "tool_use"
+        used = [block for block in message.content if block.type == "tool_use"]
+        assert [(b.name, b.input) for b in used] == [("get_time", {"zone": "UTC"})]
 
 
 @pytest.mark.starter
