@@ -18,7 +18,7 @@ from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
 from app.service.controller import ChatController
-from app.service.events import Event, Problem
+from app.service.events import ApiRequestLogged, Event, Problem
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -143,5 +143,12 @@ def _on_stop_signals(stop: Callable[[], None]) -> Callable[[], None]:
 
 
 def _print_problem(event: Event) -> None:
+    """Problems, and one line per finished request (as llama-server and Ollama log them)."""
     if isinstance(event, Problem):
         print(f"kestrel: {event.text}", file=sys.stderr, flush=True)
+    elif isinstance(event, ApiRequestLogged):
+        r = event.record
+        tokens = f" {r.prompt_tokens}+{r.completion_tokens} tokens, {r.tokens_per_s:.1f} tokens/s" \
+            if r.completion_tokens else ""
+        print(f"{r.at:%H:%M:%S} {r.client} {r.endpoint} {r.status} {r.model}{tokens}".rstrip(), file=sys.stderr,
+              flush=True)

@@ -37,6 +37,7 @@ def test_kestrel_serve_prints_its_address_and_key_answers_and_stops_on_ctrl_c(ti
         _, err = interrupt(process)
     assert process.returncode == 0, err
     assert "Traceback" not in err and "Stopped." in err
+    assert " /v1/chat/completions 200 " in err  # each request is logged on stderr
     assert SettingsFile(data_paths().settings_file).load().server.key == ready.key  # kept for the next start
 
 
