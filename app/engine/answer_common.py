@@ -12,6 +12,7 @@ from app.engine.answer_shape import PLAIN, ShapedAnswer, forced_call
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import PromptSpec
 from app.engine.control import GenerationControl
+from app.engine.lazy_grammar import LazyCallGrammar
 from app.engine.errors import ContextOverflow
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
 from app.engine.tool_calls import ToolCall
@@ -65,13 +66,15 @@ TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Del
 def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
            tokenize: Callable[[str], list[int]], stream: TokenStream,
            thinking: ThinkingMarkers | None = None, threads: int = 0,
-           shaped: ShapedAnswer = PLAIN) -> Generator[Delta | Done, None, None]:
+           shaped: ShapedAnswer = PLAIN,
+           lazy: LazyCallGrammar | None = None) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
     tokens it actually evaluated. The context and the device are the loaded model's.
     thinking: the model's thinking markers; its thinking then streams as Delta(thinking=True).
     shaped: the answer's tools (app/engine/answer_shape.py); its calls stream as
-    Delta(tool_call=...). A raw prompt (request.shape.prompt) is the prompt as it is: no
+    Delta(tool_call=...); lazy, when given, is told what the call reader reads (the
+    backend's stream switches grammars on its word). A raw prompt (request.shape.prompt) is the prompt as it is: no
     template, no stop strings but the request's, no thinking told apart."""
     timing = AnswerTiming()
     n_ctx = loaded.context_length
@@ -97,14 +100,15 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
             yield from _parts(request.request_id, splitter.feed(tail) + splitter.finish(), timing)
         return finish
 
-    finish = yield from (_read_calls(request.request_id, whole(), shaped) if shaped.tools else whole())
+    finish = yield from (_read_calls(request.request_id, whole(), shaped, lazy) if shaped.tools else whole())
     yield Done(request.request_id, timing.stats(prompt_tokens=len(prompt), device=loaded.device, finish=finish,
                                                 chat_format=spec.chat_format, left_out=left_out,
                                                 template_note=spec.note or "", threads=threads))
 
 
 def _read_calls(request_id: int, deltas: Generator[Delta, None, FinishReason],
-                shaped: ShapedAnswer) -> Generator[Delta, None, FinishReason]:
+                shaped: ShapedAnswer,
+                lazy: LazyCallGrammar | None = None) -> Generator[Delta, None, FinishReason]:
     """The answer's text read for tool calls (thinking is never read): its calls come out
     whole as Delta(tool_call=...), the rest as text. A forced call (shaped.forced) is
     the whole answer: it is held to the end and comes out as one call, or as the text
@@ -121,7 +125,10 @@ def _read_calls(request_id: int, deltas: Generator[Delta, None, FinishReason],
             if delta.thinking or not delta.text:
                 yield delta
             elif reader is not None:
-                yield from _pieces(request_id, reader.feed(delta.text))
+                pieces = reader.feed(delta.text)
+                if lazy is not None:
+                    lazy.observe(reader)  # before the backend samples the next token
+                yield from _pieces(request_id, pieces)
             else:
                 held.append(delta.text)
     finally:

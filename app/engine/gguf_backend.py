@@ -24,6 +24,7 @@ from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError, ShapeRefused
 from app.engine.failures import BadShape, GgufRefused, ShapePart
+from app.engine.lazy_grammar import LazyCallGrammar, lazy_grammar_for
 from app.engine.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
@@ -69,6 +70,7 @@ class GgufBackend:
         # How the last answer began and drafted: "", "ram" or "disk"; for benchmarks and tests.
         self.restored_from = ""
         self.lookup = LookupStats()
+        self.held_calls = 0
         self._info = info
         self.loaded = loaded
         model = llm._model
@@ -148,16 +150,21 @@ class GgufBackend:
         is evaluated; ShapeRefused says what cannot be done. A grammar is llama.cpp's:
         the grammar sampler sits in the sampler chain before the choice of each token, so
         every token the model writes keeps the answer inside it, and the model's end
-        tokens are allowed only once the grammar is complete.
+        tokens are allowed only once the grammar is complete. With tools and tool_choice
+        "auto", each call the model opens is held to the tools' schemas until it closes
+        (app/engine/lazy_grammar.py).
         """
         shaped = shape_answer(request.shape, self._info.chat_template, self._info.path.name)
         grammar = self._grammar(request.shape, shaped)
+        lazy = lazy_grammar_for(shaped, self._readable) if grammar is None else None
         variables = template_variables(request.settings.thinking)
         threads = self._use_threads(request.threads or self.loaded.threads)
         yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped),
                           tokenize=self._tokenize, thinking=markers_in(self._info.chat_template), threads=threads,
-                          shaped=shaped, stream=lambda prompt, budget, text, timing: self._stream(
-                              request, prompt, budget, text, control, timing, grammar))
+                          shaped=shaped, lazy=lazy, stream=lambda prompt, budget, text, timing: self._stream(
+                              request, prompt, budget, text, control, timing, grammar, lazy))
+        # Calls held to the tools' schemas in the last answer; for benchmarks and tests.
+        self.held_calls = lazy.switches if lazy is not None else 0
         # Done is sent by now: saving the state never delays the answer.
         self._save_state()
 
@@ -173,15 +180,20 @@ class GgufBackend:
         if text is None:
             return None
         native_log.clear()
-        # Parsed once here to know it is good: llama-cpp-python adds a grammar it cannot
-        # read to the sampler chain as a null pointer.
-        sampler = llama_cpp.llama_sampler_init_grammar(self._vocab, text.encode("utf-8"), b"root")
-        if not sampler:
+        if not self._readable(text):
             why = "; ".join(native_log.recent_errors()) or "it is not GBNF with a root rule"
             part = ShapePart.GRAMMAR if shape.grammar is not None or shaped.forced else ShapePart.JSON_SCHEMA
             raise ShapeRefused(BadShape(part, f"llama.cpp cannot read it: {why}"))
-        llama_cpp.llama_sampler_free(sampler)
         return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+
+    def _readable(self, grammar: str) -> bool:
+        """Whether llama.cpp's parser takes the grammar: llama-cpp-python adds one it cannot
+        read to the sampler chain as a null pointer, so each is parsed once first."""
+        sampler = llama_cpp.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
+        if not sampler:
+            return False
+        llama_cpp.llama_sampler_free(sampler)
+        return True
 
     def _use_threads(self, threads: int) -> int:
         """Decode this answer with `threads` CPU threads (llama.cpp changes them in place)."""
@@ -197,7 +209,8 @@ class GgufBackend:
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
                 control: GenerationControl, timing: AnswerTiming,
-                grammar: llama_cpp.LlamaGrammar | None = None) -> Generator[Delta, None, FinishReason]:
+                grammar: llama_cpp.LlamaGrammar | None = None,
+                lazy: LazyCallGrammar | None = None) -> Generator[Delta, None, FinishReason]:
         llm = self._llm
         settings = request.settings
         llm.set_seed(settings.seed if settings.seed >= 0 else random.getrandbits(32))
@@ -206,10 +219,15 @@ class GgufBackend:
         sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,
                         repeat_penalty=settings.repeat_penalty)
         self.lookup = LookupStats()
-        # A grammar's answer is not drafted: a rejected draft token would have moved the grammar on.
-        drafted = request.prompt_lookup != PromptLookupMode.OFF and grammar is None
-        tokens = (lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup)
-                  if drafted else llm.generate(prompt, grammar=grammar, **sampling))
+        # A grammar's answer is not drafted: a rejected draft token would have moved the grammar
+        # on. Nor is one that may switch to a grammar mid-answer (a drafted token may be past the switch).
+        drafted = request.prompt_lookup != PromptLookupMode.OFF and grammar is None and lazy is None
+        if drafted:
+            tokens = lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup)
+        elif lazy is not None:
+            tokens = self._switching(prompt, sampling, lazy)
+        else:
+            tokens = llm.generate(prompt, grammar=grammar, **sampling)
         finish = FinishReason.LENGTH if budget == settings.max_tokens else FinishReason.CONTEXT
 
         def first_token() -> None:
@@ -221,6 +239,30 @@ class GgufBackend:
                 budget=budget, finish=finish, control=control, timing=timing, on_first=first_token))
         finally:
             tokens.close()
+
+    def _switching(self, prompt: list[int], sampling: dict[str, Any],
+                   lazy: LazyCallGrammar) -> Generator[int, None, None]:
+        """The answer's tokens, switching grammars when the lazy grammar says (between two
+        tokens): a switch ends one llm.generate and starts another on the prompt and the
+        tokens so far, whose prefix match keeps the KV cache (only the last token, not yet
+        evaluated, is evaluated: the work going on would have done)."""
+        so_far = list(prompt)
+        grammar: llama_cpp.LlamaGrammar | None = None
+        while True:
+            tokens = self._llm.generate(so_far, grammar=grammar, **sampling)
+            try:
+                for token in tokens:
+                    so_far.append(token)
+                    yield token
+                    switch = lazy.take()
+                    if switch is not None:
+                        grammar = None if switch.grammar is None else llama_cpp.LlamaGrammar.from_string(
+                            switch.grammar, verbose=False)
+                        break
+                else:
+                    return
+            finally:
+                tokens.close()
 
     def _restore_state(self, prompt: list[int]) -> None:
         """Put back a saved state when it spares more of the prompt than the cache holds now;

@@ -60,6 +60,14 @@ class ToolCall:
     arguments: str
 
 
+@dataclass(frozen=True)
+class OpenCall:
+    """A call block the model has opened and not closed: the how-manieth, and its text so far."""
+
+    number: int
+    text: str
+
+
 class ToolFamily(StrEnum):
     """The ways chat-template families write a tool call (the module docstring shows each)."""
 
@@ -121,6 +129,7 @@ class ToolCallReader:
         self._in_block = False
         self._bare_ok = self._syntax.bare_json  # only at the start, and after a bare call
         self._index = 0
+        self._blocks = 0  # call blocks opened so far: tells one open call from the next
         self._pending_space = ""
         self._after_call = False
         self._out: list[str | ToolCall] = []
@@ -138,6 +147,11 @@ class ToolCallReader:
             self._show(self._pending_space)
             self._pending_space = ""
         return self._out
+
+    def open_call(self) -> OpenCall | None:
+        """The call block opened and not yet closed, as written so far (its opening marker
+        first); None outside one. What must follow it is app/engine/tool_call_rest.py's."""
+        return OpenCall(self._blocks, self._buffer) if self._in_block else None
 
     def _drain(self, final: bool) -> list[str | ToolCall]:
         self._out = []
@@ -161,6 +175,7 @@ class ToolCallReader:
                 if not self._after_call:  # the `;` between calls goes; blank lines wait for what follows
                     self._text(self._buffer[:len(self._buffer) - len(rest)])
                 self._buffer, self._in_block = rest, True
+                self._blocks += 1
                 return True
             self._bare_ok = False
         found = [(at, opener) for opener in self._syntax.openers if (at := self._buffer.find(opener)) >= 0]
@@ -168,6 +183,7 @@ class ToolCallReader:
             at = min(found)[0]
             self._text(self._buffer[:at])
             self._buffer, self._in_block = self._buffer[at:], True
+            self._blocks += 1
             return True
         held = 0 if final else _partial_marker(self._buffer, self._syntax.openers)
         self._text(self._buffer[:len(self._buffer) - held])
@@ -227,11 +243,12 @@ def _partial_marker(text: str, openers: Sequence[str]) -> int:
     return longest
 
 
-def arguments_grammar(tools: Sequence[Mapping[str, Any]], only: str | None = None) -> str:
+def arguments_grammar(tools: Sequence[Mapping[str, Any]], only: str | None = None,
+                      key: str = "arguments") -> str:
     """GBNF for the family-neutral JSON call object {"name": one of the tools, "arguments": per its
     schema}: an alternation over the tools (or just the one named `only`), built with
     llama_cpp.llama_grammar.json_schema_to_gbnf, so "name" comes first and the arguments follow
-    that tool's parameters schema."""
+    that tool's parameters schema. key: what the family calls the arguments (Llama 3: "parameters")."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf  # loads llama.cpp: only when asked
 
     options: list[dict[str, Any]] = []
@@ -242,15 +259,14 @@ def arguments_grammar(tools: Sequence[Mapping[str, Any]], only: str | None = Non
             continue
         parameters = _hoist_definitions(dict(function.get("parameters") or {"type": "object"}),
                                         f"t{number}-", definitions)
-        options.append({"type": "object", "properties": {"name": {"const": function["name"]},
-                                                          "arguments": parameters},
-                        "required": ["name", "arguments"], "additionalProperties": False})
+        options.append({"type": "object", "properties": {"name": {"const": function["name"]}, key: parameters},
+                        "required": ["name", key], "additionalProperties": False})
     if not options:
         raise ValueError(f"no tool named {only!r} among the tools given" if only else "no tools given")
     schema: dict[str, Any] = options[0] if len(options) == 1 else {"oneOf": options}
     if definitions:
         schema = {**schema, "$defs": definitions}
-    return str(json_schema_to_gbnf(json.dumps(schema), prop_order=["name", "arguments"]))
+    return str(json_schema_to_gbnf(json.dumps(schema), prop_order=["name", key]))
 
 
 def _hoist_definitions(schema: dict[str, Any], prefix: str, into: dict[str, Any]) -> dict[str, Any]:

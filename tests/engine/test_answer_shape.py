@@ -208,15 +208,23 @@ def test_tools_given_wrong_are_refused_saying_what_is_wrong(tools_backend: GgufB
     assert isinstance(failure, BadShape) and failure.part == part and words in failure.reason
 
 
-def test_a_call_the_model_writes_streams_as_a_call(tmp_path: Path) -> None:
+def test_a_call_the_model_writes_streams_as_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.engine.lazy_grammar import SWITCH_VARIABLE
     from tests.helpers.tool_call_gguf import TEXT, build_tool_call_gguf
 
     caller = _load(build_tool_call_gguf(tmp_path / "caller.gguf"))
-    tools = json.dumps([TIME, {"type": "function", "function": {"name": "get_time_in", "parameters": {}}}])
+    # The scripted call's arguments ({"zone": "UTC"}) follow get_time's schema here: under the
+    # lazy grammar (test_lazy_grammar_answers.py) they must.
+    zoned = {"type": "function", "function": {"name": "get_time", "parameters": {
+        "type": "object", "properties": {"zone": {"type": "string"}}}}}
+    tools = json.dumps([zoned, {"type": "function", "function": {"name": "get_time_in", "parameters": {}}}])
     try:
         deltas, done = _answer(caller, AnswerShape(tools=tools), GenerationSettings(max_tokens=20, temperature=0.0))
-        told, _ = _answer(caller, AnswerShape(tools=json.dumps([WEATHER])), GenerationSettings(max_tokens=20))
         untold, _ = _answer(caller, settings=GenerationSettings(max_tokens=20, temperature=0.0))
+        # Under the lazy grammar a call can only name a tool given; without it (ONNX, Gemma's
+        # calls) the reader is what keeps a made-up tool's call as text.
+        monkeypatch.setenv(SWITCH_VARIABLE, "0")
+        told, _ = _answer(caller, AnswerShape(tools=json.dumps([WEATHER])), GenerationSettings(max_tokens=20))
     finally:
         caller.close()
     calls = [d.tool_call for d in deltas if d.tool_call is not None]
