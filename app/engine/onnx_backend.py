@@ -134,7 +134,11 @@ class OnnxBackend:
         Its shape is checked first (ShapeRefused). ONNX Runtime GenAI holds an answer to
         a JSON schema (its guidance, llguidance inside) but reads no GBNF: a request with
         only a grammar is refused, one with a JSON schema (or a forced tool call, whose
-        schema app/engine/answer_shape.py writes) is followed.
+        schema app/engine/answer_shape.py writes) is followed. Calls the model opens on its
+        own (tool_choice "auto") are not held to the tools' schemas as the GGUF backend holds
+        them (app/engine/lazy_grammar.py): 0.18 takes guidance on GeneratorParams, once per
+        generator, and a new generator evaluates the whole prompt again; a call that does
+        not parse still comes back as text with a note.
         """
         shaped = shape_answer(request.shape, self._info.chat_template, self._info.path.name)
         schema = shaped.call_schema or request.shape.json_schema
