@@ -174,9 +174,9 @@ async def first_token(model: Path, prompts: int, threads: int) -> dict[str, Any]
                    "evaluated_median": statistics.median(e for _, e in got)} for name, got in rows.items()}
 
 
-def switch_cost(model: Path, threads: int, tokens: int = 24) -> dict[str, float]:
+def switch_cost(model: Path, threads: int, tokens: int = 16, rounds: int = 3) -> dict[str, float]:
     """ms per token generating straight on, and restarting Llama.generate before every token
-    (as a grammar switch does), after the prompt with the tools."""
+    (as a grammar switch does), after the prompt with the tools: medians over the rounds."""
     import llama_cpp
 
     from app.engine.chat_format import ModelTokens, build_prompt
@@ -188,22 +188,24 @@ def switch_cost(model: Path, threads: int, tokens: int = 24) -> dict[str, float]
                             tokens=ModelTokens(), tools=tuple(offered_tools())).text
         prompt = llm.tokenize(text.encode(), add_bos=False, special=True)
         sampling = dict(top_k=40, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0)
-        results = {}
-        for side in ("straight", "restarted", "straight again"):
-            llm.generate(prompt, **sampling).__next__()  # the prompt is evaluated (and cached) first
-            so_far = list(prompt)
-            started = time.perf_counter()
-            if side == "restarted":
-                for _ in range(tokens):
+        times: dict[str, list[float]] = {"straight": [], "restarted": []}
+        for _ in range(rounds):  # alternating, so drift on a shared machine hits both alike
+            for side in times:
+                llm.generate(prompt, **sampling).__next__()  # the prompt is evaluated (and cached) first
+                so_far = list(prompt)
+                started = time.perf_counter()
+                if side == "restarted":
+                    for _ in range(tokens):
+                        stream = llm.generate(so_far, **sampling)
+                        so_far.append(next(stream))
+                        stream.close()
+                else:
                     stream = llm.generate(so_far, **sampling)
-                    so_far.append(next(stream))
+                    for _ in range(tokens):
+                        so_far.append(next(stream))
                     stream.close()
-            else:
-                stream = llm.generate(so_far, **sampling)
-                for _ in range(tokens):
-                    so_far.append(next(stream))
-                stream.close()
-            results[side] = round((time.perf_counter() - started) * 1000 / tokens, 2)
+                times[side].append((time.perf_counter() - started) * 1000 / tokens)
+        results: dict[str, float] = {side: round(statistics.median(got), 2) for side, got in times.items()}
         results["prompt_tokens"] = len(prompt)
         return results
     finally:
@@ -258,8 +260,8 @@ def print_table(report: dict[str, Any]) -> None:
     for name, row in report["first token"].items():
         print(f"{name:18} {row['ttft_ms_median']:>10} {row['evaluated_median']:>10}")
     switch = report["grammar switch"]
-    print(f"\nms per token after a {switch['prompt_tokens']}-token prompt: straight {switch['straight']} "
-          f"(again {switch['straight again']}), restarting generate before each {switch['restarted']}")
+    print(f"\nms per token after a {switch['prompt_tokens']}-token prompt (median of rounds): straight "
+          f"{switch['straight']}, restarting generate before each {switch['restarted']}")
 
 
 if __name__ == "__main__":
