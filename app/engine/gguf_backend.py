@@ -213,7 +213,8 @@ class GgufBackend:
                 lazy: LazyCallGrammar | None = None) -> Generator[Delta, None, FinishReason]:
         llm = self._llm
         settings = request.settings
-        llm.set_seed(settings.seed if settings.seed >= 0 else random.getrandbits(32))
+        seed = settings.seed if settings.seed >= 0 else random.getrandbits(32)
+        llm.set_seed(seed)
         llm.evaluated = 0
         self._restore_state(prompt)
         sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,
@@ -225,7 +226,7 @@ class GgufBackend:
         if drafted:
             tokens = lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup)
         elif lazy is not None:
-            tokens = self._switching(prompt, sampling, lazy)
+            tokens = self._switching(prompt, sampling, lazy, seed)
         else:
             tokens = llm.generate(prompt, grammar=grammar, **sampling)
         finish = FinishReason.LENGTH if budget == settings.max_tokens else FinishReason.CONTEXT
@@ -240,12 +241,13 @@ class GgufBackend:
         finally:
             tokens.close()
 
-    def _switching(self, prompt: list[int], sampling: dict[str, Any],
-                   lazy: LazyCallGrammar) -> Generator[int, None, None]:
+    def _switching(self, prompt: list[int], sampling: dict[str, Any], lazy: LazyCallGrammar,
+                   seed: int) -> Generator[int, None, None]:
         """The answer's tokens, switching grammars when the lazy grammar says (between two
         tokens): a switch ends one llm.generate and starts another on the prompt and the
         tokens so far, whose prefix match keeps the KV cache (only the last token, not yet
-        evaluated, is evaluated: the work going on would have done)."""
+        evaluated, is evaluated: the work going on would have done). Each new sampler chain
+        gets the next seed, so its draws do not replay the answer's first ones."""
         so_far = list(prompt)
         grammar: llama_cpp.LlamaGrammar | None = None
         while True:
@@ -258,6 +260,8 @@ class GgufBackend:
                     if switch is not None:
                         grammar = None if switch.grammar is None else llama_cpp.LlamaGrammar.from_string(
                             switch.grammar, verbose=False)
+                        seed = (seed + 1) & 0xFFFFFFFF
+                        self._llm.set_seed(seed)
                         break
                 else:
                     return
