@@ -13,6 +13,7 @@ scripted token and the model must write a call that does validate, whatever it w
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Iterator
 
 import jsonschema
@@ -51,9 +52,13 @@ LOOSE = _tools({"type": "string"}, {"enum": ["celsius", "fahrenheit"]})
 STRICT = _tools({"enum": ["CET", "EST"]}, {"enum": ["kelvin"]})
 
 
-def _scripted(pieces: list[str], tensors: dict[str, np.ndarray]) -> None:
+# Qwen2.5-Coder's habit: the call as bare JSON, held once it names a tool given.
+_BARE_SCRIPT = ["<0x0A>", '{"name": "get_time"', ', "arguments": ', '{"zone": "UTC"}}', "Done."]
+
+
+def _scripted(pieces: list[str], tensors: dict[str, np.ndarray], script: list[str] = _SCRIPT) -> None:
     ids = {piece: number for number, piece in enumerate(pieces)}
-    chain = [ids[piece] for piece in _SCRIPT] + [IM_END_ID]
+    chain = [ids[piece] for piece in script] + [IM_END_ID]
     for name, tensor in tensors.items():
         if name.endswith(("attn_output.weight", "ffn_down.weight")):
             tensor[:] = 0.0  # layers add nothing: the last token alone decides the next
@@ -65,20 +70,24 @@ def _scripted(pieces: list[str], tensors: dict[str, np.ndarray]) -> None:
         output[following, step] = 50.0
 
 
+def _caller(folder: Path, script: list[str]) -> GgufBackend:
+    path = build_tiny_gguf(folder / "caller.gguf", name="kestrel-caller",
+                           chat_template=QWEN3_TEMPLATE.read_text(encoding="utf-8"), added_tokens=tuple(script[1:]),
+                           weights=lambda pieces, tensors: _scripted(pieces, tensors, script))
+    return GgufBackend.load(Load(request_id=1, model_path=str(path), context_length=1024, threads=2),
+                            DeviceChoice("CPU"))
+
+
 @pytest.fixture(scope="module")
 def caller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GgufBackend]:
-    path = build_tiny_gguf(tmp_path_factory.mktemp("caller") / "caller.gguf", name="kestrel-two-calls",
-                           chat_template=QWEN3_TEMPLATE.read_text(encoding="utf-8"),
-                           added_tokens=tuple(_SCRIPT[1:]), weights=_scripted)
-    backend = GgufBackend.load(Load(request_id=1, model_path=str(path), context_length=1024, threads=2),
-                               DeviceChoice("CPU"))
+    backend = _caller(tmp_path_factory.mktemp("caller"), _SCRIPT)
     yield backend
     backend.close()
 
 
-def _answer(backend: GgufBackend, tools: list[dict[str, Any]], seed: int = 1,
-            temperature: float = 0.0) -> tuple[str, list[ToolCall], Done]:
-    settings = GenerationSettings(max_tokens=120, temperature=temperature, seed=seed, top_k=0, top_p=1.0,
+def _answer(backend: GgufBackend, tools: list[dict[str, Any]], seed: int = 1, temperature: float = 0.0,
+            max_tokens: int = 120) -> tuple[str, list[ToolCall], Done]:
+    settings = GenerationSettings(max_tokens=max_tokens, temperature=temperature, seed=seed, top_k=0, top_p=1.0,
                                   repeat_penalty=1.0)
     request = Generate(3, (ChatMessage("user", "What time is it, and the weather?"),), settings, (),
                        shape=AnswerShape(tools=json.dumps(tools)))
@@ -121,3 +130,16 @@ def test_without_the_grammar_the_same_calls_do_not_validate(caller: GgufBackend,
     text, calls, _ = _answer(caller, STRICT)
     assert [c.name for c in calls] == ["get_time", "get_weather"] and not any(_valid(c, STRICT) for c in calls)
     assert text == "Checking.Then.Done." and caller.held_calls == 0
+
+
+def test_a_call_written_as_bare_json_is_held_once_it_names_a_tool(tmp_path: Path) -> None:
+    bare = _caller(tmp_path, _BARE_SCRIPT)
+    try:
+        text, calls, _ = _answer(bare, LOOSE, max_tokens=20)
+        assert [(c.name, c.arguments) for c in calls] == [("get_time", '{"zone":"UTC"}')] and text == "Done."
+        assert bare.held_calls == 1
+        text, calls, _ = _answer(bare, STRICT, max_tokens=40)
+        assert [c.name for c in calls] == ["get_time"] and _valid(calls[0], STRICT), (text, calls)
+        assert bare.held_calls == 1
+    finally:
+        bare.close()
