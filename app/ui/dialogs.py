@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
-                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QTabWidget, QVBoxLayout,
+                               QWidget)
 
 from app.core.generation import GenerationSettings
 from app.core.settings import Settings
 from app.core.units import human_size
+from app.ui.server_settings_page import ServerSettingsPage
 
 if TYPE_CHECKING:
     from app.ui.adapter import ControllerAdapter
@@ -87,14 +89,16 @@ class ConversationSettingsDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    """The app's settings: defaults for new chats, threads, theme, saved chat states.
+    """The app's settings: defaults for new chats, threads, theme, saved chat states; the API server.
 
-    adapter: the window's ControllerAdapter, for "Clear saved chat states" and the disk
-    they take (both off the UI thread); without one the button is disabled.
+    Two tabs: `general` and `server` (a ServerSettingsPage). adapter: the window's
+    ControllerAdapter, for "Clear saved chat states" and the disk they take (both off
+    the UI thread); without one the button is disabled. can_keep_chats: the service can
+    keep API conversations as chats.
     """
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 adapter: "ControllerAdapter | None" = None) -> None:
+                 adapter: "ControllerAdapter | None" = None, can_keep_chats: bool = False) -> None:
         super().__init__(parent)
         self._adapter = adapter
         self.setWindowTitle("Settings")
@@ -138,10 +142,17 @@ class SettingsDialog(QDialog):
         extra.addRow("&Unload the model when idle for", self.unload_after)
         extra.addRow("", self.exit_engine)
         self._add_speed_rows(extra, settings)
+        self.general = QWidget(self)
+        general = QVBoxLayout(self.general)
+        general.addWidget(QLabel("Defaults for new chats", self.general))
+        general.addWidget(self.form)
+        general.addLayout(extra)
+        self.server = ServerSettingsPage(settings.server, self, can_keep_chats=can_keep_chats)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.general, "Chats a&nd model")
+        self.tabs.addTab(self.server, "AP&I server")
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Defaults for new chats", self))
-        layout.addWidget(self.form)
-        layout.addLayout(extra)
+        layout.addWidget(self.tabs)
         layout.addWidget(_buttons(self))
 
     def value(self) -> Settings:
@@ -154,7 +165,8 @@ class SettingsDialog(QDialog):
                                    exit_engine_when_idle=self.exit_engine.isChecked(),
                                    gentle_fewer_threads=self.gentle_threads.isChecked(),
                                    saved_states_mb=self.saved_states.value(),
-                                   prompt_lookup=self.prompt_lookup.currentData())
+                                   prompt_lookup=self.prompt_lookup.currentData(),
+                                   server=self.server.value())
 
     # --- saved chat states and prompt lookup ------------------------------------------------
 
