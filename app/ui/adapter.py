@@ -31,7 +31,8 @@ class ControllerAdapter(QObject):
     settingsChanged, setupProgress(what, done, total),
     setupFinished, historyDamaged(text) (the choices are the controller's recover_history
     and start_fresh_history), historyReplaced(text), catalogListed (read the `catalog`
-    model or controller.library.recommended()), downloadChanged(DownloadItem). Text deltas
+    model or controller.library.recommended()), downloadChanged(DownloadItem),
+    apiRequestLogged(RequestRecord). Text deltas
     are coalesced by `bridge` to one update per frame. `installed`, `catalog` and
     `downloads` are the model manager's item models. `conversations` keeps its
     ANSWERING, WAITING and HAS_DRAFT roles in step with the controller.
@@ -53,6 +54,7 @@ class ControllerAdapter(QObject):
     historyReplaced = Signal(str)
     catalogListed = Signal()
     downloadChanged = Signal(object)
+    apiRequestLogged = Signal(object)  # a RequestRecord: the API server finished a request
 
     def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -145,6 +147,8 @@ class ControllerAdapter(QObject):
             self.historyDamaged.emit(event.text)
         elif isinstance(event, ev.DamagedHistoryReplaced):
             self.historyReplaced.emit(event.text)
+        elif isinstance(event, ev.ApiRequestLogged):
+            self.apiRequestLogged.emit(event.record)
 
     def _sync_downloads(self) -> None:
         """Downloads the queue holds: also the unfinished ones it brought back, paused, at its
