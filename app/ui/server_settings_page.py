@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from PySide6.QtWidgets import (QCheckBox, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QSpinBox, QVBoxLayout,
-                               QWidget)
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QCheckBox, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy, QSpinBox,
+                               QVBoxLayout, QWidget)
 
 from app.core.server_settings import LOOPBACK, ServerSettings, is_loopback
 from app.ui import icons
@@ -22,6 +23,15 @@ def parse_origins(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(part for part in found if part))
 
 
+def _number(parent: QWidget, low: int, high: int, value: int) -> QSpinBox:
+    """A spin box as wide as its numbers (a port stretched across the dialog reads as a text field)."""
+    box = QSpinBox(parent)
+    box.setRange(low, high)
+    box.setValue(value)
+    box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+    return box
+
+
 class WarningRow(QWidget):
     """A warning icon beside wrapped words, for what the user should think twice about."""
 
@@ -34,7 +44,7 @@ class WarningRow(QWidget):
         self.text.setWordWrap(True)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(mark, 0)
+        row.addWidget(mark, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(self.text, 1)
 
 
@@ -52,25 +62,21 @@ class ServerSettingsPage(QWidget):
         self.enabled = self._box("&Turn on the API server", settings.enabled,
                                  "Programs on this PC (editors, scripts, agents) use Kestrel's models through "
                                  "the OpenAI and Anthropic APIs. Off, Kestrel opens no network port.")
-        self.port = QSpinBox(self)
-        self.port.setRange(1, 65535)
-        self.port.setValue(settings.port)
+        self.port = _number(self, 1, 65535, settings.port)
         self.beyond = self._box("Allow other de&vices on the network", settings.listen_beyond_this_pc,
                                 "Listen on every network address of this PC, not only on 127.0.0.1.")
         self.beyond_warning = WarningRow(BEYOND_WARNING, self)
         self.keyless = self._box("Requests from this &PC need no key", settings.keyless_loopback,
                                  "Programs on this PC may leave the key out; other devices always need it.")
         self.origins = QPlainTextEdit("\n".join(settings.cors_origins), self)
-        self.origins.setPlaceholderText("None: browsers' pages may not call it.\nFor example http://localhost:3000")
+        self.origins.setPlaceholderText("None: no web page may call the server.\nFor example: http://localhost:3000")
         self.origins.setTabChangesFocus(True)
         self.origins.setFixedHeight(self.origins.fontMetrics().lineSpacing() * 3 + 14)
         self.origins.setToolTip("Web pages from these origins may call the server from a browser (CORS). "
                                 "One per line, or separated by commas.")
         self.only_loaded = self._box("Only the &loaded model", settings.only_loaded_model,
                                      "A request for another model gets an error instead of loading it.")
-        self.max_waiting = QSpinBox(self)
-        self.max_waiting.setRange(0, 1000)
-        self.max_waiting.setValue(settings.max_waiting)
+        self.max_waiting = _number(self, 0, 1000, settings.max_waiting)
         self.max_waiting.setToolTip("Requests that may wait for the model while it answers another; more get "
                                     "“503 busy, retry later”.")
         self.keep_as_chats = self._box("&Keep API conversations as chats", settings.keep_as_chats and can_keep_chats,

@@ -44,6 +44,14 @@ def state_words(host: "ServerHost") -> str:
     return "Off. Turn it on in Settings → API server."
 
 
+def address_words(address: str) -> str:
+    """How clients are pointed at the server, with its address in (or in general while it is off)."""
+    shown = address or "the address"
+    # Two short lines, not wrapped: a wrapped label in a form is laid out too tall (Qt).
+    return (f"OpenAI clients: base URL {shown}/v1 · Anthropic clients: {shown}\n"
+            "The key goes in the Authorization header as “Bearer key” (or in x-api-key).")
+
+
 def status_words(host: "ServerHost") -> str:
     """The status line's words for the server; "" while it is off (the part is hidden)."""
     if host.on:
@@ -77,6 +85,9 @@ class ServerWindow(QDialog):
         self.state.setObjectName("serverState")
         self.state.setWordWrap(True)
         self.state.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bold = self.state.font()
+        bold.setBold(True)
+        self.state.setFont(bold)
         self.retry = QPushButton("&Try again", self)
         self.retry.clicked.connect(host.retry)
         self.settings_button = QPushButton("&Settings…", self)
@@ -139,14 +150,14 @@ class ServerWindow(QDialog):
         form = QFormLayout()
         form.addRow("Address", address)
         form.addRow("Key", key)
-        self.address_note = QLabel("OpenAI clients: base URL “address/v1”. Anthropic clients: the address. "
-                                   "Send the key as “Authorization: Bearer key” or “x-api-key”.", self)
+        self.address_note = QLabel(self)
         self.address_note.setObjectName("serverNote")
-        self.address_note.setWordWrap(True)
+        self.address_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow("", self.address_note)
         close = QPushButton("Close", self)
         close.setDefault(True)
         close.clicked.connect(self.close)
+        close.setFocus()  # not Settings…, the first button, which would look like the default
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(close)
@@ -156,6 +167,7 @@ class ServerWindow(QDialog):
         layout.addLayout(top)
         layout.addWidget(self.warning)
         layout.addLayout(form)
+        layout.addSpacing(6)
         layout.addWidget(QLabel("Recent requests", self))
         layout.addWidget(self.requests, 1)
         layout.addLayout(buttons)
@@ -168,10 +180,13 @@ class ServerWindow(QDialog):
         self.retry.setVisible(host.failed)
         self.warning.setVisible(host.listening_beyond)
         self.address.setText(host.address or "–")
+        self.address.setCursorPosition(0)
         self.copy_address.setEnabled(bool(host.address))
+        self.address_note.setText(address_words(host.address))
         self.key.setText(server.key or "made when the server first starts")
         self.key.setEchoMode(QLineEdit.EchoMode.Normal if self.show_key.isChecked() or not server.key
                              else QLineEdit.EchoMode.Password)
+        self.key.setCursorPosition(0)  # the start of the key (or of its dots), not a cut end
         for button in (self.show_key, self.copy_key):
             button.setEnabled(bool(server.key))
 
