@@ -13,14 +13,14 @@ from app.engine.failures import ErrorKind, Failure
 from app.hardware.report import HardwareReport
 
 __all__ = [
-    "PROTOCOL_VERSION", "Ack", "AckKind", "Cancel", "ChatMessage", "Delta", "Done", "EngineEvent", "Error",
+    "PROTOCOL_VERSION", "Ack", "AckKind", "AnswerShape", "Cancel", "ChatMessage", "Delta", "Done", "EngineEvent", "Error",
     "ErrorKind", "ForgetStates", "Generate", "Hello", "Load", "Loaded", "Pause", "Ping", "Probe", "Report",
     "Request", "Reset", "Resume", "Shutdown", "Unload",
 ]
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -64,6 +64,22 @@ class Load:
 
 
 @dataclass(frozen=True)
+class AnswerShape:
+    """What an answer must look like beyond its messages (the API server's requests use it).
+
+    prompt: a raw completion of this text, no chat template (messages are ignored).
+    grammar: GBNF the whole answer follows. tools: a JSON list of tools in the
+    OpenAI/transformers shape, given to the chat template. tool_choice: "auto", "none",
+    "required" or a function's name.
+    """
+
+    prompt: str | None = None
+    grammar: str | None = None
+    tools: str | None = None
+    tool_choice: str = "auto"
+
+
+@dataclass(frozen=True)
 class Generate:
     """Answer a conversation; streams Delta events then one Done or Error."""
 
@@ -80,6 +96,7 @@ class Generate:
     threads: int | None = None
     # Prompt-lookup drafting (app/engine/prompt_lookup.py). GGUF only.
     prompt_lookup: PromptLookupMode = PromptLookupMode.OFF
+    shape: AnswerShape = field(default_factory=AnswerShape)
 
 
 @dataclass(frozen=True)

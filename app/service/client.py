@@ -182,7 +182,8 @@ class EngineClient:
     async def generate(self, messages: Sequence[p.ChatMessage],
                        settings: GenerationSettings | None = None, *,
                        stop: Sequence[str] = (),
-                       trim_history: bool = False, threads: int | None = None) -> AsyncIterator[p.Delta | p.Done]:
+                       trim_history: bool = False, threads: int | None = None,
+                       shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
         """Stream an answer: Delta events, then one Done.
 
         With trim_history the engine leaves out the oldest turns that do not fit the
@@ -190,7 +191,7 @@ class EngineClient:
         """
         await self._ensure_loaded()
         request = p.Generate(next(self._ids), tuple(messages), settings or GenerationSettings(), tuple(stop),
-                             trim_history, threads, self.prompt_lookup)
+                             trim_history, threads, self.prompt_lookup, shape or p.AnswerShape())
         queue = self._open(request.request_id)
         self._current_generation = request.request_id
         finished = False

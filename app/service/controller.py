@@ -15,6 +15,7 @@ from app.engine.protocol import Loaded
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service.answering import Answering, storable
+from app.service.api_answers import ApiAnswers
 from app.service.background import WindowState
 from app.service.chat_files import ChatFiles, ExportOutcome
 from app.service.engine_handle import EngineHandle
@@ -41,7 +42,8 @@ class ChatController:
 
     The owners: `bus` and `tasks` (events and running work), `keeper` (settings),
     `session` (the model and the engine), `conversations` (every saved chat), `chat`
-    (the one on screen), `answers` (sending and the answer line), `library` (the model
+    (the one on screen), `answers` (sending and the answer line), `api` (the API
+    server's answers, beside the chats on the same engine line), `library` (the model
     manager), `files`, `history_choice`. Each gets the collaborators it needs; none
     knows this class, so the API server and tools can use `session` and `conversations`
     without the window's open chat. Front ends hear back through `subscribe`.
@@ -57,7 +59,7 @@ class ChatController:
         self.keeper = SettingsKeeper(self._storage, emit, settings)
         self.session = ModelSession(
             client, ModelSetup(library, emit), self.bus, self.tasks, self.keeper,
-            context_length=lambda: self.chat.context_length(), answers_busy=lambda: not self.answers.queue.idle,
+            context_length=lambda: self.chat.context_length(), answers_busy=self._answers_busy,
             answer_writing=lambda: self.answers.writing,
             threads_file=settings_path.parent / "threads.json" if settings_path else None)
         drafts = DraftBook(lambda: self.storage, emit, self.tasks.spawn)
@@ -66,8 +68,9 @@ class ChatController:
         self.chat = OpenChat(self.conversations, self.bus)
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper)
-        self.library = LibraryService(self.session, self.keeper, emit, self.tasks,
-                                      answers_busy=lambda: not self.answers.queue.idle)
+        self.api = ApiAnswers(self.session, self.keeper, self.conversations, emit, spawn=self.tasks.spawn,
+                              chats_busy=lambda: not self.answers.queue.idle)
+        self.library = LibraryService(self.session, self.keeper, emit, self.tasks, answers_busy=self._answers_busy)
         self.files = ChatFiles(self._storage, emit)
         self.history_choice = HistoryChoice(self._storage, emit, self.conversations,
                                             answers_busy=lambda: not self.answers.queue.idle,
@@ -76,6 +79,10 @@ class ChatController:
         self.drafts = drafts
         self.subscribe: Callable[[Listener], Callable[[], None]] = self.bus.subscribe
         self.spawn = self.tasks.spawn
+
+    def _answers_busy(self) -> bool:
+        """A chat's or an API request's answer is written or waits: nothing reloads or unloads."""
+        return not self.answers.queue.idle or self.api.busy
 
     def _storage(self) -> Storage:
         if self.storage is None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from app.core.conversation import Conversation, Message
+from app.core.answer_stats import AnswerStats
+from app.core.conversation import Conversation, Message, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
 from app.library.installed import InstalledModel
@@ -85,6 +86,27 @@ class Conversations:
             HistoryStore.create_conversation, title=title, system_prompt=self.new_chat_system_prompt(),
             settings=self.new_chat_settings(), model=model_id)
         self._emit(ConversationChanged(conversation))
+        return conversation
+
+    async def keep_exchange(self, title: str, turns: Sequence[tuple[Role, str]], answer: str,
+                            stats: AnswerStats, model_id: str) -> Conversation | None:
+        """Save an exchange that happened elsewhere (an API request) as a chat of its own: its
+        system prompt, user and assistant turns and the answer; None (said) if the disk refused."""
+        system = "\n\n".join(text for role, text in turns if role == Role.SYSTEM)
+
+        def write(store: HistoryStore) -> Conversation:
+            with store.transaction():
+                made = store.create_conversation(title=title, system_prompt=system,
+                                                 settings=self.new_chat_settings(), model=model_id)
+                for role, text in turns:
+                    if role in (Role.USER, Role.ASSISTANT) and text:
+                        store.add_message(made.id, role, text)
+                store.add_message(made.id, Role.ASSISTANT, answer, stats=stats)
+            return store.get_conversation(made.id)
+
+        conversation = await self.or_problem(write)
+        if conversation is not None:
+            self._emit(ConversationChanged(conversation))
         return conversation
 
     async def refresh(self, conversation_id: int, *, to_top: bool = True) -> Conversation:

@@ -67,7 +67,7 @@ class EngineHandle(Protocol):
 
     def generate(self, messages: Sequence[p.ChatMessage], settings: GenerationSettings | None = None, *,
                  stop: Sequence[str] = (), trim_history: bool = False,
-                 threads: int | None = None) -> AsyncIterator[p.Delta | p.Done]:
+                 threads: int | None = None, shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
         """Stream an answer: Delta events, then one Done."""
 
     def cancel(self) -> None:

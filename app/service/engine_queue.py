@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from app.core.generation import GenerationSettings
-from app.engine.protocol import ChatMessage, Delta, Done
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done
 from app.service.engine_handle import EngineHandle
 from app.service.events import Queued
 
@@ -45,10 +45,11 @@ class EngineQueue:
         return bool(self._line)
 
     def request(self, messages: Sequence[ChatMessage], settings: GenerationSettings, *,
-                stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None) -> EngineRequest:
+                stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None,
+                shape: AnswerShape | None = None) -> EngineRequest:
         """An answer that joins the line once its events() are read; threads: for this
         answer (None: as loaded)."""
-        return EngineRequest(self, messages, settings, stop, trim_history, threads)
+        return EngineRequest(self, messages, settings, stop, trim_history, threads, shape)
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
@@ -87,13 +88,15 @@ class EngineRequest:
     """
 
     def __init__(self, queue: EngineQueue, messages: Sequence[ChatMessage], settings: GenerationSettings,
-                 stop: Sequence[str], trim_history: bool, threads: int | None = None) -> None:
+                 stop: Sequence[str], trim_history: bool, threads: int | None = None,
+                 shape: AnswerShape | None = None) -> None:
         self._queue = queue
         self._messages = tuple(messages)
         self._settings = settings
         self._stop = tuple(stop)
         self._trim_history = trim_history
         self._threads = threads
+        self._shape = shape
         self._turn: _Turn | None = None
         self.running = False
         self.cancelled = False
@@ -113,7 +116,8 @@ class EngineRequest:
                 return
             self.running = True
             async for event in queue.client.generate(self._messages, self._settings, stop=self._stop,
-                                                     trim_history=self._trim_history, threads=self._threads):
+                                                     trim_history=self._trim_history, threads=self._threads,
+                                                     shape=self._shape):
                 if isinstance(event, Done):
                     # The next request may start at once, even if this caller is slow
                     # to ask for what follows Done.

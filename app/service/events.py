@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, Literal, Mapping, Union
@@ -356,9 +357,30 @@ class CatalogListed:
     rows: tuple[CatalogRow, ...]
 
 
+@dataclass(frozen=True)
+class RequestRecord:
+    """One finished API request, for the window's list of recent requests."""
+
+    at: datetime
+    client: str  # "127.0.0.1:53412"
+    endpoint: str  # "/v1/chat/completions"
+    model: str  # the model id that answered ("" when none did)
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_per_s: float
+    status: int  # the HTTP status sent
+
+
+@dataclass(frozen=True)
+class ApiRequestLogged:
+    """The API server finished a request."""
+
+    record: RequestRecord
+
+
 Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
               AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,
               ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
-              LibraryListed, CatalogListed, DownloadChanged]
+              LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged]

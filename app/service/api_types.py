@@ -1,0 +1,58 @@
+"""What the API server and the service say to each other: a request's answer, a refusal, a model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.engine.protocol import AnswerShape, ChatMessage
+
+
+@dataclass(frozen=True)
+class ApiAsk:
+    """One request's answer, in the service's terms (the server translates the HTTP shapes).
+
+    model: the id or title the client named (None or "": the loaded model, else the
+    default). settings: GenerationSettings fields the request sets, over the model's own
+    defaults. context_length: the context this request wants (None: as loaded).
+    """
+
+    endpoint: str
+    client: str
+    model: str | None
+    messages: tuple[ChatMessage, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    stop: tuple[str, ...] = ()
+    context_length: int | None = None
+    shape: AnswerShape = AnswerShape()
+
+
+class ApiRefused(Exception):
+    """A request Kestrel will not answer: an HTTP status and plain words naming what to change."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None,
+                 code: str = "invalid_request_error", retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class ApiModel:
+    """A model as /v1/models lists it."""
+
+    id: str
+    name: str
+    context_length: int | None  # the longest context it was made for (None: not stated)
+    format: str
+    loaded: bool
+    created: int
+
+
+@dataclass(frozen=True)
+class Started:
+    """The first event of every answer: the model that answers and its context."""
+
+    model: str
+    context_length: int

@@ -1,0 +1,166 @@
+"""The API server's answers in the service: model choice, context, the engine's line, refusals, the log."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from app.core.server_settings import ServerSettings
+from app.engine.protocol import ChatMessage, Delta, Done
+from app.library.importer import import_model_file
+from app.service import events as ev
+from app.service.api_answers import SERVING, ApiAsk, ApiRefused, Started
+from app.service.controller import ChatController
+from tests.helpers.scripted_answers import Script
+from tests.service.conftest import SMALL, engine_line, run, session_of
+
+
+def _ask(text: str = "Hello", **fields: object) -> ApiAsk:
+    return ApiAsk(endpoint="/v1/chat/completions", client="127.0.0.1:5000", model=fields.pop("model", None),  # type: ignore[arg-type]
+                  messages=(ChatMessage("user", text),), **fields)  # type: ignore[arg-type]
+
+
+async def _collect(controller: ChatController, ask: ApiAsk) -> list[Started | Delta | Done]:
+    return [event async for event in controller.api.answer(ask)]
+
+
+async def _refusal(controller: ChatController, ask: ApiAsk) -> ApiRefused:
+    with pytest.raises(ApiRefused) as caught:
+        await _collect(controller, ask)
+    return caught.value
+
+
+async def _server(controller: ChatController, **changes: object) -> None:
+    settings = controller.settings
+    await controller.update_settings(dataclasses.replace(settings, server=dataclasses.replace(
+        ServerSettings(), **changes)))
+
+
+def test_an_answer_names_its_model_streams_and_keeps_no_chat(started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            started.engine.scripts.append(Script(text=("Hi", " there"), endless=False))
+            events = await _collect(c, _ask(settings={"temperature": 0.2, "max_tokens": 10}))
+            first, *rest = events
+            assert isinstance(first, Started) and first.model == c.model.id and first.context_length == 1024
+            assert "".join(e.text for e in rest if isinstance(e, Delta)) == "Hi there"
+            done = rest[-1]
+            assert isinstance(done, Done) and done.stats.tokens == 2 and done.stats.prompt_tokens > 0
+            generate = started.engine.requests[-1]
+            assert generate.settings.temperature == 0.2 and generate.settings.max_tokens == 10
+            assert any(isinstance(e, ev.ActivityChanged) and e.text == SERVING for e in started.events.events)
+            assert await c.conversations.listing() == [], "API answers are not kept as chats"
+            c.api.log(ev.RequestRecord(datetime.now(), "127.0.0.1:5000", "/v1/chat/completions", first.model,
+                                       done.stats.prompt_tokens, done.stats.tokens, 0.0, 200))
+            assert [r.status for r in c.api.recent_requests] == [200]
+            assert started.events.of(ev.ApiRequestLogged)[-1].record.endpoint == "/v1/chat/completions"
+
+    run(scenario)
+
+
+def test_bad_requests_are_refused_naming_the_field_or_model(started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            unknown = await _refusal(c, _ask(model="no-such-model"))
+            assert unknown.status == 404 and "no-such-model" in unknown.message and unknown.param == "model"
+            hot = await _refusal(c, _ask(settings={"temperature": "hot"}))
+            assert hot.status == 400 and hot.param == "temperature" and "'hot'" in hot.message
+            tiny = await _refusal(c, _ask(context_length=100))
+            assert tiny.status == 400 and tiny.param == "context_length" and "100" in tiny.message
+
+    run(scenario)
+
+
+def test_another_model_loads_just_in_time_unless_only_the_loaded_one_may_answer(started_controller,
+                                                                                thinking_model: Path) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            other = await asyncio.to_thread(import_model_file, c.session.setup.library, thinking_model)
+            first = c.model.id
+            await _server(c, only_loaded_model=True)
+            refused = await _refusal(c, _ask(model=other.id))
+            assert refused.status == 400 and refused.code == "model_not_loaded" and other.title in refused.message
+            await _server(c, only_loaded_model=False)
+            started.engine.scripts.append(Script(text=("ok",), endless=False))
+            events = await _collect(c, _ask(model=other.title.upper()))  # a title names it too
+            assert isinstance(events[0], Started) and events[0].model == other.id
+            assert started.engine.loaded.model_path == str(other.path)
+            assert session_of(c).app_model.id == first, "the app's own model stays the app's"
+            listed = {m.id: m for m in await c.api.models()}
+            assert listed[other.id].loaded and not listed[first].loaded
+            assert listed[first].context_length == 2048  # the tiny model was made for 2048
+
+    run(scenario)
+
+
+def test_a_prompt_longer_than_the_context_reloads_when_it_fits_or_is_refused_with_both_numbers(
+        started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            started.engine.scripts.append(Script(text=("fine",), endless=False))
+            long = " ".join(f"w{i}" for i in range(1300))  # about 1300 tokens: more than 1024
+            events = await _collect(c, _ask(long))
+            assert isinstance(events[-1], Done) and events[-1].stats.prompt_tokens >= 1300
+            assert started.engine.loaded.context_length >= 1300 + SMALL.max_tokens
+            too_long = " ".join(f"w{i}" for i in range(2100))  # more than the 2048 it was made for
+            refused = await _refusal(c, _ask(too_long))
+            assert refused.status == 400 and "2048" in refused.message
+            assert any(str(n) in refused.message for n in range(2100, 2200)), refused.message
+            asked = await _collect(c, _ask("short", context_length=2048))
+            assert isinstance(asked[0], Started) and asked[0].context_length == 2048
+
+    run(scenario)
+
+
+def test_beyond_the_waiting_limit_a_request_gets_503_and_a_closed_answer_frees_the_engine(
+        started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            await _server(c, max_waiting=1)
+            started.engine.token_s = 0.02
+            running = c.api.answer(_ask("long one", settings={"max_tokens": 100_000}))
+            assert isinstance(await running.__anext__(), Started)
+            await running.__anext__()
+            waiting = asyncio.ensure_future(_collect(c, _ask("second")))
+            await started.events.until(lambda: c.api.busy and engine_line(c).busy and c.api._waiting == 1)
+            busy = await _refusal(c, _ask("third"))
+            assert busy.status == 503 and busy.retry_after and "at most 1" in busy.message
+            before = len([r for r in started.engine.requests])
+            await running.aclose()  # the client went away: the engine stops, the next one runs
+            second = await asyncio.wait_for(waiting, 10)
+            assert isinstance(second[0], Started) and isinstance(second[-1], Done)
+            assert len(started.engine.requests) == before + 1
+            await started.events.until(lambda: not c.api.busy)
+
+    run(scenario)
+
+
+def test_api_conversations_become_chats_only_when_the_user_chose_so(started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            started.engine.scripts.append(Script(text=("Not", " kept"), endless=False))
+            await _collect(c, _ask("Unkept question"))
+            await _server(c, keep_as_chats=True)
+            started.engine.scripts.append(Script(text=("Kept", " answer"), endless=False))
+            ask = dataclasses.replace(_ask("Kept question"), messages=(
+                ChatMessage("system", "Be brief."), ChatMessage("user", "Kept question")))
+            await _collect(c, ask)
+            await started.events.until(lambda: started.events.of(ev.ConversationChanged), what="the kept chat")
+            [chat] = await c.conversations.listing()
+            assert chat.title == "API: Kept question" and chat.system_prompt == "Be brief."
+            kept = await c.conversations.messages(chat.id)
+            assert [(m.role.value, m.text) for m in kept] == [("user", "Kept question"),
+                                                              ("assistant", "Kept answer")]
+            assert kept[-1].stats.tokens == 2
+
+    run(scenario)
