@@ -93,12 +93,11 @@ class SettingsDialog(QDialog):
 
     Two tabs: `general` and `server` (a ServerSettingsPage). adapter: the window's
     ControllerAdapter, for "Clear saved chat states" and the disk they take (both off
-    the UI thread); without one the button is disabled. can_keep_chats: the service can
-    keep API conversations as chats.
+    the UI thread); without one the button is disabled.
     """
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 adapter: "ControllerAdapter | None" = None, can_keep_chats: bool = False) -> None:
+                 adapter: "ControllerAdapter | None" = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
         self.setWindowTitle("Settings")
@@ -147,7 +146,7 @@ class SettingsDialog(QDialog):
         general.addWidget(QLabel("Defaults for new chats", self.general))
         general.addWidget(self.form)
         general.addLayout(extra)
-        self.server = ServerSettingsPage(settings.server, self, can_keep_chats=can_keep_chats)
+        self.server = ServerSettingsPage(settings.server, self)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.general, "Chats a&nd model")
         self.tabs.addTab(self.server, "AP&I server")

@@ -49,14 +49,9 @@ class WarningRow(QWidget):
 
 
 class ServerSettingsPage(QWidget):
-    """The server's settings as controls; `value()` gives them back validated.
+    """The server's settings as controls; `value()` gives them back validated."""
 
-    can_keep_chats: whether the service can keep API conversations as chats; until it
-    can, that box is shown disabled with "not yet".
-    """
-
-    def __init__(self, settings: ServerSettings, parent: QWidget | None = None, *,
-                 can_keep_chats: bool = False) -> None:
+    def __init__(self, settings: ServerSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._settings = settings
         self.enabled = self._box("&Turn on the API server", settings.enabled,
@@ -79,12 +74,9 @@ class ServerSettingsPage(QWidget):
         self.max_waiting = _number(self, 0, 1000, settings.max_waiting)
         self.max_waiting.setToolTip("Requests that may wait for the model while it answers another; more get "
                                     "“503 busy, retry later”.")
-        self.keep_as_chats = self._box("&Keep API conversations as chats", settings.keep_as_chats and can_keep_chats,
-                                       "Save what programs ask and what the model answers in the chat list.")
-        self.keep_as_chats.setEnabled(can_keep_chats)
-        if not can_keep_chats:
-            self.keep_as_chats.setText(self.keep_as_chats.text() + " (not yet)")
-            self.keep_as_chats.setToolTip("Not yet: API requests and answers are never written to the history.")
+        self.keep_as_chats = self._box("&Keep API conversations as chats", settings.keep_as_chats,
+                                       "Save what programs ask and what the model answers in the chat list. "
+                                       "Off, API requests and answers are never written to the history.")
         self.tray = self._box("Keep serving in the tra&y when the window closes", settings.tray_on_close,
                               "Closing the window leaves Kestrel in the system tray, serving; "
                               "Quit from the tray's menu (or File → Quit) ends it.")
@@ -132,7 +124,5 @@ class ServerSettingsPage(QWidget):
             self._settings, enabled=self.enabled.isChecked(), port=self.port.value(), host=host,
             listen_beyond_this_pc=beyond, keyless_loopback=self.keyless.isChecked(),
             cors_origins=parse_origins(self.origins.toPlainText()), only_loaded_model=self.only_loaded.isChecked(),
-            max_waiting=self.max_waiting.value(),
-            keep_as_chats=self.keep_as_chats.isChecked() if self.keep_as_chats.isEnabled()
-            else self._settings.keep_as_chats,
+            max_waiting=self.max_waiting.value(), keep_as_chats=self.keep_as_chats.isChecked(),
             tray_on_close=self.tray.isChecked()).validated()

@@ -29,12 +29,13 @@ def clipped(root: QWidget) -> list[str]:
 def test_the_server_page_round_trips_every_setting(qtbot) -> None:
     server = ServerSettings(enabled=True, port=9001, key="kestrel-abc", keyless_loopback=True,
                             cors_origins=("http://localhost:3000", "https://app.example"), only_loaded_model=True,
-                            max_waiting=7, tray_on_close=True)
+                            max_waiting=7, keep_as_chats=True, tray_on_close=True)
     dialog = SettingsDialog(Settings(server=server), None)
     qtbot.addWidget(dialog)
     page = dialog.server
     assert (page.enabled.isChecked(), page.port.value(), page.keyless.isChecked(), page.only_loaded.isChecked(),
-            page.max_waiting.value(), page.tray.isChecked()) == (True, 9001, True, True, 7, True)
+            page.max_waiting.value(), page.keep_as_chats.isChecked(), page.tray.isChecked()) == (
+                True, 9001, True, True, 7, True, True)
     assert page.origins.toPlainText() == "http://localhost:3000\nhttps://app.example"
     assert dialog.value() == Settings(server=server)  # unchanged controls give back the same settings
     page.enabled.setChecked(False)
@@ -43,11 +44,12 @@ def test_the_server_page_round_trips_every_setting(qtbot) -> None:
     page.origins.setPlainText("http://a.test, http://b.test/\nhttp://a.test")
     page.only_loaded.setChecked(False)
     page.max_waiting.setValue(0)
+    page.keep_as_chats.setChecked(False)
     page.tray.setChecked(False)
     changed = dialog.value().server
     assert changed == dataclasses.replace(server, enabled=False, port=8080, keyless_loopback=False,
                                           cors_origins=("http://a.test", "http://b.test"), only_loaded_model=False,
-                                          max_waiting=0, tray_on_close=False)
+                                          max_waiting=0, keep_as_chats=False, tray_on_close=False)
     assert changed.key == "kestrel-abc"  # the page never touches the key
 
 
@@ -66,18 +68,6 @@ def test_other_devices_listen_on_every_address_with_a_warning_and_back_on_loopba
     chosen = ServerSettingsPage(ServerSettings(host="192.168.1.20", listen_beyond_this_pc=True))
     qtbot.addWidget(chosen)
     assert chosen.value().host == "192.168.1.20"  # a host chosen in the file is kept while allowed
-
-
-def test_keeping_chats_is_shown_but_not_yet_offered(qtbot) -> None:
-    page = ServerSettingsPage(ServerSettings(keep_as_chats=True))
-    qtbot.addWidget(page)
-    assert not page.keep_as_chats.isEnabled() and "not yet" in page.keep_as_chats.text()
-    assert not page.keep_as_chats.isChecked()
-    assert page.value().keep_as_chats  # what the file says is kept, not switched off behind the user's back
-    offered = ServerSettingsPage(ServerSettings(), can_keep_chats=True)
-    qtbot.addWidget(offered)
-    offered.keep_as_chats.setChecked(True)
-    assert offered.keep_as_chats.isEnabled() and offered.value().keep_as_chats
 
 
 def test_origins_are_read_from_lines_commas_and_spaces() -> None:
