@@ -153,7 +153,10 @@ def _message(item: Any, number: int, default_time: float) -> Message:
     if not isinstance(item, dict):
         raise ValueError(f"{where} is not an object.")
     try:
+        # A chat keeps no tool results (Role.TOOL is the API server's), so a file's are refused.
         role = Role(item.get("role"))
+        if role == Role.TOOL:
+            raise ValueError(role)
     except (ValueError, TypeError):
         raise ValueError(f"{where} has role {item.get('role')!r}; it must be user, assistant or system.") from None
     state = item.get("state", "complete")

@@ -21,6 +21,9 @@ class Role(str, Enum):
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"
+    # A tool's result given back to the model (the API server's requests); the history
+    # stores none yet.
+    TOOL = "tool"
 
 
 class MessageState(str, Enum):

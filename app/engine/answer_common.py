@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Generator, Iterable, Sequence
 
 from app.core.answer_stats import AnswerStats, FinishReason
-from app.engine.answer_text import AnswerText
 from app.core.conversation import Role
+from app.engine.answer_shape import PLAIN, ShapedAnswer, forced_call
+from app.engine.answer_text import AnswerText
 from app.engine.chat_format import PromptSpec
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
+from app.engine.tool_calls import ToolCall
 from app.engine.thinking import ThinkingMarkers, ThinkingSplitter, opens_thinking
 
 
@@ -62,28 +64,84 @@ TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Del
 
 def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
            tokenize: Callable[[str], list[int]], stream: TokenStream,
-           thinking: ThinkingMarkers | None = None, threads: int = 0) -> Generator[Delta | Done, None, None]:
+           thinking: ThinkingMarkers | None = None, threads: int = 0,
+           shaped: ShapedAnswer = PLAIN) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
     tokens it actually evaluated. The context and the device are the loaded model's.
-    thinking: the model's thinking markers; its thinking then streams as Delta(thinking=True)."""
+    thinking: the model's thinking markers; its thinking then streams as Delta(thinking=True).
+    shaped: the answer's tools (app/engine/answer_shape.py); its calls stream as
+    Delta(tool_call=...). A raw prompt (request.shape.prompt) is the prompt as it is: no
+    template, no stop strings but the request's, no thinking told apart."""
     timing = AnswerTiming()
     n_ctx = loaded.context_length
-    spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
-    budget = min(request.settings.max_tokens, n_ctx - len(prompt))
-    text = AnswerText(spec.stop + tuple(request.stop))
-    splitter = ThinkingSplitter(thinking, inside=opens_thinking(spec.text, thinking)) if thinking else None
-    deltas = stream(prompt, budget, text, timing)
-    finish = yield from (_split(deltas, splitter, timing) if splitter else deltas)
-    tail = text.finish()
-    if splitter is None:
-        if tail:
-            yield Delta(request.request_id, tail)
+    raw = request.shape.prompt
+    if raw is None:
+        spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
     else:
-        yield from _parts(request.request_id, splitter.feed(tail) + splitter.finish(), timing)
+        spec, prompt, left_out, thinking = PromptSpec(raw, "raw", ()), tokenize(raw), 0, None
+        if len(prompt) >= n_ctx:
+            raise ContextOverflow(len(prompt), n_ctx)
+    budget = min(request.settings.max_tokens, n_ctx - len(prompt))
+    text = AnswerText(spec.stop + tuple(request.stop), strip_start=raw is None)
+    splitter = ThinkingSplitter(thinking, inside=opens_thinking(spec.text, thinking)) if thinking else None
+
+    def whole() -> Generator[Delta, None, FinishReason]:
+        deltas = stream(prompt, budget, text, timing)
+        finish = yield from (_split(deltas, splitter, timing) if splitter else deltas)
+        tail = text.finish()
+        if splitter is None:
+            if tail:
+                yield Delta(request.request_id, tail)
+        else:
+            yield from _parts(request.request_id, splitter.feed(tail) + splitter.finish(), timing)
+        return finish
+
+    finish = yield from (_read_calls(request.request_id, whole(), shaped) if shaped.tools else whole())
     yield Done(request.request_id, timing.stats(prompt_tokens=len(prompt), device=loaded.device, finish=finish,
                                                 chat_format=spec.chat_format, left_out=left_out,
                                                 template_note=spec.note or "", threads=threads))
+
+
+def _read_calls(request_id: int, deltas: Generator[Delta, None, FinishReason],
+                shaped: ShapedAnswer) -> Generator[Delta, None, FinishReason]:
+    """The answer's text read for tool calls (thinking is never read): its calls come out
+    whole as Delta(tool_call=...), the rest as text. A forced call (shaped.forced) is
+    the whole answer: it is held to the end and comes out as one call, or as the text
+    it was when it is not one (cut short by the token limit)."""
+    reader = shaped.reader()
+    held: list[str] = []
+    try:
+        while True:
+            try:
+                delta = next(deltas)
+            except StopIteration as stop:
+                finish: FinishReason = stop.value
+                break
+            if delta.thinking or not delta.text:
+                yield delta
+            elif reader is not None:
+                yield from _pieces(request_id, reader.feed(delta.text))
+            else:
+                held.append(delta.text)
+    finally:
+        deltas.close()  # Cancelled: the backend's stream lets go of its tokens.
+    if reader is not None:
+        yield from _pieces(request_id, reader.finish())
+    elif (call := forced_call("".join(held), shaped.names)) is not None:
+        yield Delta(request_id, "", tool_call=call)
+    elif held:
+        yield Delta(request_id, "".join(held))
+    return finish
+
+
+def _pieces(request_id: int, pieces: list[str | ToolCall]) -> Generator[Delta, None, None]:
+    for piece in pieces:
+        if isinstance(piece, str):
+            if piece:
+                yield Delta(request_id, piece)
+        else:
+            yield Delta(request_id, "", tool_call=piece)
 
 
 def _split(deltas: Generator[Delta, None, FinishReason], splitter: ThinkingSplitter,

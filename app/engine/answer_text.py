@@ -14,11 +14,13 @@ class AnswerText:
     rest of it arrives. Both are held until they resolve.
     """
 
-    def __init__(self, stops: Iterable[str] = ()) -> None:
+    def __init__(self, stops: Iterable[str] = (), *, strip_start: bool = True) -> None:
+        # strip_start: a chat answer drops the whitespace its turn marker leaves; a raw
+        # completion keeps it (" Paris" goes on "The capital of France is").
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._stops = tuple(s for s in stops if s)
         self._pending = ""
-        self._started = False
+        self._started = not strip_start
         self.stopped_by: str | None = None
         self.text = ""
 

@@ -14,7 +14,11 @@ template writes at the end of a turn.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import re
+import string
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
@@ -57,34 +61,55 @@ class ModelTokens:
 
 def render_embedded(
     template: str, messages: Sequence[ChatMessage], tokens: ModelTokens, *,
-    variables: Mapping[str, Any] | None = None,
+    variables: Mapping[str, Any] | None = None, tools: Sequence[Mapping[str, Any]] | None = None,
+    arguments_as_text: bool = False,
 ) -> str:
     """Render a model's own chat template in the sandbox, with the variables transformers
-    passes (no tools and no documents: None, as there).
+    passes (no documents: None, as there).
 
     variables: more for the template (e.g. enable_thinking); like transformers' keyword
     arguments they reach the template and may replace bos_token or eos_token, but never
-    the conversation itself.
+    the conversation itself. tools: the tools in transformers' shape
+    ([{"type": "function", "function": {...}}]), or None as transformers passes none.
+    arguments_as_text: a call's arguments go as their JSON text, not as a dict.
     """
     return render(template, {
         **dict(tokens.others),
         "bos_token": tokens.bos,
         "eos_token": tokens.eos,
         "add_generation_prompt": True,
-        "tools": None,
+        "tools": [dict(tool) for tool in tools] if tools is not None else None,
         "documents": None,
         **(variables or {}),
-        "messages": [_template_message(m) for m in messages],
+        "messages": [_template_message(m, arguments_as_text) for m in messages],
     })
 
 
-def _template_message(message: ChatMessage) -> dict[str, str]:
-    # An earlier answer's thinking goes under both names transformers gives it
-    # (templates read one or the other) and the template decides whether it is shown.
+def _template_message(message: ChatMessage, arguments_as_text: bool = False) -> dict[str, Any]:
+    """A turn as transformers gives it to a template. An earlier answer's thinking goes
+    under both names transformers' templates read (each decides whether it is shown); an
+    answer's calls go as tool_calls with their arguments as a dict, which is what the
+    templates expect (they write `arguments | tojson`); a tool's result names its call."""
+    turn: dict[str, Any] = {"role": message.role.value, "content": message.content}
     if message.thinking:
-        return {"thinking": message.thinking, "role": message.role.value, "content": message.content,
-                "reasoning_content": message.thinking}
-    return {"role": message.role.value, "content": message.content}
+        turn = {"thinking": message.thinking, **turn, "reasoning_content": message.thinking}
+    if message.tool_calls:
+        turn["tool_calls"] = [{"id": call.id, "type": "function",
+                               "function": {"name": call.name, "arguments": call.arguments if arguments_as_text
+                                            else _arguments(call.arguments)}}
+                              for call in message.tool_calls]
+    if message.tool_call_id:
+        turn["tool_call_id"] = message.tool_call_id
+    return turn
+
+
+def _arguments(text: str) -> Any:
+    """A call's arguments as a dict; text that is not a JSON object stays text."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text
 
 
 def _why_not(exc: Exception) -> str:
@@ -184,17 +209,18 @@ def build_prompt(
     architecture: str,
     tokens: ModelTokens,
     variables: Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> PromptSpec:
     """The prompt for a conversation, from the model's template or a built-in format.
 
-    variables: more for the model's template (see render_embedded); the built-in
-    formats have none.
+    variables, tools: more for the model's template (see render_embedded); the built-in
+    formats take neither.
     """
     note = None
     name = builtin_format_for(architecture, tokens)
     if template:
         try:
-            return _from_template(template, messages, tokens, variables)
+            return _from_template(template, messages, tokens, variables, tools)
         except Exception as exc:  # noqa: BLE001 - a template is untrusted code: any failure falls back
             why = _why_not(exc)
             note = f"{why[0].upper()}{why[1:]}; Kestrel used its built-in {_BUILTIN[name][2]} format instead."
@@ -203,22 +229,58 @@ def build_prompt(
 
 
 def _from_template(template: str, messages: Sequence[ChatMessage], tokens: ModelTokens,
-                   variables: Mapping[str, Any] | None) -> PromptSpec:
+                   variables: Mapping[str, Any] | None, tools: Sequence[Mapping[str, Any]] | None) -> PromptSpec:
     """The template's prompt; a refused system prompt is folded into the first user
     message and tried once more. Raises the template's first error otherwise."""
     try:
-        text = render_embedded(template, messages, tokens, variables=variables)
+        text = _render_calls(template, messages, tokens, variables, tools)
         note = None
     except TemplateRaised as refusal:
         folded = fold_system(messages)
         if folded is None:
             raise
         try:
-            text = render_embedded(template, folded, tokens, variables=variables)
+            text = _render_calls(template, folded, tokens, variables, tools)
         except Exception:  # noqa: BLE001 - the first refusal says best why the template was not used
             raise refusal from None
         note = FOLDED_SYSTEM_NOTE
     return PromptSpec(text, "embedded", _stops(template_turn_markers(template, tokens.bos, tokens.eos), tokens), note)
+
+
+def _render_calls(template: str, messages: Sequence[ChatMessage], tokens: ModelTokens,
+                  variables: Mapping[str, Any] | None, tools: Sequence[Mapping[str, Any]] | None) -> str:
+    """render_embedded; a template that refuses earlier calls as transformers gives them
+    gets them as its own models wrote them: Mistral's want ids of 9 letters and digits
+    (and refuse the "call_..." ids API clients send back), DeepSeek's the arguments as
+    JSON text. Raises the first refusal when neither helps."""
+    try:
+        return render_embedded(template, messages, tokens, variables=variables, tools=tools)
+    except (TemplateRaised, TypeError) as refusal:
+        if not any(m.tool_calls or m.tool_call_id for m in messages):
+            raise
+        for turns, as_text in ((_nine_character_ids(messages), False), (messages, True)):
+            try:
+                return render_embedded(template, turns, tokens, variables=variables, tools=tools,
+                                       arguments_as_text=as_text)
+            except (TemplateRaised, TypeError):
+                continue
+        raise refusal
+
+
+def _nine_character_ids(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The turns with every call id made 9 letters and digits, the same id the same way."""
+
+    def nine(call_id: str) -> str:
+        if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
+            return call_id
+        digest = int.from_bytes(hashlib.sha256(call_id.encode("utf-8")).digest()[:8], "big")
+        return "".join(_ALPHANUMERIC[(digest >> (6 * i)) % len(_ALPHANUMERIC)] for i in range(9))
+
+    return [dataclasses.replace(m, tool_calls=tuple(dataclasses.replace(c, id=nine(c.id)) for c in m.tool_calls),
+                                tool_call_id=nine(m.tool_call_id) if m.tool_call_id else "") for m in messages]
+
+
+_ALPHANUMERIC = string.ascii_letters + string.digits
 
 
 def end_of_turn_markers(template: str | None, architecture: str, tokens: ModelTokens) -> tuple[str, ...]:

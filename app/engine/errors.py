@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.engine.failure_words import WINDOW, describe
-from app.engine.failures import DeviceRefused, LoadFailure, NoDeviceWorked, PromptTooLong
+from app.engine.failures import DeviceRefused, LoadFailure, NoDeviceWorked, PromptTooLong, ShapeFailure
 
 
 class ModelLoadError(Exception):
@@ -33,3 +33,11 @@ class ContextOverflow(Exception):
     @property
     def context_length(self) -> int:
         return self.failure.context_length
+
+
+class ShapeRefused(Exception):
+    """An answer cannot have the shape asked for (tools, a grammar): failure says why."""
+
+    def __init__(self, failure: ShapeFailure) -> None:
+        self.failure = failure
+        super().__init__(describe(failure, WINDOW))

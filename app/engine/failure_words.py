@@ -13,9 +13,9 @@ from typing import assert_never
 
 from app.core.units import human_size
 from app.engine.failures import (
-    BadModelFile, BadTemplate, DeviceRefused, During, EngineBug, EngineStopped, Failure, GgufRefused, Hang,
-    NoDeviceWorked, NoGpuBuild, NoModel, NotEnoughMemory, OnnxRefused, OnnxTrouble, OtherVersion,
-    PromptTooLong, ProviderMissing, UnknownRequest,
+    BadModelFile, BadShape, BadTemplate, DeviceRefused, During, EngineBug, EngineStopped, Failure, GgufRefused,
+    Hang, NoDeviceWorked, NoGpuBuild, NoGrammar, NoModel, NoToolUse, NotEnoughMemory, OnnxRefused, OnnxTrouble,
+    OtherVersion, PromptTooLong, ProviderMissing, UnknownRequest,
 )
 
 
@@ -69,6 +69,14 @@ def describe(failure: Failure, advice: Advice) -> str:
         case PromptTooLong():
             return (f"The prompt is {failure.prompt_tokens:,} tokens but the context holds "
                     f"{failure.context_length:,}. {advice.prompt_too_long}")
+        case NoToolUse():
+            return (f"{failure.name} cannot call tools: its chat template takes none. Choose a model made for "
+                    "tool use (Qwen 2.5 or 3, Llama 3.1 or later, Mistral), or leave the tools out.")
+        case NoGrammar():
+            return (f"{failure.name} runs on ONNX Runtime GenAI, which cannot hold an answer to a grammar; it "
+                    "follows JSON schemas only. Ask for a JSON schema instead, or use a GGUF model.")
+        case BadShape():
+            return f"The request's {failure.part} cannot be used: {failure.reason}. Fix it and ask again."
         case NoModel():
             return "No model is loaded. Choose a model first."
         case UnknownRequest():

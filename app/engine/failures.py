@@ -20,6 +20,7 @@ class ErrorKind(StrEnum):
     NO_MODEL = "no_model"  # generate before load
     PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
     CONTEXT = "context_overflow"  # the prompt does not fit the context
+    UNSUPPORTED = "unsupported"  # an answer shape (tools, a grammar) this model cannot have, or given wrong
     PROTOCOL = "protocol"  # versions differ, or an unknown message
     INTERNAL = "internal"  # a bug in the engine; the facts say what
     CRASHED = "crashed"  # the engine process died (raised by the client, never sent)
@@ -147,6 +148,43 @@ class PromptTooLong:
 
 
 @dataclass(frozen=True)
+class NoToolUse:
+    """Tools were given to a model whose chat template takes none (app/engine/tool_calls.py)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
+    name: str  # the model's file or folder name
+
+
+@dataclass(frozen=True)
+class NoGrammar:
+    """A GBNF grammar for a runtime that follows JSON schemas only (ONNX Runtime GenAI)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
+    name: str
+
+
+class ShapePart(StrEnum):
+    """Which part of an AnswerShape was wrong."""
+
+    GRAMMAR = "grammar"
+    JSON_SCHEMA = "JSON schema"
+    TOOLS = "tools"
+    TOOL_CHOICE = "tool choice"
+
+
+@dataclass(frozen=True)
+class BadShape:
+    """A part of an answer's shape cannot be used as given; reason says why, in words."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
+    part: ShapePart
+    reason: str
+
+
+ShapeFailure = NoToolUse | NoGrammar | BadShape
+
+
+@dataclass(frozen=True)
 class NoModel:
     """An answer was asked for before any model was loaded."""
 
@@ -213,5 +251,5 @@ class EngineStopped:
     silent_s: float = 0.0  # for Hang.SILENT: how long it said nothing
 
 
-Failure = (BadModelFile | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | NoModel
+Failure = (BadModelFile | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | ShapeFailure | NoModel
            | UnknownRequest | OtherVersion | EngineBug | EngineStopped)

@@ -10,20 +10,22 @@ from pathlib import Path
 from typing import Any, Generator, Iterator, Sequence
 
 import llama_cpp
+from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from app.core.answer_stats import FinishReason
 from app.core.paths import data_paths
 from app.core.settings import PromptLookupMode
 from app.engine import cache_files, kv_state, native_log
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
+from app.engine.answer_shape import PLAIN, ShapedAnswer, shape_answer
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of_turn_markers, template_in_use
 from app.engine.control import GenerationControl
-from app.engine.errors import ModelLoadError
-from app.engine.failures import GgufRefused
+from app.engine.errors import ModelLoadError, ShapeRefused
+from app.engine.failures import BadShape, GgufRefused, ShapePart
 from app.engine.prompt_lookup import LookupStats, lookup_tokens
-from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.engine.state_store import StateStore, common_prefix
 from app.engine.thinking import has_switch, markers_in, template_variables
@@ -140,15 +142,46 @@ class GgufBackend:
             self._states.forget()
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
-        """Stream the answer; cancel and pause take effect between two tokens."""
+        """Stream the answer; cancel and pause take effect between two tokens.
+
+        Its shape (Generate.shape, app/engine/answer_shape.py) is checked before anything
+        is evaluated; ShapeRefused says what cannot be done. A grammar is llama.cpp's:
+        the grammar sampler sits in the sampler chain before the choice of each token, so
+        every token the model writes keeps the answer inside it, and the model's end
+        tokens are allowed only once the grammar is complete.
+        """
+        shaped = shape_answer(request.shape, self._info.chat_template, self._info.path.name)
+        grammar = self._grammar(request.shape, shaped)
         variables = template_variables(request.settings.thinking)
         threads = self._use_threads(request.threads or self.loaded.threads)
-        yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
+        yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped),
                           tokenize=self._tokenize, thinking=markers_in(self._info.chat_template), threads=threads,
-                          stream=lambda prompt, budget, text, timing: self._stream(
-                              request, prompt, budget, text, control, timing))
+                          shaped=shaped, stream=lambda prompt, budget, text, timing: self._stream(
+                              request, prompt, budget, text, control, timing, grammar))
         # Done is sent by now: saving the state never delays the answer.
         self._save_state()
+
+    def _grammar(self, shape: AnswerShape, shaped: ShapedAnswer) -> llama_cpp.LlamaGrammar | None:
+        """The answer's grammar: the one asked for, the JSON schema's, or the forced call's.
+        ShapeRefused when llama.cpp cannot read it (it says why on its log)."""
+        text = shaped.call_grammar or shape.grammar
+        if text is None and shape.json_schema is not None:
+            try:
+                text = json_schema_to_gbnf(shape.json_schema)
+            except Exception as exc:  # noqa: BLE001 - the converter fails on bad schemas in many ways
+                raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, f"llama.cpp cannot follow it ({exc})")) from None
+        if text is None:
+            return None
+        native_log.clear()
+        # Parsed once here to know it is good: llama-cpp-python adds a grammar it cannot
+        # read to the sampler chain as a null pointer.
+        sampler = llama_cpp.llama_sampler_init_grammar(self._vocab, text.encode("utf-8"), b"root")
+        if not sampler:
+            why = "; ".join(native_log.recent_errors()) or "it is not GBNF with a root rule"
+            part = ShapePart.GRAMMAR if shape.grammar is not None or shaped.forced else ShapePart.JSON_SCHEMA
+            raise ShapeRefused(BadShape(part, f"llama.cpp cannot read it: {why}"))
+        llama_cpp.llama_sampler_free(sampler)
+        return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
 
     def _use_threads(self, threads: int) -> int:
         """Decode this answer with `threads` CPU threads (llama.cpp changes them in place)."""
@@ -157,12 +190,14 @@ class GgufBackend:
             self._threads = threads
         return threads
 
-    def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None) -> PromptSpec:
-        return build_prompt(messages, template=self._info.chat_template,
-                            architecture=self._info.architecture, tokens=self._tokens, variables=variables)
+    def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None,
+              shaped: ShapedAnswer = PLAIN) -> PromptSpec:
+        return build_prompt(messages, template=self._info.chat_template, architecture=self._info.architecture,
+                            tokens=self._tokens, variables=variables, tools=shaped.tools)
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
-                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, FinishReason]:
+                control: GenerationControl, timing: AnswerTiming,
+                grammar: llama_cpp.LlamaGrammar | None = None) -> Generator[Delta, None, FinishReason]:
         llm = self._llm
         settings = request.settings
         llm.set_seed(settings.seed if settings.seed >= 0 else random.getrandbits(32))
@@ -171,8 +206,10 @@ class GgufBackend:
         sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,
                         repeat_penalty=settings.repeat_penalty)
         self.lookup = LookupStats()
-        tokens = (llm.generate(prompt, **sampling) if request.prompt_lookup == PromptLookupMode.OFF else
-                  lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup))
+        # A grammar's answer is not drafted: a rejected draft token would have moved the grammar on.
+        drafted = request.prompt_lookup != PromptLookupMode.OFF and grammar is None
+        tokens = (lookup_tokens(llm, prompt, sampling, mode=request.prompt_lookup, limit=budget, stats=self.lookup)
+                  if drafted else llm.generate(prompt, grammar=grammar, **sampling))
         finish = FinishReason.LENGTH if budget == settings.max_tokens else FinishReason.CONTEXT
 
         def first_token() -> None:

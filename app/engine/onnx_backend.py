@@ -13,12 +13,13 @@ import onnxruntime_genai as og
 
 from app.core.answer_stats import FinishReason
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
+from app.engine.answer_shape import PLAIN, ShapedAnswer, shape_answer
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
-from app.engine.errors import ContextOverflow, ModelLoadError
-from app.engine.failures import OnnxRefused, OnnxTrouble, ProviderMissing
+from app.engine.errors import ContextOverflow, ModelLoadError, ShapeRefused
+from app.engine.failures import BadShape, NoGrammar, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.engine.thinking import has_switch, markers_in, template_variables
@@ -128,17 +129,28 @@ class OnnxBackend:
         KV cache (docs/design.md, "Saved chat states")."""
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
-        """Stream the answer; cancel and pause take effect between two tokens."""
-        variables = template_variables(request.settings.thinking)
-        return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables),
-                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template),
-                      threads=self.loaded.threads,
-                      stream=lambda prompt, budget, text, timing: self._stream(
-                          request, prompt, budget, text, control, timing))
+        """Stream the answer; cancel and pause take effect between two tokens.
 
-    def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None) -> PromptSpec:
-        return build_prompt(messages, template=self._info.chat_template,
-                            architecture=self._info.model_type, tokens=self._tokens, variables=variables)
+        Its shape is checked first (ShapeRefused). ONNX Runtime GenAI holds an answer to
+        a JSON schema (its guidance, llguidance inside) but reads no GBNF: a request with
+        only a grammar is refused, one with a JSON schema (or a forced tool call, whose
+        schema app/engine/answer_shape.py writes) is followed.
+        """
+        shaped = shape_answer(request.shape, self._info.chat_template, self._info.path.name)
+        schema = shaped.call_schema or request.shape.json_schema
+        if schema is None and request.shape.grammar is not None:
+            raise ShapeRefused(NoGrammar(self._info.path.name))
+        variables = template_variables(request.settings.thinking)
+        return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped),
+                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template),
+                      threads=self.loaded.threads, shaped=shaped,
+                      stream=lambda prompt, budget, text, timing: self._stream(
+                          request, prompt, budget, text, control, timing, schema))
+
+    def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None,
+              shaped: ShapedAnswer = PLAIN) -> PromptSpec:
+        return build_prompt(messages, template=self._info.chat_template, architecture=self._info.model_type,
+                            tokens=self._tokens, variables=variables, tools=shaped.tools)
 
     def _tokenize(self, text: str) -> list[int]:
         bos = self._tokens.bos
@@ -147,11 +159,12 @@ class OnnxBackend:
         return [int(t) for t in self._tokenizer.encode(text)]
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
-                control: GenerationControl, timing: AnswerTiming) -> Generator[Delta, None, FinishReason]:
+                control: GenerationControl, timing: AnswerTiming,
+                schema: str | None = None) -> Generator[Delta, None, FinishReason]:
         finish = FinishReason.LENGTH if budget == request.settings.max_tokens else FinishReason.CONTEXT
         if budget <= 0:
             return finish
-        tokens = self._tokens_for(request, prompt, budget)
+        tokens = self._tokens_for(request, prompt, budget, schema)
         def first_token() -> None:
             # Nothing is reused between turns: the whole prompt was evaluated.
             timing.evaluated = len(prompt)
@@ -164,9 +177,19 @@ class OnnxBackend:
         finally:
             tokens.close()  # frees the native generator now, not whenever it is collected
 
-    def _tokens_for(self, request: Generate, prompt: list[int], budget: int) -> Generator[int, None, None]:
-        """The tokens of one answer, one at a time, as the model makes them."""
-        generator = og.Generator(self._model, self._params(request, len(prompt) + budget))
+    def _tokens_for(self, request: Generate, prompt: list[int], budget: int,
+                    schema: str | None = None) -> Generator[int, None, None]:
+        """The tokens of one answer, one at a time, as the model makes them; held to the
+        JSON schema when there is one (ShapeRefused when GenAI cannot follow it)."""
+        params = self._params(request, len(prompt) + budget)
+        try:
+            if schema is not None:
+                params.set_guidance("json_schema", _compact(schema))
+            generator = og.Generator(self._model, params)
+        except RuntimeError as exc:
+            if schema is None:
+                raise
+            raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, f"ONNX Runtime GenAI cannot follow it ({exc})")) from None
         try:
             generator.append_tokens(prompt)
             while not generator.is_done():
@@ -256,6 +279,20 @@ def _refused(info: OnnxFolderInfo, provider: str, exc: Exception) -> OnnxRefused
         trouble = OnnxTrouble.MODEL
     return OnnxRefused(info.path.name, info.model_type, PROVIDERS[provider][1], reason, trouble,
                        info.decoder_file.name)
+
+
+def _compact(schema: str) -> str:
+    """The schema with llguidance told to allow no whitespace between JSON tokens (unless
+    it says otherwise): its default allows any amount, and a weak model then writes
+    spaces until the token limit cuts the JSON short. llama.cpp's schema grammars bound it."""
+    try:
+        value = json.loads(schema)
+    except ValueError:
+        return schema  # GenAI says what is wrong with it
+    if isinstance(value, dict) and "x-guidance" not in value:
+        value["x-guidance"] = {"whitespace_flexible": False}
+        return json.dumps(value)
+    return schema
 
 
 def _top_k(top_k: int, vocab_size: int | None) -> int:

@@ -17,7 +17,7 @@ from typing import Callable
 from app.engine import protocol as p
 from app.engine.backend import Backend
 from app.engine.control import GenerationControl
-from app.engine.errors import ContextOverflow, ModelLoadError
+from app.engine.errors import ContextOverflow, ModelLoadError, ShapeRefused
 from app.engine.failures import BadModelFile, EngineBug, Failure, NoModel, UnknownRequest
 from app.hardware.report import HardwareReport
 
@@ -162,7 +162,7 @@ class EngineLoop:
         try:
             for event in self._backend.generate(request, self._control):
                 self._out.send(event)
-        except ContextOverflow as exc:
+        except (ContextOverflow, ShapeRefused) as exc:
             self._error(request, exc.failure)
         finally:
             self._control.end()

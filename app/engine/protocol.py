@@ -10,12 +10,13 @@ from app.core.conversation import Role
 from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine.failures import ErrorKind, Failure
+from app.engine.tool_calls import ToolCall
 from app.hardware.report import HardwareReport
 
 __all__ = [
     "PROTOCOL_VERSION", "Ack", "AckKind", "AnswerShape", "Cancel", "ChatMessage", "Delta", "Done", "EngineEvent", "Error",
     "ErrorKind", "ForgetStates", "Generate", "Hello", "Load", "Loaded", "Pause", "Ping", "Probe", "Report",
-    "Request", "Reset", "Resume", "Shutdown", "Unload",
+    "Request", "Reset", "Resume", "Shutdown", "ToolCall", "Unload",
 ]
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
@@ -29,11 +30,17 @@ PROTOCOL_VERSION = 9
 @dataclass(frozen=True)
 class ChatMessage:
     """One turn of a conversation as the engine sees it; `thinking` is what a reasoning
-    model thought before an earlier answer (templates decide whether it goes back)."""
+    model thought before an earlier answer (templates decide whether it goes back).
+
+    tool_calls: the functions an assistant turn called (the API server's clients send
+    them back with the results); tool_call_id: which call a Role.TOOL turn answers.
+    """
 
     role: Role
     content: str
     thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
 
     def __post_init__(self) -> None:
         # Text is taken too ("user"), so that templates and tests can write turns plainly;
@@ -63,20 +70,37 @@ class Load:
     state_disk_bytes: int = 0
 
 
+# What tool_choice may say besides a function's name.
+TOOL_CHOICES = ("auto", "none", "required")
+
+
 @dataclass(frozen=True)
 class AnswerShape:
     """What an answer must look like beyond its messages (the API server's requests use it).
 
-    prompt: a raw completion of this text, no chat template (messages are ignored).
-    grammar: GBNF the whole answer follows. tools: a JSON list of tools in the
-    OpenAI/transformers shape, given to the chat template. tool_choice: "auto", "none",
-    "required" or a function's name.
+    prompt: a raw completion: this text is the whole prompt, tokenized as it is (the
+    model's BOS put in front when it wants one), no chat template; the messages are not used.
+    grammar: GBNF (llama.cpp's grammar language) the whole answer follows.
+    json_schema: a JSON schema the whole answer follows, for a runtime that takes no
+    GBNF (ONNX Runtime GenAI takes JSON schemas); llama.cpp turns it into GBNF itself
+    when grammar is not given. Either alone is enough for a GGUF model.
+    tools: a JSON list of tools in the OpenAI/transformers shape
+    ([{"type": "function", "function": {"name", "description", "parameters"}}]), given
+    to the chat template as `tools`; the calls come back as Delta.tool_call.
+    tool_choice: "auto" (the model decides), "none" (no tools are given), "required"
+    (the answer is a call) or a function's name (the answer calls that one).
     """
 
     prompt: str | None = None
     grammar: str | None = None
+    json_schema: str | None = None
     tools: str | None = None
     tool_choice: str = "auto"
+
+    @property
+    def uses_tools(self) -> bool:
+        """Whether the model is given tools at all."""
+        return self.tools is not None and self.tool_choice != "none"
 
 
 @dataclass(frozen=True)
@@ -96,6 +120,7 @@ class Generate:
     threads: int | None = None
     # Prompt-lookup drafting (app/engine/prompt_lookup.py). GGUF only.
     prompt_lookup: PromptLookupMode = PromptLookupMode.OFF
+    # A raw prompt, a grammar, tools: the window's chats never set it.
     shape: AnswerShape = field(default_factory=AnswerShape)
 
 
@@ -206,11 +231,13 @@ class Report:
 @dataclass(frozen=True)
 class Delta:
     """New text of the answer: always whole, valid UTF-8 characters. thinking: the text
-    is a reasoning model's thinking before its answer, markers left out."""
+    is a reasoning model's thinking before its answer, markers left out. tool_call: a
+    call the answer made, whole (its text is then "")."""
 
     request_id: int
     text: str
     thinking: bool = False
+    tool_call: ToolCall | None = None
 
 
 @dataclass(frozen=True)

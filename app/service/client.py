@@ -188,6 +188,8 @@ class EngineClient:
 
         With trim_history the engine leaves out the oldest turns that do not fit the
         context (Done.stats.messages_left_out) instead of raising context_overflow.
+        shape: a raw prompt, a grammar or tools (protocol.AnswerShape); a shape the model
+        cannot have raises EngineError (kind unsupported) before any Delta.
         """
         await self._ensure_loaded()
         request = p.Generate(next(self._ids), tuple(messages), settings or GenerationSettings(), tuple(stop),

@@ -68,7 +68,8 @@ class EngineHandle(Protocol):
     def generate(self, messages: Sequence[p.ChatMessage], settings: GenerationSettings | None = None, *,
                  stop: Sequence[str] = (), trim_history: bool = False,
                  threads: int | None = None, shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
-        """Stream an answer: Delta events, then one Done."""
+        """Stream an answer: Delta events, then one Done. shape: a raw prompt, a grammar
+        or tools (the API server's); a shape the model cannot have raises EngineError."""
 
     def cancel(self) -> None:
         """Stop the answer being generated; its stream ends with Done(cancelled)."""

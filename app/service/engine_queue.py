@@ -48,7 +48,7 @@ class EngineQueue:
                 stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None,
                 shape: AnswerShape | None = None) -> EngineRequest:
         """An answer that joins the line once its events() are read; threads: for this
-        answer (None: as loaded)."""
+        answer (None: as loaded); shape: its raw prompt, grammar or tools (None: a chat's)."""
         return EngineRequest(self, messages, settings, stop, trim_history, threads, shape)
 
     @asynccontextmanager
@@ -91,12 +91,12 @@ class EngineRequest:
                  stop: Sequence[str], trim_history: bool, threads: int | None = None,
                  shape: AnswerShape | None = None) -> None:
         self._queue = queue
+        self._shape = shape
         self._messages = tuple(messages)
         self._settings = settings
         self._stop = tuple(stop)
         self._trim_history = trim_history
         self._threads = threads
-        self._shape = shape
         self._turn: _Turn | None = None
         self.running = False
         self.cancelled = False

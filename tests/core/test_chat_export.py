@@ -116,6 +116,8 @@ def test_markdown_export_reads_as_the_chat(store: HistoryStore) -> None:
     ({"format": "kestrel-chat", "version": 1, "messages": [{"role": "root", "text": "x"}]},
      "message 1 has role 'root'"),
     ({"format": "kestrel-chat", "version": 1, "messages": [{"role": ["user"], "text": "x"}]}, "message 1 has role"),
+    ({"format": "kestrel-chat", "version": 1, "messages": [{"role": "tool", "text": "x"}]},
+     "message 1 has role 'tool'; it must be user, assistant or system"),
     ({"format": "kestrel-chat", "version": 1, "messages": [{"role": "user", "text": None}]},
      "message 1's text must be a text"),
     ({"format": "kestrel-chat", "version": 1, "messages": [{"role": "user", "text": "a", "created": "now"}]},

@@ -15,6 +15,7 @@ def test_role_values_are_the_strings_stored_on_disk() -> None:
         "SYSTEM": "system",
         "USER": "user",
         "ASSISTANT": "assistant",
+        "TOOL": "tool",
     }
     assert Role("user") is Role.USER
 

@@ -34,6 +34,15 @@ SAID = [
     (f.DeviceRefused(DevicePreference.NPU, "No NPU here."), "No NPU here."),
     (f.BadModelFile("truncated", "m.gguf is cut short."), "m.gguf is cut short."),
     (f.NoModel(), "No model is loaded. Choose a model first."),
+    (f.NoToolUse("tiny.gguf"),
+     "tiny.gguf cannot call tools: its chat template takes none. Choose a model made for tool use (Qwen 2.5 or 3, "
+     "Llama 3.1 or later, Mistral), or leave the tools out."),
+    (f.NoGrammar("phi-onnx"),
+     "phi-onnx runs on ONNX Runtime GenAI, which cannot hold an answer to a grammar; it follows JSON schemas "
+     "only. Ask for a JSON schema instead, or use a GGUF model."),
+    (f.BadShape(f.ShapePart.TOOL_CHOICE, 'there is no tool named "x" among the tools given (a, b)'),
+     'The request\'s tool choice cannot be used: there is no tool named "x" among the tools given (a, b). Fix it '
+     "and ask again."),
     (f.UnknownRequest("Bogus"), "Unknown request Bogus."),
     (f.OtherVersion(7), "The engine is from another version of Kestrel. Reinstall Kestrel."),
     (f.EngineBug("ValueError: boom", "Traceback ..."), "ValueError: boom"),

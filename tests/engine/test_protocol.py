@@ -38,6 +38,28 @@ def test_messages_cross_the_pipe_whole() -> None:
     assert messages[0].settings is settings and p.Generate(4, ()).settings == GenerationSettings()
 
 
+def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
+    call = p.ToolCall(0, "call_abc", "get_time", '{"zone":"UTC"}')
+    shape = p.AnswerShape(prompt=None, grammar='root ::= "x"', json_schema='{"type": "object"}',
+                          tools='[{"type": "function", "function": {"name": "get_time"}}]', tool_choice="required")
+    turns = (p.ChatMessage(Role.USER, "time?"), p.ChatMessage(Role.ASSISTANT, "", tool_calls=(call,)),
+             p.ChatMessage("tool", "12:00", tool_call_id="call_abc"))  # type: ignore[arg-type]
+    messages = [p.Generate(5, turns, shape=shape), p.Delta(5, "", tool_call=call), p.Delta(5, "hi"),
+                p.Error(5, f.NoToolUse("m.gguf")), p.Error(5, f.NoGrammar("phi")),
+                p.Error(5, f.BadShape(f.ShapePart.TOOL_CHOICE, "no such tool"))]
+
+    back = [pickle.loads(pickle.dumps(m)) for m in messages]
+
+    assert back == messages and p.PROTOCOL_VERSION == 9
+    assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
+    assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
+    assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"
+    # A chat's answer has no shape: nothing changes for the window's requests.
+    assert p.Generate(6, ()).shape == p.AnswerShape() and not p.AnswerShape().uses_tools
+    assert not p.AnswerShape(tools="[]", tool_choice="none").uses_tools
+    assert typing.get_type_hints(p.Delta)["tool_call"] == p.ToolCall | None
+
+
 def test_a_role_given_as_text_becomes_a_role() -> None:
     # Templates and tests write turns plainly; the engine reads role.value.
     message = p.ChatMessage("assistant", "hello")  # type: ignore[arg-type]

@@ -19,8 +19,9 @@ from typing import Any
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.engine import protocol as p
 from app.engine.answer_common import AnswerTiming, fit_prompt
+from app.engine.answer_shape import new_call_id, shape_answer
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
-from app.engine.errors import ContextOverflow
+from app.engine.errors import ContextOverflow, ShapeRefused
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import (BadModelFile, DeviceRefused, FailedOn, Failure, LoadFailure, NoDeviceWorked,
                                  NoGpuBuild, ProviderMissing)
@@ -52,7 +53,9 @@ class Script:
     token_s: seconds per token (None: the engine's). die_after / hang_after: the engine
     dies (exit_code) or stops responding after that many tokens. refuse: the failure
     raised (as EngineError) instead of answering. stats: AnswerStats fields that replace
-    what was measured.
+    what was measured. calls: (name, arguments JSON) of the tool calls the answer makes,
+    each a Delta(tool_call=...) after the text, when the request gave tools (shape.tools,
+    tool_choice not "none") and the text was not cut short.
     """
 
     text: tuple[str, ...] = WORDS
@@ -64,6 +67,7 @@ class Script:
     exit_code: int = -9
     refuse: Failure | None = None
     stats: Mapping[str, Any] = field(default_factory=dict)
+    calls: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -143,34 +147,49 @@ class AnswerPlan:
     left_out: int
     timing: AnswerTiming
     threads: int
+    calls: tuple[p.ToolCall, ...] = ()
 
 
 def plan_answer(model: ScriptedModel, request: p.Generate, script: Script) -> AnswerPlan:
-    """Fit the prompt as the engine does (EngineError PromptTooLong when it cannot), then
-    lay out the script's pieces within the token budget."""
+    """Fit the prompt as the engine does (EngineError PromptTooLong when it cannot; a
+    raw prompt as it is), check the shape as the engine does (EngineError with its
+    ShapeRefused failure), then lay out the script's pieces within the token budget."""
     if script.refuse is not None:
         raise EngineError(script.refuse)
     timing = AnswerTiming()
-    settings, n_ctx = request.settings, model.loaded.context_length
+    settings, n_ctx, shape = request.settings, model.loaded.context_length, request.shape
     variables = template_variables(settings.thinking)
+    try:
+        shaped = shape_answer(shape, model.template, Path(model.loaded.model_path).name)
+    except ShapeRefused as exc:
+        raise EngineError(exc.failure) from exc
 
     def spec_for(messages: Any) -> PromptSpec:
         return build_prompt(messages, template=model.template, architecture=model.loaded.architecture,
-                            tokens=ModelTokens(), variables=variables)
+                            tokens=ModelTokens(), variables=variables, tools=shaped.tools)
 
     try:
-        spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
+        if shape.prompt is None:
+            spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
+        else:
+            spec, prompt, left_out = PromptSpec(shape.prompt, "raw", ()), tokenize(shape.prompt), 0
+            if len(prompt) >= n_ctx:
+                raise ContextOverflow(len(prompt), n_ctx)
     except ContextOverflow as exc:
         raise EngineError(exc.failure) from exc
     budget = min(settings.max_tokens, n_ctx - len(prompt))
-    thinks = script.thinking if settings.thinking or not model.loaded.thinking_switch else ()
+    thinking = shape.prompt is None and (settings.thinking or not model.loaded.thinking_switch)
+    thinks = script.thinking if thinking else ()
     pieces = [(text, True) for text in thinks] + [(text, False) for text in _text(script, budget)]
     finish = FinishReason.STOP
     if len(pieces) >= budget:
         pieces = pieces[:budget]
         finish = FinishReason.LENGTH if budget == settings.max_tokens else FinishReason.CONTEXT
+    calls = tuple(p.ToolCall(index, new_call_id(), name, arguments) for index, (name, arguments)
+                  in enumerate(script.calls)) if shape.uses_tools and finish == FinishReason.STOP else ()
     timing.evaluated = len(prompt) - common_prefix(model.cached, prompt)
-    return AnswerPlan(pieces, finish, prompt, spec, left_out, timing, request.threads or model.loaded.threads)
+    return AnswerPlan(pieces, finish, prompt, spec, left_out, timing, request.threads or model.loaded.threads,
+                      calls)
 
 
 def _text(script: Script, budget: int) -> Iterator[str]:

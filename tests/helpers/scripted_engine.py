@@ -199,8 +199,7 @@ class ScriptedEngine:
         process.poke()
 
     async def generate(self, messages: Sequence[p.ChatMessage], settings: GenerationSettings | None = None, *,
-                       stop: Sequence[str] = (), trim_history: bool = False,
-                       threads: int | None = None,
+                       stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None,
                        shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
         await self._ensure_loaded()
         request = p.Generate(next(self._ids), tuple(messages), settings or GenerationSettings(), tuple(stop),
@@ -297,6 +296,9 @@ class ScriptedEngine:
                 await self._after_token(process, script, timing.generated)
                 more = timing.generated < len(plan.pieces)
                 await self._work(process, During.GENERATE, hold=lambda: more and process.paused)
+            for call in plan.calls if finish != FinishReason.CANCELLED else ():
+                await self._work(process, During.GENERATE)
+                yield p.Delta(request.request_id, "", tool_call=call)
         finally:
             model.cached = plan.prompt + tokenize("".join(made))
         await self._work(process, During.GENERATE)

@@ -28,19 +28,21 @@ from typing import Any, Callable
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.failures import BadModelFile, DeviceRefused, PromptTooLong
-from app.engine.protocol import ChatMessage, Delta, Done
+from app.engine.failures import BadModelFile, BadShape, DeviceRefused, NoToolUse, PromptTooLong
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done
 from app.service.client import EngineClient
 from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
 from app.service.engine_handle import EngineHandle
 from tests.hardware.machines import recorded_report
 from tests.helpers.models import truncated_copy
+from tests.helpers.scripted_answers import Script, written
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.stopped_engine import freeze
 
 SHORT = GenerationSettings(max_tokens=12, temperature=0.0, seed=1)
 LONG = GenerationSettings(max_tokens=100_000, temperature=0.0, seed=1)
 HELLO = (ChatMessage("user", "Hello there"),)
+TOOLS = '[{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}]'
 LIMITS = {"hang_after": 2.0, "hang_after_loading": 5.0, "stop_grace": 1.0}
 
 
@@ -238,6 +240,63 @@ def test_refusals_carry_their_kind_and_a_failed_load_keeps_the_last_model(kind: 
 
     assert run(scenario) == ["no_model", ("context_overflow", 256, True), ("length", True), ("model_file", None),
                              ("length", str(tiny_model), str(tiny_model))]
+
+
+def test_shapes_are_answered_and_refused_alike(kind: Kind, tiny_model: Path) -> None:
+    async def scenario():
+        engine = kind.make()
+        refusals: list[Any] = []
+        try:
+            await engine.load(str(tiny_model), context_length=256)
+            raw = (await _events(engine, messages=(), shape=AnswerShape(prompt="Once upon a time")))[-1]
+            for shape in (AnswerShape(tools=TOOLS), AnswerShape(tools="[]"), AnswerShape(prompt="falcon " * 300)):
+                try:
+                    await _events(engine, shape=shape)
+                except EngineError as exc:
+                    refusals.append((exc.kind, type(exc.failure)))
+            unused = (await _events(engine, shape=AnswerShape(tools=TOOLS, tool_choice="none")))[-1]
+            plain = (await _events(engine))[-1]
+            try:
+                await _events(engine, shape=AnswerShape(tools=TOOLS))
+            except EngineError as exc:
+                refused = exc.failure
+        finally:
+            await engine.shutdown()
+        return raw, refusals, unused, plain, refused
+
+    raw, refusals, unused, plain, refused = run(scenario)
+    assert (raw.stats.chat_format, raw.finish_reason, raw.stats.tokens) == ("raw", "length", 12)
+    assert 0 < raw.stats.prompt_tokens < plain.stats.prompt_tokens
+    assert refusals == [("unsupported", NoToolUse), ("unsupported", BadShape), ("context_overflow", PromptTooLong)]
+    assert refused == NoToolUse(tiny_model.name)
+    assert unused.stats.prompt_tokens == plain.stats.prompt_tokens and unused.finish_reason == "length"
+
+
+def test_the_scripted_engine_makes_the_calls_its_script_says(tmp_path: Path) -> None:
+    from tests.helpers.tiny_gguf import build_tiny_gguf
+
+    template = (Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja")
+    model = build_tiny_gguf(tmp_path / "qwen.gguf", chat_template=template.read_text(encoding="utf-8"))
+    calls = (("get_time", "{}"), ("get_time", '{"zone":"UTC"}'))
+
+    async def scenario():
+        engine = _scripted()
+        await engine.load(str(model))
+        engine.scripts.extend([dataclasses.replace(written("Let me look."), calls=calls)] * 2
+                              + [Script(calls=calls)])
+        called = await _events(engine, LONG, shape=AnswerShape(tools=TOOLS))
+        untold = await _events(engine, LONG)
+        cut = await _events(engine, SHORT, shape=AnswerShape(tools=TOOLS))
+        await engine.shutdown()
+        return called, untold, cut
+
+    called, untold, cut = run(scenario)
+    made = [e.tool_call for e in called if isinstance(e, Delta) and e.tool_call is not None]
+    assert "".join(e.text for e in called[:-1]) == "Let me look." and called[-1].finish_reason == "stop"
+    assert [(c.index, c.name, c.arguments) for c in made] == [(0, "get_time", "{}"), (1, "get_time", '{"zone":"UTC"}')]
+    assert all(c.id.startswith("call_") for c in made) and made[0].id != made[1].id
+    assert isinstance(called[-3], Delta) and called[-3].tool_call is made[0], "the calls come after the text"
+    assert not any(isinstance(e, Delta) and e.tool_call for e in untold + cut), "no tools given, or cut short"
 
 
 def test_cancel_pause_and_resume_act_between_two_tokens(kind: Kind, tiny_model: Path) -> None:
