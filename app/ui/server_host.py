@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject, Signal
 
-from app.core.server_settings import ServerSettings, is_loopback
+from app.core.server_settings import LOOPBACK, ServerSettings, is_loopback
 
 if TYPE_CHECKING:
     from app.server.runner import ServerState
@@ -107,6 +107,22 @@ class ServerHost(QObject):
     def host_port(self) -> str:
         """The address without its scheme, as the status line says it: "127.0.0.1:8765"."""
         return self.address.split("://", 1)[-1].rstrip("/")
+
+    @property
+    def on_every_address(self) -> bool:
+        """It listens on all of this PC's addresses (0.0.0.0 or ::), not on one."""
+        return self.host_port().rpartition(":")[0] in ("0.0.0.0", "[::]")
+
+    @property
+    def client_address(self) -> str:
+        """The address a client on this PC uses: 0.0.0.0 is no address to connect to (Windows refuses it)."""
+        if not self.on_every_address:
+            return self.address
+        return f"http://{'[::1]' if self.host_port().startswith('[') else LOOPBACK}:{self.port}"
+
+    @property
+    def port(self) -> int:
+        return int(self.host_port().rpartition(":")[2] or 0)
 
     def follow_settings(self) -> None:
         if not self._closed:

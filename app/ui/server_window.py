@@ -11,15 +11,17 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.core.server_settings import new_key
+from app.core.server_settings import LOOPBACK, new_key
 from app.service.events import RequestRecord
 from app.ui import icons
-from app.ui.server_settings_page import BEYOND_WARNING, WarningRow
+from app.ui.server_settings_page import WarningRow
 
 if TYPE_CHECKING:
     from app.ui.adapter import ControllerAdapter
     from app.ui.server_host import ServerHost
 
+LISTENING_BEYOND = ("Other devices on your network can reach your models through this PC's address, with the key. "
+                    "If this network is not one you trust, turn “Allow other devices” off in Settings.")
 COLUMNS = ("Time", "Client", "Endpoint", "Model", "Tokens", "Tokens/s", "Status")
 KEPT_ROWS = 100
 NEW_KEY_QUESTION = ("Make a new key? Programs that use the current one get “401 unauthorized” until you give them "
@@ -28,7 +30,8 @@ NEW_KEY_QUESTION = ("Make a new key? Programs that use the current one get “40
 
 def request_cells(record: RequestRecord) -> tuple[str, ...]:
     """One request as the table's row shows it."""
-    tokens = f"{record.prompt_tokens} in, {record.completion_tokens} out"
+    used = record.prompt_tokens or record.completion_tokens
+    tokens = f"{record.prompt_tokens} in, {record.completion_tokens} out" if used else "–"
     speed = f"{record.tokens_per_s:.1f}" if record.tokens_per_s > 0 else "–"
     return (record.at.astimezone().strftime("%H:%M:%S"), record.client, record.endpoint, record.model or "–",
             tokens, speed, str(record.status))
@@ -44,18 +47,20 @@ def state_words(host: "ServerHost") -> str:
     return "Off. Turn it on in Settings → API server."
 
 
-def address_words(address: str) -> str:
+def address_words(host: "ServerHost") -> str:
     """How clients are pointed at the server, with its address in (or in general while it is off)."""
-    shown = address or "the address"
-    # Two short lines, not wrapped: a wrapped label in a form is laid out too tall (Qt).
-    return (f"OpenAI clients: base URL {shown}/v1 · Anthropic clients: {shown}\n"
+    shown = host.client_address or "the address"
+    others = (f"\nOther devices: this PC's network address instead of {LOOPBACK}."
+              if host.on_every_address else "")
+    # Short lines, not wrapped: a wrapped label in a form is laid out too tall (Qt).
+    return (f"OpenAI clients: base URL {shown}/v1 · Anthropic clients: {shown}{others}\n"
             "The key goes in the Authorization header as “Bearer key” (or in x-api-key).")
 
 
 def status_words(host: "ServerHost") -> str:
     """The status line's words for the server; "" while it is off (the part is hidden)."""
     if host.on:
-        return f"API on {host.host_port()}"
+        return f"API on port {host.port}, open to the network" if host.on_every_address else f"API on {host.host_port()}"
     if host.starting:
         return "API starting…"
     if host.failed:
@@ -93,7 +98,7 @@ class ServerWindow(QDialog):
         self.settings_button = QPushButton("&Settings…", self)
         icons.themed(self.settings_button, "settings")
         self.settings_button.clicked.connect(self.settingsRequested)
-        self.warning = WarningRow(BEYOND_WARNING, self)
+        self.warning = WarningRow(LISTENING_BEYOND, self)
         self.address = self._field()
         self.copy_address = self._button("Cop&y", "copy", "Copy the address")
         self.copy_address.clicked.connect(lambda: self._copy(self.address.text(), self.copy_address))
@@ -179,10 +184,10 @@ class ServerWindow(QDialog):
         self.state.setText(state_words(host))
         self.retry.setVisible(host.failed)
         self.warning.setVisible(host.listening_beyond)
-        self.address.setText(host.address or "–")
+        self.address.setText(host.client_address or "–")
         self.address.setCursorPosition(0)
         self.copy_address.setEnabled(bool(host.address))
-        self.address_note.setText(address_words(host.address))
+        self.address_note.setText(address_words(host))
         self.key.setText(server.key or "made when the server first starts")
         self.key.setEchoMode(QLineEdit.EchoMode.Normal if self.show_key.isChecked() or not server.key
                              else QLineEdit.EchoMode.Password)

@@ -9,6 +9,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from app.ui.server_host import ServerHost
+from app.ui.server_window import status_words
 
 
 class ServerTray(QObject):
@@ -47,8 +48,8 @@ class ServerTray(QObject):
             self.menu.addAction("&Quit").triggered.connect(self.quitRequested)
             self.icon.setContextMenu(self.menu)
             self.icon.activated.connect(self._activated)
-        where = self._host.host_port()
-        self.icon.setToolTip(f"Kestrel: API on {where}" if where else "Kestrel")
+        words = status_words(self._host)
+        self.icon.setToolTip(f"Kestrel: {words}" if words else "Kestrel")
         self.serving_from_tray = True
         self.icon.show()
 

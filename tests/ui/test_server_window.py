@@ -130,7 +130,10 @@ def test_the_server_window_shows_the_address_the_key_and_the_requests(window, lo
     assert newest[0] == record(KEPT_ROWS + 2).at.astimezone().strftime("%H:%M:%S")
     serve(loop, window, listen_beyond_this_pc=True, host="0.0.0.0")
     assert shown.warning.isVisible() and "network" in shown.warning.text.text()
-    assert window.status.server.text() == "API on 0.0.0.0:9126"
+    assert window.status.server.text() == "API on port 9126, open to the network"
+    # 0.0.0.0 is no address to connect to: this PC's clients are shown loopback, others told what to use.
+    assert shown.address.text() == "http://127.0.0.1:9126"
+    assert "Other devices: this PC's network address instead of 127.0.0.1." in shown.address_note.text()
     qtbot.waitExposed(shown)
     assert clipped(shown) == []
 
