@@ -180,6 +180,14 @@ async def window_view(window, view: str) -> QWidgetLike:
 
 
 OPEN_DIALOGS: list = []  # dialogs a view opened without exec(): closed after the grab
+SERVED: list = []  # the API server settings before the "server" view turned it on
+
+
+async def stop_serving(window) -> None:
+    """Put the server settings back as they were: later shots (and runs) show no API in the status line."""
+    controller = window.controller
+    while SERVED:
+        await controller.update_settings(dataclasses.replace(controller.settings, server=SERVED.pop()))
 
 
 async def serve_a_few_requests(window) -> None:
@@ -194,6 +202,7 @@ async def serve_a_few_requests(window) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
+        SERVED.append(controller.settings.server)
         server = dataclasses.replace(controller.settings.server, enabled=True, port=port)
         await controller.update_settings(dataclasses.replace(controller.settings, server=server))
         await _until(lambda: window.server.on or window.server.failed)
@@ -246,6 +255,7 @@ async def window_set(window, folder: Path, theme: str) -> None:
         if view == "streaming":
             window.controller.stop()
             await window.controller.wait_idle()
+        await stop_serving(window)
 
 
 async def manager_scenario(window, page: str, add: list[Path], paste: str | None = None) -> None:
@@ -287,6 +297,11 @@ async def _one_view(window, view: str, shown: list) -> None:
     await window.controller.start_up()
     await _until(lambda: window.controller.model_state.value == "ready")
     shown.append(await window_view(window, view))
+
+
+async def finish(window) -> None:
+    await stop_serving(window)
+    await window.shut_down()
 
 
 def main() -> int:
@@ -339,7 +354,7 @@ def main() -> int:
             target = window.model_manager if in_manager else (shown[0] if shown else window)
             image = target.grab() if target is not None else app.primaryScreen().grabWindow(0)
             image.save(str(args.out))
-        done = loop.create_task(window.shut_down())
+        done = loop.create_task(finish(window))
         done.add_done_callback(lambda _: loop.stop())
         loop.run_forever()
     print(f"saved {args.out}")
