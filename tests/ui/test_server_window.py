@@ -177,3 +177,27 @@ def test_view_menu_opens_the_server_window_and_its_settings_button_the_server_pa
     monkeypatch.setattr(SettingsDialog, "exec", lambda dialog: pages.append(dialog.tabs.currentWidget()) or 0)
     window.server_window.settings_button.click()
     assert len(pages) == 1 and type(pages[0]).__name__ == "ServerSettingsPage"
+
+
+def test_on_in_the_settings_file_it_starts_with_the_window_and_a_key_saved_first(make_window, monkeypatch, loop) -> None:
+    from app.core.paths import data_paths
+    from app.core.settings import SettingsFile
+
+    StandIn.started, StandIn.fail_with = [], ""
+    monkeypatch.setattr(server_host, "api_server", StandIn)
+    window = make_window(engine=ScriptedEngine(), start=False)
+    try:
+        settings_file = SettingsFile(data_paths().settings_file)
+        settings_file.save(dataclasses.replace(settings_file.load(), server=ServerSettings(enabled=True, port=9128)))
+        assert StandIn.started == []  # nothing before the settings are read
+        run(loop, window.controller.start_up())
+        run(loop, window.server.follow())
+        key = settings_file.load().server.key
+        assert key.startswith("kestrel-") and [s.seen.key for s in StandIn.started] == [key]
+        assert window.status.server.text() == "API on 127.0.0.1:9128"
+        run(loop, window.server.stop())  # the window closing
+        assert StandIn.started[0].stopped and not window.status.server.isVisible()
+        serve(loop, window, port=9129)
+        assert len(StandIn.started) == 1  # closed: a late settings change starts nothing
+    finally:
+        run(loop, window.server.stop())
