@@ -66,6 +66,10 @@ VIOLATIONS = {
                                          "app.core._violation -> app.engine"),
     "controller-only-for-front-ends": ("app/service/_violation.py", "import app.service.controller",
                                        "app.service._violation -> app.service.controller"),
+    "server-is-a-front-end": ("app/server/_violation.py", "import app.service.controller",
+                              "app.server._violation -> app.service.controller"),
+    "nothing-below-imports-the-server": ("app/service/_violation.py", "import app.server.runner",
+                                         "app.service._violation -> app.server.runner"),
 }
 
 

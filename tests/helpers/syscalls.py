@@ -92,3 +92,10 @@ def run_traced_for(args: list[str], tmp_path: Path, seconds: float, *, env: dict
     finally:
         tracer.kill()
     return Traced(tracer.returncode, stdout, stderr, log.read_text(errors="replace"))
+
+
+def start_traced(args: list[str], log: Path, *, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    """Start args under strace, logging to log; the caller reads its output and ends it
+    (signal the traced program, strace's child, so that strace logs to the end)."""
+    return subprocess.Popen(_trace_command(log, args), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)

@@ -1,0 +1,1 @@
+"""The local HTTP API server: OpenAI- and Anthropic-compatible endpoints over the service core."""

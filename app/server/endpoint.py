@@ -1,0 +1,46 @@
+"""What every endpoint does alike: read the body, name the client, turn refusals into error bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.server.errors import BadRequest, Flavor, bad_request_response, refused_response
+from app.server.fields import MAX_BODY_BYTES, Body, parse_json
+from app.server.runs import CLIENT_GONE, ClientGone, outcome_of
+from app.service.api_answers import ApiRefused
+
+
+async def read_body(request: Request) -> Body:
+    """The request's JSON object; BadRequest if it is too big, not JSON, or not an object."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BadRequest(f"The request body is {int(declared):,} bytes; at most {MAX_BODY_BYTES:,} are accepted.",
+                         status=413)
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            break
+    return parse_json(bytes(raw))
+
+
+def client_of(request: Request) -> str:
+    """The peer as "host:port", as the request log shows it."""
+    peer = request.client
+    return f"{peer.host}:{peer.port}" if peer is not None else "unknown"
+
+
+async def guarded(flavor: Flavor, request: Request, work: Callable[[], Awaitable[Response]]) -> Response:
+    """work's response, or the error response its refusal calls for."""
+    try:
+        return await work()
+    except BadRequest as problem:
+        return bad_request_response(flavor, problem)
+    except ApiRefused as refused:
+        return refused_response(flavor, refused)
+    except ClientGone:
+        outcome_of(request).status = CLIENT_GONE
+        return Response(status_code=CLIENT_GONE)  # never read: the client has gone

@@ -1,0 +1,136 @@
+"""The ASGI layer in front of every endpoint: the key, the request log, and ending requests on stop."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Callable
+from datetime import datetime
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core.server_settings import ServerSettings, is_loopback
+from app.server.errors import Flavor, error_response
+from app.server.runs import OUTCOME_KEY, Outcome
+from app.service.api_answers import ApiAnswers
+from app.service.events import RequestRecord
+
+NO_KEY = ("This request has no valid API key. Send the key that Kestrel shows with its API server as "
+          "`Authorization: Bearer <key>` (or as `x-api-key: <key>`).")
+TURNED_OFF = "Kestrel's API server was turned off while this request waited. Try again once it is on."
+_DISCONNECT: Message = {"type": "http.disconnect"}
+
+
+def flavor_of(path: str) -> Flavor:
+    return Flavor.ANTHROPIC if path.startswith("/v1/messages") else Flavor.OPENAI
+
+
+def key_given(scope: Scope) -> str:
+    """The key a request carries: `Authorization: Bearer KEY` (OpenAI) or `x-api-key: KEY` (Anthropic)."""
+    headers = {name.lower(): value for name, value in scope.get("headers", [])}
+    bearer = headers.get(b"authorization", b"").decode("latin-1").strip()
+    if bearer[:7].lower() == "bearer ":
+        return bearer[7:].strip()
+    return headers.get(b"x-api-key", b"").decode("latin-1").strip()
+
+
+def allowed(scope: Scope, settings: ServerSettings) -> bool:
+    """Whether the request may pass: the right key, or (if the user allowed it) a peer on this PC."""
+    peer = scope.get("client")
+    if settings.keyless_loopback and peer is not None and is_loopback(str(peer[0])):
+        return True
+    given = key_given(scope)
+    # compare_digest: the time taken says nothing about how much of the key was right.
+    return bool(settings.key) and hmac.compare_digest(given.encode(), settings.key.encode())
+
+
+class Gate:
+    """Checks the key, reports each finished /v1 request to answers.log, and lets stop() end
+    every request still open as if its client had gone (their answers are cancelled)."""
+
+    def __init__(self, app: ASGIApp, answers: ApiAnswers, settings: Callable[[], ServerSettings]) -> None:
+        self._app = app
+        self._answers = answers
+        self._settings = settings
+        self._stopping = asyncio.Event()
+        self._open = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def end_requests(self, timeout: float) -> None:
+        """End every open request and wait (at most timeout seconds) until they have."""
+        self._stopping.set()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
+        except TimeoutError:
+            pass
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        self._open += 1
+        self._idle.clear()
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            self._open -= 1
+            if not self._open:
+                self._idle.set()
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        outcome = Outcome()
+        scope[OUTCOME_KEY] = outcome
+        sent = {"status": 0, "started": False, "complete": False}
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                sent["status"], sent["started"] = message["status"], True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                sent["complete"] = True
+            await send(message)
+
+        try:
+            if path != "/" and scope["method"] != "OPTIONS" and not allowed(scope, self._settings()):
+                await error_response(flavor_of(path), 401, NO_KEY, code="invalid_api_key")(scope, receive, sending)
+                return
+            await self._app(scope, self._receiver(receive), sending)
+            if self._stopping.is_set() and not sent["complete"]:
+                await self._finish(scope, receive, sending, bool(sent["started"]))
+        finally:
+            if path.startswith("/v1/"):
+                self._log(scope, outcome, outcome.status or int(sent["status"]) or 500)
+
+    def _receiver(self, receive: Receive) -> Receive:
+        """receive, which says the client has gone once stop() begins."""
+        async def receiving() -> Message:
+            if self._stopping.is_set():
+                return _DISCONNECT
+            got = asyncio.ensure_future(receive())
+            stop = asyncio.ensure_future(self._stopping.wait())
+            try:
+                await asyncio.wait({got, stop}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+                if not got.done():
+                    got.cancel()
+            return got.result() if got.done() and not got.cancelled() else _DISCONNECT
+
+        return receiving
+
+    async def _finish(self, scope: Scope, receive: Receive, send: Send, started: bool) -> None:
+        """End a response stop() cut short: a stream just ends; a request still waiting gets 503."""
+        if started:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        else:
+            await error_response(flavor_of(scope["path"]), 503, TURNED_OFF)(scope, receive, send)
+
+    def _log(self, scope: Scope, outcome: Outcome, status: int) -> None:
+        peer = scope.get("client")
+        client = f"{peer[0]}:{peer[1]}" if peer else "unknown"
+        self._answers.log(RequestRecord(
+            at=datetime.now().astimezone(), client=client, endpoint=scope["path"], model=outcome.model,
+            prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+            tokens_per_s=outcome.tokens_per_s, status=status))

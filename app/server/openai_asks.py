@@ -1,0 +1,241 @@
+"""OpenAI request bodies (chat, completions, responses) read into the service's ApiAsk."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from app.core.conversation import Role
+from app.engine.protocol import AnswerShape, ChatMessage
+from app.engine.tool_calls import ToolCall
+from app.server.errors import BadRequest
+from app.server.fields import Body
+from app.server.grammar import any_json_object, json_schema_grammar
+from app.service.api_answers import ApiAsk
+
+_ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "user": Role.USER, "assistant": Role.ASSISTANT,
+          "tool": Role.TOOL}
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a request asks: the service's part, and how the answer is to be sent."""
+
+    ask: ApiAsk
+    stream: bool = False
+    include_usage: bool = False
+
+
+def sampling(body: Body, *, max_tokens_keys: tuple[str, ...], temperature_high: float = 2.0) -> dict[str, Any]:
+    """The generation settings a request sets; the service lays them over the model's own."""
+    settings: dict[str, Any] = {}
+    for key, low, high in (("temperature", 0.0, temperature_high), ("top_p", 0.0, 1.0),
+                           ("repeat_penalty", 0.5, 3.0)):
+        value = body.number(key, low, high)
+        if value is not None:
+            settings[key] = value
+    top_k = body.integer("top_k", 0)
+    if top_k is not None:
+        settings["top_k"] = top_k
+    for key in max_tokens_keys:  # the newer name wins where both are given
+        value = body.integer(key, 1)
+        if value is not None:
+            settings["max_tokens"] = value
+    seed = body.integer("seed")
+    if seed is not None:
+        settings["seed"] = seed
+    return settings
+
+
+def context_length(body: Body) -> int | None:
+    """Kestrel's extension: the context this request needs (the openai client sends it via extra_body)."""
+    return body.integer("context_length", 256, 1_048_576)
+
+
+def content_text(body: Body, key: str, *, allow_null: bool = False) -> str:
+    """A message's content: a string, or text parts (images and audio are refused in words)."""
+    value = body.data.get(key)
+    if value is None:
+        if allow_null:
+            return ""
+        raise body.missing(key, "a string or an array of content parts")
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise body.wrong(key, "a string or an array of content parts")
+    pieces = []
+    for part in body.objects(key):
+        kind = part.text("type", required=True)
+        if kind in ("text", "input_text", "output_text"):
+            pieces.append(part.text("text", required=True) or "")
+        elif kind == "refusal":
+            pieces.append(part.text("refusal") or "")
+        else:
+            raise BadRequest(f"{part.name('type')} is {kind!r}: Kestrel's models read text only, so send "
+                             "text parts (type \"text\").", part.name("type"))
+    return "".join(pieces)
+
+
+def _tool_calls(message: Body) -> tuple[ToolCall, ...]:
+    calls = []
+    for index, call in enumerate(message.objects("tool_calls")):
+        function = call.child("function", required=True)
+        assert function is not None
+        arguments = function.text("arguments") or "{}"
+        calls.append(ToolCall(index=index, id=call.text("id") or f"call_{index}",
+                              name=function.text("name", required=True) or "", arguments=arguments))
+    return tuple(calls)
+
+
+def chat_messages(body: Body) -> tuple[ChatMessage, ...]:
+    messages = body.objects("messages", required=True)
+    if not messages:
+        raise BadRequest("messages must hold at least one message.", "messages")
+    turns = []
+    for message in messages:
+        role_name = message.text("role", required=True)
+        role = _ROLES.get(role_name or "")
+        if role is None:
+            raise BadRequest(f"{message.name('role')} is {role_name!r}; it must be one of "
+                             f"{', '.join(_ROLES)}.", message.name("role"))
+        calls = _tool_calls(message) if role is Role.ASSISTANT else ()
+        text = content_text(message, "content", allow_null=role is Role.ASSISTANT)
+        call_id = message.text("tool_call_id", required=role is Role.TOOL) or ""
+        turns.append(ChatMessage(role, text, tool_calls=calls, tool_call_id=call_id))
+    return tuple(turns)
+
+
+def response_format(body: Body, key: str = "response_format", *, nested: bool = True) -> str | None:
+    """The grammar response_format asks for (None: free text). The Responses API's text.format
+    has the schema beside its type (nested False), Chat Completions' under json_schema."""
+    shape = body.child(key)
+    if shape is None:
+        return None
+    kind = shape.text("type", required=True)
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return any_json_object()
+    if kind == "json_schema":
+        inner = shape.child("json_schema", required=True) if nested else shape
+        assert inner is not None
+        inner.child("schema", required=True)
+        return json_schema_grammar(inner.data["schema"], inner.name("schema"))
+    raise BadRequest(f"{shape.name('type')} is {kind!r}; it must be text, json_object or json_schema.",
+                     shape.name("type"))
+
+
+def tools(body: Body) -> tuple[str | None, str]:
+    """The tools in the OpenAI shape as JSON for the chat template, and tool_choice."""
+    given = body.objects("tools")
+    functions: list[dict[str, Any]] = []
+    for tool in given:
+        kind = tool.text("type") or "function"
+        if kind != "function":
+            raise BadRequest(f"{tool.name('type')} is {kind!r}: Kestrel runs function tools only.",
+                             tool.name("type"))
+        function = tool.child("function", required=True)
+        assert function is not None
+        name = function.text("name", required=True)
+        entry: dict[str, Any] = {"name": name}
+        description = function.text("description")
+        if description is not None:
+            entry["description"] = description
+        parameters = function.child("parameters")
+        entry["parameters"] = parameters.data if parameters is not None else {"type": "object", "properties": {}}
+        functions.append({"type": "function", "function": entry})
+    choice = _tool_choice(body, {str(f["function"]["name"]) for f in functions})
+    return (json.dumps(functions) if functions else None), choice
+
+
+def _tool_choice(body: Body, names: set[str]) -> str:
+    value = body.data.get("tool_choice")
+    if value is None:
+        return "auto"
+    if isinstance(value, str):
+        if value not in ("auto", "none", "required"):
+            raise BadRequest(f"tool_choice is {value!r}; it must be auto, none, required or a function.",
+                             "tool_choice")
+        return value
+    choice = body.child("tool_choice")
+    assert choice is not None
+    function = choice.child("function", required=True)
+    assert function is not None
+    name = function.text("name", required=True) or ""
+    if name not in names:
+        raise BadRequest(f"tool_choice names the function {name!r}, which is not in tools.", "tool_choice")
+    return name
+
+
+def chat_ask(body: Body, client: str) -> Asked:
+    """POST /v1/chat/completions."""
+    n = body.integer("n", 1)
+    if n not in (None, 1):
+        raise BadRequest("n must be 1: Kestrel makes one answer per request.", "n")
+    listed_tools, choice = tools(body)
+    shape = AnswerShape(grammar=response_format(body), tools=listed_tools, tool_choice=choice)
+    options = body.child("stream_options")
+    ask = ApiAsk(endpoint="/v1/chat/completions", client=client, model=body.text("model"),
+                 messages=chat_messages(body),
+                 settings=sampling(body, max_tokens_keys=("max_tokens", "max_completion_tokens")),
+                 stop=body.texts("stop"), context_length=context_length(body), shape=shape)
+    return Asked(ask, bool(body.flag("stream")), bool(options and options.flag("include_usage")))
+
+
+def completion_ask(body: Body, client: str) -> Asked:
+    """POST /v1/completions: the prompt as it is, no chat template."""
+    value = body.data.get("prompt")
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+        prompt = value[0]
+    elif isinstance(value, str):
+        prompt = value
+    elif value is None:
+        raise body.missing("prompt", "a string")
+    else:
+        raise BadRequest("prompt must be a string (or an array holding one string).", "prompt")
+    options = body.child("stream_options")
+    ask = ApiAsk(endpoint="/v1/completions", client=client, model=body.text("model"),
+                 settings=sampling(body, max_tokens_keys=("max_tokens",)), stop=body.texts("stop"),
+                 context_length=context_length(body), shape=AnswerShape(prompt=prompt))
+    return Asked(ask, bool(body.flag("stream")), bool(options and options.flag("include_usage")))
+
+
+def responses_ask(body: Body, client: str) -> Asked:
+    """POST /v1/responses: text in, text out, nothing kept between requests."""
+    if body.has("previous_response_id") or body.has("conversation"):
+        raise BadRequest("Kestrel keeps no responses between requests: send the whole conversation in input "
+                         "instead of previous_response_id or conversation.", "previous_response_id")
+    if body.items("tools"):
+        raise BadRequest("/v1/responses takes no tools in Kestrel yet: use /v1/chat/completions for tool calls.",
+                         "tools")
+    turns = []
+    instructions = body.text("instructions")
+    if instructions:
+        turns.append(ChatMessage(Role.SYSTEM, instructions))
+    value = body.data.get("input")
+    if isinstance(value, str):
+        turns.append(ChatMessage(Role.USER, value))
+    elif value is None:
+        raise body.missing("input", "a string or an array of messages")
+    elif isinstance(value, list):
+        for item in body.objects("input"):
+            kind = item.text("type") or "message"
+            if kind != "message":
+                raise BadRequest(f"{item.name('type')} is {kind!r}: /v1/responses takes messages only.",
+                                 item.name("type"))
+            role_name = item.text("role", required=True) or ""
+            role = _ROLES.get(role_name)
+            if role is None or role is Role.TOOL:
+                raise BadRequest(f"{item.name('role')} is {role_name!r}; it must be system, developer, user "
+                                 "or assistant.", item.name("role"))
+            turns.append(ChatMessage(role, content_text(item, "content")))
+    else:
+        raise body.wrong("input", "a string or an array of messages")
+    text = body.child("text")
+    grammar = response_format(text, "format", nested=False) if text is not None else None
+    ask = ApiAsk(endpoint="/v1/responses", client=client, model=body.text("model"), messages=tuple(turns),
+                 settings=sampling(body, max_tokens_keys=("max_output_tokens",)),
+                 context_length=context_length(body), shape=AnswerShape(grammar=grammar))
+    return Asked(ask, bool(body.flag("stream")))
+
