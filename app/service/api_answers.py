@@ -119,6 +119,7 @@ class ApiAnswers:
                     started = True
                     self._waiting -= 1
                     self._running += 1
+                    self._session.set_serving(True)
                     self._emit(ActivityChanged(SERVING))
                 if isinstance(event, Delta) and not event.thinking:
                     written.append(event.text)
@@ -128,8 +129,10 @@ class ApiAnswers:
         finally:
             if started:
                 self._running -= 1
-                if not self._running and not self._chats_busy():
-                    self._emit(ActivityChanged("Idle"))
+                if not self._running:
+                    self._session.set_serving(False)
+                    if not self._chats_busy():
+                        self._emit(ActivityChanged("Idle"))
             else:
                 self._waiting -= 1
             self._session.idle_timer.restart()
