@@ -63,9 +63,12 @@ class ApiAnswers:
 
     async def models(self) -> list[ApiModel]:
         """The installed models (not the missing ones), the loaded one marked."""
-        installed = await asyncio.to_thread(self._session.setup.library.list)
+        def read() -> tuple[list[InstalledModel], dict[str, int | None]]:
+            installed = self._session.setup.library.list()
+            return installed, {m.id: self._context.trained(m) for m in installed if not m.missing}
+
+        installed, trained = await asyncio.to_thread(read)
         loaded = self._session.model if self._session.state == ModelState.READY else None
-        trained = await asyncio.to_thread(lambda: {m.id: self._context.trained(m) for m in installed})
         return [ApiModel(m.id, m.title, trained[m.id], str(m.format), loaded is not None and loaded.id == m.id,
                          int(m.added)) for m in installed if not m.missing]
 
