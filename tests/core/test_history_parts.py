@@ -15,7 +15,7 @@ from app.core.conversation import Message, MessageState, Role, TextPart, ToolCal
 from app.core.drafts import read_drafts, write_drafts
 from app.core.history import HistoryStore
 from app.core.history_schema import MIGRATIONS
-from app.core.message_parts import ToolRound, tool_rounds
+from app.core.message_parts import SEARCHED_RESULT_CHARS, ToolRound, tool_rounds
 from tests.core.damaged_history import damage_page, write_history
 
 CALL = ToolCallPart("call_1", "time", "get_current_time", '{"timezone":"Europe/Paris"}')
@@ -216,3 +216,12 @@ def test_a_turn_splits_into_the_rounds_the_model_is_given_back() -> None:
     assert tool_rounds((CALL,)) == [ToolRound("", (CALL,), ())]  # stopped while the call ran
     assert tool_rounds(()) == []
     assert joined_text(parts) == "Looking.\n\nAlso:\n\nDone."
+
+
+def test_search_reads_the_start_of_a_long_result(store: HistoryStore) -> None:
+    chat = store.create_conversation()
+    long = "a" * (SEARCHED_RESULT_CHARS - 20) + " early word " + "b" * 50_000 + " late word"
+    store.add_message(chat.id, Role.ASSISTANT, "", parts=(CALL, ToolResultPart("call_1", long)))
+    assert [c.id for c in store.search_conversations("early word")] == [chat.id]
+    assert store.search_conversations("late word") == []
+    assert store.messages(chat.id)[0].parts[1].text == long  # kept whole all the same
