@@ -225,3 +225,17 @@ def test_search_reads_the_start_of_a_long_result(store: HistoryStore) -> None:
     assert [c.id for c in store.search_conversations("early word")] == [chat.id]
     assert store.search_conversations("late word") == []
     assert store.messages(chat.id)[0].parts[1].text == long  # kept whole all the same
+
+
+def test_recovering_a_history_from_before_thinking_and_parts_keeps_its_messages(db_path: Path) -> None:
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    MIGRATIONS[0](conn)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO conversations (id, title, created, updated, settings) VALUES (1, 'Old', 1, 1, '{}')")
+    conn.execute("INSERT INTO messages (conversation_id, role, text, created, state)"
+                 " VALUES (1, 'assistant', 'Kept', 1, 'complete')")
+    conn.close()
+    done = history_repair.replace_damaged(db_path, recover=True)
+    assert (done.conversations, done.messages) == (1, 1)
+    with HistoryStore(db_path) as store:
+        assert [(m.text, m.thinking, m.parts) for m in store.messages(1)] == [("Kept", "", ())]
