@@ -24,7 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from app.tools.mcp_config import McpServerConfig
-from app.tools.processes import StderrTail, find_command, launch_command
+from app.tools.processes import (TOKEN_VARIABLE, StderrTail, end_process_group, find_command, find_server_pid,
+                                 launch_command, new_token)
 from app.tools.results import result_text
 
 # How long a server that broke the connection gets to answer a ping before it counts as gone.
@@ -85,6 +86,7 @@ class ServerConnection:
         self._start_timeout = start_timeout
         self._on_change = on_change
         self._stderr: StderrTail | None = None
+        self._pid: int | None = None
         self._bad_lines: list[str] = []
         self._calls: asyncio.Queue[_Call] = asyncio.Queue()
         self._settled = asyncio.Event()
@@ -137,6 +139,7 @@ class ServerConnection:
             await self._settle_stderr()
             self._fail(self._words(exc))
         finally:
+            end_process_group(self._pid)
             self._answer_waiting_calls()
             self._settled.set()
 
@@ -153,11 +156,13 @@ class ServerConnection:
                                     "full path in mcp.json.")
             command, args = launch_command(config.command, config.args)
             self._stderr = StderrTail()
-            params = StdioServerParameters(command=command, args=args, env=dict(config.env) or None)
+            token = new_token()
+            params = StdioServerParameters(command=command, args=args, env={**config.env, TOKEN_VARIABLE: token})
             try:
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=self._stderr.writer))
             finally:
                 self._stderr.close_writer()
+            self._pid = find_server_pid(token)
         return await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
 
     async def _serve(self, session: ClientSession) -> None:

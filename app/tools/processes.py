@@ -5,15 +5,22 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import sys
 import threading
+import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+import psutil
+
 from app.tools import launcher
 
+# Set in each stdio server's environment, so Kestrel can tell which of its children it is: the SDK
+# does not hand out the process it starts.
+TOKEN_VARIABLE = "KESTREL_MCP_SERVER"
 STDERR_LINES = 40
 # A line longer than this is cut: a server that dumps a megabyte without a newline keeps the buffer small.
 _LINE_CHARS = 500
@@ -37,6 +44,36 @@ def find_command(command: str, env: Mapping[str, str]) -> str | None:
     if os.path.dirname(command):
         return command if Path(command).is_file() else None
     return shutil.which(command, path=path)
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex
+
+
+def find_server_pid(token: str) -> int | None:
+    """The pid of the child started with this token in its environment; None when it is already gone."""
+    for child in psutil.Process().children():
+        try:
+            if child.environ().get(TOKEN_VARIABLE) == token:
+                return int(child.pid)
+        except psutil.Error:
+            continue
+    return None
+
+
+def end_process_group(pid: int | None) -> None:
+    """Kill what is left of a stdio server's process group (POSIX).
+
+    The SDK starts each server in a session of its own, so its pid is the group's id, but when the
+    server exits on its own after its stdin closes it leaves its children (npx's node, uv's python)
+    running: those are ended here. Windows: the SDK's job object (KILL_ON_JOB_CLOSE) does this.
+    """
+    if pid is None or os.name != "posix":
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the whole group is gone already (or was never ours)
 
 
 class StderrTail:
