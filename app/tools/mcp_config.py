@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,8 +69,12 @@ def read_mcp_config(path: Path) -> tuple[list[McpServerConfig], list[str]]:
     return found, problems
 
 
-def write_mcp_config(path: Path, servers: Sequence[McpServerConfig]) -> None:
-    """Write the servers in their order, keeping every key Kestrel does not know, in the file and per server."""
+def write_mcp_config(path: Path, servers: Sequence[McpServerConfig], *, drop: Collection[str] = ()) -> None:
+    """Write the servers in their order, keeping every key Kestrel does not know, in the file and per server.
+
+    An entry Kestrel could not read (another app's transport, a typo) is kept as it is after them, so a
+    file shared with Cursor or Claude Desktop loses nothing; `drop` names entries to remove all the same.
+    """
     data = _existing_object(path)
     old_servers = data.get(SERVERS_KEY)
     old = old_servers if isinstance(old_servers, dict) else {}
@@ -81,8 +85,17 @@ def write_mcp_config(path: Path, servers: Sequence[McpServerConfig]) -> None:
             if isinstance(previous, dict) else {}
         entry.update(_entry(server))
         new[server.name] = entry
+    for name, entry in old.items():
+        if name not in new and name not in drop and _server(name, entry)[0] is None:
+            new[name] = entry
     data[SERVERS_KEY] = new
     write_atomically(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def config_names(path: Path) -> list[str]:
+    """Every server name in the file, the ones Kestrel could not read too (for `remove` and name clashes)."""
+    servers = _existing_object(path).get(SERVERS_KEY)
+    return list(servers) if isinstance(servers, dict) else []
 
 
 def _existing_object(path: Path) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from app.core.paths import data_paths
-from app.tools.mcp_config import McpServerConfig, read_mcp_config, write_mcp_config
+from app.tools.mcp_config import McpServerConfig, config_names, read_mcp_config, write_mcp_config
 
 # Claude Desktop's example (modelcontextprotocol.io, "Connect to local MCP servers"), plus a Streamable
 # HTTP server as Cursor writes one, a disabled one as Cline writes it, and keys Kestrel does not know.
@@ -104,3 +104,14 @@ def test_a_file_that_is_not_an_object_is_a_problem(tmp_path: Path) -> None:
         path.write_text(text, encoding="utf-8")
         servers, problems = read_mcp_config(path)
         assert servers == [] and len(problems) == 1
+
+
+def test_an_entry_kestrel_cannot_read_is_kept_unless_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    sse = {"type": "sse", "url": "http://localhost:9000/sse"}
+    path.write_text(json.dumps({"mcpServers": {"sse": sse, "time": {"command": "uvx"}}}), encoding="utf-8")
+    assert config_names(path) == ["sse", "time"]
+    write_mcp_config(path, [])
+    assert json.loads(path.read_text(encoding="utf-8"))["mcpServers"] == {"sse": sse}
+    write_mcp_config(path, [], drop=["sse"])
+    assert json.loads(path.read_text(encoding="utf-8"))["mcpServers"] == {}
