@@ -52,6 +52,7 @@ def test_elsewhere_and_frozen_the_server_is_started_as_it_is(monkeypatch: pytest
     assert launch_command("npx", ["-y", "server"]) == ("npx", ["-y", "server"])
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script is no program on Windows")
 def test_a_command_is_looked_for_on_the_path_the_server_gets(tmp_path: Path) -> None:
     program = tmp_path / "my-server"
     program.write_text("#!/bin/sh\n", encoding="utf-8")
