@@ -19,7 +19,7 @@ from app.cli.terminal_text import shown_path, terminal_line, terminal_text
 from app.core.paths import data_paths
 from app.tools.choices import ToolChoices, choices_file, read_choices, write_choices
 from app.tools.mcp_config import McpServerConfig, config_names, read_mcp_config, write_mcp_config
-from app.tools.pool import McpPool, ServerState, ServerStatus
+from app.tools.values import ServerState, ServerStatus
 
 EXIT_DAMAGED = 3  # mcp.json is not valid JSON: a change would overwrite what the user wrote
 EXIT_CHECK_FAILED = 8  # `list --check`: an enabled server did not start
@@ -124,6 +124,8 @@ def _checked(servers: list[McpServerConfig], timeout: float) -> dict[str, Server
     if timeout <= 0:
         raise UserError(f"--timeout {timeout:g} is not allowed: give the seconds a server may take to start, "
                         "more than 0.", EXIT_USAGE)
+
+    from app.tools.pool import McpPool  # the MCP SDK: most of a second, paid only when servers are started
 
     async def check() -> list[ServerStatus]:
         pool = McpPool(lambda: servers, start_timeout=timeout)

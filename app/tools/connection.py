@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import anyio
@@ -27,27 +26,12 @@ from app.tools.mcp_config import McpServerConfig
 from app.tools.processes import (TOKEN_VARIABLE, StderrTail, end_process_group, find_command, find_server_pid,
                                  launch_command, new_token)
 from app.tools.results import result_text
+from app.tools.values import ListedTool, ServerState
 
 # How long a server that broke the connection gets to answer a ping before it counts as gone.
 _PING_S = 2.0
 # Bad stdout lines quoted in the error: enough to recognise, never the whole flood.
 _BAD_LINES_KEPT = 3
-
-
-class ServerState(StrEnum):
-    STOPPED = "stopped"
-    STARTING = "starting"
-    READY = "ready"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class ListedTool:
-    """One tool as its server listed it."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
 
 
 class ServerTrouble(Exception):

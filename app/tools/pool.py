@@ -6,53 +6,18 @@ import asyncio
 import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from app.tools.connection import ListedTool, ServerConnection, ServerState
+from app.tools.connection import ServerConnection
 from app.tools.mcp_config import McpServerConfig
 from app.tools.results import cut_to
+from app.tools.values import ListedTool, ServerState, ServerStatus, ToolInfo, ToolResult
 
 __all__ = ["McpPool", "ServerState", "ServerStatus", "ToolInfo", "ToolResult"]
 
 # What OpenAI-style function names allow, which every chat template accepts.
 _NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
 _NAME_LIMIT = 64
-
-
-@dataclass(frozen=True)
-class ToolInfo:
-    """A tool as the model is offered it."""
-
-    server: str
-    name: str
-    model_name: str
-    description: str
-    parameters: Mapping[str, Any]
-
-    def for_model(self) -> dict[str, Any]:
-        """The transformers/OpenAI shape chat templates take in `tools=[...]`."""
-        return {"type": "function",
-                "function": {"name": self.model_name, "description": self.description,
-                             "parameters": dict(self.parameters)}}
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    """What the Settings page and `kestrel tools list` show for one server."""
-
-    name: str
-    state: ServerState
-    error: str
-    stderr_tail: tuple[str, ...]
-    tools: tuple[ToolInfo, ...]
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    text: str
-    is_error: bool
-    cut: bool
 
 
 class McpPool:
