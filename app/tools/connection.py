@@ -9,6 +9,7 @@ anyio scope it runs in (never task.cancel(), which the SDK's shielded shutdown c
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
@@ -27,6 +28,11 @@ from app.tools.processes import (TOKEN_VARIABLE, StderrTail, end_process_group, 
                                  launch_command, new_token)
 from app.tools.results import result_text
 from app.tools.values import ListedTool, ServerState
+
+# The SDK logs each bad stdout line with its traceback; with no handler of Kestrel's, Python's last-resort
+# handler would print those on the terminal of `kestrel chat` and `tools list --check`. Kestrel says what
+# went wrong in the server's status instead (a handler the app adds to the root logger still gets them).
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 # How long a server that broke the connection gets to answer a ping before it counts as gone.
 _PING_S = 2.0
@@ -185,7 +191,7 @@ class ServerConnection:
     async def _on_message(self, message: IncomingMessage) -> None:
         """The transport hands over what it could not read (a bad stdout line) as an exception."""
         if isinstance(message, Exception) and len(self._bad_lines) < _BAD_LINES_KEPT:
-            self._bad_lines.append(_exception_words(message)[:200])
+            self._bad_lines.append(_bad_line(message)[:200])
         await anyio.lowlevel.checkpoint()
 
     def _ended_quietly(self) -> None:
@@ -259,6 +265,19 @@ async def _answers_ping(session: ClientSession) -> bool:
     except Exception:  # any failure means the same: the connection is gone
         return False
     return True
+
+
+def _bad_line(exc: Exception) -> str:
+    """The line a server wrote, where the SDK's parse error keeps it (pydantic's input), else the error."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            found = errors()
+        except Exception:  # not pydantic's errors() after all
+            found = None
+        if isinstance(found, list) and found and isinstance(found[0], dict) and isinstance(found[0].get("input"), str):
+            return repr(found[0]["input"])
+    return _exception_words(exc)
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -76,6 +76,14 @@ def test_check_starts_each_server_and_shows_its_tools_or_its_error() -> None:
     assert [tool["enabled"] for tool in rows[0]["tools"]] == [True, False]
 
 
+def test_a_server_writing_garbage_is_reported_in_words_not_tracebacks() -> None:
+    tools("add", "babbler", "--", sys.executable, str(SERVERS / "garbage.py"))
+    checked = tools_process("list", "--check", "--timeout", "2")  # no Traceback: checked in tools_process
+    assert checked.returncode == 8
+    assert "'Welcome to the garbage server v1.0!'" in checked.stdout
+    assert checked.stderr == ""
+
+
 def test_every_mistake_gets_plain_words_and_its_status() -> None:
     tools("add", "time", "--", "uvx", "mcp-server-time")
     cases = [

@@ -25,7 +25,7 @@ def test_servers_that_cannot_start_fail_with_their_words_and_the_rest_still_work
             assert "stopped before it finished starting" in status["quitter"].error
             assert "did not finish starting within 3 s" in status["sleeper"].error
             assert "hanging server started" in status["sleeper"].stderr_tail
-            assert "not MCP messages" in status["babbler"].error
+            assert "not MCP messages, such as: 'Welcome to the garbage server v1.0!'" in status["babbler"].error
             assert 'could not find the command "kestrel-no-such-server"' in status["ghost"].error
             assert all(f'"{name}"' in status[name].error for name in ("quitter", "sleeper", "babbler", "ghost"))
             result = await pool.call(tools[0], {"timezone": "UTC"})
