@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from app.tools.mcp_config import McpServerConfig
 from app.tools.pool import McpPool, ServerState, ToolInfo
 from tests.tools.conftest import python_server, run, time_server
@@ -35,17 +38,24 @@ def test_servers_that_cannot_start_fail_with_their_words_and_the_rest_still_work
     run(scenario())
 
 
-def test_a_failed_server_is_not_retried_on_every_answer() -> None:
-    async def scenario() -> None:
-        pool = McpPool(lambda: [python_server("quitter", "exits_at_once.py")], retry_after=3600)
+def test_a_failed_server_is_not_retried_on_every_answer(tmp_path: Path) -> None:
+    starts = tmp_path / "starts"
+    code = f"open({str(starts)!r}, 'a').write('started\\n'); raise SystemExit(1)"
+    quitter = McpServerConfig("quitter", command=sys.executable, args=("-c", code))
+
+    async def scenario(retry_after: float) -> int:
+        starts.write_text("", encoding="utf-8")
+        pool = McpPool(lambda: [quitter], retry_after=retry_after)
         try:
-            assert await pool.tools(["quitter"]) == []
-            first = pool.status()[0]
-            assert await pool.tools(["quitter"]) == []
-            assert pool.status()[0] == first
+            for _ in range(3):
+                assert await pool.tools(["quitter"]) == []
+                assert pool.status()[0].state is ServerState.FAILED
         finally:
             await pool.close()
-    run(scenario())
+        return len(starts.read_text(encoding="utf-8").splitlines())
+
+    assert run(scenario(retry_after=3600)) == 1
+    assert run(scenario(retry_after=0)) == 3
 
 
 def _by_name(tools: list[ToolInfo]) -> dict[str, ToolInfo]:

@@ -62,6 +62,12 @@ def child_pid() -> int:
 
 
 @server.tool()
+def arguments() -> str:
+    """The command-line arguments this server was started with."""
+    return " ".join(sys.argv[1:])
+
+
+@server.tool()
 def crash() -> str:
     """Ends the server in the middle of the call."""
     sys.stderr.write("crashing now\n")
