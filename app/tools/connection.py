@@ -77,6 +77,7 @@ class ServerConnection:
         self._on_change = on_change
         self._stderr: StderrTail | None = None
         self._pid: int | None = None
+        self._token = new_token()
         self._bad_lines: list[str] = []
         self._calls: asyncio.Queue[_Call] = asyncio.Queue()
         self._settled = asyncio.Event()
@@ -129,7 +130,7 @@ class ServerConnection:
             await self._settle_stderr()
             self._fail(self._words(exc))
         finally:
-            end_process_group(self._pid)
+            end_process_group(self._pid, self._token)
             self._answer_waiting_calls()
             self._settled.set()
 
@@ -146,13 +147,13 @@ class ServerConnection:
                                     "full path in mcp.json.")
             command, args = launch_command(config.command, config.args)
             self._stderr = StderrTail()
-            token = new_token()
-            params = StdioServerParameters(command=command, args=args, env={**config.env, TOKEN_VARIABLE: token})
+            params = StdioServerParameters(command=command, args=args,
+                                           env={**config.env, TOKEN_VARIABLE: self._token})
             try:
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=self._stderr.writer))
             finally:
                 self._stderr.close_writer()
-            self._pid = find_server_pid(token)
+            self._pid = find_server_pid(self._token)
         return await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
 
     async def _serve(self, session: ClientSession) -> None:

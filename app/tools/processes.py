@@ -61,19 +61,31 @@ def find_server_pid(token: str) -> int | None:
     return None
 
 
-def end_process_group(pid: int | None) -> None:
+def end_process_group(pid: int | None, token: str) -> None:
     """Kill what is left of a stdio server's process group (POSIX).
 
     The SDK starts each server in a session of its own, so its pid is the group's id, but when the
     server exits on its own after its stdin closes it leaves its children (npx's node, uv's python)
-    running: those are ended here. Windows: the SDK's job object (KILL_ON_JOB_CLOSE) does this.
+    running: those are ended here. Only a group that still holds a process with the server's token
+    is killed: a server that died long ago may have had its pid reused. Windows: the SDK's job object
+    (KILL_ON_JOB_CLOSE) does this.
     """
-    if pid is None or os.name != "posix":
+    if pid is None or os.name != "posix" or not _group_is_ours(pid, token):
         return
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass  # the whole group is gone already (or was never ours)
+        pass  # the whole group is gone already
+
+
+def _group_is_ours(pgid: int, token: str) -> bool:
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid and process.environ().get(TOKEN_VARIABLE) == token:
+                return True
+        except (OSError, psutil.Error):
+            continue  # gone meanwhile, or not ours to read
+    return False
 
 
 class StderrTail:

@@ -121,3 +121,20 @@ def test_on_windows_each_server_goes_into_a_job_that_kills_it_when_kestrel_goes(
     assert limits & _Recorder.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
     assert recorder.calls[3][1][2] == 4242
     assert recorder.calls[4][1] == (job, "handle from OpenProcess")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX's")
+def test_only_a_group_that_still_holds_the_servers_token_is_killed() -> None:
+    token = processes.new_token()
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                            env={**os.environ, processes.TOKEN_VARIABLE: token})
+    try:
+        assert processes.find_server_pid(token) == ours.pid
+        processes.end_process_group(stranger.pid, token)  # a reused pid: not the server's group
+        processes.end_process_group(ours.pid, token)
+        assert ours.wait(timeout=10) == -9
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait(timeout=10)
