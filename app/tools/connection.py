@@ -164,6 +164,12 @@ class ServerConnection:
                 group.start_soon(self._answer, session, call, group.cancel_scope)
 
     async def _answer(self, session: ClientSession, call: _Call, serving: anyio.CancelScope) -> None:
+        try:
+            await self._run_call(session, call, serving)
+        finally:  # closed or broken mid-call: the caller still gets an answer (no-op once answered)
+            call.answer(f"The MCP server \"{self.config.name}\" stopped before \"{call.name}\" finished.", True)
+
+    async def _run_call(self, session: ClientSession, call: _Call, serving: anyio.CancelScope) -> None:
         if call.future.done():
             return
         where = f"the tool \"{call.name}\" of the MCP server \"{self.config.name}\""

@@ -53,3 +53,17 @@ def test_a_caller_that_stops_waiting_stops_its_call_and_calls_run_side_by_side()
         finally:
             await pool.close()
     run(scenario())
+
+
+def test_closing_the_pool_answers_a_call_in_flight() -> None:
+    async def scenario() -> None:
+        pool = McpPool(lambda: [python_server("hostile", "tools_server.py")])
+        try:
+            tools = {tool.name: tool for tool in await pool.tools(["hostile"])}
+            call = asyncio.ensure_future(pool.call(tools["slow"], {"seconds": 30}))
+            await asyncio.sleep(0.5)
+        finally:
+            await pool.close()
+        result = await asyncio.wait_for(call, 5)
+        assert result.is_error and 'stopped before "slow" finished' in result.text
+    run(scenario())
