@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ class ServerConnection:
         self.error = ""
         self.tools: tuple[ListedTool, ...] = ()
         self.was_ready = False
+        self.failed_at = math.inf  # time.monotonic() when it failed
         self._start_timeout = start_timeout
         self._on_change = on_change
         self._stderr: StderrTail | None = None
@@ -238,6 +240,7 @@ class ServerConnection:
 
     def _fail(self, error: str) -> None:
         self.error = error
+        self.failed_at = time.monotonic()
         self._become(ServerState.FAILED)
 
     def _become(self, state: ServerState) -> None:

@@ -35,7 +35,6 @@ class McpPool:
         self._on_change = on_change
         self._retry_after = retry_after
         self._connections: dict[str, ServerConnection] = {}
-        self._failed_at: dict[str, float] = {}
         # The last tools each server listed, kept across restarts: model names stay the same.
         self._known: dict[str, tuple[ListedTool, ...]] = {}
 
@@ -46,7 +45,7 @@ class McpPool:
         for config in configs:
             if self._should_start(config):
                 self._connections[config.name] = ServerConnection(
-                    config, start_timeout=self._start_timeout, on_change=self._changed)
+                    config, start_timeout=self._start_timeout, on_change=self._on_change)
         await asyncio.gather(*(self._connections[config.name].started() for config in configs
                                if config.name in self._connections))
         for config in configs:
@@ -63,8 +62,6 @@ class McpPool:
         if connection is None:
             return ToolResult(f"The MCP server \"{tool.server}\" is not running.", True, False)
         text, is_error = await connection.call(tool.name, arguments, self._call_timeout)
-        if connection.state is ServerState.FAILED:
-            self._failed_at[tool.server] = time.monotonic()
         text, cut = cut_to(text, self._result_limit())
         return ToolResult(text, is_error, cut)
 
@@ -92,8 +89,6 @@ class McpPool:
         """A server whose entry was edited, disabled or removed is stopped before it is used again."""
         wanted = {config.name: config for config in self._servers() if config.enabled}
         stale = [name for name, connection in self._connections.items() if wanted.get(name) != connection.config]
-        for name in stale:
-            self._failed_at.pop(name, None)
         await asyncio.gather(*(self._connections.pop(name).close() for name in stale))
 
     def _should_start(self, config: McpServerConfig) -> bool:
@@ -102,23 +97,11 @@ class McpPool:
             return True
         if connection.state is not ServerState.FAILED:
             return False
-        if connection.was_ready:
-            return True
-        failed_at = self._failed_at.setdefault(config.name, time.monotonic())
-        return time.monotonic() - failed_at >= self._retry_after
+        return connection.was_ready or time.monotonic() - connection.failed_at >= self._retry_after
 
     def _state(self, name: str) -> ServerState:
         connection = self._connections.get(name)
         return connection.state if connection is not None else ServerState.STOPPED
-
-    def _changed(self) -> None:
-        now = time.monotonic()
-        for name, connection in self._connections.items():
-            if connection.state is ServerState.FAILED:
-                self._failed_at.setdefault(name, now)
-            else:
-                self._failed_at.pop(name, None)
-        self._on_change()
 
     def _infos(self, configs: Sequence[McpServerConfig]) -> dict[str, tuple[ToolInfo, ...]]:
         """Each server's tools, named for the model over all the servers given, so names do not depend on
