@@ -13,7 +13,6 @@ from app.service import events as ev
 from app.ui.adapter import ControllerAdapter
 from app.ui.conversation_model import ConversationRoles as R
 from tests.helpers.scripted_answers import Script, written
-from tests.helpers.scripted_answers import Script, written
 from tests.service.conftest import SMALL, install, make_controller
 from tests.ui.conftest import long_answers, run, until
 
