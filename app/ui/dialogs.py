@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -14,7 +16,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
 from app.core.generation import GenerationSettings
 from app.core.settings import Settings
 from app.core.units import human_size
+from app.tools.choices import ToolChoices
+from app.ui.mcp_json_dialog import McpJsonDialog, ServerChecklist
 from app.ui.server_settings_page import ServerSettingsPage
+from app.ui.tools_settings_page import ToolsSettingsPage
 
 if TYPE_CHECKING:
     from app.ui.adapter import ControllerAdapter
@@ -24,11 +29,12 @@ class GenerationForm(QWidget):
     """The generation settings as spin boxes, with the ranges GenerationSettings accepts.
 
     can_switch_thinking: False when the model in use cannot turn its thinking on and off
-    (the box is shown, disabled, with why).
+    (the box is shown, disabled, with why). servers: the MCP servers in mcp.json, for
+    the "Tools this chat may use" checklist.
     """
 
     def __init__(self, settings: GenerationSettings, parent: QWidget | None = None, *,
-                 can_switch_thinking: bool = True) -> None:
+                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
         super().__init__(parent)
         self._settings = settings
         form = QFormLayout(self)
@@ -56,26 +62,33 @@ class GenerationForm(QWidget):
             if can_switch_thinking else
             "The model in use cannot turn its thinking on and off: its chat template has no switch for it.")
         form.addRow("", self.thinking)
+        self.tools = ServerChecklist(servers, settings.tools, self)
+        tools_label = QLabel("T&ools this chat may use" if self.tools.count() else
+                             "Tools: none yet (add MCP servers in Settings → Tools)", self)
+        tools_label.setWordWrap(True)
+        tools_label.setBuddy(self.tools)
+        form.addRow(tools_label, self.tools)
 
     def value(self) -> GenerationSettings:
         return dataclasses.replace(
             self._settings, temperature=self.temperature.value(), top_p=self.top_p.value(),
             top_k=self.top_k.value(), repeat_penalty=self.repeat_penalty.value(),
             max_tokens=self.max_tokens.value(), seed=self.seed.value(),
-            context_length=self.context_length.value(), thinking=self.thinking.isChecked()).validated()
+            context_length=self.context_length.value(), thinking=self.thinking.isChecked(),
+            tools=self.tools.chosen()).validated()
 
 
 class ConversationSettingsDialog(QDialog):
     """A conversation's system prompt and generation settings."""
 
     def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None, *,
-                 can_switch_thinking: bool = True) -> None:
+                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.system_prompt = QPlainTextEdit(system_prompt, self)
         self.system_prompt.setPlaceholderText("For example: You are a concise assistant.")
         self.system_prompt.setTabChangesFocus(True)
-        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking)
+        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking, servers=servers)
         label = QLabel("&System prompt (always kept in the model's view)", self)
         label.setBuddy(self.system_prompt)
         layout = QVBoxLayout(self)
@@ -91,18 +104,23 @@ class ConversationSettingsDialog(QDialog):
 class SettingsDialog(QDialog):
     """The app's settings: defaults for new chats, threads, theme, saved chat states; the API server.
 
-    Two tabs: `general` and `server` (a ServerSettingsPage). adapter: the window's
-    ControllerAdapter, for "Clear saved chat states" and the disk they take (both off
-    the UI thread); without one the button is disabled.
+    Three tabs: `general`, `server` (a ServerSettingsPage) and `tools` (a
+    ToolsSettingsPage). adapter: the window's ControllerAdapter, for "Clear saved chat
+    states" and the disk they take (both off the UI thread) and the MCP servers; without
+    one the button is disabled and the Tools page lists none. mcp_file: where "Edit
+    mcp.json…" reads and writes.
     """
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 adapter: "ControllerAdapter | None" = None) -> None:
+                 adapter: "ControllerAdapter | None" = None, mcp_file: Path | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
+        self._mcp_file = mcp_file
         self.setWindowTitle("Settings")
         self._settings = settings
-        self.form = GenerationForm(settings.generation, self)
+        tools = adapter.controller.tools if adapter is not None else None
+        servers = tools.servers() if tools is not None else []
+        self.form = GenerationForm(settings.generation, self, servers=[server.name for server in servers])
         self.theme = QComboBox(self)
         for value, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
             self.theme.addItem(text, value)
@@ -147,9 +165,15 @@ class SettingsDialog(QDialog):
         general.addWidget(self.form)
         general.addLayout(extra)
         self.server = ServerSettingsPage(settings.server, self)
+        self.tools = ToolsSettingsPage(settings, servers, tools.choices if tools is not None else ToolChoices(),
+                                       tools.statuses() if tools is not None else [], self)
+        self.tools.editRequested.connect(self.edit_mcp_json)
+        if adapter is not None:
+            adapter.toolServersChanged.connect(self.tools.set_statuses)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.general, "Chats a&nd model")
         self.tabs.addTab(self.server, "AP&I server")
+        self.tabs.addTab(self.tools, "&Tools")
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
         layout.addWidget(_buttons(self))
@@ -166,6 +190,49 @@ class SettingsDialog(QDialog):
                                    saved_states_mb=self.saved_states.value(),
                                    prompt_lookup=self.prompt_lookup.currentData(),
                                    server=self.server.value())
+
+    def value_with_tools(self) -> Settings:
+        """value() with the Tools page's limits."""
+        return self.tools.value(self.value())
+
+    def save_tools(self) -> None:
+        """After OK: write the servers and tool choices the Tools page changed (off the UI thread)."""
+        if self._adapter is None:
+            return
+        tools = self._adapter.controller.tools
+        if self.tools.changed_servers():
+            self._adapter.spawn(tools.save_servers(list(self.tools.servers)))
+        if self.tools.changed_choices():
+            self._adapter.spawn(tools.save_choices(self.tools.choices))
+
+    def edit_mcp_json(self) -> None:
+        """mcp.json as text; saved (and read again) only when Kestrel can read all of it."""
+        if self._mcp_file is None or self._adapter is None:
+            return
+        try:
+            text = self._mcp_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            text = ""
+        except (OSError, UnicodeDecodeError) as exc:
+            self.tools.add_note.setText(f"Kestrel could not read {self._mcp_file}: {exc}")
+            return
+        editor = McpJsonDialog(text, self)
+        if editor.exec():
+            self._adapter.spawn(self._write_mcp_json(self._adapter, self._mcp_file, editor.text()))
+
+    async def _write_mcp_json(self, adapter: "ControllerAdapter", path: Path, text: str) -> None:
+        from app.core.files import write_atomically
+
+        try:
+            await asyncio.to_thread(write_atomically, path, text.encode("utf-8"))
+        except OSError as exc:
+            self.tools.add_note.setText(f"Kestrel could not save {path}: {exc.strerror or exc}.")
+            return
+        await adapter.controller.tools.reload()
+        try:
+            self.tools.set_servers(adapter.controller.tools.servers())
+        except RuntimeError:
+            pass  # the dialog was closed meanwhile
 
     # --- saved chat states and prompt lookup ------------------------------------------------
 

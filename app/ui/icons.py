@@ -60,6 +60,8 @@ GLYPHS = {
     "server": "ph.broadcast",
     "key": "ph.key",
     "show": "ph.eye",
+    "approve": "ph.hand-palm",
+    "tool": "ph.wrench",
 }
 
 ROLE = QPalette.ColorRole

@@ -10,6 +10,7 @@ from app.core.paths import DataPaths
 from app.service.background import WindowState
 from app.service.controller import ChatController
 from app.service.events import ModelState
+from app.service.tool_use import ToolDecision
 from app.ui import icons
 from app.ui.about import AboutDialog
 from app.ui.adapter import ControllerAdapter
@@ -104,7 +105,9 @@ class MainWindow(WindowCommands):
     def _set_tab_order(self) -> None:
         """Keyboard users move chats → messages → composer → send, in reading order."""
         chain = [self.new_button, self.search, self.conversation_list, self.header.model_button,
-                 self.header.settings_button, self.messages, self.composer.edit, self.composer.button]
+                 self.header.settings_button, self.messages, self.chat.approval.arguments,
+                 self.chat.approval.copy_button, self.chat.approval.allow_button, self.chat.approval.always_button,
+                 self.chat.approval.deny_button, self.composer.edit, self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)
 
@@ -138,6 +141,8 @@ class MainWindow(WindowCommands):
         if isinstance(app, QGuiApplication):
             # A bound method: Qt drops the connection when the window is destroyed.
             app.applicationStateChanged.connect(self._application_state_changed)
+        s.approvalsChanged.connect(self.chat.show_approval)
+        self.chat.approval.decided.connect(self._tool_decided)
         s.problem.connect(self.chat.show_problem)
         s.problemSolved.connect(self.chat.problem_solved)
         s.sendFailed.connect(self.drafts.put_back)
@@ -161,6 +166,10 @@ class MainWindow(WindowCommands):
         if self.controller.send(text):
             self.composer.edit.clear()
             self.messages.scroll_to_end()
+
+    def _tool_decided(self, approval_id: int, decision: str) -> None:
+        """The user chose about a tool call; the service runs it (or tells the model no) and settles it."""
+        self.controller.tools.answer(approval_id, ToolDecision(decision))
 
     def open_chat(self, conversation_id: int) -> None:
         open_now = self.controller.conversation
@@ -189,6 +198,7 @@ class MainWindow(WindowCommands):
         self._show_chat_model()
         self._answer_queue_changed()
         self._show_activity()
+        self.chat.show_approval()
         self.chat.update_stack()
 
     def _show_chat_model(self) -> None:

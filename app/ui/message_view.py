@@ -19,6 +19,7 @@ from app.ui.message_delegate import MessageDelegate
 from app.ui.message_model import MessageListModel
 from app.ui.message_pointer import MessagePointer
 from app.ui.message_selection import MessageList, SelectableText
+from app.ui.tool_parts import call_from_href, message_markdown
 
 COPIED_MS = 1500  # how long a copy icon shows its tick
 
@@ -201,7 +202,7 @@ class MessageView(MessageList):
         index = self.current_message()
         if index.isValid():
             message = self.delegate.message(index)
-            QGuiApplication.clipboard().setText(message.text)
+            QGuiApplication.clipboard().setText(message_markdown(message))
             self._show_copied(message.id)
 
     def edit_current(self) -> None:
@@ -352,6 +353,10 @@ class MessageView(MessageList):
             index = self.indexAt(point)
             if index.isValid() and self.delegate.thinking_header_at(index, point):
                 self.delegate.toggle_thinking(index)
+                return True
+            toggle = call_from_href(self.delegate.anchor_at(index, point)) if index.isValid() else None
+            if toggle is not None:
+                self.delegate.toggle_call(*toggle)
                 return True
             if index.isValid() and self.open_link(self.delegate.anchor_at(index, point)):
                 return True

@@ -14,6 +14,7 @@ from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, Settin
 from app.ui.hardware_view import HardwareWindow
 from app.ui.model_manager import ModelManager
 from app.ui.server_window import ServerWindow
+from app.ui.tool_parts import message_markdown
 
 if TYPE_CHECKING:
     from app.core.paths import DataPaths
@@ -71,7 +72,7 @@ class WindowCommands(QMainWindow):
     def copy_last_answer(self) -> None:
         for message in reversed(self.adapter.messages.messages()):
             if message.role.value == "assistant":
-                QGuiApplication.clipboard().setText(message.text)
+                QGuiApplication.clipboard().setText(message_markdown(message))
                 return
 
     def regenerate(self) -> None:
@@ -96,7 +97,8 @@ class WindowCommands(QMainWindow):
         system_prompt, settings = self.controller.conversation_settings()
         loaded = self.controller.loaded
         dialog = ConversationSettingsDialog(system_prompt, settings, self,
-                                            can_switch_thinking=loaded is None or loaded.thinking_switch)
+                                            can_switch_thinking=loaded is None or loaded.thinking_switch,
+                                            servers=[server.name for server in self.controller.tools.servers()])
         if dialog.exec():
             self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
 
@@ -119,11 +121,12 @@ class WindowCommands(QMainWindow):
 
     def edit_settings(self, page: str = "") -> None:
         """The Settings dialog (page "server": open on the API server's page)."""
-        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter)
-        if page == "server":
-            dialog.tabs.setCurrentWidget(dialog.server)
+        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter, mcp_file=self.paths.mcp_file)
+        if page in ("server", "tools"):
+            dialog.tabs.setCurrentWidget(dialog.server if page == "server" else dialog.tools)
         if dialog.exec():
-            self.adapter.spawn(self.controller.update_settings(dialog.value()))
+            dialog.save_tools()
+            self.adapter.spawn(self.controller.update_settings(dialog.value_with_tools()))
 
     def choose_theme(self, theme: str) -> None:
         self.adapter.spawn(self.controller.update_settings(dataclasses.replace(self.controller.settings, theme=theme)))
