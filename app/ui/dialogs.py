@@ -22,6 +22,7 @@ from app.ui.server_settings_page import ServerSettingsPage
 from app.ui.tools_settings_page import ToolsSettingsPage
 
 if TYPE_CHECKING:
+    from app.service.tool_use import ToolUse
     from app.ui.adapter import ControllerAdapter
 
 
@@ -106,19 +107,21 @@ class SettingsDialog(QDialog):
 
     Three tabs: `general`, `server` (a ServerSettingsPage) and `tools` (a
     ToolsSettingsPage). adapter: the window's ControllerAdapter, for "Clear saved chat
-    states" and the disk they take (both off the UI thread) and the MCP servers; without
-    one the button is disabled and the Tools page lists none. mcp_file: where "Edit
-    mcp.json…" reads and writes.
+    states" and the disk they take (both off the UI thread); without one the button is
+    disabled. tools: the controller's ToolUse, whose servers and choices the Tools page
+    shows and saves (with the adapter); without it the page lists none. mcp_file: where
+    "Edit mcp.json…" reads and writes.
     """
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 adapter: "ControllerAdapter | None" = None, mcp_file: Path | None = None) -> None:
+                 adapter: "ControllerAdapter | None" = None, tools: "ToolUse | None" = None,
+                 mcp_file: Path | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
+        self._tools = tools
         self._mcp_file = mcp_file
         self.setWindowTitle("Settings")
         self._settings = settings
-        tools = adapter.controller.tools if adapter is not None else None
         servers = tools.servers() if tools is not None else []
         self.form = GenerationForm(settings.generation, self, servers=[server.name for server in servers])
         self.theme = QComboBox(self)
@@ -168,8 +171,6 @@ class SettingsDialog(QDialog):
         self.tools = ToolsSettingsPage(settings, servers, tools.choices if tools is not None else ToolChoices(),
                                        tools.statuses() if tools is not None else [], self)
         self.tools.editRequested.connect(self.edit_mcp_json)
-        if adapter is not None:
-            adapter.toolServersChanged.connect(self.tools.set_statuses)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.general, "Chats a&nd model")
         self.tabs.addTab(self.server, "AP&I server")
@@ -197,9 +198,9 @@ class SettingsDialog(QDialog):
 
     def save_tools(self) -> None:
         """After OK: write the servers and tool choices the Tools page changed (off the UI thread)."""
-        if self._adapter is None:
+        tools = self._tools
+        if self._adapter is None or tools is None:
             return
-        tools = self._adapter.controller.tools
         if self.tools.changed_servers():
             self._adapter.spawn(tools.save_servers(list(self.tools.servers)))
         if self.tools.changed_choices():
@@ -207,7 +208,7 @@ class SettingsDialog(QDialog):
 
     def edit_mcp_json(self) -> None:
         """mcp.json as text; saved (and read again) only when Kestrel can read all of it."""
-        if self._mcp_file is None or self._adapter is None:
+        if self._mcp_file is None or self._adapter is None or self._tools is None:
             return
         try:
             text = self._mcp_file.read_text(encoding="utf-8")
@@ -218,9 +219,9 @@ class SettingsDialog(QDialog):
             return
         editor = McpJsonDialog(text, self)
         if editor.exec():
-            self._adapter.spawn(self._write_mcp_json(self._adapter, self._mcp_file, editor.text()))
+            self._adapter.spawn(self._write_mcp_json(self._tools, self._mcp_file, editor.text()))
 
-    async def _write_mcp_json(self, adapter: "ControllerAdapter", path: Path, text: str) -> None:
+    async def _write_mcp_json(self, tools: "ToolUse", path: Path, text: str) -> None:
         from app.core.files import write_atomically
 
         try:
@@ -228,9 +229,9 @@ class SettingsDialog(QDialog):
         except OSError as exc:
             self.tools.add_note.setText(f"Kestrel could not save {path}: {exc.strerror or exc}.")
             return
-        await adapter.controller.tools.reload()
+        await tools.reload()
         try:
-            self.tools.set_servers(adapter.controller.tools.servers())
+            self.tools.set_servers(tools.servers())
         except RuntimeError:
             pass  # the dialog was closed meanwhile
 

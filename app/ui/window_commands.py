@@ -121,7 +121,9 @@ class WindowCommands(QMainWindow):
 
     def edit_settings(self, page: str = "") -> None:
         """The Settings dialog (page "server": open on the API server's page)."""
-        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter, mcp_file=self.paths.mcp_file)
+        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter, tools=self.controller.tools,
+                                mcp_file=self.paths.mcp_file)
+        self.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
         if page in ("server", "tools"):
             dialog.tabs.setCurrentWidget(dialog.server if page == "server" else dialog.tools)
         if dialog.exec():

@@ -173,17 +173,39 @@ def _tools_use(window, loop, servers, choices=ToolChoices()):
     return tools, mcp_file
 
 
-def test_the_tools_tab_round_trips_servers_tools_and_approvals(make_window, loop, qtbot) -> None:
+def test_the_tools_tab_round_trips_servers_tools_and_approvals(make_window, loop, qtbot, monkeypatch) -> None:
     window = make_window(engine=ScriptedEngine(), start=True)
     time_server = McpServerConfig("time", command="python", args=("-m", "mcp_server_time"))
     files = McpServerConfig("files", url="http://127.0.0.1:9/mcp", enabled=False)
     tools, mcp_file = _tools_use(window, loop, [time_server, files],
                                  ToolChoices(always_allowed=frozenset({("time", "get_current_time")})))
-    dialog = SettingsDialog(window.controller.settings, window, adapter=window.adapter, mcp_file=mcp_file)
-    qtbot.addWidget(dialog)
-    dialog.resize(760, 640)
-    dialog.show()
-    dialog.tabs.setCurrentWidget(dialog.tools)
+    checked: list[bool] = []
+
+    def use(dialog: SettingsDialog) -> int:
+        """What the user does on the Tools tab before pressing OK."""
+        qtbot.addWidget(dialog)
+        dialog.resize(760, 640)
+        dialog.show()
+        _use_the_tools_tab(window, dialog, qtbot)
+        checked.append(True)
+        return 1
+
+    monkeypatch.setattr(SettingsDialog, "exec", use)
+    window.edit_settings("tools")
+    assert checked
+    run(loop, until(lambda: tools.choices.disabled_tools == {("time", "convert_time")}
+                    and len(read_mcp_config(mcp_file)[0]) == 3 and window.controller.settings.tool_rounds == 3,
+                    what="the saved tools"))
+    assert window.controller.settings.tool_result_chars == 20_000
+    servers, problems = read_mcp_config(mcp_file)
+    assert problems == [] and [s.name for s in servers] == ["time", "files", "echo"]
+    assert servers[1].enabled and servers[2].command == "node" and servers[2].args == ("/opt/my server/index.js",
+                                                                                       "--flag")
+    assert tools.choices.always_allowed == frozenset()
+
+
+def _use_the_tools_tab(window, dialog: SettingsDialog, qtbot) -> None:
+    assert dialog.tabs.currentWidget() is dialog.tools
     page = dialog.tools
     tree = page.tree
     assert [tree.topLevelItem(n).text(0) for n in range(tree.topLevelItemCount())] == ["time", "files"]
@@ -219,16 +241,6 @@ def test_the_tools_tab_round_trips_servers_tools_and_approvals(make_window, loop
     page.rounds.setValue(3)
     page.result_chars.setValue(20_000)
 
-    assert dialog.value_with_tools().tool_rounds == 3 and dialog.value_with_tools().tool_result_chars == 20_000
-    dialog.save_tools()
-    run(loop, until(lambda: tools.choices.disabled_tools == {("time", "convert_time")}
-                    and len(read_mcp_config(mcp_file)[0]) == 3, what="the saved tools"))
-    servers, problems = read_mcp_config(mcp_file)
-    assert problems == [] and [s.name for s in servers] == ["time", "files", "echo"]
-    assert servers[1].enabled and servers[2].command == "node" and servers[2].args == ("/opt/my server/index.js",
-                                                                                       "--flag")
-    assert tools.choices.always_allowed == frozenset()
-
 
 def test_mcp_json_is_checked_before_it_is_saved(make_window, loop, qtbot, monkeypatch) -> None:
     servers, problems = check_mcp_text('{"mcpServers": {"t": {"command": "x"}}')
@@ -250,7 +262,7 @@ def test_mcp_json_is_checked_before_it_is_saved(make_window, loop, qtbot, monkey
 
     monkeypatch.setattr(McpJsonDialog, "exec", edit)
     dialog = SettingsDialog(window.controller.settings, window, adapter=window.adapter,
-                            mcp_file=window.paths.mcp_file)
+                            tools=window.controller.tools, mcp_file=window.paths.mcp_file)
     qtbot.addWidget(dialog)
     dialog.edit_mcp_json()
     run(loop, until(lambda: dialog.tools.tree.topLevelItemCount() == 1, what="the edited file read back"))
@@ -271,3 +283,19 @@ def test_a_chats_settings_choose_its_tool_servers(qtbot) -> None:
     qtbot.addWidget(empty)
     assert empty.form.tools.count() == 0 and empty.value().generation.tools == ()
     assert pretty_arguments("") == "{}"
+
+
+def test_the_chat_settings_dialog_offers_the_servers_of_mcp_json(make_window, loop, monkeypatch) -> None:
+    window = make_window(engine=ScriptedEngine())
+    _chat(window, loop)
+    _tools_use(window, loop, [McpServerConfig("clock", command="python"), McpServerConfig("files", url="http://x")])
+
+    def choose(dialog: ConversationSettingsDialog) -> int:
+        names = [dialog.form.tools.item(n).text() for n in range(dialog.form.tools.count())]
+        assert names == ["clock", "files"]
+        dialog.form.tools.item(1).setCheckState(Qt.CheckState.Checked)
+        return 1
+
+    monkeypatch.setattr(ConversationSettingsDialog, "exec", choose)
+    window.edit_chat_settings()
+    run(loop, until(lambda: window.controller.conversation_settings()[1].tools == ("files",), what="the chat's tools"))
