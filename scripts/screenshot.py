@@ -15,7 +15,8 @@ new chat, model ready), "streaming" (grabbed while an answer is being written), 
 open; the whole screen is grabbed, as a menu is a window of its own), "hardware",
 "about", "server-settings" (Settings on the API server page, other devices allowed, so
 its warning shows) and "server" (the API server window after a few real requests on
-127.0.0.1; it turns the server on in that KESTREL_HOME). With --paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or
+127.0.0.1; it turns the server on in that KESTREL_HOME). "tools-set" --out DIR takes the tool-use
+scenes of scripts/tool_scenes.py (the approval bar, an answer with tool calls, Settings → Tools). With --paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or
 a link; set HF_ENDPOINT to a local server to stay offline) and shows what it found.
 
 --show window-set --out DIR takes empty, streaming, code, picker, hardware, about,
@@ -310,7 +311,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prompt", default="What is a kestrel?")
     parser.add_argument("--show", default="chat", choices=["chat", "installed", "settings", "catalog", "first-run",
-                                                           *WINDOW_VIEWS, "window-set"])
+                                                           *WINDOW_VIEWS, "window-set", "tools-set"])
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
     parser.add_argument("--paste", help="with --show catalog: a repository or link to look up")
@@ -330,6 +331,10 @@ def main() -> int:
     settings_file = SettingsFile(paths.settings_file)
     settings_file.save(dataclasses.replace(settings_file.load(), theme=args.theme))
     seed_chats(paths.history_db)
+    if args.show == "tools-set":
+        from scripts.tool_scenes import seed_tool_chat
+
+        seed_tool_chat(paths.history_db)
     window = build_window(paths)
     window.resize(1180, 780)
     window.show()
@@ -341,6 +346,10 @@ def main() -> int:
         work = first_run_scenario(window)
     elif args.show == "window-set":
         work = window_set(window, args.out, args.theme)
+    elif args.show == "tools-set":
+        from scripts.tool_scenes import tool_set
+
+        work = tool_set(window, args.out, args.theme)
     elif args.show in WINDOW_VIEWS:
         work = _one_view(window, args.show, shown)
     else:
@@ -350,7 +359,7 @@ def main() -> int:
     with loop:
         loop.run_forever()
         task.result()
-        if args.show != "window-set":
+        if args.show not in ("window-set", "tools-set"):
             target = window.model_manager if in_manager else (shown[0] if shown else window)
             image = target.grab() if target is not None else app.primaryScreen().grabWindow(0)
             image.save(str(args.out))

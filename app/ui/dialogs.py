@@ -215,7 +215,7 @@ class SettingsDialog(QDialog):
         except FileNotFoundError:
             text = ""
         except (OSError, UnicodeDecodeError) as exc:
-            self.tools.add_note.setText(f"Kestrel could not read {self._mcp_file}: {exc}")
+            self.tools.say(f"Kestrel could not read {self._mcp_file}: {exc}")
             return
         editor = McpJsonDialog(text, self)
         if editor.exec():
@@ -227,7 +227,7 @@ class SettingsDialog(QDialog):
         try:
             await asyncio.to_thread(write_atomically, path, text.encode("utf-8"))
         except OSError as exc:
-            self.tools.add_note.setText(f"Kestrel could not save {path}: {exc.strerror or exc}.")
+            self.tools.say(f"Kestrel could not save {path}: {exc.strerror or exc}.")
             return
         await tools.reload()
         try:

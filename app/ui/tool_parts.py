@@ -69,8 +69,9 @@ def _call_block(call: ToolCallPart, result: ToolResultPart | None, dark: bool, e
             _pre_row(pretty_arguments(call.arguments), muted, rule)]
     if result is not None and not result.denied:
         rows.append(_result_row(call.call_id, result, expanded, muted, error, rule))
-    return (f'<table width="100%" cellspacing="0" cellpadding="0" style="background:{background};'
-            f'border:1px solid {rule};margin-top:6px;margin-bottom:6px">{"".join(rows)}</table>')
+    # No table border: Qt draws one around every cell too; the rows' own top rules part them.
+    return (f'<table width="100%" border="0" cellspacing="0" cellpadding="0" style="background:{background};'
+            f'margin-top:6px;margin-bottom:6px">{"".join(rows)}</table>')
 
 
 def _pre_row(text: str, color: str, rule: str) -> str:

@@ -90,7 +90,9 @@ class ToolsSettingsPage(QWidget):
         self.add_button = QPushButton("&Add server", self)
         self.add_button.clicked.connect(self._add)
         self.add_note = QLabel(self)
+        self.add_note.setObjectName("addServerNote")
         self.add_note.setWordWrap(True)
+        self.add_note.hide()
         self.allowed_box = QVBoxLayout()
         self.allowed_box.setContentsMargins(0, 0, 0, 0)
         self.revoke_buttons: dict[tuple[str, str], QPushButton] = {}
@@ -118,6 +120,9 @@ class ToolsSettingsPage(QWidget):
         add_row.addWidget(self.add_button)
         allowed_label = QLabel("Always allowed (run without asking)", self)
         allowed_label.setObjectName("alwaysAllowedLabel")
+        bold = allowed_label.font()
+        bold.setBold(True)
+        allowed_label.setFont(bold)
         form = QFormLayout()
         rounds_label = QLabel("Tool &rounds per answer", self)
         rounds_label.setBuddy(self.rounds)
@@ -134,6 +139,7 @@ class ToolsSettingsPage(QWidget):
         layout.addLayout(server_buttons)
         layout.addLayout(add_row)
         layout.addWidget(self.add_note)
+        layout.addSpacing(8)
         layout.addWidget(allowed_label)
         layout.addLayout(self.allowed_box)
         layout.addLayout(form)
@@ -275,13 +281,18 @@ class ToolsSettingsPage(QWidget):
             problem = problem or "Give the server a name and the command that starts it (or its URL)."
         elif any(server.name == name for server in self.servers):
             problem = f"There is already a server named “{name}”: choose another name."
-        self.add_note.setText(problem)
+        self.say(problem)
         if problem:
             return
         self.servers.append(McpServerConfig(name=name, command=command, args=args, url=url))
         self.name.clear()
         self.where.clear()
         self._fill()
+
+    def say(self, text: str) -> None:
+        """A problem with what the page was asked to do, under the Add row."""
+        self.add_note.setText(text)
+        self.add_note.setVisible(bool(text))
 
     # --- reading back ----------------------------------------------------------------------
 

@@ -237,7 +237,7 @@ def _use_the_tools_tab(window, dialog: SettingsDialog, qtbot) -> None:
     page.name.setText("echo")
     page.where.setText('node "/opt/my server/index.js" --flag')
     page.add_button.click()
-    assert page.add_note.text() == "" and tree.topLevelItemCount() == 3
+    assert page.add_note.isHidden() and tree.topLevelItemCount() == 3
     page.rounds.setValue(3)
     page.result_chars.setValue(20_000)
 
