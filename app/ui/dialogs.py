@@ -17,7 +17,7 @@ from app.core.generation import GenerationSettings
 from app.core.settings import Settings
 from app.core.units import human_size
 from app.tools.choices import ToolChoices
-from app.ui.mcp_json_dialog import McpJsonDialog, ServerChecklist
+from app.ui.mcp_json_dialog import ServerChecklist, edit_mcp_json
 from app.ui.server_settings_page import ServerSettingsPage
 from app.ui.tools_settings_page import ToolsSettingsPage
 
@@ -208,32 +208,8 @@ class SettingsDialog(QDialog):
 
     def edit_mcp_json(self) -> None:
         """mcp.json as text; saved (and read again) only when Kestrel can read all of it."""
-        if self._mcp_file is None or self._adapter is None or self._tools is None:
-            return
-        try:
-            text = self._mcp_file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            text = ""
-        except (OSError, UnicodeDecodeError) as exc:
-            self.tools.say(f"Kestrel could not read {self._mcp_file}: {exc}")
-            return
-        editor = McpJsonDialog(text, self)
-        if editor.exec():
-            self._adapter.spawn(self._write_mcp_json(self._tools, self._mcp_file, editor.text()))
-
-    async def _write_mcp_json(self, tools: "ToolUse", path: Path, text: str) -> None:
-        from app.core.files import write_atomically
-
-        try:
-            await asyncio.to_thread(write_atomically, path, text.encode("utf-8"))
-        except OSError as exc:
-            self.tools.say(f"Kestrel could not save {path}: {exc.strerror or exc}.")
-            return
-        await tools.reload()
-        try:
-            self.tools.set_servers(tools.servers())
-        except RuntimeError:
-            pass  # the dialog was closed meanwhile
+        if self._mcp_file is not None and self._adapter is not None and self._tools is not None:
+            edit_mcp_json(self, self.tools, self._mcp_file, self._tools, self._adapter.spawn)
 
     # --- saved chat states and prompt lookup ------------------------------------------------
 

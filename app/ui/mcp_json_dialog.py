@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QListWidget, QListWidgetItem, QPlainTextEdit,
                                QVBoxLayout, QWidget)
 
+from app.core.files import write_atomically
 from app.tools.mcp_config import McpServerConfig, read_mcp_config
+
+if TYPE_CHECKING:
+    from app.service.tool_use import ToolUse
+    from app.ui.tools_settings_page import ToolsSettingsPage
 
 EXAMPLE = '{\n  "mcpServers": {\n    "time": {"command": "uvx", "args": ["mcp-server-time"]}\n  }\n}\n'
 
@@ -65,6 +72,34 @@ class McpJsonDialog(QDialog):
             return
         self.servers = servers
         self.accept()
+
+
+def edit_mcp_json(parent: QWidget, page: "ToolsSettingsPage", path: Path, tools: "ToolUse",
+                  spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
+    """Open the editor on the file; once saved, ToolUse reads it again and the page shows what it holds."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        page.say(f"Kestrel could not read {path}: {exc}")
+        return
+    editor = McpJsonDialog(text, parent)
+    if editor.exec():
+        spawn(_write(page, path, editor.text(), tools))
+
+
+async def _write(page: "ToolsSettingsPage", path: Path, text: str, tools: "ToolUse") -> None:
+    try:
+        await asyncio.to_thread(write_atomically, path, text.encode("utf-8"))
+    except OSError as exc:
+        page.say(f"Kestrel could not save {path}: {exc.strerror or exc}.")
+        return
+    await tools.reload()
+    try:
+        page.set_servers(tools.servers())
+    except RuntimeError:
+        pass  # the dialog was closed meanwhile
 
 
 class ServerChecklist(QListWidget):
