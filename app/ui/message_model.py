@@ -7,6 +7,7 @@ from enum import IntEnum
 
 from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject, QPersistentModelIndex, Qt
 
+from app.core.chat_markdown import markdown_parts
 from app.core.conversation import Message, MessageState, Part, Role
 from app.ui.message_chrome import author_of
 
@@ -73,7 +74,9 @@ class MessageListModel(QAbstractListModel):
         if role == MessageRoles.IS_LAST_ANSWER:
             return position == len(self._messages) - 1 and message.role == Role.ASSISTANT
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return f"{author_of(message)}: {message.text}"
+            # An answer that used tools is heard with its calls and results, as it is seen.
+            said = "\n".join(markdown_parts(message.parts)) if message.parts else message.text
+            return f"{author_of(message)}: {said}"
         if role == Qt.ItemDataRole.AccessibleDescriptionRole:
             # The icons under a message are painted, so a screen reader hears their keys here.
             keys = ["Ctrl+C copies it", "Enter selects its text"]

@@ -227,10 +227,14 @@ class MessageView(MessageList):
         QToolTip.showText(QCursor.pos(), COPIED_TIP, self)
 
     def open_link(self, href: str) -> bool:
-        """A link in a message was clicked: a code block's copy, or a web or mail address."""
+        """A link in a message was clicked: a code block's copy, a tool result's Show all, or a web or mail address."""
         code = code_from_href(href)
         if code is not None:
             self.copy_code(code)
+            return True
+        toggle = call_from_href(href)
+        if toggle is not None:  # a tool result's "Show all" / "Show less"
+            self.delegate.toggle_call(*toggle)
             return True
         url = QUrl(href)
         # Only web and mail links: a model's answer must not open local files.
@@ -353,10 +357,6 @@ class MessageView(MessageList):
             index = self.indexAt(point)
             if index.isValid() and self.delegate.thinking_header_at(index, point):
                 self.delegate.toggle_thinking(index)
-                return True
-            toggle = call_from_href(self.delegate.anchor_at(index, point)) if index.isValid() else None
-            if toggle is not None:
-                self.delegate.toggle_call(*toggle)
                 return True
             if index.isValid() and self.open_link(self.delegate.anchor_at(index, point)):
                 return True

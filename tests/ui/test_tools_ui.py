@@ -159,9 +159,10 @@ def test_the_streaming_answer_shows_its_calls_then_the_final_parts_and_copies_th
     bus.emit(ev.AnswerFinished(dataclasses.replace(final, parts=(CALL, ToolResultPart("c1", long)))))
     before = view.visualRect(index).height()
     assert "line 39" not in text()
-    view.delegate.toggle_call("c1", True)
+    assert view.open_link("kestrel-tool:show:c1")  # the result's "Show all" link
     run(loop, until(lambda: view.visualRect(index).height() > before, what="the whole result"))
-    assert "line 39" in text()
+    assert "line 39" in text() and "Show less" in text()
+    assert "get_current_time" in index.data(Qt.ItemDataRole.AccessibleTextRole)
 
 
 def _tools_use(window, loop, servers, choices=ToolChoices()):
