@@ -74,6 +74,13 @@ def test_the_approval_bar_asks_in_its_own_chat_and_its_buttons_answer(make_windo
     assert all(b.accessibleName() or b.text() for b in (bar.allow_button, bar.always_button, bar.deny_button))
     assert bar.accessibleName() and bar.arguments.accessibleName()
     assert not clipped(bar), clipped(bar)
+    # Keyboard users reach it between the messages and the composer, in reading order.
+    chain, widget = [], window.messages
+    for _ in range(8):
+        widget = widget.nextInFocusChain()
+        chain.append(widget)
+    assert chain.index(bar.arguments) < chain.index(bar.allow_button) < chain.index(bar.always_button) \
+        < chain.index(bar.deny_button) < chain.index(window.composer.edit)
 
     # Esc is not Deny: it does nothing here.
     bar.allow_button.setFocus()
