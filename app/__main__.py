@@ -20,13 +20,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant. Without a command it opens the window.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    from app.cli import chat, chat_files, doctor, models, serve
+    from app.cli import chat, chat_files, doctor, models, serve, tools
 
     chat.add_parser(commands)
     doctor.add_parser(commands)
     models.add_parser(commands)
     chat_files.add_parser(commands)
     serve.add_parser(commands)
+    tools.add_parser(commands)
     return parser
 
 

@@ -85,10 +85,17 @@ def kestrel_home(model: Path, port: int, *, enabled: bool, threads: int) -> tupl
 
 @contextmanager
 def running(command: list[str], port: int, what: str, env: dict[str, str] | None = None) -> Iterator[None]:
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    # stderr to a file, not a pipe: llama.cpp's load log alone fills a pipe nobody reads,
+    # and the server then blocks before it listens.
+    log = tempfile.NamedTemporaryFile(prefix="kestrel-api-bench-", suffix=".log", delete=False)
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
                                env=dict(os.environ, **(env or {})))
     try:
-        wait_for(port, process, what)
+        try:
+            wait_for(port, process, what)
+        except SystemExit:
+            print(Path(log.name).read_text(errors="replace")[-2000:], file=sys.stderr)
+            raise
         yield
     finally:
         process.terminate()
@@ -147,8 +154,22 @@ def models_per_s(port: int, seconds: float = 3.0) -> float:
     return count / seconds
 
 
+def llama_server_format(model: Path) -> list[str]:
+    """llama_cpp.server's chat format for a GGUF without a template (the starter has none):
+    its fallback is Llama 2's, and Gemma then ends every answer at once. Kestrel's
+    built-in format for that architecture is the same turn markup as llama_cpp's "gemma"."""
+    from app.library.gguf_info import read_gguf_info
+
+    info = read_gguf_info(model)
+    if info.chat_template is None and info.architecture.startswith("gemma"):
+        return ["--chat_format", "gemma"]
+    return []
+
+
 def median(rows: list[dict], key: str) -> float:
-    return statistics.median(r[key] for r in rows if r[key] is not None)
+    """The median of the runs that produced it (NaN when none did: the table shows it)."""
+    values = [r[key] for r in rows if r[key] is not None]
+    return statistics.median(values) if values else float("nan")
 
 
 def main() -> int:
@@ -181,7 +202,8 @@ def main() -> int:
     if not args.skip_llama_server:
         port = free_port()
         with running([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--port", str(port),
-                      "--n_ctx", str(CONTEXT), "--n_threads", str(args.threads), "--api_key", KEY],
+                      "--n_ctx", str(CONTEXT), "--n_threads", str(args.threads), "--api_key", KEY,
+                      *llama_server_format(model)],
                      port, "llama_cpp.server"):
             sides["llama_cpp.server"] = client_runs(port, str(model), args.tokens, args.runs, usage=False)
             rates["llama_cpp.server"] = models_per_s(port)

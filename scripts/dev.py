@@ -1,6 +1,6 @@
 """Set up a development environment: a .venv in the project with Kestrel installed.
 
-    python3 scripts/dev.py setup            the app, its tests and the starter model
+    python3 scripts/dev.py setup            the app, its tests (with the npm MCP server they run) and the starter model
     python3 scripts/dev.py setup --app-only the app and the starter model, no test tools
 
 Works the same on Windows (py scripts\\dev.py setup). pip's cache stays on, so the
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import venv
@@ -37,6 +38,24 @@ def setup(app_only: bool) -> None:
     env.update(compiler_flags(env))
     subprocess.run([str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check",
                     "-e", f".[{extras}]"], cwd=ROOT, check=True, env=env)
+    if not app_only:
+        install_npm_test_servers()
+
+
+# tests/tools runs this npm MCP server on a temporary folder; installed here, never fetched by
+# a test. Pinned, so a new release cannot change a test's result. Kept in .cache/npm (git-ignored).
+NPM_TEST_SERVERS = ("@modelcontextprotocol/server-filesystem@2026.8.31",)
+
+
+def install_npm_test_servers() -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        print("npm is not installed: the test that runs an npm MCP server will be skipped "
+              "(install Node.js 18 or newer to run it).", flush=True)
+        return
+    print("Installing the npm MCP server the tests use", flush=True)
+    subprocess.run([npm, "install", "--prefix", str(ROOT / ".cache" / "npm"), "--no-audit", "--no-fund",
+                    "--loglevel=error", *NPM_TEST_SERVERS], cwd=ROOT, check=True)
 
 
 # Intel AMX needs the OS to grant the tile state. Many VMs (Firecracker, some clouds)

@@ -12,12 +12,15 @@ with QT_SCALE_FACTOR=2 for 200% scaling.
 "first-run" (the empty chat's offer, as a new user on the starter sees it), "empty" (a
 new chat, model ready), "streaming" (grabbed while an answer is being written), "code"
 (a long code answer, with other chats in the list), "picker" (the header's model menu
-open; the whole screen is grabbed, as a menu is a window of its own), "hardware" and
-"about". With --paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or
+open; the whole screen is grabbed, as a menu is a window of its own), "hardware",
+"about", "server-settings" (Settings on the API server page, other devices allowed, so
+its warning shows) and "server" (the API server window after a few real requests on
+127.0.0.1; it turns the server on in that KESTREL_HOME). "tools-set" --out DIR takes the tool-use
+scenes of scripts/tool_scenes.py (the approval bar, an answer with tool calls, Settings → Tools). With --paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or
 a link; set HF_ENDPOINT to a local server to stay offline) and shows what it found.
 
---show window-set --out DIR takes empty, streaming, code, picker, hardware and about in
-one run, as DIR/<view>-<theme>-<scale>.png (scale from QT_SCALE_FACTOR). The set for the
+--show window-set --out DIR takes empty, streaming, code, picker, hardware, about,
+server-settings and server in one run, as DIR/<view>-<theme>-<scale>.png (scale from QT_SCALE_FACTOR). The set for the
 README's review, both themes at 100% and 200%:
 
     for theme in light dark; do for scale in 1 2; do
@@ -85,7 +88,7 @@ async def scenario(window, prompt: str) -> None:
     await asyncio.sleep(0.3)
 
 
-WINDOW_VIEWS = ("empty", "streaming", "code", "picker", "hardware", "about")
+WINDOW_VIEWS = ("empty", "streaming", "code", "picker", "hardware", "about", "server-settings", "server")
 
 LONG_CODE = "Here is the whole module, with the parser split out and typed:\n\n```python\n" + "\n".join(
     [
@@ -158,8 +161,67 @@ async def window_view(window, view: str) -> QWidgetLike:
         window.show_about()
         await asyncio.sleep(0.4)
         return window.about
+    elif view == "server-settings":
+        from app.ui.dialogs import SettingsDialog
+
+        dialog = SettingsDialog(controller.settings, window, adapter=window.adapter)
+        dialog.tabs.setCurrentWidget(dialog.server)
+        dialog.server.beyond.setChecked(True)  # its warning shows (nothing is saved: the dialog is not accepted)
+        dialog.show()
+        OPEN_DIALOGS.append(dialog)
+        await asyncio.sleep(0.4)
+        return dialog
+    elif view == "server":
+        await serve_a_few_requests(window)
+        window.show_server_window()
+        await asyncio.sleep(0.4)
+        return window.server_window
     await asyncio.sleep(0.4)
     return window
+
+
+OPEN_DIALOGS: list = []  # dialogs a view opened without exec(): closed after the grab
+SERVED: list = []  # the API server settings before the "server" view turned it on
+
+
+async def stop_serving(window) -> None:
+    """Put the server settings back as they were: later shots (and runs) show no API in the status line."""
+    controller = window.controller
+    while SERVED:
+        await controller.update_settings(dataclasses.replace(controller.settings, server=SERVED.pop()))
+
+
+async def serve_a_few_requests(window) -> None:
+    """Turn the API server on (a free port on 127.0.0.1) and send it real requests from a thread."""
+    import json
+    import socket
+    import urllib.error
+    import urllib.request
+
+    controller = window.controller
+    if not window.server.on:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        SERVED.append(controller.settings.server)
+        server = dataclasses.replace(controller.settings.server, enabled=True, port=port)
+        await controller.update_settings(dataclasses.replace(controller.settings, server=server))
+        await _until(lambda: window.server.on or window.server.failed)
+    base, key = window.server.address, controller.settings.server.key
+
+    def send(path: str, body: dict | None, key: str) -> None:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(base + path, data=data, headers={
+            "Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=120).read()
+        except urllib.error.HTTPError:
+            pass  # a refused request is logged too: the table shows its status
+
+    chat = {"messages": [{"role": "user", "content": "Name three birds of prey."}], "max_tokens": 24}
+    for path, body, with_key in (("/v1/models", None, key), ("/v1/chat/completions", chat, key),
+                                 ("/v1/chat/completions", chat, "kestrel-wrong-key")):
+        await asyncio.to_thread(send, path, body, with_key)
 
 
 def _chat_id(window, title: str) -> int:
@@ -186,7 +248,7 @@ async def window_set(window, folder: Path, theme: str) -> None:
         shown = await window_view(window, view)
         image = shown.grab() if shown is not None else QGuiApplication.primaryScreen().grabWindow(0)
         image.save(str(folder / f"{view}-{theme}-{scale}x.png"))
-        for closing in (window.hardware_window, getattr(window, "about", None)):
+        for closing in (window.hardware_window, getattr(window, "about", None), window.server_window, *OPEN_DIALOGS):
             if closing is not None:
                 closing.close()
         if view == "picker":
@@ -194,6 +256,7 @@ async def window_set(window, folder: Path, theme: str) -> None:
         if view == "streaming":
             window.controller.stop()
             await window.controller.wait_idle()
+        await stop_serving(window)
 
 
 async def manager_scenario(window, page: str, add: list[Path], paste: str | None = None) -> None:
@@ -237,13 +300,18 @@ async def _one_view(window, view: str, shown: list) -> None:
     shown.append(await window_view(window, view))
 
 
+async def finish(window) -> None:
+    await stop_serving(window)
+    await window.shut_down()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--theme", choices=["light", "dark", "system"], default="light")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prompt", default="What is a kestrel?")
     parser.add_argument("--show", default="chat", choices=["chat", "installed", "settings", "catalog", "first-run",
-                                                           *WINDOW_VIEWS, "window-set"])
+                                                           *WINDOW_VIEWS, "window-set", "tools-set"])
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
     parser.add_argument("--paste", help="with --show catalog: a repository or link to look up")
@@ -263,6 +331,10 @@ def main() -> int:
     settings_file = SettingsFile(paths.settings_file)
     settings_file.save(dataclasses.replace(settings_file.load(), theme=args.theme))
     seed_chats(paths.history_db)
+    if args.show == "tools-set":
+        from scripts.tool_scenes import seed_tool_chat
+
+        seed_tool_chat(paths.history_db)
     window = build_window(paths)
     window.resize(1180, 780)
     window.show()
@@ -274,6 +346,10 @@ def main() -> int:
         work = first_run_scenario(window)
     elif args.show == "window-set":
         work = window_set(window, args.out, args.theme)
+    elif args.show == "tools-set":
+        from scripts.tool_scenes import tool_set
+
+        work = tool_set(window, args.out, args.theme)
     elif args.show in WINDOW_VIEWS:
         work = _one_view(window, args.show, shown)
     else:
@@ -283,11 +359,11 @@ def main() -> int:
     with loop:
         loop.run_forever()
         task.result()
-        if args.show != "window-set":
+        if args.show not in ("window-set", "tools-set"):
             target = window.model_manager if in_manager else (shown[0] if shown else window)
             image = target.grab() if target is not None else app.primaryScreen().grabWindow(0)
             image.save(str(args.out))
-        done = loop.create_task(window.controller.shutdown())
+        done = loop.create_task(finish(window))
         done.add_done_callback(lambda _: loop.stop())
         loop.run_forever()
     print(f"saved {args.out}")

@@ -70,6 +70,7 @@ VIOLATIONS = {
                               "app.server._violation -> app.service.controller"),
     "nothing-below-imports-the-server": ("app/service/_violation.py", "import app.server.runner",
                                          "app.service._violation -> app.server.runner"),
+    "tools-below-service": ("app/tools/_violation.py", "import app.service", "app.tools._violation -> app.service"),
 }
 
 

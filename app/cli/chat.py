@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
 from app.cli.closed_output import output_closed
 from app.cli.failure_words import cli_words
 from app.cli.thinking_output import ThinkingOutput, write
@@ -28,7 +29,8 @@ from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.client import EngineClient
 from app.service.controller import ChatController
-from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew
+from app.service.tool_use import Approver
+from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew, ToolPartsChanged
 from app.service.storage import IN_MEMORY
 
 EXIT_OK = 0
@@ -72,6 +74,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     chat.add_argument("--think", choices=["on", "off"],
                       help="ask a reasoning model to think first, or not (models whose template has the "
                            "switch, such as Qwen3)")
+    chat.add_argument("--tools", metavar="SERVER,…",
+                      help="offer the model the tools of these MCP servers (see `kestrel tools list`); each call "
+                           "is asked on the terminal unless --allow-tools names it")
+    chat.add_argument("--allow-tools", metavar="TOOL,…",
+                      help="run these tools (a tool's name, or SERVER/TOOL) without asking; without a terminal "
+                           "to ask on, other calls are refused")
     chat.set_defaults(run=run)
 
 
@@ -88,8 +96,13 @@ def run(args: argparse.Namespace) -> int:
         model = resolve_model(args.model)
         # The flags win over the model's own settings, which win over the app's.
         own = model.defaults
-        settings = Settings(generation=_generation_settings(args, own.generation(saved.generation)),
-                            threads=threads,
+        try:
+            servers = checked_servers(names(args.tools))
+        except ToolFlagError as exc:
+            raise UserError(str(exc), EXIT_USAGE) from None
+        generation = dataclasses.replace(_generation_settings(args, own.generation(saved.generation)), tools=servers)
+        settings = Settings(generation=generation, threads=threads, tool_rounds=saved.tool_rounds,
+                            tool_result_chars=saved.tool_result_chars,
                             device_preference=_device(args.device) or own.device_preference
                             or saved.device_preference)
         system = given_system if given_system is not None else own.system_prompt or ""
@@ -97,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
         model = dataclasses.replace(model, defaults=ModelDefaults(gpu_layers=own.gpu_layers,
                                                                   chat_template=own.chat_template))
         printer = _AnswerPrinter(sys.stdout, args.json, show_thinking=args.show_thinking)
-        return asyncio.run(_answer(model, prompt, system, settings, printer))
+        # Asked on the terminal only when standard input is one and the message did not come through it.
+        can_ask = args.prompt != "-" and sys.stdin is not None and sys.stdin.isatty()
+        decide = approver(names(args.allow_tools), can_ask=can_ask)
+        return asyncio.run(_answer(model, prompt, system, settings, printer, decide))
     except UserError as exc:
         _report(exc, args.json)
         return exc.status
@@ -276,11 +292,13 @@ def _install_starter_with_progress(library: ModelLibrary) -> InstalledModel:
     return model
 
 
-async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter) -> int:
+async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter,
+                  decide: Approver) -> int:
     """One chat turn through the window's controller, in a history kept only in memory."""
     controller = ChatController(history_path=IN_MEMORY, settings_path=None,
                                 library=ModelLibrary(data_paths().models), client=EngineClient(),
-                                settings=settings)
+                                settings=settings, mcp_file=data_paths().mcp_file)
+    controller.tools.approver = decide
     controller.subscribe(printer.on_event)
     printer.stop_with(controller.stop)
     try:
@@ -316,6 +334,7 @@ class _AnswerPrinter:
         self._out = out
         self._as_json = as_json
         self._thinking = ThinkingOutput(out, as_json, show_thinking)
+        self._tools = ToolPrinter(out, as_json)
         self._ending: AnswerFinished | AnswerInterrupted | None = None
         self._closed = False  # the output's reader went away (`kestrel chat … | head -1`)
         self._stop: Callable[[], None] = lambda: None
@@ -338,7 +357,10 @@ class _AnswerPrinter:
             self._stop()
 
     def _show(self, event: Event) -> None:
-        if isinstance(event, TextGrew) and event.thinking:
+        if isinstance(event, ToolPartsChanged):
+            self._thinking.end()
+            self._tools.show(event)
+        elif isinstance(event, TextGrew) and event.thinking:
             self._thinking.write(event.delta)
         elif isinstance(event, TextGrew):
             self._thinking.end()

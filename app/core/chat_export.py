@@ -1,8 +1,10 @@
-"""A chat as a file: Markdown to read, JSON (format "kestrel-chat", version 1) to import back.
+"""A chat as a file: Markdown to read, JSON (format "kestrel-chat", versions 1 and 2) to import back.
 
 Pure functions over Conversation and Message values: the service layer reads the history
 and writes the file. Import trusts nothing in the file: every field is checked, and a
-file that is too big is refused before it is read.
+file that is too big is refused before it is read. Version 2 adds an answer's parts (its
+tool calls and results); a chat without them is written as version 1, which every
+Kestrel reads.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from app.core.answer_stats import AnswerStats
+from app.core.chat_markdown import markdown_parts
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.files import kind_of
 from app.core.generation import GenerationSettings
+from app.core.message_parts import parts_from_data, parts_to_data
 
 FORMAT = "kestrel-chat"
-VERSION = 1
+VERSION = 2
+# The version that first had parts; a chat without them is written as version 1.
+_PARTS_SINCE = 2
 # Far above any real chat (2,000 long messages are a few MB) and small enough to read
 # into memory at once.
 MAX_BYTES = 64 * 1024 * 1024
@@ -48,12 +54,14 @@ class ImportedChat:
 def to_json(conversation: Conversation, messages: list[Message]) -> str:
     """The chat in Kestrel's JSON export format: standard JSON, so a number it cannot hold
     (an infinite speed a hand-made import once stored) is written as null."""
+    with_parts = any(m.parts for m in messages)
     return json.dumps(_finite({
-        "format": FORMAT, "version": VERSION, "title": conversation.title,
+        "format": FORMAT, "version": VERSION if with_parts else 1, "title": conversation.title,
         "system_prompt": conversation.system_prompt, "settings": conversation.settings.to_dict(),
         "model": conversation.model, "created": conversation.created, "updated": conversation.updated,
         "messages": [{"role": m.role.value, "text": m.text, "thinking": m.thinking, "stats": _stats_of(m),
-                      "created": m.created, "state": _exported_state(m.state)} for m in messages],
+                      "created": m.created, "state": _exported_state(m.state),
+                      **({"parts": parts_to_data(m.parts)} if m.parts else {})} for m in messages],
     }), ensure_ascii=False, indent=1, allow_nan=False)
 
 
@@ -71,7 +79,7 @@ def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
         lines += [f"## {heading}", ""]
         if message.thinking.strip():
             lines += ["<details><summary>Thinking</summary>", "", message.thinking.strip(), "", "</details>", ""]
-        lines += [message.text, ""]
+        lines += markdown_parts(message.parts) if message.parts else [message.text, ""]
     return "\n".join(lines)
 
 
@@ -120,7 +128,7 @@ def _chat_from(data: Any) -> ImportedChat:
         raise ValueError('it is not a Kestrel chat export (no "format": "kestrel-chat").')
     version = data.get("version")
     if not isinstance(version, int) or isinstance(version, bool) or version > VERSION or version < 1:
-        raise ValueError(f"it has export version {version!r}; this Kestrel reads version {VERSION}. "
+        raise ValueError(f"it has export version {version!r}; this Kestrel reads versions 1 to {VERSION}. "
                          "Update Kestrel to import it.")
     now = time.time()
     created = _time(data.get("created", now), "created")
@@ -136,7 +144,7 @@ def _chat_from(data: Any) -> ImportedChat:
         raise ValueError("messages must be a list.")
     if len(items) > MAX_MESSAGES:
         raise ValueError(f"it has {len(items):,} messages; at most {MAX_MESSAGES:,} can be imported.")
-    messages = [_message(item, number, created) for number, item in enumerate(items, start=1)]
+    messages = [_message(item, number, created, version) for number, item in enumerate(items, start=1)]
     # Kestrel keeps a chat's instructions in its system prompt, which the model reads and
     # Chat settings shows; a system message kept as a message would show as Kestrel
     # speaking and never reach the model. Other tools' exports put them in messages.
@@ -148,12 +156,13 @@ def _chat_from(data: Any) -> ImportedChat:
     return ImportedChat(conversation, tuple(m for m in messages if m.role != Role.SYSTEM))
 
 
-def _message(item: Any, number: int, default_time: float) -> Message:
+def _message(item: Any, number: int, default_time: float, version: int) -> Message:
     where = f"message {number}"
     if not isinstance(item, dict):
         raise ValueError(f"{where} is not an object.")
     try:
-        # A chat keeps no tool results (Role.TOOL is the API server's), so a file's are refused.
+        # A chat keeps its tool results as parts of the answer that asked for them, never as
+        # messages of their own (Role.TOOL is the API server's), so a file's are refused.
         role = Role(item.get("role"))
         if role == Role.TOOL:
             raise ValueError(role)
@@ -169,10 +178,14 @@ def _message(item: Any, number: int, default_time: float) -> Message:
     if stats is not None:  # 1e400 reads as infinity: no speed or time, so it is left out
         stats = {key: value for key, value in stats.items()
                  if not (isinstance(value, float) and not math.isfinite(value))}
+    # Version 1 had no parts: a key of that name in such a file is not Kestrel's, and left alone.
+    parts = parts_from_data(item.get("parts", []), where) if version >= _PARTS_SINCE else ()
+    if parts and role != Role.ASSISTANT:
+        raise ValueError(f"{where} is a {role.value} message with parts; only an assistant's answer has them.")
     return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
                    _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
                    None if stats is None else AnswerStats.from_dict(stats),
-                   _text(item.get("thinking", ""), f"{where}'s thinking"))
+                   _text(item.get("thinking", ""), f"{where}'s thinking"), parts)
 
 
 

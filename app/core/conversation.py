@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeAlias
+
 from app.core.answer_stats import AnswerStats
 from app.core.generation import GenerationSettings
 
@@ -21,8 +23,8 @@ class Role(str, Enum):
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"
-    # A tool's result given back to the model (the API server's requests); the history
-    # stores none yet.
+    # A tool's result given back to the model (the API server's requests). The history
+    # stores none as a message: a chat's results are parts of its assistant turn.
     TOOL = "tool"
 
 
@@ -37,12 +39,66 @@ class MessageState(str, Enum):
 
 
 @dataclass(frozen=True)
+class TextPart:
+    """Text the model wrote in a turn that used tools: before a call, or its answer after."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallPart:
+    """A call the model made: `call_id` pairs it with its result.
+
+    `name` is the name the model called (the tool's own, or `server__name` where two
+    servers share one), so the turn goes back to the model as it wrote it; `server` is
+    whose tool it was ("" if the model named no tool there is). `arguments` is a JSON
+    object's text, as the model wrote it (re-dumped).
+    """
+
+    call_id: str
+    server: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolResultPart:
+    """What a call gave back, as the model was given it.
+
+    is_error: the tool failed (it said so, raised, timed out or its server died; `text`
+    says which). denied: the user refused the call, and `text` is what the model was told.
+    """
+
+    call_id: str
+    text: str
+    is_error: bool = False
+    denied: bool = False
+
+
+Part: TypeAlias = TextPart | ToolCallPart | ToolResultPart
+
+
+def joined_text(parts: tuple[Part, ...]) -> str:
+    """The visible answer of a turn with these parts: its texts, a blank line between two.
+
+    What Message.text holds for a turn that used tools (the text before a call and the
+    answer after it are one answer to the user)."""
+    return "\n\n".join(text for part in parts if isinstance(part, TextPart) and (text := part.text.strip()))
+
+
+@dataclass(frozen=True)
 class Message:
     """One message of a conversation, as stored in the history.
 
     `created` is Unix epoch seconds. `stats` holds what the engine reported about an
     answer (tokens, speed, device, why it ended), or None. `thinking` is what a reasoning model
     thought before the answer in `text` ("" for every other message).
+
+    `parts` is an assistant turn that used tools, in order: text said before its calls,
+    the calls, their results, then the next round's text, calls and results, up to the
+    answer. `text` stays that turn's visible answer (joined_text(parts)), so whatever
+    reads `text` works unchanged. A turn without tools, and every other message, has
+    parts == ().
     """
 
     id: int
@@ -53,6 +109,7 @@ class Message:
     state: MessageState
     stats: AnswerStats | None
     thinking: str = ""
+    parts: tuple[Part, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,15 @@ class GenerationSettings:
     # Reasoning models whose template has the switch (`enable_thinking`, e.g. Qwen3)
     # think before answering when True; other models ignore it.
     thinking: bool = True
+    # The MCP servers (their names in mcp.json) whose tools the model is offered in this
+    # chat; none: no tools. Each call still waits for the user's approval.
+    tools: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["tools"] = list(self.tools)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GenerationSettings:
@@ -43,7 +48,10 @@ class GenerationSettings:
         call `validated()`.
         """
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in names})
+        known = {key: value for key, value in data.items() if key in names}
+        if isinstance(known.get("tools"), list):  # JSON has lists; a chat's settings are frozen
+            known["tools"] = tuple(known["tools"])
+        return cls(**known)
 
     def validated(self) -> GenerationSettings:
         """These settings with numbers normalised, or ValueError naming the bad field."""
@@ -56,6 +64,10 @@ class GenerationSettings:
         _check_int("context_length", self.context_length, low=256, high=1_048_576)
         if not isinstance(self.thinking, bool):
             raise ValueError(f"thinking must be true or false (got {self.thinking!r}).")
+        tools = self.tools
+        if (not isinstance(tools, tuple) or len(tools) > 100
+                or not all(isinstance(name, str) and 0 < len(name) <= 200 for name in tools)):
+            raise ValueError(f"tools must be a list of MCP server names (got {tools!r}).")
         return dataclasses.replace(
             self,
             temperature=float(self.temperature),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.answer_stats import AnswerStats
-from app.core.conversation import UNTITLED, Conversation, Message, MessageState, Role
+from app.core.conversation import UNTITLED, Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
 from app.core.history_schema import (
     DAMAGED,
@@ -23,6 +23,7 @@ from app.core.history_schema import (
     is_damage,
     search_fold,
 )
+from app.core.message_parts import checked_parts, parts_from_json, parts_json, searchable_text
 
 
 class HistoryError(Exception):
@@ -104,8 +105,19 @@ def _fold_or_null(text: str | None) -> str | None:
     return None if text is None else search_fold(text)
 
 
+def message_fold(text: str, parts: tuple[Part, ...]) -> str:
+    """A message's search copy: its text, then what else search finds in its parts."""
+    extra = searchable_text(parts)
+    return search_fold(f"{text}\n{extra}" if extra else text)
+
+
+def _fold_stored_message(text: str | None, parts: str | None) -> str | None:
+    """message_fold over a row's columns, for SQL (a row another program wrote included)."""
+    return None if text is None else message_fold(text, parts_from_json(parts))
+
+
 # messages.folded is the search's copy of the text; reading a message never needs it.
-_MESSAGE_COLUMNS = "id, conversation_id, role, text, created, state, stats, thinking"
+_MESSAGE_COLUMNS = "id, conversation_id, role, text, created, state, stats, thinking, parts"
 
 # Two ways to find the conversations `c` with a message whose folded text holds :q.
 # The index lists the messages that hold :phrase; each then costs a lookup of its row.
@@ -176,6 +188,7 @@ class HistoryStore:
     def _configure(self) -> None:
         self._conn.row_factory = sqlite3.Row
         self._conn.create_function("kestrel_fold", 1, _fold_or_null, deterministic=True)
+        self._conn.create_function("kestrel_fold_message", 2, _fold_stored_message, deterministic=True)
         self._conn.execute("PRAGMA journal_mode = WAL")
         # In WAL mode FULL costs one fsync per commit: about one a second while an
         # answer streams. It keeps a committed message through a power cut, where
@@ -206,7 +219,9 @@ class HistoryStore:
         ).fetchone()
         if missing is not None:
             with self.transaction() as conn:
-                conn.execute("UPDATE messages SET folded = kestrel_fold(text) WHERE folded IS NULL")
+                conn.execute(
+                    "UPDATE messages SET folded = kestrel_fold_message(text, parts) WHERE folded IS NULL"
+                )
 
     @contextmanager
     def _translate_errors(self) -> Iterator[None]:
@@ -382,17 +397,23 @@ class HistoryStore:
         *,
         state: MessageState = MessageState.COMPLETE,
         stats: AnswerStats | None = None,
+        parts: tuple[Part, ...] = (),
     ) -> Message:
-        """Append a message to a conversation; it is committed when this returns."""
+        """Append a message to a conversation; it is committed when this returns.
+
+        parts: an assistant turn's text, tool calls and results (Message.parts); ValueError
+        if a part is wrong or the message is no assistant's.
+        """
+        parts = _parts_for(Role(role), parts)
         now = self._clock()
         try:
             with self.transaction() as conn:
                 cursor = conn.execute(
                     "INSERT INTO messages"
-                    " (conversation_id, role, text, created, state, stats, folded)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (conversation_id, Role(role).value, text, now,
-                     MessageState(state).value, _stats_json(stats), search_fold(text)),
+                    " (conversation_id, role, text, created, state, stats, folded, parts)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (conversation_id, Role(role).value, text, now, MessageState(state).value,
+                     _stats_json(stats), message_fold(text, parts), parts_json(parts)),
                 )
                 conn.execute(
                     "UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id)
@@ -430,12 +451,19 @@ class HistoryStore:
         state: MessageState | None = None,
         stats: AnswerStats | None = None,
         thinking: str | None = None,
+        parts: tuple[Part, ...] | None = None,
     ) -> None:
-        """Change the given fields of a message; fields left as None stay."""
+        """Change the given fields of a message; fields left as None stay.
+
+        parts replaces all of the turn's parts (() clears them); ValueError if a part is
+        wrong or the message is no assistant's.
+        """
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = text
-            changes["folded"] = search_fold(text)
+        if parts is not None:
+            parts = checked_parts(parts)
+            changes["parts"] = parts_json(parts)
         if thinking is not None:
             changes["thinking"] = thinking
         if state is not None:
@@ -444,11 +472,22 @@ class HistoryStore:
             changes["stats"] = _stats_json(stats)
         if not changes:
             return
-        assignments = ", ".join(f"{column} = ?" for column in changes)
+        assignments = [f"{column} = ?" for column in changes]
+        values = list(changes.values())
+        if text is not None or parts is not None:
+            # The search copy, from the new text and parts or the stored ones where only
+            # one of them changes (the right of SET reads the row as it was).
+            assignments.append("folded = kestrel_fold_message({}, {})".format(
+                "text" if text is None else "?", "parts" if parts is None else "?"))
+            values += [value for value in (text, changes.get("parts")) if value is not None]
         with self.transaction() as conn:
+            if parts:
+                found = conn.execute("SELECT role FROM messages WHERE id = ?", (message_id,)).fetchone()
+                if found is not None and found["role"] != Role.ASSISTANT.value:
+                    raise ValueError(f"message {message_id} is a {found['role']} message: only an answer has parts.")
             cursor = conn.execute(
-                f"UPDATE messages SET {assignments} WHERE id = ?",
-                (*changes.values(), message_id),
+                f"UPDATE messages SET {', '.join(assignments)} WHERE id = ?",
+                (*values, message_id),
             )
             if cursor.rowcount == 0:
                 raise KeyError(message_id)
@@ -490,16 +529,17 @@ class HistoryStore:
         return _inserted_id(cursor)
 
     def insert_message(self, message: Message, conversation_id: int) -> int:
-        """Store a message read elsewhere, with its time, state and stats, under a new
-        id in the conversation `conversation_id`; return that id."""
+        """Store a message read elsewhere, with its time, state, stats, thinking and parts,
+        under a new id in the conversation `conversation_id`; return that id."""
+        parts = _parts_for(message.role, message.parts)
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO messages"
-                " (conversation_id, role, text, created, state, stats, folded, thinking)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " (conversation_id, role, text, created, state, stats, folded, thinking, parts)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (conversation_id, Role(message.role).value, message.text, message.created,
                  MessageState(message.state).value, _stats_json(message.stats),
-                 search_fold(message.text), message.thinking),
+                 message_fold(message.text, parts), message.thinking, parts_json(parts)),
             )
         return _inserted_id(cursor)
 
@@ -524,6 +564,13 @@ def _inserted_id(cursor: sqlite3.Cursor) -> int:
     if row_id is None:
         raise RuntimeError("INSERT gave no row id")
     return row_id
+
+
+def _parts_for(role: Role, parts: tuple[Part, ...]) -> tuple[Part, ...]:
+    """The parts checked for keeping; ValueError (a bug) if one is wrong or `role` has none."""
+    if parts and role != Role.ASSISTANT:
+        raise ValueError(f"a {role.value} message has no parts: only an answer uses tools.")
+    return checked_parts(parts)
 
 
 def _stats_json(stats: AnswerStats | None) -> str | None:
@@ -552,4 +599,5 @@ def _message(row: sqlite3.Row) -> Message:
         state=MessageState(row["state"]),
         stats=AnswerStats.from_json(row["stats"]),
         thinking=row["thinking"] or "",
+        parts=parts_from_json(row["parts"]) if row["role"] == Role.ASSISTANT.value else (),
     )

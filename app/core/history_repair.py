@@ -24,15 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from app.core.answer_stats import AnswerStats
-from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.conversation import Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
 from app.core.history_schema import MIGRATIONS, is_damage
+from app.core.message_parts import parts_from_json
 
 # SQLite's companions of a database file: its WAL (committed data not yet copied into
 # the file), the WAL's index, a rollback journal. They travel with the file.
 COMPANIONS = ("-wal", "-shm", "-journal")
 RECOVERED_TITLE = "Recovered chat"
+# A recovered message's columns that the first format lacks: id, thinking, parts.
+Later = tuple[int, str, tuple[Part, ...]]
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,14 @@ def replace_damaged(path: Path, *, recover: bool, carry: HistoryStore | None = N
     _remove_with_companions(building)
     conversations = messages = 0
     carried: dict[int, int] = {}
+    later: list[Later] = []
     try:
         if recover and path.exists():
-            conversations, messages = _recover_into(path, building)
+            conversations, messages, later = _recover_into(path, building)
         # Opening it migrates what was recovered (written in the first format) to the
         # current one: the search index is built once, not row by row (3x faster).
         with HistoryStore(building, clock=clock) as store:
+            _restore_later_columns(store, later)
             if carry is not None:
                 carried = copy_conversations(carry, store)
         aside = set_aside(path, clock)
@@ -121,13 +126,15 @@ def copy_conversations(source: HistoryStore, target: HistoryStore) -> dict[int, 
     return carried
 
 
-def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int]:
+def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int, list[Later]]:
     """Write what SQLite can read of the history at `damaged_path` into a new database
     at `building`, in the history's first format (ids kept).
 
     Reads a copy, so the damaged file and its WAL stay byte for byte as they were.
     Messages whose conversation row is lost get a conversation of their own, titled
-    from their first message. Returns (conversations, messages) recovered.
+    from their first message. Returns (conversations, messages) recovered, and the
+    messages with a thinking or parts (columns the first format lacks) to restore once
+    the new file has them.
     """
     with tempfile.TemporaryDirectory(prefix=".kestrel-recovery-", dir=damaged_path.parent) as folder:
         copy = Path(folder) / "damaged.sqlite3"
@@ -149,7 +156,26 @@ def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int]:
             source.close()
 
 
-def _copy_readable(source: sqlite3.Connection, target: sqlite3.Connection) -> tuple[int, int]:
+def _restore_later_columns(store: HistoryStore, later: list[Later]) -> None:
+    """Put back the columns that came after the first format, in the migrated file."""
+    with store.transaction():
+        for message_id, thinking, parts in later:
+            store.update_message(message_id, thinking=thinking, parts=parts)
+
+
+def _later_columns(conn: sqlite3.Connection) -> str:
+    """The thinking and parts columns of a damaged file's messages, or stand-ins for a
+    file from before them (and for one whose table list cannot be read)."""
+    try:
+        found = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
+    except sqlite3.DatabaseError:
+        found = set()
+    return ", ".join(column if column in found else stand_in
+                     for column, stand_in in (("thinking", "''"), ("parts", "'[]'")))
+
+
+def _copy_readable(source: sqlite3.Connection,
+                   target: sqlite3.Connection) -> tuple[int, int, list[Later]]:
     kept: set[int] = set()
     for row in _readable_rows(source, "conversations",
                               "id, title, created, updated, system_prompt, settings, model"):
@@ -159,11 +185,15 @@ def _copy_readable(source: sqlite3.Connection, target: sqlite3.Connection) -> tu
             kept.add(conversation.id)
     made: dict[int, Message] = {}  # conversations made for orphans: the message to title them by
     last: dict[int, float] = {}
+    later: list[Later] = []
     messages = 0
-    for row in _readable_rows(source, "messages", "id, conversation_id, role, text, created, state, stats"):
+    columns = "id, conversation_id, role, text, created, state, stats, " + _later_columns(source)
+    for row in _readable_rows(source, "messages", columns):
         message = _message_from(row)
         if message is None:
             continue
+        if message.thinking or message.parts:
+            later.append((message.id, message.thinking, message.parts))
         conversation_id = message.conversation_id
         if conversation_id not in kept and conversation_id not in made:
             _insert_conversation(target, Conversation(conversation_id, RECOVERED_TITLE, message.created,
@@ -182,7 +212,7 @@ def _copy_readable(source: sqlite3.Connection, target: sqlite3.Connection) -> tu
         title = _title_from(first.text) if first.role == Role.USER else RECOVERED_TITLE
         target.execute("UPDATE conversations SET title = ?, updated = ? WHERE id = ?",
                        (title, last[conversation_id], conversation_id))
-    return len(kept) + len(made), messages
+    return len(kept) + len(made), messages, later
 
 
 def _insert_conversation(target: sqlite3.Connection, conversation: Conversation) -> None:
@@ -271,7 +301,7 @@ def _conversation_from(row: tuple[Any, ...]) -> Conversation | None:
 
 def _message_from(row: tuple[Any, ...]) -> Message | None:
     """A message from a damaged file's row, or None if the row is unusable."""
-    mid, conversation_id, role, text, created, state, stats = row
+    mid, conversation_id, role, text, created, state, stats, thinking, parts = row
     if (not isinstance(mid, int) or not isinstance(conversation_id, int) or not isinstance(text, str)
             or not isinstance(created, (int, float))):
         return None
@@ -282,7 +312,9 @@ def _message_from(row: tuple[Any, ...]) -> Message | None:
         return None
     if state == MessageState.STREAMING:
         state = MessageState.INTERRUPTED  # nothing is writing it any more
-    return Message(mid, conversation_id, role, text, float(created), state, AnswerStats.from_json(stats))
+    return Message(mid, conversation_id, role, text, float(created), state, AnswerStats.from_json(stats),
+                   thinking if isinstance(thinking, str) else "",
+                   parts_from_json(parts) if role == Role.ASSISTANT else ())
 
 
 def _title_from(text: str) -> str:

@@ -122,10 +122,20 @@ def _migrate_to_v4(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE conversations SET model = NULL")
 
 
+def _migrate_to_v5(conn: sqlite3.Connection) -> None:
+    # A turn that used tools keeps its calls and results as parts, in order, as JSON
+    # (app/core/message_parts.py): a column, not a table of parts, because a turn is always
+    # read, written and deleted whole (regenerate, edit, export), and the repair's copy
+    # of a damaged file then carries one more column, not a second table to match up.
+    # Existing turns used no tools: "[]". Their search copy stays as it is; a turn with
+    # tools adds its calls' names and arguments and its results' text to it.
+    conn.execute("ALTER TABLE messages ADD COLUMN parts TEXT NOT NULL DEFAULT '[]'")
+
+
 # MIGRATIONS[n] turns a version-n database into version n+1. Append only: a released
 # migration is never edited, because users' files have already been through it.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    _migrate_to_v1, _migrate_to_v2, _migrate_to_v3, _migrate_to_v4,
+    _migrate_to_v1, _migrate_to_v2, _migrate_to_v3, _migrate_to_v4, _migrate_to_v5,
 ]
 
 # Primary result codes (sqlite3.h) that come from the user's machine, not from a bug,

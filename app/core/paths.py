@@ -35,6 +35,11 @@ class DataPaths:
     def settings_file(self) -> Path:
         return self.config / "settings.json"
 
+    @property
+    def mcp_file(self) -> Path:
+        # The name and format Claude Desktop, Cursor and LM Studio use, so a file from them works here.
+        return self.config / "mcp.json"
+
     def ensure(self) -> "DataPaths":
         for folder in (self.data, self.config, self.cache, self.logs, self.models):
             folder.mkdir(parents=True, exist_ok=True)

@@ -80,6 +80,10 @@ class Settings:
     # MiB; 0 keeps none on disk. And prompt-lookup drafting.
     saved_states_mb: int = 2048
     prompt_lookup: PromptLookupMode = PromptLookupMode.AUTO
+    # Tool use (app/tools): rounds of tool calls one answer may make, and the longest tool
+    # result given to the model (longer ones are cut, with a note).
+    tool_rounds: int = 8
+    tool_result_chars: int = 64_000
     # The local API server (app/server): off until the user turns it on.
     server: ServerSettings = ServerSettings()
 
@@ -136,6 +140,11 @@ class Settings:
         if lookup is None:
             raise ValueError(f"prompt_lookup must be one of {', '.join(PromptLookupMode)} "
                              f"(got {self.prompt_lookup!r}).")
+        rounds, chars = self.tool_rounds, self.tool_result_chars
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
+            raise ValueError(f"tool_rounds must be a whole number from 1 to 100 (got {rounds!r}).")
+        if isinstance(chars, bool) or not isinstance(chars, int) or not 1_000 <= chars <= 10_000_000:
+            raise ValueError(f"tool_result_chars must be a whole number from 1,000 to 10,000,000 (got {chars!r}).")
         if not isinstance(self.generation, GenerationSettings):
             raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
         if not isinstance(self.server, ServerSettings):
@@ -161,6 +170,8 @@ def _field_by_field(defaults: Any, data: Mapping[str, Any], problems: list[str])
     for key, value in data.items():
         if key not in names or key in ("version", "generation", "server"):
             continue
+        if isinstance(value, list):  # JSON's lists are the settings' tuples
+            value = tuple(value)
         try:
             result = dataclasses.replace(result, **{key: value}).validated()
         except ValueError:

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 
 from app.core.answer_stats import AnswerStats, FinishReason
-from app.core.conversation import Message, MessageState, Role
+from app.core.conversation import Message, MessageState, Part, Role, ToolCallPart, ToolResultPart
+from app.core.message_parts import tool_rounds
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
 from app.engine.failures import Failure
-from app.engine.protocol import ChatMessage, Delta, Done, ErrorKind
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind
+from app.engine.tool_calls import ToolCall
 from app.service.engine_errors import EngineCrashed, EngineError
 from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
 from app.service.events import (ActivityChanged, AnswerFinished, AnswerInterrupted, AnswerStarted, Event,
-                                InterruptReason, Problem, Queued, TextGrew)
+                                InterruptReason, Problem, Queued, TextGrew, ToolPartsChanged)
 from app.service.storage import Storage
 from app.service.streaming import StreamingAnswer
+from app.service.tool_use import ToolUse
+from app.tools.values import ToolInfo
 
 
 class AnswerRun:
@@ -31,7 +36,7 @@ class AnswerRun:
 
     def __init__(self, storage: Storage, engine: EngineQueue, emit: Callable[[Event], None], *,
                  show: Callable[[Message], None], settle: Callable[[Message], None], activity: str,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
@@ -44,6 +49,8 @@ class AnswerRun:
         self.conversation_id: int | None = None
         self.stream: StreamingAnswer | None = None
         self.request: EngineRequest | None = None
+        self._tools, self._tool_rounds = tools, tool_rounds
+        self._tool_task: asyncio.Future[tuple[str, ToolResultPart]] | None = None
 
     @property
     def running(self) -> bool:
@@ -51,10 +58,13 @@ class AnswerRun:
         return self.request is not None and self.request.running
 
     def cancel(self) -> None:
-        """Leave the engine's line, or stop between two tokens; what was written stays."""
+        """Leave the engine's line, stop between two tokens, or stop waiting for a tool (its
+        approval withdrawn); what was written stays."""
         self.cancelled = True  # before the engine is asked: it is never asked
         if self.request is not None:
             self.request.cancel()
+        if self._tool_task is not None:
+            self._tool_task.cancel()
 
     async def run(self, conversation_id: int, prepare: Callable[[int], Awaitable[None]]) -> None:
         """Answer the conversation; prepare(context_length) runs before the engine is asked."""
@@ -76,7 +86,8 @@ class AnswerRun:
         self._emit(AnswerStarted(stream.message))
         try:
             await prepare(conversation.settings.context_length)
-            await self._stream_into(stream, chat_of(conversation.system_prompt, history), conversation.settings)
+            tools = await self._offered(conversation.settings.tools)
+            await self._rounds(stream, chat_of(conversation.system_prompt, history), conversation.settings, tools)
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
             reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
                       InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
@@ -87,28 +98,93 @@ class AnswerRun:
                 self._finish(await stream.interrupt(None), InterruptReason.SHUTDOWN)
             raise
 
-    async def _stream_into(self, stream: StreamingAnswer, chat: list[ChatMessage],
-                           settings: GenerationSettings) -> None:
-        request = self.request = self._engine.request(chat, settings, trim_history=True, threads=self._threads)
+    async def _offered(self, servers: tuple[str, ...]) -> list[ToolInfo]:
+        """The tools this chat offers (its servers started now, in the background of the answer)."""
+        if not servers or self._tools is None:
+            return []
+        self._emit(ActivityChanged("Starting tools…", self.conversation_id))
+        return await self._tools.offered(servers)
+
+    async def _rounds(self, stream: StreamingAnswer, chat: list[ChatMessage], settings: GenerationSettings,
+                      tools: list[ToolInfo]) -> None:
+        """Answer; when the model calls tools, run them (each once the user allows it), give
+        it the results and let it go on, up to `tool_rounds` rounds of calls."""
+        listed = json.dumps([tool.for_model() for tool in tools], ensure_ascii=False) if tools else None
+        for round_number in range(self._tool_rounds + 1):
+            last = round_number == self._tool_rounds  # then the model must answer in words
+            shape = AnswerShape(tools=listed, tool_choice="none" if last else "auto") if listed else None
+            calls = await self._stream_into(stream, chat, settings, shape)
+            if calls is None:
+                return
+            said = stream.text[stream.round_start:].strip() if stream.round_start is not None else ""
+            results = await self._run_calls(stream, calls, tools)
+            if results is None:
+                return
+            chat.append(ChatMessage(Role.ASSISTANT, said, tool_calls=tuple(calls)))
+            chat.extend(ChatMessage(Role.TOOL, result.text, tool_call_id=result.call_id) for result in results)
+            stream.next_round()
+
+    async def _run_calls(self, stream: StreamingAnswer, calls: list[ToolCall],
+                         tools: list[ToolInfo]) -> list[ToolResultPart] | None:
+        """Each call shown, asked and run in turn; None if the answer was stopped meanwhile
+        (then it is saved as it stands)."""
+        assert self._tools is not None and self.conversation_id is not None
+        results: list[ToolResultPart] = []
+        for call in calls:
+            server = next((tool.server for tool in tools if tool.model_name == call.name), "")
+            self._show_parts(stream, await stream.add_part(ToolCallPart(call.id, server, call.name, call.arguments)))
+            self._emit(ActivityChanged(f"Calling {call.name}…", self.conversation_id))
+            running = asyncio.ensure_future(self._tools.run(call, tools, conversation_id=self.conversation_id,
+                                                            message_id=stream.message_id))
+            self._tool_task = running
+            try:
+                _, result = await running
+            except asyncio.CancelledError:
+                if not self.cancelled:
+                    raise  # shutting down
+                self._finish(await stream.finish(AnswerStats(finish_reason=FinishReason.CANCELLED)))
+                return None
+            finally:
+                self._tool_task = None
+            self._show_parts(stream, await stream.add_part(result))
+            results.append(result)
+        return results
+
+    def _show_parts(self, stream: StreamingAnswer, parts: tuple[Part, ...]) -> None:
+        self._emit(ToolPartsChanged(stream.message.conversation_id, stream.message_id, parts))
+
+    async def _stream_into(self, stream: StreamingAnswer, chat: list[ChatMessage], settings: GenerationSettings,
+                           shape: AnswerShape | None) -> list[ToolCall] | None:
+        """One round of the engine's answer into the stream: the calls it made (the answer
+        goes on once they ran), or None when it is finished (and saved)."""
+        request = self.request = self._engine.request(chat, settings, trim_history=True, threads=self._threads,
+                                                      shape=shape)
         if self.cancelled:
             request.cancel()  # stopped while the history was read: Withdrawn at once
         self._emit(ActivityChanged(self._activity, stream.message.conversation_id))
+        calls: list[ToolCall] = []
         async with aclosing(request.events()) as events:
             async for event in events:
-                if isinstance(event, Delta):
-                    await stream.append(event.text, thinking=event.thinking)
-                    self._emit(TextGrew(stream.message.conversation_id, stream.message_id, event.text,
+                if isinstance(event, Delta) and event.tool_call is not None:
+                    calls.append(event.tool_call)
+                elif isinstance(event, Delta):
+                    text = event.text if event.thinking else stream.separated(event.text)
+                    await stream.append(text, thinking=event.thinking)
+                    self._emit(TextGrew(stream.message.conversation_id, stream.message_id, text,
                                         thinking=event.thinking))
                 elif isinstance(event, Done):
+                    if calls and not self.cancelled and event.finish_reason != FinishReason.CANCELLED:
+                        return calls
                     self._finish(await stream.finish(event.stats))
-                    return
+                    return None
                 elif isinstance(event, Queued):
                     self._emit(event)
                     self._emit(ActivityChanged(f"Waiting for the engine ({event.position} ahead)…",
                                                stream.message.conversation_id))
                 elif isinstance(event, Withdrawn):
                     self._finish(await stream.finish(AnswerStats(finish_reason=FinishReason.CANCELLED)))
-                    return
+                    return None
+        return None
 
     def _finish(self, message: Message, reason: InterruptReason | None = None, detail: str = "",
                 failure: Failure | None = None) -> None:
@@ -121,9 +197,29 @@ class AnswerRun:
 
 
 def chat_of(system_prompt: str, history: list[Message]) -> list[ChatMessage]:
-    """The conversation as the engine sees it: no empty or unfinished messages."""
+    """The conversation as the engine sees it: no empty or unfinished messages; a turn that
+    used tools as the model wrote it, each round's calls followed by their results."""
     chat = [ChatMessage(Role.SYSTEM, system_prompt)] if system_prompt.strip() else []
     for message in history:
-        if message.role != Role.SYSTEM and message.text and message.state != MessageState.STREAMING:
+        if message.role == Role.SYSTEM or message.state == MessageState.STREAMING:
+            continue
+        if message.parts:
+            chat.extend(_rounds_of(message))
+        elif message.text:
             chat.append(ChatMessage(message.role, message.text, message.thinking))
     return chat
+
+
+def _rounds_of(message: Message) -> list[ChatMessage]:
+    turns: list[ChatMessage] = []
+    for number, round_ in enumerate(tool_rounds(message.parts)):
+        answered = {result.call_id for result in round_.results}
+        # A call stopped before its result is left out: the model never saw it come back.
+        calls = tuple(ToolCall(i, call.call_id, call.name, call.arguments)
+                      for i, call in enumerate(c for c in round_.calls if c.call_id in answered))
+        if not calls and not round_.text:
+            continue
+        turns.append(ChatMessage(Role.ASSISTANT, round_.text, message.thinking if number == 0 else "",
+                                 tool_calls=calls))
+        turns.extend(ChatMessage(Role.TOOL, result.text, tool_call_id=result.call_id) for result in round_.results)
+    return turns

@@ -21,6 +21,7 @@ from app.service.settings_keeper import SettingsKeeper
 from app.service.storage import Storage
 from app.service.streaming import StreamingAnswer
 from app.service.threads import model_key
+from app.service.tool_use import ToolUse
 
 WAITING_FOR_MODEL = "Your message will be sent when the model is ready…"
 
@@ -37,7 +38,7 @@ class Answering:
 
     def __init__(self, *, storage: Callable[[], Storage], emit: Callable[[Event], None], tasks: TaskGroup,
                  chat: OpenChat, conversations: Conversations, session: ModelSession,
-                 keeper: SettingsKeeper) -> None:
+                 keeper: SettingsKeeper, tools: ToolUse | None = None) -> None:
         self._storage = storage
         self._emit = emit
         self._spawn = tasks.spawn
@@ -45,6 +46,7 @@ class Answering:
         self._conversations = conversations
         self._session = session
         self._keeper = keeper
+        self._tools = tools
         self.queue = AnswerQueue(self._serve, tasks.spawn, self._changed)
         self._open_busy = False
 
@@ -195,6 +197,7 @@ class Answering:
             if session.pace.pace == Pace.GENTLE and settings.gentle_fewer_threads:
                 threads = max(1, threads // 2)  # as the user chose: gentler still
             run = turn.run = AnswerRun(self._storage(), session.engine, self._emit, show=self._chat.add,
+                                       tools=self._tools, tool_rounds=settings.tool_rounds,
                                        settle=self._chat.replace, activity=session.pace.words() or "Thinking…",
                                        threads=threads)
             try:

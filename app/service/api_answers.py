@@ -63,9 +63,12 @@ class ApiAnswers:
 
     async def models(self) -> list[ApiModel]:
         """The installed models (not the missing ones), the loaded one marked."""
-        installed = await asyncio.to_thread(self._session.setup.library.list)
+        def read() -> tuple[list[InstalledModel], dict[str, int | None]]:
+            installed = self._session.setup.library.list()
+            return installed, {m.id: self._context.trained(m) for m in installed if not m.missing}
+
+        installed, trained = await asyncio.to_thread(read)
         loaded = self._session.model if self._session.state == ModelState.READY else None
-        trained = await asyncio.to_thread(lambda: {m.id: self._context.trained(m) for m in installed})
         return [ApiModel(m.id, m.title, trained[m.id], str(m.format), loaded is not None and loaded.id == m.id,
                          int(m.added)) for m in installed if not m.missing]
 
@@ -119,6 +122,7 @@ class ApiAnswers:
                     started = True
                     self._waiting -= 1
                     self._running += 1
+                    self._session.set_serving(True)
                     self._emit(ActivityChanged(SERVING))
                 if isinstance(event, Delta) and not event.thinking:
                     written.append(event.text)
@@ -128,8 +132,10 @@ class ApiAnswers:
         finally:
             if started:
                 self._running -= 1
-                if not self._running and not self._chats_busy():
-                    self._emit(ActivityChanged("Idle"))
+                if not self._running:
+                    self._session.set_serving(False)
+                    if not self._chats_busy():
+                        self._emit(ActivityChanged("Idle"))
             else:
                 self._waiting -= 1
             self._session.idle_timer.restart()

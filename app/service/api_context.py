@@ -25,6 +25,9 @@ class ContextPlanner:
 
     def __init__(self, session: ModelSession, keeper: SettingsKeeper) -> None:
         self._session, self._keeper = session, keeper
+        # Reading a GGUF header takes ~0.1 s (its vocabulary comes with it): /v1/models
+        # asks for every model's on each call, so each file is read once.
+        self._trained: dict[tuple[str, int, float], int | None] = {}
 
     @staticmethod
     def checked(asked: int | None) -> int | None:
@@ -36,13 +39,15 @@ class ContextPlanner:
                                   f"{MAX_CONTEXT} (got {asked!r}).", param="context_length")
         return asked
 
-    @staticmethod
-    def trained(model: InstalledModel) -> int | None:
-        """The longest context the model was made for, read from its file (None: not stated)."""
-        try:
-            return facts_for(model.path, CONTEXT_STEP).trained_context
-        except (ModelFileError, OSError):
-            return None
+    def trained(self, model: InstalledModel) -> int | None:
+        """The longest context the model was made for, read from its file once (None: not stated)."""
+        key = (str(model.path), model.size, model.added)
+        if key not in self._trained:
+            try:
+                self._trained[key] = facts_for(model.path, CONTEXT_STEP).trained_context
+            except (ModelFileError, OSError):
+                return None  # not kept: a drive plugged back in answers next time
+        return self._trained[key]
 
     async def ensure(self, model: InstalledModel, asked: int | None, *, prompt_tokens: int | None,
                      room: int = 0) -> None:

@@ -30,11 +30,15 @@ class Pace(StrEnum):
     PAUSED = "pause"
 
 
-def pace_for(window: WindowState, power: Power, *, when_hidden: str, when_in_background: str) -> Pace:
-    """How the engine should run now."""
+def pace_for(window: WindowState, power: Power, *, when_hidden: str, when_in_background: str,
+             serving: bool = False) -> Pace:
+    """How the engine should run now. serving: an API answer runs, for another program that
+    waits for it, so a hidden or background window slows the engine but never holds it."""
     if window == WindowState.FOREGROUND:
         return Pace.FULL
     chosen = Pace(when_hidden if window == WindowState.HIDDEN else when_in_background)
+    if chosen == Pace.PAUSED and serving:
+        return Pace.GENTLE
     if chosen == Pace.FULL and power.on_battery and power.saver:
         return Pace.GENTLE  # Battery saver asks apps not to run flat out behind the user's back.
     return chosen
@@ -64,14 +68,16 @@ class EnginePace:
         self._set_gentle = set_gentle
         self.window = WindowState.FOREGROUND
         self.pace = Pace.FULL
+        self.serving = False
+        self._choices = ("pause", "full")  # when_hidden, when_in_background, as last told
         self._gentle_pid: int | None = None  # the engine process last set gentle
         self.problem: str | None = None
 
     def update(self, window: WindowState, *, when_hidden: str, when_in_background: str) -> bool:
         """The window's state or the settings changed; True if the pace did."""
-        self.window = window
+        self.window, self._choices = window, (when_hidden, when_in_background)
         pace = pace_for(window, self._read_power() if window != WindowState.FOREGROUND else Power(),
-                        when_hidden=when_hidden, when_in_background=when_in_background)
+                        when_hidden=when_hidden, when_in_background=when_in_background, serving=self.serving)
         if pace == self.pace:
             return False
         was_paused, self.pace = self.pace == Pace.PAUSED, pace
@@ -81,6 +87,11 @@ class EnginePace:
             self._client.resume()
         self._apply_priority()
         return True
+
+    def serve(self, serving: bool) -> bool:
+        """An API answer began (True) or the last one ended; True if the pace changed."""
+        self.serving = serving
+        return self.update(self.window, when_hidden=self._choices[0], when_in_background=self._choices[1])
 
     def loaded(self) -> None:
         """A model was loaded, perhaps in a new engine process: give it the current pace."""

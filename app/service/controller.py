@@ -31,6 +31,7 @@ from app.service.model_session import ModelSession
 from app.service.model_setup import ModelSetup
 from app.service.open_chat import OpenChat
 from app.service.settings_keeper import SettingsKeeper
+from app.service.tool_use import ToolUse
 from app.service.storage import Storage
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ class ChatController:
 
     The owners: `bus` and `tasks` (events and running work), `keeper` (settings),
     `session` (the model and the engine), `conversations` (every saved chat), `chat`
-    (the one on screen), `answers` (sending and the answer line), `api` (the API
+    (the one on screen), `answers` (sending and the answer line), `tools` (MCP servers,
+    approvals, running calls), `api` (the API
     server's answers, beside the chats on the same engine line), `library` (the model
     manager), `files`, `history_choice`. Each gets the collaborators it needs; none
     knows this class, so the API server and tools can use `session` and `conversations`
@@ -50,7 +52,7 @@ class ChatController:
     """
 
     def __init__(self, *, history_path: Path, settings_path: Path | None, library: ModelLibrary,
-                 client: EngineHandle, settings: Settings | None = None) -> None:
+                 client: EngineHandle, settings: Settings | None = None, mcp_file: Path | None = None) -> None:
         self._history_path, self._settings_path = history_path, settings_path
         self.storage: Storage | None = None
         self.bus = EventBus()
@@ -66,8 +68,12 @@ class ChatController:
         self.conversations = Conversations(self._storage, emit, self.keeper, drafts,
                                            lambda: self.session.chat_defaults_model)
         self.chat = OpenChat(self.conversations, self.bus)
+        # mcp.json sits beside settings.json (app.core.paths); a CLI chat with no settings file names it.
+        self.tools = ToolUse(mcp_file or (settings_path.with_name("mcp.json") if settings_path else None),
+                             self.keeper, emit)
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
-                                 conversations=self.conversations, session=self.session, keeper=self.keeper)
+                                 conversations=self.conversations, session=self.session, keeper=self.keeper,
+                                 tools=self.tools)
         self.api = ApiAnswers(self.session, self.keeper, self.conversations, emit, spawn=self.tasks.spawn,
                               chats_busy=lambda: not self.answers.queue.idle)
         self.library = LibraryService(self.session, self.keeper, emit, self.tasks, answers_busy=self._answers_busy)
@@ -347,6 +353,7 @@ class ChatController:
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 task.cancel()
         await self.drafts.flush()
+        await self.tools.close()  # no MCP server outlives Kestrel
         await self.tasks.cancel_all()
         await self.library.close()
         await self.session.client.shutdown()

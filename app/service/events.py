@@ -8,7 +8,7 @@ from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any, Literal, Mapping, Union
 
-from app.core.conversation import Conversation, Message
+from app.core.conversation import Conversation, Message, Part
 from app.core.settings import Settings
 from app.engine.failures import Failure
 from app.engine.protocol import Loaded
@@ -16,6 +16,7 @@ from app.hardware.fit import FitEstimate
 from app.library.catalog import CatalogEntry
 from app.library.installed import InstalledModel
 from app.service.background import Pace
+from app.tools.values import ServerStatus
 
 
 class ModelState(str, Enum):
@@ -378,9 +379,45 @@ class ApiRequestLogged:
     record: RequestRecord
 
 
+@dataclass(frozen=True)
+class ToolApprovalAsked:
+    """A tool call waits for the user: run it once, always (this server's tool), or not."""
+
+    approval_id: int
+    conversation_id: int
+    message_id: int
+    server: str
+    tool: str
+    arguments: str  # JSON text, as the model wrote it
+
+
+@dataclass(frozen=True)
+class ToolApprovalSettled:
+    """The approval was answered or withdrawn (the answer stopped): its prompt goes away."""
+
+    approval_id: int
+
+
+@dataclass(frozen=True)
+class ToolPartsChanged:
+    """An answer's tool calls and results so far (a call without a result is running)."""
+
+    conversation_id: int
+    message_id: int
+    parts: tuple[Part, ...]
+
+
+@dataclass(frozen=True)
+class ToolServersChanged:
+    """An MCP server started, failed or stopped."""
+
+    statuses: tuple[ServerStatus, ...]
+
+
 Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
               AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,
               ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
-              LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged]
+              LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged,
+              ToolApprovalAsked, ToolApprovalSettled, ToolPartsChanged, ToolServersChanged]

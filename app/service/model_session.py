@@ -226,6 +226,12 @@ class ModelSession:
         self._bus.emit(PaceChanged(self.pace.pace, self.pace.words() or ""))
         return True
 
+    def set_serving(self, serving: bool) -> None:
+        """An API answer runs (True) or the last one ended: while one runs the engine is
+        never held for a hidden window, only slowed (another program waits for it)."""
+        if self.pace.serve(serving):
+            self._bus.emit(PaceChanged(self.pace.pace, self.pace.words() or ""))
+
     async def settings_changed(self, before: Settings, after: Settings) -> None:
         """The app's settings changed: a new idle wait counts from now, and a new device,
         thread count or saved-state budget loads the model again (once no answer runs)."""

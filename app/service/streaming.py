@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable
 
 from app.core.answer_stats import AnswerStats
-from app.core.conversation import Message, MessageState, Role
+from app.core.conversation import (Message, MessageState, Part, Role, TextPart, ToolCallPart, ToolResultPart,
+                                   joined_text)
 from app.core.history import HistoryStore
 from app.service.storage import Storage
 
@@ -35,6 +36,11 @@ class StreamingAnswer:
         self._flushed_length = len(message.text)
         self._length = len(message.text)
         self._done = False
+        # A turn that uses tools: its parts so far, and where the running round's text
+        # begins in `text` (None once a call closed that round's text into a TextPart).
+        self._turn: list[Part] = list(message.parts)
+        self._round_from: int | None = len(message.text)
+        self._separate = False
 
     @classmethod
     async def start(cls, storage: Storage, conversation_id: int, *,
@@ -80,6 +86,43 @@ class StreamingAnswer:
             return False
         return await self._write(now)
 
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        return tuple(self._turn)
+
+    @property
+    def round_start(self) -> int | None:
+        """Where the running round's text begins in `text` (None: a call closed it already)."""
+        return self._round_from
+
+    async def add_part(self, part: ToolCallPart | ToolResultPart) -> tuple[Part, ...]:
+        """A call the model made, or a call's result, joins the turn after the text written
+        so far; saved at once (a crash keeps it). The turn's parts so far."""
+        self._check_open()
+        if self._round_from is not None:
+            said = self.text[self._round_from:].strip()
+            if said:
+                self._turn.append(TextPart(said))
+            self._round_from = None
+        self._turn.append(part)
+        await self._storage.history(HistoryStore.update_message, self.message.id, text=self.text,
+                                    thinking=self.thinking, parts=tuple(self._turn))
+        self._flushed_length = self._length
+        return tuple(self._turn)
+
+    def next_round(self) -> None:
+        """The model writes again after its calls' results: its text is a new TextPart, set
+        apart from what it said before by a blank line (see `separated`)."""
+        self._round_from = len(self.text)
+        self._separate = bool(self.text.strip())
+
+    def separated(self, delta: str) -> str:
+        """The delta as it joins the text: a new round's first words after a blank line."""
+        if self._separate and delta.strip():
+            self._separate = False
+            return "\n\n" + delta.lstrip()
+        return delta
+
     async def flush(self) -> bool:
         """Write the text now if some is unsaved; return True if it wrote."""
         self._check_open()
@@ -96,8 +139,10 @@ class StreamingAnswer:
     def unsaved(self) -> Message:
         """The answer as shown, marked INTERRUPTED, when the history could not take it."""
         self._done = True
-        return Message(self.message.id, self.message.conversation_id, Role.ASSISTANT, self.text,
-                       self.message.created, MessageState.INTERRUPTED, None, self.thinking)
+        parts = self._closed_parts()
+        return Message(self.message.id, self.message.conversation_id, Role.ASSISTANT,
+                       joined_text(parts) if parts else self.text, self.message.created, MessageState.INTERRUPTED,
+                       None, self.thinking, parts)
 
     async def _write(self, now: float) -> bool:
         if self._length == self._flushed_length:
@@ -110,14 +155,22 @@ class StreamingAnswer:
         self._flushed_length = length
         return True
 
+    def _closed_parts(self) -> tuple[Part, ...]:
+        """The turn's parts with the last round's text (none for a turn without tools)."""
+        if not self._turn:
+            return ()
+        last = self.text[self._round_from:].strip() if self._round_from is not None else ""
+        return (*self._turn, TextPart(last)) if last else tuple(self._turn)
+
     async def _close(self, state: MessageState, stats: AnswerStats | None) -> Message:
         self._check_open()
-        text, thinking = self.text, self.thinking
+        parts, thinking = self._closed_parts(), self.thinking
+        text = joined_text(parts) if parts else self.text
         await self._storage.history(HistoryStore.update_message, self.message.id, text=text,
-                                    state=state, stats=stats, thinking=thinking)
+                                    state=state, stats=stats, thinking=thinking, parts=parts if parts else None)
         self._done = True
         return Message(self.message.id, self.message.conversation_id, Role.ASSISTANT, text,
-                       self.message.created, state, stats, thinking)
+                       self.message.created, state, stats, thinking, parts)
 
     def _check_open(self) -> None:
         if self._done:

@@ -31,7 +31,9 @@ class ControllerAdapter(QObject):
     settingsChanged, setupProgress(what, done, total),
     setupFinished, historyDamaged(text) (the choices are the controller's recover_history
     and start_fresh_history), historyReplaced(text), catalogListed (read the `catalog`
-    model or controller.library.recommended()), downloadChanged(DownloadItem). Text deltas
+    model or controller.library.recommended()), downloadChanged(DownloadItem),
+    apiRequestLogged(RequestRecord), approvalsChanged (read `approvals`: the tool calls
+    waiting for the user, by approval id, oldest first), toolServersChanged(statuses). Text deltas
     are coalesced by `bridge` to one update per frame. `installed`, `catalog` and
     `downloads` are the model manager's item models. `conversations` keeps its
     ANSWERING, WAITING and HAS_DRAFT roles in step with the controller.
@@ -53,6 +55,9 @@ class ControllerAdapter(QObject):
     historyReplaced = Signal(str)
     catalogListed = Signal()
     downloadChanged = Signal(object)
+    apiRequestLogged = Signal(object)  # a RequestRecord: the API server finished a request
+    approvalsChanged = Signal()  # read `approvals`: a tool call was asked about or settled
+    toolServersChanged = Signal(object)  # tuple[ServerStatus, ...]: an MCP server started, failed, stopped
 
     def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -64,6 +69,7 @@ class ControllerAdapter(QObject):
         self.installed = InstalledModelsModel(self)
         self.catalog = CatalogModel(self)
         self.downloads = DownloadsModel(self)
+        self.approvals: dict[int, ev.ToolApprovalAsked] = {}
         self._sync_downloads()
         self.conversations.renameRequested.connect(
             lambda conversation_id, title: self.spawn(controller.rename_conversation(conversation_id, title)))
@@ -87,6 +93,11 @@ class ControllerAdapter(QObject):
             self.messages.append(event.message)
         elif isinstance(event, ev.MessagesRemoved):
             self.messages.remove_from(event.from_message_id)
+        elif isinstance(event, ev.ToolPartsChanged):
+            self.bridge.flush()  # the text said before the call comes before it
+            self.messages.set_parts(event.message_id, event.parts)
+        elif isinstance(event, (ev.ToolApprovalAsked, ev.ToolApprovalSettled)):
+            self._approval(event)
         elif isinstance(event, ev.ConversationOpened):
             self.bridge.flush()
             self.messages.reset_to(list(event.messages))
@@ -145,6 +156,22 @@ class ControllerAdapter(QObject):
             self.historyDamaged.emit(event.text)
         elif isinstance(event, ev.DamagedHistoryReplaced):
             self.historyReplaced.emit(event.text)
+        elif isinstance(event, ev.ApiRequestLogged):
+            self.apiRequestLogged.emit(event.record)
+        elif isinstance(event, ev.ToolServersChanged):
+            self.toolServersChanged.emit(event.statuses)
+
+    def _approval(self, event: ev.ToolApprovalAsked | ev.ToolApprovalSettled) -> None:
+        if isinstance(event, ev.ToolApprovalAsked):
+            self.approvals[event.approval_id] = event
+        else:
+            self.approvals.pop(event.approval_id, None)
+        self.conversations.set_asking({asked.conversation_id for asked in self.approvals.values()})
+        self.approvalsChanged.emit()
+
+    def approval_for(self, conversation_id: int | None) -> ev.ToolApprovalAsked | None:
+        """The oldest tool call of that chat waiting for the user, if any."""
+        return next((asked for asked in self.approvals.values() if asked.conversation_id == conversation_id), None)
 
     def _sync_downloads(self) -> None:
         """Downloads the queue holds: also the unfinished ones it brought back, paused, at its

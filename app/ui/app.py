@@ -12,19 +12,18 @@ import time
 import psutil
 import qasync
 from PySide6.QtCore import QTimer
-from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
 from app.core.history import HistoryError
 from app.core.paths import DataPaths, data_paths
-from app.core.resources import resource_path
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
 from app.service.engine_handle import EngineHandle
 from app.service.controller import ChatController
 from app.service.events import ModelState
 from app.ui.collector import install as install_collector
+from app.ui.icons import app_icon
 from app.ui.main_window import MainWindow
 from app.ui.single_instance import SingleInstance
 
@@ -44,14 +43,6 @@ def build_window(paths: DataPaths, client: EngineHandle | None = None) -> MainWi
     window = MainWindow(controller, paths)
     window.apply_theme()
     return window
-
-
-def app_icon() -> QIcon:
-    """Kestrel's icon at every size scripts/make_icons.py renders (Qt picks per use)."""
-    icon = QIcon()
-    for path in sorted(resource_path("icons").glob("kestrel-*.png")):
-        icon.addFile(str(path))
-    return icon
 
 
 def run_gui(argv: list[str] | None = None) -> int:
@@ -95,12 +86,13 @@ def run_gui(argv: list[str] | None = None) -> int:
 
 
 async def _start(window: MainWindow, failed: list[str]) -> None:
-    """Start the controller; a history that cannot be opened ends the app with its reason."""
+    """Start the controller (the API server follows its settings); a history that cannot be
+    opened ends the app with its reason."""
     try:
         await window.controller.start_up()
     except HistoryError as exc:
         failed.append(str(exc))
-        window.close()
+        window.quit()
 
 
 def _hand_over_to_the_running_window(instance: SingleInstance) -> int:
@@ -139,7 +131,7 @@ def _close_on_signals(window: MainWindow) -> None:
     # e.g. inside EngineClient.send holding its lock; closing right there re-enters send
     # (hideEvent pauses the engine) and deadlocks. The event loop closes it instead.
     for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, lambda *_: QTimer.singleShot(0, window.close))
+        signal.signal(number, lambda *_: QTimer.singleShot(0, window.quit))
     # Python runs signal handlers only when it gets control; a timer (a child of the
     # window, so it lives as long) gives it some.
     timer = QTimer(window)
@@ -148,9 +140,9 @@ def _close_on_signals(window: MainWindow) -> None:
 
 
 def _shut_down(loop: qasync.QEventLoop, window: MainWindow) -> None:
-    """The window closed: stop the answer and the engine, then the event loop."""
+    """The window closed: stop the API server, the answer and the engine, then the event loop."""
     if window.property("shuttingDown"):
         return
     window.setProperty("shuttingDown", True)
-    task = window.controller.spawn(window.controller.shutdown())
+    task = window.controller.spawn(window.shut_down())
     task.add_done_callback(lambda _: loop.stop())

@@ -14,6 +14,7 @@ from app.ui.composer import Composer
 from app.ui.dialogs import DamagedHistoryPanel
 from app.ui.first_run import STARTER_TEXT, FirstRunOffer
 from app.ui.message_view import MessageView
+from app.ui.tool_approval import ToolApprovalBar
 
 # The messages and the composer share a column no wider than this, centred.
 COLUMN_WIDTH = 820
@@ -22,7 +23,8 @@ COLUMN_WIDTH = 820
 class ChatPane(QWidget):
     """The right side of the window; shows what it is told (the window does the wiring).
 
-    The banner says one problem at a time; `problem_kind` is its kind ("engine",
+    `approval` asks about the open chat's tool call waiting for the user, above the
+    composer (show_approval). The banner says one problem at a time; `problem_kind` is its kind ("engine",
     "model", ...), so the problem's end can take it away (`problem_solved`).
     """
 
@@ -56,6 +58,11 @@ class ChatPane(QWidget):
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.messages)
         self.stack.addWidget(self.empty)
+        self.approval = ToolApprovalBar(self)
+        self.approval.setMaximumWidth(COLUMN_WIDTH)
+        approval_row = QHBoxLayout()
+        approval_row.setContentsMargins(16, 0, 16, 6)
+        approval_row.addWidget(self.approval)
         self.composer = Composer(self)
         self.composer.setMaximumWidth(COLUMN_WIDTH)
         composer_row = QHBoxLayout()
@@ -71,6 +78,7 @@ class ChatPane(QWidget):
             inset.addWidget(widget)
             layout.addLayout(inset)
         layout.addWidget(self.stack, 1)
+        layout.addLayout(approval_row)
         layout.addLayout(composer_row)
         self.show_problem("")
         # The first message of a new chat comes after the chat is opened: the empty state
@@ -119,6 +127,15 @@ class ChatPane(QWidget):
             self.empty_text.setText("No model yet.\nKestrel runs language models on this computer: "
                                     "import a GGUF model file to begin.")
         self.stack.setCurrentWidget(self.empty if show_empty else self.messages)
+
+    def show_approval(self) -> None:
+        """The open chat's oldest tool call waiting for the user, or nothing (one of another chat waits there)."""
+        c = self.adapter.controller
+        asked = self.adapter.approval_for(c.conversation.id if c.conversation is not None else None)
+        if asked is None:
+            self.approval.clear()
+        elif asked.approval_id != self.approval.approval_id:
+            self.approval.show_request(asked.approval_id, asked.server, asked.tool, asked.arguments)
 
     def show_problem(self, text: str, kind: str = "other") -> None:
         self.problem_kind = kind if text else ""

@@ -17,9 +17,10 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 # What each marker means, for the tooltip (the marker itself is only a glyph).
 MARKER_WORDS = {"busy": "Writing an answer…", "waiting": "Waiting for another chat's answer",
-                "edit": "Has an unsent draft"}
+                "edit": "Has an unsent draft", "approve": "A tool call waits for your approval"}
 
-_MARKED_BY = (("busy", ConversationRoles.ANSWERING), ("waiting", ConversationRoles.WAITING),
+_MARKED_BY = (("approve", ConversationRoles.ASKING), ("busy", ConversationRoles.ANSWERING),
+              ("waiting", ConversationRoles.WAITING),
               ("edit", ConversationRoles.HAS_DRAFT))
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -44,7 +45,8 @@ def relative_date(ts: float, now: datetime) -> str:
 
 
 def markers(index: _Index) -> tuple[str, ...]:
-    """The markers a chat's row shows, left to right: "busy" (answering), "waiting", "edit" (a draft)."""
+    """The markers a chat's row shows, left to right: "approve" (a tool call asks), "busy" (answering),
+    "waiting", "edit" (a draft)."""
     return tuple(name for name, role in _MARKED_BY if index.data(role))
 
 

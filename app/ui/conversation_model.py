@@ -23,6 +23,8 @@ class ConversationRoles(IntEnum):
     WAITING = Qt.ItemDataRole.UserRole + 4
     # The chat has an unsent draft (bool).
     HAS_DRAFT = Qt.ItemDataRole.UserRole + 5
+    # A tool call of this chat waits for the user's approval (bool).
+    ASKING = Qt.ItemDataRole.UserRole + 6
 
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -45,6 +47,7 @@ class ConversationListModel(QAbstractListModel):
         self._answering: int | None = None
         self._waiting: frozenset[int] = frozenset()
         self._drafted: set[int] = set()
+        self._asking: set[int] = set()
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # Override QAbstractListModel.
         return 0 if parent.isValid() else len(self._items)
@@ -67,6 +70,8 @@ class ConversationListModel(QAbstractListModel):
             return item.id in self._waiting
         if role == ConversationRoles.HAS_DRAFT:
             return item.id in self._drafted
+        if role == ConversationRoles.ASKING:
+            return item.id in self._asking
         return None
 
     def flags(self, index: _Index) -> Qt.ItemFlag:  # Override QAbstractListModel.flags.
@@ -88,7 +93,8 @@ class ConversationListModel(QAbstractListModel):
                 int(ConversationRoles.UPDATED): QByteArray(b"updated"),
                 int(ConversationRoles.ANSWERING): QByteArray(b"answering"),
                 int(ConversationRoles.WAITING): QByteArray(b"waiting"),
-                int(ConversationRoles.HAS_DRAFT): QByteArray(b"hasDraft")}
+                int(ConversationRoles.HAS_DRAFT): QByteArray(b"hasDraft"),
+                int(ConversationRoles.ASKING): QByteArray(b"asking")}
 
     def set_answers(self, answering: int | None, waiting: tuple[int, ...]) -> None:
         """The chat being answered and those waiting; only their rows are told, with only
@@ -104,6 +110,11 @@ class ConversationListModel(QAbstractListModel):
         if (conversation_id in self._drafted) != has_draft:
             (self._drafted.add if has_draft else self._drafted.discard)(conversation_id)
             self._tell({conversation_id}, ConversationRoles.HAS_DRAFT)
+
+    def set_asking(self, conversation_ids: set[int]) -> None:
+        """The chats with a tool call waiting for the user's approval."""
+        changed, self._asking = self._asking ^ conversation_ids, set(conversation_ids)
+        self._tell(changed, ConversationRoles.ASKING)
 
     def reset_drafted(self, drafted: frozenset[int]) -> None:
         """Every chat with a draft (at start-up, or after the history was replaced)."""

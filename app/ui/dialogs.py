@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
-                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QTabWidget, QVBoxLayout,
+                               QWidget)
 
 from app.core.generation import GenerationSettings
 from app.core.settings import Settings
 from app.core.units import human_size
+from app.tools.choices import ToolChoices
+from app.ui.mcp_json_dialog import ServerChecklist, edit_mcp_json
+from app.ui.server_settings_page import ServerSettingsPage
+from app.ui.tools_settings_page import ToolsSettingsPage
 
 if TYPE_CHECKING:
+    from app.service.tool_use import ToolUse
     from app.ui.adapter import ControllerAdapter
 
 
@@ -22,11 +30,12 @@ class GenerationForm(QWidget):
     """The generation settings as spin boxes, with the ranges GenerationSettings accepts.
 
     can_switch_thinking: False when the model in use cannot turn its thinking on and off
-    (the box is shown, disabled, with why).
+    (the box is shown, disabled, with why). servers: the MCP servers in mcp.json, for
+    the "Tools this chat may use" checklist.
     """
 
     def __init__(self, settings: GenerationSettings, parent: QWidget | None = None, *,
-                 can_switch_thinking: bool = True) -> None:
+                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
         super().__init__(parent)
         self._settings = settings
         form = QFormLayout(self)
@@ -54,26 +63,33 @@ class GenerationForm(QWidget):
             if can_switch_thinking else
             "The model in use cannot turn its thinking on and off: its chat template has no switch for it.")
         form.addRow("", self.thinking)
+        self.tools = ServerChecklist(servers, settings.tools, self)
+        tools_label = QLabel("T&ools this chat may use" if self.tools.count() else
+                             "Tools: none yet (add MCP servers in Settings → Tools)", self)
+        tools_label.setWordWrap(True)
+        tools_label.setBuddy(self.tools)
+        form.addRow(tools_label, self.tools)
 
     def value(self) -> GenerationSettings:
         return dataclasses.replace(
             self._settings, temperature=self.temperature.value(), top_p=self.top_p.value(),
             top_k=self.top_k.value(), repeat_penalty=self.repeat_penalty.value(),
             max_tokens=self.max_tokens.value(), seed=self.seed.value(),
-            context_length=self.context_length.value(), thinking=self.thinking.isChecked()).validated()
+            context_length=self.context_length.value(), thinking=self.thinking.isChecked(),
+            tools=self.tools.chosen()).validated()
 
 
 class ConversationSettingsDialog(QDialog):
     """A conversation's system prompt and generation settings."""
 
     def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None, *,
-                 can_switch_thinking: bool = True) -> None:
+                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.system_prompt = QPlainTextEdit(system_prompt, self)
         self.system_prompt.setPlaceholderText("For example: You are a concise assistant.")
         self.system_prompt.setTabChangesFocus(True)
-        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking)
+        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking, servers=servers)
         label = QLabel("&System prompt (always kept in the model's view)", self)
         label.setBuddy(self.system_prompt)
         layout = QVBoxLayout(self)
@@ -87,19 +103,27 @@ class ConversationSettingsDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    """The app's settings: defaults for new chats, threads, theme, saved chat states.
+    """The app's settings: defaults for new chats, threads, theme, saved chat states; the API server.
 
-    adapter: the window's ControllerAdapter, for "Clear saved chat states" and the disk
-    they take (both off the UI thread); without one the button is disabled.
+    Three tabs: `general`, `server` (a ServerSettingsPage) and `tools` (a
+    ToolsSettingsPage). adapter: the window's ControllerAdapter, for "Clear saved chat
+    states" and the disk they take (both off the UI thread); without one the button is
+    disabled. tools: the controller's ToolUse, whose servers and choices the Tools page
+    shows and saves (with the adapter); without it the page lists none. mcp_file: where
+    "Edit mcp.json…" reads and writes.
     """
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 adapter: "ControllerAdapter | None" = None) -> None:
+                 adapter: "ControllerAdapter | None" = None, tools: "ToolUse | None" = None,
+                 mcp_file: Path | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
+        self._tools = tools
+        self._mcp_file = mcp_file
         self.setWindowTitle("Settings")
         self._settings = settings
-        self.form = GenerationForm(settings.generation, self)
+        servers = tools.servers() if tools is not None else []
+        self.form = GenerationForm(settings.generation, self, servers=[server.name for server in servers])
         self.theme = QComboBox(self)
         for value, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
             self.theme.addItem(text, value)
@@ -138,10 +162,21 @@ class SettingsDialog(QDialog):
         extra.addRow("&Unload the model when idle for", self.unload_after)
         extra.addRow("", self.exit_engine)
         self._add_speed_rows(extra, settings)
+        self.general = QWidget(self)
+        general = QVBoxLayout(self.general)
+        general.addWidget(QLabel("Defaults for new chats", self.general))
+        general.addWidget(self.form)
+        general.addLayout(extra)
+        self.server = ServerSettingsPage(settings.server, self)
+        self.tools = ToolsSettingsPage(settings, servers, tools.choices if tools is not None else ToolChoices(),
+                                       tools.statuses() if tools is not None else [], self)
+        self.tools.editRequested.connect(self.edit_mcp_json)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.general, "Chats a&nd model")
+        self.tabs.addTab(self.server, "AP&I server")
+        self.tabs.addTab(self.tools, "&Tools")
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Defaults for new chats", self))
-        layout.addWidget(self.form)
-        layout.addLayout(extra)
+        layout.addWidget(self.tabs)
         layout.addWidget(_buttons(self))
 
     def value(self) -> Settings:
@@ -154,7 +189,27 @@ class SettingsDialog(QDialog):
                                    exit_engine_when_idle=self.exit_engine.isChecked(),
                                    gentle_fewer_threads=self.gentle_threads.isChecked(),
                                    saved_states_mb=self.saved_states.value(),
-                                   prompt_lookup=self.prompt_lookup.currentData())
+                                   prompt_lookup=self.prompt_lookup.currentData(),
+                                   server=self.server.value())
+
+    def value_with_tools(self) -> Settings:
+        """value() with the Tools page's limits."""
+        return self.tools.value(self.value())
+
+    def save_tools(self) -> None:
+        """After OK: write the servers and tool choices the Tools page changed (off the UI thread)."""
+        tools = self._tools
+        if self._adapter is None or tools is None:
+            return
+        if self.tools.changed_servers():
+            self._adapter.spawn(tools.save_servers(list(self.tools.servers)))
+        if self.tools.changed_choices():
+            self._adapter.spawn(tools.save_choices(self.tools.choices))
+
+    def edit_mcp_json(self) -> None:
+        """mcp.json as text; saved (and read again) only when Kestrel can read all of it."""
+        if self._mcp_file is not None and self._adapter is not None and self._tools is not None:
+            edit_mcp_json(self, self.tools, self._mcp_file, self._tools, self._adapter.spawn)
 
     # --- saved chat states and prompt lookup ------------------------------------------------
 

@@ -19,6 +19,8 @@ from PySide6.QtCore import QSize  # noqa: E402
 from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPalette, QPixmap  # noqa: E402
 from PySide6.QtWidgets import QAbstractButton  # noqa: E402
 
+from app.core.resources import resource_path  # noqa: E402
+
 # What each icon is for -> its Phosphor glyph. Callers name the purpose, never the glyph.
 GLYPHS = {
     "copy": "ph.copy",
@@ -55,6 +57,11 @@ GLYPHS = {
     "open-link": "ph.arrow-square-out",
     "delete": "ph.trash",
     "help": "ph.question",
+    "server": "ph.broadcast",
+    "key": "ph.key",
+    "show": "ph.eye",
+    "approve": "ph.hand-palm",
+    "tool": "ph.wrench",
 }
 
 ROLE = QPalette.ColorRole
@@ -83,6 +90,14 @@ def icon(name: str, role: QPalette.ColorRole = ROLE.ButtonText, color: QColor | 
 def pixmap(name: str, size: int, color: QColor | str, ratio: float = 1.0) -> QPixmap:
     """The glyph for name as a pixmap of size × size logical pixels at device ratio."""
     return qtawesome.icon(GLYPHS[name], color=QColor(color)).pixmap(QSize(size, size), ratio)
+
+
+def app_icon() -> QIcon:
+    """Kestrel's icon at every size scripts/make_icons.py renders (Qt picks per use)."""
+    kestrel = QIcon()
+    for path in sorted(resource_path("icons").glob("kestrel-*.png")):
+        kestrel.addFile(str(path))
+    return kestrel
 
 
 def themed(target: QAbstractButton | QAction, name: str, role: QPalette.ColorRole = ROLE.ButtonText) -> None:

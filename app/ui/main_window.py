@@ -10,6 +10,8 @@ from app.core.paths import DataPaths
 from app.service.background import WindowState
 from app.service.controller import ChatController
 from app.service.events import ModelState
+from app.service.tool_use import ToolDecision
+from app.ui import icons
 from app.ui.about import AboutDialog
 from app.ui.adapter import ControllerAdapter
 from app.ui.chat_files import ChatFiles
@@ -17,9 +19,12 @@ from app.ui.chat_pane import ChatPane
 from app.ui.drafts import DraftKeeper
 from app.ui.hardware_view import HardwareWindow
 from app.ui.model_manager import ModelManager
+from app.ui.server_host import ServerHost
+from app.ui.server_window import ServerWindow, status_words
 from app.ui.sidebar import Sidebar
 from app.ui.status_line import StatusLine
 from app.ui.theme import apply_theme, part_styles
+from app.ui.tray import ServerTray
 from app.ui.window_commands import WindowCommands
 from app.ui.window_menus import build_menus
 
@@ -28,7 +33,9 @@ class MainWindow(WindowCommands):
     """Only wiring and presentation: the work happens in the ChatController.
 
     The window calls the controller and listens to it through `adapter`; it never
-    touches the history, the settings file or the engine.
+    touches the history, the settings file or the engine. It owns the API server
+    (`server`, a ServerHost) and, while that serves with the window closed, the tray icon
+    (`tray`).
     """
 
     closed = Signal()
@@ -44,6 +51,9 @@ class MainWindow(WindowCommands):
         self.model_manager: ModelManager | None = None
         self.hardware_window: HardwareWindow | None = None
         self.about: AboutDialog | None = None
+        self.server_window: ServerWindow | None = None
+        self.server = ServerHost(self.adapter, self)
+        self.tray = ServerTray(self.server, lambda: controller.settings.server.tray_on_close, icons.app_icon, self)
         self.setWindowTitle("Kestrel")
         self.resize(1180, 780)
         self.sidebar = Sidebar(self.adapter, self)
@@ -95,7 +105,9 @@ class MainWindow(WindowCommands):
     def _set_tab_order(self) -> None:
         """Keyboard users move chats → messages → composer → send, in reading order."""
         chain = [self.new_button, self.search, self.conversation_list, self.header.model_button,
-                 self.header.settings_button, self.messages, self.composer.edit, self.composer.button]
+                 self.header.settings_button, self.messages, self.chat.approval.arguments,
+                 self.chat.approval.copy_button, self.chat.approval.allow_button, self.chat.approval.always_button,
+                 self.chat.approval.deny_button, self.composer.edit, self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)
 
@@ -116,6 +128,10 @@ class MainWindow(WindowCommands):
         self.status.managerRequested.connect(self.show_model_manager)
         self.status.hardwareRequested.connect(self.show_hardware)
         self.status.chatRequested.connect(self.open_chat)
+        self.status.serverRequested.connect(self.show_server_window)
+        self.server.changed.connect(lambda: self.status.set_server(status_words(self.server)))
+        self.tray.openRequested.connect(self.bring_to_front)
+        self.tray.quitRequested.connect(self.quit)
         self.status.cancel.clicked.connect(c.session.setup.cancel)
         self.first_run.follow(s)
         self.first_run.managerRequested.connect(self.show_model_manager)
@@ -125,6 +141,8 @@ class MainWindow(WindowCommands):
         if isinstance(app, QGuiApplication):
             # A bound method: Qt drops the connection when the window is destroyed.
             app.applicationStateChanged.connect(self._application_state_changed)
+        s.approvalsChanged.connect(self.chat.show_approval)
+        self.chat.approval.decided.connect(self._tool_decided)
         s.problem.connect(self.chat.show_problem)
         s.problemSolved.connect(self.chat.problem_solved)
         s.sendFailed.connect(self.drafts.put_back)
@@ -148,6 +166,10 @@ class MainWindow(WindowCommands):
         if self.controller.send(text):
             self.composer.edit.clear()
             self.messages.scroll_to_end()
+
+    def _tool_decided(self, approval_id: int, decision: str) -> None:
+        """The user chose about a tool call; the service runs it (or tells the model no) and settles it."""
+        self.controller.tools.answer(approval_id, ToolDecision(decision))
 
     def open_chat(self, conversation_id: int) -> None:
         open_now = self.controller.conversation
@@ -176,6 +198,7 @@ class MainWindow(WindowCommands):
         self._show_chat_model()
         self._answer_queue_changed()
         self._show_activity()
+        self.chat.show_approval()
         self.chat.update_stack()
 
     def _show_chat_model(self) -> None:
@@ -264,7 +287,8 @@ class MainWindow(WindowCommands):
             self.apply_theme()
 
     def bring_to_front(self) -> None:
-        """Another launch of Kestrel asked for this window: show it, on top, focused."""
+        """Another launch of Kestrel asked for this window (or the tray's Open): show it, on top, focused."""
+        self.tray.hide()
         if self.isMinimized():
             self.showNormal()
         self.show()
@@ -295,13 +319,28 @@ class MainWindow(WindowCommands):
         self._window_state_changed()
 
     def _window_state_changed(self) -> None:
+        if self.tray.serving_from_tray:
+            # Put away to serve, not to save power: API answers go on at the background's pace.
+            self.controller.set_window_state(WindowState.BACKGROUND)
+            return
         self.controller.set_window_state(window_state(self.isVisible(), self.isMinimized(),
                                                       QGuiApplication.applicationState()))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.
         self.drafts.flush()
+        if not self.quitting and self.tray.keeps_serving():
+            event.ignore()
+            self.tray.show()
+            self.hide()
+            return
+        self.tray.hide()
         self.closed.emit()
         super().closeEvent(event)
+
+    async def shut_down(self) -> None:
+        """Stop the API server (its open answers are cancelled), then the controller."""
+        await self.server.stop()
+        await self.controller.shutdown()
 
 
 def window_state(visible: bool, minimized: bool, app_state: Qt.ApplicationState) -> WindowState:

@@ -20,6 +20,7 @@ from app.ui.message_layout import Lines, RowLayout, chrome_height, column, row_l
 from app.ui.message_model import MessageListModel
 from app.ui.message_selection import MessageList, SelectionEditing
 from app.ui.thinking_section import ThinkingSection
+from app.ui.tool_parts import parts_html
 
 __all__ = ["MessageDelegate", "stats_line"]  # stats_line: the window's tests read it here
 
@@ -62,6 +63,10 @@ class MessageDelegate(SelectionEditing):
         self.thinking = ThinkingSection(self._document)
         # What the footer of an answer being written says: "writing…", or why it waits.
         self.streaming_note = "writing…"
+        # The tool calls whose whole result the user asked to see ("Show all").
+        self.expanded: set[str] = set()
+        # Message id -> (key, document) of an answer's tool parts, kept while its later text streams.
+        self._parts_docs: dict[int, tuple[tuple, QTextDocument]] = {}
 
     def clear(self) -> None:
         """The colours changed (the theme): lay the messages out again as they are painted.
@@ -71,6 +76,7 @@ class MessageDelegate(SelectionEditing):
         """
         self._bodies.clear()
         self._growing.clear()
+        self._parts_docs.clear()
         self._icons.clear()
         self.thinking.clear()
         self._view.close_selection(keep_focus=True)  # its copy of the text has the old colours
@@ -123,14 +129,20 @@ class MessageDelegate(SelectionEditing):
         text = message.text
         # Not the theme: a height holds in both (a body, laid out in colour, is keyed with it).
         return (hash(text), len(text), width, message.state, message.stats is not None, boundary,
-                self.thinking.key(message))
+                self.thinking.key(message), self._parts_key(message) if message.parts else ())
+
+    def _parts_key(self, message: Message) -> tuple:
+        shown_whole = frozenset(self.expanded.intersection(getattr(p, "call_id", "") for p in message.parts))
+        return (hash(message.parts), shown_whole)
 
     def _body(self, message: Message, key: tuple, width: int) -> MessageBody:
         cached = self._bodies.get(message.id)
         if cached is not None and cached[0] == (key, self.dark):
             self._bodies.move_to_end(message.id)
             return cached[1]
-        if message.role == Role.ASSISTANT and message.state == MessageState.STREAMING:
+        if message.role == Role.ASSISTANT and message.parts:
+            body = self._parts_body(message, width)
+        elif message.role == Role.ASSISTANT and message.state == MessageState.STREAMING:
             body = self._growing_answer(message.id, width).layout(message.text)
         elif message.role == Role.ASSISTANT:
             self._growing.pop(message.id, None)
@@ -146,6 +158,33 @@ class MessageDelegate(SelectionEditing):
         if len(self._bodies) > _CACHE:
             self._bodies.popitem(last=False)
         return body
+
+    def _parts_body(self, message: Message, width: int) -> MessageBody:
+        """An answer that used tools: its parts (one document, laid out again only when they change)
+        and, while it streams, the text written since its last part, block by block."""
+        streaming = message.state == MessageState.STREAMING
+        key = (self._parts_key(message), width, self.dark, streaming)
+        known = self._parts_docs.get(message.id)
+        if known is None or known[0] != key:
+            html_text = parts_html(message.parts, dark=self.dark, expanded=self.expanded, streaming=streaming)
+            known = self._parts_docs[message.id] = (key, self._document(html_text, width))
+            if len(self._parts_docs) > _CACHE:
+                self._parts_docs.pop(next(iter(self._parts_docs)))
+        if not streaming:
+            return MessageBody([known[1]])
+        model = self._view.model()
+        tail = message.text[model.tail_from(message.id):] if isinstance(model, MessageListModel) else ""
+        later = self._growing_answer(message.id, width).layout(tail).documents if tail.strip() else []
+        return MessageBody([known[1], *later])
+
+    def toggle_call(self, call_id: str, show: bool) -> None:
+        """Show a tool result whole, or cut again; the rows make room for it."""
+        (self.expanded.add if show else self.expanded.discard)(call_id)
+        self._sizes.clear()
+        model = self._view.model()
+        if model is not None and model.rowCount():
+            for row in range(model.rowCount()):
+                self.sizeHintChanged.emit(model.index(row, 0))
 
     def _growing_answer(self, message_id: int, width: int) -> GrowingAnswer:
         looks = (width, self.dark)
@@ -205,7 +244,7 @@ class MessageDelegate(SelectionEditing):
     def _estimate(self, message: Message, boundary: bool, width: int) -> int:
         metrics = self._view.fontMetrics()
         per_line = max(1, width // max(1, metrics.averageCharWidth()))
-        lines = sum(1 + len(line) // per_line for line in message.text.split("\n"))
+        lines = sum(1 + len(line) // per_line for line in message.text.split("\n")) + 4 * len(message.parts)
         return lines * metrics.lineSpacing() + self._chrome_height(message, boundary)
 
     def body_of(self, index: _Index) -> MessageBody:
@@ -342,7 +381,7 @@ class MessageDelegate(SelectionEditing):
         from its first block laid out anew down to the footer."""
         message = self.message(index)
         growing, cached = self._growing.get(message.id), self._bodies.get(message.id)
-        if growing is None or cached is None or (message.thinking and not message.text):
+        if growing is None or cached is None or message.parts or (message.thinking and not message.text):
             return QRect(rect)  # (the thinking above the answer is what grows)
         body, first = cached[1], growing[1].take_first_new()
         # Two pixels of slack: the author line's font may be a pixel taller.

@@ -7,7 +7,8 @@ from enum import IntEnum
 
 from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject, QPersistentModelIndex, Qt
 
-from app.core.conversation import Message, MessageState, Role
+from app.core.chat_markdown import markdown_parts
+from app.core.conversation import Message, MessageState, Part, Role
 from app.ui.message_chrome import author_of
 
 
@@ -45,6 +46,8 @@ class MessageListModel(QAbstractListModel):
         self._rows: dict[int, int] = {}  # message id -> position in _messages
         self._first = 0  # the position of row 0 in _messages
         self._context_starts_at = 0
+        # A streaming answer's text (from TextGrew) said after its last tool parts begins here.
+        self._tails: dict[int, int] = {}
 
     # --- Qt overrides ---------------------------------------------------------------
 
@@ -71,7 +74,9 @@ class MessageListModel(QAbstractListModel):
         if role == MessageRoles.IS_LAST_ANSWER:
             return position == len(self._messages) - 1 and message.role == Role.ASSISTANT
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            return f"{author_of(message)}: {message.text}"
+            # An answer that used tools is heard with its calls and results, as it is seen.
+            said = "\n".join(markdown_parts(message.parts)) if message.parts else message.text
+            return f"{author_of(message)}: {said}"
         if role == Qt.ItemDataRole.AccessibleDescriptionRole:
             # The icons under a message are painted, so a screen reader hears their keys here.
             keys = ["Ctrl+C copies it", "Enter selects its text"]
@@ -130,11 +135,25 @@ class MessageListModel(QAbstractListModel):
                  else dataclasses.replace(message, text=message.text + more))
         self._change(grown, [Qt.ItemDataRole.DisplayRole])
 
+    def set_parts(self, message_id: int, parts: tuple[Part, ...]) -> None:
+        """A streaming answer's tool calls and results so far; the text it writes next comes after them."""
+        position = self._rows.get(message_id)
+        if position is None:
+            return
+        message = self._messages[position]
+        self._tails[message_id] = len(message.text)
+        self._change(dataclasses.replace(message, parts=parts), [Qt.ItemDataRole.DisplayRole])
+
+    def tail_from(self, message_id: int) -> int:
+        """Where a streaming answer's text after its parts starts (0: it has no parts yet)."""
+        return self._tails.get(message_id, 0)
+
     def replace(self, message: Message) -> None:
         """A message's final form (state and stats too)."""
         position = self._rows.get(message.id)
         if position is None:
             return
+        self._tails.pop(message.id, None)
         self._messages[position] = message
         if position >= self._first:
             index = self.index(position - self._first)

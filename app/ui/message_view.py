@@ -19,6 +19,7 @@ from app.ui.message_delegate import MessageDelegate
 from app.ui.message_model import MessageListModel
 from app.ui.message_pointer import MessagePointer
 from app.ui.message_selection import MessageList, SelectableText
+from app.ui.tool_parts import call_from_href, message_markdown
 
 COPIED_MS = 1500  # how long a copy icon shows its tick
 
@@ -201,7 +202,7 @@ class MessageView(MessageList):
         index = self.current_message()
         if index.isValid():
             message = self.delegate.message(index)
-            QGuiApplication.clipboard().setText(message.text)
+            QGuiApplication.clipboard().setText(message_markdown(message))
             self._show_copied(message.id)
 
     def edit_current(self) -> None:
@@ -226,10 +227,14 @@ class MessageView(MessageList):
         QToolTip.showText(QCursor.pos(), COPIED_TIP, self)
 
     def open_link(self, href: str) -> bool:
-        """A link in a message was clicked: a code block's copy, or a web or mail address."""
+        """A link in a message was clicked: a code block's copy, a tool result's Show all, or a web or mail address."""
         code = code_from_href(href)
         if code is not None:
             self.copy_code(code)
+            return True
+        toggle = call_from_href(href)
+        if toggle is not None:  # a tool result's "Show all" / "Show less"
+            self.delegate.toggle_call(*toggle)
             return True
         url = QUrl(href)
         # Only web and mail links: a model's answer must not open local files.

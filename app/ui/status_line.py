@@ -35,11 +35,13 @@ class StatusLine(QWidget):
     """Model (opens the manager), device (opens the hardware window), activity.
 
     The activity of an answer written for a chat that is not open names that chat, and
-    clicking it opens that chat (chatRequested). `progress` and `cancel` show
-    the starter's set-up.
+    clicking it opens that chat (chatRequested). `server` says where the API server
+    listens (hidden while it is off) and opens its window (serverRequested). `progress`
+    and `cancel` show the starter's set-up.
     """
 
     managerRequested = Signal()
+    serverRequested = Signal()
     hardwareRequested = Signal()
     chatRequested = Signal(int)
 
@@ -50,6 +52,9 @@ class StatusLine(QWidget):
         self.device = _part(self, "statusDevice", "")
         self.activity = _part(self, "statusActivity", "")
         self.activity.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.server = _part(self, "statusServer", "Show the API server: its address, key and requests")
+        icons.themed(self.server, "server", icons.ROLE.WindowText)
+        self.server.hide()
         self.progress = QProgressBar(self)
         self.progress.setMaximumWidth(220)
         self.cancel = QToolButton(self)
@@ -60,6 +65,7 @@ class StatusLine(QWidget):
         for widget in (self.model, self._dot(), self.device, self._dot()):
             layout.addWidget(widget)
         layout.addWidget(self.activity, 1, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.server)
         layout.addWidget(self.progress)
         layout.addWidget(self.cancel)
         self.progress.hide()
@@ -68,6 +74,7 @@ class StatusLine(QWidget):
         self.model.clicked.connect(self.managerRequested)
         self.device.clicked.connect(self.hardwareRequested)
         self.activity.clicked.connect(self._activity_clicked)
+        self.server.clicked.connect(self.serverRequested)
         self.set_activity("Idle")
 
     def _dot(self) -> QLabel:
@@ -98,6 +105,11 @@ class StatusLine(QWidget):
         self.activity.setAutoRaise(True)
         self.activity.setCursor(Qt.CursorShape.PointingHandCursor if chat_id is not None
                                 else Qt.CursorShape.ArrowCursor)
+
+    def set_server(self, words: str) -> None:
+        """Where the API server is ("API on 127.0.0.1:8765"); "" hides the part (the server is off)."""
+        self.server.setText(words)
+        self.server.setVisible(bool(words))
 
     def activity_text(self) -> str:
         return self.activity.text()

@@ -126,6 +126,9 @@ def part_styles(dark: bool) -> dict[str, str]:
             QWidget#bannerRow {{ background: {_BANNER[dark]}; border-radius: 8px; }}
             QLabel#banner {{ color: #ffffff; padding: 8px 10px; }}
             QToolButton#bannerClose {{ border: none; padding: 6px; }}""",
+        "toolApproval": f"""QFrame#toolApproval {{ background: {c['AlternateBase']}; border: 1px solid {c['Highlight']};
+                                                   border-radius: 10px; }}
+            QLabel#toolApprovalTitle {{ font-weight: bold; }}""",
         "firstRunOffer": f"""QFrame#firstRunOffer {{ background: {c['AlternateBase']}; border: 1px solid {c['Mid']};
                                                     border-radius: 12px; padding: 10px; }}""",
         "emptyText": f"QLabel#emptyText {{ color: {c['PlaceholderText']}; font-size: 11pt; }}",

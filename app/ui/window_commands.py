@@ -13,6 +13,8 @@ from app.ui.about import AboutDialog
 from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
 from app.ui.hardware_view import HardwareWindow
 from app.ui.model_manager import ModelManager
+from app.ui.server_window import ServerWindow
+from app.ui.tool_parts import message_markdown
 
 if TYPE_CHECKING:
     from app.core.paths import DataPaths
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from app.ui.chat_header import ChatHeader
     from app.ui.chat_pane import ChatPane
     from app.ui.composer import Composer
+    from app.ui.server_host import ServerHost
     from app.ui.sidebar import Sidebar
 
 
@@ -32,8 +35,9 @@ _BUSY_WORDS = ("This chat's answer is being written or waits its turn: stop it (
 class WindowCommands(QMainWindow):
     """Dialogs and actions the user starts; MainWindow inherits them and does the wiring.
 
-    Opens the model manager (`model_manager`), the hardware window (`hardware_window`)
-    and About (`about`) without blocking the chat; asks before deleting.
+    Opens the model manager (`model_manager`), the hardware window (`hardware_window`),
+    the API server window (`server_window`) and About (`about`) without blocking the
+    chat; asks before deleting.
     """
 
     controller: "ChatController"
@@ -47,7 +51,15 @@ class WindowCommands(QMainWindow):
     model_manager: ModelManager | None
     hardware_window: HardwareWindow | None
     about: AboutDialog | None
+    server_window: ServerWindow | None
+    server: "ServerHost"
     paths: "DataPaths"
+    quitting = False  # quit() was asked: closing ends Kestrel even where it would hide to the tray
+
+    def quit(self) -> None:
+        """End Kestrel (File → Quit, the tray's Quit, Ctrl+C), even where closing would only hide the window."""
+        self.quitting = True
+        self.close()
 
     def new_conversation(self) -> None:
         self.controller.new_conversation()
@@ -60,7 +72,7 @@ class WindowCommands(QMainWindow):
     def copy_last_answer(self) -> None:
         for message in reversed(self.adapter.messages.messages()):
             if message.role.value == "assistant":
-                QGuiApplication.clipboard().setText(message.text)
+                QGuiApplication.clipboard().setText(message_markdown(message))
                 return
 
     def regenerate(self) -> None:
@@ -85,7 +97,8 @@ class WindowCommands(QMainWindow):
         system_prompt, settings = self.controller.conversation_settings()
         loaded = self.controller.loaded
         dialog = ConversationSettingsDialog(system_prompt, settings, self,
-                                            can_switch_thinking=loaded is None or loaded.thinking_switch)
+                                            can_switch_thinking=loaded is None or loaded.thinking_switch,
+                                            servers=[server.name for server in self.controller.tools.servers()])
         if dialog.exec():
             self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
 
@@ -106,10 +119,16 @@ class WindowCommands(QMainWindow):
         if self.confirm(f"Delete “{title}”? This cannot be undone."):
             self.adapter.spawn(self.controller.delete_conversation(conversation_id))
 
-    def edit_settings(self) -> None:
-        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter)
+    def edit_settings(self, page: str = "") -> None:
+        """The Settings dialog (page "server": open on the API server's page)."""
+        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter, tools=self.controller.tools,
+                                mcp_file=self.paths.mcp_file)
+        self.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
+        if page in ("server", "tools"):
+            dialog.tabs.setCurrentWidget(dialog.server if page == "server" else dialog.tools)
         if dialog.exec():
-            self.adapter.spawn(self.controller.update_settings(dialog.value()))
+            dialog.save_tools()
+            self.adapter.spawn(self.controller.update_settings(dialog.value_with_tools()))
 
     def choose_theme(self, theme: str) -> None:
         self.adapter.spawn(self.controller.update_settings(dataclasses.replace(self.controller.settings, theme=theme)))
@@ -141,6 +160,15 @@ class WindowCommands(QMainWindow):
             self.about = AboutDialog(self.paths, self)
         self.about.show()
         self.about.raise_()
+
+    def show_server_window(self) -> None:
+        """The API server's state, address, key and requests (not modal); one at a time."""
+        if self.server_window is None:
+            self.server_window = ServerWindow(self.adapter, self.server, self)
+            self.server_window.settingsRequested.connect(lambda: self.edit_settings("server"))
+        self.server_window.show()
+        self.server_window.raise_()
+        self.server_window.activateWindow()
 
     def show_model_manager(self) -> None:
         """Open the model manager (not modal: the chat goes on), or bring it forward."""

@@ -56,7 +56,7 @@ def build_menus(window: WindowCommands) -> WindowActions:
     file_menu.addSeparator()
     _add(file_menu, "&Settings…", window.edit_settings, "Ctrl+,", "settings")
     file_menu.addSeparator()
-    _add(file_menu, "&Quit", window.close, Key.Quit)
+    _add(file_menu, "&Quit", window.quit, Key.Quit)
 
     edit_menu = bar.addMenu("&Edit")
     copy_last = _add(edit_menu, "&Copy last answer", window.copy_last_answer, "Ctrl+Shift+C", "copy")
@@ -79,6 +79,7 @@ def build_menus(window: WindowCommands) -> WindowActions:
         themes[value] = action
     view_menu.addSeparator()
     _add(view_menu, "&Hardware…", window.show_hardware, "Ctrl+Shift+H", "hardware")
+    _add(view_menu, "&API server…", window.show_server_window, None, "server")
 
     chat_menu = bar.addMenu("&Chat")
     regenerate = _add(chat_menu, "&Regenerate last answer", window.regenerate, "Ctrl+R", "regenerate")

@@ -21,6 +21,7 @@ def test_defaults() -> None:
         "seed": -1,
         "context_length": 4096,
         "thinking": True,
+        "tools": [],
     }
     assert settings.validated() == settings
 

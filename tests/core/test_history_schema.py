@@ -40,9 +40,9 @@ def _add_pinned_column(conn: sqlite3.Connection) -> None:
 
 def test_new_file_gets_the_current_schema(db_path: Path) -> None:
     HistoryStore(db_path).close()
-    assert _user_version(db_path) == len(history.MIGRATIONS) == 4
+    assert _user_version(db_path) == len(history.MIGRATIONS) == 5
     assert _columns(db_path, "messages") == [
-        "id", "conversation_id", "role", "text", "created", "state", "stats", "folded", "thinking",
+        "id", "conversation_id", "role", "text", "created", "state", "stats", "folded", "thinking", "parts",
     ]
 
 

@@ -14,6 +14,7 @@ from app.engine.protocol import ChatMessage, Delta, Done
 from app.library.importer import import_model_file
 from app.service import events as ev
 from app.service.api_answers import SERVING, ApiAsk, ApiRefused, Started
+from app.service.background import Pace, WindowState
 from app.service.controller import ChatController
 from tests.helpers.scripted_answers import Script
 from tests.service.conftest import SMALL, engine_line, run, session_of
@@ -162,5 +163,20 @@ def test_api_conversations_become_chats_only_when_the_user_chose_so(started_cont
             assert [(m.role.value, m.text) for m in kept] == [("user", "Kept question"),
                                                               ("assistant", "Kept answer")]
             assert kept[-1].stats.tokens == 2
+
+    run(scenario)
+
+
+def test_a_hidden_window_does_not_hold_an_api_answer(started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            c.set_window_state(WindowState.HIDDEN)  # "when hidden: pause", the default
+            assert session_of(c).pace.pace == Pace.PAUSED
+            started.engine.scripts.append(Script(text=("Still", " served"), endless=False))
+            events = await asyncio.wait_for(_collect(c, _ask()), 10)
+            assert "".join(e.text for e in events if isinstance(e, Delta)) == "Still served"
+            paces = [e.pace for e in started.events.of(ev.PaceChanged)]
+            assert paces[-2:] == [Pace.GENTLE, Pace.PAUSED], "gentle while serving, held again after"
 
     run(scenario)

@@ -169,3 +169,14 @@ def test_gently_with_fewer_threads_halves_the_next_answers_threads(started_contr
 
     gentle, full = run(scenario)
     assert gentle == max(1, full // 2) and full >= 1
+
+
+def test_an_api_answer_is_slowed_but_never_held_by_a_hidden_window() -> None:
+    client, gentle = FakeClient(), []
+    pace = EnginePace(client, lambda: MAINS, lambda pid, on: gentle.append((pid, on)))
+    pace.update(H, when_hidden="pause", when_in_background="full")
+    assert pace.pace == Pace.PAUSED and client.calls == ["pause"]
+    assert pace.serve(True) and pace.pace == Pace.GENTLE and client.calls == ["pause", "resume"]
+    assert not pace.update(H, when_hidden="pause", when_in_background="full"), "still serving: still gentle"
+    assert pace.serve(False) and pace.pace == Pace.PAUSED and client.calls == ["pause", "resume", "pause"]
+    assert pace_for(F, MAINS, when_hidden="pause", when_in_background="pause", serving=True) == Pace.FULL

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QLabel
 from app.service import events as ev
 from app.ui.adapter import ControllerAdapter
 from app.ui.conversation_model import ConversationRoles as R
+from tests.helpers.scripted_answers import Script, written
 from tests.service.conftest import SMALL, install, make_controller
 from tests.ui.conftest import long_answers, run, until
 
@@ -46,8 +47,13 @@ def test_the_chat_list_shows_who_is_answered_who_waits_and_who_has_a_draft(loop,
     busy: list[bool] = []
     adapter.busyChanged.connect(busy.append)
 
+    # A runs until stopped; B, once it gets the engine, answers in a few words.
+    controller.session.client.scripts.extend([Script(), written("B's short answer")])
+    # A runs until stopped; B, once it gets the engine, answers in a few words.
+    controller.session.client.scripts.extend([Script(), written("B's short answer")])
     assert controller.send("A, at length")
-    run(loop, until(lambda: controller.answering_id is not None and controller.messages, what="A to start"))
+    run(loop, until(lambda: controller.answering_id is not None and controller.answers.writing,
+                    what="A to be written"))
     first = controller.answering_id
     assert _flags(adapter, first) == (True, False, False)
     controller.new_conversation()
