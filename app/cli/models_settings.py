@@ -82,6 +82,8 @@ def describe_defaults(defaults: ModelDefaults) -> str:
         if isinstance(value, str):
             flat = value.replace("\n", " ")
             return repr(flat if len(flat) <= 40 else flat[:39] + "…")
+        if isinstance(value, tuple):  # tools: server names
+            return ",".join(value) or "-"
         return str(value)
 
     return ", ".join(f"{key}={shown(value)}" for key, value in defaults.to_dict().items())

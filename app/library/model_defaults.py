@@ -12,7 +12,7 @@ from app.core.settings import DevicePreference, PromptLookupMode, choice
 
 # The sampling and length fields a model's defaults share with GenerationSettings.
 GENERATION_FIELDS = ("context_length", "temperature", "top_p", "top_k", "repeat_penalty",
-                     "max_tokens", "seed")
+                     "max_tokens", "seed", "tools")
 # What each field is, in words, for messages and `models set` help.
 FIELD_HELP = {
     "context_length": "tokens the model holds at once (256 to 1,048,576)",
@@ -27,6 +27,7 @@ FIELD_HELP = {
     "seed": "a whole number; -1 for a new random one each time",
     "chat_template": "a Jinja chat template used instead of the file's",
     "prompt_lookup": "drafting from the prompt: on or off, or empty for the app's setting",
+    "tools": "the MCP servers (names in mcp.json, comma-separated) whose tools a new chat offers; - for none",
 }
 
 
@@ -46,6 +47,7 @@ class ModelDefaults:
     seed: int | None = None
     chat_template: str | None = None       # a Jinja template that replaces the file's
     prompt_lookup: PromptLookupMode | None = None       # None: the app's setting; on or off force it
+    tools: tuple[str, ...] | None = None               # MCP servers a new chat offers; None: the app's
 
     def to_dict(self) -> dict[str, Any]:
         """Only the keys that are set, for model.json."""
@@ -64,8 +66,9 @@ class ModelDefaults:
         for name in _field_names():
             if data.get(name) is None:
                 continue
+            value = tuple(data[name]) if name == "tools" and isinstance(data[name], list) else data[name]
             try:
-                kept[name] = getattr(cls(**{name: data[name]}).validated(), name)
+                kept[name] = getattr(cls(**{name: value}).validated(), name)
             except ValueError as exc:
                 if problems is not None:
                     problems.append(str(exc))
@@ -115,6 +118,9 @@ def parse_value(name: str, text: str) -> Any:
         return None
     if stripped == "" and name != "system_prompt":
         return None
+    if name == "tools":  # "time,files"; "-" for none (empty is the app's setting)
+        servers = () if stripped == "-" else tuple(n.strip() for n in stripped.split(",") if n.strip())
+        return getattr(ModelDefaults(tools=servers).validated(), name)
     try:
         value: Any = text if kind is str else kind(stripped)
     except ValueError:

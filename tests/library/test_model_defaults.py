@@ -95,3 +95,17 @@ def test_a_bad_typed_value_says_which_and_what_is_allowed(name: str, text: str, 
 def test_the_field_names_are_the_dataclass_fields() -> None:
     assert field_names()[0] == "context_length"
     assert "chat_template" in field_names()
+
+
+def test_a_models_own_tools_reach_new_chats_and_survive_model_json() -> None:
+    from app.library.model_defaults import parse_value
+
+    assert parse_value("tools", " time , files ") == ("time", "files")
+    assert parse_value("tools", "-") == () and parse_value("tools", "") is None
+    own = ModelDefaults(tools=("time",))
+    assert own.generation(GenerationSettings()).tools == ("time",)
+    assert ModelDefaults().generation(GenerationSettings(tools=("files",))).tools == ("files",)
+    problems: list[str] = []
+    again = ModelDefaults.from_dict(json.loads(json.dumps(own.to_dict())), problems)
+    assert again == own and problems == []
+    assert ModelDefaults.from_dict({"tools": "time"}, problems).tools is None and "tools" in problems[-1]
