@@ -66,7 +66,7 @@ class ModelDefaults:
         for name in _field_names():
             if data.get(name) is None:
                 continue
-            value = tuple(data[name]) if name == "tools" and isinstance(data[name], list) else data[name]
+            value: Any = tuple(data[name]) if name == "tools" and isinstance(data[name], list) else data[name]
             try:
                 kept[name] = getattr(cls(**{name: value}).validated(), name)
             except ValueError as exc:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QValidator
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from app.core.generation import GenerationSettings
@@ -109,6 +109,11 @@ class ModelSettingsForm(QWidget):
         self.max_tokens = self._spin(form, "max_tokens", "&Max tokens", 1, 1_000_000)
         self.seed = self._spin(form, "seed", "S&eed", -1, 2**31 - 1)
         self.seed.setSpecialValueText("random")
+        self.tools = QLineEdit(self)
+        self.tools.setPlaceholderText("none")
+        self.tools.setToolTip("The MCP servers (Settings → Tools) whose tools a new chat on this model offers, "
+                              "separated by commas")
+        self._add(form, "tools", "T&ools", self.tools, self._tools_read, self._tools_write)
         self.chat_template = self._text(form, "chat_template", "C&hat template", "the file's")
         self.chat_template.setPlaceholderText("A Jinja chat template to use instead of the one in the file")
         self.problem = QLabel(self)
@@ -141,7 +146,8 @@ class ModelSettingsForm(QWidget):
         """Back to what was last saved."""
         app_values = {name: getattr(self._app, name) for name in ("context_length", "temperature", "top_p",
                                                                    "top_k", "repeat_penalty", "max_tokens", "seed")}
-        app_values.update(gpu_layers=None, device_preference=self._app_device, system_prompt="", chat_template="")
+        app_values.update(gpu_layers=None, device_preference=self._app_device, system_prompt="", chat_template="",
+                          tools=self._app.tools)
         for name, setting in self._settings.items():
             setting.show(getattr(self._saved, name), app_values[name])
         self.problem.hide()
@@ -207,6 +213,12 @@ class ModelSettingsForm(QWidget):
         self._add(form, name, label, edit, edit.toPlainText, lambda value: edit.setPlainText(value or ""),
                   inherit_text)
         return edit
+
+    def _tools_read(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.tools.text().split(",") if name.strip())
+
+    def _tools_write(self, value: tuple[str, ...] | None) -> None:
+        self.tools.setText(", ".join(value or ()))
 
     def _combo_read(self) -> str:
         return str(self.device.currentData())

@@ -223,3 +223,21 @@ def test_the_manager_in_the_window(make_window, loop, qtbot, tiny_model) -> None
     manager.close()
     window.model_label.clicked.emit()  # the status bar's model name opens it again
     assert manager.isVisible()
+
+
+def test_a_models_own_tools_are_shown_kept_and_changed_in_the_form(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    own = installed("mine", model=dataclasses.replace(installed("mine").model,
+                                                      defaults=ModelDefaults(tools=("time",), top_k=20)))
+    adapter.installed.set_listing([own], 0)
+    select(window.installed.view, 0)
+    form = window.installed.form
+    assert form.tools.text() == "time" and not form.app_box("tools").isChecked()
+    form.save_button.click()  # saving another change never drops the tools set elsewhere (the CLI)
+    assert adapter.spawned[-1] == ("set_defaults", "mine", ModelDefaults(tools=("time",), top_k=20))
+    form.tools.setText("time, files ,")
+    form.save_button.click()
+    assert adapter.spawned[-1] == ("set_defaults", "mine", ModelDefaults(tools=("time", "files"), top_k=20))
+    form.app_box("tools").setChecked(True)
+    form.save_button.click()
+    assert adapter.spawned[-1] == ("set_defaults", "mine", ModelDefaults(top_k=20))
