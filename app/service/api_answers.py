@@ -150,7 +150,7 @@ class ApiAnswers:
             request = self._session.engine.request(ask.messages, settings, stop=ask.stop, shape=ask.shape)
             async with aclosing(request.events()) as events:
                 try:
-                    first = await self._first(events)
+                    first = await self._first(events, target)
                 except EngineError as exc:
                     if isinstance(exc.failure, PromptTooLong):
                         await self._context.ensure(target, None, prompt_tokens=exc.failure.prompt_tokens,
@@ -175,17 +175,17 @@ class ApiAnswers:
         raise ApiRefused(503, "The model was switched by another request each time this one came to its "
                               "turn. Try again.", code="server_busy", retry_after=2)
 
-    async def _first(self, events: AsyncIterator[Any]) -> Delta | Done | None:
-        """The first engine event, after the waiting; None if it came from another model."""
-        session = self._session
+    async def _first(self, events: AsyncIterator[Any], target: InstalledModel) -> Delta | Done | None:
+        """The first engine event, after the waiting; None if the engine held another model
+        by then (a window chat's own, loaded while this request waited)."""
         async for event in events:
             if isinstance(event, Queued):
                 continue
             if isinstance(event, Withdrawn):
                 raise ApiRefused(503, "The request left the line before its turn.", code="server_busy")
             if isinstance(event, (Delta, Done)):
-                asked = session.client.load_request
-                if asked is None or session.model is None or asked.model_path != str(session.model.path):
+                asked = self._session.client.load_request
+                if asked is None or asked.model_path != str(target.path):
                     return None
                 return event
         raise ApiRefused(500, "The engine ended the answer without a word; please report this.",
