@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import jsonschema
-import numpy as np
 import pytest
 
 from app.core.generation import GenerationSettings
@@ -27,7 +26,7 @@ from app.engine.gguf_backend import GgufBackend
 from app.engine.lazy_grammar import SWITCH_VARIABLE
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load
 from app.engine.tool_calls import ToolCall
-from tests.helpers.tiny_gguf import IM_END_ID, build_tiny_gguf
+from tests.helpers.tiny_gguf import build_tiny_gguf, scripted_weights
 from tests.helpers.tool_call_gguf import QWEN3_TEMPLATE
 
 CALL_1 = '{"name": "get_time", "arguments": {"zone": "UTC"}}'
@@ -56,24 +55,10 @@ STRICT = _tools({"enum": ["CET", "EST"]}, {"enum": ["kelvin"]})
 _BARE_SCRIPT = ["<0x0A>", '{"name": "get_time"', ', "arguments": ', '{"zone": "UTC"}}', "Done."]
 
 
-def _scripted(pieces: list[str], tensors: dict[str, np.ndarray], script: list[str] = _SCRIPT) -> None:
-    ids = {piece: number for number, piece in enumerate(pieces)}
-    chain = [ids[piece] for piece in script] + [IM_END_ID]
-    for name, tensor in tensors.items():
-        if name.endswith(("attn_output.weight", "ffn_down.weight")):
-            tensor[:] = 0.0  # layers add nothing: the last token alone decides the next
-    embedding, output = tensors["token_embd.weight"], tensors["output.weight"]
-    for step, (token, following) in enumerate(zip(chain, chain[1:]), start=1):
-        embedding[token, 1:] = 0.0
-        embedding[token, step] = 10.0
-        output[following, :] = 0.0
-        output[following, step] = 50.0
-
-
 def _caller(folder: Path, script: list[str]) -> GgufBackend:
     path = build_tiny_gguf(folder / "caller.gguf", name="kestrel-caller",
                            chat_template=QWEN3_TEMPLATE.read_text(encoding="utf-8"), added_tokens=tuple(script[1:]),
-                           weights=lambda pieces, tensors: _scripted(pieces, tensors, script))
+                           weights=scripted_weights(script, only_script_rows=True))
     return GgufBackend.load(Load(request_id=1, model_path=str(path), context_length=1024, threads=2),
                             DeviceChoice("CPU"))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.helpers.tiny_gguf import FIRST_BYTE_ID, IM_END_ID, build_tiny_gguf
+from tests.helpers.tiny_gguf import FIRST_BYTE_ID, build_tiny_gguf, scripted_weights
 
 # Qwen3's switch, reduced: thinking off writes an empty, closed block into the prompt.
 THINKING_TEMPLATE = (
@@ -36,8 +36,6 @@ ANSWER = "hello world!"
 _NEWLINE = "<0x0A>"
 _SCRIPT = [_NEWLINE, "<think>", "\u2581think", "\u2581about", "\u2581it", "\u2581first", "</think>",
            "\u2581hello", "\u2581world", "!"]
-_SIZE = 10.0  # the script token's embedding on its own dimension
-_PULL = 50.0  # how strongly a script token calls the next one
 
 
 def build_thinking_gguf(path: Path) -> Path:
@@ -46,15 +44,5 @@ def build_thinking_gguf(path: Path) -> Path:
 
 
 def _scripted(pieces: list[str], tensors: dict[str, np.ndarray]) -> None:
-    ids = {piece: number for number, piece in enumerate(pieces)}
-    assert ids[_NEWLINE] == FIRST_BYTE_ID + 10
-    chain = [ids[piece] for piece in _SCRIPT] + [IM_END_ID]
-    for name, tensor in tensors.items():
-        if name.endswith(("attn_output.weight", "ffn_down.weight")):
-            tensor[:] = 0.0  # layers add nothing: the last token alone decides the next
-    embedding, output = tensors["token_embd.weight"], tensors["output.weight"]
-    output[:] = 0.0
-    for step, (token, following) in enumerate(zip(chain, chain[1:]), start=1):
-        embedding[token, 1:] = 0.0
-        embedding[token, step] = _SIZE
-        output[following, step] = _PULL
+    assert pieces.index(_NEWLINE) == FIRST_BYTE_ID + 10
+    scripted_weights(_SCRIPT)(pieces, tensors)

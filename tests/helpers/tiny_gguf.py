@@ -16,7 +16,7 @@ Rebuild by hand with ``python -m tests.helpers.tiny_gguf OUT.gguf``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +62,41 @@ _SUPPRESSED_LOGIT_WEIGHT = -1000.0
 _CONSTANT_DIM_VALUE = 1.0
 
 
+Weights = Callable[[list[str], dict[str, np.ndarray]], None]
+
+
+def scripted_weights(script: Sequence[str], *, size: float = 10.0, pull: float = 50.0,
+                     only_script_rows: bool = False) -> Weights:
+    """Weights that make the model a lookup table: each piece of script (token pieces of
+    the vocabulary, added tokens included) calls the next, the last one <|im_end|>, so greedy
+    or sampled it writes the script after the prompt's last piece (script[0]).
+
+    The layers add nothing, so the last token alone decides the next; each script token's
+    embedding sits on a dimension of its own (size) and the following token's output row
+    reads that dimension (pull). only_script_rows: clear only the rows the script pulls,
+    leaving every other token's random output row (an answer under a grammar then still
+    has other tokens to choose from).
+    """
+
+    def write(pieces: list[str], tensors: dict[str, np.ndarray]) -> None:
+        ids = {piece: number for number, piece in enumerate(pieces)}
+        chain = [ids[piece] for piece in script] + [IM_END_ID]
+        for name, tensor in tensors.items():
+            if name.endswith(("attn_output.weight", "ffn_down.weight")):
+                tensor[:] = 0.0
+        embedding, output = tensors["token_embd.weight"], tensors["output.weight"]
+        if not only_script_rows:
+            output[:] = 0.0
+        for step, (token, following) in enumerate(zip(chain, chain[1:]), start=1):
+            embedding[token, 1:] = 0.0
+            embedding[token, step] = size
+            if only_script_rows:
+                output[following, :] = 0.0
+            output[following, step] = pull
+
+    return write
+
+
 def build_tiny_gguf(
     path: Path,
     *,
@@ -73,7 +108,7 @@ def build_tiny_gguf(
     name: str = "kestrel-tiny",
     always: int | None = None,
     added_tokens: tuple[str, ...] = (),
-    weights: Callable[[list[str], dict[str, np.ndarray]], None] | None = None,
+    weights: Weights | None = None,
 ) -> Path:
     """Write the tiny model to path (same bytes for the same arguments) and return path.
 

@@ -13,33 +13,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from tests.helpers.tiny_gguf import IM_END_ID, build_tiny_gguf
+from tests.helpers.tiny_gguf import build_tiny_gguf, scripted_weights
 
 QWEN3_TEMPLATE = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
 CALL_JSON = '{"name": "get_time", "arguments": {"zone": "UTC"}}'
 TEXT = "Checking."
 _SCRIPT = ["<0x0A>", "Checking.", "<tool_call>", CALL_JSON, "</tool_call>"]
-_SIZE = 10.0
-_PULL = 50.0
 
 
 def build_tool_call_gguf(path: Path) -> Path:
     return build_tiny_gguf(path, chat_template=QWEN3_TEMPLATE.read_text(encoding="utf-8"), name="kestrel-caller",
                            added_tokens=("Checking.", "<tool_call>", CALL_JSON, "</tool_call>"),
-                           weights=_scripted)
-
-
-def _scripted(pieces: list[str], tensors: dict[str, np.ndarray]) -> None:
-    ids = {piece: number for number, piece in enumerate(pieces)}
-    chain = [ids[piece] for piece in _SCRIPT] + [IM_END_ID]
-    for name, tensor in tensors.items():
-        if name.endswith(("attn_output.weight", "ffn_down.weight")):
-            tensor[:] = 0.0  # layers add nothing: the last token alone decides the next
-    embedding, output = tensors["token_embd.weight"], tensors["output.weight"]
-    output[:] = 0.0
-    for step, (token, following) in enumerate(zip(chain, chain[1:]), start=1):
-        embedding[token, 1:] = 0.0
-        embedding[token, step] = _SIZE
-        output[following, step] = _PULL
+                           weights=scripted_weights(_SCRIPT))
