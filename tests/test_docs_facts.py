@@ -1,8 +1,9 @@
-"""The README's table of exit statuses holds exactly the statuses the `kestrel` command can end with."""
+"""Facts the docs state that the code decides: the exit statuses (README) and the test markers (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,3 +41,23 @@ def test_a_missing_row_is_found() -> None:
     readme = "**Exit status**:\n\n| status | meaning |\n| --- | --- |\n| 0 | done |\n| 2 | bad usage |\n\nNext.\n"
     assert statuses_in_table(readme) == {0, 2}
     assert statuses_in_code() - statuses_in_table(readme)
+
+
+def markers_declared() -> set[str]:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return {line.split(":", 1)[0].strip() for line in pyproject["tool"]["pytest"]["ini_options"]["markers"]}
+
+
+def markers_unexplained(contributing: str) -> set[str]:
+    """The declared markers that CONTRIBUTING.md's paragraph on markers does not name."""
+    paragraph = contributing.split("**Markers**", 1)[1].split("\n\n", 1)[0]
+    return {marker for marker in markers_declared() if f"`{marker}`" not in paragraph}
+
+
+def test_contributing_explains_every_test_marker() -> None:
+    missing = markers_unexplained((ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8"))
+    assert not missing, f"CONTRIBUTING.md's **Markers** paragraph does not explain: {sorted(missing)}"
+
+
+def test_a_marker_left_out_is_found() -> None:
+    assert markers_unexplained("**Markers**: `slow` only.\n\nNext.") == markers_declared() - {"slow"}
