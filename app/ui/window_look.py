@@ -31,7 +31,7 @@ class DialogLook(QObject):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Override QObject.eventFilter.
         kind = event.type()
-        if kind == QEvent.Type.ChildAdded:
+        if kind == QEvent.Type.ChildPolished:
             child = event.child()  # type: ignore[attr-defined]
             if isinstance(child, QDialog):
                 child.installEventFilter(self)
@@ -113,11 +113,12 @@ def placed_at(size: QSize, frame: QMargins, over: QRect | None, available: QRect
 def place(dialog: QWidget) -> None:
     """Centre dialog over its parent's window on its first showing; on every showing keep it
     on the screen that window is on (the screen under it, or the primary one)."""
-    parent = dialog.parentWidget().window() if dialog.parentWidget() is not None else None
+    owner = dialog.parentWidget()
+    parent = owner.window() if owner is not None else None
     over = parent.frameGeometry() if parent is not None and parent.isVisible() else None
     screen = None
-    if over is not None:
-        screen = QGuiApplication.screenAt(over.center()) or parent.screen()  # type: ignore[union-attr]
+    if over is not None and parent is not None:
+        screen = QGuiApplication.screenAt(over.center()) or parent.screen()
     screen = screen or QGuiApplication.screenAt(dialog.frameGeometry().center()) or QGuiApplication.primaryScreen()
     if screen is None:
         return
