@@ -87,8 +87,10 @@ def widen_date_column(dialog: QFileDialog) -> None:
     widest = QDateTime(QDate(2026, 12, 28), QTime(23, 58, 58))  # two-digit day, month and hour
     sample = QLocale.system().toString(widest, QLocale.FormatType.ShortFormat)
     needed = view.fontMetrics().horizontalAdvance(sample) + 24
-    if view.header().sectionSize(3) < needed:
+    growth = needed - view.header().sectionSize(3)
+    if growth > 0:
         view.header().resizeSection(3, needed)
+        dialog.resize(dialog.width() + growth, dialog.height())  # the other columns keep their room
 
 
 # --- on screen ------------------------------------------------------------------------------
