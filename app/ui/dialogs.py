@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
-                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QTabWidget, QVBoxLayout,
-                               QWidget)
+                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea, QSpinBox, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from app.core.generation import GenerationSettings
 from app.core.settings import Settings
@@ -174,7 +174,7 @@ class SettingsDialog(QDialog):
                                        tools.statuses() if tools is not None else [], self)
         self.tools.editRequested.connect(self.edit_mcp_json)
         self.tabs = QTabWidget(self)
-        self.tabs.addTab(self.general, "Chats a&nd model")
+        self.tabs.addTab(_FitScroll(self.general, self), "Chats a&nd model")
         self.tabs.addTab(self.server, "AP&I server")
         self.tabs.addTab(self.tools, "&Tools")
         layout = QVBoxLayout(self)
@@ -306,6 +306,25 @@ class EditMessageDialog(QDialog):
 
     def text(self) -> str:
         return self.edit.toPlainText()
+
+
+class _FitScroll(QScrollArea):
+    """A page that asks for all of its height, but no more than most of the screen, and
+    scrolls beyond it: Settings' first page is taller than a 1080p screen at 200%."""
+
+    def __init__(self, page: QWidget, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(page)
+        self._page = page
+
+    def sizeHint(self) -> QSize:  # Override QScrollArea.sizeHint.
+        page = self._page.sizeHint()
+        screen = self.screen().availableGeometry()
+        bar = self.verticalScrollBar().sizeHint().width()
+        return QSize(page.width() + bar, min(page.height(), int(screen.height() * 0.75)))
 
 
 def _states(count: int) -> str:
