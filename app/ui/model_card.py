@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QMouseEvent, QPalette, QResizeEvent
+from PySide6.QtGui import QFocusEvent, QKeyEvent, QMouseEvent, QPalette, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from app.ui.fit_verdict import VERDICT_COLOURS
@@ -158,6 +158,17 @@ class ModelCard(QFrame):
             self.setProperty("selected", selected)
             self.style().unpolish(self)
             self.style().polish(self)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # Override QFrame.keyPressEvent.
+        """Enter on a chosen card does its action, as a click on its button would."""
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.action.isEnabled():
+            self.action.click()
+            return
+        super().keyPressEvent(event)
+
+    def focusInEvent(self, event: QFocusEvent) -> None:  # Override QFrame.focusInEvent.
+        super().focusInEvent(event)
+        self.clicked.emit()  # reaching a card with Tab chooses it, as a click does
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # Override QFrame.mouseReleaseEvent.
         if event.button() == Qt.MouseButton.LeftButton:

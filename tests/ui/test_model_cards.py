@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QWidget
 
 from app.hardware.fit import Verdict
@@ -21,7 +24,7 @@ from app.ui.manager_details import details_html
 from app.ui.model_card import UNKNOWN_COLOUR, ElidedLabel, ModelCard
 from app.ui.model_card_facts import CardAction, catalog_facts, installed_facts, publisher_of
 from app.ui.model_manager import ModelManager
-from app.ui.theme import apply_theme
+from app.ui.theme import apply_theme, palette_colors
 from tests.ui.test_model_items import catalog_row, fit, installed
 from tests.ui.test_model_manager import FakeAdapter, manager
 
@@ -119,6 +122,32 @@ def test_cards_are_made_once_and_kept_through_listings_and_searches(qtbot) -> No
     assert view.keys() == ["gamma", "alpha", "beta"] and view.built == 3
     adapter.installed.set_listing([installed("alpha")], 0)
     assert view.keys() == ["alpha"] and view.built == 3 and view.card("alpha").isVisibleTo(view)
+
+
+def test_the_keyboard_chooses_a_card_and_enter_does_its_action(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    page = window.installed
+    adapter.installed.set_listing([installed("alpha"), installed("beta")], 0)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    page.view.card("alpha").setFocus()  # as Tab reaches it
+    qtbot.waitUntil(lambda: page.view.current_key == "alpha")
+    assert page.selected_title.text() == "Alpha"
+    QTest.keyClick(page.view.card("alpha"), Qt.Key.Key_Down)
+    assert page.view.current_key == "beta" and page.view.card("beta").property("selected") is True
+    QTest.keyClick(page.view.card("beta"), Qt.Key.Key_Return)
+    assert adapter.spawned == [("load", "beta")]
+
+
+def test_the_cards_follow_the_theme(qapp, qtbot) -> None:
+    window, adapter = manager(qtbot)
+    inner = window.installed.view.inner
+    try:
+        for dark in (True, False):
+            apply_theme(qapp, "dark" if dark else "light")
+            qtbot.waitUntil(lambda dark=dark: palette_colors(dark)[QPalette.ColorRole.Base] in inner.styleSheet())
+    finally:
+        apply_theme(qapp, "light")
 
 
 def test_a_template_missing_from_the_file_points_to_the_settings_tab() -> None:
