@@ -17,9 +17,10 @@ NO_TEMPLATE = "none in the file (set one on the Settings tab, beside this one)"
 
 
 def details_html(row: ModelRow) -> str:
-    """Everything known about an installed model, and its fit with the numbers behind it."""
+    """Everything known about an installed model, and its fit with the numbers behind it (its name is
+    the side panel's heading, over both tabs)."""
     model = row.model
-    lines = [f"<h3>{escape(model.title)}</h3>"]
+    lines: list[str] = []
     if row.problem:
         lines.append(f"<p><b>{escape(row.problem)}</b></p>")
     cells = []

@@ -103,7 +103,8 @@ def catalog_facts(row: CatalogRow, loaded: bool) -> CardFacts:
     return CardFacts(
         key=entry.id, title=entry.name, title_tip=entry.description, publisher=entry.publisher,
         facts=(size, entry.parameters, entry.quantization, entry.format.upper()),
-        verdict=verdict_of(row.fit), verdict_words=verdict_words(row.fit), reason=_reason(row.fit),
+        verdict=verdict_of(row.fit), verdict_words=verdict_words(row.fit),
+        reason=_reason(row.fit) if entry.size or row.fit else "Known once the download starts: the server tells its size.",
         verdict_tip=verdict_tooltip(row.fit), tags=capability_tags(getattr(entry, "capabilities", None)),
         status="Installed" if row.installed_id else "", action=action, action_enabled=enabled,
         action_tip=action_tip, action_target=row.installed_id or entry.id)

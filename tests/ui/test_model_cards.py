@@ -74,6 +74,10 @@ def test_the_badge_is_the_verdicts_colour_and_words_with_its_reason(qtbot, verdi
     if verdict is not None:
         row = dataclasses.replace(row, fit=fit(value, summary=summary))
     card.show_facts(catalog_facts(row, False))
+    if verdict is None:
+        card.show_facts(catalog_facts(dataclasses.replace(row, entry=dataclasses.replace(row.entry, size=None)), False))
+        assert card.reason.text() == "Known once the download starts: the server tells its size."
+        card.show_facts(catalog_facts(row, False))
     colour = UNKNOWN_COLOUR if verdict is None else VERDICT_COLOURS[verdict]
     assert card.badge.property("colour") == colour and colour in card.badge.text()
     assert (VERDICT_WORDS[verdict] if verdict else "Not known yet") in card.badge.text()
