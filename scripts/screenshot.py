@@ -7,8 +7,8 @@ Markdown-rich exchange to the history, sends one real message, waits for the ans
 and saves the window. Run it under Xvfb to see what a user sees (QT_QPA_PLATFORM=xcb),
 with QT_SCALE_FACTOR=2 for 200% scaling.
 
---show picks another view: "installed", "settings" and "catalog" (the model manager, with
---add MODEL referencing a model file first, so the table has more than the starter),
+--show picks another view: "installed", "settings", "catalog" and "downloads" (the model manager's
+cards, the first one chosen, with --add MODEL referencing a model file first, so the list has more than the starter),
 "first-run" (the empty chat's offer, as a new user on the starter sees it), "empty" (a
 new chat, model ready), "streaming" (grabbed while an answer is being written), "code"
 (a long code answer, with other chats in the list), "picker" (the header's model menu
@@ -267,9 +267,10 @@ async def manager_scenario(window, page: str, add: list[Path], paste: str | None
     window.show_model_manager()
     manager = window.model_manager
     await _until(lambda: window.adapter.installed.rowCount() > 0 and window.adapter.catalog.rowCount() > 0)
-    shown = manager.catalog if page == "catalog" else manager.installed
+    shown = {"catalog": manager.catalog, "downloads": manager.downloads}.get(page, manager.installed)
     manager.tabs.setCurrentWidget(shown)
-    shown.view.selectRow(0)
+    if shown is not manager.downloads:
+        shown.view.select(0)
     if page == "settings":
         manager.installed.pane_tabs.setCurrentIndex(1)
     if paste:
@@ -310,7 +311,7 @@ def main() -> int:
     parser.add_argument("--theme", choices=["light", "dark", "system"], default="light")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prompt", default="What is a kestrel?")
-    parser.add_argument("--show", default="chat", choices=["chat", "installed", "settings", "catalog", "first-run",
+    parser.add_argument("--show", default="chat", choices=["chat", "installed", "settings", "catalog", "downloads", "first-run",
                                                            *WINDOW_VIEWS, "window-set", "tools-set"])
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
@@ -338,7 +339,7 @@ def main() -> int:
     window = build_window(paths)
     window.resize(1180, 780)
     window.show()
-    in_manager = args.show in ("installed", "settings", "catalog")
+    in_manager = args.show in ("installed", "settings", "catalog", "downloads")
     shown: list = []
     if in_manager:
         work = manager_scenario(window, args.show, args.add, args.paste)

@@ -1,4 +1,4 @@
-"""Downloads as the user reads them: each state's words, the downloads' item model, progress and time left."""
+"""Downloads as the user reads them: each state's words, the downloads' item model, progress, time left, a card's lines."""
 
 from __future__ import annotations
 
@@ -20,6 +20,13 @@ PAUSABLE: frozenset[DownloadState] = frozenset({DownloadState.QUEUED, DownloadSt
 RESUMABLE: frozenset[DownloadState] = frozenset({DownloadState.PAUSED, DownloadState.FAILED})
 CANCELLABLE: frozenset[DownloadState] = frozenset({DownloadState.QUEUED, DownloadState.RUNNING, DownloadState.PAUSED,
                                                    DownloadState.VERIFYING, DownloadState.FAILED})
+# States whose card shows a progress bar: a finished, failed or cancelled download's bar
+# would only say how far it got, and the status line says that already.
+WITH_BAR: frozenset[DownloadState] = frozenset({DownloadState.QUEUED, DownloadState.RUNNING, DownloadState.PAUSED,
+                                                DownloadState.VERIFYING})
+# States whose service message is the status itself ("Paused.", "Cancelled; what had
+# arrived was deleted."): shown instead of the state's words, never under them as well.
+_MESSAGE_IS_STATUS: frozenset[DownloadState] = frozenset({DownloadState.PAUSED, DownloadState.CANCELLED})
 
 
 class DownloadsModel(RowTableModel):
@@ -79,3 +86,25 @@ def duration_text(seconds: float) -> str:
     if whole < 3600:
         return f"{whole // 60} min {whole % 60} s"
     return f"{whole // 3600} h {whole % 3600 // 60} min"
+
+
+def status_line(item: DownloadItem) -> str:
+    """A download card's one status line: the state (or the service's words for it), how far, how fast, how long."""
+    if item.state in _MESSAGE_IS_STATUS and item.message:
+        words = item.message.rstrip(".")
+    else:
+        words = DOWNLOAD_STATE_WORDS[item.state]
+    if item.state == DownloadState.CANCELLED:
+        return words
+    parts = [words, progress_text(item.done, item.total)]
+    if item.state == DownloadState.RUNNING:
+        if item.bytes_per_second:
+            parts.append(f"{human_size(int(item.bytes_per_second))}/s")
+        if item.seconds_left is not None:
+            parts.append(f"{duration_text(item.seconds_left)} left")
+    return " · ".join(part for part in parts if part)
+
+
+def message_line(item: DownloadItem) -> str:
+    """What the service said that the status line does not (why it failed, what it is doing); "" for nothing."""
+    return "" if item.state in _MESSAGE_IS_STATUS else item.message

@@ -1,87 +1,127 @@
-"""The model manager's downloads page: progress bars, and Pause, Resume and Cancel for the selected download."""
+"""The model manager's downloads page: a card per download with its progress, Pause or Resume, and Cancel."""
 
 from __future__ import annotations
 
 import asyncio
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex
-from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import (QApplication, QHBoxLayout, QHeaderView, QPushButton, QStyle, QStyledItemDelegate,
-                               QStyleOptionProgressBar, QStyleOptionViewItem, QVBoxLayout, QWidget)
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QTimer, Signal
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from app.service.events import DownloadItem, DownloadState
 from app.ui.adapter import ControllerAdapter
-from app.ui.download_items import CANCELLABLE, PAUSABLE, RESUMABLE, DownloadsModel
-from app.ui.model_items import ModelFilter, Roles, selected_row, table
+from app.ui.download_items import CANCELLABLE, PAUSABLE, RESUMABLE, WITH_BAR, fraction, message_line, status_line
+from app.ui.manager_cards import CardList
+from app.ui.model_card import ElidedLabel, wrapped
+from app.ui.model_items import ModelFilter, Roles
+
+# How long a cancelled download's card says "Cancelled" before it is cleared from the list.
+CLEAR_CANCELLED_MS = 4000
 
 
-class ProgressDelegate(QStyledItemDelegate):
-    """Draws a download's progress as a bar with its words over it."""
+class DownloadCard(QFrame):
+    """One download: its name, a bar while it moves, one status line, what went wrong, and its buttons.
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem,  # Override QStyledItemDelegate.paint.
-              index: QModelIndex | QPersistentModelIndex) -> None:
-        share = index.data(Roles.FRACTION)
-        if share is None:
-            super().paint(painter, option, index)
+    Signals: requested(what, download id), what being "pause", "resume" or "cancel".
+    """
+
+    requested = Signal(str, str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("modelCard")
+        self.item: DownloadItem | None = None
+        self.title = ElidedLabel(self)
+        self.title.setObjectName("cardTitle")
+        self.bar = QProgressBar(self)
+        self.bar.setTextVisible(False)
+        self.bar.setMaximumHeight(8)
+        self.status = wrapped(self, "cardStatus")
+        self.message = wrapped(self, "cardMuted")
+        self.pause_button = QPushButton("Pause", self)
+        self.resume_button = QPushButton("Resume", self)
+        self.cancel_button = QPushButton("Cancel", self)
+        for button in (self.pause_button, self.resume_button, self.cancel_button):
+            button.setObjectName("secondaryAction")
+        buttons = QHBoxLayout()
+        buttons.setSpacing(6)
+        for button in (self.pause_button, self.resume_button, self.cancel_button):
+            buttons.addWidget(button)
+        grid = QGridLayout(self)
+        grid.setContentsMargins(12, 10, 12, 10)
+        grid.setVerticalSpacing(4)
+        grid.addWidget(self.title, 0, 0)
+        grid.addLayout(buttons, 0, 1)
+        grid.addWidget(self.bar, 1, 0, 1, 2)
+        grid.addWidget(self.status, 2, 0, 1, 2)
+        grid.addWidget(self.message, 3, 0, 1, 2)
+        grid.setColumnStretch(0, 1)
+        self.pause_button.clicked.connect(lambda: self._request("pause"))
+        self.resume_button.clicked.connect(lambda: self._request("resume"))
+        self.cancel_button.clicked.connect(lambda: self._request("cancel"))
+
+    def show_item(self, item: DownloadItem) -> None:
+        if item == self.item:
             return
-        bar = QStyleOptionProgressBar()
-        bar.rect = option.rect.adjusted(2, 3, -2, -3)
-        bar.minimum, bar.maximum = (0, 0) if share < 0 else (0, 1000)
-        bar.progress = max(0, int(share * 1000))
-        bar.text = index.data() or ""
-        bar.textVisible = True
-        # Qt 6 reads a bar's direction from this flag; without it Fusion draws it upright.
-        bar.state = option.state | QStyle.StateFlag.State_Horizontal
-        bar.palette = option.palette
-        style = option.widget.style() if option.widget else QApplication.style()
-        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, option.widget)
+        self.item = item
+        self.title.set_full_text(item.title, item.source)
+        self.setAccessibleName(item.title)
+        share = fraction(item)
+        self.bar.setVisible(item.state in WITH_BAR)
+        self.bar.setRange(0, 0 if share < 0 else 1000)  # 0 to 0: a busy bar while the size is not known
+        self.bar.setValue(max(0, int(share * 1000)))
+        self.status.setText(status_line(item))
+        message = message_line(item)
+        self.message.setText(message)
+        self.message.setVisible(bool(message))
+        self.pause_button.setVisible(item.state in PAUSABLE)
+        self.resume_button.setVisible(item.state in RESUMABLE)
+        self.cancel_button.setVisible(item.state in CANCELLABLE)
+
+    def _request(self, what: str) -> None:
+        if self.item is not None:
+            self.requested.emit(what, self.item.id)
 
 
 class DownloadsPage(QWidget):
-    """Downloads with their progress, and Pause, Resume and Cancel for the selected one."""
+    """Every download as a card, the newest scrolled into view; a cancelled one is cleared after a moment."""
 
     def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
         self.filter = ModelFilter(self)
         self.filter.setSourceModel(adapter.downloads)
-        self.view = table(self, self.filter, "downloads")
-        self.view.setItemDelegateForColumn(DownloadsModel.PROGRESS, ProgressDelegate(self.view))
-        self.view.horizontalHeader().setSectionResizeMode(DownloadsModel.PROGRESS, QHeaderView.ResizeMode.Fixed)
-        self.view.setColumnWidth(DownloadsModel.PROGRESS, 260)
-        self.pause_button = QPushButton("&Pause", self)
-        self.resume_button = QPushButton("Res&ume", self)
-        self.cancel_button = QPushButton("&Cancel download", self)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        for button in (self.pause_button, self.resume_button, self.cancel_button):
-            buttons.addWidget(button)
+        self.cards = CardList(self.filter, self._new_card, self._fill,
+                              "No downloads. Get a model from the catalog to see it arrive here.", self)
+        self.cards.setObjectName("downloads")
+        self.cards.setAccessibleName("Downloads")
+        self._clearing: set[str] = set()
         layout = QVBoxLayout(self)
-        layout.addWidget(self.view, 1)
-        layout.addLayout(buttons)
-        self.pause_button.clicked.connect(lambda: self._act("pause"))
-        self.resume_button.clicked.connect(lambda: self._act("resume"))
-        self.cancel_button.clicked.connect(lambda: self._act("cancel"))
-        self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
-        adapter.downloads.dataChanged.connect(lambda *_: self.show_selected())
-        adapter.downloads.rowsInserted.connect(self._select_newest)
-        self.show_selected()
+        layout.addWidget(self.cards, 1)
+        self.filter.rowsInserted.connect(self._show_newest)
 
-    def show_selected(self) -> None:
-        item = selected_row(self.view)
-        self.pause_button.setEnabled(item is not None and item.state in PAUSABLE)
-        self.resume_button.setEnabled(item is not None and item.state in RESUMABLE)
-        self.cancel_button.setEnabled(item is not None and item.state in CANCELLABLE)
+    def _new_card(self, parent: QWidget) -> DownloadCard:
+        card = DownloadCard(parent)
+        card.requested.connect(self._act)
+        return card
 
-    def _select_newest(self, _parent: QModelIndex, _first: int, last: int) -> None:
-        index = self.filter.mapFromSource(self.adapter.downloads.index(last, 0))
-        if index.isValid():
-            self.view.selectRow(index.row())
+    def _fill(self, card: DownloadCard, item: DownloadItem) -> None:
+        card.show_item(item)
+        if item.state == DownloadState.CANCELLED and item.id not in self._clearing:
+            self._clearing.add(item.id)
+            QTimer.singleShot(CLEAR_CANCELLED_MS, self, lambda: self.clear(item.id))
 
-    def _act(self, what: str) -> None:
-        item = selected_row(self.view)
+    def clear(self, download_id: str) -> None:
+        """Take a cancelled download's card away: it said "Cancelled", and there is nothing left to do with it."""
+        self.filter.hide_key(download_id)
+
+    def _show_newest(self, _parent: QModelIndex | QPersistentModelIndex, _first: int, last: int) -> None:
+        key = str(self.filter.index(last, 0).data(Roles.ID))
+        self.cards.ensureWidgetVisible(self.cards.card(key))
+
+    def _act(self, what: str, download_id: str) -> None:
         queue = self.adapter.controller.downloads
-        if item is None or queue is None:
+        if queue is None:
             return
-        result = getattr(queue, what)(item.id)
+        result = getattr(queue, what)(download_id)
         if asyncio.iscoroutine(result):
             self.adapter.spawn(result)

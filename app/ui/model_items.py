@@ -1,4 +1,4 @@
-"""The model manager's lists as Qt item models (installed, catalog), kept in step by diffing, their filter and table."""
+"""The model manager's lists as Qt item models (installed, catalog), kept in step by diffing, and their filter."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel,
                             Qt, Signal)
 from PySide6.QtGui import QBrush, QGuiApplication, QPalette
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from app.core.units import human_size
 from app.hardware.fit import Verdict
@@ -265,16 +264,23 @@ class CatalogModel(RowTableModel):
 
 
 class ModelFilter(QSortFilterProxyModel):
-    """Rows whose search text holds every word typed, and optionally only those that fit.
+    """Rows whose search text holds every word typed, optionally only those that fit, less any hidden.
 
     A row whose fit is not known yet is kept by "fits only": it is not known not to fit.
+    A hidden key (hide_key: a cancelled download the view cleared) stays hidden.
     """
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._words: tuple[str, ...] = ()
         self._fits_only = False
+        self._hidden: set[str] = set()
         self.setSortRole(Roles.SORT)
+
+    def hide_key(self, key: str) -> None:
+        self.beginFilterChange()
+        self._hidden.add(key)
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
     def set_text(self, text: str) -> None:
         self.beginFilterChange()
@@ -290,35 +296,10 @@ class ModelFilter(QSortFilterProxyModel):
         index = self.sourceModel().index(row, 0, parent)
         if self._fits_only and index.data(Roles.VERDICT) == Verdict.WONT_FIT:
             return False
+        if self._hidden and str(index.data(Roles.ID)) in self._hidden:
+            return False
         searched = index.data(Roles.SEARCH) or ""
         return all(word in searched for word in self._words)
-
-
-def table(parent: QWidget, proxy: ModelFilter, name: str) -> QTableView:
-    """A sortable, searchable table of one of these models, one row selected at a time."""
-    view = QTableView(parent)
-    view.setObjectName(name)
-    view.setAccessibleName(name.capitalize())
-    view.setModel(proxy)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setSortingEnabled(True)
-    view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the service's order until a header is clicked
-    view.verticalHeader().hide()
-    view.setAlternatingRowColors(True)
-    view.setWordWrap(False)
-    header = view.horizontalHeader()
-    # Every column as wide as what it holds (the model's name in full), the last one
-    # taking what is left; a narrow window scrolls rather than cut names short.
-    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setStretchLastSection(True)
-    return view
-
-
-def selected_row(view: QTableView) -> Any:
-    """The selected row's value (a ModelRow, CatalogRow or DownloadItem), or None."""
-    index = view.currentIndex()
-    return index.data(Roles.ROW) if index.isValid() and view.selectionModel().isSelected(index) else None
 
 
 def parameters_text(details: Any) -> str:

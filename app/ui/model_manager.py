@@ -1,4 +1,4 @@
-"""The model manager window: installed models with details, fit and settings; the catalog; downloads."""
+"""The model manager window: installed models and the catalog as cards, details and settings beside them; downloads."""
 
 from __future__ import annotations
 
@@ -6,79 +6,105 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QMouseEvent, QShowEvent, QTextOption
+from PySide6.QtGui import QShowEvent, QTextOption
 from PySide6.QtWidgets import (QCheckBox, QDialog, QFileDialog, QFrame, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QMessageBox, QPushButton, QScrollArea, QSplitter, QTabWidget, QTextBrowser, QVBoxLayout,
                                QWidget)
 
 from app.core.units import human_size
 from app.library.model_defaults import ModelDefaults
+from app.service.events import CatalogRow, ModelRow
 from app.ui.downloads_view import DownloadsPage
-from app.ui.fit_verdict import verdict_tooltip
 from app.ui.link_lookup import LinkLookup
-from app.ui.model_items import ModelFilter, selected_row, table
+from app.ui.manager_cards import CardList
+from app.ui.manager_details import catalog_html, details_html
+from app.ui.model_card import ModelCard
+from app.ui.model_card_facts import catalog_facts, installed_facts
+from app.ui.model_items import ModelFilter
 from app.ui.model_settings_form import ModelSettingsForm
 
 if TYPE_CHECKING:
     from app.ui.adapter import ControllerAdapter
 
-# Details of a model's files, in the order shown, with their labels.
-_DETAILS = (("format", "Format"), ("architecture", "Architecture"), ("parameters_label", "Parameters"),
-            ("quantization", "Quantization"), ("file_size", "File size"), ("layers", "Layers"),
-            ("context_length", "Native context"), ("chat_template", "Chat template"), ("license", "Licence"))
+# The smallest the window gets: two cards' worth of list beside a readable side panel.
+MINIMUM_SIZE = (900, 560)
 
 
-class ClickableLabel(QLabel):
-    """A label that says when it is clicked (the status bar's model name opens the manager)."""
+def _search(parent: QWidget, placeholder: str) -> QLineEdit:
+    search = QLineEdit(parent)
+    search.setPlaceholderText(placeholder)
+    search.setClearButtonEnabled(True)
+    search.setAccessibleName(placeholder)
+    return search
 
-    clicked = Signal()
 
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # Override QLabel.mouseReleaseEvent.
-        if event.button() == Qt.MouseButton.LeftButton:
-            self.clicked.emit()
-        super().mouseReleaseEvent(event)
+def _browser(parent: QWidget, name: str) -> QTextBrowser:
+    browser = QTextBrowser(parent)
+    browser.setObjectName(name)
+    browser.setFrameShape(QFrame.Shape.NoFrame)
+    # Long paths break anywhere rather than widen the pane.
+    browser.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    return browser
+
+
+def _splitter(parent: QWidget, left: QWidget, right: QWidget) -> QSplitter:
+    splitter = QSplitter(parent)
+    splitter.setChildrenCollapsible(False)
+    splitter.addWidget(left)
+    splitter.addWidget(right)
+    splitter.setStretchFactor(0, 3)
+    splitter.setStretchFactor(1, 2)
+    splitter.setSizes([700, 480])
+    return splitter
 
 
 class InstalledPage(QWidget):
-    """The library: a searchable table, the selected model's details, fit and own settings."""
+    """The library as cards (Load on each), the selected model's details and own settings beside them."""
 
     def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
         self.library = adapter.controller.library
         self._shown: tuple[str, Any] | None = None  # (model id, defaults) the form shows
-        self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Search your models")
-        self.search.setClearButtonEnabled(True)
+        self.search = _search(self, "Search your models")
         self.add_file_button = QPushButton("Add a &file…", self)
         self.add_folder_button = QPushButton("Add a fol&der…", self)
         self.filter = ModelFilter(self)
         self.filter.setSourceModel(adapter.installed)
-        self.view = table(self, self.filter, "installed")
+        self.view = CardList(self.filter, self._new_card, lambda card, row: card.show_facts(installed_facts(row)),
+                             "No models match. Clear the search, or add a model file.", self)
+        self.view.setObjectName("installed")
+        self.view.setAccessibleName("Installed models")
         self.total = QLabel(self)
-        self.details = QTextBrowser(self)
-        self.details.setObjectName("modelDetails")
-        self.details.setFrameShape(QFrame.Shape.NoFrame)
-        # Long paths break anywhere rather than widen the pane.
-        self.details.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-        self.load_button = QPushButton("&Load", self)
+        self.total.setWordWrap(True)
+        self.selected_title = QLabel(self)
+        self.selected_title.setWordWrap(True)
+        bold = self.selected_title.font()
+        bold.setBold(True)
+        bold.setPointSizeF(bold.pointSizeF() * 1.15)
+        self.selected_title.setFont(bold)
         self.default_button = QPushButton("Set as defa&ult", self)
         self.remove_button = QPushButton("&Remove…", self)
+        self.details = _browser(self, "modelDetails")
         self.form = ModelSettingsForm(self)
         self._lay_out()
         self.search.textChanged.connect(self.filter.set_text)
-        self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
+        self.view.currentChanged.connect(lambda _key: self.show_selected())
         for signal in (adapter.installed.dataChanged, adapter.installed.rowsRemoved, adapter.installed.totalsChanged):
             signal.connect(lambda *_: self.show_selected())
         adapter.installed.totalsChanged.connect(self._show_total)
         self.add_file_button.clicked.connect(self.add_file)
         self.add_folder_button.clicked.connect(self.add_folder)
-        self.load_button.clicked.connect(lambda: self._act(self.library.load))
         self.default_button.clicked.connect(lambda: self._act(self.library.set_default))
         self.remove_button.clicked.connect(self.remove)
         self.form.saveRequested.connect(self._save_defaults)
         self._show_total()
         self.show_selected()
+
+    def _new_card(self, parent: QWidget) -> ModelCard:
+        card = ModelCard(parent)
+        card.actionRequested.connect(lambda model_id: self.adapter.spawn(self.library.load(model_id)))
+        return card
 
     def _lay_out(self) -> None:
         top = QHBoxLayout()
@@ -91,8 +117,8 @@ class InstalledPage(QWidget):
         left_layout.addWidget(self.view, 1)
         left_layout.addWidget(self.total)
         buttons = QHBoxLayout()
-        for button in (self.load_button, self.default_button, self.remove_button):
-            buttons.addWidget(button)
+        buttons.addWidget(self.default_button)
+        buttons.addWidget(self.remove_button)
         buttons.addStretch(1)
         settings = QWidget(self)
         settings_layout = QVBoxLayout(settings)
@@ -107,23 +133,20 @@ class InstalledPage(QWidget):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(settings)
+        # As wide as the form needs, so no setting is cut: the cards beside it give way instead.
+        scroll.setMinimumWidth(settings.minimumSizeHint().width() + scroll.verticalScrollBar().sizeHint().width())
         self.pane_tabs = QTabWidget(self)
         self.pane_tabs.addTab(self.details, "De&tails")
         self.pane_tabs.addTab(scroll, "&Settings")
         self.pane = QWidget(self)
         pane_layout = QVBoxLayout(self.pane)
         pane_layout.setContentsMargins(0, 0, 0, 0)
+        pane_layout.addWidget(self.selected_title)
         pane_layout.addLayout(buttons)
         pane_layout.addWidget(self.pane_tabs, 1)
-        splitter = QSplitter(self)
-        splitter.addWidget(left)
-        splitter.addWidget(self.pane)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([790, 390])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(_splitter(self, left, self.pane), 1)
 
     def _show_total(self) -> None:
         model = self.adapter.installed
@@ -132,19 +155,24 @@ class InstalledPage(QWidget):
             text += f" · models kept where you keep them: {human_size(model.referenced_total())}"
         self.total.setText(text)
 
+    def selected(self) -> ModelRow | None:
+        row = self.view.current_row()
+        return row if isinstance(row, ModelRow) else None
+
     def show_selected(self) -> None:
         """Show the selected model's details and settings (an empty pane without one)."""
-        row = selected_row(self.view)
+        row = self.selected()
         self.pane.setEnabled(row is not None)
         if row is None:
-            self.details.setText("Choose a model to see its details and settings.")
+            self.selected_title.setText("No model chosen")
+            self.details.setText("Choose a model's card to see its details and settings.")
             self._shown = None
-            for button in (self.load_button, self.default_button, self.remove_button):
-                button.setEnabled(False)
+            self.default_button.setEnabled(False)
+            self.remove_button.setEnabled(False)
             return
         model = row.model
+        self.selected_title.setText(model.title)
         self.details.setText(details_html(row))
-        self.load_button.setEnabled(not model.missing and not row.is_loaded and row.problem is None)
         self.default_button.setEnabled(not model.missing and not row.is_default)
         self.remove_button.setEnabled(True)
         self.remove_button.setText("Fo&rget…" if model.referenced else "&Remove…")
@@ -156,17 +184,17 @@ class InstalledPage(QWidget):
             self.form.show_defaults(model.defaults, settings.generation, settings.device_preference)
 
     def _act(self, method: Callable[[str], Coroutine[Any, Any, bool]]) -> None:
-        row = selected_row(self.view)
+        row = self.selected()
         if row is not None:
             self.adapter.spawn(method(row.model.id))
 
     def _save_defaults(self, defaults: ModelDefaults) -> None:
-        row = selected_row(self.view)
+        row = self.selected()
         if row is not None:
             self.adapter.spawn(self.library.set_defaults(row.model.id, defaults))
 
     def remove(self) -> None:
-        row = selected_row(self.view)
+        row = self.selected()
         if row is None:
             return
         model = row.model
@@ -209,8 +237,8 @@ class InstalledPage(QWidget):
 
 
 class CatalogPage(QWidget):
-    """The catalog, filtered to what fits this machine unless asked otherwise, and Download;
-    below it, any other model by pasting its repository or link (`link`).
+    """The catalog as cards (Download on each, Load once installed), filtered to what fits unless asked
+    otherwise; beside them the chosen model's details, and any other model by its repository or link.
 
     Signals: downloadStarted (switch to the downloads page).
     """
@@ -220,60 +248,77 @@ class CatalogPage(QWidget):
     def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
-        self.search = QLineEdit(self)
-        self.search.setPlaceholderText("Search the catalog")
-        self.search.setClearButtonEnabled(True)
+        self.search = _search(self, "Search the catalog")
         self.fits_only = QCheckBox("&Only models that fit this machine", self)
         self.filter = ModelFilter(self)
         self.filter.setSourceModel(adapter.catalog)
-        self.view = table(self, self.filter, "catalog")
-        self.about = QLabel(self)
-        self.about.setWordWrap(True)
-        self.download_button = QPushButton("&Download", self)
+        self.view = CardList(self.filter, self._new_card, self._fill,
+                             "No model of the catalog matches. Clear the search, or untick “Only models that fit”.",
+                             self)
+        self.view.setObjectName("catalog")
+        self.view.setAccessibleName("Catalog")
+        self.about = _browser(self, "catalogDetails")
         self.link = LinkLookup(adapter, self)
-        top = QHBoxLayout()
-        top.addWidget(self.search, 1)
-        top.addWidget(self.fits_only)
-        bottom = QHBoxLayout()
-        bottom.addWidget(self.about, 1)
-        bottom.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignTop)
-        layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addWidget(self.view, 1)
-        layout.addLayout(bottom)
-        other = QGroupBox("Another model: from a Hugging Face repository or a link", self)
-        QVBoxLayout(other).addWidget(self.link)
-        layout.addWidget(other)
+        self._lay_out()
         self.search.textChanged.connect(self.filter.set_text)
         self.fits_only.toggled.connect(self.filter.set_fits_only)
         self.fits_only.setChecked(True)
-        self.view.selectionModel().selectionChanged.connect(lambda *_: self.show_selected())
+        self.view.currentChanged.connect(lambda _key: self.show_selected())
         adapter.catalog.dataChanged.connect(lambda *_: self.show_selected())
-        self.download_button.clicked.connect(self.download)
+        installed = adapter.installed
+        for signal in (installed.dataChanged, installed.rowsInserted, installed.rowsRemoved):
+            signal.connect(lambda *_: self.view.refill())  # Load or Loaded follows the library
         self.link.downloadStarted.connect(self.downloadStarted)
         self.show_selected()
 
-    def show_selected(self) -> None:
-        row = selected_row(self.view)
-        self.download_button.setEnabled(row is not None and row.installed_id is None)
-        if row is None:
-            self.about.setToolTip("")
-            self.about.setText("Choose a model to download. Downloads, and looking up what you paste below, "
-                               "are the only times Kestrel uses the network.")
-            return
-        # The verdict's one line here, its numbers on hover: the whole list of them would
-        # leave the table a few rows under the paste-a-link box.
-        verdict = row.fit.summary if row.fit is not None else verdict_tooltip(None)
-        self.about.setText(f"<b>{_escape(row.entry.name)}</b> — {_escape(row.entry.description)}<br>"
-                           f"{_escape(verdict)} (hover for the numbers)<br>"
-                           f"From huggingface.co/{_escape(row.entry.repo)}")
-        self.about.setToolTip(verdict_tooltip(row.fit))
+    def _lay_out(self) -> None:
+        top = QHBoxLayout()
+        top.addWidget(self.search, 1)
+        top.addWidget(self.fits_only)
+        other = QGroupBox("Another model: from a Hugging Face repository or a link", self)
+        QVBoxLayout(other).addWidget(self.link)
+        side = QWidget(self)
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.about, 1)
+        side_layout.addWidget(other)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(_splitter(self, self.view, side), 1)
 
-    def download(self) -> None:
-        row = selected_row(self.view)
-        if row is not None:
-            self.adapter.controller.library.download(row.entry)
-            self.downloadStarted.emit()
+    def _new_card(self, parent: QWidget) -> ModelCard:
+        card = ModelCard(parent)
+        card.actionRequested.connect(lambda _target, card=card: self.act(card.facts.key if card.facts else ""))
+        return card
+
+    def _fill(self, card: ModelCard, row: CatalogRow) -> None:
+        card.show_facts(catalog_facts(row, self._is_loaded(row.installed_id)))
+
+    def _is_loaded(self, model_id: str | None) -> bool:
+        return model_id is not None and any(row.model.id == model_id and row.is_loaded
+                                            for row in self.adapter.installed.rows())
+
+    def show_selected(self) -> None:
+        row = self.view.current_row()
+        if isinstance(row, CatalogRow):
+            self.about.setText(catalog_html(row))
+        else:
+            self.about.setText("Choose a model's card to see what it is and whether it fits this machine. "
+                               "Downloads, and looking up what you paste below, are the only times Kestrel "
+                               "uses the network.")
+
+    def act(self, catalog_id: str) -> None:
+        """A card's button: download the entry, or load the model it became."""
+        number = self.adapter.catalog.row_of(catalog_id)
+        if number is None:
+            return
+        row = self.adapter.catalog.rows()[number]
+        library = self.adapter.controller.library
+        if row.installed_id is not None:
+            self.adapter.spawn(library.load(row.installed_id))
+            return
+        library.download(row.entry)
+        self.downloadStarted.emit()
 
 
 class ModelManager(QDialog):
@@ -284,7 +329,8 @@ class ModelManager(QDialog):
         self.adapter = adapter
         self.setWindowTitle("Models")
         self.setModal(False)
-        self.resize(1220, 700)
+        self.setMinimumSize(*MINIMUM_SIZE)
+        self.resize(1220, 720)
         self.tabs = QTabWidget(self)
         self.installed = InstalledPage(adapter, self.tabs)
         self.catalog = CatalogPage(adapter, self.tabs)
@@ -299,36 +345,3 @@ class ModelManager(QDialog):
     def showEvent(self, event: QShowEvent) -> None:  # Override QDialog.showEvent.
         super().showEvent(event)
         self.adapter.spawn(self.adapter.controller.library.refresh())
-
-
-def details_html(row: Any) -> str:
-    """Everything known about an installed model, and its fit with the numbers behind it."""
-    model = row.model
-    lines = [f"<h3>{_escape(model.title)}</h3>"]
-    if row.problem:
-        lines.append(f"<p><b>{_escape(row.problem)}</b></p>")
-    cells = []
-    for key, label in _DETAILS:
-        value = row.details.get(key)
-        if key == "parameters_label" and not value and row.details.get("parameters"):
-            value = f"{row.details['parameters']:,}"
-        if value is None or value == "":
-            continue
-        if key == "file_size":
-            value = human_size(int(value))
-        elif key == "chat_template":
-            value = "in the file" if value else "none in the file (set one below)"
-        elif key == "context_length":
-            value = f"{value:,} tokens"
-        cells.append((label, str(value)))
-    where = "kept where you keep it" if model.referenced else "in Kestrel's models folder"
-    cells += [("File", f"{model.path} ({where})"), ("Source", model.source)]
-    lines.append("<table>" + "".join(f"<tr><td>{_escape(label)}:&nbsp;</td><td>{_escape(value)}</td></tr>"
-                                     for label, value in cells) + "</table>")
-    if row.fit is not None:
-        lines.append("<p><b>Will it fit?</b> " + _escape(verdict_tooltip(row.fit)).replace("\n", "<br>") + "</p>")
-    return "".join(lines)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

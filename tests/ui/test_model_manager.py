@@ -1,11 +1,13 @@
-"""The model manager: installed models with details and settings, the catalog, downloads; and through a real window."""
+"""The model manager: installed models as cards with details and settings, the catalog, downloads; and through a
+real window. The cards themselves (actions, badges, tags, clipping): tests/ui/test_model_cards.py."""
 
 from __future__ import annotations
 
 import dataclasses
 from types import SimpleNamespace
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, QPoint, Qt, Signal
+from PySide6.QtTest import QTest
 
 from app.core.settings import Settings
 from app.library.model_defaults import ModelDefaults
@@ -64,7 +66,12 @@ def manager(qtbot) -> tuple[ModelManager, FakeAdapter]:
 
 
 def select(view, row: int) -> None:
-    view.setCurrentIndex(view.model().index(row, 0))
+    """Click the card at this position, as a user chooses a model."""
+    QTest.mouseClick(view.cards()[row], Qt.MouseButton.LeftButton, pos=QPoint(4, 4))  # on the card, not a label
+
+
+def card(view, key: str):
+    return view.card(key)
 
 
 def test_installed_details_buttons_and_total(qtbot) -> None:
@@ -76,20 +83,24 @@ def test_installed_details_buttons_and_total(qtbot) -> None:
                      model=dataclasses.replace(installed("gone").model, referenced=True, missing=True))
     adapter.installed.set_listing([installed("mine"), kept, gone], 1_500_000_000)
     assert page.total.text() == ("Kestrel's models folder: 1.5 GB · models kept where you keep them: 1.5 GB")
-    assert not page.load_button.isEnabled()
+    assert page.view.keys() == ["mine", "kept", "gone"]
+    assert not page.default_button.isEnabled() and not page.remove_button.isEnabled()  # nothing chosen yet
     select(page.view, 0)
     assert "Q4_K_M" in page.details.toPlainText() and "Runs well on the GPU" in page.details.toPlainText()
     assert "Longest context that fits: 32,768 tokens" in page.details.toPlainText()
-    assert page.load_button.isEnabled() and page.default_button.isEnabled()
-    page.load_button.click()
+    mine = card(page.view, "mine")
+    assert mine.action.text() == "Load" and mine.action.isEnabled() and page.default_button.isEnabled()
+    mine.action.click()
     page.default_button.click()
     assert adapter.spawned == [("load", "mine"), ("set_default", "mine")]
     select(page.view, 1)
-    assert not page.load_button.isEnabled() and not page.default_button.isEnabled()
+    loaded = card(page.view, "kept")
+    assert loaded.action.text() == "Loaded" and not loaded.action.isEnabled() and not page.default_button.isEnabled()
     assert page.remove_button.text() == "Fo&rget…"
     select(page.view, 2)
-    assert not page.load_button.isEnabled() and "not there now" in page.details.toPlainText()
-    assert page.view.model().index(2, 6).data() == "Missing — reconnect the drive"
+    missing = card(page.view, "gone")
+    assert not missing.action.isEnabled() and "not there now" in page.details.toPlainText()
+    assert missing.status.text() == "Missing — reconnect the drive"
 
 
 def test_remove_asks_first_and_says_what_happens_to_the_file(qtbot, monkeypatch) -> None:
@@ -175,33 +186,45 @@ def test_catalog_fits_filter_and_download(qtbot) -> None:
     adapter.catalog.set_rows([catalog_row("small"), catalog_row("huge", "wont_fit"),
                               catalog_row("have", installed_id="have")])
     assert page.fits_only.isChecked() and page.view.model().rowCount() == 2
+    assert page.view.keys() == ["small", "have"]
     page.fits_only.setChecked(False)
-    assert page.view.model().rowCount() == 3
-    select(page.view, 2)
-    assert not page.download_button.isEnabled()  # already installed
+    assert page.view.model().rowCount() == 3 and page.view.keys() == ["small", "huge", "have"]
+    have = card(page.view, "have")
+    assert have.action.text() == "Load"  # already installed: no second download
     select(page.view, 0)
-    assert "A small chat model." in page.about.text() and "Runs well" in page.about.text()
+    text = page.about.toPlainText()
+    assert "A small chat model." in text and "Runs well" in text and "huggingface.co/Qwen/x" in text
     window.tabs.setCurrentWidget(page)
-    page.download_button.click()
+    card(page.view, "small").action.click()
     assert [e.id for e in adapter.downloaded] == ["small"]
     assert window.tabs.currentWidget() is window.downloads
+    have.action.click()
+    assert adapter.spawned == [("load", "have")] and [e.id for e in adapter.downloaded] == ["small"]
+    page.search.setText("hav")
+    assert page.view.keys() == ["have"]
 
 
-def test_downloads_pause_resume_cancel_the_selected_one(qtbot) -> None:
+def test_downloads_pause_resume_cancel_on_each_card(qtbot) -> None:
     window, adapter = manager(qtbot)
     page = window.downloads
     adapter.downloads.put(DownloadItem("d1", "Qwen", "running", done=10, total=100))
-    assert page.view.currentIndex().row() == 0  # a new download is selected
-    assert page.pause_button.isEnabled() and not page.resume_button.isEnabled()
-    page.pause_button.click()
-    adapter.downloads.put(DownloadItem("d1", "Qwen", "paused", done=10, total=100))
-    assert page.resume_button.isEnabled() and not page.pause_button.isEnabled()
-    page.resume_button.click()
-    page.cancel_button.click()
-    assert adapter.controller.downloads.calls == [("pause", "d1"), ("resume", "d1"), ("cancel", "d1")]
+    adapter.downloads.put(DownloadItem("d2", "Phi", "queued"))
+    first = page.cards.card("d1")
+    assert page.cards.keys() == ["d1", "d2"]
+    assert all(c.cancel_button.isVisibleTo(c) for c in page.cards.cards())  # every download card has Cancel
+    assert first.pause_button.isVisibleTo(first) and not first.resume_button.isVisibleTo(first)
+    first.pause_button.click()
+    adapter.downloads.put(DownloadItem("d1", "Qwen", "paused", done=10, total=100, message="Paused."))
+    assert first.resume_button.isVisibleTo(first) and not first.pause_button.isVisibleTo(first)
+    assert first.status.text() == "Paused · 10% · 10 bytes of 100 bytes"  # "Paused" once
+    first.resume_button.click()
+    first.cancel_button.click()
+    page.cards.card("d2").cancel_button.click()
+    assert adapter.controller.downloads.calls == [("pause", "d1"), ("resume", "d1"), ("cancel", "d1"),
+                                                   ("cancel", "d2")]
     adapter.downloads.put(DownloadItem("d1", "Qwen", "done", done=100, total=100, model_id="qwen"))
-    assert not page.cancel_button.isEnabled()
-    page.view.viewport().repaint()  # the progress delegate draws without complaint
+    assert not first.cancel_button.isVisibleTo(first) and not first.bar.isVisibleTo(first)
+    assert first.status.text() == "Done · 100% · 100 bytes of 100 bytes"
 
 
 def test_the_manager_in_the_window(make_window, loop, qtbot, tiny_model) -> None:
