@@ -199,9 +199,9 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
     def manager() -> QWidget:
         shown = ModelManager(window.adapter, window)
         wait(loop, controller.library.refresh())
-        view = shown.installed.view
-        if view.model().rowCount():
-            view.selectRow(0)
+        cards = shown.installed.view
+        if cards.keys():
+            cards.select(0)
         return shown
 
     def first_run() -> QWidget:
