@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import urljoin, urlsplit
 
 from app.library.download.budget import LOOKUP_S
@@ -29,10 +29,16 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _UNSATISFIED = re.compile(r"^bytes \*/(\d{1,20})$")
 _HEAD_REFUSALS = frozenset(range(400, 500)) - {408, 429} | {501}
-_NO_ROUTE = (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN)
+# No route to the host (the network is down or unplugged). Windows reports a socket's error
+# by its WSA number, which is not what its C library calls ENETUNREACH: both are listed.
+_NO_ROUTE = frozenset(code for name in ("ENETUNREACH", "EHOSTUNREACH", "ENETDOWN", "EHOSTDOWN")
+                      for code in (getattr(errno, name, None), getattr(errno, "WSA" + name, None))
+                      if code is not None)
 
 # What a request says it is doing before the first byte ("Connecting to huggingface.co…").
 Steps = Callable[[str], None]
+# socket.getaddrinfo's answer: (family, type, proto, canonical name, address) per address.
+Addresses = list[tuple[Any, ...]]
 
 
 class TransientFailure(Exception):
@@ -257,7 +263,7 @@ def _send(url: str, method: str, timeout: float, headers: dict[str, str], steps:
                                else describe(exc)) from None
 
 
-def _lookup(host: str, port: int, seconds: float, said: Steps) -> list[tuple]:  # type: ignore[type-arg]
+def _lookup(host: str, port: int, seconds: float, said: Steps) -> Addresses:
     """The host's addresses, looked up within `seconds`: a resolver with no network to ask can
     take many seconds per try to say so, and the user is waiting for that answer.
 
@@ -271,7 +277,7 @@ def _lookup(host: str, port: int, seconds: float, said: Steps) -> list[tuple]:  
     else:  # an address already: nothing to look up
         return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     said(f"Looking up {host}…")
-    found: list[list[tuple] | OSError] = []  # type: ignore[type-arg]
+    found: list[Addresses | OSError] = []
     answered = threading.Event()
 
     def look() -> None:
@@ -294,7 +300,7 @@ def _lookup(host: str, port: int, seconds: float, said: Steps) -> list[tuple]:  
     return result
 
 
-def _connect(addresses: list[tuple], seconds: float | None, shown: str) -> socket.socket:  # type: ignore[type-arg]
+def _connect(addresses: Addresses, seconds: float | None, shown: str) -> socket.socket:
     """A connection to the first address that takes one, as socket.create_connection makes it;
     a refusal or no route from every address is Unreachable."""
     errors: list[OSError] = []
