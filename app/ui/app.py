@@ -11,7 +11,7 @@ import time
 
 import psutil
 import qasync
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QLocale, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
@@ -22,10 +22,12 @@ from app.service.client import EngineClient
 from app.service.engine_handle import EngineHandle
 from app.service.controller import ChatController
 from app.service.events import ModelState
+from app.ui.app_style import AppStyle, app_style
 from app.ui.collector import install as install_collector
 from app.ui.icons import app_icon
 from app.ui.main_window import MainWindow
 from app.ui.single_instance import SingleInstance
+from app.ui.window_look import DialogLook
 
 STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 
@@ -36,13 +38,35 @@ def build_window(paths: DataPaths, client: EngineHandle | None = None) -> MainWi
     Nothing here reads the disk: the history and settings open in start_up().
     """
     app = QApplication.instance()
-    if app is not None:
+    use_system_locale()
+    if isinstance(app, QApplication):
         install_collector(app)
+        use_app_style(app)
     controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
                                 library=ModelLibrary(paths.models), client=client or EngineClient())
     window = MainWindow(controller, paths)
+    DialogLook(window).watch(window)
     window.apply_theme()
     return window
+
+
+def use_system_locale() -> None:
+    """Dates and numbers Qt writes (a file dialog's, a spin box's) in the user's own form.
+
+    With no locale set at all (C or POSIX: a bare container, a service), Qt would write
+    dates as "1 12 2026"; English (United States) is the form most readers know then.
+    """
+    system = QLocale.system()
+    if system.language() == QLocale.Language.C:
+        system = QLocale(QLocale.Language.English, QLocale.Country.UnitedStates)
+    QLocale.setDefault(system)
+
+
+def use_app_style(app: QApplication) -> None:
+    """The app's style (Fusion with its own icons) before the first widget: setting it later
+    re-polishes every widget, and the widgets made before it keep Qt's stock icons."""
+    if not isinstance(app.style(), AppStyle):
+        app.setStyle(app_style())
 
 
 def run_gui(argv: list[str] | None = None) -> int:
@@ -51,6 +75,7 @@ def run_gui(argv: list[str] | None = None) -> int:
     app.setApplicationName("Kestrel")
     app.setApplicationVersion(__version__)
     app.setWindowIcon(app_icon())
+    use_app_style(app)  # the message boxes below too
     # The window's closed signal ends the loop, after the engine is shut down.
     app.setQuitOnLastWindowClosed(False)
     paths = data_paths()

@@ -8,18 +8,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
-                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSpinBox, QTabWidget, QVBoxLayout,
-                               QWidget)
+                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea, QSpinBox, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from app.core.generation import GenerationSettings
 from app.core.settings import Settings
 from app.core.units import human_size
 from app.tools.choices import ToolChoices
 from app.ui.mcp_json_dialog import ServerChecklist, edit_mcp_json
+from app.ui.model_settings_form import device_combo
 from app.ui.server_settings_page import ServerSettingsPage
 from app.ui.tools_settings_page import ToolsSettingsPage
+from app.ui.window_look import fit_shortcut_letters
 
 if TYPE_CHECKING:
     from app.service.tool_use import ToolUse
@@ -69,6 +71,7 @@ class GenerationForm(QWidget):
         tools_label.setWordWrap(True)
         tools_label.setBuddy(self.tools)
         form.addRow(tools_label, self.tools)
+        fit_shortcut_letters(self)
 
     def value(self) -> GenerationSettings:
         return dataclasses.replace(
@@ -128,13 +131,12 @@ class SettingsDialog(QDialog):
         for value, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
             self.theme.addItem(text, value)
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
-        self.device = QComboBox(self)
-        for value, text in (("auto", "Automatic (the best this machine has)"), ("npu", "NPU"),
-                            ("gpu", "GPU"), ("cpu", "CPU")):
-            self.device.addItem(text, value)
+        self.device = device_combo(self)
         self.device.setCurrentIndex(max(0, self.device.findData(settings.device_preference)))
         self.threads = _int(0, 256, settings.threads or 0)
-        self.threads.setSpecialValueText("automatic (the cores other programs leave free)")
+        self.threads.setSpecialValueText("automatic")
+        self.threads.setToolTip("How many CPU threads the model uses. Automatic: the cores other programs "
+                                "leave free.")
         self.when_hidden = _choices(self, settings.when_hidden, (
             ("pause", "Pause the answer"), ("gently", "Keep going gently"), ("full", "Keep going at full speed")))
         self.when_in_background = _choices(self, settings.when_in_background, (
@@ -172,12 +174,13 @@ class SettingsDialog(QDialog):
                                        tools.statuses() if tools is not None else [], self)
         self.tools.editRequested.connect(self.edit_mcp_json)
         self.tabs = QTabWidget(self)
-        self.tabs.addTab(self.general, "Chats a&nd model")
+        self.tabs.addTab(_FitScroll(self.general, self), "Chats a&nd model")
         self.tabs.addTab(self.server, "AP&I server")
         self.tabs.addTab(self.tools, "&Tools")
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
         layout.addWidget(_buttons(self))
+        fit_shortcut_letters(self)
 
     def value(self) -> Settings:
         return dataclasses.replace(self._settings, generation=self.form.value(), theme=self.theme.currentData(),
@@ -303,6 +306,25 @@ class EditMessageDialog(QDialog):
 
     def text(self) -> str:
         return self.edit.toPlainText()
+
+
+class _FitScroll(QScrollArea):
+    """A page that asks for all of its height, but no more than most of the screen, and
+    scrolls beyond it: Settings' first page is taller than a 1080p screen at 200%."""
+
+    def __init__(self, page: QWidget, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(page)
+        self._page = page
+
+    def sizeHint(self) -> QSize:  # Override QScrollArea.sizeHint.
+        page = self._page.sizeHint()
+        screen = self.screen().availableGeometry()
+        bar = self.verticalScrollBar().sizeHint().width()
+        return QSize(page.width() + bar, min(page.height(), int(screen.height() * 0.75)))
 
 
 def _states(count: int) -> str:

@@ -62,6 +62,13 @@ GLYPHS = {
     "show": "ph.eye",
     "approve": "ph.hand-palm",
     "tool": "ph.wrench",
+    "error": "ph.x-circle",
+    "back": "ph.arrow-left",
+    "forward": "ph.arrow-right",
+    "up": "ph.arrow-up",
+    "new-folder": "ph.folder-plus",
+    "details-view": "ph.list-dashes",
+    "list-view": "ph.squares-four",
 }
 
 ROLE = QPalette.ColorRole
@@ -104,6 +111,11 @@ def themed(target: QAbstractButton | QAction, name: str, role: QPalette.ColorRol
     """Give target the icon for name now, and again in new colours after each refresh()."""
     _themed[target] = (name, role)
     target.setIcon(icon(name, role))
+
+
+def is_themed(target: QAbstractButton | QAction) -> bool:
+    """Whether target's icon was given by themed() (an app icon in the palette's colours)."""
+    return target in _themed
 
 
 def refresh() -> None:

@@ -5,15 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from app.core.generation import GenerationSettings
 from app.library.model_defaults import ModelDefaults
+from app.ui.window_look import fit_shortcut_letters
 
-DEVICE_CHOICES = (("auto", "Automatic (the best this machine has)"), ("npu", "NPU"), ("gpu", "GPU"), ("cpu", "CPU"))
+# (value, the item's text, its tooltip): short texts, so that the box fits a narrow pane at 200%.
+DEVICE_CHOICES = (("auto", "Automatic", "The best this machine has: an NPU or a GPU the model fits on, else the CPU"),
+                  ("npu", "NPU", "The neural processing unit (ONNX models)"),
+                  ("gpu", "GPU", "The graphics card"), ("cpu", "CPU", "The processor only"))
+
+
+def device_combo(parent: QWidget) -> QComboBox:
+    """A box of DEVICE_CHOICES, each item's full meaning in its tooltip, as wide as its longest item."""
+    combo = QComboBox(parent)
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    for value, text, tip in DEVICE_CHOICES:
+        combo.addItem(text, value)
+        combo.setItemData(combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+    combo.setToolTip("Where the model runs. Automatic: the best this machine has, an NPU or a GPU the model "
+                     "fits on, else the CPU.")
+    return combo
 
 
 @dataclass
@@ -95,11 +111,7 @@ class ModelSettingsForm(QWidget):
         self.gpu_layers = LayersSpinBox(self)
         self._add(form, "gpu_layers", "&GPU layers", self.gpu_layers, self.gpu_layers.layers,
                   self.gpu_layers.set_layers, "Auto")
-        self.device = QComboBox(self)
-        self.device.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.device.setMinimumContentsLength(12)
-        for value, text in DEVICE_CHOICES:
-            self.device.addItem(text, value)
+        self.device = device_combo(self)
         self._add(form, "device_preference", "&Device", self.device, self._combo_read, self._combo_write)
         self.system_prompt = self._text(form, "system_prompt", "&System prompt", "the app's (none)")
         self.temperature = self._double(form, "temperature", "&Temperature", 0.0, 5.0, 0.05)
@@ -134,6 +146,7 @@ class ModelSettingsForm(QWidget):
         layout.addWidget(self.problem)
         layout.addLayout(buttons)
         self.problem.hide()
+        fit_shortcut_letters(self)
 
     # --- showing and reading ------------------------------------------------------------
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtWidgets import QApplication
 
 from app.ui import icons
+from app.ui.app_style import AppStyle, app_style
 
 R = QPalette.ColorRole
 
@@ -93,9 +94,9 @@ def build_palette(dark: bool) -> QPalette:
 def apply_theme(app: QApplication, choice: str) -> bool:
     """Apply "light", "dark" or "system"; returns whether the result is dark."""
     dark = system_is_dark() if choice == "system" else choice == "dark"
-    if app.style().name().lower() != "fusion":
+    if not isinstance(app.style(), AppStyle):
         # Setting a style re-polishes every widget (tens of ms in a full window): once.
-        app.setStyle(QStyleFactory.create("Fusion"))
+        app.setStyle(app_style())
     app.setPalette(build_palette(dark))
     icons.refresh()
     return dark

@@ -1,0 +1,307 @@
+"""Opens every form and dialog of the window and names each text that is cut (run in a child process).
+
+    QT_SCALE_FACTOR=2 QT_QPA_PLATFORM=offscreen python -m tests.helpers.clip_probe OUT.json
+
+A scale factor must be set before the QApplication exists, so each scale is its own
+process; tests/ui/test_no_clipped_text.py runs one per scale. The JSON written is
+{"problems": [...], "scenes": [...]}: each problem names the scene, the theme, the
+widget and its text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSize
+from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QApplication, QCheckBox, QComboBox,
+                               QDialogButtonBox, QFileDialog, QLabel, QPushButton, QRadioButton, QStyle,
+                               QStyleFactory, QStyleOptionComboBox, QTabWidget, QTreeView, QWidget)
+
+from app.ui.window_look import shortcut_letter_extra
+
+# A widget that cuts its text on purpose (and shows all of it some other way) says so.
+ELIDES = "elidesOnPurpose"
+
+
+def needed_width(widget: QWidget) -> int | None:
+    """The width widget needs to show all of its text, or None when it is not one checked here."""
+    if isinstance(widget, QLabel):
+        if widget.wordWrap() or not widget.text():
+            return None
+        return widget.sizeHint().width() + (shortcut_letter_extra(widget) if widget.buddy() is not None else 0)
+    if isinstance(widget, (QCheckBox, QRadioButton)):
+        return widget.sizeHint().width() + shortcut_letter_extra(widget) if widget.text() else None
+    if isinstance(widget, QPushButton):
+        # Its text has the button's margins either side: the shortcut letter's pixel fits in them.
+        return widget.sizeHint().width() if widget.text() else None
+    if isinstance(widget, QAbstractButton):
+        return None  # tool buttons: icons, and the internals of tab bars and line edits
+    if isinstance(widget, QComboBox):
+        if widget.isEditable() or not widget.currentText():
+            return None
+        option = QStyleOptionComboBox()
+        widget.initStyleOption(option)
+        metrics = widget.fontMetrics()
+        text = metrics.horizontalAdvance(widget.currentText())
+        if not widget.itemIcon(widget.currentIndex()).isNull():
+            text += widget.iconSize().width() + 4
+        contents = QSize(text, max(metrics.height(), widget.iconSize().height()))
+        return widget.style().sizeFromContents(QStyle.ContentsType.CT_ComboBox, option, contents, widget).width()
+    if isinstance(widget, QAbstractSpinBox):
+        edit = widget.findChild(QWidget, "qt_spinbox_lineedit")
+        if edit is None or not widget.text():
+            return None
+        # Compared with the inner line edit: its margins and cursor take about 6 px.
+        return widget.fontMetrics().horizontalAdvance(widget.text()) + 6 - edit.width() + widget.width()
+    return None
+
+
+def shown_width(widget: QWidget) -> int | None:
+    """How much of widget's width is on screen: its own, less what its ancestors cut off
+    (None: none of it is, e.g. scrolled out of view)."""
+    region = widget.visibleRegion()
+    if region.isEmpty():
+        return None
+    return min(widget.width(), region.boundingRect().width())
+
+
+def describe(widget: QWidget) -> str:
+    text = widget.currentText() if isinstance(widget, QComboBox) else getattr(widget, "text", lambda: "")()
+    name = widget.objectName() or ""
+    return f"{type(widget).__name__}{'#' + name if name else ''} {text!r}"
+
+
+def clipped(root: QWidget) -> list[str]:
+    """Each visible label, check box, radio button, push button, combo box or spin box in
+    root whose shown width is less than its text needs, as "what: shown < needed"."""
+    found = []
+    for widget in [root, *root.findChildren(QWidget)]:
+        if not widget.isVisibleTo(root) or widget.property(ELIDES):
+            continue
+        need = needed_width(widget)
+        if need is None:
+            continue
+        shown = shown_width(widget)
+        if shown is not None and shown < need:
+            found.append(f"{describe(widget)}: {shown} px shown < {need} px needed")
+    return found
+
+
+def stock_icons(root: QWidget) -> list[str]:
+    """Each button of a dialog button box in root whose icon is not one of the app's."""
+    from app.ui import icons
+    from app.ui.app_style import NAME_PREFIX
+
+    found = []
+    for box in root.findChildren(QDialogButtonBox):
+        for button in box.buttons():
+            icon = button.icon()
+            if not icon.isNull() and not icon.name().startswith(NAME_PREFIX) and not icons.is_themed(button):
+                found.append(f"{describe(button)}: a stock icon ({icon.name() or 'unnamed'})")
+    return found
+
+
+def cut_dates(root: QWidget) -> list[str]:
+    """Qt's own file dialog: each date in its list wider than the "Date Modified" column."""
+    view = root.findChild(QTreeView, "treeView") if isinstance(root, QFileDialog) else None
+    if view is None or view.header().count() < 4:
+        return []
+    model, found = view.model(), []
+    for row in range(model.rowCount(view.rootIndex())):
+        text = str(model.index(row, 3, view.rootIndex()).data() or "")
+        need = view.fontMetrics().horizontalAdvance(text) + 8
+        if need > view.header().sectionSize(3):
+            found.append(f"file dialog date {text!r}: {view.header().sectionSize(3)} px shown < {need} px needed")
+    return found
+
+
+def tab_states(root: QWidget) -> Iterator[str]:
+    """Show each page of each tab widget in root in turn (the page's name, "" for none)."""
+    tabs = [t for t in root.findChildren(QTabWidget) if t.isVisibleTo(root)]
+    if not tabs:
+        yield ""
+        return
+    for tab in tabs:
+        for index in range(tab.count()):
+            tab.setCurrentIndex(index)
+            yield tab.tabText(index).replace("&", "")
+        tab.setCurrentIndex(0)
+
+
+# --- the scenes ---------------------------------------------------------------------------
+
+
+def settle(seconds: float = 0.05) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        QApplication.processEvents()
+        time.sleep(0.005)
+    QApplication.processEvents()
+
+
+def wait(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any], timeout: float = 30) -> Any:
+    task = asyncio.ensure_future(awaitable, loop=loop)
+    deadline = time.monotonic() + timeout
+    while not task.done():
+        if time.monotonic() > deadline:
+            task.cancel()
+            raise TimeoutError("the scene did not get ready")
+        settle(0.01)
+    return task.result()
+
+
+def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tuple[str, Callable[[], QWidget]]]:
+    """(name, a function that opens it) for every form and dialog of the window."""
+    from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+    from app.ui.chat_files import save_dialog
+    from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
+    from app.ui.hardware_view import HardwareWindow
+    from app.ui.mcp_json_dialog import McpJsonDialog
+    from app.ui.model_manager import ModelManager
+    from app.ui.server_window import NEW_KEY_QUESTION, ServerWindow
+    from app.service.hardware_overview import HardwareOverview, report_text
+    from tests.hardware.machines import recorded_report
+
+    controller = window.controller
+
+    def settings() -> QWidget:
+        return SettingsDialog(controller.settings, window, adapter=window.adapter, tools=controller.tools,
+                              mcp_file=window.paths.mcp_file)
+
+    def chat_settings() -> QWidget:
+        prompt, generation = controller.conversation_settings()
+        return ConversationSettingsDialog(prompt, generation, window, servers=["files", "time"])
+
+    def hardware() -> QWidget:
+        report = recorded_report("windows_desktop_rtx4070")
+        return HardwareWindow(HardwareOverview(report=report, loaded=None, model_name="", placement_reason="",
+                                               fallback_reasons=(), priority_problem=None, threads="",
+                                               text=report_text(report, None, None, "")), window)
+
+    def export() -> QWidget:
+        dialog = save_dialog(window, "Export this chat", str(home / "Trip.md"), "Markdown (*.md)")
+        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)  # offscreen has no native one
+        return dialog
+
+    def question() -> QWidget:
+        return QMessageBox(QMessageBox.Icon.Question, "New key", NEW_KEY_QUESTION,
+                           QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, window)
+
+    def manager() -> QWidget:
+        shown = ModelManager(window.adapter, window)
+        wait(loop, controller.library.refresh())
+        view = shown.installed.view
+        if view.model().rowCount():
+            view.selectRow(0)
+        return shown
+
+    def first_run() -> QWidget:
+        from app.ui.first_run import FirstRunOffer
+
+        wait(loop, controller.library.refresh())
+        offer = FirstRunOffer()
+        offer.show_offer(controller.library.recommended())
+        return offer
+
+    return [
+        ("settings", settings),
+        ("chat settings", chat_settings),
+        ("edit message", lambda: EditMessageDialog("Summarise this, please.", window)),
+        ("about", lambda: _about(window)),
+        ("hardware", hardware),
+        ("server window", lambda: ServerWindow(window.adapter, window.server, window)),
+        ("export", export),
+        ("mcp json", lambda: McpJsonDialog("", window)),
+        ("question", question),
+        ("first run", first_run),
+        ("model manager", manager),
+    ]
+
+
+def _about(window: Any) -> QWidget:
+    from app.ui.about import AboutDialog
+
+    return AboutDialog(window.paths, window, open_url=lambda _url: True)
+
+
+def _icons_on_buttons() -> type:
+    from app.ui.app_style import AppStyle
+
+    class IconsOnButtons(AppStyle):
+        """The app's style as under GNOME or KDE, whose dialog buttons carry icons (offscreen's carry none)."""
+
+        def styleHint(self, hint: QStyle.StyleHint, *args: Any) -> int:  # Override QProxyStyle.styleHint.
+            if hint == QStyle.StyleHint.SH_DialogButtonBox_ButtonsHaveIcons:
+                return 1
+            return super().styleHint(hint, *args)
+
+    return IconsOnButtons
+
+
+def look_at(name: str, theme: str, opened: QWidget, shots: Path | None = None) -> list[str]:
+    opened.show()
+    settle()
+    problems = []
+    for page in tab_states(opened):
+        settle(0.02)
+        where = f"{name}{' → ' + page if page else ''} ({theme})"
+        problems += [f"{where}: {problem}" for problem in clipped(opened) + stock_icons(opened) + cut_dates(opened)]
+        if shots is not None:
+            scale = os.environ.get("QT_SCALE_FACTOR", "1")
+            file = f"{name}-{page}-{theme}-{scale}".replace(" ", "_").replace("/", "_") + ".png"
+            opened.grab().save(str(shots / file))
+    opened.close()
+    opened.deleteLater()
+    return problems
+
+
+def main(out: Path) -> int:
+    import qasync
+
+    home = Path(tempfile.mkdtemp(prefix="kestrel-clip-"))
+    os.environ["KESTREL_HOME"] = str(home)
+    app = QApplication(sys.argv[:1])
+    app.setStyle(_icons_on_buttons()(QStyleFactory.create("Fusion")))
+    loop = qasync.QEventLoop(app, already_running=True)
+    asyncio.set_event_loop(loop)
+
+    from app.core.paths import data_paths
+    from app.ui.app import build_window
+    from app.ui.theme import apply_theme
+    from tests.helpers.scripted_engine import ScriptedEngine
+    from tests.helpers.tiny_gguf import build_tiny_gguf
+    from tests.ui.conftest import install_model
+
+    install_model(build_tiny_gguf(home / "tiny.gguf"))
+    window = build_window(data_paths(), ScriptedEngine())
+    window.show()
+    wait(loop, window.controller.start_up())
+    problems: list[str] = []
+    names = []
+    # For a person to look at: KESTREL_CLIP_SHOTS=FOLDER saves each scene as a PNG.
+    shots = Path(os.environ["KESTREL_CLIP_SHOTS"]) if os.environ.get("KESTREL_CLIP_SHOTS") else None
+    for theme in ("light", "dark"):
+        apply_theme(app, theme)
+        for name, opener in scenes(window, loop, home):
+            names.append(f"{name} ({theme})")
+            problems += look_at(name, theme, opener(), shots)
+    wait(loop, window.controller.shutdown())
+    out.write_text(json.dumps({"problems": problems, "scenes": names}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(Path(sys.argv[1]))
+    sys.stdout.flush()
+    # Not a normal exit: tearing Qt down with the controller's worker threads still
+    # parked aborts the process, and the findings are already written.
+    os._exit(code)
