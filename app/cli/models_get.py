@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import EXIT_FILES, ProgressLine, in_worker, open_library
@@ -77,16 +77,20 @@ def _get(args: argparse.Namespace) -> int:
     from app.library.fetch import FetchRefused, fetch_unit
 
     expected = _sha256_argument(args.sha256)
-    unit = _with_sha256(_unit_for(args), expected)
+    line = _Telling(sys.stderr)
+    try:
+        unit = _with_sha256(_unit_for(args, line.step), expected)
+    finally:
+        line.end()
     library = open_library()
     control = DownloadControl()
-    line = ProgressLine(sys.stderr)
 
     def show(p: Any) -> None:
         line.show(_download_text(p.file, p.done, p.total, p.bytes_per_second, p.seconds_left))
 
     try:
-        fetched = in_worker(lambda: fetch_unit(library, unit, control=control, progress=show), control.stop)
+        fetched = in_worker(lambda: fetch_unit(library, unit, control=control, progress=show, steps=line.step),
+                            control.stop)
     except DownloadStopped:
         raise UserError(f"Download stopped; what arrived ({human_size(_kept(library, unit))}) is "
                         f"kept. Run the same command again to continue from there.",
@@ -108,7 +112,46 @@ def _get(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _unit_for(args: argparse.Namespace) -> DownloadUnit:
+class _Telling:
+    """What `get` is doing, on standard error from its first step: each step before the first
+    byte ("Looking up huggingface.co…") and the first byte's progress at once, then progress
+    as ProgressLine draws it (redrawn on a terminal, a line every few seconds in a log)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._line = ProgressLine(stream)
+        try:
+            self._terminal = stream.isatty()
+        except (AttributeError, ValueError):
+            self._terminal = False
+        self._flowing = False
+        self._last_step = ""
+
+    def step(self, words: str) -> None:
+        self._flowing = False
+        if words == self._last_step:
+            return
+        self._last_step = words
+        if self._terminal:
+            self._line.show(words)
+        else:
+            self._stream.write(words + "\n")
+            self._stream.flush()
+
+    def show(self, text: str) -> None:
+        first = not self._flowing
+        self._flowing, self._last_step = True, ""
+        if first and not self._terminal:
+            self._stream.write(text + "\n")
+            self._stream.flush()
+        else:
+            self._line.show(text)
+
+    def end(self) -> None:
+        self._line.end()
+
+
+def _unit_for(args: argparse.Namespace, steps: Any = None) -> DownloadUnit:
     """The unit the argument names: a catalog id, else what the Hub lister makes of it."""
     from app.library.download import DownloadError
     from app.library.hub import HubError, UnsafeNames, catalog_unit, choose, units_for
@@ -118,7 +161,7 @@ def _unit_for(args: argparse.Namespace) -> DownloadUnit:
         return catalog_unit(entry)
     what = shown(args.what, 300)
     try:
-        units = units_for(args.what, name=args.name)
+        units = units_for(args.what, name=args.name, steps=steps)
     except UnsafeNames as exc:
         raise UserError(str(exc), EXIT_MODEL) from None
     except HubError as exc:

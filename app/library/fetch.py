@@ -14,6 +14,7 @@ from app.library.download import (DownloadControl, DownloadedFile, DownloadOptio
                                   ProgressCallback, UnitDownload)
 from app.library.download.nofollow import Found, look_at
 from app.library.download.part import PartFile, open_for_append
+from app.library.download.transport import Steps
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.hub import DownloadUnit
 from app.library.model_format import read_onnx_folder
@@ -58,10 +59,10 @@ def installed_from(library: ModelLibrary, unit: DownloadUnit) -> InstalledModel 
 
 def fetch_unit(library: ModelLibrary, unit: DownloadUnit, *, control: DownloadControl | None = None,
                progress: ProgressCallback | None = None,
-               options: DownloadOptions = DownloadOptions()) -> Fetched:
+               options: DownloadOptions = DownloadOptions(), steps: Steps | None = None) -> Fetched:
     """Download (or finish downloading) the unit into the library and register it.
 
-    Blocks: call it on a worker thread. Raises DownloadError, DownloadStopped (the parts
+    steps hears what it does before the bytes flow (UnitDownload). Blocks: call it on a worker thread. Raises DownloadError, DownloadStopped (the parts
     are kept after control.stop(), deleted after control.cancel()) or FetchRefused.
     """
     existing = installed_from(library, unit)
@@ -76,7 +77,7 @@ def fetch_unit(library: ModelLibrary, unit: DownloadUnit, *, control: DownloadCo
                                    f"finish (or stop it), then try again.")
     try:
         specs = list(unit.files)
-        files = tuple(UnitDownload(specs, folder, control, progress, options).run())
+        files = tuple(UnitDownload(specs, folder, control, progress, options, steps).run())
         path = _checked_model(folder, unit)
         (folder / MARKER).unlink(missing_ok=True)
         # A split GGUF is registered with all its parts, so its size and removal count them all.

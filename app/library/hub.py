@@ -15,8 +15,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 from app.library.catalog import CatalogEntry
 from app.library.file_names import name_problem, plain_file_name, shown
-from app.library.download.errors import DownloadError, DownloadErrorKind, bad_scheme, gave_up
-from app.library.download.transport import Answer, TransientFailure, check_scheme, describe, request
+from app.library.download.errors import DownloadError, DownloadErrorKind, bad_scheme, gave_up, unreachable
+from app.library.download.transport import (Answer, Steps, TransientFailure, Unreachable, check_scheme,
+                                             describe, request)
 from app.library.download.unit import FileSpec
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -122,11 +123,13 @@ def parse_pasted(text: str, endpoint: str | None = None) -> Pasted:
 
 
 def units_for(text: str, endpoint: str | None = None, timeout: float = 30.0,
-              name: str | None = None) -> tuple[DownloadUnit, ...]:
+              name: str | None = None, steps: Steps | None = None) -> tuple[DownloadUnit, ...]:
     """The units what the user pasted offers; a repository is listed over the network.
 
     name is the file name to save a plain address's file as (default: the URL's last part).
-    HubError for text that names nothing usable, DownloadError for a failed listing.
+    HubError for text that names nothing usable, DownloadError for a failed listing (a host
+    that cannot be reached is said at once: the listing is tried once). steps hears what
+    the listing is doing before its answer ("Looking up huggingface.co…").
     """
     endpoint = (endpoint or default_endpoint()).rstrip("/")
     pasted = parse_pasted(text, endpoint)
@@ -139,12 +142,12 @@ def units_for(text: str, endpoint: str | None = None, timeout: float = 30.0,
                           f"it as a file.")
     if path is not None and _SHARD.match(PurePosixPath(path).name):
         url = resolve_url(repo, path, revision, endpoint)
-        units = group_units(repo, revision, endpoint, repo_files(repo, revision, endpoint, timeout))
+        units = group_units(repo, revision, endpoint, repo_files(repo, revision, endpoint, timeout, steps))
         return tuple(u for u in units if any(f.url == url for f in u.files)) or \
             (_file_unit(repo, revision, endpoint, path),)
     if path is not None and PurePosixPath(path).name != GENAI_CONFIG:
         return (_file_unit(repo, revision, endpoint, path),)
-    files = repo_files(repo, revision, endpoint, timeout)
+    files = repo_files(repo, revision, endpoint, timeout, steps)
     folder = str(PurePosixPath(path).parent) if path is not None else pasted.folder.strip("/")
     if folder not in ("", "."):
         files = [f for f in files if f.path.startswith(folder + "/")]
@@ -220,13 +223,16 @@ class RepoFile:
     refused: str | None = None
 
 
-def repo_files(repo: str, revision: str, endpoint: str, timeout: float) -> list[RepoFile]:
+def repo_files(repo: str, revision: str, endpoint: str, timeout: float,
+               steps: Steps | None = None) -> list[RepoFile]:
     """GET {endpoint}/api/models/{repo}[/revision/{rev}]?blobs=true, as huggingface_hub's
     model_info(files_metadata=True) does; its siblings are the repository's files."""
     at = "" if revision == "main" else f"/revision/{quote(revision, safe='')}"
     url = f"{endpoint}/api/models/{repo}{at}?blobs=true"
     try:
-        answer = request(url, "GET", timeout, {"Accept": "application/json"})
+        answer = request(url, "GET", timeout, {"Accept": "application/json"}, steps=steps)
+    except Unreachable as failure:
+        raise unreachable(failure.host, failure.why, False) from None
     except TransientFailure as failure:
         raise gave_up(url, failure.reason, 1, failure.server_fault) from None
     except DownloadError as exc:

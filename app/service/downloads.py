@@ -28,6 +28,9 @@ STATE_VERSION = 1
 _ACTIVE = (DownloadState.RUNNING, DownloadState.VERIFYING)
 _FINAL = (DownloadState.DONE, DownloadState.CANCELLED)
 _RESTORED = "Paused when Kestrel closed; resume it to continue from where it stopped."
+# The state is the headline ("Cancelled", "Paused"); the message only adds what it does not say.
+_DELETED = "What had arrived was deleted."
+_KEPT = "What arrived is kept; resuming continues from there."
 
 
 Listener = Callable[[DownloadChanged], None]
@@ -113,8 +116,7 @@ class DownloadQueue:
             job.wanted = DownloadState.CANCELLED
             job.control.cancel()
         elif job.item.state not in _FINAL:
-            self._set(job, state=DownloadState.CANCELLED, message="Cancelled; what had arrived was deleted.",
-                      done=0, save=True)
+            self._set(job, save=True, **_cancelled(job.item.done))
             self._on_disk_thread(self._discard, job)
 
     def _discard(self, job: _Job) -> None:
@@ -122,7 +124,7 @@ class DownloadQueue:
         try:
             discard_unit(self._library, job.unit)
         except (FetchRefused, OSError) as exc:
-            message = f"Cancelled, but what had arrived could not be deleted: {exc}"
+            message = f"What had arrived could not be deleted: {exc}"
             self._post(lambda: self._set(job, message=message))
 
     def forget_finished(self) -> None:
@@ -177,10 +179,14 @@ class DownloadQueue:
         def progress(report: DownloadProgress) -> None:
             post(self._progress, job, report)
 
+        def step(words: str) -> None:
+            post(self._step, job, words)
+
         def work() -> None:
             try:
                 outcome: Fetched | BaseException = fetch_unit(
-                    self._library, job.unit, control=control, progress=progress, options=self._options)
+                    self._library, job.unit, control=control, progress=progress, options=self._options,
+                    steps=step)
             except Exception as exc:  # handed to the loop, which words it for the item
                 outcome = exc
             post(self._finished, job, outcome)
@@ -188,13 +194,18 @@ class DownloadQueue:
         job.thread = threading.Thread(target=work, name=f"download {job.item.title}", daemon=True)
         job.thread.start()
 
+    def _step(self, job: _Job, words: str) -> None:
+        """What a running download does before its bytes flow ("Connecting to huggingface.co…")."""
+        if job.item.state == DownloadState.RUNNING and job.wanted is None and words != job.item.message:
+            self._set(job, message=words)
+
     def _progress(self, job: _Job, report: DownloadProgress) -> None:
         if job.item.state not in _ACTIVE:
             return
         complete = report.total is not None and report.done >= report.total
         self._set(job, state=DownloadState.VERIFYING if complete else DownloadState.RUNNING, done=report.done,
                   total=report.total, bytes_per_second=report.bytes_per_second,
-                  seconds_left=report.seconds_left)
+                  seconds_left=report.seconds_left, message="")
 
     def _finished(self, job: _Job, outcome: Fetched | BaseException) -> None:
         job.thread, job.control = None, None
@@ -203,10 +214,11 @@ class DownloadQueue:
             self._set(job, state=DownloadState.DONE, model_id=model.id, done=model.size, total=model.size,
                       bytes_per_second=0.0, seconds_left=None, message=_done_words(outcome), save=True)
         elif isinstance(outcome, DownloadStopped):
-            cancelled = outcome.cancelled or job.wanted == DownloadState.CANCELLED
-            self._set(job, state=DownloadState.CANCELLED if cancelled else DownloadState.PAUSED,
-                      message=outcome.message,
-                      bytes_per_second=0.0, seconds_left=None, save=True)
+            if outcome.cancelled or job.wanted == DownloadState.CANCELLED:
+                self._set(job, save=True, **_cancelled(job.item.done))
+            else:
+                self._set(job, state=DownloadState.PAUSED, message=_KEPT, bytes_per_second=0.0,
+                          seconds_left=None, save=True)
         elif isinstance(outcome, (DownloadError, FetchRefused)):
             self._set(job, state=DownloadState.FAILED, message=outcome.message, bytes_per_second=0.0,
                       seconds_left=None, save=True)
@@ -304,6 +316,12 @@ def _on_disk(library: ModelLibrary, unit: DownloadUnit) -> int:
 
 def _whole_number(value: object, otherwise: int | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else otherwise
+
+
+def _cancelled(done: int) -> dict[str, object]:
+    """A cancelled item: nothing left to show of its progress, its state says "Cancelled"."""
+    return {"state": DownloadState.CANCELLED, "message": _DELETED if done else "", "done": 0,
+            "bytes_per_second": 0.0, "seconds_left": None}
 
 
 def _done_words(fetched: Fetched) -> str:

@@ -1,4 +1,4 @@
-"""The first-run offer in the empty chat: one recommended model that fits this machine, and one Download button."""
+"""The first-run offer in the empty chat: one recommended model that fits this machine, one Download button, and a Cancel while it (or the starter) is being set up."""
 
 from __future__ import annotations
 
@@ -26,13 +26,17 @@ _UNDER_WAY: frozenset[DownloadState] = frozenset({DownloadState.RUNNING, Downloa
 
 class FirstRunOffer(QFrame):
     """Shows library.recommended(): its name, size, why it fits, and a Download button
-    whose progress appears in place. With nothing to offer it says so in one line and
-    offers the model manager instead.
+    whose progress appears in place, with a Cancel while it is under way. With nothing to
+    offer it says so in one line and offers the model manager instead. While the starter
+    model is being set up (assembled from its packages) it shows that, with a Cancel.
 
-    Signals: downloadRequested(CatalogEntry), managerRequested.
+    Signals: downloadRequested(CatalogEntry), cancelRequested(download id),
+    setupCancelRequested, managerRequested.
     """
 
     downloadRequested = Signal(object)
+    cancelRequested = Signal(object)
+    setupCancelRequested = Signal()
     managerRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -54,17 +58,23 @@ class FirstRunOffer(QFrame):
             label.setWordWrap(True)
             label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.download_button = QPushButton("Download", self)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setToolTip("Stop and delete what has arrived")
+        self.cancel_button.hide()
         self.manager_button = QPushButton("Open the model manager…", self)
         self.progress = QProgressBar(self)
         self.progress.setRange(0, 1000)
         self.state = QLabel(self)
         self.state.setWordWrap(True)
         self.state.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._setup = False  # showing the starter's setup, not the offer
         self.download_button.clicked.connect(self._download)
+        self.cancel_button.clicked.connect(self._cancel)
         self.manager_button.clicked.connect(self.managerRequested)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(self.download_button)
+        buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.manager_button)
         buttons.addStretch(1)
         layout = QVBoxLayout(self)
@@ -81,7 +91,11 @@ class FirstRunOffer(QFrame):
         adapter.downloadChanged.connect(self.show_download)
         adapter.catalogListed.connect(self.refresh)
         adapter.modelStateChanged.connect(self._list_catalog_once)
+        adapter.modelStateChanged.connect(self.refresh)
+        adapter.setupProgress.connect(self.show_setup)
         self.downloadRequested.connect(adapter.controller.library.download)
+        self.cancelRequested.connect(self._cancel_download)
+        self.setupCancelRequested.connect(adapter.controller.session.setup.cancel)
         self.refresh()
 
     def wanted(self) -> bool:
@@ -92,13 +106,47 @@ class FirstRunOffer(QFrame):
         return offer_wanted(controller) and controller.model_state not in (ModelState.LOADING,
                                                                            ModelState.INSTALLING)
 
+    def setting_up(self) -> bool:
+        """The starter model is being set up (the model state is INSTALLING)."""
+        return self._adapter is not None and self._adapter.controller.model_state == ModelState.INSTALLING
+
     def refresh(self) -> None:
-        """Shown while wanted, once the catalog has been listed."""
+        """Shown while wanted, once the catalog has been listed; or while the starter is set up."""
+        if self.setting_up():
+            self.setVisible(True)
+            if not self._setup:
+                self.show_setup("Setting up the starter model", 0, 0)
+            return
         listed = self._adapter is not None and self._adapter.catalog.rowCount() > 0
         shown = self.wanted() and listed
         self.setVisible(shown)
+        if self._setup:
+            self._setup = False
+            self._row = None  # the offer is laid out afresh below
+            self.show_offer(None)
         if shown and self._adapter is not None:
             self.show_offer(self._adapter.controller.library.recommended())
+
+    def show_setup(self, what: str, done: int, total: int) -> None:
+        """The starter model is being assembled: what, how far, and a Cancel."""
+        if self._adapter is not None and not self.setting_up():
+            return  # an import's progress: the status line shows it
+        self._setup = True
+        for widget in (self.name, self.reason, self.description, self.download_button, self.manager_button):
+            widget.hide()
+        self.heading.setText(f"<b>{_escape(what)}…</b>")
+        self.heading.show()
+        self.progress.show()
+        if total > 0:
+            self.progress.setRange(0, 1000)
+            self.progress.setValue(int(min(done, total) * 1000 / total))
+            self.state.setText(progress_text(done, total))
+        else:
+            self.progress.setRange(0, 0)
+            self.state.setText("")
+        self.state.setVisible(bool(self.state.text()))
+        self.cancel_button.show()
+        self.cancel_button.setEnabled(True)
 
     def _list_catalog_once(self) -> None:
         """Once the model is settled (the engine free), list the catalog for the offer."""
@@ -121,6 +169,8 @@ class FirstRunOffer(QFrame):
         self._download_id = None
         self.progress.hide()
         self.state.hide()
+        self.cancel_button.hide()
+        self.manager_button.show()
         self.description.setVisible(row is not None)
         self.name.setVisible(row is not None)
         self.reason.setVisible(row is not None)
@@ -140,26 +190,49 @@ class FirstRunOffer(QFrame):
         self.download_button.setText(f"Download ({size})" if entry.size else "Download")
 
     def show_download(self, item: DownloadItem) -> None:
-        """A download moved on; shown if it is the offered model's."""
-        if self._row is None or not self._is_offered(item):
+        """A download moved on; shown if it is the offered model's.
+
+        A cancelled one clears the card back to its offer and says "Cancelled." once.
+        """
+        if self._row is None or self._setup or not self._is_offered(item):
+            return
+        if item.state == DownloadState.CANCELLED:
+            self._cleared(item)
             return
         self._download_id = item.id
-        self.progress.show()
         self.state.show()
         share = fraction(item)
+        self.progress.setVisible(item.state not in _ENDED)
         if share < 0:
             self.progress.setRange(0, 0)  # the total is not known yet: a busy bar
         else:
             self.progress.setRange(0, 1000)
             self.progress.setValue(int(share * 1000))
-        words = DOWNLOAD_STATE_WORDS[item.state]
-        if item.state == DownloadState.DONE:
-            words = "Downloaded: it is now the default model and is loading."
-        elif item.state in _UNDER_WAY:
-            words = f"{words} · {progress_text(item.done, item.total)}"
-        self.state.setText(words + (f"\n{item.message}" if item.message else ""))
+        self.state.setText(_download_words(item))
+        self.cancel_button.setVisible(item.state in _UNDER_WAY)
+        self.cancel_button.setEnabled(True)
+        self.download_button.setVisible(item.state not in _UNDER_WAY)
         self.download_button.setEnabled(item.state in _ENDED)
         self.download_button.setText("Try again" if item.state in _ENDED else "Download")
+
+    def _cleared(self, item: DownloadItem) -> None:
+        """After a cancel: the offer as it was, its Download button back, "Cancelled." once."""
+        row, self._row = self._row, None
+        self.show_offer(row)
+        self.state.setText(f"{DOWNLOAD_STATE_WORDS[item.state]}." + (f" {item.message}" if item.message else ""))
+        self.state.show()
+
+    def _cancel(self) -> None:
+        self.cancel_button.setEnabled(False)  # once: the state that follows shows what became of it
+        if self._setup:
+            self.setupCancelRequested.emit()
+        elif self._download_id is not None:
+            self.cancelRequested.emit(self._download_id)
+
+    def _cancel_download(self, download_id: object) -> None:
+        queue = self._adapter.controller.downloads if self._adapter is not None else None
+        if queue is not None:
+            queue.cancel(str(download_id))
 
     def _is_offered(self, item: DownloadItem) -> bool:
         entry = self._row.entry
@@ -170,11 +243,25 @@ class FirstRunOffer(QFrame):
         if self._row is None:
             return
         self.download_button.setEnabled(False)
+        self.manager_button.hide()
         self.progress.setRange(0, 0)
         self.progress.show()
         self.state.setText("Starting the download…")
         self.state.show()
         self.downloadRequested.emit(self._row.entry)
+
+
+def _download_words(item: DownloadItem) -> str:
+    """The state, how far, and what the download is doing or why it stopped."""
+    if item.state == DownloadState.DONE:
+        return "Downloaded: it is now the default model and is loading."
+    words = DOWNLOAD_STATE_WORDS[item.state]
+    if item.state == DownloadState.RUNNING and not item.done and item.message:
+        return item.message  # "Connecting to huggingface.co…": before the first byte
+    if item.state in _UNDER_WAY:
+        amount = progress_text(item.done, item.total)
+        words = f"{words} · {amount}" if amount else f"{words}…"
+    return words + (f"\n{item.message}" if item.message else "")
 
 
 def _reason(fit: FitEstimate | None) -> str:
@@ -194,5 +281,5 @@ def offer_wanted(controller: Any) -> bool:
     return model is None or "starter" in model.source
 
 
-STARTER_TEXT = ("You are trying Kestrel with its starter model: a small base model, good only for trying "
-                "the app. Type below to try it, or get a model that chats well.")
+STARTER_TEXT = ("You are trying Kestrel with its starter model: a small model that runs on any computer. "
+                "Type below to try it, or get a larger model that answers better.")

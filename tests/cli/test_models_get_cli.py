@@ -63,6 +63,19 @@ def test_get_a_catalog_model_from_the_hub_endpoint(server: TestServer, storage: 
     assert again.returncode == 0 and "already installed as" in again.stderr
 
 
+def test_get_offline_says_what_it_tried_and_fails_on_the_first_try(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = load_catalog()[0]
+    monkeypatch.setenv("HF_ENDPOINT", "https://nonexistent.invalid")  # RFC 6761: never resolves
+
+    result = models("get", entry.id)
+
+    said = result.stderr.splitlines()
+    assert result.returncode == 7 and result.stdout == ""
+    assert said[0] == "Looking up nonexistent.invalid…"
+    assert said[-1].startswith("kestrel: Could not reach nonexistent.invalid: no network connection? ")
+    assert "tries" not in result.stderr and in_models_folder() == []
+
+
 def test_a_repository_with_several_models_asks_for_file(server: TestServer, storage: TestServer,
                                                         tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     body = tiny_model.read_bytes()
@@ -93,6 +106,10 @@ def test_get_a_plain_address_verified_against_the_servers_hash(server: TestServe
 
     assert result.returncode == 0, result.stderr
     assert "its SHA-256 matches the one the server stated" in result.stderr
+    host = server.base.removeprefix("http://")
+    said = result.stderr.splitlines()
+    assert said[:2] == [f"Connecting to {host}…", f"Waiting for {host} to answer…"], "said before any byte"
+    assert any(line.startswith("Downloading tiny.gguf: ") for line in said), "progress from the first byte"
     assert info("tiny")["source"] == f"downloaded from {url}"
     assert in_models_folder() == ["tiny"] and sorted(p.name for p in (data_paths().models / "tiny").iterdir()) == [
         "model.json", "tiny.gguf"], "the file went straight to its place: no copy, no leftovers"

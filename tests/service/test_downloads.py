@@ -112,13 +112,18 @@ def test_cancel_deletes_what_arrived_running_or_paused(
         await s.until(lambda: s.item(running).done > 50_000)
         s.queue.cancel(running)
         await s.until(lambda: s.state(running) == "cancelled")
+        cancelled = s.item(running)
+        assert cancelled.message == "What had arrived was deleted.", "the state says Cancelled; once"
+        assert cancelled.done == 0 and cancelled.bytes_per_second == 0.0 and cancelled.seconds_left is None
         paused = s.queue.start(direct_unit(serve(server, "b.gguf", body, slow=True)))
         await s.until(lambda: s.item(paused).done > 50_000)
         s.queue.pause(paused)
         await s.until(lambda: s.state(paused) == "paused")
         assert (s.library.root / "b" / "b.gguf.part").exists()
+        assert s.item(paused).message == "What arrived is kept; resuming continues from there."
         s.queue.cancel(paused)
         assert s.state(paused) == "cancelled" and "deleted" in s.item(paused).message
+        assert "cancel" not in s.item(paused).message.lower() and s.item(paused).done == 0
         # Deleted on the queue's disk thread, not the event loop's.
         await s.until(lambda: not s.library.root.exists() or list(s.library.root.iterdir()) == [])
 
@@ -160,3 +165,28 @@ def test_a_damaged_list_of_downloads_starts_empty_and_says_so(tmp_path: Path) ->
     (tmp_path / "downloads.json").write_text("{")
     queue = DownloadQueue(ModelLibrary(tmp_path / "models"), tmp_path / "downloads.json")
     assert queue.items() == () and "could not be read" in (queue.last_problem or "")
+
+
+def test_a_running_download_says_what_it_does_before_its_first_byte(server: TestServer, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        s = Setup(tmp_path)
+        url = serve(server, "m.gguf", b"GGUF" + bytes(50_000))
+        started = s.queue.start(direct_unit(url))
+        await s.until(lambda: s.state(started) in ("done", "failed"))
+        host = server.base.removeprefix("http://")
+        said = [e.item.message for e in s.events if e.item.id == started and e.item.state == "running"]
+        assert f"Connecting to {host}…" in said and f"Waiting for {host} to answer…" in said
+        moving = [e.item for e in s.events if e.item.id == started and e.item.done > 0]
+        assert moving and all(i.message == "" for i in moving if i.state == "running"), "bytes flow: no step"
+
+    asyncio.run(scenario())
+
+
+def test_a_download_from_an_unreachable_host_fails_at_once_in_words(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        s = Setup(tmp_path)
+        failed = s.queue.start(direct_unit("https://nonexistent.invalid/m.gguf"))
+        await s.until(lambda: s.state(failed) == "failed")
+        assert s.item(failed).message.startswith("Could not reach nonexistent.invalid: no network connection?")
+
+    asyncio.run(scenario())

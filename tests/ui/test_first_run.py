@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
+import pytest
+
+from app.library.hub import direct_unit
 from app.library.starter import STARTER_ID
 from app.service.events import DownloadItem
 from app.service.model_setup import ModelSetup
 from app.ui.first_run import FirstRunOffer, offer_wanted
+from tests.helpers.http_servers import Served, TestServer
 from tests.ui.conftest import run, until
 from tests.ui.test_model_items import catalog_row
 
@@ -80,3 +85,75 @@ def test_a_real_model_hides_the_offer(make_window) -> None:
     window = make_window()
     assert window.controller.model is not None and window.controller.model.id != STARTER_ID
     assert not window.first_run.isVisible()
+
+
+def test_cancel_while_under_way_then_cancelled_once_and_the_card_cleared(qtbot) -> None:
+    offer = FirstRunOffer()
+    qtbot.addWidget(offer)
+    offer.show()
+    row = catalog_row("qwen2.5-1.5b-instruct", name="Qwen2.5 1.5B Instruct")
+    offer.show_offer(row)
+    assert offer.cancel_button.isHidden(), "nothing to cancel yet"
+    offer.download_button.click()
+    offer.show_download(DownloadItem("d1", "Qwen2.5 1.5B Instruct", "running", total=100,
+                                     message="Connecting to huggingface.co…", catalog_id="qwen2.5-1.5b-instruct"))
+    assert offer.state.text() == "Connecting to huggingface.co…", "what it does before the first byte"
+    assert offer.cancel_button.isVisible() and offer.download_button.isHidden()
+    offer.show_download(DownloadItem("d1", "Qwen2.5 1.5B Instruct", "running", done=30, total=100,
+                                     catalog_id="qwen2.5-1.5b-instruct"))
+    with qtbot.waitSignal(offer.cancelRequested) as asked:
+        offer.cancel_button.click()
+    assert asked.args == ["d1"] and not offer.cancel_button.isEnabled(), "one cancel"
+    offer.show_download(DownloadItem("d1", "Qwen2.5 1.5B Instruct", "cancelled",
+                                     message="What had arrived was deleted.", catalog_id="qwen2.5-1.5b-instruct"))
+    assert offer.state.text() == "Cancelled. What had arrived was deleted."
+    assert offer.progress.isHidden() and offer.cancel_button.isHidden(), "no bar left behind"
+    assert offer.download_button.isVisible() and offer.download_button.isEnabled()
+    assert offer.download_button.text() == "Download (1.1 GB)" and offer.manager_button.isVisible()
+
+
+def test_a_failed_download_leaves_no_bar_and_offers_to_try_again(qtbot) -> None:
+    offer = FirstRunOffer()
+    qtbot.addWidget(offer)
+    offer.show()
+    offer.show_offer(catalog_row("qwen2.5-1.5b-instruct", name="Qwen2.5 1.5B Instruct"))
+    offer.download_button.click()
+    offer.show_download(DownloadItem("d1", "Qwen2.5 1.5B Instruct", "failed", total=100,
+                                     message="Could not reach huggingface.co: no network connection? …",
+                                     catalog_id="qwen2.5-1.5b-instruct"))
+    assert offer.progress.isHidden() and offer.cancel_button.isHidden()
+    assert offer.state.text() == "Failed\nCould not reach huggingface.co: no network connection? …"
+    assert offer.download_button.text() == "Try again" and offer.download_button.isEnabled()
+
+
+def test_the_starters_setup_shows_its_progress_and_a_cancel(qtbot) -> None:
+    offer = FirstRunOffer()
+    qtbot.addWidget(offer)
+    offer.show()
+    offer.show_setup("Setting up the starter model", 50, 100)
+    assert "Setting up the starter model" in offer.heading.text() and offer.progress.value() == 500
+    assert offer.download_button.isHidden() and offer.manager_button.isHidden()
+    with qtbot.waitSignal(offer.setupCancelRequested):
+        offer.cancel_button.click()
+    offer.show_download(DownloadItem("d1", "Qwen2.5 1.5B Instruct", "running", done=5, total=10))
+    assert "Setting up" in offer.heading.text(), "a download does not take the setup's place"
+
+
+def test_the_window_card_cancels_the_offered_download(make_window, loop, monkeypatch, server: TestServer) -> None:
+    monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
+    window = make_window(model=None)
+    run(loop, until(lambda: window.adapter.catalog.rowCount() > 0, what="the catalog listed"))
+    offered = window.controller.library.recommended()
+    queue = window.controller.downloads
+    if offered is None or queue is None:
+        pytest.skip("the catalog has nothing that fits this machine to offer")
+    server.files["/slow.gguf"] = Served(body=bytes(2_000_000), slow_chunk=8192, slow_delay_s=0.02)
+    unit = replace(direct_unit(server.url("/slow.gguf")), title=offered.entry.name, catalog_id=offered.entry.id)
+    queue.start(unit)
+    card = window.first_run
+    run(loop, until(lambda: card.progress.isVisible() and card.progress.value() > 0, what="bytes arriving"))
+    assert card.cancel_button.isVisible()
+    card.cancel_button.click()
+    run(loop, until(lambda: card.state.text().startswith("Cancelled"), what="the cancel shown"))
+    assert card.state.text().count("Cancelled") == 1 and card.progress.isHidden()
+    assert card.download_button.isEnabled() and card.cancel_button.isHidden()

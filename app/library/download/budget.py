@@ -19,6 +19,12 @@ from typing import Callable
 # within this is not going to: browsers and package managers give up on a silent server
 # at around the same point, and a user watching "0 %" wants to hear sooner.
 CONNECT_S = 15.0
+# Looking up a host's name. A resolver answers in milliseconds (tens of milliseconds from a
+# far server); one with no network behind it can wait five seconds per server and try
+# twice. Offline, the user should hear so within about three seconds. A lookup that took
+# longer goes on in the background, and where the system keeps names it looked up
+# (Windows, macOS, systemd-resolved) the next try finds the answer at once.
+LOOKUP_S = 2.5
 # The body: no byte for this long, or fewer than STALL_BYTES over this long (< 1 kB/s),
 # is one failed try. Long enough for a CDN's hiccup; short enough that a server which
 # sends a kilobyte and stops is given up on in about a minute and a half.
@@ -29,6 +35,10 @@ STALL_BYTES = 16 * 1024
 # and longer waits only postpone the message that says so.
 RETRY_DELAYS = (1.0, 2.0, 4.0)
 PROGRESS_BYTES = 1024 * 1024
+# A busy server (429, 503) may say how long to wait (Retry-After); that long is waited
+# instead, up to this. A longer wait is final, with the time in the message: holding a
+# download open for an hour helps no one, and the part is kept for a later try.
+LONGEST_WAIT_S = 60.0
 # Failed tries of one file in all, progress or not: a connection that drops twenty times
 # in one file is not a network having a bad minute. The part is kept for a later try.
 TRIES_IN_ALL = 20

@@ -79,3 +79,30 @@ def gave_up(url: str, reason: str, tries: int, server_fault: bool) -> DownloadEr
                          f"Could not download from {host_of(url)}: {reason} ({tries} tries). "
                          f"Check the network connection, then start the download again; "
                          f"what has arrived is kept and it continues from there.")
+
+
+_OFFLINE = {
+    "lookup": "no network connection? Its name could not be looked up. Check that this computer "
+              "is online and that the address is spelled right, then try again.",
+    "lookup_timeout": "no network connection? Looking up its name got no answer in time. Check "
+                      "that this computer is online, then try again.",
+    "no_route": "no network connection? There is no route to it from this computer. Check that "
+                "this computer is online, then try again.",
+    "refused": "it refused the connection: nothing is listening there, or a firewall or proxy "
+               "said no. Check the address (and that the server is running), then try again.",
+}
+
+
+def unreachable(host: str, why: str, kept: bool) -> DownloadError:
+    """The first try could not reach the host at all; why is Unreachable.why."""
+    after = " What had arrived before is kept; the download continues from there." if kept else ""
+    return DownloadError(DownloadErrorKind.NETWORK, f"Could not reach {host}: {_OFFLINE[why]}{after}")
+
+
+def waits_too_long(url: str, reason: str, seconds: float) -> DownloadError:
+    """A busy server asked for a wait longer than Kestrel holds a download open."""
+    minutes = max(1, round(seconds / 60))
+    return DownloadError(DownloadErrorKind.SERVER,
+                         f"The server at {host_of(url)} is busy ({reason}) and asks Kestrel to wait "
+                         f"about {minutes} minute{'s' if minutes > 1 else ''} before trying again. "
+                         f"Start the download again after that; what has arrived is kept.")

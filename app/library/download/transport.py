@@ -6,14 +6,20 @@ redirect (302) it answers first, which urllib's redirect handling would throw aw
 
 from __future__ import annotations
 
+import errno
 import http.client
+import ipaddress
 import re
 import socket
 import ssl
 import threading
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable
 from urllib.parse import urljoin, urlsplit
 
+from app.library.download.budget import LOOKUP_S
 from app.library.download.errors import (DownloadError, DownloadErrorKind, bad_scheme,
                                          host_of, refusal)
 
@@ -23,16 +29,43 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _UNSATISFIED = re.compile(r"^bytes \*/(\d{1,20})$")
 _HEAD_REFUSALS = frozenset(range(400, 500)) - {408, 429} | {501}
+# No route to the host (the network is down or unplugged). Windows reports a socket's error
+# by its WSA number, which is not what its C library calls ENETUNREACH: both are listed.
+_NO_ROUTE = frozenset(code for name in ("ENETUNREACH", "EHOSTUNREACH", "ENETDOWN", "EHOSTDOWN")
+                      for code in (getattr(errno, name, None), getattr(errno, "WSA" + name, None))
+                      if code is not None)
+
+# What a request says it is doing before the first byte ("Connecting to huggingface.co…").
+Steps = Callable[[str], None]
+# socket.getaddrinfo's answer: (family, type, proto, canonical name, address) per address.
+Addresses = list[tuple[Any, ...]]
 
 
 class TransientFailure(Exception):
-    """A failure another try may cure: the network, a timeout, a 5xx, a dropped body."""
+    """A failure another try may cure: the network, a timeout, a 5xx, a dropped body.
 
-    def __init__(self, reason: str, server_fault: bool = False, progressed: bool = False) -> None:
+    retry_after is the wait a 429 or 503 asked for (Retry-After), in seconds.
+    """
+
+    def __init__(self, reason: str, server_fault: bool = False, progressed: bool = False,
+                 retry_after: float | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.server_fault = server_fault
         self.progressed = progressed
+        self.retry_after = retry_after
+
+
+class Unreachable(TransientFailure):
+    """The host could not be reached at all: its name did not resolve (or the lookup got no
+    answer), the connection was refused, or there is no route to it. Before the host has
+    answered once, no wait cures that (the computer is offline, or the address is wrong):
+    the caller makes it final. After, it is a network that dropped for a moment."""
+
+    def __init__(self, host: str, reason: str, why: str) -> None:
+        super().__init__(reason)
+        self.host = host
+        self.why = why  # "lookup", "lookup_timeout", "refused" or "no_route"
 
 
 @dataclass
@@ -111,13 +144,13 @@ def stated_sha256(answer: Answer) -> str | None:
     return sha256_from_etag(answer.header("X-Linked-Etag") or answer.hops[0].get("ETag"))
 
 
-def probe(url: str, timeout: float) -> RemoteFacts:
+def probe(url: str, timeout: float, steps: Steps | None = None, lookup_s: float = LOOKUP_S) -> RemoteFacts:
     """HEAD the file: X-Linked-Size / X-Linked-Etag (or a SHA-256 ETag) where sent, else Content-Length.
 
     A 4xx from a host the first one redirected to is not final: a storage host may refuse
     a HEAD on a URL signed for GET only, and what the first hop stated still stands.
     """
-    answer = request(url, "HEAD", timeout, accept=_HEAD_REFUSALS)
+    answer = request(url, "HEAD", timeout, accept=_HEAD_REFUSALS, steps=steps, lookup_s=lookup_s)
     try:
         sha256 = stated_sha256(answer)
         linked_size = _integer(answer.header("X-Linked-Size"))
@@ -140,17 +173,19 @@ def sha256_from_etag(etag: str | None) -> str | None:
 
 
 def request(url: str, method: str, timeout: float, headers: dict[str, str] | None = None,
-            accept: frozenset[int] | set[int] = frozenset()) -> Answer:
+            accept: frozenset[int] | set[int] = frozenset(), steps: Steps | None = None,
+            lookup_s: float = LOOKUP_S) -> Answer:
     """Send the request, following redirects; the answer is a 2xx or a status in accept.
 
-    Each hop has `timeout` seconds in all to connect and send its headers. A 4xx is final
-    (DownloadError naming `url`); a 5xx, 429 or network failure is a TransientFailure for
-    the caller to retry.
+    Each hop's name lookup has lookup_s seconds, then `timeout` seconds in all to connect
+    and send its headers. A 4xx is final (DownloadError naming `url`); a host that cannot
+    be reached is Unreachable; a 5xx, 429 or other network failure is a TransientFailure
+    for the caller to retry. steps hears what each hop is doing before its answer.
     """
     hops: list[http.client.HTTPMessage] = []
     current = url
     for _ in range(_MAX_REDIRECTS + 1):
-        connection, response, sock = _send(current, method, timeout, headers or {})
+        connection, response, sock = _send(current, method, timeout, headers or {}, steps, lookup_s)
         hops.append(response.msg)
         location = response.getheader("Location")
         if response.status in _REDIRECTS and location:
@@ -176,21 +211,33 @@ def describe(exc: BaseException) -> str:
         return "the connection timed out"
     if isinstance(exc, ConnectionRefusedError):
         return "the connection was refused"
+    if isinstance(exc, OSError) and exc.errno in _NO_ROUTE:
+        return "there is no route to it"
     if isinstance(exc, (ConnectionResetError, ConnectionAbortedError, http.client.IncompleteRead)):
         return "the connection was dropped"
     return str(exc) or type(exc).__name__
 
 
-def _send(url: str, method: str, timeout: float, headers: dict[str, str]
-          ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, socket.socket | None]:
+def _send(url: str, method: str, timeout: float, headers: dict[str, str], steps: Steps | None,
+          lookup_s: float) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, socket.socket | None]:
     parts = urlsplit(url)
-    kind = http.client.HTTPSConnection if parts.scheme.lower() == "https" else http.client.HTTPConnection
-    connection = kind(parts.hostname or "", parts.port, timeout=timeout)
+    secure = parts.scheme.lower() == "https"
+    kind = http.client.HTTPSConnection if secure else http.client.HTTPConnection
+    host, shown = parts.hostname or "", host_of(url)
+    said = steps or (lambda _: None)
+    addresses = _lookup(host, parts.port or (443 if secure else 80), min(lookup_s, timeout), said)
+    connection = kind(host, parts.port, timeout=timeout)
+    # http.client would look the name up again, without a time limit: it connects to the
+    # addresses already found instead (TLS still checks the certificate against the name).
+    connection._create_connection = lambda _address, seconds, _source=None: _connect(  # type: ignore[attr-defined]
+        addresses, seconds, shown)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     late = _Late(timeout)
     try:
+        said(f"Connecting to {shown}…")
         connection.connect()
         late.watch(connection.sock)
+        said(f"Waiting for {shown} to answer…")
         connection.request(method, target, headers={"Accept-Encoding": "identity",
                                                     "User-Agent": "Kestrel", **headers})
         response = connection.getresponse()
@@ -205,11 +252,73 @@ def _send(url: str, method: str, timeout: float, headers: dict[str, str]
         raise DownloadError(DownloadErrorKind.NETWORK,
                             f"The certificate of {parts.hostname} could not be verified "
                             f"({exc.verify_message}), so nothing was downloaded from it.") from None
+    except Unreachable:
+        late.done()
+        connection.close()
+        raise
     except (OSError, http.client.HTTPException) as exc:
         cut = not late.done() or isinstance(exc, TimeoutError)
         connection.close()
         raise TransientFailure(f"the server did not answer within {timeout:g} s" if cut
                                else describe(exc)) from None
+
+
+def _lookup(host: str, port: int, seconds: float, said: Steps) -> Addresses:
+    """The host's addresses, looked up within `seconds`: a resolver with no network to ask can
+    take many seconds per try to say so, and the user is waiting for that answer.
+
+    The lookup goes on in its thread after the time is up (getaddrinfo cannot be cut short);
+    its answer is then dropped.
+    """
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:  # an address already: nothing to look up
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    said(f"Looking up {host}…")
+    found: list[Addresses | OSError] = []
+    answered = threading.Event()
+
+    def look() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:  # socket.gaierror
+            found.append(exc)
+        except UnicodeError as exc:  # a name the IDNA codec refuses (a label over 63 letters)
+            found.append(OSError(str(exc)))
+        finally:
+            answered.set()
+
+    threading.Thread(target=look, name=f"look up {host}", daemon=True).start()
+    if not answered.wait(seconds):
+        raise Unreachable(host, f"looking up its name got no answer within {seconds:g} s",
+                          "lookup_timeout")
+    result = found[0]
+    if isinstance(result, OSError) or not result:
+        raise Unreachable(host, "its name could not be looked up (is the computer online?)", "lookup")
+    return result
+
+
+def _connect(addresses: Addresses, seconds: float | None, shown: str) -> socket.socket:
+    """A connection to the first address that takes one, as socket.create_connection makes it;
+    a refusal or no route from every address is Unreachable."""
+    errors: list[OSError] = []
+    for family, kind, proto, _name, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(seconds)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            errors.append(exc)
+    last = errors[-1] if errors else OSError("no address to connect to")
+    if isinstance(last, ConnectionRefusedError):
+        raise Unreachable(shown, "the connection was refused", "refused")
+    if last.errno in _NO_ROUTE:
+        raise Unreachable(shown, "there is no route to it", "no_route")
+    raise last
 
 
 class _Late:
@@ -256,8 +365,25 @@ def _raise_for_status(url: str, answer: Answer) -> None:
         return
     answer.close()
     if status >= 500 or status in (408, 429):
-        raise TransientFailure(f"{status} {reason}".strip(), server_fault=True)
+        raise TransientFailure(f"{status} {reason}".strip(), server_fault=True,
+                               retry_after=retry_after(answer.response.getheader("Retry-After")))
     raise refusal(url, status, reason)
+
+
+def retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """A Retry-After header's wait in seconds: a number of seconds, or an HTTP date."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
 def _integer(value: str | None) -> int | None:

@@ -15,11 +15,12 @@ from app.library.download import budget, resume
 from app.library.download.body import Limit, StallRule, receive
 from app.library.download.budget import FileBudget, space_margin
 from app.library.download.control import DownloadControl, PauseRequested
-from app.library.download.errors import DownloadError, DownloadErrorKind, DownloadStopped, gave_up
+from app.library.download.errors import (DownloadError, DownloadErrorKind, DownloadStopped, gave_up,
+                                         unreachable, waits_too_long)
 from app.library.download.part import DownloadedFile, PartFile, PartOpener, open_for_append
 from app.library.download.progress import ProgressCallback, ProgressReporter
-from app.library.download.transport import (Answer, RemoteFacts, TransientFailure, check_scheme,
-                                             probe, request, stated_sha256)
+from app.library.download.transport import (Answer, RemoteFacts, Steps, TransientFailure, Unreachable,
+                                             check_scheme, probe, request, stated_sha256)
 
 T = TypeVar("T")
 
@@ -45,13 +46,16 @@ class DownloadOptions:
     tests pass short ones, and a failing opener (the disk-full seam).
 
     retry_delays are the waits between tries that made no progress (one try more than
-    waits); timeout_s bounds connecting and an answer's headers; stall_s and stall_bytes
+    waits); lookup_s bounds looking up a host's name; timeout_s bounds connecting and an
+    answer's headers; longest_wait_s is the longest Retry-After waited; stall_s and stall_bytes
     say when a body has stalled; space_margin is the least room kept free on the disk,
     space_share the share of the download kept free when that is more.
     """
 
     retry_delays: tuple[float, ...] = budget.RETRY_DELAYS
+    lookup_s: float = budget.LOOKUP_S
     timeout_s: float = budget.CONNECT_S
+    longest_wait_s: float = budget.LONGEST_WAIT_S
     stall_s: float = budget.STALL_S
     stall_bytes: int = budget.STALL_BYTES
     progress_bytes: int = budget.PROGRESS_BYTES
@@ -82,23 +86,33 @@ class _Plan:
 class UnitDownload:
     """Fetches the unit's files into `<name>.part`, checks all of them, then renames them.
 
+    steps hears what it is doing while no byte flows ("Looking up huggingface.co…",
+    "Connecting to …", "Waiting for … to answer…"), from any thread; progress hears the bytes.
     run() blocks (call it on a worker thread) and returns the files in place, or raises
     DownloadError (the user can act on it) or DownloadStopped (control.cancel()/stop()).
     A new UnitDownload over the same folder continues from the parts an earlier one left.
+
+    Which failures are tried again: a 4xx never; a host that cannot be reached (its name
+    does not resolve, the connection is refused, no route) not before it has answered once
+    in this run (offline, or a wrong address: waiting cures neither), and within the budget
+    after (a network that dropped for a moment); timeouts, drops, 5xx and 429 within the
+    budget (budget.py), a 429's or 503's Retry-After waited up to longest_wait_s.
     """
 
     def __init__(self, files: Sequence[FileSpec], folder: Path,
                  control: DownloadControl | None = None,
                  progress: ProgressCallback | None = None,
-                 options: DownloadOptions = DownloadOptions()) -> None:
+                 options: DownloadOptions = DownloadOptions(), steps: Steps | None = None) -> None:
         if not files:
             raise ValueError("a unit has at least one file")
         self._specs = list(files)
         self._folder = folder
         self._control = control or DownloadControl()
         self._reporter = ProgressReporter(progress)
+        self._steps = steps
         self._options = options
         self._plans: list[_Plan] = []
+        self._reached = False  # whether a server has answered (or connected) in this run
 
     def run(self) -> list[DownloadedFile]:
         for spec in self._specs:
@@ -124,7 +138,7 @@ class UnitDownload:
         tries = FileBudget(options.retry_delays, options.progress_bytes, options.tries_in_all,
                            options.time_s, options.slowest_bytes_per_s, part.length)
         facts = self._with_retries(spec.url, tries, part, lambda: spec.size,
-                                   lambda: probe(spec.url, options.timeout_s))
+                                   lambda: probe(spec.url, options.timeout_s, self._steps, options.lookup_s))
         catalog_sha = spec.sha256.lower() if spec.sha256 else None
         changed = (catalog_sha and facts.sha256 and catalog_sha != facts.sha256) or \
             (spec.size is not None and facts.size is not None and spec.size != facts.size)
@@ -187,7 +201,9 @@ class UnitDownload:
         """Retry transient failures while the file's budget lasts (see budget.py)."""
         while True:
             try:
-                return attempt()
+                result = attempt()
+                self._reached = True
+                return result
             except PauseRequested:
                 paused_at = time.monotonic()
                 self._report(paused=True)
@@ -195,9 +211,16 @@ class UnitDownload:
                 tries.paused_for(time.monotonic() - paused_at)
                 self._reporter.meter.restart()
             except TransientFailure as failure:
+                if isinstance(failure, Unreachable) and not self._reached:
+                    raise unreachable(failure.host, failure.why, part.sync() > 0) from None
+                self._reached = True
                 wait = tries.failed_try(part.sync(), size())
                 if wait is None:
                     raise gave_up(url, failure.reason, tries.failed, failure.server_fault) from None
+                if failure.retry_after is not None:
+                    if failure.retry_after > self._options.longest_wait_s:
+                        raise waits_too_long(url, failure.reason, failure.retry_after) from None
+                    wait = max(wait, failure.retry_after)
                 self._control.sleep(wait)
 
     def _transfer(self, plan: _Plan) -> None:
@@ -227,11 +250,12 @@ class UnitDownload:
         """GET the rest of the file: (the answer, whether it starts the file afresh), or None
         when the server says the part is already all of it."""
         url, timeout, offset = plan.spec.url, self._options.timeout_s, plan.part.sync()
+        steps, lookup_s = self._steps, self._options.lookup_s
         if offset:
             headers = {"Range": f"bytes={offset}-"}
             if plan.started is not None and plan.started.validator is not None:
                 headers["If-Range"] = plan.started.validator
-            answer = request(url, "GET", timeout, headers, accept={416})
+            answer = request(url, "GET", timeout, headers, accept={416}, steps=steps, lookup_s=lookup_s)
             changed = self._learn_sha256(plan, answer)
             if answer.status == 206 and not changed and self._same_file(plan, answer, offset):
                 return answer, False
@@ -243,7 +267,7 @@ class UnitDownload:
             if answer.status == 416 and self._already_whole(plan, answer, offset):
                 return None
             plan.part.discard()  # another version, a range that does not fit: start over
-        answer = request(url, "GET", timeout)
+        answer = request(url, "GET", timeout, steps=steps, lookup_s=lookup_s)
         self._learn_sha256(plan, answer)
         self._learn_size(plan, answer.response.length)
         return answer, True
