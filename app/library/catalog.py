@@ -14,6 +14,8 @@ CATALOG_VERSION = 1
 CATALOG_FILE = resource_path("catalog.json")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+# What a model can do beyond plain chat, in the order a model card tags them.
+CAPABILITIES = ("vision", "tools", "reasoning")
 _TEXT_FIELDS = ("id", "name", "publisher", "license", "parameters", "quantization", "repo",
                 "revision", "description")
 
@@ -64,6 +66,9 @@ class CatalogEntry:
     description: str
     # Optional: an entry without verified numbers is still offered, only not estimated as closely.
     shape: CatalogShape | None = None
+    # What the model can do beyond chat, as its publisher's template and card show it
+    # (tools, reasoning, vision); empty when the catalog does not say.
+    capabilities: tuple[str, ...] = ()
 
 
 class CatalogEntryError(ValueError):
@@ -143,7 +148,14 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
     return CatalogEntry(text["id"], text["name"], text["publisher"], text["license"],
                         text["parameters"], text["quantization"], fmt, context, size,
                         text["repo"], text["revision"], files, _flag(raw, "instruct"),
-                        _flag(raw, "recommended"), text["description"], shape)
+                        _flag(raw, "recommended"), text["description"], shape, _capabilities(raw))
+
+
+def _capabilities(raw: dict[str, Any]) -> tuple[str, ...]:
+    value = raw.get("capabilities", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v in CAPABILITIES for v in value):
+        raise CatalogEntryError(f"capabilities must be a list of {', '.join(CAPABILITIES)}")
+    return tuple(v for v in CAPABILITIES if v in value)
 
 
 def _text(raw: dict[str, Any], name: str) -> str:

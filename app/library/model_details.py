@@ -4,6 +4,7 @@ and for the model manager's details later."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,28 @@ def gguf_details(info: GgufInfo) -> dict[str, Any]:
         "attention_heads": info.head_count, "kv_heads": info.head_count_kv,
         # Present even when too long to keep in memory (then only its length is read).
         "chat_template": "tokenizer.chat_template" in info.metadata,
+        "capabilities": template_capabilities(info.chat_template),
         "license": text("general.license") or text("general.license.name"),
         "license_link": text("general.license.link"),
     }
+
+
+# A chat template that renders the request's tools names them; one that writes a model's
+# thinking knows its tags or switch. Read from the template text, as the engine does.
+_TOOLS = re.compile(r"\btools\b")
+_REASONING = re.compile(r"<think>|enable_thinking|<\|channel\|>analysis")
+
+
+def template_capabilities(template: str | None) -> list[str]:
+    """What a chat template shows the model can do beyond chat: "tools", "reasoning".
+
+    Vision is not read here: it needs a projector file paired with the model, which the
+    library does not pair yet.
+    """
+    if not template:
+        return []
+    found = [("tools", _TOOLS), ("reasoning", _REASONING)]
+    return [name for name, pattern in found if pattern.search(template)]
 
 
 def _quantization(file_type: object) -> str | None:
@@ -68,6 +88,7 @@ def onnx_details(info: OnnxFolderInfo) -> dict[str, Any]:
         "layers": info.num_layers, "context_length": info.context_length,
         "kv_heads": info.num_kv_heads, "head_size": info.head_size, "vocab_size": info.vocab_size,
         "chat_template": info.chat_template is not None, "license": _model_card_license(info.path),
+        "capabilities": template_capabilities(info.chat_template),
         "decoder_file": info.decoder_file.name, "providers": _onnx_providers(info.path),
     }
 

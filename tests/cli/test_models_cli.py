@@ -129,7 +129,7 @@ def test_info_reads_a_gguf_header_without_loading_the_model(tiny_model: Path) ->
         "id": model_id, "title": "kestrel-tiny", "path": str(models_folder() / model_id / tiny_model.name),
         "format": "gguf", "gguf_version": 3, "architecture": "llama", "quantization": "F32",
         "file_size": tiny_model.stat().st_size, "layers": 2, "context_length": 2048,
-        "embedding_length": 64, "attention_heads": 4, "kv_heads": 2, "chat_template": True,
+        "embedding_length": 64, "attention_heads": 4, "kv_heads": 2, "chat_template": True, "capabilities": [],
         "parameters": weights,
         "source": f"imported from {tiny_model}", "sha256": info[0]["sha256"], "default": True,
         "referenced": False, "missing": False, "defaults": {},

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from app.library.catalog import CatalogFile, CatalogShape, find_entry, load_catalog, recommended_entry
 
 
@@ -116,3 +118,15 @@ def test_a_shape_is_read_and_a_damaged_one_only_drops_the_shape(tmp_path: Path) 
         "sliding_window and at most layers.",
         "Catalog entry 11 (list): its shape was ignored: it is not an object.",
     ]
+
+
+def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_named() -> None:
+    from app.library.catalog import CATALOG_FILE, CatalogEntryError, parse_entry
+
+    by_id = {e.id: e for e in load_catalog()}
+    assert by_id["qwen2.5-1.5b-instruct-q4_k_m"].capabilities == ("tools",)
+    assert by_id["gemma-3-1b-it-q4_k_m"].capabilities == ()
+    raw = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))["models"][0]
+    assert parse_entry({**raw, "capabilities": ["reasoning", "vision"]}).capabilities == ("vision", "reasoning")
+    with pytest.raises(CatalogEntryError, match="capabilities must be a list of vision, tools, reasoning"):
+        parse_entry({**raw, "capabilities": ["telepathy"]})

@@ -271,3 +271,20 @@ def test_json_nested_too_deep_is_a_damaged_folder_in_words(onnx_copy: Path, name
     (onnx_copy / name).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     error = _error(onnx_copy)
     assert f"The file {name}" in str(error) and "nested thousands of levels deep" in str(error)
+
+
+@pytest.mark.parametrize(("template", "expected"), [
+    ("Qwen-Qwen3-0.6B.jinja", ["tools", "reasoning"]),
+    ("openai-gpt-oss-120b.jinja", ["tools", "reasoning"]),
+    ("meta-llama-Llama-3.2-3B-Instruct.jinja", ["tools"]),
+    ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", ["reasoning"]),
+    ("google-gemma-2-2b-it.jinja", []),
+    ("microsoft-Phi-3.5-mini-instruct.jinja", []),
+])
+def test_a_models_template_says_whether_it_takes_tools_and_thinks(template: str, expected: list[str]) -> None:
+    """The model cards tag what the real publishers' templates show; a plain chat template gets no tag."""
+    from app.library.model_details import template_capabilities
+
+    text = (Path(__file__).parents[1] / "fixtures" / "chat_templates" / template).read_text(encoding="utf-8")
+    assert template_capabilities(text) == expected
+    assert template_capabilities(None) == []

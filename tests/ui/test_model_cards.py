@@ -97,6 +97,24 @@ def test_capability_tags_in_a_fixed_order_and_none_when_not_known(qtbot) -> None
     assert card.tag_labels == []  # the catalog says nothing of them: no tag, not a guess
 
 
+def test_a_real_file_and_the_catalog_tag_what_their_templates_take(qtbot, tmp_path) -> None:
+    """Tags come from what the file's own chat template shows (a Qwen3 template: tools and thinking), and from
+    the catalog's entries, not from a guess by name."""
+    from app.library.catalog import load_catalog
+    from app.library.model_details import model_details
+    from app.service.events import CatalogRow
+    from tests.helpers.tool_call_gguf import build_tool_call_gguf
+
+    card = ModelCard()
+    qtbot.addWidget(card)
+    details = model_details(build_tool_call_gguf(tmp_path / "caller.gguf"))
+    card.show_facts(installed_facts(installed("caller", details=details)))
+    assert [label.text() for label in card.tag_labels] == ["Tools", "Reasoning"]
+    qwen = next(e for e in load_catalog() if e.id == "qwen2.5-1.5b-instruct-q4_k_m")
+    card.show_facts(catalog_facts(CatalogRow(qwen, fit("runs_well"), None), False))
+    assert [label.text() for label in card.tag_labels] == ["Tools"]
+
+
 def test_publisher_from_a_hub_address_only() -> None:
     assert publisher_of("https://huggingface.co/Qwen/Qwen2.5-GGUF/resolve/main/q.gguf") == "Qwen"
     assert publisher_of("imported from /home/me/q.gguf") == "" and publisher_of("starter package") == ""
