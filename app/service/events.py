@@ -57,6 +57,12 @@ class ConversationsListed:
 
 
 @dataclass(frozen=True)
+class HistoryChangedElsewhere:
+    """Another Kestrel process (an import, a delete, a chat) committed to the history file;
+    a front end that shows the history reads it again (ChatController.follow_history)."""
+
+
+@dataclass(frozen=True)
 class ConversationChanged:
     """A conversation was created or changed; to_top when it moves to the top of the list."""
 
@@ -414,7 +420,8 @@ class ToolServersChanged:
     statuses: tuple[ServerStatus, ...]
 
 
-Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
+Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryChangedElsewhere,
+              ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
               AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,
