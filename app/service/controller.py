@@ -338,8 +338,9 @@ class ChatController:
         engine pauses, runs gently or at full speed as the settings say (background.py)."""
         if self.session.set_window_state(window):
             answering = self.answers.queue.answering_id
-            self.bus.emit(ActivityChanged(self.session.pace.words() or ("Thinking…" if answering is not None
-                                                                         else "Idle"), answering))
+            self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()
+                                                                         if answering is not None else "Idle"),
+                                          answering))
 
     async def update_settings(self, settings: Settings) -> None:
         """Save the app's settings (if changed); a new device or thread count reloads the model."""

@@ -250,9 +250,14 @@ class BusyChanged:
     busy: bool
 
 
+# The activity while an answer is written; "Thinking…" only while a reasoning model thinks.
+WRITING = "Writing…"
+THINKING = "Thinking…"
+
+
 @dataclass(frozen=True)
 class ActivityChanged:
-    """What the engine is doing, in a few words (Idle, Thinking…, Paused…).
+    """What the engine is doing, in a few words (Idle, Writing…, Thinking…, Paused…).
 
     conversation_id: the chat whose answer this is about; None for what concerns no
     chat (loading a model, opening the history, idle).
