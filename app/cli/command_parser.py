@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import cast
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -18,3 +19,9 @@ class CommandParser(argparse.ArgumentParser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+def command_actions(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """The top-level parser's commands, each parsed by a CommandParser."""
+    actions = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
+    return cast("argparse._SubParsersAction[argparse.ArgumentParser]", actions)

@@ -36,14 +36,14 @@ class AnswerRun:
 
     def __init__(self, storage: Storage, engine: EngineQueue, emit: Callable[[Event], None], *,
                  show: Callable[[Message], None], settle: Callable[[Message], None],
-                 pace_words: Callable[[], str] = lambda: "",
+                 pace_words: Callable[[], str | None] = lambda: None,
                  threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
         self._show = show
         self._settle = settle
-        self._pace_words = pace_words  # "Paused…", "Running gently…"; "" at full speed
+        self._pace_words = pace_words  # "Paused…", "Running gently…"; None or "" at full speed
         self._shown_thinking: bool | None = None
         self._threads = threads
         self.finished: Message | None = None  # the answer in its final form, once it has one
