@@ -41,8 +41,9 @@ def test_an_import_by_another_process_is_heard_and_the_list_read_again(started_c
 
             await other_process("-m", "app", "import", str(exported))
             await events.until(lambda: events.of(ev.HistoryChangedElsewhere), timeout=10, what="the change heard")
-            listed_before = len(events.of(ev.ConversationsListed))
+            listed_before, opened_before = len(events.of(ev.ConversationsListed)), len(events.of(ev.ConversationOpened))
             await c.follow_history()
+            assert len(events.of(ev.ConversationOpened)) == opened_before, "the open chat, unchanged, was not redrawn"
             listed = events.of(ev.ConversationsListed)
             assert len(listed) == listed_before + 1
             assert len(listed[-1].conversations) == 2
