@@ -19,8 +19,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant. Without a command it opens the window.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     from app.cli import chat, chat_files, doctor, models, serve, tools
+    from app.cli.command_parser import command_actions
+
+    # A command's own mistakes are shown with its own usage (`kestrel chat --bogus hi`).
+    commands = command_actions(parser)
 
     chat.add_parser(commands)
     doctor.add_parser(commands)

@@ -22,7 +22,7 @@ from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import DevicePreference, Settings, SettingsError, SettingsFile
 from app.engine.protocol import ErrorKind
-from app.library.model_defaults import ModelDefaults
+from app.library.model_defaults import ALLOWED, ModelDefaults
 from app.library.model_format import format_at
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
@@ -41,6 +41,7 @@ EXIT_CONTEXT = 5
 EXIT_DEVICE = 6
 EXIT_INTERRUPTED = 130
 
+THREADS_ALLOWED = "a whole number, 1 or more"
 # The flag that sets each generation setting, for messages about a bad value.
 _FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
           "context_length": "--ctx", "thinking": "--think"}
@@ -54,16 +55,32 @@ class UserError(Exception):
         self.status = status
 
 
+def _typed(kind: type[int] | type[float], name: str) -> Callable[[str], int | float]:
+    """An argparse type whose refusal names the values the flag takes ("--temperature hot")."""
+    allowed = THREADS_ALLOWED if name == "threads" else ALLOWED[name]
+
+    def convert(text: str) -> int | float:
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'it must be {allowed} (you gave "{text}")') from None
+
+    convert.__name__ = kind.__name__  # what argparse names in its own messages
+    return convert
+
+
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat = commands.add_parser("chat", help="stream an answer to a prompt (headless)")
     chat.add_argument("prompt", metavar="PROMPT", help="the message; - reads standard input")
     chat.add_argument("--model", help="a GGUF file, an ONNX Runtime GenAI folder, or an installed model's id")
     chat.add_argument("--system", help="a system prompt (default: the model's own, if it has one)")
-    chat.add_argument("--max-tokens", type=int, help="stop after this many tokens")
-    chat.add_argument("--temperature", type=float, help="0 for greedy, higher for more varied text")
-    chat.add_argument("--seed", type=int, help="a fixed seed for repeatable answers (-1: random)")
-    chat.add_argument("--ctx", type=int, help="the context length in tokens")
-    chat.add_argument("--threads", type=int, help="CPU threads (default: the physical cores other programs leave free)")
+    chat.add_argument("--max-tokens", type=_typed(int, "max_tokens"), help="stop after this many tokens")
+    chat.add_argument("--temperature", type=_typed(float, "temperature"),
+                      help="0 for greedy, higher for more varied text")
+    chat.add_argument("--seed", type=_typed(int, "seed"), help="a fixed seed for repeatable answers (-1: random)")
+    chat.add_argument("--ctx", type=_typed(int, "context_length"), help="the context length in tokens")
+    chat.add_argument("--threads", type=_typed(int, "threads"),
+                      help="CPU threads (default: the physical cores other programs leave free)")
     chat.add_argument("--device", choices=[str(device) for device in DevicePreference],
                       help="where to run the model (default: the setting, normally auto)")
     chat.add_argument("--json", action="store_true",

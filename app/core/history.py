@@ -264,6 +264,13 @@ class HistoryStore:
         """Close the database; the store cannot be used afterwards."""
         self._conn.close()
 
+    def data_version(self) -> int:
+        """SQLite's data_version on this connection: it moves only when another connection
+        (another Kestrel) committed, never for this store's own writes."""
+        with self._translate_errors():
+            # fetchall: a statement left unfinished would keep its snapshot (and its version).
+            return int(self._conn.execute("PRAGMA data_version").fetchall()[0][0])
+
     def __enter__(self) -> HistoryStore:
         return self
 

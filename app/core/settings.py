@@ -127,15 +127,16 @@ class Settings:
         minutes = self.unload_after_minutes
         if minutes is not None and (isinstance(minutes, bool) or not isinstance(minutes, (int, float))
                                     or not 0 < minutes <= 10_000):
-            raise ValueError(f"unload_after_minutes must be a number of minutes above 0, or empty for "
-                             f"never (got {minutes!r}).")
+            raise ValueError(f"unload_after_minutes must be a number of minutes above 0 and at most 10,000, "
+                             f"or empty for never (got {minutes!r}).")
         if not isinstance(self.gentle_fewer_threads, bool):
             raise ValueError(f"gentle_fewer_threads must be true or false (got {self.gentle_fewer_threads!r}).")
         if not isinstance(self.exit_engine_when_idle, bool):
             raise ValueError(f"exit_engine_when_idle must be true or false (got {self.exit_engine_when_idle!r}).")
         states = self.saved_states_mb
         if isinstance(states, bool) or not isinstance(states, int) or not 0 <= states <= 1_000_000:
-            raise ValueError(f"saved_states_mb must be a whole number of MiB, 0 for none (got {states!r}).")
+            raise ValueError(f"saved_states_mb must be a whole number of MiB from 0 (none) to 1,000,000 "
+                             f"(got {states!r}).")
         lookup = choice(PromptLookupMode, self.prompt_lookup)
         if lookup is None:
             raise ValueError(f"prompt_lookup must be one of {', '.join(PromptLookupMode)} "

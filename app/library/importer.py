@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
 from app.library.gguf_info import read_gguf_info
-from app.library.model_format import read_onnx_folder
+from app.library.model_format import check_not_text, read_onnx_folder
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary, safe_id
 from app.library.scan import examine, split_part
@@ -31,6 +31,7 @@ def import_model_file(library: ModelLibrary, source: Path,
     `<name>.partial` and is renamed only when all are complete, so a cut-off import never
     looks like a model.
     """
+    check_not_text(source)  # a page or pointer saved as x.gguf is told what it is
     read_gguf_info(source)  # its messages name the file the user chose
     found = examine(source)
     parts = found.files or (found.path,)

@@ -30,6 +30,30 @@ FIELD_HELP = {
     "tools": "the MCP servers (names in mcp.json, comma-separated) whose tools a new chat offers; - for none",
 }
 
+# The values each field accepts, in plain words: "temperature must be " + ALLOWED["temperature"].
+ALLOWED = {
+    "context_length": "a whole number of tokens from 256 to 1,048,576",
+    "gpu_layers": "a whole number of layers (0 for none, -1 for all) or auto",
+    "device_preference": f"one of {', '.join(DevicePreference)}",
+    "system_prompt": "text",
+    "temperature": "a number from 0 to 5",
+    "top_p": "a number above 0 and at most 1",
+    "top_k": "a whole number, 0 or more (0 considers all tokens)",
+    "repeat_penalty": "a number from 0.5 to 3",
+    "max_tokens": "a whole number, 1 or more",
+    "seed": "a whole number (-1 for a new random one each time)",
+    "chat_template": "a Jinja chat template (text)",
+    "prompt_lookup": "on or off",
+    "tools": "MCP server names from mcp.json, separated by commas (- for none)",
+}
+
+
+def value_problem(name: str, given: str) -> str:
+    """What `models set` says of a value a field does not take: the field, what it takes,
+    and what was typed, so the user sees both side by side."""
+    shown = given if len(given) <= 60 else given[:59] + "…"
+    return f'{name} must be {ALLOWED[name]} (you gave "{shown}").'
+
 
 @dataclass(frozen=True)
 class ModelDefaults:
@@ -118,14 +142,14 @@ def parse_value(name: str, text: str) -> Any:
         return None
     if stripped == "" and name != "system_prompt":
         return None
-    if name == "tools":  # "time,files"; "-" for none (empty is the app's setting)
-        servers = () if stripped == "-" else tuple(n.strip() for n in stripped.split(",") if n.strip())
-        return getattr(ModelDefaults(tools=servers).validated(), name)
     try:
-        value: Any = text if kind is str else kind(stripped)
+        if name == "tools":  # "time,files"; "-" for none (empty is the app's setting)
+            value: Any = () if stripped == "-" else tuple(n.strip() for n in stripped.split(",") if n.strip())
+        else:
+            value = text if kind is str else kind(stripped)
+        return getattr(ModelDefaults(**{name: value}).validated(), name)
     except ValueError:
-        raise ValueError(f"{name} must be {FIELD_HELP[name]} (got {text!r}).") from None
-    return getattr(ModelDefaults(**{name: value}).validated(), name)
+        raise ValueError(value_problem(name, text)) from None
 
 
 def field_names() -> tuple[str, ...]:

@@ -123,6 +123,52 @@ def _file_hint(path: Path) -> str:
             f"with an ONNX Runtime GenAI model ({GENAI_CONFIG}, model.onnx and the tokenizer).")
 
 
+def check_not_text(path: Path) -> None:
+    """ModelFileError if a file chosen as a GGUF model holds text instead (a saved web page,
+    an error message, a Git LFS pointer), saying what it holds and what to do; the name
+    ending in .gguf says nothing about what is inside. A file that is not text is left to
+    the GGUF reader, whose messages cover the rest."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(_TEXT_SNIFF_BYTES)
+    except OSError:
+        return  # the GGUF reader says why it cannot be read
+    if head[:4] == GGUF_MAGIC or not _looks_like_text(head):
+        return
+    raise ModelFileError("not_gguf", path, (
+        f'"{path.name}" is not a GGUF model file: it holds text ({_what_text(head)}), though its '
+        'name ends in .gguf. A GGUF model is a large binary file that starts with the letters "GGUF". '
+        "If it came from a download, the site sent this text instead of the model: download the "
+        ".gguf file again from the model's page. Otherwise choose the model file itself."
+    ))
+
+
+# Enough of a file's start to tell text from a model's binary header.
+_TEXT_SNIFF_BYTES = 4096
+
+
+def _looks_like_text(head: bytes) -> bool:
+    if not head.strip() or b"\x00" in head:
+        return False
+    text = head.decode("utf-8", errors="ignore")
+    printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text)
+    # The last character may be cut in two by the read: a few undecodable bytes are allowed.
+    return len(head) - len(text.encode("utf-8")) <= 3 and printable >= 0.95 * len(text)
+
+
+def _what_text(head: bytes) -> str:
+    text = head.decode("utf-8", errors="ignore").lstrip("\ufeff \r\n\t")
+    lowered = text[:200].lower()
+    if lowered.startswith("version https://git-lfs"):
+        return "a Git LFS pointer, which stands for the model in a repository but is not the model"
+    if lowered.startswith(("<!doctype", "<html", "<?xml", "<")):
+        return "a web page"
+    if lowered.startswith(("{", "[")):
+        return "JSON, such as an error message from a server"
+    first = text.splitlines()[0].strip() if text.strip() else ""
+    return f'it begins "{first[:60]}{"…" if len(first) > 60 else ""}"'
+
+
 def read_onnx_folder(path: Path | str) -> OnnxFolderInfo:
     """Check that an ONNX Runtime GenAI folder is whole; raise ModelFolderError if it is not."""
     path = Path(path)

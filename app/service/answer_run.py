@@ -17,7 +17,7 @@ from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind
 from app.engine.tool_calls import ToolCall
 from app.service.engine_errors import EngineCrashed, EngineError
 from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
-from app.service.events import (ActivityChanged, AnswerFinished, AnswerInterrupted, AnswerStarted, Event,
+from app.service.events import (THINKING, WRITING, ActivityChanged, AnswerFinished, AnswerInterrupted, AnswerStarted, Event,
                                 InterruptReason, Problem, Queued, TextGrew, ToolPartsChanged)
 from app.service.storage import Storage
 from app.service.streaming import StreamingAnswer
@@ -35,14 +35,16 @@ class AnswerRun:
     """
 
     def __init__(self, storage: Storage, engine: EngineQueue, emit: Callable[[Event], None], *,
-                 show: Callable[[Message], None], settle: Callable[[Message], None], activity: str,
+                 show: Callable[[Message], None], settle: Callable[[Message], None],
+                 pace_words: Callable[[], str | None] = lambda: None,
                  threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
         self._show = show
         self._settle = settle
-        self._activity = activity
+        self._pace_words = pace_words  # "Paused…", "Running gently…"; None or "" at full speed
+        self._shown_thinking: bool | None = None
         self._threads = threads
         self.finished: Message | None = None  # the answer in its final form, once it has one
         self.cancelled = False
@@ -161,7 +163,7 @@ class AnswerRun:
                                                       shape=shape)
         if self.cancelled:
             request.cancel()  # stopped while the history was read: Withdrawn at once
-        self._emit(ActivityChanged(self._activity, stream.message.conversation_id))
+        self._say(stream, thinking=False)
         calls: list[ToolCall] = []
         async with aclosing(request.events()) as events:
             async for event in events:
@@ -170,6 +172,8 @@ class AnswerRun:
                 elif isinstance(event, Delta):
                     text = event.text if event.thinking else stream.separated(event.text)
                     await stream.append(text, thinking=event.thinking)
+                    if event.thinking != self._shown_thinking:
+                        self._say(stream, event.thinking)
                     self._emit(TextGrew(stream.message.conversation_id, stream.message_id, text,
                                         thinking=event.thinking))
                 elif isinstance(event, Done):
@@ -185,6 +189,17 @@ class AnswerRun:
                     self._finish(await stream.finish(AnswerStats(finish_reason=FinishReason.CANCELLED)))
                     return None
         return None
+
+    @property
+    def activity_words(self) -> str:
+        """What the status line says of this answer now."""
+        return self._pace_words() or (THINKING if self._shown_thinking else WRITING)
+
+    def _say(self, stream: StreamingAnswer, thinking: bool) -> None:
+        """The status line: "Thinking…" only while a reasoning model thinks, else "Writing…"
+        (or the pace's words: paused, gently)."""
+        self._shown_thinking = thinking
+        self._emit(ActivityChanged(self.activity_words, stream.message.conversation_id))
 
     def _finish(self, message: Message, reason: InterruptReason | None = None, detail: str = "",
                 failure: Failure | None = None) -> None:

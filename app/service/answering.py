@@ -14,7 +14,8 @@ from app.service.answer_run import AnswerRun
 from app.service.background import Pace
 from app.service.conversations import Conversations
 from app.service.event_bus import TaskGroup
-from app.service.events import ActivityChanged, AnswerQueueChanged, BusyChanged, Event, ModelState, Problem, SendFailed
+from app.service.events import (WRITING, ActivityChanged, AnswerQueueChanged, BusyChanged, Event, ModelState, Problem,
+                                SendFailed)
 from app.service.model_session import ModelSession
 from app.service.open_chat import OpenChat
 from app.service.settings_keeper import SettingsKeeper
@@ -59,6 +60,12 @@ class Answering:
         """The engine is writing an answer now (not loading a model for one, not waiting)."""
         run = self.queue.run
         return run is not None and run.running
+
+    def activity_words(self) -> str:
+        """What the status line says of the answer being written (Writing…, or Thinking…
+        while a reasoning model thinks)."""
+        run = self.queue.run
+        return run.activity_words if run is not None else WRITING
 
     def live_answer(self, conversation_id: int) -> StreamingAnswer | None:
         """The answer being written into this chat, as far as it got."""
@@ -198,7 +205,7 @@ class Answering:
                 threads = max(1, threads // 2)  # as the user chose: gentler still
             run = turn.run = AnswerRun(self._storage(), session.engine, self._emit, show=self._chat.add,
                                        tools=self._tools, tool_rounds=settings.tool_rounds,
-                                       settle=self._chat.replace, activity=session.pace.words() or "Thinking…",
+                                       settle=self._chat.replace, pace_words=session.pace.words,
                                        threads=threads)
             try:
                 await run.run(conversation_id, session.ensure_context)

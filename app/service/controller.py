@@ -26,6 +26,7 @@ from app.service.event_bus import EventBus, Listener, TaskGroup
 from app.service.events import (ActivityChanged, ConversationModelChosen, ConversationsListed, DamagedHistoryFound,
                                 ModelState, Problem, SettingsChanged)
 from app.service.history_choice import HistoryChoice, damage_text
+from app.service.history_follow import HistoryFollower
 from app.service.library_service import LibraryService
 from app.service.model_session import ModelSession
 from app.service.model_setup import ModelSetup
@@ -46,7 +47,8 @@ class ChatController:
     (the one on screen), `answers` (sending and the answer line), `tools` (MCP servers,
     approvals, running calls), `api` (the API
     server's answers, beside the chats on the same engine line), `library` (the model
-    manager), `files`, `history_choice`. Each gets the collaborators it needs; none
+    manager), `files`, `history_choice`, `elsewhere` (what other processes change in the
+    history). Each gets the collaborators it needs; none
     knows this class, so the API server and tools can use `session` and `conversations`
     without the window's open chat. Front ends hear back through `subscribe`.
     """
@@ -83,6 +85,9 @@ class ChatController:
                                             open_id=lambda: self.chat.id, show_new=self.new_conversation,
                                             show=self.open_conversation)
         self.drafts = drafts
+        self.elsewhere = HistoryFollower(self._storage, self.bus, self.tasks.loop, self.conversations, self.chat,
+                                         busy=lambda: self.answers.open_chat_busy, show_new=self.new_conversation,
+                                         show=self.open_conversation)
         self.subscribe: Callable[[Listener], Callable[[], None]] = self.bus.subscribe
         self.spawn = self.tasks.spawn
 
@@ -192,6 +197,7 @@ class ChatController:
         """The window's start: open, recover, list chats, then find and load a model."""
         await self.open()
         recovered = await self.conversations.recover_interrupted()
+        await self.elsewhere.watch()
         conversations = await self.conversations.listing()
         self.bus.emit(ConversationsListed(tuple(conversations)))
         if conversations:
@@ -216,6 +222,10 @@ class ChatController:
     async def load_model(self, model: InstalledModel) -> bool:
         """Load a model as the app's; the state says loading, ready or failed and why."""
         return await self.session.load_model(model)
+
+    async def follow_history(self) -> None:
+        """Another Kestrel process changed the history (HistoryChangedElsewhere): read it again."""
+        await self.elsewhere.follow()
 
     async def recover_history(self) -> bool:
         """The user's choice for a damaged history: what SQLite can still read of it goes
@@ -328,8 +338,9 @@ class ChatController:
         engine pauses, runs gently or at full speed as the settings say (background.py)."""
         if self.session.set_window_state(window):
             answering = self.answers.queue.answering_id
-            self.bus.emit(ActivityChanged(self.session.pace.words() or ("Thinking…" if answering is not None
-                                                                         else "Idle"), answering))
+            self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()
+                                                                         if answering is not None else "Idle"),
+                                          answering))
 
     async def update_settings(self, settings: Settings) -> None:
         """Save the app's settings (if changed); a new device or thread count reloads the model."""

@@ -57,6 +57,12 @@ class ConversationsListed:
 
 
 @dataclass(frozen=True)
+class HistoryChangedElsewhere:
+    """Another Kestrel process (an import, a delete, a chat) committed to the history file;
+    a front end that shows the history reads it again (ChatController.follow_history)."""
+
+
+@dataclass(frozen=True)
 class ConversationChanged:
     """A conversation was created or changed; to_top when it moves to the top of the list."""
 
@@ -244,9 +250,14 @@ class BusyChanged:
     busy: bool
 
 
+# The activity while an answer is written; "Thinking…" only while a reasoning model thinks.
+WRITING = "Writing…"
+THINKING = "Thinking…"
+
+
 @dataclass(frozen=True)
 class ActivityChanged:
-    """What the engine is doing, in a few words (Idle, Thinking…, Paused…).
+    """What the engine is doing, in a few words (Idle, Writing…, Thinking…, Paused…).
 
     conversation_id: the chat whose answer this is about; None for what concerns no
     chat (loading a model, opening the history, idle).
@@ -414,7 +425,8 @@ class ToolServersChanged:
     statuses: tuple[ServerStatus, ...]
 
 
-Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, ConversationChanged,
+Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryChangedElsewhere,
+              ConversationChanged,
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
               AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,

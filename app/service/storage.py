@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Concatenate, ParamSpec, TypeVar
@@ -16,6 +17,7 @@ from typing import Callable, Concatenate, ParamSpec, TypeVar
 from app.core.history import HistoryDamaged, HistoryError, HistoryStore
 from app.core.history_repair import Replacement, replace_damaged
 from app.core.settings import Settings, SettingsFile
+from app.service.history_watch import HistoryWatch
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -48,6 +50,8 @@ class Storage:
         self.settings = settings
         self.settings_problem = settings_file.last_problem if settings_file else None
         self._closed = False
+        self._watch: HistoryWatch | None = None
+        self._writer_version: int | None = None
 
     @classmethod
     async def open(cls, history_path: Path, settings_path: Path | None) -> Storage:
@@ -120,6 +124,7 @@ class Storage:
         if carry is not None:
             carry.close()
         self.history_damage = None
+        self._writer_version = None  # a new connection: its versions start afresh
         return replacement
 
     def _reopen_or_memory(self) -> HistoryStore:
@@ -142,10 +147,35 @@ class Storage:
         """Other file work (small JSON files beside the settings) on the writer thread."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
+    async def watch(self, changed: Callable[[], None]) -> None:
+        """Call changed() (on the watch's thread) whenever another process commits to the
+        history file; never for this storage's own writes. Not for a history in memory."""
+        if self.in_memory or self._watch is not None or self._closed:
+            return
+        await self.run(self._foreign_commit)  # the writer's starting point
+        self._watch = HistoryWatch(self._foreign_from_watch, changed)
+        self._watch.start()
+
+    def _foreign_from_watch(self) -> bool:
+        """Asked by the watch's thread: did another process commit since the last look?"""
+        try:
+            return self._executor.submit(self._foreign_commit).result()
+        except (RuntimeError, HistoryError, sqlite3.Error):  # closing (no new work), or the disk failed
+            return False
+
+    def _foreign_commit(self) -> bool:
+        """On the writer thread: the writer's own data_version moved since it was last read."""
+        version = self._store.data_version() if not self.in_memory else None
+        moved = version != self._writer_version and self._writer_version is not None
+        self._writer_version = version
+        return moved
+
     async def close(self) -> None:
-        """Finish pending writes, then close the database."""
+        """Stop watching, finish pending writes, then close the database."""
         if self._closed:
             return
         self._closed = True
+        if self._watch is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._watch.stop)
         await asyncio.get_running_loop().run_in_executor(self._executor, self._store.close)
         self._executor.shutdown(wait=True)

@@ -36,7 +36,9 @@ class ControllerAdapter(QObject):
     waiting for the user, by approval id, oldest first), toolServersChanged(statuses). Text deltas
     are coalesced by `bridge` to one update per frame. `installed`, `catalog` and
     `downloads` are the model manager's item models. `conversations` keeps its
-    ANSWERING, WAITING and HAS_DRAFT roles in step with the controller.
+    ANSWERING, WAITING and HAS_DRAFT roles in step with the controller. When another
+    Kestrel process changes the history, the chats are read again (off the UI thread) and
+    the list follows; the sidebar keeps its selection.
     """
 
     modelStateChanged = Signal()
@@ -115,6 +117,8 @@ class ControllerAdapter(QObject):
         elif isinstance(event, DownloadChanged):
             self.downloads.put(event.item)
             self.downloadChanged.emit(event.item)
+        elif isinstance(event, ev.HistoryChangedElsewhere):
+            self.spawn(self.controller.follow_history())  # read on the writer thread, not here
         elif isinstance(event, ev.ConversationsListed):
             self.conversations.reset_to(event.conversations)
             self.conversations.reset_drafted(self.controller.drafts.drafted_ids)

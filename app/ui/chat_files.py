@@ -27,6 +27,22 @@ def file_name_for(title: str, fmt: str) -> str:
     return re.sub(r"\s+", " ", name)[:80] + _SUFFIX[fmt]
 
 
+def documents_folder(make: bool = True) -> str:
+    """Where exports go first: the user's Documents folder (made, when `make`, if the system
+    names one that is not there yet, as on a fresh account), else the home folder; never the
+    working folder, where a file dialog given a missing folder opens."""
+    documents = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    if documents:
+        try:
+            if make:
+                Path(documents).mkdir(parents=True, exist_ok=True)
+            if Path(documents).is_dir():
+                return documents
+        except OSError:
+            pass
+    return str(Path.home())
+
+
 def save_dialog(parent: QWidget, caption: str, suggested: str, file_filter: str) -> QFileDialog:
     """The Save dialog: it adds the suggested name's suffix to a name typed without one
     before it asks whether to replace a file that is there (the OS dialog's own question),
@@ -63,7 +79,8 @@ class ChatFiles:
         self.parent = parent
         self.ask_save = ask_save
         self.ask_open = ask_open
-        self.folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+        self.folder = ""  # the folder last used; the Documents folder until then
+        self.on_exported: Callable[[Path], None] | None = None  # told the path of each file written
 
     def choose_export(self, fmt: str) -> None:
         """Ask where, then write there: over a file there only when the dialog asked the user
@@ -72,18 +89,24 @@ class ChatFiles:
         conversation = self.adapter.controller.conversation
         if conversation is None:
             return  # the actions are disabled for a chat not saved yet
-        suggested = str(Path(self.folder) / file_name_for(conversation.title, fmt))
+        suggested = str(Path(self.folder or documents_folder()) / file_name_for(conversation.title, fmt))
         path = self.ask_save(self.parent, "Export this chat", suggested, _FILTER[fmt])
         if path:
             asked = bool(Path(path).suffix)
             if not asked:
                 path += _SUFFIX[fmt]
             self.folder = str(Path(path).parent)
-            self.adapter.spawn(self.adapter.controller.export_conversation(conversation.id, Path(path), fmt,
-                                                                           replace=asked))
+            self.adapter.spawn(self._export(conversation.id, Path(path), fmt, asked))
+
+    async def _export(self, conversation_id: int, path: Path, fmt: str, replace: bool) -> None:
+        # Only a file written is confirmed: a refusal was said by the controller (a Problem).
+        written = await self.adapter.controller.export_conversation(conversation_id, path, fmt, replace=replace)
+        if written and self.on_exported is not None:
+            self.on_exported(path)
 
     def choose_import(self) -> None:
-        path = self.ask_open(self.parent, "Import a chat", self.folder, "Kestrel chat (*.json);;All files (*)")
+        path = self.ask_open(self.parent, "Import a chat", self.folder or documents_folder(make=False),
+                             "Kestrel chat (*.json);;All files (*)")
         if path:
             self.folder = str(Path(path).parent)
             self.adapter.spawn(self._import(Path(path)))

@@ -74,6 +74,7 @@ class MainWindow(WindowCommands):
         self.statusBar().addWidget(self.status, 1)
         self.drafts = DraftKeeper(controller, self.composer, self)
         self.chat_files = ChatFiles(self.adapter, self)
+        self.chat_files.on_exported = self.status.show_exported
         self.menu_actions = build_menus(self)
         self._name_parts()
         self._connect()

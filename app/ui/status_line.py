@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
+from pathlib import Path
+
+from PySide6.QtCore import QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 from app.service.events import ModelState
 from app.ui import icons
 
 _MODEL_WORDS = {ModelState.FAILED: "Model failed to load", ModelState.NONE: "No model"}
+# How long "Exported to …" stays: long enough to read it and click it.
+NOTICE_MS = 20_000
 
 
 def device_icon(device: str) -> str:
@@ -37,7 +42,8 @@ class StatusLine(QWidget):
     The activity of an answer written for a chat that is not open names that chat, and
     clicking it opens that chat (chatRequested). `server` says where the API server
     listens (hidden while it is off) and opens its window (serverRequested). `progress`
-    and `cancel` show the starter's set-up.
+    and `cancel` show the starter's set-up. `notice` says where a chat was exported;
+    clicking it opens that folder.
     """
 
     managerRequested = Signal()
@@ -55,6 +61,14 @@ class StatusLine(QWidget):
         self.server = _part(self, "statusServer", "Show the API server: its address, key and requests")
         icons.themed(self.server, "server", icons.ROLE.WindowText)
         self.server.hide()
+        self.notice = _part(self, "statusNotice", "")
+        icons.themed(self.notice, "folder", icons.ROLE.WindowText)
+        self.notice.hide()
+        self._notice_folder: Path | None = None
+        self._notice_timer = QTimer(self)
+        self._notice_timer.setSingleShot(True)
+        self._notice_timer.setInterval(NOTICE_MS)
+        self._notice_timer.timeout.connect(self.notice.hide)
         self.progress = QProgressBar(self)
         self.progress.setMaximumWidth(220)
         self.cancel = QToolButton(self)
@@ -65,6 +79,7 @@ class StatusLine(QWidget):
         for widget in (self.model, self._dot(), self.device, self._dot()):
             layout.addWidget(widget)
         layout.addWidget(self.activity, 1, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.notice)
         layout.addWidget(self.server)
         layout.addWidget(self.progress)
         layout.addWidget(self.cancel)
@@ -75,6 +90,7 @@ class StatusLine(QWidget):
         self.device.clicked.connect(self.hardwareRequested)
         self.activity.clicked.connect(self._activity_clicked)
         self.server.clicked.connect(self.serverRequested)
+        self.notice.clicked.connect(self._open_notice_folder)
         self.set_activity("Idle")
 
     def _dot(self) -> QLabel:
@@ -110,6 +126,21 @@ class StatusLine(QWidget):
         """Where the API server is ("API on 127.0.0.1:8765"); "" hides the part (the server is off)."""
         self.server.setText(words)
         self.server.setVisible(bool(words))
+
+    def show_exported(self, path: Path) -> None:
+        """Say where a chat was written, for a while; a click opens the folder that holds it."""
+        self._notice_folder = path.parent
+        shown = str(path) if len(str(path)) <= 70 else "…" + str(path)[-69:]  # the file's name stays
+        self.notice.setText(f"Exported to {shown} · Show in folder")
+        self.notice.setToolTip(f"{path}\nOpen the folder that holds it")
+        self.notice.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.notice.show()
+        self._notice_timer.start()
+
+    def _open_notice_folder(self) -> None:
+        if self._notice_folder is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self._notice_folder)))
+        self.notice.hide()
 
     def activity_text(self) -> str:
         return self.activity.text()

@@ -58,7 +58,7 @@ def test_a_message_in_another_chat_is_saved_at_once_and_answered_after(started_c
             lines = [(e.answering, e.waiting) for e in recorder.of(ev.AnswerQueueChanged)]
             assert lines[-4:] == [(first, ()), (first, (second,)), (second, ()), (None, ())]
             b_activity = [e for e in recorder.of(ev.ActivityChanged) if e.conversation_id == second]
-            assert b_activity and b_activity[-1].text == "Thinking…"
+            assert b_activity and b_activity[-1].text == "Writing…"
             assert recorder.of(ev.ActivityChanged)[-1] == ev.ActivityChanged("Idle", None)
             assert recorder.of(ev.BusyChanged)[-1].busy is False
 

@@ -66,3 +66,20 @@ def test_a_second_turn_gives_the_template_the_earlier_thinking(started_controlle
     first, second = run(scenario)
     assert (first.thinking, second.thinking) == (THOUGHT, THOUGHT)
     assert second.stats.chat_format == "embedded" and not second.stats.template_note
+
+
+def test_the_status_says_thinking_only_while_the_model_thinks_then_writing(started_controller,
+                                                                          thinking_model: Path) -> None:
+    async def scenario():
+        async with started_controller(model=thinking_model, engine=EngineClient()) as started:
+            controller, events = started.controller, started.events
+            controller.send("What is it?")
+            await controller.wait_idle()
+            chat = controller.conversation
+            assert chat is not None
+            return [e.text for e in events.of(ev.ActivityChanged) if e.conversation_id == chat.id]
+
+    said = run(scenario)
+    answering = [text for text in said if text in (ev.THINKING, ev.WRITING)]
+    assert answering[-2:] == [ev.THINKING, ev.WRITING], said
+    assert ev.THINKING not in answering[answering.index(ev.THINKING) + 1:], "thinking comes once, before the answer"

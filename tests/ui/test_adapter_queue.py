@@ -74,7 +74,7 @@ def test_the_chat_list_shows_who_is_answered_who_waits_and_who_has_a_draft(loop,
     roles = {role for _, rows in changed for role in rows}
     assert roles <= {R.ANSWERING, R.WAITING, R.UPDATED, 0}, roles  # DisplayRole is 0: a chat moved up
     assert (first, (second,)) in queue_signals and queue_signals[-1] == (None, ())
-    assert any(chat == second and text == "Thinking…" for text, chat in activity)
+    assert any(chat == second and text == "Writing…" for text, chat in activity)
     assert activity[-1] == ("Idle", None)
     assert busy[-1] is False
     assert adapter.conversations.roleNames()[R.HAS_DRAFT] == b"hasDraft"
