@@ -12,7 +12,7 @@ from app.ui.adapter import ControllerAdapter
 from app.ui.chat_header import ChatHeader
 from app.ui.composer import Composer
 from app.ui.dialogs import DamagedHistoryPanel
-from app.ui.first_run import STARTER_TEXT, FirstRunOffer
+from app.ui.first_run import STARTER_TEXT, FirstRunOffer, offer_wanted
 from app.ui.message_view import MessageView
 from app.ui.tool_approval import ToolApprovalBar
 
@@ -35,6 +35,10 @@ class ChatPane(QWidget):
         self.setBackgroundRole(QPalette.ColorRole.Base)  # the page the messages sit on
         self.adapter = adapter
         self.problem_kind = ""
+        # The model state starts as NONE before the controller has said anything: that is
+        # "not known yet", not "no model", so the empty page stays blank until it is known.
+        self._model_known = False
+        adapter.modelStateChanged.connect(self._model_state_known)
         self.header = ChatHeader(self.adapter, self)
         self.banner = QLabel(self)
         self.banner.setObjectName("banner")
@@ -111,9 +115,28 @@ class ChatPane(QWidget):
         layout.addStretch(1)
         return panel
 
+    def _model_state_known(self) -> None:
+        self._model_known = True
+
     def update_stack(self) -> None:
-        """The messages, or what to do when there is no model (or the starter is offered)."""
+        """The messages, or what to do when there is no model (or the starter is offered).
+
+        While the model is not known yet, or the starter is being set up or loaded, an empty
+        chat shows the first-run card alone (its setup progress, or nothing): a fresh window
+        used to flash "No model yet…" and then "Ask anything…" before the starter's card.
+        """
         c = self.adapter.controller
+        settling = not self._model_known or c.model_state == ModelState.INSTALLING or (
+            c.model_state == ModelState.LOADING and offer_wanted(c))
+        if settling and self.adapter.messages.rowCount() == 0:
+            self.empty_text.setText("")
+            self.empty_text.hide()
+            self.import_button.hide()
+            self.first_run.refresh()
+            self.stack.setCurrentWidget(self.empty)
+            return
+        self.empty_text.show()
+        self.import_button.show()
         no_model = c.model_state in (ModelState.NONE, ModelState.FAILED)
         offer = self.first_run.wanted()
         show_empty = (no_model or offer) and self.adapter.messages.rowCount() == 0

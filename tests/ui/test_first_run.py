@@ -157,3 +157,24 @@ def test_the_window_card_cancels_the_offered_download(make_window, loop, monkeyp
     run(loop, until(lambda: card.state.text().startswith("Cancelled"), what="the cancel shown"))
     assert card.state.text().count("Cancelled") == 1 and card.progress.isHidden()
     assert card.download_button.isEnabled() and card.cancel_button.isHidden()
+
+
+def test_a_fresh_window_says_nothing_about_its_model_until_it_knows(make_window, loop, monkeypatch) -> None:
+    """Before the controller has said what the model is, the empty chat is blank: a fresh window used to show
+    "No model yet…" at build time and then the message view's "Ask anything…" while the model loaded."""
+    monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
+    window = make_window(model=None, start=False)
+    seen: list[str] = []
+
+    def look() -> None:
+        pane = window.stack.currentWidget()
+        seen.append(window.empty_text.text() if pane is window.empty and window.empty_text.isVisible() else
+                    "" if pane is window.empty else "messages")
+
+    look()
+    window.adapter.modelStateChanged.connect(look)
+    run(loop, window.controller.start_up())
+    look()
+    assert seen[0] == "", seen
+    assert "messages" not in seen, seen  # no model: never the message view and its "Ask anything…"
+    assert seen[-1].startswith("No model yet"), seen  # said once it is known
