@@ -97,6 +97,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     chat.add_argument("--allow-tools", metavar="TOOL,…",
                       help="run these tools (a tool's name, or SERVER/TOOL) without asking; without a terminal "
                            "to ask on, other calls are refused")
+    chat.add_argument("--save", action="store_true",
+                      help="keep this exchange as a chat in your history, where the window shows it "
+                           "(without it, nothing is written)")
     chat.set_defaults(run=run)
 
 
@@ -130,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         # Asked on the terminal only when standard input is one and the message did not come through it.
         can_ask = args.prompt != "-" and sys.stdin is not None and sys.stdin.isatty()
         decide = approver(names(args.allow_tools), can_ask=can_ask)
-        return asyncio.run(_answer(model, prompt, system, settings, printer, decide))
+        return asyncio.run(_answer(model, prompt, system, settings, printer, decide, save=args.save))
     except UserError as exc:
         _report(exc, args.json)
         return exc.status
@@ -310,10 +313,12 @@ def _install_starter_with_progress(library: ModelLibrary) -> InstalledModel:
 
 
 async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter,
-                  decide: Approver) -> int:
-    """One chat turn through the window's controller, in a history kept only in memory."""
-    controller = ChatController(history_path=IN_MEMORY, settings_path=None,
-                                library=ModelLibrary(data_paths().models), client=EngineClient(),
+                  decide: Approver, *, save: bool = False) -> int:
+    """One chat turn through the window's controller, in a history kept only in memory, or
+    (save) in the user's history as a new chat, which an open window picks up."""
+    library = ModelLibrary(data_paths().models)
+    controller = ChatController(history_path=data_paths().history_db if save else IN_MEMORY, settings_path=None,
+                                library=library, client=EngineClient(),
                                 settings=settings, mcp_file=data_paths().mcp_file)
     controller.tools.approver = decide
     controller.subscribe(printer.on_event)
@@ -324,6 +329,8 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
         loaded = controller.loaded
         if loaded is not None and loaded.fallback_reasons:
             print(f"kestrel: running on {loaded.device}; " + "; ".join(loaded.fallback_reasons), file=sys.stderr)
+        if save and library.get(model.id) is not None:
+            await controller.set_conversation_model(model.id)
         await controller.set_conversation_settings(system, settings.generation)
         controller.send(prompt)
         await controller.wait_idle()

@@ -197,3 +197,26 @@ def test_a_settings_file_from_a_newer_kestrel_is_left_alone_and_said(tiny_model:
     assert result.returncode == 0, result.stderr
     assert "comes from a newer version of Kestrel" in result.stderr
     assert path.read_bytes() == before
+
+
+def test_save_keeps_the_exchange_as_a_new_chat_and_without_it_nothing_is_written(tiny_model: Path) -> None:
+    """`chat --save` writes to the user's history (the window picks it up); a plain `chat` leaves no file."""
+    from app.core.history import HistoryStore
+    from app.core.paths import data_paths
+
+    history = data_paths().history_db
+    plain = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "4", "--ctx", "512", "Not kept")
+    assert plain.returncode == 0, plain.stderr
+    assert not history.exists()
+    for prompt in ("Kept once", "Kept twice"):
+        saved = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "4", "--ctx", "512", "--save", prompt)
+        assert saved.returncode == 0, saved.stderr
+    store = HistoryStore(history)
+    try:
+        chats = store.list_conversations()
+        assert len(chats) == 2  # each --save is a chat of its own, never added to the last one
+        kept = [store.messages(chat.id) for chat in chats]
+    finally:
+        store.close()
+    assert sorted(messages[0].text for messages in kept) == ["Kept once", "Kept twice"]
+    assert all(len(messages) == 2 and messages[1].text for messages in kept)
