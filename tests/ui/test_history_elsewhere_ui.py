@@ -52,3 +52,12 @@ def test_the_open_chat_renamed_or_deleted_elsewhere_follows(make_window, loop, q
     other_kestrel(qtbot, "-c", store + "s.delete_conversation(int(sys.argv[2]))", db, str(opened.id))
     qtbot.waitUntil(lambda: window.adapter.conversations.rowCount() == 0, timeout=5000)
     qtbot.waitUntil(lambda: window.controller.conversation is None, timeout=5000)
+
+
+def test_a_chat_saved_by_kestrel_chat_appears_in_the_open_window(make_window, loop, qtbot, tiny_model) -> None:
+    window = make_window(model=None)
+    assert window.adapter.conversations.rowCount() == 0
+    other_kestrel(qtbot, "-m", "app", "chat", "--model", str(tiny_model), "--max-tokens", "4", "--ctx", "512",
+                  "--save", "Saved from a terminal")
+    qtbot.waitUntil(lambda: window.adapter.conversations.rowCount() == 1, timeout=5000)
+    assert window.controller.conversation is None  # the window's own new chat stays open
