@@ -66,7 +66,8 @@ class EngineProcess:
         self._send_lock = threading.Lock()
         self._loop = loop
         self._deliver = deliver
-        threading.Thread(target=self._read, name="engine-client-reader", daemon=True).start()
+        self._reader = threading.Thread(target=self._read, name="engine-client-reader", daemon=True)
+        self._reader.start()
 
     def send(self, message: p.Request) -> None:
         with self._send_lock:
@@ -98,6 +99,10 @@ class EngineProcess:
         if self.process.is_alive():
             self.process.kill()
         self.process.join(timeout=5)
+        # The reader sees the pipe end (EOFError) once the child is gone; closing the pipe
+        # under it while it reads would hand recv() a closed handle (a TypeError in its thread).
+        if threading.current_thread() is not self._reader:
+            self._reader.join(timeout=3)
         self.conn.close()
 
     def end_hung(self, hang: Hang, silent_s: float = 0.0) -> None:
