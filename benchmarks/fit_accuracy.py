@@ -160,10 +160,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "fit_accuracy.json")
     args = parser.parse_args()
-    from tests.helpers.models import build_starter, build_tiny
+    from tests.helpers.models import build_small_real, build_tiny
 
     with tempfile.TemporaryDirectory(prefix="kestrel-fit ") as folder:
-        models = [("starter", build_starter(Path(folder)), (2048, 8192)),
+        models = [("starter", build_small_real(Path(folder)), (2048, 8192)),
                   (TINY_GGUF, build_tiny(Path(folder)), (512, 2048)),
                   ("tiny ONNX", ROOT / "tests" / "fixtures" / "tiny-onnx", (512, 2048))]
         rows = [measure(name, path, context) for name, path, contexts in models for context in contexts]

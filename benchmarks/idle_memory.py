@@ -94,8 +94,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kestrel-model ") as folder:
         model = args.model
         if model is None:
-            from tests.helpers.models import build_starter
-            model = build_starter(Path(folder))
+            from tests.helpers.models import build_small_real
+            model = build_small_real(Path(folder))
         memory = asyncio.run(engine_memory(model))
         cpu = idle_cpu(model, args.idle_seconds)
     result = {"model": model.name, "memory": memory, "idle": cpu,

@@ -1073,7 +1073,7 @@ CATEGORIES: dict[str, tuple[Callable[[Context], list[Case]], str]] = {
 
 
 def prepare(work: Path, seed: int, sample: bool) -> Context:
-    from tests.helpers.models import STARTER_PACKAGE, build_starter, build_tiny
+    from tests.helpers.models import SMALL_REAL_PACKAGE, build_small_real, build_tiny
 
     (work / "models").mkdir()
     tiny = build_tiny(work / "models")
@@ -1082,11 +1082,11 @@ def prepare(work: Path, seed: int, sample: bool) -> Context:
     starter = None
     if not sample:
         try:
-            __import__(STARTER_PACKAGE)
+            __import__(SMALL_REAL_PACKAGE)
         except ImportError:
             pass
         else:
-            starter = build_starter(work / "models")
+            starter = build_small_real(work / "models")
     return Context(work=work, seed=seed, sample=sample, tiny=tiny, home_template=template, starter=starter)
 
 

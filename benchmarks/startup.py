@@ -99,11 +99,11 @@ def main() -> int:
     args.json = args.json or results / ("startup-frozen.json" if args.frozen else "startup.json")
     model = args.model
     if model is None:
-        from tests.helpers.models import build_starter
+        from tests.helpers.models import build_small_real
 
         folder = ROOT / "benchmarks" / "results"
         folder.mkdir(parents=True, exist_ok=True)
-        model = build_starter(folder)
+        model = build_small_real(folder)
     command = app_command(args.frozen)
     runs = [one_run(model, command) for _ in range(args.runs)]
     shown = statistics.median(r["window_shown"] for r in runs)

@@ -92,8 +92,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kestrel-model ") as folder:
         model = args.model
         if model is None:
-            from tests.helpers.models import build_starter
-            model = build_starter(Path(folder))
+            from tests.helpers.models import build_small_real
+            model = build_small_real(Path(folder))
         result = {"model": model.name, "tokens": args.tokens, "runs": args.runs,
                   "busy": with_busy_process(model, args.tokens, args.runs),
                   "quiet": asyncio.run(measure(model, args.tokens, args.runs)), "goal_share": GOAL_SHARE}

@@ -208,12 +208,12 @@ def install_starter(home: Path) -> None:
     from app.core.settings import Settings, SettingsFile
     from app.library.importer import import_model_file
     from app.library.models import ModelLibrary
-    from tests.helpers.models import build_starter
+    from tests.helpers.models import build_small_real
 
     source = home / "model source"
     source.mkdir()
     paths = data_paths().ensure()
-    installed = import_model_file(ModelLibrary(paths.models), build_starter(source))
+    installed = import_model_file(ModelLibrary(paths.models), build_small_real(source))
     SettingsFile(paths.settings_file).save(Settings(default_model=installed.id))
 
 

@@ -551,7 +551,7 @@ def run_scenarios(home: Path, use_starter: bool, max_tokens: int, answers: int, 
     from app.core.generation import GenerationSettings
     from app.core.paths import data_paths
     from app.ui.app import build_window
-    from tests.helpers.models import build_starter, build_tiny
+    from tests.helpers.models import build_small_real, build_tiny
 
     os.environ["KESTREL_HOME"] = str(home)
     paths = data_paths().ensure()
@@ -560,7 +560,7 @@ def run_scenarios(home: Path, use_starter: bool, max_tokens: int, answers: int, 
     generation = GenerationSettings(max_tokens=max_tokens, temperature=0.0, seed=1, context_length=context)
     source = home / "model source"
     source.mkdir()
-    model = (build_starter if use_starter else build_tiny)(source)
+    model = (build_small_real if use_starter else build_tiny)(source)
     install_model(paths, model, generation)
     started = time.perf_counter()
     chat_b, chat_a = build_history(paths.history_db, generation)

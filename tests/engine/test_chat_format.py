@@ -187,8 +187,8 @@ def test_an_onnx_models_end_tokens_are_its_genai_config_eos_ids_decoded() -> Non
 
 
 @pytest.mark.starter
-def test_the_starter_models_end_tokens_include_gemmas_end_of_turn(starter_model: Path) -> None:
-    backend = GgufBackend.load(Load(request_id=1, model_path=str(starter_model), context_length=512),
+def test_the_starter_models_end_tokens_include_gemmas_end_of_turn(small_real_model: Path) -> None:
+    backend = GgufBackend.load(Load(request_id=1, model_path=str(small_real_model), context_length=512),
                                DeviceChoice("cpu", "test"))
     try:
         assert backend._tokens.end_of_generation == ("<eos>", "<end_of_turn>")

@@ -68,7 +68,7 @@ def _reopened(model: Path, folder: Path, context: int = 1024) -> tuple[str, str,
         backend.close()
 
 
-@pytest.mark.parametrize("model_fixture", ["tiny_model", "starter_model"])
+@pytest.mark.parametrize("model_fixture", ["tiny_model", "small_real_model"])
 def test_a_restored_state_answers_as_the_cache_it_was_taken_from(model_fixture: str, tmp_path: Path,
                                                                   request: pytest.FixtureRequest) -> None:
     model = request.getfixturevalue(model_fixture)

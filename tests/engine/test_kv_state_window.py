@@ -1,4 +1,4 @@
-"""Saved states of a sliding-window model (the Gemma 3 starter): a repeated prompt restores one."""
+"""Saved states of a sliding-window model (Gemma 3 270M, small_real_model): a repeated prompt restores one."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def _answer(backend: GgufBackend, messages: list[ChatMessage]) -> tuple[str, Don
 
 
 def test_a_repeated_prompt_restores_the_state_and_answers_as_the_engine_that_went_on_in_memory(
-        starter_model: Path, tmp_path: Path) -> None:
+        small_real_model: Path, tmp_path: Path) -> None:
     prompt = _chat("kestrels")
-    plain = _load(starter_model, None)
+    plain = _load(small_real_model, None)
     try:
         _answer(plain, prompt)
         # The same prompt again in the same engine: llama.cpp's full-size window keeps
@@ -41,10 +41,10 @@ def test_a_repeated_prompt_restores_the_state_and_answers_as_the_engine_that_wen
     finally:
         plain.close()
     folder = tmp_path / "states"
-    first = _load(starter_model, folder)
+    first = _load(small_real_model, folder)
     _answer(first, prompt)
     first.close()
-    reopened = _load(starter_model, folder)
+    reopened = _load(small_real_model, folder)
     try:
         restored, done = _answer(reopened, prompt)
         assert reopened.restored_from == "disk"

@@ -206,7 +206,7 @@ def test_the_family_comes_from_the_template_text(name: str) -> None:
 
 
 def test_no_template_means_no_tools() -> None:
-    # The starter model (Gemma 3 270M) carries no template; Kestrel formats it itself.
+    # Gemma 3 270M (the old starter, small_real_model) carries no template; Kestrel formats it itself.
     assert family_of(None) is None and family_of("") is None
 
 
@@ -239,7 +239,7 @@ def test_marker_like_openings_are_not_held_for_long() -> None:
     assert fence.feed("```json\n[1, 2]") == ["```json\n[1, 2]"]  # a fence whose JSON is no call object
 
 
-def test_the_starter_model_carries_no_template(starter_model: Path) -> None:
+def test_gemma_3_270m_carries_no_template(small_real_model: Path) -> None:
     """Gemma 3 270M: no chat template in its GGUF, so no tools are offered to it."""
-    template = read_gguf_info(starter_model).chat_template
+    template = read_gguf_info(small_real_model).chat_template
     assert template is None and family_of(template) is None

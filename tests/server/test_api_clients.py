@@ -273,8 +273,8 @@ def test_a_real_tool_call_through_both_clients(tmp_path: Path) -> None:
 
 
 @pytest.mark.starter
-def test_the_starter_model_answers_through_the_openai_client(starter_model: Path) -> None:
-    with loop_thread() as thread, real_service(thread, starter_model, EngineClient()) as controller, \
+def test_the_starter_model_answers_through_the_openai_client(small_real_model: Path) -> None:
+    with loop_thread() as thread, real_service(thread, small_real_model, EngineClient()) as controller, \
             api_over(thread, controller) as server:
         answer = openai_client(server.address).chat.completions.create(
             model=controller.model.id, messages=[{"role": "user", "content": "Say hello."}], max_tokens=16)

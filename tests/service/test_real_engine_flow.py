@@ -1,5 +1,5 @@
 """The controller on the real engine end to end: llama.cpp in its own process, on the tiny
-model and the starter; the other controller tests run on the scripted engine."""
+model and a small real one (Gemma 3 270M); the other controller tests run on the scripted engine."""
 
 from __future__ import annotations
 
@@ -77,9 +77,9 @@ def test_engine_killed_mid_answer_keeps_the_text_and_the_next_send_works(started
 
 
 @pytest.mark.starter
-def test_the_starter_model_answers_through_the_controller(started_controller, starter_model) -> None:
+def test_the_starter_model_answers_through_the_controller(started_controller, small_real_model) -> None:
     async def scenario():
-        async with started_controller(dataclasses.replace(SMALL, max_tokens=12), model=starter_model,
+        async with started_controller(dataclasses.replace(SMALL, max_tokens=12), model=small_real_model,
                                       engine=EngineClient()) as started:
             answer = await _answered(started.controller, "What is the capital of France?")
             assert answer.state == MessageState.COMPLETE and answer.text.strip()
@@ -89,9 +89,9 @@ def test_the_starter_model_answers_through_the_controller(started_controller, st
 
 
 @pytest.mark.starter
-def test_unloading_the_starter_gives_its_memory_back(started_controller, starter_model) -> None:
+def test_unloading_the_starter_gives_its_memory_back(started_controller, small_real_model) -> None:
     async def scenario():
-        async with started_controller(model=starter_model, engine=EngineClient()) as started:
+        async with started_controller(model=small_real_model, engine=EngineClient()) as started:
             controller = started.controller
             controller.send("Hello")
             await controller.wait_idle()
@@ -107,6 +107,6 @@ def test_unloading_the_starter_gives_its_memory_back(started_controller, starter
 
     loaded, unloaded, answer = run(scenario)
     mb = 1024 * 1024
-    # The starter's weights and cache are about 370 MB; an empty engine is about 65 MB.
+    # Gemma 3 270M's weights and cache are about 370 MB; an empty engine is about 65 MB.
     assert loaded - unloaded > 250 * mb and unloaded < 120 * mb, (loaded // mb, unloaded // mb)
     assert answer.state == MessageState.COMPLETE and answer.text

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel, QToolButton
 
 from app.core.paths import data_paths
 from app.core.resources import resource_path
+from app.library.starter import STARTER_LICENSE, STARTER_NAME, STARTER_PUBLISHER
 from app.ui.about import PROMISE, AboutDialog, bundled_parts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,24 @@ def test_about_says_the_version_the_promise_and_where_each_thing_is_kept(qtbot) 
         assert about.findChild(QLabel, f"path:{name}").text() == str(path)
 
 
+def test_about_names_the_starter_its_publisher_and_licence_without_cutting_them(qtbot) -> None:
+    about = dialog(qtbot, [])
+    words = about.starter.text()
+    assert STARTER_NAME in words and STARTER_PUBLISHER in words and f"{STARTER_LICENSE} licence" in words
+    assert "Qwen2.5-Coder 0.5B Instruct" in words and "Apache-2.0" in words
+    for width in (about.width(), about.minimumSizeHint().width()):
+        about.resize(width, about.height())
+        qtbot.wait(10)
+        label = about.starter
+        assert label.wordWrap() and label.height() >= label.heightForWidth(label.width()), width
+        assert label.width() >= label.minimumSizeHint().width(), width
+    table = about.licenses
+    row = next(table.topLevelItem(i) for i in range(table.topLevelItemCount())
+               if table.topLevelItem(i).text(0).startswith(STARTER_NAME))
+    assert table.header().sectionSize(0) >= table.fontMetrics().horizontalAdvance(row.text(0))
+    assert table.header().sectionSize(1) >= table.fontMetrics().horizontalAdvance(row.text(1))
+
+
 def test_open_data_folder_opens_the_data_folder_and_each_row_its_own(qtbot) -> None:
     opened: list[QUrl] = []
     about = dialog(qtbot, opened)
@@ -96,9 +115,9 @@ def test_the_licence_table_lists_every_bundled_part(qtbot) -> None:
     assert shown == {part["name"]: part["license"] for part in LICENSES["components"]}
     for name in ("Qt 6 and PySide6 (Qt for Python)", "llama.cpp", "ONNX Runtime", "ONNX Runtime GenAI",
                  "QtAwesome", "Phosphor icons 1.3.0", "qasync", "markdown-it-py", "Pygments", "Jinja2", "psutil",
-                 "platformdirs", "NumPy", "Gemma 3 270M (the starter model)"):
+                 "platformdirs", "NumPy", "Qwen2.5-Coder 0.5B Instruct (the starter model)"):
         assert name in shown, name
-    assert shown["Gemma 3 270M (the starter model)"] == "Gemma Terms of Use"
+    assert shown["Qwen2.5-Coder 0.5B Instruct (the starter model)"] == "Apache-2.0"
     assert bundled_parts()[0] == "Apache-2.0"
 
 
@@ -115,8 +134,10 @@ def test_each_recorded_licence_is_what_the_installed_package_declares() -> None:
             spdx = SPDX.get(recorded, recorded)
             if recorded and " :: " not in spdx:
                 assert spdx == entry["license"], f"{entry['name']}: {name} says {recorded!r}"
-            else:  # the metadata does not say which licence: a file the package ships must
-                assert any(e.get("package") in entry["packages"] for e in entry.get("evidence", ())), entry["name"]
+            else:  # the metadata does not say which licence: a file the package ships must, or,
+                # where the package ships none (the starter's chunks), the record of what was checked
+                assert any(e.get("package") in entry["packages"] or e.get("resource")
+                           for e in entry.get("evidence", ())), entry["name"]
     assert checked >= 20
 
 
@@ -125,6 +146,8 @@ def test_each_licence_the_metadata_does_not_name_is_in_a_shipped_file(entry) -> 
     for evidence in entry["evidence"]:
         if "python" in evidence:
             path = Path(sysconfig.get_paths()["stdlib"]) / evidence["python"]
+        elif "resource" in evidence:
+            path = resource_path(*evidence["resource"].split("/"))
         else:
             dist = installed(evidence["package"])
             if dist is None:
