@@ -98,7 +98,8 @@ def _lower_priority() -> None:
 class ReaderPool:
     """One reader child process, started when the first file comes and started again after a file
     killed it. A file that takes longer than `limits.seconds_per_file`, or makes the child crash
-    or run out of memory, comes back as an Unreadable with the reason; the next file goes on."""
+    or run out of memory, comes back as an Unreadable with the reason; the next file goes on.
+    One caller thread at a time (the index's worker thread): a file is sent and waited for."""
 
     def __init__(self, limits: ReadLimits = ReadLimits(), read: ReadFunction = read_document) -> None:
         self._limits = limits

@@ -1,5 +1,4 @@
-"""Real documents for the reader's tests, written by the libraries that write them (fpdf2,
-python-docx), hostile ones built byte by byte, and stand-in readers that hang, crash or eat memory."""
+"""Documents for the reader's tests: real ones written by fpdf2 and python-docx, hostile ones, and readers that hang or crash."""
 
 from __future__ import annotations
 
