@@ -42,8 +42,9 @@ TOKENIZER_PRE = "bert-bge"
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16}
 # Tensors the embedding model does not use: convert_hf_to_gguf.py drops the same ones.
 _DROPPED = ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias")
-# Tensors that stay f32 in an f16 file: llama.cpp adds them to f32 activations, and its CPU
-# add has no f32 + f16 form (convert_hf_to_gguf.py keeps POS_EMBD and TOKEN_TYPES f32 too).
+# Tensors that stay f32 in an f16 file, as convert_hf_to_gguf.py keeps POS_EMBD and TOKEN_TYPES:
+# llama.cpp adds the token-type row to f32 activations, and its CPU add has no f32 + f16 form
+# (with it in f16 the first text aborts the process).
 _ALWAYS_F32 = ("position_embd.weight", "token_types.weight")
 
 
