@@ -13,6 +13,10 @@ class DocumentsError(Exception):
     The message is meant for the user: it names what they gave and says what to do."""
 
 
+class IndexUnavailable(DocumentsError):
+    """The index file itself cannot be used: a full disk, no permission, another writer, damage."""
+
+
 class FileState(StrEnum):
     """Where a file of a collection stands. Written to disk: never reuse a value."""
 

@@ -291,11 +291,10 @@ class DocumentIndex:
             if width is not None and any(len(row[2]) != width[0] for row in rows):
                 raise ValueError(f"{model_id} gave vectors of another length than those stored")
             with transaction(self._conn):
-                before = self._conn.total_changes
-                self._conn.executemany(
+                cursor = self._conn.executemany(
                     "INSERT OR REPLACE INTO vectors (model, chunk_id, vector)"
                     " SELECT ?, id, ? FROM chunks WHERE id = ?", [(m, blob, c) for m, c, blob in rows])
-                return self._conn.total_changes - before
+                return max(cursor.rowcount, 0)
 
     def embed_missing(self, model_id: str, embedder: Callable[[Sequence[str]], list[list[float]]],
                       control: IndexControl | None = None, batch: int = 64) -> int:

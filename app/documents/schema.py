@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.documents.collections import DocumentsError
+from app.documents.collections import DocumentsError, IndexUnavailable
 
 SCHEMA_VERSION = 1
 # One key of `meta`: bumped by triggers on every vector written or dropped, so that a
@@ -85,12 +85,12 @@ _PROBLEMS = {
 }
 
 
-def problem(error: sqlite3.Error, path: Path) -> DocumentsError | None:
+def problem(error: sqlite3.Error, path: Path) -> IndexUnavailable | None:
     """The user's words for an error that comes from their machine (disk, permissions, another
     writer, a damaged file); None for one that is a bug."""
     code = getattr(error, "sqlite_errorcode", None)
     template = None if code is None else _PROBLEMS.get(code & 0xFF)
-    return None if template is None else DocumentsError(template.format(path=path))
+    return None if template is None else IndexUnavailable(template.format(path=path))
 
 
 @contextmanager
@@ -118,7 +118,7 @@ def open_database(path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA foreign_keys=ON")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise DocumentsError(f"The documents index at {path} was written by a newer Kestrel "
+                raise IndexUnavailable(f"The documents index at {path} was written by a newer Kestrel "
                                      f"(version {version}). Update Kestrel, or delete the file and add "
                                      "the folders again.")
             if version < SCHEMA_VERSION:
