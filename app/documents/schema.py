@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.documents.collections import DocumentsError, IndexUnavailable
+from app.documents.collections import IndexUnavailable
 
 SCHEMA_VERSION = 1
 # One key of `meta`: bumped by triggers on every vector written or dropped, so that a
