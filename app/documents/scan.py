@@ -9,16 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-# What the readers read (app/documents/reading.py); anything else in a folder is left out
-# rather than listed as unreadable, so a source tree's images and binaries do not crowd the list.
-DOCUMENT_SUFFIXES = frozenset({
-    ".txt", ".text", ".md", ".markdown", ".rst", ".org", ".csv", ".tsv", ".log",
-    ".html", ".htm", ".xhtml", ".pdf", ".docx",
-    ".py", ".pyi", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".c", ".h", ".cc", ".cpp",
-    ".hpp", ".cs", ".go", ".rs", ".rb", ".php", ".swift", ".m", ".scala", ".lua", ".pl", ".r",
-    ".sh", ".bash", ".zsh", ".ps1", ".bat", ".sql", ".json", ".yaml", ".yml", ".toml", ".ini",
-    ".cfg", ".xml", ".tex", ".css", ".scss",
-})
+from app.documents.kinds import file_kind
+
 # Folders of tools, not of the user's writing: a collection of a project leaves them out.
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 _HIDDEN_OR_SYSTEM = getattr(stat, "FILE_ATTRIBUTE_HIDDEN", 2) | getattr(stat, "FILE_ATTRIBUTE_SYSTEM", 4)
@@ -61,7 +53,9 @@ def scan_folder(folder: Path, cancelled: Callable[[], bool] = lambda: False) -> 
                     if entry.name not in SKIPPED_FOLDERS:
                         pending.append((Path(entry.path), f"{prefix}{entry.name}/"))
                     continue
-                if Path(entry.name).suffix.lower() not in DOCUMENT_SUFFIXES:
+                # What the reader does not read is left out, not listed as unreadable, so that a
+                # source tree's images and binaries do not crowd the list.
+                if file_kind(Path(entry.name)) is None:
                     continue
                 info = entry.stat(follow_symlinks=True)
             except OSError:  # a broken or circular link, or gone since the listing

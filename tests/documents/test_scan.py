@@ -10,11 +10,11 @@ from app.documents.scan import scan_folder
 
 def test_documents_are_found_and_the_rest_left_out(tmp_path: Path) -> None:
     for name in ("a.txt", "b.MD", "deep/er/c.pdf", "deep/d.docx", "e.py", "image.png", "archive.zip", ".dot.txt",
-                 ".git/config.txt", "node_modules/pkg/readme.md", "~$report.docx", "noext"):
+                 ".git/config.txt", "node_modules/pkg/readme.md", "~$report.docx", "noext", "README"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x" * len(name), encoding="utf-8")
     found = scan_folder(tmp_path)
-    assert sorted(found) == ["a.txt", "b.MD", "deep/d.docx", "deep/er/c.pdf", "e.py"]
+    assert sorted(found) == ["README", "a.txt", "b.MD", "deep/d.docx", "deep/er/c.pdf", "e.py"]
     stat = (tmp_path / "deep/er/c.pdf").stat()
     assert (found["deep/er/c.pdf"].size, found["deep/er/c.pdf"].mtime_ns) == (stat.st_size, stat.st_mtime_ns)
 
