@@ -21,7 +21,7 @@ from app.documents.collections import (
 )
 from app.documents.scan import FoundFile, scan_folder
 from app.documents.schema import open_database, plain_errors, transaction
-from app.documents.search import SearchMode, VectorQuery, VectorStore, search
+from app.documents.search import Embedder, SearchMode, VectorQuery, VectorStore, search
 from app.documents.values import Chunk, DocumentText, Unreadable
 
 DATABASE_NAME = "documents.sqlite3"
@@ -295,7 +295,7 @@ class DocumentIndex:
                     " SELECT ?, id, ? FROM chunks WHERE id = ?", [(m, blob, c) for m, c, blob in rows])
                 return max(cursor.rowcount, 0)
 
-    def embed_missing(self, model_id: str, embedder: Callable[[Sequence[str]], list[list[float]]],
+    def embed_missing(self, model_id: str, embedder: Embedder,
                       control: IndexControl | None = None, batch: int = 64) -> int:
         """Embed every chunk the model has not, a batch at a time; returns how many were embedded."""
         control = control or IndexControl()
@@ -305,7 +305,7 @@ class DocumentIndex:
             if not todo:
                 break
             total += self.store_vectors(model_id, zip([chunk_id for chunk_id, _ in todo],
-                                                      embedder([text for _, text in todo]), strict=True))
+                                                      embedder.embed([text for _, text in todo]), strict=True))
         return total
 
     # --- search -------------------------------------------------------------------

@@ -66,7 +66,7 @@ def test_keyword_alone_until_the_model_has_vectors_then_hybrid(index: DocumentIn
     keyword = index.search("winter constellation", vectors=query)
     assert embedder.calls == 0 and [hit.path.name for hit in keyword] == ["stars.txt"]
     assert index.search("winter", mode=SearchMode.VECTOR, vectors=query) == []
-    done = index.embed_missing("word-hash", embedder.embed, batch=2)
+    done = index.embed_missing("word-hash", embedder, batch=2)
     assert done == 6 and index.chunks_without_vectors("word-hash") == []
     vector = index.search("frogs", mode=SearchMode.VECTOR, vectors=query, limit=1)
     assert [hit.path.name for hit in vector] == ["heron.txt"] and vector[0].score == pytest.approx(1 / 5 ** 0.5)  # 1 of 5 words
@@ -82,7 +82,7 @@ def test_new_vectors_are_seen_by_the_next_search(index: DocumentIndex) -> None:
     [(first_id, first_text)] = index.chunks_without_vectors("word-hash", limit=1)
     index.store_vectors("word-hash", [(first_id, embedder.embed([first_text])[0])])
     assert len(index.search("anything", mode=SearchMode.VECTOR, vectors=query)) == 1
-    index.embed_missing("word-hash", embedder.embed)
+    index.embed_missing("word-hash", embedder)
     assert len(index.search("anything", mode=SearchMode.VECTOR, vectors=query)) == 6
     with pytest.raises(ValueError, match="another length"):
         index.store_vectors("word-hash", [(first_id, [1.0, 2.0])])
