@@ -315,7 +315,9 @@ class DocumentIndex:
         """The chunks that best answer `query`: keyword alone until `vectors`' model has filled vectors."""
         if limit < 1:
             raise ValueError("a search asks for at least one hit")
-        ids = None if collections is None else [self._collection_id(name) for name in collections]
+        ids = None if collections is None else sorted({self._collection_id(name) for name in collections})
+        if ids is not None and len(ids) == len(self.collections()):
+            ids = None  # every collection: the faster search without a filter
         with plain_errors(self.path):
             return search(self._conn, self._vectors, query, ids, limit, mode, vectors)
 

@@ -119,13 +119,15 @@ def open_database(path: Path) -> sqlite3.Connection:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise IndexUnavailable(f"The documents index at {path} was written by a newer Kestrel "
-                                     f"(version {version}). Update Kestrel, or delete the file and add "
-                                     "the folders again.")
+                                       f"(version {version}). Update Kestrel, or delete the file and add "
+                                       "the folders again.")
             if version < SCHEMA_VERSION:
                 with transaction(conn):
                     for statement in _statements(_SCHEMA):
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            # Per connection, never stored: how many chunks hold a word (search.telling_words).
+            conn.execute("CREATE VIRTUAL TABLE temp.chunks_vocab USING fts5vocab(main, 'chunks_fts', 'row')")
         except BaseException:
             conn.close()
             raise

@@ -48,11 +48,35 @@ class VectorQuery:
     embedder: Embedder
 
 
+def query_words(text: str) -> list[str]:
+    """The user's words, folded, each once, at most _MAX_QUERY_WORDS."""
+    return list(dict.fromkeys(word.casefold() for word in _WORD.findall(text)))[:_MAX_QUERY_WORDS]
+
+
 def fts_query(text: str) -> str:
     """The user's words as an FTS5 query that matches any of them. Every word is quoted, so
     nothing typed (AND, NEAR, a quote, a `*`, `col:`) is read as FTS5 syntax."""
-    words = list(dict.fromkeys(word.casefold() for word in _WORD.findall(text)))[:_MAX_QUERY_WORDS]
+    return _match(query_words(text))
+
+
+def _match(words: Sequence[str]) -> str:
     return " OR ".join(f'"{word}"' for word in words)
+
+
+def telling_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
+    """`words` without those in more than half of all chunks, when another word remains.
+
+    FTS5's BM25 gives such a word an IDF of 1e-6 (its formula goes negative past half),
+    so it moves no score; dropped, it no longer makes FTS5 score and sort nearly every
+    chunk ("the", "and"): 119 ms at p95 before, at 100,000 chunks. A word whose stem
+    differs from it is not found in the vocabulary and is kept, as a rare one is."""
+    if len(words) < 2:
+        return words
+    total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    kept = [word for word in words
+            if (row := conn.execute("SELECT doc FROM temp.chunks_vocab WHERE term = ?", (word,)).fetchone()) is None
+            or row[0] * 2 <= total]
+    return kept or words
 
 
 class VectorStore:
@@ -110,14 +134,18 @@ class VectorStore:
 def keyword_ranking(conn: sqlite3.Connection, query: str, collection_ids: Sequence[int] | None,
                     count: int) -> list[tuple[int, float]]:
     """The `count` best chunks by BM25, best first, with a score where higher is better."""
-    match = fts_query(query)
+    match = _match(telling_words(conn, query_words(query)))
     if not match:
         return []
-    where, params = _collection_filter(collection_ids)
-    rows = conn.execute(
-        "SELECT chunks_fts.rowid, bm25(chunks_fts) AS rank FROM chunks_fts"
-        " JOIN chunks AS c ON c.id = chunks_fts.rowid JOIN files AS f ON f.id = c.file_id"
-        f" WHERE chunks_fts MATCH ?{where} ORDER BY rank LIMIT ?", (match, *params, count)).fetchall()
+    if collection_ids is None:  # no join: joining every match before the sort tripled the time
+        rows = conn.execute("SELECT rowid, bm25(chunks_fts) AS rank FROM chunks_fts WHERE chunks_fts MATCH ?"
+                            " ORDER BY rank LIMIT ?", (match, count)).fetchall()
+    else:
+        where, params = _collection_filter(collection_ids)
+        rows = conn.execute(
+            "SELECT chunks_fts.rowid, bm25(chunks_fts) AS rank FROM chunks_fts"
+            " JOIN chunks AS c ON c.id = chunks_fts.rowid JOIN files AS f ON f.id = c.file_id"
+            f" WHERE chunks_fts MATCH ?{where} ORDER BY rank LIMIT ?", (match, *params, count)).fetchall()
     return [(int(row[0]), -float(row[1])) for row in rows]
 
 

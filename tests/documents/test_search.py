@@ -92,3 +92,17 @@ def test_reciprocal_rank_fusion() -> None:
     fused = fuse([[(1, 9.0), (2, 8.0), (3, 7.0)], [(3, 0.9), (1, 0.8)]], limit=10)
     assert [chunk_id for chunk_id, _ in fused] == [1, 3, 2]
     assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62) and fused[2][1] == pytest.approx(1 / 62)
+
+
+def test_a_word_in_most_chunks_is_left_out_when_another_remains(tmp_path: Path) -> None:
+    folder = tmp_path / "pets"
+    folder.mkdir()
+    for name in ("cat", "dog", "bird"):
+        (folder / f"{name}.txt").write_text(f"the {name} sleeps", encoding="utf-8")
+    with DocumentIndex(tmp_path / "pets.sqlite3", read_here, paragraphs) as index:
+        index.add_collection(folder)
+        index.index("pets")
+        # "the" is in every chunk: BM25 gives it no weight, so it only made every chunk a match.
+        assert [hit.path.name for hit in index.search("the dog")] == ["dog.txt"]
+        assert len(index.search("the")) == 3 and len(index.search("the sleeps")) == 3
+        assert [hit.path.name for hit in index.search("the dog", ["pets"])] == ["dog.txt"]
