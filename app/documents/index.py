@@ -21,7 +21,7 @@ from app.documents.collections import (
 )
 from app.documents.scan import FoundFile, scan_folder
 from app.documents.schema import open_database, plain_errors, transaction
-from app.documents.search import Embedder, SearchMode, VectorQuery, VectorStore, search
+from app.documents.search import Embedder, SearchMode, VectorQuery, VectorStore, WordCounts, search
 from app.documents.values import Chunk, DocumentText, Unreadable
 
 DATABASE_NAME = "documents.sqlite3"
@@ -85,6 +85,7 @@ class DocumentIndex:
         self._chunk = chunk
         self._conn = open_database(path)
         self._vectors = VectorStore()
+        self._word_counts = WordCounts()
 
     def close(self) -> None:
         self._conn.close()
@@ -319,7 +320,7 @@ class DocumentIndex:
         with plain_errors(self.path):
             if ids is not None and len(ids) == self._conn.execute("SELECT count(*) FROM collections").fetchone()[0]:
                 ids = None  # every collection: the faster search without a filter
-            return search(self._conn, self._vectors, query, ids, limit, mode, vectors)
+            return search(self._conn, self._vectors, self._word_counts, query, ids, limit, mode, vectors)
 
 
 def _progress(name: str, done: int, total: int, chunks: int, unreadable: int, started: float) -> IndexProgress:

@@ -63,20 +63,34 @@ def _match(words: Sequence[str]) -> str:
     return " OR ".join(f'"{word}"' for word in words)
 
 
-def telling_words(conn: sqlite3.Connection, words: list[str]) -> list[str]:
-    """`words` without those in more than half of all chunks, when another word remains.
+class WordCounts:
+    """How many chunks hold a word, as asked of FTS5's vocabulary (a common word costs ms to
+    count), kept until the number of chunks changes."""
 
-    FTS5's BM25 gives such a word an IDF of 1e-6 (its formula goes negative past half),
-    so it moves no score; dropped, it no longer makes FTS5 score and sort nearly every
-    chunk ("the", "and"): 119 ms at p95 before, at 100,000 chunks. A word whose stem
-    differs from it is not found in the vocabulary and is kept, as a rare one is."""
-    if len(words) < 2:
-        return words
-    total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
-    kept = [word for word in words
-            if (row := conn.execute("SELECT doc FROM temp.chunks_vocab WHERE term = ?", (word,)).fetchone()) is None
-            or row[0] * 2 <= total]
-    return kept or words
+    def __init__(self) -> None:
+        self._total = -1
+        self._counts: dict[str, int] = {}
+
+    def telling(self, conn: sqlite3.Connection, words: list[str]) -> list[str]:
+        """`words` without those in more than half of all chunks, when another word remains.
+
+        FTS5's BM25 gives such a word an IDF of 1e-6 (its formula goes negative past half),
+        so it moves no score; dropped, it no longer makes FTS5 score and sort nearly every
+        chunk ("the", "and"): 119 ms at p95 before, at 100,000 chunks. A word whose stem
+        differs from it is not found in the vocabulary and is kept, as a rare one is."""
+        if len(words) < 2:
+            return words
+        total = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        if total != self._total:
+            self._total, self._counts = total, {}
+        kept = [word for word in words if self._count(conn, word) * 2 <= total]
+        return kept or words
+
+    def _count(self, conn: sqlite3.Connection, word: str) -> int:
+        if word not in self._counts:
+            row = conn.execute("SELECT doc FROM temp.chunks_vocab WHERE term = ?", (word,)).fetchone()
+            self._counts[word] = 0 if row is None else int(row[0])
+        return self._counts[word]
 
 
 class VectorStore:
@@ -131,10 +145,10 @@ class VectorStore:
         return bool(np.isin(self.collection_ids, np.asarray(collection_ids, dtype=np.int64)).any())
 
 
-def keyword_ranking(conn: sqlite3.Connection, query: str, collection_ids: Sequence[int] | None,
-                    count: int) -> list[tuple[int, float]]:
+def keyword_ranking(conn: sqlite3.Connection, counts: WordCounts, query: str,
+                    collection_ids: Sequence[int] | None, count: int) -> list[tuple[int, float]]:
     """The `count` best chunks by BM25, best first, with a score where higher is better."""
-    match = _match(telling_words(conn, query_words(query)))
+    match = _match(counts.telling(conn, query_words(query)))
     if not match:
         return []
     if collection_ids is None:  # no join: joining every match before the sort tripled the time
@@ -165,7 +179,8 @@ def fuse(rankings: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tu
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
-def search(conn: sqlite3.Connection, store: VectorStore, query: str, collection_ids: Sequence[int] | None,
+def search(conn: sqlite3.Connection, store: VectorStore, counts: WordCounts, query: str,
+           collection_ids: Sequence[int] | None,
            limit: int, mode: SearchMode, vectors: VectorQuery | None) -> list[Hit]:
     """The chunks that best answer `query` in the given collections (None: all)."""
     if collection_ids is not None and not collection_ids:
@@ -179,9 +194,9 @@ def search(conn: sqlite3.Connection, store: VectorStore, query: str, collection_
     if mode is SearchMode.VECTOR:
         ranked = nearest[:limit]
     elif mode is SearchMode.HYBRID and nearest:
-        ranked = fuse([keyword_ranking(conn, query, collection_ids, candidates), nearest], limit)
+        ranked = fuse([keyword_ranking(conn, counts, query, collection_ids, candidates), nearest], limit)
     else:
-        ranked = keyword_ranking(conn, query, collection_ids, limit)
+        ranked = keyword_ranking(conn, counts, query, collection_ids, limit)
     return _hits(conn, ranked)
 
 
