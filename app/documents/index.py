@@ -236,11 +236,12 @@ class DocumentIndex:
                 indexed += isinstance(result, DocumentText)
                 unreadable += isinstance(result, Unreadable)
                 chunk_count += len(chunks)
+                if on_progress is not None:
+                    on_progress(_progress(name, done, len(pending), chunk_count, unreadable, started))
+                # Written before a pause too: a paused run holds nothing that a kill would lose.
                 if time.monotonic() - written > _COMMIT_EVERY_S or control.paused or control.cancelled:
                     self._write(waiting)
                     written = time.monotonic()
-                if on_progress is not None:
-                    on_progress(_progress(name, done, len(pending), chunk_count, unreadable, started))
                 if not control.go_on():
                     break
             self._write(waiting)

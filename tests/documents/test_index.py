@@ -192,6 +192,7 @@ def test_a_run_pauses_and_cancels_between_files(index: DocumentIndex, tmp_path: 
     run.start()
     time.sleep(0.3)
     assert run.is_alive() and paused.paused
+    assert indexed_files(index.path) == 6  # the file read before the pause is written, not held
     paused.resume()
     run.join(10)
     assert not run.is_alive() and index.collection("many").pending == 0
