@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant. Without a command it opens the window.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
-    from app.cli import chat, chat_files, doctor, models, serve, tools
+    from app.cli import chat, chat_files, docs, doctor, models, serve, tools
     from app.cli.command_parser import command_actions
 
     # A command's own mistakes are shown with its own usage (`kestrel chat --bogus hi`).
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat_files.add_parser(commands)
     serve.add_parser(commands)
     tools.add_parser(commands)
+    docs.add_parser(commands)
     return parser
 
 

@@ -71,6 +71,8 @@ VIOLATIONS = {
     "nothing-below-imports-the-server": ("app/service/_violation.py", "import app.server.runner",
                                          "app.service._violation -> app.server.runner"),
     "tools-below-service": ("app/tools/_violation.py", "import app.service", "app.tools._violation -> app.service"),
+    "documents-below-service": ("app/documents/_violation.py", "import app.engine.process",
+                                "app.documents._violation -> app.engine.process"),
 }
 
 

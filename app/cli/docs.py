@@ -1,0 +1,235 @@
+"""`kestrel docs`: add folders as collections, list, remove and reindex them, and search them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.cli.chat import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.closed_output import output_closed
+from app.cli.models_common import EXIT_FILES, ProgressLine
+from app.cli.terminal_text import shown_path, terminal_line, terminal_text
+from app.documents.collections import Collection, DocumentsError, FileState, IndexOutcome, IndexProgress, \
+    IndexUnavailable
+from app.documents.values import source_label
+
+if TYPE_CHECKING:  # the index brings numpy: imported only when a docs command runs
+    from app.documents.index import DocumentIndex
+
+_MAX_LIMIT = 1000
+_SHOWN_CHARS = 300  # of a hit's text in the plain listing; --json gives it whole
+_REDRAW_S = 0.1
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    docs = commands.add_parser("docs", help="add folders of documents as collections and search them")
+    actions = docs.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="add a folder as a collection and index it before returning")
+    add.add_argument("folder", metavar="FOLDER", type=Path)
+    add.add_argument("--name", help="the collection's name (default: the folder's name)")
+    add.set_defaults(run=run, handler=_add)
+    listing = actions.add_parser("list", help="the collections: files, chunks, unreadable files, last indexed")
+    listing.add_argument("name", metavar="NAME", nargs="?", help="only this collection")
+    listing.add_argument("--files", action="store_true", help="list each file, and why one could not be read")
+    listing.add_argument("--json", action="store_true", help="one JSON object per collection (or file) and line")
+    listing.set_defaults(run=run, handler=_list)
+    remove = actions.add_parser("remove", help="remove a collection from the index (its folder is not touched)")
+    remove.add_argument("name", metavar="NAME")
+    remove.set_defaults(run=run, handler=_remove)
+    reindex = actions.add_parser("reindex", help="read what changed in a collection's folder (default: all)")
+    reindex.add_argument("name", metavar="NAME", nargs="?")
+    reindex.set_defaults(run=run, handler=_reindex)
+    search = actions.add_parser("search", help="search the collections' documents")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--collection", action="append", metavar="N", help="search only this collection (repeatable)")
+    search.add_argument("--limit", type=int, default=10, metavar="K", help="how many hits (default 10)")
+    search.add_argument("--json", action="store_true", help="one JSON object per hit and line")
+    search.set_defaults(run=run, handler=_search)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen action; a problem the user can fix becomes its message and exit status."""
+    try:
+        status: int = args.handler(args)
+        return status
+    except UserError as exc:
+        print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
+        return exc.status
+    except IndexUnavailable as exc:
+        print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
+        return EXIT_FILES
+    except DocumentsError as exc:
+        print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    except OSError as exc:
+        if output_closed(exc):
+            raise
+        where = shown_path(exc.filename) if exc.filename else "the documents index"
+        print(f"kestrel: Kestrel could not use {where}: {exc.strerror or exc}. Check that the disk is there "
+              "and has space and that you may write to it, then try again.", file=sys.stderr, flush=True)
+        return EXIT_FILES
+
+
+def open_index() -> DocumentIndex:
+    """The index in the data folder, reading files in the reader's worker process."""
+    from app.documents.chunks import chunk_document
+    from app.documents.index import DocumentIndex, default_database
+    from app.documents.reader_worker import read_in_worker
+
+    return DocumentIndex(default_database(), read_in_worker, chunk_document)
+
+
+# --- add, reindex, remove -----------------------------------------------------------
+
+def _add(args: argparse.Namespace) -> int:
+    with open_index() as index:
+        collection = index.add_collection(args.folder, args.name)
+        print(f"Added {terminal_line(collection.name)} ({shown_path(collection.folder)}); reading its documents…",
+              file=sys.stderr, flush=True)
+        _index_one(index, collection.name)
+    return EXIT_OK
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    with open_index() as index:
+        names = [index.collection(args.name).name] if args.name else [c.name for c in index.collections()]
+        if not names:
+            print("No collections yet. Add a folder with: kestrel docs add FOLDER", file=sys.stderr)
+        for name in names:
+            _index_one(index, name)
+    return EXIT_OK
+
+
+def _remove(args: argparse.Namespace) -> int:
+    with open_index() as index:
+        collection = index.collection(args.name)
+        index.remove_collection(collection.name)
+    print(f"Removed the collection {terminal_line(collection.name)} from the index; "
+          f"{shown_path(collection.folder)} was not touched.")
+    return EXIT_OK
+
+
+def _index_one(index: DocumentIndex, name: str) -> None:
+    """Index a collection with a progress line; Ctrl+C keeps what was read for the next run."""
+    line = ProgressLine(sys.stderr)
+    try:
+        outcome = index.index(name, _progress_shower(line))
+    except KeyboardInterrupt:
+        line.end()
+        raise UserError(f"Interrupted. The files read so far are kept; kestrel docs reindex {name} goes on "
+                        "with the rest.", EXIT_INTERRUPTED) from None
+    line.end()
+    print(_summary(outcome, index.collection(name)))
+
+
+def _progress_shower(line: ProgressLine) -> Callable[[IndexProgress], None]:
+    shown = [0.0]
+
+    def show(progress: IndexProgress) -> None:
+        last = progress.files_done == progress.files_total
+        if not last and time.monotonic() - shown[0] < _REDRAW_S:
+            return
+        shown[0] = time.monotonic()
+        left = "" if progress.seconds_left is None else f", about {_duration(progress.seconds_left)} left"
+        line.show(f"Indexing {terminal_line(progress.collection)}: {progress.files_done:,}/{progress.files_total:,} "
+                  f"files{left}")
+
+    return show
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 3600:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number:,} {word}{'' if number == 1 else 's'}"
+
+
+def _summary(outcome: IndexOutcome, collection: Collection) -> str:
+    changes = f"{outcome.added:,} new, {outcome.changed:,} changed, {outcome.removed:,} gone"
+    text = (f"{terminal_line(collection.name)}: {_count(collection.files, 'file')}, "
+            f"{_count(collection.chunks, 'chunk')} ({changes}).")
+    if collection.unreadable:
+        text += (f" {collection.unreadable:,} could not be read: kestrel docs list "
+                 f"{terminal_line(collection.name)} --files says why.")
+    return text
+
+
+# --- list ---------------------------------------------------------------------------
+
+def _list(args: argparse.Namespace) -> int:
+    with open_index() as index:
+        collections = [index.collection(args.name)] if args.name else index.collections()
+        if not collections and not args.json:
+            print("No collections yet. Add a folder with: kestrel docs add FOLDER", file=sys.stderr)
+        for collection in collections:
+            if args.files:
+                _print_files(index, collection, args.json)
+            elif args.json:
+                print(json.dumps({"name": collection.name, "folder": str(collection.folder), "files": collection.files,
+                                  "chunks": collection.chunks, "unreadable": collection.unreadable,
+                                  "pending": collection.pending, "indexed_at": collection.indexed_at},
+                                 ensure_ascii=False))
+            else:
+                print(_collection_line(collection))
+    return EXIT_OK
+
+
+def _collection_line(collection: Collection) -> str:
+    when = ("never completed" if collection.indexed_at is None
+            else time.strftime("%Y-%m-%d %H:%M", time.localtime(collection.indexed_at)))
+    pending = f", {collection.pending:,} not yet read" if collection.pending else ""
+    return (f"{terminal_line(collection.name)}  {shown_path(collection.folder)}  {_count(collection.files, 'file')}, "
+            f"{_count(collection.chunks, 'chunk')}, {collection.unreadable:,} unreadable{pending}; indexed {when}")
+
+
+def _print_files(index: DocumentIndex, collection: Collection, as_json: bool) -> None:
+    for record in index.files(collection.name):
+        if as_json:
+            print(json.dumps({"collection": collection.name, "path": str(record.path), "state": record.state.value,
+                              "reason": record.reason, "chunks": record.chunks, "size": record.size},
+                             ensure_ascii=False))
+            continue
+        why = f": {terminal_line(record.reason)}" if record.reason else ""
+        chunks = _count(record.chunks, "chunk") if record.state is FileState.INDEXED else record.state.value
+        print(f"{shown_path(record.path)}  {chunks}{why}")
+
+
+# --- search -------------------------------------------------------------------------
+
+def _search(args: argparse.Namespace) -> int:
+    if not 1 <= args.limit <= _MAX_LIMIT:
+        raise UserError(f"--limit {args.limit} is not allowed: give how many hits to show, 1 to {_MAX_LIMIT}.",
+                        EXIT_USAGE)
+    if not args.query.strip():
+        raise UserError("The search is empty: give the words to look for, e.g. kestrel docs search \"tax return\".",
+                        EXIT_USAGE)
+    with open_index() as index:
+        if not index.collections():
+            print("No collections yet. Add a folder with: kestrel docs add FOLDER", file=sys.stderr)
+            return EXIT_OK
+        names = None if args.collection is None else [index.collection(name).name for name in args.collection]
+        hits = index.search(args.query, names, args.limit)
+    if not hits and not args.json:
+        print("Nothing found.", file=sys.stderr)
+    for number, hit in enumerate(hits, start=1):
+        if args.json:
+            print(json.dumps({"collection": hit.collection, "path": str(hit.path), "page": hit.page,
+                              "heading": hit.heading, "score": hit.score, "text": hit.text, "chunk_id": hit.chunk_id},
+                             ensure_ascii=False))
+            continue
+        text = " ".join(hit.text.split())
+        text = text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 1] + "…"
+        print(f"{number}. {terminal_line(source_label(hit.path, hit.page, hit.heading))}  "
+              f"({shown_path(hit.path)}, score {hit.score:.3g})")
+        print(f"   {terminal_line(text)}")
+    return EXIT_OK

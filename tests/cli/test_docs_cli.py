@@ -1,0 +1,94 @@
+"""`kestrel docs` as a user runs it: add, list, search, reindex and remove, with the reader's real
+worker process; every mistake in plain words with its exit status, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from app.__main__ import main
+from app.documents.index import default_database
+
+
+def docs(*args: str) -> subprocess.CompletedProcess:
+    """`kestrel docs ARGS` in this process, its output captured as a subprocess's would be."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(["docs", *args])
+        except SystemExit as exit:  # argparse's own usage errors
+            status = int(exit.code or 0)
+    result = subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+    return result
+
+
+def notes(tmp_path: Path) -> Path:
+    folder = tmp_path / "My Notes"
+    (folder / "trips").mkdir(parents=True)
+    (folder / "trips" / "iceland.md").write_text("# Iceland\n\nWe saw puffins at Látrabjarg.\n", encoding="utf-8")
+    (folder / "recipes.txt").write_text("Bake the bread for forty minutes.\n", encoding="utf-8")
+    (folder / "broken.txt").write_bytes(b"\x00\x01\x02\xff" * 100)
+    return folder
+
+
+def test_add_list_search_reindex_remove(tmp_path: Path) -> None:
+    folder = notes(tmp_path)
+    added = docs("add", str(folder), "--name", "notes")
+    assert added.returncode == 0, added.stderr
+    assert re.fullmatch(r"notes: 3 files, \d+ chunks \(3 new, 0 changed, 0 gone\)\. 1 could not be read: "
+                        r"kestrel docs list notes --files says why\.\n", added.stdout), added.stdout
+    assert default_database().is_file()
+    listed = docs("list")
+    assert listed.returncode == 0 and listed.stdout.startswith("notes  ")
+    assert re.search(r"  3 files, \d+ chunks, 1 unreadable; indexed 20\d\d-", listed.stdout), listed.stdout
+    [row] = [json.loads(line) for line in docs("list", "--json").stdout.splitlines()]
+    assert (row["name"], row["folder"], row["files"], row["unreadable"]) == ("notes", str(folder.resolve()), 3, 1)
+    files = docs("list", "notes", "--files").stdout
+    assert "broken.txt  unreadable: " in files and "recipes.txt  1 chunk\n" in files
+    found = docs("search", "puffins", "--json")
+    assert found.returncode == 0, found.stderr
+    [hit] = [json.loads(line) for line in found.stdout.splitlines()]
+    assert hit["path"] == str(folder.resolve() / "trips" / "iceland.md") and "puffins" in hit["text"]
+    assert set(hit) == {"collection", "path", "page", "heading", "score", "text", "chunk_id"}
+    plain = docs("search", "bread", "--collection", "NOTES")
+    assert plain.stdout.startswith("1. recipes.txt") and "Bake the bread" in plain.stdout
+    (folder / "recipes.txt").unlink()
+    reindexed = docs("reindex", "notes")
+    assert reindexed.returncode == 0 and "(0 new, 0 changed, 1 gone)" in reindexed.stdout
+    assert docs("search", "bread").stdout == ""
+    removed = docs("remove", "notes")
+    assert removed.returncode == 0 and "was not touched" in removed.stdout
+    assert (folder / "trips" / "iceland.md").exists() and docs("list", "--json").stdout == ""
+
+
+def test_mistakes_are_said_in_plain_words(tmp_path: Path) -> None:
+    missing = docs("add", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "nowhere does not exist" in missing.stderr
+    empty = docs("search", "anything")
+    assert empty.returncode == 0 and "No collections yet" in empty.stderr
+    folder = notes(tmp_path)
+    assert docs("add", str(folder)).returncode == 0
+    again = docs("add", str(folder))
+    assert again.returncode == 2 and "already the collection 'My Notes'" in again.stderr
+    unknown = docs("search", "x", "--collection", "work")
+    assert unknown.returncode == 2 and "no collection named 'work' (the collections: My Notes)" in unknown.stderr
+    assert docs("remove", "work").returncode == 2 and docs("reindex", "work").returncode == 2
+    limit = docs("search", "x", "--limit", "0")
+    assert limit.returncode == 2 and "--limit 0 is not allowed" in limit.stderr
+    blank = docs("search", "  ")
+    assert blank.returncode == 2 and "The search is empty" in blank.stderr
+    assert docs("search", 'NEAR("x" AND *').returncode == 0
+    usage = docs("frobnicate")
+    assert usage.returncode == 2 and "invalid choice" in usage.stderr
+
+
+def test_a_damaged_index_is_a_files_problem(tmp_path: Path) -> None:
+    default_database().parent.mkdir(parents=True, exist_ok=True)
+    default_database().write_bytes(b"not sqlite at all" * 200)
+    listed = docs("list")
+    assert listed.returncode == 7 and "delete the file and add the folders again" in listed.stderr
