@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -10,13 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
+from app.cli.docs_vectors import Vectors, choose, current_choice, fill, search_note
 from app.cli.models_common import EXIT_FILES, ProgressLine
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text
-from app.documents.collections import Collection, DocumentsError, FileState, IndexOutcome, IndexProgress, \
+from app.documents.collections import Collection, DocumentsError, FileState, Hit, IndexOutcome, IndexProgress, \
     IndexUnavailable
 from app.documents.values import source_label
+from app.library.gguf_info import ModelFileError
 
 if TYPE_CHECKING:  # the index brings numpy: imported only when a docs command runs
     from app.documents.index import DocumentIndex
@@ -44,7 +47,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     reindex = actions.add_parser("reindex", help="read what changed in a collection's folder (default: all)")
     reindex.add_argument("name", metavar="NAME", nargs="?")
     reindex.set_defaults(run=run, handler=_reindex)
-    search = actions.add_parser("search", help="search the collections' documents")
+    embed = actions.add_parser("embed", help="make the vectors a collection's chunks lack (default: all), "
+                                             "for search by meaning")
+    embed.add_argument("name", metavar="NAME", nargs="?")
+    embed.set_defaults(run=run, handler=_embed)
+    model = actions.add_parser("model", help="the embedding model the documents use: show it, or choose one")
+    model.add_argument("model", metavar="ID", nargs="?", help="an installed embedding model's id (see models list)")
+    model.set_defaults(run=run, handler=_model)
+    search = actions.add_parser("search", help="search the collections' documents (by keyword, and by meaning "
+                                               "once an embedding model has made their vectors)")
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--collection", action="append", metavar="N", help="search only this collection (repeatable)")
     search.add_argument("--limit", type=int, default=10, metavar="K", help="how many hits (default 10)")
@@ -63,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     except IndexUnavailable as exc:
         print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
         return EXIT_FILES
+    except ModelFileError as exc:
+        print(f"kestrel: {terminal_text(exc.message)}", file=sys.stderr, flush=True)
+        return EXIT_MODEL
     except DocumentsError as exc:
         print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
         return EXIT_USAGE
@@ -92,6 +106,7 @@ def _add(args: argparse.Namespace) -> int:
         print(f"Added {terminal_line(collection.name)} ({shown_path(collection.folder)}); reading its documents…",
               file=sys.stderr, flush=True)
         _index_one(index, collection.name)
+        _fill_vectors(index, [collection.name])
     return EXIT_OK
 
 
@@ -102,7 +117,38 @@ def _reindex(args: argparse.Namespace) -> int:
             print("No collections yet. Add a folder with: kestrel docs add FOLDER", file=sys.stderr)
         for name in names:
             _index_one(index, name)
+        if names:
+            _fill_vectors(index, None if args.name is None else names)
     return EXIT_OK
+
+
+def _embed(args: argparse.Namespace) -> int:
+    with open_index() as index:
+        names = None if args.name is None else [index.collection(args.name).name]
+        if not index.collections():
+            print("No collections yet. Add a folder with: kestrel docs add FOLDER", file=sys.stderr)
+            return EXIT_OK
+        choice = current_choice()
+        if choice.model is None:
+            raise UserError(choice.why_none.replace("Keyword search only: ", "No vectors can be made: ", 1),
+                            EXIT_MODEL)
+        if not fill(index, choice.model, names):
+            print(f"Every chunk already has vectors from {terminal_line(choice.model.title)}.")
+    return EXIT_OK
+
+
+def _model(args: argparse.Namespace) -> int:
+    print(choose(args.model))
+    return EXIT_OK
+
+
+def _fill_vectors(index: DocumentIndex, names: list[str] | None) -> None:
+    """After reading: the chosen embedding model's vectors for the new chunks, or say search stays by keyword."""
+    choice = current_choice()
+    if choice.model is None:
+        print(choice.why_none, file=sys.stderr)
+        return
+    fill(index, choice.model, names)
 
 
 def _remove(args: argparse.Namespace) -> int:
@@ -206,6 +252,20 @@ def _print_files(index: DocumentIndex, collection: Collection, as_json: bool) ->
 
 # --- search -------------------------------------------------------------------------
 
+def _hybrid_or_keyword(index: DocumentIndex, query: str, names: list[str] | None, limit: int,
+                       vectors: Vectors | None) -> list[Hit]:
+    """Hybrid when vectors can be had; an embedding model that fails leaves keyword search, said plainly."""
+    from app.documents.embedding import EmbeddingError
+
+    if vectors is None:
+        return index.search(query, names, limit)
+    try:
+        return index.search(query, names, limit, vectors=vectors.query())
+    except EmbeddingError as exc:
+        print(f"kestrel: {terminal_text(str(exc))} Searched by keyword only.", file=sys.stderr, flush=True)
+        return index.search(query, names, limit)
+
+
 def _search(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= _MAX_LIMIT:
         raise UserError(f"--limit {args.limit} is not allowed: give how many hits to show, 1 to {_MAX_LIMIT}.",
@@ -218,7 +278,13 @@ def _search(args: argparse.Namespace) -> int:
             print("No collections yet. Add a folder with: kestrel docs add FOLDER", file=sys.stderr)
             return EXIT_OK
         names = None if args.collection is None else [index.collection(name).name for name in args.collection]
-        hits = index.search(args.query, names, args.limit)
+        choice = current_choice()
+        with contextlib.ExitStack() as stack:
+            vectors = None if choice.model is None else stack.enter_context(Vectors(choice.model))
+            note = search_note(index, choice, vectors, names)
+            if not args.json or vectors is None or note.startswith("Keyword"):
+                print(note, file=sys.stderr)
+            hits = _hybrid_or_keyword(index, args.query, names, args.limit, vectors)
     if not hits and not args.json:
         print("Nothing found.", file=sys.stderr)
     for number, hit in enumerate(hits, start=1):

@@ -134,6 +134,8 @@ def _list(args: argparse.Namespace) -> int:
 
 def _marks(row: dict[str, Any]) -> str:
     marks = [*(["default"] if row["default"] else []), *(["kept where it is"] if row["referenced"] else [])]
+    if row["purpose"] != "chat":
+        marks.append(f"{row['purpose']} model: not for chat")
     if row["missing"]:
         marks.append(f"missing: not at {shown_path(row['path'])} now")
     return "".join(f"  ({mark})" for mark in marks)
@@ -142,7 +144,7 @@ def _marks(row: dict[str, Any]) -> str:
 def _listing(model: InstalledModel, is_default: bool) -> dict[str, Any]:
     return {"id": model.id, "title": model.title, "format": model.format, "size": model.size,
             "default": is_default, "path": str(model.path), "referenced": model.referenced,
-            "missing": model.missing, "files": [str(part) for part in model.files]}
+            "missing": model.missing, "files": [str(part) for part in model.files], "purpose": model.purpose.value}
 
 
 def _info(args: argparse.Namespace) -> int:

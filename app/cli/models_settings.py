@@ -12,6 +12,7 @@ from app.cli.models_common import load_settings, open_library
 from app.core.settings import SettingsError
 from app.library.model_defaults import FIELD_HELP, ModelDefaults, field_names, parse_value
 from app.library.installed import InstalledModel
+from app.library.model_purpose import not_for_chat
 from app.library.models import ModelLibrary
 
 _TEXT_FIELDS = ("system_prompt", "chat_template")
@@ -39,13 +40,18 @@ def _default(args: argparse.Namespace) -> int:
     if args.model is None:
         current = library.default(settings.default_model)
         if current is None:
-            print("No model is installed, so there is no default. Add one with: kestrel models add PATH")
+            print("No chat model is installed, so there is no default. Add one with: kestrel models add PATH")
         elif settings.default_model and current.id == settings.default_model:
             print(f"{current.id} (chosen)")
         else:
             print(f"{current.id} (the oldest installed; choose one with: kestrel models default ID)")
         return EXIT_OK
     model = _installed(library, args.model)
+    refusal = not_for_chat(model.id, model.purpose)
+    if refusal:
+        raise UserError(refusal.replace(" Choose a chat model instead", " For documents it is chosen with "
+                                        f"kestrel docs model {model.id}; choose a chat model as the default", 1),
+                        EXIT_MODEL)
     if model.missing:
         raise UserError(f"{model.id} cannot be the default: its file is not at {model.path} now. Put "
                         "it back (or plug in its drive), then try again.", EXIT_MODEL)

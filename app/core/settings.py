@@ -86,6 +86,9 @@ class Settings:
     tool_result_chars: int = 64_000
     # The local API server (app/server): off until the user turns it on.
     server: ServerSettings = ServerSettings()
+    # The embedding model (a library model id) whose vectors document search uses; None:
+    # the only one installed (the oldest when there are several).
+    embedding_model: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -103,6 +106,9 @@ class Settings:
         model = self.default_model
         if model is not None and not isinstance(model, str):
             raise ValueError(f"default_model must be a model name or empty (got {model!r}).")
+        embedding = self.embedding_model
+        if embedding is not None and (not isinstance(embedding, str) or not embedding.strip()):
+            raise ValueError(f"embedding_model must be an embedding model's name or empty (got {embedding!r}).")
         threads = self.threads
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1

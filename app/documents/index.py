@@ -269,14 +269,34 @@ class DocumentIndex:
 
     # --- vectors ------------------------------------------------------------------
 
-    def chunks_without_vectors(self, model_id: str, limit: int = 256) -> list[tuple[int, str]]:
-        """Up to `limit` chunks (id, text) that `model_id` has not embedded yet, for the background embedder."""
+    def chunks_without_vectors(self, model_id: str, limit: int = 256,
+                               collections: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        """Up to `limit` chunks (id, text) that `model_id` has not embedded yet (of these
+        collections; None: all), for the embedder."""
+        where, params = self._in_collections(collections)
         with plain_errors(self.path):
             rows = self._conn.execute(
-                "SELECT c.id, c.text FROM chunks AS c WHERE NOT EXISTS"
-                " (SELECT 1 FROM vectors AS v WHERE v.model = ? AND v.chunk_id = c.id) ORDER BY c.id LIMIT ?",
-                (model_id, limit)).fetchall()
+                "SELECT c.id, c.text FROM chunks AS c JOIN files AS f ON f.id = c.file_id WHERE NOT EXISTS"
+                f" (SELECT 1 FROM vectors AS v WHERE v.model = ? AND v.chunk_id = c.id){where} ORDER BY c.id LIMIT ?",
+                (model_id, *params, limit)).fetchall()
         return [(int(row[0]), str(row[1])) for row in rows]
+
+    def vector_coverage(self, model_id: str, collections: Sequence[str] | None = None) -> tuple[int, int]:
+        """(chunks `model_id` has embedded, all chunks) of these collections (None: all)."""
+        where, params = self._in_collections(collections)
+        with plain_errors(self.path):
+            row = self._conn.execute(
+                "SELECT count(v.chunk_id), count(*) FROM chunks AS c JOIN files AS f ON f.id = c.file_id"
+                f" LEFT JOIN vectors AS v ON v.chunk_id = c.id AND v.model = ? WHERE 1{where}",
+                (model_id, *params)).fetchone()
+        return int(row[0]), int(row[1])
+
+    def _in_collections(self, collections: Sequence[str] | None) -> tuple[str, tuple[int, ...]]:
+        """A filter on `f.collection_id` for these collections' names (None: no filter)."""
+        if collections is None:
+            return "", ()
+        ids = tuple(sorted({self._collection_id(name) for name in collections}))
+        return f" AND f.collection_id IN ({','.join('?' * len(ids)) or 'NULL'})", ids
 
     def store_vectors(self, model_id: str, vectors: Iterable[tuple[int, Sequence[float]]]) -> int:
         """Keep `model_id`'s vectors of these chunks, scaled to unit length; a chunk deleted since
@@ -298,16 +318,25 @@ class DocumentIndex:
                 return max(cursor.rowcount, 0)
 
     def embed_missing(self, model_id: str, embedder: Embedder,
-                      control: IndexControl | None = None, batch: int = 64) -> int:
-        """Embed every chunk the model has not, a batch at a time; returns how many were embedded."""
+                      control: IndexControl | None = None, batch: int = 64,
+                      collections: Sequence[str] | None = None,
+                      on_progress: Callable[[int], None] | None = None) -> int:
+        """Embed every chunk the model has not (of these collections; None: all), a batch at a
+        time, each batch stored before the next is asked for, so an interrupted run keeps its
+        work; on_progress gets the count so far. Returns how many were embedded."""
         control = control or IndexControl()
         total = 0
         while control.go_on():
-            todo = self.chunks_without_vectors(model_id, batch)
+            todo = self.chunks_without_vectors(model_id, batch, collections)
             if not todo:
                 break
-            total += self.store_vectors(model_id, zip([chunk_id for chunk_id, _ in todo],
-                                                      embedder.embed([text for _, text in todo]), strict=True))
+            vectors = embedder.embed([text for _, text in todo])
+            stored = self.store_vectors(model_id, zip([chunk_id for chunk_id, _ in todo], vectors, strict=True))
+            total += stored
+            if on_progress is not None:
+                on_progress(total)
+            if not stored:
+                break  # every chunk of the batch was deleted meanwhile; the next run picks up the rest
         return total
 
     # --- search -------------------------------------------------------------------

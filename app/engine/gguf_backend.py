@@ -33,6 +33,7 @@ from app.engine.thinking import has_switch, markers_in, template_variables
 from app.hardware.placement_types import ALL_LAYERS
 from app.library.fit_facts import gguf_fit_facts
 from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
+from app.library.model_purpose import gguf_purpose, not_for_chat
 
 
 class _CountingLlama(llama_cpp.Llama):
@@ -88,6 +89,11 @@ class GgufBackend:
         """
         started = time.perf_counter()
         info = read_gguf_info(Path(request.model_path))
+        # Checked here, below every front end: the window, `kestrel chat` and the API all load
+        # through this, and an embedding model loaded for chat only answers nonsense.
+        refusal = not_for_chat(info.name or info.path.name, gguf_purpose(info))
+        if refusal:
+            raise ModelFileError("not_for_chat", info.path, refusal)
         template, chat_format = template_in_use(info.chat_template, request.chat_template)
         info = dataclasses.replace(info, chat_template=template)
         facts = gguf_fit_facts(info, request.context_length)

@@ -17,6 +17,7 @@ from app.library.ggml_types import GGML_TYPES
 ModelFileErrorKind = Literal[
     "missing", "not_a_file", "unreadable", "empty", "not_gguf",
     "unsupported_version", "truncated", "corrupt",
+    "not_for_chat",  # a sound model that cannot chat (an embedding model), refused when loaded to chat
 ]
 
 GGUF_MAGIC = b"GGUF"

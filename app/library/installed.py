@@ -8,6 +8,7 @@ from typing import Any
 
 from app.library.model_defaults import ModelDefaults
 from app.library.model_format import ModelFormat
+from app.library.model_purpose import ModelPurpose
 
 METADATA_VERSION = 1
 
@@ -33,6 +34,13 @@ class InstalledModel:
     missing: bool = False        # a referenced file (or one part) is not there now (unplugged drive)
     files: tuple[Path, ...] = ()  # all files of a split GGUF (path is the first part); () otherwise
     defaults: ModelDefaults = ModelDefaults()
+    # Decided from the header when the model is added: an embedding model is offered to
+    # document search and kept out of every choice of a model to chat with.
+    purpose: ModelPurpose = ModelPurpose.CHAT
+
+    @property
+    def chats(self) -> bool:
+        return self.purpose is ModelPurpose.CHAT
 
     def to_json(self) -> dict[str, Any]:
         """model.json: file names for a model in its folder, absolute paths for a referenced one."""
@@ -41,7 +49,8 @@ class InstalledModel:
 
         data: dict[str, Any] = {"id": self.id, "title": self.title, "path": written(self.path),
                                 "size": self.size, "sha256": self.sha256, "source": self.source,
-                                "added": self.added, "format": self.format, "version": METADATA_VERSION}
+                                "added": self.added, "format": self.format, "purpose": self.purpose.value,
+                                "version": METADATA_VERSION}
         if self.referenced:
             data["referenced"] = True
         if self.files:

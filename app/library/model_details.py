@@ -10,6 +10,7 @@ from typing import Any
 
 from app.library.gguf_info import GgufInfo, read_gguf_info
 from app.library.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
+from app.library.model_purpose import ModelPurpose, gguf_purpose
 from app.library.models import size_on_disk
 
 # general.file_type: the quantization llama.cpp's quantizer wrote (LlamaFileType in
@@ -49,7 +50,8 @@ def gguf_details(info: GgufInfo) -> dict[str, Any]:
         "attention_heads": info.head_count, "kv_heads": info.head_count_kv,
         # Present even when too long to keep in memory (then only its length is read).
         "chat_template": "tokenizer.chat_template" in info.metadata,
-        "capabilities": template_capabilities(info.chat_template),
+        "purpose": gguf_purpose(info).value,
+        "capabilities": gguf_capabilities(info),
         "license": text("general.license") or text("general.license.name"),
         "license_link": text("general.license.link"),
     }
@@ -59,6 +61,14 @@ def gguf_details(info: GgufInfo) -> dict[str, Any]:
 # thinking knows its tags or switch. Read from the template text, as the engine does.
 _TOOLS = re.compile(r"\btools\b")
 _REASONING = re.compile(r"<think>|enable_thinking|<\|channel\|>analysis")
+
+
+def gguf_capabilities(info: GgufInfo) -> list[str]:
+    """"embedding" for an embedding model (its template, if any, is not for chat), else the template's."""
+    purpose = gguf_purpose(info)
+    if purpose is ModelPurpose.EMBEDDING:
+        return ["embedding"]
+    return template_capabilities(info.chat_template) if purpose is ModelPurpose.CHAT else []
 
 
 def template_capabilities(template: str | None) -> list[str]:

@@ -17,6 +17,7 @@ from app.core.files import try_hold_lock, write_atomically
 from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
 from app.library.model_format import GENAI_CONFIG, MODEL_FORMATS, ModelFormat, format_at
+from app.library.model_purpose import ModelPurpose, purpose_at, recorded_purpose
 from app.library.forgotten import ForgottenFiles
 from app.library.scan import FolderScan, Found, ScanProgress, examine, scan_folder
 
@@ -87,12 +88,20 @@ class ModelLibrary:
 
     def default(self, chosen_id: str | None) -> InstalledModel | None:
         """The model loaded when none is named: the one the user chose last, else the oldest;
-        never one that is missing now."""
+        never one that is missing now, and never one that cannot chat (an embedding model)."""
         if chosen_id:
             found = self.find(chosen_id)
-            if found is not None and not found.missing:
+            if found is not None and not found.missing and found.chats:
                 return found
-        return next((m for m in self.list() if not m.missing), None)
+        return next((m for m in self.list() if not m.missing and m.chats), None)
+
+    def chat_models(self) -> builtins.list[InstalledModel]:
+        """The models that can chat, oldest first: what a chat's model picker offers."""
+        return [m for m in self.list() if m.chats]
+
+    def embedding_models(self) -> builtins.list[InstalledModel]:
+        """The embedding models, oldest first: what document search can use."""
+        return [m for m in self.list() if m.purpose is ModelPurpose.EMBEDDING]
 
     def remove(self, model: InstalledModel) -> RemovedModel:
         """Delete a model from the models folder: its file(s) or ONNX folder, a cut-off copy
@@ -126,7 +135,7 @@ class ModelLibrary:
         folder = self.folder_for(model_id)
         size = sum(size_on_disk(part) for part in (files or (path,)))
         model = InstalledModel(folder.name, title, path, size, sha256, source, time.time(), format,
-                               referenced=referenced, files=files)
+                               referenced=referenced, files=files, purpose=purpose_at(path, format))
         self._write(folder, model.to_json())
         return model
 
@@ -278,11 +287,29 @@ def _model(folder: Path, data: dict[str, Any], path: Path, size: int, **rest: An
     """What model.json says besides where the model is; a value of the wrong kind is left
     out rather than losing the model."""
     title, sha256, source, added = (data.get(key) for key in ("title", "sha256", "source", "added"))
+    fmt = _recorded_format(data.get("format"), path)
     return InstalledModel(
         folder.name, title if isinstance(title, str) and title else folder.name, path, size,
         sha256 if isinstance(sha256, str) else None, source if isinstance(source, str) else "",
         float(added) if isinstance(added, (int, float)) and not isinstance(added, bool) else 0.0,
-        _recorded_format(data.get("format"), path), defaults=ModelDefaults.from_dict(data.get("defaults")), **rest)
+        fmt, defaults=ModelDefaults.from_dict(data.get("defaults")),
+        purpose=recorded_purpose(data.get("purpose")) or _purpose_of_file(path, fmt), **rest)
+
+
+def _purpose_of_file(path: Path, fmt: ModelFormat) -> ModelPurpose:
+    """For a model.json written before it kept a purpose: read from the header, remembered
+    while the file is unchanged, so listing the library reads each header once."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return ModelPurpose.CHAT
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _PURPOSES:
+        _PURPOSES[key] = purpose_at(path, fmt)
+    return _PURPOSES[key]
+
+
+_PURPOSES: dict[tuple[str, int, int], ModelPurpose] = {}
 
 
 def _recorded_format(recorded: object, path: Path) -> ModelFormat:

@@ -16,7 +16,8 @@ from app.ui.model_items import parameters_text, status_text
 # The capabilities a card tags, in the order shown, with their words. Read from
 # details["capabilities"] (installed) or the entry's `capabilities` (catalog) where the
 # library or catalog knows them; a model neither says anything about gets no tag.
-CAPABILITY_WORDS: dict[str, str] = {"vision": "Vision", "tools": "Tools", "reasoning": "Reasoning"}
+CAPABILITY_WORDS: dict[str, str] = {"vision": "Vision", "tools": "Tools", "reasoning": "Reasoning",
+                                    "embedding": "Embedding"}
 _HUB_HOSTS = ("huggingface.co", "hf.co")
 
 
