@@ -92,3 +92,47 @@ def test_a_damaged_index_is_a_files_problem(tmp_path: Path) -> None:
     default_database().write_bytes(b"not sqlite at all" * 200)
     listed = docs("list")
     assert listed.returncode == 7 and "delete the file and add the folders again" in listed.stderr
+
+
+def kestrel(*args: str) -> subprocess.CompletedProcess:
+    """`kestrel ARGS` in this process (models add, models default), captured as docs() is."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
+
+
+def test_an_embedding_model_fills_vectors_and_makes_search_hybrid(tmp_path: Path, tiny_model: Path) -> None:
+    from tests.helpers.embedding_gguf import build_embedding_gguf
+
+    folder = notes(tmp_path)
+    added = docs("add", str(folder), "--name", "notes")
+    assert added.returncode == 0 and "Keyword search only: no embedding model is installed." in added.stderr
+    keyword = docs("search", "bread")
+    assert keyword.stdout.startswith("1. recipes.txt")
+    assert keyword.stderr == ("Keyword search only: no embedding model is installed. Add one with kestrel models "
+                              "add PATH to search by meaning too.\n")
+    nothing = docs("embed")
+    assert nothing.returncode == 3 and nothing.stderr.startswith("kestrel: No vectors can be made: no embedding")
+    assert kestrel("models", "add", str(tiny_model)).returncode == 0
+    assert kestrel("models", "add", str(build_embedding_gguf(tmp_path / "tiny-embed.gguf"))).returncode == 0
+    assert docs("model").stdout == "tiny-embed (the only one installed)\n"
+    chat_model = docs("model", "tiny-model")
+    assert chat_model.returncode == 3 and "tiny-model is not an embedding model" in chat_model.stderr
+    refused = kestrel("models", "default", "tiny-embed")
+    assert refused.returncode == 3 and "tiny-embed is an embedding model" in refused.stderr
+    assert "(embedding model: not for chat)" in kestrel("models", "list").stdout
+    waiting = docs("search", "bread")
+    assert "no vectors from kestrel-tiny-embed yet. Make them with: kestrel docs embed" in waiting.stderr
+    embedded = docs("embed", "notes")
+    assert embedded.returncode == 0 and embedded.stdout == "Embedded 2 chunks with kestrel-tiny-embed.\n"
+    assert docs("embed").stdout == "Every chunk already has vectors from kestrel-tiny-embed.\n"
+    hybrid = docs("search", "bread", "--json")
+    assert hybrid.returncode == 0 and hybrid.stderr == ""
+    # Fused by rank: the keyword hit and the other chunk, found by its vector alone.
+    hits = [json.loads(line) for line in hybrid.stdout.splitlines()]
+    assert [Path(hit["path"]).name for hit in hits] == ["recipes.txt", "iceland.md"]
+    assert docs("search", "bread").stderr == "Searched by keyword and meaning (kestrel-tiny-embed).\n"
+    (folder / "more.txt").write_text("The ferry leaves at noon.\n", encoding="utf-8")
+    reindexed = docs("reindex", "notes")
+    assert reindexed.returncode == 0 and reindexed.stdout.endswith("Embedded 1 chunk with kestrel-tiny-embed.\n")

@@ -159,3 +159,29 @@ def _layer_norm(x: np.ndarray, w: dict[str, np.ndarray], name: str) -> np.ndarra
     mean = x.mean(axis=-1, keepdims=True)
     variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
     return (x - mean) / np.sqrt(variance + 1e-12) * w[name + ".weight"] + w[name + ".bias"]
+
+
+def test_hybrid_search_finds_a_paraphrase_that_shares_no_word_with_the_query(
+        embedder: EmbeddingProcess, tmp_path: Path) -> None:
+    from app.documents.index import DocumentIndex
+    from app.documents.search import SearchMode, VectorQuery
+    from tests.documents.index_fakes import paragraphs, read_here
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    texts = {"car.txt": "Fixing a broken car can cost a great deal of money.",
+             "museum.txt": "The automobile museum opens on Sundays.",
+             "fence.txt": "Repair the fence before winter comes.",
+             "bread.txt": "Bake the bread for forty minutes."}
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    query = "automobile repair price"
+    with DocumentIndex(tmp_path / "documents.sqlite3", read_here, paragraphs) as index:
+        index.add_collection(folder, "notes")
+        index.index("notes")
+        assert index.embed_missing(embedder.model_id, embedder) == 4
+        vectors = VectorQuery(embedder.model_id, embedder)
+        keyword = [hit.path.name for hit in index.search(query, mode=SearchMode.KEYWORD)]
+        hybrid = [hit.path.name for hit in index.search(query, vectors=vectors)]
+    assert "car.txt" not in keyword  # no word in common: keywords alone never find it
+    assert "car.txt" in hybrid[:3] and hybrid.index("car.txt") < hybrid.index("bread.txt")
