@@ -17,7 +17,6 @@ from app.library.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 
 if TYPE_CHECKING:  # numpy and the child process: imported only when vectors are used
-    from app.documents.embedding import EmbeddingProcess
     from app.documents.index import DocumentIndex
     from app.documents.search import VectorQuery
 
@@ -66,7 +65,7 @@ class Vectors:
 
         self.model = model
         self.model_id = model_id_of(model.path, read_gguf_info(model.path).name)
-        self.process: EmbeddingProcess = EmbeddingProcess(model.path)
+        self.process = EmbeddingProcess(model.path)
 
     def query(self) -> VectorQuery:
         from app.documents.search import VectorQuery
@@ -136,9 +135,11 @@ def choose(given: str | None) -> str:
         choice = embedding_choice(library, settings)
         if choice.model is None:
             return choice.why_none
-        how = "chosen" if settings.embedding_model else "the only one installed" \
-            if len(library.embedding_models()) == 1 else "the oldest installed; choose one with kestrel docs model ID"
-        return f"{choice.model.id} ({how})"
+        if settings.embedding_model:
+            return f"{choice.model.id} (chosen)"
+        if len(library.embedding_models()) == 1:
+            return f"{choice.model.id} (the only one installed)"
+        return f"{choice.model.id} (the oldest installed; choose one with kestrel docs model ID)"
     found = library.find(given)
     if found is None:
         raise UserError(f'No installed model has the id "{given}". Run kestrel models list to see the ids.',
