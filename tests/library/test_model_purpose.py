@@ -4,6 +4,8 @@ model.json, offered to document search and never to chat."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -85,3 +87,13 @@ def test_loading_an_embedding_model_to_chat_is_refused_in_plain_words(tiny_embed
     assert refused.value.kind == "not_for_chat"
     assert refused.value.message.startswith("kestrel-tiny-embed is an embedding model: it turns text into "
                                             "vectors for searching documents (kestrel docs) and cannot chat.")
+
+
+def test_kestrel_chat_refuses_an_embedding_model_through_the_engine(tiny_embed: Path) -> None:
+    """The refusal comes from the engine process, as the window's and the API's loads get it."""
+    result = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(tiny_embed), "hello"],
+                            cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3 and "Traceback" not in result.stderr
+    assert result.stderr == ("kestrel: kestrel-tiny-embed is an embedding model: it turns text into vectors for "
+                             "searching documents (kestrel docs) and cannot chat. Choose a chat model instead "
+                             "(kestrel models list).\n")
