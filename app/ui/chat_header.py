@@ -185,7 +185,8 @@ class ChatHeader(QWidget):
             index = self._installed.index(row, InstalledModelsModel.MODEL)
             model_id = str(index.data(Roles.ID))
             listed.add(model_id)
-            self._add_model(menu, model_id)
+            if index.data(Roles.ROW).model.chats or model_id == self._model_id:  # an embedding model cannot chat
+                self._add_model(menu, model_id)
         if self._model_id is not None and self._model_id not in listed:
             self._add_model(menu, self._model_id)  # removed from the library: say so, do not hide it
         menu.addSeparator()

@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 
 from app.core.units import human_size
 from app.hardware.fit import FitEstimate, Verdict
+from app.library.model_purpose import not_for_chat
 from app.service.events import CatalogRow, ModelRow
 from app.ui.fit_verdict import verdict_of, verdict_tooltip, verdict_words
 from app.ui.model_items import parameters_text, status_text
@@ -68,8 +69,11 @@ def installed_facts(row: ModelRow) -> CardFacts:
     else:
         reason, tip = _reason(row.fit), verdict_tooltip(row.fit)
     action = CardAction.LOADED if row.is_loaded else CardAction.LOAD
-    can_load = not row.is_loaded and not model.missing and row.problem is None
-    if row.is_loaded:
+    not_chat = not_for_chat(model.title, model.purpose)
+    can_load = not row.is_loaded and not model.missing and row.problem is None and not_chat is None
+    if not_chat is not None:
+        action_tip = not_chat
+    elif row.is_loaded:
         action_tip = "This model is loaded: new messages go to it."
     elif model.missing:
         action_tip = "Reconnect the drive that holds its file to load it."

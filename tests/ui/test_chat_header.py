@@ -125,3 +125,16 @@ def test_a_long_title_is_elided_and_kept_whole_in_its_tooltip(header: ChatHeader
 def test_an_ampersand_in_a_name_is_shown_not_taken_as_a_shortcut(header: ChatHeader) -> None:
     header._installed.set_listing([model_row("rp", "R&P 7B")], 0)
     assert header.model_actions()[1].text() == "R&&P 7B"
+
+
+def test_an_embedding_model_is_not_offered_to_chat(header: ChatHeader) -> None:
+    import dataclasses
+
+    from app.library.model_purpose import ModelPurpose
+
+    embed = model_row("minilm", "all-MiniLM-L6-v2")
+    embed = dataclasses.replace(embed, model=dataclasses.replace(embed.model, purpose=ModelPurpose.EMBEDDING))
+    header._installed.set_listing([model_row("qwen", "Qwen 2.5 1.5B"), embed], 0)
+    header.set_model(None, "Qwen 2.5 1.5B")
+    assert [text for text, _, _ in entries(header)] == ["Default model (Qwen 2.5 1.5B)", "Qwen 2.5 1.5B", "---",
+                                                        "Manage models…"]

@@ -279,3 +279,16 @@ def test_nothing_in_the_manager_is_cut_at_200_percent() -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_an_embedding_models_card_is_tagged_and_cannot_be_loaded_to_chat() -> None:
+    import dataclasses as dc
+
+    from app.library.model_purpose import ModelPurpose
+
+    row = installed("minilm")
+    row = dc.replace(row, model=dc.replace(row.model, purpose=ModelPurpose.EMBEDDING),
+                     details={**row.details, "capabilities": ["embedding"]})
+    facts = installed_facts(row)
+    assert facts.tags == ("Embedding",) and not facts.action_enabled
+    assert facts.action_tip.startswith("Minilm is an embedding model: it turns text into vectors")
