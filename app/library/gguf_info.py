@@ -315,6 +315,12 @@ def _check_magic(path: Path, reader: _HeaderReader, file_size: int) -> None:
         return
     if GGUF_MAGIC.startswith(head):
         raise _EndOfFile()
+    if path.suffix.lower() == ".gguf":  # the name promises a model: something else was saved under it
+        raise ModelFileError("not_gguf", path, (
+            f'"{path.name}" is not a GGUF model file{_describe_foreign(head)}, though its name ends in '
+            ".gguf: a GGUF model starts with the letters \"GGUF\". If it came from a download, download "
+            "it again from the model's page; otherwise choose the model file itself."
+        ))
     raise ModelFileError("not_gguf", path, (
         f'"{path.name}" is not a GGUF model file{_describe_foreign(head)}. Kestrel runs '
         "models in the GGUF format; download the .gguf version of this model."

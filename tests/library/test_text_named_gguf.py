@@ -45,3 +45,20 @@ def test_a_binary_file_that_is_not_gguf_is_left_to_the_gguf_reader(tmp_path: Pat
 def test_a_real_model_is_not_mistaken_for_text(tmp_path: Path, tiny_model: Path) -> None:
     installed = import_model_file(ModelLibrary(tmp_path / "models"), tiny_model)
     assert installed.path.is_file()
+
+
+def test_the_header_reader_itself_never_tells_a_gguf_named_file_to_fetch_the_gguf_version(tmp_path) -> None:
+    """Paths that skip the importer (a folder read in place, the engine) read the header directly."""
+    from app.library.gguf_info import ModelFileError, read_gguf_info
+
+    named = tmp_path / "model.gguf"
+    named.write_bytes(b"PK\x03\x04" + bytes(64))  # a zip saved under a model's name
+    with pytest.raises(ModelFileError) as caught:
+        read_gguf_info(named)
+    assert "though its name ends in .gguf" in caught.value.message
+    assert "download the .gguf version" not in caught.value.message
+    other = tmp_path / "model.safetensors"
+    other.write_bytes(b"PK\x03\x04" + bytes(64))
+    with pytest.raises(ModelFileError) as caught:
+        read_gguf_info(other)
+    assert "download the .gguf version of this model" in caught.value.message
