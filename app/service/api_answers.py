@@ -62,9 +62,9 @@ class ApiAnswers:
     # --- models -------------------------------------------------------------------------
 
     async def models(self) -> list[ApiModel]:
-        """The installed models (not the missing ones), the loaded one marked."""
+        """The installed chat models (not the missing ones, not embedding models), the loaded one marked."""
         def read() -> tuple[list[InstalledModel], dict[str, int | None]]:
-            installed = self._session.setup.library.list()
+            installed = self._session.setup.library.chat_models()
             return installed, {m.id: self._context.trained(m) for m in installed if not m.missing}
 
         installed, trained = await asyncio.to_thread(read)
@@ -95,6 +95,10 @@ class ApiAnswers:
         if found.missing:
             raise ApiRefused(400, f"{found.title} is not at {found.path} now: reconnect the drive it is on, "
                                   f"or name another model.", param="model", code="model_not_found")
+        if not found.chats:
+            raise ApiRefused(400, f"{found.title} is an embedding model: it turns text into vectors for "
+                                  f"searching documents and cannot answer. Name a chat model (GET /v1/models "
+                                  f"lists them).", param="model", code="model_not_found")
         return found
 
     # --- answering ----------------------------------------------------------------------

@@ -180,3 +180,19 @@ def test_a_hidden_window_does_not_hold_an_api_answer(started_controller) -> None
             assert paces[-2:] == [Pace.GENTLE, Pace.PAUSED], "gentle while serving, held again after"
 
     run(scenario)
+
+
+def test_an_embedding_model_is_not_offered_to_clients_nor_answers(started_controller, tmp_path: Path) -> None:
+    from tests.helpers.embedding_gguf import build_embedding_gguf
+
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c = started.controller
+            embedder = await asyncio.to_thread(import_model_file, c.session.setup.library,
+                                               build_embedding_gguf(tmp_path / "embed.gguf"))
+            listed = [m.id for m in await c.api.models()]
+            assert c.model.id in listed and embedder.id not in listed
+            refused = await _refusal(c, _ask(model=embedder.id))
+            assert refused.status == 400 and "embedding model" in refused.message and refused.param == "model"
+
+    run(scenario)
