@@ -358,8 +358,15 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
             printer.sources_from(lambda: controller.documents.used(conversation.id), documents.attachments)
         controller.send(prompt)
         await controller.wait_idle()
-        return printer.result(settings.generation.context_length,
-                              loaded.context_length if loaded is not None else None)
+        try:
+            return printer.result(settings.generation.context_length,
+                                  loaded.context_length if loaded is not None else None)
+        except UserError as exc:
+            if exc.status == EXIT_CONTEXT and (documents.attachments or documents.collections):
+                raise UserError(f"{exc} Kestrel sized what it took from your files by an estimate of this "
+                                "model's tokens, and the estimate came out low: ask about a smaller file, or "
+                                "split it.", exc.status) from None
+            raise
     finally:
         await controller.shutdown()
 

@@ -95,12 +95,14 @@ def fit_note(material: Material | None, attachments: Sequence[Attachment]) -> st
     passages = sum(1 for source in material.sources if any(source.path == a.path for a in attachments))
     return (f"{names} {'is' if len(attachments) == 1 else 'are'} too long for the model's context with room for "
             f"the answer, so the answer had the {passages} passage{'s' if passages != 1 else ''} that best match "
-            "the question (a larger --ctx lets more in whole).")
+            "the question (a larger --ctx, where the model holds one, lets more in).")
 
 
 def sources_line(material: Material) -> dict[str, Any]:
-    """The `--json` line: {"type": "sources", "sources": [{"n", "path", "page", "heading", "text"}]}."""
-    return {"type": "sources", "sources": [source.to_dict() for source in material.sources]}
+    """The `--json` line: {"type": "sources", "fit", "sources": [{"n", "path", "page", "heading", "text"}]};
+    fit: "whole" or "retrieved" for the attached files, null with collections alone."""
+    return {"type": "sources", "fit": material.fit.value if material.fit is not None else None,
+            "sources": [source.to_dict() for source in material.sources]}
 
 
 def write_sources(out: TextIO, material: Material) -> None:
