@@ -437,6 +437,8 @@ class _AnswerPrinter:
             write(self._out, done if self._as_json else "\n", self._as_json)
             if material is not None and material.sources and not self._as_json:
                 write_sources(self._out, material)
+            if material is not None and material.problem:
+                print(f"kestrel: {material.problem}", file=sys.stderr)
             note = fit_note(material, self._attachments)
             if note is not None and not self._as_json:
                 print(f"kestrel: {note}", file=sys.stderr)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from app.core.conversation import Role
 from app.core.generation import GenerationSettings
 from app.documents.chunks import chunk_document, estimate_tokens
+from app.documents.collections import DocumentsError
 from app.documents.values import Chunk, DocumentText, Unreadable, UnreadableCause, source_label
 from app.engine.protocol import ChatMessage
 
@@ -82,10 +83,12 @@ class Attachment:
 
 @dataclass(frozen=True)
 class Material:
-    """What went before one question: its sources, and how the attachments fit (None: none attached)."""
+    """What went before one question: its sources, and how the attachments fit (None: none attached).
+    `problem`: why the collections could not be searched for it (the index unusable), in plain words."""
 
     sources: tuple[Source, ...]
     fit: Fit | None
+    problem: str = ""
 
 
 class AttachmentsUnreadable(Exception):
@@ -185,8 +188,13 @@ class ChatDocuments:
         if fit is Fit.RETRIEVED:
             attached = [(a.path, c.page, c.heading, c.text) for a, c in rank_chunks(documents.attachments, question)]
         found: list[tuple[Path, int | None, str | None, str]] = []
+        problem = ""
         if documents.collections and self._index is not None:
-            hits = self._index.search(question, documents.collections, limit=MAX_PASSAGES)
+            try:
+                hits = self._index.search(question, documents.collections, limit=MAX_PASSAGES)
+            except DocumentsError as exc:  # removed, locked or damaged since it was chosen: answer without it
+                problem = f"The collections were not searched for this answer: {exc}"
+                hits = []
             found = [(hit.path, hit.page, hit.heading, hit.text) for hit in hits]
         # Both lists best first: taken in turn, so neither crowds the other out.
         candidates = [piece for pair in zip_longest(attached, found) for piece in pair if piece is not None]
@@ -198,7 +206,7 @@ class ChatDocuments:
             budget -= cost
         sources = tuple(Source(n, path, page, heading, text) for n, (path, page, heading, text)
                         in enumerate(pieces, start=1))
-        return Material(sources, fit)
+        return Material(sources, fit, problem)
 
 
 def fit_budget(context_length: int, max_tokens: int, rest: int) -> int:

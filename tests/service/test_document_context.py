@@ -172,3 +172,33 @@ def test_a_chat_without_documents_is_sent_as_it_was(started_controller) -> None:
             assert controller.documents.used(controller.conversation.id) is None
 
     run(scenario)
+
+
+def test_a_collection_removed_after_it_was_chosen_is_said_and_the_answer_goes_on(started_controller,
+                                                                                  tmp_path: Path) -> None:
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "club.txt").write_text(FACT, encoding="utf-8")
+    index = DocumentIndex(tmp_path / "documents.sqlite3", here, chunk_document)
+    index.add_collection(folder, "papers")
+    index.index("papers")
+
+    async def scenario():
+        async with started_controller() as started:
+            controller = started.controller
+            await controller.set_conversation_settings("", controller.conversation_settings()[1])
+            conversation_id = controller.conversation.id
+            controller.documents.use_collections(conversation_id, ["papers"], index)
+            index.remove_collection("papers")
+            assert controller.send(QUESTION)
+            await controller.wait_idle()
+            used = controller.documents.used(conversation_id)
+            assert used is not None and used.sources == ()
+            assert "There is no collection named 'papers'" in used.problem
+            assert last_user_turn(started.engine) == QUESTION
+            assert controller.messages[-1].text, "answered all the same"
+
+    try:
+        run(scenario)
+    finally:
+        index.close()
