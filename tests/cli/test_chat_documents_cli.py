@@ -108,7 +108,7 @@ def _answer(result) -> tuple[str, list[dict]]:
 
 
 @pytest.mark.instruct
-def test_the_instruct_model_answers_from_an_attached_file_and_cites_it(instruct_model: Path,
+def test_the_instruct_model_answers_from_an_attached_file_listed_as_source_1(instruct_model: Path,
                                                                        tmp_path: Path) -> None:
     result = kestrel("chat", "--model", str(instruct_model), "--temperature", "0", "--max-tokens", "60",
                      "--ctx", "2048", "--json", "--attach", str(club_file(tmp_path)), QUESTION)
