@@ -60,7 +60,7 @@ def read_attached(given: Sequence[str]) -> tuple[Attachment, ...]:
     A note on a file read with an adjustment (an encoding guessed) goes to standard error."""
     from app.documents.reader_worker import read_in_worker
 
-    attachments = read_attachments([Path(path).expanduser() for path in given], read_in_worker)
+    attachments = read_attachments([Path(path).expanduser().absolute() for path in given], read_in_worker)
     for attachment in attachments:
         if attachment.document.note:
             print(f"kestrel: {shown_path(attachment.path)}: {attachment.document.note}", file=sys.stderr)

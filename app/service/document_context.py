@@ -108,8 +108,11 @@ class AttachmentsUnreadable(Exception):
 def read_attachments(paths: Sequence[Path], read: ReadFiles) -> tuple[Attachment, ...]:
     """Read and chunk each file (`read`: the reader's worker process, read_in_worker); raises
     AttachmentsUnreadable naming every file that could not be read. Blocks: call off the loop."""
-    attachments, unreadable = [], []
-    for result in read(list(paths)):
+    attachments: list[Attachment] = []
+    # The reader would call a folder a file of a kind it does not read.
+    unreadable = [Unreadable(path, "it is a folder: attach the files in it, or add the folder as a collection",
+                             UnreadableCause.NOT_A_DOCUMENT) for path in paths if path.is_dir()]
+    for result in read([path for path in paths if not path.is_dir()]):
         if isinstance(result, Unreadable):
             unreadable.append(result)
         else:

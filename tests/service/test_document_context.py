@@ -64,11 +64,13 @@ def test_unreadable_attachments_are_named_with_their_reasons(tmp_path: Path) -> 
     binary = tmp_path / "data.txt"
     binary.write_bytes(bytes(range(256)) * 40)
     with pytest.raises(AttachmentsUnreadable) as refused:
-        read_attachments([good, binary, tmp_path / "gone.md"], here)
+        read_attachments([good, binary, tmp_path / "gone.md", tmp_path], here)
     words = str(refused.value)
     assert f"{binary} cannot be read" in words and f"{tmp_path / 'gone.md'} cannot be read" in words
+    assert f"{tmp_path} cannot be read: it is a folder: attach the files in it, or add the folder as a collection" \
+        in words
     assert str(good) not in words
-    assert [item.path for item in refused.value.unreadable] == [binary, tmp_path / "gone.md"]
+    assert {item.path for item in refused.value.unreadable} == {binary, tmp_path / "gone.md", tmp_path}
 
 
 def test_a_file_that_fits_goes_in_whole_and_the_history_keeps_the_question(started_controller,
