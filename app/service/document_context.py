@@ -20,7 +20,9 @@ from app.documents.values import Chunk, DocumentText, Unreadable, UnreadableCaus
 from app.engine.protocol import ChatMessage
 
 if TYPE_CHECKING:  # the index brings numpy: the window imports this module without it
+    from app.documents.collections import Hit
     from app.documents.index import DocumentIndex
+    from app.documents.search import VectorQuery
 
 # The fit rule, with token counts estimated (app/documents/chunks.py: about 4 characters a
 # token, one a character beyond ASCII): the engine has no tokenizer request yet. Only this
@@ -141,6 +143,7 @@ class ChatDocuments:
     def __init__(self, context_length: ContextLength) -> None:
         self._context_length = context_length
         self._index: DocumentIndex | None = None
+        self._vectors: VectorQuery | None = None
         self._chats: dict[int, _ChatDocuments] = {}
         self._used: dict[int, Material] = {}
 
@@ -148,10 +151,12 @@ class ChatDocuments:
         chat = self._chats.get(conversation_id, _ChatDocuments())
         self._chats[conversation_id] = replace(chat, attachments=chat.attachments + tuple(attachments))
 
-    def use_collections(self, conversation_id: int, names: Iterable[str], index: DocumentIndex) -> None:
+    def use_collections(self, conversation_id: int, names: Iterable[str], index: DocumentIndex,
+                        vectors: VectorQuery | None = None) -> None:
         """Answer this chat from these collections of `index` too (their names as it has them;
-        the caller checked them). The front end owns the index and closes it."""
-        self._index = index
+        the caller checked them), searched by keyword and, given `vectors` (the embedding
+        model's), by meaning. The front end owns the index and the embedding process."""
+        self._index, self._vectors = index, vectors
         chat = self._chats.get(conversation_id, _ChatDocuments())
         self._chats[conversation_id] = replace(chat, collections=tuple(dict.fromkeys(chat.collections + tuple(names))))
 
@@ -194,7 +199,7 @@ class ChatDocuments:
         problem = ""
         if documents.collections and self._index is not None:
             try:
-                hits = self._index.search(question, documents.collections, limit=MAX_PASSAGES)
+                hits, problem = self._search(self._index, question, documents.collections)
             except DocumentsError as exc:  # removed, locked or damaged since it was chosen: answer without it
                 problem = f"The collections were not searched for this answer: {exc}"
                 hits = []
@@ -210,6 +215,19 @@ class ChatDocuments:
         sources = tuple(Source(n, path, page, heading, text) for n, (path, page, heading, text)
                         in enumerate(pieces, start=1))
         return Material(sources, fit, problem)
+
+
+    def _search(self, index: DocumentIndex, question: str, names: Sequence[str]) -> tuple[list[Hit], str]:
+        """Hybrid when vectors were given; an embedding model that fails leaves keyword search, said."""
+        from app.documents.embedding import EmbeddingError  # numpy and the child process: only with vectors
+
+        if self._vectors is None:
+            return index.search(question, names, limit=MAX_PASSAGES), ""
+        try:
+            return index.search(question, names, limit=MAX_PASSAGES, vectors=self._vectors), ""
+        except EmbeddingError as exc:
+            return index.search(question, names, limit=MAX_PASSAGES), f"{exc} The collections were searched by " \
+                                                                         "keyword only for this answer."
 
 
 def fit_budget(context_length: int, max_tokens: int, rest: int) -> int:

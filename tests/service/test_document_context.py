@@ -204,3 +204,57 @@ def test_a_collection_removed_after_it_was_chosen_is_said_and_the_answer_goes_on
         run(scenario)
     finally:
         index.close()
+
+
+class _Embedder:
+    """Every query is the club's direction; fails on request, as a crashed embedding process does."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail, self.asked = fail, 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.asked += 1
+        if self.fail:
+            from app.documents.embedding import EmbeddingError
+            raise EmbeddingError("The embedding model stopped.")
+        return [[1.0, 0.0] for _ in texts]
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_collection_is_searched_by_meaning_given_vectors_and_by_keyword_when_they_fail(
+        started_controller, tmp_path: Path, fail: bool) -> None:
+    from app.documents.search import VectorQuery
+
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "club.txt").write_text(FACT, encoding="utf-8")
+    (folder / "survey.txt").write_text("Which day the survey team met is not recorded.", encoding="utf-8")
+    index = DocumentIndex(tmp_path / "documents.sqlite3", here, chunk_document)
+    index.add_collection(folder, "papers")
+    index.index("papers")
+    chunks = {text: chunk_id for chunk_id, text in index.chunks_without_vectors("m")}
+    index.store_vectors("m", [(chunks[FACT], [1.0, 0.0]), (chunks[next(t for t in chunks if t != FACT)], [0.0, 1.0])])
+    embedder = _Embedder(fail)
+
+    async def scenario():
+        async with started_controller() as started:
+            controller = started.controller
+            await controller.set_conversation_settings("", controller.conversation_settings()[1])
+            conversation_id = controller.conversation.id
+            controller.documents.use_collections(conversation_id, ["papers"], index, VectorQuery("m", embedder))
+            assert controller.send("Which day is the gathering?")  # no word of the club's line
+            await controller.wait_idle()
+            used = controller.documents.used(conversation_id)
+            assert used is not None and embedder.asked == 1
+            if fail:
+                assert used.problem == ("The embedding model stopped. The collections were searched by keyword "
+                                        "only for this answer.")
+                assert [s.path.name for s in used.sources] == ["survey.txt"]
+            else:
+                # Only its vector finds the club's line: the question shares none of its words.
+                assert used.problem == "" and {s.path.name for s in used.sources} == {"survey.txt", "club.txt"}
+
+    try:
+        run(scenario)
+    finally:
+        index.close()
