@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents, fit_note,
+                                    sources_line, write_sources)
 from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
 from app.cli.closed_output import output_closed
 from app.cli.failure_words import cli_words
@@ -29,6 +31,7 @@ from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.client import EngineClient
 from app.service.controller import ChatController
+from app.service.document_context import Attachment, Material
 from app.service.tool_use import Approver
 from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew, ToolPartsChanged
 from app.service.storage import IN_MEMORY
@@ -97,6 +100,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     chat.add_argument("--allow-tools", metavar="TOOL,…",
                       help="run these tools (a tool's name, or SERVER/TOOL) without asking; without a terminal "
                            "to ask on, other calls are refused")
+    chat.add_argument("--attach", action="append", default=[], metavar="FILE",
+                      help="answer from this file (text, Markdown, code, HTML, PDF, Word .docx); repeat for more. "
+                           "It goes in whole when it fits the context, else the passages that match the message")
+    chat.add_argument("--docs", action="append", default=[], metavar="COLLECTION",
+                      help="answer from the passages of this collection (see `kestrel docs list`) that match "
+                           "the message; repeat for more")
     chat.add_argument("--save", action="store_true",
                       help="keep this exchange as a chat in your history, where the window shows it "
                            "(without it, nothing is written)")
@@ -133,7 +142,16 @@ def run(args: argparse.Namespace) -> int:
         # Asked on the terminal only when standard input is one and the message did not come through it.
         can_ask = args.prompt != "-" and sys.stdin is not None and sys.stdin.isatty()
         decide = approver(names(args.allow_tools), can_ask=can_ask)
-        return asyncio.run(_answer(model, prompt, system, settings, printer, decide, save=args.save))
+        try:  # before the model loads: a file or collection that will not do is said at once
+            documents = chat_documents(args.attach, args.docs)
+        except DocumentsRefused as exc:
+            raise UserError(str(exc), exc.status) from None
+        try:
+            return asyncio.run(_answer(model, prompt, system, settings, printer, decide, save=args.save,
+                                       documents=documents))
+        finally:
+            if documents.index is not None:
+                documents.index.close()
     except UserError as exc:
         _report(exc, args.json)
         return exc.status
@@ -313,7 +331,7 @@ def _install_starter_with_progress(library: ModelLibrary) -> InstalledModel:
 
 
 async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter,
-                  decide: Approver, *, save: bool = False) -> int:
+                  decide: Approver, *, save: bool = False, documents: _Documents = _Documents()) -> int:
     """One chat turn through the window's controller, in a history kept only in memory, or
     (save) in the user's history as a new chat, which an open window picks up."""
     library = ModelLibrary(data_paths().models)
@@ -332,10 +350,23 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
         if save and library.get(model.id) is not None:
             await controller.set_conversation_model(model.id)
         await controller.set_conversation_settings(system, settings.generation)
+        conversation = controller.conversation
+        if conversation is not None and (documents.attachments or documents.collections):
+            controller.documents.attach(conversation.id, documents.attachments)
+            if documents.index is not None:
+                controller.documents.use_collections(conversation.id, documents.collections, documents.index)
+            printer.sources_from(lambda: controller.documents.used(conversation.id), documents.attachments)
         controller.send(prompt)
         await controller.wait_idle()
-        return printer.result(settings.generation.context_length,
-                              loaded.context_length if loaded is not None else None)
+        try:
+            return printer.result(settings.generation.context_length,
+                                  loaded.context_length if loaded is not None else None)
+        except UserError as exc:
+            if exc.status == EXIT_CONTEXT and (documents.attachments or documents.collections):
+                raise UserError(f"{exc} Kestrel sized what it took from your files by an estimate of this "
+                                "model's tokens, and the estimate came out low: ask about a smaller file, or "
+                                "split it.", exc.status) from None
+            raise
     finally:
         await controller.shutdown()
 
@@ -362,10 +393,16 @@ class _AnswerPrinter:
         self._ending: AnswerFinished | AnswerInterrupted | None = None
         self._closed = False  # the output's reader went away (`kestrel chat … | head -1`)
         self._stop: Callable[[], None] = lambda: None
+        self._material: Callable[[], Material | None] = lambda: None
+        self._attachments: tuple[Attachment, ...] = ()
 
     def stop_with(self, stop: Callable[[], None]) -> None:
         """What stops the answer once no one reads it."""
         self._stop = stop
+
+    def sources_from(self, material: Callable[[], Material | None], attachments: tuple[Attachment, ...]) -> None:
+        """Where the answer's sources are read when it ends (printed after it)."""
+        self._material, self._attachments = material, attachments
 
     def on_event(self, event: Event) -> None:
         if self._closed:
@@ -393,8 +430,18 @@ class _AnswerPrinter:
             self._thinking.end()
             self._ending = event
             stats = event.message.stats
+            material = self._material()
+            if material is not None and material.sources and self._as_json:  # before "done", the last line
+                write(self._out, sources_line(material), self._as_json)
             done = {"type": "done", **(stats.to_dict() if stats is not None else {})}
             write(self._out, done if self._as_json else "\n", self._as_json)
+            if material is not None and material.sources and not self._as_json:
+                write_sources(self._out, material)
+            if material is not None and material.problem:
+                print(f"kestrel: {material.problem}", file=sys.stderr)
+            note = fit_note(material, self._attachments)
+            if note is not None and not self._as_json:
+                print(f"kestrel: {note}", file=sys.stderr)
             if stats is not None and stats.template_note and not self._as_json:  # in the JSON object otherwise
                 print(f"kestrel: {stats.template_note}", file=sys.stderr)
         elif isinstance(event, AnswerInterrupted):

@@ -24,6 +24,9 @@ from app.service.streaming import StreamingAnswer
 from app.service.tool_use import ToolUse
 from app.tools.values import ToolInfo
 
+# The chat as the engine will see it, with the user's documents put in (document_context.py).
+Framing = Callable[[int, list[ChatMessage], GenerationSettings], Awaitable[list[ChatMessage]]]
+
 
 class AnswerRun:
     """Writes one answer into a conversation while the engine streams it.
@@ -37,7 +40,8 @@ class AnswerRun:
     def __init__(self, storage: Storage, engine: EngineQueue, emit: Callable[[Event], None], *,
                  show: Callable[[Message], None], settle: Callable[[Message], None],
                  pace_words: Callable[[], str | None] = lambda: None,
-                 threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8) -> None:
+                 threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8,
+                 frame: Framing | None = None) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
@@ -53,6 +57,7 @@ class AnswerRun:
         self.request: EngineRequest | None = None
         self._tools, self._tool_rounds = tools, tool_rounds
         self._tool_task: asyncio.Future[tuple[str, ToolResultPart]] | None = None
+        self._frame = frame
 
     @property
     def running(self) -> bool:
@@ -89,7 +94,10 @@ class AnswerRun:
         try:
             await prepare(conversation.settings.context_length)
             tools = await self._offered(conversation.settings.tools)
-            await self._rounds(stream, chat_of(conversation.system_prompt, history), conversation.settings, tools)
+            chat = chat_of(conversation.system_prompt, history)
+            if self._frame is not None:
+                chat = await self._frame(conversation_id, chat, conversation.settings)
+            await self._rounds(stream, chat, conversation.settings, tools)
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
             reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
                       InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)

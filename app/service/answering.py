@@ -13,6 +13,7 @@ from app.service.answer_queue import AnswerQueue, Turn
 from app.service.answer_run import AnswerRun
 from app.service.background import Pace
 from app.service.conversations import Conversations
+from app.service.document_context import ChatDocuments
 from app.service.event_bus import TaskGroup
 from app.service.events import (WRITING, ActivityChanged, AnswerQueueChanged, BusyChanged, Event, ModelState, Problem,
                                 SendFailed)
@@ -39,7 +40,8 @@ class Answering:
 
     def __init__(self, *, storage: Callable[[], Storage], emit: Callable[[Event], None], tasks: TaskGroup,
                  chat: OpenChat, conversations: Conversations, session: ModelSession,
-                 keeper: SettingsKeeper, tools: ToolUse | None = None) -> None:
+                 keeper: SettingsKeeper, tools: ToolUse | None = None,
+                 documents: ChatDocuments | None = None) -> None:
         self._storage = storage
         self._emit = emit
         self._spawn = tasks.spawn
@@ -48,6 +50,7 @@ class Answering:
         self._session = session
         self._keeper = keeper
         self._tools = tools
+        self._documents = documents
         self.queue = AnswerQueue(self._serve, tasks.spawn, self._changed)
         self._open_busy = False
 
@@ -206,7 +209,8 @@ class Answering:
             run = turn.run = AnswerRun(self._storage(), session.engine, self._emit, show=self._chat.add,
                                        tools=self._tools, tool_rounds=settings.tool_rounds,
                                        settle=self._chat.replace, pace_words=session.pace.words,
-                                       threads=threads)
+                                       threads=threads,
+                                       frame=self._documents.frame if self._documents is not None else None)
             try:
                 await run.run(conversation_id, session.ensure_context)
             finally:

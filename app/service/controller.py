@@ -21,6 +21,7 @@ from app.service.chat_files import ChatFiles, ExportOutcome
 from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineError
 from app.service.conversations import Conversations
+from app.service.document_context import ChatDocuments
 from app.service.drafts import DraftBook
 from app.service.event_bus import EventBus, Listener, TaskGroup
 from app.service.events import (ActivityChanged, ConversationModelChosen, ConversationsListed, DamagedHistoryFound,
@@ -45,7 +46,8 @@ class ChatController:
     The owners: `bus` and `tasks` (events and running work), `keeper` (settings),
     `session` (the model and the engine), `conversations` (every saved chat), `chat`
     (the one on screen), `answers` (sending and the answer line), `tools` (MCP servers,
-    approvals, running calls), `api` (the API
+    approvals, running calls), `documents` (the files and collections a chat answers
+    from), `api` (the API
     server's answers, beside the chats on the same engine line), `library` (the model
     manager), `files`, `history_choice`, `elsewhere` (what other processes change in the
     history). Each gets the collaborators it needs; none
@@ -73,9 +75,11 @@ class ChatController:
         # mcp.json sits beside settings.json (app.core.paths); a CLI chat with no settings file names it.
         self.tools = ToolUse(mcp_file or (settings_path.with_name("mcp.json") if settings_path else None),
                              self.keeper, emit)
+        # The documents each chat answers from (attached files, collections): put before its questions.
+        self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None)
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper,
-                                 tools=self.tools)
+                                 tools=self.tools, documents=self.documents)
         self.api = ApiAnswers(self.session, self.keeper, self.conversations, emit, spawn=self.tasks.spawn,
                               chats_busy=lambda: not self.answers.queue.idle)
         self.library = LibraryService(self.session, self.keeper, emit, self.tasks, answers_busy=self._answers_busy)
