@@ -12,14 +12,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents, fit_note,
-                                    sources_line, write_sources)
+from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents,
+                                    collection_vectors, fit_note, sources_line, write_sources)
 from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
 from app.cli.closed_output import output_closed
 from app.cli.failure_words import cli_words
 from app.cli.thinking_output import ThinkingOutput, write
+from app.cli.user_error import (EXIT_CONTEXT, EXIT_DEVICE, EXIT_ENGINE_DIED, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK,
+                                 EXIT_USAGE, UserError)
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import DevicePreference, Settings, SettingsError, SettingsFile
@@ -36,26 +38,13 @@ from app.service.tool_use import Approver
 from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew, ToolPartsChanged
 from app.service.storage import IN_MEMORY
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_MODEL = 3
-EXIT_ENGINE_DIED = 4
-EXIT_CONTEXT = 5
-EXIT_DEVICE = 6
-EXIT_INTERRUPTED = 130
+if TYPE_CHECKING:
+    from app.cli.docs_vectors import Vectors
 
 THREADS_ALLOWED = "a whole number, 1 or more"
 # The flag that sets each generation setting, for messages about a bad value.
 _FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
           "context_length": "--ctx", "thinking": "--think"}
-
-
-class UserError(Exception):
-    """A problem the user can fix; carries the exit status."""
-
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _typed(kind: type[int] | type[float], name: str) -> Callable[[str], int | float]:
@@ -341,6 +330,7 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
     controller.tools.approver = decide
     controller.subscribe(printer.on_event)
     printer.stop_with(controller.stop)
+    vectors: Vectors | None = None
     try:
         await controller.open()
         await _load(controller, model)
@@ -354,7 +344,9 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
         if conversation is not None and (documents.attachments or documents.collections):
             controller.documents.attach(conversation.id, documents.attachments)
             if documents.index is not None:
-                controller.documents.use_collections(conversation.id, documents.collections, documents.index)
+                vectors = collection_vectors(documents)
+                controller.documents.use_collections(conversation.id, documents.collections, documents.index,
+                                                     vectors=vectors.query() if vectors is not None else None)
             printer.sources_from(lambda: controller.documents.used(conversation.id), documents.attachments)
         controller.send(prompt)
         await controller.wait_idle()
@@ -369,6 +361,8 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
             raise
     finally:
         await controller.shutdown()
+        if vectors is not None:
+            vectors.close()
 
 
 async def _load(controller: ChatController, model: InstalledModel) -> None:

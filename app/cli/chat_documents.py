@@ -13,6 +13,7 @@ from app.documents.collections import DocumentsError, IndexUnavailable
 from app.service.document_context import Attachment, AttachmentsUnreadable, Fit, Material, read_attachments
 
 if TYPE_CHECKING:  # the index brings numpy: imported only when --docs is given
+    from app.cli.docs_vectors import Vectors
     from app.documents.index import DocumentIndex
 
 EXIT_USAGE = 2  # --docs: no collection of that name
@@ -110,3 +111,23 @@ def write_sources(out: TextIO, material: Material) -> None:
     lines = "".join(f"[{source.number}] {terminal_line(source.label)}\n" for source in material.sources)
     out.write(f"\nSources:\n{lines}")
     out.flush()
+
+
+def collection_vectors(documents: ChatDocuments) -> Vectors | None:
+    """The embedding model's vectors for the chosen collections, when they have any, so they are
+    searched by meaning too; says on standard error which search runs (as `docs search` does).
+    The caller closes what it gets."""
+    from app.cli.docs_vectors import Vectors, current_choice, search_note
+
+    if documents.index is None or not documents.collections:
+        return None
+    choice = current_choice()
+    if choice.model is None:
+        return None  # keyword search, as without any embedding model: nothing to say per chat
+    vectors = Vectors(choice.model)
+    note = search_note(documents.index, choice, vectors, documents.collections)
+    print(f"kestrel: {note}", file=sys.stderr)
+    if note.startswith("Keyword"):
+        vectors.close()
+        return None
+    return vectors

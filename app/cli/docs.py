@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
 from app.cli.docs_vectors import Vectors, choose, current_choice, fill, search_note
 from app.cli.models_common import EXIT_FILES, ProgressLine

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_USAGE, UserError
+from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_USAGE, UserError
 from app.cli.models_common import ProgressLine, load_settings, open_library
 from app.cli.terminal_text import terminal_line
 from app.core.settings import Settings, SettingsError

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli import models_get, models_settings
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
 from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text

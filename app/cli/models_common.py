@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, TextIO, TypeVar
 
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, UserError
+from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, UserError
 from app.cli.terminal_text import shown_path, terminal_line
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile

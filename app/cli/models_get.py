@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import EXIT_FILES, ProgressLine, in_worker, open_library
 from app.core.units import human_size
 from app.library.catalog import CatalogEntry, find_entry, load_catalog

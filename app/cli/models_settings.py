@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from app.cli.chat import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import load_settings, open_library
 from app.core.settings import SettingsError
 from app.library.model_defaults import FIELD_HELP, ModelDefaults, field_names, parse_value

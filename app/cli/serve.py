@@ -9,7 +9,8 @@ import signal
 import sys
 from collections.abc import Callable
 
-from app.cli.chat import EXIT_DEVICE, EXIT_MODEL, UserError, resolve_model
+from app.cli.user_error import EXIT_DEVICE, EXIT_MODEL, UserError
+from app.cli.chat import resolve_model
 from app.cli.failure_words import cli_words
 from app.core.paths import data_paths
 from app.core.server_settings import ServerSettings, is_loopback

@@ -12,7 +12,7 @@ import sys
 from dataclasses import replace
 from typing import Any, NoReturn
 
-from app.cli.chat import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.user_error import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
 from app.cli.models_common import EXIT_FILES
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text

@@ -145,3 +145,32 @@ def test_the_instruct_model_answers_from_a_collection(instruct_model: Path, tmp_
     text, sources = _answer(result)
     assert "Thursday" in text, text
     assert (sources[0]["path"], sources[0]["page"]) == (str(folder / "club.pdf"), 2), json.dumps(sources)
+
+
+def test_a_collection_with_vectors_is_searched_by_meaning_too(tiny_model: Path, tmp_path: Path) -> None:
+    """With an embedding model installed and the collection's vectors made, `chat --docs` fuses both
+    rankings: a passage that shares no word with the question comes with the one that does."""
+    from tests.helpers.embedding_gguf import build_embedding_gguf
+
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    club_file(folder)
+    (folder / "tides.txt").write_text(filler(1), encoding="utf-8")
+    assert kestrel("docs", "add", str(folder), "--name", "papers").returncode == 0
+    keyword = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "2", "--ctx", "1024", "--json",
+                      "--docs", "papers", QUESTION)
+    assert keyword.returncode == 0, keyword.stderr
+    assert "by keyword and meaning" not in keyword.stderr
+    assert [Path(s["path"]).name for s in _sources(keyword)] == ["club notes.txt"]
+    assert kestrel("models", "add", str(build_embedding_gguf(tmp_path / "tiny-embed.gguf"))).returncode == 0
+    assert kestrel("docs", "embed").returncode == 0
+    both = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "2", "--ctx", "1024", "--json",
+                   "--docs", "papers", QUESTION)
+    assert both.returncode == 0, both.stderr
+    assert "Searched by keyword and meaning (kestrel-tiny-embed)" in both.stderr
+    assert sorted(Path(s["path"]).name for s in _sources(both)) == ["club notes.txt", "tides.txt"]
+    assert_no_traceback(both)
+
+
+def _sources(result) -> list[dict]:
+    return next(line for line in json_lines(result.stdout) if line["type"] == "sources")["sources"]
