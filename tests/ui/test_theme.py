@@ -44,3 +44,33 @@ def test_switching_theme_recolours_themed_icons(qapp):
     assert light != dark
     apply_theme(qapp, "light")
     assert button.icon().pixmap(32, 32).toImage() == light
+
+
+@pytest.mark.parametrize("kind", ["check box", "radio button"])
+@pytest.mark.parametrize("dark", [False, True])
+def test_a_check_box_and_a_radio_buttons_frame_stand_out_from_the_field(qapp, qtbot, dark, kind):
+    """Fusion draws their frame in the window colour darkened: on the dark palette it was all
+    but black on the dark field (the chat settings' tool list, the model form's "the app's")."""
+    from PySide6.QtWidgets import QCheckBox, QRadioButton, QStyle, QStyleOptionButton, QWidget
+
+    apply_theme(qapp, "dark" if dark else "light")
+    try:
+        page = QWidget()
+        qtbot.addWidget(page)
+        page.setAutoFillBackground(True)
+        page.setBackgroundRole(QPalette.ColorRole.Base)
+        box = (QCheckBox if kind == "check box" else QRadioButton)("files", page)
+        box.move(10, 10)
+        page.resize(120, 40)
+        page.show()
+        option = QStyleOptionButton()
+        box.initStyleOption(option)
+        element = (QStyle.SubElement.SE_CheckBoxIndicator if kind == "check box"
+                   else QStyle.SubElement.SE_RadioButtonIndicator)
+        indicator = box.style().subElementRect(element, option, box)
+        image = box.grab().toImage()
+        edge = [image.pixelColor(indicator.left() + dx, indicator.center().y()).name() for dx in range(3)]
+        field = palette_colors(dark)[QPalette.ColorRole.Base]
+        assert max(contrast(colour, field) for colour in edge) >= 3.0, (edge, field)
+    finally:
+        apply_theme(qapp, "light")
