@@ -106,7 +106,7 @@ def apply_theme(app: QApplication, choice: str) -> bool:
     indicators = QPalette(palette)
     indicators.setColor(QPalette.ColorRole.Window, QColor(_INDICATOR_WINDOW[dark]))
     for kind in ("QCheckBox", "QRadioButton", "ServerChecklist"):  # the last: a list of check boxes
-        app.setPalette(indicators, kind.encode())
+        app.setPalette(indicators, kind)  # type: ignore[arg-type]  # the stub says bytes; PySide takes str
     icons.refresh()
     return dark
 
