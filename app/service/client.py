@@ -241,18 +241,27 @@ class EngineClient:
     # --- plumbing -------------------------------------------------------------------
 
     async def _watch(self, engine: EngineProcess) -> None:
-        """While something is asked of the engine, ping it; end it if it stays silent."""
+        """While something is asked of the engine, ping it; end it if it stays silent.
+
+        Its silence counts from when something was asked, not from the last word heard:
+        an engine idle for longer than the limit, slow to take up the next request on a busy
+        machine, was ended at once as "silent for" the whole idle time (seen: 900 s).
+        """
         last_ping = 0.0
+        busy_from: float | None = None
         tick = min(0.25, self._ping_every)
         while engine.alive and engine is self._engine:
             await asyncio.sleep(tick)
             if not (self._pending or self._stop_asked_at is not None) or not engine.alive:
+                busy_from = None
                 continue  # idle: nothing is expected of it, so its silence means nothing
             now = time.monotonic()
+            if busy_from is None:
+                busy_from = now
             if now - last_ping >= self._ping_every:
                 self._send_quietly(p.Ping(next(self._ids)))
                 last_ping = now
-            silent = now - engine.last_heard
+            silent = now - max(engine.last_heard, busy_from)
             stop_at = self._stop_asked_at
             if stop_at is not None and (now - stop_at > self._stop_limit or (
                     engine.last_ping_answered < self._stop_ping and now - stop_at > self._stop_grace)):

@@ -53,3 +53,38 @@ def test_the_controller_says_so_and_stop_restarts_the_engine(started_controller)
             await controller.wait_idle()
             assert controller.messages[-1].state == MessageState.COMPLETE
     run(scenario)
+
+
+def test_an_engine_idle_past_the_limit_is_not_ended_by_its_next_request(tiny_model) -> None:
+    """Silence counts from the request: an engine idle for longer than hang_after and slow to take up the
+    next request (frozen for less than the limit, as on a busy machine) answers it."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from app.core.generation import GenerationSettings
+    from app.engine.protocol import ChatMessage
+
+    async def scenario():
+        engine = _client(hang_after=1.0)
+        try:
+            await engine.load(str(tiny_model), context_length=512)
+            await asyncio.sleep(1.6)  # idle: longer than hang_after
+            pid = engine.pid
+            freeze(pid)
+            settings = GenerationSettings(max_tokens=4, temperature=0.0, seed=1)
+            answer = asyncio.ensure_future(_all(engine.generate((ChatMessage("user", "Hello"),), settings)))
+            await asyncio.sleep(0.6)  # the watchdog ticks while the engine cannot answer
+            with contextlib.suppress(ProcessLookupError):  # ended as hung: the answer says so below
+                os.kill(pid, signal.SIGCONT)
+            events = await answer
+            return events, engine.pid == pid
+        finally:
+            await engine.shutdown()
+
+    events, same = run(scenario)
+    assert events[-1].finish_reason == "length" and same
+
+
+async def _all(stream) -> list:
+    return [event async for event in stream]
