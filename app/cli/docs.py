@@ -15,7 +15,7 @@ from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE
 from app.cli.closed_output import output_closed
 from app.cli.docs_vectors import Vectors, choose, current_choice, fill, search_note
 from app.cli.models_common import EXIT_FILES, ProgressLine
-from app.cli.terminal_text import shown_path, terminal_line, terminal_text
+from app.cli.terminal_text import disk_failure, shown_path, terminal_line, terminal_text
 from app.documents.collections import Collection, DocumentsError, FileState, Hit, IndexOutcome, IndexProgress, \
     IndexUnavailable
 from app.documents.values import source_label
@@ -83,9 +83,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         if output_closed(exc):
             raise
-        where = shown_path(exc.filename) if exc.filename else "the documents index"
-        print(f"kestrel: Kestrel could not use {where}: {exc.strerror or exc}. Check that the disk is there "
-              "and has space and that you may write to it, then try again.", file=sys.stderr, flush=True)
+        print(f"kestrel: {disk_failure(exc, 'use', 'the documents index')}", file=sys.stderr, flush=True)
         return EXIT_FILES
 
 

@@ -41,3 +41,10 @@ def shown_path(path: object) -> str:
         return text
     end = PATH_SHOWN // 2
     return f"{text[:end]}…{text[-end:]}"
+
+
+def disk_failure(exc: OSError, verb: str, otherwise: str) -> str:
+    """What a command says when the disk refused it: which file (or `otherwise`) and what to check."""
+    where = shown_path(exc.filename) if exc.filename else otherwise
+    return (f"Kestrel could not {verb} {where}: {exc.strerror or exc}. Check that the disk is there and has "
+            "space and that you may write to it, then try again.")

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
 from app.cli.models_common import EXIT_FILES
-from app.cli.terminal_text import shown_path, terminal_line, terminal_text
+from app.cli.terminal_text import disk_failure, shown_path, terminal_line, terminal_text
 from app.core.paths import data_paths
 from app.tools.choices import ToolChoices, choices_file, read_choices, write_choices
 from app.tools.mcp_config import McpServerConfig, config_names, read_mcp_config, write_mcp_config
@@ -86,9 +86,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         if output_closed(exc):
             raise
-        where = shown_path(exc.filename) if exc.filename else "its config folder"
-        print(f"kestrel: Kestrel could not write {where}: {exc.strerror or exc}. Check that the disk is there "
-              "and has space and that you may write to it, then try again.", file=sys.stderr, flush=True)
+        print(f"kestrel: {disk_failure(exc, 'write', 'its config folder')}", file=sys.stderr, flush=True)
         return EXIT_FILES
     except KeyboardInterrupt:
         print("\nInterrupted.", file=sys.stderr, flush=True)

@@ -11,7 +11,7 @@ from app.ui import icons
 from app.ui.adapter import ControllerAdapter
 from app.ui.chat_header import ChatHeader
 from app.ui.composer import Composer
-from app.ui.dialogs import DamagedHistoryPanel
+from app.ui.damaged_history_panel import DamagedHistoryPanel
 from app.ui.first_run import STARTER_TEXT, FirstRunOffer, offer_wanted
 from app.ui.message_view import MessageView
 from app.ui.tool_approval import ToolApprovalBar

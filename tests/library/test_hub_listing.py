@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.library import hub
+from app.library import hub_listing
 from app.library.download import DownloadError, DownloadErrorKind
 from app.library.file_names import name_problem, plain_file_name, shown
 from app.library.hub import HubError, UnsafeNames, direct_unit, units_for
@@ -98,7 +98,7 @@ def test_names_are_shown_bounded_and_without_marks() -> None:
 
 
 def test_a_listing_that_trickles_is_given_up_on(server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hub, "_LISTING_S", 0.5)
+    monkeypatch.setattr(hub_listing, "_LISTING_S", 0.5)
     server.files["/api/models/o/slow?blobs=true"] = Served(body=b'{"siblings": []}' + b" " * 1000,
                                                            slow_chunk=10, slow_delay_s=0.05)
     started = time.monotonic()
