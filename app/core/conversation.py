@@ -7,6 +7,7 @@ from enum import Enum
 from typing import TypeAlias
 
 from app.core.answer_stats import AnswerStats
+from app.core.attachments import AttachedFile, SourceRef
 from app.core.generation import GenerationSettings
 
 
@@ -99,6 +100,10 @@ class Message:
     answer. `text` stays that turn's visible answer (joined_text(parts)), so whatever
     reads `text` works unchanged. A turn without tools, and every other message, has
     parts == ().
+
+    `attachments`: the files the user attached to this message (user messages only).
+    `sources`: the numbered sources this answer was given from the user's files (attached or
+    from the chat's collections), which its [n] citations name (assistant messages only).
     """
 
     id: int
@@ -110,6 +115,8 @@ class Message:
     stats: AnswerStats | None
     thinking: str = ""
     parts: tuple[Part, ...] = ()
+    attachments: tuple[AttachedFile, ...] = ()
+    sources: tuple[SourceRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,8 @@ class Conversation:
     """A chat: its title, its system prompt and the settings its answers use.
 
     `created` and `updated` are Unix epoch seconds; `model` names the model last chosen
-    for this chat, or None for the default model.
+    for this chat, or None for the default model. `collections`: the document collections
+    (their names) this chat answers from.
     """
 
     id: int
@@ -127,3 +135,4 @@ class Conversation:
     system_prompt: str
     settings: GenerationSettings
     model: str | None
+    collections: tuple[str, ...] = ()

@@ -1,0 +1,68 @@
+"""Files attached to a chat and the sources an answer was given, as the history keeps them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# What a file attached to one message may hold, as kept in the history: past it the file is
+# refused when attached (the reader's own limit for a text file is 20 MB). A chat export
+# carries the text, so the same limit bounds what an import may bring in.
+MAX_ATTACHED_CHARS = 5_000_000
+# A message's attachments, and an answer's sources: far above any real chat.
+MAX_ATTACHMENTS = 100
+MAX_SOURCES = 100
+
+_SEPARATORS = re.compile(r"[\\/]")
+
+
+@dataclass(frozen=True)
+class AttachedSection:
+    """A stretch of an attached file under one heading and on one page (as the reader found it):
+    `heading` is the path of headings above it ("Intro › Setup"), `page` counts from 1 (PDF only)."""
+
+    text: str
+    page: int | None = None
+    heading: str | None = None
+
+
+@dataclass(frozen=True)
+class AttachedFile:
+    """A file the user attached to a message, and the text read from it then.
+
+    The text is kept, not only the path: the chat answers from it after the file is moved
+    or changed, after a restart, and on another machine after an export and import (where
+    `path` names the file on the machine that attached it). `kind` is the reader's FileKind
+    value ("text", "markdown", "code", "html", "pdf", "docx"); `size` its bytes when read;
+    `note` what the reader adjusted (an encoding guessed; "" for nothing).
+    """
+
+    path: str
+    kind: str
+    size: int
+    sections: tuple[AttachedSection, ...]
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        """The file's name, whichever system's separators the path was written with."""
+        return _SEPARATORS.split(self.path)[-1] or self.path
+
+    @property
+    def text(self) -> str:
+        """The whole text, a PDF's pages marked ("(p. 3)") so an answer can name one."""
+        return "\n\n".join(f"(p. {section.page})\n{section.text}" if section.page is not None else section.text
+                           for section in self.sections)
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """One numbered source an answer was given ([number] in its text): which file, where in
+    it, and the text the model read. `path` is the file's on this machine (an attachment's as
+    it was attached, a collection's as indexed)."""
+
+    number: int
+    path: str
+    page: int | None
+    heading: str | None
+    text: str
