@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents,
+from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents, collection_search,
                                     collection_vectors, fit_note, sources_line, write_sources)
 from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
 from app.cli.closed_output import output_closed
@@ -22,6 +22,7 @@ from app.cli.failure_words import cli_words
 from app.cli.thinking_output import ThinkingOutput, write
 from app.cli.user_error import (EXIT_CONTEXT, EXIT_DEVICE, EXIT_ENGINE_DIED, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK,
                                  EXIT_USAGE, UserError)
+from app.core.attachments import AttachedFile
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import DevicePreference, Settings, SettingsError, SettingsFile
@@ -33,7 +34,7 @@ from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.client import EngineClient
 from app.service.controller import ChatController
-from app.service.document_context import Attachment, Material
+from app.service.document_context import Material
 from app.service.tool_use import Approver
 from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew, ToolPartsChanged
 from app.service.storage import IN_MEMORY
@@ -342,13 +343,13 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
         await controller.set_conversation_settings(system, settings.generation)
         conversation = controller.conversation
         if conversation is not None and (documents.attachments or documents.collections):
-            controller.documents.attach(conversation.id, documents.attachments)
             if documents.index is not None:
                 vectors = collection_vectors(documents)
-                controller.documents.use_collections(conversation.id, documents.collections, documents.index,
-                                                     vectors=vectors.query() if vectors is not None else None)
+                controller.documents.use_search(collection_search(
+                    documents.index, vectors.query() if vectors is not None else None))
+                await controller.set_chat_collections(documents.collections)
             printer.sources_from(lambda: controller.documents.used(conversation.id), documents.attachments)
-        controller.send(prompt)
+        controller.send(prompt, documents.attachments)
         await controller.wait_idle()
         try:
             return printer.result(settings.generation.context_length,
@@ -388,13 +389,13 @@ class _AnswerPrinter:
         self._closed = False  # the output's reader went away (`kestrel chat … | head -1`)
         self._stop: Callable[[], None] = lambda: None
         self._material: Callable[[], Material | None] = lambda: None
-        self._attachments: tuple[Attachment, ...] = ()
+        self._attachments: tuple[AttachedFile, ...] = ()
 
     def stop_with(self, stop: Callable[[], None]) -> None:
         """What stops the answer once no one reads it."""
         self._stop = stop
 
-    def sources_from(self, material: Callable[[], Material | None], attachments: tuple[Attachment, ...]) -> None:
+    def sources_from(self, material: Callable[[], Material | None], attachments: tuple[AttachedFile, ...]) -> None:
         """Where the answer's sources are read when it ends (printed after it)."""
         self._material, self._attachments = material, attachments
 

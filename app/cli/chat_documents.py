@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -9,12 +10,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text
+from app.core.attachments import AttachedFile
 from app.documents.collections import DocumentsError, IndexUnavailable
-from app.service.document_context import Attachment, AttachmentsUnreadable, Fit, Material, read_attachments
+from app.service.attached_files import AttachmentsUnreadable, read_attachments
+from app.service.document_context import Fit, Material, SearchCollections
 
 if TYPE_CHECKING:  # the index brings numpy: imported only when --docs is given
     from app.cli.docs_vectors import Vectors
+    from app.documents.collections import Hit
     from app.documents.index import DocumentIndex
+    from app.documents.search import VectorQuery
 
 EXIT_USAGE = 2  # --docs: no collection of that name
 EXIT_UNREADABLE = 3  # --attach: a file cannot be read (the message names it and says why)
@@ -33,7 +38,7 @@ class DocumentsRefused(Exception):
 class ChatDocuments:
     """What --attach and --docs gave: the files read, the collections found in their index."""
 
-    attachments: tuple[Attachment, ...] = ()
+    attachments: tuple[AttachedFile, ...] = ()
     collections: tuple[str, ...] = ()
     index: DocumentIndex | None = None
 
@@ -55,7 +60,7 @@ def chat_documents(attach: Sequence[str], docs: Sequence[str]) -> ChatDocuments:
     return ChatDocuments(attachments, collections, index)
 
 
-def read_attached(given: Sequence[str]) -> tuple[Attachment, ...]:
+def read_attached(given: Sequence[str]) -> tuple[AttachedFile, ...]:
     """The files after --attach, read in the reader's worker process (a file that crashes or
     hangs a parser is refused, never this process); AttachmentsUnreadable names each refused one.
     A note on a file read with an adjustment (an encoding guessed) goes to standard error."""
@@ -63,8 +68,8 @@ def read_attached(given: Sequence[str]) -> tuple[Attachment, ...]:
 
     attachments = read_attachments([Path(path).expanduser().absolute() for path in given], read_in_worker)
     for attachment in attachments:
-        if attachment.document.note:
-            print(f"kestrel: {shown_path(attachment.path)}: {attachment.document.note}", file=sys.stderr)
+        if attachment.note:
+            print(f"kestrel: {shown_path(Path(attachment.path))}: {attachment.note}", file=sys.stderr)
     return attachments
 
 
@@ -88,11 +93,11 @@ def open_collections(names: Sequence[str]) -> tuple[DocumentIndex, tuple[str, ..
     return index, found
 
 
-def fit_note(material: Material | None, attachments: Sequence[Attachment]) -> str | None:
+def fit_note(material: Material | None, attachments: Sequence[AttachedFile]) -> str | None:
     """What standard error says when the attached files were too long to go in whole."""
     if material is None or material.fit is not Fit.RETRIEVED:
         return None
-    names = ", ".join(terminal_line(a.path.name) for a in attachments)
+    names = ", ".join(terminal_line(a.name) for a in attachments)
     passages = sum(1 for source in material.sources if any(source.path == a.path for a in attachments))
     return (f"{names} {'is' if len(attachments) == 1 else 'are'} too long for the model's context with room for "
             f"the answer, so the answer had the {passages} passage{'s' if passages != 1 else ''} that best match "
@@ -111,6 +116,27 @@ def write_sources(out: TextIO, material: Material) -> None:
     lines = "".join(f"[{source.number}] {terminal_line(source.label)}\n" for source in material.sources)
     out.write(f"\nSources:\n{lines}")
     out.flush()
+
+
+def collection_search(index: DocumentIndex, vectors: VectorQuery | None) -> SearchCollections:
+    """How the chat searches the --docs collections: in `index`, on a thread, by keyword and, given
+    `vectors` (the embedding model's), by meaning; an embedding model that fails leaves keyword
+    search, said on standard error."""
+    def search(question: str, names: Sequence[str], limit: int) -> list[Hit]:
+        from app.documents.embedding import EmbeddingError  # numpy and the child process: only with vectors
+
+        if vectors is None:
+            return index.search(question, names, limit=limit)
+        try:
+            return index.search(question, names, limit=limit, vectors=vectors)
+        except EmbeddingError as exc:
+            print(f"kestrel: {exc} The collections were searched by keyword only for this answer.", file=sys.stderr)
+            return index.search(question, names, limit=limit)
+
+    async def off_loop(question: str, names: Sequence[str], limit: int) -> list[Hit]:
+        return await asyncio.to_thread(search, question, names, limit)
+
+    return off_loop
 
 
 def collection_vectors(documents: ChatDocuments) -> Vectors | None:

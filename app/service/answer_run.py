@@ -6,15 +6,18 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
+from dataclasses import replace
 
 from app.core.answer_stats import AnswerStats, FinishReason
-from app.core.conversation import Message, MessageState, Part, Role, ToolCallPart, ToolResultPart
+from app.core.attachments import SourceRef
+from app.core.conversation import Conversation, Message, MessageState, Part, Role, ToolCallPart, ToolResultPart
 from app.core.message_parts import tool_rounds
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
 from app.engine.failures import Failure
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind
 from app.engine.tool_calls import ToolCall
+from app.service.document_context import Framed
 from app.service.engine_errors import EngineCrashed, EngineError
 from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
 from app.service.events import (THINKING, WRITING, ActivityChanged, AnswerFinished, AnswerInterrupted, AnswerStarted, Event,
@@ -24,8 +27,9 @@ from app.service.streaming import StreamingAnswer
 from app.service.tool_use import ToolUse
 from app.tools.values import ToolInfo
 
-# The chat as the engine will see it, with the user's documents put in (document_context.py).
-Framing = Callable[[int, list[ChatMessage], GenerationSettings], Awaitable[list[ChatMessage]]]
+# The chat's messages with the user's documents put in, and the sources to keep on the answer
+# (document_context.py).
+Framing = Callable[[Conversation, list[Message]], Awaitable[Framed]]
 
 
 class AnswerRun:
@@ -58,6 +62,7 @@ class AnswerRun:
         self._tools, self._tool_rounds = tools, tool_rounds
         self._tool_task: asyncio.Future[tuple[str, ToolResultPart]] | None = None
         self._frame = frame
+        self._sources: tuple[SourceRef, ...] = ()
 
     @property
     def running(self) -> bool:
@@ -94,14 +99,16 @@ class AnswerRun:
         try:
             await prepare(conversation.settings.context_length)
             tools = await self._offered(conversation.settings.tools)
-            chat = chat_of(conversation.system_prompt, history)
             if self._frame is not None:
-                chat = await self._frame(conversation_id, chat, conversation.settings)
+                framed = await self._frame(conversation, history)
+                history, self._sources = list(framed.history), framed.sources
+            chat = chat_of(conversation.system_prompt, history)
             await self._rounds(stream, chat, conversation.settings, tools)
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
             reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
                       InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
-            self._finish(await stream.interrupt(AnswerStats(error=exc.message)), reason, exc.message, exc.failure)
+            self._finish(await self._sourced(await stream.interrupt(AnswerStats(error=exc.message))), reason,
+                         exc.message, exc.failure)
             self._emit(Problem(exc.message, "engine" if isinstance(exc, EngineCrashed) else "model"))
         except asyncio.CancelledError:
             if not stream.done:
@@ -152,13 +159,24 @@ class AnswerRun:
             except asyncio.CancelledError:
                 if not self.cancelled:
                     raise  # shutting down
-                self._finish(await stream.finish(AnswerStats(finish_reason=FinishReason.CANCELLED)))
+                self._finish(await self._complete(stream, AnswerStats(finish_reason=FinishReason.CANCELLED)))
                 return None
             finally:
                 self._tool_task = None
             self._show_parts(stream, await stream.add_part(result))
             results.append(result)
         return results
+
+    async def _complete(self, stream: StreamingAnswer, stats: AnswerStats | None) -> Message:
+        return await self._sourced(await stream.finish(stats))
+
+    async def _sourced(self, answer: Message) -> Message:
+        """The answer with the sources it was given, saved on it (the window shows them after a
+        restart; an export carries them)."""
+        if not self._sources:
+            return answer
+        await self._storage.history(HistoryStore.update_message, answer.id, sources=self._sources)
+        return replace(answer, sources=self._sources)
 
     def _show_parts(self, stream: StreamingAnswer, parts: tuple[Part, ...]) -> None:
         self._emit(ToolPartsChanged(stream.message.conversation_id, stream.message_id, parts))
@@ -187,14 +205,14 @@ class AnswerRun:
                 elif isinstance(event, Done):
                     if calls and not self.cancelled and event.finish_reason != FinishReason.CANCELLED:
                         return calls
-                    self._finish(await stream.finish(event.stats))
+                    self._finish(await self._complete(stream, event.stats))
                     return None
                 elif isinstance(event, Queued):
                     self._emit(event)
                     self._emit(ActivityChanged(f"Waiting for the engine ({event.position} ahead)…",
                                                stream.message.conversation_id))
                 elif isinstance(event, Withdrawn):
-                    self._finish(await stream.finish(AnswerStats(finish_reason=FinishReason.CANCELLED)))
+                    self._finish(await self._complete(stream, AnswerStats(finish_reason=FinishReason.CANCELLED)))
                     return None
         return None
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from app.core.attachments import AttachedFile
 from app.core.conversation import Message, Role
 from app.core.history import HistoryError, HistoryStore
 from app.library.installed import InstalledModel
@@ -26,6 +27,9 @@ from app.service.threads import model_key
 from app.service.tool_use import ToolUse
 
 WAITING_FOR_MODEL = "Your message will be sent when the model is ready…"
+# What a message with files and no words asks; kept as its text, so the chat shows what was asked.
+FILES_ONLY_QUESTION = "Summarise the attached file."
+FILES_ONLY_QUESTION_MANY = "Summarise the attached files."
 
 
 class Answering:
@@ -76,18 +80,24 @@ class Answering:
         stream = run.stream if run is not None else None
         return stream if stream is not None and stream.message.conversation_id == conversation_id else None
 
-    def send(self, text: str, *, history_open: bool) -> bool:
-        """False if it cannot be taken: no text, no history, or this chat is already
-        being answered or waiting."""
-        if not text.strip() or not history_open or self.open_chat_busy:
+    def send(self, text: str, attachments: Sequence[AttachedFile] = (), *, history_open: bool,
+             collections: Callable[[], tuple[str, ...] | None] = lambda: None) -> bool:
+        """False if it cannot be taken: no text and no file, no history, or this chat is already
+        being answered or waiting. Files without words ask for a summary (FILES_ONLY_QUESTION),
+        saved as the message's text. collections: the choice made for a new chat before this
+        first message (taken once the message is), saved with it."""
+        if not (text.strip() or attachments) or not history_open or self.open_chat_busy:
             return False
+        if not text.strip():
+            text = FILES_ONLY_QUESTION if len(attachments) == 1 else FILES_ONLY_QUESTION_MANY
         open_id = self._chat.id
         turn = self.queue.join(open_id, self._chat.model_id())
         self._conversations.drafts.put(open_id, "")  # sent: no longer a draft
-        self._spawn(self._send(turn, storable(text), self._chat.opened))
+        self._spawn(self._send(turn, storable(text), self._chat.opened, tuple(attachments), collections()))
         return True
 
-    async def _send(self, turn: Turn, text: str, opened: int) -> None:
+    async def _send(self, turn: Turn, text: str, opened: int, attachments: tuple[AttachedFile, ...] = (),
+                    collections: tuple[str, ...] | None = None) -> None:
         conversation_id = turn.conversation_id
         try:
             if conversation_id is None:
@@ -99,7 +109,10 @@ class Answering:
                 # Made before its first message (its settings were changed first): the
                 # message names it, as it names a chat made by sending.
                 await self._conversations.name_by_first_message(conversation_id, _title_from(text))
-            message = await self._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text)
+            if collections is not None:
+                await self._storage().history(HistoryStore.set_collections, conversation_id, collections)
+            message = await self._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text,
+                                                    **_with_files(attachments))
             await self._conversations.refresh(conversation_id)
         except (HistoryError, KeyError) as exc:
             words = str(exc) if isinstance(exc, HistoryError) else "That chat is gone."
@@ -135,12 +148,15 @@ class Answering:
         return True
 
     def edit_and_resend(self, message_id: int, text: str) -> bool:
+        """The message's files stay with its new text (words left empty ask for a summary)."""
         conversation = self._chat.conversation
-        if not text.strip() or conversation is None or self.open_chat_busy:
+        if conversation is None or self.open_chat_busy:
             return False
         message = next((m for m in self._chat.messages if m.id == message_id), None)
-        if message is None or message.role != Role.USER:
+        if message is None or message.role != Role.USER or not (text.strip() or message.attachments):
             return False
+        if not text.strip():
+            text = FILES_ONLY_QUESTION if len(message.attachments) == 1 else FILES_ONLY_QUESTION_MANY
         turn = self.queue.join(conversation.id, conversation.model)
         self._spawn(self._replace_from(turn, message, storable(text)))
         return True
@@ -153,7 +169,7 @@ class Answering:
                 self._chat.remove_from(first)
                 if new_text is not None:
                     added = await storage.history(HistoryStore.add_message, first.conversation_id, Role.USER,
-                                                  new_text)
+                                                  new_text, **_with_files(first.attachments))
                     self._chat.add(added)
         except (HistoryError, KeyError) as exc:
             self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone.", "history"))
@@ -290,6 +306,10 @@ def storable(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _with_files(attachments: tuple[AttachedFile, ...]) -> dict[str, tuple[AttachedFile, ...]]:
+    return {"attachments": attachments} if attachments else {}
 
 
 def _title_from(text: str) -> str:

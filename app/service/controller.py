@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.core.attachments import AttachedFile
 from app.core.conversation import Conversation, Message
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryDamaged, HistoryError
@@ -17,6 +18,8 @@ from app.library.models import ModelLibrary
 from app.service.answering import Answering, storable
 from app.service.api_answers import ApiAnswers
 from app.service.background import WindowState
+from app.service.attached_files import read_in_worker_off_loop
+from app.service.chat_collections import ChatCollections
 from app.service.chat_files import ChatFiles, ExportOutcome
 from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineError
@@ -77,6 +80,7 @@ class ChatController:
                              self.keeper, emit)
         # The documents each chat answers from (attached files, collections): put before its questions.
         self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None)
+        self.chat_documents = ChatCollections(self._storage, self.chat, self.conversations, self.bus)
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper,
                                  tools=self.tools, documents=self.documents)
@@ -314,9 +318,24 @@ class ChatController:
         """Keep the chat's unsent text; returns at once (written on the writer thread)."""
         self.drafts.put(conversation_id, storable(text))
 
-    def send(self, text: str) -> bool:
-        """Save the user's message in the open chat; its answer follows in turn (answering.py)."""
-        return self.answers.send(text, history_open=self.storage is not None)
+    async def read_attachments(self, paths: Sequence[Path]) -> tuple[AttachedFile, ...]:
+        """Read files to attach, in the reader's worker process and off the event loop;
+        AttachmentsUnreadable (plain words naming each file) if one cannot be read or kept."""
+        return await read_in_worker_off_loop(paths)
+
+    def send(self, text: str, attachments: Sequence[AttachedFile] = ()) -> bool:
+        """Save the user's message (with its files) in the open chat; its answer follows in turn
+        (answering.py). Files without words ask for a summary, which becomes the message's text."""
+        return self.answers.send(text, attachments, history_open=self.storage is not None,
+                                 collections=self.chat_documents.take_pending)
+
+    def chat_collections(self) -> tuple[str, ...]:
+        """The collections the open chat answers from (a new chat's choice too)."""
+        return self.chat_documents.names()
+
+    async def set_chat_collections(self, names: Sequence[str]) -> None:
+        """Choose the open chat's collections; a new chat keeps them until its first message."""
+        await self.chat_documents.choose(names)
 
     def regenerate(self) -> bool:
         """Replace the open chat's last answer (or answer its unanswered last message)."""

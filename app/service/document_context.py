@@ -1,33 +1,31 @@
-"""Documents in a chat: attached files and collections put before the question as numbered sources."""
+"""Documents in a chat: the files its messages carry and its collections, put before its questions as numbered sources."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import zip_longest
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.core.conversation import Role
-from app.core.generation import GenerationSettings
-from app.documents.chunks import chunk_document, estimate_tokens
+from app.core.attachments import MAX_SOURCES, AttachedFile, SourceRef
+from app.core.conversation import Conversation, Message, MessageState, Role
+from app.documents.chunks import estimate_tokens
 from app.documents.collections import DocumentsError
-from app.documents.values import Chunk, DocumentText, Unreadable, UnreadableCause, source_label
-from app.engine.protocol import ChatMessage
+from app.documents.values import Chunk, source_label
+from app.service.attached_files import attachment_chunks
+from app.service.engine_errors import EngineError
 
 if TYPE_CHECKING:  # the index brings numpy: the window imports this module without it
     from app.documents.collections import Hit
-    from app.documents.index import DocumentIndex
-    from app.documents.search import VectorQuery
 
-# The fit rule, with token counts estimated (app/documents/chunks.py: about 4 characters a
-# token, one a character beyond ASCII): the engine has no tokenizer request yet. Only this
-# share of the context is counted on, since the estimate can be low for code and numbers.
+# The fit rule: only this share of the context is counted on when tokens are estimated
+# (app/documents/chunks.py: about 4 characters a token), since the estimate can be low for code
+# and numbers; EXACT_SHARE when the engine counts them with the model's own tokenizer.
 FIT_SHARE = 0.9
+EXACT_SHARE = 0.98
 # Tokens a chat template adds around each message (role markers, line breaks), as estimated.
 _PER_MESSAGE = 8
 # The answer's room: the chat's max_tokens, but never more than this share of the context (a
@@ -35,13 +33,18 @@ _PER_MESSAGE = 8
 _ANSWER_SHARE = 0.5
 # At most this many passages a question: more, and a small model loses the question in them.
 MAX_PASSAGES = 8
-# An attachment's passages are smaller than a collection's (512): a question's few passages
-# then fit beside a small context's answer, and each holds less that is beside the point.
-_CHUNK_TOKENS = 256
-_CHUNK_OVERLAP = 32
+# A whole file's source as kept on the answer: its opening, for the window's popup. The whole
+# text is kept once, on the message it was attached to, not again on every answer.
+SOURCE_PREVIEW_CHARS = 2_000
+# Counts kept of texts (files, questions): a chat's texts do not change between its questions.
+_COUNTS_KEPT = 4_096
 
-ReadFiles = Callable[[Sequence[Path]], Iterator[DocumentText | Unreadable]]
 ContextLength = Callable[[], int | None]
+# The engine's exact token count of a plain text (EngineClient.count_tokens).
+CountTokens = Callable[[str], Awaitable[int]]
+# Searches collections by name: (question, names, limit) -> hits, best first; DocumentsError
+# when one cannot be searched (gone, damaged). DocumentsService.search in the window.
+SearchCollections = Callable[[str, Sequence[str], int], Awaitable["list[Hit]"]]
 
 
 class Fit(Enum):
@@ -53,208 +56,234 @@ class Fit(Enum):
 
 @dataclass(frozen=True)
 class Source:
-    """One numbered piece of the user's files in the prompt, as the answer cites it ([number])."""
+    """One numbered piece of the user's files in the prompt, as the answer cites it ([number]).
+    `path` as the file was attached or indexed (on another machine's, after an import)."""
 
     number: int
-    path: Path
+    path: str
     page: int | None
     heading: str | None
     text: str
 
     @property
-    def label(self) -> str:
-        return source_label(self.path, self.page, self.heading)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"n": self.number, "path": str(self.path), "page": self.page, "heading": self.heading,
-                "text": self.text}
-
-
-@dataclass(frozen=True)
-class Attachment:
-    """A file attached to a chat, read and cut into chunks once; `tokens` estimates it whole."""
-
-    document: DocumentText
-    chunks: tuple[Chunk, ...]
-    tokens: int
+    def name(self) -> str:
+        """The file's name, whichever system's separators the path was written with."""
+        return _SEPARATORS.split(self.path)[-1] or self.path
 
     @property
-    def path(self) -> Path:
-        return self.document.path
+    def label(self) -> str:
+        return source_label(self.name, self.page, self.heading)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.number, "path": self.path, "page": self.page, "heading": self.heading, "text": self.text}
+
+    def ref(self, whole: bool) -> SourceRef:
+        """As the answer keeps it: a whole file's text cut to its opening (see SOURCE_PREVIEW_CHARS)."""
+        text = self.text if not whole or len(self.text) <= SOURCE_PREVIEW_CHARS else \
+            self.text[:SOURCE_PREVIEW_CHARS].rstrip() + "…"
+        return SourceRef(self.number, self.path, self.page, self.heading, text)
 
 
 @dataclass(frozen=True)
 class Material:
     """What went before one question: its sources, and how the attachments fit (None: none attached).
-    `problem`: why the collections could not be searched for it (the index unusable), in plain words."""
+    `problem`: why the collections (or some) could not be searched for it, in plain words."""
 
     sources: tuple[Source, ...]
     fit: Fit | None
     problem: str = ""
+    whole: int = 0  # the first `whole` sources are whole attached files
 
-
-class AttachmentsUnreadable(Exception):
-    """Attached files that could not be read; the message names each and says why."""
-
-    def __init__(self, unreadable: Sequence[Unreadable]) -> None:
-        self.unreadable = tuple(unreadable)
-        lines = [f"{item.path} cannot be read: {item.reason}." for item in self.unreadable]
-        if all(item.cause is UnreadableCause.NO_ACCESS for item in self.unreadable):
-            advice = "Check the name and the path, and that you may read the file."
-        else:
-            advice = ("Leave it out, or save it in a form Kestrel reads (text, Markdown, code, HTML, a PDF with "
-                      "a text layer, Word .docx) and attach that.")
-        super().__init__(" ".join(lines) + " " + advice)
-
-
-def read_attachments(paths: Sequence[Path], read: ReadFiles) -> tuple[Attachment, ...]:
-    """Read and chunk each file (`read`: the reader's worker process, read_in_worker); raises
-    AttachmentsUnreadable naming every file that could not be read. Blocks: call off the loop."""
-    attachments: list[Attachment] = []
-    # The reader would call a folder a file of a kind it does not read.
-    unreadable = [Unreadable(path, "it is a folder: attach the files in it, or add the folder as a collection",
-                             UnreadableCause.NOT_A_DOCUMENT) for path in paths if path.is_dir()]
-    for result in read([path for path in paths if not path.is_dir()]):
-        if isinstance(result, Unreadable):
-            unreadable.append(result)
-        else:
-            chunks = tuple(chunk_document(result, _CHUNK_TOKENS, _CHUNK_OVERLAP))
-            attachments.append(Attachment(result, chunks, estimate_tokens(_whole_text(result))))
-    if unreadable:
-        raise AttachmentsUnreadable(unreadable)
-    return tuple(attachments)
+    def refs(self) -> tuple[SourceRef, ...]:
+        """The sources as the answer keeps them (Message.sources)."""
+        return tuple(source.ref(i < self.whole) for i, source in enumerate(self.sources[:MAX_SOURCES]))
 
 
 @dataclass(frozen=True)
-class _ChatDocuments:
-    attachments: tuple[Attachment, ...] = ()
-    collections: tuple[str, ...] = ()
+class Framed:
+    """The chat's messages as the engine is given them (user turns with their material), and
+    the sources to keep on the answer."""
+
+    history: tuple[Message, ...]
+    sources: tuple[SourceRef, ...]
+
+
+_Piece = tuple[str, "int | None", "str | None", str]  # path, page, heading, text
 
 
 class ChatDocuments:
-    """The documents each chat answers from, and the sources each chat's last answer used.
+    """Frames each answer's material from the chat itself: the files its user messages carry
+    (Message.attachments) and its collections (Conversation.collections). Nothing is kept in
+    memory but counts and passages of files already seen, so a restart, an import or another
+    window answers the same.
 
-    AnswerRun calls `frame` with the conversation as the engine will see it; the last user
-    turn gets the material (the history keeps what the user typed). Attached files go in
-    whole when they fit the context with room for the answer, else (and for collections,
-    always) the passages that best match the question. context_length: the loaded model's.
+    Whole, when every file of the chat fits the context with the rest of the chat and room for
+    the answer: each user turn carries its own files before its text, on every later question
+    too, numbered across the chat ([1] is the first file attached). The prompt up to the last
+    question is then what it was for the question before, and the engine's saved states
+    (token-prefix based) spare reading the files again. Else the passages of all the chat's
+    files that best match the question go before the last question. Collections are searched
+    for each question; their passages are numbered after the whole files.
     """
 
-    def __init__(self, context_length: ContextLength) -> None:
+    def __init__(self, context_length: ContextLength, count: CountTokens | None = None) -> None:
         self._context_length = context_length
-        self._index: DocumentIndex | None = None
-        self._vectors: VectorQuery | None = None
-        self._chats: dict[int, _ChatDocuments] = {}
+        self._count = count
+        self._search: SearchCollections | None = None
+        self._counts: dict[str, int] = {}
+        self._chunks: dict[AttachedFile, tuple[Chunk, ...]] = {}
         self._used: dict[int, Material] = {}
 
-    def attach(self, conversation_id: int, attachments: Iterable[Attachment]) -> None:
-        chat = self._chats.get(conversation_id, _ChatDocuments())
-        self._chats[conversation_id] = replace(chat, attachments=chat.attachments + tuple(attachments))
+    def use_count(self, count: CountTokens | None) -> None:
+        """Count tokens with the engine's tokenizer (None: estimate them)."""
+        self._count = count
+        self._counts.clear()
 
-    def use_collections(self, conversation_id: int, names: Iterable[str], index: DocumentIndex,
-                        vectors: VectorQuery | None = None) -> None:
-        """Answer this chat from these collections of `index` too (their names as it has them;
-        the caller checked them), searched by keyword and, given `vectors` (the embedding
-        model's), by meaning. The front end owns the index and the embedding process."""
-        self._index, self._vectors = index, vectors
-        chat = self._chats.get(conversation_id, _ChatDocuments())
-        self._chats[conversation_id] = replace(chat, collections=tuple(dict.fromkeys(chat.collections + tuple(names))))
+    def use_search(self, search: SearchCollections | None) -> None:
+        """How chats' collections are searched (None: they are not, and each answer says so)."""
+        self._search = search
 
     def used(self, conversation_id: int) -> Material | None:
         """The material the chat's last answer was given (None: it had no documents)."""
         return self._used.get(conversation_id)
 
-    async def frame(self, conversation_id: int, chat: list[ChatMessage],
-                    settings: GenerationSettings) -> list[ChatMessage]:
-        """The conversation with the material before its last question (unchanged without documents)."""
-        documents = self._chats.get(conversation_id)
-        last = next((i for i in range(len(chat) - 1, -1, -1) if chat[i].role == Role.USER), None)
-        if documents is None or last is None:
-            return chat
-        question = chat[last].content
-        system = sum(estimate_tokens(m.content) + _PER_MESSAGE for m in chat if m.role == Role.SYSTEM)
-        budget = fit_budget(self._context_length() or settings.context_length, settings.max_tokens,
-                            system + estimate_tokens(question) + _FRAMING_TOKENS)
-        material = await asyncio.to_thread(self._material, documents, question, budget)
-        self._used[conversation_id] = material
-        framed = list(chat)
-        framed[last] = replace(chat[last], content=framed_question(question, material.sources))
-        return framed
-
-    def _material(self, documents: _ChatDocuments, question: str, budget: int) -> Material:
+    async def frame(self, conversation: Conversation, history: Sequence[Message]) -> Framed:
+        """The chat with its material in its user turns (the history keeps what the user typed)."""
+        history = tuple(history)
+        last = next((i for i in range(len(history) - 1, -1, -1) if history[i].role == Role.USER), None)
+        files = [file for m in history if m.role == Role.USER for file in m.attachments]
+        if last is None or not (files or conversation.collections):
+            self._used.pop(conversation.id, None)
+            return Framed(history, ())
+        question = history[last].text
+        budget = await self._budget(conversation, question)
         fit: Fit | None = None
-        pieces: list[tuple[Path, int | None, str | None, str]] = []
-        if documents.attachments:
-            whole = sum(a.tokens + _source_overhead(a.path) for a in documents.attachments)
-            if whole <= budget:
-                fit = Fit.WHOLE
-                pieces = [(a.path, None, None, _whole_text(a.document)) for a in documents.attachments]
-                budget -= whole
+        whole: list[Source] = []
+        if files:
+            earlier = sum([await self._tokens(m.text) + _PER_MESSAGE for m in history[:last]
+                           if m.role != Role.SYSTEM and m.state != MessageState.STREAMING and m.text])
+            framing = _FRAMING_TOKENS * sum(1 for m in history[:last] if m.attachments)
+            cost = earlier + framing + sum([await self._tokens(f.text) + _source_overhead(f.name) for f in files])
+            if cost <= budget:
+                fit, budget = Fit.WHOLE, budget - cost
+                whole = [Source(n, f.path, None, None, f.text) for n, f in enumerate(files, start=1)]
             else:
                 fit = Fit.RETRIEVED
-        attached: list[tuple[Path, int | None, str | None, str]] = []
+        attached: list[_Piece] = []
         if fit is Fit.RETRIEVED:
-            attached = [(a.path, c.page, c.heading, c.text) for a, c in rank_chunks(documents.attachments, question)]
-        found: list[tuple[Path, int | None, str | None, str]] = []
-        problem = ""
-        if documents.collections and self._index is not None:
-            try:
-                hits, problem = self._search(self._index, question, documents.collections)
-            except DocumentsError as exc:  # removed, locked or damaged since it was chosen: answer without it
-                problem = f"The collections were not searched for this answer: {exc}"
-                hits = []
-            found = [(hit.path, hit.page, hit.heading, hit.text) for hit in hits]
-        # Both lists best first: taken in turn, so neither crowds the other out.
+            ranked = rank_chunks([(file, self._chunks_of(file)) for file in files], question)
+            attached = [(file.path, c.page, c.heading, c.text) for file, c in ranked]
+        found, problem = await self._found(question, conversation.collections)
+        passages = await self._within(budget, attached, found, nothing_yet=not whole)
+        passages = [replace(source, number=len(whole) + i) for i, source in enumerate(passages, start=1)]
+        material = Material(tuple(whole) + tuple(passages), fit, problem, len(whole))
+        self._used[conversation.id] = material
+        return Framed(_framed(history, last, whole, passages), material.refs())
+
+    async def _budget(self, conversation: Conversation, question: str) -> int:
+        settings = conversation.settings
+        system = await self._tokens(conversation.system_prompt) + _PER_MESSAGE \
+            if conversation.system_prompt.strip() else 0
+        rest = system + await self._tokens(question) + _FRAMING_TOKENS
+        return fit_budget(self._context_length() or settings.context_length, settings.max_tokens, rest,
+                          EXACT_SHARE if self._count is not None else FIT_SHARE)
+
+    async def _within(self, budget: int, attached: list[_Piece], found: list[_Piece], *,
+                      nothing_yet: bool) -> list[Source]:
+        """The passages taken in turn from both lists (best first, so neither crowds the other
+        out) while they fit; the best one always goes when nothing else did (the engine says if
+        it does not fit)."""
+        taken: list[Source] = []
         candidates = [piece for pair in zip_longest(attached, found) for piece in pair if piece is not None]
-        for piece in candidates[:MAX_PASSAGES]:
-            cost = estimate_tokens(piece[3]) + _source_overhead(piece[0])
-            if cost > budget and pieces:
+        for path, page, heading, text in candidates[:MAX_PASSAGES]:
+            cost = await self._tokens(text) + _source_overhead(path)
+            if cost > budget and (taken or not nothing_yet):
                 break
-            pieces.append(piece)  # the best passage always goes: the engine says if it does not fit
+            taken.append(Source(0, path, page, heading, text))
             budget -= cost
-        sources = tuple(Source(n, path, page, heading, text) for n, (path, page, heading, text)
-                        in enumerate(pieces, start=1))
-        return Material(sources, fit, problem)
+        return taken
 
-
-    def _search(self, index: DocumentIndex, question: str, names: Sequence[str]) -> tuple[list[Hit], str]:
-        """Hybrid when vectors were given; an embedding model that fails leaves keyword search, said."""
-        from app.documents.embedding import EmbeddingError  # numpy and the child process: only with vectors
-
-        if self._vectors is None:
-            return index.search(question, names, limit=MAX_PASSAGES), ""
+    async def _found(self, question: str, names: Sequence[str]) -> tuple[list[_Piece], str]:
+        """The collections' passages for the question; one that cannot be searched (removed,
+        damaged) is left out and said, and the others are still searched."""
+        if not names:
+            return [], ""
+        if self._search is None:
+            return [], "The chat's collections were not searched for this answer: documents are not available here."
+        problems: list[str] = []
         try:
-            return index.search(question, names, limit=MAX_PASSAGES, vectors=self._vectors), ""
-        except EmbeddingError as exc:
-            return index.search(question, names, limit=MAX_PASSAGES), f"{exc} The collections were searched by " \
-                                                                         "keyword only for this answer."
+            hits = await self._search(question, names, MAX_PASSAGES)
+        except DocumentsError:
+            usable: list[str] = []
+            for name in names:  # which one failed: said, and the rest searched together
+                try:
+                    await self._search(question, [name], 1)
+                    usable.append(name)
+                except DocumentsError as exc:
+                    problems.append(f"The collection {name!r} was not searched for this answer: {exc}")
+            hits = await self._search(question, usable, MAX_PASSAGES) if usable else []
+        return [(str(hit.path), hit.page, hit.heading, hit.text) for hit in hits], " ".join(problems)
+
+    async def _tokens(self, text: str) -> int:
+        """The text's tokens: the engine's count when it gives one (kept), else the estimate."""
+        if self._count is None:
+            return estimate_tokens(text)
+        known = self._counts.get(text)
+        if known is not None:
+            return known
+        try:
+            counted = await self._count(text)
+        except EngineError:  # no model loaded yet, or the engine is gone: the estimate will do
+            return estimate_tokens(text)
+        if len(self._counts) >= _COUNTS_KEPT:
+            self._counts.clear()
+        self._counts[text] = counted
+        return counted
+
+    def _chunks_of(self, file: AttachedFile) -> tuple[Chunk, ...]:
+        chunks = self._chunks.get(file)
+        if chunks is None:
+            if len(self._chunks) >= 64:
+                self._chunks.clear()
+            chunks = self._chunks[file] = attachment_chunks(file)
+        return chunks
 
 
-def fit_budget(context_length: int, max_tokens: int, rest: int) -> int:
-    """Tokens (estimated) the material may take: the counted-on share of the context, less the
-    answer's room and the rest of the prompt (the system prompt, the question, the framing).
-    Earlier turns are not counted: the engine leaves the oldest out when they do not fit."""
+def _framed(history: tuple[Message, ...], last: int, whole: Sequence[Source],
+            passages: Sequence[Source]) -> tuple[Message, ...]:
+    """Each user turn with its own whole files before its text, the last with the passages too."""
+    framed = list(history)
+    number = 0
+    for i, message in enumerate(history):
+        if message.role != Role.USER:
+            continue
+        own = list(whole[number:number + len(message.attachments)]) if whole else []
+        number += len(message.attachments)
+        given = own + (list(passages) if i == last else [])
+        if given:
+            framed[i] = replace(message, text=framed_question(message.text, given))
+    return tuple(framed)
+
+
+def fit_budget(context_length: int, max_tokens: int, rest: int, share: float = FIT_SHARE) -> int:
+    """Tokens the material may take: the counted-on share of the context, less the answer's
+    room and the rest of the prompt (the system prompt, the question, the framing)."""
     room = min(max_tokens, int(context_length * _ANSWER_SHARE))
-    return int(context_length * FIT_SHARE) - room - rest - 2 * _PER_MESSAGE
+    return int(context_length * share) - room - rest - 2 * _PER_MESSAGE
 
 
-def _whole_text(document: DocumentText) -> str:
-    """A whole document as one source, a PDF's pages marked ("(p. 3)") so the answer can name one."""
-    return "\n\n".join(f"(p. {section.page})\n{section.text}" if section.page is not None else section.text
-                       for section in document.sections)
+def _source_overhead(path: str) -> int:
+    return estimate_tokens(path) + 16  # the label, the number, the fences
 
 
-def _source_overhead(path: Path) -> int:
-    return estimate_tokens(path.name) + 16  # the label, the number, the fences
-
-
-def rank_chunks(attachments: Sequence[Attachment], question: str) -> list[tuple[Attachment, Chunk]]:
-    """The attachments' chunks, best match to the question first (BM25 over an in-memory FTS5
+def rank_chunks(files: Sequence[tuple[AttachedFile, Sequence[Chunk]]],
+                question: str) -> list[tuple[AttachedFile, Chunk]]:
+    """The files' chunks, best match to the question first (BM25 over an in-memory FTS5
     table, the index's tokenizer and query quoting); the documents' opening chunks when no
     word of the question is in them (a "summarise this" question)."""
     from app.documents.search import fts_query  # numpy comes with it: only once retrieval is needed
 
-    everything = [(a, c) for a in attachments for c in a.chunks]
+    everything = [(file, chunk) for file, chunks in files for chunk in chunks]
     match = fts_query(question)
     ranked: list[int] = []
     if match:
@@ -298,6 +327,7 @@ _FRAMING_TOKENS = estimate_tokens(f"{MATERIAL_INTRO}\n\n\n\n{ANSWER_RULE}\n\nQue
 
 
 _BACKTICKS = re.compile(r"`{3,}")
+_SEPARATORS = re.compile(r"[\\/]")
 
 
 def _fence_for(text: str) -> str:
