@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.chat_documents import fit_note, write_sources
+from app.cli.chat_documents import collection_search, fit_note, write_sources
 from app.documents.reading import read_document
-from app.service.document_context import Fit, Material, Source, read_attachments
+from app.service.attached_files import read_attachments
+from app.service.document_context import Fit, Material, Source
 from tests.cli.test_chat_cli import assert_no_traceback, json_lines, kestrel
 from tests.helpers.doc_files import write_looping_pdf, write_pdf
 
@@ -59,8 +60,8 @@ def test_a_file_past_the_context_is_said_and_its_passages_listed(tmp_path: Path)
     big = tmp_path / "minutes.md"
     big.write_text(f"# Minutes\n\n{filler(250)}\n\n## Club\n\n{FACT}\n", encoding="utf-8")
     attachments = read_attachments([big], lambda paths: (read_document(path) for path in paths))
-    material = Material((Source(1, big, None, "Minutes › Club", FACT), Source(2, big, None, "Minutes", "…")),
-                        Fit.RETRIEVED)
+    material = Material((Source(1, str(big), None, "Minutes › Club", FACT),
+                         Source(2, str(big), None, "Minutes", "…")), Fit.RETRIEVED)
     assert fit_note(material, attachments) == (
         "minutes.md is too long for the model's context with room for the answer, so the answer had the 2 "
         "passages that best match the question (a larger --ctx, where the model holds one, lets more in).")
@@ -68,6 +69,27 @@ def test_a_file_past_the_context_is_said_and_its_passages_listed(tmp_path: Path)
     out = io.StringIO()
     write_sources(out, material)
     assert out.getvalue() == "\nSources:\n[1] minutes.md › Minutes › Club\n[2] minutes.md › Minutes\n"
+
+
+def test_save_keeps_the_attached_file_on_the_message_and_the_sources_on_the_answer(tiny_model: Path,
+                                                                                   tmp_path: Path) -> None:
+    from app.core.history import HistoryStore
+    from app.core.paths import data_paths
+
+    club = club_file(tmp_path)
+    result = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "4", "--ctx", "512", "--save",
+                     "--attach", str(club), QUESTION)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("\n\nSources:\n[1] club notes.txt\n")
+    store = HistoryStore(data_paths().history_db)
+    try:
+        (saved,) = store.list_conversations()
+        user, answer = store.messages(saved.id)
+    finally:
+        store.close()
+    assert user.text == QUESTION
+    assert [(f.path, f.text) for f in user.attachments] == [(str(club), f"Notes of the club.\n\n{FACT}")]
+    assert [(s.number, s.path) for s in answer.sources] == [(1, str(club))]
 
 
 def test_unreadable_files_are_named_with_why_and_exit_3(tiny_model: Path, tmp_path: Path) -> None:
@@ -170,6 +192,56 @@ def test_a_collection_with_vectors_is_searched_by_meaning_too(tiny_model: Path, 
     assert "Searched by keyword and meaning (kestrel-tiny-embed)" in both.stderr
     assert sorted(Path(s["path"]).name for s in _sources(both)) == ["club notes.txt", "tides.txt"]
     assert_no_traceback(both)
+
+
+class _Embedder:
+    """Every query is the club's direction; fails on request, as a crashed embedding process does."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail, self.asked = fail, 0
+
+    def embed(self, texts):
+        self.asked += 1
+        if self.fail:
+            from app.documents.embedding import EmbeddingError
+            raise EmbeddingError("The embedding model stopped.")
+        return [[1.0, 0.0] for _ in texts]
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_chats_search_is_by_meaning_given_vectors_and_by_keyword_when_they_fail(
+        tmp_path: Path, fail: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    from app.documents.chunks import chunk_document
+    from app.documents.index import DocumentIndex
+    from app.documents.search import VectorQuery
+
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "club.txt").write_text(FACT, encoding="utf-8")
+    (folder / "survey.txt").write_text("Which day the survey team met is not recorded.", encoding="utf-8")
+    index = DocumentIndex(tmp_path / "documents.sqlite3", lambda paths: (read_document(p) for p in paths),
+                          chunk_document)
+    try:
+        index.add_collection(folder, "papers")
+        index.index("papers")
+        chunks = {text: chunk_id for chunk_id, text in index.chunks_without_vectors("m")}
+        other = next(t for t in chunks if t != FACT)
+        index.store_vectors("m", [(chunks[FACT], [1.0, 0.0]), (chunks[other], [0.0, 1.0])])
+        embedder = _Embedder(fail)
+        search = collection_search(index, VectorQuery("m", embedder))
+        hits = asyncio.run(search("Which day is the gathering?", ["papers"], 8))  # no word of the club's line
+    finally:
+        index.close()
+    assert embedder.asked == 1
+    if fail:
+        assert capsys.readouterr().err == ("kestrel: The embedding model stopped. The collections were searched by "
+                                           "keyword only for this answer.\n")
+        assert [hit.path.name for hit in hits] == ["survey.txt"]
+    else:
+        # Only its vector finds the club's line: the question shares none of its words.
+        assert {hit.path.name for hit in hits} == {"survey.txt", "club.txt"}
 
 
 def _sources(result) -> list[dict]:
