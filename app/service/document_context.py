@@ -8,18 +8,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from itertools import zip_longest
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.core.attachments import MAX_SOURCES, AttachedFile, SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.documents.chunks import estimate_tokens
-from app.documents.collections import DocumentsError
+from app.documents.collections import DocumentsError, Hit
 from app.documents.values import Chunk, source_label
 from app.service.attached_files import attachment_chunks
 from app.service.engine_errors import EngineError
-
-if TYPE_CHECKING:  # the index brings numpy: the window imports this module without it
-    from app.documents.collections import Hit
 
 # The fit rule: only this share of the context is counted on when tokens are estimated
 # (app/documents/chunks.py: about 4 characters a token), since the estimate can be low for code
@@ -44,7 +41,7 @@ ContextLength = Callable[[], int | None]
 CountTokens = Callable[[str], Awaitable[int]]
 # Searches collections by name: (question, names, limit) -> hits, best first; DocumentsError
 # when one cannot be searched (gone, damaged). DocumentsService.search in the window.
-SearchCollections = Callable[[str, Sequence[str], int], Awaitable["list[Hit]"]]
+SearchCollections = Callable[[str, Sequence[str], int], Awaitable[list[Hit]]]
 
 
 class Fit(Enum):
