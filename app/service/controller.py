@@ -50,7 +50,7 @@ class ChatController:
     `session` (the model and the engine), `conversations` (every saved chat), `chat`
     (the one on screen), `answers` (sending and the answer line), `tools` (MCP servers,
     approvals, running calls), `documents` (the files and collections a chat answers
-    from), `api` (the API
+    from; `collection_choice`: which collections), `api` (the API
     server's answers, beside the chats on the same engine line), `library` (the model
     manager), `files`, `history_choice`, `elsewhere` (what other processes change in the
     history). Each gets the collaborators it needs; none
@@ -80,7 +80,7 @@ class ChatController:
                              self.keeper, emit)
         # The documents each chat answers from (attached files, collections): put before its questions.
         self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None)
-        self.chat_documents = ChatCollections(self._storage, self.chat, self.conversations, self.bus)
+        self.collection_choice = ChatCollections(self._storage, self.chat, self.conversations, self.bus)
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper,
                                  tools=self.tools, documents=self.documents)
@@ -327,15 +327,15 @@ class ChatController:
         """Save the user's message (with its files) in the open chat; its answer follows in turn
         (answering.py). Files without words ask for a summary, which becomes the message's text."""
         return self.answers.send(text, attachments, history_open=self.storage is not None,
-                                 collections=self.chat_documents.take_pending)
+                                 collections=self.collection_choice.take_pending)
 
     def chat_collections(self) -> tuple[str, ...]:
         """The collections the open chat answers from (a new chat's choice too)."""
-        return self.chat_documents.names()
+        return self.collection_choice.names()
 
     async def set_chat_collections(self, names: Sequence[str]) -> None:
         """Choose the open chat's collections; a new chat keeps them until its first message."""
-        await self.chat_documents.choose(names)
+        await self.collection_choice.choose(names)
 
     def regenerate(self) -> bool:
         """Replace the open chat's last answer (or answer its unanswered last message)."""
