@@ -203,10 +203,10 @@ def _message(item: Any, number: int, default_time: float, version: int) -> Messa
     documents = version >= _DOCUMENTS_SINCE
     files = attachments_from_data(item.get("attachments", []), where) if documents else ()
     if files and role != Role.USER:
-        raise ValueError(f"{where} is a {role.value} message with attachments; only the user's messages have them.")
+        raise ValueError(f"{where} ({role.value}) has attachments; only the user's messages have them.")
     sources = sources_from_data(item.get("sources", []), where) if documents else ()
     if sources and role != Role.ASSISTANT:
-        raise ValueError(f"{where} is a {role.value} message with sources; only an assistant's answer has them.")
+        raise ValueError(f"{where} ({role.value}) has sources; only an assistant's answer has them.")
     return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
                    _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
                    None if stats is None else AnswerStats.from_dict(stats),
