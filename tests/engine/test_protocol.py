@@ -67,9 +67,9 @@ def test_a_role_given_as_text_becomes_a_role() -> None:
 
 
 def test_the_unions_hold_every_message_and_nothing_else() -> None:
-    requests = {p.Load, p.Generate, p.Probe, p.Cancel, p.Ping, p.Pause, p.Resume, p.Reset, p.ForgetStates,
-                p.Unload, p.Shutdown}
-    events = {p.Hello, p.Loaded, p.Report, p.Delta, p.Done, p.Ack, p.Error}
+    requests = {p.Load, p.Generate, p.CountTokens, p.Probe, p.Cancel, p.Ping, p.Pause, p.Resume, p.Reset,
+                p.ForgetStates, p.Unload, p.Shutdown}
+    events = {p.Hello, p.Loaded, p.Report, p.TokenCount, p.Delta, p.Done, p.Ack, p.Error}
 
     assert set(typing.get_args(p.Request)) == requests
     assert set(typing.get_args(p.EngineEvent)) == events
