@@ -98,6 +98,39 @@ def test_onnx_count_is_its_tokenizer() -> None:
         backend.close()
 
 
+class _BosFirst:
+    """The tiny model's real tokenizer, putting a BOS in front of all it encodes, as the
+    tokenizers of Llama-family ONNX models do (the tiny model's adds none)."""
+
+    def __init__(self, real: object, bos: int) -> None:
+        self._real, self.bos_token_id = real, bos
+
+    def encode(self, text: str) -> list[int]:
+        return [self.bos_token_id, *self._real.encode(text)]  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+
+def test_onnx_count_leaves_out_a_bos_its_tokenizer_adds() -> None:
+    og = pytest.importorskip("onnxruntime_genai")
+    import dataclasses
+
+    from app.engine.onnx_backend import OnnxBackend
+
+    plain = OnnxBackend.load(Load(1, str(TINY_ONNX)), CPU)
+    try:
+        tokenizer = _BosFirst(plain._tokenizer, 850)
+        info = dataclasses.replace(plain._info, bos_token="<|endoftext|>")
+        backend = OnnxBackend(plain._model, tokenizer, info, plain.loaded)  # type: ignore[arg-type]
+        reference = og.Tokenizer(og.Model(str(TINY_ONNX)))
+        for text in TEXTS:
+            assert backend.count_tokens(text) == len(reference.encode(text)) == plain.count_tokens(text)
+        assert backend.count_prompt(CHAT, True) == _prompt_tokens(backend, CHAT)
+    finally:
+        plain.close()
+
+
 # --- through the request loop: a count does not wait behind an answer ---------------------
 
 
