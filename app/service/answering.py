@@ -112,7 +112,7 @@ class Answering:
             if collections is not None:
                 await self._storage().history(HistoryStore.set_collections, conversation_id, collections)
             message = await self._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text,
-                                                    **_with_files(attachments))
+                                                    attachments=attachments)
             await self._conversations.refresh(conversation_id)
         except (HistoryError, KeyError) as exc:
             words = str(exc) if isinstance(exc, HistoryError) else "That chat is gone."
@@ -169,7 +169,7 @@ class Answering:
                 self._chat.remove_from(first)
                 if new_text is not None:
                     added = await storage.history(HistoryStore.add_message, first.conversation_id, Role.USER,
-                                                  new_text, **_with_files(first.attachments))
+                                                  new_text, attachments=first.attachments)
                     self._chat.add(added)
         except (HistoryError, KeyError) as exc:
             self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone.", "history"))
@@ -306,10 +306,6 @@ def storable(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _with_files(attachments: tuple[AttachedFile, ...]) -> dict[str, tuple[AttachedFile, ...]]:
-    return {"attachments": attachments} if attachments else {}
 
 
 def _title_from(text: str) -> str:

@@ -79,7 +79,8 @@ class ChatController:
         self.tools = ToolUse(mcp_file or (settings_path.with_name("mcp.json") if settings_path else None),
                              self.keeper, emit)
         # The documents each chat answers from (attached files, collections): put before its questions.
-        self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None)
+        self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None,
+                                       count=lambda text: self.session.client.count_tokens(text))
         self.collection_choice = ChatCollections(self._storage, self.chat, self.conversations, self.bus)
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper,
