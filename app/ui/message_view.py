@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from PySide6.QtCore import (QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPoint, QRect, Qt, QTimer,
                             QUrl, Signal)
@@ -16,6 +17,7 @@ from app.ui.bridge import FramePacer
 from app.ui.markdown import code_from_href
 from app.ui.message_actions import COPIED_TIP
 from app.ui.message_delegate import MessageDelegate
+from app.ui.message_documents import source_label
 from app.ui.message_model import MessageListModel
 from app.ui.message_pointer import MessagePointer
 from app.ui.message_selection import MessageList, SelectableText
@@ -37,12 +39,14 @@ class MessageView(MessageList):
     does). A click on its text, Enter or Ctrl+A opens a SelectableText over that text
     (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
     the current message: Ctrl+C copies it as written, F2 edits the user's.
-    Signals: regenerateRequested(), editRequested(message id, text). `delegate` has
+    Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
+    chip of an answer's Sources row clicked, or chosen in its menu). `delegate` has
     `dark`, `clear()` (after a theme change) and `streaming_note`.
     """
 
     regenerateRequested = Signal()
     editRequested = Signal(int, str)
+    sourceChosen = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -327,6 +331,8 @@ class MessageView(MessageList):
             menu.addAction("Regenerate", self.regenerateRequested.emit)
         if message.role == Role.USER:
             menu.addAction("Edit and resend…", self.edit_current)
+        for source in message.sources:  # the keyboard's way to them (the menu key)
+            menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
         menu.popup(self.viewport().mapToGlobal(point))
 
     def exposed_rect(self) -> QRect:
@@ -359,6 +365,10 @@ class MessageView(MessageList):
                 self.delegate.toggle_thinking(index)
                 return True
             if index.isValid() and self.open_link(self.delegate.anchor_at(index, point)):
+                return True
+            chip = self.delegate.chip_at(index, point) if index.isValid() else None
+            if chip is not None and self.delegate.message(index).role == Role.ASSISTANT:
+                self.sourceChosen.emit(self.delegate.message(index).sources[chip])
                 return True
         return super().viewportEvent(event)
 
