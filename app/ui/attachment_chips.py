@@ -80,8 +80,13 @@ class AttachmentChip(QWidget):
         self.update()
 
     def _show(self, text: str, tip: str) -> None:
-        metrics = self.label.fontMetrics()
-        self.label.setText(metrics.elidedText(text, Qt.TextElideMode.ElideMiddle, TEXT_WIDTH))
+        if self.state == ChipState.REFUSED:
+            # The reason whole, on as many lines as it takes: a reason cut short says nothing.
+            self.label.setWordWrap(True)
+            self.label.setFixedWidth(min(TEXT_WIDTH, self.label.fontMetrics().horizontalAdvance(text) + 2))
+            self.label.setText(text)
+        else:
+            self.label.setText(self.label.fontMetrics().elidedText(text, Qt.TextElideMode.ElideMiddle, TEXT_WIDTH))
         self.label.setToolTip(tip)
         self.setAccessibleName(text)
         self._colour_text()
