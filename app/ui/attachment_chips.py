@@ -62,7 +62,7 @@ class AttachmentChip(QWidget):
         self.remove_button.setToolTip(f"Remove {path.name}: it is not sent")
         self.remove_button.clicked.connect(self.removeRequested)
         row = QHBoxLayout(self)
-        row.setContentsMargins(10, 2, 2, 2)
+        row.setContentsMargins(10, 3, 3, 3)
         row.setSpacing(2)
         row.addWidget(self.label)
         row.addWidget(self.remove_button)
@@ -161,6 +161,8 @@ class FlowLayout(QLayout):
         x, y, line = rect.x(), rect.y(), 0
         for item in self._items:
             hint = item.sizeHint()
+            if item.hasHeightForWidth():  # a refused chip's wrapped reason
+                hint.setHeight(max(hint.height(), item.heightForWidth(hint.width())))
             if x + hint.width() > rect.right() + 1 and line > 0:
                 x, y, line = rect.x(), y + line + GAP, 0
             if move:

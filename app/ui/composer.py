@@ -124,6 +124,9 @@ class Composer(QWidget):
         self.documents_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.documents_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.documents_button.setAutoRaise(True)
+        self.documents_button.setFixedHeight(BUTTON_SIZE)  # on the paperclip's and Send's line
+        # Its menu arrow sat at the bottom corner, apart from the words: the count says enough.
+        self.documents_button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
         self.documents_button.setToolTip("The document collections this chat answers from")
         icons.themed(self.documents_button, "documents")
         self.documents_menu = QMenu(self.documents_button)
