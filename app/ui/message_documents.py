@@ -49,6 +49,15 @@ def labels(message: Message) -> list[str]:
     return [source_label(source) for source in message.sources]
 
 
+def documents_said(message: Message) -> str:
+    """What a screen reader hears after a message's text: its chips, which are painted."""
+    if message.role == Role.USER and message.attachments:
+        return " (attached: " + ", ".join(file.name for file in message.attachments) + ")"
+    if message.sources:
+        return " (sources: " + "; ".join(source_label(source) for source in message.sources) + ")"
+    return ""
+
+
 def tooltip(message: Message, chip: int) -> str:
     """Rich text for a chip's tooltip: where the file is (and what the reader noted, or the heading)."""
     if message.role == Role.USER:

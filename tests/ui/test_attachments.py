@@ -214,6 +214,8 @@ def test_a_users_files_and_an_answers_sources_are_chips_under_them(chat) -> None
     assert [label for label, _ in sources] == ["[1] report.pdf, p. 12", "[2] notes.md"]
     assert answer_layout.documents.top() > answer_layout.text.bottom()
     assert chat.visualRect(answer).height() >= answer_layout.actions.bottom() - chat.visualRect(answer).top()
+    heard = chat.model().data(answer, Qt.ItemDataRole.AccessibleTextRole)
+    assert heard.endswith("(sources: [1] report.pdf, p. 12; [2] notes.md)")
 
 
 def test_a_click_on_a_source_chip_opens_its_text_and_the_pdf_at_its_page(chat, qtbot, tmp_path) -> None:
