@@ -131,8 +131,8 @@ def test_files_alone_can_be_sent_and_a_removed_chip_is_not(attached, loop) -> No
     assert controller.sent == [("", (NOTES,))]
 
 
-def test_files_pasted_in_the_box_or_dropped_on_the_window_are_attached(attached) -> None:
-    window, composer, _controller, _wiring = attached
+def test_files_pasted_in_the_box_or_dropped_on_the_window_are_attached(attached, loop) -> None:
+    window, composer, controller, _wiring = attached
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(PDF.path)])
     composer.edit.insertFromMimeData(mime)  # what Ctrl+V does with a file manager's copy
@@ -147,6 +147,8 @@ def test_files_pasted_in_the_box_or_dropped_on_the_window_are_attached(attached)
                                                            Qt.DropAction.CopyAction, dropped, Qt.MouseButton.NoButton,
                                                            Qt.KeyboardModifier.NoModifier))
     assert [chip.path.name for chip in composer.tray.chips] == ["report.pdf", "notes.md"]
+    controller.release.set()
+    run(loop, until(lambda: not composer.tray.reading(), 5))
 
 
 def test_the_documents_menu_checks_the_chats_collections_and_manages_them(attached, loop) -> None:
