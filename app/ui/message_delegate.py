@@ -88,6 +88,7 @@ class MessageDelegate(RowHits):
         (switching back finds its heights instead of estimating thousands again)."""
         self._sizes.clear()
         self._growing.clear()
+        self.documents.forget()
         if len(self._heights) > _HEIGHTS_KEPT:
             self._heights.clear()
 

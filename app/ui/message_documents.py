@@ -20,6 +20,7 @@ RADIUS = 8
 SOURCES = "Sources"
 # A chip is never wider than this share of the column: a long file name is elided.
 _WIDEST = 0.9
+_LABELS_KEPT = 2_000
 
 
 def attachment_label(file: AttachedFile) -> str:
@@ -73,7 +74,14 @@ class MessageDocuments:
     """Where a message's chips go and how they are painted; one font (the small one), set by the delegate."""
 
     def __init__(self, font: QFont) -> None:
+        # (message id, its files', its sources' tuples) -> its chips' labels: a PDF's page count reads every
+        # section (1.3 ms for five 2,000-page files), and hovering asks on each mouse move.
+        self._labels: dict[tuple[int, int, int], list[str]] = {}
         self.set_font(font)
+
+    def forget(self) -> None:
+        """Another chat is open: its messages' chips are not these."""
+        self._labels.clear()
 
     def set_font(self, font: QFont) -> None:
         self.font = QFont(font)
@@ -88,9 +96,14 @@ class MessageDocuments:
 
         A user's chips sit at the right, under the bubble; an answer's start after "Sources".
         """
-        names = labels(message)
-        if not names:
+        if not message.attachments and not message.sources:
             return []
+        key = (message.id, id(message.attachments), id(message.sources))
+        names = self._labels.get(key)
+        if names is None:
+            if len(self._labels) > _LABELS_KEPT:
+                self._labels.clear()
+            names = self._labels[key] = labels(message)
         limit = max(40, int(area.width() * _WIDEST))
         user = message.role == Role.USER
         start = 0 if user else self._metrics.horizontalAdvance(SOURCES) + GAP
