@@ -14,7 +14,7 @@ from app.ui import message_chrome as chrome
 from app.ui.markdown import markdown_to_html, plain_to_html
 from app.ui.message_actions import ActionIcons, action_at, action_rects, actions_for
 from app.ui.message_body import GrowingAnswer, MessageBody
-from app.ui.message_documents import MessageDocuments
+from app.ui.message_documents import MessageDocuments, link_citations
 from app.ui.message_chrome import stats_line
 from app.ui.message_layout import Lines, RowLayout, chrome_height, column, row_layout, text_width
 from app.ui.message_model import MessageListModel
@@ -151,7 +151,8 @@ class MessageDelegate(RowHits):
             body = self._growing_answer(message.id, width).layout(message.text)
         elif message.role == Role.ASSISTANT:
             self._growing.pop(message.id, None)
-            body = MessageBody([self._document(markdown_to_html(message.text, dark=self.dark), width)])
+            rendered = link_citations(markdown_to_html(message.text, dark=self.dark), message.sources)
+            body = MessageBody([self._document(rendered, width)])
         else:
             document = self._document(plain_to_html(message.text), width)
             # The bubble fits the words: as wide as the longest line (the same lines).

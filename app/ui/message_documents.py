@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import QPoint, QRect, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
@@ -21,6 +22,10 @@ SOURCES = "Sources"
 # A chip is never wider than this share of the column: a long file name is elided.
 _WIDEST = 0.9
 _LABELS_KEPT = 2_000
+SOURCE_SCHEME = "kestrel-source"
+# Where a citation may not become a link: inside a tag, code, a link already, the style sheet.
+_KEEP = re.compile(r"(<pre.*?</pre>|<code.*?</code>|<a\b.*?</a>|<style.*?</style>|<[^>]*>)", re.DOTALL | re.IGNORECASE)
+_CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
 def attachment_label(file: AttachedFile) -> str:
@@ -48,6 +53,27 @@ def labels(message: Message) -> list[str]:
     if message.role == Role.USER:
         return [attachment_label(file) for file in message.attachments]
     return [source_label(source) for source in message.sources]
+
+
+def link_citations(rendered: str, sources: tuple[SourceRef, ...]) -> str:
+    """An answer's HTML with each "[n]" that names one of its sources made a link that opens it."""
+    numbers = {source.number for source in sources}
+    if not numbers:
+        return rendered
+
+    def link(found: re.Match[str]) -> str:
+        number = int(found.group(1))
+        return f'<a href="{SOURCE_SCHEME}:{number}">[{number}]</a>' if number in numbers else found.group(0)
+
+    return "".join(part if _KEEP.fullmatch(part) else _CITATION.sub(link, part) for part in _KEEP.split(rendered))
+
+
+def source_from_href(href: str, sources: tuple[SourceRef, ...]) -> SourceRef | None:
+    """The source a citation link names, or None (another link, or a number not among them)."""
+    if not href.startswith(SOURCE_SCHEME + ":"):
+        return None
+    number = href[len(SOURCE_SCHEME) + 1:]
+    return next((source for source in sources if str(source.number) == number), None)
 
 
 def documents_said(message: Message) -> str:

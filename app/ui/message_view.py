@@ -12,12 +12,13 @@ from PySide6.QtGui import (QAction, QCursor, QDesktopServices, QGuiApplication, 
                            QPaintEvent, QPalette, QResizeEvent)
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
 
+from app.core.attachments import SourceRef
 from app.core.conversation import MessageState, Role
 from app.ui.bridge import FramePacer
 from app.ui.markdown import code_from_href
 from app.ui.message_actions import COPIED_TIP
 from app.ui.message_delegate import MessageDelegate
-from app.ui.message_documents import source_label
+from app.ui.message_documents import source_from_href, source_label
 from app.ui.message_model import MessageListModel
 from app.ui.message_pointer import MessagePointer
 from app.ui.message_selection import MessageList, SelectableText
@@ -364,13 +365,22 @@ class MessageView(MessageList):
             if index.isValid() and self.delegate.thinking_header_at(index, point):
                 self.delegate.toggle_thinking(index)
                 return True
+            source = self._source_at(index, point) if index.isValid() else None
+            if source is not None:
+                self.sourceChosen.emit(source)
+                return True
             if index.isValid() and self.open_link(self.delegate.anchor_at(index, point)):
                 return True
-            chip = self.delegate.chip_at(index, point) if index.isValid() else None
-            if chip is not None and self.delegate.message(index).role == Role.ASSISTANT:
-                self.sourceChosen.emit(self.delegate.message(index).sources[chip])
-                return True
         return super().viewportEvent(event)
+
+    def _source_at(self, index: QModelIndex, point: QPoint) -> SourceRef | None:
+        """The source under a point: a chip of the Sources row, or a "[1]" in the answer's text."""
+        message = self.delegate.message(index)
+        if message.role != Role.ASSISTANT or not message.sources:
+            return None
+        chip = self.delegate.chip_at(index, point)
+        return message.sources[chip] if chip is not None else source_from_href(
+            self.delegate.anchor_at(index, point), message.sources)
 
 
 def _now_ms() -> float:

@@ -19,7 +19,7 @@ from app.service.document_context import AttachmentsUnreadable
 from app.ui.attachment_chips import ChipState
 from app.ui.chat_attach import ChatAttach
 from app.ui.composer import Composer
-from app.ui.message_documents import attachment_label, source_label
+from app.ui.message_documents import attachment_label, link_citations, source_label
 from app.ui.message_model import MessageListModel
 from app.ui.message_view import MessageView
 from app.ui.source_popup import SourcePopup, source_url
@@ -246,3 +246,22 @@ def test_a_click_on_a_source_chip_opens_its_text_and_the_pdf_at_its_page(chat, q
     popup.open_button.click()
     assert [url.hasFragment() for url in refused] == [True, False]
     assert source_url(SourceRef(2, str(tmp_path / "notes.md"), None, None, "")).fragment() == ""
+
+
+def test_a_citation_in_the_answers_text_opens_its_source_and_one_without_a_source_is_words(chat) -> None:
+    delegate = chat.delegate
+    answer = chat.model().index(1, 0)
+    text = delegate.layout(answer).text
+    line = text.top() + delegate.body_of(answer).documents[0].documentLayout().blockBoundingRect(
+        delegate.body_of(answer).documents[0].begin()).height() / 2
+    linked = {}
+    for x in range(text.left(), text.right(), 2):
+        href = delegate.anchor_at(answer, QPoint(x, int(line)))
+        linked.setdefault(href, x)
+    assert {"kestrel-source:1", "kestrel-source:2"} <= set(linked)
+    chosen = []
+    chat.sourceChosen.connect(chosen.append)
+    QTest.mouseClick(chat.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(linked["kestrel-source:2"], int(line)))
+    assert [source.number for source in chosen] == [2]
+    assert link_citations("<p>[3] and <code>[1]</code></p>", (SourceRef(1, "/a.md", None, None, ""),)) == \
+        "<p>[3] and <code>[1]</code></p>"  # [3] names no source; code stays code
