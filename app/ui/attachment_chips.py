@@ -202,7 +202,15 @@ class AttachmentTray(QWidget):
         self._changed()
 
     async def _read(self, chip: AttachmentChip, read: Callable[[Path], Awaitable[AttachedFile | str]]) -> None:
-        result = await read(chip.path)
+        try:
+            result = await read(chip.path)
+        except Exception:
+            # A bug, not the file: it still raises (and is logged), but Send must not wait for it forever.
+            self._settle(chip, "Kestrel failed while reading it (a fault in Kestrel, written to its log)")
+            raise
+        self._settle(chip, result)
+
+    def _settle(self, chip: AttachmentChip, result: AttachedFile | str) -> None:
         if chip in self.chips:  # not removed while it was read
             chip.set_read(result)
             self._changed()

@@ -116,6 +116,21 @@ def test_files_are_read_off_the_ui_thread_and_a_refused_one_is_red_and_not_sent(
     assert composer.tray.chips == [] and not composer.tray.isVisibleTo(composer)
 
 
+def test_a_fault_while_reading_still_raises_but_leaves_send_usable(attached, loop) -> None:
+    _window, composer, controller, _wiring = attached
+
+    async def broken(path):
+        raise RuntimeError("a bug in the reader")
+
+    faults = []
+    composer.tray.attach([Path(PDF.path)], broken, lambda coroutine: faults.append(loop.create_task(coroutine)))
+    run(loop, until(lambda: faults[0].done(), 5))
+    assert isinstance(faults[0].exception(), RuntimeError)
+    assert composer.tray.chips[0].state == ChipState.REFUSED and "fault in Kestrel" in composer.tray.chips[0].reason
+    composer.edit.setPlainText("Still here?")
+    assert composer.button.isEnabled() and composer.tray.ready() == ()
+
+
 def test_files_alone_can_be_sent_and_a_removed_chip_is_not(attached, loop) -> None:
     _window, composer, controller, wiring = attached
     controller.release.set()
