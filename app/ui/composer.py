@@ -1,16 +1,21 @@
 """The composer: a box that grows with its text, Enter sends, Shift+Enter is a new line, Esc stops.
 
 The round button beside the text sends, and turns into Stop while the open chat's answer
-is being written or waits its turn.
+is being written or waits its turn. The paperclip attaches files (chips above the box);
+"Documents" chooses the collections the chat answers from.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt, Signal
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QMimeData, QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QResizeEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QMenu, QPlainTextEdit, QSizePolicy, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from app.ui import icons
+from app.ui.attachment_chips import AttachmentTray, local_files
 
 # The box shows this many lines at most; longer text scrolls inside it.
 MAX_LINES = 10
@@ -22,6 +27,7 @@ class ComposerEdit(QPlainTextEdit):
 
     submitted = Signal()
     stopRequested = Signal()
+    filesOffered = Signal(list)  # list[Path]: files pasted or dropped on the box
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -48,6 +54,16 @@ class ComposerEdit(QPlainTextEdit):
         super().resizeEvent(event)
         self._fit()
 
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:  # Override: files are attached.
+        return bool(local_files(source)) or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:  # Override: files are attached, not their names typed.
+        files = local_files(source)
+        if files:
+            self.filesOffered.emit(files)
+        else:
+            super().insertFromMimeData(source)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:  # Override QPlainTextEdit.keyPressEvent.
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
@@ -63,11 +79,20 @@ class Composer(QWidget):
     """Where the user writes; knows whether the open chat's answer is on its way.
 
     `note` is a line above the box for what the user should know before sending (a
-    message waiting for another chat's answer).
+    message waiting for another chat's answer). `tray` holds the files for the next message:
+    Send waits while one is being read, and sends with text, files or both. `collections` is
+    set by the window (all names, the chat's) and read when the Documents menu opens.
+    Signals: sendRequested(text) (the window takes tray.ready() with it), stopRequested(),
+    attachRequested() (the paperclip), filesOffered(list of Path) (pasted or dropped on the
+    box), collectionsChosen(tuple of names), manageDocumentsRequested().
     """
 
     sendRequested = Signal(str)
     stopRequested = Signal()
+    attachRequested = Signal()
+    filesOffered = Signal(list)
+    collectionsChosen = Signal(tuple)
+    manageDocumentsRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,14 +109,47 @@ class Composer(QWidget):
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         self.button.setFixedSize(BUTTON_SIZE, BUTTON_SIZE)
         self.button.setIconSize(QSize(18, 18))
+        self.tray = AttachmentTray(self.frame)
+        self.attach_button = QToolButton(self.frame)
+        self.attach_button.setObjectName("attach")
+        self.attach_button.setFixedSize(BUTTON_SIZE, BUTTON_SIZE)
+        self.attach_button.setIconSize(QSize(18, 18))
+        self.attach_button.setAutoRaise(True)
+        self.attach_button.setAccessibleName("Attach files")
+        self.attach_button.setToolTip("Attach files: their text goes with your message (or drop or paste them here)")
+        icons.themed(self.attach_button, "attach")
+        self.attach_button.hide()  # offered once the controller reads attachments (set_can_attach)
+        self.documents_button = QToolButton(self.frame)
+        self.documents_button.setObjectName("chatDocuments")
+        self.documents_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.documents_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.documents_button.setAutoRaise(True)
+        self.documents_button.setFixedHeight(BUTTON_SIZE)  # on the paperclip's and Send's line
+        # Its menu arrow sat at the bottom corner, apart from the words: the count says enough.
+        self.documents_button.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
+        self.documents_button.setToolTip("The document collections this chat answers from")
+        icons.themed(self.documents_button, "documents")
+        self.documents_menu = QMenu(self.documents_button)
+        self.documents_menu.aboutToShow.connect(self._fill_documents_menu)
+        self.documents_button.setMenu(self.documents_menu)
+        self.documents_button.hide()
+        self.collections: Callable[[], tuple[Sequence[str], Sequence[str]]] | None = None
+        self.set_chosen_count(0)
         self.note = QLabel(self)
         self.note.setObjectName("composerNote")
         self.note.setWordWrap(True)
         self.note.hide()
-        row = QHBoxLayout(self.frame)
-        row.setContentsMargins(10, 6, 6, 6)
+        column = QVBoxLayout(self.frame)
+        column.setContentsMargins(6, 6, 6, 6)
+        column.setSpacing(4)
+        column.addWidget(self.tray)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.edit, 1, Qt.AlignmentFlag.AlignVCenter)
+        row.addWidget(self.documents_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
+        column.addLayout(row)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 12)
         layout.addWidget(self.note)
@@ -101,7 +159,41 @@ class Composer(QWidget):
         self.edit.submitted.connect(self._send)
         self.edit.stopRequested.connect(self.stopRequested)
         self.edit.textChanged.connect(self._update_button)
+        self.edit.filesOffered.connect(self.filesOffered)
+        self.tray.changed.connect(self._update_button)
+        self.attach_button.clicked.connect(self.attachRequested)
         self.button.clicked.connect(self._button_clicked)
+
+    def set_can_attach(self, attach: bool, collections: bool) -> None:
+        """Offer the paperclip and the Documents button (what the controller can do)."""
+        self.attach_button.setVisible(attach)
+        self.documents_button.setVisible(collections)
+
+    def set_chosen_count(self, count: int) -> None:
+        """The Documents button says how many collections the open chat answers from."""
+        text = f"Documents · {count}" if count else "Documents"
+        self.documents_button.setText(text)
+        self.documents_button.setAccessibleName(f"Documents: {count} collection{'' if count == 1 else 's'} "
+                                                "chosen for this chat" if count else "Documents: none chosen")
+
+    def _fill_documents_menu(self) -> None:
+        menu = self.documents_menu
+        menu.clear()
+        names, chosen = self.collections() if self.collections is not None else ((), ())
+        if not names:
+            menu.addAction("No collections yet: add a folder in Manage documents…").setEnabled(False)
+        for name in names:
+            action = menu.addAction(name)
+            action.setCheckable(True)
+            action.setChecked(name in chosen)
+            action.toggled.connect(lambda on, name=name: self._toggle_collection(name, on))
+        menu.addSeparator()
+        menu.addAction("Manage documents…", self.manageDocumentsRequested.emit)
+
+    def _toggle_collection(self, name: str, on: bool) -> None:
+        names, chosen = self.collections() if self.collections is not None else ((), ())
+        picked = [other for other in names if (other == name and on) or (other != name and other in chosen)]
+        self.collectionsChosen.emit(tuple(picked))
 
     def set_streaming(self, streaming: bool) -> None:
         """While the open chat's answer is on its way the button stops it."""
@@ -117,7 +209,11 @@ class Composer(QWidget):
         self.note.setVisible(bool(text))
 
     def _update_button(self) -> None:
-        self.button.setEnabled(self._streaming or bool(self.edit.toPlainText().strip()))
+        ready = not self.tray.reading() and bool(self.edit.toPlainText().strip() or self.tray.ready())
+        self.button.setEnabled(self._streaming or ready)
+        if not self._streaming:
+            self.button.setToolTip("Waits until the attached files are read" if self.tray.reading()
+                                   else "Send (Enter)")
 
     def _button_clicked(self) -> None:
         if self._streaming:
@@ -127,7 +223,7 @@ class Composer(QWidget):
 
     def _send(self) -> None:
         text = self.edit.toPlainText()
-        if self._streaming or not text.strip():
+        if self._streaming or self.tray.reading() or not (text.strip() or self.tray.ready()):
             return
         # The window clears the box once the controller has accepted the message.
         self.sendRequested.emit(text)

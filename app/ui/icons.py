@@ -69,6 +69,8 @@ GLYPHS = {
     "new-folder": "ph.folder-plus",
     "details-view": "ph.list-dashes",
     "list-view": "ph.squares-four",
+    "attach": "ph.paperclip",
+    "documents": "ph.books",
 }
 
 ROLE = QPalette.ColorRole

@@ -14,6 +14,7 @@ from app.service.tool_use import ToolDecision
 from app.ui import icons
 from app.ui.about import AboutDialog
 from app.ui.adapter import ControllerAdapter
+from app.ui.chat_attach import ChatAttach
 from app.ui.chat_files import ChatFiles
 from app.ui.chat_pane import ChatPane
 from app.ui.drafts import DraftKeeper
@@ -22,6 +23,7 @@ from app.ui.model_manager import ModelManager
 from app.ui.server_host import ServerHost
 from app.ui.server_window import ServerWindow, status_words
 from app.ui.sidebar import Sidebar
+from app.ui.source_popup import SourcePopup
 from app.ui.status_line import StatusLine
 from app.ui.theme import apply_theme, part_styles
 from app.ui.tray import ServerTray
@@ -73,6 +75,7 @@ class MainWindow(WindowCommands):
         self.status.setObjectName("statusLine")
         self.statusBar().addWidget(self.status, 1)
         self.drafts = DraftKeeper(controller, self.composer, self)
+        self.attachments = ChatAttach(self, self.composer, self.adapter)
         self.chat_files = ChatFiles(self.adapter, self)
         self.chat_files.on_exported = self.status.show_exported
         self.menu_actions = build_menus(self)
@@ -108,7 +111,8 @@ class MainWindow(WindowCommands):
         chain = [self.new_button, self.search, self.conversation_list, self.header.model_button,
                  self.header.settings_button, self.messages, self.chat.approval.arguments,
                  self.chat.approval.copy_button, self.chat.approval.allow_button, self.chat.approval.always_button,
-                 self.chat.approval.deny_button, self.composer.edit, self.composer.button]
+                 self.chat.approval.deny_button, self.composer.attach_button, self.composer.edit,
+                 self.composer.documents_button, self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)
 
@@ -125,6 +129,7 @@ class MainWindow(WindowCommands):
         self.composer.stopRequested.connect(self.stop_open_chat)
         self.messages.regenerateRequested.connect(self.regenerate)
         self.messages.editRequested.connect(self.edit_message)
+        self.messages.sourceChosen.connect(lambda source: SourcePopup(source, self).open())
         self.import_button.clicked.connect(self.choose_model_file)
         self.status.managerRequested.connect(self.show_model_manager)
         self.status.hardwareRequested.connect(self.show_hardware)
@@ -164,7 +169,7 @@ class MainWindow(WindowCommands):
     # --- reacting ---------------------------------------------------------------------
 
     def _send(self, text: str) -> None:
-        if self.controller.send(text):
+        if self.attachments.send(text):
             self.composer.edit.clear()
             self.messages.scroll_to_end()
 
@@ -196,6 +201,7 @@ class MainWindow(WindowCommands):
         for action in (self.menu_actions.export_markdown, self.menu_actions.export_json, self.menu_actions.delete_chat):
             action.setEnabled(conversation is not None)
         self.drafts.chat_opened()
+        self.attachments.chat_opened()
         self._show_chat_model()
         self._answer_queue_changed()
         self._show_activity()

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import html
 import math
 from collections import OrderedDict
 
-from PySide6.QtCore import QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPoint, QPointF, QRect, QRectF, QSize, QTimer
-from PySide6.QtGui import QFontMetrics, QHelpEvent, QPainter, QPalette, QTextDocument
-from PySide6.QtWidgets import QAbstractItemView, QStyle, QStyleOptionViewItem, QToolTip
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, QPoint, QRect, QRectF, QSize, QTimer
+from PySide6.QtGui import QFontMetrics, QPainter, QPalette, QTextDocument
+from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 
 from app.core.conversation import Message, MessageState, Role
 from app.ui import message_chrome as chrome
 from app.ui.markdown import markdown_to_html, plain_to_html
-from app.ui.message_actions import COPIED_TIP, TIPS, ActionIcons, action_at, action_rects, actions_for
+from app.ui.message_actions import ActionIcons, action_at, action_rects, actions_for
 from app.ui.message_body import GrowingAnswer, MessageBody
+from app.ui.message_documents import MessageDocuments, link_citations
 from app.ui.message_chrome import stats_line
 from app.ui.message_layout import Lines, RowLayout, chrome_height, column, row_layout, text_width
 from app.ui.message_model import MessageListModel
-from app.ui.message_selection import MessageList, SelectionEditing
+from app.ui.message_hits import RowHits
+from app.ui.message_selection import MessageList
 from app.ui.thinking_section import ThinkingSection
 from app.ui.tool_parts import parts_html
 
@@ -31,7 +32,7 @@ _CACHE = 300
 _HEIGHTS_KEPT = 20_000
 
 
-class MessageDelegate(SelectionEditing):
+class MessageDelegate(RowHits):
     """Keeps laid-out documents for the rows on screen, and the height of every row.
 
     A finished message is one document; an answer being written is one per Markdown
@@ -55,6 +56,7 @@ class MessageDelegate(SelectionEditing):
         self._column = column(120)[1]
         self._small = chrome.small_font(view.font())
         self._lines = self._measure_lines()
+        self.documents = MessageDocuments(self._small)  # a message's attachments or sources, as chips
         self._icons = ActionIcons()
         self.dark = False
         self.layouts = 0
@@ -86,6 +88,7 @@ class MessageDelegate(SelectionEditing):
         (switching back finds its heights instead of estimating thousands again)."""
         self._sizes.clear()
         self._growing.clear()
+        self.documents.forget()
         if len(self._heights) > _HEIGHTS_KEPT:
             self._heights.clear()
 
@@ -105,6 +108,7 @@ class MessageDelegate(SelectionEditing):
         self._column = column(viewport_width)[1]
         self._small = chrome.small_font(self._view.font())
         self._lines = self._measure_lines()
+        self.documents.set_font(self._small)
         self._sizes.clear()
 
     def _measure_lines(self) -> Lines:
@@ -129,7 +133,8 @@ class MessageDelegate(SelectionEditing):
         text = message.text
         # Not the theme: a height holds in both (a body, laid out in colour, is keyed with it).
         return (hash(text), len(text), width, message.state, message.stats is not None, boundary,
-                self.thinking.key(message), self._parts_key(message) if message.parts else ())
+                self.thinking.key(message), self._parts_key(message) if message.parts else (),
+                len(message.attachments), len(message.sources))
 
     def _parts_key(self, message: Message) -> tuple:
         shown_whole = frozenset(self.expanded.intersection(getattr(p, "call_id", "") for p in message.parts))
@@ -146,7 +151,8 @@ class MessageDelegate(SelectionEditing):
             body = self._growing_answer(message.id, width).layout(message.text)
         elif message.role == Role.ASSISTANT:
             self._growing.pop(message.id, None)
-            body = MessageBody([self._document(markdown_to_html(message.text, dark=self.dark), width)])
+            rendered = link_citations(markdown_to_html(message.text, dark=self.dark), message.sources)
+            body = MessageBody([self._document(rendered, width)])
         else:
             document = self._document(plain_to_html(message.text), width)
             # The bubble fits the words: as wide as the longest line (the same lines).
@@ -208,7 +214,8 @@ class MessageDelegate(SelectionEditing):
         return self.thinking.height(message, self._text_width(message), self._lines.line, self.dark)
 
     def _chrome_height(self, message: Message, boundary: bool) -> int:
-        return chrome_height(self._lines, message.role == Role.USER, boundary, self._thinking_height(message))
+        return chrome_height(self._lines, message.role == Role.USER, boundary, self._thinking_height(message),
+                             self.documents.height(message, self._column))
 
     def _is_boundary(self, index: _Index) -> bool:
         model = index.model()
@@ -258,7 +265,7 @@ class MessageDelegate(SelectionEditing):
         message, body = self.message(index), self.body_of(index)
         return row_layout(QRect(rect) if rect is not None else self._view.visualRect(index), self._viewport_width,
                           self._lines, user=message.role == Role.USER, boundary=self._is_boundary(index),
-                          thinking=self._thinking_height(message),
+                          thinking=self._thinking_height(message), documents=self.documents.height(message, self._column),
                           text_size=(math.ceil(body.width), math.ceil(body.height)))
 
     def action_rects(self, index: _Index, rect: QRect | None = None) -> list[tuple[str, QRect]]:
@@ -311,6 +318,7 @@ class MessageDelegate(SelectionEditing):
                             self.dark)
         if self.selecting != message.id:
             self._paint_body(painter, self._body(message, key, width), layout.text, exposed)
+        self.documents.paint(painter, message, layout.documents, palette)
         self._paint_actions(painter, index, message, layout, palette)
         painter.restore()
 
@@ -348,33 +356,7 @@ class MessageDelegate(SelectionEditing):
 
         QTimer.singleShot(0, emit)
 
-    def helpEvent(self, event: QHelpEvent, view: QAbstractItemView, option: QStyleOptionViewItem,  # Override.
-                  index: _Index) -> bool:
-        """An action's tooltip; on an answer, why the model's own chat template was not used."""
-        if event.type() == QEvent.Type.ToolTip and index.isValid():
-            action = self.action_at(index, event.pos())
-            if action is not None:
-                copied = action == "copy" and self.copied == self.message(index).id
-                QToolTip.showText(event.globalPos(), COPIED_TIP if copied else TIPS[action], view)
-                return True
-            stats = self.message(index).stats
-            note = stats.template_note if stats is not None else ""
-            if note:
-                # Rich text, so that Qt wraps a long reason instead of one screen-wide line.
-                QToolTip.showText(event.globalPos(), f"<qt>{html.escape(note)}</qt>", view)
-                return True
-        return super().helpEvent(event, view, option, index)
-
     # --- hit tests ------------------------------------------------------------------
-
-    def anchor_at(self, index: QModelIndex, point: QPoint) -> str:
-        """The link under a point in a message, if any."""
-        body, text = self.body_of(index), self.layout(index).text
-        return body.anchor_at(QPointF(point.x() - text.left(), point.y() - text.top()))
-
-    def text_at(self, index: QModelIndex, point: QPoint) -> bool:
-        """Whether a point (viewport coordinates) is on the row's text."""
-        return self.layout(index).text.contains(point)
 
     def growth_rect(self, index: _Index, rect: QRect) -> QRect:
         """The part of a growing answer's row (at rect) that changed since this was last asked:

@@ -20,6 +20,7 @@ BUBBLE_Y = 9
 BUBBLE_SHARE = 0.8  # of the column, at most
 BUBBLE_RADIUS = 14
 ACTIONS_GAP = 2
+DOCUMENTS_GAP = 6  # between the text (or bubble) and a message's chips
 ACTION = 28  # an action's square (hit box and hover highlight)
 ICON = 16
 
@@ -43,9 +44,9 @@ class Lines:
     small: int  # the author label's and the stats line's
 
 
-def chrome_height(lines: Lines, user: bool, boundary: bool, thinking: int) -> int:
-    """A row's height apart from its text."""
-    height = 2 * SPACING + lines.small + AUTHOR_GAP + thinking + ACTIONS_GAP + ACTION
+def chrome_height(lines: Lines, user: bool, boundary: bool, thinking: int, documents: int = 0) -> int:
+    """A row's height apart from its text (`documents`: its chips', message_documents.py)."""
+    height = 2 * SPACING + lines.small + AUTHOR_GAP + thinking + ACTIONS_GAP + ACTION + documents
     if user:
         height += 2 * BUBBLE_Y
     if boundary:
@@ -63,12 +64,14 @@ class RowLayout:
     thinking_top: int
     text: QRect  # where the text is drawn: its left, top, width and height
     bubble: QRect | None  # the user's messages only
+    documents: QRect  # the chips under the text: attached files or sources (no height: none)
     actions: QRect  # the row of action icons (and the stats or "writing…" after them)
 
 
 def row_layout(rect: QRect, viewport_width: int, lines: Lines, *, user: bool, boundary: bool,
-               thinking: int = 0, text_size: tuple[int, int] = (0, 0)) -> RowLayout:
-    """The parts of a row at rect, whose text is text_size (width, height) once laid out."""
+               thinking: int = 0, text_size: tuple[int, int] = (0, 0), documents: int = 0) -> RowLayout:
+    """The parts of a row at rect, whose text is text_size (width, height) once laid out, and
+    whose chips take `documents` (their gap above included) under it."""
     left, width = column(viewport_width)
     col = QRect(rect.left() + left, rect.top(), width, rect.height())
     top = rect.top() + SPACING
@@ -90,5 +93,7 @@ def row_layout(rect: QRect, viewport_width: int, lines: Lines, *, user: bool, bo
     else:
         text = QRect(col.left(), top, text_w, text_h)
         bottom = text.bottom() + 1
+    chips = QRect(col.left(), bottom + DOCUMENTS_GAP, col.width(), max(0, documents - DOCUMENTS_GAP))
+    bottom += documents
     actions = QRect(col.left(), bottom + ACTIONS_GAP, col.width(), ACTION)
-    return RowLayout(col, band, author, thinking_top, text, bubble, actions)
+    return RowLayout(col, band, author, thinking_top, text, bubble, chips, actions)

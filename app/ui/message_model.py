@@ -10,6 +10,7 @@ from PySide6.QtCore import QAbstractListModel, QByteArray, QModelIndex, QObject,
 from app.core.chat_markdown import markdown_parts
 from app.core.conversation import Message, MessageState, Part, Role
 from app.ui.message_chrome import author_of
+from app.ui.message_documents import documents_said
 
 
 class MessageRoles(IntEnum):
@@ -76,7 +77,7 @@ class MessageListModel(QAbstractListModel):
         if role == Qt.ItemDataRole.AccessibleTextRole:
             # An answer that used tools is heard with its calls and results, as it is seen.
             said = "\n".join(markdown_parts(message.parts)) if message.parts else message.text
-            return f"{author_of(message)}: {said}"
+            return f"{author_of(message)}: {said}{documents_said(message)}"
         if role == Qt.ItemDataRole.AccessibleDescriptionRole:
             # The icons under a message are painted, so a screen reader hears their keys here.
             keys = ["Ctrl+C copies it", "Enter selects its text"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 
 from PySide6.QtCore import (QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPoint, QRect, Qt, QTimer,
                             QUrl, Signal)
@@ -11,11 +12,13 @@ from PySide6.QtGui import (QAction, QCursor, QDesktopServices, QGuiApplication, 
                            QPaintEvent, QPalette, QResizeEvent)
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
 
+from app.core.attachments import SourceRef
 from app.core.conversation import MessageState, Role
 from app.ui.bridge import FramePacer
 from app.ui.markdown import code_from_href
 from app.ui.message_actions import COPIED_TIP
 from app.ui.message_delegate import MessageDelegate
+from app.ui.message_documents import source_from_href, source_label
 from app.ui.message_model import MessageListModel
 from app.ui.message_pointer import MessagePointer
 from app.ui.message_selection import MessageList, SelectableText
@@ -37,12 +40,14 @@ class MessageView(MessageList):
     does). A click on its text, Enter or Ctrl+A opens a SelectableText over that text
     (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
     the current message: Ctrl+C copies it as written, F2 edits the user's.
-    Signals: regenerateRequested(), editRequested(message id, text). `delegate` has
+    Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
+    chip of an answer's Sources row clicked, or chosen in its menu). `delegate` has
     `dark`, `clear()` (after a theme change) and `streaming_note`.
     """
 
     regenerateRequested = Signal()
     editRequested = Signal(int, str)
+    sourceChosen = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -327,6 +332,8 @@ class MessageView(MessageList):
             menu.addAction("Regenerate", self.regenerateRequested.emit)
         if message.role == Role.USER:
             menu.addAction("Edit and resend…", self.edit_current)
+        for source in message.sources:  # the keyboard's way to them (the menu key)
+            menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
         menu.popup(self.viewport().mapToGlobal(point))
 
     def exposed_rect(self) -> QRect:
@@ -358,9 +365,22 @@ class MessageView(MessageList):
             if index.isValid() and self.delegate.thinking_header_at(index, point):
                 self.delegate.toggle_thinking(index)
                 return True
+            source = self._source_at(index, point) if index.isValid() else None
+            if source is not None:
+                self.sourceChosen.emit(source)
+                return True
             if index.isValid() and self.open_link(self.delegate.anchor_at(index, point)):
                 return True
         return super().viewportEvent(event)
+
+    def _source_at(self, index: QModelIndex, point: QPoint) -> SourceRef | None:
+        """The source under a point: a chip of the Sources row, or a "[1]" in the answer's text."""
+        message = self.delegate.message(index)
+        if message.role != Role.ASSISTANT or not message.sources:
+            return None
+        chip = self.delegate.chip_at(index, point)
+        return message.sources[chip] if chip is not None else source_from_href(
+            self.delegate.anchor_at(index, point), message.sources)
 
 
 def _now_ms() -> float:

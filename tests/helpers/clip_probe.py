@@ -170,6 +170,7 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
     from app.ui.server_window import NEW_KEY_QUESTION, ServerWindow
     from app.service.hardware_overview import HardwareOverview, report_text
     from tests.hardware.machines import recorded_report
+    from tests.helpers import attachment_scenes
 
     controller = window.controller
 
@@ -224,6 +225,8 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         ("question", question),
         ("first run", first_run),
         ("model manager", manager),
+        ("attachments", attachment_scenes.composer_with_chips),
+        ("source popup", lambda: attachment_scenes.source_popup(window)),
     ]
 
 

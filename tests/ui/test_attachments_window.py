@@ -1,0 +1,64 @@
+"""The real window with the controller API of the plan patched onto it (until chatdocs lands):
+files read by the real reader worker off the UI thread, sent with the message, a source opened."""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.core.attachments import AttachedFile, AttachedSection, SourceRef
+from app.service.controller import ChatController
+from app.service.document_context import read_attachments
+from app.ui.attachment_chips import ChipState
+from app.ui.source_popup import SourcePopup
+from tests.helpers.scripted_engine import ScriptedEngine
+from tests.ui.conftest import idle, run, until
+
+
+def _patch_controller_api(monkeypatch) -> list[tuple[str, tuple[AttachedFile, ...]]]:
+    """read_attachments / send(text, attachments) / chat_collections as the plan writes them,
+    reading with the CLI's reader worker (a process) on a thread, as chatdocs will."""
+    from app.documents.reader_worker import read_in_worker
+
+    sent: list[tuple[str, tuple[AttachedFile, ...]]] = []
+    plain_send = ChatController.send
+
+    async def read(self, paths):
+        read = await asyncio.to_thread(read_attachments, list(paths), read_in_worker)
+        return tuple(AttachedFile(str(item.path), item.document.kind.value, item.path.stat().st_size,
+                                  tuple(AttachedSection(s.text, s.page, s.heading) for s in item.document.sections))
+                     for item in read)
+
+    def send(self, text, attachments=()):
+        sent.append((text, tuple(attachments)))
+        return plain_send(self, text or "Summarise the attached file.")
+
+    monkeypatch.setattr(ChatController, "read_attachments", read, raising=False)
+    monkeypatch.setattr(ChatController, "send", send)
+    return sent
+
+
+def test_a_file_is_read_by_the_reader_and_sent_with_the_message(make_window, loop, monkeypatch, tmp_path) -> None:
+    sent = _patch_controller_api(monkeypatch)
+    window = make_window(engine=ScriptedEngine())
+    composer = window.composer
+    assert composer.attach_button.isVisible() and not composer.documents_button.isVisible()  # no collections API
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Plan\n\nCall Bob on Monday.\n", encoding="utf-8")
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    window.attachments.attach([notes, folder])
+    assert [chip.state for chip in composer.tray.chips] == [ChipState.READING, ChipState.READING]
+    run(loop, until(lambda: not composer.tray.reading(), 60, "the reader"))
+    good, bad = composer.tray.chips
+    assert good.state == ChipState.READY and good.label.text().startswith("notes.md · ")
+    assert bad.state == ChipState.REFUSED and "It is a folder" in bad.label.text()
+    composer.edit.setPlainText("When do I call Bob?")
+    composer.button.click()
+    assert [(text, [file.name for file in files]) for text, files in sent] == [("When do I call Bob?", ["notes.md"])]
+    assert "Call Bob on Monday." in sent[0][1][0].text
+    assert composer.tray.chips == [] and composer.edit.toPlainText() == ""
+    run(loop, until(idle(window), 30, "the answer"))
+    window.messages.sourceChosen.emit(SourceRef(1, str(notes), None, "Plan", "Call Bob on Monday."))
+    popup = window.findChild(SourcePopup)
+    assert popup is not None and popup.isVisible() and popup.open_button.isEnabled()
+    popup.close()
