@@ -15,8 +15,12 @@ from app.core.conversation import Conversation, Message, MessageState, Role
 from app.documents.chunks import estimate_tokens
 from app.documents.collections import DocumentsError, Hit
 from app.documents.values import Chunk, source_label
-from app.service.attached_files import attachment_chunks
+# AttachmentsUnreadable is named here too: front ends catch it from the module they frame with.
+from app.service.attached_files import AttachmentsUnreadable, attachment_chunks
 from app.service.engine_errors import EngineError
+
+__all__ = ["AttachmentsUnreadable", "ChatDocuments", "CountTokens", "Fit", "Framed", "Material", "SearchCollections",
+           "Source", "fit_budget", "framed_question", "rank_chunks"]
 
 # The fit rule: only this share of the context is counted on when tokens are estimated
 # (app/documents/chunks.py: about 4 characters a token), since the estimate can be low for code

@@ -1,44 +1,31 @@
-"""The real window with the controller API of the plan patched onto it (until chatdocs lands):
-files read by the real reader worker off the UI thread, sent with the message, a source opened."""
+"""The real window on the controller's documents API: files read by the real reader worker off
+the UI thread, sent with the message, a source opened."""
 
 from __future__ import annotations
 
-import asyncio
-
-from app.core.attachments import AttachedFile, AttachedSection, SourceRef
+from app.core.attachments import AttachedFile, SourceRef
 from app.service.controller import ChatController
-from app.service.document_context import read_attachments
 from app.ui.attachment_chips import ChipState
 from app.ui.source_popup import SourcePopup
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import idle, run, until
 
 
-def _patch_controller_api(monkeypatch) -> list[tuple[str, tuple[AttachedFile, ...]]]:
-    """read_attachments / send(text, attachments) / chat_collections as the plan writes them,
-    reading with the CLI's reader worker (a process) on a thread, as chatdocs will."""
-    from app.documents.reader_worker import read_in_worker
-
+def _record_sends(monkeypatch) -> list[tuple[str, tuple[AttachedFile, ...]]]:
+    """What the window sends through the controller's send(text, attachments), which then runs."""
     sent: list[tuple[str, tuple[AttachedFile, ...]]] = []
     plain_send = ChatController.send
 
-    async def read(self, paths):
-        read = await asyncio.to_thread(read_attachments, list(paths), read_in_worker)
-        return tuple(AttachedFile(str(item.path), item.document.kind.value, item.path.stat().st_size,
-                                  tuple(AttachedSection(s.text, s.page, s.heading) for s in item.document.sections))
-                     for item in read)
-
     def send(self, text, attachments=()):
         sent.append((text, tuple(attachments)))
-        return plain_send(self, text or "Summarise the attached file.")
+        return plain_send(self, text, attachments)
 
-    monkeypatch.setattr(ChatController, "read_attachments", read, raising=False)
     monkeypatch.setattr(ChatController, "send", send)
     return sent
 
 
 def test_a_file_is_read_by_the_reader_and_sent_with_the_message(make_window, loop, monkeypatch, tmp_path) -> None:
-    sent = _patch_controller_api(monkeypatch)
+    sent = _record_sends(monkeypatch)
     window = make_window(engine=ScriptedEngine())
     composer = window.composer
     assert composer.attach_button.isVisible() and not composer.documents_button.isVisible()  # no collections API
