@@ -102,6 +102,8 @@ class AnswerRun:
             if self._frame is not None:
                 framed = await self._frame(conversation, history)
                 history, self._sources = list(framed.history), framed.sources
+                if framed.problem:  # a collection gone or damaged: the answer goes on without it
+                    self._emit(Problem(framed.problem))
             chat = chat_of(conversation.system_prompt, history)
             await self._rounds(stream, chat, conversation.settings, tools)
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.

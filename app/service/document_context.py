@@ -102,11 +102,12 @@ class Material:
 
 @dataclass(frozen=True)
 class Framed:
-    """The chat's messages as the engine is given them (user turns with their material), and
-    the sources to keep on the answer."""
+    """The chat's messages as the engine is given them (user turns with their material), the
+    sources to keep on the answer, and what could not be searched for it (Material.problem)."""
 
     history: tuple[Message, ...]
     sources: tuple[SourceRef, ...]
+    problem: str = ""
 
 
 _Piece = tuple[str, "int | None", "str | None", str]  # path, page, heading, text
@@ -179,7 +180,7 @@ class ChatDocuments:
         passages = [replace(source, number=len(whole) + i) for i, source in enumerate(passages, start=1)]
         material = Material(tuple(whole) + tuple(passages), fit, problem, len(whole))
         self._used[conversation.id] = material
-        return Framed(_framed(history, last, whole, passages), material.refs())
+        return Framed(_framed(history, last, whole, passages), material.refs(), problem)
 
     async def _budget(self, conversation: Conversation, question: str) -> int:
         settings = conversation.settings

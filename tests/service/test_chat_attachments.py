@@ -118,6 +118,7 @@ def test_a_new_chats_collections_are_kept_until_its_first_message_saves_them(sta
             assert search.asked[-1] == (QUESTION, ("papers",)), "the one that is gone is left out"
             used = controller.documents.used(conversation_id)
             assert "The collection 'old' was not searched for this answer" in used.problem
+            assert used.problem in [problem.text for problem in started.events.of(ev.Problem)], "the window says it"
             assert [s.path for s in used.sources] == ["/c/papers.txt"]
             _, answer = await stored(controller, conversation_id)
             assert [s.path for s in answer.sources] == ["/c/papers.txt"]
