@@ -1,8 +1,9 @@
 """The documents index: retrieval quality, indexing speed, the embedding process's memory, and search latency.
 
-    python benchmarks/documents.py [--beir DIR] [--parts reading,embedding,pdf,quality,latency] [--json OUT]
+    python benchmarks/documents.py [--beir DIR | --python-faq [DIR]] [--parts reading,embedding,pdf,quality,latency] [--json OUT]
 
-Quality (--beir DIR, a test set in BEIR's layout: benchmarks/retrieval_set.py): the set's
+Quality (--beir DIR, a test set in BEIR's layout: benchmarks/retrieval_set.py; or
+--python-faq, the questions of Python's FAQ: benchmarks/retrieval_set_pyfaq.py): the set's
 documents written as Markdown files, added as a collection, read by the reader's worker
 process and cut by the real chunker (files/s, chunks/s); embedded by the real
 all-MiniLM-L6-v2 GGUF (--model, or made by scripts/make_embedding_gguf.py from the
@@ -176,6 +177,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--beir", type=Path, help="a retrieval test set in BEIR's layout (quality)")
+    parser.add_argument("--python-faq", nargs="?", const="", metavar="DIR",
+                        help="the set made from Python's FAQ (benchmarks/retrieval_set_pyfaq.py): DIR is its "
+                             "_sources/faq folder, default the installed python3.X-doc package's")
     parser.add_argument("--split", default="test", help="the qrels file of the set: qrels/SPLIT.tsv")
     parser.add_argument("--max-queries", type=int, help="the first N queries of the set, by id")
     parser.add_argument("--model", type=Path, help="an embedding GGUF (default: all-MiniLM-L6-v2 from its package)")
@@ -190,8 +194,8 @@ def main() -> int:
     parts = {part.strip() for part in args.parts.split(",") if part.strip()}
     if parts - set(PARTS):
         parser.error(f"unknown parts: {', '.join(sorted(parts - set(PARTS)))}")
-    if "quality" in parts and args.beir is None:
-        parser.error("the quality part needs --beir DIR (a test set in BEIR's layout)")
+    if "quality" in parts and (args.beir is None) == (args.python_faq is None):
+        parser.error("the quality part needs one set: --beir DIR (a test set in BEIR's layout) or --python-faq")
     # The embedding process logs a line for each text cut to the model's 512 tokens.
     logging.getLogger("app.documents.embedding").setLevel(logging.ERROR)
     rng = random.Random(25)
@@ -219,9 +223,16 @@ def main() -> int:
 
 def quality(work: Path, args: argparse.Namespace) -> dict[str, object]:
     from benchmarks.retrieval_set import load_beir
+    from benchmarks.retrieval_set_pyfaq import find_faq, load_python_faq
     from benchmarks.retrieval_set_run import make_model, measure_quality
 
-    retrieval_set = load_beir(args.beir, args.split, args.max_queries)
+    if args.beir is not None:
+        retrieval_set = load_beir(args.beir, args.split, args.max_queries)
+    else:
+        folder = Path(args.python_faq) if args.python_faq else find_faq()
+        if folder is None:
+            raise SystemExit("No Python FAQ: install Debian's python3.11-doc (or give its _sources/faq folder).")
+        retrieval_set = load_python_faq(folder)
     model = args.model if args.model is not None else make_model(work)
     return measure_quality(retrieval_set, work / "quality", model, args.threads)
 

@@ -101,3 +101,25 @@ def test_the_quality_part_runs_through_the_real_index_and_model(tmp_path: Path) 
     if sys.platform.startswith("linux"):
         assert embedding["peak_rss_mb"] >= embedding["rss_after_load_mb"] > 0
     assert "| hybrid |" in run.stdout
+
+
+def test_the_python_faq_set_takes_each_question_heading_and_the_text_under_it(tmp_path: Path) -> None:
+    from benchmarks.retrieval_set_pyfaq import load_python_faq
+
+    folder = tmp_path / "python3.11-doc" / "html" / "_sources" / "faq"
+    folder.mkdir(parents=True)
+    (folder / "library.rst.txt").write_text(
+        ":tocdepth: 2\n\n=========================\nLibrary and Extension FAQ\n=========================\n\n"
+        "General Library Questions\n=========================\n\n"
+        "How do I make a script executable?\n----------------------------------\n\n"
+        "Use ``chmod +x`` and see :ref:`the tutorial <tut-scripts>` or :func:`os.chmod`.\n\n"
+        "Is there a curses package?\n--------------------------\n\n"
+        "Threads\n=======\n\nWhere are the threads?\n----------------------\n\nIn :mod:`threading`.\n",
+        encoding="utf-8")
+    faq = load_python_faq(folder)
+    assert faq.name == "python3.11-faq"
+    assert list(faq.queries.values()) == ["How do I make a script executable?", "Where are the threads?"]
+    [first, second] = faq.queries
+    assert faq.documents[first] == ("", "Use chmod +x and see the tutorial or os.chmod.")
+    assert faq.documents[second] == ("", "In threading.")
+    assert faq.relevant == {first: frozenset({first}), second: frozenset({second})}
