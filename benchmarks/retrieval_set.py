@@ -46,6 +46,8 @@ class Scores:
     queries: int
     recall_at_5: float
     mrr_at_10: float
+    # Per query: the rank of its first relevant document among the documents found, 0 if none.
+    first_relevant: Mapping[str, int]
 
 
 def load_beir(folder: Path, split: str = "test", limit: int | None = None) -> RetrievalSet:
@@ -111,9 +113,13 @@ def evaluate(retrieval_set: RetrievalSet, names: Mapping[str, str],
     """Run every query through `search` (the paths of its chunk hits, best first) and average."""
     recalls: list[float] = []
     reciprocals: list[float] = []
+    first: dict[str, int] = {}
     for query_id, text in retrieval_set.queries.items():
-        recall, reciprocal = score_query(ranked_documents(search(text), names), retrieval_set.relevant[query_id])
+        ranked = ranked_documents(search(text), names)
+        recall, reciprocal = score_query(ranked, retrieval_set.relevant[query_id])
         recalls.append(recall)
         reciprocals.append(reciprocal)
+        first[query_id] = next((rank for rank, document_id in enumerate(ranked, start=1)
+                                if document_id in retrieval_set.relevant[query_id]), 0)
     count = len(recalls)
-    return Scores(count, sum(recalls) / count if count else 0.0, sum(reciprocals) / count if count else 0.0)
+    return Scores(count, sum(recalls) / count if count else 0.0, sum(reciprocals) / count if count else 0.0, first)

@@ -63,6 +63,7 @@ def test_the_scores_of_ranks_worked_out_by_hand() -> None:
     retrieval_set = RetrievalSet("s", {}, {"q": "?", "r": "?"}, {"q": relevant, "r": frozenset({"x"})})
     scores = evaluate(retrieval_set, names, lambda text: chunks)
     assert (scores.queries, scores.recall_at_5, scores.mrr_at_10) == (2, 1.0, 0.75)
+    assert scores.first_relevant == {"q": 2, "r": 1}
 
 
 def test_a_beir_folder_loads_only_judged_queries_and_relevant_documents(tmp_path: Path) -> None:
