@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import threading
 import time
 from collections import deque
@@ -19,6 +20,7 @@ from app.service.documents_events import (CollectionInfo, CollectionsChanged, Do
 from app.service.events import Event
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 # A window redraws at 60 Hz: more progress than this is work for nobody.
 PROGRESS_EVERY_S = 0.25
 # The collections' counts (a query over every file row) are read again at most this often in a run.
@@ -126,6 +128,7 @@ class IndexWorker:
         self._closed = False
         self._broken: DocumentsError | None = None  # why the index could not be opened
         self._shown_words = ""
+        self._shown_infos: tuple[CollectionInfo, ...] | None = None
         self._pace = _Pace()
         self._thread = threading.Thread(target=self._main, name="kestrel-documents", daemon=True)
 
@@ -243,9 +246,14 @@ class IndexWorker:
         self._current = (name, IndexState.SCANNING)
         self._pace = _Pace()
         self.refresh()
+        folder = next((row.folder for row in self._rows if row.name == name), None)
+        if folder is None:  # removed since it was asked for
+            self._current = self._control = None
+            with self._lock:
+                self._todo.pop(name, None)
+            return
         try:
-            folder = next((row.folder for row in self._rows if row.name == name), None)
-            if folder is not None and not folder.is_dir():
+            if not folder.is_dir():
                 raise DocumentsError(f"The folder of the collection “{name}”, {folder}, is not there. Connect the "
                                      "drive it is on, or remove the collection.")
             self._index.index(name, self._progress, control)
@@ -256,6 +264,11 @@ class IndexWorker:
         except DocumentsError as exc:
             self._failed.add(name)
             self._emit(DocumentsProblem(name, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - the thread must outlive it: the window shows it
+            log.exception("indexing %s failed", name)
+            self._failed.add(name)
+            self._emit(DocumentsProblem(name, f"Indexing stopped on an unexpected error ({type(exc).__name__}: "
+                                              f"{exc}). The files read so far are kept; Reindex tries again."))
         finally:
             self._control = None
             self._current = None
@@ -308,6 +321,12 @@ class IndexWorker:
         except DocumentsError as exc:
             self._emit(DocumentsProblem(name, str(exc)))
             self._embed_failed = True
+        except Exception as exc:  # noqa: BLE001 - as in _run
+            log.exception("embedding %s failed", name)
+            self._embed_failed = True
+            self._close_embedder()
+            self._emit(DocumentsProblem(name, f"Making vectors stopped on an unexpected error ({type(exc).__name__}: "
+                                              f"{exc}). The documents are found by keyword meanwhile."))
         finally:
             self._control = None
             self._current = None
@@ -339,6 +358,7 @@ class IndexWorker:
         """On the worker: read the collections' counts (and vector coverage) again and say them."""
         try:
             self._rows = self._index.collections()
+            self._failed &= {row.name for row in self._rows}  # a removed collection's failure goes with it
             choice = self._choice
             self._vectors = {row.name: (self._index.vector_coverage(choice.model_id, [row.name]) if choice
                                         else (0, row.chunks)) for row in self._rows}
@@ -353,7 +373,9 @@ class IndexWorker:
             return
         self._shown_words = words
         infos = tuple(self._info(row, words) for row in self._rows)
-        self._emit(CollectionsChanged(infos))
+        if infos != self._shown_infos:  # listeners hear changes, not the worker's wakes
+            self._shown_infos = infos
+            self._emit(CollectionsChanged(infos))
         current = self._current
         if current is not None and words:
             self._emit(IndexingProgress(current[0], IndexState.PAUSED if self.hold.user else IndexState.WAITING,

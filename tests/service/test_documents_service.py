@@ -289,3 +289,71 @@ def test_an_index_that_cannot_be_opened_is_said_and_refuses_plainly(tmp_path: Pa
             await service.close()
 
     asyncio.run(scenario())
+
+
+def test_the_chosen_embedding_models_vectors_are_filled_in_the_background_and_searched(tmp_path: Path) -> None:
+    from app.core.settings import Settings
+    from app.library.importer import import_model_file
+    from app.library.models import ModelLibrary
+    from tests.documents.index_fakes import WordHashEmbedder
+    from tests.helpers.embedding_gguf import build_embedding_gguf
+
+    library = ModelLibrary(tmp_path / "models")
+    first = import_model_file(library, build_embedding_gguf(tmp_path / "first-embed.gguf", name="first"))
+    second = import_model_file(library, build_embedding_gguf(tmp_path / "second-embed.gguf", name="second", seed=1))
+    saved: list[Settings] = []
+    settings = [Settings()]
+
+    async def save(new: Settings) -> None:
+        saved.append(new)
+        settings[0] = new
+
+    folder = folder_of(tmp_path, 5)
+    started: list[Path] = []
+
+    def embedder(path: Path) -> WordHashEmbedder:
+        started.append(path)
+        return WordHashEmbedder()
+
+    async def scenario() -> None:
+        async with running(tmp_path, library=library, settings=lambda: settings[0], save_settings=save,
+                           embedder=embedder) as (service, heard):
+            assert service.embedding_model() == first.id  # none chosen: the oldest installed, as the CLI says
+            await service.add_folder(folder)
+            await heard.until(lambda: (i := heard.info("notes")) is not None and i.vectors == i.chunks == 5
+                              and i.state is ev.IndexState.IDLE, "vectors made")
+            assert any(p.state is ev.IndexState.EMBEDDING and p.done == p.total == 5
+                       for p in heard.of(ev.IndexingProgress))
+            # Hybrid: the vector side finds the note that shares words with the question.
+            assert [h.path.name for h in await service.search("ferry leaves 3", ["notes"], 1)] == ["note003.txt"]
+            await service.choose_embedding_model(second.id)
+            assert service.embedding_model() == second.id and saved[-1].embedding_model == second.id
+            await heard.until(lambda: (i := heard.info("notes")) is not None and i.vectors == 5
+                              and i.state is ev.IndexState.IDLE and len(started) == 2, "the new model's vectors")
+            with pytest.raises(DocumentsError, match="No installed model"):
+                await service.choose_embedding_model("nothing-like-it")
+
+    asyncio.run(scenario())
+
+
+def test_a_reader_that_fails_is_said_and_the_service_goes_on(tmp_path: Path) -> None:
+    good = folder_of(tmp_path, 2, "good")
+    bad = folder_of(tmp_path, 2, "bad")
+
+    def reader(paths: Sequence[Path]) -> Iterator[DocumentText | Unreadable]:
+        if any(path.parent == bad.resolve() for path in paths):
+            raise RuntimeError("the document reader process did not start")
+        yield from read_here(paths)
+
+    async def scenario() -> None:
+        async with running(tmp_path, read=reader) as (service, heard):
+            await service.add_folder(bad)
+            await heard.until(lambda: heard.of(ev.DocumentsProblem), "the problem said")
+            assert "did not start" in heard.of(ev.DocumentsProblem)[0].text
+            await service.add_folder(good)
+            await heard.until(heard.idle("good", 2), "the next collection indexed")
+            assert heard.info("bad").state is ev.IndexState.FAILED  # type: ignore[union-attr]
+            await service.remove("bad")
+            assert [i.name for i in service.collections()] == ["good"]
+
+    asyncio.run(scenario())
