@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import random
@@ -186,10 +187,18 @@ def main() -> int:
     parser.add_argument("--rescan-files", type=int, default=10_000)
     parser.add_argument("--switch-ms", type=float, default=None,
                         help="the interpreter's thread switch interval to try (default: Python's 5 ms)")
+    parser.add_argument("--heap", type=int, default=0,
+                        help="Python objects kept alive on the UI thread, as a window's widgets and chats keep "
+                             "(a full garbage collection, which any thread's allocations trigger, walks them all)")
+    parser.add_argument("--freeze", action="store_true",
+                        help="gc.freeze() once the heap is built: collections leave those objects out")
     parser.add_argument("--json", type=Path, default=BENCHMARKS / "results" / "indexing_stall.json")
     args = parser.parse_args()
     if args.switch_ms is not None:
         sys.setswitchinterval(args.switch_ms / 1000)
+    heap = [{"id": number, "text": str(number)} for number in range(args.heap)]
+    if args.freeze:
+        gc.freeze()
 
     import qasync
     from PySide6.QtWidgets import QApplication
@@ -205,6 +214,7 @@ def main() -> int:
                 result["rescan"] = loop.run_until_complete(measure_rescan(args.rescan_files, Path(temp)))
     result["cpus"] = os.cpu_count()
     result["switch_interval_ms"] = round(sys.getswitchinterval() * 1000, 3)
+    result["heap_objects"], result["frozen"] = len(heap), args.freeze
     print(f"{'':28}{'ticks':>8}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     for label, row in (("UI thread, nothing running", result["idle"]), ("UI thread, indexing", result["indexing"]),
                        *((("UI thread, rescan", result["rescan"]["ui_during_rescan"]),) if "rescan" in result else ())):

@@ -347,6 +347,8 @@ class ChatController:
     def set_window_state(self, window: WindowState) -> None:
         """The window came to the front, went behind another app, or was hidden: the
         engine pauses, runs gently or at full speed as the settings say (background.py)."""
+        if window == WindowState.FOREGROUND:
+            self.collections.window_shown()  # files may have changed meanwhile: a rescan
         if self.session.set_window_state(window):
             answering = self.answers.queue.answering_id
             self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()

@@ -245,12 +245,12 @@ class IndexWorker:
         control = self._control = _RunControl(self)
         self._current = (name, IndexState.SCANNING)
         self._pace = _Pace()
+        with self._lock:  # asked for again during the run (a rescan): another run follows
+            self._todo.pop(name, None)
         self.refresh()
         folder = next((row.folder for row in self._rows if row.name == name), None)
         if folder is None:  # removed since it was asked for
             self._current = self._control = None
-            with self._lock:
-                self._todo.pop(name, None)
             return
         try:
             if not folder.is_dir():
@@ -272,9 +272,9 @@ class IndexWorker:
         finally:
             self._control = None
             self._current = None
-            if not control.cancelled or self._closed:
-                with self._lock:
-                    self._todo.pop(name, None)
+            if control.cancelled and not self._closed:
+                with self._lock:  # the files it did not reach are read next
+                    self._todo = {name: None, **self._todo}
         self.refresh()
 
     def _progress(self, progress: IndexProgress) -> None:

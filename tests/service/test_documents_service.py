@@ -357,3 +357,23 @@ def test_a_reader_that_fails_is_said_and_the_service_goes_on(tmp_path: Path) -> 
             assert [i.name for i in service.collections()] == ["good"]
 
     asyncio.run(scenario())
+
+
+def test_a_collection_removed_while_it_is_read_stops_and_goes(tmp_path: Path) -> None:
+    folder = folder_of(tmp_path, 6)
+    gate = Gate()
+
+    async def scenario() -> None:
+        async with running(tmp_path, read=gate) as (service, heard):
+            await service.add_folder(folder)
+            gate.allow(2)
+            await heard.until(lambda: len(gate.read) == 2, "two files read")
+            removal = asyncio.ensure_future(service.remove("notes"))
+            gate.allow(1)  # the run looks at its control after the file in the reader's hands
+            await asyncio.wait_for(removal, 10)
+            assert service.collections() == () and heard.of(ev.DocumentsProblem) == []
+            await asyncio.sleep(0.3)
+            assert len(gate.read) == 3
+            assert await service.search("ferry", ["notes"], 3) == []
+
+    asyncio.run(scenario())
