@@ -208,13 +208,13 @@ class ChatController:
         await self.open()
         recovered = await self.conversations.recover_interrupted()
         await self.elsewhere.watch()
-        await self.collections.start()
         conversations = await self.conversations.listing()
         self.bus.emit(ConversationsListed(tuple(conversations)))
         if conversations:
             await self.open_conversation(conversations[0].id)
         else:
             self.new_conversation()
+        await self.collections.start()  # after the chat is shown: its imports take a moment
         if recovered:
             self.bus.emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
                                   "they are kept and marked as interrupted.", "history"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -16,7 +17,8 @@ from app.library.gguf_info import ModelFileError
 from app.library.installed import InstalledModel
 from app.library.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
-from app.service.documents_events import CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState
+from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState,
+                                          hold_words)
 from app.service.events import AnswerFinished, AnswerInterrupted, AnswerStarted, Event
 
 if TYPE_CHECKING:  # numpy and the index come with the worker: imported when the service starts
@@ -70,8 +72,9 @@ class DocumentsService:
     async def start(self) -> None:
         """Open the index on the worker, go on with the collections a run left unfinished, then
         rescan each; rescans again every 10 minutes. An unusable index is a DocumentsProblem."""
-        from app.service.documents_worker import IndexWorker
-
+        # numpy and SQLite's index come with it: ~0.2 s of imports, kept off the window's thread.
+        worker_module = await asyncio.to_thread(importlib.import_module, "app.service.documents_worker")
+        IndexWorker = worker_module.IndexWorker  # noqa: N806 - the class, as an import would name it
         loop = asyncio.get_running_loop()
 
         def post(call: Callable[[], None]) -> None:
@@ -215,6 +218,10 @@ class DocumentsService:
         """On battery or with battery saver on: indexing waits, and says why."""
         self._saving = saving
         self._set_hold(saving=saving)
+
+    def waiting_because(self) -> str:
+        """Why indexing waits now ("" when it does not), in IndexingProgress's words."""
+        return hold_words(**self._hold)
 
     def hear(self, event: Event) -> None:
         """A bus listener: an answer starting or ending holds or frees indexing."""

@@ -16,7 +16,7 @@ from app.documents.collections import Collection, DocumentsError, IndexProgress,
 from app.documents.index import DocumentIndex, IndexControl
 from app.documents.search import Embedder
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, IndexingProgress,
-                                          IndexState)
+                                          IndexState, hold_words)
 from app.service.events import Event
 
 T = TypeVar("T")
@@ -30,9 +30,6 @@ EMBED_BATCH = 16
 # The pace of a few files says nothing about the rest: no time left before this many.
 _ESTIMATE_AFTER = 3
 
-PAUSED_WORDS = "Paused"
-ANSWERING_WORDS = "Waiting while an answer is written"
-SAVING_WORDS = "Waiting: battery saver is on"
 
 
 class Hold:
@@ -55,11 +52,7 @@ class Hold:
         return self.user or self.answering or self.saving
 
     def words(self) -> str:
-        if self.user:
-            return PAUSED_WORDS
-        if self.answering:
-            return ANSWERING_WORDS
-        return SAVING_WORDS if self.saving else ""
+        return hold_words(self.user, self.answering, self.saving)
 
 
 # Starts the model's embedding process (a test's stand-in).

@@ -17,7 +17,7 @@ from app.documents.collections import DocumentsError
 from app.documents.values import DocumentText, Unreadable
 from app.service import events as ev
 from app.service.documents_service import DocumentsService
-from app.service.documents_worker import ANSWERING_WORDS, PAUSED_WORDS, SAVING_WORDS
+from app.service.documents_events import ANSWERING_WORDS, PAUSED_WORDS, SAVING_WORDS
 from tests.documents.index_fakes import read_here
 
 E = TypeVar("E")
@@ -375,5 +375,29 @@ def test_a_collection_removed_while_it_is_read_stops_and_goes(tmp_path: Path) ->
             await asyncio.sleep(0.3)
             assert len(gate.read) == 3
             assert await service.search("ferry", ["notes"], 3) == []
+
+    asyncio.run(scenario())
+
+
+def test_the_controller_starts_the_service_holds_it_while_answering_and_closes_it(started_controller: Any,
+                                                                                   tmp_path: Path) -> None:
+    from app.documents.index import default_database
+
+    folder = folder_of(tmp_path, 2)
+
+    async def scenario() -> None:
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            await controller.collections.add_folder(folder)
+            await recorder.until(lambda: (c := controller.collections.collections()) and
+                                 c[0].state is ev.IndexState.IDLE and c[0].indexed == 2, what="indexed")
+            assert default_database().is_file()  # the one `kestrel docs` uses
+            assert controller.send("Hello")
+            await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
+            assert controller.collections.waiting_because() == ANSWERING_WORDS
+            await controller.wait_idle()
+            assert controller.collections.waiting_because() == ""
+            await started.shutdown()
+            assert not any(t.name == "kestrel-documents" for t in threading.enumerate())
 
     asyncio.run(scenario())
