@@ -16,43 +16,15 @@ from app.documents.collections import Collection, DocumentsError, IndexProgress,
 from app.documents.index import DocumentIndex, IndexControl
 from app.documents.search import Embedder
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, IndexingProgress,
-                                          IndexState, hold_words)
+                                          IndexState)
+from app.service.documents_pace import PROGRESS_EVERY_S, Hold, Pace
 from app.service.events import Event
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-# A window redraws at 60 Hz: more progress than this is work for nobody.
-PROGRESS_EVERY_S = 0.25
-# The collections' counts (a query over every file row) are read again at most this often in a run.
-_COUNTS_EVERY_S = 2.0
 # Chunks embedded between two looks at a hold: one batch is a second or two on two cores.
 EMBED_BATCH = 16
-# The pace of a few files says nothing about the rest: no time left before this many.
-_ESTIMATE_AFTER = 3
 
-
-
-class Hold:
-    """Why indexing waits, set from the event loop and read by the worker: the user's Pause
-    first, then an answer streaming, then power saving (the words name the first that holds)."""
-
-    def __init__(self, wake: threading.Event) -> None:
-        self._wake = wake
-        self.user = False
-        self.answering = False
-        self.saving = False
-
-    def set(self, **flags: bool) -> None:
-        for name, value in flags.items():
-            setattr(self, name, value)
-        self._wake.set()
-
-    @property
-    def held(self) -> bool:
-        return self.user or self.answering or self.saving
-
-    def words(self) -> str:
-        return hold_words(self.user, self.answering, self.saving)
 
 
 # Starts the model's embedding process (a test's stand-in).
@@ -122,7 +94,7 @@ class IndexWorker:
         self._broken: DocumentsError | None = None  # why the index could not be opened
         self._shown_words = ""
         self._shown_infos: tuple[CollectionInfo, ...] | None = None
-        self._pace = _Pace()
+        self._pace = Pace()
         self._thread = threading.Thread(target=self._main, name="kestrel-documents", daemon=True)
 
     # --- from the event loop ----------------------------------------------------------
@@ -237,7 +209,7 @@ class IndexWorker:
         """Scan and read one collection; a folder gone or an unusable index is said, not raised."""
         control = self._control = _RunControl(self)
         self._current = (name, IndexState.SCANNING)
-        self._pace = _Pace()
+        self._pace = Pace()
         with self._lock:  # asked for again during the run (a rescan): another run follows
             self._todo.pop(name, None)
         self.refresh()
@@ -294,7 +266,7 @@ class IndexWorker:
         done, total = self._vectors[name]
         control = self._control = _RunControl(self)
         self._current = (name, IndexState.EMBEDDING)
-        self._pace = _Pace()
+        self._pace = Pace()
         self._publish(force=True)
 
         def progress(count: int) -> None:
@@ -405,33 +377,3 @@ class IndexWorker:
         for job in jobs:
             if job.future.set_running_or_notify_cancel():
                 job.future.set_exception(exc)
-
-
-class _Pace:
-    """A run's pace, its time held left out, and when the next progress event is due."""
-
-    def __init__(self) -> None:
-        self._started = time.monotonic()
-        self.held_s = 0.0
-        self._said = 0.0
-        self._counted = time.monotonic()
-
-    def left(self, done: int, total: int) -> float | None:
-        if done < _ESTIMATE_AFTER:
-            return None
-        working = max(time.monotonic() - self._started - self.held_s, 1e-6)
-        return working / done * max(total - done, 0)
-
-    def due(self) -> bool:
-        now = time.monotonic()
-        if now - self._said < PROGRESS_EVERY_S:
-            return False
-        self._said = now
-        return True
-
-    def counts_due(self) -> bool:
-        now = time.monotonic()
-        if now - self._counted < _COUNTS_EVERY_S:
-            return False
-        self._counted = now
-        return True
