@@ -23,6 +23,7 @@ from app.service.events import AnswerFinished, AnswerInterrupted, AnswerStarted,
 
 if TYPE_CHECKING:  # numpy and the index come with the worker: imported when the service starts
     from app.documents.index import DocumentIndex, ReadFiles
+    from app.documents.reader_worker import ReaderPool
     from app.documents.search import Embedder
     from app.service.documents_worker import EmbeddingChoice, IndexWorker
 
@@ -65,6 +66,7 @@ class DocumentsService:
         self._tasks: list[asyncio.Task[None]] = []
         self._saving = False
         self._rescanned = 0.0
+        self._pool: ReaderPool | None = None
         self._hold: dict[str, bool] = {}
 
     # --- life ---------------------------------------------------------------------------
@@ -104,6 +106,10 @@ class DocumentsService:
         self._tasks.clear()
         if self._worker is not None:
             await asyncio.to_thread(self._worker.close)
+            # The reader serves one thread: it ends here once the worker's thread has ended (a
+            # worker stuck in a file past the wait leaves it to the exit's clean-up).
+            if self._pool is not None and not self._worker.alive:
+                await asyncio.to_thread(self._pool.close)
 
     # --- what the window reads -------------------------------------------------------------
 
@@ -286,7 +292,8 @@ class DocumentsService:
 
         read = self._read
         if read is None:
-            read = ReaderPool().read_all
+            self._pool = ReaderPool()
+            read = self._pool.read_all
         return DocumentIndex(self._database or default_database(), read, chunk_document)
 
     def _make_embedder(self, path: Path) -> Embedder:

@@ -102,6 +102,10 @@ class IndexWorker:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def submit(self, run: Callable[[DocumentIndex], T], between_runs: bool = False) -> concurrent.futures.Future[T]:
         """Run `run(index)` on the worker; `between_runs`: not while a run holds files in memory."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()

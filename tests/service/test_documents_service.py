@@ -4,6 +4,7 @@ pauses (the user's, an answer's, power's), a restart that goes on, a folder gone
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -113,6 +114,10 @@ def test_a_folder_added_is_indexed_in_the_background_with_progress_and_searched(
             hits = await service.search("ferry 7 o'clock", ["notes", "gone"], 3)
             assert hits and hits[0].path.name == "note007.txt"
             assert await service.search("ferry", ["gone"], 3) == []
+            readers = [child for child in multiprocessing.active_children() if child.name == "kestrel-reader"]
+            assert len(readers) == 1  # one reader for the service's life
+        readers[0].join(5)
+        assert not readers[0].is_alive()  # and it ends with the service
 
     asyncio.run(scenario())
 
