@@ -10,15 +10,18 @@ from pathlib import Path
 PAUSED_WORDS = "Paused"
 ANSWERING_WORDS = "Waiting while an answer is written"
 SAVING_WORDS = "Waiting: battery saver is on"
+BATTERY_WORDS = "Waiting: running on battery"
 
 
-def hold_words(user: bool = False, answering: bool = False, saving: bool = False) -> str:
+def hold_words(user: bool = False, answering: bool = False, saving: bool = False, battery: bool = False) -> str:
     """Why indexing waits, the first reason that holds it: the user's Pause, an answer, power."""
     if user:
         return PAUSED_WORDS
     if answering:
         return ANSWERING_WORDS
-    return SAVING_WORDS if saving else ""
+    if saving:
+        return SAVING_WORDS
+    return BATTERY_WORDS if battery else ""
 
 
 class IndexState(StrEnum):

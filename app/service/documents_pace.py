@@ -24,6 +24,7 @@ class Hold:
         self.user = False
         self.answering = False
         self.saving = False
+        self.battery = False
 
     def set(self, **flags: bool) -> None:
         for name, value in flags.items():
@@ -32,10 +33,10 @@ class Hold:
 
     @property
     def held(self) -> bool:
-        return self.user or self.answering or self.saving
+        return self.user or self.answering or self.saving or self.battery
 
     def words(self) -> str:
-        return hold_words(self.user, self.answering, self.saving)
+        return hold_words(self.user, self.answering, self.saving, self.battery)
 
 
 class Pace:

@@ -64,7 +64,7 @@ class DocumentsService:
         self._model: InstalledModel | None = None
         self._worker: IndexWorker | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._saving = False
+        self._polled: Power | None = None
         self._rescanned = 0.0
         self._pool: ReaderPool | None = None
         self._hold: dict[str, bool] = {}
@@ -221,8 +221,8 @@ class DocumentsService:
         self._set_hold(answering=busy)
 
     def set_saving_power(self, saving: bool) -> None:
-        """On battery or with battery saver on: indexing waits, and says why."""
-        self._saving = saving
+        """Battery saver is on (True) or off: indexing waits meanwhile, and says why. Running on
+        battery is read by the service itself (`read_power`), and holds it too."""
         self._set_hold(saving=saving)
 
     def waiting_because(self) -> str:
@@ -328,11 +328,16 @@ class DocumentsService:
         worker.choose(choice)
 
     async def _poll_power(self) -> None:
+        """Battery saver holds indexing as set_saving_power does; running on battery alone too,
+        said as such (the words must be true)."""
         if self._read_power is not None:
-            power = await asyncio.to_thread(self._read_power)
-            saving = power.on_battery or power.saver
-            if saving != self._saving:
-                self.set_saving_power(saving)
+            power, before = await asyncio.to_thread(self._read_power), self._polled
+            self._polled = power
+            # A change is applied, so that set_saving_power's word stands until the power changes.
+            if before is None or power.saver != before.saver:
+                self.set_saving_power(power.saver)
+            if before is None or power.on_battery != before.on_battery:
+                self._set_hold(battery=power.on_battery)
 
     async def _every(self, seconds: float, call: Callable[[], object], at_once: bool = False) -> None:
         if not at_once:

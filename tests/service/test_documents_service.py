@@ -17,8 +17,10 @@ import pytest
 from app.documents.collections import DocumentsError
 from app.documents.values import DocumentText, Unreadable
 from app.service import events as ev
+from app.service import documents_service
 from app.service.documents_service import DocumentsService
-from app.service.documents_events import ANSWERING_WORDS, PAUSED_WORDS, SAVING_WORDS
+from app.hardware.power import Power
+from app.service.documents_events import ANSWERING_WORDS, BATTERY_WORDS, PAUSED_WORDS, SAVING_WORDS
 from tests.documents.index_fakes import read_here
 
 E = TypeVar("E")
@@ -148,13 +150,17 @@ def test_a_rescan_follows_files_changed_added_and_deleted(tmp_path: Path) -> Non
     ("pause", PAUSED_WORDS, ev.IndexState.PAUSED),
     ("answering", ANSWERING_WORDS, ev.IndexState.WAITING),
     ("saving", SAVING_WORDS, ev.IndexState.WAITING),
+    ("battery", BATTERY_WORDS, ev.IndexState.WAITING),
 ])
-def test_indexing_waits_while_held_and_says_why(tmp_path: Path, hold: str, words: str, state: ev.IndexState) -> None:
+def test_indexing_waits_while_held_and_says_why(tmp_path: Path, hold: str, words: str, state: ev.IndexState,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(documents_service, "POWER_EVERY_S", 0.05)  # the service's poll of the power state
     folder = folder_of(tmp_path, 8)
     gate = Gate()
+    power = [Power()]  # a recorded power state
 
     async def scenario() -> None:
-        async with running(tmp_path, read=gate) as (service, heard):
+        async with running(tmp_path, read=gate, read_power=lambda: power[0]) as (service, heard):
             await service.add_folder(folder)
             gate.allow(3)
             await heard.until(lambda: len(gate.read) == 3, "three files read")
@@ -162,8 +168,10 @@ def test_indexing_waits_while_held_and_says_why(tmp_path: Path, hold: str, words
                 service.pause()
             elif hold == "answering":
                 service.hear(ev.AnswerStarted(_message()))
-            else:
+            elif hold == "saving":
                 service.set_saving_power(True)
+            else:
+                power[0] = Power(on_battery=True)
             gate.open = True
             await heard.until(lambda: any(p.waiting_because == words for p in heard.of(ev.IndexingProgress)),
                               "the reason it waits")
@@ -178,8 +186,10 @@ def test_indexing_waits_while_held_and_says_why(tmp_path: Path, hold: str, words
                 service.resume()
             elif hold == "answering":
                 service.hear(ev.AnswerFinished(_message()))
-            else:
+            elif hold == "saving":
                 service.set_saving_power(False)
+            else:
+                power[0] = Power()
             await heard.until(heard.idle("notes", 8), "the run finished after the hold")
             assert len(gate.read) == 8
 
