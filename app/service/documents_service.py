@@ -119,7 +119,7 @@ class DocumentsService:
 
     async def files(self, name: str) -> tuple[FileInfo, ...]:
         """The collection's files, and why each unreadable one could not be read."""
-        records = await self._on_worker(lambda index: index.files(name))
+        records = await self._on_worker(lambda index: _named(index, name).files(name))
         return tuple(FileInfo(r.path, r.state.value, r.reason, r.chunks) for r in records)
 
     async def search(self, question: str, names: Sequence[str], limit: int) -> list[Hit]:
@@ -186,14 +186,14 @@ class DocumentsService:
         """Drop a collection from the index (its folder is never touched); a run of it stops."""
         worker = self._started()
         worker.cancel_run(name)
-        await self._on_worker(lambda index: index.remove_collection(name), between_runs=True)
+        await self._on_worker(lambda index: _named(index, name).remove_collection(name), between_runs=True)
         await self._refresh()
 
     async def reindex(self, name: str) -> None:
         """Read every file of the collection again (a refused file may read now), in the background."""
         worker = self._started()
         worker.cancel_run(name)
-        await self._on_worker(lambda index: index.mark_pending(name), between_runs=True)
+        await self._on_worker(lambda index: _named(index, name).mark_pending(name), between_runs=True)
         worker.want([name], first=True)
 
     def rescan(self) -> None:
@@ -357,3 +357,11 @@ def _embedding_choice(path: Path) -> EmbeddingChoice:
 
     return EmbeddingChoice(path, model_id_of(path, read_gguf_info(path).name))
 
+
+def _named(index: DocumentIndex, name: str) -> DocumentIndex:
+    """The index, once `name` is one of its collections: else DocumentsError in the window's words
+    (the index's own name `kestrel docs` commands)."""
+    if name not in {collection.name for collection in index.collections()}:
+        raise DocumentsError(f"There is no collection named “{name}”: it may have been removed meanwhile "
+                             "(by another Kestrel window or kestrel docs remove).")
+    return index

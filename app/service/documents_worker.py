@@ -248,7 +248,9 @@ class IndexWorker:
 
     def _progress(self, progress: IndexProgress) -> None:
         name = progress.collection
-        self._current = (name, IndexState.READING)
+        if self._current != (name, IndexState.READING):  # the scan is over: the window says "reading"
+            self._current = (name, IndexState.READING)
+            self._publish(force=True)
         left = self._pace.left(progress.files_done, progress.files_total)
         last = progress.files_done == progress.files_total
         if self._pace.due() or last:

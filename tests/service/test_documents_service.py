@@ -263,6 +263,9 @@ def test_mistakes_adding_a_folder_are_said_in_plain_words(tmp_path: Path) -> Non
             await service.remove("notes")
             assert service.collections() == ()
             assert folder.is_dir()
+            for asked in (service.files("notes"), service.remove("notes"), service.reindex("notes")):
+                with pytest.raises(DocumentsError, match="There is no collection named “notes”: it may have been"):
+                    await asked
 
     asyncio.run(scenario())
 
