@@ -80,8 +80,10 @@ class DocumentsService:
         loop = asyncio.get_running_loop()
 
         def post(call: Callable[[], None]) -> None:
-            if not loop.is_closed():
+            try:
                 loop.call_soon_threadsafe(call)
+            except RuntimeError:  # the loop closed (the app is ending): nobody listens
+                pass
 
         self._worker = worker = IndexWorker(self._open_index, self._heard, post, self._make_embedder)
         worker.hold.set(**self._hold)
