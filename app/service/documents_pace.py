@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from app.service.documents_events import hold_words
 
@@ -42,27 +43,28 @@ class Hold:
 class Pace:
     """A run's pace, its time held left out, and when the next progress event is due."""
 
-    def __init__(self) -> None:
-        self._started = time.monotonic()
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._started = clock()
         self.held_s = 0.0
         self._said = 0.0
-        self._counted = time.monotonic()
+        self._counted = clock()
 
     def left(self, done: int, total: int) -> float | None:
         if done < _ESTIMATE_AFTER:
             return None
-        working = max(time.monotonic() - self._started - self.held_s, 1e-6)
+        working = max(self._clock() - self._started - self.held_s, 1e-6)
         return working / done * max(total - done, 0)
 
     def due(self) -> bool:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._said < PROGRESS_EVERY_S:
             return False
         self._said = now
         return True
 
     def counts_due(self) -> bool:
-        now = time.monotonic()
+        now = self._clock()
         if now - self._counted < _COUNTS_EVERY_S:
             return False
         self._counted = now

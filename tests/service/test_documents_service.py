@@ -350,3 +350,16 @@ def test_a_collection_removed_while_it_is_read_stops_and_goes(tmp_path: Path) ->
             assert await service.search("ferry", ["notes"], 3) == []
 
     asyncio.run(scenario())
+
+
+def test_the_time_left_leaves_the_time_held_out() -> None:
+    from app.service.documents_pace import Pace
+
+    now = [100.0]
+    pace = Pace(clock=lambda: now[0])
+    now[0] += 2.0
+    assert pace.left(2, 10) is None  # two files say nothing of the pace yet
+    now[0] += 2.0
+    pace.held_s += 6.0  # paused for six seconds: 4 files in 4 s of work, not in 10
+    now[0] += 6.0
+    assert pace.left(4, 10) == pytest.approx(6.0)
