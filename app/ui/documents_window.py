@@ -222,6 +222,7 @@ class DocumentsWindow(QDialog):
 
     def _lay_out(self) -> None:
         close = QPushButton("Close", self)
+        close.setObjectName("documentsClose")
         close.clicked.connect(self.close)
         bottom = QHBoxLayout()
         bottom.addWidget(self.embedding, 1)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QPushButton
 
 from app.core.paths import data_paths
 from app.library.importer import import_model_file
@@ -167,3 +167,21 @@ def test_the_words_for_time() -> None:
     assert progress_words(embedding) == "notes: 40 of 200 passages prepared for search by meaning"
     paused = ev.IndexingProgress("notes", ev.IndexState.PAUSED, 4, 9, 20.0, "")
     assert progress_words(paused) == "notes: Paused · 4 of 9 files"
+
+
+def test_tab_reaches_every_control(window, qtbot, tmp_path) -> None:
+    fake = FakeDocuments(window.controller.bus.emit)
+    window.controller.collections = fake
+    fake.infos = [collection("notes", tmp_path, state=ev.IndexState.READING)]
+    shown, _ = documents(window)
+    shown.activateWindow()
+    shown.collections.setFocus()
+    qtbot.waitUntil(lambda: shown.focusWidget() is shown.collections)
+    reached = []
+    for _ in range(12):
+        shown.focusNextChild()
+        reached.append(shown.focusWidget())
+    wanted = [shown.add_folder, shown.reindex, shown.remove, shown.collections, shown.pause, shown.files.only_problems,
+              shown.files.table, shown.embedding.get_model]
+    assert all(widget in reached for widget in wanted), [type(widget).__name__ for widget in reached]
+    assert shown.findChild(QPushButton, "documentsClose") in reached
