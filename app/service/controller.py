@@ -12,6 +12,7 @@ from app.core.generation import GenerationSettings
 from app.core.history import HistoryDamaged, HistoryError
 from app.core.settings import Settings
 from app.engine.protocol import Loaded
+from app.hardware.power import read_power
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service.answering import Answering, storable
@@ -22,6 +23,7 @@ from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineError
 from app.service.conversations import Conversations
 from app.service.document_context import ChatDocuments
+from app.service.documents_service import DocumentsService
 from app.service.drafts import DraftBook
 from app.service.event_bus import EventBus, Listener, TaskGroup
 from app.service.events import (ActivityChanged, ConversationModelChosen, ConversationsListed, DamagedHistoryFound,
@@ -92,6 +94,10 @@ class ChatController:
         self.elsewhere = HistoryFollower(self._storage, self.bus, self.tasks.loop, self.conversations, self.chat,
                                          busy=lambda: self.answers.open_chat_busy, show_new=self.new_conversation,
                                          show=self.open_conversation)
+        # The window's collections, indexed in the background; it holds while an answer streams.
+        self.collections = DocumentsService(emit, library=library, settings=lambda: self.keeper.settings,
+                                            save_settings=self.keeper.save, read_power=read_power)
+        self.bus.subscribe(self.collections.hear)
         self.subscribe: Callable[[Listener], Callable[[], None]] = self.bus.subscribe
         self.spawn = self.tasks.spawn
 
@@ -202,6 +208,7 @@ class ChatController:
         await self.open()
         recovered = await self.conversations.recover_interrupted()
         await self.elsewhere.watch()
+        await self.collections.start()
         conversations = await self.conversations.listing()
         self.bus.emit(ConversationsListed(tuple(conversations)))
         if conversations:
@@ -371,6 +378,7 @@ class ChatController:
         await self.tools.close()  # no MCP server outlives Kestrel
         await self.tasks.cancel_all()
         await self.library.close()
+        await self.collections.close()
         await self.session.client.shutdown()
         if self.storage is not None:
             await self.storage.close()
