@@ -11,7 +11,7 @@ from app.library.installed import InstalledModel
 from app.ui import icons
 from app.ui.documents_words import NO_MODEL, NONE_CHOSEN
 
-OFF = "Off (keyword search only)"
+CHOOSE = "Choose a model…"
 
 
 class EmbeddingLine(QWidget):
@@ -19,8 +19,8 @@ class EmbeddingLine(QWidget):
     or the chosen model with a picker among the installed embedding models.
 
     Parts tests reach for: `words`, `get_model` (shown while none is installed), `picker`
-    (shown once one is). Signals: modelsRequested (open the model manager), modelChosen(id or
-    None: keyword search only).
+    (shown once one is). Signals: modelsRequested (open the model manager), modelChosen(the id
+    of the installed model picked).
     """
 
     modelsRequested = Signal()
@@ -48,14 +48,17 @@ class EmbeddingLine(QWidget):
         row.addWidget(self.picker)
 
     def show_choice(self, chosen: str | None, installed: Sequence[InstalledModel]) -> None:
-        """Say which model is chosen (None: none) among the installed embedding models."""
+        """Say which model is chosen (None: none) among the installed embedding models.
+
+        There is no "off" to pick: the service takes None as "the oldest installed one" (the
+        CLI's rule), so while none is chosen the picker starts on a prompt that chooses nothing."""
         self._filling = True
         self.picker.clear()
-        self.picker.addItem(OFF, None)
+        if chosen is None:
+            self.picker.addItem(CHOOSE, None)
         for model in installed:
             self.picker.addItem(model.title or model.id, model.id)
-        known = [model.id for model in installed]
-        if chosen is not None and chosen not in known:
+        if chosen is not None and chosen not in [model.id for model in installed]:
             self.picker.addItem(f"{chosen} (not installed)", chosen)
         self.picker.setCurrentIndex(max(0, self.picker.findData(chosen)) if chosen is not None else 0)
         self._filling = False
@@ -68,5 +71,6 @@ class EmbeddingLine(QWidget):
         self.picker.setVisible(bool(installed) or chosen is not None)
 
     def _picked(self, index: int) -> None:
-        if not self._filling and index >= 0:
-            self.modelChosen.emit(self.picker.itemData(index))
+        chosen = self.picker.itemData(index) if index >= 0 else None
+        if not self._filling and chosen is not None:
+            self.modelChosen.emit(chosen)

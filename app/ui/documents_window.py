@@ -63,6 +63,7 @@ class DocumentsWindow(QDialog):
         self._service: "DocumentsService" = adapter.controller.collections
         self._infos: tuple[CollectionInfo, ...] = ()
         self._progress: dict[str, IndexingProgress] = {}
+        self._embedding_shown: tuple[object, ...] | None = None
         self._paused = False  # indexing is held by the user's Pause: the button resumes
         self._files_asked = 0  # the newest files() request: an older answer that comes late is dropped
         self.setWindowTitle("Documents")
@@ -107,6 +108,7 @@ class DocumentsWindow(QDialog):
         self._ago_timer.timeout.connect(self._refresh_ago)
         self._ago_timer.start()
         adapter.collectionsChanged.connect(self.show_collections)
+        adapter.collectionsChanged.connect(self.refresh_embedding)  # the service may have chosen another model
         adapter.indexingProgress.connect(self.show_progress)
         adapter.documentsProblem.connect(self.show_problem)
         installed = adapter.installed  # changed row by row, not reset: every kind of change is heard
@@ -282,10 +284,14 @@ class DocumentsWindow(QDialog):
         self.problem.show()
 
     def refresh_embedding(self) -> None:
-        """The embedding model line, after the service chose one or the installed models changed."""
+        """The embedding model line, after the service chose one or the installed models changed
+        (refilled only when something did: an open picker is not reset under the pointer)."""
         installed: list["InstalledModel"] = [row.model for row in self._adapter.installed.rows()
                                              if row.model.purpose is ModelPurpose.EMBEDDING and not row.model.missing]
-        self.embedding.show_choice(self._service.embedding_model(), installed)
+        shown = (self._service.embedding_model(), tuple((model.id, model.title) for model in installed))
+        if shown != self._embedding_shown:
+            self._embedding_shown = shown
+            self.embedding.show_choice(shown[0], installed)
 
     def _update_buttons(self) -> None:
         chosen = self.selected() is not None
@@ -396,10 +402,10 @@ class DocumentsWindow(QDialog):
             self._service.pause()
 
     def choose_model(self, model_id: object) -> None:
-        assert model_id is None or isinstance(model_id, str)
+        assert isinstance(model_id, str)
         self._spawn(self._choose_model(model_id))
 
-    async def _choose_model(self, model_id: str | None) -> None:
+    async def _choose_model(self, model_id: str) -> None:
         await self._service.choose_embedding_model(model_id)
         self.refresh_embedding()
 

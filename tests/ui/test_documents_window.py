@@ -12,7 +12,7 @@ from app.core.paths import data_paths
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service import events as ev
-from app.ui.documents_embedding import OFF
+from app.ui.documents_embedding import CHOOSE
 from app.ui.documents_window import DocumentsWindow
 from app.ui.documents_words import EMPTY, NO_MODEL, NONE_CHOSEN, ago, progress_words, time_left
 from tests.helpers.embedding_gguf import build_embedding_gguf
@@ -143,7 +143,7 @@ def test_the_embedding_line_offers_a_model_and_then_a_choice_among_installed_one
     run(loop, window.controller.library.refresh())
     qtbot.waitUntil(lambda: line.picker.isVisibleTo(shown))
     assert line.words.text() == NONE_CHOSEN and not line.get_model.isVisibleTo(shown)
-    assert line.picker.currentText() == OFF
+    assert line.picker.currentText() == CHOOSE
     line.picker.setCurrentIndex(line.picker.findData(installed.id))
     qtbot.waitUntil(lambda: fake.chosen == installed.id)
     qtbot.waitUntil(lambda: line.words.text().startswith("Search by meaning: on, with "))
