@@ -147,6 +147,9 @@ class DocumentsWindow(QDialog):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         table.itemSelectionChanged.connect(self._selection_changed)
+        # Three collections without scrolling, even at 200% where the file list would take the room.
+        table.setMinimumHeight(table.verticalHeader().defaultSectionSize() * 3
+                               + table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth())
         return table
 
     def _empty_page(self) -> QWidget:

@@ -259,6 +259,13 @@ def _documents(window: Any, loop: asyncio.AbstractEventLoop, home: Path, *, fill
         shown.show_progress(ev.IndexingProgress("Quarterly reports", ev.IndexState.WAITING, 120, 860, 130.0,
                                                 "Waiting while an answer is written"))
         wait(loop, asyncio.sleep(0.05))  # the file list is asked for off the UI thread
+        from app.library.installed import InstalledModel
+        from app.library.model_purpose import ModelPurpose
+
+        minilm = InstalledModel(id="all-minilm-l6-v2", title="all-MiniLM-L6-v2 (embedding)",
+                                path=home / "minilm.gguf", size=45_000_000, sha256=None, source="catalog",
+                                added=0.0, format="gguf", purpose=ModelPurpose.EMBEDDING)
+        shown.embedding.show_choice(minilm.id, [minilm])  # the picker, as once a model is chosen
     return shown
 
 
