@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from app.library.model_purpose import ModelPurpose
 from app.service.events import CollectionInfo, IndexingProgress
 from app.ui import icons
 from app.ui.documents_embedding import EmbeddingLine
-from app.ui.documents_files import FilesPanel
+from app.ui.documents_files import FilesPanel, ordered
 from app.ui.documents_words import (EMPTY, EMPTY_DETAIL, ago, files_words, is_busy, is_paused, progress_words,
                                     state_words)
 from app.ui.server_settings_page import WarningRow
@@ -356,7 +357,7 @@ class DocumentsWindow(QDialog):
         self._spawn(self._load_files(name, self._files_asked))
 
     async def _load_files(self, name: str, asked: int) -> None:
-        found = await self._service.files(name)
+        found = await asyncio.to_thread(ordered, await self._service.files(name))
         if asked == self._files_asked and name == self.selected():
             self.files.show_files(name, self._info(name).folder, found)
 

@@ -83,15 +83,15 @@ def test_rows_say_when_each_was_indexed_and_the_files_list_puts_problems_first(w
     shown, _ = documents(window)
     assert cells(shown, 0) == ["notes", str(tmp_path / "notes"), "3 (1 unreadable)", "2 minutes ago", "Up to date"]
     assert cells(shown, 1)[3:] == ["Never", "Reading files"]
-    qtbot.waitUntil(lambda: shown.files.table.rowCount() == 3)
+    qtbot.waitUntil(lambda: shown.files.model.rowCount() == 3)
     assert shown.files.shown_paths() == ["scan.pdf", "a.pdf", "b.md"]
-    assert shown.files.table.item(0, 3).text() == "It holds only images of pages: no text."
+    assert shown.files.model.text(0, 3) == "It holds only images of pages: no text."
     assert shown.files.summary.text() == "3 files · 1 unreadable"
     shown.files.only_problems.click()
     assert shown.files.shown_paths() == ["scan.pdf"]
     shown.collections.selectRow(1)
     qtbot.waitUntil(lambda: ("files", "papers") in fake.calls)
-    qtbot.waitUntil(lambda: shown.files.table.rowCount() == 0)
+    qtbot.waitUntil(lambda: shown.files.model.rowCount() == 0)
     assert shown.files.heading.text() == "Files in “papers”"
 
 

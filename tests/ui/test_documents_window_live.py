@@ -37,8 +37,8 @@ def test_a_folder_added_in_the_window_is_indexed_with_its_unreadable_file_explai
     # The list follows the collection at most once a second: the last reading comes in a moment.
     qtbot.waitUntil(lambda: shown.files.summary.text() == "3 files · 1 unreadable", timeout=10_000)
     assert shown.files.shown_paths()[0] == "broken.pdf"  # the problem first
-    assert shown.files.table.item(0, 1).text() == "Unreadable"
-    assert "PDF" in shown.files.table.item(0, 3).text()
+    assert shown.files.model.text(0, 1) == "Unreadable"
+    assert "PDF" in shown.files.model.text(0, 3)
     assert not shown.progress_row.isVisibleTo(shown)
     shown.files.only_problems.click()
     assert shown.files.shown_paths() == ["broken.pdf"]
