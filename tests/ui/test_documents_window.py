@@ -185,3 +185,23 @@ def test_tab_reaches_every_control(window, qtbot, tmp_path) -> None:
               shown.files.table, shown.embedding.get_model]
     assert all(widget in reached for widget in wanted), [type(widget).__name__ for widget in reached]
     assert shown.findChild(QPushButton, "documentsClose") in reached
+
+
+def test_the_file_list_keeps_its_place_while_the_collection_is_read(qtbot, tmp_path) -> None:
+    from app.ui.documents_files import FilesPanel, ordered
+
+    panel = FilesPanel()
+    qtbot.addWidget(panel)
+    panel.resize(600, 300)
+    panel.show()
+    files = [ev.FileInfo(tmp_path / f"{number:03}.md", "pending", "", 0) for number in range(300)]
+    panel.show_files("notes", tmp_path, ordered(files))
+    bar = panel.table.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0)
+    bar.setValue(bar.maximum() // 2)
+    kept = bar.value()
+    files[0] = ev.FileInfo(tmp_path / "000.md", "indexed", "", 3)
+    panel.show_files("notes", tmp_path, ordered(files))
+    assert bar.value() == kept > 0
+    panel.show_files("papers", tmp_path, ordered(files))
+    assert bar.value() == 0  # another collection starts at its top
