@@ -113,7 +113,6 @@ class FilesPanel(QWidget):
         metrics = self.table.fontMetrics()
         pad = 3 * metrics.averageCharWidth()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(0, 28 * metrics.averageCharWidth())
         header.resizeSection(1, max(metrics.horizontalAdvance(words) for words in _FILE_STATES.values()) + pad)
         header.resizeSection(2, metrics.horizontalAdvance("Passages") + pad)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
@@ -137,6 +136,17 @@ class FilesPanel(QWidget):
         self._fill()  # a reset keeps the scroll bar where it was: a list refilled while read stays put
         if another:
             self.table.scrollToTop()
+            self._fit_file_column()
+
+    def _fit_file_column(self) -> None:
+        """The File column as wide as the paths at the top of the list need (measured on the
+        first 200 rows, not all: a big collection is measured in no time), within 20 to 48
+        characters; a longer path is elided and shown whole in its tooltip."""
+        metrics = self.table.fontMetrics()
+        rows = min(self.model.rowCount(), 200)
+        widest = max((metrics.horizontalAdvance(self.model.text(row, 0)) for row in range(rows)), default=0)
+        char = metrics.averageCharWidth()
+        self.table.horizontalHeader().resizeSection(0, max(20 * char, min(widest + 2 * char, 48 * char)))
 
     def _fill(self) -> None:
         shown = [info for info in self._files if is_problem(info)] if self.only_problems.isChecked() else list(self._files)

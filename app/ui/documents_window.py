@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QGuiApplication
-from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QHeaderView, QInputDialog, QLabel, QLineEdit,
-                               QMessageBox, QProgressBar, QPushButton, QSplitter, QStackedWidget, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
+                               QPushButton, QSplitter, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.documents.collections import DocumentsError
 from app.library.model_purpose import ModelPurpose
@@ -19,8 +18,8 @@ from app.service.events import CollectionInfo, IndexingProgress
 from app.ui import icons
 from app.ui.documents_embedding import EmbeddingLine
 from app.ui.documents_files import FilesPanel, ordered
-from app.ui.documents_words import (EMPTY, EMPTY_DETAIL, ago, files_words, is_busy, is_paused, progress_words,
-                                    state_words)
+from app.ui.documents_parts import EmptyPage, ProgressRow, collections_table
+from app.ui.documents_words import ago, files_words, is_busy, is_going, is_paused, state_words
 from app.ui.server_settings_page import WarningRow
 
 if TYPE_CHECKING:
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from app.service.documents_service import DocumentsService
     from app.ui.adapter import ControllerAdapter
 
-COLUMNS = ("Name", "Folder", "Files", "Last indexed", "State")
 FILES_DELAY_MS = 1000  # while a collection is read its file list is asked for again at most this often
 AGO_EVERY_MS = 30_000  # "2 minutes ago" moves on by itself
 
@@ -65,7 +63,7 @@ class DocumentsWindow(QDialog):
         self._infos: tuple[CollectionInfo, ...] = ()
         self._progress: dict[str, IndexingProgress] = {}
         self._embedding_shown: tuple[object, ...] | None = None
-        self._paused = False  # indexing is held by the user's Pause: the button resumes
+        self._problem_of: str | None = ""  # the shown problem's collection; None: a refused command's
         self._files_asked = 0  # the newest files() request: an older answer that comes late is dropped
         self.setWindowTitle("Documents")
         self.setModal(False)
@@ -76,14 +74,11 @@ class DocumentsWindow(QDialog):
         self.reindex.clicked.connect(self.reindex_selected)
         self.remove = self._button("Re&move…", "delete", "Forget the selected collection (its files stay)")
         self.remove.clicked.connect(self.remove_selected)
-        self.collections = self._collections_table()
-        self.progress = QProgressBar(self)
-        self.progress.setTextVisible(False)
-        self.progress_words = QLabel(self)
-        self.progress_words.setObjectName("documentsProgress")
-        self.progress_words.setWordWrap(True)
-        self.pause = QPushButton("&Pause", self)
-        self.pause.setToolTip("Hold indexing until you resume it")
+        self.collections = collections_table(self)
+        self.collections.itemSelectionChanged.connect(self._selection_changed)
+        self.progress_row = ProgressRow(self)
+        self.progress, self.progress_words, self.pause = (self.progress_row.bar, self.progress_row.words,
+                                                          self.progress_row.pause)
         self.pause.clicked.connect(self.toggle_pause)
         self.problem = WarningRow("", self)
         self.problem.hide()
@@ -91,11 +86,10 @@ class DocumentsWindow(QDialog):
         self.embedding = EmbeddingLine(self)
         self.embedding.modelsRequested.connect(self.modelsRequested)
         self.embedding.modelChosen.connect(self.choose_model)
-        self.add_first = QPushButton("&Add a folder…", self)
-        icons.themed(self.add_first, "new-folder")
-        self.add_first.clicked.connect(self.choose_and_add)
         self.stack = QStackedWidget(self)
-        self.empty = self._empty_page()
+        self.empty = EmptyPage(self)
+        self.add_first = self.empty.add_first
+        self.add_first.clicked.connect(self.choose_and_add)
         self.page = self._collections_page()
         self.stack.addWidget(self.empty)
         self.stack.addWidget(self.page)
@@ -134,60 +128,6 @@ class DocumentsWindow(QDialog):
         icons.themed(button, icon)
         return button
 
-    def _collections_table(self) -> QTableWidget:
-        table = QTableWidget(0, len(COLUMNS), self)
-        table.setObjectName("documentsCollections")
-        table.setHorizontalHeaderLabels(COLUMNS)
-        table.verticalHeader().hide()
-        table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
-        table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        table.setWordWrap(False)
-        table.setTabKeyNavigation(False)
-        header = table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        table.itemSelectionChanged.connect(self._selection_changed)
-        # Three collections without scrolling, even at 200% where the file list would take the room.
-        table.setMinimumHeight(table.verticalHeader().defaultSectionSize() * 3
-                               + table.horizontalHeader().sizeHint().height() + 2 * table.frameWidth())
-        return table
-
-    def _empty_page(self) -> QWidget:
-        page = QWidget(self)
-        mark = QLabel(page)
-        mark.setPixmap(icons.icon("folder", icons.ROLE.PlaceholderText).pixmap(48, 48))
-        mark.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        title = QLabel(EMPTY, page)
-        title.setObjectName("documentsEmpty")
-        title.setWordWrap(True)
-        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        font = title.font()
-        font.setPointSizeF(font.pointSizeF() * 1.25)
-        font.setBold(True)
-        title.setFont(font)
-        detail = QLabel(EMPTY_DETAIL, page)
-        detail.setWordWrap(True)
-        detail.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        # A measure read at a glance, not one line the window's width with a word left over; fixed,
-        # since a wrapped label a layout may narrow is given the height of its widest line (Qt).
-        detail.setFixedWidth(detail.fontMetrics().averageCharWidth() * 64)
-        detail.setMinimumHeight(detail.heightForWidth(detail.width()))  # a stacked page does not ask for it
-        self.add_first.setDefault(True)
-        button_row = QHBoxLayout()
-        button_row.addStretch(1)
-        button_row.addWidget(self.add_first)
-        button_row.addStretch(1)
-        layout = QVBoxLayout(page)
-        layout.addStretch(1)
-        layout.addWidget(mark)
-        layout.addWidget(title)
-        layout.addWidget(detail, 0, Qt.AlignmentFlag.AlignHCenter)
-        layout.addSpacing(8)
-        layout.addLayout(button_row)
-        layout.addStretch(2)
-        return page
-
     def _collections_page(self) -> QWidget:
         page = QWidget(self)
         top = QHBoxLayout()
@@ -197,16 +137,6 @@ class DocumentsWindow(QDialog):
         for button in (self.add_folder, self.reindex, self.remove):
             button.setParent(page)
             top.addWidget(button)
-        self.progress_row = QWidget(page)
-        progress = QHBoxLayout(self.progress_row)
-        progress.setContentsMargins(0, 0, 0, 0)
-        words = QVBoxLayout()
-        words.addWidget(self.progress)
-        words.addWidget(self.progress_words)
-        progress.addLayout(words, 1)
-        progress.addWidget(self.pause, 0, Qt.AlignmentFlag.AlignTop)
-        for widget in (self.progress, self.progress_words, self.pause):
-            widget.setParent(self.progress_row)
         upper = QWidget(page)
         upper_layout = QVBoxLayout(upper)
         upper_layout.setContentsMargins(0, 0, 0, 6)  # the splitter's handle clear of the progress words
@@ -272,6 +202,7 @@ class DocumentsWindow(QDialog):
                 del self._progress[name]
         self._update_buttons()
         self._update_progress()
+        self._problem_settled()
         if keep != before:
             self.load_files()
         elif keep is not None and previous.get(keep) != self._info(keep) and not self._files_timer.isActive():
@@ -283,9 +214,26 @@ class DocumentsWindow(QDialog):
         self._update_progress()
 
     def show_problem(self, collection: str, text: str) -> None:
-        """A problem the service (or a refused command) reports, until the next one or a success."""
+        """A problem the service reports: shown until the next one, or until its collection is
+        gone or indexed again (one about the whole index, "", stays)."""
+        self._problem_of = collection
         self.problem.text.setText(f"{collection}: {text}" if collection and collection not in text else text)
         self.problem.show()
+
+    def _refused(self, text: str) -> None:
+        """A command the service refused: said until the next command goes through."""
+        self.show_problem("", text)
+        self._problem_of = None
+
+    def _problem_settled(self) -> None:
+        """Hide a collection's problem once it is gone or indexed again."""
+        name = self._problem_of
+        if not name:
+            return
+        info = next((info for info in self._infos if info.name == name), None)
+        if info is None or is_going(info.state):
+            self.problem.hide()
+            self._problem_of = ""
 
     def refresh_embedding(self) -> None:
         """The embedding model line, after the service chose one or the installed models changed
@@ -307,21 +255,8 @@ class DocumentsWindow(QDialog):
         busy = [info for info in self._infos if is_busy(info.state)]
         paused = any(is_paused(info.state) for info in self._infos) or any(
             is_paused(progress.state) for progress in self._progress.values())
-        self._paused = paused
-        self.pause.setText("Res&ume" if paused else "&Pause")
-        self.pause.setToolTip("Go on indexing" if paused else "Hold indexing until you resume it")
         shown = next((info for info in busy if info.name == self.selected()), busy[0] if busy else None)
-        self.progress_row.setVisible(shown is not None or paused)
-        if shown is None:
-            return
-        progress = self._progress.get(shown.name)
-        if progress is None:
-            self.progress.setRange(0, 0 if not is_paused(shown.state) else 1)
-            self.progress_words.setText(f"{shown.name}: {state_words(shown)}")
-            return
-        self.progress.setRange(0, max(progress.total, 0))
-        self.progress.setValue(min(progress.done, progress.total))
-        self.progress_words.setText(progress_words(progress))
+        self.progress_row.show_state(shown, self._progress.get(shown.name) if shown else None, paused)
 
     def _refresh_ago(self) -> None:
         for row, info in enumerate(self._infos):
@@ -384,7 +319,6 @@ class DocumentsWindow(QDialog):
 
     async def _add(self, folder: Path, name: str) -> None:
         info = await self._service.add_folder(folder, name)
-        self.problem.hide()
         if info.name not in {shown.name for shown in self._infos}:
             self.show_collections((*self._infos, info))
         self.collections.selectRow([shown.name for shown in self._infos].index(info.name))
@@ -400,7 +334,7 @@ class DocumentsWindow(QDialog):
             self._spawn(self._service.remove(name))
 
     def toggle_pause(self) -> None:
-        if self._paused:
+        if self.progress_row.paused:
             self._service.resume()
         else:
             self._service.pause()
@@ -421,4 +355,8 @@ class DocumentsWindow(QDialog):
         try:
             await work
         except DocumentsError as exc:
-            self.show_problem("", str(exc))
+            self._refused(str(exc))
+            return
+        if self._problem_of is None:
+            self.problem.hide()
+            self._problem_of = ""

@@ -100,6 +100,11 @@ def is_busy(state: IndexState) -> bool:
     return _value(state) in BUSY_STATES
 
 
+def is_going(state: IndexState) -> bool:
+    """Indexed or being read: whatever stopped the collection before has passed."""
+    return _value(state) in ("idle", "reading", "embedding")
+
+
 def is_paused(state: IndexState) -> bool:
     return _value(state) == "paused"
 

@@ -67,8 +67,14 @@ def test_a_refused_folder_is_said_in_plain_words(window, qtbot, tmp_path) -> Non
     shown.add_folder.click()
     qtbot.waitUntil(lambda: shown.problem.isVisible())
     assert "already exists" in shown.problem.text.text()
+    shown.reindex.click()  # a command that goes through: the refusal has been answered
+    qtbot.waitUntil(lambda: not shown.problem.isVisible())
     window.controller.bus.emit(ev.DocumentsProblem("notes", "Its folder is gone: plug in the drive or remove it."))
     assert shown.problem.text.text() == "notes: Its folder is gone: plug in the drive or remove it."
+    fake.put(collection("notes", tmp_path, state=ev.IndexState.FAILED))
+    assert shown.problem.isVisible() and shown.collections.item(0, 4).text() == "Stopped by a problem"
+    fake.put(collection("notes", tmp_path, state=ev.IndexState.READING))  # the drive is back
+    assert not shown.problem.isVisible()
 
 
 def test_rows_say_when_each_was_indexed_and_the_files_list_puts_problems_first(window, qtbot, tmp_path) -> None:
