@@ -108,6 +108,8 @@ class FilesPanel(QWidget):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setWordWrap(False)
         self.table.setTabKeyNavigation(False)  # Tab leaves the table: the window stays keyboard reachable
+        self.table.setAccessibleName("Files")
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a long path keeps its file name
         header = self.table.horizontalHeader()
         # Widths from the words, not ResizeToContents, which measures every row on each change.
         metrics = self.table.fontMetrics()

@@ -24,6 +24,8 @@ def collections_table(parent: QWidget) -> QTableWidget:
     table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
     table.setWordWrap(False)
     table.setTabKeyNavigation(False)
+    table.setAccessibleName("Collections")
+    table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a long folder keeps its end: the folder's own name
     header = table.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # a few rows: cheap to measure
     header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QGuiApplication
+from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
                                QPushButton, QSplitter, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -76,6 +76,9 @@ class DocumentsWindow(QDialog):
         self.remove.clicked.connect(self.remove_selected)
         self.collections = collections_table(self)
         self.collections.itemSelectionChanged.connect(self._selection_changed)
+        remove_key = QShortcut(QKeySequence.StandardKey.Delete, self.collections)
+        remove_key.setContext(Qt.ShortcutContext.WidgetShortcut)
+        remove_key.activated.connect(self.remove_selected)  # it asks first, as the button does
         self.progress_row = ProgressRow(self)
         self.progress, self.progress_words, self.pause = (self.progress_row.bar, self.progress_row.words,
                                                           self.progress_row.pause)

@@ -173,7 +173,9 @@ class WindowCommands(QMainWindow):
         self.server_window.activateWindow()
 
     def show_documents_window(self) -> None:
-        """The document collections chats search, their indexing and files (not modal); one at a time."""
+        """The document collections chats search, their indexing and files (not modal); one at a time.
+        Each opening looks for changed files too (sizes and times: cheap), so what it shows is now's."""
+        self.controller.collections.rescan()
         if self.documents_window is None:
             self.documents_window = DocumentsWindow(self.adapter, self)
             self.documents_window.modelsRequested.connect(self.show_model_manager)

@@ -45,6 +45,9 @@ class FakeDocuments:
     async def reindex(self, name: str) -> None:
         self.calls.append(("reindex", name))
 
+    def rescan(self) -> None:
+        self.calls.append(("rescan", None))
+
     def pause(self) -> None:
         self.calls.append(("pause", None))
         self.infos = [dataclasses.replace(info, state=ev.IndexState.PAUSED) if info.state != ev.IndexState.IDLE

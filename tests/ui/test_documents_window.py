@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QPushButton
 
@@ -133,7 +134,8 @@ def test_remove_asks_first_and_the_last_one_gone_brings_back_the_empty_state(win
     shown.reindex.click()
     qtbot.waitUntil(lambda: ("reindex", "notes") in fake.calls)
     shown.confirm = lambda question: True  # type: ignore[method-assign]
-    shown.remove.click()
+    shown.collections.setFocus()
+    qtbot.keyClick(shown.collections, Qt.Key.Key_Delete)
     qtbot.waitUntil(lambda: shown.stack.currentWidget() is shown.empty)
     assert ("remove", "notes") in fake.calls
 
@@ -155,10 +157,11 @@ def test_the_embedding_line_offers_a_model_and_then_a_choice_among_installed_one
     qtbot.waitUntil(lambda: line.words.text().startswith("Search by meaning: on, with "))
 
 
-def test_the_menu_opens_one_documents_window(window) -> None:
-    first, _ = documents(window)
+def test_the_menu_opens_one_documents_window_and_looks_for_changed_files(window) -> None:
+    first, fake = documents(window)
     second, _ = documents(window)
     assert first is second
+    assert fake.calls.count(("rescan", None)) == 2
     action = window.findChild(QAction, "showDocuments")
     assert action.shortcut().toString() == "Ctrl+Shift+D"
 
