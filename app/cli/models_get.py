@@ -18,6 +18,7 @@ from app.cli.models_common import EXIT_FILES, ProgressLine, in_worker, open_libr
 from app.core.units import human_size
 from app.library.catalog import CatalogEntry, find_entry, load_catalog
 from app.library.file_names import shown
+from app.library.model_purpose import ModelPurpose
 
 if TYPE_CHECKING:
     from app.library.download import DownloadedFile
@@ -60,6 +61,8 @@ def _catalog(args: argparse.Namespace) -> int:
         for e in entries:
             size = human_size(e.size) if e.size is not None else "size n/a"
             mark = "  (recommended)" if e.recommended else ""
+            if e.purpose is not ModelPurpose.CHAT:
+                mark = f"  ({e.purpose.value}: for document search, not chat)"
             print(f"{e.id:<{width}}  {e.format:<4}  {size:>8}  {e.name}, {e.parameters} "
                   f"{e.quantization}, {e.license}{mark}")
     return EXIT_OK

@@ -1,10 +1,12 @@
-"""A chat as a file: Markdown to read, JSON (format "kestrel-chat", versions 1 and 2) to import back.
+"""A chat as a file: Markdown to read, JSON (format "kestrel-chat", versions 1 to 3) to import back.
 
 Pure functions over Conversation and Message values: the service layer reads the history
 and writes the file. Import trusts nothing in the file: every field is checked, and a
 file that is too big is refused before it is read. Version 2 adds an answer's parts (its
-tool calls and results); a chat without them is written as version 1, which every
-Kestrel reads.
+tool calls and results); version 3 the files attached to the user's messages (with their
+text), an answer's sources and the chat's collections. A chat is written in the lowest
+version that holds what it has, so a chat without documents still imports into a Kestrel
+that reads only versions 1 and 2.
 """
 
 from __future__ import annotations
@@ -20,16 +22,25 @@ from pathlib import Path
 from typing import Any
 
 from app.core.answer_stats import AnswerStats
-from app.core.chat_markdown import markdown_parts
+from app.core.attachment_data import (
+    attachments_from_data,
+    attachments_to_data,
+    collections_from_data,
+    sources_from_data,
+    sources_to_data,
+)
+from app.core.chat_markdown import markdown_attachments, markdown_parts, markdown_sources
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.files import kind_of
 from app.core.generation import GenerationSettings
 from app.core.message_parts import parts_from_data, parts_to_data
 
 FORMAT = "kestrel-chat"
-VERSION = 2
-# The version that first had parts; a chat without them is written as version 1.
+VERSION = 3
+# The version that first had parts, and the one that first had documents; a chat with
+# neither is written as version 1.
 _PARTS_SINCE = 2
+_DOCUMENTS_SINCE = 3
 # Far above any real chat (2,000 long messages are a few MB) and small enough to read
 # into memory at once.
 MAX_BYTES = 64 * 1024 * 1024
@@ -54,14 +65,18 @@ class ImportedChat:
 def to_json(conversation: Conversation, messages: list[Message]) -> str:
     """The chat in Kestrel's JSON export format: standard JSON, so a number it cannot hold
     (an infinite speed a hand-made import once stored) is written as null."""
-    with_parts = any(m.parts for m in messages)
+    with_documents = bool(conversation.collections) or any(m.attachments or m.sources for m in messages)
+    version = _DOCUMENTS_SINCE if with_documents else _PARTS_SINCE if any(m.parts for m in messages) else 1
     return json.dumps(_finite({
-        "format": FORMAT, "version": VERSION if with_parts else 1, "title": conversation.title,
+        "format": FORMAT, "version": version, "title": conversation.title,
         "system_prompt": conversation.system_prompt, "settings": conversation.settings.to_dict(),
         "model": conversation.model, "created": conversation.created, "updated": conversation.updated,
+        **({"collections": list(conversation.collections)} if conversation.collections else {}),
         "messages": [{"role": m.role.value, "text": m.text, "thinking": m.thinking, "stats": _stats_of(m),
                       "created": m.created, "state": _exported_state(m.state),
-                      **({"parts": parts_to_data(m.parts)} if m.parts else {})} for m in messages],
+                      **({"parts": parts_to_data(m.parts)} if m.parts else {}),
+                      **({"attachments": attachments_to_data(m.attachments)} if m.attachments else {}),
+                      **({"sources": sources_to_data(m.sources)} if m.sources else {})} for m in messages],
     }), ensure_ascii=False, indent=1, allow_nan=False)
 
 
@@ -80,6 +95,7 @@ def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
         if message.thinking.strip():
             lines += ["<details><summary>Thinking</summary>", "", message.thinking.strip(), "", "</details>", ""]
         lines += markdown_parts(message.parts) if message.parts else [message.text, ""]
+        lines += markdown_attachments(message.attachments) + markdown_sources(message.sources)
     return "\n".join(lines)
 
 
@@ -151,8 +167,10 @@ def _chat_from(data: Any) -> ImportedChat:
     system_prompt = _text(data.get("system_prompt", ""), "system_prompt")
     if system_texts := [m.text.strip() for m in messages if m.role == Role.SYSTEM and m.text.strip()]:
         system_prompt = "\n\n".join(text for text in (system_prompt.strip(), *system_texts) if text)
+    # Version 2 had no collections: as for parts, a key of that name in an older file is not Kestrel's.
+    collections = collections_from_data(data.get("collections", []), "the chat") if version >= _DOCUMENTS_SINCE else ()
     conversation = Conversation(0, title, created, now, system_prompt,
-                                GenerationSettings.from_dict(settings).validated(), model)
+                                GenerationSettings.from_dict(settings).validated(), model, collections)
     return ImportedChat(conversation, tuple(m for m in messages if m.role != Role.SYSTEM))
 
 
@@ -182,10 +200,17 @@ def _message(item: Any, number: int, default_time: float, version: int) -> Messa
     parts = parts_from_data(item.get("parts", []), where) if version >= _PARTS_SINCE else ()
     if parts and role != Role.ASSISTANT:
         raise ValueError(f"{where} is a {role.value} message with parts; only an assistant's answer has them.")
+    documents = version >= _DOCUMENTS_SINCE
+    files = attachments_from_data(item.get("attachments", []), where) if documents else ()
+    if files and role != Role.USER:
+        raise ValueError(f"{where} ({role.value}) has attachments; only the user's messages have them.")
+    sources = sources_from_data(item.get("sources", []), where) if documents else ()
+    if sources and role != Role.ASSISTANT:
+        raise ValueError(f"{where} ({role.value}) has sources; only an assistant's answer has them.")
     return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
                    _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
                    None if stats is None else AnswerStats.from_dict(stats),
-                   _text(item.get("thinking", ""), f"{where}'s thinking"), parts)
+                   _text(item.get("thinking", ""), f"{where}'s thinking"), parts, files, sources)
 
 
 

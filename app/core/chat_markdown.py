@@ -1,10 +1,11 @@
-"""An answer's tool calls and results as Markdown that stays readable, however long a result is."""
+"""An answer's tool calls and results, a message's files and an answer's sources, as Markdown that stays readable."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
+from app.core.attachments import AttachedFile, SourceRef
 from app.core.conversation import Part, TextPart, ToolCallPart, ToolResultPart
 
 # A result on the call's own line: one short line. Anything longer is a block of its own,
@@ -16,6 +17,41 @@ SHOWN_LINES = 30
 ARGUMENT_CHARS = 300
 _BACKTICKS = re.compile("`+")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_SEPARATORS = re.compile(r"[\\/]")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def markdown_attachments(files: Sequence[AttachedFile]) -> list[str]:
+    """The line under a user's message that names its files ("Attached: a.pdf, b.md"), or none.
+
+    Names only: the JSON export keeps their text, which a reader of the chat does not need
+    to scroll past (a PDF attached to the first question would bury the chat)."""
+    if not files:
+        return []
+    return [f"*Attached:* {', '.join(_one_line(file.name) for file in files)}", ""]
+
+
+def markdown_sources(sources: Sequence[SourceRef]) -> list[str]:
+    """The line under an answer that names what its [n] cite ("Sources: [1] report.pdf, p. 12 · [2] …"),
+    or none. Each says the file's name and where in it; the passages stay in the JSON export."""
+    if not sources:
+        return []
+    return [f"*Sources:* {' · '.join(_source(source) for source in sources)}", ""]
+
+
+def _source(source: SourceRef) -> str:
+    name = _SEPARATORS.split(source.path)[-1] or source.path
+    said = [f"[{source.number}] {_one_line(name)}"]
+    if source.page is not None:
+        said.append(f"p. {source.page}")
+    if source.heading:
+        said.append(_one_line(source.heading))
+    return ", ".join(said)
+
+
+def _one_line(text: str) -> str:
+    """`text` as plain words on one line: Markdown's characters escaped, line breaks made spaces."""
+    return _escaped(_WHITESPACE.sub(" ", text).strip())
 
 
 def markdown_parts(parts: Sequence[Part]) -> list[str]:

@@ -2,122 +2,36 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from app.core.answer_stats import AnswerStats
+from app.core.attachment_data import attachments_json, checked_collections, collections_json, sources_json
+from app.core.attachments import AttachedFile, SourceRef
 from app.core.conversation import UNTITLED, Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
-from app.core.history_schema import (
-    DAMAGED,
-    MIGRATIONS,
-    SQLITE_CONSTRAINT_FOREIGNKEY,
-    environment_problem,
-    error_code,
-    is_damage,
-    search_fold,
+from app.core.history_errors import HistoryDamaged, HistoryError, check_damage, damaged
+from app.core.history_file import HistoryFile
+from app.core.history_rows import (
+    MESSAGE_COLUMNS,
+    attachments_for,
+    conversation_from_row,
+    fts5_phrase,
+    inserted_id,
+    message_fold,
+    message_from_row,
+    parts_for,
+    sources_for,
+    stats_json,
 )
-from app.core.message_parts import checked_parts, parts_from_json, parts_json, searchable_text
+from app.core.history_schema import SQLITE_CONSTRAINT_FOREIGNKEY, error_code, search_fold
+from app.core.message_parts import checked_parts, parts_json
 
-
-class HistoryError(Exception):
-    """The history cannot be read or written because of the user's machine.
-
-    The message is meant for the user: it says what went wrong and what to do.
-    """
-
-
-class HistoryDamaged(HistoryError):
-    """The history file is damaged, or is not a database: SQLite cannot read all of it.
-
-    `path` is the file; `detail` what SQLite found, in its own words. Kestrel never
-    changes such a file by itself: the user chooses (app/core/history_repair.py).
-    """
-
-    def __init__(self, message: str, path: Path, detail: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.detail = detail
-
-
-def check_damage(path: Path) -> None:
-    """HistoryDamaged if the history file at `path` is damaged or is not a database.
-
-    Runs SQLite's quick_check over a read-only connection, so a damaged file (and its
-    WAL) is read and never written. A file that is missing, busy or unreadable is not
-    called damaged here: the ordinary open says what is wrong with it.
-
-    The cost is reading the file once: on a 280 MB history of 100,000 messages, 180 ms
-    with the file in the OS cache and 1.5 s from a cold disk (the ordinary open takes
-    190 ms); on 2,000 messages (6 MB), 4 ms cached and 40 ms cold.
-    """
-    if not path.is_file():
-        return
-    # An empty file passes (quick_check says ok): it is how SQLite itself starts a new
-    # database, has no chats in it to lose, and opens as a new, empty history.
-    companions = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
-    created = [companion for companion in companions if not companion.exists()]
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return
-    cause: sqlite3.Error | None = None
-    try:
-        # quick_check reads every page and checks the structure of every table and
-        # index; unlike integrity_check it does not match each index against its
-        # table, which keeps it near the cost of reading the file once.
-        rows = [tuple(row) for row in conn.execute("PRAGMA quick_check").fetchall()]
-        damage = None if rows == [("ok",)] else _first_findings(rows)
-    except sqlite3.DatabaseError as error:
-        damage, cause = (str(error), error) if is_damage(error) else (None, None)
-    finally:
-        conn.close()
-    if damage is not None:
-        # A read-only look at a WAL database makes an empty WAL and its index: gone
-        # again, so that the damaged file is found as it was left.
-        for companion in created:
-            with contextlib.suppress(OSError):
-                if companion.name.endswith("-shm") or companion.stat().st_size == 0:
-                    companion.unlink()
-        raise damaged(path, damage) from cause
-
-
-def _first_findings(rows: list[tuple[object, ...]]) -> str:
-    """quick_check's report, cut to its first two findings (it may list thousands)."""
-    lines = [line for row in rows for line in str(row[0]).splitlines()
-             if line.strip() and not line.startswith("*** in database")]
-    shown = "; ".join(lines[:2])
-    return shown + (f"; and {len(lines) - 2} more" if len(lines) > 2 else "")
-
-
-def damaged(path: Path, detail: str) -> HistoryDamaged:
-    """The HistoryDamaged for the file at `path`, with the message the user reads."""
-    return HistoryDamaged(DAMAGED.format(path=path), path, detail)
-
-
-def _fold_or_null(text: str | None) -> str | None:
-    return None if text is None else search_fold(text)
-
-
-def message_fold(text: str, parts: tuple[Part, ...]) -> str:
-    """A message's search copy: its text, then what else search finds in its parts."""
-    extra = searchable_text(parts)
-    return search_fold(f"{text}\n{extra}" if extra else text)
-
-
-def _fold_stored_message(text: str | None, parts: str | None) -> str | None:
-    """message_fold over a row's columns, for SQL (a row another program wrote included)."""
-    return None if text is None else message_fold(text, parts_from_json(parts))
-
-
-# messages.folded is the search's copy of the text; reading a message never needs it.
-_MESSAGE_COLUMNS = "id, conversation_id, role, text, created, state, stats, thinking, parts"
+# The errors live in history_errors.py (with the check for a damaged file) and the file's
+# set-up in history_file.py; callers take them from here, with the store that raises them.
+__all__ = ["HistoryDamaged", "HistoryError", "HistoryStore", "check_damage", "damaged"]
 
 # Two ways to find the conversations `c` with a message whose folded text holds :q.
 # The index lists the messages that hold :phrase; each then costs a lookup of its row.
@@ -139,143 +53,13 @@ _CONTAINING_VIA_SCAN = (
 _INDEX_HITS_MAX = 3_000
 
 
-class HistoryStore:
+class HistoryStore(HistoryFile):
     """Conversations and their messages, kept in a SQLite database at `path`.
 
     Every public method commits before it returns. Use it from one thread at a time;
     `check_same_thread=False` lets the thread that closes it differ from the one that
     opened it, as sqlite3.connect allows.
     """
-
-    def __init__(
-        self,
-        path: Path,
-        *,
-        clock: Callable[[], float] = time.time,
-        busy_timeout: float = 5.0,
-        check_same_thread: bool = True,
-    ) -> None:
-        self.path = Path(path)
-        self._clock = clock
-        self._depth = 0
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise HistoryError(
-                f"Kestrel cannot create the folder {self.path.parent} for its chat "
-                f"history ({error.strerror}). Check its permissions, then restart Kestrel."
-            ) from error
-        if str(self.path) != ":memory:":
-            # Before anything writes: a damaged file is reported as it was found.
-            check_damage(self.path)
-        with self._translate_errors():
-            # isolation_level=None: transactions are opened only by transaction().
-            self._conn = sqlite3.connect(
-                self.path,
-                timeout=busy_timeout,
-                isolation_level=None,
-                check_same_thread=check_same_thread,
-            )
-        try:
-            with self._translate_errors():
-                self._configure()
-                self._migrate()
-                self._fold_missing()
-        except BaseException:
-            self._conn.close()
-            raise
-
-    def _configure(self) -> None:
-        self._conn.row_factory = sqlite3.Row
-        self._conn.create_function("kestrel_fold", 1, _fold_or_null, deterministic=True)
-        self._conn.create_function("kestrel_fold_message", 2, _fold_stored_message, deterministic=True)
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        # In WAL mode FULL costs one fsync per commit: about one a second while an
-        # answer streams. It keeps a committed message through a power cut, where
-        # NORMAL would keep it only through a crash of Kestrel itself.
-        self._conn.execute("PRAGMA synchronous = FULL")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-
-    def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(MIGRATIONS):
-            raise HistoryError(
-                f"The chat history at {self.path} was written by a newer version of "
-                f"Kestrel (history format {version}; this version reads up to "
-                f"{len(MIGRATIONS)}). Update Kestrel to open it."
-            )
-        for target, migration in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self.transaction() as conn:
-                migration(conn)
-                # PRAGMA takes no parameters; target is an int we computed.
-                conn.execute(f"PRAGMA user_version = {target:d}")
-
-    def _fold_missing(self) -> None:
-        # Messages another program added without the folded copy (see _migrate_to_v2)
-        # become searchable now. The read goes first so an ordinary start, and a
-        # read-only file, need no write lock.
-        missing = self._conn.execute(
-            "SELECT 1 FROM messages WHERE folded IS NULL LIMIT 1"
-        ).fetchone()
-        if missing is not None:
-            with self.transaction() as conn:
-                conn.execute(
-                    "UPDATE messages SET folded = kestrel_fold_message(text, parts) WHERE folded IS NULL"
-                )
-
-    @contextmanager
-    def _translate_errors(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.Error as error:
-            if is_damage(error):
-                raise damaged(self.path, str(error)) from error
-            problem = environment_problem(error, self.path)
-            if problem is None:
-                raise
-            raise HistoryError(problem) from error
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Run the block in one transaction: commit at the end, roll back on error.
-
-        A transaction opened inside another joins it. Errors from the user's machine
-        come out as HistoryError.
-        """
-        with self._translate_errors():
-            if self._depth == 0:
-                # IMMEDIATE takes the write lock now, so a busy database fails here
-                # rather than half-way through the block.
-                self._conn.execute("BEGIN IMMEDIATE")
-            self._depth += 1
-            try:
-                yield self._conn
-                if self._depth == 1:
-                    self._conn.commit()
-            except BaseException:
-                # A failed COMMIT (disk full) leaves the transaction open: end it too.
-                if self._depth == 1 and self._conn.in_transaction:
-                    self._conn.rollback()
-                raise
-            finally:
-                self._depth -= 1
-
-    def close(self) -> None:
-        """Close the database; the store cannot be used afterwards."""
-        self._conn.close()
-
-    def data_version(self) -> int:
-        """SQLite's data_version on this connection: it moves only when another connection
-        (another Kestrel) committed, never for this store's own writes."""
-        with self._translate_errors():
-            # fetchall: a statement left unfinished would keep its snapshot (and its version).
-            return int(self._conn.execute("PRAGMA data_version").fetchall()[0][0])
-
-    def __enter__(self) -> HistoryStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # Conversations
 
@@ -285,18 +69,20 @@ class HistoryStore:
         system_prompt: str = "",
         settings: GenerationSettings | None = None,
         model: str | None = None,
+        collections: Sequence[str] = (),
     ) -> Conversation:
-        """Start a new, empty conversation and return it."""
+        """Start a new, empty conversation and return it (collections: as set_collections)."""
         settings = (settings or GenerationSettings()).validated()
+        names = checked_collections(collections)
         now = self._clock()
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO conversations"
-                " (title, created, updated, system_prompt, settings, model)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (title, now, now, system_prompt, json.dumps(settings.to_dict()), model),
+                " (title, created, updated, system_prompt, settings, model, collections)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (title, now, now, system_prompt, json.dumps(settings.to_dict()), model, collections_json(names)),
             )
-        return self.get_conversation(_inserted_id(cursor))
+        return self.get_conversation(inserted_id(cursor))
 
     def get_conversation(self, conversation_id: int) -> Conversation:
         """The conversation with this id; KeyError if there is none."""
@@ -306,7 +92,7 @@ class HistoryStore:
             ).fetchone()
         if row is None:
             raise KeyError(conversation_id)
-        return _conversation(row)
+        return conversation_from_row(row)
 
     def list_conversations(self) -> list[Conversation]:
         """All conversations, the most recently updated first."""
@@ -314,7 +100,7 @@ class HistoryStore:
             rows = self._conn.execute(
                 "SELECT * FROM conversations ORDER BY updated DESC, id DESC"
             ).fetchall()
-        return [_conversation(row) for row in rows]
+        return [conversation_from_row(row) for row in rows]
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         """Give a conversation a new title (its place in the list stays: no activity)."""
@@ -341,6 +127,13 @@ class HistoryStore:
     def choose_model(self, conversation_id: int, model: str | None) -> None:
         """The model this chat answers with (None: the default model); no activity."""
         self._update_conversation(conversation_id, {"model": model}, touch=False)
+
+    def set_collections(self, conversation_id: int, names: Sequence[str]) -> None:
+        """The document collections (their names) this chat answers from, replacing the ones it
+        had; () for none. No activity: the chat keeps its place in the list. KeyError if there is
+        no such chat; ValueError (a bug) if a name is empty, too long or given twice."""
+        checked = checked_collections(names)
+        self._update_conversation(conversation_id, {"collections": collections_json(checked)}, touch=False)
 
     def _update_conversation(self, conversation_id: int, changes: dict[str, Any], *, touch: bool = True) -> None:
         if touch:
@@ -377,9 +170,9 @@ class HistoryStore:
                 " WHERE instr(kestrel_fold(c.title), :q) > 0"
                 f" OR {self._messages_containing(folded)}"
                 " ORDER BY c.updated DESC, c.id DESC",
-                {"q": folded, "phrase": _fts5_phrase(folded)},
+                {"q": folded, "phrase": fts5_phrase(folded)},
             ).fetchall()
-        return [_conversation(row) for row in rows]
+        return [conversation_from_row(row) for row in rows]
 
     def _messages_containing(self, folded: str) -> str:
         """The SQL test for `folded` in a conversation's messages: by index or by scan."""
@@ -388,7 +181,7 @@ class HistoryStore:
             hits = self._conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM message_search"
                 " WHERE message_search MATCH ? LIMIT ?)",
-                (_fts5_phrase(folded), _INDEX_HITS_MAX + 1),
+                (fts5_phrase(folded), _INDEX_HITS_MAX + 1),
             ).fetchone()[0]
             if hits <= _INDEX_HITS_MAX:
                 return _CONTAINING_VIA_INDEX
@@ -405,22 +198,27 @@ class HistoryStore:
         state: MessageState = MessageState.COMPLETE,
         stats: AnswerStats | None = None,
         parts: tuple[Part, ...] = (),
+        attachments: Sequence[AttachedFile] = (),
     ) -> Message:
         """Append a message to a conversation; it is committed when this returns.
 
         parts: an assistant turn's text, tool calls and results (Message.parts); ValueError
-        if a part is wrong or the message is no assistant's.
+        if a part is wrong or the message is no assistant's. attachments: the files the user
+        attached to this message, with their text (Message.attachments); ValueError if one is
+        wrong or past the limits of app/core/attachments.py, or the message is no user's.
         """
-        parts = _parts_for(Role(role), parts)
+        parts = parts_for(Role(role), parts)
+        files = attachments_for(Role(role), attachments)
         now = self._clock()
         try:
             with self.transaction() as conn:
                 cursor = conn.execute(
                     "INSERT INTO messages"
-                    " (conversation_id, role, text, created, state, stats, folded, parts)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " (conversation_id, role, text, created, state, stats, folded, parts, attachments)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (conversation_id, Role(role).value, text, now, MessageState(state).value,
-                     _stats_json(stats), message_fold(text, parts), parts_json(parts)),
+                     stats_json(stats), message_fold(text, parts, files), parts_json(parts),
+                     attachments_json(files)),
                 )
                 conn.execute(
                     "UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id)
@@ -429,26 +227,26 @@ class HistoryStore:
             if error_code(error) != SQLITE_CONSTRAINT_FOREIGNKEY:
                 raise
             raise KeyError(conversation_id) from error
-        return self.get_message(_inserted_id(cursor))
+        return self.get_message(inserted_id(cursor))
 
     def get_message(self, message_id: int) -> Message:
         """The message with this id; KeyError if there is none."""
         with self._translate_errors():
             row = self._conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
             ).fetchone()
         if row is None:
             raise KeyError(message_id)
-        return _message(row)
+        return message_from_row(row)
 
     def messages(self, conversation_id: int) -> list[Message]:
         """The messages of a conversation, oldest first."""
         with self._translate_errors():
             rows = self._conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
                 (conversation_id,),
             ).fetchall()
-        return [_message(row) for row in rows]
+        return [message_from_row(row) for row in rows]
 
     def update_message(
         self,
@@ -459,13 +257,17 @@ class HistoryStore:
         stats: AnswerStats | None = None,
         thinking: str | None = None,
         parts: tuple[Part, ...] | None = None,
+        sources: Sequence[SourceRef] | None = None,
     ) -> None:
         """Change the given fields of a message; fields left as None stay.
 
         parts replaces all of the turn's parts (() clears them); ValueError if a part is
-        wrong or the message is no assistant's.
+        wrong or the message is no assistant's. sources replaces the answer's sources (()
+        clears them); ValueError if one is wrong or the message is no assistant's.
         """
         changes: dict[str, Any] = {}
+        if sources is not None:
+            changes["sources"] = sources_json(sources_for(Role.ASSISTANT, sources))
         if text is not None:
             changes["text"] = text
         if parts is not None:
@@ -476,7 +278,7 @@ class HistoryStore:
         if state is not None:
             changes["state"] = MessageState(state).value
         if stats is not None:
-            changes["stats"] = _stats_json(stats)
+            changes["stats"] = stats_json(stats)
         if not changes:
             return
         assignments = [f"{column} = ?" for column in changes]
@@ -484,14 +286,15 @@ class HistoryStore:
         if text is not None or parts is not None:
             # The search copy, from the new text and parts or the stored ones where only
             # one of them changes (the right of SET reads the row as it was).
-            assignments.append("folded = kestrel_fold_message({}, {})".format(
+            assignments.append("folded = kestrel_fold_message({}, {}, attachments)".format(
                 "text" if text is None else "?", "parts" if parts is None else "?"))
             values += [value for value in (text, changes.get("parts")) if value is not None]
         with self.transaction() as conn:
-            if parts:
+            if parts or sources is not None:
                 found = conn.execute("SELECT role FROM messages WHERE id = ?", (message_id,)).fetchone()
                 if found is not None and found["role"] != Role.ASSISTANT.value:
-                    raise ValueError(f"message {message_id} is a {found['role']} message: only an answer has parts.")
+                    has = "parts" if parts else "sources"
+                    raise ValueError(f"message {message_id} is a {found['role']} message: only an answer has {has}.")
             cursor = conn.execute(
                 f"UPDATE messages SET {', '.join(assignments)} WHERE id = ?",
                 (*values, message_id),
@@ -523,32 +326,39 @@ class HistoryStore:
 
     def insert_conversation(self, conversation: Conversation) -> int:
         """Store a conversation read elsewhere (the history kept in memory while the
-        file was damaged) with its own times, under a new id; return that id."""
+        file was damaged, an imported chat) with its own times and collections, under a new
+        id; return that id."""
+        names = checked_collections(conversation.collections)
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO conversations"
-                " (title, created, updated, system_prompt, settings, model)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                " (title, created, updated, system_prompt, settings, model, collections)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (conversation.title, conversation.created, conversation.updated,
                  conversation.system_prompt, json.dumps(conversation.settings.to_dict()),
-                 conversation.model),
+                 conversation.model, collections_json(names)),
             )
-        return _inserted_id(cursor)
+        return inserted_id(cursor)
 
     def insert_message(self, message: Message, conversation_id: int) -> int:
-        """Store a message read elsewhere, with its time, state, stats, thinking and parts,
-        under a new id in the conversation `conversation_id`; return that id."""
-        parts = _parts_for(message.role, message.parts)
+        """Store a message read elsewhere, with its time, state, stats, thinking, parts,
+        attachments and sources, under a new id in the conversation `conversation_id`; return
+        that id. ValueError as add_message and update_message raise it."""
+        role = Role(message.role)
+        parts = parts_for(role, message.parts)
+        files = attachments_for(role, message.attachments)
+        sources = sources_for(role, message.sources)
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO messages"
-                " (conversation_id, role, text, created, state, stats, folded, thinking, parts)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (conversation_id, Role(message.role).value, message.text, message.created,
-                 MessageState(message.state).value, _stats_json(message.stats),
-                 message_fold(message.text, parts), message.thinking, parts_json(parts)),
+                " (conversation_id, role, text, created, state, stats, folded, thinking, parts, attachments, sources)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (conversation_id, role.value, message.text, message.created,
+                 MessageState(message.state).value, stats_json(message.stats),
+                 message_fold(message.text, parts, files), message.thinking, parts_json(parts),
+                 attachments_json(files), sources_json(sources)),
             )
-        return _inserted_id(cursor)
+        return inserted_id(cursor)
 
     def recover_interrupted(self) -> int:
         """Mark answers left STREAMING by a crash as INTERRUPTED; return how many."""
@@ -558,53 +368,3 @@ class HistoryStore:
                 (MessageState.INTERRUPTED.value, MessageState.STREAMING.value),
             )
         return cursor.rowcount
-
-
-def _fts5_phrase(text: str) -> str:
-    """`text` as one FTS5 phrase, so no character of it is query syntax."""
-    return '"' + text.replace('"', '""') + '"'
-
-
-def _inserted_id(cursor: sqlite3.Cursor) -> int:
-    """The row id an INSERT just made (sqlite3 types it Optional for other statements)."""
-    row_id = cursor.lastrowid
-    if row_id is None:
-        raise RuntimeError("INSERT gave no row id")
-    return row_id
-
-
-def _parts_for(role: Role, parts: tuple[Part, ...]) -> tuple[Part, ...]:
-    """The parts checked for keeping; ValueError (a bug) if one is wrong or `role` has none."""
-    if parts and role != Role.ASSISTANT:
-        raise ValueError(f"a {role.value} message has no parts: only an answer uses tools.")
-    return checked_parts(parts)
-
-
-def _stats_json(stats: AnswerStats | None) -> str | None:
-    return None if stats is None else stats.to_json()
-
-
-def _conversation(row: sqlite3.Row) -> Conversation:
-    return Conversation(
-        id=row["id"],
-        title=row["title"],
-        created=row["created"],
-        updated=row["updated"],
-        system_prompt=row["system_prompt"],
-        settings=GenerationSettings.from_dict(json.loads(row["settings"])),
-        model=row["model"],
-    )
-
-
-def _message(row: sqlite3.Row) -> Message:
-    return Message(
-        id=row["id"],
-        conversation_id=row["conversation_id"],
-        role=Role(row["role"]),
-        text=row["text"],
-        created=row["created"],
-        state=MessageState(row["state"]),
-        stats=AnswerStats.from_json(row["stats"]),
-        thinking=row["thinking"] or "",
-        parts=parts_from_json(row["parts"]) if row["role"] == Role.ASSISTANT.value else (),
-    )

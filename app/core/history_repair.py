@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from app.core.answer_stats import AnswerStats
+from app.core.attachment_data import attachments_from_json, attachments_json, collections_from_json, sources_from_json
+from app.core.attachments import AttachedFile, SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
@@ -34,8 +36,10 @@ from app.core.message_parts import parts_from_json
 # the file), the WAL's index, a rollback journal. They travel with the file.
 COMPANIONS = ("-wal", "-shm", "-journal")
 RECOVERED_TITLE = "Recovered chat"
-# A recovered message's columns that the first format lacks: id, thinking, parts.
-Later = tuple[int, str, tuple[Part, ...]]
+# A recovered message's columns that the first format lacks: id, thinking, parts,
+# attachments, sources; and a recovered conversation's: its collections, by id.
+Later = tuple[int, str, tuple[Part, ...], tuple[AttachedFile, ...], tuple[SourceRef, ...]]
+LaterCollections = dict[int, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -67,13 +71,14 @@ def replace_damaged(path: Path, *, recover: bool, carry: HistoryStore | None = N
     conversations = messages = 0
     carried: dict[int, int] = {}
     later: list[Later] = []
+    collections: LaterCollections = {}
     try:
         if recover and path.exists():
-            conversations, messages, later = _recover_into(path, building)
+            conversations, messages, later, collections = _recover_into(path, building)
         # Opening it migrates what was recovered (written in the first format) to the
         # current one: the search index is built once, not row by row (3x faster).
         with HistoryStore(building, clock=clock) as store:
-            _restore_later_columns(store, later)
+            _restore_later_columns(store, later, collections)
             if carry is not None:
                 carried = copy_conversations(carry, store)
         aside = set_aside(path, clock)
@@ -126,15 +131,15 @@ def copy_conversations(source: HistoryStore, target: HistoryStore) -> dict[int, 
     return carried
 
 
-def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int, list[Later]]:
+def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int, list[Later], LaterCollections]:
     """Write what SQLite can read of the history at `damaged_path` into a new database
     at `building`, in the history's first format (ids kept).
 
     Reads a copy, so the damaged file and its WAL stay byte for byte as they were.
     Messages whose conversation row is lost get a conversation of their own, titled
     from their first message. Returns (conversations, messages) recovered, and the
-    messages with a thinking or parts (columns the first format lacks) to restore once
-    the new file has them.
+    messages with a thinking, parts, attachments or sources and the conversations with
+    collections (columns the first format lacks) to restore once the new file has them.
     """
     with tempfile.TemporaryDirectory(prefix=".kestrel-recovery-", dir=damaged_path.parent) as folder:
         copy = Path(folder) / "damaged.sqlite3"
@@ -156,44 +161,62 @@ def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int, list[La
             source.close()
 
 
-def _restore_later_columns(store: HistoryStore, later: list[Later]) -> None:
+def _restore_later_columns(store: HistoryStore, later: list[Later], collections: LaterCollections) -> None:
     """Put back the columns that came after the first format, in the migrated file."""
-    with store.transaction():
-        for message_id, thinking, parts in later:
-            store.update_message(message_id, thinking=thinking, parts=parts)
+    with store.transaction() as conn:
+        for message_id, thinking, parts, files, sources in later:
+            store.update_message(message_id, thinking=thinking, parts=parts,
+                                 sources=sources if sources else None)
+            if files:
+                # No method sets a message's files after it is written (a question keeps
+                # what it was sent with); the search copy takes their names as add_message's does.
+                conn.execute("UPDATE messages SET attachments = :files,"
+                             " folded = kestrel_fold_message(text, parts, :files) WHERE id = :id",
+                             {"files": attachments_json(files), "id": message_id})
+        for conversation_id, names in collections.items():
+            store.set_collections(conversation_id, names)
 
 
-def _later_columns(conn: sqlite3.Connection) -> str:
-    """The thinking and parts columns of a damaged file's messages, or stand-ins for a
-    file from before them (and for one whose table list cannot be read)."""
+def _later_columns(conn: sqlite3.Connection, table: str, later: tuple[tuple[str, str], ...]) -> str:
+    """The columns of a damaged file's `table` that came after the first format (`later`:
+    each with its stand-in), or the stand-ins for a file from before them (and for one
+    whose table list cannot be read)."""
     try:
-        found = {row[1] for row in conn.execute("PRAGMA table_info(messages)")}
+        found = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
     except sqlite3.DatabaseError:
         found = set()
-    return ", ".join(column if column in found else stand_in
-                     for column, stand_in in (("thinking", "''"), ("parts", "'[]'")))
+    return ", ".join(column if column in found else stand_in for column, stand_in in later)
+
+
+_LATER_MESSAGE_COLUMNS = (("thinking", "''"), ("parts", "'[]'"), ("attachments", "'[]'"), ("sources", "'[]'"))
+_LATER_CONVERSATION_COLUMNS = (("collections", "'[]'"),)
 
 
 def _copy_readable(source: sqlite3.Connection,
-                   target: sqlite3.Connection) -> tuple[int, int, list[Later]]:
+                   target: sqlite3.Connection) -> tuple[int, int, list[Later], LaterCollections]:
     kept: set[int] = set()
-    for row in _readable_rows(source, "conversations",
-                              "id, title, created, updated, system_prompt, settings, model"):
+    collections: LaterCollections = {}
+    columns = ("id, title, created, updated, system_prompt, settings, model, "
+               + _later_columns(source, "conversations", _LATER_CONVERSATION_COLUMNS))
+    for row in _readable_rows(source, "conversations", columns):
         conversation = _conversation_from(row)
         if conversation is not None:
             _insert_conversation(target, conversation)
             kept.add(conversation.id)
+            if conversation.collections:
+                collections[conversation.id] = conversation.collections
     made: dict[int, Message] = {}  # conversations made for orphans: the message to title them by
     last: dict[int, float] = {}
     later: list[Later] = []
     messages = 0
-    columns = "id, conversation_id, role, text, created, state, stats, " + _later_columns(source)
+    columns = "id, conversation_id, role, text, created, state, stats, " + _later_columns(
+        source, "messages", _LATER_MESSAGE_COLUMNS)
     for row in _readable_rows(source, "messages", columns):
         message = _message_from(row)
         if message is None:
             continue
-        if message.thinking or message.parts:
-            later.append((message.id, message.thinking, message.parts))
+        if message.thinking or message.parts or message.attachments or message.sources:
+            later.append((message.id, message.thinking, message.parts, message.attachments, message.sources))
         conversation_id = message.conversation_id
         if conversation_id not in kept and conversation_id not in made:
             _insert_conversation(target, Conversation(conversation_id, RECOVERED_TITLE, message.created,
@@ -212,7 +235,7 @@ def _copy_readable(source: sqlite3.Connection,
         title = _title_from(first.text) if first.role == Role.USER else RECOVERED_TITLE
         target.execute("UPDATE conversations SET title = ?, updated = ? WHERE id = ?",
                        (title, last[conversation_id], conversation_id))
-    return len(kept) + len(made), messages, later
+    return len(kept) + len(made), messages, later, collections
 
 
 def _insert_conversation(target: sqlite3.Connection, conversation: Conversation) -> None:
@@ -281,7 +304,7 @@ def _past_damage(conn: sqlite3.Connection, table: str, after: int) -> int | None
 
 def _conversation_from(row: tuple[Any, ...]) -> Conversation | None:
     """A conversation from a damaged file's row, or None if the row is unusable."""
-    cid, title, created, updated, system_prompt, settings, model = row
+    cid, title, created, updated, system_prompt, settings, model, collections = row
     if not isinstance(cid, int) or not isinstance(created, (int, float)):
         return None
     try:
@@ -296,12 +319,13 @@ def _conversation_from(row: tuple[Any, ...]) -> Conversation | None:
         system_prompt=system_prompt if isinstance(system_prompt, str) else "",
         settings=generation,
         model=model if isinstance(model, str) else None,
+        collections=collections_from_json(collections),
     )
 
 
 def _message_from(row: tuple[Any, ...]) -> Message | None:
     """A message from a damaged file's row, or None if the row is unusable."""
-    mid, conversation_id, role, text, created, state, stats, thinking, parts = row
+    mid, conversation_id, role, text, created, state, stats, thinking, parts, files, sources = row
     if (not isinstance(mid, int) or not isinstance(conversation_id, int) or not isinstance(text, str)
             or not isinstance(created, (int, float))):
         return None
@@ -314,7 +338,9 @@ def _message_from(row: tuple[Any, ...]) -> Message | None:
         state = MessageState.INTERRUPTED  # nothing is writing it any more
     return Message(mid, conversation_id, role, text, float(created), state, AnswerStats.from_json(stats),
                    thinking if isinstance(thinking, str) else "",
-                   parts_from_json(parts) if role == Role.ASSISTANT else ())
+                   parts_from_json(parts) if role == Role.ASSISTANT else (),
+                   attachments_from_json(files) if role == Role.USER else (),
+                   sources_from_json(sources) if role == Role.ASSISTANT else ())
 
 
 def _title_from(text: str) -> str:

@@ -132,10 +132,22 @@ def _migrate_to_v5(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN parts TEXT NOT NULL DEFAULT '[]'")
 
 
+def _migrate_to_v6(conn: sqlite3.Connection) -> None:
+    # Documents in a chat (app/core/attachments.py, as JSON by app/core/attachment_data.py):
+    # the files attached to a user message, with the text read from them, so the chat answers
+    # from them after a restart or an import; the sources an answer was given; the collections
+    # a chat answers from. Columns, like parts, because each is read and written with its row,
+    # and a repair then carries columns, not tables to match up. Existing rows have none ("[]"),
+    # so their search copies stay as they are (a message's copy adds its files' names).
+    conn.execute("ALTER TABLE messages ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]'")
+    conn.execute("ALTER TABLE messages ADD COLUMN sources TEXT NOT NULL DEFAULT '[]'")
+    conn.execute("ALTER TABLE conversations ADD COLUMN collections TEXT NOT NULL DEFAULT '[]'")
+
+
 # MIGRATIONS[n] turns a version-n database into version n+1. Append only: a released
 # migration is never edited, because users' files have already been through it.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    _migrate_to_v1, _migrate_to_v2, _migrate_to_v3, _migrate_to_v4, _migrate_to_v5,
+    _migrate_to_v1, _migrate_to_v2, _migrate_to_v3, _migrate_to_v4, _migrate_to_v5, _migrate_to_v6,
 ]
 
 # Primary result codes (sqlite3.h) that come from the user's machine, not from a bug,

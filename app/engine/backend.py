@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Protocol, runtime_checkable
+from typing import Iterator, Protocol, Sequence, runtime_checkable
 
 from app.engine.control import GenerationControl
-from app.engine.protocol import Delta, Done, Generate, Loaded
+from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,19 @@ class Backend(Protocol):
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer: Delta events, then one Done."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """How many tokens text takes inside a prompt, by the model's own tokenizer (no BOS).
+
+        Called on the engine's counting thread while generate may run on another: it must
+        touch nothing generate changes (app/engine/counting.py).
+        """
+        ...
+
+    def count_prompt(self, messages: Sequence[ChatMessage], thinking: bool) -> int:
+        """How many tokens generate's prompt for these messages is (the template applied,
+        none left out); thinking as GenerationSettings.thinking. Same thread as count_tokens."""
         ...
 
     def reset(self) -> None:

@@ -226,6 +226,7 @@ class During(StrEnum):
     LOAD = "load"
     PROBE = "probe"
     GENERATE = "generate"
+    COUNT = "count"  # counting tokens (CountTokens)
     RESET = "reset"
     FORGET_STATES = "forget_states"
     UNLOAD = "unload"

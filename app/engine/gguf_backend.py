@@ -20,10 +20,11 @@ from app.engine.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answer_shape import PLAIN, ShapedAnswer, shape_answer
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
-from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, end_of_turn_markers, template_in_use
+from app.engine.chat_format import PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError, ShapeRefused
 from app.engine.failures import BadShape, GgufRefused, ShapePart
+from app.engine.gguf_tokens import model_tokens
 from app.engine.lazy_grammar import LazyCallGrammar, lazy_grammar_for
 from app.engine.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, Loaded
@@ -76,7 +77,7 @@ class GgufBackend:
         self.loaded = loaded
         model = llm._model
         self._vocab = model.vocab
-        self._tokens = _model_tokens(llm, info)
+        self._tokens = model_tokens(llm, info)
         self._add_bos = bool(model.add_bos_token())
         self._threads = loaded.threads
         self._piece_buffer = ctypes.create_string_buffer(256)
@@ -173,6 +174,15 @@ class GgufBackend:
         self.held_calls = lazy.switches if lazy is not None else 0
         # Done is sent by now: saving the state never delays the answer.
         self._save_state()
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of text inside a prompt (no BOS; special-token text read as the prompt's
+        tokenizing reads it). Safe beside generate: app/engine/counting.py says why."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def count_prompt(self, messages: Sequence[ChatMessage], thinking: bool) -> int:
+        """Tokens of the prompt generate would make of these messages (before any trim)."""
+        return len(self._tokenize(self._spec(messages, template_variables(thinking)).text))
 
     def _grammar(self, shape: AnswerShape, shaped: ShapedAnswer) -> llama_cpp.LlamaGrammar | None:
         """The answer's grammar: the one asked for, the JSON schema's, or the forced call's.
@@ -334,60 +344,6 @@ def _state_store(request: Load, info: GgufInfo, context_length: int) -> StateSto
     except OSError:  # the cache folder cannot be made or read: RAM only
         pass
     return StateStore(key, None, 0, ram_budget=request.state_ram_bytes)
-
-
-# The GGUF keys that name end-of-generation tokens.
-_EOG_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
-# The other special tokens transformers gives a template, by the GGUF key of their id
-# ("seperator" is spelt so in the GGUF specification).
-_OTHER_KEYS = (("unk_token", "tokenizer.ggml.unknown_token_id"), ("pad_token", "tokenizer.ggml.padding_token_id"),
-               ("sep_token", "tokenizer.ggml.seperator_token_id"), ("cls_token", "tokenizer.ggml.cls_token_id"),
-               ("mask_token", "tokenizer.ggml.mask_token_id"))
-
-
-def _model_tokens(llm: llama_cpp.Llama, info: GgufInfo) -> ModelTokens:
-    """bos and eos as text, and the texts of the tokens that end the model's turn.
-
-    llama.cpp's end-of-generation set (llama_vocab_is_eog) is the eos/eot/eom tokens the
-    GGUF names plus control tokens it recognises by their text (<|im_end|>, <end_of_turn>).
-    Asking it about every token took 0.14-0.2 s on the 262,144-token starter model, a fifth
-    of its load, so it is asked only about the likely ones: the ids the GGUF names and the
-    single-token turn markers of the model's chat format.
-    """
-    model = llm._model
-    tokens = ModelTokens(bos=_token_text(model, model.token_bos()), eos=_token_text(model, model.token_eos()))
-    candidates = {model.token_eos(), llama_cpp.llama_vocab_eot(model.vocab)}
-    candidates.update(_metadata_id(llm.metadata, key) for key in _EOG_KEYS)
-    for marker in end_of_turn_markers(info.chat_template, info.architecture, tokens):
-        ids = llm.tokenize(marker.encode("utf-8"), add_bos=False, special=True)
-        if len(ids) == 1:
-            candidates.add(ids[0])
-    texts = [_token_text(model, token) for token in sorted(candidates)
-             if token >= 0 and llama_cpp.llama_vocab_is_eog(model.vocab, token)]
-    # An id past the vocabulary (a damaged file) would make llama.cpp abort: checked first.
-    others: list[tuple[str, str]] = []
-    for name, key in _OTHER_KEYS:
-        token = _metadata_id(llm.metadata, key)
-        if token < model.n_vocab():
-            others.append((name, _token_text(model, token)))
-    return ModelTokens(tokens.bos, tokens.eos, end_of_generation=tuple(text for text in texts if text),
-                       others=tuple((name, text) for name, text in others if text))
-
-
-def _metadata_id(metadata: dict[str, str], key: str) -> int:
-    try:
-        return int(metadata.get(key, -1))
-    except ValueError:
-        return -1
-
-
-def _token_text(model: llama_cpp._internals.LlamaModel, token: int) -> str:
-    if token < 0:
-        return ""
-    try:
-        return model.token_get_text(token)
-    except (UnicodeDecodeError, ValueError):
-        return ""
 
 
 def _refused(info: GgufInfo, exc: Exception) -> GgufRefused:

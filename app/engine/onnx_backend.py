@@ -151,6 +151,17 @@ class OnnxBackend:
                       stream=lambda prompt, budget, text, timing: self._stream(
                           request, prompt, budget, text, control, timing, schema))
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of text inside a prompt: the tokenizer's own BOS, which some put in front
+        of everything they encode, is not counted (generate's prompt has one BOS)."""
+        tokens = self._tokenizer.encode(text)
+        adds = self._adds_bos and _starts_with(tokens, self._tokenizer.bos_token_id)
+        return len(tokens) - 1 if adds else len(tokens)
+
+    def count_prompt(self, messages: Sequence[ChatMessage], thinking: bool) -> int:
+        """Tokens of the prompt generate would make of these messages (before any trim)."""
+        return len(self._tokenize(self._spec(messages, template_variables(thinking)).text))
+
     def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None,
               shaped: ShapedAnswer = PLAIN) -> PromptSpec:
         return build_prompt(messages, template=self._info.chat_template, architecture=self._info.model_type,

@@ -17,6 +17,7 @@ from typing import Callable
 from app.engine import protocol as p
 from app.engine.backend import Backend
 from app.engine.control import GenerationControl
+from app.engine.counting import ModelGate, serve_counts
 from app.engine.errors import ContextOverflow, ModelLoadError, ShapeRefused
 from app.engine.failures import BadModelFile, EngineBug, Failure, NoModel, UnknownRequest
 from app.hardware.report import HardwareReport
@@ -42,12 +43,15 @@ class _Outbox:
 
 
 class EngineLoop:
-    """Owns the backend; runs requests in order; cancel/pause arrive beside them."""
+    """Owns the backend; runs requests in order; cancel/pause arrive beside them, and
+    token counts are answered beside them on a thread of their own (app/engine/counting.py)."""
 
     def __init__(self, conn: Connection, hardware: HardwareSource | None = None) -> None:
         self._conn = conn
         self._out = _Outbox(conn)
         self._inbox: queue.Queue[p.Request] = queue.Queue()
+        self._counts: queue.Queue[p.CountTokens] = queue.Queue()
+        self._gate = ModelGate()
         self._control = GenerationControl()
         self._backend: Backend | None = None
         self._hardware = hardware
@@ -59,28 +63,41 @@ class EngineLoop:
         # Probing takes ~0.5 s (ONNX Runtime, llama.cpp's devices): start it now, so it
         # is done by the time the first model is asked for.
         threading.Thread(target=self._probe, name="engine-probe", daemon=True).start()
+        threading.Thread(target=serve_counts, args=(self._counts, self._gate, lambda: self._backend, self._out.send),
+                         name="engine-counter", daemon=True).start()
         while True:
             request = self._inbox.get()
             if isinstance(request, p.Shutdown):
-                self._unload()
+                with self._gate.changing():
+                    self._unload()
                 self._out.send(p.Ack(request.request_id, p.AckKind.SHUTDOWN))
                 return
-            self._handle(request)
+            if isinstance(request, (p.Load, p.Unload)):
+                with self._gate.changing():
+                    self._handle(request)
+            else:
+                self._handle(request)
 
     def _read(self) -> None:
-        """Answer pings and route cancel/pause/resume at once; queue the rest for the loop."""
+        """Answer pings and route cancel/pause/resume at once; counts go to the counting
+        thread, the rest to the loop (a change of model announced first, in pipe order)."""
         while True:
             try:
                 request: p.Request = self._conn.recv()
             except (EOFError, OSError):
                 self._control.cancel()
+                self._gate.announce()
                 self._inbox.put(p.Shutdown())
                 return
             if isinstance(request, p.Ping):
                 self._out.send(p.Ack(request.request_id, p.AckKind.PING))
             elif isinstance(request, (p.Cancel, p.Pause, p.Resume)):
                 self._steer(request)
+            elif isinstance(request, p.CountTokens):
+                self._counts.put(request)
             else:
+                if isinstance(request, (p.Load, p.Unload, p.Shutdown)):
+                    self._gate.announce()
                 self._inbox.put(request)
 
     def _steer(self, request: p.Cancel | p.Pause | p.Resume) -> None:

@@ -14,14 +14,14 @@ from app.engine.tool_calls import ToolCall
 from app.hardware.report import HardwareReport
 
 __all__ = [
-    "PROTOCOL_VERSION", "Ack", "AckKind", "AnswerShape", "Cancel", "ChatMessage", "Delta", "Done", "EngineEvent", "Error",
-    "ErrorKind", "ForgetStates", "Generate", "Hello", "Load", "Loaded", "Pause", "Ping", "Probe", "Report",
-    "Request", "Reset", "Resume", "Shutdown", "ToolCall", "Unload",
+    "PROTOCOL_VERSION", "Ack", "AckKind", "AnswerShape", "Cancel", "ChatMessage", "CountTokens", "Delta", "Done",
+    "EngineEvent", "Error", "ErrorKind", "ForgetStates", "Generate", "Hello", "Load", "Loaded", "Pause", "Ping", "Probe",
+    "Report", "Request", "Reset", "Resume", "Shutdown", "TokenCount", "ToolCall", "Unload",
 ]
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -132,6 +132,24 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class CountTokens:
+    """Count tokens with the loaded model's own tokenizer: answered with TokenCount.
+
+    text: counted as it costs inside a prompt: no BOS put in front, and special-token text
+    (<|im_end|>) read as the prompt's tokenizing reads it. messages: when given, the whole
+    prompt of that conversation instead (the chat template applied, the opening of the
+    answer included, as Generate renders it; `thinking` as GenerationSettings.thinking);
+    text is then unused. Answered beside a running answer, not after it
+    (app/engine/counting.py says how and why that is safe).
+    """
+
+    request_id: int
+    text: str = ""
+    messages: tuple[ChatMessage, ...] | None = None
+    thinking: bool = True
+
+
+@dataclass(frozen=True)
 class Cancel:
     """Stop the running generation between two tokens."""
 
@@ -229,6 +247,14 @@ class Report:
 
 
 @dataclass(frozen=True)
+class TokenCount:
+    """How many tokens CountTokens' text (or prompt) is for the model loaded now."""
+
+    request_id: int
+    tokens: int
+
+
+@dataclass(frozen=True)
 class Delta:
     """New text of the answer: always whole, valid UTF-8 characters. thinking: the text
     is a reasoning model's thinking before its answer, markers left out. tool_call: a
@@ -287,5 +313,6 @@ class Error:
 
 
 # Everything the UI process sends, and everything the engine sends back.
-Request = Load | Generate | Probe | Cancel | Ping | Pause | Resume | Reset | ForgetStates | Unload | Shutdown
-EngineEvent = Hello | Loaded | Report | Delta | Done | Ack | Error
+Request = (Load | Generate | CountTokens | Probe | Cancel | Ping | Pause | Resume | Reset | ForgetStates | Unload
+           | Shutdown)
+EngineEvent = Hello | Loaded | Report | TokenCount | Delta | Done | Ack | Error

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from app.core.resources import resource_path
+from app.library.model_purpose import ModelPurpose, recorded_purpose
 
 CATALOG_VERSION = 1
 CATALOG_FILE = resource_path("catalog.json")
@@ -69,6 +70,8 @@ class CatalogEntry:
     # What the model can do beyond chat, as its publisher's template and card show it
     # (tools, reasoning, vision); empty when the catalog does not say.
     capabilities: tuple[str, ...] = ()
+    # Chat, or an embedding model offered to document search (never to chat, never first-run).
+    purpose: ModelPurpose = ModelPurpose.CHAT
 
 
 class CatalogEntryError(ValueError):
@@ -116,6 +119,11 @@ def recommended_entry(entries: tuple[CatalogEntry, ...]) -> CatalogEntry | None:
     return next((e for e in entries if e.recommended), None)
 
 
+def embedding_entries(entries: tuple[CatalogEntry, ...]) -> tuple[CatalogEntry, ...]:
+    """The embedding models the catalog offers to document search, in its order."""
+    return tuple(e for e in entries if e.purpose is ModelPurpose.EMBEDDING)
+
+
 def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
     """One entry from its JSON; CatalogEntryError naming the first thing wrong. A damaged shape
     only drops the shape (said in problems): the model itself is still fine to offer."""
@@ -145,10 +153,35 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
     except CatalogEntryError as exc:
         if problems is not None:
             problems.append(f"its shape was ignored: {exc}")
-    return CatalogEntry(text["id"], text["name"], text["publisher"], text["license"],
-                        text["parameters"], text["quantization"], fmt, context, size,
-                        text["repo"], text["revision"], files, _flag(raw, "instruct"),
-                        _flag(raw, "recommended"), text["description"], shape, _capabilities(raw))
+    entry = CatalogEntry(text["id"], text["name"], text["publisher"], text["license"],
+                         text["parameters"], text["quantization"], fmt, context, size,
+                         text["repo"], text["revision"], files, _flag(raw, "instruct"),
+                         _flag(raw, "recommended"), text["description"], shape, _capabilities(raw),
+                         _purpose(raw))
+    _check_purpose(entry)
+    return entry
+
+
+def _purpose(raw: dict[str, Any]) -> ModelPurpose:
+    value = raw.get("purpose", ModelPurpose.CHAT.value)
+    purpose = recorded_purpose(value)
+    if purpose is None:
+        raise CatalogEntryError(f"purpose {value!r} is not one of "
+                                f"{', '.join(p.value for p in ModelPurpose)}")
+    return purpose
+
+
+def _check_purpose(entry: CatalogEntry) -> None:
+    """A model that cannot chat is never the first-run offer nor an instruct model, and is a
+    GGUF: the library tells a model's purpose from its GGUF header (an ONNX folder chats)."""
+    if entry.purpose is ModelPurpose.CHAT:
+        return
+    if entry.format != "gguf":
+        raise CatalogEntryError(f"its purpose is {entry.purpose.value}: a model that cannot chat "
+                                "must be a GGUF")
+    if entry.instruct or entry.recommended or entry.capabilities:
+        raise CatalogEntryError(f"its purpose is {entry.purpose.value}: a model that cannot chat "
+                                "is never instruct, recommended or given chat capabilities")
 
 
 def _capabilities(raw: dict[str, Any]) -> tuple[str, ...]:

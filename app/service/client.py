@@ -163,6 +163,30 @@ class EngineClient:
         event = await self._roundtrip(p.Probe(next(self._ids)), During.PROBE, p.Report)
         return event.report
 
+    async def count_tokens(self, text: str) -> int:
+        """How many tokens text takes inside a prompt, by the loaded model's own tokenizer:
+        for a GGUF model len(Llama.tokenize(text, add_bos=False, special=True)), for an ONNX
+        model ONNX Runtime GenAI's tokenizer (its own BOS not counted).
+
+        Answered beside a running answer, not after it (app/engine/counting.py); a count
+        sent after a load counts with the new model. Raises EngineError(NoModel) at once
+        when no model is loaded or loading: a count never loads one (after an idle unload
+        the next answer loads it again, not a count). EngineCrashed if the engine dies.
+        """
+        return await self._count(p.CountTokens(next(self._ids), text))
+
+    async def count_prompt(self, messages: Sequence[p.ChatMessage], *, thinking: bool = True) -> int:
+        """How many tokens the prompt of generate(messages) is: the model's chat template
+        applied, the opening of the answer included, no turn left out; thinking as
+        GenerationSettings.thinking. Scheduled and refused as count_tokens."""
+        return await self._count(p.CountTokens(next(self._ids), messages=tuple(messages), thinking=thinking))
+
+    async def _count(self, request: p.CountTokens) -> int:
+        if not self.running or (self.loaded is None and not self._loading):
+            raise EngineError(NoModel())
+        event = await self._roundtrip(request, During.COUNT, p.TokenCount)
+        return event.tokens
+
     async def reset(self) -> None:
         """Forget the cached conversation in the engine."""
         if self.running:

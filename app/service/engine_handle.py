@@ -59,6 +59,13 @@ class EngineHandle(Protocol):
     async def forget_states(self) -> None:
         """Drop the engine's saved chat states."""
 
+    async def count_tokens(self, text: str) -> int:
+        """How many tokens text takes inside a prompt, by the loaded model's tokenizer; beside
+        a running answer, not after it. EngineError(NoModel) at once when none is loaded."""
+
+    async def count_prompt(self, messages: Sequence[p.ChatMessage], *, thinking: bool = True) -> int:
+        """How many tokens generate's prompt for these messages is (the template applied)."""
+
     async def hardware_report(self) -> HardwareReport:
         """What the engine sees of the machine."""
 

@@ -42,6 +42,11 @@ def test_catalog_lists_the_models_in_words_and_as_json() -> None:
     rows = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert [r["id"] for r in rows] == [e.id for e in entries]
     assert {"license", "size", "context_length", "repo", "files"} <= set(rows[0])
+    # The embedding model is listed, and said not to chat, in words and as JSON.
+    [embedding] = [r for r in rows if r["purpose"] == "embedding"]
+    assert all(r["purpose"] == "chat" for r in rows if r is not embedding)
+    line = next(t for t in text.stdout.splitlines() if t.startswith(embedding["id"] + " "))
+    assert line.endswith("(embedding: for document search, not chat)")
 
 
 def test_get_a_catalog_model_from_the_hub_endpoint(server: TestServer, storage: TestServer,

@@ -107,7 +107,7 @@ def test_markdown_export_reads_as_the_chat(store: HistoryStore) -> None:
 @pytest.mark.parametrize(("data", "said"), [
     ([1, 2], "not a Kestrel chat export"),
     ({"format": "other"}, "not a Kestrel chat export"),
-    ({"format": "kestrel-chat", "version": 3, "messages": []}, "export version 3; this Kestrel reads versions 1 to 2"),
+    ({"format": "kestrel-chat", "version": 4, "messages": []}, "export version 4; this Kestrel reads versions 1 to 3"),
     ({"format": "kestrel-chat", "version": "1", "messages": []}, "export version '1'"),
     ({"format": "kestrel-chat", "version": 1, "messages": {}}, "messages must be a list"),
     ({"format": "kestrel-chat", "version": 1, "title": 5, "messages": []}, "title must be a text"),

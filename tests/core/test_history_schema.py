@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core import history
+from app.core import history_file
 from app.core.conversation import Role
 from app.core.history import HistoryError, HistoryStore
 from app.core.history_schema import MIGRATIONS
@@ -40,10 +40,12 @@ def _add_pinned_column(conn: sqlite3.Connection) -> None:
 
 def test_new_file_gets_the_current_schema(db_path: Path) -> None:
     HistoryStore(db_path).close()
-    assert _user_version(db_path) == len(history.MIGRATIONS) == 5
+    assert _user_version(db_path) == len(history_file.MIGRATIONS) == 6
     assert _columns(db_path, "messages") == [
         "id", "conversation_id", "role", "text", "created", "state", "stats", "folded", "thinking", "parts",
+        "attachments", "sources",
     ]
+    assert _columns(db_path, "conversations")[-1] == "collections"
 
 
 def test_a_version_2_history_keeps_its_messages_and_gains_thinking(db_path: Path) -> None:
@@ -85,7 +87,7 @@ def test_older_file_is_migrated_forward_keeping_its_data(
         message = store.add_message(conversation.id, Role.USER, "hello from v1")
         conversation = store.get_conversation(conversation.id)
     # Kestrel's next release appends a migration; today's file must come up to it.
-    monkeypatch.setattr(history, "MIGRATIONS", [*MIGRATIONS, _add_pinned_column])
+    monkeypatch.setattr(history_file, "MIGRATIONS", [*MIGRATIONS, _add_pinned_column])
     with HistoryStore(db_path) as store:
         assert store.get_conversation(conversation.id) == conversation
         assert store.messages(conversation.id) == [message]
@@ -102,7 +104,7 @@ def test_failed_migration_leaves_the_file_at_its_old_version(
         _add_pinned_column(conn)
         raise RuntimeError("bug in migration")
 
-    monkeypatch.setattr(history, "MIGRATIONS", [*MIGRATIONS, broken])
+    monkeypatch.setattr(history_file, "MIGRATIONS", [*MIGRATIONS, broken])
     with pytest.raises(RuntimeError, match="bug in migration"):
         HistoryStore(db_path)
     assert _user_version(db_path) == len(MIGRATIONS)
@@ -196,7 +198,7 @@ def test_other_programs_can_still_write_messages(db_path: Path) -> None:
 def test_file_from_a_newer_kestrel_is_refused(db_path: Path) -> None:
     with HistoryStore(db_path) as store:
         store.create_conversation("written by v1")
-    newer = len(history.MIGRATIONS) + 1
+    newer = len(history_file.MIGRATIONS) + 1
     conn = sqlite3.connect(db_path)
     conn.execute(f"PRAGMA user_version = {newer}")
     conn.close()

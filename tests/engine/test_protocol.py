@@ -50,7 +50,7 @@ def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
 
     back = [pickle.loads(pickle.dumps(m)) for m in messages]
 
-    assert back == messages and p.PROTOCOL_VERSION == 9
+    assert back == messages and p.PROTOCOL_VERSION == 10
     assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
     assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
     assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"
@@ -67,9 +67,9 @@ def test_a_role_given_as_text_becomes_a_role() -> None:
 
 
 def test_the_unions_hold_every_message_and_nothing_else() -> None:
-    requests = {p.Load, p.Generate, p.Probe, p.Cancel, p.Ping, p.Pause, p.Resume, p.Reset, p.ForgetStates,
-                p.Unload, p.Shutdown}
-    events = {p.Hello, p.Loaded, p.Report, p.Delta, p.Done, p.Ack, p.Error}
+    requests = {p.Load, p.Generate, p.CountTokens, p.Probe, p.Cancel, p.Ping, p.Pause, p.Resume, p.Reset,
+                p.ForgetStates, p.Unload, p.Shutdown}
+    events = {p.Hello, p.Loaded, p.Report, p.TokenCount, p.Delta, p.Done, p.Ack, p.Error}
 
     assert set(typing.get_args(p.Request)) == requests
     assert set(typing.get_args(p.EngineEvent)) == events

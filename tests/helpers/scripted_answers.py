@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,13 @@ def answer_stats(model: ScriptedModel, plan: AnswerPlan, finish: FinishReason, s
                               chat_format=plan.spec.chat_format, left_out=plan.left_out,
                               template_note=plan.spec.note or "", threads=plan.threads)
     return dataclasses.replace(stats, **script.stats)
+
+
+def count_prompt(model: ScriptedModel, messages: Sequence[p.ChatMessage], thinking: bool) -> int:
+    """The prompt's tokens as plan_answer counts them, no turn left out (EngineClient.count_prompt)."""
+    spec = build_prompt(messages, template=model.template, architecture=model.loaded.architecture,
+                        tokens=ModelTokens(), variables=template_variables(thinking))
+    return len(tokenize(spec.text))
 
 
 def tokenize(text: str) -> list[int]:

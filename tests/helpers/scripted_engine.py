@@ -36,7 +36,8 @@ from app.service.client import HANG_AFTER_LOADING_S, HANG_AFTER_S, STOP_GRACE_S,
 from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
 from app.service.engine_handle import EngineHandle
 from tests.hardware.machines import recorded_report
-from tests.helpers.scripted_answers import Script, ScriptedModel, answer_stats, load_model, plan_answer, tokenize
+from tests.helpers.scripted_answers import (Script, ScriptedModel, answer_stats, count_prompt, load_model, plan_answer,
+                                            tokenize)
 
 # Above Linux's largest pid_max (2**22) and odd (Windows pids are multiples of 4).
 _FIRST_PID = (1 << 23) + 1
@@ -168,6 +169,20 @@ class ScriptedEngine:
     async def forget_states(self) -> None:
         if self.running:
             await self._work(self._live(During.FORGET_STATES), During.FORGET_STATES)
+
+    async def count_tokens(self, text: str) -> int:
+        """Words as tokens (scripted_answers.tokenize), at once, as the real engine counts beside answers."""
+        self._counting_model()
+        return len(tokenize(text))
+
+    async def count_prompt(self, messages: Sequence[p.ChatMessage], *, thinking: bool = True) -> int:
+        return count_prompt(self._counting_model(), messages, thinking)
+
+    def _counting_model(self) -> ScriptedModel:
+        process = self._process
+        if process is None or not process.alive or process.model is None:
+            raise EngineError(NoModel())
+        return process.model
 
     async def reset(self) -> None:
         """Forget the cached conversation (EngineClient.reset)."""

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.library.catalog import CatalogFile, CatalogShape, find_entry, load_catalog, recommended_entry
+from app.library.catalog import (CatalogFile, CatalogShape, embedding_entries, find_entry, load_catalog,
+                                 recommended_entry)
+from app.library.model_purpose import ModelPurpose
 
 
 def test_the_shipped_catalog_reads_without_a_problem() -> None:
@@ -19,7 +21,16 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
     recommended = recommended_entry(entries)
     assert recommended is not None and recommended.format == "gguf" and recommended.instruct
     assert recommended.size is not None, "the first-run offer shows its size"
-    assert all(e.instruct for e in entries)
+    chat = [e for e in entries if e.purpose is ModelPurpose.CHAT]
+    assert all(e.instruct for e in chat) and len(chat) == len(entries) - 1
+    # One embedding model for document search, with the numbers a download checks.
+    [embedding] = embedding_entries(entries)
+    assert embedding.id == "all-minilm-l6-v2-q8_0" and embedding.format == "gguf"
+    assert not embedding.instruct and not embedding.recommended and embedding.capabilities == ()
+    assert embedding.files == (CatalogFile("all-MiniLM-L6-v2-Q8_0.gguf",
+                                           "263215c3cadd6e16740741a7624ab4cbb6c8e777688bd5331ecfbf5681c2f8ed",
+                                           25008064),)
+    assert embedding.size == 25008064 and embedding.context_length == 512
     onnx = next(e for e in entries if e.format == "onnx")
     assert any(f.path.endswith("/genai_config.json") for f in onnx.files)
     assert find_entry(entries, recommended.id.upper()) == recommended
@@ -130,3 +141,33 @@ def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_name
     assert parse_entry({**raw, "capabilities": ["reasoning", "vision"]}).capabilities == ("vision", "reasoning")
     with pytest.raises(CatalogEntryError, match="capabilities must be a list of vision, tools, reasoning"):
         parse_entry({**raw, "capabilities": ["telepathy"]})
+
+
+def test_an_entry_says_its_purpose_and_one_that_cannot_chat_is_never_offered_as_chat(tmp_path: Path) -> None:
+    catalog = tmp_path / "catalog.json"
+    embedding = {"instruct": False, "purpose": "embedding"}
+    catalog.write_text(json.dumps({"version": 1, "models": [
+        good(id="chat"),
+        good(id="said-chat", purpose="chat"),
+        good(id="embed", **embedding),
+        good(id="rerank", instruct=False, purpose="rerank"),
+        good(id="telepathy", purpose="telepathy"),
+        good(id="embed-instruct", purpose="embedding"),
+        good(id="embed-recommended", recommended=True, **embedding),
+        good(id="embed-tools", capabilities=["tools"], **embedding),
+        good(id="embed-onnx", format="onnx", files=[{"path": "f/genai_config.json"}], **embedding),
+    ]}))
+    problems: list[str] = []
+
+    entries = load_catalog(catalog, problems)
+
+    assert [(e.id, e.purpose) for e in entries] == [
+        ("chat", ModelPurpose.CHAT), ("said-chat", ModelPurpose.CHAT), ("embed", ModelPurpose.EMBEDDING),
+        ("rerank", ModelPurpose.RERANK)]
+    assert [e.id for e in embedding_entries(entries)] == ["embed"]
+    assert problems == [
+        "Catalog entry 5 was skipped: purpose 'telepathy' is not one of chat, embedding, rerank.",
+        *(f"Catalog entry {n} was skipped: its purpose is embedding: a model that cannot chat is never "
+          "instruct, recommended or given chat capabilities." for n in (6, 7, 8)),
+        "Catalog entry 9 was skipped: its purpose is embedding: a model that cannot chat must be a GGUF.",
+    ]

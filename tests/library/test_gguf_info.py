@@ -13,13 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.library.gguf_info import (
-    GGML_TYPES,
-    GgufInfo,
-    GgufSkipped,
-    ModelFileError,
-    read_gguf_info,
-)
+from app.library.ggml_types import GGML_TYPES
+from app.library.gguf_header import GgufSkipped
+from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 from tests.helpers.tiny_gguf import CHATML_TEMPLATE, build_tiny_gguf
 
 
