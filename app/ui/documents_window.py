@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QInputDialog, 
                                QPushButton, QSplitter, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.documents.collections import DocumentsError
+from app.library.catalog import CatalogEntry
 from app.library.model_purpose import ModelPurpose
 from app.service.events import CollectionInfo, IndexingProgress
 from app.ui import icons
@@ -63,6 +64,7 @@ class DocumentsWindow(QDialog):
         self._infos: tuple[CollectionInfo, ...] = ()
         self._progress: dict[str, IndexingProgress] = {}
         self._embedding_shown: tuple[object, ...] | None = None
+        self._adopt: str | None = None  # the catalog entry downloaded from here: chosen once installed
         self._problem_of: str | None = ""  # the shown problem's collection; None: a refused command's
         self._files_asked = 0  # the newest files() request: an older answer that comes late is dropped
         self.setWindowTitle("Documents")
@@ -89,6 +91,7 @@ class DocumentsWindow(QDialog):
         self.embedding = EmbeddingLine(self)
         self.embedding.modelsRequested.connect(self.modelsRequested)
         self.embedding.modelChosen.connect(self.choose_model)
+        self.embedding.downloadRequested.connect(self.download_offer)
         self.stack = QStackedWidget(self)
         self.empty = EmptyPage(self)
         self.add_first = self.empty.add_first
@@ -109,6 +112,8 @@ class DocumentsWindow(QDialog):
         adapter.collectionsChanged.connect(self.refresh_embedding)  # the service may have chosen another model
         adapter.indexingProgress.connect(self.show_progress)
         adapter.documentsProblem.connect(self.show_problem)
+        adapter.catalogListed.connect(self.refresh_embedding)
+        adapter.downloadChanged.connect(self.refresh_embedding)
         installed = adapter.installed  # changed row by row, not reset: every kind of change is heard
         for changed in (installed.modelReset, installed.rowsInserted, installed.rowsRemoved, installed.dataChanged):
             changed.connect(self.refresh_embedding)  # a bound slot: let go of when this window is
@@ -239,14 +244,30 @@ class DocumentsWindow(QDialog):
             self._problem_of = ""
 
     def refresh_embedding(self) -> None:
-        """The embedding model line, after the service chose one or the installed models changed
-        (refilled only when something did: an open picker is not reset under the pointer)."""
+        """The embedding model line, after the service chose one, the installed models changed
+        or the offered model's download moved on (refilled only when something did: an open
+        picker is not reset under the pointer). A model downloaded from here is chosen once in."""
         installed: list["InstalledModel"] = [row.model for row in self._adapter.installed.rows()
                                              if row.model.purpose is ModelPurpose.EMBEDDING and not row.model.missing]
-        shown = (self._service.embedding_model(), tuple((model.id, model.title) for model in installed))
+        offers = [row.entry for row in self._adapter.catalog.rows() if row.entry.purpose is ModelPurpose.EMBEDDING]
+        offer = offers[0] if offers else None
+        download = next((item for item in reversed(self._adapter.downloads.rows())
+                         if offer is not None and item.catalog_id == offer.id), None)
+        chosen = self._service.embedding_model()
+        if (self._adopt is not None and download is not None and download.model_id in {m.id for m in installed}
+                and chosen is None):
+            self._adopt = None
+            self.choose_model(download.model_id)
+        shown = (chosen, tuple((model.id, model.title) for model in installed), offer, download)
         if shown != self._embedding_shown:
             self._embedding_shown = shown
-            self.embedding.show_choice(shown[0], installed)
+            self.embedding.show_choice(chosen, installed, offer, download)
+
+    def download_offer(self, entry: object) -> None:
+        """Download the catalog's embedding model; the line follows the download, then uses it."""
+        assert isinstance(entry, CatalogEntry)
+        self._adopt = entry.id
+        self._adapter.controller.library.download(entry)
 
     def _update_buttons(self) -> None:
         chosen = self.selected() is not None

@@ -19,7 +19,7 @@ _STATE_WORDS = {
 }
 # The states in which files are being read or vectors made: the progress bar is shown.
 BUSY_STATES = frozenset({"waiting", "scanning", "reading", "embedding", "paused"})
-NO_MODEL = "Search by meaning: off — install an embedding model (all-MiniLM-L6-v2, 45 MB)"
+NO_MODEL = "Search by meaning: off — add an embedding model in the models window"
 NONE_CHOSEN = "Search by meaning: off — choose an embedding model"
 EMPTY = "Add a folder to search your files from chats"
 EMPTY_DETAIL = ("Kestrel reads the documents in it (PDF, Word, Markdown, text, web pages) and keeps an index here "

@@ -174,8 +174,10 @@ class WindowCommands(QMainWindow):
 
     def show_documents_window(self) -> None:
         """The document collections chats search, their indexing and files (not modal); one at a time.
-        Each opening looks for changed files too (sizes and times: cheap), so what it shows is now's."""
+        Each opening looks for changed files too (sizes and times: cheap), so what it shows is now's,
+        and lists the models and the catalog (its embedding line offers and picks among them)."""
         self.controller.collections.rescan()
+        self.adapter.spawn(self.controller.library.refresh())
         if self.documents_window is None:
             self.documents_window = DocumentsWindow(self.adapter, self)
             self.documents_window.modelsRequested.connect(self.show_model_manager)

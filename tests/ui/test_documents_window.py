@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -13,7 +14,9 @@ from app.core.paths import data_paths
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service import events as ev
-from app.ui.documents_embedding import CHOOSE
+from app.library.catalog import CatalogEntry, load_catalog
+from app.library.model_purpose import ModelPurpose
+from app.ui.documents_embedding import CHOOSE, EmbeddingLine, offer_words
 from app.ui.documents_window import DocumentsWindow
 from app.ui.documents_words import EMPTY, NO_MODEL, NONE_CHOSEN, ago, progress_words, time_left
 from tests.helpers.embedding_gguf import build_embedding_gguf
@@ -142,11 +145,11 @@ def test_remove_asks_first_and_the_last_one_gone_brings_back_the_empty_state(win
 
 def test_the_embedding_line_offers_a_model_and_then_a_choice_among_installed_ones(window, qtbot, loop,
                                                                                   tmp_path) -> None:
+    installed_before = import_model_file(ModelLibrary(data_paths().models),
+                                         build_embedding_gguf(tmp_path / "before.gguf"))
     shown, fake = documents(window)
-    line = shown.embedding
-    assert line.words.text() == NO_MODEL and line.get_model.isVisibleTo(shown) and not line.picker.isVisibleTo(shown)
-    line.get_model.click()
-    assert window.model_manager is not None and window.model_manager.isVisible()
+    line = shown.embedding  # opening the window lists the models: one installed before is offered
+    qtbot.waitUntil(lambda: line.picker.findData(installed_before.id) >= 0)
     installed = import_model_file(ModelLibrary(data_paths().models), build_embedding_gguf(tmp_path / "mini.gguf"))
     run(loop, window.controller.library.refresh())
     qtbot.waitUntil(lambda: line.picker.isVisibleTo(shown))
@@ -155,6 +158,39 @@ def test_the_embedding_line_offers_a_model_and_then_a_choice_among_installed_one
     line.picker.setCurrentIndex(line.picker.findData(installed.id))
     qtbot.waitUntil(lambda: fake.chosen == installed.id)
     qtbot.waitUntil(lambda: line.words.text().startswith("Search by meaning: on, with "))
+
+
+def test_the_catalogs_embedding_model_is_downloaded_from_the_line_and_then_used(window, qtbot, loop,
+                                                                                tmp_path) -> None:
+    shown, fake = documents(window)
+    line = shown.embedding  # opening the window lists the catalog, with its embedding entry
+    entry = next(e for e in load_catalog() if e.purpose is ModelPurpose.EMBEDDING)
+    qtbot.waitUntil(lambda: line.words.text() == offer_words(entry))
+    assert f"({entry.name}, 25.0 MB)" in line.words.text() and line.get_model.text() == "&Download it"
+    asked: list[CatalogEntry] = []
+    window.controller.library.download = asked.append  # no network here: the queue is the library's
+    line.get_model.click()
+    assert asked == [entry]
+    emit = window.controller.bus.emit
+    item = ev.DownloadItem(id="d1", title=entry.name, state=ev.DownloadState.RUNNING, done=10, total=40,
+                           catalog_id=entry.id)
+    emit(ev.DownloadChanged(item))
+    assert line.words.text() == f"Search by meaning: downloading {entry.name}… 25%"
+    assert not line.get_model.isEnabled()
+    installed = import_model_file(ModelLibrary(data_paths().models), build_embedding_gguf(tmp_path / "mini.gguf"))
+    emit(ev.DownloadChanged(dataclasses.replace(item, state=ev.DownloadState.DONE, done=40, model_id=installed.id)))
+    run(loop, window.controller.library.refresh())
+    qtbot.waitUntil(lambda: fake.chosen == installed.id)  # downloaded from here: used once it is in
+    qtbot.waitUntil(lambda: line.words.text().startswith("Search by meaning: on, with "))
+
+
+def test_without_a_catalog_entry_the_line_opens_the_models_window(qtbot) -> None:
+    line = EmbeddingLine()
+    qtbot.addWidget(line)
+    line.show_choice(None, ())
+    assert line.words.text() == NO_MODEL and line.get_model.text() == "&Get an embedding model…"
+    with qtbot.waitSignal(line.modelsRequested):
+        line.get_model.click()
 
 
 def test_the_menu_opens_one_documents_window_and_looks_for_changed_files(window) -> None:
