@@ -313,7 +313,7 @@ class DocumentsWindow(QDialog):
             self.files.show_files(None, None, ())
             return
         self._files_asked += 1
-        self._spawn(self._load_files(name, self._files_asked))
+        self._spawn(self._load_files(name, self._files_asked), command=False)
 
     async def _load_files(self, name: str, asked: int) -> None:
         found = await asyncio.to_thread(ordered, await self._service.files(name))
@@ -371,16 +371,18 @@ class DocumentsWindow(QDialog):
         await self._service.choose_embedding_model(model_id)
         self.refresh_embedding()
 
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
-        self._adapter.spawn(self._said(work))
+    def _spawn(self, work: Coroutine[Any, Any, Any], command: bool = True) -> None:
+        self._adapter.spawn(self._said(work, command))
 
-    async def _said(self, work: Coroutine[Any, Any, Any]) -> None:
-        """Run a service command; one it refuses (DocumentsError: plain words) is said in the window."""
+    async def _said(self, work: Coroutine[Any, Any, Any], command: bool) -> None:
+        """Run a service call; one it refuses (DocumentsError: plain words) is said in the window.
+        A refusal is answered by the user's next command that goes through, not by the file
+        list coming in meanwhile (`command` False)."""
         try:
             await work
         except DocumentsError as exc:
             self._refused(str(exc))
             return
-        if self._problem_of is None:
+        if command and self._problem_of is None:
             self.problem.hide()
             self._problem_of = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 
@@ -26,13 +27,14 @@ from tests.helpers.documents_fake import FakeDocuments, collection
 
 
 @pytest.fixture
-def window(make_window):
+def window(make_window, loop):
+    """A window whose documents service is the stand-in; the real one is closed first, so no
+    late CollectionsChanged of its own (its start's, under load) overwrites the stand-in's."""
     made = make_window(engine=ScriptedEngine())
-    real = getattr(made.controller, "collections", None)
+    run(loop, made.controller.collections.close())
+    run(loop, asyncio.sleep(0.05))  # what it posted to the loop before it closed is delivered now
     made.controller.collections = FakeDocuments(made.controller.bus.emit)
-    yield made
-    if real is not None:
-        made.controller.collections = real  # the real one is the one shutdown closes
+    return made
 
 
 def documents(window) -> tuple[DocumentsWindow, FakeDocuments]:
@@ -71,6 +73,11 @@ def test_a_refused_folder_is_said_in_plain_words(window, qtbot, tmp_path) -> Non
     shown.add_folder.click()
     qtbot.waitUntil(lambda: shown.problem.isVisible())
     assert "already exists" in shown.problem.text.text()
+    loads = fake.calls.count(("files", "notes"))
+    shown.load_files()  # the file list coming in is no answer to the refusal
+    qtbot.waitUntil(lambda: fake.calls.count(("files", "notes")) > loads)
+    qtbot.wait(50)
+    assert shown.problem.isVisible()
     shown.reindex.click()  # a command that goes through: the refusal has been answered
     qtbot.waitUntil(lambda: not shown.problem.isVisible())
     window.controller.bus.emit(ev.DocumentsProblem("notes", "Its folder is gone: plug in the drive or remove it."))
@@ -82,8 +89,7 @@ def test_a_refused_folder_is_said_in_plain_words(window, qtbot, tmp_path) -> Non
 
 
 def test_rows_say_when_each_was_indexed_and_the_files_list_puts_problems_first(window, qtbot, tmp_path) -> None:
-    fake = FakeDocuments(window.controller.bus.emit)
-    window.controller.collections = fake
+    fake = window.controller.collections
     fake.infos = [collection("notes", tmp_path / "notes", files=3, unreadable=1, last_indexed=time.time() - 130),
                   collection("papers", tmp_path / "papers", last_indexed=None, state=ev.IndexState.READING)]
     fake.file_lists["notes"] = (
@@ -215,8 +221,7 @@ def test_the_words_for_time() -> None:
 
 
 def test_tab_reaches_every_control(window, qtbot, tmp_path) -> None:
-    fake = FakeDocuments(window.controller.bus.emit)
-    window.controller.collections = fake
+    fake = window.controller.collections
     fake.infos = [collection("notes", tmp_path, state=ev.IndexState.READING)]
     shown, _ = documents(window)
     shown.activateWindow()
