@@ -208,13 +208,13 @@ class ChatController:
         await self.open()
         recovered = await self.conversations.recover_interrupted()
         await self.elsewhere.watch()
-        await self.collections.start()
         conversations = await self.conversations.listing()
         self.bus.emit(ConversationsListed(tuple(conversations)))
         if conversations:
             await self.open_conversation(conversations[0].id)
         else:
             self.new_conversation()
+        await self.collections.start()  # after the chat is shown: its imports take a moment
         if recovered:
             self.bus.emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
                                   "they are kept and marked as interrupted.", "history"))
@@ -347,6 +347,8 @@ class ChatController:
     def set_window_state(self, window: WindowState) -> None:
         """The window came to the front, went behind another app, or was hidden: the
         engine pauses, runs gently or at full speed as the settings say (background.py)."""
+        if window == WindowState.FOREGROUND:
+            self.collections.window_shown()  # files may have changed meanwhile: a rescan
         if self.session.set_window_state(window):
             answering = self.answers.queue.answering_id
             self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()

@@ -7,6 +7,20 @@ from enum import StrEnum
 from pathlib import Path
 
 
+PAUSED_WORDS = "Paused"
+ANSWERING_WORDS = "Waiting while an answer is written"
+SAVING_WORDS = "Waiting: battery saver is on"
+
+
+def hold_words(user: bool = False, answering: bool = False, saving: bool = False) -> str:
+    """Why indexing waits, the first reason that holds it: the user's Pause, an answer, power."""
+    if user:
+        return PAUSED_WORDS
+    if answering:
+        return ANSWERING_WORDS
+    return SAVING_WORDS if saving else ""
+
+
 class IndexState(StrEnum):
     """Where a collection's indexing stands, as the Documents window shows it."""
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -15,17 +17,20 @@ from app.library.gguf_info import ModelFileError
 from app.library.installed import InstalledModel
 from app.library.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
-from app.service.documents_events import CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState
+from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState,
+                                          hold_words)
 from app.service.events import AnswerFinished, AnswerInterrupted, AnswerStarted, Event
 
 if TYPE_CHECKING:  # numpy and the index come with the worker: imported when the service starts
     from app.documents.index import DocumentIndex, ReadFiles
+    from app.documents.reader_worker import ReaderPool
     from app.documents.search import Embedder
     from app.service.documents_worker import EmbeddingChoice, IndexWorker
 
 T = TypeVar("T")
 RESCAN_EVERY_S = 600.0
 POWER_EVERY_S = 60.0
+SHOWN_RESCAN_AFTER_S = 60.0
 MAX_NAME = 100  # as the index allows
 
 
@@ -60,6 +65,8 @@ class DocumentsService:
         self._worker: IndexWorker | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._saving = False
+        self._rescanned = 0.0
+        self._pool: ReaderPool | None = None
         self._hold: dict[str, bool] = {}
 
     # --- life ---------------------------------------------------------------------------
@@ -67,8 +74,9 @@ class DocumentsService:
     async def start(self) -> None:
         """Open the index on the worker, go on with the collections a run left unfinished, then
         rescan each; rescans again every 10 minutes. An unusable index is a DocumentsProblem."""
-        from app.service.documents_worker import IndexWorker
-
+        # numpy and SQLite's index come with it: ~0.2 s of imports, kept off the window's thread.
+        worker_module = await asyncio.to_thread(importlib.import_module, "app.service.documents_worker")
+        IndexWorker = worker_module.IndexWorker  # noqa: N806 - the class, as an import would name it
         loop = asyncio.get_running_loop()
 
         def post(call: Callable[[], None]) -> None:
@@ -85,6 +93,7 @@ class DocumentsService:
             return  # said as a DocumentsProblem; every later call raises it again
         unfinished = [row.name for row in rows if row.pending or row.indexed_at is None]
         worker.want(unfinished + [row.name for row in rows if row.name not in unfinished])
+        self._rescanned = time.monotonic()
         self._tasks.append(loop.create_task(self._every(RESCAN_EVERY_S, self.rescan)))
         if self._read_power is not None:
             self._tasks.append(loop.create_task(self._every(POWER_EVERY_S, self._poll_power, at_once=True)))
@@ -97,6 +106,10 @@ class DocumentsService:
         self._tasks.clear()
         if self._worker is not None:
             await asyncio.to_thread(self._worker.close)
+            # The reader serves one thread: it ends here once the worker's thread has ended (a
+            # worker stuck in a file past the wait leaves it to the exit's clean-up).
+            if self._pool is not None and not self._worker.alive:
+                await asyncio.to_thread(self._pool.close)
 
     # --- what the window reads -------------------------------------------------------------
 
@@ -184,9 +197,17 @@ class DocumentsService:
         worker.want([name], first=True)
 
     def rescan(self) -> None:
-        """Look for new, changed and deleted files in every collection (cheap: sizes and times)."""
+        """Look for new, changed and deleted files in every collection (cheap: sizes and times;
+        0.3-0.7 s of the worker's time for 10,000 files, benchmarks/indexing_stall.py)."""
         if self._worker is not None:
+            self._rescanned = time.monotonic()
             self._worker.want([info.name for info in self._infos])
+
+    def window_shown(self) -> None:
+        """The window came back to the front: the user may have changed files meanwhile, so a
+        rescan, unless one began in the last minute (switching apps back and forth)."""
+        if time.monotonic() - self._rescanned >= SHOWN_RESCAN_AFTER_S:
+            self.rescan()
 
     def pause(self) -> None:
         """The user's Pause: indexing waits (between two files) until resume()."""
@@ -203,6 +224,10 @@ class DocumentsService:
         """On battery or with battery saver on: indexing waits, and says why."""
         self._saving = saving
         self._set_hold(saving=saving)
+
+    def waiting_because(self) -> str:
+        """Why indexing waits now ("" when it does not), in IndexingProgress's words."""
+        return hold_words(**self._hold)
 
     def hear(self, event: Event) -> None:
         """A bus listener: an answer starting or ending holds or frees indexing."""
@@ -267,7 +292,8 @@ class DocumentsService:
 
         read = self._read
         if read is None:
-            read = ReaderPool().read_all
+            self._pool = ReaderPool()
+            read = self._pool.read_all
         return DocumentIndex(self._database or default_database(), read, chunk_document)
 
     def _make_embedder(self, path: Path) -> Embedder:

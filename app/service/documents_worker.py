@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import threading
 import time
 from collections import deque
@@ -16,48 +17,14 @@ from app.documents.index import DocumentIndex, IndexControl
 from app.documents.search import Embedder
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, IndexingProgress,
                                           IndexState)
+from app.service.documents_pace import PROGRESS_EVERY_S, Hold, Pace
 from app.service.events import Event
 
 T = TypeVar("T")
-# A window redraws at 60 Hz: more progress than this is work for nobody.
-PROGRESS_EVERY_S = 0.25
-# The collections' counts (a query over every file row) are read again at most this often in a run.
-_COUNTS_EVERY_S = 2.0
+log = logging.getLogger(__name__)
 # Chunks embedded between two looks at a hold: one batch is a second or two on two cores.
 EMBED_BATCH = 16
-# The pace of a few files says nothing about the rest: no time left before this many.
-_ESTIMATE_AFTER = 3
 
-PAUSED_WORDS = "Paused"
-ANSWERING_WORDS = "Waiting while an answer is written"
-SAVING_WORDS = "Waiting: battery saver is on"
-
-
-class Hold:
-    """Why indexing waits, set from the event loop and read by the worker: the user's Pause
-    first, then an answer streaming, then power saving (the words name the first that holds)."""
-
-    def __init__(self, wake: threading.Event) -> None:
-        self._wake = wake
-        self.user = False
-        self.answering = False
-        self.saving = False
-
-    def set(self, **flags: bool) -> None:
-        for name, value in flags.items():
-            setattr(self, name, value)
-        self._wake.set()
-
-    @property
-    def held(self) -> bool:
-        return self.user or self.answering or self.saving
-
-    def words(self) -> str:
-        if self.user:
-            return PAUSED_WORDS
-        if self.answering:
-            return ANSWERING_WORDS
-        return SAVING_WORDS if self.saving else ""
 
 
 # Starts the model's embedding process (a test's stand-in).
@@ -126,13 +93,18 @@ class IndexWorker:
         self._closed = False
         self._broken: DocumentsError | None = None  # why the index could not be opened
         self._shown_words = ""
-        self._pace = _Pace()
+        self._shown_infos: tuple[CollectionInfo, ...] | None = None
+        self._pace = Pace()
         self._thread = threading.Thread(target=self._main, name="kestrel-documents", daemon=True)
 
     # --- from the event loop ----------------------------------------------------------
 
     def start(self) -> None:
         self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     def submit(self, run: Callable[[DocumentIndex], T], between_runs: bool = False) -> concurrent.futures.Future[T]:
         """Run `run(index)` on the worker; `between_runs`: not while a run holds files in memory."""
@@ -241,11 +213,16 @@ class IndexWorker:
         """Scan and read one collection; a folder gone or an unusable index is said, not raised."""
         control = self._control = _RunControl(self)
         self._current = (name, IndexState.SCANNING)
-        self._pace = _Pace()
+        self._pace = Pace()
+        with self._lock:  # asked for again during the run (a rescan): another run follows
+            self._todo.pop(name, None)
         self.refresh()
+        folder = next((row.folder for row in self._rows if row.name == name), None)
+        if folder is None:  # removed since it was asked for
+            self._current = self._control = None
+            return
         try:
-            folder = next((row.folder for row in self._rows if row.name == name), None)
-            if folder is not None and not folder.is_dir():
+            if not folder.is_dir():
                 raise DocumentsError(f"The folder of the collection “{name}”, {folder}, is not there. Connect the "
                                      "drive it is on, or remove the collection.")
             self._index.index(name, self._progress, control)
@@ -256,12 +233,17 @@ class IndexWorker:
         except DocumentsError as exc:
             self._failed.add(name)
             self._emit(DocumentsProblem(name, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - the thread must outlive it: the window shows it
+            log.exception("indexing %s failed", name)
+            self._failed.add(name)
+            self._emit(DocumentsProblem(name, f"Indexing stopped on an unexpected error ({type(exc).__name__}: "
+                                              f"{exc}). The files read so far are kept; Reindex tries again."))
         finally:
             self._control = None
             self._current = None
-            if not control.cancelled or self._closed:
-                with self._lock:
-                    self._todo.pop(name, None)
+            if control.cancelled and not self._closed:
+                with self._lock:  # the files it did not reach are read next
+                    self._todo = {name: None, **self._todo}
         self.refresh()
 
     def _progress(self, progress: IndexProgress) -> None:
@@ -288,7 +270,7 @@ class IndexWorker:
         done, total = self._vectors[name]
         control = self._control = _RunControl(self)
         self._current = (name, IndexState.EMBEDDING)
-        self._pace = _Pace()
+        self._pace = Pace()
         self._publish(force=True)
 
         def progress(count: int) -> None:
@@ -308,6 +290,12 @@ class IndexWorker:
         except DocumentsError as exc:
             self._emit(DocumentsProblem(name, str(exc)))
             self._embed_failed = True
+        except Exception as exc:  # noqa: BLE001 - as in _run
+            log.exception("embedding %s failed", name)
+            self._embed_failed = True
+            self._close_embedder()
+            self._emit(DocumentsProblem(name, f"Making vectors stopped on an unexpected error ({type(exc).__name__}: "
+                                              f"{exc}). The documents are found by keyword meanwhile."))
         finally:
             self._control = None
             self._current = None
@@ -339,6 +327,7 @@ class IndexWorker:
         """On the worker: read the collections' counts (and vector coverage) again and say them."""
         try:
             self._rows = self._index.collections()
+            self._failed &= {row.name for row in self._rows}  # a removed collection's failure goes with it
             choice = self._choice
             self._vectors = {row.name: (self._index.vector_coverage(choice.model_id, [row.name]) if choice
                                         else (0, row.chunks)) for row in self._rows}
@@ -353,7 +342,9 @@ class IndexWorker:
             return
         self._shown_words = words
         infos = tuple(self._info(row, words) for row in self._rows)
-        self._emit(CollectionsChanged(infos))
+        if infos != self._shown_infos:  # listeners hear changes, not the worker's wakes
+            self._shown_infos = infos
+            self._emit(CollectionsChanged(infos))
         current = self._current
         if current is not None and words:
             self._emit(IndexingProgress(current[0], IndexState.PAUSED if self.hold.user else IndexState.WAITING,
@@ -390,33 +381,3 @@ class IndexWorker:
         for job in jobs:
             if job.future.set_running_or_notify_cancel():
                 job.future.set_exception(exc)
-
-
-class _Pace:
-    """A run's pace, its time held left out, and when the next progress event is due."""
-
-    def __init__(self) -> None:
-        self._started = time.monotonic()
-        self.held_s = 0.0
-        self._said = 0.0
-        self._counted = time.monotonic()
-
-    def left(self, done: int, total: int) -> float | None:
-        if done < _ESTIMATE_AFTER:
-            return None
-        working = max(time.monotonic() - self._started - self.held_s, 1e-6)
-        return working / done * max(total - done, 0)
-
-    def due(self) -> bool:
-        now = time.monotonic()
-        if now - self._said < PROGRESS_EVERY_S:
-            return False
-        self._said = now
-        return True
-
-    def counts_due(self) -> bool:
-        now = time.monotonic()
-        if now - self._counted < _COUNTS_EVERY_S:
-            return False
-        self._counted = now
-        return True

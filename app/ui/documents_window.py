@@ -15,12 +15,13 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QInputDialog, 
 from app.documents.collections import DocumentsError
 from app.library.catalog import CatalogEntry
 from app.library.model_purpose import ModelPurpose
+from app.service.documents_events import PAUSED_WORDS
 from app.service.events import CollectionInfo, IndexingProgress
 from app.ui import icons
 from app.ui.documents_embedding import EmbeddingLine
 from app.ui.documents_files import FilesPanel, ordered
 from app.ui.documents_parts import EmptyPage, ProgressRow, collections_table
-from app.ui.documents_words import ago, files_words, is_busy, is_going, is_paused, state_words
+from app.ui.documents_words import ago, files_words, is_busy, is_going, state_words
 from app.ui.server_settings_page import WarningRow
 
 if TYPE_CHECKING:
@@ -277,8 +278,7 @@ class DocumentsWindow(QDialog):
     def _update_progress(self) -> None:
         """The bar for the selected collection while it is busy, else for any busy one; hidden when none is."""
         busy = [info for info in self._infos if is_busy(info.state)]
-        paused = any(is_paused(info.state) for info in self._infos) or any(
-            is_paused(progress.state) for progress in self._progress.values())
+        paused = self._service.waiting_because() == PAUSED_WORDS  # the user's hold, said at once
         shown = next((info for info in busy if info.name == self.selected()), busy[0] if busy else None)
         self.progress_row.show_state(shown, self._progress.get(shown.name) if shown else None, paused)
 
@@ -362,6 +362,7 @@ class DocumentsWindow(QDialog):
             self._service.resume()
         else:
             self._service.pause()
+        self._update_progress()
 
     def choose_model(self, model_id: object) -> None:
         assert isinstance(model_id, str)

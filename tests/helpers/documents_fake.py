@@ -18,6 +18,7 @@ class FakeDocuments:
         self.infos: list[ev.CollectionInfo] = []
         self.file_lists: dict[str, tuple[ev.FileInfo, ...]] = {}
         self.chosen: str | None = None
+        self.held = False  # the user's Pause
         self.calls: list[tuple[str, object]] = []
 
     def collections(self) -> tuple[ev.CollectionInfo, ...]:
@@ -48,14 +49,19 @@ class FakeDocuments:
     def rescan(self) -> None:
         self.calls.append(("rescan", None))
 
+    def waiting_because(self) -> str:
+        return "Paused" if self.held else ""
+
     def pause(self) -> None:
         self.calls.append(("pause", None))
+        self.held = True
         self.infos = [dataclasses.replace(info, state=ev.IndexState.PAUSED) if info.state != ev.IndexState.IDLE
                       else info for info in self.infos]
         self._emit(ev.CollectionsChanged(tuple(self.infos)))
 
     def resume(self) -> None:
         self.calls.append(("resume", None))
+        self.held = False
         self.infos = [dataclasses.replace(info, state=ev.IndexState.READING) if info.state == ev.IndexState.PAUSED
                       else info for info in self.infos]
         self._emit(ev.CollectionsChanged(tuple(self.infos)))

@@ -4,6 +4,7 @@ pauses (the user's, an answer's, power's), a restart that goes on, a folder gone
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -17,7 +18,7 @@ from app.documents.collections import DocumentsError
 from app.documents.values import DocumentText, Unreadable
 from app.service import events as ev
 from app.service.documents_service import DocumentsService
-from app.service.documents_worker import ANSWERING_WORDS, PAUSED_WORDS, SAVING_WORDS
+from app.service.documents_events import ANSWERING_WORDS, PAUSED_WORDS, SAVING_WORDS
 from tests.documents.index_fakes import read_here
 
 E = TypeVar("E")
@@ -113,6 +114,10 @@ def test_a_folder_added_is_indexed_in_the_background_with_progress_and_searched(
             hits = await service.search("ferry 7 o'clock", ["notes", "gone"], 3)
             assert hits and hits[0].path.name == "note007.txt"
             assert await service.search("ferry", ["gone"], 3) == []
+            readers = [child for child in multiprocessing.active_children() if child.name == "kestrel-reader"]
+            assert len(readers) == 1  # one reader for the service's life
+        readers[0].join(5)
+        assert not readers[0].is_alive()  # and it ends with the service
 
     asyncio.run(scenario())
 
@@ -287,5 +292,48 @@ def test_an_index_that_cannot_be_opened_is_said_and_refuses_plainly(tmp_path: Pa
                 await service.add_folder(folder_of(tmp_path, 1))
         finally:
             await service.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_reader_that_fails_is_said_and_the_service_goes_on(tmp_path: Path) -> None:
+    good = folder_of(tmp_path, 2, "good")
+    bad = folder_of(tmp_path, 2, "bad")
+
+    def reader(paths: Sequence[Path]) -> Iterator[DocumentText | Unreadable]:
+        if any(path.parent == bad.resolve() for path in paths):
+            raise RuntimeError("the document reader process did not start")
+        yield from read_here(paths)
+
+    async def scenario() -> None:
+        async with running(tmp_path, read=reader) as (service, heard):
+            await service.add_folder(bad)
+            await heard.until(lambda: heard.of(ev.DocumentsProblem), "the problem said")
+            assert "did not start" in heard.of(ev.DocumentsProblem)[0].text
+            await service.add_folder(good)
+            await heard.until(heard.idle("good", 2), "the next collection indexed")
+            assert heard.info("bad").state is ev.IndexState.FAILED  # type: ignore[union-attr]
+            await service.remove("bad")
+            assert [i.name for i in service.collections()] == ["good"]
+
+    asyncio.run(scenario())
+
+
+def test_a_collection_removed_while_it_is_read_stops_and_goes(tmp_path: Path) -> None:
+    folder = folder_of(tmp_path, 6)
+    gate = Gate()
+
+    async def scenario() -> None:
+        async with running(tmp_path, read=gate) as (service, heard):
+            await service.add_folder(folder)
+            gate.allow(2)
+            await heard.until(lambda: len(gate.read) == 2, "two files read")
+            removal = asyncio.ensure_future(service.remove("notes"))
+            gate.allow(1)  # the run looks at its control after the file in the reader's hands
+            await asyncio.wait_for(removal, 10)
+            assert service.collections() == () and heard.of(ev.DocumentsProblem) == []
+            await asyncio.sleep(0.3)
+            assert len(gate.read) == 3
+            assert await service.search("ferry", ["notes"], 3) == []
 
     asyncio.run(scenario())
