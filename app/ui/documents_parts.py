@@ -109,7 +109,10 @@ class ProgressRow(QWidget):
         self.pause.setText("Res&ume" if paused else "&Pause")
         self.pause.setToolTip("Go on indexing" if paused else "Hold indexing until you resume it")
         self.setVisible(shown is not None or paused)
-        if shown is None:
+        if shown is None:  # held with nothing to do now: what comes (a rescan's finds) waits too
+            self.bar.setRange(0, 1)
+            self.bar.setValue(0)
+            self.words.setText("Paused: changed files are read once you resume")
             return
         if progress is None:  # busy, how far not said yet: a bar that moves, or a still one while held
             self.bar.setRange(0, 1 if is_paused(shown.state) else 0)

@@ -49,6 +49,9 @@ class FakeDocuments:
     def rescan(self) -> None:
         self.calls.append(("rescan", None))
 
+    def window_shown(self) -> None:
+        pass  # the main window came to the front: the real service may rescan
+
     def waiting_because(self) -> str:
         return "Paused" if self.held else ""
 

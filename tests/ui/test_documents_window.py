@@ -130,6 +130,10 @@ def test_progress_says_how_far_and_why_it_waits_and_pause_holds_it(window, qtbot
     assert fake.calls[-1] == ("resume", None)
     fake.put(collection("notes", tmp_path, files=860, last_indexed=time.time()))
     assert not shown.progress_row.isVisibleTo(shown)  # done: the bar goes
+    fake.pause()  # held with nothing to read: the row stays, to resume from
+    window.controller.bus.emit(ev.CollectionsChanged(tuple(fake.infos)))
+    assert shown.progress_row.isVisibleTo(shown) and shown.pause.text() == "Res&ume"
+    assert shown.progress_words.text() == "Paused: changed files are read once you resume"
 
 
 def test_remove_asks_first_and_the_last_one_gone_brings_back_the_empty_state(window, qtbot, tmp_path) -> None:
