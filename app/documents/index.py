@@ -156,6 +156,15 @@ class DocumentIndex:
         return [FileRecord(path=Path(row[0]) / row[1], size=row[2], mtime_ns=row[3], state=FileState(row[4]),
                            reason=row[5], chunks=row[6]) for row in rows]
 
+    def mark_pending(self, name: str) -> int:
+        """Have the next run read every file of the collection again, not only the changed ones
+        (the user's Reindex: a file the reader refused may read now). Returns how many."""
+        collection_id = self._collection_id(name)
+        with plain_errors(self.path), transaction(self._conn):
+            cursor = self._conn.execute("UPDATE files SET state = ? WHERE collection_id = ?",
+                                        (FileState.PENDING.value, collection_id))
+            return max(cursor.rowcount, 0)
+
     def _collection_id(self, name: str) -> int:
         with plain_errors(self.path):
             row = self._conn.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()

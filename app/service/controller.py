@@ -13,6 +13,7 @@ from app.core.generation import GenerationSettings
 from app.core.history import HistoryDamaged, HistoryError
 from app.core.settings import Settings
 from app.engine.protocol import Loaded
+from app.hardware.power import read_power
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service.answering import Answering, storable
@@ -25,6 +26,7 @@ from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineError
 from app.service.conversations import Conversations
 from app.service.document_context import ChatDocuments
+from app.service.documents_service import DocumentsService
 from app.service.drafts import DraftBook
 from app.service.event_bus import EventBus, Listener, TaskGroup
 from app.service.events import (ActivityChanged, ConversationModelChosen, ConversationsListed, DamagedHistoryFound,
@@ -97,6 +99,10 @@ class ChatController:
         self.elsewhere = HistoryFollower(self._storage, self.bus, self.tasks.loop, self.conversations, self.chat,
                                          busy=lambda: self.answers.open_chat_busy, show_new=self.new_conversation,
                                          show=self.open_conversation)
+        # The window's collections, indexed in the background; it holds while an answer streams.
+        self.collections = DocumentsService(emit, library=library, settings=lambda: self.keeper.settings,
+                                            save_settings=self.keeper.save, read_power=read_power)
+        self.bus.subscribe(self.collections.hear)
         self.subscribe: Callable[[Listener], Callable[[], None]] = self.bus.subscribe
         self.spawn = self.tasks.spawn
 
@@ -213,6 +219,7 @@ class ChatController:
             await self.open_conversation(conversations[0].id)
         else:
             self.new_conversation()
+        await self.collections.start()  # after the chat is shown: its imports take a moment
         if recovered:
             self.bus.emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
                                   "they are kept and marked as interrupted.", "history"))
@@ -360,6 +367,8 @@ class ChatController:
     def set_window_state(self, window: WindowState) -> None:
         """The window came to the front, went behind another app, or was hidden: the
         engine pauses, runs gently or at full speed as the settings say (background.py)."""
+        if window == WindowState.FOREGROUND:
+            self.collections.window_shown()  # files may have changed meanwhile: a rescan
         if self.session.set_window_state(window):
             answering = self.answers.queue.answering_id
             self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()
@@ -391,6 +400,7 @@ class ChatController:
         await self.tools.close()  # no MCP server outlives Kestrel
         await self.tasks.cancel_all()
         await self.library.close()
+        await self.collections.close()
         await self.session.client.shutdown()
         if self.storage is not None:
             await self.storage.close()

@@ -16,6 +16,8 @@ from app.hardware.fit import FitEstimate
 from app.library.catalog import CatalogEntry
 from app.library.installed import InstalledModel
 from app.service.background import Pace
+from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo,
+                                          IndexingProgress, IndexState)
 from app.tools.values import ServerStatus
 
 
@@ -432,4 +434,17 @@ Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryCh
               AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,
               ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
               LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged,
-              ToolApprovalAsked, ToolApprovalSettled, ToolPartsChanged, ToolServersChanged]
+              ToolApprovalAsked, ToolApprovalSettled, ToolPartsChanged, ToolServersChanged,
+              CollectionsChanged, IndexingProgress, DocumentsProblem]
+
+
+# Every event and value front ends take from here (the documents service's are defined in documents_events.py).
+__all__ = ["ActivityChanged", "AnswerFinished", "AnswerInterrupted", "AnswerQueueChanged", "AnswerStarted",
+           "ApiRequestLogged", "BusyChanged", "CatalogListed", "CatalogRow", "CollectionInfo", "CollectionsChanged",
+           "ConversationChanged", "ConversationModelChosen", "ConversationOpened", "ConversationRemoved",
+           "ConversationsListed", "DamagedHistoryFound", "DamagedHistoryReplaced", "DocumentsProblem", "DownloadChanged",
+           "DownloadId", "DownloadItem", "DownloadState", "DraftChanged", "Event", "FileInfo", "HistoryChangedElsewhere",
+           "IndexState", "IndexingProgress", "InterruptReason", "LibraryListed", "MessageAdded", "MessagesRemoved",
+           "ModelRow", "ModelState", "ModelStateChanged", "PaceChanged", "Problem", "ProblemKind", "ProblemSolved",
+           "Queued", "RequestRecord", "SendFailed", "SettingsChanged", "SetupFinished", "SetupProgress", "THINKING",
+           "TextGrew", "ToolApprovalAsked", "ToolApprovalSettled", "ToolPartsChanged", "ToolServersChanged", "WRITING"]

@@ -33,7 +33,9 @@ class ControllerAdapter(QObject):
     and start_fresh_history), historyReplaced(text), catalogListed (read the `catalog`
     model or controller.library.recommended()), downloadChanged(DownloadItem),
     apiRequestLogged(RequestRecord), approvalsChanged (read `approvals`: the tool calls
-    waiting for the user, by approval id, oldest first), toolServersChanged(statuses). Text deltas
+    waiting for the user, by approval id, oldest first), toolServersChanged(statuses),
+    collectionsChanged(collections), indexingProgress(IndexingProgress) and
+    documentsProblem(collection, text) (the documents service's). Text deltas
     are coalesced by `bridge` to one update per frame. `installed`, `catalog` and
     `downloads` are the model manager's item models. `conversations` keeps its
     ANSWERING, WAITING and HAS_DRAFT roles in step with the controller. When another
@@ -60,6 +62,9 @@ class ControllerAdapter(QObject):
     apiRequestLogged = Signal(object)  # a RequestRecord: the API server finished a request
     approvalsChanged = Signal()  # read `approvals`: a tool call was asked about or settled
     toolServersChanged = Signal(object)  # tuple[ServerStatus, ...]: an MCP server started, failed, stopped
+    collectionsChanged = Signal(tuple)  # tuple[CollectionInfo, ...]: the document collections as they are now
+    indexingProgress = Signal(object)  # an IndexingProgress: how far a collection's indexing is, or why it waits
+    documentsProblem = Signal(str, str)  # collection ("" for the whole index), plain words with what to do
 
     def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -164,6 +169,12 @@ class ControllerAdapter(QObject):
             self.apiRequestLogged.emit(event.record)
         elif isinstance(event, ev.ToolServersChanged):
             self.toolServersChanged.emit(event.statuses)
+        elif isinstance(event, ev.CollectionsChanged):
+            self.collectionsChanged.emit(event.collections)
+        elif isinstance(event, ev.IndexingProgress):
+            self.indexingProgress.emit(event)
+        elif isinstance(event, ev.DocumentsProblem):
+            self.documentsProblem.emit(event.collection, event.text)
 
     def _approval(self, event: ev.ToolApprovalAsked | ev.ToolApprovalSettled) -> None:
         if isinstance(event, ev.ToolApprovalAsked):

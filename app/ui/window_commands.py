@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 from app.service.engine_errors import EngineError
 from app.ui.about import AboutDialog
 from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
+from app.ui.documents_window import DocumentsWindow
 from app.ui.hardware_view import HardwareWindow
 from app.ui.model_manager import ModelManager
 from app.ui.server_window import ServerWindow
@@ -36,8 +37,8 @@ class WindowCommands(QMainWindow):
     """Dialogs and actions the user starts; MainWindow inherits them and does the wiring.
 
     Opens the model manager (`model_manager`), the hardware window (`hardware_window`),
-    the API server window (`server_window`) and About (`about`) without blocking the
-    chat; asks before deleting.
+    the API server window (`server_window`), the Documents window (`documents_window`)
+    and About (`about`) without blocking the chat; asks before deleting.
     """
 
     controller: "ChatController"
@@ -52,6 +53,7 @@ class WindowCommands(QMainWindow):
     hardware_window: HardwareWindow | None
     about: AboutDialog | None
     server_window: ServerWindow | None
+    documents_window: DocumentsWindow | None = None
     server: "ServerHost"
     paths: "DataPaths"
     quitting = False  # quit() was asked: closing ends Kestrel even where it would hide to the tray
@@ -169,6 +171,19 @@ class WindowCommands(QMainWindow):
         self.server_window.show()
         self.server_window.raise_()
         self.server_window.activateWindow()
+
+    def show_documents_window(self) -> None:
+        """The document collections chats search, their indexing and files (not modal); one at a time.
+        Each opening looks for changed files too (sizes and times: cheap), so what it shows is now's,
+        and lists the models and the catalog (its embedding line offers and picks among them)."""
+        self.controller.collections.rescan()
+        self.adapter.spawn(self.controller.library.refresh())
+        if self.documents_window is None:
+            self.documents_window = DocumentsWindow(self.adapter, self)
+            self.documents_window.modelsRequested.connect(self.show_model_manager)
+        self.documents_window.show()
+        self.documents_window.raise_()
+        self.documents_window.activateWindow()
 
     def show_model_manager(self) -> None:
         """Open the model manager (not modal: the chat goes on), or bring it forward."""

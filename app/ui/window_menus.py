@@ -80,6 +80,8 @@ def build_menus(window: WindowCommands) -> WindowActions:
     view_menu.addSeparator()
     _add(view_menu, "&Hardware…", window.show_hardware, "Ctrl+Shift+H", "hardware")
     _add(view_menu, "&API server…", window.show_server_window, None, "server")
+    documents = _add(view_menu, "&Documents…", window.show_documents_window, "Ctrl+Shift+D", "folder")
+    documents.setObjectName("showDocuments")  # other parts (the composer's "Manage documents…") trigger it
 
     chat_menu = bar.addMenu("&Chat")
     regenerate = _add(chat_menu, "&Regenerate last answer", window.regenerate, "Ctrl+R", "regenerate")

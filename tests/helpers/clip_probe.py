@@ -227,7 +227,49 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         ("model manager", manager),
         ("attachments", attachment_scenes.composer_with_chips),
         ("source popup", lambda: attachment_scenes.source_popup(window)),
+        ("documents empty", lambda: _documents(window, loop, home, filled=False)),
+        ("documents", lambda: _documents(window, loop, home, filled=True)),
     ]
+
+
+def _documents(window: Any, loop: asyncio.AbstractEventLoop, home: Path, *, filled: bool) -> QWidget:
+    """The Documents window over a stand-in service: empty, or with a collection read while
+    an answer is written, a file refused with a long reason, and the embedding line."""
+    from app.service import events as ev
+    from app.ui.documents_window import DocumentsWindow
+    from tests.helpers.documents_fake import FakeDocuments, collection
+
+    controller = window.controller
+    real = getattr(controller, "collections", None)
+    fake = FakeDocuments(controller.bus.emit)
+    if filled:
+        folder = home / "Documents" / "Quarterly reports"
+        fake.infos = [collection("Quarterly reports", folder, state=ev.IndexState.WAITING, files=860, unreadable=2,
+                                 last_indexed=time.time() - 130),
+                      collection("Notes", home / "Notes", files=41, last_indexed=time.time() - 90_000)]
+        fake.file_lists["Quarterly reports"] = (
+            ev.FileInfo(folder / "2024" / "scanned contract.pdf", "unreadable",
+                        "It holds only pictures of pages, no text: Kestrel cannot read scans yet.", 0),
+            ev.FileInfo(folder / "budget.docx", "indexed", "", 12),
+            ev.FileInfo(folder / "summary.md", "pending", "", 0))
+    controller.collections = fake
+    try:
+        shown = DocumentsWindow(window.adapter, window)
+    finally:
+        if real is not None:
+            controller.collections = real
+    if filled:
+        shown.show_progress(ev.IndexingProgress("Quarterly reports", ev.IndexState.WAITING, 120, 860, 130.0,
+                                                "Waiting while an answer is written"))
+        wait(loop, asyncio.sleep(0.05))  # the file list is asked for off the UI thread
+        from app.library.installed import InstalledModel
+        from app.library.model_purpose import ModelPurpose
+
+        minilm = InstalledModel(id="all-minilm-l6-v2", title="all-MiniLM-L6-v2 (embedding)",
+                                path=home / "minilm.gguf", size=45_000_000, sha256=None, source="catalog",
+                                added=0.0, format="gguf", purpose=ModelPurpose.EMBEDDING)
+        shown.embedding.show_choice(minilm.id, [minilm])  # the picker, as once a model is chosen
+    return shown
 
 
 def _about(window: Any) -> QWidget:
