@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from app.core.history import HistoryError, HistoryStore
+from app.documents.collections import DocumentsError, Hit
 from app.service.conversations import Conversations
 from app.service.event_bus import EventBus
 from app.service.events import ConversationOpened, Event, Problem
 from app.service.open_chat import OpenChat
 from app.service.storage import Storage
+
+if TYPE_CHECKING:
+    from app.service.document_context import SearchCollections
+    from app.service.documents_service import DocumentsService
 
 
 class ChatCollections:
@@ -56,3 +62,18 @@ class ChatCollections:
             await self._conversations.refresh(conversation.id, to_top=False)
         except (HistoryError, KeyError) as exc:
             self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That chat is gone.", "history"))
+
+
+def collection_search(service: DocumentsService) -> SearchCollections:
+    """ChatDocuments' search over the window's collections. DocumentsService.search leaves out a
+    name that is no longer a collection; here it is refused (DocumentsError), so the answer says
+    which one it went on without."""
+    async def search(question: str, names: Sequence[str], limit: int) -> list[Hit]:
+        known = {info.name for info in service.collections()}
+        gone = [name for name in names if name not in known]
+        if gone:
+            raise DocumentsError(f"There is no collection named {gone[0]!r} any more. Take it off this chat, or "
+                                 "add its folder again (View → Documents).")
+        return await service.search(question, names, limit)
+
+    return search

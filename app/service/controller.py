@@ -20,7 +20,7 @@ from app.service.answering import Answering, storable
 from app.service.api_answers import ApiAnswers
 from app.service.background import WindowState
 from app.service.attached_files import read_in_worker_off_loop
-from app.service.chat_collections import ChatCollections
+from app.service.chat_collections import ChatCollections, collection_search
 from app.service.chat_files import ChatFiles, ExportOutcome
 from app.service.engine_handle import EngineHandle
 from app.service.engine_errors import EngineError
@@ -80,7 +80,6 @@ class ChatController:
         # mcp.json sits beside settings.json (app.core.paths); a CLI chat with no settings file names it.
         self.tools = ToolUse(mcp_file or (settings_path.with_name("mcp.json") if settings_path else None),
                              self.keeper, emit)
-        # The documents each chat answers from (attached files, collections): put before its questions.
         self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None,
                                        count=lambda text: self.session.client.count_tokens(text))
         self.collection_choice = ChatCollections(self._storage, self.chat, self.conversations, self.bus)
@@ -103,6 +102,11 @@ class ChatController:
         self.collections = DocumentsService(emit, library=library, settings=lambda: self.keeper.settings,
                                             save_settings=self.keeper.save, read_power=read_power)
         self.bus.subscribe(self.collections.hear)
+        self.documents.use_search(collection_search(self.collections))
+        # The window's documents API: files read in the reader's worker, off the loop (AttachmentsUnreadable
+        # names each one refused); the open chat's collections (a new chat keeps them until its first message).
+        self.read_attachments = read_in_worker_off_loop
+        self.chat_collections, self.set_chat_collections = self.collection_choice.names, self.collection_choice.choose
         self.subscribe: Callable[[Listener], Callable[[], None]] = self.bus.subscribe
         self.spawn = self.tasks.spawn
 
@@ -326,24 +330,11 @@ class ChatController:
         """Keep the chat's unsent text; returns at once (written on the writer thread)."""
         self.drafts.put(conversation_id, storable(text))
 
-    async def read_attachments(self, paths: Sequence[Path]) -> tuple[AttachedFile, ...]:
-        """Read files to attach, in the reader's worker process and off the event loop;
-        AttachmentsUnreadable (plain words naming each file) if one cannot be read or kept."""
-        return await read_in_worker_off_loop(paths)
-
     def send(self, text: str, attachments: Sequence[AttachedFile] = ()) -> bool:
-        """Save the user's message (with its files) in the open chat; its answer follows in turn
-        (answering.py). Files without words ask for a summary, which becomes the message's text."""
+        """Save the user's message (and files: alone, they ask for a summary) in the open chat; its
+        answer follows in turn (answering.py)."""
         return self.answers.send(text, attachments, history_open=self.storage is not None,
                                  collections=self.collection_choice.take_pending)
-
-    def chat_collections(self) -> tuple[str, ...]:
-        """The collections the open chat answers from (a new chat's choice too)."""
-        return self.collection_choice.names()
-
-    async def set_chat_collections(self, names: Sequence[str]) -> None:
-        """Choose the open chat's collections; a new chat keeps them until its first message."""
-        await self.collection_choice.choose(names)
 
     def regenerate(self) -> bool:
         """Replace the open chat's last answer (or answer its unanswered last message)."""

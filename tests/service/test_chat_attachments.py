@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -151,3 +152,34 @@ def test_read_attachments_reads_in_the_worker_and_names_what_it_cannot(started_c
             assert str(refused.value).startswith(f"{tmp_path / 'gone.pdf'} cannot be read")
 
     run(scenario)
+
+
+class _Service:
+    """What collection_search uses of DocumentsService: the collections last known, and search,
+    which leaves out a name it does not know (as the real one does)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = list(names)
+
+    def collections(self):
+        return tuple(SimpleNamespace(name=name) for name in self.names)
+
+    async def search(self, question: str, names: Sequence[str], limit: int) -> list[Hit]:
+        return [Hit(name, Path(f"/c/{name}.txt"), None, None, 1.0, FACT, 1) for name in names if name in self.names]
+
+
+def test_the_windows_search_says_which_collection_is_gone_where_the_service_leaves_it_out() -> None:
+    import asyncio
+
+    from app.service.chat_collections import collection_search
+    from app.service.document_context import ChatDocuments
+    from tests.service.test_document_context import chat, turn
+
+    service = _Service(["papers", "old"])
+    documents = ChatDocuments(lambda: None)
+    documents.use_search(collection_search(service))
+    service.names.remove("old")  # removed in the Documents window after the chat chose it
+    framed = asyncio.run(documents.frame(chat(("papers", "old")), [turn(1, Role.USER, QUESTION)]))
+    assert framed.problem.startswith("The collection 'old' was not searched for this answer: There is no "
+                                     "collection named 'old' any more.")
+    assert [source.path for source in framed.sources] == ["/c/papers.txt"]

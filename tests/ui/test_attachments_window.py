@@ -28,7 +28,7 @@ def test_a_file_is_read_by_the_reader_and_sent_with_the_message(make_window, loo
     sent = _record_sends(monkeypatch)
     window = make_window(engine=ScriptedEngine())
     composer = window.composer
-    assert composer.attach_button.isVisible() and not composer.documents_button.isVisible()  # no collections API
+    assert composer.attach_button.isVisible() and composer.documents_button.isVisible()
     notes = tmp_path / "notes.md"
     notes.write_text("# Plan\n\nCall Bob on Monday.\n", encoding="utf-8")
     folder = tmp_path / "a folder"
