@@ -19,7 +19,7 @@ from app.library.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState,
                                           hold_words)
-from app.service.events import AnswerFinished, AnswerInterrupted, AnswerStarted, Event
+from app.service.events import AnswerFinished, AnswerInterrupted, AnswerStarted, Event, ServingChanged
 
 if TYPE_CHECKING:  # numpy and the index come with the worker: imported when the service starts
     from app.documents.index import DocumentIndex, ReadFiles
@@ -68,6 +68,7 @@ class DocumentsService:
         self._rescanned = 0.0
         self._pool: ReaderPool | None = None
         self._hold: dict[str, bool] = {}
+        self._answers = {"chat": False, "api": False}
 
     # --- life ---------------------------------------------------------------------------
 
@@ -232,11 +233,17 @@ class DocumentsService:
         return hold_words(**self._hold)
 
     def hear(self, event: Event) -> None:
-        """A bus listener: an answer starting or ending holds or frees indexing."""
+        """A bus listener: a chat's answer or an API answer starting or ending holds or frees
+        indexing (either may end while the other runs: indexing waits for both)."""
         if isinstance(event, AnswerStarted):
-            self.set_answering(True)
+            self._answers["chat"] = True
         elif isinstance(event, (AnswerFinished, AnswerInterrupted)):
-            self.set_answering(False)
+            self._answers["chat"] = False
+        elif isinstance(event, ServingChanged):
+            self._answers["api"] = event.serving
+        else:
+            return
+        self.set_answering(any(self._answers.values()))
 
     # --- the embedding model -------------------------------------------------------------------
 

@@ -270,6 +270,13 @@ class ActivityChanged:
 
 
 @dataclass(frozen=True)
+class ServingChanged:
+    """An API answer began to run (True), or the last one running ended (False)."""
+
+    serving: bool
+
+
+@dataclass(frozen=True)
 class PaceChanged:
     """The engine now runs at full speed, gently or paused (app/service/background.py);
     words say so for the answer being written ("" at full speed)."""
@@ -432,7 +439,7 @@ Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryCh
               ConversationRemoved, ConversationOpened, MessageAdded, MessagesRemoved, AnswerStarted,
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
               AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,
-              ActivityChanged, PaceChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
+              ActivityChanged, PaceChanged, ServingChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
               LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged,
               ToolApprovalAsked, ToolApprovalSettled, ToolPartsChanged, ToolServersChanged,
               CollectionsChanged, IndexingProgress, DocumentsProblem]
@@ -446,5 +453,5 @@ __all__ = ["ActivityChanged", "AnswerFinished", "AnswerInterrupted", "AnswerQueu
            "DownloadId", "DownloadItem", "DownloadState", "DraftChanged", "Event", "FileInfo", "HistoryChangedElsewhere",
            "IndexState", "IndexingProgress", "InterruptReason", "LibraryListed", "MessageAdded", "MessagesRemoved",
            "ModelRow", "ModelState", "ModelStateChanged", "PaceChanged", "Problem", "ProblemKind", "ProblemSolved",
-           "Queued", "RequestRecord", "SendFailed", "SettingsChanged", "SetupFinished", "SetupProgress", "THINKING",
+           "Queued", "RequestRecord", "SendFailed", "ServingChanged", "SettingsChanged", "SetupFinished", "SetupProgress", "THINKING",
            "TextGrew", "ToolApprovalAsked", "ToolApprovalSettled", "ToolPartsChanged", "ToolServersChanged", "WRITING"]

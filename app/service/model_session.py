@@ -20,7 +20,7 @@ from app.service.engine_errors import EngineDied, EngineError
 from app.service.engine_queue import EngineQueue
 from app.service.event_bus import EventBus, TaskGroup
 from app.service.events import (ActivityChanged, Event, ModelState, ModelStateChanged, PaceChanged, Problem,
-                                ProblemSolved)
+                                ProblemSolved, ServingChanged)
 from app.service.idle import UNLOADED_WORDS, IdleTimer
 from app.service.model_setup import ModelSetup
 from app.service.priority import set_gentle
@@ -50,6 +50,7 @@ class ModelSession:
         self.engine = EngineQueue(client)
         self.setup = setup
         self._bus = bus
+        self._serving = False
         self._tasks = tasks
         self._keeper = keeper
         self._context_length = context_length
@@ -228,7 +229,11 @@ class ModelSession:
 
     def set_serving(self, serving: bool) -> None:
         """An API answer runs (True) or the last one ended: while one runs the engine is
-        never held for a hidden window, only slowed (another program waits for it)."""
+        never held for a hidden window, only slowed (another program waits for it), and the
+        documents service's indexing waits (ServingChanged)."""
+        if serving != self._serving:
+            self._serving = serving
+            self._bus.emit(ServingChanged(serving))
         if self.pace.serve(serving):
             self._bus.emit(PaceChanged(self.pace.pace, self.pace.words() or ""))
 

@@ -178,6 +178,8 @@ def test_a_hidden_window_does_not_hold_an_api_answer(started_controller) -> None
             assert "".join(e.text for e in events if isinstance(e, Delta)) == "Still served"
             paces = [e.pace for e in started.events.of(ev.PaceChanged)]
             assert paces[-2:] == [Pace.GENTLE, Pace.PAUSED], "gentle while serving, held again after"
+            # Said once each way (the documents service's indexing waits for it meanwhile).
+            assert [e.serving for e in started.events.of(ev.ServingChanged)] == [True, False]
 
     run(scenario)
 

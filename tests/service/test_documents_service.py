@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from app.core.conversation import Message, MessageState, Role
 from app.documents.collections import DocumentsError
 from app.documents.values import DocumentText, Unreadable
 from app.service import events as ev
@@ -363,3 +364,21 @@ def test_the_time_left_leaves_the_time_held_out() -> None:
     pace.held_s += 6.0  # paused for six seconds: 4 files in 4 s of work, not in 10
     now[0] += 6.0
     assert pace.left(4, 10) == pytest.approx(6.0)
+
+
+def test_indexing_waits_for_a_chat_answer_and_an_api_answer_until_both_end(tmp_path: Path) -> None:
+    # The two end in any order: a chat's answer ending while an API answer runs must not free
+    # indexing (nor the other way round); the model session says when API answers run.
+    def answer(message_id: int) -> Message:
+        return Message(message_id, 1, Role.ASSISTANT, "", 0.0, MessageState.STREAMING, None)
+
+    service = DocumentsService(lambda event: None, database=tmp_path / "documents.sqlite3")
+    service.hear(ev.AnswerStarted(answer(2)))
+    service.hear(ev.ServingChanged(True))
+    service.hear(ev.AnswerFinished(answer(2)))
+    assert service.waiting_because() == ANSWERING_WORDS
+    service.hear(ev.AnswerStarted(answer(3)))
+    service.hear(ev.ServingChanged(False))
+    assert service.waiting_because() == ANSWERING_WORDS
+    service.hear(ev.AnswerInterrupted(answer(3), ev.InterruptReason.ENGINE_FAILED))
+    assert service.waiting_because() == ""
