@@ -19,7 +19,8 @@ from app.library.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState,
                                           hold_words)
-from app.service.events import AnswerFinished, AnswerInterrupted, AnswerStarted, Event, ServingChanged
+from app.service.events import (AnswerFinished, AnswerInterrupted, AnswerStarted, Event, LibraryListed,
+                                ServingChanged)
 
 if TYPE_CHECKING:  # numpy and the index come with the worker: imported when the service starts
     from app.documents.index import DocumentIndex, ReadFiles
@@ -241,6 +242,9 @@ class DocumentsService:
             self._answers["chat"] = False
         elif isinstance(event, ServingChanged):
             self._answers["api"] = event.serving
+        elif isinstance(event, LibraryListed):
+            self._follow_library()
+            return
         else:
             return
         self.set_answering(any(self._answers.values()))
@@ -322,6 +326,20 @@ class DocumentsService:
             usable = found is not None and found.purpose is ModelPurpose.EMBEDDING and not found.missing
             return found if usable else None
         return next((m for m in self._library.embedding_models() if not m.missing), None)
+
+    def _follow_library(self) -> None:
+        """The library changed (a model installed, downloaded or removed anywhere): with no model
+        chosen, the first embedding model installed is used at once, and a removed one no longer."""
+        if self._worker is None:
+            return  # start() chooses
+
+        async def follow() -> None:
+            model = await asyncio.to_thread(self._current_model)
+            if (model.id if model else None) != self.embedding_model():
+                await self._choose(model)
+
+        self._tasks = [task for task in self._tasks if not task.done()]
+        self._tasks.append(asyncio.get_running_loop().create_task(follow()))
 
     async def _choose(self, model: InstalledModel | None) -> None:
         self._model = model

@@ -61,6 +61,34 @@ def test_the_chosen_embedding_models_vectors_are_filled_in_the_background_and_se
     asyncio.run(scenario())
 
 
+def test_an_embedding_model_installed_later_is_used_without_being_chosen(tmp_path: Path) -> None:
+    # Installed anywhere (the model manager, `kestrel models add`): the library's listing is heard,
+    # and with nothing chosen the new model makes vectors at once; removed, it is no longer used.
+    from app.library.importer import import_model_file
+    from app.library.models import ModelLibrary
+    from tests.documents.index_fakes import WordHashEmbedder
+    from tests.helpers.embedding_gguf import build_embedding_gguf
+
+    library = ModelLibrary(tmp_path / "models")
+    folder = folder_of(tmp_path, 3)
+
+    async def scenario() -> None:
+        async with running(tmp_path, library=library, embedder=lambda path: WordHashEmbedder()) as (service, heard):
+            assert service.embedding_model() is None
+            await service.add_folder(folder)
+            await heard.until(lambda: (i := heard.info("notes")) is not None and i.state is ev.IndexState.IDLE
+                              and i.chunks == 3, "read, keyword only")
+            installed = import_model_file(library, build_embedding_gguf(tmp_path / "late-embed.gguf", name="late"))
+            service.hear(ev.LibraryListed((), 0))
+            await heard.until(lambda: service.embedding_model() == installed.id, "the new model taken up")
+            await heard.until(lambda: (i := heard.info("notes")) is not None and i.vectors == 3, "its vectors made")
+            library.remove(installed)
+            service.hear(ev.LibraryListed((), 0))
+            await heard.until(lambda: service.embedding_model() is None, "the removed model let go")
+
+    asyncio.run(scenario())
+
+
 def test_the_controller_starts_the_service_holds_it_while_answering_and_closes_it(started_controller: Any,
                                                                                    tmp_path: Path) -> None:
     from app.documents.index import default_database
