@@ -29,11 +29,15 @@ log = logging.getLogger(__name__)
 
 # Texts sent to the child in one request: bounds the pipe message and how much work one
 # timeout covers; llama.cpp then packs them into batches of up to the context's tokens.
-DEFAULT_TEXTS_PER_REQUEST = 64
+# Measured (docs/benchmarks.md, "Indexing and embedding speed"): all-MiniLM-L6-v2 f16 on one
+# thread of a busy 2-core machine made 1.6 chunks of ~350 tokens a second, and 64 texts on two
+# contended threads took more than 120 s: 16 a request is ~10 s there, a twelfth of the limit.
+DEFAULT_TEXTS_PER_REQUEST = 16
 # Loading a small embedding model takes well under a second; a slow disk or a large
 # model (EmbeddingGemma, 600 MB) needs more, and a load that never ends must still end.
 DEFAULT_START_TIMEOUT_S = 120.0
-# One request of 64 texts of 512 tokens takes a few seconds on two cores.
+# One request (16 texts of up to 512 tokens): seconds on a laptop, ~10-40 s on a busy
+# 2-core machine; a child silent for this long is hung, and is ended.
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 _CLOSE_WAIT_S = 5.0
 
