@@ -32,19 +32,17 @@ class ChatAttach(QObject):
         super().__init__(window)
         self._window, self._composer, self._adapter = window, composer, adapter
         self.calls = calls if calls is not None else ChatDocumentsCalls(adapter.controller)
-        composer.set_can_attach(self.calls.can_attach, self.calls.has_collections)
         composer.collections = lambda: (self.calls.collections(), self.calls.chosen())
         composer.attachRequested.connect(self.choose_files)
         composer.filesOffered.connect(self.attach)
         composer.collectionsChosen.connect(self._choose_collections)
         composer.manageDocumentsRequested.connect(self._manage_documents)
-        if self.calls.can_attach:
-            window.setAcceptDrops(True)
-            window.installEventFilter(self)
+        window.setAcceptDrops(True)
+        window.installEventFilter(self)
 
     def attach(self, paths: Sequence[Path]) -> None:
         """Chips for these files, each read by the controller's reader (a task per file)."""
-        if self.calls.can_attach and paths:
+        if paths:
             self._composer.tray.attach(list(paths), self.calls.read, self._adapter.spawn)
 
     def choose_files(self) -> None:

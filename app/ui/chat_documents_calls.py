@@ -4,33 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.core.attachments import AttachedFile
 from app.service.document_context import AttachmentsUnreadable
 
+if TYPE_CHECKING:
+    from app.service.controller import ChatController
+
 
 class ChatDocumentsCalls:
-    """What the window asks the controller about documents, by the names docs2's plan gives:
-    `read_attachments(paths)`, `send(text, attachments)`, `chat_collections()`,
-    `set_chat_collections(names)` and `controller.collections` (the DocumentsService, its
-    `collections()`).
+    """What the window asks the controller about documents: `read_attachments(paths)`,
+    `send(text, attachments)`, `chat_collections()`, `set_chat_collections(names)` and
+    `controller.collections` (the DocumentsService, its `collections()`), in one place, with
+    the answers in the window's terms (a chip's reason, names); tests give a small fake
+    controller with that API (tests/ui/test_attachments.py)."""
 
-    One seam so that tests give a fake controller with that API, and so that a controller
-    without it yet (the service's side landing separately) leaves the window working as
-    before: `can_attach` / `has_collections` say whether the buttons are offered.
-    """
-
-    def __init__(self, controller: object) -> None:
+    def __init__(self, controller: ChatController) -> None:
         self._controller = controller
-
-    @property
-    def can_attach(self) -> bool:
-        return hasattr(self._controller, "read_attachments")
-
-    @property
-    def has_collections(self) -> bool:
-        return hasattr(self._controller, "chat_collections") and hasattr(
-            getattr(self._controller, "collections", None), "collections")
 
     async def read(self, path: Path) -> AttachedFile | str:
         """The file read (by the controller's reader worker, off the UI thread), or why it cannot be.
@@ -38,7 +29,7 @@ class ChatDocumentsCalls:
         One file a call, so that each chip says its own file's reason.
         """
         try:
-            read: tuple[AttachedFile, ...] = await getattr(self._controller, "read_attachments")([path])
+            read = await self._controller.read_attachments([path])
         except AttachmentsUnreadable as unreadable:
             reasons = [item.reason for item in unreadable.unreadable]
             reason = reasons[0] if len(reasons) == 1 else str(unreadable)
@@ -48,21 +39,17 @@ class ChatDocumentsCalls:
         return read[0]
 
     def send(self, text: str, attachments: Sequence[AttachedFile]) -> bool:
-        """Send the open chat's message; without attachments, as before they existed."""
-        send = getattr(self._controller, "send")
-        accepted: bool = send(text, tuple(attachments)) if attachments else send(text)
-        return accepted
+        """Send the open chat's message with these files (none: the text alone)."""
+        return self._controller.send(text, tuple(attachments))
 
     def collections(self) -> tuple[str, ...]:
         """The names of every collection (last known: no I/O)."""
-        if not self.has_collections:
-            return ()
-        return tuple(info.name for info in getattr(self._controller, "collections").collections())
+        return tuple(info.name for info in self._controller.collections.collections())
 
     def chosen(self) -> tuple[str, ...]:
         """The collections the open chat answers from."""
-        return tuple(getattr(self._controller, "chat_collections")()) if self.has_collections else ()
+        return tuple(self._controller.chat_collections())
 
     async def choose(self, names: Sequence[str]) -> None:
         """The open chat answers from these collections from its next question on."""
-        await getattr(self._controller, "set_chat_collections")(tuple(names))
+        await self._controller.set_chat_collections(tuple(names))

@@ -118,7 +118,6 @@ class Composer(QWidget):
         self.attach_button.setAccessibleName("Attach files")
         self.attach_button.setToolTip("Attach files: their text goes with your message (or drop or paste them here)")
         icons.themed(self.attach_button, "attach")
-        self.attach_button.hide()  # offered once the controller reads attachments (set_can_attach)
         self.documents_button = QToolButton(self.frame)
         self.documents_button.setObjectName("chatDocuments")
         self.documents_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -132,7 +131,6 @@ class Composer(QWidget):
         self.documents_menu = QMenu(self.documents_button)
         self.documents_menu.aboutToShow.connect(self._fill_documents_menu)
         self.documents_button.setMenu(self.documents_menu)
-        self.documents_button.hide()
         self.collections: Callable[[], tuple[Sequence[str], Sequence[str]]] | None = None
         self.set_chosen_count(0)
         self.note = QLabel(self)
@@ -163,11 +161,6 @@ class Composer(QWidget):
         self.tray.changed.connect(self._update_button)
         self.attach_button.clicked.connect(self.attachRequested)
         self.button.clicked.connect(self._button_clicked)
-
-    def set_can_attach(self, attach: bool, collections: bool) -> None:
-        """Offer the paperclip and the Documents button (what the controller can do)."""
-        self.attach_button.setVisible(attach)
-        self.documents_button.setVisible(collections)
 
     def set_chosen_count(self, count: int) -> None:
         """The Documents button says how many collections the open chat answers from."""

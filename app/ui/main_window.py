@@ -107,11 +107,12 @@ class MainWindow(WindowCommands):
         self.action_copy_last = self.menu_actions.copy_last
 
     def _set_tab_order(self) -> None:
-        """Keyboard users move chats → messages → composer → send, in reading order."""
+        """Keyboard users move chats → messages → composer → send, in reading order, but for the
+        paperclip: after the message box (Shift+Tab from the box goes straight to the messages)."""
         chain = [self.new_button, self.search, self.conversation_list, self.header.model_button,
                  self.header.settings_button, self.messages, self.chat.approval.arguments,
                  self.chat.approval.copy_button, self.chat.approval.allow_button, self.chat.approval.always_button,
-                 self.chat.approval.deny_button, self.composer.attach_button, self.composer.edit,
+                 self.chat.approval.deny_button, self.composer.edit, self.composer.attach_button,
                  self.composer.documents_button, self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)

@@ -26,7 +26,6 @@ def composer_with_chips() -> QWidget:
     from app.ui.theme import part_styles
 
     composer = Composer()
-    composer.set_can_attach(True, True)
     composer.set_chosen_count(2)
     composer.edit.setPlainText("What changed since the last quarter?")
     tray = composer.tray

@@ -186,19 +186,6 @@ def test_the_documents_menu_checks_the_chats_collections_and_manages_them(attach
     assert opened == [True]
 
 
-def test_a_window_whose_controller_cannot_read_attachments_offers_no_paperclip(qtbot, loop) -> None:
-    class Plain:
-        def send(self, text):
-            return True
-
-    window = QWidget()
-    composer = Composer(window)
-    qtbot.addWidget(window)
-    wiring = ChatAttach(window, composer, FakeAdapter(Plain(), loop))
-    assert not composer.attach_button.isVisibleTo(window) and not composer.documents_button.isVisibleTo(window)
-    assert wiring.send("Hello")
-
-
 @pytest.fixture
 def chat(qtbot):
     model = MessageListModel()

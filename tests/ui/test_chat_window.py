@@ -6,6 +6,7 @@ import os
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
 
 from app.core.conversation import MessageState, Role
 from app.ui.dialogs import EditMessageDialog
@@ -207,7 +208,15 @@ def test_a_keyboard_only_user_can_send_select_copy_and_edit(make_window, loop, q
     assert window.composer.edit.hasFocus()
     _type_and_send(qtbot, window, "Typed without a mouse")
     run(loop, until(idle(window)))
-    # Shift+Tab from the composer reaches the messages; arrows select; Ctrl+C copies.
+    # Tab from the box reaches the paperclip, then Documents (Send, disabled with the box
+    # empty, is passed over); Shift+Tab from the box reaches the messages; arrows select;
+    # Ctrl+C copies.
+    reached = []
+    for _ in range(2):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        reached.append(QApplication.focusWidget())
+    assert reached == [window.composer.attach_button, window.composer.documents_button]
+    window.composer.edit.setFocus()
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
     assert window.messages.hasFocus()
     qtbot.keyClick(window.messages, Qt.Key.Key_End)

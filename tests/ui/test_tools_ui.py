@@ -76,7 +76,7 @@ def test_the_approval_bar_asks_in_its_own_chat_and_its_buttons_answer(make_windo
     assert not clipped(bar), clipped(bar)
     # Keyboard users reach it between the messages and the composer, in reading order.
     chain, widget = [], window.messages
-    for _ in range(10):  # the paperclip comes before the box (hidden until files can be attached)
+    for _ in range(8):
         widget = widget.nextInFocusChain()
         chain.append(widget)
     assert chain.index(bar.arguments) < chain.index(bar.allow_button) < chain.index(bar.always_button) \
