@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from enum import Enum
 from pathlib import Path
@@ -185,6 +186,7 @@ class AttachmentTray(QWidget):
         self.setObjectName("attachmentTray")
         self._flow = FlowLayout(self)
         self.chips: list[AttachmentChip] = []
+        self._removed: weakref.WeakSet[AttachmentChip] = weakref.WeakSet()
         self.hide()
 
     def attach(self, paths: list[Path], read: Callable[[Path], Awaitable[AttachedFile | str]],
@@ -211,16 +213,37 @@ class AttachmentTray(QWidget):
         self._settle(chip, result)
 
     def _settle(self, chip: AttachmentChip, result: AttachedFile | str) -> None:
-        if chip in self.chips:  # not removed while it was read
-            chip.set_read(result)
+        if chip in self._removed:
+            return  # removed while it was read (its widget is gone)
+        chip.set_read(result)  # here, or kept aside with another chat (take): read all the same
+        if chip in self.chips:
             self._changed()
 
     def remove(self, chip: AttachmentChip) -> None:
         if chip in self.chips:
             self.chips.remove(chip)
+            self._removed.add(chip)
             self._flow.removeWidget(chip)
             chip.deleteLater()
             self._changed()
+
+    def take(self) -> list[AttachmentChip]:
+        """The chips taken out of the tray, kept as they are (another chat opens: they wait for
+        this one's next message), still read if they were being read; `put` brings them back."""
+        taken, self.chips = self.chips, []
+        for chip in taken:
+            self._flow.removeWidget(chip)
+            chip.hide()
+        self._changed()
+        return taken
+
+    def put(self, chips: list[AttachmentChip]) -> None:
+        """Chips `take` took, back in the tray."""
+        for chip in chips:
+            self.chips.append(chip)
+            self._flow.addWidget(chip)
+            chip.show()
+        self._changed()
 
     def clear(self) -> None:
         """The message was sent: the next one starts with none."""

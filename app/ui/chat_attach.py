@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 
 from app.core.attachments import AttachedFile
 from app.ui.adapter import ControllerAdapter
-from app.ui.attachment_chips import local_files
+from app.ui.attachment_chips import AttachmentChip, local_files
 from app.ui.chat_documents_calls import ChatDocumentsCalls
 from app.ui.composer import Composer
 
@@ -32,6 +32,9 @@ class ChatAttach(QObject):
         super().__init__(window)
         self._window, self._composer, self._adapter = window, composer, adapter
         self.calls = calls if calls is not None else ChatDocumentsCalls(adapter.controller)
+        # The files attached in other chats, waiting for those chats' next messages (None: the new chat).
+        self._waiting: dict[int | None, list[AttachmentChip]] = {}
+        self._chat_id: int | None = None
         composer.collections = lambda: (self.calls.collections(), self.calls.chosen())
         composer.attachRequested.connect(self.choose_files)
         composer.filesOffered.connect(self.attach)
@@ -61,7 +64,18 @@ class ChatAttach(QObject):
         return True
 
     def chat_opened(self) -> None:
-        """Another chat is open: the Documents button counts its collections."""
+        """Another chat is open: the files waiting for a message stay with the chat they were
+        attached in (as its draft does) and that chat's come back; the Documents button counts
+        its collections. The new chat saved before its first message keeps what it had."""
+        conversation = self._adapter.controller.conversation
+        chat_id = conversation.id if conversation is not None else None
+        if chat_id != self._chat_id:
+            just_saved = self._chat_id is None and chat_id is not None and not self._adapter.controller.messages
+            if not just_saved:
+                if taken := self._composer.tray.take():
+                    self._waiting[self._chat_id] = taken
+                self._composer.tray.put(self._waiting.pop(chat_id, []))
+            self._chat_id = chat_id
         self._composer.set_chosen_count(len(self.calls.chosen()))
 
     def _choose_collections(self, names: tuple[str, ...]) -> None:

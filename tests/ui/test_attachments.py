@@ -50,6 +50,8 @@ class FakeController:
         self.collections = FakeCollections(("Papers", "Manuals"))
         self.release = asyncio.Event()
         self.files = {Path(PDF.path): PDF, Path(NOTES.path): NOTES}
+        self.conversation = None  # the open chat (None: a new one), as the window's chat_opened reads it
+        self.messages: list[Message] = []
 
     async def read_attachments(self, paths):
         await self.release.wait()  # as a reader worker takes its time: the chip says Reading… meanwhile
@@ -114,6 +116,36 @@ def test_files_are_read_off_the_ui_thread_and_a_refused_one_is_red_and_not_sent(
     assert wiring.send(composer.edit.toPlainText())
     assert controller.sent == [("What does it say?", (PDF,))]
     assert composer.tray.chips == [] and not composer.tray.isVisibleTo(composer)
+
+
+def test_files_waiting_for_a_message_stay_with_the_chat_they_were_attached_in(attached, loop) -> None:
+    _window, composer, controller, wiring = attached
+    chat = lambda chat_id: type("Chat", (), {"id": chat_id})()  # noqa: E731 - the open chat's id is all it reads
+    controller.conversation, controller.messages = chat(1), [object()]
+    wiring.chat_opened()
+    wiring.attach([Path(PDF.path)])  # read while another chat is open: it is read all the same
+    controller.conversation = chat(2)
+    wiring.chat_opened()
+    assert composer.tray.chips == [] and not composer.tray.isVisibleTo(composer)
+    controller.release.set()
+    wiring.attach([Path(NOTES.path)])
+    run(loop, until(lambda: not composer.tray.reading(), 5))
+    controller.conversation = chat(1)
+    wiring.chat_opened()
+    assert [(chip.path, chip.state) for chip in composer.tray.chips] == [(Path(PDF.path), ChipState.READY)]
+    assert wiring.send("About chat 1's file")
+    assert controller.sent == [("About chat 1's file", (PDF,))]
+    controller.conversation = chat(2)
+    wiring.chat_opened()
+    assert composer.tray.ready() == (NOTES,)
+    # A new chat saved before its first message (its settings changed) keeps its files.
+    controller.conversation, controller.messages = None, []
+    wiring.chat_opened()
+    wiring.attach([Path(PDF.path)])
+    run(loop, until(lambda: not composer.tray.reading(), 5))
+    controller.conversation = chat(3)
+    wiring.chat_opened()
+    assert composer.tray.ready() == (PDF,)
 
 
 def test_a_fault_while_reading_still_raises_but_leaves_send_usable(attached, loop) -> None:
