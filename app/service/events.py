@@ -356,11 +356,13 @@ class ModelRow:
 
 @dataclass(frozen=True)
 class CatalogRow:
-    """A model of the catalog, whether it fits here, and the library model it became."""
+    """A model of the catalog, whether it fits here, and the library model it became; reason:
+    why it is recommended on this machine (only on the row LibraryService.recommended() gives)."""
 
     entry: CatalogEntry
     fit: FitEstimate | None
     installed_id: str | None
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from app.core.settings import DevicePreference
-from app.hardware.fit import FitEstimate, Verdict, estimate_fit
+from app.hardware.fit import FitEstimate, estimate_fit
 from app.hardware.report import HardwareReport, RamInfo
 from app.library.catalog import CatalogEntry, load_catalog
 from app.library.fit_facts import facts_for
@@ -24,6 +24,7 @@ from app.service.event_bus import TaskGroup
 from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, DownloadState, Event, LibraryListed, ModelRow,
                                 Problem)
 from app.service.model_session import ModelSession
+from app.service.recommendation import recommend, with_reason
 from app.service.settings_keeper import SettingsKeeper
 
 if TYPE_CHECKING:
@@ -80,14 +81,10 @@ class LibraryService:
         self._emit(CatalogListed(self.catalog_rows))
 
     def recommended(self) -> CatalogRow | None:
-        """The first-run offer: the catalog's recommended instruct model unless it will not
-        fit here (an unknown fit still offers it), else the first instruct model that runs
-        well here; None when none is left to offer."""
-        open_rows = [r for r in self.catalog_rows if r.installed_id is None and r.entry.instruct
-                     and (r.fit is None or r.fit.verdict != Verdict.WONT_FIT)]
-        chosen = [r for r in open_rows if r.entry.recommended] or \
-                 [r for r in open_rows if r.fit is not None and r.fit.verdict == Verdict.RUNS_WELL]
-        return chosen[0] if chosen else None
+        """The first-run offer and "Get a model"'s pick, chosen by this machine's hardware
+        report and each model's fit verdict (app.service.recommendation), with the reason in
+        the row's `reason`; None when none is left to offer."""
+        return with_reason(recommend(self.catalog_rows, self._report))
 
     def _rows(self, report: HardwareReport | None, default: str | None, loaded: InstalledModel | None,
               loaded_bytes: int, app_context: int) -> tuple[tuple[ModelRow, ...], int]:

@@ -184,7 +184,7 @@ class FirstRunOffer(QFrame):
         size = human_size(entry.size) if entry.size else "size from the server"
         self.heading.setText("<b>Get a model that chats well</b>")
         self.name.setText(f"<b>{_escape(entry.name)}</b> · {_escape(entry.publisher)} · {size}")
-        self.reason.setText(_reason(row.fit))
+        self.reason.setText(getattr(row, "reason", "") or _reason(row.fit))
         self.reason.setToolTip(verdict_tooltip(row.fit))
         self.description.setText(_escape(entry.description))
         self.download_button.setText(f"Download ({size})" if entry.size else "Download")

@@ -91,10 +91,11 @@ def installed_facts(row: ModelRow) -> CardFacts:
         action_target=model.id)
 
 
-def catalog_facts(row: CatalogRow, loaded: bool) -> CardFacts:
+def catalog_facts(row: CatalogRow, loaded: bool, recommended: str = "") -> CardFacts:
     """A catalog model's card: Download; once installed, Load (or Loaded) the model it became.
 
-    loaded: whether the installed model it became is the one loaded now.
+    loaded: whether the installed model it became is the one loaded now; recommended: why this
+    is the model recommended for this machine ("" for the others), shown as its reason.
     """
     entry = row.entry
     size = human_size(entry.size) if entry.size else "size from the server"
@@ -109,9 +110,11 @@ def catalog_facts(row: CatalogRow, loaded: bool) -> CardFacts:
         key=entry.id, title=entry.name, title_tip=entry.description, publisher=entry.publisher,
         facts=(size, entry.parameters, entry.quantization, entry.format.upper()),
         verdict=verdict_of(row.fit), verdict_words=verdict_words(row.fit),
-        reason=_reason(row.fit) if entry.size or row.fit else "Known once the download starts: the server tells its size.",
+        reason=recommended or (_reason(row.fit) if entry.size or row.fit
+                               else "Known once the download starts: the server tells its size."),
         verdict_tip=verdict_tooltip(row.fit), tags=capability_tags(getattr(entry, "capabilities", None)),
-        status="Installed" if row.installed_id else "", action=action, action_enabled=enabled,
+        status="Installed" if row.installed_id else ("Recommended for this computer" if recommended else ""),
+        action=action, action_enabled=enabled,
         action_tip=action_tip, action_target=row.installed_id or entry.id)
 
 

@@ -292,7 +292,9 @@ class CatalogPage(QWidget):
         return card
 
     def _fill(self, card: ModelCard, row: CatalogRow) -> None:
-        card.show_facts(catalog_facts(row, self._is_loaded(row.installed_id)))
+        pick = self.adapter.controller.library.recommended()
+        card.show_facts(catalog_facts(row, self._is_loaded(row.installed_id),
+                                      pick.reason if pick is not None and pick.entry.id == row.entry.id else ""))
 
     def _is_loaded(self, model_id: str | None) -> bool:
         return model_id is not None and any(row.model.id == model_id and row.is_loaded

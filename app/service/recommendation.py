@@ -1,0 +1,121 @@
+"""Which catalog model to recommend on this machine, and the one sentence that says why."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.hardware.fit import FitEstimate, Verdict
+from app.hardware.report import HardwareReport
+from app.library.model_purpose import ModelPurpose
+from app.service.events import CatalogRow
+
+_GIB = 1024**3
+# The context a recommended model must leave room for to count as running well here: below
+# this a chat with a pasted page or an attached file runs out of room after a few turns.
+ROOM_CONTEXT = 8192
+# The contexts the reason names, largest first ("with room for a 32k context").
+_NAMED_CONTEXTS = (131072, 65536, 32768, 16384, 8192)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The catalog row on offer and why it was chosen, in one sentence for the user."""
+
+    row: CatalogRow
+    reason: str
+
+
+def recommend(rows: Sequence[CatalogRow], report: HardwareReport | None) -> Recommendation | None:
+    """The first-run offer and "Get a model"'s pick: the largest model the catalog marks
+    recommended that runs well here with room for ROOM_CONTEXT tokens (bigger answers better,
+    and the catalog lists one per tier, so the fit verdict picks the tier); failing that, the
+    smallest recommended one that still fits; failing that, the first chat model that runs
+    well. Without a fit (no hardware report yet), the catalog's first recommended model.
+    Installed models and models that cannot chat are never offered."""
+    open_rows = [r for r in rows if r.installed_id is None and r.entry.instruct
+                 and r.entry.purpose is ModelPurpose.CHAT]
+    marked = [r for r in open_rows if r.entry.recommended]
+    if marked and all(r.fit is None for r in marked):
+        return Recommendation(marked[0], "Whether it fits this machine is not known yet.")
+    roomy = [r for r in marked if _runs_well(r.fit) and _room(r.fit) >= ROOM_CONTEXT]
+    if roomy:
+        best = max(roomy, key=lambda r: r.entry.size or 0)
+        return Recommendation(best, fits_reason(best.fit, report))
+    fitting = [r for r in marked if r.fit is not None and r.fit.verdict != Verdict.WONT_FIT]
+    if fitting:
+        smallest = min(fitting, key=lambda r: r.entry.size or 0)
+        return Recommendation(smallest, _slow_reason(smallest.fit))
+    well = [r for r in open_rows if _runs_well(r.fit)]
+    if well:
+        return Recommendation(well[0], fits_reason(well[0].fit, report))
+    unknown = [r for r in marked if r.fit is None]
+    if unknown:
+        return Recommendation(unknown[0], "Whether it fits this machine is not known yet.")
+    return None
+
+
+def with_reason(recommendation: Recommendation | None) -> CatalogRow | None:
+    """The recommended row carrying its reason, as the front ends show it."""
+    if recommendation is None:
+        return None
+    return dataclasses.replace(recommendation.row, reason=recommendation.reason)
+
+
+def fits_reason(fit: FitEstimate | None, report: HardwareReport | None) -> str:
+    """"Fits your 16 GB with room for a 32k context": the memory it goes to and the context left."""
+    if fit is None:
+        return "Whether it fits this machine is not known yet."
+    where = _where(fit, report)
+    room = _room(fit)
+    named = next((c for c in _NAMED_CONTEXTS if room >= c), None)
+    if named is None:
+        return f"Fits {where}, with room for {room:,} tokens of context."
+    return f"Fits {where} with room for a {named // 1024}k context."
+
+
+def _where(fit: FitEstimate, report: HardwareReport | None) -> str:
+    """The memory the model goes to, as the user knows it: their RAM, their graphics card, their NPU."""
+    if fit.device_kind == "cpu":
+        total = report.ram.total if report is not None and report.ram is not None else None
+        return f"your {_whole_gb(total)} of memory" if total else "in this computer's memory"
+    size = _device_memory(fit, report)
+    name = fit.device_name or ("graphics card" if fit.device_kind == "gpu" else "NPU")
+    if fit.device_kind == "npu":
+        return f"your NPU ({name})"
+    return f"your {_whole_gb(size)} graphics card ({name})" if size else f"your graphics card ({name})"
+
+
+def _device_memory(fit: FitEstimate, report: HardwareReport | None) -> int | None:
+    if report is None:
+        return None
+    if report.llama is not None:
+        for device in report.llama.devices:
+            if fit.device_name in (device.name, device.description) and device.memory_total:
+                return device.memory_total
+    for gpu in report.gpus:
+        if gpu.name == fit.device_name and gpu.dedicated_memory:
+            return gpu.dedicated_memory
+    return None
+
+
+def _slow_reason(fit: FitEstimate | None) -> str:
+    summary = fit.summary if fit is not None else ""
+    return ("The largest recommended model this machine can run; " + summary[0].lower() + summary[1:] + "."
+            if summary else "The largest recommended model this machine can run.")
+
+
+def _runs_well(fit: FitEstimate | None) -> bool:
+    return fit is not None and fit.verdict == Verdict.RUNS_WELL
+
+
+def _room(fit: FitEstimate | None) -> int:
+    """The longest context that fits (the estimate's context when the longest is not known)."""
+    if fit is None:
+        return 0
+    return fit.max_context if fit.max_context is not None else fit.context_length
+
+
+def _whole_gb(size: int | None) -> str:
+    return f"{round((size or 0) / _GIB)} GB"
