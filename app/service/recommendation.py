@@ -72,7 +72,8 @@ def fits_reason(fit: FitEstimate | None, report: HardwareReport | None) -> str:
     named = next((c for c in _NAMED_CONTEXTS if room >= c), None)
     if named is None:
         return f"Fits {where}, with room for {room:,} tokens of context."
-    return f"Fits {where} with room for a {named // 1024}k context."
+    article = "an" if str(named // 1024).startswith("8") else "a"
+    return f"Fits {where} with room for {article} {named // 1024}k context."
 
 
 def _where(fit: FitEstimate, report: HardwareReport | None) -> str:
@@ -80,30 +81,37 @@ def _where(fit: FitEstimate, report: HardwareReport | None) -> str:
     if fit.device_kind == "cpu":
         total = report.ram.total if report is not None and report.ram is not None else None
         return f"your {_whole_gb(total)} of memory" if total else "in this computer's memory"
-    size = _device_memory(fit, report)
     name = fit.device_name or ("graphics card" if fit.device_kind == "gpu" else "NPU")
     if fit.device_kind == "npu":
         return f"your NPU ({name})"
+    size, shared = _device_memory(fit, report)
+    if size and shared:
+        return f"the {_whole_gb(size)} your {name} can use"
     return f"your {_whole_gb(size)} graphics card ({name})" if size else f"your graphics card ({name})"
 
 
-def _device_memory(fit: FitEstimate, report: HardwareReport | None) -> int | None:
+def _device_memory(fit: FitEstimate, report: HardwareReport | None) -> tuple[int | None, bool]:
+    """The memory of the device the model goes to, and whether it is shared with the processor
+    (an integrated GPU: "graphics card" would be the wrong word)."""
     if report is None:
-        return None
+        return None, False
     if report.llama is not None:
         for device in report.llama.devices:
             if fit.device_name in (device.name, device.description) and device.memory_total:
-                return device.memory_total
+                # Apple silicon's GPU shares the one memory too, though llama.cpp calls it a GPU.
+                apple = report.os is not None and report.os.system == "Darwin"
+                return device.memory_total, device.kind == "igpu" or apple
     for gpu in report.gpus:
         if gpu.name == fit.device_name and gpu.dedicated_memory:
-            return gpu.dedicated_memory
-    return None
+            return gpu.dedicated_memory, bool(gpu.integrated)
+    return None, False
 
 
 def _slow_reason(fit: FitEstimate | None) -> str:
+    """None runs well: the smallest one still fits, and its verdict says how it will run."""
     summary = fit.summary if fit is not None else ""
-    return ("The largest recommended model this machine can run; " + summary[0].lower() + summary[1:] + "."
-            if summary else "The largest recommended model this machine can run.")
+    return ("The recommended model that fits best here, though it " + summary[0].lower() + summary[1:] + "."
+            if summary else "The recommended model that fits best here.")
 
 
 def _runs_well(fit: FitEstimate | None) -> bool:

@@ -50,22 +50,59 @@ def test_catalog_lists_the_models_in_words_and_as_json() -> None:
 
 
 def test_get_a_catalog_model_from_the_hub_endpoint(server: TestServer, storage: TestServer,
-                                                   tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    entry = find_entry(load_catalog(), "qwen2.5-0.5b-instruct-q4_k_m")
-    assert entry is not None and entry.files[0].sha256 is None
-    body = tiny_model.read_bytes()
-    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, entry.repo, {entry.files[0].path: body}))
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The ONNX entry leaves its files' hashes and sizes to the server; the tiny ONNX fixture
+    # stands in for each of its files (its genai_config names the entry's decoder file).
+    entry = next(e for e in load_catalog() if e.format == "onnx")
+    assert entry is not None and all(f.sha256 is None and f.size is None for f in entry.files)
+    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, entry.repo, _onnx_files(entry),
+                                                        revision=entry.revision))
 
     result = models("get", entry.id)
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == entry.id and in_models_folder() == [entry.id]
-    assert "its SHA-256 matches the one the server stated" in result.stderr
+    assert "every file's SHA-256 matches the one the server stated" in result.stderr
     shown = info(entry.id)
-    assert shown["title"] == entry.name and shown["sha256"] == sha256_of(body)
-    assert shown["source"] == f"downloaded from {server.base}/{entry.repo}/resolve/main/{entry.files[0].path}"
+    folder = entry.files[0].path.rsplit("/", 1)[0]
+    assert shown["title"] == entry.name and shown["format"] == "onnx"
+    assert shown["source"] == f"downloaded from {server.base}/{entry.repo}/tree/{entry.revision}/{folder}"
     again = models("get", entry.id)
     assert again.returncode == 0 and "already installed as" in again.stderr
+
+
+def test_a_pinned_catalog_model_the_server_now_offers_otherwise_is_refused_before_downloading(
+        server: TestServer, storage: TestServer, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = find_entry(load_catalog(), "qwen2.5-coder-0.5b-instruct-q4_k_m")
+    assert entry is not None and entry.files[0].sha256 and len(entry.revision) == 40
+    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, entry.repo,
+                                                        {entry.files[0].path: tiny_model.read_bytes()},
+                                                        revision=entry.revision))
+
+    result = models("get", entry.id)
+
+    assert result.returncode == 7 and result.stdout == ""
+    assert (f"The server now offers a different {entry.files[0].path} than the catalog expects "
+            f"({server.base}/{entry.repo}/resolve/{entry.revision}/{entry.files[0].path}). Nothing was "
+            "downloaded; the catalog may be out of date.") in result.stderr
+    assert in_models_folder() == []
+
+
+def _onnx_files(entry) -> dict[str, bytes]:
+    fixture = ROOT / "tests" / "fixtures" / "tiny-onnx"
+    decoder = next(f.path.rsplit("/", 1)[-1] for f in entry.files if f.path.endswith(".onnx"))
+    files = {}
+    for f in entry.files:
+        name = f.path.rsplit("/", 1)[-1]
+        if name == "genai_config.json":
+            config = json.loads((fixture / name).read_text(encoding="utf-8"))
+            config["model"]["decoder"]["filename"] = decoder
+            files[f.path] = json.dumps(config).encode()
+        elif name.endswith((".onnx", ".onnx.data")):
+            files[f.path] = (fixture / ("model" + name[len(decoder) - len(".onnx"):])).read_bytes()
+        else:
+            files[f.path] = (fixture / name).read_bytes() if (fixture / name).exists() else b"{}"
+    return files
 
 
 def test_get_offline_says_what_it_tried_and_fails_on_the_first_try(monkeypatch: pytest.MonkeyPatch) -> None:

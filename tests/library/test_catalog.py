@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
     problems: list[str] = []
     entries = load_catalog(problems=problems)
 
-    assert problems == [] and 5 <= len(entries) <= 7
+    assert problems == [] and 7 <= len(entries) <= 10
     assert {e.format for e in entries} == {"gguf", "onnx"}
     recommended = recommended_entry(entries)
     assert recommended is not None and recommended.format == "gguf" and recommended.instruct
@@ -36,8 +37,33 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
     assert find_entry(entries, recommended.id.upper()) == recommended
     # Every shipped model carries the numbers the memory estimate needs.
     assert all(e.shape is not None for e in entries)
-    gemma = next(e for e in entries if e.id.startswith("gemma-3"))
-    assert gemma.shape == CatalogShape(26, 1, 256, 1152, 262144, 512, 22)
+    qwen3_30b = find_entry(entries, "qwen3-30b-a3b-q4_k_m")
+    assert qwen3_30b is not None and qwen3_30b.shape == CatalogShape(48, 4, 128, 2048, 151936)
+
+
+def test_every_shipped_gguf_is_pinned_to_a_revision_with_its_bytes_and_checksum() -> None:
+    """Issue 26: sizes known for every entry, nothing downloaded from a moving branch
+    unchecked; the one ONNX entry (no verified sizes yet) is the stated exception."""
+    entries = load_catalog()
+    for entry in (e for e in entries if e.format == "gguf"):
+        assert re.fullmatch(r"[0-9a-f]{40}", entry.revision), entry.id
+        assert entry.size is not None and all(f.sha256 and f.size for f in entry.files), entry.id
+
+
+def test_the_shipped_catalog_has_a_recommended_model_per_tier_with_a_thinking_switch() -> None:
+    entries = load_catalog()
+    recommended = [e for e in entries if e.recommended]
+    assert [e.id for e in recommended] == ["qwen3-4b-q4_k_m", "qwen3-8b-q4_k_m", "qwen3-14b-q4_k_m",
+                                           "qwen3-30b-a3b-q4_k_m"]
+    assert all(e.capabilities == ("tools", "reasoning") and e.context_length == 32768 for e in recommended)
+    assert [e.size for e in recommended] == sorted(e.size or 0 for e in recommended)
+    four_b = recommended[0]
+    assert four_b.files == (CatalogFile("Qwen3-4B-Q4_K_M.gguf",
+                                        "7485fe6f11af29433bc51cab58009521f205840f5b4ae3a32fa7f92e8534fdf5",
+                                        2497280256),)
+    coders = [e for e in entries if "coder" in e.id]
+    assert [(e.id, e.size) for e in coders] == [("qwen2.5-coder-1.5b-instruct-q4_k_m", 1117320768),
+                                                ("qwen2.5-coder-0.5b-instruct-q4_k_m", 491400064)]
 
 
 def good(**changes: object) -> dict:
@@ -135,8 +161,9 @@ def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_name
     from app.library.catalog import CATALOG_FILE, CatalogEntryError, parse_entry
 
     by_id = {e.id: e for e in load_catalog()}
-    assert by_id["qwen2.5-1.5b-instruct-q4_k_m"].capabilities == ("tools",)
-    assert by_id["gemma-3-1b-it-q4_k_m"].capabilities == ()
+    assert by_id["qwen2.5-coder-1.5b-instruct-q4_k_m"].capabilities == ("tools",)
+    assert by_id["qwen3-4b-q4_k_m"].capabilities == ("tools", "reasoning")
+    assert by_id["phi-3.5-mini-instruct-onnx-cpu-int4"].capabilities == ()
     raw = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))["models"][0]
     assert parse_entry({**raw, "capabilities": ["reasoning", "vision"]}).capabilities == ("vision", "reasoning")
     with pytest.raises(CatalogEntryError, match="capabilities must be a list of vision, tools, reasoning"):

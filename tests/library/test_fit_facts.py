@@ -82,7 +82,7 @@ def test_a_catalog_entry_before_its_files_are_here():
     from app.library.catalog import load_catalog
     from app.library.fit_facts import facts_for_catalog
 
-    entry = next(e for e in load_catalog() if e.id == "qwen2.5-1.5b-instruct-q4_k_m")
+    entry = next(e for e in load_catalog() if e.id == "qwen2.5-coder-1.5b-instruct-q4_k_m")
     facts = facts_for_catalog(entry, 1 << 20)
     assert facts is not None and facts.file_size == entry.size
     assert facts.context_length == entry.context_length == 32768

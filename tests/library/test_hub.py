@@ -129,12 +129,12 @@ def test_a_plain_address_is_taken_as_given() -> None:
 
 def test_a_catalog_entry_becomes_a_unit_with_its_hashes_and_the_onnx_layout() -> None:
     entries = load_catalog()
-    gguf = catalog_unit(find_entry(entries, "qwen2.5-1.5b-instruct-q4_k_m"), HF)  # type: ignore[arg-type]
+    gguf = catalog_unit(find_entry(entries, "qwen3-4b-q4_k_m"), HF)  # type: ignore[arg-type]
     [file] = gguf.files
-    assert file.url == ("https://huggingface.co/Qwen/Qwen2.5-1.5B-Instruct-GGUF/resolve/"
-                        "91cad51170dc346986eccefdc2dd33a9da36ead9/qwen2.5-1.5b-instruct-q4_k_m.gguf")
-    assert file.name == "qwen2.5-1.5b-instruct-q4_k_m.gguf" and file.sha256 and file.size
-    assert gguf.catalog_id == "qwen2.5-1.5b-instruct-q4_k_m" and gguf.source == file.url
+    assert file.url == ("https://huggingface.co/Qwen/Qwen3-4B-GGUF/resolve/"
+                        "bc640142c66e1fdd12af0bd68f40445458f3869b/Qwen3-4B-Q4_K_M.gguf")
+    assert file.name == "Qwen3-4B-Q4_K_M.gguf" and file.sha256 and file.size
+    assert gguf.catalog_id == "qwen3-4b-q4_k_m" and gguf.source == file.url
     onnx_entry = next(e for e in entries if e.format == "onnx")
     onnx = catalog_unit(onnx_entry, HF)
     assert onnx.key == "cpu_and_mobile/cpu-int4-awq-block-128-acc-level-4"

@@ -11,7 +11,7 @@ import pytest
 from app.core.paths import data_paths
 from app.core.settings import SettingsFile
 from app.hardware.fit import Verdict
-from app.library.catalog import find_entry, load_catalog
+from app.library.catalog import CatalogEntry, find_entry, load_catalog
 from app.library.model_defaults import ModelDefaults
 from app.service import events as ev
 from app.service.events import DownloadChanged
@@ -125,9 +125,10 @@ def test_set_default_is_saved_for_the_next_start(started_controller, tiny_model:
 
 def test_a_downloaded_catalog_model_becomes_the_default_and_loads_when_there_was_none(
         started_controller, server: TestServer, storage: TestServer, tiny_model: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # A catalog entry whose hash and size the catalog leaves to the server.
-    entry = next(e for e in load_catalog() if e.size is None and e.format == "gguf")
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # A catalog entry whose hash and size the catalog leaves to the server: every shipped GGUF
+    # states both (the tiny model could not pass for one), so a copy of a shipped entry without them.
+    entry = _unpinned_catalog(tmp_path, monkeypatch, "qwen2.5-coder-0.5b-instruct-q4_k_m")
     [file] = entry.files
     endpoint = hugging_face_repo(server, storage, entry.repo, {file.path: tiny_model.read_bytes()},
                                  revision=entry.revision)
@@ -183,3 +184,20 @@ def test_look_up_lists_a_pasted_repository_and_download_unit_installs_the_pick(
     assert controller.model.source == f"downloaded from {units[0].source}"
     assert controller.model.path.read_bytes() == tiny_model.read_bytes()
     assert not storage.requests(path=f"/blobs/{sha256_of(b'tiny-Q8_0.gguf')}"), "only the picked file is fetched"
+
+
+def _unpinned_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry_id: str) -> CatalogEntry:
+    """The catalog, for this test, is one shipped entry without its files' SHA-256 and size."""
+    import json
+
+    from app.library import catalog
+
+    raw = next(m for m in json.loads(catalog.CATALOG_FILE.read_text(encoding="utf-8"))["models"]
+               if m["id"] == entry_id)
+    raw["files"] = [{"path": f["path"]} for f in raw["files"]]
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"version": catalog.CATALOG_VERSION, "models": [raw]}), encoding="utf-8")
+    monkeypatch.setattr(catalog, "CATALOG_FILE", path)
+    [entry] = load_catalog()
+    assert entry.size is None and entry.format == "gguf"
+    return entry

@@ -25,6 +25,9 @@ def test_the_offer_names_the_model_its_size_and_why(qtbot) -> None:
     offer.show_offer(row)
     assert "Qwen2.5 1.5B Instruct" in offer.name.text() and "1.1 GB" in offer.name.text()
     assert offer.reason.text() == "Runs well on the GPU (NVIDIA GeForce RTX 4070)"
+    offer.show_offer(replace(row, reason="Fits your 16 GB of memory with room for a 16k context."))
+    assert offer.reason.text() == "Fits your 16 GB of memory with room for a 16k context."
+    offer.show_offer(row)
     assert offer.download_button.text() == "Download (1.1 GB)" and offer.progress.isHidden()
     with qtbot.waitSignal(offer.downloadRequested) as asked:
         offer.download_button.click()
@@ -73,6 +76,8 @@ def test_the_empty_chat_offers_a_model_and_downloads_it(make_window, loop, monke
         assert "no model that fits" in window.first_run.heading.text()
         return
     assert offered.entry.name in window.first_run.name.text()
+    # Chosen by this machine's report and the fit verdict, with the reason shown as given.
+    assert offered.reason and window.first_run.reason.text() == offered.reason
     asked: list = []
     monkeypatch.setattr(window.controller.library, "download", asked.append)
     window.first_run.downloadRequested.disconnect()

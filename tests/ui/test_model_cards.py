@@ -110,9 +110,12 @@ def test_a_real_file_and_the_catalog_tag_what_their_templates_take(qtbot, tmp_pa
     details = model_details(build_tool_call_gguf(tmp_path / "caller.gguf"))
     card.show_facts(installed_facts(installed("caller", details=details)))
     assert [label.text() for label in card.tag_labels] == ["Tools", "Reasoning"]
-    qwen = next(e for e in load_catalog() if e.id == "qwen2.5-1.5b-instruct-q4_k_m")
-    card.show_facts(catalog_facts(CatalogRow(qwen, fit("runs_well"), None), False))
+    coder = next(e for e in load_catalog() if e.id == "qwen2.5-coder-1.5b-instruct-q4_k_m")
+    card.show_facts(catalog_facts(CatalogRow(coder, fit("runs_well"), None), False))
     assert [label.text() for label in card.tag_labels] == ["Tools"]
+    qwen3 = next(e for e in load_catalog() if e.id == "qwen3-8b-q4_k_m")
+    card.show_facts(catalog_facts(CatalogRow(qwen3, fit("runs_well"), None), False))
+    assert [label.text() for label in card.tag_labels] == ["Tools", "Reasoning"]
 
 
 def test_publisher_from_a_hub_address_only() -> None:

@@ -20,7 +20,13 @@ from tests.ui.test_model_items import catalog_row, installed
 
 
 class FakeLibrary:
-    """Stands in for controller.library: each call returns what was asked, for spawn to record."""
+    """Stands in for controller.library: each call returns what was asked, for spawn to record;
+    recommended() gives `pick` (a CatalogRow with its reason, or None)."""
+
+    pick = None
+
+    def recommended(self):
+        return self.pick
 
     def __getattr__(self, name: str):
         return lambda *args, **kwargs: (name, *args, *kwargs.values())
@@ -202,6 +208,19 @@ def test_catalog_fits_filter_and_download(qtbot) -> None:
     assert adapter.spawned == [("load", "have")] and [e.id for e in adapter.downloaded] == ["small"]
     page.search.setText("hav")
     assert page.view.keys() == ["have"]
+
+
+def test_the_catalog_card_of_the_model_recommended_here_says_so_and_why(qtbot) -> None:
+    window, adapter = manager(qtbot)
+    page = window.catalog
+    small = catalog_row("small")
+    adapter.controller.library.pick = dataclasses.replace(
+        small, reason="Fits your 16 GB of memory with room for a 16k context.")
+    adapter.catalog.set_rows([small, catalog_row("other")])
+    chosen, other = card(page.view, "small"), card(page.view, "other")
+    assert chosen.status.text() == "Recommended for this computer" and chosen.status.isVisibleTo(chosen)
+    assert chosen.facts is not None and chosen.facts.reason == "Fits your 16 GB of memory with room for a 16k context."
+    assert other.status.text() == "" and other.facts is not None and other.facts.reason != chosen.facts.reason
 
 
 def test_downloads_pause_resume_cancel_on_each_card(qtbot) -> None:
