@@ -15,6 +15,10 @@ _GIB = 1024**3
 # The context a recommended model must leave room for to count as running well here: below
 # this a chat with a pasted page or an attached file runs out of room after a few turns.
 ROOM_CONTEXT = 8192
+# A first model offered may take at most this share of the memory it shares with everything else
+# (RAM, an integrated GPU's or Apple silicon's one memory), leaving the rest to the browser and all: an
+# 18.6 GB model offered on a 24 GB laptop "fits", and leaves it swapping once a few tabs open.
+SHARED_MEMORY_SHARE = 0.6
 # The contexts the reason names, largest first ("with room for a 32k context").
 _NAMED_CONTEXTS = (131072, 65536, 32768, 16384, 8192)
 
@@ -29,7 +33,8 @@ class Recommendation:
 
 def recommend(rows: Sequence[CatalogRow], report: HardwareReport | None) -> Recommendation | None:
     """The first-run offer and "Get a model"'s pick: the largest model the catalog marks
-    recommended that runs well here with room for ROOM_CONTEXT tokens (bigger answers better,
+    recommended that runs well here with room for ROOM_CONTEXT tokens and takes at most 60% of
+    the memory it shares with the rest of the machine (bigger answers better,
     and the catalog lists one per tier, so the fit verdict picks the tier); failing that, the
     smallest recommended one that still fits; failing that, the first chat model that runs
     well. Without a fit (no hardware report yet), the catalog's first recommended model.
@@ -39,7 +44,7 @@ def recommend(rows: Sequence[CatalogRow], report: HardwareReport | None) -> Reco
     marked = [r for r in open_rows if r.entry.recommended]
     if marked and all(r.fit is None for r in marked):
         return Recommendation(marked[0], "Whether it fits this machine is not known yet.")
-    roomy = [r for r in marked if _runs_well(r.fit) and _room(r.fit) >= ROOM_CONTEXT]
+    roomy = [r for r in marked if _runs_well(r.fit) and _room(r.fit) >= ROOM_CONTEXT and _leaves_room(r, report)]
     if roomy:
         best = max(roomy, key=lambda r: r.entry.size or 0)
         return Recommendation(best, fits_reason(best.fit, report))
@@ -105,6 +110,21 @@ def _device_memory(fit: FitEstimate, report: HardwareReport | None) -> tuple[int
         if gpu.name == fit.device_name and gpu.dedicated_memory:
             return gpu.dedicated_memory, bool(gpu.integrated)
     return None, False
+
+
+def _leaves_room(row: CatalogRow, report: HardwareReport | None) -> bool:
+    """Whether the model takes at most SHARED_MEMORY_SHARE of the memory it shares with the rest of
+    the machine (a dedicated graphics card's memory is the model's to fill: the verdict judges it)."""
+    fit, size = row.fit, row.entry.size
+    if fit is None or not size:
+        return True
+    if fit.device_kind == "cpu":
+        total = report.ram.total if report is not None and report.ram is not None else None
+    else:
+        total, shared = _device_memory(fit, report)
+        if not shared:
+            return True
+    return not total or size <= total * SHARED_MEMORY_SHARE
 
 
 def _slow_reason(fit: FitEstimate | None) -> str:
