@@ -13,6 +13,7 @@ from app.core.attachments import AttachedFile
 from app.ui.adapter import ControllerAdapter
 from app.ui.attachment_chips import AttachmentChip, local_files
 from app.ui.chat_documents_calls import ChatDocumentsCalls
+from app.ui.chat_files import documents_folder
 from app.ui.composer import Composer
 
 # The object name of View → Documents… (the Documents window), which "Manage documents…" triggers.
@@ -35,6 +36,9 @@ class ChatAttach(QObject):
         # The files attached in other chats, waiting for those chats' next messages (None: the new chat).
         self._waiting: dict[int | None, list[AttachmentChip]] = {}
         self._chat_id: int | None = None
+        # Where the paperclip's dialog opens: the folder files were last attached from, at first
+        # the user's Documents folder (a dialog given none opens in the working folder).
+        self._folder = ""
         composer.collections = lambda: (self.calls.collections(), self.calls.chosen())
         composer.attachRequested.connect(self.choose_files)
         composer.filesOffered.connect(self.attach)
@@ -50,10 +54,13 @@ class ChatAttach(QObject):
 
     def choose_files(self) -> None:
         """The paperclip: a file dialog for one file or several."""
-        paths, _ = QFileDialog.getOpenFileNames(self._window, "Attach files", "",
+        paths, _ = QFileDialog.getOpenFileNames(self._window, "Attach files", self._folder or documents_folder(make=False),
                                                 "Documents (*.pdf *.docx *.md *.markdown *.txt *.html *.htm);;"
                                                 "All files (*)")
-        self.attach([Path(path) for path in paths])
+        if paths:
+            self._folder = str(Path(paths[0]).parent)
+            self.attach([Path(path) for path in paths])
+            self._composer.edit.setFocus()  # the question comes next
 
     def send(self, text: str) -> bool:
         """Send the text with the files read so far; the chips go once the controller took it."""

@@ -299,3 +299,26 @@ def test_a_citation_in_the_answers_text_opens_its_source_and_one_without_a_sourc
     assert [source.number for source in chosen] == [2]
     assert link_citations("<p>[3] and <code>[1]</code></p>", (SourceRef(1, "/a.md", None, None, ""),)) == \
         "<p>[3] and <code>[1]</code></p>"  # [3] names no source; code stays code
+
+
+def test_the_paperclip_opens_in_documents_then_where_files_were_last_attached_and_leaves_the_box_focused(
+        attached, monkeypatch, tmp_path) -> None:
+    window, composer, controller, wiring = attached
+    from app.ui import chat_attach
+
+    documents = tmp_path / "Documents"
+    documents.mkdir()
+    monkeypatch.setattr(chat_attach, "documents_folder", lambda make=True: str(documents))
+    asked: list[str] = []
+    answers = [[str(PDF.path)], []]
+
+    def dialog(parent, title, folder, filters):
+        asked.append(folder)
+        return answers.pop(0), ""
+
+    monkeypatch.setattr(chat_attach.QFileDialog, "getOpenFileNames", dialog)
+    wiring.choose_files()
+    assert [chip.path for chip in composer.tray.chips] == [Path(PDF.path)]
+    assert window.focusWidget() is composer.edit  # the last to take focus in it: the question comes next
+    wiring.choose_files()  # cancelled: nothing more attached
+    assert asked == [str(documents), str(Path(PDF.path).parent)] and len(composer.tray.chips) == 1
