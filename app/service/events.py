@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum, StrEnum
+from enum import Enum
 from pathlib import Path
-from typing import Any, Literal, Mapping, Union
+from typing import Literal, Union
 
 from app.core.conversation import Conversation, Message, Part
 from app.core.settings import Settings
 from app.engine.failures import Failure
 from app.engine.protocol import Loaded
-from app.hardware.fit import FitEstimate
-from app.library.catalog import CatalogEntry
-from app.library.installed import InstalledModel
 from app.service.background import Pace
+from app.service.library_events import (CatalogListed, CatalogRow, DownloadChanged, DownloadId, DownloadItem,
+                                        DownloadState, LibraryListed, ModelRow)
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo,
                                           IndexingProgress, IndexState)
 from app.tools.values import ServerStatus
@@ -299,87 +298,6 @@ class SetupFinished:
     """The slow file job ended (done, failed or cancelled)."""
 
 
-DownloadId = str
-
-
-class DownloadState(StrEnum):
-    """Where a download is; the view words each one (app/ui/download_items.py)."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    PAUSED = "paused"
-    VERIFYING = "verifying"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-@dataclass(frozen=True)
-class DownloadItem:
-    """One download as a view shows it; model_id is set once it is done."""
-
-    id: DownloadId
-    title: str
-    state: DownloadState
-    done: int = 0
-    total: int | None = None
-    bytes_per_second: float = 0.0
-    seconds_left: float | None = None
-    message: str = ""
-    model_id: str | None = None
-    catalog_id: str | None = None
-    source: str = ""
-
-
-@dataclass(frozen=True)
-class DownloadChanged:
-    """A download was added, moved on, changed state or finished."""
-
-    item: DownloadItem
-
-
-@dataclass(frozen=True)
-class ModelRow:
-    """One installed (or referenced, or missing) model as front ends show it.
-
-    details: what its files say (app/library/model_details.py); {} when unreadable, and
-    problem then says why. fit: None while the hardware is not known, or when missing.
-    """
-
-    model: InstalledModel
-    details: Mapping[str, Any]
-    problem: str | None
-    fit: FitEstimate | None
-    is_default: bool
-    is_loaded: bool
-
-
-@dataclass(frozen=True)
-class CatalogRow:
-    """A model of the catalog, whether it fits here, and the library model it became; reason:
-    why it is recommended on this machine (only on the row LibraryService.recommended() gives)."""
-
-    entry: CatalogEntry
-    fit: FitEstimate | None
-    installed_id: str | None
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class LibraryListed:
-    """The library as it is now: every model's row, and the bytes Kestrel's models folder holds."""
-
-    rows: tuple[ModelRow, ...]
-    disk_total: int
-
-
-@dataclass(frozen=True)
-class CatalogListed:
-    """The catalog's models, each with its fit on this machine."""
-
-    rows: tuple[CatalogRow, ...]
-
-
 @dataclass(frozen=True)
 class RequestRecord:
     """One finished API request, for the window's list of recent requests."""
@@ -447,7 +365,8 @@ Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryCh
               CollectionsChanged, IndexingProgress, DocumentsProblem]
 
 
-# Every event and value front ends take from here (the documents service's are defined in documents_events.py).
+# Every event and value front ends take from here (the documents service's are defined in documents_events.py,
+# the model library's in library_events.py).
 __all__ = ["ActivityChanged", "AnswerFinished", "AnswerInterrupted", "AnswerQueueChanged", "AnswerStarted",
            "ApiRequestLogged", "BusyChanged", "CatalogListed", "CatalogRow", "CollectionInfo", "CollectionsChanged",
            "ConversationChanged", "ConversationModelChosen", "ConversationOpened", "ConversationRemoved",
