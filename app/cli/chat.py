@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import codecs
 import dataclasses
 import errno
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from app.cli.chat_input import argument_text, checked_threads, generation_settings, prompt_text, typed_flag
 from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents, collection_search,
                                     collection_vectors, fit_note, sources_line, write_sources)
 from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
@@ -23,11 +22,10 @@ from app.cli.thinking_output import ThinkingOutput, write
 from app.cli.user_error import (EXIT_CONTEXT, EXIT_DEVICE, EXIT_ENGINE_DIED, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK,
                                  EXIT_USAGE, UserError)
 from app.core.attachments import AttachedFile
-from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import DevicePreference, Settings, SettingsError, SettingsFile
 from app.engine.protocol import ErrorKind
-from app.library.model_defaults import ALLOWED, ModelDefaults
+from app.library.model_defaults import ModelDefaults
 from app.library.model_format import format_at
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
@@ -42,37 +40,17 @@ from app.service.storage import IN_MEMORY
 if TYPE_CHECKING:
     from app.cli.docs_vectors import Vectors
 
-THREADS_ALLOWED = "a whole number, 1 or more"
-# The flag that sets each generation setting, for messages about a bad value.
-_FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
-          "context_length": "--ctx", "thinking": "--think"}
-
-
-def _typed(kind: type[int] | type[float], name: str) -> Callable[[str], int | float]:
-    """An argparse type whose refusal names the values the flag takes ("--temperature hot")."""
-    allowed = THREADS_ALLOWED if name == "threads" else ALLOWED[name]
-
-    def convert(text: str) -> int | float:
-        try:
-            return kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f'it must be {allowed} (you gave "{text}")') from None
-
-    convert.__name__ = kind.__name__  # what argparse names in its own messages
-    return convert
-
-
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat = commands.add_parser("chat", help="stream an answer to a prompt (headless)")
     chat.add_argument("prompt", metavar="PROMPT", help="the message; - reads standard input")
     chat.add_argument("--model", help="a GGUF file, an ONNX Runtime GenAI folder, or an installed model's id")
     chat.add_argument("--system", help="a system prompt (default: the model's own, if it has one)")
-    chat.add_argument("--max-tokens", type=_typed(int, "max_tokens"), help="stop after this many tokens")
-    chat.add_argument("--temperature", type=_typed(float, "temperature"),
+    chat.add_argument("--max-tokens", type=typed_flag(int, "max_tokens"), help="stop after this many tokens")
+    chat.add_argument("--temperature", type=typed_flag(float, "temperature"),
                       help="0 for greedy, higher for more varied text")
-    chat.add_argument("--seed", type=_typed(int, "seed"), help="a fixed seed for repeatable answers (-1: random)")
-    chat.add_argument("--ctx", type=_typed(int, "context_length"), help="the context length in tokens")
-    chat.add_argument("--threads", type=_typed(int, "threads"),
+    chat.add_argument("--seed", type=typed_flag(int, "seed"), help="a fixed seed for repeatable answers (-1: random)")
+    chat.add_argument("--ctx", type=typed_flag(int, "context_length"), help="the context length in tokens")
+    chat.add_argument("--threads", type=typed_flag(int, "threads"),
                       help="CPU threads (default: the physical cores other programs leave free)")
     chat.add_argument("--device", choices=[str(device) for device in DevicePreference],
                       help="where to run the model (default: the setting, normally auto)")
@@ -105,13 +83,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     _make_output_safe()
     try:
-        prompt = _prompt(args.prompt)
-        given_system = None if args.system is None else _argument_text(args.system, "The text after --system")
+        prompt = prompt_text(args.prompt)
+        given_system = None if args.system is None else argument_text(args.system, "The text after --system")
         settings_file = SettingsFile(data_paths().settings_file)
         saved = settings_file.load()
         if settings_file.last_problem:  # a damaged file set aside, or one from a newer Kestrel
             print(f"kestrel: {settings_file.last_problem}", file=sys.stderr)
-        threads = _threads(args.threads)
+        threads = checked_threads(args.threads)
         model = resolve_model(args.model)
         # The flags win over the model's own settings, which win over the app's.
         own = model.defaults
@@ -119,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             servers = checked_servers(names(args.tools))
         except ToolFlagError as exc:
             raise UserError(str(exc), EXIT_USAGE) from None
-        generation = dataclasses.replace(_generation_settings(args, own.generation(saved.generation)), tools=servers)
+        generation = dataclasses.replace(generation_settings(args, own.generation(saved.generation)), tools=servers)
         settings = Settings(generation=generation, threads=threads, tool_rounds=saved.tool_rounds,
                             tool_result_chars=saved.tool_result_chars,
                             device_preference=_device(args.device) or own.device_preference
@@ -153,124 +131,6 @@ def run(args: argparse.Namespace) -> int:
 def _device(given: str | None) -> DevicePreference | None:
     """--device (argparse took only the enum's values)."""
     return DevicePreference(given) if given else None
-
-
-def _prompt(given: str) -> str:
-    """The message: the argument, or standard input for -; UserError if there is none."""
-    if given != "-":
-        prompt = _argument_text(given, "The message")
-        if not prompt.strip():
-            raise UserError("The message is empty. Give a message, or - to read it from standard input.",
-                            EXIT_USAGE)
-        return prompt
-    if sys.stdin is None:  # started without one (pythonw, a closed descriptor)
-        raise UserError("There is no standard input to read the message from (-). Give the message "
-                        "after chat instead.", EXIT_USAGE)
-    buffer = getattr(sys.stdin, "buffer", None)
-    prompt = _stdin_text(buffer.read()) if buffer is not None else sys.stdin.read()
-    if not prompt.strip():
-        held = " (it held only spaces and line breaks)" if prompt else ""
-        raise UserError(f"Standard input was empty{held}, so there is no message to send. Pipe the "
-                        "message in (for example: echo Hello | kestrel chat -), or give it after chat "
-                        "instead of -.", EXIT_USAGE)
-    return prompt
-
-
-def _stdin_text(data: bytes) -> str:
-    """Standard input's bytes as text: UTF-8, or UTF-16 after its byte-order mark.
-
-    Read as bytes, not through the console's code page. Text that is not UTF-8 is refused
-    rather than read with replacement characters: a file in Latin-1, or a binary file piped
-    by mistake, would otherwise reach the model as a prompt the user never wrote, and the
-    answer would not say why. UTF-16 with a byte-order mark is what Windows PowerShell 5 and
-    Notepad's "Unicode" write, so it is read.
-    """
-    encoding, skipped = "utf-8", 0
-    if data.startswith(codecs.BOM_UTF8):
-        skipped = len(codecs.BOM_UTF8)
-        data = data[skipped:]
-    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        encoding = "utf-16"
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as exc:
-        if encoding == "utf-16":
-            problem = ("it starts with a UTF-16 byte-order mark, but what follows is not UTF-16 text "
-                       f"(at byte offset {exc.start:,})")
-        else:
-            problem = (f"the byte 0x{data[exc.start]:02X} at offset {skipped + exc.start:,} is not part of "
-                       "any UTF-8 character")
-        raise UserError(f"Standard input is not UTF-8 text: {problem}. Convert it to UTF-8 first (most "
-                        "editors can save as UTF-8), or give the message after chat.", EXIT_USAGE) from exc
-    # As text-mode reading would: Windows line ends become plain ones.
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _argument_text(value: str, what: str) -> str:
-    """An argument as typed; UserError if its bytes were not UTF-8 (POSIX keeps them as
-    lone surrogates, which nothing downstream can store or encode)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        bad = value[exc.start]
-        byte = f" (byte 0x{ord(bad) - 0xDC00:02X})" if 0xDC80 <= ord(bad) <= 0xDCFF else ""
-        raise UserError(f"{what} is not UTF-8 text{byte}. Set the terminal to UTF-8, or pipe the "
-                        "message in as UTF-8 with -.", EXIT_USAGE) from None
-    return value
-
-
-def _generation_settings(args: argparse.Namespace, base: GenerationSettings) -> GenerationSettings:
-    overrides = {
-        "max_tokens": args.max_tokens, "temperature": args.temperature,
-        "seed": args.seed, "context_length": args.ctx,
-        "thinking": None if args.think is None else args.think == "on",
-    }
-    changed = {k: v for k, v in overrides.items() if v is not None}
-    for name, value in changed.items():  # each alone, so the message names its flag
-        try:
-            dataclasses.replace(GenerationSettings(), **{name: value}).validated()
-        except ValueError as exc:
-            raise UserError(_flag_problem(name, value, str(exc)), EXIT_USAGE) from exc
-    try:
-        return dataclasses.replace(base, **changed).validated()
-    except ValueError as exc:  # a value from the settings file; it was checked when read
-        raise UserError(str(exc), EXIT_USAGE) from exc
-
-
-def _flag_problem(name: str, value: object, problem: str) -> str:
-    """GenerationSettings' "max_tokens must be … (got 0)." as "--max-tokens 0 is not allowed: it must be …"."""
-    flag = _FLAGS[name]
-    shown = f"{value:g}" if isinstance(value, float) else str(value)
-    rule = problem.removeprefix(f"{name} ").split(" (got ")[0].rstrip(".")
-    if not rule.startswith("must"):  # worded otherwise: at least say which flag
-        return f"{flag} {shown} is not allowed: {problem.replace(name, flag)}"
-    return f"{flag} {shown} is not allowed: it {rule}."
-
-
-def _threads(asked: int | None) -> int | None:
-    """--threads as given, capped at the CPUs this process may use (more only slow it down)."""
-    if asked is None:
-        return None
-    if asked < 1:
-        raise UserError(f"--threads {asked} is not allowed: it must be a whole number of 1 or more "
-                        "(leave it out for one thread per physical core).", EXIT_USAGE)
-    cpus = _usable_cpus()
-    if asked > cpus:
-        # More threads than CPUs only wait on each other: 1,000 ran at 0.15 tokens/s.
-        print(f"kestrel: --threads {asked} is more than the {_count(cpus, 'logical CPU')} Kestrel may "
-              f"use here; using {cpus}.", file=sys.stderr, flush=True)
-        return cpus
-    return asked
-
-
-def _usable_cpus() -> int:
-    if hasattr(os, "sched_getaffinity"):  # Linux: what this process may run on
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
 def resolve_model(explicit: str | None) -> InstalledModel:
