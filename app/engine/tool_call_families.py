@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
+from app.engine.gemma_values import GemmaValues, skip_space
+
 
 class Problem(Enum):
     """Why a block that began like a tool call is given back as text."""
@@ -141,7 +143,7 @@ def _read_hermes(text: str, final: bool) -> Block | None:
 
 def _read_fenced(text: str, final: bool) -> Block | None:
     """A ```json fenced block holding a call object (small Qwen models write calls so); else text."""
-    start = _skip_space(text, len(_FENCE))
+    start = skip_space(text, len(_FENCE))
     if start == len(text):
         return Block(len(text), problem=Problem.NOT_A_CALL) if final else None
     if text[start] != "{" or not _may_be_call_object(text[start:], final):
@@ -205,7 +207,7 @@ def _read_llama3(text: str, final: bool) -> Block | None:
     """`<|python_tag|>` then a JSON call; more may follow, separated by `;` (read as bare JSON)."""
     if not text.startswith(_PYTHON_TAG):
         return read_bare_json(text, final)
-    start = _skip_space(text, len(_PYTHON_TAG))
+    start = skip_space(text, len(_PYTHON_TAG))
     if text[start:start + 1] in ("[", "{"):
         return _json_value_block(text, start, final)
     # Not JSON (a built-in tool's `name.call(...)`): it runs to the end of the answer.
@@ -220,7 +222,7 @@ _NAME_FORM = re.compile(r"([^\s\[\]{}]+)(?:\[CALL_ID\][^\s\[]*)?\[ARGS\]")
 
 def _read_mistral(text: str, final: bool) -> Block | None:
     """`[TOOL_CALLS][{...}, ...]` (Nemo, Small 3.1) or `[TOOL_CALLS]name[ARGS]{...}` (Small 3.2, Devstral)."""
-    start = _skip_space(text, len(_TOOL_CALLS))
+    start = skip_space(text, len(_TOOL_CALLS))
     if start < len(text) and text[start] in "[{":
         return _json_value_block(text, start, final)
     match = _NAME_FORM.match(text, start)
@@ -229,7 +231,7 @@ def _read_mistral(text: str, final: bool) -> Block | None:
             return None
         broken = re.search(r"[\s{]", text[start:]) is not None  # no name goes on so
         return Block(len(text), problem=Problem.INVALID if broken else Problem.CUT_OFF)
-    start = _skip_space(text, match.end())
+    start = skip_space(text, match.end())
     if start < len(text) and text[start] != "{":
         return Block(start, problem=Problem.INVALID)
     end = json_end(text, start) if start < len(text) else None
@@ -239,10 +241,6 @@ def _read_mistral(text: str, final: bool) -> Block | None:
     if not isinstance(arguments, dict):
         return Block(end, problem=Problem.INVALID)
     return Block(end, (RawCall(match.group(1), arguments),))
-
-
-def _skip_space(text: str, at: int) -> int:
-    return len(text) - len(text[at:].lstrip())
 
 
 def _json_value_block(text: str, start: int, final: bool) -> Block | None:
@@ -262,7 +260,7 @@ def _read_phi4(text: str, final: bool) -> Block | None:
     """`<|tool_call|>` then a JSON call object or list, then `<|/tool_call|>` if the model writes it
     (Granite 3.3 does not: its block ends with the JSON value)."""
     close = text.find(_PHI_CLOSE, len(_PHI_OPEN))
-    start = _skip_space(text, len(_PHI_OPEN))
+    start = skip_space(text, len(_PHI_OPEN))
     end = json_end(text[:close] if close >= 0 else text, start) if text[start:start + 1] in ("[", "{") else None
     if end is None:
         if close >= 0:
@@ -280,9 +278,6 @@ def _read_phi4(text: str, final: bool) -> Block | None:
 _GEMMA_MARKS = {"<start_function_call>": ("<end_function_call>", "<escape>"),
                 "<|tool_call>": ("<tool_call|>", '<|"|>')}
 _GEMMA_CALL = re.compile(r"\s*call:([^\s{]+)\s*(\{.*\})\s*", re.DOTALL)
-_SCALAR = re.compile(r"[^,}\]]+")  # a number, true, false or null
-_BARE_KEY = re.compile(r"[^:,{}\[\]\s]+")
-_JSON = json.JSONDecoder()
 
 
 def _read_gemma(text: str, final: bool) -> Block | None:
@@ -301,83 +296,6 @@ def _read_gemma(text: str, final: bool) -> Block | None:
         return Block(end, problem=Problem.INVALID)
     return Block(end, (RawCall(match.group(1), arguments),))
 
-
-class GemmaValues:
-    """Reads Gemma's argument notation: bare keys, strings between quote tokens, JSON scalars."""
-
-    def __init__(self, text: str, quote: str) -> None:
-        self.text, self.quote, self.at = text, quote, 0
-
-    def read_all(self) -> Any:
-        value = self.value()
-        if self.text[self.at:].strip():
-            raise ValueError("text after the arguments")
-        return value
-
-    def value(self) -> Any:
-        self.skip_space()
-        if (string := self.string()) is not None:
-            return string
-        if self.text.startswith("{", self.at):
-            return self.sequence("}", self.member, dict)
-        if self.text.startswith("[", self.at):
-            return self.sequence("]", self.value, list)
-        match = _SCALAR.match(self.text, self.at)
-        if match is None:
-            raise ValueError("a value is missing")
-        self.at = match.end()
-        return json.loads(match.group().strip())
-
-    def string(self) -> str | None:
-        """A string between quote tokens, or in JSON's quotes (templates that write earlier calls'
-        arguments with tojson); None if no string starts here."""
-        if self.text.startswith('"', self.at):
-            value, self.at = _JSON.raw_decode(self.text, self.at)
-            return str(value)
-        if not self.text.startswith(self.quote, self.at):
-            return None
-        start = self.at + len(self.quote)
-        end = self.text.find(self.quote, start)
-        if end < 0:
-            raise ValueError("a string does not end")
-        self.at = end + len(self.quote)
-        return self.text[start:end]
-
-    def member(self) -> tuple[str, Any]:
-        self.skip_space()
-        key = self.string()
-        if key is None:
-            match = _BARE_KEY.match(self.text, self.at)
-            if match is None:
-                raise ValueError("a key is missing")
-            key, self.at = match.group(), match.end()
-        self.skip_space()
-        if not self.text.startswith(":", self.at):
-            raise ValueError("a key has no value")
-        self.at += 1
-        return key, self.value()
-
-    def sequence(self, close: str, item: Callable[[], Any], kind: Callable[[list[Any]], Any]) -> Any:
-        self.at += 1
-        items: list[Any] = []
-        self.skip_space()
-        while not self.text.startswith(close, self.at):
-            if items:
-                if not self.text.startswith(",", self.at):
-                    raise ValueError("a comma is missing")
-                self.at += 1
-            items.append(item())
-            self.skip_space()
-            if self.at >= len(self.text):
-                raise ValueError("a bracket does not close")
-        self.at += 1
-        return kind(items)
-
-    def skip_space(self) -> None:
-        self.at = _skip_space(self.text, self.at)
-
-
-# --- gpt-oss (harmony) -----------------------------------------------------------------------
 
 _HARMONY_OPENERS = ("<|start|>", "<|channel|>")
 _RECIPIENT = re.compile(r"to=functions\.([^\s<]+)")
