@@ -51,10 +51,15 @@ def test_an_installed_embedding_model_is_picked_in_the_window(make_window, qtbot
     assert isinstance(shown, DocumentsWindow)
     service = window.controller.collections
     assert service.embedding_model() is None
-    installed = import_model_file(ModelLibrary(data_paths().models), build_embedding_gguf(tmp_path / "mini.gguf"))
+    library = ModelLibrary(data_paths().models)
+    oldest = import_model_file(library, build_embedding_gguf(tmp_path / "first.gguf", name="first"))
+    installed = import_model_file(library, build_embedding_gguf(tmp_path / "mini.gguf", seed=1))
     run(loop, window.controller.library.refresh())
     line = shown.embedding
     qtbot.waitUntil(lambda: line.picker.isVisibleTo(shown))
+    # None chosen: the service takes the oldest installed as soon as the library lists it (the CLI's rule).
+    qtbot.waitUntil(lambda: service.embedding_model() == oldest.id, timeout=30_000)
+    assert window.controller.settings.embedding_model is None
     line.picker.setCurrentIndex(line.picker.findData(installed.id))
     qtbot.waitUntil(lambda: service.embedding_model() == installed.id, timeout=30_000)
     qtbot.waitUntil(lambda: line.words.text().startswith("Search by meaning: on, with "))

@@ -49,7 +49,10 @@ def test_sending_while_the_model_loads_queues_the_message(make_window, loop, qtb
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
         await until(lambda: window.controller.open_chat_busy and window.adapter.messages.rowCount() == 1,
                     what="the message to be saved and wait")
-        assert "when the model is ready" in window.activity_label.text()
+        # Said once the answer's turn finds the model still loading (a moment after the message is
+        # saved: on a busy machine the label could still be read before it).
+        await until(lambda: "when the model is ready" in window.activity_label.text(),
+                    what="the status line to say the message waits for the model")
         assert window.composer.edit.toPlainText() == ""
         await starting
         await until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
