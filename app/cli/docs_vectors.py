@@ -32,21 +32,20 @@ class EmbeddingChoice:
 
 
 def embedding_choice(library: ModelLibrary, settings: Settings) -> EmbeddingChoice:
-    """The model settings name, else the only (or oldest) embedding model installed."""
-    usable = [m for m in library.embedding_models() if not m.missing]
+    """The model settings name, else the only (or oldest) embedding model installed
+    (ModelLibrary.embedding_model); when the one named cannot be used, why."""
     chosen = settings.embedding_model
-    if chosen:
-        found = library.find(chosen)
-        if found is None or found.purpose is not ModelPurpose.EMBEDDING:
-            return EmbeddingChoice(None, f"Keyword search only: the embedding model chosen for documents, "
-                                         f"{terminal_line(chosen)}, is not installed. Choose another with "
-                                         "kestrel docs model ID.")
-        if found.missing:
-            return EmbeddingChoice(None, f"Keyword search only: the embedding model {found.id} is not at "
-                                         f"{found.path} now. Plug in its drive, or choose another with "
-                                         "kestrel docs model ID.")
-        return EmbeddingChoice(found)
-    return EmbeddingChoice(usable[0] if usable else None)
+    model = library.embedding_model(chosen)
+    if model is not None or not chosen:
+        return EmbeddingChoice(model)
+    found = library.find(chosen)
+    if found is None or found.purpose is not ModelPurpose.EMBEDDING:
+        return EmbeddingChoice(None, f"Keyword search only: the embedding model chosen for documents, "
+                                     f"{terminal_line(chosen)}, is not installed. Choose another with "
+                                     "kestrel docs model ID.")
+    return EmbeddingChoice(None, f"Keyword search only: the embedding model {found.id} is not at "
+                                 f"{found.path} now. Plug in its drive, or choose another with "
+                                 "kestrel docs model ID.")
 
 
 def current_choice() -> EmbeddingChoice:

@@ -103,6 +103,16 @@ class ModelLibrary:
         """The embedding models, oldest first: what document search can use."""
         return [m for m in self.list() if m.purpose is ModelPurpose.EMBEDDING]
 
+    def embedding_model(self, chosen: str | None) -> InstalledModel | None:
+        """The embedding model document search uses (the window's and the CLI's one rule): the
+        one `chosen` names (settings.embedding_model) if it is an embedding model that is there,
+        else None; with none chosen, the oldest embedding model installed that is there."""
+        if chosen:
+            found = self.find(chosen)
+            usable = found is not None and found.purpose is ModelPurpose.EMBEDDING and not found.missing
+            return found if usable else None
+        return next((m for m in self.embedding_models() if not m.missing), None)
+
     def remove(self, model: InstalledModel) -> RemovedModel:
         """Delete a model from the models folder: its file(s) or ONNX folder, a cut-off copy
         of it, then its model.json. A referenced model is only forgotten: its file stays.

@@ -317,15 +317,10 @@ class DocumentsService:
         return EmbeddingProcess(path)
 
     def _current_model(self, settings: Settings | None = None) -> InstalledModel | None:
-        """The CLI's rule (app/cli/docs_vectors.py): the model settings name, else the oldest installed."""
+        """The model settings name, else the oldest installed: the CLI's rule, the library's."""
         if self._library is None:
             return None
-        chosen = (settings or self._settings()).embedding_model
-        if chosen:
-            found = self._library.find(chosen)
-            usable = found is not None and found.purpose is ModelPurpose.EMBEDDING and not found.missing
-            return found if usable else None
-        return next((m for m in self._library.embedding_models() if not m.missing), None)
+        return self._library.embedding_model((settings or self._settings()).embedding_model)
 
     def _follow_library(self) -> None:
         """The library changed (a model installed, downloaded or removed anywhere): with no model

@@ -71,6 +71,9 @@ def test_the_library_keeps_the_purpose_and_never_offers_an_embedding_model_to_ch
     chat = library.add_reference(tiny_model)
     assert library.default(embed.id) == chat and library.default(None) == chat
     assert library.chat_models() == [chat] and library.embedding_models() == [embed]
+    # Document search's one rule (the window and the CLI): the model chosen if it embeds, else the oldest.
+    assert library.embedding_model(None) == embed and library.embedding_model(embed.id) == embed
+    assert library.embedding_model(chat.id) is None and library.embedding_model("nothing-like-it") is None
     recorded = kestrel_home / "models" / embed.id / "model.json"
     data = json.loads(recorded.read_text(encoding="utf-8"))
     assert data["purpose"] == "embedding"
