@@ -56,6 +56,22 @@ class AttachedFile:
 
 
 @dataclass(frozen=True)
+class AttachedImage:
+    """An image the user attached to a message, as Kestrel's image check left it and as the
+    model is given it: `data` a PNG or JPEG (`mime` "image/png" or "image/jpeg") of `width` x
+    `height` pixels, scaled down and without metadata. `name` is the file's name as the user
+    had it ("Pasted image" for one pasted from the clipboard); `note` what the check changed
+    ("Scaled down from 4032 x 3024."; "" for nothing)."""
+
+    name: str
+    mime: str
+    width: int
+    height: int
+    data: bytes
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class SourceRef:
     """One numbered source an answer was given ([number] in its text): which file, where in
     it, and the text the model read. `path` is the file's on this machine (an attachment's as

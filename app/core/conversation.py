@@ -7,7 +7,7 @@ from enum import Enum
 from typing import TypeAlias
 
 from app.core.answer_stats import AnswerStats
-from app.core.attachments import AttachedFile, SourceRef
+from app.core.attachments import AttachedFile, AttachedImage, SourceRef
 from app.core.generation import GenerationSettings
 
 
@@ -102,6 +102,8 @@ class Message:
     parts == ().
 
     `attachments`: the files the user attached to this message (user messages only).
+    `images`: the images the user attached to this message, as checked and sent to the model
+    (user messages only).
     `sources`: the numbered sources this answer was given from the user's files (attached or
     from the chat's collections), which its [n] citations name (assistant messages only).
     """
@@ -117,6 +119,7 @@ class Message:
     parts: tuple[Part, ...] = ()
     attachments: tuple[AttachedFile, ...] = ()
     sources: tuple[SourceRef, ...] = ()
+    images: tuple[AttachedImage, ...] = ()
 
 
 @dataclass(frozen=True)

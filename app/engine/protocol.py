@@ -21,7 +21,7 @@ __all__ = [
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -41,6 +41,10 @@ class ChatMessage:
     thinking: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str = ""
+    # Images the user attached to this turn (user turns only), each a PNG or JPEG that
+    # Kestrel's image check made (app/service: decoded in the reader's worker process,
+    # scaled down, metadata dropped); the engine hands them to the model's projector.
+    images: tuple[bytes, ...] = ()
 
     def __post_init__(self) -> None:
         # Text is taken too ("user"), so that templates and tests can write turns plainly;
@@ -68,6 +72,8 @@ class Load:
     state_ram_bytes: int = 0
     state_dir: str | None = None
     state_disk_bytes: int = 0
+    # The model's vision projector (an mmproj GGUF the library paired with it); None: text only.
+    projector_path: str | None = None
 
 
 # What tool_choice may say besides a function's name.
@@ -236,6 +242,10 @@ class Loaded:
     # can turn the thinking on and off (GenerationSettings.thinking).
     thinks: bool = False
     thinking_switch: bool = False
+    # The projector loaded: the model takes images. vision_problem says, in words, why a
+    # projector that was asked for did not load (the model then answers text only).
+    vision: bool = False
+    vision_problem: str = ""
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,12 @@ class InstalledModel:
     # Decided from the header when the model is added: an embedding model is offered to
     # document search and kept out of every choice of a model to chat with.
     purpose: ModelPurpose = ModelPurpose.CHAT
+    # The model's vision projector (an mmproj GGUF) the library paired with it; None: text only.
+    projector: Path | None = None
+
+    @property
+    def vision(self) -> bool:
+        return self.projector is not None
 
     @property
     def chats(self) -> bool:

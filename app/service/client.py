@@ -139,14 +139,15 @@ class EngineClient:
                    threads: int | None = None, device: DevicePreference = DevicePreference.AUTO,
                    gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
-                   state_disk_bytes: int = 0) -> p.Loaded:
+                   state_disk_bytes: int = 0, projector_path: str | None = None) -> p.Loaded:
         """Load a model where placement says for the device the user prefers.
 
         Raises EngineError with kind model_file, model_load or placement_refused.
         """
         await self.start()
         request = p.Load(next(self._ids), str(model_path), context_length, threads, device,
-                         gpu_layers, chat_template, state_ram_bytes, state_dir, state_disk_bytes)
+                         gpu_layers, chat_template, state_ram_bytes, state_dir, state_disk_bytes,
+                         projector_path)
         self.loaded = None
         self._loading = True
         try:
@@ -304,7 +305,8 @@ class EngineClient:
         await self.load(last.model_path, context_length=last.context_length,
                         threads=last.threads, device=last.device, gpu_layers=last.gpu_layers,
                         chat_template=last.chat_template, state_ram_bytes=last.state_ram_bytes,
-                        state_dir=last.state_dir, state_disk_bytes=last.state_disk_bytes)
+                        state_dir=last.state_dir, state_disk_bytes=last.state_disk_bytes,
+                        projector_path=last.projector_path)
 
     async def _roundtrip(self, request: p.Request, during: During, answer: type[_Answer]) -> _Answer:
         """Send request and wait for its one answer, which must be of type answer."""
