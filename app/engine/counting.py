@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 
 from app.engine import protocol as p
 from app.engine.backend import Backend
+from app.engine.errors import ImageRefused
 from app.engine.failures import EngineBug, NoModel
 
 
@@ -87,7 +88,8 @@ def count(backend: Backend, request: p.CountTokens) -> int:
 def serve_counts(requests: queue.Queue[p.CountTokens], gate: ModelGate, backend: Callable[[], Backend | None],
                  send: Callable[[p.EngineEvent], None]) -> None:
     """The counting thread: answer each CountTokens with TokenCount, or with Error(NoModel)
-    when no model is loaded (at once: nothing is waited for), or Error(EngineBug)."""
+    when no model is loaded (at once: nothing is waited for), Error(NoVision or BadImage)
+    for images the model cannot take, or Error(EngineBug)."""
     while True:
         request = requests.get()
         answer: p.EngineEvent
@@ -96,6 +98,8 @@ def serve_counts(requests: queue.Queue[p.CountTokens], gate: ModelGate, backend:
             try:
                 answer = (p.Error(request.request_id, NoModel()) if model is None
                           else p.TokenCount(request.request_id, count(model, request)))
+            except ImageRefused as exc:  # images the model cannot take, as generate says
+                answer = p.Error(request.request_id, exc.failure)
             except Exception as exc:  # A bug: report it with its traceback, keep counting.
                 answer = p.Error(request.request_id, EngineBug(f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         send(answer)

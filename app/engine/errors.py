@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from app.engine.failure_words import WINDOW, describe
-from app.engine.failures import DeviceRefused, LoadFailure, NoDeviceWorked, PromptTooLong, ShapeFailure
+from app.engine.failures import (
+    DeviceRefused, ImageFailure, LoadFailure, NoDeviceWorked, PromptTooLong, ShapeFailure,
+)
 
 
 class ModelLoadError(Exception):
@@ -39,5 +41,14 @@ class ShapeRefused(Exception):
     """An answer cannot have the shape asked for (tools, a grammar): failure says why."""
 
     def __init__(self, failure: ShapeFailure) -> None:
+        self.failure = failure
+        super().__init__(describe(failure, WINDOW))
+
+
+class ImageRefused(Exception):
+    """Images the model cannot take: it has no projector, or one image is not readable,
+    too big, or one too many (app/engine/image_prompt.py); failure says which."""
+
+    def __init__(self, failure: ImageFailure) -> None:
         self.failure = failure
         super().__init__(describe(failure, WINDOW))

@@ -13,9 +13,9 @@ from typing import assert_never
 
 from app.core.units import human_size
 from app.engine.failures import (
-    BadModelFile, BadShape, BadTemplate, DeviceRefused, During, EngineBug, EngineStopped, Failure, GgufRefused,
-    Hang, NoDeviceWorked, NoGpuBuild, NoGrammar, NoModel, NoToolUse, NotEnoughMemory, OnnxRefused, OnnxTrouble,
-    OtherVersion, PromptTooLong, ProviderMissing, UnknownRequest,
+    BadImage, BadModelFile, BadShape, BadTemplate, DeviceRefused, During, EngineBug, EngineStopped, Failure,
+    GgufRefused, Hang, ImageTrouble, NoDeviceWorked, NoGpuBuild, NoGrammar, NoModel, NoToolUse, NotEnoughMemory,
+    NoVision, OnnxRefused, OnnxTrouble, OtherVersion, PromptTooLong, ProviderMissing, UnknownRequest,
 )
 
 
@@ -77,6 +77,13 @@ def describe(failure: Failure, advice: Advice) -> str:
                     "follows JSON schemas only. Ask for a JSON schema instead, or use a GGUF model.")
         case BadShape():
             return f"The request's {failure.part} cannot be used: {failure.reason}. Fix it and ask again."
+        case NoVision():
+            why = (f" {failure.problem.rstrip('.')}." if failure.problem
+                   else ": no vision projector (an mmproj file) is paired with it.")
+            return (f"{failure.name} cannot read images{'.' if failure.problem else ''}{why} Send the message "
+                    "without the images, or choose a model that reads images.")
+        case BadImage():
+            return _bad_image(failure)
         case NoModel():
             return "No model is loaded. Choose a model first."
         case UnknownRequest():
@@ -101,6 +108,24 @@ def _onnx_advice(failure: OnnxRefused, advice: Advice) -> str:
         case OnnxTrouble.MODEL:
             return ("The model may be damaged, or made for a newer ONNX Runtime GenAI: download "
                     "it again, or update Kestrel.")
+        case _:
+            assert_never(failure.trouble)
+
+
+def _bad_image(failure: BadImage) -> str:
+    which = f"Image {failure.image + 1} of message {failure.message + 1}"
+    match failure.trouble:
+        case ImageTrouble.NOT_AN_IMAGE:
+            return f"{which} could not be read as a picture. Attach it again as a PNG or JPEG image."
+        case ImageTrouble.TOO_BIG:
+            return (f"{which} is {human_size(failure.count)}; the most an image may be is "
+                    f"{human_size(failure.limit)}. Attach a smaller image.")
+        case ImageTrouble.TOO_MANY:
+            return (f"The conversation holds {failure.count} images and a model is given at most "
+                    f"{failure.limit} at once. Start a new chat, or send fewer images.")
+        case ImageTrouble.LEFT_OUT:
+            return (f"{which} did not reach the model: its chat template leaves it out of the prompt. "
+                    "Choose another chat template in the model's settings, or send the message without it.")
         case _:
             assert_never(failure.trouble)
 

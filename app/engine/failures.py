@@ -21,6 +21,8 @@ class ErrorKind(StrEnum):
     PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
     CONTEXT = "context_overflow"  # the prompt does not fit the context
     UNSUPPORTED = "unsupported"  # an answer shape (tools, a grammar) this model cannot have, or given wrong
+    NO_VISION = "no_vision"  # images sent to a model that takes none (no projector, or it did not load)
+    BAD_IMAGE = "bad_image"  # an image the model cannot read, too big, or too many of them
     PROTOCOL = "protocol"  # versions differ, or an unknown message
     INTERNAL = "internal"  # a bug in the engine; the facts say what
     CRASHED = "crashed"  # the engine process died (raised by the client, never sent)
@@ -185,6 +187,42 @@ ShapeFailure = NoToolUse | NoGrammar | BadShape
 
 
 @dataclass(frozen=True)
+class NoVision:
+    """Images were sent to a model that takes none: no projector was paired with it, or
+    the one paired did not load (problem: Loaded.vision_problem's words, or "")."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.NO_VISION
+    name: str  # the model's file or folder name
+    problem: str = ""
+
+
+class ImageTrouble(StrEnum):
+    """What is wrong with an image sent to a model (app/engine/image_prompt.py)."""
+
+    NOT_AN_IMAGE = "not_an_image"  # not a PNG or JPEG, or the model's decoder refused it
+    TOO_BIG = "too_big"  # more bytes than MAX_IMAGE_BYTES
+    TOO_MANY = "too_many"  # more images in the prompt than MAX_IMAGES
+    LEFT_OUT = "left_out"  # the chat template dropped the turn's images from the prompt
+
+
+@dataclass(frozen=True)
+class BadImage:
+    """An image that cannot go to the model. message: the turn's index in Generate.messages
+    (0-based), image: the image's index in that turn (0-based); for TOO_MANY, count is
+    how many the prompt held and limit the most; for TOO_BIG, count is its size in bytes."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.BAD_IMAGE
+    trouble: ImageTrouble
+    message: int = 0
+    image: int = 0
+    count: int = 0
+    limit: int = 0
+
+
+ImageFailure = NoVision | BadImage
+
+
+@dataclass(frozen=True)
 class NoModel:
     """An answer was asked for before any model was loaded."""
 
@@ -252,5 +290,5 @@ class EngineStopped:
     silent_s: float = 0.0  # for Hang.SILENT: how long it said nothing
 
 
-Failure = (BadModelFile | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | ShapeFailure | NoModel
-           | UnknownRequest | OtherVersion | EngineBug | EngineStopped)
+Failure = (BadModelFile | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | ShapeFailure | ImageFailure
+           | NoModel | UnknownRequest | OtherVersion | EngineBug | EngineStopped)

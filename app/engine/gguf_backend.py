@@ -25,12 +25,14 @@ from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError, ShapeRefused
 from app.engine.failures import BadShape, GgufRefused, ShapePart
 from app.engine.gguf_tokens import model_tokens
+from app.engine.image_prompt import ImagePrompt, evaluate, images_for, with_markers
 from app.engine.lazy_grammar import LazyCallGrammar, lazy_grammar_for
 from app.engine.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.engine.state_store import StateStore, common_prefix
 from app.engine.thinking import has_switch, markers_in, template_variables
+from app.engine.vision import Projector, load_projector
 from app.hardware.placement_types import ALL_LAYERS
 from app.library.fit_facts import gguf_fit_facts
 from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
@@ -66,8 +68,9 @@ class GgufBackend:
     """One loaded GGUF model and its context."""
 
     def __init__(self, llm: _CountingLlama, info: GgufInfo, loaded: Loaded,
-                 states: StateStore | None = None) -> None:
+                 states: StateStore | None = None, projector: Projector | None = None) -> None:
         self._llm = llm
+        self._projector = projector
         self._states = states
         # How the last answer began and drafted: "", "ram" or "disk"; for benchmarks and tests.
         self.restored_from = ""
@@ -119,6 +122,10 @@ class GgufBackend:
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(_refused(info, exc)) from exc
+        # On the GPU only when the text model is (app/engine/vision.py checks the file first).
+        projector, vision_problem = load_projector(
+            request.projector_path, llm, info.embedding_length or llm.n_embd(), use_gpu=gpu_layers != 0,
+            threads=threads) if request.projector_path else (None, "")
         loaded = Loaded(
             request_id=request.request_id,
             model_path=request.model_path,
@@ -132,8 +139,10 @@ class GgufBackend:
             fallback_reasons=choice.fallback_reasons,
             thinks=markers_in(info.chat_template) is not None,
             thinking_switch=has_switch(info.chat_template),
+            vision=projector is not None,
+            vision_problem=vision_problem,
         )
-        return cls(llm, info, loaded, _state_store(request, info, llm.n_ctx()))
+        return cls(llm, info, loaded, _state_store(request, info, llm.n_ctx()), projector)
 
     def reset(self) -> None:
         """Forget the cached conversation."""
@@ -143,6 +152,8 @@ class GgufBackend:
     def close(self) -> None:
         if self._states is not None:
             self._states.close()
+        if self._projector is not None:
+            self._projector.close()  # before the text model it was made against
         self._llm.close()
 
     def forget_states(self) -> None:
@@ -166,10 +177,17 @@ class GgufBackend:
         lazy = lazy_grammar_for(shaped, self._readable) if grammar is None else None
         variables = template_variables(request.settings.thinking)
         threads = self._use_threads(request.threads or self.loaded.threads)
-        yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped),
-                          tokenize=self._tokenize, thinking=markers_in(self._info.chat_template), threads=threads,
-                          shaped=shaped, lazy=lazy, stream=lambda prompt, budget, text, timing: self._stream(
-                              request, prompt, budget, text, control, timing, grammar, lazy))
+        images = self._images(request.messages) if request.shape.prompt is None else None
+        try:
+            yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped,
+                                                                                         images),
+                              tokenize=images.tokenize if images else self._tokenize,
+                              thinking=markers_in(self._info.chat_template), threads=threads,
+                              shaped=shaped, lazy=lazy, stream=lambda prompt, budget, text, timing: self._stream(
+                                  request, prompt, budget, text, control, timing, grammar, lazy, images))
+        finally:
+            if images is not None:
+                images.close()
         # Calls held to the tools' schemas in the last answer; for benchmarks and tests.
         self.held_calls = lazy.switches if lazy is not None else 0
         # Done is sent by now: saving the state never delays the answer.
@@ -181,8 +199,21 @@ class GgufBackend:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def count_prompt(self, messages: Sequence[ChatMessage], thinking: bool) -> int:
-        """Tokens of the prompt generate would make of these messages (before any trim)."""
-        return len(self._tokenize(self._spec(messages, template_variables(thinking)).text))
+        """Tokens of the prompt generate would make of these messages (before any trim);
+        an image counts the positions its embeddings take (mtmd_tokenize cuts the prompt
+        and sizes each image; it takes the projector's context const, and no image is
+        encoded, so this too may run beside an answer). ImageRefused as generate's."""
+        images = self._images(messages)
+        if images is None:
+            return len(self._tokenize(self._spec(messages, template_variables(thinking)).text))
+        try:
+            return len(images.tokenize(self._spec(messages, template_variables(thinking), images=images).text))
+        finally:
+            images.close()
+
+    def _images(self, messages: Sequence[ChatMessage]) -> ImagePrompt | None:
+        return images_for(messages, self._projector, model=self._info.path.name, problem=self.loaded.vision_problem,
+                          add_bos=self._add_bos, bos=self._tokens.bos or "")
 
     def _grammar(self, shape: AnswerShape, shaped: ShapedAnswer) -> llama_cpp.LlamaGrammar | None:
         """The answer's grammar: the one asked for, the JSON schema's, or the forced call's.
@@ -219,20 +250,30 @@ class GgufBackend:
         return threads
 
     def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None,
-              shaped: ShapedAnswer = PLAIN) -> PromptSpec:
-        return build_prompt(messages, template=self._info.chat_template, architecture=self._info.architecture,
+              shaped: ShapedAnswer = PLAIN, images: ImagePrompt | None = None) -> PromptSpec:
+        marked = messages if images is None or self._projector is None else with_markers(messages,
+                                                                                           self._projector.marker)
+        spec = build_prompt(marked, template=self._info.chat_template, architecture=self._info.architecture,
                             tokens=self._tokens, variables=variables, tools=shaped.tools)
+        if images is not None:
+            images.remember(spec.text, messages)
+        return spec
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
                 control: GenerationControl, timing: AnswerTiming,
-                grammar: llama_cpp.LlamaGrammar | None = None,
-                lazy: LazyCallGrammar | None = None) -> Generator[Delta, None, FinishReason]:
+                grammar: llama_cpp.LlamaGrammar | None = None, lazy: LazyCallGrammar | None = None,
+                images: ImagePrompt | None = None) -> Generator[Delta, None, FinishReason]:
         llm = self._llm
         settings = request.settings
         seed = settings.seed if settings.seed >= 0 else random.getrandbits(32)
         llm.set_seed(seed)
         llm.evaluated = 0
         self._restore_state(prompt)
+        if images is not None and self._projector is not None:
+            # The images and the text around them go in here; llm.generate then finds the
+            # whole prompt in the cache (app/engine/image_prompt.py).
+            image_tokens = evaluate(llm, self._projector, images.chunked_for(prompt))
+            llm.evaluated += image_tokens  # its text tokens counted themselves
         sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,
                         repeat_penalty=settings.repeat_penalty)
         self.lookup = LookupStats()

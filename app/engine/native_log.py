@@ -27,6 +27,14 @@ def capture() -> None:
     llama_cpp.llama_log_set(_keep, ctypes.c_void_p(0))
 
 
+def capture_mtmd() -> None:
+    """Route libmtmd's log (the projector's loader, its image decoding) into the same buffer."""
+    import llama_cpp.mtmd_cpp as mtmd
+
+    mtmd.mtmd_log_set(_keep, ctypes.c_void_p(0))
+    mtmd.mtmd_helper_log_set(_keep, ctypes.c_void_p(0))
+
+
 def recent_errors(limit: int = 3) -> list[str]:
     """The last error lines llama.cpp logged: the real reason behind a failed load."""
     with _lock:

@@ -18,8 +18,8 @@ from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
-from app.engine.errors import ContextOverflow, ModelLoadError, ShapeRefused
-from app.engine.failures import BadShape, NoGrammar, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
+from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
+from app.engine.failures import BadShape, NoGrammar, NoVision, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.engine.thinking import has_switch, markers_in, template_variables
@@ -113,6 +113,7 @@ class OnnxBackend:
             fallback_reasons=choice.fallback_reasons,
             thinks=markers_in(info.chat_template) is not None,
             thinking_switch=has_switch(info.chat_template),
+            vision_problem=NO_IMAGES if request.projector_path else "",
         )
         return cls(model, tokenizer, info, loaded)
 
@@ -140,6 +141,7 @@ class OnnxBackend:
         generator, and a new generator evaluates the whole prompt again; a call that does
         not parse still comes back as text with a note.
         """
+        self._no_images(request.messages)
         shaped = shape_answer(request.shape, self._info.chat_template, self._info.path.name)
         schema = shaped.call_schema or request.shape.json_schema
         if schema is None and request.shape.grammar is not None:
@@ -160,7 +162,12 @@ class OnnxBackend:
 
     def count_prompt(self, messages: Sequence[ChatMessage], thinking: bool) -> int:
         """Tokens of the prompt generate would make of these messages (before any trim)."""
+        self._no_images(messages)
         return len(self._tokenize(self._spec(messages, template_variables(thinking)).text))
+
+    def _no_images(self, messages: Sequence[ChatMessage]) -> None:
+        if any(message.images for message in messages):
+            raise ImageRefused(NoVision(self._info.path.name, NO_IMAGES))
 
     def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None,
               shaped: ShapedAnswer = PLAIN) -> PromptSpec:
@@ -336,3 +343,7 @@ def _starts_with(tokens: Sequence[int], token: int | None) -> bool:
 
 
 __all__ = ["OnnxBackend", "ModelFolderError", "ModelLoadError", "ContextOverflow", "PROVIDERS"]
+
+
+# Loaded.vision_problem of an ONNX model given a projector, and NoVision's reason.
+NO_IMAGES = "ONNX models take no images in Kestrel yet; this one answers text only."

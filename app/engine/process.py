@@ -18,7 +18,7 @@ from app.engine import protocol as p
 from app.engine.backend import Backend
 from app.engine.control import GenerationControl
 from app.engine.counting import ModelGate, serve_counts
-from app.engine.errors import ContextOverflow, ModelLoadError, ShapeRefused
+from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
 from app.engine.failures import BadModelFile, EngineBug, Failure, NoModel, UnknownRequest
 from app.hardware.report import HardwareReport
 
@@ -179,7 +179,7 @@ class EngineLoop:
         try:
             for event in self._backend.generate(request, self._control):
                 self._out.send(event)
-        except (ContextOverflow, ShapeRefused) as exc:
+        except (ContextOverflow, ShapeRefused, ImageRefused) as exc:
             self._error(request, exc.failure)
         finally:
             self._control.end()

@@ -54,7 +54,9 @@ class NgramDrafter:
                 continue
             start = self._next.get(tuple(tokens[-n:]))
             if start is not None:
-                return tokens[start:start + count]
+                draft = tokens[start:start + count]
+                # An image's positions hold negative stand-in ids (image_prompt.py): never drafted.
+                return next((draft[:i] for i, token in enumerate(draft) if token < 0), draft)
         return []
 
 
