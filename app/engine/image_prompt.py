@@ -35,7 +35,7 @@ from app.engine.state_store import common_prefix
 from app.engine.vision import Projector
 
 MAX_IMAGES = 16  # in one prompt
-MAX_IMAGE_BYTES = 20 * 1024 * 1024  # each
+MAX_IMAGE_BYTES = 20_000_000  # each (20 MB, as the words say it)
 _SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff")  # PNG, JPEG: what Kestrel's image check makes
 
 

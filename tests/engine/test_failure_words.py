@@ -43,6 +43,24 @@ SAID = [
     (f.BadShape(f.ShapePart.TOOL_CHOICE, 'there is no tool named "x" among the tools given (a, b)'),
      'The request\'s tool choice cannot be used: there is no tool named "x" among the tools given (a, b). Fix it '
      "and ask again."),
+    (f.NoVision("tiny.gguf"),
+     "tiny.gguf cannot read images: no vision projector (an mmproj file) is paired with it. Send the message "
+     "without the images, or choose a model that reads images."),
+    (f.NoVision("tiny.gguf", "The vision projector mmproj-x.gguf could not be loaded: the file is not there. "
+                             "Pair the model with its projector again."),
+     "tiny.gguf cannot read images. The vision projector mmproj-x.gguf could not be loaded: the file is not "
+     "there. Pair the model with its projector again. Send the message without the images, or choose a model "
+     "that reads images."),
+    (f.BadImage(f.ImageTrouble.NOT_AN_IMAGE, 2, 1),
+     "Image 2 of message 3 could not be read as a picture. Attach it again as a PNG or JPEG image."),
+    (f.BadImage(f.ImageTrouble.TOO_BIG, 0, 0, 25_000_000, 20_000_000),
+     "Image 1 of message 1 is 25.0 MB; the most an image may be is 20.0 MB. Attach a smaller image."),
+    (f.BadImage(f.ImageTrouble.TOO_MANY, count=17, limit=16),
+     "The conversation holds 17 images and a model is given at most 16 at once. Start a new chat, or send "
+     "fewer images."),
+    (f.BadImage(f.ImageTrouble.LEFT_OUT),
+     "Image 1 of message 1 did not reach the model: its chat template leaves it out of the prompt. Choose "
+     "another chat template in the model's settings, or send the message without it."),
     (f.UnknownRequest("Bogus"), "Unknown request Bogus."),
     (f.OtherVersion(7), "The engine is from another version of Kestrel. Reinstall Kestrel."),
     (f.EngineBug("ValueError: boom", "Traceback ..."), "ValueError: boom"),
