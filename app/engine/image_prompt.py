@@ -133,7 +133,8 @@ class ImagePrompt:
 
     def _decode(self, image: bytes, turn: int, index: int) -> int:
         buffer = (ctypes.c_uint8 * len(image)).from_buffer_copy(image)
-        bitmap = mtmd.mtmd_helper_bitmap_init_from_buf(self._projector.ctx, buffer, len(image), False)
+        bitmap = mtmd.mtmd_helper_bitmap_init_from_buf(mtmd.mtmd_context_p(self._projector.ctx), buffer, len(image),
+                                                       False)
         if not bitmap or mtmd.mtmd_bitmap_is_audio(bitmap):
             if bitmap:
                 mtmd.mtmd_bitmap_free(bitmap)
