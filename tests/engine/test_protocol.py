@@ -50,7 +50,7 @@ def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
 
     back = [pickle.loads(pickle.dumps(m)) for m in messages]
 
-    assert back == messages and p.PROTOCOL_VERSION == 10
+    assert back == messages and p.PROTOCOL_VERSION == 11
     assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
     assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
     assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"
@@ -106,3 +106,20 @@ def test_error_kinds_are_strings_too() -> None:
     assert EngineError(f.NoModel()).kind is p.ErrorKind.NO_MODEL
     crashed = EngineCrashed(f.EngineStopped(-9, f.During.GENERATE))
     assert crashed.kind is p.ErrorKind.CRASHED and crashed.exit_code == -9 and crashed.during == "generate"
+
+
+def test_images_and_their_refusals_cross_the_pipe_whole() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+    messages = [p.Generate(7, (p.ChatMessage(Role.USER, "what is this?", images=(png, png[:20])),)),
+                p.Load(8, "m.gguf", projector_path="mmproj-m.gguf"),
+                p.Loaded(8, "m.gguf", 1.0, "CPU", 4096, 4, "gemma3", "embedded", vision=False,
+                         vision_problem="The vision projector mmproj-m.gguf could not be loaded."),
+                p.Error(7, f.NoVision("m.gguf", "why")),
+                p.Error(7, f.BadImage(f.ImageTrouble.TOO_MANY, count=17, limit=16))]
+
+    back = [pickle.loads(pickle.dumps(m)) for m in messages]
+
+    assert back == messages
+    assert back[0].messages[0].images == (png, png[:20]) and back[1].projector_path == "mmproj-m.gguf"
+    assert [e.kind for e in back[3:]] == [p.ErrorKind.NO_VISION, p.ErrorKind.BAD_IMAGE]
+    assert (p.ErrorKind.NO_VISION, p.ErrorKind.BAD_IMAGE) == ("no_vision", "bad_image")
