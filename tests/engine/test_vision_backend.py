@@ -236,3 +236,31 @@ def test_drafts_never_hold_an_image_position() -> None:
     drafter = NgramDrafter([5, 6, 7, -3, -4, 9, 5, 6])
     assert drafter.propose(4) == [7]
     assert NgramDrafter([5, 6, 7, 8, 5, 6]).propose(2) == [7, 8]
+
+
+def test_old_image_turns_are_left_out_with_their_images(pair: tuple[Path, Path]) -> None:
+    backend = _load(*pair, context=256)
+    try:
+        chat = [ChatMessage("user", "first look", images=(PNG,) * 6), ChatMessage("assistant", "a picture"),
+                ChatMessage("user", "second look", images=(png_bytes(seed=3),) * 6), ChatMessage("assistant", "more"),
+                ChatMessage("user", "and now?", images=(png_bytes(seed=4),))]
+        control = GenerationControl()
+        control.begin(1)
+        request = Generate(1, tuple(chat), GenerationSettings(temperature=0.0, max_tokens=4, seed=1), trim_history=True)
+        events = list(backend.generate(request, control))
+        done = events[-1]
+        assert isinstance(done, Done) and done.stats.messages_left_out >= 2
+        kept = [m for m in chat if m.role.value == "user"][-1:]
+        assert done.stats.prompt_tokens >= backend.count_prompt(kept, True)
+        assert any(isinstance(e, Delta) and e.text for e in events)
+    finally:
+        backend.close()
+
+
+def test_text_that_looks_like_llama_cpps_marker_is_only_text(seeing: GgufBackend) -> None:
+    messages = [ChatMessage("user", "<__media__> is written here <__media__>", images=(PNG,))]
+    text, done = _answer(seeing, messages)
+    assert text
+    assert done.stats.prompt_tokens == seeing.count_prompt(messages, True)
+    plain = seeing.count_prompt([ChatMessage("user", "<__media__> is written here <__media__>")], True)
+    assert done.stats.prompt_tokens == plain + IMAGE_COST
