@@ -124,8 +124,8 @@ def _bad_image(failure: BadImage) -> str:
             return (f"The conversation holds {failure.count} images and a model is given at most "
                     f"{failure.limit} at once. Start a new chat, or send fewer images.")
         case ImageTrouble.LEFT_OUT:
-            return (f"{which} did not reach the model: its chat template leaves it out of the prompt. "
-                    "Choose another chat template in the model's settings, or send the message without it.")
+            return ("An image did not reach the model: its chat template leaves images out of the prompt. "
+                    "Choose another chat template in the model's settings, or send the message without images.")
         case _:
             assert_never(failure.trouble)
 

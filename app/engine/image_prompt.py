@@ -125,6 +125,8 @@ class ImagePrompt:
         native_log.capture_mtmd()
         try:
             for turn, message in enumerate(messages):
+                if id(message) in self._bitmaps:
+                    continue  # the same message object twice: its images are decoded once
                 self._bitmaps[id(message)] = [self._decode(image, turn, index)
                                               for index, image in enumerate(message.images)]
         except BaseException:

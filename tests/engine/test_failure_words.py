@@ -59,8 +59,8 @@ SAID = [
      "The conversation holds 17 images and a model is given at most 16 at once. Start a new chat, or send "
      "fewer images."),
     (f.BadImage(f.ImageTrouble.LEFT_OUT),
-     "Image 1 of message 1 did not reach the model: its chat template leaves it out of the prompt. Choose "
-     "another chat template in the model's settings, or send the message without it."),
+     "An image did not reach the model: its chat template leaves images out of the prompt. Choose another "
+     "chat template in the model's settings, or send the message without images."),
     (f.UnknownRequest("Bogus"), "Unknown request Bogus."),
     (f.OtherVersion(7), "The engine is from another version of Kestrel. Reinstall Kestrel."),
     (f.EngineBug("ValueError: boom", "Traceback ..."), "ValueError: boom"),

@@ -264,3 +264,16 @@ def test_text_that_looks_like_llama_cpps_marker_is_only_text(seeing: GgufBackend
     assert done.stats.prompt_tokens == seeing.count_prompt(messages, True)
     plain = seeing.count_prompt([ChatMessage("user", "<__media__> is written here <__media__>")], True)
     assert done.stats.prompt_tokens == plain + IMAGE_COST
+
+
+def test_a_template_that_drops_images_is_refused_not_answered(pair: tuple[Path, Path]) -> None:
+    last_only = ("{% for m in messages %}{% if loop.last %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+                 "{% endif %}{% endfor %}<|im_start|>assistant\n")
+    backend = _load(*pair, chat_template=last_only)
+    try:
+        chat = [ChatMessage("user", "look", images=(PNG,)), ChatMessage("assistant", "ok"),
+                ChatMessage("user", "and this", images=(png_bytes(seed=9),))]
+        assert _refusal(backend, chat).failure == BadImage(ImageTrouble.LEFT_OUT)
+        assert _answer(backend, chat[2:])[0]
+    finally:
+        backend.close()
