@@ -129,8 +129,9 @@ class HubSearchBox(QWidget):
         for column in range(self.repos.columnCount()):
             self.repos.resizeColumnToContents(column)
         self.repos.setVisible(bool(repos))
-        if repos:
-            self.repos.setCurrentItem(self.repos.topLevelItem(0))
+        first = self.repos.topLevelItem(0)
+        if first is not None:
+            self.repos.setCurrentItem(first)
 
     # --- a repository's files ----------------------------------------------------------
 
@@ -206,16 +207,19 @@ class HubSearchBox(QWidget):
         return super().eventFilter(watched, event)
 
     def _key(self, key: int) -> bool:
+        current = self.repos.currentItem()
         if key in (Qt.Key.Key_Down, Qt.Key.Key_Up) and self.repos.topLevelItemCount():
-            row = self.repos.indexOfTopLevelItem(self.repos.currentItem()) if self.repos.currentItem() else -1
+            row = self.repos.indexOfTopLevelItem(current) if current is not None else -1
             row = max(0, min(self.repos.topLevelItemCount() - 1, row + (1 if key == Qt.Key.Key_Down else -1)))
-            self.repos.setCurrentItem(self.repos.topLevelItem(row))
+            item = self.repos.topLevelItem(row)
+            if item is not None:
+                self.repos.setCurrentItem(item)
             return True
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             if self.timer.isActive() or self.query.text().strip() != self._searched:
                 self.search_now()
-            elif self.repos.currentItem() is not None:
-                self.open_repo(self.repos.currentItem().data(0, _DATA))
+            elif current is not None:
+                self.open_repo(current.data(0, _DATA))
             return True
         if key == Qt.Key.Key_Escape and self.query.text():
             self.query.clear()

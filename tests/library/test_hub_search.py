@@ -13,7 +13,7 @@ from app.library.hub import default_endpoint
 from app.library.hub_search import (HubRepo, onnx_precision, parse_search_answer, pick_quantization, quantization,
                                     repo_choices, search_models, search_url)
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
-from tests.helpers.hub_answers import EMPTY_ANSWER, THINKER_ANSWER, search_path, serve_search
+from tests.helpers.hub_answers import EMPTY_ANSWER, THINKER_ANSWER, serve_search
 
 
 def test_the_search_sends_list_models_parameters_and_reads_the_repositories(server: TestServer) -> None:
