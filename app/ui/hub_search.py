@@ -24,6 +24,8 @@ PAUSE_MS = 400
 MIN_CHARS = 2
 PLACEHOLDER = "Search Hugging Face… (asks huggingface.co only when you type here)"
 _DATA = Qt.ItemDataRole.UserRole + 1
+# The files' columns: the Download button before the file's name, which may be long.
+_BUTTON, _FILE = 3, 4
 
 
 class HubSearchBox(QWidget):
@@ -54,7 +56,7 @@ class HubSearchBox(QWidget):
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.repos = _tree(self, "hubRepos", "Repositories found", ["Repository", "Downloads", "Likes", "Updated"])
         self.files = _tree(self, "hubFiles", "Files of the chosen repository",
-                           ["Quantization", "Size", "Fit", "File", ""])
+                           ["Quantization", "Size", "Fit", "", "File"])
         self.files_note = QLabel(self)
         self.files_note.setObjectName("hubFilesNote")
         self.files_note.setWordWrap(True)
@@ -179,18 +181,18 @@ class HubSearchBox(QWidget):
         unit = row.choice.unit
         size = human_size(unit.size) if unit.size is not None else "size from the server"
         parts = f" ({len(unit.files)} files)" if len(unit.files) > 1 else ""
-        item = QTreeWidgetItem([row.choice.quantization or unit.format.upper(), size, verdict_words(row.fit),
-                                unit.key + parts, ""])
+        item = QTreeWidgetItem([row.choice.quantization or unit.format.upper(), size, verdict_words(row.fit), "",
+                                unit.key + parts])
         item.setData(0, _DATA, row)
         item.setToolTip(2, row.reason)
-        item.setToolTip(3, f"{unit.key}\nfrom {unit.source}")
+        item.setToolTip(_FILE, f"{unit.key}\nfrom {unit.source}")
         if row.fit is not None:
             item.setIcon(2, verdict_icon(row.fit.verdict))
         self.files.addTopLevelItem(item)
         button = QPushButton("Download", self.files)
         button.setAccessibleName(f"Download {unit.key}")
         button.clicked.connect(lambda _checked=False, row=row: self.download(row))
-        self.files.setItemWidget(item, 4, button)
+        self.files.setItemWidget(item, _BUTTON, button)
 
     def download(self, row: ChoiceRow | None) -> None:
         """Queue the file's download through the library, as a pasted repository's file is."""
