@@ -76,14 +76,16 @@ class HubSearch:
         self._endpoint = endpoint
         self._running: dict[str, asyncio.Future[Any]] = {}
 
-    async def search(self, query: str, limit: int | None = None) -> FoundRepos | None:
-        """The repositories query finds, most downloaded first; None when a newer search took over."""
+    async def search(self, query: str, limit: int | None = None, fmt: str = "gguf") -> FoundRepos | None:
+        """The repositories query finds that hold fmt ("gguf" or "onnx") files, most downloaded
+        first; None when a newer search took over."""
         from app.library.download import DownloadError
         from app.library.hub_search import DEFAULT_LIMIT, search_models
 
         endpoint = self._hub()
         try:
-            repos = await self._latest("search", search_models, query, endpoint, 30.0, limit or DEFAULT_LIMIT)
+            repos = await self._latest("search", search_models, query, endpoint, 30.0, limit or DEFAULT_LIMIT,
+                                       "onnx" if fmt == "onnx" else "gguf")
         except _Superseded:
             return None
         except DownloadError as exc:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import (QAbstractItemView, QLabel, QLineEdit, QPushButton, QTreeWidget, QTreeWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app.core.units import human_size
 from app.ui.fit_verdict import verdict_icon, verdict_words
@@ -47,6 +47,11 @@ class HubSearchBox(QWidget):
         self.query.setPlaceholderText(PLACEHOLDER)
         self.query.setAccessibleName("Search Hugging Face")
         self.query.setClearButtonEnabled(True)
+        self.kind = QComboBox(self)
+        self.kind.setAccessibleName("Kind of model files")
+        self.kind.addItem("GGUF", "gguf")
+        self.kind.addItem("ONNX", "onnx")
+        self.kind.setToolTip("GGUF files run with llama.cpp; ONNX Runtime GenAI folders with ONNX Runtime.")
         self.timer = QTimer(self)
         self.timer.setSingleShot(True)
         self.timer.setInterval(PAUSE_MS)
@@ -60,13 +65,18 @@ class HubSearchBox(QWidget):
         self.files_note = QLabel(self)
         self.files_note.setObjectName("hubFilesNote")
         self.files_note.setWordWrap(True)
-        self._searched: str | None = None   # the query whose results are shown (or asked for)
+        self._searched: tuple[str, str] | None = None  # (query, kind) shown or asked for
         self._listing: str | None = None    # the repository whose files are shown (or asked for)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for widget in (self.query, self.note, self.repos, self.files_note, self.files):
+        line = QHBoxLayout()
+        line.addWidget(self.query, 1)
+        line.addWidget(self.kind)
+        layout.addLayout(line)
+        for widget in (self.note, self.repos, self.files_note, self.files):
             layout.addWidget(widget)
         self.query.textChanged.connect(self._typed)
+        self.kind.currentIndexChanged.connect(lambda _index: self.search_now())
         self.query.installEventFilter(self)
         self.timer.timeout.connect(self.search_now)
         self.repos.itemActivated.connect(lambda item, _column: self.open_repo(item.data(0, _DATA)))
@@ -89,18 +99,19 @@ class HubSearchBox(QWidget):
     def search_now(self) -> None:
         """Ask the hub for what the line says now (on the service's worker thread)."""
         self.timer.stop()
-        query = self.query.text().strip()
-        if len(query) < MIN_CHARS or query == self._searched:
+        asked = (self.query.text().strip(), str(self.kind.currentData()))
+        if len(asked[0]) < MIN_CHARS or asked == self._searched:
             return
-        self._searched, self._listing = query, None
+        self._searched, self._listing = asked, None
         self._show_files(None)
         self.note.setText("Searching…")
-        task = self.adapter.spawn(self.hub.search(query))
-        task.add_done_callback(lambda done: self._found(query, done))
+        task = self.adapter.spawn(self.hub.search(asked[0], fmt=asked[1]))
+        task.add_done_callback(lambda done: self._found(asked, done))
 
-    def _found(self, query: str, task: asyncio.Task[Any]) -> None:
-        if not shiboken6.isValid(self) or task.cancelled() or query != self._searched:
+    def _found(self, asked: tuple[str, str], task: asyncio.Task[Any]) -> None:
+        if not shiboken6.isValid(self) or task.cancelled() or asked != self._searched:
             return  # the window closed, or a newer query took over
+        query, kind = asked[0], asked[1].upper()
         failure = task.exception()
         if failure is not None:
             self.note.setText(f"Kestrel could not search Hugging Face for “{query}”: {failure}")
@@ -111,9 +122,9 @@ class HubSearchBox(QWidget):
         if found.problem is not None:
             self.note.setText(found.problem)
         elif not found.repos:
-            self.note.setText(f"No GGUF models match “{query}” on Hugging Face. Try fewer or other words.")
+            self.note.setText(f"No {kind} models match “{query}” on Hugging Face. Try fewer or other words.")
         else:
-            self.note.setText(f"{len(found.repos)} repositories hold GGUF models matching “{query}”, most "
+            self.note.setText(f"{len(found.repos)} repositories hold {kind} models matching “{query}”, most "
                               "downloaded first. Choose one (Enter) to see its files.")
         self._show_repos(found.repos)
 
@@ -218,7 +229,7 @@ class HubSearchBox(QWidget):
                 self.repos.setCurrentItem(item)
             return True
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            if self.timer.isActive() or self.query.text().strip() != self._searched:
+            if self.timer.isActive() or (self.query.text().strip(), self.kind.currentData()) != self._searched:
                 self.search_now()
             elif current is not None:
                 self.open_repo(current.data(0, _DATA))

@@ -109,6 +109,14 @@ def test_short_text_no_match_and_an_unreachable_hub_are_said_in_place(
     assert box.note.text() == "No GGUF models match “nothing-like-it” on Hugging Face. Try fewer or other words."
     assert box.repos.isHidden()
 
+    onnx = serve_search(server, "nothing-like-it", EMPTY_ANSWER, fmt="onnx")
+    box.kind.setCurrentIndex(box.kind.findData("onnx"))  # the same words, another kind: asked again at once
+    settled(loop, box)
+    assert [e.path for e in server.log][-1] == onnx
+    assert box.note.text() == "No ONNX models match “nothing-like-it” on Hugging Face. Try fewer or other words."
+    box.kind.setCurrentIndex(box.kind.findData("gguf"))
+    settled(loop, box)
+
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     box.query.setText("thinker")
     box.search_now()
@@ -118,4 +126,4 @@ def test_short_text_no_match_and_an_unreachable_hub_are_said_in_place(
 
     qtbot.keyClick(box.query, Qt.Key.Key_Escape)
     assert box.query.text() == "" and box.note.text() == ""
-    assert len(server.requests("GET", search_path("nothing-like-it"))) == 1
+    assert len(server.requests("GET", search_path("nothing-like-it"))) == 2, "GGUF, ONNX, GGUF again: no cache"
