@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.cli import models_get, models_settings
+from app.cli import models_get, models_search, models_settings
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
 from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
@@ -72,6 +72,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     remove.add_argument("model", metavar="ID", help="the model's id (see models list)")
     remove.set_defaults(run=run, handler=_remove)
     models_get.add_parser(actions, run)
+    models_search.add_parser(actions, run)
     models_settings.add_parser(actions, run)
 
 

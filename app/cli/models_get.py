@@ -34,9 +34,10 @@ _CLI_WORDS = (
 def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run: Any) -> None:
     get = actions.add_parser("get", help="download a model (a catalog id, a Hugging Face repository "
                                          "or a URL), verified and resumable, and add it")
-    get.add_argument("what", metavar="CATALOG-ID|HF-REPO|URL",
-                     help="an id from `models catalog`, a Hugging Face repository (owner/name) or "
-                          "its address, or an http:// or https:// address of a .gguf file")
+    get.add_argument("what", metavar="CATALOG-ID|HF-REPO[@QUANT]|URL",
+                     help="an id from `models catalog`, a Hugging Face repository (owner/name, with "
+                          "@Q4_K_M or another quantization to pick its file) or its address, or an "
+                          "http:// or https:// address of a .gguf file")
     get.add_argument("--file", metavar="NAME",
                      help="which file (or ONNX folder) of a repository to download")
     get.add_argument("--name", help="the file name to save a plain address's file as "
@@ -162,9 +163,12 @@ def _unit_for(args: argparse.Namespace, steps: Any = None) -> DownloadUnit:
     entry = find_entry(load_catalog(), args.what)
     if entry is not None:
         return catalog_unit(entry)
-    what = shown(args.what, 300)
+    text, quant = _quant_suffix(args.what)
+    if quant is not None and args.file is not None:
+        raise UserError(f"Give either @{shown(quant)} or --file, not both: each picks one file.", EXIT_USAGE)
+    what = shown(text, 300)
     try:
-        units = units_for(args.what, name=args.name, steps=steps)
+        units = units_for(text, name=args.name, steps=steps)
     except UnsafeNames as exc:
         raise UserError(str(exc), EXIT_MODEL) from None
     except HubError as exc:
@@ -177,6 +181,8 @@ def _unit_for(args: argparse.Namespace, steps: Any = None) -> DownloadUnit:
         raise UserError(f"{what} holds no GGUF file and no ONNX Runtime GenAI folder "
                         f"(one with genai_config.json), so nothing in it is a model Kestrel can "
                         f"run.", EXIT_MODEL)
+    if quant is not None:
+        return _by_quantization(units, quant, what)
     if args.file is not None:
         chosen = choose(units, args.file)
         if chosen is None:
@@ -187,6 +193,31 @@ def _unit_for(args: argparse.Namespace, steps: Any = None) -> DownloadUnit:
         raise UserError(f"{what} offers {len(units)} models; choose one with --file NAME:\n"
                         f"{_choices(units)}", EXIT_USAGE)
     return units[0]
+
+
+def _quant_suffix(what: str) -> tuple[str, str | None]:
+    """"owner/name@Q4_K_M" as the repository and the quantization; anything else as given."""
+    repo, at, quant = what.strip().rpartition("@")
+    if not at or "://" in what or repo.count("/") != 1 or not quant:
+        return what, None
+    return repo, quant
+
+
+def _by_quantization(units: tuple[DownloadUnit, ...], quant: str, what: str) -> DownloadUnit:
+    """The GGUF whose file name states quant, in any case (the smallest of several)."""
+    from app.library.hub_search import quantization
+
+    named = sorted(((quantization(u.key), u) for u in units if u.format == "gguf"),
+                   key=lambda pair: (pair[1].size is None, pair[1].size or 0))
+    chosen = next((u for q, u in named if q == quant.strip().upper()), None)
+    if chosen is not None:
+        return chosen
+    offered = sorted({q for q, _ in named if q})
+    if not offered:
+        raise UserError(f"{what} names no quantization in its file names; choose a file with --file NAME:\n"
+                        f"{_choices(units)}", EXIT_USAGE)
+    raise UserError(f"{what} offers no {shown(quant.upper())} file. It offers: {', '.join(offered)}. "
+                    f"For example: kestrel models get {what}@{offered[0]}", EXIT_USAGE)
 
 
 def _choices(units: tuple[DownloadUnit, ...]) -> str:

@@ -21,6 +21,7 @@ from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.library.starter import STARTER_ID
 from app.service.event_bus import TaskGroup
+from app.service.hub_search import HubSearch
 from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, DownloadState, Event, LibraryListed, ModelRow,
                                 Problem)
 from app.service.model_session import ModelSession
@@ -58,6 +59,8 @@ class LibraryService:
         self.catalog_rows: tuple[CatalogRow, ...] = ()
         # The window's downloads (None in the CLI's chat, which downloads nothing).
         self.downloads: DownloadQueue | None = None
+        # "Get a model"'s Hugging Face search; a found file downloads through download_unit.
+        self.hub = HubSearch(self._hardware, self._loaded_need, lambda: keeper.settings)
 
     @property
     def library(self) -> ModelLibrary:
@@ -130,6 +133,10 @@ class LibraryService:
                                 context_length=loaded.context_length).need.total
         except (ModelFileError, OSError, ValueError):
             return 0
+
+    async def _loaded_need(self, report: HardwareReport) -> int:
+        loaded = self._session.model if self._session.loaded is not None else None
+        return await asyncio.to_thread(self._need_of, loaded, report) if loaded else 0
 
     async def _hardware(self) -> HardwareReport | None:
         """The engine's report (probed once per engine), with the RAM free now."""

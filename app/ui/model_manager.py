@@ -15,6 +15,7 @@ from app.core.units import human_size
 from app.library.model_defaults import ModelDefaults
 from app.service.events import CatalogRow, ModelRow
 from app.ui.downloads_view import DownloadsPage
+from app.ui.hub_search import HubSearchBox
 from app.ui.link_lookup import LinkLookup
 from app.ui.manager_cards import CardList
 from app.ui.manager_details import catalog_html, details_html
@@ -259,6 +260,7 @@ class CatalogPage(QWidget):
         self.view.setAccessibleName("Catalog")
         self.about = _browser(self, "catalogDetails")
         self.link = LinkLookup(adapter, self)
+        self.hub_search = HubSearchBox(adapter, self)
         self._lay_out()
         self.search.textChanged.connect(self.filter.set_text)
         self.fits_only.toggled.connect(self.filter.set_fits_only)
@@ -269,6 +271,7 @@ class CatalogPage(QWidget):
         for signal in (installed.dataChanged, installed.rowsInserted, installed.rowsRemoved):
             signal.connect(lambda *_: self.view.refill())  # Load or Loaded follows the library
         self.link.downloadStarted.connect(self.downloadStarted)
+        self.hub_search.downloadStarted.connect(self.downloadStarted)
         self.show_selected()
 
     def _lay_out(self) -> None:
@@ -280,7 +283,10 @@ class CatalogPage(QWidget):
         side = QWidget(self)
         side_layout = QVBoxLayout(side)
         side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.addWidget(self.about, 1)
+        self.side_tabs = QTabWidget(side)
+        self.side_tabs.addTab(self.about, "About this mod&el")
+        self.side_tabs.addTab(self.hub_search, "Search &Hugging Face")
+        side_layout.addWidget(self.side_tabs, 1)
         side_layout.addWidget(other)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -306,8 +312,8 @@ class CatalogPage(QWidget):
             self.about.setText(catalog_html(row))
         else:
             self.about.setText("Choose a model's card to see what it is and whether it fits this machine. "
-                               "Downloads, and looking up what you paste below, are the only times Kestrel "
-                               "uses the network.")
+                               "Downloads, searching Hugging Face and looking up what you paste below are "
+                               "the only times Kestrel uses the network.")
 
     def act(self, catalog_id: str) -> None:
         """A card's button: download the entry, or load the model it became."""

@@ -1,0 +1,157 @@
+"""Searching Hugging Face for "Get a model": the repositories a query finds, and a found one's
+files, each with a fit verdict for this machine.
+
+Only a front end the user typed into calls this; nothing here runs on its own. The network
+work runs on a worker thread (asyncio.to_thread), never on the loop's. A newer search
+supersedes an older one (the older one's caller gets None), and so does a newer listing.
+The network code is imported only when a search runs: chat and doctor never load it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from app.core.settings import Settings
+from app.hardware.fit import FitEstimate, FitFacts, estimate_fit
+from app.hardware.report import HardwareReport
+from app.library.fit_facts import loaded_context
+
+if TYPE_CHECKING:
+    from app.library.hub_search import HubRepo, RepoChoice
+
+T = TypeVar("T")
+ESTIMATED_WORDS = ("Estimated from the file size: the model's shape (and so the memory its context "
+                   "needs) is known only once it is downloaded.")
+
+
+@dataclass(frozen=True)
+class FoundRepos:
+    """What a search found; problem is the words for a search that failed (repos then empty)."""
+
+    query: str
+    repos: tuple[HubRepo, ...]
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class ChoiceRow:
+    """One file (or split file, or ONNX folder) of a found repository, with its fit here.
+
+    fit is None when the size is not known or the machine's report is not there; reason
+    is the verdict's words, said to be estimated from the file size.
+    """
+
+    choice: RepoChoice
+    fit: FitEstimate | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class RepoListing:
+    """A found repository's choices; problem is the words for a listing that failed."""
+
+    repo: str
+    rows: tuple[ChoiceRow, ...]
+    problem: str | None = None
+
+
+class HubSearch:
+    """search(query) and choices(repo) for the model manager, on a worker thread.
+
+    hardware gives the machine's report (None: no verdicts), loaded_need the memory the
+    loaded model holds (which loading another gives back), settings the app's settings
+    (the context length and device preference a verdict is judged at), endpoint the hub's
+    address (HF_ENDPOINT or huggingface.co, read when a search runs).
+    """
+
+    def __init__(self, hardware: Callable[[], Awaitable[HardwareReport | None]],
+                 loaded_need: Callable[[HardwareReport], Awaitable[int]], settings: Callable[[], Settings],
+                 endpoint: Callable[[], str] | None = None) -> None:
+        self._hardware = hardware
+        self._loaded_need = loaded_need
+        self._settings = settings
+        self._endpoint = endpoint
+        self._running: dict[str, asyncio.Future[Any]] = {}
+
+    async def search(self, query: str, limit: int | None = None, fmt: str = "gguf") -> FoundRepos | None:
+        """The repositories query finds that hold fmt ("gguf" or "onnx") files, most downloaded
+        first; None when a newer search took over."""
+        from app.library.download import DownloadError
+        from app.library.hub_search import DEFAULT_LIMIT, search_models
+
+        endpoint = self._hub()
+        try:
+            repos = await self._latest("search", search_models, query, endpoint, 30.0, limit or DEFAULT_LIMIT,
+                                       "onnx" if fmt == "onnx" else "gguf")
+        except _Superseded:
+            return None
+        except DownloadError as exc:
+            return FoundRepos(query, (), exc.message)
+        except ValueError:
+            return FoundRepos(query, (), "Type a model's name (up to 200 characters) to search Hugging Face.")
+        return FoundRepos(query, tuple(repos))
+
+    async def choices(self, repo: str) -> RepoListing | None:
+        """repo's files with their quantization, size and fit; None when a newer listing took over."""
+        from app.library.download import DownloadError
+        from app.library.hub_search import repo_choices
+
+        endpoint = self._hub()
+        try:
+            found = await self._latest("choices", repo_choices, repo, endpoint)
+        except _Superseded:
+            return None
+        except DownloadError as exc:
+            return RepoListing(repo, (), exc.message)
+        report = await self._hardware()
+        settings = self._settings()
+        loaded = await self._loaded_need(report) if report is not None else 0
+        rows = tuple(judged(report, choice, settings, loaded) for choice in found)
+        return RepoListing(repo, rows)
+
+    def _hub(self) -> str:
+        from app.library.hub import default_endpoint
+
+        return (self._endpoint or default_endpoint)()
+
+    async def _latest(self, kind: str, work: Callable[..., T], *args: Any) -> T:
+        """work(*args) on a worker thread; _Superseded if another of this kind started meanwhile."""
+        earlier = self._running.get(kind)
+        if earlier is not None:
+            earlier.cancel()  # its thread finishes on its own; its answer is dropped
+        mine: asyncio.Future[T] = asyncio.ensure_future(asyncio.to_thread(work, *args))
+        self._running[kind] = mine
+        try:
+            result = await asyncio.shield(mine)
+        except asyncio.CancelledError:
+            if mine.cancelled() and self._running.get(kind) is not mine:
+                raise _Superseded() from None
+            mine.cancel()
+            raise
+        finally:
+            if self._running.get(kind) is mine:
+                del self._running[kind]
+        if self._running.get(kind, mine) is not mine:
+            raise _Superseded()
+        return result
+
+
+class _Superseded(Exception):
+    """A newer search (or listing) started while this one ran."""
+
+
+def judged(report: HardwareReport | None, choice: RepoChoice, settings: Settings, loaded_bytes: int) -> ChoiceRow:
+    """The choice with its verdict, estimated from its size at the app's context length."""
+    size = choice.unit.size
+    if report is None or size is None:
+        why = "Not known: the server did not state its size." if size is None else \
+            "Not known: this machine's memory could not be read."
+        return ChoiceRow(choice, None, why)
+    context = loaded_context(settings.generation.context_length, None)
+    facts = FitFacts(choice.unit.format, size, context, 0)
+    fit = estimate_fit(report, facts, context_length=context, preference=settings.device_preference,
+                       loaded_bytes=loaded_bytes)
+    return ChoiceRow(choice, fit, f"{fit.summary} {ESTIMATED_WORDS}")

@@ -1,0 +1,100 @@
+"""`models search`, `models files` and `models get REPO@QUANT` as a user runs them: real
+processes against a hub served on 127.0.0.1 (HF_ENDPOINT), with the constructed search answer
+of tests/fixtures/hub."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_models_get_cli import in_models_folder, models
+from tests.helpers.http_servers import TestServer, hugging_face_repo
+from tests.helpers.hub_answers import EMPTY_ANSWER, serve_search
+
+REPO = "someone/Thinker-GGUF"
+
+
+def test_search_prints_the_repositories_most_downloaded_first(server: TestServer,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    path = serve_search(server, "thinker", limit=5)
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+
+    result = models("search", "thinker", "--limit", "5")
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["REPOSITORY", "DOWNLOADS", "LIKES", "UPDATED"]
+    assert lines[1].split() == [REPO, "48,210", "312", "2026-09-19"]
+    assert lines[2].split()[0] == "someone-else/Thinker-Coder-GGUF"
+    assert lines[3].startswith("someone/Thinker-Large-GGUF") and lines[3].endswith("(gated: download it in a browser)")
+    assert f"kestrel models files {REPO}" in result.stdout
+    assert [(e.method, e.path) for e in server.log] == [("GET", path)], "one request, the one the user asked for"
+
+
+def test_search_as_json_and_with_no_match(server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_search(server, "thinker")
+    serve_search(server, "no such model", EMPTY_ANSWER)
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+
+    as_json = models("search", "thinker", "--json")
+    nothing = models("search", "no such model")
+
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [r["id"] for r in rows][0] == REPO and rows[0]["downloads"] == 48210 and rows[2]["gated"] is True
+    assert nothing.returncode == 0 and nothing.stdout == ""
+    assert 'No GGUF models match "no such model" on Hugging Face.' in nothing.stderr
+
+
+def test_search_when_the_hub_cannot_be_reached_says_so_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+
+    result = models("search", "thinker")
+
+    assert result.returncode == 7 and result.stdout == ""
+    assert result.stderr.startswith("kestrel: Could not reach 127.0.0.1:9:")
+
+
+def test_files_lists_quantizations_sizes_and_fit_and_get_picks_one_by_quantization(
+        server: TestServer, storage: TestServer, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = tiny_model.read_bytes()
+    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, REPO, {
+        "thinker-Q4_K_M.gguf": body, "thinker-Q8_0.gguf": body + bytes(1024), "README.md": b"# card"}))
+
+    files = models("files", REPO)
+    as_json = models("files", REPO, "--json")
+    wrong = models("get", f"{REPO}@Q2_K")
+    both = models("get", f"{REPO}@Q8_0", "--file", "thinker-Q8_0.gguf")
+
+    assert files.returncode == 0, files.stderr
+    first, second = files.stdout.splitlines()[:2]
+    assert first.split()[0] == "Q4_K_M" and first.split()[-1] == "thinker-Q4_K_M.gguf" and "runs well" in first
+    assert second.split()[0] == "Q8_0"
+    assert f"kestrel models get {REPO}@Q4_K_M" in files.stdout
+    rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [(r["quantization"], r["size"]) for r in rows] == [("Q4_K_M", len(body)), ("Q8_0", len(body) + 1024)]
+    assert rows[0]["verdict"] == "runs_well" and "Estimated from the file size" in rows[0]["reason"]
+    assert wrong.returncode == 2 and f"{REPO} offers no Q2_K file. It offers: Q4_K_M, Q8_0." in wrong.stderr
+    assert both.returncode == 2 and "not both" in both.stderr
+    assert in_models_folder() == []
+
+    got = models("get", f"{REPO}@q8_0")
+
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip() == "thinker-Q8_0" and in_models_folder() == ["thinker-Q8_0"]
+
+
+def test_search_with_files_lists_each_repository_and_says_why_one_cannot_be(
+        server: TestServer, storage: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_search(server, "thinker")
+    hugging_face_repo(server, storage, REPO, {"thinker-Q4_K_M.gguf": b"G" * 100})
+    hugging_face_repo(server, storage, "someone-else/Thinker-Coder-GGUF", {"coder-IQ4_XS.gguf": b"G" * 50})
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+
+    result = models("search", "thinker", "--files")
+
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "    Q4_K_M" in text and "    IQ4_XS" in text
+    assert "has no public model repository named someone/Thinker-Large-GGUF" in text, "the gated one"

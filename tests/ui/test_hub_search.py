@@ -1,0 +1,129 @@
+"""Searching Hugging Face from "Get a model": type, wait, pick a repository with the keyboard,
+see its files with quantization, size and fit, download one; through a real window against a
+hub served on 127.0.0.1 with the constructed answer of tests/fixtures/hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
+
+from app.core.units import human_size
+from app.ui.hub_search import MIN_CHARS, PAUSE_MS, PLACEHOLDER, HubSearchBox
+from app.ui.main_window import MainWindow
+from app.ui.model_manager import ModelManager
+from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
+from tests.helpers.hub_answers import EMPTY_ANSWER, search_path, serve_search
+from tests.ui.conftest import run, until
+
+REPO = "someone/Thinker-GGUF"
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[TestServer, TestServer]]:
+    with running_server() as front, running_server() as storage:
+        yield front, storage
+
+
+def open_search(window: MainWindow) -> tuple[ModelManager, HubSearchBox]:
+    window.show_model_manager()
+    manager = window.model_manager
+    assert manager is not None
+    manager.tabs.setCurrentWidget(manager.catalog)
+    manager.catalog.side_tabs.setCurrentWidget(manager.catalog.hub_search)
+    return manager, manager.catalog.hub_search
+
+
+def rows(tree) -> list[list[str]]:
+    return [[tree.topLevelItem(r).text(c) for c in range(tree.columnCount())] for r in range(tree.topLevelItemCount())]
+
+
+def settled(loop, box: HubSearchBox) -> None:
+    run(loop, until(lambda: box.note.text() not in ("Searching…",) and not box.timer.isActive(), what="the search"))
+
+
+def test_typing_searches_after_a_pause_and_a_chosen_file_downloads_and_is_installed(
+        make_window, loop, qtbot, servers, thinking_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    front, storage = servers
+    wanted = thinking_model.read_bytes()
+    other = b"GGUF" + bytes(60)
+    hugging_face_repo(front, storage, REPO, {"thinker-Q8_0.gguf": wanted, "thinker-Q2_K.gguf": other})
+    path = serve_search(front, "thinker")
+    monkeypatch.setenv("HF_ENDPOINT", front.base)
+    window = make_window()
+    manager, box = open_search(window)
+    assert box.query.placeholderText() == PLACEHOLDER and "only when you type" in PLACEHOLDER
+
+    qtbot.keyClicks(box.query, "thinker")
+    assert front.log == [] and box.timer.isActive(), "nothing is sent while the user is typing"
+    qtbot.wait(PAUSE_MS + 100)
+    assert box.note.text() == "Searching…" or front.log, "asked once typing paused"
+    settled(loop, box)
+    assert [(e.method, e.path) for e in front.log] == [("GET", path)], "one request for the whole word"
+    assert rows(box.repos) == [[REPO, "48,210", "312", "2026-09-19"],
+                               ["someone-else/Thinker-Coder-GGUF", "1,907", "25", "2026-06-02"],
+                               ["someone/Thinker-Large-GGUF", "0", "0", "2026-11-30"]]
+    assert "Gated" in box.repos.topLevelItem(2).toolTip(0)
+
+    qtbot.keyClick(box.query, Qt.Key.Key_Down)
+    qtbot.keyClick(box.query, Qt.Key.Key_Up)
+    assert box.repos.currentItem() is box.repos.topLevelItem(0)
+    qtbot.keyClick(box.query, Qt.Key.Key_Return)
+    run(loop, until(lambda: box.files.topLevelItemCount() == 2, what="the files"))
+    assert front.log[-1].path == f"/api/models/{REPO}?blobs=true"
+    assert rows(box.files) == [["Q2_K", human_size(len(other)), "Runs well", "", "thinker-Q2_K.gguf"],
+                               ["Q8_0", human_size(len(wanted)), "Runs well", "", "thinker-Q8_0.gguf"]]
+    assert "Estimated from the file size" in box.files.topLevelItem(1).toolTip(2)
+
+    button = box.files.itemWidget(box.files.topLevelItem(1), 3)
+    assert isinstance(button, QPushButton)
+    button.click()
+    assert manager.tabs.currentWidget() is manager.downloads
+    downloads = window.adapter.downloads
+    run(loop, until(lambda: [item.state for item in downloads.rows()] == ["done"], what="the download"))
+    [item] = downloads.rows()
+    assert item.title == "thinker-Q8_0"
+    installed = window.adapter.installed
+    run(loop, until(lambda: any(row.model.id == item.model_id for row in installed.rows()), what="the listing"))
+    row = next(row for row in installed.rows() if row.model.id == item.model_id)
+    assert row.model.path.read_bytes() == wanted and row.problem is None
+
+
+def test_short_text_no_match_and_an_unreachable_hub_are_said_in_place(
+        make_window, loop, qtbot, server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    serve_search(server, "nothing-like-it", EMPTY_ANSWER)
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+    window = make_window()
+    _manager, box = open_search(window)
+
+    qtbot.keyClicks(box.query, "x" * (MIN_CHARS - 1))
+    qtbot.wait(PAUSE_MS + 100)
+    assert server.log == [] and box.note.text() == f"Type at least {MIN_CHARS} characters to search."
+
+    box.query.setText("nothing-like-it")
+    box.search_now()
+    settled(loop, box)
+    assert box.note.text() == "No GGUF models match “nothing-like-it” on Hugging Face. Try fewer or other words."
+    assert box.repos.isHidden()
+
+    onnx = serve_search(server, "nothing-like-it", EMPTY_ANSWER, fmt="onnx")
+    box.kind.setCurrentIndex(box.kind.findData("onnx"))  # the same words, another kind: asked again at once
+    settled(loop, box)
+    assert [e.path for e in server.log][-1] == onnx
+    assert box.note.text() == "No ONNX models match “nothing-like-it” on Hugging Face. Try fewer or other words."
+    box.kind.setCurrentIndex(box.kind.findData("gguf"))
+    settled(loop, box)
+
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    box.query.setText("thinker")
+    box.search_now()
+    settled(loop, box)
+    assert box.note.text().startswith("Could not reach 127.0.0.1:9:"), box.note.text()
+    assert box.repos.isHidden()
+
+    qtbot.keyClick(box.query, Qt.Key.Key_Escape)
+    assert box.query.text() == "" and box.note.text() == ""
+    assert len(server.requests("GET", search_path("nothing-like-it"))) == 2, "GGUF, ONNX, GGUF again: no cache"
