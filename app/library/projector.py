@@ -137,6 +137,7 @@ def looks_like_projector(name: str) -> bool:
 def _model_words(name: str) -> set[str]:
     """The words that name the model in its file name, without how it is stored."""
     stem = name[:-5] if name.lower().endswith(".gguf") else name
+    stem = re.sub(r"-\d{5}-of-\d{5}$", "", stem)  # a split model's part number names no model
     return {w for w in _WORD.findall(stem.lower()) if not _STORAGE_WORD.match(w)}
 
 
