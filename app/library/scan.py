@@ -211,7 +211,7 @@ class _Scan:
             self.result.found.append(examine(path))
         except ModelFileError as exc:
             said = exc.message if exc.kind != "projector" else \
-                "a vision projector: it goes with the model beside it, and is not a model of its own"
+                "a vision projector, which goes with the model beside it (it is not a model of its own)"
             self.result.skipped.append((path, said))
         except OSError as exc:
             self.result.skipped.append((path, f"it could not be read: {exc.strerror or exc}"))

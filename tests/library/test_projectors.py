@@ -40,7 +40,7 @@ def test_a_folder_scan_pairs_a_model_with_the_projector_beside_it_and_never_list
     assert (added.path, added.projector, added.vision) == (model, projector, True)
     assert [m.path for m in library.list()] == [model], "a projector is never a model of its own"
     assert [(path, why) for path, why in scan.skipped] == [
-        (projector, "a vision projector: it goes with the model beside it, and is not a model of its own")]
+        (projector, "a vision projector, which goes with the model beside it (it is not a model of its own)")]
     assert recorded(library, added.id)["projector"] == str(projector), "referenced: its absolute path"
     details = model_details(added.path, added.projector)
     assert details["capabilities"][0] == "vision" and details["projector"] == str(projector)
