@@ -158,6 +158,16 @@ def test_a_damaged_projector_entry_loses_the_projector_not_the_model(library: Mo
     listed = library.get(added.id)
 
     assert listed is not None and listed.path == model and listed.projector is None
+    # A model in Kestrel's folder names its projector by file name only: a path leading out
+    # of the folder is never taken, so removing the model cannot delete what it leads to.
+    outside = write_projector(tmp_path / "mmproj-tiny-f16.gguf", projection_dim=64)
+    own = import_model_file(library, write_text_model(tmp_path / "src" / "own.gguf", embedding_length=64))
+    data = recorded(library, own.id)
+    (library.root / own.id / METADATA_FILE).write_text(json.dumps({**data, "projector": f"../../{outside.name}"}))
+    taken = library.get(own.id)
+    assert taken is not None and (taken.projector, taken.missing_projector) == (None, None)
+    library.remove(taken)
+    assert outside.is_file()
 
 
 def test_a_user_pairs_and_unpairs_a_projector_by_hand(tmp_path: Path, library: ModelLibrary) -> None:
