@@ -41,6 +41,7 @@ _INFO_LABELS = (
     ("attention_heads", "attention heads"), ("kv_heads", "key/value heads"), ("head_size", "head size"),
     ("vocab_size", "vocabulary"), ("chat_template", "chat template"), ("license", "license"),
     ("license_link", "license link"), ("decoder_file", "decoder file"), ("providers", "providers"),
+    ("projector", "projector"), ("projector_missing", "projector"),
     ("source", "source"), ("sha256", "SHA-256"), ("default", "default"),
 )
 _ADD_ONE = ("Add one with: kestrel models add PATH (a .gguf file, an ONNX model folder, or a folder "
@@ -152,7 +153,8 @@ def _info(args: argparse.Namespace) -> int:
     library, settings = open_library(), load_settings()[1]
     model, path = _model_or_path(library, args.model)
     try:
-        details = {} if model is not None and model.missing else model_details(path)
+        details = {} if model is not None and model.missing else \
+            model_details(path, *((model.projector, model.missing_projector) if model else ()))
     except ModelFileError as exc:  # ModelFolderError too
         raise UserError(exc.message, EXIT_MODEL) from None
     default = library.default(settings.default_model)
@@ -192,7 +194,7 @@ def _fit(path: Path, model: InstalledModel | None, settings: Settings, ctx: int 
     own = model.defaults if model is not None else ModelDefaults()
     context = ctx or own.context_length or settings.generation.context_length
     try:
-        facts = facts_for(path, context)
+        facts = facts_for(path, context, model.projector if model is not None else None)
     except (ModelFileError, OSError):
         return None  # the details above already said what is wrong with the file
     from app.hardware.probe import probe  # the runtimes' checks: only this command needs them

@@ -60,6 +60,8 @@ class FitFacts(ModelFacts):
     shape: ModelShape = ModelShape()
     trained_context: int | None = None
     kv_element_bytes: int = F16
+    # A vision projector loaded beside the model: counted in file_size (weights), named apart.
+    projector_bytes: int = 0
 
     def compute_bytes(self, *, on_cpu: bool) -> int | None:
         """The working buffers on that device; None when the shape is not known."""
@@ -263,7 +265,7 @@ class _Judge:
         facts, placement = self.facts, self.placement
         cache = _CACHE_WORDS.get(facts.kv_element_bytes if isinstance(facts, FitFacts) else F16, "")
         lines = [
-            f"Weights: {gb(need.weights)}",
+            f"Weights: {gb(need.weights)}{self._projector_words()}",
             f"KV cache: {gb(need.kv_cache)} for {facts.context_length:,} tokens ({cache} cache)",
             f"Working buffers: {gb(need.compute)}",
             f"Total: {gb(need.total)} on the {'CPU' if self.on_cpu else placement.kind.upper()}",
@@ -278,6 +280,10 @@ class _Judge:
             lines.append(f"Longest context that fits: {maximum:,} tokens" if maximum else
                          "No context length fits in the memory that is free")
         return tuple(lines)
+
+    def _projector_words(self) -> str:
+        projector = self.facts.projector_bytes if isinstance(self.facts, FitFacts) else 0
+        return f" (the vision projector's {gb(projector)} among them)" if projector else ""
 
     def _free_line(self) -> str:
         if self.on_cpu:

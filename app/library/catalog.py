@@ -72,6 +72,8 @@ class CatalogEntry:
     capabilities: tuple[str, ...] = ()
     # Chat, or an embedding model offered to document search (never to chat, never first-run).
     purpose: ModelPurpose = ModelPurpose.CHAT
+    # The vision projector (mmproj GGUF) downloaded with a GGUF model; its bytes are in size.
+    projector: CatalogFile | None = None
 
 
 class CatalogEntryError(ValueError):
@@ -145,7 +147,8 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
         raise CatalogEntryError("a GGUF entry lists a file that is not .gguf")
     if fmt == "onnx" and not any(PurePosixPath(f.path).name == "genai_config.json" for f in files):
         raise CatalogEntryError("an ONNX entry lists no genai_config.json")
-    sizes = [f.size for f in files]
+    projector = _projector(raw.get("projector"), fmt, files)
+    sizes = [f.size for f in (*files, *((projector,) if projector is not None else ()))]
     size = None if None in sizes else sum(s for s in sizes if s is not None)
     shape: CatalogShape | None = None
     try:
@@ -156,8 +159,8 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
     entry = CatalogEntry(text["id"], text["name"], text["publisher"], text["license"],
                          text["parameters"], text["quantization"], fmt, context, size,
                          text["repo"], text["revision"], files, _flag(raw, "instruct"),
-                         _flag(raw, "recommended"), text["description"], shape, _capabilities(raw),
-                         _purpose(raw))
+                         _flag(raw, "recommended"), text["description"], shape,
+                         _capabilities(raw, vision=projector is not None), _purpose(raw), projector)
     _check_purpose(entry)
     return entry
 
@@ -184,11 +187,26 @@ def _check_purpose(entry: CatalogEntry) -> None:
                                 "is never instruct, recommended or given chat capabilities")
 
 
-def _capabilities(raw: dict[str, Any]) -> tuple[str, ...]:
+def _capabilities(raw: dict[str, Any], vision: bool = False) -> tuple[str, ...]:
+    """What the entry says it can do; "vision" too when it brings a projector."""
     value = raw.get("capabilities", [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v in CAPABILITIES for v in value):
         raise CatalogEntryError(f"capabilities must be a list of {', '.join(CAPABILITIES)}")
-    return tuple(v for v in CAPABILITIES if v in value)
+    return tuple(v for v in CAPABILITIES if v in value or (vision and v == "vision"))
+
+
+def _projector(raw: Any, fmt: str, files: tuple[CatalogFile, ...]) -> CatalogFile | None:
+    """The optional "projector": {"path", "sha256", "size"} of a GGUF entry, checked as a file is."""
+    if raw is None:
+        return None
+    if fmt != "gguf":
+        raise CatalogEntryError("only a GGUF entry can have a vision projector")
+    projector = _file(raw)
+    if not projector.path.lower().endswith(".gguf"):
+        raise CatalogEntryError(f"the projector {projector.path!r} is not a .gguf file")
+    if any(f.path == projector.path for f in files):
+        raise CatalogEntryError(f"the projector {projector.path!r} is also listed as a model file")
+    return projector
 
 
 def _text(raw: dict[str, Any], name: str) -> str:

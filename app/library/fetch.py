@@ -20,6 +20,7 @@ from app.library.hub import DownloadUnit
 from app.library.model_format import read_onnx_folder
 from app.library.installed import InstalledModel
 from app.library.models import METADATA_FILE, ModelLibrary, safe_id
+from app.library.projector import fits, read_projector
 
 # Beside the parts of an unfinished download: which addresses they are from, so the same
 # unit finds its folder (and its parts) again after a restart. The library lists a folder
@@ -80,11 +81,15 @@ def fetch_unit(library: ModelLibrary, unit: DownloadUnit, *, control: DownloadCo
         files = tuple(UnitDownload(specs, folder, control, progress, options, steps).run())
         path = _checked_model(folder, unit)
         (folder / MARKER).unlink(missing_ok=True)
+        # The projector is the model's companion, not one of its parts.
+        model_files = [f for spec, f in zip(specs, files) if spec.name != unit.projector]
         # A split GGUF is registered with all its parts, so its size and removal count them all.
-        parts = {"files": tuple(f.path for f in files)} if unit.format == "gguf" and len(files) > 1 else {}
+        parts = {"files": tuple(f.path for f in model_files)} \
+            if unit.format == "gguf" and len(model_files) > 1 else {}
         model = library.register(folder.name, path, title=unit.title,
-                                 sha256=files[0].sha256 if len(files) == 1 else None,
-                                 source=source_of(unit), format=unit.format, **parts)
+                                 sha256=model_files[0].sha256 if len(model_files) == 1 else None,
+                                 source=source_of(unit), format=unit.format,
+                                 projector=_paired_projector(folder, unit, path), **parts)
         return Fetched(model, files)
     finally:
         held.release()
@@ -171,6 +176,20 @@ def _checked_model(folder: Path, unit: DownloadUnit) -> Path:
             folder.joinpath(*PurePosixPath(file.name).parts).unlink(missing_ok=True)
         raise FetchRefused("not_a_model", f"{exc.message} The downloaded file was deleted.") from None
     return path
+
+
+def _paired_projector(folder: Path, unit: DownloadUnit, model: Path) -> Path | None:
+    """The projector that came with the unit, once its header says it is one that fits the
+    model; else it is deleted and the model kept text only (a listing names files, and a
+    file called mmproj may be for another model, or no projector at all)."""
+    if unit.projector is None:
+        return None
+    path = folder / unit.projector
+    found = read_projector(path)
+    if found is not None and fits(found, read_gguf_info(model).embedding_length):
+        return path
+    path.unlink(missing_ok=True)
+    return None
 
 
 def _tidy(folder: Path) -> None:

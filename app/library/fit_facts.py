@@ -6,6 +6,7 @@ shape says how big its KV cache and working buffers get at a context length.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -26,17 +27,30 @@ MIN_CONTEXT = 256
 _SHARD = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
-def facts_for(path: Path, context_length: int) -> FitFacts:
+def facts_for(path: Path, context_length: int, projector: Path | None = None) -> FitFacts:
     """The model's numbers at the context it would load with; ModelFileError if it is not a model.
 
     The engine checks memory and places the model with these same numbers, so the
-    verdict and the load agree.
+    verdict and the load agree. A vision projector (InstalledModel.projector) is loaded
+    beside the weights, so its bytes count as weights too.
     """
     path = Path(path)
     if detect_format(path) == "gguf":
-        return gguf_fit_facts(read_gguf_info(path), context_length)
+        return with_projector(gguf_fit_facts(read_gguf_info(path), context_length), projector)
     folder = read_onnx_folder(path)
     return onnx_fit_facts(folder, context_length, kv_element_bytes(folder))
+
+
+def with_projector(facts: FitFacts, projector: Path | None) -> FitFacts:
+    """facts with the projector file's bytes added to the weights (none when it is not there)."""
+    try:
+        extra = projector.stat().st_size if projector is not None else 0
+    except OSError:
+        extra = 0
+    if not extra:
+        return facts
+    return dataclasses.replace(facts, file_size=facts.file_size + extra,
+                               projector_bytes=facts.projector_bytes + extra)
 
 
 def facts_for_catalog(entry: CatalogEntry, context_length: int) -> FitFacts | None:
@@ -51,8 +65,10 @@ def facts_for_catalog(entry: CatalogEntry, context_length: int) -> FitFacts | No
         return None
     context = loaded_context(context_length, entry.context_length)
     shape = entry.shape
+    projector = entry.projector.size if entry.projector is not None and entry.projector.size else 0
     if shape is None:
-        return FitFacts(entry.format, entry.size, context, 0, trained_context=entry.context_length)
+        return FitFacts(entry.format, entry.size, context, 0, trained_context=entry.context_length,
+                        projector_bytes=projector)
     element = F16 if entry.format == "gguf" else ONNX_KV_FALLBACK
     per_token = 2 * shape.layers * shape.kv_heads * shape.head_size * element
     # The catalog gives no count of query heads; embedding / head size is that count for
@@ -61,7 +77,7 @@ def facts_for_catalog(entry: CatalogEntry, context_length: int) -> FitFacts | No
     model_shape = ModelShape(embedding_length=shape.embedding_length or 0, head_count=heads,
                              vocab_size=shape.vocab_size or 0)
     return FitFacts(entry.format, entry.size, context, per_token * context, shape.layers, shape=model_shape,
-                    trained_context=entry.context_length, kv_element_bytes=element)
+                    trained_context=entry.context_length, kv_element_bytes=element, projector_bytes=projector)
 
 
 def loaded_context(requested: int, trained: int | None) -> int:

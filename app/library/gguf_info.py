@@ -18,6 +18,7 @@ ModelFileErrorKind = Literal[
     "missing", "not_a_file", "unreadable", "empty", "not_gguf",
     "unsupported_version", "truncated", "corrupt",
     "not_for_chat",  # a sound model that cannot chat (an embedding model), refused when loaded to chat
+    "projector",  # a vision projector (mmproj): it goes with a model, never is one
 ]
 
 GGUF_MAGIC = b"GGUF"

@@ -3,6 +3,7 @@ turned into the downloadable units it offers. Nothing here opens a socket until 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from app.library.download.errors import DownloadError, bad_scheme
 from app.library.download.transport import Steps, check_scheme
 from app.library.download.unit import FileSpec
 from app.library.hub_listing import RepoFile, repo_files
+from app.library.projector import best_name, looks_like_projector
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 GENAI_CONFIG = "genai_config.json"
@@ -30,7 +32,8 @@ class DownloadUnit:
     """One thing to download as a whole: a GGUF file, a split GGUF's shards, an ONNX folder.
 
     key is what `--file` names (the file's or folder's path in the repository); source is
-    the address recorded as "downloaded from …".
+    the address recorded as "downloaded from …". projector names the file among files that
+    is the model's vision projector (an mmproj GGUF fetched with it), None for text only.
     """
 
     key: str
@@ -39,6 +42,7 @@ class DownloadUnit:
     files: tuple[FileSpec, ...]
     source: str
     catalog_id: str | None = None
+    projector: str | None = None
 
     @property
     def size(self) -> int | None:
@@ -47,7 +51,7 @@ class DownloadUnit:
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "title": self.title, "format": self.format,
-                "source": self.source, "catalog_id": self.catalog_id,
+                "source": self.source, "catalog_id": self.catalog_id, "projector": self.projector,
                 "files": [{"url": f.url, "name": f.name, "sha256": f.sha256, "size": f.size,
                            "stated_by": f.stated_by} for f in self.files]}
 
@@ -59,8 +63,11 @@ class DownloadUnit:
         fmt = data["format"]
         if fmt not in ("gguf", "onnx") or not files:
             raise ValueError("not a download unit")
+        projector = data.get("projector")  # absent in what an earlier Kestrel wrote: text only
+        if projector is not None and not any(f.name == projector for f in files):
+            raise ValueError("a projector that is not one of the unit's files")
         return cls(str(data["key"]), str(data["title"]), fmt, files, str(data["source"]),
-                   data.get("catalog_id"))
+                   data.get("catalog_id"), projector)
 
 
 @dataclass(frozen=True)
@@ -186,9 +193,14 @@ def catalog_unit(entry: CatalogEntry, endpoint: str | None = None) -> DownloadUn
                            _onnx_name(folder, f.path, entry.repo) if folder
                            else PurePosixPath(f.path).name, f.sha256, f.size)
                   for f in entry.files)
-    return DownloadUnit(folder or paths[0], entry.name, entry.format, files,
-                        _unit_source(endpoint, entry.repo, entry.revision, folder, files),
-                        entry.id)
+    source = _unit_source(endpoint, entry.repo, entry.revision, folder, files)
+    projector = entry.projector
+    if projector is not None:
+        name = PurePosixPath(projector.path).name
+        files += (FileSpec(resolve_url(entry.repo, projector.path, entry.revision, endpoint), name,
+                           projector.sha256, projector.size),)
+    return DownloadUnit(folder or paths[0], entry.name, entry.format, files, source, entry.id,
+                        PurePosixPath(projector.path).name if projector is not None else None)
 
 
 def choose(units: tuple[DownloadUnit, ...], wanted: str) -> DownloadUnit | None:
@@ -196,8 +208,8 @@ def choose(units: tuple[DownloadUnit, ...], wanted: str) -> DownloadUnit | None:
     wanted = wanted.strip().strip("/")
     for exact in (True, False):
         for unit in units:
-            names = {unit.key, unit.title, *(f.name for f in unit.files),
-                     *(_repo_path(f.url) for f in unit.files)}
+            own = [f for f in unit.files if f.name != unit.projector]  # a projector is no model to name
+            names = {unit.key, unit.title, *(f.name for f in own), *(_repo_path(f.url) for f in own)}
             if any(n == wanted if exact else n.lower() == wanted.lower() for n in names):
                 return unit
     return None
@@ -219,7 +231,7 @@ def group_units(repo: str, revision: str, endpoint: str, files: list[RepoFile]) 
     shards: dict[tuple[str, str], list[RepoFile]] = {}
     for f in sorted(files, key=lambda f: f.path):
         name = PurePosixPath(f.path).name
-        if f.refused is not None or not name.lower().endswith(".gguf") or name.lower().startswith("mmproj"):
+        if f.refused is not None or not name.lower().endswith(".gguf") or looks_like_projector(name):
             continue  # mmproj files are vision projectors, not chat models on their own
         split = _SHARD.match(name)
         if split is None:
@@ -231,7 +243,25 @@ def group_units(repo: str, revision: str, endpoint: str, files: list[RepoFile]) 
         first = _SHARD.match(PurePosixPath(group[0].path).name)
         assert first is not None
         units.append(_unit(repo, revision, endpoint, "gguf", group[0].path, first["stem"], group))
-    return tuple(units)
+    return tuple(_with_projector(repo, revision, endpoint, unit, files) for unit in units)
+
+
+def _with_projector(repo: str, revision: str, endpoint: str, unit: DownloadUnit,
+                    files: list[RepoFile]) -> DownloadUnit:
+    """A GGUF unit with the vision projector of its repository folder added, chosen by name
+    as the library pairs one (projector.best_name): the fetch reads its header before pairing."""
+    if unit.format != "gguf":
+        return unit
+    folder = PurePosixPath(unit.key).parent
+    offered = {PurePosixPath(f.path).name: f for f in files
+               if f.refused is None and PurePosixPath(f.path).parent == folder
+               and looks_like_projector(PurePosixPath(f.path).name)}
+    best = best_name(sorted(offered), PurePosixPath(unit.key).name)
+    if best is None or any(spec.name == best for spec in unit.files):
+        return unit
+    chosen = offered[best]
+    spec = FileSpec(resolve_url(repo, chosen.path, revision, endpoint), best, chosen.sha256, chosen.size, _LISTING)
+    return dataclasses.replace(unit, files=(*unit.files, spec), projector=best)
 
 
 def _unit(repo: str, revision: str, endpoint: str, fmt: Literal["gguf", "onnx"], key: str,

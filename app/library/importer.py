@@ -40,18 +40,23 @@ def import_model_file(library: ModelLibrary, source: Path,
         return existing
     model_id = library.unused_id(_stem(found.path))
     folder = library.folder_for(model_id)
-    _check_space(folder, source.name, found.size)
+    # The vision projector beside the model comes with it, into the model's own folder.
+    projector = found.projector
+    total = found.size + (projector.stat().st_size if projector is not None else 0)
+    _check_space(folder, source.name, total)
     digest, done = None, 0
-    for part in parts:
-        report = (lambda d, t, before=done: progress(before + d, found.size)) if progress else None
-        digest = _copy(part, folder / (part.name + ".partial"), report, cancelled)
+    for part in (*parts, *((projector,) if projector is not None else ())):
+        report = (lambda d, t, before=done: progress(before + d, total)) if progress else None
+        copied = _copy(part, folder / (part.name + ".partial"), report, cancelled)
+        digest = copied if part != projector and digest is None else digest
         done += part.stat().st_size
-    for part in parts:
+    for part in (*parts, *((projector,) if projector is not None else ())):
         os.replace(folder / (part.name + ".partial"), folder / part.name)
     files = tuple(folder / part.name for part in found.files)
     return library.register(model_id, folder / found.path.name, title=found.title,
                             sha256=None if files else digest, source=f"imported from {source}",
-                            format=found.format, files=files)
+                            format=found.format, files=files,
+                            projector=folder / projector.name if projector is not None else None)
 
 
 def import_model_folder(library: ModelLibrary, source: Path,

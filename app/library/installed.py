@@ -39,6 +39,9 @@ class InstalledModel:
     purpose: ModelPurpose = ModelPurpose.CHAT
     # The model's vision projector (an mmproj GGUF) the library paired with it; None: text only.
     projector: Path | None = None
+    # A projector model.json names that is not there now (deleted, an unplugged drive): the
+    # model is listed text only, its details say so, and model.json keeps the name.
+    missing_projector: Path | None = None
 
     @property
     def vision(self) -> bool:
@@ -61,6 +64,8 @@ class InstalledModel:
             data["referenced"] = True
         if self.files:
             data["files"] = [written(part) for part in self.files]
+        if self.projector is not None or self.missing_projector is not None:
+            data["projector"] = written(self.projector or self.missing_projector or self.path)
         if self.defaults.to_dict():
             data["defaults"] = self.defaults.to_dict()
         return data

@@ -26,12 +26,26 @@ _FILE_TYPES = {
 _FILE_TYPE_NOT_STATED = 1024
 
 
-def model_details(path: Path) -> dict[str, Any]:
+def model_details(path: Path, projector: Path | None = None,
+                  missing_projector: Path | None = None) -> dict[str, Any]:
     """The details of a GGUF file or an ONNX folder; ModelFileError if it is not a model.
-    Keys whose value the files do not state are None."""
-    if detect_format(path) == "gguf":
-        return gguf_details(read_gguf_info(path))
-    return onnx_details(read_onnx_folder(path))
+    Keys whose value the files do not state are None.
+
+    An installed model passes its projector (InstalledModel.projector): it then sees, so
+    "vision" joins its capabilities and "projector" names the file; missing_projector
+    (InstalledModel.missing_projector) is said as "projector_missing".
+    """
+    if detect_format(path) != "gguf":
+        return onnx_details(read_onnx_folder(path))
+    details = gguf_details(read_gguf_info(path))
+    if projector is not None and details["purpose"] == ModelPurpose.CHAT.value:
+        details["capabilities"] = ["vision", *details["capabilities"]]
+        details["projector"] = str(projector)
+    if missing_projector is not None:
+        details["projector_missing"] = (f"The vision projector {missing_projector} is not there now, so "
+                                        "the model reads text only. Put the file back (or reconnect "
+                                        "its drive) to give it sight again.")
+    return details
 
 
 def gguf_details(info: GgufInfo) -> dict[str, Any]:
@@ -74,8 +88,8 @@ def gguf_capabilities(info: GgufInfo) -> list[str]:
 def template_capabilities(template: str | None) -> list[str]:
     """What a chat template shows the model can do beyond chat: "tools", "reasoning".
 
-    Vision is not read here: it needs a projector file paired with the model, which the
-    library does not pair yet.
+    Vision is not read here: it comes from a projector file paired with the model
+    (model_details' projector), not from the template.
     """
     if not template:
         return []

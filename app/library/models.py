@@ -16,9 +16,11 @@ from typing import Any, Callable
 from app.core.files import try_hold_lock, write_atomically
 from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
-from app.library.model_format import GENAI_CONFIG, MODEL_FORMATS, ModelFormat, format_at
-from app.library.model_purpose import ModelPurpose, purpose_at, recorded_purpose
+from app.library.model_format import ModelFormat
+from app.library.model_json import read_own, read_reference, size_on_disk as size_on_disk
+from app.library.model_purpose import ModelPurpose, purpose_at
 from app.library.forgotten import ForgottenFiles
+from app.library.projector import checked_projector
 from app.library.scan import FolderScan, Found, ScanProgress, examine, scan_folder
 
 METADATA_FILE = "model.json"
@@ -128,24 +130,30 @@ class ModelLibrary:
         if any(part.parent != folder for part in (model.path, *model.files)):
             raise ValueError(f"{model.path} is not in the folder of model {model.id}")
         leftovers = [*folder.glob("*.partial"), *folder.glob(f".{METADATA_FILE}.*.tmp")]
-        ours = [*(model.files or (model.path,)), *leftovers, folder / METADATA_FILE]
+        projector = [p for p in (model.projector, model.missing_projector) if p is not None and p.parent == folder]
+        ours = [*(model.files or (model.path,)), *projector, *leftovers, folder / METADATA_FILE]
         freed = sum(_bytes_under(path) for path in ours)
         for path in ours:
             _delete(path)
         return RemovedModel(model, freed, _drop_if_empty(folder))
 
     def register(self, model_id: str, path: Path, *, title: str, sha256: str | None, source: str,
-                 format: ModelFormat, files: tuple[Path, ...] = ()) -> InstalledModel:
-        """Record a model file (or ONNX folder, or a split GGUF's parts) already in its folder."""
-        return self._record(model_id, path, title, sha256, source, format, files, referenced=False)
+                 format: ModelFormat, files: tuple[Path, ...] = (),
+                 projector: Path | None = None) -> InstalledModel:
+        """Record a model file (or ONNX folder, or a split GGUF's parts) already in its folder,
+        with the vision projector beside it that goes with it (None: text only)."""
+        return self._record(model_id, path, title, sha256, source, format, files, referenced=False,
+                            projector=projector)
 
     def _record(self, model_id: str, path: Path, title: str, sha256: str | None, source: str,
-                format: ModelFormat, files: tuple[Path, ...], *, referenced: bool) -> InstalledModel:
+                format: ModelFormat, files: tuple[Path, ...], *, referenced: bool,
+                projector: Path | None = None) -> InstalledModel:
         """Write model.json: for a referenced model, the absolute path where the user keeps it."""
         folder = self.folder_for(model_id)
         size = sum(size_on_disk(part) for part in (files or (path,)))
         model = InstalledModel(folder.name, title, path, size, sha256, source, time.time(), format,
-                               referenced=referenced, files=files, purpose=purpose_at(path, format))
+                               referenced=referenced, files=files, purpose=purpose_at(path, format),
+                               projector=projector)
         self._write(folder, model.to_json())
         return model
 
@@ -195,10 +203,33 @@ class ModelLibrary:
             raise LookupError(f'The model "{model_id}" went away while its settings were saved.')
         return model
 
+    def set_projector(self, model_id: str, projector: Path | None) -> InstalledModel:
+        """Pair a model with a vision projector by hand, or unpair it (None): kept in model.json.
+
+        LookupError if there is no such model; ValueError in words when the file is not a
+        projector, does not fit the model, or (for a model in Kestrel's folder) is not in
+        the model's own folder, where removing the model removes it too.
+        """
+        folder = self.root / safe_id(model_id)
+        model = self._read(folder)
+        if model is None:
+            raise LookupError(f'No installed model has the id "{model_id}".')
+        data = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+        if projector is None:
+            data.pop("projector", None)
+        else:
+            checked = checked_projector(model, Path(os.path.abspath(projector)))
+            data["projector"] = str(checked) if model.referenced else checked.name
+        self._write(folder, data)
+        paired = self._read(folder)
+        if paired is None:
+            raise LookupError(f'The model "{model_id}" went away while its projector was saved.')
+        return paired
+
     def disk_use(self) -> DiskUse:
         """Bytes per model in Kestrel's folder, and referenced models' (present ones) apart."""
         models = self.list()
-        return DiskUse({m.id: 0 if m.referenced else m.size for m in models},
+        return DiskUse({m.id: 0 if m.referenced else m.size + _projector_bytes(m) for m in models},
                        {m.id: m.size for m in models if m.referenced and not m.missing})
 
     # --- reading and writing model.json ------------------------------------------------
@@ -218,8 +249,8 @@ class ModelLibrary:
             if not isinstance(data, dict):
                 return None
             if data.get("referenced") is True:
-                return _read_reference(folder, data)
-            return _read_own(folder, data)
+                return read_reference(folder, data)
+            return read_own(folder, data)
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None
 
@@ -231,7 +262,7 @@ class ModelLibrary:
         ForgottenFiles(self.root).drop(found.path)  # added again on purpose: list it again
         model_id = self.unused_id(found.path.stem if found.format == "gguf" else found.path.name)
         return self._record(model_id, found.path, found.title, None, source, found.format, found.files,
-                            referenced=True)
+                            referenced=True, projector=found.projector)
 
     def unused_id(self, stem: str) -> str:
         """A folder of its own for a new model: removing it then touches no other model."""
@@ -274,95 +305,16 @@ class ModelLibrary:
         return RemovedModel(model, 0, _drop_if_empty(folder))
 
 
-def _read_own(folder: Path, data: dict[str, Any]) -> InstalledModel | None:
-    path = folder / _plain_name(data["path"])
-    files = tuple(folder / _plain_name(name) for name in _list_of(data.get("files")))
-    size = sum(size_on_disk(part) for part in (files or (path,)))
-    if size != data.get("size"):
-        return None  # the copy did not finish
-    return _model(folder, data, path, size, files=files)
-
-
-def _read_reference(folder: Path, data: dict[str, Any]) -> InstalledModel:
-    path = _absolute(data["path"])
-    files = tuple(_absolute(name) for name in _list_of(data.get("files")))
-    present = all(part.is_file() for part in files) and (path.is_file() or (path / GENAI_CONFIG).is_file())
-    recorded = data.get("size")
-    size = (sum(size_on_disk(part) for part in (files or (path,))) if present
-            else recorded if isinstance(recorded, int) else 0)
-    return _model(folder, data, path, size, files=files, referenced=True, missing=not present)
-
-
-def _model(folder: Path, data: dict[str, Any], path: Path, size: int, **rest: Any) -> InstalledModel:
-    """What model.json says besides where the model is; a value of the wrong kind is left
-    out rather than losing the model."""
-    title, sha256, source, added = (data.get(key) for key in ("title", "sha256", "source", "added"))
-    fmt = _recorded_format(data.get("format"), path)
-    return InstalledModel(
-        folder.name, title if isinstance(title, str) and title else folder.name, path, size,
-        sha256 if isinstance(sha256, str) else None, source if isinstance(source, str) else "",
-        float(added) if isinstance(added, (int, float)) and not isinstance(added, bool) else 0.0,
-        fmt, defaults=ModelDefaults.from_dict(data.get("defaults")),
-        purpose=recorded_purpose(data.get("purpose")) or _purpose_of_file(path, fmt), **rest)
-
-
-def _purpose_of_file(path: Path, fmt: ModelFormat) -> ModelPurpose:
-    """For a model.json written before it kept a purpose: read from the header, remembered
-    while the file is unchanged, so listing the library reads each header once."""
+def _projector_bytes(model: InstalledModel) -> int:
     try:
-        stat = path.stat()
+        return model.projector.stat().st_size if model.projector is not None else 0
     except OSError:
-        return ModelPurpose.CHAT
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _PURPOSES:
-        _PURPOSES[key] = purpose_at(path, fmt)
-    return _PURPOSES[key]
-
-
-_PURPOSES: dict[tuple[str, int, int], ModelPurpose] = {}
-
-
-def _recorded_format(recorded: object, path: Path) -> ModelFormat:
-    """The format model.json keeps; a model.json written before it kept one (or a value
-    this Kestrel does not know) has it decided from the path, here, once per read."""
-    for known in MODEL_FORMATS:
-        if recorded == known:
-            return known
-    return format_at(path)
-
-
-def _list_of(value: object) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ValueError(f"not a list: {value!r}")
-    return value
-
-
-def _absolute(text: object) -> Path:
-    if not isinstance(text, str) or not Path(text).is_absolute():
-        raise ValueError(f"not an absolute path: {text!r}")
-    return Path(text)
+        return 0
 
 
 def _by_path(models: Iterable[InstalledModel]) -> dict[Path, InstalledModel]:
     """Each model under the resolved path of its file and of each of its parts."""
     return {part.resolve(): model for model in models for part in (model.path, *model.files)}
-
-
-def size_on_disk(path: Path) -> int:
-    """A file's size, or the sum of the files in a model folder."""
-    if path.is_dir():
-        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    return path.stat().st_size
-
-
-def _plain_name(name: object) -> str:
-    """A file name without a folder part: register() writes only such names, and one that
-    leads out of the model's folder ("../x") must never be what remove() deletes."""
-    if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name:
-        raise ValueError(f"not a file name: {name!r}")
-    return name
 
 
 def _drop_if_empty(folder: Path) -> tuple[str, ...]:

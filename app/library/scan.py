@@ -14,6 +14,7 @@ from app.core.files import kind_of
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.installed import InstalledModel
 from app.library.model_format import GENAI_CONFIG, ModelFormat, read_onnx_folder
+from app.library.projector import is_projector, not_a_model, projector_beside
 
 # Called with the number of folders looked in so far and the one being looked in now.
 ScanProgress = Callable[[int, Path], None]
@@ -40,6 +41,7 @@ class Found:
     size: int
     format: ModelFormat
     files: tuple[Path, ...] = ()   # every part of a split GGUF; () for one file or a folder
+    projector: Path | None = None  # the vision projector beside it the library pairs it with
 
 
 @dataclass(frozen=True)
@@ -208,7 +210,9 @@ class _Scan:
         try:
             self.result.found.append(examine(path))
         except ModelFileError as exc:
-            self.result.skipped.append((path, exc.message))
+            said = exc.message if exc.kind != "projector" else \
+                "a vision projector, which goes with the model beside it (it is not a model of its own)"
+            self.result.skipped.append((path, said))
         except OSError as exc:
             self.result.skipped.append((path, f"it could not be read: {exc.strerror or exc}"))
 
@@ -265,8 +269,12 @@ def examine(path: Path) -> Found:
                              f"{_missing_part(absent[0])}. Put every part in the same folder, "
                              "then add it again.")
     infos = [read_gguf_info(p) for p in (parts or (path,))]
+    if is_projector(infos[0]):
+        raise not_a_model(path)
     title = infos[0].name or (part[0] if part else path.stem)
-    return Found(path, title, sum(i.file_size for i in infos), "gguf", parts)
+    projector = projector_beside(infos[0], parts)
+    return Found(path, title, sum(i.file_size for i in infos), "gguf", parts,
+                 projector.path if projector is not None else None)
 
 
 def _missing_part(absent: Path) -> str:

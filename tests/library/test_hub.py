@@ -69,8 +69,13 @@ def test_a_repository_lists_each_gguf_each_split_gguf_and_each_onnx_folder_as_on
 
     assert [e.path for e in server.log] == ["/api/models/o/m?blobs=true"]
     assert (single.key, single.title, single.format) == ("m-Q4_K_M.gguf", "m-Q4_K_M", "gguf")
+    # The folder's vision projector comes with the GGUF beside it (never a choice of its own).
     assert single.files == (FileSpec(f"{endpoint}/o/m/resolve/main/m-Q4_K_M.gguf", "m-Q4_K_M.gguf",
-                                     sha256_of(b"GGUF one"), 8, "the repository's file list"),)
+                                     sha256_of(b"GGUF one"), 8, "the repository's file list"),
+                            FileSpec(f"{endpoint}/o/m/resolve/main/mmproj-f16.gguf", "mmproj-f16.gguf",
+                                     sha256_of(b"GGUF proj"), 9, "the repository's file list"))
+    assert single.projector == "mmproj-f16.gguf"
+    assert split.projector is None, "the projector is in another folder than the split model"
     assert single.source == single.files[0].url
     assert (split.key, split.title) == (SHARDS[0], "model-Q8_0")
     assert [f.name for f in split.files] == [p.split("/")[1] for p in SHARDS]
