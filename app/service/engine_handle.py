@@ -50,7 +50,7 @@ class EngineHandle(Protocol):
     async def load(self, model_path: str, *, context_length: int = 4096, threads: int | None = None,
                    device: DevicePreference = DevicePreference.AUTO, gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
-                   state_disk_bytes: int = 0) -> p.Loaded:
+                   state_disk_bytes: int = 0, projector_path: str | None = None) -> p.Loaded:
         """Load a model where placement says, starting an engine if none runs."""
 
     async def unload(self) -> None:

@@ -101,7 +101,7 @@ class LibraryService:
             if report is not None and problem is None:
                 fit = _fit(report, model.path, context, model.defaults.device_preference
                            or self._keeper.settings.device_preference,
-                           loaded_bytes if loaded is not None else 0)
+                           loaded_bytes if loaded is not None else 0, model.projector)
             rows.append(ModelRow(model, details, problem, fit, chosen is not None and chosen.id == model.id,
                                  loaded is not None and loaded.id == model.id))
         return tuple(rows), library.disk_use().total
@@ -129,7 +129,7 @@ class LibraryService:
         if report is None or loaded is None:
             return 0
         try:
-            return estimate_fit(report, facts_for(model.path, loaded.context_length),
+            return estimate_fit(report, facts_for(model.path, loaded.context_length, model.projector),
                                 context_length=loaded.context_length).need.total
         except (ModelFileError, OSError, ValueError):
             return 0
@@ -326,7 +326,7 @@ def _details(model: InstalledModel) -> tuple[Mapping[str, Any], str | None]:
     if model.missing:
         return {}, f"{model.path} is not there now. Reconnect the drive it is on, or remove it from the list."
     try:
-        return model_details(model.path), None
+        return model_details(model.path, model.projector, model.missing_projector), None
     except ModelFileError as exc:
         return {}, exc.message
     except OSError as exc:
@@ -340,9 +340,9 @@ def _context_for(model: InstalledModel, details: Mapping[str, Any], app_context:
 
 
 def _fit(report: HardwareReport, path: Path, context_length: int, preference: DevicePreference,
-         loaded_bytes: int) -> FitEstimate | None:
+         loaded_bytes: int, projector: Path | None = None) -> FitEstimate | None:
     try:
-        return estimate_fit(report, facts_for(path, context_length), context_length=context_length,
+        return estimate_fit(report, facts_for(path, context_length, projector), context_length=context_length,
                             preference=preference, loaded_bytes=loaded_bytes)
     except (ModelFileError, OSError, ValueError):
         return None

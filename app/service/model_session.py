@@ -136,7 +136,8 @@ class ModelSession:
         await self.client.load(str(model.path), context_length=context_length, threads=settings.threads,
                                device=own.device_preference or settings.device_preference,
                                gpu_layers=own.gpu_layers, chat_template=own.chat_template,
-                               state_ram_bytes=ram, state_dir=folder, state_disk_bytes=disk)
+                               state_ram_bytes=ram, state_dir=folder, state_disk_bytes=disk,
+                               projector_path=str(model.projector) if model.projector else None)
 
     async def ensure_context(self, context_length: int) -> None:
         """Reload with this context if the model was loaded with another."""

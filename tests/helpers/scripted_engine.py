@@ -141,10 +141,10 @@ class ScriptedEngine:
     async def load(self, model_path: str, *, context_length: int = 4096, threads: int | None = None,
                    device: DevicePreference = DevicePreference.AUTO, gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
-                   state_disk_bytes: int = 0) -> p.Loaded:
+                   state_disk_bytes: int = 0, projector_path: str | None = None) -> p.Loaded:
         await self.start()
         request = p.Load(next(self._ids), str(model_path), context_length, threads, device, gpu_layers,
-                         chat_template, state_ram_bytes, state_dir, state_disk_bytes)
+                         chat_template, state_ram_bytes, state_dir, state_disk_bytes, projector_path)
         self.requests.append(request)
         self.loaded = None
         process = self._live(During.LOAD)
