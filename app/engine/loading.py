@@ -17,10 +17,11 @@ from app.hardware.report import HardwareReport
 from app.library.fit_facts import facts_for
 
 
-def model_facts(model_path: str, context_length: int) -> ModelFacts:
+def model_facts(model_path: str, context_length: int, projector_path: str | None = None) -> ModelFacts:
     """The numbers placement needs, read from the file's header or the folder's config:
-    the same ones the model manager's verdict uses (app/library/fit_facts.py)."""
-    return facts_for(Path(model_path), context_length)
+    the same ones the model manager's verdict uses (app/library/fit_facts.py), a vision
+    projector's bytes counted with the weights."""
+    return facts_for(Path(model_path), context_length, Path(projector_path) if projector_path else None)
 
 
 def load_backend(request: Load, report: HardwareReport) -> Backend:
@@ -28,7 +29,7 @@ def load_backend(request: Load, report: HardwareReport) -> Backend:
 
     A file that is not usable (ModelFileError) fails at once: no device can fix it.
     """
-    facts = model_facts(request.model_path, request.context_length)
+    facts = model_facts(request.model_path, request.context_length, request.projector_path)
     try:
         placements = place(report, facts, request.device)
     except PlacementRefused as exc:

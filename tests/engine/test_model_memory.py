@@ -65,6 +65,15 @@ def test_placement_and_the_backend_check_see_the_same_numbers(tiny_model: Path) 
     assert model_facts(str(tiny_model), 512) == gguf_fit_facts(read_gguf_info(tiny_model), 512)
 
 
+def test_placement_counts_a_vision_projector_with_the_weights(tiny_model: Path, tmp_path: Path) -> None:
+    projector = tmp_path / "mmproj-model-f16.gguf"
+    projector.write_bytes(b"\0" * 12_345)
+    alone = model_facts(str(tiny_model), 512)
+    paired = model_facts(str(tiny_model), 512, str(projector))
+    assert paired.file_size == alone.file_size + 12_345
+    assert model_facts(str(tiny_model), 512, str(tmp_path / "gone.gguf")) == alone
+
+
 def test_the_context_stays_within_what_the_model_was_made_for() -> None:
     assert loaded_context(100_000, 2048) == 2048
     assert loaded_context(10, 2048) == 256
