@@ -8,12 +8,13 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from app.core.paths import data_paths
-from app.library.catalog import find_entry, load_catalog
+from app.library.catalog import CATALOG_FILE, find_entry, load_catalog
 from tests.cli.test_chat_cli import ROOT, kestrel
 from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, sha256_of
 
@@ -49,16 +50,33 @@ def test_catalog_lists_the_models_in_words_and_as_json() -> None:
     assert line.endswith("(embedding: for document search, not chat)")
 
 
-def test_get_a_catalog_model_from_the_hub_endpoint(server: TestServer, storage: TestServer,
+def models_with_catalog(catalog: Path, *args: str) -> subprocess.CompletedProcess:
+    """`kestrel models ...` reading another catalog file than the shipped one."""
+    code = ("import runpy, sys; from pathlib import Path; import app.library.catalog as c; "
+            "c.CATALOG_FILE = Path(sys.argv.pop(1)); runpy.run_module('app', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", code, str(catalog), "models", *args], cwd=ROOT,
+                            capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    return result
+
+
+def test_get_a_catalog_model_from_the_hub_endpoint(server: TestServer, storage: TestServer, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # The ONNX entry leaves its files' hashes and sizes to the server; the tiny ONNX fixture
-    # stands in for each of its files (its genai_config names the entry's decoder file).
-    entry = next(e for e in load_catalog() if e.format == "onnx")
-    assert entry is not None and all(f.sha256 is None and f.size is None for f in entry.files)
+    # An ONNX entry that leaves its files' hashes and sizes to the server (the shipped one
+    # with them taken out: it states most of them now); the tiny ONNX fixture stands in for
+    # each of its files (its genai_config names the entry's decoder file).
+    shipped = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))
+    raw = next(m for m in shipped["models"] if m["format"] == "onnx")
+    raw["files"] = [{"path": f["path"]} for f in raw["files"]]
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(shipped), encoding="utf-8")
+    [entry] = [e for e in load_catalog(catalog) if e.format == "onnx"]
+    assert all(f.sha256 is None and f.size is None for f in entry.files)
     monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, entry.repo, _onnx_files(entry),
                                                         revision=entry.revision))
+    get = partial(models_with_catalog, catalog, "get")
 
-    result = models("get", entry.id)
+    result = get(entry.id)
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == entry.id and in_models_folder() == [entry.id]
@@ -67,7 +85,7 @@ def test_get_a_catalog_model_from_the_hub_endpoint(server: TestServer, storage: 
     folder = entry.files[0].path.rsplit("/", 1)[0]
     assert shown["title"] == entry.name and shown["format"] == "onnx"
     assert shown["source"] == f"downloaded from {server.base}/{entry.repo}/tree/{entry.revision}/{folder}"
-    again = models("get", entry.id)
+    again = get(entry.id)
     assert again.returncode == 0 and "already installed as" in again.stderr
 
 
@@ -85,6 +103,22 @@ def test_a_pinned_catalog_model_the_server_now_offers_otherwise_is_refused_befor
     assert (f"The server now offers a different {entry.files[0].path} than the catalog expects "
             f"({server.base}/{entry.repo}/resolve/{entry.revision}/{entry.files[0].path}). Nothing was "
             "downloaded; the catalog may be out of date.") in result.stderr
+    assert in_models_folder() == []
+
+
+def test_the_pinned_onnx_entry_is_refused_when_the_server_offers_other_files(
+        server: TestServer, storage: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The shipped ONNX entry states its decoder's and weights' SHA-256 at a pinned revision:
+    # a server offering other bytes under those names is refused before anything is saved.
+    entry = next(e for e in load_catalog() if e.format == "onnx")
+    assert len(entry.revision) == 40 and any(f.sha256 for f in entry.files)
+    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, entry.repo, _onnx_files(entry),
+                                                        revision=entry.revision))
+
+    result = models("get", entry.id)
+
+    assert result.returncode == 7 and result.stdout == ""
+    assert "than the catalog expects" in result.stderr and "Nothing was downloaded" in result.stderr
     assert in_models_folder() == []
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.library.catalog import (CatalogFile, CatalogShape, embedding_entries, find_entry, load_catalog,
-                                 recommended_entry)
+from app.library.catalog import (CATALOG_FILE, CatalogFile, CatalogShape, embedding_entries, find_entry,
+                                 load_catalog, recommended_entry)
 from app.library.model_purpose import ModelPurpose
 
 
@@ -43,11 +43,36 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
 
 def test_every_shipped_gguf_is_pinned_to_a_revision_with_its_bytes_and_checksum() -> None:
     """Issue 26: sizes known for every entry, nothing downloaded from a moving branch
-    unchecked; the one ONNX entry (no verified sizes yet) is the stated exception."""
+    unchecked; the one ONNX entry is pinned too, but two of its small files have no size found
+    (the stated exception: its total stays unknown until a download starts)."""
     entries = load_catalog()
-    for entry in (e for e in entries if e.format == "gguf"):
+    for entry in entries:
         assert re.fullmatch(r"[0-9a-f]{40}", entry.revision), entry.id
+    for entry in (e for e in entries if e.format == "gguf"):
         assert entry.size is not None and all(f.sha256 and f.size for f in entry.files), entry.id
+    [onnx] = [e for e in entries if e.format == "onnx"]
+    unstated = [f.path.rsplit("/", 1)[-1] for f in onnx.files if f.size is None]
+    assert unstated == ["special_tokens_map.json", "tokenizer_config.json"] and onnx.size is None
+    weights = [f for f in onnx.files if f.path.endswith((".onnx", ".onnx.data"))]
+    assert [(f.size, f.sha256[:8]) for f in weights if f.sha256] == [(52176615, "c4f05e6e"),
+                                                                       (2728144896, "3351fe9c")]
+
+
+def test_the_shipped_vision_entry_names_its_projector_with_its_bytes_and_checksum() -> None:
+    """Gemma 3 4B sees images through mmproj-model-f16.gguf, downloaded beside it from the same
+    pinned revision; the projector is stated as {path, sha256, size} (read by the library)."""
+    raw = next(m for m in json.loads(CATALOG_FILE.read_text(encoding="utf-8"))["models"]
+               if m["id"] == "gemma-3-4b-it-q4_k_m")
+    assert raw["projector"] == {"path": "mmproj-model-f16.gguf", "size": 851251104,
+                                "sha256": "8c0fb064b019a6972856aaae2c7e4792858af3ca4561be2dbf649123ba6c40cb"}
+    gemma = find_entry(load_catalog(), "gemma-3-4b-it-q4_k_m")
+    assert gemma is not None and gemma.capabilities == ("vision",) and not gemma.recommended
+    assert gemma.revision == "d0976223747697cb51e056d85c532013931fe52e" and gemma.context_length == 131072
+    assert gemma.files == (CatalogFile("gemma-3-4b-it-Q4_K_M.gguf",
+                                       "882e8d2db44dc554fb0ea5077cb7e4bc49e7342a1f0da57901c0802ea21a0863",
+                                       2489757856),)
+    # Gemma 3: five of every six of its 34 layers look back only 1,024 tokens.
+    assert gemma.shape == CatalogShape(34, 4, 256, 2560, 262208, 1024, 29)
 
 
 def test_the_shipped_catalog_has_a_recommended_model_per_tier_with_a_thinking_switch() -> None:
@@ -158,12 +183,15 @@ def test_a_shape_is_read_and_a_damaged_one_only_drops_the_shape(tmp_path: Path) 
 
 
 def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_named() -> None:
-    from app.library.catalog import CATALOG_FILE, CatalogEntryError, parse_entry
+    from app.library.catalog import CatalogEntryError, parse_entry
 
     by_id = {e.id: e for e in load_catalog()}
     assert by_id["qwen2.5-coder-1.5b-instruct-q4_k_m"].capabilities == ("tools",)
     assert by_id["qwen3-4b-q4_k_m"].capabilities == ("tools", "reasoning")
     assert by_id["phi-3.5-mini-instruct-onnx-cpu-int4"].capabilities == ()
+    assert by_id["gemma-3-4b-it-q4_k_m"].capabilities == ("vision",)
+    # SmolLM3's template has the thinking switch; its tools come in xml_tools, not tools.
+    assert by_id["smollm3-3b-q4_k_m"].capabilities == ("reasoning",)
     raw = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))["models"][0]
     assert parse_entry({**raw, "capabilities": ["reasoning", "vision"]}).capabilities == ("vision", "reasoning")
     with pytest.raises(CatalogEntryError, match="capabilities must be a list of vision, tools, reasoning"):
