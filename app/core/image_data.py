@@ -81,10 +81,7 @@ def images_from_data(items: Any, where: str) -> tuple[AttachedImage, ...]:
             data = base64.b64decode(encoded.encode("ascii"), validate=False)
         except (binascii.Error, UnicodeEncodeError, ValueError):
             raise ValueError(f"{at}'s data is not base64.") from None
-        width, height = item.get("width"), item.get("height")
-        for side, value in (("width", width), ("height", height)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{at}'s {side} must be a whole number (got {value!r:.40}).")
+        width, height = _whole(item.get("width"), f"{at}'s width"), _whole(item.get("height"), f"{at}'s height")
         mime = item.get("mime")
         if not isinstance(mime, str):
             raise ValueError(f"{at}'s mime must be a text.")
@@ -92,6 +89,12 @@ def images_from_data(items: Any, where: str) -> tuple[AttachedImage, ...]:
                               _text(item.get("note", ""), f"{at}'s note"))
         images.append(checked_image(image, at))
     return tuple(images)
+
+
+def _whole(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} must be a whole number (got {repr(value)[:40]}).")
+    return value
 
 
 def _text(value: Any, what: str) -> str:
