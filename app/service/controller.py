@@ -41,7 +41,7 @@ from app.service.open_chat import OpenChat
 from app.service.settings_keeper import SettingsKeeper
 from app.service.tool_use import ToolUse
 from app.service.storage import Storage
-from app.service.vision import ChatVision, VisionState
+from app.service.vision import VisionState, chat_vision
 
 if TYPE_CHECKING:
     from app.service.downloads import DownloadQueue
@@ -85,10 +85,7 @@ class ChatController:
         self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None,
                                        count=lambda text: self.session.client.count_tokens(text))
         self.collection_choice = ChatCollections(self._storage, self.chat, self.conversations, self.bus)
-        self.sight = ChatVision(chat_model_id=self.chat.model_id, session_models=lambda: (self.session.model,
-                                                                                          self.session.app_model),
-                                loaded=lambda: self.session.loaded, state=lambda: self.session.state,
-                                listed=lambda: (row.model for row in self.library.rows))
+        self.sight = chat_vision(self.chat, self.session, lambda: (row.model for row in self.library.rows))
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper,
                                  tools=self.tools, documents=self.documents, vision=self.vision)
@@ -109,11 +106,11 @@ class ChatController:
                                             save_settings=self.keeper.save, read_power=read_power)
         self.bus.subscribe(self.collections.hear)
         self.documents.use_search(collection_search(self.collections))
-        # The window's documents API: files read in the reader's worker, off the loop (AttachmentsUnreadable
-        # names each one refused); the open chat's collections (a new chat keeps them until its first message).
-        self.read_attachments = read_in_worker_off_loop
-        # Images, checked in the image worker's child process (ImagesUnreadable names each one refused).
-        self.read_images, self.read_image_data = read_images, read_image_data
+        # The window's documents API: files read in the reader's worker, images checked in the image check's,
+        # off the loop (AttachmentsUnreadable, ImagesUnreadable name each one refused); the open chat's
+        # collections (a new chat keeps them until its first message).
+        self.read_attachments, self.read_images, self.read_image_data = (read_in_worker_off_loop, read_images,
+                                                                         read_image_data)
         self.chat_collections, self.set_chat_collections = self.collection_choice.names, self.collection_choice.choose
         self.subscribe: Callable[[Listener], Callable[[], None]] = self.bus.subscribe
         self.spawn = self.tasks.spawn
@@ -235,17 +232,7 @@ class ChatController:
         if recovered:
             self.bus.emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
                                   "they are kept and marked as interrupted.", "history"))
-        setup = self.session.setup
-        model = await asyncio.to_thread(setup.library.default, self.settings.default_model)
-        if model is None and setup.starter_available():
-            self.session.set_state(ModelState.INSTALLING, "Setting up the starter model…")
-            if (model := await setup.install_starter()) is None:
-                self.session.set_state(ModelState.NONE, setup.last_problem or "")
-                return
-        if model is None:
-            self.session.set_state(ModelState.NONE, "No model yet.")
-            return
-        await self.session.load_model(model)
+        await self.session.load_default(self.settings.default_model)
 
     async def load_model(self, model: InstalledModel) -> bool:
         """Load a model as the app's; the state says loading, ready or failed and why."""
@@ -339,15 +326,14 @@ class ChatController:
         self.drafts.put(conversation_id, storable(text))
 
     def send(self, text: str, attachments: Sequence[AttachedFile] = (), images: Sequence[AttachedImage] = ()) -> bool:
-        """Save the user's message (and files, images: alone, they ask for a summary, a description)
-        in the open chat; its answer follows in turn (answering.py). Images for a model that cannot
-        see them: False, and a Problem says why."""
+        """Save the user's message (and files, images: alone, they ask for a summary, a description) in the
+        open chat; its answer follows in turn (answering.py). Images a model cannot see: False, a Problem says why."""
         return self.answers.send(text, attachments, history_open=self.storage is not None,
                                  collections=self.collection_choice.take_pending, images=images)
 
     def vision(self) -> VisionState:
-        """Whether the open chat's model (its own or the default) takes images, and why not:
-        asked again on ModelStateChanged, ConversationOpened and ConversationModelChosen."""
+        """Whether the open chat's model takes images, and why not (ask again on ModelStateChanged,
+        ConversationOpened, ConversationModelChosen)."""
         return self.sight.state()
 
     def regenerate(self) -> bool:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from app.engine.protocol import Loaded
 from app.library.installed import InstalledModel
 from app.service.events import ModelState
+from app.service.model_session import ModelSession
+from app.service.open_chat import OpenChat
 
 NO_MODEL = ("No model is ready to look at images. Get a model tagged Vision, such as Gemma 3 4B (Get a model), "
             "then attach the image again.")
@@ -77,3 +79,9 @@ class ChatVision:
         here = (model is not None and in_engine is not None and in_engine.id == model.id
                 and self._state() == ModelState.READY and loaded is not None)
         return vision_state(model, loaded if here else None)
+
+
+def chat_vision(chat: OpenChat, session: ModelSession, listed: Callable[[], Iterable[InstalledModel]]) -> ChatVision:
+    """The open chat's ChatVision, from the session's models and the library's listing (`listed`)."""
+    return ChatVision(chat_model_id=chat.model_id, session_models=lambda: (session.model, session.app_model),
+                      loaded=lambda: session.loaded, state=lambda: session.state, listed=listed)
