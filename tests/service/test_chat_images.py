@@ -3,15 +3,19 @@ their turn every time the chat is answered, and refused in words for a model tha
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace as changed
 from pathlib import Path
 
 import pytest
 
-from app.core.attachments import AttachedImage
-from app.core.conversation import Role
+from app.core.attachments import IMAGE_TOKENS, AttachedFile, AttachedImage, AttachedSection
+from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.generation import GenerationSettings
 from app.service import events as ev
 from app.service.answer_run import UNSEEN
 from app.service.attached_images import ImagesUnreadable
+from app.service.document_context import ChatDocuments, Fit
 from app.service.vision import NO_MODEL
 from tests.helpers.images import image_bytes, write_image
 from tests.service.conftest import give_sight, run, stored, take_sight
@@ -163,3 +167,18 @@ def test_read_images_checks_files_and_pasted_bytes_in_the_child(started_controll
                 await controller.read_images([good] * 9)
 
     run(scenario)
+
+
+def test_each_image_counts_in_the_context_when_files_are_fitted() -> None:
+    settings = GenerationSettings(max_tokens=24, temperature=0.0, context_length=1024)
+    conversation = Conversation(1, "Club", 0.0, 0.0, "", settings, None)
+    # About 520 estimated tokens: whole in a 1,024-token context, not beside two images (IMAGE_TOKENS each).
+    assert IMAGE_TOKENS == 300
+    club = AttachedFile("/home/ann/club.txt", "text", 100, (AttachedSection("The club meets on Thursdays. " * 72),))
+    question = Message(1, 1, Role.USER, "When does the club meet?", 0.0, MessageState.COMPLETE, None,
+                       attachments=(club,))
+    documents = ChatDocuments(lambda: 1024)
+    assert asyncio.run(documents.frame(conversation, [question])).sources
+    assert documents.used(1).fit is Fit.WHOLE
+    asyncio.run(documents.frame(conversation, [changed(question, images=(CHART, PHOTO))]))
+    assert documents.used(1).fit is Fit.RETRIEVED
