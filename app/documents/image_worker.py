@@ -41,6 +41,9 @@ def checker_main(conn: Connection, memory_bytes: int, check: CheckFunction) -> N
         except MemoryError:
             result = ImageRefused(_name(item), "checking it needed more memory than Kestrel gives its image check",
                                   ImageProblem.FAILED)
+        except Exception as exc:  # noqa: BLE001 - a decoder's surprise on a hostile file is a refusal, not a traceback
+            result = ImageRefused(_name(item), f"the image check failed on it ({type(exc).__name__}): the file is "
+                                               "probably damaged", ImageProblem.FAILED)
         conn.send(result)
 
 

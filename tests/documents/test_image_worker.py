@@ -70,3 +70,18 @@ def test_an_image_that_needs_too_much_memory_is_refused(tmp_path: Path) -> None:
         refused = checker.check(bad)
     assert isinstance(refused, ImageRefused) and refused.problem is ImageProblem.FAILED
     assert "more memory than Kestrel gives its image check" in refused.reason
+
+
+def raise_on_bad(item: ImageInput) -> ImageResult:
+    if isinstance(item, Path) and item.name.startswith("bad"):
+        raise RuntimeError("a decoder's surprise")
+    return check_image(item)
+
+
+def test_an_exception_in_the_check_is_a_refusal_and_the_child_goes_on(tmp_path: Path) -> None:
+    bad = write_image(tmp_path / "bad.png", 10, 10)
+    good = write_image(tmp_path / "good.png", 10, 10)
+    with ImageChecker(check=raise_on_bad) as checker:
+        refused, after = checker.check(bad), checker.check(good)
+    assert isinstance(refused, ImageRefused) and "failed on it (RuntimeError)" in refused.reason
+    assert isinstance(after, AttachedImage)
