@@ -50,8 +50,9 @@ class EngineHandle(Protocol):
     async def load(self, model_path: str, *, context_length: int = 4096, threads: int | None = None,
                    device: DevicePreference = DevicePreference.AUTO, gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
-                   state_disk_bytes: int = 0) -> p.Loaded:
-        """Load a model where placement says, starting an engine if none runs."""
+                   state_disk_bytes: int = 0, projector_path: str | None = None) -> p.Loaded:
+        """Load a model where placement says, starting an engine if none runs (with its vision
+        projector, given one: Loaded.vision, or vision_problem saying why not)."""
 
     async def unload(self) -> None:
         """Free the model's memory; the next answer loads it again."""

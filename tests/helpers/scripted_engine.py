@@ -18,6 +18,7 @@ raises EngineCrashed here; the real client leaves it waiting for ever.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 from collections import deque
@@ -141,10 +142,10 @@ class ScriptedEngine:
     async def load(self, model_path: str, *, context_length: int = 4096, threads: int | None = None,
                    device: DevicePreference = DevicePreference.AUTO, gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
-                   state_disk_bytes: int = 0) -> p.Loaded:
+                   state_disk_bytes: int = 0, projector_path: str | None = None) -> p.Loaded:
         await self.start()
         request = p.Load(next(self._ids), str(model_path), context_length, threads, device, gpu_layers,
-                         chat_template, state_ram_bytes, state_dir, state_disk_bytes)
+                         chat_template, state_ram_bytes, state_dir, state_disk_bytes, projector_path)
         self.requests.append(request)
         self.loaded = None
         process = self._live(During.LOAD)
@@ -155,6 +156,8 @@ class ScriptedEngine:
             if self.load_refusals:
                 raise EngineError(self.load_refusals.popleft())
             model = process.model = load_model(request, self._machine(), gpu_offload=self.gpu_offload)
+            if projector_path is not None:  # a projector always loads here (vision_problem is the real engine's)
+                model.loaded = dataclasses.replace(model.loaded, vision=True)
         finally:
             self._loading = False
         self._last_load = request
