@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, TextIO
 from app.cli.chat_input import argument_text, checked_threads, generation_settings, prompt_text, typed_flag
 from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents, collection_search,
                                     collection_vectors, fit_note, sources_line, write_sources)
+from app.cli.chat_images import chat_images, refuse_unseeing, refuse_without_vision
 from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
 from app.cli.closed_output import output_closed
 from app.cli.failure_words import cli_words
 from app.cli.thinking_output import ThinkingOutput, write
 from app.cli.user_error import (EXIT_CONTEXT, EXIT_DEVICE, EXIT_ENGINE_DIED, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK,
                                  EXIT_USAGE, UserError)
-from app.core.attachments import AttachedFile
+from app.core.attachments import AttachedFile, AttachedImage
 from app.core.paths import data_paths
 from app.core.settings import DevicePreference, Settings, SettingsError, SettingsFile
 from app.engine.protocol import ErrorKind
@@ -71,6 +72,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     chat.add_argument("--attach", action="append", default=[], metavar="FILE",
                       help="answer from this file (text, Markdown, code, HTML, PDF, Word .docx); repeat for more. "
                            "It goes in whole when it fits the context, else the passages that match the message")
+    chat.add_argument("--image", action="append", default=[], metavar="FILE",
+                      help="show the model this image (PNG, JPEG, WebP, GIF, BMP); repeat for more (up to 8). "
+                           "The model must see images: one tagged Vision, such as Gemma 3 4B")
     chat.add_argument("--docs", action="append", default=[], metavar="COLLECTION",
                       help="answer from the passages of this collection (see `kestrel docs list`) that match "
                            "the message; repeat for more")
@@ -110,13 +114,16 @@ def run(args: argparse.Namespace) -> int:
         # Asked on the terminal only when standard input is one and the message did not come through it.
         can_ask = args.prompt != "-" and sys.stdin is not None and sys.stdin.isatty()
         decide = approver(names(args.allow_tools), can_ask=can_ask)
+        images = chat_images(args.image)  # before the model loads: an image that will not do, or a
+        if images:                         # model that cannot see, is said at once
+            refuse_without_vision(model)
         try:  # before the model loads: a file or collection that will not do is said at once
             documents = chat_documents(args.attach, args.docs)
         except DocumentsRefused as exc:
             raise UserError(str(exc), exc.status) from None
         try:
             return asyncio.run(_answer(model, prompt, system, settings, printer, decide, save=args.save,
-                                       documents=documents))
+                                       documents=documents, images=images))
         finally:
             if documents.index is not None:
                 documents.index.close()
@@ -181,7 +188,8 @@ def _install_starter_with_progress(library: ModelLibrary) -> InstalledModel:
 
 
 async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter,
-                  decide: Approver, *, save: bool = False, documents: _Documents = _Documents()) -> int:
+                  decide: Approver, *, save: bool = False, documents: _Documents = _Documents(),
+                  images: tuple[AttachedImage, ...] = ()) -> int:
     """One chat turn through the window's controller, in a history kept only in memory, or
     (save) in the user's history as a new chat, which an open window picks up."""
     library = ModelLibrary(data_paths().models)
@@ -198,6 +206,8 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
         loaded = controller.loaded
         if loaded is not None and loaded.fallback_reasons:
             print(f"kestrel: running on {loaded.device}; " + "; ".join(loaded.fallback_reasons), file=sys.stderr)
+        if images:
+            refuse_unseeing(model, loaded)
         if save and library.get(model.id) is not None:
             await controller.set_conversation_model(model.id)
         await controller.set_conversation_settings(system, settings.generation)
@@ -209,7 +219,7 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
                     documents.index, vectors.query() if vectors is not None else None))
                 await controller.set_chat_collections(documents.collections)
             printer.sources_from(lambda: controller.documents.used(conversation.id), documents.attachments)
-        controller.send(prompt, documents.attachments)
+        controller.send(prompt, documents.attachments, images)
         await controller.wait_idle()
         try:
             return printer.result(settings.generation.context_length,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -14,6 +15,44 @@ MAX_ATTACHMENTS = 100
 MAX_SOURCES = 100
 
 _SEPARATORS = re.compile(r"[\\/]")
+
+# Images: the suffixes a file picker and a drop take as images (the check goes by the file's
+# first bytes, not its name), and how many one message may carry (each costs the model hundreds
+# of tokens, and a small vision model loses track of more).
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
+MAX_IMAGES = 8
+# What one image kept in the history or brought by an import may hold: the check writes at most
+# about 1.5 MB (app/documents/image_check.py); a file from elsewhere gets this much room.
+MAX_IMAGE_BYTES = 10 * 1024 * 1024
+# The types a kept image may have: what the check writes.
+IMAGE_MIMES = ("image/png", "image/jpeg")
+# What an image costs in the context, as counted when a chat's material is fitted: Gemma 3 gives
+# each image 256 tokens; a model that tiles large images (Qwen2.5-VL) takes more, which the
+# engine's own count then says.
+IMAGE_TOKENS = 300
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+# A BMP's "BM" alone starts many a text: its info header's size (at byte 14) must be one of these.
+_BMP_HEADERS = (12, 40, 52, 56, 64, 108, 124)
+
+
+def is_image_path(path: str | os.PathLike[str]) -> bool:
+    """True if the file's name ends as an image's does (any case): what the window sends to the
+    image check rather than the document reader."""
+    return os.fspath(path).lower().endswith(IMAGE_SUFFIXES)
+
+
+def image_type(data: bytes) -> str | None:
+    """The image's MIME type by its first bytes (PNG, JPEG, WebP, GIF, BMP), or None."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    if data[:2] == b"BM" and int.from_bytes(data[14:18], "little") in _BMP_HEADERS:
+        return "image/bmp"
+    return next((mime for magic, mime in _MAGIC if data.startswith(magic)), None)
 
 
 @dataclass(frozen=True)

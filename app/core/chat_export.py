@@ -1,12 +1,13 @@
-"""A chat as a file: Markdown to read, JSON (format "kestrel-chat", versions 1 to 3) to import back.
+"""A chat as a file: Markdown to read, JSON (format "kestrel-chat", versions 1 to 4) to import back.
 
 Pure functions over Conversation and Message values: the service layer reads the history
 and writes the file. Import trusts nothing in the file: every field is checked, and a
 file that is too big is refused before it is read. Version 2 adds an answer's parts (its
 tool calls and results); version 3 the files attached to the user's messages (with their
-text), an answer's sources and the chat's collections. A chat is written in the lowest
-version that holds what it has, so a chat without documents still imports into a Kestrel
-that reads only versions 1 and 2.
+text), an answer's sources and the chat's collections; version 4 the images attached to the
+user's messages (base64, app/core/image_data.py). A chat is written in the lowest version
+that holds what it has, so a chat without documents still imports into a Kestrel that reads
+only versions 1 and 2.
 """
 
 from __future__ import annotations
@@ -29,21 +30,23 @@ from app.core.attachment_data import (
     sources_from_data,
     sources_to_data,
 )
-from app.core.chat_markdown import markdown_attachments, markdown_parts, markdown_sources
+from app.core.chat_markdown import markdown_attachments, markdown_images, markdown_parts, markdown_sources
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.files import kind_of
 from app.core.generation import GenerationSettings
+from app.core.image_data import images_from_data, images_to_data
 from app.core.message_parts import parts_from_data, parts_to_data
 
 FORMAT = "kestrel-chat"
-VERSION = 3
-# The version that first had parts, and the one that first had documents; a chat with
-# neither is written as version 1.
+VERSION = 4
+# The version that first had parts, the one that first had documents, and the one that first
+# had images; a chat with none of them is written as version 1.
 _PARTS_SINCE = 2
 _DOCUMENTS_SINCE = 3
-# Far above any real chat (2,000 long messages are a few MB) and small enough to read
-# into memory at once.
-MAX_BYTES = 64 * 1024 * 1024
+_IMAGES_SINCE = 4
+# Far above any real chat (2,000 long messages are a few MB; a checked image is at most about
+# 2 MB as base64, so a chat with a hundred of them fits) and small enough to read into memory.
+MAX_BYTES = 256 * 1024 * 1024
 MAX_MESSAGES = 100_000
 _ROLE_HEADINGS = {Role.USER: "You", Role.ASSISTANT: "Assistant", Role.SYSTEM: "System prompt"}
 _SCALARS = (str, int, float, bool, type(None))
@@ -66,7 +69,8 @@ def to_json(conversation: Conversation, messages: list[Message]) -> str:
     """The chat in Kestrel's JSON export format: standard JSON, so a number it cannot hold
     (an infinite speed a hand-made import once stored) is written as null."""
     with_documents = bool(conversation.collections) or any(m.attachments or m.sources for m in messages)
-    version = _DOCUMENTS_SINCE if with_documents else _PARTS_SINCE if any(m.parts for m in messages) else 1
+    version = (_IMAGES_SINCE if any(m.images for m in messages) else _DOCUMENTS_SINCE if with_documents
+               else _PARTS_SINCE if any(m.parts for m in messages) else 1)
     return json.dumps(_finite({
         "format": FORMAT, "version": version, "title": conversation.title,
         "system_prompt": conversation.system_prompt, "settings": conversation.settings.to_dict(),
@@ -76,6 +80,7 @@ def to_json(conversation: Conversation, messages: list[Message]) -> str:
                       "created": m.created, "state": _exported_state(m.state),
                       **({"parts": parts_to_data(m.parts)} if m.parts else {}),
                       **({"attachments": attachments_to_data(m.attachments)} if m.attachments else {}),
+                      **({"images": images_to_data(m.images)} if m.images else {}),
                       **({"sources": sources_to_data(m.sources)} if m.sources else {})} for m in messages],
     }), ensure_ascii=False, indent=1, allow_nan=False)
 
@@ -95,7 +100,8 @@ def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
         if message.thinking.strip():
             lines += ["<details><summary>Thinking</summary>", "", message.thinking.strip(), "", "</details>", ""]
         lines += markdown_parts(message.parts) if message.parts else [message.text, ""]
-        lines += markdown_attachments(message.attachments) + markdown_sources(message.sources)
+        lines += (markdown_attachments(message.attachments) + markdown_images(message.images)
+                  + markdown_sources(message.sources))
     return "\n".join(lines)
 
 
@@ -207,10 +213,14 @@ def _message(item: Any, number: int, default_time: float, version: int) -> Messa
     sources = sources_from_data(item.get("sources", []), where) if documents else ()
     if sources and role != Role.ASSISTANT:
         raise ValueError(f"{where} ({role.value}) has sources; only an assistant's answer has them.")
+    # Version 3 and before had no images: as for parts, such a file's key of that name is not Kestrel's.
+    images = images_from_data(item.get("images", []), where) if version >= _IMAGES_SINCE else ()
+    if images and role != Role.USER:
+        raise ValueError(f"{where} ({role.value}) has images; only the user's messages have them.")
     return Message(0, 0, role, _text(item.get("text"), f"{where}'s text"),
                    _time(item.get("created", default_time), f"{where}'s created"), MessageState(state),
                    None if stats is None else AnswerStats.from_dict(stats),
-                   _text(item.get("thinking", ""), f"{where}'s thinking"), parts, files, sources)
+                   _text(item.get("thinking", ""), f"{where}'s thinking"), parts, files, sources, images)
 
 
 

@@ -1,11 +1,11 @@
-"""An answer's tool calls and results, a message's files and an answer's sources, as Markdown that stays readable."""
+"""An answer's tool calls and results, a message's files and images and an answer's sources, as Markdown that stays readable."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from app.core.attachments import AttachedFile, SourceRef
+from app.core.attachments import AttachedFile, AttachedImage, SourceRef
 from app.core.conversation import Part, TextPart, ToolCallPart, ToolResultPart
 
 # A result on the call's own line: one short line. Anything longer is a block of its own,
@@ -29,6 +29,16 @@ def markdown_attachments(files: Sequence[AttachedFile]) -> list[str]:
     if not files:
         return []
     return [f"*Attached:* {', '.join(_one_line(file.name) for file in files)}", ""]
+
+
+def markdown_images(images: Sequence[AttachedImage]) -> list[str]:
+    """A line under a user's message for each of its images ("[Image: photo.jpg, 1536 x 1024]").
+
+    Named, not embedded: a Markdown file that carried them as data would be megabytes of
+    base64 to scroll past; the JSON export keeps them."""
+    if not images:
+        return []
+    return [*(f"[Image: {_one_line(image.name)}, {image.width} x {image.height}]" for image in images), ""]
 
 
 def markdown_sources(sources: Sequence[SourceRef]) -> list[str]:

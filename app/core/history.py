@@ -9,11 +9,12 @@ from typing import Any
 
 from app.core.answer_stats import AnswerStats
 from app.core.attachment_data import attachments_json, checked_collections, collections_json, sources_json
-from app.core.attachments import AttachedFile, SourceRef
+from app.core.attachments import AttachedFile, AttachedImage, SourceRef
 from app.core.conversation import UNTITLED, Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
 from app.core.history_errors import HistoryDamaged, HistoryError, check_damage, damaged
 from app.core.history_file import HistoryFile
+from app.core.history_images import images_for, store_images, with_images
 from app.core.history_rows import (
     MESSAGE_COLUMNS,
     attachments_for,
@@ -199,16 +200,20 @@ class HistoryStore(HistoryFile):
         stats: AnswerStats | None = None,
         parts: tuple[Part, ...] = (),
         attachments: Sequence[AttachedFile] = (),
+        images: Sequence[AttachedImage] = (),
     ) -> Message:
         """Append a message to a conversation; it is committed when this returns.
 
         parts: an assistant turn's text, tool calls and results (Message.parts); ValueError
         if a part is wrong or the message is no assistant's. attachments: the files the user
         attached to this message, with their text (Message.attachments); ValueError if one is
-        wrong or past the limits of app/core/attachments.py, or the message is no user's.
+        wrong or past the limits of app/core/attachments.py, or the message is no user's. images:
+        the images the user attached (Message.images), kept in their own table; ValueError as for
+        attachments.
         """
         parts = parts_for(Role(role), parts)
         files = attachments_for(Role(role), attachments)
+        pictures = images_for(Role(role), images)
         now = self._clock()
         try:
             with self.transaction() as conn:
@@ -220,6 +225,7 @@ class HistoryStore(HistoryFile):
                      stats_json(stats), message_fold(text, parts, files), parts_json(parts),
                      attachments_json(files)),
                 )
+                store_images(conn, inserted_id(cursor), pictures)
                 conn.execute(
                     "UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id)
                 )
@@ -235,9 +241,9 @@ class HistoryStore(HistoryFile):
             row = self._conn.execute(
                 f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
             ).fetchone()
-        if row is None:
-            raise KeyError(message_id)
-        return message_from_row(row)
+            if row is None:
+                raise KeyError(message_id)
+            return with_images(self._conn, [message_from_row(row)])[0]
 
     def messages(self, conversation_id: int) -> list[Message]:
         """The messages of a conversation, oldest first."""
@@ -246,7 +252,7 @@ class HistoryStore(HistoryFile):
                 f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
                 (conversation_id,),
             ).fetchall()
-        return [message_from_row(row) for row in rows]
+            return with_images(self._conn, [message_from_row(row) for row in rows], conversation_id=conversation_id)
 
     def update_message(
         self,
@@ -342,12 +348,13 @@ class HistoryStore(HistoryFile):
 
     def insert_message(self, message: Message, conversation_id: int) -> int:
         """Store a message read elsewhere, with its time, state, stats, thinking, parts,
-        attachments and sources, under a new id in the conversation `conversation_id`; return
+        attachments, images and sources, under a new id in the conversation `conversation_id`; return
         that id. ValueError as add_message and update_message raise it."""
         role = Role(message.role)
         parts = parts_for(role, message.parts)
         files = attachments_for(role, message.attachments)
         sources = sources_for(role, message.sources)
+        pictures = images_for(role, message.images)
         with self.transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO messages"
@@ -358,6 +365,7 @@ class HistoryStore(HistoryFile):
                  message_fold(message.text, parts, files), message.thinking, parts_json(parts),
                  attachments_json(files), sources_json(sources)),
             )
+            store_images(conn, inserted_id(cursor), pictures)
         return inserted_id(cursor)
 
     def recover_interrupted(self) -> int:

@@ -25,10 +25,11 @@ from typing import Any
 
 from app.core.answer_stats import AnswerStats
 from app.core.attachment_data import attachments_from_json, attachments_json, collections_from_json, sources_from_json
-from app.core.attachments import AttachedFile, SourceRef
+from app.core.attachments import MAX_IMAGES, AttachedFile, AttachedImage, SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
+from app.core.history_images import image_from_row, store_images
 from app.core.history_schema import MIGRATIONS, is_damage
 from app.core.message_parts import parts_from_json
 
@@ -40,6 +41,8 @@ RECOVERED_TITLE = "Recovered chat"
 # attachments, sources; and a recovered conversation's: its collections, by id.
 Later = tuple[int, str, tuple[Part, ...], tuple[AttachedFile, ...], tuple[SourceRef, ...]]
 LaterCollections = dict[int, tuple[str, ...]]
+# A recovered user message's images, by its id: a table the first format lacks.
+LaterImages = dict[int, list[AttachedImage]]
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,14 @@ def replace_damaged(path: Path, *, recover: bool, carry: HistoryStore | None = N
     carried: dict[int, int] = {}
     later: list[Later] = []
     collections: LaterCollections = {}
+    images: LaterImages = {}
     try:
         if recover and path.exists():
-            conversations, messages, later, collections = _recover_into(path, building)
+            conversations, messages, later, collections, images = _recover_into(path, building)
         # Opening it migrates what was recovered (written in the first format) to the
         # current one: the search index is built once, not row by row (3x faster).
         with HistoryStore(building, clock=clock) as store:
-            _restore_later_columns(store, later, collections)
+            _restore_later_columns(store, later, collections, images)
             if carry is not None:
                 carried = copy_conversations(carry, store)
         aside = set_aside(path, clock)
@@ -131,7 +135,8 @@ def copy_conversations(source: HistoryStore, target: HistoryStore) -> dict[int, 
     return carried
 
 
-def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int, list[Later], LaterCollections]:
+def _recover_into(damaged_path: Path,
+                  building: Path) -> tuple[int, int, list[Later], LaterCollections, LaterImages]:
     """Write what SQLite can read of the history at `damaged_path` into a new database
     at `building`, in the history's first format (ids kept).
 
@@ -139,7 +144,8 @@ def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int, list[La
     Messages whose conversation row is lost get a conversation of their own, titled
     from their first message. Returns (conversations, messages) recovered, and the
     messages with a thinking, parts, attachments or sources and the conversations with
-    collections (columns the first format lacks) to restore once the new file has them.
+    collections (columns the first format lacks) and the user messages' images (a table it
+    lacks) to restore once the new file has them.
     """
     with tempfile.TemporaryDirectory(prefix=".kestrel-recovery-", dir=damaged_path.parent) as folder:
         copy = Path(folder) / "damaged.sqlite3"
@@ -153,17 +159,35 @@ def _recover_into(damaged_path: Path, building: Path) -> tuple[int, int, list[La
             target.execute("BEGIN IMMEDIATE")
             MIGRATIONS[0](target)
             target.execute("PRAGMA user_version = 1")
-            counts = _copy_readable(source, target)
+            conversations, messages, later, collections, users = _copy_readable(source, target)
             target.execute("COMMIT")
-            return counts
+            return conversations, messages, later, collections, _readable_images(source, users)
         finally:
             target.close()
             source.close()
 
 
-def _restore_later_columns(store: HistoryStore, later: list[Later], collections: LaterCollections) -> None:
-    """Put back the columns that came after the first format, in the migrated file."""
+def _readable_images(source: sqlite3.Connection, users: set[int]) -> LaterImages:
+    """The images SQLite can still read of the recovered user messages `users`, in order; one it
+    cannot (damaged, or not what this code writes) is left out, and its message keeps the rest."""
+    found: dict[int, dict[int, AttachedImage]] = {}
+    for row in _readable_rows(source, "message_images",
+                              "id, message_id, position, name, mime, width, height, note, data"):
+        message_id, position = row[1], row[2]
+        if message_id not in users or not isinstance(position, int):
+            continue
+        image = image_from_row(row[3:])
+        if image is not None:
+            found.setdefault(message_id, {})[position] = image
+    return {message_id: [by[p] for p in sorted(by)][:MAX_IMAGES] for message_id, by in found.items()}
+
+
+def _restore_later_columns(store: HistoryStore, later: list[Later], collections: LaterCollections,
+                           images: LaterImages) -> None:
+    """Put back the columns (and images) that came after the first format, in the migrated file."""
     with store.transaction() as conn:
+        for message_id, kept in images.items():
+            store_images(conn, message_id, kept)
         for message_id, thinking, parts, files, sources in later:
             store.update_message(message_id, thinking=thinking, parts=parts,
                                  sources=sources if sources else None)
@@ -193,7 +217,7 @@ _LATER_CONVERSATION_COLUMNS = (("collections", "'[]'"),)
 
 
 def _copy_readable(source: sqlite3.Connection,
-                   target: sqlite3.Connection) -> tuple[int, int, list[Later], LaterCollections]:
+                   target: sqlite3.Connection) -> tuple[int, int, list[Later], LaterCollections, set[int]]:
     kept: set[int] = set()
     collections: LaterCollections = {}
     columns = ("id, title, created, updated, system_prompt, settings, model, "
@@ -208,6 +232,7 @@ def _copy_readable(source: sqlite3.Connection,
     made: dict[int, Message] = {}  # conversations made for orphans: the message to title them by
     last: dict[int, float] = {}
     later: list[Later] = []
+    users: set[int] = set()
     messages = 0
     columns = "id, conversation_id, role, text, created, state, stats, " + _later_columns(
         source, "messages", _LATER_MESSAGE_COLUMNS)
@@ -231,11 +256,13 @@ def _copy_readable(source: sqlite3.Connection,
              message.state.value, None if message.stats is None else message.stats.to_json()))
         last[conversation_id] = max(last.get(conversation_id, 0.0), message.created)
         messages += 1
+        if message.role == Role.USER:
+            users.add(message.id)
     for conversation_id, first in made.items():
         title = _title_from(first.text) if first.role == Role.USER else RECOVERED_TITLE
         target.execute("UPDATE conversations SET title = ?, updated = ? WHERE id = ?",
                        (title, last[conversation_id], conversation_id))
-    return len(kept) + len(made), messages, later, collections
+    return len(kept) + len(made), messages, later, collections, users
 
 
 def _insert_conversation(target: sqlite3.Connection, conversation: Conversation) -> None:

@@ -144,10 +144,33 @@ def _migrate_to_v6(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE conversations ADD COLUMN collections TEXT NOT NULL DEFAULT '[]'")
 
 
+def _migrate_to_v7(conn: sqlite3.Connection) -> None:
+    # Images attached to a user message (app/core/attachments.py AttachedImage, as the image check
+    # left them): a table of their own, not a column of JSON like the files, because each is up
+    # to a few MB of bytes, kept as a BLOB (base64 in JSON would add a third and be parsed with
+    # every row). Keyed by message and position; deleting a message (a chat, a regenerate)
+    # deletes its images. The id is for the repair, which reads a damaged table by row id.
+    # Not searched: a message's search copy stays its text and its files' names.
+    conn.execute(
+        "CREATE TABLE message_images ("
+        " id INTEGER PRIMARY KEY,"
+        " message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,"
+        " position INTEGER NOT NULL,"
+        " name TEXT NOT NULL,"
+        " mime TEXT NOT NULL,"
+        " width INTEGER NOT NULL,"
+        " height INTEGER NOT NULL,"
+        " note TEXT NOT NULL DEFAULT '',"
+        " data BLOB NOT NULL,"
+        " UNIQUE (message_id, position))"
+    )
+
+
 # MIGRATIONS[n] turns a version-n database into version n+1. Append only: a released
 # migration is never edited, because users' files have already been through it.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_to_v1, _migrate_to_v2, _migrate_to_v3, _migrate_to_v4, _migrate_to_v5, _migrate_to_v6,
+    _migrate_to_v7,
 ]
 
 # Primary result codes (sqlite3.h) that come from the user's machine, not from a bug,

@@ -39,9 +39,9 @@ def reader_main(conn: Connection, limits: ReadLimits, read: ReadFunction) -> Non
     """The child's loop: a path in, a DocumentText or Unreadable out, until None or the pipe closes."""
     # Ctrl+C in a terminal reaches the whole process group; the parent decides when this ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _cap_memory(limits.memory_bytes)
-    _exit_with_parent()
-    _lower_priority()
+    cap_memory(limits.memory_bytes)
+    exit_with_parent()
+    lower_priority()
     conn.send("ready")
     while True:
         try:
@@ -58,7 +58,7 @@ def reader_main(conn: Connection, limits: ReadLimits, read: ReadFunction) -> Non
         conn.send(result)
 
 
-def _cap_memory(limit: int) -> None:
+def cap_memory(limit: int) -> None:
     """RLIMIT_AS on Linux and macOS: an allocation past the cap fails (MemoryError, or the parser
     dies), instead of the machine swapping. Windows would need a job object: not done yet."""
     if sys.platform == "win32":
@@ -73,7 +73,7 @@ def _cap_memory(limit: int) -> None:
         pass  # macOS refuses some values; the time limit still stands
 
 
-def _exit_with_parent() -> None:
+def exit_with_parent() -> None:
     """A child stuck in a parser never reads its pipe's end: this thread ends it when its parent
     is gone (killed without its atexit handlers running)."""
     parent = os.getppid()
@@ -86,7 +86,7 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="reader-parent-watch", daemon=True).start()
 
 
-def _lower_priority() -> None:
+def lower_priority() -> None:
     """Reading runs beside chat: it gives way to the engine and the window on a busy machine."""
     if hasattr(os, "nice"):
         try:

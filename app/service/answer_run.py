@@ -25,6 +25,7 @@ from app.service.events import (THINKING, WRITING, ActivityChanged, AnswerFinish
 from app.service.storage import Storage
 from app.service.streaming import StreamingAnswer
 from app.service.tool_use import ToolUse
+from app.service.vision import VisionState
 from app.tools.values import ToolInfo
 
 # The chat's messages with the user's documents put in, and the sources to keep on the answer
@@ -45,7 +46,7 @@ class AnswerRun:
                  show: Callable[[Message], None], settle: Callable[[Message], None],
                  pace_words: Callable[[], str | None] = lambda: None,
                  threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8,
-                 frame: Framing | None = None) -> None:
+                 frame: Framing | None = None, vision: VisionState = VisionState(True, "")) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
@@ -63,6 +64,7 @@ class AnswerRun:
         self._tool_task: asyncio.Future[tuple[str, ToolResultPart]] | None = None
         self._frame = frame
         self._sources: tuple[SourceRef, ...] = ()
+        self._vision = vision  # whether the model in the engine sees the chat's images, and why not
 
     @property
     def running(self) -> bool:
@@ -93,6 +95,11 @@ class AnswerRun:
     async def _answer(self, conversation_id: int, prepare: Callable[[int], Awaitable[None]]) -> None:
         conversation = await self._storage.history(HistoryStore.get_conversation, conversation_id)
         history = await self._storage.history(HistoryStore.messages, conversation_id)
+        if not self._vision.available and _asks_about_images(history):
+            # Nothing is written: the question stays, unanswered, for a model that sees (Regenerate).
+            self._emit(Problem(f"{self._vision.reason} Your message is kept: choose a model that sees images for "
+                               "this chat, then press Regenerate.", "model"))
+            return
         stream = self.stream = await StreamingAnswer.start(self._storage, conversation_id)
         self._show(stream.message)
         self._emit(AnswerStarted(stream.message))
@@ -104,7 +111,7 @@ class AnswerRun:
                 history, self._sources = list(framed.history), framed.sources
                 if framed.problem:  # a collection gone or damaged: the answer goes on without it
                     self._emit(Problem(framed.problem))
-            chat = chat_of(conversation.system_prompt, history)
+            chat = chat_of(conversation.system_prompt, history, see_images=self._vision.available)
             await self._rounds(stream, chat, conversation.settings, tools)
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
             reason = (InterruptReason.ENGINE_DIED if isinstance(exc, EngineCrashed) else
@@ -239,18 +246,36 @@ class AnswerRun:
             self._emit(AnswerInterrupted(message, reason, detail, failure))
 
 
-def chat_of(system_prompt: str, history: list[Message]) -> list[ChatMessage]:
+def chat_of(system_prompt: str, history: list[Message], *, see_images: bool = True) -> list[ChatMessage]:
     """The conversation as the engine sees it: no empty or unfinished messages; a turn that
-    used tools as the model wrote it, each round's calls followed by their results."""
+    used tools as the model wrote it, each round's calls followed by their results. A user
+    turn carries its images on every answer (see_images), or, for a model that cannot see
+    them, says in its text that there were images it is not shown."""
     chat = [ChatMessage(Role.SYSTEM, system_prompt)] if system_prompt.strip() else []
     for message in history:
         if message.role == Role.SYSTEM or message.state == MessageState.STREAMING:
             continue
         if message.parts:
             chat.extend(_rounds_of(message))
+        elif message.images and see_images:
+            chat.append(ChatMessage(message.role, message.text, message.thinking,
+                                    images=tuple(image.data for image in message.images)))
+        elif message.images:
+            names = ", ".join(image.name for image in message.images)
+            chat.append(ChatMessage(message.role, f"{message.text}\n\n{UNSEEN.format(names=names)}", message.thinking))
         elif message.text:
             chat.append(ChatMessage(message.role, message.text, message.thinking))
     return chat
+
+
+# A model without vision answering a chat where images were sent earlier (to another model).
+UNSEEN = "(The user attached images here ({names}), which you cannot see.)"
+
+
+def _asks_about_images(history: list[Message]) -> bool:
+    """The last user message carries images: the answer would be about what the model cannot see."""
+    last = next((m for m in reversed(history) if m.role == Role.USER), None)
+    return last is not None and bool(last.images)
 
 
 def _rounds_of(message: Message) -> list[ChatMessage]:

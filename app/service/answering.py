@@ -6,7 +6,7 @@ import asyncio
 import re
 from collections.abc import Callable, Sequence
 
-from app.core.attachments import AttachedFile
+from app.core.attachments import AttachedFile, AttachedImage
 from app.core.conversation import Message, Role
 from app.core.history import HistoryError, HistoryStore
 from app.library.installed import InstalledModel
@@ -25,11 +25,14 @@ from app.service.storage import Storage
 from app.service.streaming import StreamingAnswer
 from app.service.threads import model_key
 from app.service.tool_use import ToolUse
+from app.service.vision import VisionState, vision_state
 
 WAITING_FOR_MODEL = "Your message will be sent when the model is ready…"
 # What a message with files and no words asks; kept as its text, so the chat shows what was asked.
 FILES_ONLY_QUESTION = "Summarise the attached file."
 FILES_ONLY_QUESTION_MANY = "Summarise the attached files."
+IMAGES_ONLY_QUESTION = "Describe the attached image."
+IMAGES_ONLY_QUESTION_MANY = "Describe the attached images."
 
 
 class Answering:
@@ -45,7 +48,7 @@ class Answering:
     def __init__(self, *, storage: Callable[[], Storage], emit: Callable[[Event], None], tasks: TaskGroup,
                  chat: OpenChat, conversations: Conversations, session: ModelSession,
                  keeper: SettingsKeeper, tools: ToolUse | None = None,
-                 documents: ChatDocuments | None = None) -> None:
+                 documents: ChatDocuments | None = None, vision: Callable[[], VisionState] | None = None) -> None:
         self._storage = storage
         self._emit = emit
         self._spawn = tasks.spawn
@@ -55,6 +58,7 @@ class Answering:
         self._keeper = keeper
         self._tools = tools
         self._documents = documents
+        self._vision = vision  # the open chat's model: whether it takes images (None: ask no one, send them)
         self.queue = AnswerQueue(self._serve, tasks.spawn, self._changed)
         self._open_busy = False
 
@@ -81,23 +85,31 @@ class Answering:
         return stream if stream is not None and stream.message.conversation_id == conversation_id else None
 
     def send(self, text: str, attachments: Sequence[AttachedFile] = (), *, history_open: bool,
-             collections: Callable[[], tuple[str, ...] | None] = lambda: None) -> bool:
-        """False if it cannot be taken: no text and no file, no history, or this chat is already
-        being answered or waiting. Files without words ask for a summary (FILES_ONLY_QUESTION),
+             collections: Callable[[], tuple[str, ...] | None] = lambda: None,
+             images: Sequence[AttachedImage] = ()) -> bool:
+        """False if it cannot be taken: no text, file or image, no history, this chat is already
+        being answered or waiting, or images for a model that cannot see them (a Problem says
+        so: the window keeps what was typed and attached). Files without words ask for a summary
+        (FILES_ONLY_QUESTION), images without words for a description (IMAGES_ONLY_QUESTION),
         saved as the message's text. collections: the choice made for a new chat before this
         first message (taken once the message is), saved with it."""
-        if not (text.strip() or attachments) or not history_open or self.open_chat_busy:
+        if not (text.strip() or attachments or images) or not history_open or self.open_chat_busy:
+            return False
+        if images and self._vision is not None and not (sight := self._vision()).available:
+            self._emit(Problem(f"{sight.reason} Your message was not sent: send it without the images, or choose "
+                               "a model that sees them.", "model"))
             return False
         if not text.strip():
-            text = FILES_ONLY_QUESTION if len(attachments) == 1 else FILES_ONLY_QUESTION_MANY
+            text = _question_for(attachments, images)
         open_id = self._chat.id
         turn = self.queue.join(open_id, self._chat.model_id())
         self._conversations.drafts.put(open_id, "")  # sent: no longer a draft
-        self._spawn(self._send(turn, storable(text), self._chat.opened, tuple(attachments), collections()))
+        self._spawn(self._send(turn, storable(text), self._chat.opened, tuple(attachments), collections(),
+                               tuple(images)))
         return True
 
     async def _send(self, turn: Turn, text: str, opened: int, attachments: tuple[AttachedFile, ...] = (),
-                    collections: tuple[str, ...] | None = None) -> None:
+                    collections: tuple[str, ...] | None = None, images: tuple[AttachedImage, ...] = ()) -> None:
         conversation_id = turn.conversation_id
         try:
             if conversation_id is None:
@@ -112,7 +124,7 @@ class Answering:
             if collections is not None:
                 await self._storage().history(HistoryStore.set_collections, conversation_id, collections)
             message = await self._storage().history(HistoryStore.add_message, conversation_id, Role.USER, text,
-                                                    attachments=attachments)
+                                                    attachments=attachments, images=images)
             await self._conversations.refresh(conversation_id)
         except (HistoryError, KeyError) as exc:
             words = str(exc) if isinstance(exc, HistoryError) else "That chat is gone."
@@ -148,15 +160,16 @@ class Answering:
         return True
 
     def edit_and_resend(self, message_id: int, text: str) -> bool:
-        """The message's files stay with its new text (words left empty ask for a summary)."""
+        """The message's files and images stay with its new text (words left empty ask for a
+        summary or a description)."""
         conversation = self._chat.conversation
         if conversation is None or self.open_chat_busy:
             return False
         message = next((m for m in self._chat.messages if m.id == message_id), None)
-        if message is None or message.role != Role.USER or not (text.strip() or message.attachments):
+        if message is None or message.role != Role.USER or not (text.strip() or message.attachments or message.images):
             return False
         if not text.strip():
-            text = FILES_ONLY_QUESTION if len(message.attachments) == 1 else FILES_ONLY_QUESTION_MANY
+            text = _question_for(message.attachments, message.images)
         turn = self.queue.join(conversation.id, conversation.model)
         self._spawn(self._replace_from(turn, message, storable(text)))
         return True
@@ -169,7 +182,7 @@ class Answering:
                 self._chat.remove_from(first)
                 if new_text is not None:
                     added = await storage.history(HistoryStore.add_message, first.conversation_id, Role.USER,
-                                                  new_text, attachments=first.attachments)
+                                                  new_text, attachments=first.attachments, images=first.images)
                     self._chat.add(added)
         except (HistoryError, KeyError) as exc:
             self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone.", "history"))
@@ -226,7 +239,8 @@ class Answering:
                                        tools=self._tools, tool_rounds=settings.tool_rounds,
                                        settle=self._chat.replace, pace_words=session.pace.words,
                                        threads=threads,
-                                       frame=self._documents.frame if self._documents is not None else None)
+                                       frame=self._documents.frame if self._documents is not None else None,
+                                       vision=vision_state(session.model, session.loaded))
             try:
                 await run.run(conversation_id, session.ensure_context)
             finally:
@@ -283,6 +297,14 @@ class Answering:
             return
         advisor.record(self._model_key(), stats.threads, stats.tokens, stats.tokens_per_s)
         self._spawn(self._storage().run(advisor.save))
+
+
+def _question_for(files: Sequence[AttachedFile], images: Sequence[AttachedImage]) -> str:
+    """What a message with files or images and no words asks (files first: their summary is the
+    longer work, and the images are then part of what it is about)."""
+    if files:
+        return FILES_ONLY_QUESTION if len(files) == 1 else FILES_ONLY_QUESTION_MANY
+    return IMAGES_ONLY_QUESTION if len(images) == 1 else IMAGES_ONLY_QUESTION_MANY
 
 
 def _no_model_words(target: InstalledModel | None) -> str:

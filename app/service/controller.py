@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.core.attachments import AttachedFile
+from app.core.attachments import AttachedFile, AttachedImage
 from app.core.conversation import Conversation, Message
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryDamaged, HistoryError
@@ -20,6 +20,7 @@ from app.service.answering import Answering, storable
 from app.service.api_answers import ApiAnswers
 from app.service.background import WindowState
 from app.service.attached_files import read_in_worker_off_loop
+from app.service.attached_images import read_image_data, read_images
 from app.service.chat_collections import ChatCollections, collection_search
 from app.service.chat_files import ChatFiles, ExportOutcome
 from app.service.engine_handle import EngineHandle
@@ -40,6 +41,7 @@ from app.service.open_chat import OpenChat
 from app.service.settings_keeper import SettingsKeeper
 from app.service.tool_use import ToolUse
 from app.service.storage import Storage
+from app.service.vision import VisionState, chat_vision
 
 if TYPE_CHECKING:
     from app.service.downloads import DownloadQueue
@@ -83,9 +85,10 @@ class ChatController:
         self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := self.session.loaded) else None,
                                        count=lambda text: self.session.client.count_tokens(text))
         self.collection_choice = ChatCollections(self._storage, self.chat, self.conversations, self.bus)
+        self.sight = chat_vision(self.chat, self.session, lambda: (row.model for row in self.library.rows))
         self.answers = Answering(storage=self._storage, emit=emit, tasks=self.tasks, chat=self.chat,
                                  conversations=self.conversations, session=self.session, keeper=self.keeper,
-                                 tools=self.tools, documents=self.documents)
+                                 tools=self.tools, documents=self.documents, vision=self.vision)
         self.api = ApiAnswers(self.session, self.keeper, self.conversations, emit, spawn=self.tasks.spawn,
                               chats_busy=lambda: not self.answers.queue.idle)
         self.library = LibraryService(self.session, self.keeper, emit, self.tasks, answers_busy=self._answers_busy)
@@ -103,9 +106,11 @@ class ChatController:
                                             save_settings=self.keeper.save, read_power=read_power)
         self.bus.subscribe(self.collections.hear)
         self.documents.use_search(collection_search(self.collections))
-        # The window's documents API: files read in the reader's worker, off the loop (AttachmentsUnreadable
-        # names each one refused); the open chat's collections (a new chat keeps them until its first message).
-        self.read_attachments = read_in_worker_off_loop
+        # The window's documents API: files read in the reader's worker, images checked in the image check's,
+        # off the loop (AttachmentsUnreadable, ImagesUnreadable name each one refused); the open chat's
+        # collections (a new chat keeps them until its first message).
+        self.read_attachments, self.read_images, self.read_image_data = (read_in_worker_off_loop, read_images,
+                                                                         read_image_data)
         self.chat_collections, self.set_chat_collections = self.collection_choice.names, self.collection_choice.choose
         self.subscribe: Callable[[Listener], Callable[[], None]] = self.bus.subscribe
         self.spawn = self.tasks.spawn
@@ -227,17 +232,7 @@ class ChatController:
         if recovered:
             self.bus.emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
                                   "they are kept and marked as interrupted.", "history"))
-        setup = self.session.setup
-        model = await asyncio.to_thread(setup.library.default, self.settings.default_model)
-        if model is None and setup.starter_available():
-            self.session.set_state(ModelState.INSTALLING, "Setting up the starter model…")
-            if (model := await setup.install_starter()) is None:
-                self.session.set_state(ModelState.NONE, setup.last_problem or "")
-                return
-        if model is None:
-            self.session.set_state(ModelState.NONE, "No model yet.")
-            return
-        await self.session.load_model(model)
+        await self.session.load_default(self.settings.default_model)
 
     async def load_model(self, model: InstalledModel) -> bool:
         """Load a model as the app's; the state says loading, ready or failed and why."""
@@ -330,11 +325,16 @@ class ChatController:
         """Keep the chat's unsent text; returns at once (written on the writer thread)."""
         self.drafts.put(conversation_id, storable(text))
 
-    def send(self, text: str, attachments: Sequence[AttachedFile] = ()) -> bool:
-        """Save the user's message (and files: alone, they ask for a summary) in the open chat; its
-        answer follows in turn (answering.py)."""
+    def send(self, text: str, attachments: Sequence[AttachedFile] = (), images: Sequence[AttachedImage] = ()) -> bool:
+        """Save the user's message (and files, images: alone, they ask for a summary, a description) in the
+        open chat; its answer follows in turn (answering.py). Images a model cannot see: False, a Problem says why."""
         return self.answers.send(text, attachments, history_open=self.storage is not None,
-                                 collections=self.collection_choice.take_pending)
+                                 collections=self.collection_choice.take_pending, images=images)
+
+    def vision(self) -> VisionState:
+        """Whether the open chat's model takes images, and why not (ask again on ModelStateChanged,
+        ConversationOpened, ConversationModelChosen)."""
+        return self.sight.state()
 
     def regenerate(self) -> bool:
         """Replace the open chat's last answer (or answer its unanswered last message)."""

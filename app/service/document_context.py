@@ -10,7 +10,7 @@ from enum import Enum
 from itertools import zip_longest
 from typing import Any
 
-from app.core.attachments import MAX_SOURCES, AttachedFile, SourceRef
+from app.core.attachments import IMAGE_TOKENS, MAX_SOURCES, AttachedFile, SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.documents.chunks import estimate_tokens
 from app.documents.collections import DocumentsError, Hit
@@ -158,11 +158,13 @@ class ChatDocuments:
             self._used.pop(conversation.id, None)
             return Framed(history, ())
         question = history[last].text
-        budget = await self._budget(conversation, question)
+        # Each image counts as IMAGE_TOKENS (app/core/attachments.py): the question's in the budget, the others' here.
+        budget = await self._budget(conversation, question) - IMAGE_TOKENS * len(history[last].images)
         fit: Fit | None = None
         whole: list[Source] = []
         if files:
-            earlier = sum([await self._tokens(m.text) + _PER_MESSAGE for m in history[:last]
+            earlier = sum([await self._tokens(m.text) + _PER_MESSAGE + IMAGE_TOKENS * len(m.images)
+                           for m in history[:last]
                            if m.role != Role.SYSTEM and m.state != MessageState.STREAMING and m.text])
             framing = _FRAMING_TOKENS * sum(1 for m in history[:last] if m.attachments)
             cost = earlier + framing + sum([await self._tokens(f.text) + _source_overhead(f.name) for f in files])

@@ -51,7 +51,8 @@ class EngineHandle(Protocol):
                    device: DevicePreference = DevicePreference.AUTO, gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
                    state_disk_bytes: int = 0, projector_path: str | None = None) -> p.Loaded:
-        """Load a model where placement says, starting an engine if none runs."""
+        """Load a model where placement says, starting an engine if none runs (with its vision
+        projector, given one: Loaded.vision, or vision_problem saying why not)."""
 
     async def unload(self) -> None:
         """Free the model's memory; the next answer loads it again."""

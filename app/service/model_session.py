@@ -122,6 +122,21 @@ class ModelSession:
             await self._keeper.save(dataclasses.replace(self._keeper.settings, default_model=model.id))
         return True
 
+    async def load_default(self, chosen_id: str | None) -> None:
+        """Kestrel's start: the default model (`chosen_id`, else the oldest), or the starter model set
+        up first where there is none; the state says no model when neither can be had."""
+        setup = self.setup
+        model = await asyncio.to_thread(setup.library.default, chosen_id)
+        if model is None and setup.starter_available():
+            self.set_state(ModelState.INSTALLING, "Setting up the starter model…")
+            if (model := await setup.install_starter()) is None:
+                self.set_state(ModelState.NONE, setup.last_problem or "")
+                return
+        if model is None:
+            self.set_state(ModelState.NONE, "No model yet.")
+            return
+        await self.load_model(model)
+
     async def reload(self) -> bool:
         """Load the model again as it was loaded: a chat's own model stays that chat's."""
         if self.model is None:

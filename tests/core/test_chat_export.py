@@ -107,7 +107,7 @@ def test_markdown_export_reads_as_the_chat(store: HistoryStore) -> None:
 @pytest.mark.parametrize(("data", "said"), [
     ([1, 2], "not a Kestrel chat export"),
     ({"format": "other"}, "not a Kestrel chat export"),
-    ({"format": "kestrel-chat", "version": 4, "messages": []}, "export version 4; this Kestrel reads versions 1 to 3"),
+    ({"format": "kestrel-chat", "version": 5, "messages": []}, "export version 5; this Kestrel reads versions 1 to 4"),
     ({"format": "kestrel-chat", "version": "1", "messages": []}, "export version '1'"),
     ({"format": "kestrel-chat", "version": 1, "messages": {}}, "messages must be a list"),
     ({"format": "kestrel-chat", "version": 1, "title": 5, "messages": []}, "title must be a text"),
@@ -147,7 +147,7 @@ def test_too_many_messages_are_refused(tmp_path: Path) -> None:
 def test_a_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
     path = tmp_path / "huge.json"
     with path.open("wb") as file:
-        file.truncate(MAX_BYTES + 1)  # sparse: 64 MiB that take no disk and must not be read
+        file.truncate(MAX_BYTES + 1)  # sparse: 256 MiB that take no disk and must not be read
     started = time.monotonic()
     with pytest.raises(ChatFileError, match="too big to be a Kestrel chat"):
         read_chat(path)

@@ -75,4 +75,4 @@ def test_a_file_just_over_the_limit_says_two_different_sizes(tmp_path: Path) -> 
     with pytest.raises(ChatFileError) as refused:
         read_chat(path)
     said = str(refused.value)
-    assert "67,108,865 bytes" in said and "64 MiB" in said and "MB" not in said.replace("MiB", ""), said
+    assert f"{MAX_BYTES + 1:,} bytes" in said and "256 MiB" in said and "MB" not in said.replace("MiB", ""), said

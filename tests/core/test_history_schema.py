@@ -40,7 +40,7 @@ def _add_pinned_column(conn: sqlite3.Connection) -> None:
 
 def test_new_file_gets_the_current_schema(db_path: Path) -> None:
     HistoryStore(db_path).close()
-    assert _user_version(db_path) == len(history_file.MIGRATIONS) == 6
+    assert _user_version(db_path) == len(history_file.MIGRATIONS) == 7
     assert _columns(db_path, "messages") == [
         "id", "conversation_id", "role", "text", "created", "state", "stats", "folded", "thinking", "parts",
         "attachments", "sources",

@@ -18,6 +18,7 @@ raises EngineCrashed here; the real client leaves it waiting for ever.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import time
 from collections import deque
@@ -155,6 +156,8 @@ class ScriptedEngine:
             if self.load_refusals:
                 raise EngineError(self.load_refusals.popleft())
             model = process.model = load_model(request, self._machine(), gpu_offload=self.gpu_offload)
+            if projector_path is not None:  # a projector always loads here (vision_problem is the real engine's)
+                model.loaded = dataclasses.replace(model.loaded, vision=True)
         finally:
             self._loading = False
         self._last_load = request

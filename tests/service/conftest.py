@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -213,3 +213,25 @@ async def drafts_written(controller: ChatController) -> None:
 
 def library_of(controller: ChatController) -> ModelLibrary:
     return controller.session.setup.library
+
+
+def give_sight(controller: ChatController, *, loaded: bool = True, problem: str = "") -> None:
+    """The model in the engine as one the library paired with a vision projector (the library's
+    pairing and the projector's load are other parts' work): `loaded` whether the engine said the
+    projector loaded, `problem` its words when not."""
+    session = controller.session
+    engine = session.client
+    assert session.model is not None and engine.loaded is not None
+    seeing = replace(session.model, projector=session.model.path.with_name("mmproj.gguf"))
+    session.model = seeing
+    if session.app_model is not None and session.app_model.id == seeing.id:
+        session.app_model = seeing
+    engine.loaded = replace(engine.loaded, vision=loaded, vision_problem=problem)  # type: ignore[misc]
+
+
+def take_sight(controller: ChatController) -> None:
+    """The model in the engine as a text-only one again."""
+    session = controller.session
+    assert session.model is not None
+    session.model = session.app_model = replace(session.model, projector=None)
+    session.client.loaded = replace(session.client.loaded, vision=False)  # type: ignore[misc, type-var]

@@ -1,0 +1,69 @@
+"""Images attached in a chat: each checked in the image worker's child process into what the history keeps."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from app.core.attachments import MAX_IMAGES, AttachedImage
+from app.documents.image_check import PASTED, ImageInput, ImageProblem, ImageRefused, ImageResult, PastedImage
+
+CheckImages = Callable[[Sequence[ImageInput]], Iterator[ImageResult]]
+
+
+class ImagesUnreadable(Exception):
+    """Images that could not be used; the message names each and says why, and what to do."""
+
+    def __init__(self, refused: Sequence[ImageRefused], words: str | None = None) -> None:
+        self.refused = tuple(refused)
+        if words is None:
+            words = " ".join(f"{item.name} cannot be used: {item.reason}." for item in self.refused)
+            words += " " + _advice(self.refused)
+        super().__init__(words)
+
+
+def _advice(refused: Sequence[ImageRefused]) -> str:
+    problems = {item.problem for item in refused}
+    if problems == {ImageProblem.NO_ACCESS}:
+        return "Check the name and the path, and that you may read the file."
+    if problems == {ImageProblem.TOO_LARGE}:
+        return "Attach a smaller copy of the image."
+    return "Leave it out, or open it in an image viewer and save it again as PNG or JPEG, then attach that."
+
+
+def check_images(items: Sequence[ImageInput], check: CheckImages) -> tuple[AttachedImage, ...]:
+    """Check each image (`check`: in the image worker, check_in_worker) into the value a message
+    keeps; ImagesUnreadable names every one refused, and refuses more than MAX_IMAGES. Blocks:
+    call off the loop."""
+    if len(items) > MAX_IMAGES:
+        raise ImagesUnreadable((), f"{len(items)} images were attached; a message takes at most {MAX_IMAGES}. "
+                                   "Attach fewer, and ask about the rest in the next message.")
+    images: list[AttachedImage] = []
+    refused: list[ImageRefused] = []
+    for result in check(items):
+        if isinstance(result, ImageRefused):
+            refused.append(result)
+        else:
+            images.append(result)
+    if refused:
+        raise ImagesUnreadable(refused)
+    return tuple(images)
+
+
+def _in_worker(items: Sequence[ImageInput]) -> Iterator[ImageResult]:
+    from app.documents.image_worker import check_in_worker
+
+    return check_in_worker(items)
+
+
+async def read_images(paths: Sequence[Path], check: CheckImages = _in_worker) -> tuple[AttachedImage, ...]:
+    """Image files checked in the image worker's child process (one that crashes or hangs a
+    decoder is refused, never Kestrel), waited for on a thread so the event loop goes on."""
+    return await asyncio.to_thread(check_images, [Path(path) for path in paths], check)
+
+
+async def read_image_data(data: bytes, name: str = PASTED, check: CheckImages = _in_worker) -> AttachedImage:
+    """Pasted image bytes (a PNG from the clipboard) checked the same way; ImagesUnreadable if refused."""
+    images = await asyncio.to_thread(check_images, [PastedImage(bytes(data), name)], check)
+    return images[0]

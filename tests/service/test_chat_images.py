@@ -1,0 +1,184 @@
+"""Images in a chat through the controller on the scripted engine: checked, kept, sent to the engine on
+their turn every time the chat is answered, and refused in words for a model that cannot see them."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace as changed
+from pathlib import Path
+
+import pytest
+
+from app.core.attachments import IMAGE_TOKENS, AttachedFile, AttachedImage, AttachedSection
+from app.core.conversation import Conversation, Message, MessageState, Role
+from app.core.generation import GenerationSettings
+from app.service import events as ev
+from app.service.answer_run import UNSEEN
+from app.service.attached_images import ImagesUnreadable
+from app.service.document_context import ChatDocuments, Fit
+from app.service.vision import NO_MODEL
+from tests.helpers.images import image_bytes, write_image
+from tests.service.conftest import give_sight, run, stored, take_sight
+
+CHART = AttachedImage("chart.png", "image/png", 64, 48, image_bytes(64, 48), "")
+PHOTO = AttachedImage("photo.jpg", "image/jpeg", 80, 60, image_bytes(80, 60, "JPEG"), "")
+
+
+def user_turns(engine, request: int = -1) -> list[tuple[str, tuple[bytes, ...]]]:
+    return [(m.content, m.images) for m in engine.requests[request].messages if m.role == Role.USER]
+
+
+def test_images_reach_the_engine_on_their_turn_every_time_the_chat_is_answered(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            give_sight(controller)
+            assert controller.vision().available and controller.vision().reason == ""
+            assert controller.send("What is in these?", images=[CHART, PHOTO])
+            await controller.wait_idle()
+            assert user_turns(engine) == [("What is in these?", (CHART.data, PHOTO.data))]
+            user, answer = await stored(controller, controller.conversation.id)
+            assert user.images == (CHART, PHOTO) and answer.images == () and answer.text
+            assert controller.messages[0].images == (CHART, PHOTO)
+            assert controller.send("And the colour?")
+            await controller.wait_idle()
+            assert user_turns(engine) == [("What is in these?", (CHART.data, PHOTO.data)), ("And the colour?", ())]
+
+    run(scenario)
+
+
+def test_images_alone_ask_for_a_description_and_edit_and_regenerate_keep_them(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            give_sight(controller)
+            assert controller.send("", images=[CHART])
+            await controller.wait_idle()
+            assert controller.messages[0].text == "Describe the attached image."
+            assert controller.regenerate()
+            await controller.wait_idle()
+            assert user_turns(engine) == [("Describe the attached image.", (CHART.data,))]
+            assert controller.edit_and_resend(controller.messages[0].id, "")
+            await controller.wait_idle()
+            assert user_turns(engine) == [("Describe the attached image.", (CHART.data,))]
+            assert controller.edit_and_resend(controller.messages[0].id, "Is it a bar chart?")
+            await controller.wait_idle()
+            assert user_turns(engine) == [("Is it a bar chart?", (CHART.data,))]
+            user, _ = await stored(controller, controller.conversation.id)
+            assert user.images == (CHART,)
+
+    run(scenario)
+
+
+def test_images_for_a_model_without_vision_are_not_sent_and_the_user_hears_why(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            title = controller.model.title
+            state = controller.vision()
+            assert not state.available
+            assert state.reason == (f"{title} cannot see images: it has no vision projector. Choose a model tagged "
+                                    "Vision, such as Gemma 3 4B (Get a model).")
+            generated = len(engine.requests)
+            assert not controller.send("What is this?", images=[CHART])
+            [problem] = started.events.of(ev.Problem)
+            assert problem.kind == "model" and problem.text.startswith(state.reason)
+            assert "not sent" in problem.text
+            assert controller.conversation is None and len(engine.requests) == generated, "nothing saved or asked"
+            assert controller.send("What is this?"), "text alone still goes"
+            await controller.wait_idle()
+
+    run(scenario)
+
+
+def test_a_projector_that_did_not_load_says_the_engines_words(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller = started.controller
+            give_sight(controller, loaded=False, problem="The vision projector mmproj.gguf is damaged.")
+            assert controller.vision().reason == "The vision projector mmproj.gguf is damaged."
+            assert not controller.send("Look", images=[CHART])
+
+    run(scenario)
+
+
+def test_no_model_yet_says_so(started_controller) -> None:
+    async def scenario():
+        async with started_controller(install_model=False, start="open") as started:
+            assert started.controller.vision().reason == NO_MODEL
+
+    run(scenario)
+
+
+def test_a_text_model_answering_a_chat_with_images_is_told_of_them_and_never_given_them(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            give_sight(controller)
+            assert controller.send("What is this?", images=[CHART])
+            await controller.wait_idle()
+            take_sight(controller)
+            assert controller.send("Thanks. Write a haiku about spring.")
+            await controller.wait_idle()
+            first, second = user_turns(engine)
+            assert first == (f"What is this?\n\n{UNSEEN.format(names='chart.png')}", ())
+            assert second == ("Thanks. Write a haiku about spring.", ())
+
+    run(scenario)
+
+
+def test_a_question_about_images_is_left_unanswered_when_the_model_cannot_see(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            give_sight(controller)
+            assert controller.send("What is this?", images=[CHART])
+            await controller.wait_idle()
+            take_sight(controller)
+            asked = len(engine.requests)
+            assert controller.regenerate()
+            await controller.wait_idle()
+            assert len(engine.requests) == asked
+            problem = started.events.of(ev.Problem)[-1]
+            assert "cannot see images" in problem.text and "Regenerate" in problem.text
+            [user] = await stored(controller, controller.conversation.id)
+            assert user.images == (CHART,), "the question stays, for a model that sees"
+
+    run(scenario)
+
+
+def test_read_images_checks_files_and_pasted_bytes_in_the_child(started_controller, tmp_path: Path) -> None:
+    async def scenario():
+        async with started_controller(start="open") as started:
+            controller = started.controller
+            good = write_image(tmp_path / "good.png", 30, 20)
+            [image] = await controller.read_images([good])
+            assert (image.name, image.width, image.height) == ("good.png", 30, 20)
+            pasted = await controller.read_image_data(image_bytes(12, 10))
+            assert (pasted.name, pasted.width) == ("Pasted image", 12)
+            text = tmp_path / "notes.png"
+            text.write_text("not a picture", encoding="utf-8")
+            with pytest.raises(ImagesUnreadable) as refused:
+                await controller.read_images([good, text])
+            said = str(refused.value)
+            assert f"{text} cannot be used: it is not an image: it holds text." in said
+            assert "save it again as PNG or JPEG" in said and str(good) not in said
+            with pytest.raises(ImagesUnreadable, match="a message takes at most 8"):
+                await controller.read_images([good] * 9)
+
+    run(scenario)
+
+
+def test_each_image_counts_in_the_context_when_files_are_fitted() -> None:
+    settings = GenerationSettings(max_tokens=24, temperature=0.0, context_length=1024)
+    conversation = Conversation(1, "Club", 0.0, 0.0, "", settings, None)
+    # About 520 estimated tokens: whole in a 1,024-token context, not beside two images (IMAGE_TOKENS each).
+    assert IMAGE_TOKENS == 300
+    club = AttachedFile("/home/ann/club.txt", "text", 100, (AttachedSection("The club meets on Thursdays. " * 72),))
+    question = Message(1, 1, Role.USER, "When does the club meet?", 0.0, MessageState.COMPLETE, None,
+                       attachments=(club,))
+    documents = ChatDocuments(lambda: 1024)
+    assert asyncio.run(documents.frame(conversation, [question])).sources
+    assert documents.used(1).fit is Fit.WHOLE
+    asyncio.run(documents.frame(conversation, [changed(question, images=(CHART, PHOTO))]))
+    assert documents.used(1).fit is Fit.RETRIEVED
