@@ -232,7 +232,7 @@ class ApiAnswers:
         if isinstance(exc, EngineCrashed):
             return ApiRefused(503, f"{exc.message} Send the request again: the next one starts a new engine.",
                               code="engine_error", retry_after=1)
-        return ApiRefused(400 if exc.kind.value in ("context_overflow", "unsupported") else 500, exc.message,
+        return ApiRefused(400 if exc.kind.value in ("context_overflow", "unsupported", "no_vision", "bad_image") else 500, exc.message,
                           code="engine_error")
 
     async def _keep(self, ask: ApiAsk, target: InstalledModel, answer: str, done: Done) -> None:
