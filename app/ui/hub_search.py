@@ -191,7 +191,10 @@ class HubSearchBox(QWidget):
     def _add_file(self, row: ChoiceRow) -> None:
         unit = row.choice.unit
         size = human_size(unit.size) if unit.size is not None else "size from the server"
-        parts = f" ({len(unit.files)} files)" if len(unit.files) > 1 else ""
+        others = len(unit.files) - (1 if unit.projector else 0)
+        parts = f" ({others} files)" if others > 1 else ""
+        if unit.projector:
+            parts += f" + vision projector {unit.projector}"
         item = QTreeWidgetItem([row.choice.quantization or unit.format.upper(), size, verdict_words(row.fit), "",
                                 unit.key + parts])
         item.setData(0, _DATA, row)

@@ -128,8 +128,11 @@ def test_a_found_repository_lists_its_choices_with_quantizations_and_sizes() -> 
 
         choices = repo_choices("someone/Thinker-GGUF", endpoint)
 
-    assert [(c.quantization, c.unit.size, len(c.unit.files)) for c in choices] == [
-        ("Q4_K_M", 400, 1), ("Q8_0", 800, 1), ("F16", 1600, 2)], "smallest first; mmproj is no model"
+    # The projector beside the root folder's files comes with each of them (its bytes counted);
+    # the F16 shards' folder has none. Smallest first; the mmproj is no choice of its own.
+    assert [(c.quantization, c.unit.size, len(c.unit.files), c.unit.projector) for c in choices] == [
+        ("Q4_K_M", 450, 2, "mmproj-thinker-f16.gguf"), ("Q8_0", 850, 2, "mmproj-thinker-f16.gguf"),
+        ("F16", 1600, 2, None)]
     assert pick_quantization(choices, "q8_0") is choices[1]
     assert pick_quantization(choices, " f16 ") is choices[2]
     assert pick_quantization(choices, "Q2_K") is None
