@@ -13,6 +13,8 @@ import pytest
 import qasync
 from PySide6.QtTest import QTest
 
+from tests.helpers import vision_standins  # noqa: F401  # before app.ui: the image core's names, until merged
+
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile

@@ -16,6 +16,7 @@ from app.core.attachments import AttachedFile, AttachedSection, SourceRef
 from app.core.conversation import Message, MessageState, Role
 from app.documents.values import Unreadable, UnreadableCause
 from app.service.document_context import AttachmentsUnreadable
+from app.service.images import VisionState
 from app.ui.attachment_chips import ChipState
 from app.ui.chat_attach import ChatAttach
 from app.ui.composer import Composer
@@ -61,9 +62,13 @@ class FakeController:
         raise AttachmentsUnreadable([Unreadable(path, "it is not a kind of file Kestrel reads",
                                                 UnreadableCause.NOT_A_DOCUMENT)])
 
-    def send(self, text, attachments=()):
+    def send(self, text, attachments=(), images=()):
         self.sent.append((text, tuple(attachments)))
+        assert images == ()  # images: tests/ui/test_images.py
         return True
+
+    def vision(self):
+        return VisionState(True, "")
 
     def chat_collections(self):
         return self.chosen

@@ -1,0 +1,95 @@
+"""Until the image core (branch vision-core) is merged: its names the window imports, as its plan
+writes them, put in place only where they are missing. Import this before anything imports app.ui.
+
+Once app.service.images and app.core.attachments' IMAGE_SUFFIXES / is_image_path / MAX_IMAGES
+exist, this does nothing (and can go).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from dataclasses import dataclass
+
+import app.core.attachments as attachments
+
+try:
+    import app.service.images  # noqa: F401
+except ModuleNotFoundError:
+    images = types.ModuleType("app.service.images")
+
+    class ImagesUnreadable(Exception):
+        """One or more images the check refused; str() names each and why."""
+
+    @dataclass(frozen=True)
+    class VisionState:
+        available: bool
+        reason: str
+
+    ImagesUnreadable.__module__ = VisionState.__module__ = "app.service.images"
+    images.ImagesUnreadable = ImagesUnreadable  # type: ignore[attr-defined]
+    images.VisionState = VisionState  # type: ignore[attr-defined]
+    sys.modules["app.service.images"] = images
+
+if not hasattr(attachments, "is_image_path"):
+    suffixes = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
+
+    def is_image_path(path: str | os.PathLike[str]) -> bool:
+        return os.fspath(path).lower().endswith(suffixes)
+
+    attachments.IMAGE_SUFFIXES = suffixes  # type: ignore[attr-defined]
+    attachments.MAX_IMAGES = 8  # type: ignore[attr-defined]
+    attachments.is_image_path = is_image_path  # type: ignore[attr-defined]
+
+
+def checked(data: bytes, name: str) -> "attachments.AttachedImage":
+    """The stand-in image check: Qt decodes it, or it is refused with words naming it (the real
+    check runs in a child process with Pillow and scales and re-encodes; this keeps the bytes)."""
+    from PySide6.QtGui import QImage
+
+    from app.service.images import ImagesUnreadable as Refused
+
+    image = QImage.fromData(data)
+    if image.isNull():
+        raise Refused(f"{name} is not an image Kestrel can read. Open it in an image viewer and "
+                      "save it as PNG or JPEG, then add it again.")
+    mime = "image/jpeg" if data[:3] == b"\xff\xd8\xff" else "image/png"
+    return attachments.AttachedImage(name, mime, image.width(), image.height(), data)
+
+
+def _controller_standins() -> None:
+    """The controller's image calls, where it has none yet: every model sees, the check is `checked`,
+    and send takes images and leaves them out (the history keeps none before vision-core)."""
+    import asyncio
+    import inspect
+    from pathlib import Path
+    from typing import Any
+
+    from app.service.controller import ChatController
+    from app.service.images import VisionState as State
+
+    if not hasattr(ChatController, "vision"):
+        def vision(self: ChatController) -> Any:
+            return State(True, "")
+
+        async def read_images(self: ChatController, paths: list[Path]) -> tuple[Any, ...]:
+            found = [(path, await asyncio.to_thread(path.read_bytes)) for path in paths]
+            return tuple(checked(data, path.name) for path, data in found)
+
+        async def read_image_data(self: ChatController, data: bytes, name: str = "Pasted image") -> Any:
+            return checked(data, name)
+
+        ChatController.vision = vision  # type: ignore[attr-defined]
+        ChatController.read_images = read_images  # type: ignore[attr-defined]
+        ChatController.read_image_data = read_image_data  # type: ignore[attr-defined]
+    if "images" not in inspect.signature(ChatController.send).parameters:
+        send_text = ChatController.send
+
+        def send(self: ChatController, text: str, attachments: Any = (), images: Any = ()) -> bool:
+            return send_text(self, text or ("Describe the attached image." if images else ""), attachments)
+
+        ChatController.send = send  # type: ignore[method-assign]
+
+
+_controller_standins()
