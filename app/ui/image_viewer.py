@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ def suggested_name(image: AttachedImage) -> str:
     """The file name Save image… offers: the image's name with the suffix of what it now is (the
     check may have made a WebP a PNG), no characters a file system refuses."""
     suffix = _SUFFIX.get(image.mime, ".png")
-    stem = Path(image.name).stem if Path(image.name).suffix else image.name
+    stem = os.path.splitext(image.name)[0] or image.name  # the name may hold another system's separators
     return file_name_for(stem, "markdown")[: -len(".md")] + suffix
 
 

@@ -16,8 +16,10 @@ from app.ui.attachment_chips import ChipState
 from app.ui.chat_attach import ChatAttach
 from app.ui.composer import Composer
 from app.ui.image_chips import THUMB_HEIGHT, ImageChip
+from app.ui.image_viewer import ImageViewer
+from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_controller import ImageApi, png_image
-from tests.ui.conftest import run, until
+from tests.ui.conftest import idle, run, until
 
 NOT_SEEING = ("Qwen3 8B cannot see images: it has no vision projector. Choose a model tagged Vision, "
               "such as Gemma 3 4B (Get a model).")
@@ -223,3 +225,32 @@ def test_the_paperclip_offers_images_and_documents_and_add_image_images(images, 
     (clip_caption, clip_filter), (image_caption, image_filter) = asked
     assert clip_filter.startswith("Images and documents (*.png *.jpg *.jpeg *.webp *.gif *.bmp *.pdf")
     assert image_caption == "Add images" and image_filter.startswith("Images (*.png") and ".pdf" not in image_filter
+
+
+def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_model_and_tab_reaches_it(
+        make_window, loop, tmp_path) -> None:
+    window = make_window(engine=ScriptedEngine())
+    api = ImageApi(window.controller)
+    composer = window.composer
+    photo = tmp_path / "photo.png"
+    photo.write_bytes(png_image(120, 90))
+    window.attachments.attach([photo])
+    _settled(loop, composer)
+    composer.edit.setPlainText("Describe it")
+    composer.button.click()
+    assert [(text, [image.name for image in images]) for text, _files, images in api.sent] == [
+        ("Describe it", ["photo.png"])]
+    run(loop, until(idle(window), 60, "the answer"))
+    assert composer.tray.chips == [] and composer.edit.toPlainText() == ""
+    api.set_vision(False, NOT_SEEING)
+    window.adapter.modelStateChanged.emit()  # a model loaded (or failed): the window asks again
+    assert not composer.image_button.isEnabled() and NOT_SEEING in composer.image_button.toolTip()
+    api.set_vision(True)
+    window.adapter.conversationOpened.emit()  # another chat, or this chat's model chosen
+    assert composer.image_button.isEnabled()
+    assert composer.attach_button.nextInFocusChain() is composer.image_button
+    assert composer.image_button.nextInFocusChain() is composer.documents_button
+    window.messages.imageChosen.emit(api.sent[0][2][0])
+    viewer = window.findChild(ImageViewer)
+    assert viewer is not None and viewer.isVisible() and viewer.name.text() == "photo.png"
+    viewer.close()
