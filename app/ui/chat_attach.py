@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject
@@ -69,7 +70,7 @@ class ChatAttach(QObject):
         for path in paths:
             if is_image_path(path) and not any(isinstance(chip, ImageChip) and chip.where == str(path)
                                                for chip in self._composer.tray.chips):
-                self._add_image(path.name, str(path), lambda path=path: self.images.read(path))
+                self._add_image(path.name, str(path), partial(self.images.read, path))
 
     def attach_image_data(self, payload: bytes | QImage) -> None:
         """An image pasted or dropped as data (not a file): encoded to PNG off the UI thread if

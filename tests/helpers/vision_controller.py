@@ -13,12 +13,14 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.vision_standins import checked  # before app.service.images is imported
+from PySide6.QtCore import QBuffer, QIODevice, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
 
-from PySide6.QtCore import QBuffer, QIODevice, Qt  # noqa: E402
-from PySide6.QtGui import QColor, QImage, QPainter  # noqa: E402
+from app.core.attachments import AttachedImage
+from tests.helpers.vision_standins import checked, install
 
-from app.core.attachments import AttachedImage  # noqa: E402
+install()  # before app.service.images is imported
+
 from app.service.images import VisionState  # noqa: E402
 
 

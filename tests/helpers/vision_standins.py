@@ -1,12 +1,13 @@
 """Until the image core (branch vision-core) is merged: its names the window imports, as its plan
-writes them, put in place only where they are missing. Import this before anything imports app.ui.
+writes them, put in place only where they are missing. Call install() before anything imports app.ui.
 
 Once app.service.images and app.core.attachments' IMAGE_SUFFIXES / is_image_path / MAX_IMAGES
-exist, this does nothing (and can go).
+exist, install() does nothing (and this module can go).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import types
@@ -14,9 +15,17 @@ from dataclasses import dataclass
 
 import app.core.attachments as attachments
 
-try:
-    import app.service.images  # noqa: F401
-except ModuleNotFoundError:
+
+def install() -> None:
+    """The image core's names where they are missing; idempotent."""
+    if "app.service.images" not in sys.modules and importlib.util.find_spec("app.service.images") is None:
+        _service_standins()
+    if not hasattr(attachments, "is_image_path"):
+        _core_standins()
+    _controller_standins()
+
+
+def _service_standins() -> None:
     images = types.ModuleType("app.service.images")
 
     class ImagesUnreadable(Exception):
@@ -32,7 +41,8 @@ except ModuleNotFoundError:
     images.VisionState = VisionState  # type: ignore[attr-defined]
     sys.modules["app.service.images"] = images
 
-if not hasattr(attachments, "is_image_path"):
+
+def _core_standins() -> None:
     suffixes = (".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp")
 
     def is_image_path(path: str | os.PathLike[str]) -> bool:
@@ -91,5 +101,3 @@ def _controller_standins() -> None:
 
         ChatController.send = send  # type: ignore[method-assign]
 
-
-_controller_standins()

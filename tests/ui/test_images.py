@@ -4,7 +4,6 @@ thumbnail, refused ones red and not sent, and refused in place while the chat's 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
