@@ -88,6 +88,8 @@ def test_a_click_on_a_thumbnail_or_its_menu_entry_chooses_the_image(chat) -> Non
     places = delegate.documents.images.places(delegate.message(user), delegate.layout(user).documents)
     chosen: list[AttachedImage] = []
     chat.imageChosen.connect(chosen.append)
+    QTest.mouseMove(chat.viewport(), places[1].center())
+    assert chat.viewport().cursor().shape() == Qt.CursorShape.PointingHandCursor  # it can be clicked
     QTest.mouseClick(chat.viewport(), Qt.MouseButton.LeftButton, pos=places[1].center())
     assert chosen == [TALL]
     assert delegate.image_at(user, QPoint(places[0].left() - 5, places[0].center().y())) is None
