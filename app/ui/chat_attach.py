@@ -93,7 +93,7 @@ class ChatAttach(QObject):
         """Why an image offered now cannot go with the next message ("" when it can)."""
         vision = self.images.vision()
         if not vision.available:
-            return vision.reason
+            return vision.reason or "The chat's model cannot see images: choose one that can"
         if self._composer.tray.image_count() >= MAX_IMAGES:
             return f"A message takes at most {MAX_IMAGES} images: send these first, or remove one"
         return ""

@@ -37,7 +37,7 @@ class ChatImagesCalls:
         try:
             checked = await self._controller.read_images([path])
         except ImagesUnreadable as refused:
-            return _sentence(str(refused))
+            return str(refused)  # sentences that name the image: kept as written
         if len(checked) != 1:
             raise AssertionError(f"read_images gave {len(checked)} images for one path")
         return checked[0]
@@ -47,12 +47,9 @@ class ChatImagesCalls:
         try:
             return await self._controller.read_image_data(data, name)
         except ImagesUnreadable as refused:
-            return _sentence(str(refused))
+            return str(refused)  # sentences that name the image: kept as written
 
     def vision(self) -> Vision:
         """Whether the model the open chat answers with can see images, and if not, why (cheap)."""
         return self._controller.vision()
 
-
-def _sentence(words: str) -> str:
-    return words[:1].upper() + words[1:]

@@ -90,6 +90,8 @@ class ImageChip(Chip):
             self._show(f"{result.name} · {image_size_words(result)}", f"{self.where}{note}")
         else:
             self.state, self.reason = ChipState.REFUSED, result
-            self._show(f"{self.name} · {result}", f"{self.where}\n{result}\nIt will not be sent: remove it (×).")
+            # The check's words name the image already ("photo.jpg cannot be used: …"); a reason of the window's does not.
+            text = result if result.startswith(self.name) else f"{self.name} · {result}"
+            self._show(text, f"{self.where}\n{result}\nIt will not be sent: remove it (×).")
         self.updateGeometry()
         self.update()

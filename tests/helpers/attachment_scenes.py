@@ -50,8 +50,9 @@ def composer_with_chips() -> QWidget:
         (AttachmentChip(Path("/home/ann/song.mp3"), tray), "It is not a kind of file Kestrel reads (audio)"),
         (ImageChip(photo().name, "/home/ann/Pictures/" + photo().name, tray), photo()),
         (ImageChip("Pasted image", "Pasted from the clipboard", tray), None),
-        (ImageChip("scan.png", "/home/ann/scan.png", tray), "Scan.png is not an image Kestrel can read: it holds text. "
-                                                            "Save it as PNG or JPEG, then add it again.")]
+        (ImageChip("scan.png", "/home/ann/scan.png", tray), "scan.png cannot be used: it holds text, not a picture. "
+                                                            "Leave it out, or open it in an image viewer and save it "
+                                                            "again as PNG or JPEG, then attach that.")]
     for chip, result in chips:
         if result is not None:
             chip.set_read(result)

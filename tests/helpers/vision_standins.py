@@ -79,20 +79,19 @@ def _controller_standins() -> None:
     from app.service.controller import ChatController
     from app.service.images import VisionState as State
 
-    if not hasattr(ChatController, "vision"):
-        def vision(self: ChatController) -> Any:
-            return State(True, "")
+    def vision(self: ChatController) -> Any:
+        return State(True, "")
 
-        async def read_images(self: ChatController, paths: list[Path]) -> tuple[Any, ...]:
-            found = [(path, await asyncio.to_thread(path.read_bytes)) for path in paths]
-            return tuple(checked(data, path.name) for path, data in found)
+    async def read_images(self: ChatController, paths: list[Path]) -> tuple[Any, ...]:
+        found = [(path, await asyncio.to_thread(path.read_bytes)) for path in paths]
+        return tuple(checked(data, path.name) for path, data in found)
 
-        async def read_image_data(self: ChatController, data: bytes, name: str = "Pasted image") -> Any:
-            return checked(data, name)
+    async def read_image_data(self: ChatController, data: bytes, name: str = "Pasted image") -> Any:
+        return checked(data, name)
 
-        ChatController.vision = vision  # type: ignore[attr-defined]
-        ChatController.read_images = read_images  # type: ignore[attr-defined]
-        ChatController.read_image_data = read_image_data  # type: ignore[attr-defined]
+    for name, standin in (("vision", vision), ("read_images", read_images), ("read_image_data", read_image_data)):
+        if not hasattr(ChatController, name):
+            setattr(ChatController, name, standin)
     if "images" not in inspect.signature(ChatController.send).parameters:
         send_text = ChatController.send
 
