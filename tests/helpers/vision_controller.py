@@ -17,11 +17,9 @@ from PySide6.QtCore import QBuffer, QIODevice, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 
 from app.core.attachments import AttachedImage
-from tests.helpers.vision_standins import checked, install
+from tests.helpers.vision_standins import Vision, checked, install
 
-install()  # before app.service.images is imported
-
-from app.service.images import VisionState  # noqa: E402
+install()  # before the window's modules are imported
 
 
 def png_image(width: int, height: int, colour: str = "#3a7bd5") -> bytes:
@@ -47,7 +45,7 @@ class ImageApi:
 
     def __init__(self, controller: Any, available: bool = True, reason: str = "") -> None:
         self.controller = controller
-        self.vision = VisionState(available, reason)
+        self.vision = Vision(available, reason)
         self.sent: list[tuple[str, tuple[Any, ...], tuple[AttachedImage, ...]]] = []
         self.release: asyncio.Event | None = None
         self.checks = 0
@@ -58,7 +56,7 @@ class ImageApi:
         controller.send = self.send
 
     def set_vision(self, available: bool, reason: str = "") -> None:
-        self.vision = VisionState(available, reason)
+        self.vision = Vision(available, reason)
 
     async def read_images(self, paths: list[Path]) -> tuple[AttachedImage, ...]:
         self.checks += 1

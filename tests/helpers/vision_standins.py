@@ -16,6 +16,14 @@ from dataclasses import dataclass
 import app.core.attachments as attachments
 
 
+@dataclass(frozen=True)
+class Vision:
+    """What controller.vision() answers (the window reads these two)."""
+
+    available: bool
+    reason: str
+
+
 def install() -> None:
     """The image core's names where they are missing; idempotent."""
     if "app.service.images" not in sys.modules and importlib.util.find_spec("app.service.images") is None:
@@ -31,14 +39,8 @@ def _service_standins() -> None:
     class ImagesUnreadable(Exception):
         """One or more images the check refused; str() names each and why."""
 
-    @dataclass(frozen=True)
-    class VisionState:
-        available: bool
-        reason: str
-
-    ImagesUnreadable.__module__ = VisionState.__module__ = "app.service.images"
+    ImagesUnreadable.__module__ = "app.service.images"
     images.ImagesUnreadable = ImagesUnreadable  # type: ignore[attr-defined]
-    images.VisionState = VisionState  # type: ignore[attr-defined]
     sys.modules["app.service.images"] = images
 
 
@@ -58,7 +60,7 @@ def checked(data: bytes, name: str) -> "attachments.AttachedImage":
     check runs in a child process with Pillow and scales and re-encodes; this keeps the bytes)."""
     from PySide6.QtGui import QImage
 
-    from app.service.images import ImagesUnreadable as Refused
+    from app.ui.chat_images_calls import ImagesUnreadable as Refused  # the class the window catches
 
     image = QImage.fromData(data)
     if image.isNull():
@@ -77,10 +79,8 @@ def _controller_standins() -> None:
     from typing import Any
 
     from app.service.controller import ChatController
-    from app.service.images import VisionState as State
-
     def vision(self: ChatController) -> Any:
-        return State(True, "")
+        return Vision(True, "")
 
     async def read_images(self: ChatController, paths: list[Path]) -> tuple[Any, ...]:
         found = [(path, await asyncio.to_thread(path.read_bytes)) for path in paths]

@@ -16,7 +16,6 @@ from app.core.attachments import AttachedFile, AttachedSection, SourceRef
 from app.core.conversation import Message, MessageState, Role
 from app.documents.values import Unreadable, UnreadableCause
 from app.service.document_context import AttachmentsUnreadable
-from app.service.images import VisionState
 from app.ui.attachment_chips import ChipState
 from app.ui.chat_attach import ChatAttach
 from app.ui.composer import Composer
@@ -24,6 +23,7 @@ from app.ui.message_documents import attachment_label, link_citations, source_la
 from app.ui.message_model import MessageListModel
 from app.ui.message_view import MessageView
 from app.ui.source_popup import SourcePopup, source_url
+from tests.helpers.vision_standins import Vision
 from tests.ui.conftest import run, until
 
 PDF = AttachedFile("/home/ann/report.pdf", "pdf", 48_000,
@@ -68,7 +68,7 @@ class FakeController:
         return True
 
     def vision(self):
-        return VisionState(True, "")
+        return Vision(True, "")
 
     def chat_collections(self):
         return self.chosen
