@@ -73,5 +73,4 @@ class ImageApi:
 
     def send(self, text: str, attachments: tuple[Any, ...] = (), images: tuple[AttachedImage, ...] = ()) -> bool:
         self.sent.append((text, tuple(attachments), tuple(images)))
-        # The controller on this branch takes no images: the text (and files) go on as they would.
-        return bool(self._send(text or "Describe the attached image.", tuple(attachments)))
+        return bool(self._send(text, tuple(attachments), tuple(images)))

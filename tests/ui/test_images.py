@@ -32,14 +32,14 @@ class FakeChats:
         self.conversation = None
         self.messages: list[object] = []
         self.collections = type("Collections", (), {"collections": lambda self: ()})()
-        self.plain_sends: list[tuple[str, tuple[AttachedFile, ...]]] = []
+        self.plain_sends: list[tuple[str, tuple[AttachedFile, ...], tuple]] = []
 
     async def read_attachments(self, paths):
         (path,) = paths
         return (AttachedFile(str(path), "text", 6, (AttachedSection("Notes."),)),)
 
-    def send(self, text, attachments=()):
-        self.plain_sends.append((text, tuple(attachments)))
+    def send(self, text, attachments=(), images=()):
+        self.plain_sends.append((text, tuple(attachments), tuple(images)))
         return True
 
     def chat_collections(self):
