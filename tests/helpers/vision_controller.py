@@ -40,16 +40,18 @@ def png_image(width: int, height: int, colour: str = "#3a7bd5") -> bytes:
 class ImageApi:
     """Adds the image calls to `controller` (its own attributes, so the window calls them by
     their real names). `vision` is what vision() answers; `sent` records each send's
-    (text, attachments, images); `release`, when set, is awaited before each check (the chip
-    says Checking… meanwhile)."""
+    (text, attachments, images); `accept`, when set, is what send answers instead of passing the
+    message on (the controller's own send refuses images for a model without a projector);
+    `release`, when set, is awaited before each check (the chip says Checking… meanwhile)."""
 
-    def __init__(self, controller: Any, available: bool = True, reason: str = "") -> None:
+    def __init__(self, controller: Any, available: bool = True, reason: str = "", accept: bool | None = None) -> None:
         self.controller = controller
         self.vision = Vision(available, reason)
         self.sent: list[tuple[str, tuple[Any, ...], tuple[AttachedImage, ...]]] = []
         self.release: asyncio.Event | None = None
         self.checks = 0
         self._send = controller.send
+        self.accept = accept  # what send answers without passing the message on; None: the controller's own send
         controller.read_images = self.read_images
         controller.read_image_data = self.read_image_data
         controller.vision = lambda: self.vision
@@ -73,4 +75,6 @@ class ImageApi:
 
     def send(self, text: str, attachments: tuple[Any, ...] = (), images: tuple[AttachedImage, ...] = ()) -> bool:
         self.sent.append((text, tuple(attachments), tuple(images)))
+        if self.accept is not None:
+            return self.accept
         return bool(self._send(text, tuple(attachments), tuple(images)))

@@ -37,7 +37,11 @@ def _service_standins() -> None:
     images = types.ModuleType("app.service.images")
 
     class ImagesUnreadable(Exception):
-        """One or more images the check refused; str() names each and why."""
+        """One or more images the check refused; str() names each and why (vision-core's signature)."""
+
+        def __init__(self, refused: tuple[object, ...], words: str | None = None) -> None:
+            self.refused = refused
+            super().__init__(words or "")
 
     ImagesUnreadable.__module__ = "app.service.images"
     images.ImagesUnreadable = ImagesUnreadable  # type: ignore[attr-defined]
@@ -64,8 +68,8 @@ def checked(data: bytes, name: str) -> "attachments.AttachedImage":
 
     image = QImage.fromData(data)
     if image.isNull():
-        raise Refused(f"{name} is not an image Kestrel can read. Open it in an image viewer and "
-                      "save it as PNG or JPEG, then add it again.")
+        raise Refused((), f"{name} is not an image Kestrel can read. Open it in an image viewer and "
+                          "save it as PNG or JPEG, then add it again.")
     mime = "image/jpeg" if data[:3] == b"\xff\xd8\xff" else "image/png"
     return attachments.AttachedImage(name, mime, image.width(), image.height(), data)
 

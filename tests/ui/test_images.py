@@ -19,7 +19,7 @@ from app.ui.image_chips import THUMB_HEIGHT, ImageChip
 from app.ui.image_viewer import ImageViewer
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_controller import ImageApi, png_image
-from tests.ui.conftest import idle, run, until
+from tests.ui.conftest import run, until
 
 NOT_SEEING = ("Qwen3 8B cannot see images: it has no vision projector. Choose a model tagged Vision, "
               "such as Gemma 3 4B (Get a model).")
@@ -231,7 +231,7 @@ def test_the_paperclip_offers_images_and_documents_and_add_image_images(images, 
 def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_model_and_tab_reaches_it(
         make_window, loop, tmp_path) -> None:
     window = make_window(engine=ScriptedEngine())
-    api = ImageApi(window.controller)
+    api = ImageApi(window.controller, accept=False)  # first a controller that refuses the message
     composer = window.composer
     photo = tmp_path / "photo.png"
     photo.write_bytes(png_image(120, 90))
@@ -241,7 +241,11 @@ def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_mod
     composer.button.click()
     assert [(text, [image.name for image in images]) for text, _files, images in api.sent] == [
         ("Describe it", ["photo.png"])]
-    run(loop, until(idle(window), 60, "the answer"))
+    # Refused (the controller says why, as a Problem): nothing the user gave is lost.
+    assert len(composer.tray.chips) == 1 and composer.edit.toPlainText() == "Describe it"
+    api.accept = True
+    composer.button.click()
+    assert len(api.sent) == 2 and api.sent[1][2] == api.sent[0][2]
     assert composer.tray.chips == [] and composer.edit.toPlainText() == ""
     api.set_vision(False, NOT_SEEING)
     window.adapter.modelStateChanged.emit()  # a model loaded (or failed): the window asks again
