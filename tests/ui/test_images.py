@@ -19,6 +19,7 @@ from app.ui.image_chips import THUMB_HEIGHT, ImageChip
 from app.ui.image_viewer import ImageViewer
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_controller import ImageApi, png_image
+from tests.helpers.vision_standins import Vision
 from tests.ui.conftest import run, until
 
 NOT_SEEING = ("Qwen3 8B cannot see images: it has no vision projector. Choose a model tagged Vision, "
@@ -259,3 +260,20 @@ def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_mod
     viewer = window.findChild(ImageViewer)
     assert viewer is not None and viewer.isVisible() and viewer.name.text() == "photo.png"
     viewer.close()
+
+
+def test_in_the_window_the_controllers_own_image_check_reads_a_file_and_refuses_text_named_jpg(
+        make_window, loop, tmp_path) -> None:
+    window = make_window(engine=ScriptedEngine())
+    window.controller.vision = lambda: Vision(True, "")  # a model that sees; the check is the controller's
+    composer = window.composer
+    photo, fake = tmp_path / "photo.png", tmp_path / "holiday.jpg"
+    photo.write_bytes(png_image(120, 90))
+    fake.write_text("These are my holiday notes, not a picture.", encoding="utf-8")
+    window.attachments.attach([photo, fake])
+    _settled(loop, composer)
+    ready, refused = composer.tray.chips
+    assert ready.state == ChipState.READY and ready.label.text() == "photo.png · 120 x 90"
+    assert ready.image is not None and ready.image.mime == "image/png" and ready.thumb.isVisibleTo(ready)
+    assert refused.state == ChipState.REFUSED and refused.label.text().startswith("holiday.jpg ")
+    assert "Kestrel failed" not in refused.label.text()  # the check's words, not a fault
