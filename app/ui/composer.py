@@ -62,7 +62,9 @@ class ComposerEdit(QPlainTextEdit):
 
     def insertFromMimeData(self, source: QMimeData) -> None:  # Override: files are attached, not their names typed.
         files = local_files(source)
-        image = None if files else pasted_image(source)
+        # Text copied from a word processor carries a picture of itself too: text wins, so a
+        # copy is an image only when it has no words (a screenshot, a copied picture).
+        image = None if files or source.text().strip() else pasted_image(source)
         if files:
             self.filesOffered.emit(files)
         elif image is not None:

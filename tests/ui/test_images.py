@@ -104,6 +104,15 @@ def test_a_pasted_image_is_checked_into_a_chip_with_a_thumbnail_and_sent_with_th
     assert composer.tray.chips == []
 
 
+def test_text_copied_with_a_picture_of_itself_pastes_as_text(images) -> None:
+    _window, composer, api, _wiring = images
+    mime = QMimeData()  # as a word processor copies a paragraph: its words, and a picture of them
+    mime.setText("Quarterly figures")
+    mime.setImageData(QImage.fromData(png_image(200, 20)))
+    composer.edit.insertFromMimeData(mime)
+    assert composer.edit.toPlainText() == "Quarterly figures" and composer.tray.chips == [] and api.checks == 0
+
+
 def test_an_image_alone_can_be_sent_and_png_bytes_on_the_clipboard_go_as_they_are(images, loop) -> None:
     _window, composer, api, _wiring = images
     data = png_image(32, 20)
