@@ -13,7 +13,7 @@ from PySide6.QtCore import QMimeData, QPoint, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLayout, QLayoutItem, QToolButton, QWidget
 
-from app.core.attachments import AttachedFile
+from app.core.attachments import AttachedFile, AttachedImage
 from app.ui import icons
 from app.ui.message_documents import attachment_label
 
@@ -39,19 +39,21 @@ def local_files(mime: QMimeData) -> list[Path]:
     return [Path(url.toLocalFile()) for url in mime.urls() if url.isLocalFile() and url.toLocalFile()]
 
 
-class AttachmentChip(QWidget):
-    """One file: "Reading…" while the controller reads it, then its facts ("report.pdf · 12 pages"),
-    or red with the reason it cannot be sent. × takes it away."""
+class Chip(QWidget):
+    """A rounded chip for something going with the next message: its words, × to take it away,
+    and its state (being read, read, or refused: red, with the reason whole). The kind of chip
+    says what read means: `file` (AttachmentChip) or `image` (ImageChip in image_chips.py)."""
 
     removeRequested = Signal()
 
-    def __init__(self, path: Path, parent: QWidget | None = None) -> None:
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("attachmentChip")
-        self.path = path
         self.state = ChipState.READING
         self.file: AttachedFile | None = None
+        self.image: AttachedImage | None = None
         self.reason = ""
+        self.kind = "file"
         self.label = QLabel(self)
         self.label.setProperty(ELIDES, True)
         self.remove_button = QToolButton(self)
@@ -59,26 +61,14 @@ class AttachmentChip(QWidget):
         self.remove_button.setAutoRaise(True)
         self.remove_button.setIconSize(QSize(12, 12))
         icons.themed(self.remove_button, "close")
-        self.remove_button.setAccessibleName(f"Remove {path.name}")
-        self.remove_button.setToolTip(f"Remove {path.name}: it is not sent")
+        self.remove_button.setAccessibleName(f"Remove {name}")
+        self.remove_button.setToolTip(f"Remove {name}: it is not sent")
         self.remove_button.clicked.connect(self.removeRequested)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(10, 3, 3, 3)
-        row.setSpacing(2)
-        row.addWidget(self.label)
-        row.addWidget(self.remove_button)
-        self._show(f"{path.name} · Reading…", str(path))
-
-    def set_read(self, result: AttachedFile | str) -> None:
-        """The file as read (its facts), or the words why it cannot be (the chip turns red)."""
-        if isinstance(result, AttachedFile):
-            self.state, self.file = ChipState.READY, result
-            note = f"\n{result.note}" if result.note else ""
-            self._show(attachment_label(result), f"{result.path}{note}")
-        else:
-            self.state, self.reason = ChipState.REFUSED, result
-            self._show(f"{self.path.name} · {result}", f"{self.path}\n{result}\nIt will not be sent: remove it (×).")
-        self.update()
+        self.row = QHBoxLayout(self)
+        self.row.setContentsMargins(10, 3, 3, 3)
+        self.row.setSpacing(2)
+        self.row.addWidget(self.label)
+        self.row.addWidget(self.remove_button)
 
     def _show(self, text: str, tip: str) -> None:
         if self.state == ChipState.REFUSED:
@@ -114,6 +104,31 @@ class AttachmentChip(QWidget):
         painter.setPen(border)
         painter.setBrush(palette.color(QPalette.ColorRole.AlternateBase))
         painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 9, 9)
+
+    def set_read(self, result: Any) -> None:
+        """What reading it gave: the thing read, or the words why it cannot be sent."""
+        raise NotImplementedError
+
+
+class AttachmentChip(Chip):
+    """One file: "Reading…" while the controller reads it, then its facts ("report.pdf · 12 pages"),
+    or red with the reason it cannot be sent. × takes it away."""
+
+    def __init__(self, path: Path, parent: QWidget | None = None) -> None:
+        super().__init__(path.name, parent)
+        self.path = path
+        self._show(f"{path.name} · Reading…", str(path))
+
+    def set_read(self, result: AttachedFile | str) -> None:
+        """The file as read (its facts), or the words why it cannot be (the chip turns red)."""
+        if isinstance(result, AttachedFile):
+            self.state, self.file = ChipState.READY, result
+            note = f"\n{result.note}" if result.note else ""
+            self._show(attachment_label(result), f"{result.path}{note}")
+        else:
+            self.state, self.reason = ChipState.REFUSED, result
+            self._show(f"{self.path.name} · {result}", f"{self.path}\n{result}\nIt will not be sent: remove it (×).")
+        self.update()
 
 
 class FlowLayout(QLayout):
@@ -185,8 +200,8 @@ class AttachmentTray(QWidget):
         super().__init__(parent)
         self.setObjectName("attachmentTray")
         self._flow = FlowLayout(self)
-        self.chips: list[AttachmentChip] = []
-        self._removed: weakref.WeakSet[AttachmentChip] = weakref.WeakSet()
+        self.chips: list[Chip] = []
+        self._removed: weakref.WeakSet[Chip] = weakref.WeakSet()
         self.hide()
 
     def attach(self, paths: list[Path], read: Callable[[Path], Awaitable[AttachedFile | str]],
@@ -194,32 +209,39 @@ class AttachmentTray(QWidget):
         """A chip for each file not already here, each read by `read` (the controller's reader,
         off the UI thread) in a task `spawn` starts."""
         for path in paths:
-            if any(chip.path == path for chip in self.chips):
+            if any(isinstance(chip, AttachmentChip) and chip.path == path for chip in self.chips):
                 continue
             chip = AttachmentChip(path, self)
-            chip.removeRequested.connect(lambda chip=chip: self.remove(chip))
-            self.chips.append(chip)
-            self._flow.addWidget(chip)
-            spawn(self._read(chip, read))
+            self.add(chip, read(path), spawn)
+
+    def add(self, chip: Chip, reading: Awaitable[Any] | None,
+            spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]) -> None:
+        """A chip (made with this tray as its parent), settled by what `reading` gives (a task
+        `spawn` starts); None: the chip is settled already (refused before any reading)."""
+        chip.removeRequested.connect(lambda chip=chip: self.remove(chip))
+        self.chips.append(chip)
+        self._flow.addWidget(chip)
+        if reading is not None:
+            spawn(self._read(chip, reading))
         self._changed()
 
-    async def _read(self, chip: AttachmentChip, read: Callable[[Path], Awaitable[AttachedFile | str]]) -> None:
+    async def _read(self, chip: Chip, reading: Awaitable[Any]) -> None:
         try:
-            result = await read(chip.path)
+            result = await reading
         except Exception:
             # A bug, not the file: it still raises (and is logged), but Send must not wait for it forever.
             self._settle(chip, "Kestrel failed while reading it (a fault in Kestrel, written to its log)")
             raise
         self._settle(chip, result)
 
-    def _settle(self, chip: AttachmentChip, result: AttachedFile | str) -> None:
+    def _settle(self, chip: Chip, result: object) -> None:
         if chip in self._removed:
             return  # removed while it was read (its widget is gone)
         chip.set_read(result)  # here, or kept aside with another chat (take): read all the same
         if chip in self.chips:
             self._changed()
 
-    def remove(self, chip: AttachmentChip) -> None:
+    def remove(self, chip: Chip) -> None:
         if chip in self.chips:
             self.chips.remove(chip)
             self._removed.add(chip)
@@ -227,7 +249,7 @@ class AttachmentTray(QWidget):
             chip.deleteLater()
             self._changed()
 
-    def take(self) -> list[AttachmentChip]:
+    def take(self) -> list[Chip]:
         """The chips taken out of the tray, kept as they are (another chat opens: they wait for
         this one's next message), still read if they were being read; `put` brings them back."""
         taken, self.chips = self.chips, []
@@ -237,7 +259,7 @@ class AttachmentTray(QWidget):
         self._changed()
         return taken
 
-    def put(self, chips: list[AttachmentChip]) -> None:
+    def put(self, chips: list[Chip]) -> None:
         """Chips `take` took, back in the tray."""
         for chip in chips:
             self.chips.append(chip)
@@ -253,6 +275,14 @@ class AttachmentTray(QWidget):
     def ready(self) -> tuple[AttachedFile, ...]:
         """The files read, in the order attached (refused ones are not sent)."""
         return tuple(chip.file for chip in self.chips if chip.file is not None)
+
+    def images(self) -> tuple[AttachedImage, ...]:
+        """The images checked, in the order attached (refused ones are not sent)."""
+        return tuple(chip.image for chip in self.chips if chip.image is not None)
+
+    def image_count(self) -> int:
+        """The images waiting for the next message, refused ones not counted (they are not sent)."""
+        return sum(1 for chip in self.chips if chip.kind == "image" and chip.state != ChipState.REFUSED)
 
     def reading(self) -> bool:
         return any(chip.state == ChipState.READING for chip in self.chips)

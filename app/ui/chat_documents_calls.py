@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.core.attachments import AttachedFile
+from app.core.attachments import AttachedFile, AttachedImage
 from app.service.document_context import AttachmentsUnreadable
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 class ChatDocumentsCalls:
     """What the window asks the controller about documents: `read_attachments(paths)`,
-    `send(text, attachments)`, `chat_collections()`, `set_chat_collections(names)` and
+    `send(text, attachments, images)`, `chat_collections()`, `set_chat_collections(names)` and
     `controller.collections` (the DocumentsService, its `collections()`), in one place, with
     the answers in the window's terms (a chip's reason, names); tests give a small fake
     controller with that API (tests/ui/test_attachments.py)."""
@@ -38,9 +38,9 @@ class ChatDocumentsCalls:
             raise AssertionError(f"read_attachments gave {len(read)} files for one path")
         return read[0]
 
-    def send(self, text: str, attachments: Sequence[AttachedFile]) -> bool:
-        """Send the open chat's message with these files (none: the text alone)."""
-        return self._controller.send(text, tuple(attachments))
+    def send(self, text: str, attachments: Sequence[AttachedFile], images: Sequence[AttachedImage] = ()) -> bool:
+        """Send the open chat's message with these files and images (none: the text alone)."""
+        return self._controller.send(text, tuple(attachments), tuple(images))
 
     def collections(self) -> tuple[str, ...]:
         """The names of every collection (last known: no I/O)."""

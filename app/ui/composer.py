@@ -1,7 +1,8 @@
 """The composer: a box that grows with its text, Enter sends, Shift+Enter is a new line, Esc stops.
 
 The round button beside the text sends, and turns into Stop while the open chat's answer
-is being written or waits its turn. The paperclip attaches files (chips above the box);
+is being written or waits its turn. The paperclip attaches files (chips above the box), the
+picture button images (greyed, with the reason, while the chat's model cannot see them);
 "Documents" chooses the collections the chat answers from.
 """
 
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QMenu, QPlainTextEdi
 
 from app.ui import icons
 from app.ui.attachment_chips import AttachmentTray, local_files
+from app.ui.image_chips import pasted_image
 
 # The box shows this many lines at most; longer text scrolls inside it.
 MAX_LINES = 10
@@ -28,6 +30,7 @@ class ComposerEdit(QPlainTextEdit):
     submitted = Signal()
     stopRequested = Signal()
     filesOffered = Signal(list)  # list[Path]: files pasted or dropped on the box
+    imageOffered = Signal(object)  # bytes (PNG) or QImage: an image pasted or dropped as data
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -54,13 +57,18 @@ class ComposerEdit(QPlainTextEdit):
         super().resizeEvent(event)
         self._fit()
 
-    def canInsertFromMimeData(self, source: QMimeData) -> bool:  # Override: files are attached.
-        return bool(local_files(source)) or super().canInsertFromMimeData(source)
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:  # Override: files and images are attached.
+        return bool(local_files(source)) or source.hasImage() or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:  # Override: files are attached, not their names typed.
         files = local_files(source)
+        # Text copied from a word processor carries a picture of itself too: text wins, so a
+        # copy is an image only when it has no words (a screenshot, a copied picture).
+        image = None if files or source.text().strip() else pasted_image(source)
         if files:
             self.filesOffered.emit(files)
+        elif image is not None:
+            self.imageOffered.emit(image)  # a screenshot or a copied picture (Ctrl+V)
         else:
             super().insertFromMimeData(source)
 
@@ -83,14 +91,17 @@ class Composer(QWidget):
     Send waits while one is being read, and sends with text, files or both. `collections` is
     set by the window (all names, the chat's) and read when the Documents menu opens.
     Signals: sendRequested(text) (the window takes tray.ready() with it), stopRequested(),
-    attachRequested() (the paperclip), filesOffered(list of Path) (pasted or dropped on the
-    box), collectionsChosen(tuple of names), manageDocumentsRequested().
+    attachRequested() (the paperclip), imageRequested() (Add image), filesOffered(list of Path)
+    (pasted or dropped on the box), imageOffered(PNG bytes or QImage: pasted as data),
+    collectionsChosen(tuple of names), manageDocumentsRequested().
     """
 
     sendRequested = Signal(str)
     stopRequested = Signal()
     attachRequested = Signal()
+    imageRequested = Signal()
     filesOffered = Signal(list)
+    imageOffered = Signal(object)
     collectionsChosen = Signal(tuple)
     manageDocumentsRequested = Signal()
 
@@ -118,6 +129,14 @@ class Composer(QWidget):
         self.attach_button.setAccessibleName("Attach files")
         self.attach_button.setToolTip("Attach files: their text goes with your message (or drop or paste them here)")
         icons.themed(self.attach_button, "attach")
+        self.image_button = QToolButton(self.frame)
+        self.image_button.setObjectName("addImage")
+        self.image_button.setFixedSize(BUTTON_SIZE, BUTTON_SIZE)
+        self.image_button.setIconSize(QSize(18, 18))
+        self.image_button.setAutoRaise(True)
+        self.image_button.setAccessibleName("Add image")
+        icons.themed(self.image_button, "image")
+        self.set_vision(True, "")
         self.documents_button = QToolButton(self.frame)
         self.documents_button.setObjectName("chatDocuments")
         self.documents_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -144,6 +163,7 @@ class Composer(QWidget):
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.image_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.edit, 1, Qt.AlignmentFlag.AlignVCenter)
         row.addWidget(self.documents_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
@@ -158,9 +178,20 @@ class Composer(QWidget):
         self.edit.stopRequested.connect(self.stopRequested)
         self.edit.textChanged.connect(self._update_button)
         self.edit.filesOffered.connect(self.filesOffered)
+        self.edit.imageOffered.connect(self.imageOffered)
         self.tray.changed.connect(self._update_button)
         self.attach_button.clicked.connect(self.attachRequested)
+        self.image_button.clicked.connect(self.imageRequested)
         self.button.clicked.connect(self._button_clicked)
+
+    def set_vision(self, available: bool, reason: str) -> None:
+        """Whether the open chat's model can see images: the picture button is greyed while it
+        cannot, and says why (its tooltip and what a screen reader hears)."""
+        self.image_button.setEnabled(available)
+        tip = ("Add images: the model sees them with your message (or paste or drop them here)" if available
+               else f"Images cannot be added: {reason}")
+        self.image_button.setToolTip(tip)
+        self.image_button.setAccessibleDescription(tip)
 
     def set_chosen_count(self, count: int) -> None:
         """The Documents button says how many collections the open chat answers from."""
@@ -202,11 +233,14 @@ class Composer(QWidget):
         self.note.setVisible(bool(text))
 
     def _update_button(self) -> None:
-        ready = not self.tray.reading() and bool(self.edit.toPlainText().strip() or self.tray.ready())
+        ready = not self.tray.reading() and self._has_content()
         self.button.setEnabled(self._streaming or ready)
         if not self._streaming:
-            self.button.setToolTip("Waits until the attached files are read" if self.tray.reading()
+            self.button.setToolTip("Waits until the attached files and images are read" if self.tray.reading()
                                    else "Send (Enter)")
+
+    def _has_content(self) -> bool:
+        return bool(self.edit.toPlainText().strip() or self.tray.ready() or self.tray.images())
 
     def _button_clicked(self) -> None:
         if self._streaming:
@@ -216,7 +250,7 @@ class Composer(QWidget):
 
     def _send(self) -> None:
         text = self.edit.toPlainText()
-        if self._streaming or self.tray.reading() or not (text.strip() or self.tray.ready()):
+        if self._streaming or self.tray.reading() or not self._has_content():
             return
         # The window clears the box once the controller has accepted the message.
         self.sendRequested.emit(text)

@@ -45,6 +45,7 @@ GLYPHS = {
     "folder": "ph.folder-open",
     "warning": "ph.warning-circle",
     "close": "ph.x",
+    "image": "ph.image",
     "waiting": "ph.hourglass",
     "busy": "ph.dots-three",
     "done": "ph.check",

@@ -19,6 +19,7 @@ from app.ui.chat_files import ChatFiles
 from app.ui.chat_pane import ChatPane
 from app.ui.drafts import DraftKeeper
 from app.ui.hardware_view import HardwareWindow
+from app.ui.image_viewer import ImageViewer
 from app.ui.model_manager import ModelManager
 from app.ui.server_host import ServerHost
 from app.ui.server_window import ServerWindow, status_words
@@ -113,7 +114,7 @@ class MainWindow(WindowCommands):
                  self.header.settings_button, self.messages, self.chat.approval.arguments,
                  self.chat.approval.copy_button, self.chat.approval.allow_button, self.chat.approval.always_button,
                  self.chat.approval.deny_button, self.composer.edit, self.composer.attach_button,
-                 self.composer.documents_button, self.composer.button]
+                 self.composer.image_button, self.composer.documents_button, self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)
 
@@ -131,6 +132,7 @@ class MainWindow(WindowCommands):
         self.messages.regenerateRequested.connect(self.regenerate)
         self.messages.editRequested.connect(self.edit_message)
         self.messages.sourceChosen.connect(lambda source: SourcePopup(source, self).open())
+        self.messages.imageChosen.connect(lambda image: ImageViewer(image, s.spawn, self).open())
         self.import_button.clicked.connect(self.choose_model_file)
         self.status.managerRequested.connect(self.show_model_manager)
         self.status.hardwareRequested.connect(self.show_hardware)
@@ -216,6 +218,7 @@ class MainWindow(WindowCommands):
         if default is None and self.controller.model is not None:
             default = self.controller.model.title
         self.header.set_model(self.controller.conversation_model_id(), default or "none chosen")
+        self.attachments.refresh_vision()  # the chat's model, or what is known of it, changed
 
     def _answer_queue_changed(self) -> None:
         c = self.controller

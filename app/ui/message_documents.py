@@ -1,4 +1,4 @@
-"""Chips on a message: the files attached to a user's message, the numbered Sources under an answer."""
+"""Under a message: the images and files attached to a user's message, the numbered Sources under an answer."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from app.core.attachments import AttachedFile, SourceRef
 from app.core.conversation import Message, Role
 from app.core.units import human_size
 from app.ui.message_actions import COPIED_TIP, TIPS
+from app.ui.message_images import MessageImages
 from app.ui.message_layout import DOCUMENTS_GAP
 
 GAP = DOCUMENTS_GAP  # between the text (or bubble) and the chips, and between chips
@@ -78,8 +79,9 @@ def source_from_href(href: str, sources: tuple[SourceRef, ...]) -> SourceRef | N
 
 def documents_said(message: Message) -> str:
     """What a screen reader hears after a message's text: its chips, which are painted."""
-    if message.role == Role.USER and message.attachments:
-        return " (attached: " + ", ".join(file.name for file in message.attachments) + ")"
+    if message.role == Role.USER and (message.attachments or message.images):
+        names = [image.name for image in message.images] + [file.name for file in message.attachments]
+        return " (attached: " + ", ".join(names) + ")"
     if message.sources:
         return " (sources: " + "; ".join(source_label(source) for source in message.sources) + ")"
     return ""
@@ -97,9 +99,11 @@ def tooltip(message: Message, chip: int) -> str:
 
 
 class MessageDocuments:
-    """Where a message's chips go and how they are painted; one font (the small one), set by the delegate."""
+    """Where a message's chips go and how they are painted; one font (the small one), set by the
+    delegate. A user's images (`images`) come first, their thumbnails above the chips."""
 
     def __init__(self, font: QFont) -> None:
+        self.images = MessageImages()
         # (message id, its files', its sources' tuples) -> its chips' labels: a PDF's page count reads every
         # section (1.3 ms for five 2,000-page files), and hovering asks on each mouse move.
         self._labels: dict[tuple[int, int, int], list[str]] = {}
@@ -132,6 +136,7 @@ class MessageDocuments:
             names = self._labels[key] = labels(message)
         limit = max(40, int(area.width() * _WIDEST))
         user = message.role == Role.USER
+        below = area.top() + self.images.height(message, area.width())
         start = 0 if user else self._metrics.horizontalAdvance(SOURCES) + GAP
         lines: list[list[tuple[str, int]]] = [[]]
         used = start
@@ -144,7 +149,7 @@ class MessageDocuments:
             used += width + GAP
         placed = []
         for number, line in enumerate(lines):
-            top = area.top() + number * (self.chip_height + GAP)
+            top = below + number * (self.chip_height + GAP)
             total = sum(width for _, width in line) + GAP * (len(line) - 1)
             x = area.right() + 1 - total if user else area.left() + (start if number == 0 else 0)
             for name, width in line:
@@ -153,9 +158,13 @@ class MessageDocuments:
         return placed
 
     def height(self, message: Message, width: int) -> int:
-        """The chips' height under the message's text, the gap above them included (0: none)."""
+        """The images' and chips' height under the message's text, the gap above them included (0: none)."""
         placed = self.chips(message, QRect(0, 0, width, 0))
-        return placed[-1][1].bottom() + 1 + GAP if placed else 0
+        return placed[-1][1].bottom() + 1 + GAP if placed else self.images.height(message, width)
+
+    def image_at(self, message: Message, area: QRect, point: QPoint) -> int | None:
+        """Which of a user's images (its position) has its thumbnail under a point."""
+        return self.images.image_at(message, area, point)
 
     def chip_at(self, message: Message, area: QRect, point: QPoint) -> int | None:
         """Which chip (its position in the message's attachments or sources) is under a point."""
@@ -165,6 +174,7 @@ class MessageDocuments:
         return None
 
     def paint(self, painter: QPainter, message: Message, area: QRect, palette: QPalette) -> None:
+        self.images.paint(painter, message, area, palette)
         placed = self.chips(message, area)
         if not placed:
             return

@@ -31,6 +31,8 @@ class PointedDelegate(Protocol):
 
     def thinking_header_at(self, index: QModelIndex, point: QPoint) -> bool: ...
 
+    def image_at(self, index: QModelIndex, point: QPoint) -> int | None: ...
+
 
 class MessagePointer(QObject):
     """Watches the view's viewport: hover marks the action under the mouse, a click runs it,
@@ -82,7 +84,8 @@ class MessagePointer(QObject):
     def _cursor(self, index: QModelIndex, point: QPoint, action: str | None) -> QCursor:
         delegate = self._delegate
         if action or (index.isValid() and (delegate.anchor_at(index, point)
-                                           or delegate.thinking_header_at(index, point))):
+                                           or delegate.thinking_header_at(index, point)
+                                           or delegate.image_at(index, point) is not None)):
             return QCursor(Qt.CursorShape.PointingHandCursor)
         if index.isValid() and self._selectable(index) and delegate.text_at(index, point):
             return QCursor(Qt.CursorShape.IBeamCursor)

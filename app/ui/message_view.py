@@ -41,13 +41,14 @@ class MessageView(MessageList):
     (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
     the current message: Ctrl+C copies it as written, F2 edits the user's.
     Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
-    chip of an answer's Sources row clicked, or chosen in its menu). `delegate` has
+    chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage). `delegate` has
     `dark`, `clear()` (after a theme change) and `streaming_note`.
     """
 
     regenerateRequested = Signal()
     editRequested = Signal(int, str)
     sourceChosen = Signal(object)
+    imageChosen = Signal(object)  # an AttachedImage: a thumbnail clicked, or chosen in the menu
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -334,6 +335,8 @@ class MessageView(MessageList):
             menu.addAction("Edit and resend…", self.edit_current)
         for source in message.sources:  # the keyboard's way to them (the menu key)
             menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
+        for image in message.images:  # and to the images
+            menu.addAction(f"View image {image.name}…", partial(self.imageChosen.emit, image))
         menu.popup(self.viewport().mapToGlobal(point))
 
     def exposed_rect(self) -> QRect:
@@ -364,6 +367,10 @@ class MessageView(MessageList):
             index = self.indexAt(point)
             if index.isValid() and self.delegate.thinking_header_at(index, point):
                 self.delegate.toggle_thinking(index)
+                return True
+            image = self.delegate.image_at(index, point) if index.isValid() else None
+            if image is not None:
+                self.imageChosen.emit(self.delegate.message(index).images[image])
                 return True
             source = self._source_at(index, point) if index.isValid() else None
             if source is not None:

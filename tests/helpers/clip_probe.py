@@ -25,7 +25,11 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QApplication, 
                                QDialogButtonBox, QFileDialog, QLabel, QPushButton, QRadioButton, QStyle,
                                QStyleFactory, QStyleOptionComboBox, QTabWidget, QTreeView, QWidget)
 
-from app.ui.window_look import shortcut_letter_extra
+from tests.helpers.vision_standins import install as install_image_standins
+
+install_image_standins()  # before app.ui: the image core's names, until vision-core is merged
+
+from app.ui.window_look import shortcut_letter_extra  # noqa: E402
 
 # A widget that cuts its text on purpose (and shows all of it some other way) says so.
 ELIDES = "elidesOnPurpose"
@@ -227,6 +231,8 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         ("model manager", manager),
         ("attachments", attachment_scenes.composer_with_chips),
         ("source popup", lambda: attachment_scenes.source_popup(window)),
+        ("message with images", attachment_scenes.message_with_images),
+        ("image viewer", lambda: attachment_scenes.image_viewer(window)),
         ("documents empty", lambda: _documents(window, loop, home, filled=False)),
         ("documents", lambda: _documents(window, loop, home, filled=True)),
     ]

@@ -23,6 +23,7 @@ from app.ui.message_documents import attachment_label, link_citations, source_la
 from app.ui.message_model import MessageListModel
 from app.ui.message_view import MessageView
 from app.ui.source_popup import SourcePopup, source_url
+from tests.helpers.vision_standins import Vision
 from tests.ui.conftest import run, until
 
 PDF = AttachedFile("/home/ann/report.pdf", "pdf", 48_000,
@@ -61,9 +62,13 @@ class FakeController:
         raise AttachmentsUnreadable([Unreadable(path, "it is not a kind of file Kestrel reads",
                                                 UnreadableCause.NOT_A_DOCUMENT)])
 
-    def send(self, text, attachments=()):
+    def send(self, text, attachments=(), images=()):
         self.sent.append((text, tuple(attachments)))
+        assert images == ()  # images: tests/ui/test_images.py
         return True
+
+    def vision(self):
+        return Vision(True, "")
 
     def chat_collections(self):
         return self.chosen

@@ -12,13 +12,13 @@ from tests.ui.conftest import idle, run, until
 
 
 def _record_sends(monkeypatch) -> list[tuple[str, tuple[AttachedFile, ...]]]:
-    """What the window sends through the controller's send(text, attachments), which then runs."""
+    """What the window sends through the controller's send(text, attachments, images), which then runs."""
     sent: list[tuple[str, tuple[AttachedFile, ...]]] = []
     plain_send = ChatController.send
 
-    def send(self, text, attachments=()):
+    def send(self, text, attachments=(), images=()):
         sent.append((text, tuple(attachments)))
-        return plain_send(self, text, attachments)
+        return plain_send(self, text, attachments, images)
 
     monkeypatch.setattr(ChatController, "send", send)
     return sent

@@ -12,6 +12,7 @@ from app.core.conversation import MessageState, Role
 from app.ui.dialogs import EditMessageDialog
 from app.ui.message_delegate import stats_line
 from app.core.history import HistoryStore
+from tests.helpers.vision_controller import ImageApi
 from tests.ui.conftest import idle, long_answers, run, until, with_generation
 
 
@@ -208,14 +209,16 @@ def test_a_keyboard_only_user_can_send_select_copy_and_edit(make_window, loop, q
     assert window.composer.edit.hasFocus()
     _type_and_send(qtbot, window, "Typed without a mouse")
     run(loop, until(idle(window)))
-    # Tab from the box reaches the paperclip, then Documents (Send, disabled with the box
-    # empty, is passed over); Shift+Tab from the box reaches the messages; arrows select;
-    # Ctrl+C copies.
+    # Tab from the box reaches the paperclip, the picture button (for a model that sees), then
+    # Documents (Send, disabled with the box empty, is passed over); Shift+Tab from the box
+    # reaches the messages; arrows select; Ctrl+C copies.
+    ImageApi(window.controller, available=True)
+    window.attachments.refresh_vision()
     reached = []
-    for _ in range(2):
+    for _ in range(3):
         qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
         reached.append(QApplication.focusWidget())
-    assert reached == [window.composer.attach_button, window.composer.documents_button]
+    assert reached == [window.composer.attach_button, window.composer.image_button, window.composer.documents_button]
     window.composer.edit.setFocus()
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ShiftModifier)
     assert window.messages.hasFocus()

@@ -21,8 +21,9 @@ from app.ui.window_look import fit_shortcut_letters, shortcut_letter_extra
 ROOT = Path(__file__).resolve().parents[2]
 SCREEN = {"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1920, "height": 1080, "logicalDpi": 96,
                        "logicalBaseDpi": 96, "dpr": 1}]}
-SCENES = 15  # settings, chat settings, edit message, about, hardware, server window, export, mcp json,
-# question, first run, model manager, attachments, source popup, documents empty, documents: each in both themes
+SCENES = 17  # settings, chat settings, edit message, about, hardware, server window, export, mcp json,
+# question, first run, model manager, attachments (files and images), source popup, message with images,
+# image viewer, documents empty, documents: each in both themes
 
 
 def test_every_form_and_dialog_shows_all_of_its_text_at_100_and_200_percent(tmp_path: Path) -> None:

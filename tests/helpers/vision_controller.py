@@ -1,0 +1,80 @@
+"""The image calls the window makes of the controller, as the image core's plan writes them,
+around a controller that does not have them yet (the real one before vision-core is merged,
+or a test's fake): read_images, read_image_data, vision and send(text, attachments, images).
+
+The check here is a stand-in: it decodes with Qt and refuses what Qt cannot decode (the real
+one runs in a child process with Pillow). What it gives back is a real AttachedImage of the
+file's own bytes, so thumbnails and the viewer draw real pixels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QBuffer, QIODevice, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
+
+from app.core.attachments import AttachedImage
+from tests.helpers.vision_standins import Vision, checked, install
+
+install()  # before the window's modules are imported
+
+
+def png_image(width: int, height: int, colour: str = "#3a7bd5") -> bytes:
+    """A real PNG of that size: a colour with a disc in it (so a scaled one is not one flat colour)."""
+    image = QImage(width, height, QImage.Format.Format_RGB32)
+    image.fill(QColor(colour))
+    painter = QPainter(image)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(QColor("#f5c542"))
+    painter.drawEllipse(width // 4, height // 4, width // 2, height // 2)
+    painter.end()
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    return bytes(buffer.data().data())
+
+
+class ImageApi:
+    """Adds the image calls to `controller` (its own attributes, so the window calls them by
+    their real names). `vision` is what vision() answers; `sent` records each send's
+    (text, attachments, images); `accept`, when set, is what send answers instead of passing the
+    message on (the controller's own send refuses images for a model without a projector);
+    `release`, when set, is awaited before each check (the chip says Checking… meanwhile)."""
+
+    def __init__(self, controller: Any, available: bool = True, reason: str = "", accept: bool | None = None) -> None:
+        self.controller = controller
+        self.vision = Vision(available, reason)
+        self.sent: list[tuple[str, tuple[Any, ...], tuple[AttachedImage, ...]]] = []
+        self.release: asyncio.Event | None = None
+        self.checks = 0
+        self._send = controller.send
+        self.accept = accept  # what send answers without passing the message on; None: the controller's own send
+        controller.read_images = self.read_images
+        controller.read_image_data = self.read_image_data
+        controller.vision = lambda: self.vision
+        controller.send = self.send
+
+    def set_vision(self, available: bool, reason: str = "") -> None:
+        self.vision = Vision(available, reason)
+
+    async def read_images(self, paths: list[Path]) -> tuple[AttachedImage, ...]:
+        self.checks += 1
+        if self.release is not None:
+            await self.release.wait()
+        found = [(path, await asyncio.to_thread(path.read_bytes)) for path in paths]
+        return tuple(checked(data, path.name) for path, data in found)
+
+    async def read_image_data(self, data: bytes, name: str = "Pasted image") -> AttachedImage:
+        self.checks += 1
+        if self.release is not None:
+            await self.release.wait()
+        return checked(data, name)
+
+    def send(self, text: str, attachments: tuple[Any, ...] = (), images: tuple[AttachedImage, ...] = ()) -> bool:
+        self.sent.append((text, tuple(attachments), tuple(images)))
+        if self.accept is not None:
+            return self.accept
+        return bool(self._send(text, tuple(attachments), tuple(images)))
