@@ -10,9 +10,7 @@ from PySide6.QtWidgets import QWidget
 
 from app.core.attachments import AttachedFile, AttachedImage, AttachedSection, SourceRef
 from app.core.conversation import Message, MessageState, Role
-from tests.helpers.vision_standins import install as install_image_standins
 
-install_image_standins()  # before app.ui: the image core's names, until vision-core is merged
 
 PDF = AttachedFile("/home/ann/Quarterly report 2026 (final, signed).pdf", "pdf", 48_000,
                    tuple(AttachedSection(f"Page {n} text.", page=n) for n in range(1, 13)))

@@ -25,11 +25,7 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QApplication, 
                                QDialogButtonBox, QFileDialog, QLabel, QPushButton, QRadioButton, QStyle,
                                QStyleFactory, QStyleOptionComboBox, QTabWidget, QTreeView, QWidget)
 
-from tests.helpers.vision_standins import install as install_image_standins
-
-install_image_standins()  # before app.ui: the image core's names, until vision-core is merged
-
-from app.ui.window_look import shortcut_letter_extra  # noqa: E402
+from app.ui.window_look import shortcut_letter_extra
 
 # A widget that cuts its text on purpose (and shows all of it some other way) says so.
 ELIDES = "elidesOnPurpose"

@@ -1,10 +1,11 @@
-"""The image calls the window makes of the controller, as the image core's plan writes them,
-around a controller that does not have them yet (the real one before vision-core is merged,
-or a test's fake): read_images, read_image_data, vision and send(text, attachments, images).
+"""The image calls the window makes of the controller (read_images, read_image_data, vision and
+send(text, attachments, images)) held by a test: what vision() answers, when a check finishes,
+what send was given.
 
-The check here is a stand-in: it decodes with Qt and refuses what Qt cannot decode (the real
-one runs in a child process with Pillow). What it gives back is a real AttachedImage of the
-file's own bytes, so thumbnails and the viewer draw real pixels.
+The check here decodes with Qt and refuses what Qt cannot decode, at once and in this process
+(the controller's own check runs in a child process with Pillow: tests/ui/test_images.py drives
+that one too). What it gives back is a real AttachedImage of the file's own bytes, so thumbnails
+and the viewer draw real pixels.
 """
 
 from __future__ import annotations
@@ -17,9 +18,20 @@ from PySide6.QtCore import QBuffer, QIODevice, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 
 from app.core.attachments import AttachedImage
-from tests.helpers.vision_standins import Vision, checked, install
+from app.service.vision import VisionState as Vision
 
-install()  # before the window's modules are imported
+
+def checked(data: bytes, name: str) -> AttachedImage:
+    """The test's image check: Qt decodes it, or it is refused with words naming it (the
+    controller's own check scales and re-encodes; this keeps the bytes)."""
+    from app.ui.chat_images_calls import ImagesUnreadable as Refused  # the class the window catches
+
+    image = QImage.fromData(data)
+    if image.isNull():
+        raise Refused((), f"{name} is not an image Kestrel can read. Open it in an image viewer and "
+                          "save it as PNG or JPEG, then add it again.")
+    mime = "image/jpeg" if data[:3] == b"\xff\xd8\xff" else "image/png"
+    return AttachedImage(name, mime, image.width(), image.height(), data)
 
 
 def png_image(width: int, height: int, colour: str = "#3a7bd5") -> bytes:

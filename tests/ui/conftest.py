@@ -20,13 +20,9 @@ from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service.client import EngineClient
 from app.service.engine_handle import EngineHandle
-from tests.helpers.vision_standins import install as install_image_standins
-
-install_image_standins()  # before app.ui: the image core's names, until vision-core is merged
-
-from app.ui.app import build_window  # noqa: E402
-from app.ui.main_window import MainWindow  # noqa: E402
-from tests.helpers.scripted_engine import ScriptedEngine  # noqa: E402
+from app.ui.app import build_window
+from app.ui.main_window import MainWindow
+from tests.helpers.scripted_engine import ScriptedEngine
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from app.ui.message_documents import attachment_label, link_citations, source_la
 from app.ui.message_model import MessageListModel
 from app.ui.message_view import MessageView
 from app.ui.source_popup import SourcePopup, source_url
-from tests.helpers.vision_standins import Vision
+from app.service.vision import VisionState as Vision
 from tests.ui.conftest import run, until
 
 PDF = AttachedFile("/home/ann/report.pdf", "pdf", 48_000,
