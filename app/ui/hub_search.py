@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 # Typing waits this long after the last key, and for this many characters, before asking.
 PAUSE_MS = 400
 MIN_CHARS = 2
-PLACEHOLDER = "Search Hugging Face… (asks huggingface.co only when you type here)"
+PLACEHOLDER = "Search Hugging Face…"
+# Under the empty line: the one time Kestrel asks huggingface.co (the placeholder is too short for it).
+QUIET = "Kestrel asks huggingface.co only when you type here."
 _DATA = Qt.ItemDataRole.UserRole + 1
 # The files' columns: the Download button before the file's name, which may be long.
 _BUTTON, _FILE = 3, 4
@@ -75,6 +77,8 @@ class HubSearchBox(QWidget):
         layout.addLayout(line)
         for widget in (self.note, self.repos, self.files_note, self.files):
             layout.addWidget(widget)
+        layout.addStretch()  # words stay under the line while no list is shown
+        self.note.setText(QUIET)
         self.query.textChanged.connect(self._typed)
         self.kind.currentIndexChanged.connect(lambda _index: self.search_now())
         self.query.installEventFilter(self)
@@ -90,7 +94,7 @@ class HubSearchBox(QWidget):
         if len(text.strip()) < MIN_CHARS:
             self.timer.stop()
             self._searched = self._listing = None
-            self.note.setText("" if not text.strip() else f"Type at least {MIN_CHARS} characters to search.")
+            self.note.setText(QUIET if not text.strip() else f"Type at least {MIN_CHARS} characters to search.")
             self._show_repos(())
             self._show_files(None)
             return

@@ -111,6 +111,7 @@ class ModelCard(QFrame):
         line.setSpacing(8)
         line.addLayout(self.tags)
         line.addWidget(self.status, 1)
+        line.addStretch()  # takes the room while there is no status, so the tags keep their own width
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 10, 12, 10)
         layout.setSpacing(4)

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from app.core.units import human_size
-from app.ui.hub_search import MIN_CHARS, PAUSE_MS, PLACEHOLDER, HubSearchBox
+from app.ui.hub_search import MIN_CHARS, PAUSE_MS, PLACEHOLDER, QUIET, HubSearchBox
 from app.ui.main_window import MainWindow
 from app.ui.model_manager import ModelManager
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
@@ -55,7 +55,8 @@ def test_typing_searches_after_a_pause_and_a_chosen_file_downloads_and_is_instal
     monkeypatch.setenv("HF_ENDPOINT", front.base)
     window = make_window()
     manager, box = open_search(window)
-    assert box.query.placeholderText() == PLACEHOLDER and "only when you type" in PLACEHOLDER
+    assert box.query.placeholderText() == PLACEHOLDER and box.note.text() == QUIET
+    assert "only when you type" in QUIET
 
     qtbot.keyClicks(box.query, "thinker")
     assert front.log == [] and box.timer.isActive(), "nothing is sent while the user is typing"
@@ -125,5 +126,5 @@ def test_short_text_no_match_and_an_unreachable_hub_are_said_in_place(
     assert box.repos.isHidden()
 
     qtbot.keyClick(box.query, Qt.Key.Key_Escape)
-    assert box.query.text() == "" and box.note.text() == ""
+    assert box.query.text() == "" and box.note.text() == QUIET
     assert len(server.requests("GET", search_path("nothing-like-it"))) == 2, "GGUF, ONNX, GGUF again: no cache"
