@@ -39,7 +39,11 @@ def details_html(row: ModelRow) -> str:
         cells.append((label, str(value)))
     where = "kept where you keep it" if model.referenced else "in Kestrel's models folder"
     cells += [("File", f"{model.path} ({where})"), ("Source", model.source)]
+    if row.details.get("projector"):
+        cells.append(("Vision projector", f"{row.details['projector']} (it reads images)"))
     lines.append(_table(cells))
+    if row.details.get("projector_missing"):
+        lines.append(f"<p>{escape(str(row.details['projector_missing']))}</p>")
     if row.fit is not None:
         lines.append(_fit(verdict_tooltip(row.fit)))
     return "".join(lines)
@@ -53,6 +57,9 @@ def catalog_html(row: CatalogRow) -> str:
              ("Format", entry.format.upper()), ("Download size", size),
              ("Native context", f"{entry.context_length:,} tokens"), ("Licence", entry.license),
              ("From", f"huggingface.co/{entry.repo}")]
+    if entry.projector is not None:
+        projector = human_size(entry.projector.size) if entry.projector.size else "size from the server"
+        cells.append(("Vision projector", f"{entry.projector.path} ({projector}, downloaded with it)"))
     if row.installed_id:
         cells.append(("Installed", f"yes, as {row.installed_id}"))
     return (f"<h3>{escape(entry.name)}</h3><p>{escape(entry.description)}</p>" + _table(cells)

@@ -295,3 +295,24 @@ def test_an_embedding_models_card_is_tagged_and_cannot_be_loaded_to_chat() -> No
     facts = installed_facts(row)
     assert facts.tags == ("Embedding",) and not facts.action_enabled
     assert facts.action_tip.startswith("Minilm is an embedding model: it turns text into vectors")
+
+
+def test_a_model_that_sees_names_its_projector_and_one_whose_projector_is_gone_says_so() -> None:
+    seeing = details_html(installed("gemma", details={"format": "gguf", "chat_template": True,
+                                                      "projector": "/models/gemma/mmproj-model-f16.gguf"}))
+    assert "Vision projector:" in seeing and "mmproj-model-f16.gguf (it reads images)" in seeing
+    gone = details_html(installed("gemma", details={"format": "gguf", "chat_template": True, "projector_missing":
+                                                    "The vision projector /usb/mmproj.gguf is not there now, so the "
+                                                    "model reads text only."}))
+    assert "Vision projector:" not in gone and "is not there now, so the model reads text only." in gone
+
+
+def test_the_catalogs_vision_model_names_the_projector_it_downloads_with() -> None:
+    from app.library.catalog import find_entry, load_catalog
+    from app.service.events import CatalogRow
+    from app.ui.manager_details import catalog_html
+
+    entry = find_entry(load_catalog(), "gemma-3-4b-it-q4_k_m")
+    assert entry is not None and entry.projector is not None
+    text = catalog_html(CatalogRow(entry, None, None))
+    assert "Vision projector:" in text and "mmproj-model-f16.gguf (851.3 MB, downloaded with it)" in text
