@@ -59,6 +59,18 @@ def test_every_shipped_gguf_is_pinned_to_a_revision_with_its_bytes_and_checksum(
                                                                        (2728144896, "3351fe9c")]
 
 
+def test_granite_41_is_a_dense_model_with_a_kv_cache_on_every_layer() -> None:
+    """IBM's own GGUF at a pinned revision; its shape says every one of the 40 layers keeps a
+    KV cache (a dense transformer, not a Mamba hybrid), so the fit counts all of them."""
+    granite = find_entry(load_catalog(), "granite-4.1-8b-q4_k_m")
+    assert granite is not None and granite.repo == "ibm-granite/granite-4.1-8b-GGUF" and not granite.recommended
+    assert granite.revision == "865b82c2e7970d82e3731278c88c57ae7138359c"
+    assert granite.files == (CatalogFile("granite-4.1-8b-Q4_K_M.gguf",
+                                         "ed902ac9eb6adce5a90c6a08c8ea201b50e23fdc5976d1cd0362006afac5309e",
+                                         5347914400),)
+    assert granite.shape == CatalogShape(40, 8, 128, 4096, 100352) and granite.context_length == 131072
+
+
 def test_the_phi4_mini_onnx_entry_states_every_file_so_its_size_is_known() -> None:
     """Every file of the folder but the Python one (configuration_phi3.py, which ONNX Runtime
     GenAI does not read), each with its bytes and SHA-256: the list can judge its fit."""
@@ -209,7 +221,8 @@ def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_name
     assert by_id["qwen2.5-coder-1.5b-instruct-q4_k_m"].capabilities == ("tools",)
     assert by_id["qwen3-4b-q4_k_m"].capabilities == ("tools", "reasoning")
     assert by_id["phi-3.5-mini-instruct-onnx-cpu-int4"].capabilities == ()
-    # Phi-4 mini's ONNX folder has its own tokenizer_config.json (its template was not read).
+    # Granite 4.1's and Phi-4 mini's ONNX chat templates were not read: no tools claimed for them.
+    assert by_id["granite-4.1-8b-q4_k_m"].capabilities == ()
     assert by_id["phi-4-mini-instruct-onnx-cpu-int4"].capabilities == ()
     assert by_id["gemma-3-4b-it-q4_k_m"].capabilities == ("vision",)
     # SmolLM3's template has the thinking switch; its tools come in xml_tools, not tools.
