@@ -17,7 +17,7 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
     problems: list[str] = []
     entries = load_catalog(problems=problems)
 
-    assert problems == [] and 7 <= len(entries) <= 10
+    assert problems == [] and 7 <= len(entries) <= 12
     assert {e.format for e in entries} == {"gguf", "onnx"}
     recommended = recommended_entry(entries)
     assert recommended is not None and recommended.format == "gguf" and recommended.instruct
@@ -32,8 +32,8 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
                                            "263215c3cadd6e16740741a7624ab4cbb6c8e777688bd5331ecfbf5681c2f8ed",
                                            25008064),)
     assert embedding.size == 25008064 and embedding.context_length == 512
-    onnx = next(e for e in entries if e.format == "onnx")
-    assert any(f.path.endswith("/genai_config.json") for f in onnx.files)
+    onnx = [e for e in entries if e.format == "onnx"]
+    assert len(onnx) == 2 and all(any(f.path.endswith("/genai_config.json") for f in e.files) for e in onnx)
     assert find_entry(entries, recommended.id.upper()) == recommended
     # Every shipped model carries the numbers the memory estimate needs.
     assert all(e.shape is not None for e in entries)
@@ -43,19 +43,51 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
 
 def test_every_shipped_gguf_is_pinned_to_a_revision_with_its_bytes_and_checksum() -> None:
     """Issue 26: sizes known for every entry, nothing downloaded from a moving branch
-    unchecked; the one ONNX entry is pinned too, but two of its small files have no size found
-    (the stated exception: its total stays unknown until a download starts)."""
+    unchecked; the Phi-3.5 ONNX entry is pinned too, but two of its small files have no size
+    found (the stated exception: its total stays unknown until a download starts)."""
     entries = load_catalog()
     for entry in entries:
         assert re.fullmatch(r"[0-9a-f]{40}", entry.revision), entry.id
     for entry in (e for e in entries if e.format == "gguf"):
         assert entry.size is not None and all(f.sha256 and f.size for f in entry.files), entry.id
-    [onnx] = [e for e in entries if e.format == "onnx"]
+    onnx = find_entry(entries, "phi-3.5-mini-instruct-onnx-cpu-int4")
+    assert onnx is not None
     unstated = [f.path.rsplit("/", 1)[-1] for f in onnx.files if f.size is None]
     assert unstated == ["special_tokens_map.json", "tokenizer_config.json"] and onnx.size is None
     weights = [f for f in onnx.files if f.path.endswith((".onnx", ".onnx.data"))]
     assert [(f.size, f.sha256[:8]) for f in weights if f.sha256] == [(52176615, "c4f05e6e"),
                                                                        (2728144896, "3351fe9c")]
+
+
+def test_granite_41_is_a_dense_model_with_a_kv_cache_on_every_layer() -> None:
+    """IBM's own GGUF at a pinned revision; its shape says every one of the 40 layers keeps a
+    KV cache (a dense transformer, not a Mamba hybrid), so the fit counts all of them."""
+    granite = find_entry(load_catalog(), "granite-4.1-8b-q4_k_m")
+    assert granite is not None and granite.repo == "ibm-granite/granite-4.1-8b-GGUF" and not granite.recommended
+    assert granite.revision == "865b82c2e7970d82e3731278c88c57ae7138359c"
+    assert granite.files == (CatalogFile("granite-4.1-8b-Q4_K_M.gguf",
+                                         "ed902ac9eb6adce5a90c6a08c8ea201b50e23fdc5976d1cd0362006afac5309e",
+                                         5347914400),)
+    assert granite.shape == CatalogShape(40, 8, 128, 4096, 100352) and granite.context_length == 131072
+
+
+def test_the_phi4_mini_onnx_entry_states_every_file_so_its_size_is_known() -> None:
+    """Every file of the folder but the Python one (configuration_phi3.py, which ONNX Runtime
+    GenAI does not read), each with its bytes and SHA-256: the list can judge its fit."""
+    phi4 = find_entry(load_catalog(), "phi-4-mini-instruct-onnx-cpu-int4")
+    assert phi4 is not None and phi4.format == "onnx" and not phi4.recommended and phi4.capabilities == ()
+    assert phi4.revision == "fc04c8f93df696602fd9f300a30d1bf2e3081347"
+    folder = "cpu_and_mobile/cpu-int4-rtn-block-32-acc-level-4/"
+    assert all(f.path.startswith(folder) and f.sha256 and f.size for f in phi4.files)
+    assert sorted(f.path[len(folder):] for f in phi4.files) == [
+        "added_tokens.json", "config.json", "genai_config.json", "merges.txt", "model.onnx",
+        "model.onnx.data", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "vocab.json"]
+    sizes = {f.path[len(folder):]: (f.size, (f.sha256 or "")[:8]) for f in phi4.files}
+    assert sizes["model.onnx.data"] == (4856573952, "cb0267fa") and sizes["model.onnx"] == (52118230, "701aa5d1")
+    assert sizes["tokenizer_config.json"] == (2960, "c565326a")
+    assert sizes["special_tokens_map.json"] == (587, "aff38493")
+    assert phi4.size == 4930552755 == sum(size for size, _ in sizes.values())
+    assert phi4.shape == CatalogShape(32, 8, 128, 3072, 200064) and phi4.context_length == 131072
 
 
 def test_the_shipped_vision_entry_names_its_projector_with_its_bytes_and_checksum() -> None:
@@ -189,6 +221,9 @@ def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_name
     assert by_id["qwen2.5-coder-1.5b-instruct-q4_k_m"].capabilities == ("tools",)
     assert by_id["qwen3-4b-q4_k_m"].capabilities == ("tools", "reasoning")
     assert by_id["phi-3.5-mini-instruct-onnx-cpu-int4"].capabilities == ()
+    # Granite 4.1's and Phi-4 mini's ONNX chat templates were not read: no tools claimed for them.
+    assert by_id["granite-4.1-8b-q4_k_m"].capabilities == ()
+    assert by_id["phi-4-mini-instruct-onnx-cpu-int4"].capabilities == ()
     assert by_id["gemma-3-4b-it-q4_k_m"].capabilities == ("vision",)
     # SmolLM3's template has the thinking switch; its tools come in xml_tools, not tools.
     assert by_id["smollm3-3b-q4_k_m"].capabilities == ("reasoning",)
