@@ -20,7 +20,7 @@ from app.engine import image_prompt
 from app.server.images import MAX_BASE64_CHARS, MAX_IMAGE_BYTES, MAX_IMAGES
 from app.service.api_types import ApiImage
 from tests.helpers.vision_gguf import png_bytes
-from tests.server.helpers import KEY, FakeAnswers, anthropic_client, loop_thread, openai_client, serving
+from tests.server.helpers import KEY, FakeAnswers, anthropic_client, loop_thread, openai_client, serving, words
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 PNG = png_bytes()
@@ -33,14 +33,6 @@ def picture(url: str = DATA_URL, **extra: Any) -> dict[str, Any]:
 
 def anthropic_picture(data: str = base64.b64encode(PNG).decode()) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-
-
-def words(error: openai.APIStatusError | anthropic.APIStatusError) -> str:
-    """The error's message as the server wrote it (OpenAI's client keeps the body's "error", Anthropic's all of it)."""
-    body = error.body
-    assert isinstance(body, dict), body
-    inner = body.get("error", body)
-    return str(inner["message"])
 
 
 def test_the_limits_are_the_engines() -> None:
