@@ -191,3 +191,16 @@ def test_models_say_which_take_images() -> None:
         anthropic_listed = anthropic_client(server.address).models.list().data
     assert listed[0].model_extra is not None and listed[0].model_extra["vision"] is False
     assert anthropic_listed[0].model_extra is not None and anthropic_listed[0].model_extra["vision"] is False
+
+
+def test_a_body_past_32_mb_gets_413_saying_what_to_send_less_of() -> None:
+    fake = FakeAnswers()
+    with loop_thread() as thread, serving(thread, fake) as server:
+        with pytest.raises(anthropic.APIStatusError) as large:
+            anthropic_client(server.address).messages.create(model="tiny", max_tokens=8, messages=[
+                {"role": "user", "content": [anthropic_picture("A" * (MAX_BASE64_CHARS - 4))] * 2}])
+    assert large.value.status_code == 413
+    assert large.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+    assert words(large.value).endswith("are accepted. Send less: fewer or smaller images (base64 makes each a third "
+                                       "larger), or shorter messages.")
+    assert fake.asks == []

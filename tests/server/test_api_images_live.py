@@ -35,6 +35,13 @@ def asking(text: str, *images: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": parts}]
 
 
+def text_only_of(client: openai.OpenAI, asked: dict[str, Any], words_long: int) -> int:
+    """The prompt tokens of a text-only question of so many words."""
+    answer = client.chat.completions.create(messages=asking("word " * words_long), **asked)
+    assert answer.usage is not None
+    return answer.usage.prompt_tokens
+
+
 def test_an_image_reaches_the_model_through_both_clients_and_a_bad_one_is_named(tmp_path: Path) -> None:
     (tmp_path / "vision").mkdir()
     model_file, _ = build_vision_pair(tmp_path / "vision")
@@ -81,6 +88,18 @@ def test_an_image_reaches_the_model_through_both_clients_and_a_bad_one_is_named(
                 {"role": "user", "content": [
                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": damaged}}]}])
         assert words(cut.value).startswith("messages[0].content[0].source.data cannot be used: it could not be read")
+
+        # The images count in the prompt's length as the engine counts them: a prompt that fits the
+        # loaded context as text, and not with 16 images, is answered after a reload with a larger one.
+        loaded = controller.session.loaded
+        assert loaded is not None and loaded.context_length == 1024
+        per_word = (text_only_of(client, asked, 110) - text_only_of(client, asked, 10)) / 100
+        fill = 10 + int((900 - text_only_of(client, asked, 10)) / per_word)
+        assert 1024 - 16 * IMAGE_POSITIONS < text_only_of(client, asked, fill) < 1024
+        many = client.chat.completions.create(messages=asking("word " * fill, *[PNG] * 16), **asked)
+        assert many.usage is not None and many.usage.prompt_tokens > 1024
+        loaded = controller.session.loaded
+        assert loaded is not None and loaded.context_length > many.usage.prompt_tokens
 
 
 def test_the_engine_gets_the_checked_image_in_its_turn_and_a_projector_that_did_not_load_is_named(
