@@ -31,9 +31,9 @@ def _text_blocks(body: Body, key: str) -> str:
     for block in body.objects(key):
         kind = block.text("type", required=True)
         if kind != "text":
-            where = "in a user message's content" if kind == "image" else "only"
-            raise BadRequest(f"{block.name('type')} is {kind!r}: {body.name(key)} takes text blocks only; Kestrel "
-                             f"takes images {where}.", block.name("type"))
+            images = "; Kestrel takes images in a user message's own content" if kind == "image" else ""
+            raise BadRequest(f"{block.name('type')} is {kind!r}: {body.name(key)} takes text blocks only{images}.",
+                             block.name("type"))
         pieces.append(block.text("text", required=True) or "")
     return "".join(pieces)
 
