@@ -1,4 +1,4 @@
-"""Anthropic Messages request bodies read into the service's ApiAsk."""
+"""Anthropic Messages request bodies read into the service's ApiAsk, images included."""
 
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ from app.engine.protocol import AnswerShape, ChatMessage
 from app.engine.tool_calls import ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
+from app.server.images import RequestImages, no_fetch, no_files
 from app.server.openai_asks import Asked, context_length, sampling
 from app.service.api_answers import ApiAsk
 
+# How an image is sent inline in this API.
+_BASE64 = 'a base64 source ({"type": "base64", "media_type": "image/png", "data": ...})'
+
 
 def _text_blocks(body: Body, key: str) -> str:
-    """A string, or text blocks (system, tool_result content)."""
+    """A string, or text blocks (system, tool_result content: images go in a user message's own content)."""
     value = body.data.get(key)
     if value is None:
         return ""
@@ -27,14 +31,38 @@ def _text_blocks(body: Body, key: str) -> str:
     for block in body.objects(key):
         kind = block.text("type", required=True)
         if kind != "text":
-            raise BadRequest(f"{block.name('type')} is {kind!r}: Kestrel's models read text only.",
+            images = "; Kestrel takes images in a user message's own content" if kind == "image" else ""
+            raise BadRequest(f"{block.name('type')} is {kind!r}: {body.name(key)} takes text blocks only{images}.",
                              block.name("type"))
         pieces.append(block.text("text", required=True) or "")
     return "".join(pieces)
 
 
-def _turns(message: Body, role: Role) -> list[ChatMessage]:
-    """One Anthropic message as Kestrel's turns: tool results become tool turns of their own."""
+def _image(block: Body, role: Role, images: RequestImages) -> None:
+    """An image block's source: base64 only (a URL is never fetched, and no files are kept)."""
+    if role is not Role.USER:
+        raise BadRequest(f"{block.name('type')} is 'image' in an {role.value} message: Kestrel takes images in "
+                         "user messages only.", block.name("type"))
+    source = block.child("source", required=True)
+    assert source is not None
+    kind = source.text("type", required=True)
+    if kind == "base64":
+        source.text("media_type", required=True)  # the check goes by the image's bytes, not this
+        images.from_base64(source, "data")
+    elif kind == "url":
+        raise BadRequest(f"{source.name('type')} is 'url'. {no_fetch(_BASE64)}",
+                         source.name("type"))
+    elif kind == "file":
+        raise BadRequest(f"{source.name('type')} is 'file'. {no_files(_BASE64)}",
+                         source.name("type"))
+    else:
+        raise BadRequest(f"{source.name('type')} is {kind!r}; Kestrel takes an image as a base64 source.",
+                         source.name("type"))
+
+
+def _turns(message: Body, role: Role, images: RequestImages) -> list[ChatMessage]:
+    """One Anthropic message as Kestrel's turns: tool results become tool turns of their own
+    (before the message's own turn, which holds its text and images)."""
     value = message.data.get("content")
     if isinstance(value, str):
         return [ChatMessage(role, value)]
@@ -59,15 +87,15 @@ def _turns(message: Body, role: Role) -> list[ChatMessage]:
                 result = f"Error: {result}"
             results.append(ChatMessage(Role.TOOL, result, tool_call_id=block.text("tool_use_id", required=True)
                                        or ""))
+        elif kind == "image":
+            _image(block, role, images)
         elif kind in ("thinking", "redacted_thinking"):
             continue  # a reasoning model's earlier thoughts: Kestrel's templates leave them out
         else:
-            raise BadRequest(f"{block.name('type')} is {kind!r}: Kestrel takes text, tool_use (from the "
-                             "assistant) and tool_result (from the user) blocks.", block.name("type"))
-    turns = results
-    if text or calls or not results:
-        turns = [*results, ChatMessage(role, "".join(text), tool_calls=tuple(calls))]
-    return turns
+            raise BadRequest(f"{block.name('type')} is {kind!r}: Kestrel takes text, image (from the user), "
+                             "tool_use (from the assistant) and tool_result (from the user) blocks.", block.name("type"))
+    return results if results and not (text or calls or images.holding) else \
+        [*results, ChatMessage(role, "".join(text), tool_calls=tuple(calls))]
 
 
 def _tools(body: Body) -> tuple[str | None, str]:
@@ -109,6 +137,7 @@ def messages_ask(body: Body, client: str) -> Asked:
     if system:
         turns.append(ChatMessage(Role.SYSTEM, system))
     messages = body.objects("messages", required=True)
+    images = RequestImages()
     if not messages:
         raise BadRequest("messages must hold at least one message.", "messages")
     for message in messages:
@@ -116,9 +145,12 @@ def messages_ask(body: Body, client: str) -> Asked:
         if role_name not in ("user", "assistant"):
             raise BadRequest(f"{message.name('role')} is {role_name!r}; it must be user or assistant (the "
                              "system prompt goes in system).", message.name("role"))
-        turns.extend(_turns(message, Role(role_name)))
+        own = _turns(message, Role(role_name), images)
+        images.belong_to(len(turns) + len(own) - 1)  # the message's own turn is its last
+        turns.extend(own)
     listed, choice = _tools(body)
     ask = ApiAsk(endpoint="/v1/messages", client=client, model=body.text("model"), messages=tuple(turns),
+                 images=tuple(images.found),
                  settings=sampling(body, max_tokens_keys=("max_tokens",), temperature_high=1.0),
                  stop=body.texts("stop_sequences"), context_length=context_length(body),
                  shape=AnswerShape(tools=listed, tool_choice=choice))

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.server.errors import BadRequest, Flavor, bad_request_response, refused_response
-from app.server.fields import MAX_BODY_BYTES, Body, parse_json
+from app.server.fields import MAX_BODY_BYTES, Body, parse_json, too_large
 from app.server.runs import CLIENT_GONE, ClientGone, outcome_of
 from app.service.api_answers import ApiRefused
 
@@ -17,8 +17,7 @@ async def read_body(request: Request) -> Body:
     """The request's JSON object; BadRequest if it is too big, not JSON, or not an object."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise BadRequest(f"The request body is {int(declared):,} bytes; at most {MAX_BODY_BYTES:,} are accepted.",
-                         status=413)
+        raise too_large(int(declared))
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk

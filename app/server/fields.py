@@ -13,11 +13,16 @@ from app.server.errors import BadRequest
 MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
+def too_large(size: int) -> BadRequest:
+    """A body past MAX_BODY_BYTES (Anthropic's own limit; images in base64 are most of such a body)."""
+    return BadRequest(f"The request body is {size:,} bytes; at most {MAX_BODY_BYTES:,} are accepted. Send less: fewer "
+                      "or smaller images (base64 makes each a third larger), or shorter messages.", status=413)
+
+
 def parse_json(raw: bytes) -> Body:
     """The body as an object, or BadRequest saying what is wrong with it."""
     if len(raw) > MAX_BODY_BYTES:
-        raise BadRequest(f"The request body is {len(raw):,} bytes; at most {MAX_BODY_BYTES:,} are accepted.",
-                         status=413)
+        raise too_large(len(raw))
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

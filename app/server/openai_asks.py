@@ -1,4 +1,4 @@
-"""OpenAI request bodies (chat, completions, responses) read into the service's ApiAsk."""
+"""OpenAI request bodies (chat, completions, responses) read into the service's ApiAsk, images included."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from app.engine.tool_calls import ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.server.grammar import any_json_object, json_schema_grammar
+from app.server.images import RequestImages, no_files
 from app.service.api_answers import ApiAsk
 
 _ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "user": Role.USER, "assistant": Role.ASSISTANT,
@@ -53,8 +54,9 @@ def context_length(body: Body) -> int | None:
     return body.integer("context_length", 256, 1_048_576)
 
 
-def content_text(body: Body, key: str, *, allow_null: bool = False) -> str:
-    """A message's content: a string, or text parts (images and audio are refused in words)."""
+def content_text(body: Body, key: str, *, allow_null: bool = False, images: RequestImages | None = None) -> str:
+    """A message's content: a string, or text and image parts; the images go to `images` (a user
+    turn's; None: the turn takes none, and an image is refused in words, as audio and files are)."""
     value = body.data.get(key)
     if value is None:
         if allow_null:
@@ -71,10 +73,31 @@ def content_text(body: Body, key: str, *, allow_null: bool = False) -> str:
             pieces.append(part.text("text", required=True) or "")
         elif kind == "refusal":
             pieces.append(part.text("refusal") or "")
+        elif kind in ("image_url", "input_image"):
+            if images is None:
+                raise BadRequest(f"{part.name('type')} is {kind!r} in a message whose role is "
+                                 f"{body.data.get('role')!r}: Kestrel takes images in user messages only.",
+                                 part.name("type"))
+            _image(part, kind, images)
         else:
-            raise BadRequest(f"{part.name('type')} is {kind!r}: Kestrel's models read text only, so send "
-                             "text parts (type \"text\").", part.name("type"))
+            raise BadRequest(f"{part.name('type')} is {kind!r}: Kestrel takes text and image parts only (type "
+                             "\"text\", or \"image_url\" with a data: URL).", part.name("type"))
     return "".join(pieces)
+
+
+def _image(part: Body, kind: str, images: RequestImages) -> None:
+    """Chat Completions' {"image_url": {"url": ..., "detail": ...}} (detail is ignored: the image
+    check sizes every image alike), or the Responses API's {"image_url": "data:..."}."""
+    if isinstance(part.data.get("image_url"), str):
+        images.from_url(part, "image_url")
+    elif kind == "input_image" and part.has("file_id") and not part.has("image_url"):
+        raise BadRequest(f"{part.name('file_id')} names an uploaded file. {no_files()}", part.name("file_id"))
+    elif kind == "input_image":
+        images.from_url(part, "image_url")  # missing or of the wrong type: the 400 names it
+    else:
+        inner = part.child("image_url", required=True)
+        assert inner is not None
+        images.from_url(inner, "url")
 
 
 def _tool_calls(message: Body) -> tuple[ToolCall, ...]:
@@ -88,11 +111,12 @@ def _tool_calls(message: Body) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def chat_messages(body: Body) -> tuple[ChatMessage, ...]:
+def chat_messages(body: Body, images: RequestImages) -> tuple[ChatMessage, ...]:
+    """The request's turns; a user turn's images go to `images`, each with its turn's index."""
     messages = body.objects("messages", required=True)
     if not messages:
         raise BadRequest("messages must hold at least one message.", "messages")
-    turns = []
+    turns: list[ChatMessage] = []
     for message in messages:
         role_name = message.text("role", required=True)
         role = _ROLES.get(role_name or "")
@@ -100,7 +124,9 @@ def chat_messages(body: Body) -> tuple[ChatMessage, ...]:
             raise BadRequest(f"{message.name('role')} is {role_name!r}; it must be one of "
                              f"{', '.join(_ROLES)}.", message.name("role"))
         calls = _tool_calls(message) if role is Role.ASSISTANT else ()
-        text = content_text(message, "content", allow_null=role is Role.ASSISTANT)
+        text = content_text(message, "content", allow_null=role is Role.ASSISTANT,
+                            images=images if role is Role.USER else None)
+        images.belong_to(len(turns))
         call_id = message.text("tool_call_id", required=role is Role.TOOL) or ""
         turns.append(ChatMessage(role, text, tool_calls=calls, tool_call_id=call_id))
     return tuple(turns)
@@ -176,8 +202,10 @@ def chat_ask(body: Body, client: str) -> Asked:
     listed_tools, choice = tools(body)
     shape = AnswerShape(grammar=response_format(body), tools=listed_tools, tool_choice=choice)
     options = body.child("stream_options")
+    images = RequestImages()
+    messages = chat_messages(body, images)
     ask = ApiAsk(endpoint="/v1/chat/completions", client=client, model=body.text("model"),
-                 messages=chat_messages(body),
+                 messages=messages, images=tuple(images.found),
                  settings=sampling(body, max_tokens_keys=("max_tokens", "max_completion_tokens")),
                  stop=body.texts("stop"), context_length=context_length(body), shape=shape)
     return Asked(ask, bool(body.flag("stream")), bool(options and options.flag("include_usage")))
@@ -210,6 +238,7 @@ def responses_ask(body: Body, client: str) -> Asked:
         raise BadRequest("/v1/responses takes no tools in Kestrel yet: use /v1/chat/completions for tool calls.",
                          "tools")
     turns = []
+    images = RequestImages()
     instructions = body.text("instructions")
     if instructions:
         turns.append(ChatMessage(Role.SYSTEM, instructions))
@@ -229,12 +258,15 @@ def responses_ask(body: Body, client: str) -> Asked:
             if role is None or role is Role.TOOL:
                 raise BadRequest(f"{item.name('role')} is {role_name!r}; it must be system, developer, user "
                                  "or assistant.", item.name("role"))
-            turns.append(ChatMessage(role, content_text(item, "content")))
+            text = content_text(item, "content", images=images if role is Role.USER else None)
+            images.belong_to(len(turns))
+            turns.append(ChatMessage(role, text))
     else:
         raise body.wrong("input", "a string or an array of messages")
-    text = body.child("text")
-    grammar = response_format(text, "format", nested=False) if text is not None else None
+    shaped = body.child("text")
+    grammar = response_format(shaped, "format", nested=False) if shaped is not None else None
     ask = ApiAsk(endpoint="/v1/responses", client=client, model=body.text("model"), messages=tuple(turns),
+                 images=tuple(images.found),
                  settings=sampling(body, max_tokens_keys=("max_output_tokens",)),
                  context_length=context_length(body), shape=AnswerShape(grammar=grammar))
     return Asked(ask, bool(body.flag("stream")))

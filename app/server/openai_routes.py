@@ -38,15 +38,18 @@ def finish_reason(stats: AnswerStats, calls: bool) -> str:
 
 
 def model_entry(model: ApiModel) -> dict[str, Any]:
+    # Past OpenAI's four fields, Kestrel's own (a client that does not know them ignores them):
+    # vision says the model takes images (image_url parts); no standard field says so.
     return {"id": model.id, "object": "model", "created": model.created, "owned_by": "kestrel",
             "name": model.name, "context_length": model.context_length, "format": model.format,
-            "loaded": model.loaded}
+            "loaded": model.loaded, "vision": model.vision}
 
 
 def anthropic_model_entry(model: ApiModel) -> dict[str, Any]:
+    # context_length and vision (it takes image blocks) are Kestrel's own, as in model_entry.
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(model.created))
     return {"id": model.id, "type": "model", "display_name": model.name, "created_at": created,
-            "context_length": model.context_length}
+            "context_length": model.context_length, "vision": model.vision}
 
 
 def tool_call_entry(call: ToolCall) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from app.engine.protocol import Delta, Done
 from app.core.conversation import Role
 from app.library.installed import InstalledModel
 from app.service.api_context import ContextPlanner
+from app.service.api_images import refuse_unseeing, seen_messages
 from app.service.api_types import ApiAsk, ApiModel, ApiRefused, Started
 
 __all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "Started"]
@@ -50,6 +51,8 @@ class ApiAnswers:
         self._conversations = conversations
         self._chats_busy = chats_busy
         self._context = ContextPlanner(session, keeper)
+        # One request's images checked at a time: each check is a child process that may take 2 GB.
+        self._checking = asyncio.Lock()
         self._waiting = 0
         self._running = 0
         self.recent: deque[RequestRecord] = deque(maxlen=RECENT)
@@ -70,7 +73,7 @@ class ApiAnswers:
         installed, trained = await asyncio.to_thread(read)
         loaded = self._session.model if self._session.state == ModelState.READY else None
         return [ApiModel(m.id, m.title, trained[m.id], str(m.format), loaded is not None and loaded.id == m.id,
-                         int(m.added)) for m in installed if not m.missing]
+                         int(m.added), m.vision) for m in installed if not m.missing]
 
     async def _target(self, name: str | None) -> InstalledModel:
         session = self._session
@@ -117,10 +120,15 @@ class ApiAnswers:
                                   f"not loaded. Name the loaded model, or turn off \"Only the loaded model\" in "
                                   f"Kestrel's settings.", param="model", code="model_not_loaded")
         settings = self._settings(target, ask.settings)
+        if ask.images:  # before any image is checked: the model must see
+            refuse_unseeing(target, self._session.loaded if self._is_loaded(target) else None)
         self._waiting += 1
         started = False
         written: list[str] = []
         try:
+            if ask.images:
+                async with self._checking:
+                    ask = dataclasses.replace(ask, messages=await seen_messages(ask), images=())
             async for event in self._answer(ask, target, settings):
                 if not started:
                     started = True
@@ -149,6 +157,8 @@ class ApiAnswers:
         asked_context = self._context.checked(ask.context_length)
         for _ in range(_SWITCH_TRIES):
             await self._ready(target)
+            if any(message.images for message in ask.messages):  # its projector must have loaded with it
+                refuse_unseeing(target, self._session.loaded)
             if asked_context is not None:
                 await self._context.ensure(target, asked_context, prompt_tokens=None)
             request = self._session.engine.request(ask.messages, settings, stop=ask.stop, shape=ask.shape)

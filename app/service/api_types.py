@@ -10,12 +10,27 @@ from app.engine.protocol import AnswerShape, ChatMessage
 
 
 @dataclass(frozen=True)
+class ApiImage:
+    """An image a request sent inline, as it sent it: decoded from base64, not yet checked.
+
+    turn: the index in ApiAsk.messages of the (user) turn it belongs to; part: where it was in
+    the request ("messages[1].content[0].image_url.url"), which every refusal names.
+    """
+
+    turn: int
+    part: str
+    data: bytes
+
+
+@dataclass(frozen=True)
 class ApiAsk:
     """One request's answer, in the service's terms (the server translates the HTTP shapes).
 
     model: the id or title the client named (None or "": the loaded model, else the
     default). settings: GenerationSettings fields the request sets, over the model's own
     defaults. context_length: the context this request wants (None: as loaded).
+    images: the request's images, unchecked; the service checks each and puts it in its
+    turn's ChatMessage.images (the messages here carry none).
     """
 
     endpoint: str
@@ -26,6 +41,7 @@ class ApiAsk:
     stop: tuple[str, ...] = ()
     context_length: int | None = None
     shape: AnswerShape = AnswerShape()
+    images: tuple[ApiImage, ...] = ()
 
 
 class ApiRefused(Exception):
@@ -48,6 +64,7 @@ class ApiModel:
     format: str
     loaded: bool
     created: int
+    vision: bool = False  # a vision projector is paired with it: it takes images
 
 
 @dataclass(frozen=True)

@@ -198,3 +198,11 @@ def anthropic_client(address: str, key: str = KEY) -> anthropic.Anthropic:
     client = anthropic.Anthropic(base_url=address, api_key=key, max_retries=0, timeout=60)
     OPEN_CLIENTS.append(client)
     return client
+
+
+def words(error: openai.APIStatusError | anthropic.APIStatusError) -> str:
+    """The error's message as the server wrote it (OpenAI's client keeps the body's "error", Anthropic's all of it)."""
+    body = error.body
+    assert isinstance(body, dict), body
+    inner = body.get("error", body)
+    return str(inner["message"])

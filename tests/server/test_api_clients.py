@@ -54,7 +54,7 @@ def test_models_chat_stop_max_tokens_and_usage_through_the_openai_client(tiny_mo
         models = client.models.list().data
         assert [m.id for m in models] == [controller.model.id]
         assert models[0].model_extra == {"name": controller.model.title, "context_length": models[0].context_length,
-                                         "format": "gguf", "loaded": True} and models[0].context_length > 0
+                                         "format": "gguf", "loaded": True, "vision": False} and models[0].context_length > 0
         whole = client.chat.completions.create(model=controller.model.id, messages=HELLO, temperature=0.0)
         assert whole.choices[0].message.content == "Kestrels hover here. END more"
         assert whole.choices[0].finish_reason == "stop" and whole.model == controller.model.id

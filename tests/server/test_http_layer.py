@@ -121,7 +121,7 @@ def test_keyless_loopback_lets_this_pc_in_without_a_key() -> None:
      "response_format.json_schema.schema"),
     ({"messages": HELLO, "tools": [{"type": "function", "function": {}}]}, "tools[0].function.name"),
     ({"messages": HELLO, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+    ({"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x"}}]}]},
      "messages[0].content[0].type"),
 ])
 def test_a_malformed_chat_body_gets_400_naming_the_field(body: dict[str, object], param: str) -> None:

@@ -1,0 +1,69 @@
+"""A request's images for the API server: refused unless the model sees, then each checked in the image check's child process."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterator, Sequence
+
+from app.core.attachments import AttachedImage
+from app.documents.image_check import ImageInput, ImageProblem, ImageRefused, ImageResult, PastedImage
+from app.engine.protocol import ChatMessage, Loaded
+from app.library.installed import InstalledModel
+from app.service.api_types import ApiAsk, ApiImage, ApiRefused
+from app.service.attached_images import CheckImages
+from app.service.vision import vision_state
+
+_READ_TYPES = "PNG, JPEG, WebP, GIF or BMP"
+
+
+def refuse_unseeing(model: InstalledModel, loaded: Loaded | None) -> None:
+    """ApiRefused (400) unless the model takes images: a vision projector paired with it, and
+    loaded with it where the model is loaded (loaded: the engine's facts then, else None)."""
+    if vision_state(model, loaded).available:
+        return
+    if not model.vision:
+        why = "it has no vision projector (an mmproj file) paired with it."
+    else:
+        why = (loaded.vision_problem if loaded is not None and loaded.vision_problem
+               else "its vision projector did not load.")
+    raise ApiRefused(400, f"The model {model.title} cannot see images: {why} Name a model that does (GET "
+                          f"/v1/models marks them \"vision\": true), or send the request without images.",
+                     param="model", code="model_not_vision")
+
+
+def _in_worker(items: Sequence[ImageInput]) -> Iterator[ImageResult]:
+    from app.documents.image_worker import check_in_worker
+
+    return check_in_worker(items)
+
+
+def _checked(images: Sequence[ApiImage], check: CheckImages) -> list[ImageResult]:
+    # Each image is named by its part, so the check's refusal names it as the request does.
+    return list(check([PastedImage(image.data, image.part) for image in images]))
+
+
+async def seen_messages(ask: ApiAsk, check: CheckImages = _in_worker) -> tuple[ChatMessage, ...]:
+    """ask.messages with each of ask.images, checked (decoded in the image check's child, scaled
+    down, written again as PNG or JPEG), in its turn's images; ApiRefused (400) naming every
+    part refused and why. The check runs in one child process for the request, waited for on a
+    thread so the event loop goes on."""
+    if not ask.images:
+        return ask.messages
+    results = await asyncio.to_thread(_checked, ask.images, check)
+    refused = [result for result in results if isinstance(result, ImageRefused)]
+    if refused:
+        raise ApiRefused(400, _refusal(refused), param=refused[0].name, code="invalid_image")
+    turns: dict[int, list[bytes]] = {}
+    for image, result in zip(ask.images, results, strict=True):
+        assert isinstance(result, AttachedImage)
+        turns.setdefault(image.turn, []).append(result.data)
+    return tuple(dataclasses.replace(message, images=(*message.images, *turns[index])) if index in turns else message
+                 for index, message in enumerate(ask.messages))
+
+
+def _refusal(refused: Sequence[ImageRefused]) -> str:
+    words = " ".join(f"{item.name} cannot be used: {item.reason}." for item in refused)
+    if all(item.problem is ImageProblem.TOO_LARGE for item in refused):
+        return f"{words} Send a smaller copy of the image."
+    return f"{words} Send a {_READ_TYPES} image, or leave it out."
