@@ -40,35 +40,45 @@ def repo_files(repo: str, revision: str, endpoint: str, timeout: float,
     at = "" if revision == "main" else f"/revision/{quote(revision, safe='')}"
     url = f"{endpoint}/api/models/{repo}{at}?blobs=true"
     try:
-        answer = request(url, "GET", timeout, {"Accept": "application/json"}, steps=steps)
-    except Unreachable as failure:
-        raise unreachable(failure.host, failure.why, False) from None
-    except TransientFailure as failure:
-        raise gave_up(url, failure.reason, 1, failure.server_fault) from None
+        body = bounded_get(url, timeout, steps, _MAX_LISTING, _LISTING_S, "its list of files")
     except DownloadError as exc:
         if exc.kind in (DownloadErrorKind.NOT_FOUND, DownloadErrorKind.NEEDS_LOGIN):
             raise DownloadError(exc.kind, f"{urlsplit(endpoint).netloc} has no public model "
                                 f"repository named {repo} (at {revision}). Check the name; a "
                                 f"private or gated one must be downloaded in a browser.") from None
         raise
+    return _siblings(url, body)
+
+
+def bounded_get(url: str, timeout: float, steps: Steps | None, cap: int, seconds: float, what: str) -> bytes:
+    """One GET of a JSON answer, tried once, read as at most cap + 1 bytes within seconds.
+
+    DownloadError in the downloader's words: a host that cannot be reached, a failure, an
+    HTTP error (NOT_FOUND, NEEDS_LOGIN…), or a server that trickles (what names the answer:
+    "its list of files did not arrive within 60 s")."""
     try:
-        body = _read_listing(answer, url)
+        answer = request(url, "GET", timeout, {"Accept": "application/json"}, steps=steps)
+    except Unreachable as failure:
+        raise unreachable(failure.host, failure.why, False) from None
+    except TransientFailure as failure:
+        raise gave_up(url, failure.reason, 1, failure.server_fault) from None
+    try:
+        return _read_bounded(answer, url, cap, seconds, what)
     except (OSError, http.client.HTTPException) as exc:
         raise gave_up(url, describe(exc), 1, False) from None
     finally:
         answer.close()
-    return _siblings(url, body)
 
 
-def _read_listing(answer: Answer, url: str) -> bytes:
-    """At most _MAX_LISTING + 1 bytes within _LISTING_S: a server that trickles is given up on."""
-    deadline = time.monotonic() + _LISTING_S
+def _read_bounded(answer: Answer, url: str, cap: int, seconds: float, what: str) -> bytes:
+    """At most cap + 1 bytes within seconds: a server that trickles is given up on."""
+    deadline = time.monotonic() + seconds
     chunks: list[bytes] = []
     size = 0
-    while size <= _MAX_LISTING:
+    while size <= cap:
         if time.monotonic() > deadline:
-            raise gave_up(url, f"its list of files did not arrive within {_LISTING_S:g} s", 1, True)
-        block = answer.response.read1(min(65536, _MAX_LISTING + 1 - size))
+            raise gave_up(url, f"{what} did not arrive within {seconds:g} s", 1, True)
+        block = answer.response.read1(min(65536, cap + 1 - size))
         if not block:
             break
         chunks.append(block)

@@ -8,20 +8,18 @@ hub.group_units, as a pasted repository is.
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
-import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
 
-from app.library.download.errors import DownloadError, DownloadErrorKind, gave_up, unreachable
-from app.library.download.transport import Answer, Steps, TransientFailure, Unreachable, describe, request
+from app.library.download.errors import DownloadError, DownloadErrorKind
+from app.library.download.transport import Steps
 from app.library.file_names import shown
 from app.library.hub import DownloadUnit, group_units
-from app.library.hub_listing import repo_files
+from app.library.hub_listing import bounded_get, repo_files
 
 SearchFormat = Literal["gguf", "onnx"]
 DEFAULT_LIMIT = 20
@@ -80,18 +78,7 @@ def search_models(query: str, endpoint: str, timeout: float = 30.0, limit: int =
     if not query or len(query) > MAX_QUERY:
         raise ValueError(f"a search needs 1 to {MAX_QUERY} characters")
     url = search_url(query, endpoint, max(1, min(limit, MAX_LIMIT)), fmt)
-    try:
-        answer = request(url, "GET", timeout, {"Accept": "application/json"}, steps=steps)
-    except Unreachable as failure:
-        raise unreachable(failure.host, failure.why, False) from None
-    except TransientFailure as failure:
-        raise gave_up(url, failure.reason, 1, failure.server_fault) from None
-    try:
-        body = _read_answer(answer, url)
-    except (OSError, http.client.HTTPException) as exc:
-        raise gave_up(url, describe(exc), 1, False) from None
-    finally:
-        answer.close()
+    body = bounded_get(url, timeout, steps, _MAX_ANSWER, _ANSWER_S, "its answer")
     return parse_search_answer(body, url)[:limit]
 
 
@@ -175,18 +162,3 @@ def _count(value: object) -> int | None:
 def _text(value: object) -> str | None:
     return value[:100] if isinstance(value, str) and value else None
 
-
-def _read_answer(answer: Answer, url: str) -> bytes:
-    """At most _MAX_ANSWER + 1 bytes within _ANSWER_S: a server that trickles is given up on."""
-    deadline = time.monotonic() + _ANSWER_S
-    chunks: list[bytes] = []
-    size = 0
-    while size <= _MAX_ANSWER:
-        if time.monotonic() > deadline:
-            raise gave_up(url, f"its answer did not arrive within {_ANSWER_S:g} s", 1, True)
-        block = answer.response.read1(min(65536, _MAX_ANSWER + 1 - size))
-        if not block:
-            break
-        chunks.append(block)
-        size += len(block)
-    return b"".join(chunks)
