@@ -24,6 +24,9 @@ from app.library.scan import ScanCancelled
 # The download, the copy into the models folder, or the removal did not complete (network,
 # server, wrong SHA-256, no space, a file in use); the message says what was kept.
 EXIT_FILES = 7
+# How the CLI adds a file the user downloaded in a browser (the downloader's advice names
+# the window's way: DownloadError.words puts this one in its place).
+CLI_IMPORT_STEP = "add it with: kestrel models add PATH"
 
 T = TypeVar("T")
 

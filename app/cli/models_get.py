@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
-from app.cli.models_common import EXIT_FILES, ProgressLine, in_worker, open_library
+from app.cli.models_common import CLI_IMPORT_STEP, EXIT_FILES, ProgressLine, in_worker, open_library
 from app.core.units import human_size
 from app.library.catalog import CatalogEntry, find_entry, load_catalog
 from app.library.file_names import shown
@@ -24,11 +24,9 @@ if TYPE_CHECKING:
     from app.library.download import DownloadedFile
     from app.library.hub import DownloadUnit
 
-# The downloader words its advice for the window; here the command is the way.
-_CLI_WORDS = (
-    ('then use "Import a model file…"', "then add it with: kestrel models add PATH"),
-    ("the one the catalog gives for it", "the one given with --sha256"),
-)
+# The downloader says whose SHA-256 a file failed; a hash given with --sha256 goes in as
+# the catalog's (_with_sha256), so the words are put right here.
+_SHA256_WORDS = ("the one the catalog gives for it", "the one given with --sha256")
 
 
 def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run: Any) -> None:
@@ -176,7 +174,7 @@ def _unit_for(args: argparse.Namespace, steps: Any = None) -> DownloadUnit:
             "does not end in a file name" in str(exc) else "To see the catalog's models: kestrel models catalog"
         raise UserError(f"{exc} {hint}", EXIT_USAGE) from None
     except DownloadError as exc:
-        raise UserError(exc.message.replace(*_CLI_WORDS[0]), EXIT_FILES) from None
+        raise UserError(exc.words(CLI_IMPORT_STEP), EXIT_FILES) from None
     if not units:
         raise UserError(f"{what} holds no GGUF file and no ONNX Runtime GenAI folder "
                         f"(one with genai_config.json), so nothing in it is a model Kestrel can "
@@ -204,15 +202,14 @@ def _quant_suffix(what: str) -> tuple[str, str | None]:
 
 
 def _by_quantization(units: tuple[DownloadUnit, ...], quant: str, what: str) -> DownloadUnit:
-    """The GGUF whose file name states quant, in any case (the smallest of several)."""
-    from app.library.hub_search import quantization
+    """The file (or ONNX folder) whose name states quant, in any case (the smallest of several)."""
+    from app.library.hub_search import choices_of, offered_quantizations, pick_quantization
 
-    named = sorted(((quantization(u.key), u) for u in units if u.format == "gguf"),
-                   key=lambda pair: (pair[1].size is None, pair[1].size or 0))
-    chosen = next((u for q, u in named if q == quant.strip().upper()), None)
+    choices = choices_of(units)
+    chosen = pick_quantization(choices, quant)
     if chosen is not None:
-        return chosen
-    offered = sorted({q for q, _ in named if q})
+        return chosen.unit
+    offered = offered_quantizations(choices)
     if not offered:
         raise UserError(f"{what} names no quantization in its file names; choose a file with --file NAME:\n"
                         f"{_choices(units)}", EXIT_USAGE)
@@ -224,8 +221,7 @@ def _choices(units: tuple[DownloadUnit, ...]) -> str:
     lines = []
     for unit in units:
         size = f"  {human_size(unit.size)}" if unit.size is not None else ""
-        parts = f"  ({len(unit.files)} files)" if len(unit.files) > 1 else ""
-        lines.append(f"  {shown(unit.key)}{size}{parts}")
+        lines.append(f"  {shown(unit.key)}{size}{shown(unit.parts_words)}")
     return "\n".join(lines)
 
 
@@ -248,8 +244,8 @@ def _failure_words(exc: Any, unit: DownloadUnit, expected: str | None) -> str:
         return (f"The server states a SHA-256 for {unit.files[0].name} that is not the one "
                 "given with --sha256, so nothing was downloaded. Check the hash, or leave "
                 "--sha256 out to check against the server's.")
-    message = exc.message.replace(*_CLI_WORDS[0])
-    return message.replace(*_CLI_WORDS[1]) if expected is not None else message
+    message: str = exc.words(CLI_IMPORT_STEP)
+    return message.replace(*_SHA256_WORDS) if expected is not None else message
 
 
 def _kept(library: Any, unit: DownloadUnit) -> int:

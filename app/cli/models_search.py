@@ -13,7 +13,7 @@ import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from app.cli.models_common import EXIT_FILES, load_settings
+from app.cli.models_common import CLI_IMPORT_STEP, EXIT_FILES, load_settings
 from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.core.units import human_size
 from app.library.file_names import shown
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from app.service.hub_search import ChoiceRow
 
 _VERDICT_WORDS = {"runs_well": "runs well", "runs_slowly": "runs slowly", "wont_fit": "won't fit"}
-_CLI_WORDS = ('then use "Import a model file…"', "then add it with: kestrel models add PATH")
 
 
 def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run: Any) -> None:
@@ -58,7 +57,7 @@ def _search(args: argparse.Namespace) -> int:
     try:
         repos = search_models(query, default_endpoint(), limit=args.limit, fmt=args.format)
     except DownloadError as exc:
-        raise UserError(exc.message.replace(*_CLI_WORDS), EXIT_FILES) from None
+        raise UserError(exc.words(CLI_IMPORT_STEP), EXIT_FILES) from None
     if not repos:
         print(f'No {args.format.upper()} models match "{shown(query)}" on Hugging Face. Try fewer or other '
               "words.", file=sys.stderr)
@@ -130,7 +129,7 @@ def _listed(repo: str) -> tuple[ChoiceRow, ...]:
     try:
         choices = repo_choices(pasted.repo, default_endpoint())
     except DownloadError as exc:
-        raise UserError(exc.message.replace(*_CLI_WORDS), EXIT_FILES) from None
+        raise UserError(exc.words(CLI_IMPORT_STEP), EXIT_FILES) from None
     _, settings = load_settings()
     report = _machine() if choices else None
     return tuple(judged(report, choice, settings, 0) for choice in choices)
@@ -153,9 +152,8 @@ def _print_choices(rows: tuple[ChoiceRow, ...], indent: str = "") -> None:
         unit = row.choice.unit
         size = human_size(unit.size) if unit.size is not None else "size n/a"
         verdict = _VERDICT_WORDS[row.fit.verdict.value] if row.fit is not None else "fit not known"
-        parts = f" ({len(unit.files)} files)" if len(unit.files) > 1 else ""
         print(f"{indent}{row.choice.quantization or '-':<9}  {size:>9}  {verdict:<13}  "
-              f"{shown(unit.key):<{width}}{parts}")
+              f"{shown(unit.key):<{width}}{shown(unit.parts_words)}")
 
 
 def _repo_row(repo: HubRepo) -> dict[str, Any]:

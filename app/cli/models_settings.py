@@ -9,11 +9,13 @@ from typing import Any
 
 from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models_common import load_settings, open_library
+from app.cli.terminal_text import shown_path
 from app.core.settings import SettingsError
 from app.library.model_defaults import FIELD_HELP, ModelDefaults, field_names, parse_value
 from app.library.installed import InstalledModel
 from app.library.model_purpose import not_for_chat
 from app.library.models import ModelLibrary
+from app.library.projector import checked_projector
 
 _TEXT_FIELDS = ("system_prompt", "chat_template")
 
@@ -24,13 +26,18 @@ def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run
     default.set_defaults(run=run, handler=_default)
     names = ", ".join(field_names())
     change = actions.add_parser(
-        "set", help="change a model's own settings (its context length, GPU layers, sampling…)",
+        "set", help="change a model's own settings (its context length, GPU layers, sampling…) "
+                    "or its vision projector",
         description=f"Settings: {names}. A chat's own settings go over these, and these over the app's. "
                     "KEY=@FILE reads system_prompt or chat_template from a file.")
     change.add_argument("model", metavar="ID", help="an installed model's id (see models list)")
     change.add_argument("values", metavar="KEY=VALUE", nargs="*", help=f"one of: {names}")
     change.add_argument("--clear", metavar="KEY", action="append", default=[],
                         help="go back to the app's setting for KEY (may be given more than once)")
+    change.add_argument("--projector", metavar="PATH|none",
+                        help="pair the model with this vision projector (an mmproj .gguf file, in the "
+                             "model's folder for a model Kestrel keeps), so it can read images; none "
+                             "unpairs it")
     change.set_defaults(run=run, handler=_set)
 
 
@@ -66,20 +73,45 @@ def _default(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     library = open_library()
     model = _installed(library, args.model)
-    if not args.values and not args.clear:
+    if not args.values and not args.clear and args.projector is None:
         raise UserError(f"Name a setting to change, e.g. kestrel models set {model.id} "
-                        f"context_length=8192; the settings are: {', '.join(field_names())}.", EXIT_USAGE)
+                        f"context_length=8192; the settings are: {', '.join(field_names())}; "
+                        "or pair a vision projector with --projector PATH (--projector none unpairs it).",
+                        EXIT_USAGE)
     changes = {**{key: None for key in map(_known_key, args.clear)},
                **dict(_parsed(text) for text in args.values)}
+    projector = _projector_argument(model, args.projector)  # checked before anything is saved
     try:
-        saved = library.set_defaults(model.id, dataclasses.replace(model.defaults, **changes))
+        saved = library.set_defaults(model.id, dataclasses.replace(model.defaults, **changes)) \
+            if changes else model
+        if args.projector is not None:
+            saved = library.set_projector(model.id, projector)
     except ValueError as exc:
         raise UserError(f"{exc} Nothing was changed.", EXIT_USAGE) from None
     except LookupError as exc:
         raise UserError(str(exc), EXIT_MODEL) from None
-    shown = describe_defaults(saved.defaults)
-    print(f"{saved.id}: {shown}" if shown else f"{saved.id} uses the app's settings for everything.")
+    if changes:
+        shown = describe_defaults(saved.defaults)
+        print(f"{saved.id}: {shown}" if shown else f"{saved.id} uses the app's settings for everything.")
+    if args.projector is not None:
+        print(f"{saved.id} reads images with the vision projector {shown_path(saved.projector)}." if saved.projector
+              else f"{saved.id} has no vision projector now: it reads text only.")
     return EXIT_OK
+
+
+def _projector_argument(model: InstalledModel, given: str | None) -> Path | None:
+    """The projector --projector names (None for none, or when not given), once it is known
+    to fit the model: the library's words otherwise."""
+    if given is None or given.strip().lower() == "none":
+        return None
+    path = Path(given).expanduser().absolute()
+    if not path.is_file():
+        raise UserError(f'--projector must be a vision projector file (an mmproj .gguf) or none (you gave '
+                        f'"{shown_path(path)}", and there is no file there). Nothing was changed.', EXIT_USAGE)
+    try:
+        return checked_projector(model, path)
+    except ValueError as exc:
+        raise UserError(f"{exc} Nothing was changed.", EXIT_USAGE) from None
 
 
 def describe_defaults(defaults: ModelDefaults) -> str:

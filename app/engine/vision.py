@@ -1,11 +1,11 @@
 """A GGUF model's vision projector (an mmproj file) through llama.cpp's libmtmd.
 
 The projector is checked from its header before native code sees it: a GGUF file that
-reads well, architecture "clip", an image encoder, and (for files made by llama.cpp's
-current converter, general.type "mmproj") a projection as wide as the text model's
-embeddings. Then mtmd_init_from_file loads it against the loaded text model; mtmd checks
-the widths again (for older files, whose projection_dim meant something else) and says
-why on its log when it refuses. Any refusal leaves the model text only, with words.
+reads well, then the library's one rule (app/library/projector.py: architecture "clip",
+an image encoder, and for files made by llama.cpp's current converter, general.type
+"mmproj", a projection as wide as the text model's embeddings). Then mtmd_init_from_file
+loads it against the loaded text model; mtmd checks the widths again (for older files,
+whose projection_dim meant something else) and says why on its log when it refuses. Any refusal leaves the model text only, with words.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import llama_cpp.mtmd_cpp as mtmd
 
 from app.engine import native_log
 from app.library.gguf_info import ModelFileError, read_gguf_info
+from app.library.projector import fits, projector_of
 
 # The text mtmd cuts a prompt at, one per image. Random for each projector loaded, so
 # no text a user writes (or pastes) can pass for one: llama.cpp's own "<__media__>" could.
@@ -79,14 +80,13 @@ def header_problem(file: Path, n_embd: int) -> str:
         info = read_gguf_info(file)
     except ModelFileError as exc:
         return _words(file, exc.message.rstrip("."), "Download the projector again.")
-    meta = info.metadata
-    if info.architecture != "clip":
+    found = projector_of(info)
+    if found is None:
         return _words(file, f"it is not a vision projector (its header says architecture '{info.architecture}')")
-    if meta.get("clip.has_vision_encoder") is not True:
+    if not found.vision:
         return _words(file, "it holds no image encoder")
-    width = meta.get("clip.vision.projection_dim")
-    if meta.get("general.type") == "mmproj" and type(width) is int and width > 0 and width != n_embd:
-        return _mismatch(file, width, n_embd)
+    if not fits(found, n_embd):
+        return _mismatch(file, found.projection_dim or 0, n_embd)
     return ""
 
 

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from collections.abc import Iterable
 from typing import Any, Literal
 from urllib.parse import urlencode, urlsplit
 
@@ -116,15 +117,26 @@ def repo_choices(repo: str, endpoint: str, timeout: float = 30.0,
 
     Listed as a pasted repository is (one GET of its file list); DownloadError as there.
     """
-    units = group_units(repo, "main", endpoint, repo_files(repo, "main", endpoint, timeout, steps))
+    return choices_of(group_units(repo, "main", endpoint, repo_files(repo, "main", endpoint, timeout, steps)))
+
+
+def choices_of(units: Iterable[DownloadUnit]) -> tuple[RepoChoice, ...]:
+    """Download units as choices, each with the quantization (or ONNX precision) its name
+    states, smallest first (a size the listing does not state last)."""
     choices = [RepoChoice(u, quantization(u.key) if u.format == "gguf" else onnx_precision(u.key)) for u in units]
     return tuple(sorted(choices, key=lambda c: (c.unit.size is None, c.unit.size or 0, c.unit.key)))
 
 
 def pick_quantization(choices: tuple[RepoChoice, ...], wanted: str) -> RepoChoice | None:
-    """The choice whose quantization is wanted, in any case ("q4_k_m"); the smallest of several."""
+    """The choice whose quantization is wanted, in any case ("q4_k_m"); the smallest of several
+    (choices come smallest first)."""
     wanted = wanted.strip().upper()
     return next((c for c in choices if c.quantization == wanted), None)
+
+
+def offered_quantizations(choices: tuple[RepoChoice, ...]) -> list[str]:
+    """The quantizations the choices' names state, each once, in order of name."""
+    return sorted({c.quantization for c in choices if c.quantization})
 
 
 def onnx_precision(folder: str) -> str | None:

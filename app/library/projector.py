@@ -3,8 +3,11 @@
 A projector is a GGUF whose general.architecture is "clip": an image encoder whose output
 the language model reads as tokens. It never chats on its own. llama.cpp (tools/mtmd)
 refuses a projector whose output width differs from the model's input embedding width;
-the converter writes that width as clip.vision.projection_dim, so the library checks it
-against the model's {arch}.embedding_length before pairing, when both are stated.
+its current converter writes that width as clip.vision.projection_dim and marks the file
+general.type "mmproj", so the library checks it against the model's {arch}.embedding_length
+before pairing, when both are stated. Older (llava-era) converters wrote something else
+under projection_dim and no general.type: for those files the width is left to libmtmd,
+which checks it when the pair loads. This is the one rule; the engine asks it too.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from app.library.installed import InstalledModel
 CLIP_ARCHITECTURE = "clip"
 HAS_VISION = "clip.has_vision_encoder"
 PROJECTION_DIM = "clip.vision.projection_dim"
+# general.type of a projector from llama.cpp's current converter: the only kind whose
+# projection_dim is the width the model must have.
+MMPROJ_TYPE = "mmproj"
 # What a repository calls its projector; a listing has no header to read, only names.
 PROJECTOR_WORD = "mmproj"
 # The precision a projector is best kept in: llama.cpp's own advice is F16; BF16 and F32
@@ -40,6 +46,7 @@ class Projector:
     projection_dim: int | None
     vision: bool
     precision: str | None = None   # "f16", "bf16", "f32", or None for quantized / not stated
+    kind: str | None = None        # general.type: "mmproj" from current converters, None from older ones
 
 
 def is_projector(info: GgufInfo) -> bool:
@@ -54,8 +61,10 @@ def projector_of(info: GgufInfo) -> Projector | None:
     dim = info.metadata.get(PROJECTION_DIM)
     file_type = info.metadata.get("general.file_type")
     precision = _FILE_TYPE_PRECISION.get(file_type) if type(file_type) is int else None
+    kind = info.metadata.get("general.type")
     return Projector(info.path, info.file_size, dim if type(dim) is int and dim > 0 else None,
-                     info.metadata.get(HAS_VISION) is True, precision or _named_precision(info.path.name))
+                     info.metadata.get(HAS_VISION) is True, precision or _named_precision(info.path.name),
+                     kind if isinstance(kind, str) else None)
 
 
 def not_a_model(path: Path) -> ModelFileError:
@@ -86,12 +95,14 @@ _READ: dict[tuple[str, int, int], Projector | None] = {}
 
 
 def fits(projector: Projector, embedding_length: int | None) -> bool:
-    """Whether the projector can feed a model of that embedding width (a width either file
-    leaves unstated is not held against it), and holds an image encoder at all."""
+    """Whether the projector holds an image encoder at all, and can feed a model of that
+    embedding width: widths are compared only for an mmproj-type file (an older file's
+    projection_dim means something else; libmtmd checks it on loading), and a width
+    either file leaves unstated is not held against it."""
     if not projector.vision:
         return False
-    return projector.projection_dim is None or embedding_length is None or \
-        projector.projection_dim == embedding_length
+    return projector.kind != MMPROJ_TYPE or projector.projection_dim is None or \
+        embedding_length is None or projector.projection_dim == embedding_length
 
 
 def projector_beside(model: GgufInfo, own_files: Iterable[Path] = ()) -> Projector | None:

@@ -74,7 +74,7 @@ class LibraryService:
         settings = self._keeper.settings
         default = settings.default_model
         loaded = self._session.model if self._session.loaded is not None else None
-        loaded_bytes = await asyncio.to_thread(self._need_of, loaded, report) if loaded else 0
+        loaded_bytes = await self._loaded_need(report)
         rows, disk_total = await asyncio.to_thread(self._rows, report, default, loaded, loaded_bytes,
                                                    settings.generation.context_length)
         self.rows = rows
@@ -134,7 +134,8 @@ class LibraryService:
         except (ModelFileError, OSError, ValueError):
             return 0
 
-    async def _loaded_need(self, report: HardwareReport) -> int:
+    async def _loaded_need(self, report: HardwareReport | None) -> int:
+        """The memory the loaded model takes now (0 when none is loaded), read on a worker thread."""
         loaded = self._session.model if self._session.loaded is not None else None
         return await asyncio.to_thread(self._need_of, loaded, report) if loaded else 0
 

@@ -195,12 +195,8 @@ class HubSearchBox(QWidget):
     def _add_file(self, row: ChoiceRow) -> None:
         unit = row.choice.unit
         size = human_size(unit.size) if unit.size is not None else "size from the server"
-        others = len(unit.files) - (1 if unit.projector else 0)
-        parts = f" ({others} files)" if others > 1 else ""
-        if unit.projector:
-            parts += f" + vision projector {unit.projector}"
         item = QTreeWidgetItem([row.choice.quantization or unit.format.upper(), size, verdict_words(row.fit), "",
-                                unit.key + parts])
+                                unit.key + unit.parts_words])
         item.setData(0, _DATA, row)
         item.setToolTip(2, row.reason)
         item.setToolTip(_FILE, f"{unit.key}\nfrom {unit.source}")

@@ -9,6 +9,7 @@ from pathlib import Path
 from app.core.paths import data_paths
 from app.core.settings import SettingsFile
 from tests.cli.test_models_cli import TINY_ONNX, added, json_lines, models, models_folder
+from tests.helpers.projector_header import write_projector, write_text_model
 from tests.library.test_scan import write_gguf, write_split
 
 
@@ -125,6 +126,37 @@ def test_a_models_own_settings_are_set_checked_shown_and_cleared(tiny_model: Pat
     assert record["defaults"] == {"device_preference": "cpu", "system_prompt": "Réponds brièvement.",
                                   "top_k": 20, "chat_template": template.read_text(encoding="utf-8")}
     assert models("set", "nope", "top_k=1").returncode == 3
+
+
+def test_a_models_vision_projector_is_paired_and_unpaired_by_hand(tmp_path: Path) -> None:
+    model = write_text_model(tmp_path / "kept" / "tiny.gguf", embedding_length=64)
+    added_ = models("add", str(model), "--reference")
+    model_id = added_.stdout.strip()
+    projector = write_projector(tmp_path / "other" / "vision-tiny.gguf", projection_dim=64)
+    wrong = write_projector(tmp_path / "other" / "vision-big.gguf", projection_dim=4096)
+    record = models_folder() / model_id / "model.json"
+    assert added_.returncode == 0 and "vision-tiny" not in models("info", model_id).stdout, "added alone: text only"
+
+    paired = models("set", model_id, "--projector", str(projector))
+    shown = models("info", model_id).stdout
+    refused = models("set", model_id, "temperature=0.3", "--projector", str(wrong))
+    missing = models("set", model_id, "--projector", str(tmp_path / "gone.gguf"))
+    kept = json.loads(record.read_text(encoding="utf-8"))
+    unpaired = models("set", model_id, "--projector", "none")
+    nothing = models("set", model_id)
+
+    assert paired.returncode == 0, paired.stderr
+    assert paired.stdout == f"{model_id} reads images with the vision projector {projector}.\n"
+    assert str(projector) in shown
+    assert refused.returncode == 2 and "vision-big.gguf is made for a model 4,096 numbers wide" in refused.stderr
+    assert "Nothing was changed." in refused.stderr
+    assert missing.returncode == 2
+    assert "--projector must be a vision projector file (an mmproj .gguf) or none" in missing.stderr
+    assert kept["projector"] == str(projector) and not kept.get("defaults"), "a refusal changed nothing"
+    assert unpaired.returncode == 0, unpaired.stderr
+    assert unpaired.stdout == f"{model_id} has no vision projector now: it reads text only.\n"
+    assert "projector" not in json.loads(record.read_text(encoding="utf-8"))
+    assert nothing.returncode == 2 and "--projector PATH" in nothing.stderr
 
 
 def test_a_file_dropped_into_the_models_folder_is_listed_and_forgotten_on_remove(tmp_path: Path) -> None:

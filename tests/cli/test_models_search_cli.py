@@ -85,6 +85,22 @@ def test_files_lists_quantizations_sizes_and_fit_and_get_picks_one_by_quantizati
     assert got.stdout.strip() == "thinker-Q8_0" and in_models_folder() == ["thinker-Q8_0"]
 
 
+def test_files_names_a_projector_apart_and_counts_only_the_models_files(
+        server: TestServer, storage: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, REPO, {
+        "thinker-Q4_K_M.gguf": b"G" * 100, "mmproj-thinker-f16.gguf": b"G" * 10,
+        "big/thinker-F16-00001-of-00002.gguf": b"G" * 900, "big/thinker-F16-00002-of-00002.gguf": b"G" * 700}))
+
+    files = models("files", REPO)
+    wrong = models("get", f"{REPO}@Q2_K")
+
+    assert files.returncode == 0, files.stderr
+    quantized, split = files.stdout.splitlines()[:2]
+    assert " ".join(quantized.split()).endswith("thinker-Q4_K_M.gguf + vision projector mmproj-thinker-f16.gguf")
+    assert "files)" not in quantized and split.endswith("(2 files)")
+    assert wrong.returncode == 2 and "It offers: F16, Q4_K_M." in wrong.stderr
+
+
 def test_search_with_files_lists_each_repository_and_says_why_one_cannot_be(
         server: TestServer, storage: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
     serve_search(server, "thinker")

@@ -14,10 +14,15 @@ from gguf import GGUFWriter, LlamaFileType
 
 
 def write_projector(path: Path, *, projection_dim: int | None = 64, vision: bool = True,
-                    file_type: LlamaFileType | None = LlamaFileType.MOSTLY_F16, values: int = 16) -> Path:
-    """A clip GGUF with an image encoder (vision) whose output is projection_dim wide (None: unstated)."""
+                    file_type: LlamaFileType | None = LlamaFileType.MOSTLY_F16, values: int = 16,
+                    legacy: bool = False) -> Path:
+    """A clip GGUF with an image encoder (vision) whose output is projection_dim wide (None: unstated).
+    legacy: without general.type "mmproj", as older (llava-era) converters wrote projectors,
+    whose projection_dim meant something else."""
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = GGUFWriter(str(path), "clip")
+    if not legacy:
+        writer.add_string("general.type", "mmproj")
     writer.add_bool("clip.has_vision_encoder", vision)
     writer.add_bool("clip.has_audio_encoder", not vision)
     writer.add_string("clip.projector_type", "mlp")

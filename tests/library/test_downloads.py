@@ -156,6 +156,14 @@ def test_a_4xx_is_final_and_names_the_url(server: TestServer, tmp_path: Path, st
     assert error.kind is kind and words in str(error) and url in str(error) and str(status) in str(error)
     assert len(server.log) == 1, "no retry can change a 4xx"
     assert files_in(tmp_path) == []
+    # A login or a refusal ends in the way to add a file downloaded in a browser, which each
+    # front end words its own way; other words have no such step to change.
+    step = "add it with: kestrel models add PATH"
+    if status == 404:
+        assert error.words(step) == error.message
+    else:
+        assert error.message.endswith('download the file in a browser, then use "Import a model file…".')
+        assert error.words(step) == error.message.removesuffix('use "Import a model file…".') + step + "."
 
 
 def test_a_500_is_retried_then_given_up_with_a_message(server: TestServer, tmp_path: Path) -> None:

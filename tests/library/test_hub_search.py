@@ -10,8 +10,8 @@ import pytest
 
 from app.library.download import DownloadError, DownloadErrorKind
 from app.library.hub import default_endpoint
-from app.library.hub_search import (HubRepo, onnx_precision, parse_search_answer, pick_quantization, quantization,
-                                    repo_choices, search_models, search_url)
+from app.library.hub_search import (HubRepo, choices_of, offered_quantizations, onnx_precision, parse_search_answer,
+                                    pick_quantization, quantization, repo_choices, search_models, search_url)
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
 from tests.helpers.hub_answers import EMPTY_ANSWER, THINKER_ANSWER, serve_search
 
@@ -136,3 +136,8 @@ def test_a_found_repository_lists_its_choices_with_quantizations_and_sizes() -> 
     assert pick_quantization(choices, "q8_0") is choices[1]
     assert pick_quantization(choices, " f16 ") is choices[2]
     assert pick_quantization(choices, "Q2_K") is None
+    assert offered_quantizations(choices) == ["F16", "Q4_K_M", "Q8_0"]
+    assert choices_of(reversed([c.unit for c in choices])) == choices
+    # A listing names the projector apart, and counts only the model's own files.
+    assert [c.unit.parts_words for c in choices] == [
+        " + vision projector mmproj-thinker-f16.gguf", " + vision projector mmproj-thinker-f16.gguf", " (2 files)"]

@@ -105,6 +105,20 @@ def test_a_downloaded_projector_that_does_not_fit_the_model_is_deleted_and_the_m
     assert sorted(p.name for p in (library.root / got.id).iterdir()) == [METADATA_FILE, "tiny.gguf"]
 
 
+def test_a_downloaded_older_projector_is_kept_whatever_its_width_field_says(
+        server: TestServer, storage: TestServer, tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models")
+    model = write_text_model(tmp_path / "src" / "tiny.gguf", embedding_length=64).read_bytes()
+    older = write_projector(tmp_path / "src" / "mmproj.gguf", projection_dim=768, legacy=True).read_bytes()
+    endpoint = hugging_face_repo(server, storage, "o/tiny-GGUF", {"tiny.gguf": model, "mmproj-f16.gguf": older})
+    [unit] = units_for("o/tiny-GGUF", endpoint)
+
+    got = fetch_unit(library, unit, options=FAST).model
+
+    assert got.projector is not None and got.vision
+    assert got.projector.read_bytes() == older
+
+
 def catalog_raw(**changes: object) -> dict[str, object]:
     entry: dict[str, object] = {
         "id": "m", "name": "M", "publisher": "P", "license": "mit", "parameters": "4B",

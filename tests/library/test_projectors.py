@@ -91,6 +91,20 @@ def test_a_projector_of_another_width_or_without_an_image_encoder_is_not_paired(
     assert len(library.list()) == 1
 
 
+def test_an_older_projector_whose_width_field_means_something_else_is_paired_all_the_same(
+        tmp_path: Path, library: ModelLibrary) -> None:
+    # Older (llava-era) converters wrote no general.type and another number under
+    # projection_dim: only libmtmd, when the pair loads, can say whether they fit.
+    kept = tmp_path / "kept"
+    model = write_text_model(kept / "llava.gguf", embedding_length=64)
+    older = write_projector(kept / "mmproj-llava-f16.gguf", projection_dim=768, legacy=True)
+
+    [added] = library.add_folder(kept).added
+
+    assert (added.path, added.projector, added.vision) == (model, older, True)
+    assert library.set_projector(added.id, older).projector == older
+
+
 def test_a_projector_added_or_imported_alone_is_refused_in_words(tmp_path: Path, library: ModelLibrary) -> None:
     projector = write_projector(tmp_path / "mmproj-model-f16.gguf")
     words = ("mmproj-model-f16.gguf is a vision projector, not a model: it lets a model read images. "

@@ -22,13 +22,27 @@ class DownloadErrorKind(StrEnum):
     CHANGED = "changed"            # the server's SHA-256 is not the one the catalog expects
 
 
-class DownloadError(Exception):
-    """A download failed for a reason the user can do something about; str() says what."""
+# How the window adds a file the user downloaded in a browser; a front end with another
+# way gives its own to DownloadError.words.
+IMPORT_STEP = 'use "Import a model file…"'
 
-    def __init__(self, kind: DownloadErrorKind, message: str) -> None:
-        super().__init__(message)
+
+class DownloadError(Exception):
+    """A download failed for a reason the user can do something about; str() says what.
+
+    then_import: the message ends in advice to download the file in a browser, and then to
+    add it, which each front end words its own way (words); message has the window's way."""
+
+    def __init__(self, kind: DownloadErrorKind, message: str, *, then_import: bool = False) -> None:
         self.kind = kind
-        self.message = message
+        self._before = message
+        self._then_import = then_import
+        self.message = self.words(IMPORT_STEP)
+        super().__init__(self.message)
+
+    def words(self, import_step: str) -> str:
+        """The message with import_step as the way to add a file downloaded by hand."""
+        return f"{self._before} then {import_step}." if self._then_import else self._before
 
 
 class DownloadStopped(Exception):
@@ -60,12 +74,12 @@ def refusal(url: str, status: int, reason: str) -> DownloadError:
     if status == 401:
         return DownloadError(DownloadErrorKind.NEEDS_LOGIN,
                              f"{host_of(url)} wants a login before it gives out {url} (it said "
-                             f"{said}). Kestrel cannot log in: download the file in a browser, "
-                             f"then use \"Import a model file…\".")
+                             f"{said}). Kestrel cannot log in: download the file in a browser,",
+                             then_import=True)
     return DownloadError(DownloadErrorKind.REFUSED,
                          f"{host_of(url)} refused to give out {url} (it said {said}). If the "
                          f"model needs its licence accepted, do that on the website, download "
-                         f"the file in a browser, then use \"Import a model file…\".")
+                         f"the file in a browser,", then_import=True)
 
 
 def gave_up(url: str, reason: str, tries: int, server_fault: bool) -> DownloadError:
