@@ -13,7 +13,7 @@ from app.core.attachments import IMAGE_TOKENS, AttachedFile, AttachedImage, Atta
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.service import events as ev
-from app.service.answer_run import UNSEEN
+from app.service.answer_run import PROMPT_IMAGES, UNSEEN
 from app.service.attached_images import ImagesUnreadable
 from app.service.document_context import ChatDocuments, Fit
 from app.service.vision import NO_MODEL
@@ -182,3 +182,30 @@ def test_each_image_counts_in_the_context_when_files_are_fitted() -> None:
     assert documents.used(1).fit is Fit.WHOLE
     asyncio.run(documents.frame(conversation, [changed(question, images=(CHART, PHOTO))]))
     assert documents.used(1).fit is Fit.RETRIEVED
+
+
+def test_the_prompts_image_limit_is_the_engines() -> None:
+    from app.engine import image_prompt
+
+    assert PROMPT_IMAGES == image_prompt.MAX_IMAGES  # the service's copy of the engine's limit
+
+
+def test_a_chat_of_more_images_than_a_prompt_takes_sends_the_newest_turns_images(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            give_sight(controller)
+            turns = [tuple(AttachedImage(f"t{turn}-{n}.png", "image/png", 8 + n, 4 + turn,
+                                         image_bytes(8 + n, 4 + turn), "") for n in range(8)) for turn in range(3)]
+            for turn, images in enumerate(turns):
+                assert controller.send(f"Question {turn}", images=list(images))
+                await controller.wait_idle()
+                assert not started.events.of(ev.Problem)
+            sent = user_turns(engine)
+            assert sum(len(images) for _, images in sent) == PROMPT_IMAGES
+            names = ", ".join(image.name for image in turns[0])
+            assert sent == [(f"Question 0\n\n{UNSEEN.format(names=names)}", ()),
+                            ("Question 1", tuple(i.data for i in turns[1])),
+                            ("Question 2", tuple(i.data for i in turns[2]))]
+
+    run(scenario)
