@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 
 from app.core.attachments import AttachedImage
-from app.documents.image_check import ImageInput, ImageProblem, ImageRefused, ImageResult, PastedImage
+from app.documents.image_check import ImageInput, ImageProblem, ImageRefusal, ImageResult, PastedImage
 from app.engine.protocol import ChatMessage, Loaded
 from app.library.installed import InstalledModel
 from app.service.api_types import ApiAsk, ApiImage, ApiRefused
@@ -51,7 +51,7 @@ async def seen_messages(ask: ApiAsk, check: CheckImages = _in_worker) -> tuple[C
     if not ask.images:
         return ask.messages
     results = await asyncio.to_thread(_checked, ask.images, check)
-    refused = [result for result in results if isinstance(result, ImageRefused)]
+    refused = [result for result in results if isinstance(result, ImageRefusal)]
     if refused:
         raise ApiRefused(400, _refusal(refused), param=refused[0].name, code="invalid_image")
     turns: dict[int, list[bytes]] = {}
@@ -62,7 +62,7 @@ async def seen_messages(ask: ApiAsk, check: CheckImages = _in_worker) -> tuple[C
                  for index, message in enumerate(ask.messages))
 
 
-def _refusal(refused: Sequence[ImageRefused]) -> str:
+def _refusal(refused: Sequence[ImageRefusal]) -> str:
     words = " ".join(f"{item.name} cannot be used: {item.reason}." for item in refused)
     if all(item.problem is ImageProblem.TOO_LARGE for item in refused):
         return f"{words} Send a smaller copy of the image."

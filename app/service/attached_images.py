@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from app.core.attachments import MAX_IMAGES, AttachedImage
-from app.documents.image_check import PASTED, ImageInput, ImageProblem, ImageRefused, ImageResult, PastedImage
+from app.documents.image_check import PASTED, ImageInput, ImageProblem, ImageRefusal, ImageResult, PastedImage
 
 CheckImages = Callable[[Sequence[ImageInput]], Iterator[ImageResult]]
 
@@ -15,7 +15,7 @@ CheckImages = Callable[[Sequence[ImageInput]], Iterator[ImageResult]]
 class ImagesUnreadable(Exception):
     """Images that could not be used; the message names each and says why, and what to do."""
 
-    def __init__(self, refused: Sequence[ImageRefused], words: str | None = None) -> None:
+    def __init__(self, refused: Sequence[ImageRefusal], words: str | None = None) -> None:
         self.refused = tuple(refused)
         if words is None:
             words = " ".join(f"{item.name} cannot be used: {item.reason}." for item in self.refused)
@@ -23,7 +23,7 @@ class ImagesUnreadable(Exception):
         super().__init__(words)
 
 
-def _advice(refused: Sequence[ImageRefused]) -> str:
+def _advice(refused: Sequence[ImageRefusal]) -> str:
     problems = {item.problem for item in refused}
     if problems == {ImageProblem.NO_ACCESS}:
         return "Check the name and the path, and that you may read the file."
@@ -40,9 +40,9 @@ def check_images(items: Sequence[ImageInput], check: CheckImages) -> tuple[Attac
         raise ImagesUnreadable((), f"{len(items)} images were attached; a message takes at most {MAX_IMAGES}. "
                                    "Attach fewer, and ask about the rest in the next message.")
     images: list[AttachedImage] = []
-    refused: list[ImageRefused] = []
+    refused: list[ImageRefusal] = []
     for result in check(items):
-        if isinstance(result, ImageRefused):
+        if isinstance(result, ImageRefusal):
             refused.append(result)
         else:
             images.append(result)
