@@ -34,7 +34,7 @@ LONG_SIDE = 1536
 PNG_LIMIT = 1_500_000
 JPEG_QUALITY = 90
 PASTED = "Pasted image"
-_READ_TYPES = "PNG, JPEG, WebP, GIF or BMP"
+READ_TYPES = "PNG, JPEG, WebP, GIF or BMP"
 
 
 class ImageProblem(str, Enum):
@@ -151,7 +151,7 @@ def _not_an_image(data: bytes) -> str:
         except UnicodeDecodeError as error:
             if error.start >= len(head) - 3:  # a character cut at the end of the sample
                 return "it is not an image: it holds text"
-    return f"it is not an image Kestrel reads ({_READ_TYPES}), whatever its name says"
+    return f"it is not an image Kestrel reads ({READ_TYPES}), whatever its name says"
 
 
 _BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
