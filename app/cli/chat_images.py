@@ -11,21 +11,19 @@ from app.cli.user_error import EXIT_MODEL, UserError
 from app.core.attachments import AttachedImage
 from app.engine.protocol import Loaded
 from app.library.installed import InstalledModel
-from app.service.attached_images import ImagesUnreadable, check_images
+from app.service.attached_images import CheckImages, ImagesUnreadable, check_images, in_worker
 
 EXIT_UNREADABLE = 3  # as for --attach: an image cannot be used (each named, with why; nothing is sent)
 
 
-def chat_images(given: Sequence[str]) -> tuple[AttachedImage, ...]:
+def chat_images(given: Sequence[str], check: CheckImages = in_worker) -> tuple[AttachedImage, ...]:
     """The images after --image, checked in the image check's child process (one that crashes or
-    hangs a decoder is refused, never this process); UserError names each one refused. What the
-    check changed (scaled down) goes to standard error."""
+    hangs a decoder is refused, never this process); UserError names each one refused, or says
+    the check could not start. What the check changed (scaled down) goes to standard error."""
     if not given:
         return ()
-    from app.documents.image_worker import check_in_worker
-
     try:
-        images = check_images([Path(path).expanduser().absolute() for path in given], check_in_worker)
+        images = check_images([Path(path).expanduser().absolute() for path in given], check)
     except ImagesUnreadable as exc:
         raise UserError(terminal_text(str(exc)), EXIT_UNREADABLE) from None
     for image in images:

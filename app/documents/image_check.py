@@ -34,7 +34,7 @@ LONG_SIDE = 1536
 PNG_LIMIT = 1_500_000
 JPEG_QUALITY = 90
 PASTED = "Pasted image"
-_READ_TYPES = "PNG, JPEG, WebP, GIF or BMP"
+READ_TYPES = "PNG, JPEG, WebP, GIF or BMP"
 
 
 class ImageProblem(str, Enum):
@@ -48,7 +48,7 @@ class ImageProblem(str, Enum):
 
 
 @dataclass(frozen=True)
-class ImageRefused:
+class ImageRefusal:
     """An image that will not do: `name` as the user knows it (the path given, or "Pasted
     image"), `reason` in words that finish "… cannot be used: ", and why, as `problem`."""
 
@@ -66,20 +66,20 @@ class PastedImage:
 
 
 ImageInput = Path | PastedImage
-ImageResult = AttachedImage | ImageRefused
+ImageResult = AttachedImage | ImageRefusal
 
 
 def check_image(item: ImageInput) -> ImageResult:
     """The image as a model is given it, or why not. Never raises for anything the image does."""
     if isinstance(item, PastedImage):
         if len(item.data) > MAX_FILE_BYTES:
-            return ImageRefused(item.name, _too_big(len(item.data)), ImageProblem.TOO_LARGE)
+            return ImageRefusal(item.name, _too_big(len(item.data)), ImageProblem.TOO_LARGE)
         return check_image_data(item.data, item.name)
     name = str(item)
     try:
         data = _read_file(item)
     except _Refusal as refusal:
-        return ImageRefused(name, refusal.reason, refusal.problem)
+        return ImageRefusal(name, refusal.reason, refusal.problem)
     return check_image_data(data, item.name, shown=name)
 
 
@@ -130,13 +130,13 @@ def check_image_data(data: bytes, name: str, *, shown: str | None = None) -> Ima
     said = shown or name
     kind = image_type(data)
     if kind is None:
-        return ImageRefused(said, _not_an_image(data), ImageProblem.NOT_AN_IMAGE)
+        return ImageRefusal(said, _not_an_image(data), ImageProblem.NOT_AN_IMAGE)
     try:
         return _converted(data, name)
     except _Refusal as refusal:
-        return ImageRefused(said, refusal.reason, refusal.problem)
+        return ImageRefusal(said, refusal.reason, refusal.problem)
     except MemoryError:
-        return ImageRefused(said, "reading it needed more memory than Kestrel gives its image check",
+        return ImageRefusal(said, "reading it needed more memory than Kestrel gives its image check",
                             ImageProblem.FAILED)
 
 
@@ -151,7 +151,7 @@ def _not_an_image(data: bytes) -> str:
         except UnicodeDecodeError as error:
             if error.start >= len(head) - 3:  # a character cut at the end of the sample
                 return "it is not an image: it holds text"
-    return f"it is not an image Kestrel reads ({_READ_TYPES}), whatever its name says"
+    return f"it is not an image Kestrel reads ({READ_TYPES}), whatever its name says"
 
 
 _BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
 
-from app.documents.image_check import ImageInput, ImageProblem, ImageRefused, ImageResult, PastedImage, check_image
+from app.documents.image_check import ImageInput, ImageProblem, ImageRefusal, ImageResult, PastedImage, check_image
 from app.documents.limited_child import Answered, LimitedChild, TimedOut, serve
 
 # What the child runs on each image: check_image, or a test's stand-in that hangs or crashes.
@@ -24,14 +24,14 @@ def checker_main(conn: Connection, memory_bytes: int, check: CheckFunction) -> N
     serve(conn, memory_bytes, check, _out_of_memory, _failed)
 
 
-def _out_of_memory(item: ImageInput) -> ImageRefused:
-    return ImageRefused(_name(item), "checking it needed more memory than Kestrel gives its image check",
+def _out_of_memory(item: ImageInput) -> ImageRefusal:
+    return ImageRefusal(_name(item), "checking it needed more memory than Kestrel gives its image check",
                         ImageProblem.FAILED)
 
 
-def _failed(item: ImageInput, exc: Exception) -> ImageRefused:
+def _failed(item: ImageInput, exc: Exception) -> ImageRefusal:
     # A decoder's surprise on a hostile file is a refusal, not a traceback.
-    return ImageRefused(_name(item), f"the image check failed on it ({type(exc).__name__}): the file is "
+    return ImageRefusal(_name(item), f"the image check failed on it ({type(exc).__name__}): the file is "
                                      "probably damaged", ImageProblem.FAILED)
 
 
@@ -63,10 +63,10 @@ class ImageChecker:
         if isinstance(answer, Answered):
             return answer.value
         if isinstance(answer, TimedOut):
-            return ImageRefused(_name(item), f"checking it took longer than {self._seconds:g} s, so Kestrel "
+            return ImageRefusal(_name(item), f"checking it took longer than {self._seconds:g} s, so Kestrel "
                                              "stopped: the file may be damaged or built to hang a decoder",
                                 ImageProblem.FAILED)
-        return ImageRefused(_name(item), f"the image check crashed on it ({answer.how}): the file is probably "
+        return ImageRefusal(_name(item), f"the image check crashed on it ({answer.how}): the file is probably "
                                          "damaged", ImageProblem.FAILED)
 
     def check_all(self, items: Iterable[ImageInput]) -> Iterator[ImageResult]:

@@ -107,7 +107,11 @@ class LimitedChild(Generic[T]):
         process.start()
         child.close()
         self._process, self._conn = process, parent
-        if not parent.poll(self._start_s) or parent.recv() != "ready":
+        try:  # a child that died while starting closes its end: poll() is True, recv() raises EOFError
+            ready = parent.poll(self._start_s) and parent.recv() == "ready"
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
             self._kill()
             raise RuntimeError(f"the {self._role} process did not start")
         return parent

@@ -250,14 +250,17 @@ def chat_of(system_prompt: str, history: list[Message], *, see_images: bool = Tr
     """The conversation as the engine sees it: no empty or unfinished messages; a turn that
     used tools as the model wrote it, each round's calls followed by their results. A user
     turn carries its images on every answer (see_images), or, for a model that cannot see
-    them, says in its text that there were images it is not shown."""
+    them, says in its text that there were images it is not shown. The engine takes at most
+    PROMPT_IMAGES in one prompt: the newest turns keep theirs (a turn all of them or none),
+    and the older ones get the same words instead."""
     chat = [ChatMessage(Role.SYSTEM, system_prompt)] if system_prompt.strip() else []
-    for message in history:
+    shown = _turns_with_images(history) if see_images else set()
+    for number, message in enumerate(history):
         if message.role == Role.SYSTEM or message.state == MessageState.STREAMING:
             continue
         if message.parts:
             chat.extend(_rounds_of(message))
-        elif message.images and see_images:
+        elif message.images and number in shown:
             chat.append(ChatMessage(message.role, message.text, message.thinking,
                                     images=tuple(image.data for image in message.images)))
         elif message.images:
@@ -268,8 +271,29 @@ def chat_of(system_prompt: str, history: list[Message], *, see_images: bool = Tr
     return chat
 
 
-# A model without vision answering a chat where images were sent earlier (to another model).
+# As many images as the engine takes in one prompt (app/engine/image_prompt.py MAX_IMAGES; a test
+# holds them equal: the service does not import the engine's native side).
+PROMPT_IMAGES = 16
+# A model without vision answering a chat where images were sent earlier (to another model), or
+# a turn too old for its images to fit in the prompt with the newer ones.
 UNSEEN = "(The user attached images here ({names}), which you cannot see.)"
+
+
+def _turns_with_images(history: list[Message]) -> set[int]:
+    """The positions of the newest turns whose images fit in one prompt together, newest first;
+    from the first turn that would not fit on, none (so what is shown is the recent stretch)."""
+    shown: set[int] = set()
+    count = 0
+    for number in range(len(history) - 1, -1, -1):
+        message = history[number]
+        if (not message.images or message.parts or message.role == Role.SYSTEM
+                or message.state == MessageState.STREAMING):
+            continue
+        if count + len(message.images) > PROMPT_IMAGES:
+            break
+        count += len(message.images)
+        shown.add(number)
+    return shown
 
 
 def _asks_about_images(history: list[Message]) -> bool:

@@ -51,8 +51,6 @@ class ApiAnswers:
         self._conversations = conversations
         self._chats_busy = chats_busy
         self._context = ContextPlanner(session, keeper)
-        # One request's images checked at a time: each check is a child process that may take 2 GB.
-        self._checking = asyncio.Lock()
         self._waiting = 0
         self._running = 0
         self.recent: deque[RequestRecord] = deque(maxlen=RECENT)
@@ -127,8 +125,8 @@ class ApiAnswers:
         written: list[str] = []
         try:
             if ask.images:
-                async with self._checking:
-                    ask = dataclasses.replace(ask, messages=await seen_messages(ask), images=())
+                # One image check at a time, the window's included (attached_images.checked_in_turn).
+                ask = dataclasses.replace(ask, messages=await seen_messages(ask), images=())
             async for event in self._answer(ask, target, settings):
                 if not started:
                     started = True

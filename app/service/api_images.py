@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from app.core.attachments import AttachedImage
-from app.documents.image_check import ImageInput, ImageProblem, ImageRefused, ImageResult, PastedImage
+from app.documents.image_check import ImageRefusal, ImageResult, PastedImage
 from app.engine.protocol import ChatMessage, Loaded
 from app.library.installed import InstalledModel
 from app.service.api_types import ApiAsk, ApiImage, ApiRefused
-from app.service.attached_images import CheckImages
+from app.service.attached_images import CheckImages, ImagesUnreadable, checked_in_turn, in_worker, not_started
 from app.service.vision import vision_state
-
-_READ_TYPES = "PNG, JPEG, WebP, GIF or BMP"
-
 
 def refuse_unseeing(model: InstalledModel, loaded: Loaded | None) -> None:
     """ApiRefused (400) unless the model takes images: a vision projector paired with it, and
@@ -32,28 +29,26 @@ def refuse_unseeing(model: InstalledModel, loaded: Loaded | None) -> None:
                      param="model", code="model_not_vision")
 
 
-def _in_worker(items: Sequence[ImageInput]) -> Iterator[ImageResult]:
-    from app.documents.image_worker import check_in_worker
-
-    return check_in_worker(items)
-
-
 def _checked(images: Sequence[ApiImage], check: CheckImages) -> list[ImageResult]:
-    # Each image is named by its part, so the check's refusal names it as the request does.
-    return list(check([PastedImage(image.data, image.part) for image in images]))
+    # Each image is named by its part, so the check's refusal names it as the request does; one
+    # check at a time, shared with the window's (checked_in_turn).
+    return checked_in_turn([PastedImage(image.data, image.part) for image in images], check)
 
 
-async def seen_messages(ask: ApiAsk, check: CheckImages = _in_worker) -> tuple[ChatMessage, ...]:
+async def seen_messages(ask: ApiAsk, check: CheckImages = in_worker) -> tuple[ChatMessage, ...]:
     """ask.messages with each of ask.images, checked (decoded in the image check's child, scaled
     down, written again as PNG or JPEG), in its turn's images; ApiRefused (400) naming every
     part refused and why. The check runs in one child process for the request, waited for on a
     thread so the event loop goes on."""
     if not ask.images:
         return ask.messages
-    results = await asyncio.to_thread(_checked, ask.images, check)
-    refused = [result for result in results if isinstance(result, ImageRefused)]
+    try:
+        results = await asyncio.to_thread(_checked, ask.images, check)
+    except RuntimeError as error:
+        raise ApiRefused(503, not_started(error), code="image_check_failed") from None
+    refused = [result for result in results if isinstance(result, ImageRefusal)]
     if refused:
-        raise ApiRefused(400, _refusal(refused), param=refused[0].name, code="invalid_image")
+        raise ApiRefused(400, str(ImagesUnreadable(refused, sent=True)), param=refused[0].name, code="invalid_image")
     turns: dict[int, list[bytes]] = {}
     for image, result in zip(ask.images, results, strict=True):
         assert isinstance(result, AttachedImage)
@@ -61,9 +56,3 @@ async def seen_messages(ask: ApiAsk, check: CheckImages = _in_worker) -> tuple[C
     return tuple(dataclasses.replace(message, images=(*message.images, *turns[index])) if index in turns else message
                  for index, message in enumerate(ask.messages))
 
-
-def _refusal(refused: Sequence[ImageRefused]) -> str:
-    words = " ".join(f"{item.name} cannot be used: {item.reason}." for item in refused)
-    if all(item.problem is ImageProblem.TOO_LARGE for item in refused):
-        return f"{words} Send a smaller copy of the image."
-    return f"{words} Send a {_READ_TYPES} image, or leave it out."

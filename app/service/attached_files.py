@@ -42,7 +42,8 @@ def _advice(unreadable: Sequence[Unreadable]) -> str:
 def read_attachments(paths: Sequence[Path], read: ReadFiles) -> tuple[AttachedFile, ...]:
     """Read each file (`read`: the reader's worker process, read_in_worker) into the value a
     message keeps; raises AttachmentsUnreadable naming every file that could not be read or
-    holds more text than a chat keeps (MAX_ATTACHED_CHARS). Blocks: call off the loop."""
+    holds more text than a chat keeps (MAX_ATTACHED_CHARS), or saying the reader could not
+    start. Blocks: call off the loop."""
     if len(paths) > MAX_ATTACHMENTS:
         raise AttachmentsUnreadable((), f"{len(paths):,} files were attached; a message takes at most "
                                         f"{MAX_ATTACHMENTS}. Attach fewer, or add their folder as a collection.")
@@ -50,7 +51,12 @@ def read_attachments(paths: Sequence[Path], read: ReadFiles) -> tuple[AttachedFi
     # The reader would call a folder a file of a kind it does not read.
     unreadable = [Unreadable(path, "it is a folder: attach the files in it, or add the folder as a collection",
                              UnreadableCause.NOT_A_DOCUMENT) for path in paths if path.is_dir()]
-    for result in read([path for path in paths if not path.is_dir()]):
+    try:
+        results = list(read([path for path in paths if not path.is_dir()]))
+    except RuntimeError as error:  # the reader's child process could not start (LimitedChild)
+        raise AttachmentsUnreadable((), f"Kestrel could not start its document reader: {error}. Try again; if it "
+                                        "goes on, close other programs to free memory.") from None
+    for result in results:
         if isinstance(result, Unreadable):
             unreadable.append(result)
             continue

@@ -3,46 +3,72 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from app.core.attachments import MAX_IMAGES, AttachedImage
-from app.documents.image_check import PASTED, ImageInput, ImageProblem, ImageRefused, ImageResult, PastedImage
+from app.documents.image_check import PASTED, READ_TYPES, ImageInput, ImageProblem, ImageRefusal, ImageResult, PastedImage
 
 CheckImages = Callable[[Sequence[ImageInput]], Iterator[ImageResult]]
 
 
 class ImagesUnreadable(Exception):
-    """Images that could not be used; the message names each and says why, and what to do."""
+    """Images that could not be used; the message names each and says why, and what to do:
+    attach another (the window, the CLI) or, `sent` by an API request, send another."""
 
-    def __init__(self, refused: Sequence[ImageRefused], words: str | None = None) -> None:
+    def __init__(self, refused: Sequence[ImageRefusal], words: str | None = None, *, sent: bool = False) -> None:
         self.refused = tuple(refused)
         if words is None:
             words = " ".join(f"{item.name} cannot be used: {item.reason}." for item in self.refused)
-            words += " " + _advice(self.refused)
+            words += " " + _advice(self.refused, sent)
         super().__init__(words)
 
 
-def _advice(refused: Sequence[ImageRefused]) -> str:
+def _advice(refused: Sequence[ImageRefusal], sent: bool) -> str:
     problems = {item.problem for item in refused}
+    if problems == {ImageProblem.TOO_LARGE}:
+        return "Send a smaller copy of the image." if sent else "Attach a smaller copy of the image."
+    if sent:
+        return f"Send a {READ_TYPES} image, or leave it out."
     if problems == {ImageProblem.NO_ACCESS}:
         return "Check the name and the path, and that you may read the file."
-    if problems == {ImageProblem.TOO_LARGE}:
-        return "Attach a smaller copy of the image."
     return "Leave it out, or open it in an image viewer and save it again as PNG or JPEG, then attach that."
+
+
+# One image check at a time in this process (the window's chips, the API's requests, an import):
+# each is a child process that may take 2 GiB, so a second waits for the first to end.
+_one_check = threading.Lock()
+
+
+def checked_in_turn(items: Sequence[ImageInput], check: CheckImages) -> list[ImageResult]:
+    """check(items), all of it, while no other image check runs in this process; RuntimeError
+    when the check's child cannot start. Blocks: call off the loop."""
+    with _one_check:
+        return list(check(items))
+
+
+def not_started(error: RuntimeError) -> str:
+    """The words for an image check whose child process could not start."""
+    return (f"Kestrel could not start its image check: {error}. Try again; if it goes on, close other "
+            "programs to free memory.")
 
 
 def check_images(items: Sequence[ImageInput], check: CheckImages) -> tuple[AttachedImage, ...]:
     """Check each image (`check`: in the image worker, check_in_worker) into the value a message
-    keeps; ImagesUnreadable names every one refused, and refuses more than MAX_IMAGES. Blocks:
-    call off the loop."""
+    keeps; ImagesUnreadable names every one refused, refuses more than MAX_IMAGES, and says so
+    when the check could not start. One check at a time (checked_in_turn). Blocks: call off the loop."""
     if len(items) > MAX_IMAGES:
         raise ImagesUnreadable((), f"{len(items)} images were attached; a message takes at most {MAX_IMAGES}. "
                                    "Attach fewer, and ask about the rest in the next message.")
     images: list[AttachedImage] = []
-    refused: list[ImageRefused] = []
-    for result in check(items):
-        if isinstance(result, ImageRefused):
+    refused: list[ImageRefusal] = []
+    try:
+        results = checked_in_turn(items, check)
+    except RuntimeError as error:
+        raise ImagesUnreadable((), not_started(error)) from None
+    for result in results:
+        if isinstance(result, ImageRefusal):
             refused.append(result)
         else:
             images.append(result)
@@ -51,19 +77,19 @@ def check_images(items: Sequence[ImageInput], check: CheckImages) -> tuple[Attac
     return tuple(images)
 
 
-def _in_worker(items: Sequence[ImageInput]) -> Iterator[ImageResult]:
+def in_worker(items: Sequence[ImageInput]) -> Iterator[ImageResult]:
     from app.documents.image_worker import check_in_worker
 
     return check_in_worker(items)
 
 
-async def read_images(paths: Sequence[Path], check: CheckImages = _in_worker) -> tuple[AttachedImage, ...]:
+async def read_images(paths: Sequence[Path], check: CheckImages = in_worker) -> tuple[AttachedImage, ...]:
     """Image files checked in the image worker's child process (one that crashes or hangs a
     decoder is refused, never Kestrel), waited for on a thread so the event loop goes on."""
     return await asyncio.to_thread(check_images, [Path(path) for path in paths], check)
 
 
-async def read_image_data(data: bytes, name: str = PASTED, check: CheckImages = _in_worker) -> AttachedImage:
+async def read_image_data(data: bytes, name: str = PASTED, check: CheckImages = in_worker) -> AttachedImage:
     """Pasted image bytes (a PNG from the clipboard) checked the same way; ImagesUnreadable if refused."""
     images = await asyncio.to_thread(check_images, [PastedImage(bytes(data), name)], check)
     return images[0]

@@ -12,7 +12,9 @@ from app.core.chat_export import ChatFileError, ImportedChat, read_chat, to_json
 from app.core.conversation import Conversation, Message
 from app.core.files import Refusal, TargetRefused, write_user_file
 from app.core.history import HistoryError, HistoryStore
+from app.service.attached_images import CheckImages, in_worker, not_started
 from app.service.events import ConversationChanged, Event, Problem
+from app.service.imported_images import check_imported_images
 from app.service.storage import Storage
 
 FORMATS = ("markdown", "json")
@@ -35,15 +37,18 @@ class Imported:
 
     chat_id: int | None
     file_refused: bool = False
+    left_out: str = ""  # the images the check refused, left out of the chat (a Problem said so too)
 
 
 class ChatFiles:
     """Chats to and from files, the disk work on worker threads; failures are Problems
     that name the file and say what is wrong."""
 
-    def __init__(self, storage: Callable[[], Storage], emit: Callable[[Event], None]) -> None:
+    def __init__(self, storage: Callable[[], Storage], emit: Callable[[Event], None], *,
+                 check: CheckImages = in_worker) -> None:
         self._storage = storage
         self._emit = emit
+        self._check = check  # an imported chat's images: the image check's child (attached_images)
 
     async def export(self, conversation_id: int, path: Path, fmt: str, *, replace: bool = False) -> ExportOutcome:
         """Write the chat to path as "markdown" or "json": a new file, or with replace the
@@ -89,12 +94,19 @@ class ChatFiles:
             self._emit(Problem(str(exc)))
             return Imported(None, file_refused=True)
         try:
-            conversation = await self._storage().history(_store_chat, chat)
+            checked = await asyncio.to_thread(check_imported_images, chat, self._check)
+        except RuntimeError as exc:
+            self._emit(Problem(f"The chat in {path} was not imported: {not_started(exc)}"))
+            return Imported(None)
+        try:
+            conversation = await self._storage().history(_store_chat, checked.chat)
         except HistoryError as exc:
             self._emit(Problem(f"The chat in {path} could not be imported: {exc}", "history"))
             return Imported(None)
         self._emit(ConversationChanged(conversation))
-        return Imported(conversation.id)
+        if checked.left_out:
+            self._emit(Problem(f"The chat in {path} was imported as \"{conversation.title}\", but {checked.left_out}"))
+        return Imported(conversation.id, left_out=checked.left_out)
 
 
 def _refusal_words(refused: TargetRefused) -> str:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.cli.chat_images import refuse_unseeing
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from app.cli.chat_images import EXIT_UNREADABLE, chat_images, refuse_unseeing
+from app.documents.image_check import ImageInput, ImageResult
+from app.documents.limited_child import LimitedChild
 from app.cli.user_error import EXIT_MODEL, UserError
 from app.engine.protocol import Loaded
 from app.library.installed import InstalledModel
 from tests.cli.test_chat_cli import assert_no_traceback, json_lines, kestrel
+from tests.documents.test_limited_child import die_at_start
 from tests.helpers.images import write_image
 
 
@@ -56,3 +63,24 @@ def test_a_projector_that_did_not_load_is_said_with_the_engines_words() -> None:
     else:
         raise AssertionError("a model whose projector did not load took images")
     refuse_unseeing(model, Loaded(1, "gemma.gguf", 10.0, "cpu", 4096, 4, "gemma3", "gemma", vision=True))
+
+
+def a_check_that_cannot_start(items: Sequence[ImageInput]) -> Iterator[ImageResult]:
+    """The image check's child as it is when it dies before it is ready (a real child, ended at start)."""
+    child: LimitedChild[ImageResult] = LimitedChild(die_at_start, (), name="kestrel-image-check", role="image check")
+    try:
+        for item in items:
+            answer = child.ask(item, 5)
+            raise AssertionError(f"the child answered: {answer}")
+        yield from ()
+    finally:
+        child.close()
+
+
+def test_an_image_check_that_cannot_start_is_said_in_words(tmp_path: Path) -> None:
+    image = write_image(tmp_path / "photo.png", 20, 10)
+    with pytest.raises(UserError) as refused:
+        chat_images([str(image)], a_check_that_cannot_start)
+    assert refused.value.status == EXIT_UNREADABLE
+    assert str(refused.value).startswith("Kestrel could not start its image check: the image check process did "
+                                         "not start.")

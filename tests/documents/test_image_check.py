@@ -10,18 +10,18 @@ import pytest
 from PIL import Image
 
 from app.core.attachments import AttachedImage, image_type, is_image_path
-from app.documents.image_check import (LONG_SIDE, MAX_FILE_BYTES, PNG_LIMIT, ImageProblem, ImageRefused, PastedImage,
+from app.documents.image_check import (LONG_SIDE, MAX_FILE_BYTES, PNG_LIMIT, ImageProblem, ImageRefusal, PastedImage,
                                        check_image)
 from tests.helpers.images import bomb_png, image_bytes, write_image
 
 
-def _kept(result: AttachedImage | ImageRefused) -> AttachedImage:
+def _kept(result: AttachedImage | ImageRefusal) -> AttachedImage:
     assert isinstance(result, AttachedImage), result
     return result
 
 
-def _refused(result: AttachedImage | ImageRefused) -> ImageRefused:
-    assert isinstance(result, ImageRefused), result
+def _refused(result: AttachedImage | ImageRefusal) -> ImageRefusal:
+    assert isinstance(result, ImageRefusal), result
     return result
 
 

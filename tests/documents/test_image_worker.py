@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from app.core.attachments import AttachedImage
-from app.documents.image_check import ImageInput, ImageProblem, ImageRefused, ImageResult, check_image
+from app.documents.image_check import ImageInput, ImageProblem, ImageRefusal, ImageResult, check_image
 from app.documents.image_worker import ImageChecker, check_in_worker
 from tests.helpers.images import bomb_png, write_image
 
@@ -39,7 +39,7 @@ def test_images_are_checked_in_the_child_and_a_bomb_is_refused_there(tmp_path: P
     bomb.write_bytes(bomb_png())
     first, second = list(check_in_worker([good, bomb]))
     assert isinstance(first, AttachedImage) and (first.width, first.height) == (120, 80)
-    assert isinstance(second, ImageRefused) and second.problem is ImageProblem.TOO_LARGE
+    assert isinstance(second, ImageRefusal) and second.problem is ImageProblem.TOO_LARGE
 
 
 def test_a_crash_is_refused_in_words_and_the_next_image_is_checked(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_a_crash_is_refused_in_words_and_the_next_image_is_checked(tmp_path: Pat
     good = write_image(tmp_path / "good.png", 10, 10)
     with ImageChecker(check=crash_on_bad) as checker:
         crashed, after = checker.check(bad), checker.check(good)
-    assert isinstance(crashed, ImageRefused) and crashed.problem is ImageProblem.FAILED
+    assert isinstance(crashed, ImageRefusal) and crashed.problem is ImageProblem.FAILED
     assert "crashed on it (signal SIGKILL)" in crashed.reason and crashed.name == str(bad)
     assert isinstance(after, AttachedImage)
 
@@ -60,7 +60,7 @@ def test_a_hang_is_stopped_after_the_time_limit(tmp_path: Path) -> None:
         hung = checker.check(bad)
         took = time.monotonic() - started
         after = checker.check(good)
-    assert isinstance(hung, ImageRefused) and "took longer than 1 s" in hung.reason and took < 10
+    assert isinstance(hung, ImageRefusal) and "took longer than 1 s" in hung.reason and took < 10
     assert isinstance(after, AttachedImage)
 
 
@@ -68,7 +68,7 @@ def test_an_image_that_needs_too_much_memory_is_refused(tmp_path: Path) -> None:
     bad = write_image(tmp_path / "bad.png", 10, 10)
     with ImageChecker(check=eat_memory_on_bad, memory_bytes=1024 * 2**20, seconds=120) as checker:
         refused = checker.check(bad)
-    assert isinstance(refused, ImageRefused) and refused.problem is ImageProblem.FAILED
+    assert isinstance(refused, ImageRefusal) and refused.problem is ImageProblem.FAILED
     assert "more memory than Kestrel gives its image check" in refused.reason
 
 
@@ -83,5 +83,5 @@ def test_an_exception_in_the_check_is_a_refusal_and_the_child_goes_on(tmp_path: 
     good = write_image(tmp_path / "good.png", 10, 10)
     with ImageChecker(check=raise_on_bad) as checker:
         refused, after = checker.check(bad), checker.check(good)
-    assert isinstance(refused, ImageRefused) and "failed on it (RuntimeError)" in refused.reason
+    assert isinstance(refused, ImageRefusal) and "failed on it (RuntimeError)" in refused.reason
     assert isinstance(after, AttachedImage)

@@ -12,7 +12,7 @@ from app.core.attachments import AttachedFile, AttachedSection
 from app.core.conversation import Role
 from app.documents.collections import DocumentsError, Hit
 from app.service import events as ev
-from app.service.attached_files import AttachmentsUnreadable
+from app.service.attached_files import AttachmentsUnreadable, read_attachments
 from app.service.document_context import MATERIAL_INTRO
 from tests.service.conftest import run, stored
 
@@ -183,3 +183,14 @@ def test_the_windows_search_says_which_collection_is_gone_where_the_service_leav
     assert framed.problem.startswith("The collection 'old' was not searched for this answer: There is no "
                                      "collection named 'old' any more.")
     assert [source.path for source in framed.sources] == ["/c/papers.txt"]
+
+
+def test_a_reader_that_cannot_start_is_said_in_words(tmp_path: Path) -> None:
+    def cannot_start(paths):
+        raise RuntimeError("the document reader process did not start")  # as LimitedChild says it
+
+    note = tmp_path / "note.txt"
+    note.write_text("hello", encoding="utf-8")
+    with pytest.raises(AttachmentsUnreadable, match="^Kestrel could not start its document reader: the document "
+                                                    "reader process did not start. Try again"):
+        read_attachments([note], cannot_start)

@@ -9,10 +9,13 @@ import stat
 
 import pytest
 
+from app.core.attachments import AttachedImage
 from app.core.chat_export import MAX_BYTES
 from app.core.history import HistoryStore
 from app.service import events as ev
-from tests.service.conftest import history, run
+from app.service.chat_files import ChatFiles, Imported
+from tests.helpers.images import image_bytes
+from tests.service.conftest import give_sight, history, run
 
 
 async def _chat_with_answers(controller) -> None:
@@ -153,5 +156,57 @@ def test_a_link_a_pipe_and_a_missing_folder_are_refused_in_words(started_control
                 problem = recorder.of(ev.Problem)[-1]
                 assert problem.kind == "disk" and str(target) in problem.text and words in problem.text, problem
             assert other.read_text() == "keep" and not (tmp_path / "gone").exists()
+
+    run(scenario)
+
+
+def test_imported_images_are_checked_and_those_refused_are_left_out_in_words(started_controller, tmp_path) -> None:
+    # An export's images were only bounded and their first bytes looked at: one that claims other
+    # sides than it has, and two that start like a PNG and a JPEG and are not.
+    claims = AttachedImage("claims.png", "image/png", 900, 700, image_bytes(30, 20), "")
+    fake_png = AttachedImage("fake.png", "image/png", 10, 10, b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, "")
+    fake_jpeg = AttachedImage("fake.jpg", "image/jpeg", 10, 10, b"\xff\xd8\xff" + b"junk" * 16, "")
+
+    async def scenario():
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            give_sight(controller)
+            assert controller.send("What are these?", images=[claims, fake_png, fake_jpeg])
+            await controller.wait_idle()
+            path = tmp_path / "chat.json"
+            assert await controller.export_conversation(controller.conversation.id, path, "json")
+            imported = await controller.files.import_file(path)
+            assert imported.chat_id is not None
+            user = (await history(controller, HistoryStore.messages, imported.chat_id))[0]
+            [image] = user.images
+            assert (image.name, image.width, image.height) == ("claims.png", 30, 20)
+            assert imported.left_out.startswith("2 images could not be used and were left out: fake.png in message "
+                                                "1 (it could not be read")
+            assert "; fake.jpg in message 1 (" in imported.left_out
+            [said] = [p.text for p in recorder.of(ev.Problem)]
+            assert said.startswith(f"The chat in {path} was imported as ") and imported.left_out in said
+
+    run(scenario)
+
+
+def test_an_import_whose_image_check_cannot_start_is_refused_in_words(started_controller, tmp_path) -> None:
+    def cannot_start(items):
+        raise RuntimeError("the image check process did not start")  # as LimitedChild says it
+
+    async def scenario():
+        async with started_controller() as started:
+            controller, recorder = started.controller, started.events
+            give_sight(controller)
+            assert controller.send("And this?", images=[AttachedImage("a.png", "image/png", 8, 8, image_bytes(8, 8), "")])
+            await controller.wait_idle()
+            path = tmp_path / "chat.json"
+            assert await controller.export_conversation(controller.conversation.id, path, "json")
+            chats = await controller.conversations.read_all()
+            files = ChatFiles(lambda: controller.storage, recorder.events.append, check=cannot_start)
+            assert await files.import_file(path) == Imported(None)
+            assert recorder.of(ev.Problem)[-1].text == (
+                f"The chat in {path} was not imported: Kestrel could not start its image check: the image check "
+                "process did not start. Try again; if it goes on, close other programs to free memory.")
+            assert await controller.conversations.read_all() == chats
 
     run(scenario)

@@ -4,6 +4,9 @@ their turn every time the chat is answered, and refused in words for a model tha
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import replace as changed
 from pathlib import Path
 
@@ -13,8 +16,12 @@ from app.core.attachments import IMAGE_TOKENS, AttachedFile, AttachedImage, Atta
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.service import events as ev
-from app.service.answer_run import UNSEEN
-from app.service.attached_images import ImagesUnreadable
+from app.service.answer_run import PROMPT_IMAGES, UNSEEN
+from app.documents.image_check import ImageInput, ImageResult, check_image
+from app.engine.protocol import ChatMessage
+from app.service.api_images import seen_messages
+from app.service.api_types import ApiAsk, ApiImage, ApiRefused
+from app.service.attached_images import ImagesUnreadable, read_image_data, read_images
 from app.service.document_context import ChatDocuments, Fit
 from app.service.vision import NO_MODEL
 from tests.helpers.images import image_bytes, write_image
@@ -182,3 +189,80 @@ def test_each_image_counts_in_the_context_when_files_are_fitted() -> None:
     assert documents.used(1).fit is Fit.WHOLE
     asyncio.run(documents.frame(conversation, [changed(question, images=(CHART, PHOTO))]))
     assert documents.used(1).fit is Fit.RETRIEVED
+
+
+def test_the_prompts_image_limit_is_the_engines() -> None:
+    from app.engine import image_prompt
+
+    assert PROMPT_IMAGES == image_prompt.MAX_IMAGES  # the service's copy of the engine's limit
+
+
+def test_a_chat_of_more_images_than_a_prompt_takes_sends_the_newest_turns_images(started_controller) -> None:
+    async def scenario():
+        async with started_controller() as started:
+            controller, engine = started.controller, started.engine
+            give_sight(controller)
+            turns = [tuple(AttachedImage(f"t{turn}-{n}.png", "image/png", 8 + n, 4 + turn,
+                                         image_bytes(8 + n, 4 + turn), "") for n in range(8)) for turn in range(3)]
+            for turn, images in enumerate(turns):
+                assert controller.send(f"Question {turn}", images=list(images))
+                await controller.wait_idle()
+                assert not started.events.of(ev.Problem)
+            sent = user_turns(engine)
+            assert sum(len(images) for _, images in sent) == PROMPT_IMAGES
+            names = ", ".join(image.name for image in turns[0])
+            assert sent == [(f"Question 0\n\n{UNSEEN.format(names=names)}", ()),
+                            ("Question 1", tuple(i.data for i in turns[1])),
+                            ("Question 2", tuple(i.data for i in turns[2]))]
+
+    run(scenario)
+
+
+class CountingCheck:
+    """A check that notes how many run at once (each as long as a real child's start)."""
+
+    def __init__(self) -> None:
+        self.running = self.most = 0
+        self.guard = threading.Lock()
+
+    def __call__(self, items: Sequence[ImageInput]) -> Iterator[ImageResult]:
+        with self.guard:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(0.2)
+            yield from (check_image(item) for item in items)
+        finally:
+            with self.guard:
+                self.running -= 1
+
+
+def test_one_image_check_runs_at_a_time_for_the_window_and_the_api(tmp_path: Path) -> None:
+    counting = CountingCheck()
+    chips = [write_image(tmp_path / f"chip{n}.png", 10 + n, 10) for n in range(3)]
+    ask = asking_with(ApiImage(0, "messages[0].content[1].image_url.url", image_bytes(16, 12)))
+
+    async def scenario():
+        return await asyncio.gather(*(read_images([chip], counting) for chip in chips),
+                                    read_image_data(image_bytes(9, 9), check=counting), seen_messages(ask, counting))
+
+    *read, pasted, seen = run(scenario)
+    assert [image.width for [image] in read] == [10, 11, 12] and pasted.width == 9 and len(seen[0].images) == 1
+    assert counting.most == 1
+
+
+def test_a_check_that_cannot_start_is_said_in_the_windows_words_and_the_apis(tmp_path: Path) -> None:
+    def cannot_start(items: Sequence[ImageInput]) -> Iterator[ImageResult]:
+        raise RuntimeError("the image check process did not start")  # as LimitedChild says it
+
+    with pytest.raises(ImagesUnreadable, match="^Kestrel could not start its image check: the image check process "
+                                               "did not start. Try again"):
+        run(lambda: read_images([write_image(tmp_path / "a.png", 5, 5)], cannot_start))
+    with pytest.raises(ApiRefused) as refused:
+        run(lambda: seen_messages(asking_with(ApiImage(0, "messages[0]", image_bytes(5, 5))), cannot_start))
+    assert refused.value.status == 503 and refused.value.message.startswith("Kestrel could not start its image check")
+
+
+def asking_with(image: ApiImage) -> ApiAsk:
+    return ApiAsk(endpoint="/v1/chat/completions", client="127.0.0.1:5000", model=None,
+                  messages=(ChatMessage(Role.USER, "What is this?"),), images=(image,))
