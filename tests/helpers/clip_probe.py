@@ -205,6 +205,42 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
             cards.select(0)
         return shown
 
+    def hub_search() -> QWidget:
+        """Get a model's Hugging Face search with found repositories and one's files (a choice with
+        its vision projector among them), as a search and a listing on 127.0.0.1 would leave it."""
+        from app.library.download.unit import FileSpec
+        from app.library.hub import DownloadUnit
+        from app.library.hub_search import HubRepo, RepoChoice
+        from app.service.hub_search import ChoiceRow, RepoListing
+
+        shown = ModelManager(window.adapter, window)
+        shown.tabs.setCurrentWidget(shown.catalog)
+        shown.catalog.side_tabs.setCurrentWidget(shown.catalog.hub_search)
+        box = shown.catalog.hub_search
+        box.query.setText("gemma 3 4b it")
+        box.timer.stop()
+        box._show_repos((HubRepo("ggml-org/gemma-3-4b-it-GGUF", 1_204_331, 412, "2025-03-12T10:00:00.000Z",
+                                 ("gguf",), "image-text-to-text", False, False),
+                         HubRepo("someone-with-a-long-name/gemma-3-4b-it-abliterated-imatrix-GGUF", 8_120, 37,
+                                 None, ("gguf",), None, True, False)))
+        base = "http://127.0.0.1/ggml-org/gemma-3-4b-it-GGUF/resolve/main/"
+
+        def unit(name: str, size: int, projector: bool) -> DownloadUnit:
+            files = [FileSpec(base + name, name, None, size)]
+            if projector:
+                files.append(FileSpec(base + "mmproj-model-f16.gguf", "mmproj-model-f16.gguf", None, 851_251_104))
+            return DownloadUnit(name, name, "gguf", tuple(files), base + name,
+                                projector="mmproj-model-f16.gguf" if projector else None)
+
+        box._listing = "ggml-org/gemma-3-4b-it-GGUF"
+        box.files_note.setText("ggml-org/gemma-3-4b-it-GGUF: pick a quantization and press its Download.")
+        box._show_files(RepoListing("ggml-org/gemma-3-4b-it-GGUF", (
+            ChoiceRow(RepoChoice(unit("gemma-3-4b-it-Q4_K_M.gguf", 2_489_757_856, True), "Q4_K_M"), None,
+                      "Whether it fits is not known yet."),
+            ChoiceRow(RepoChoice(unit("gemma-3-4b-it-f16.gguf", 7_767_184_160, False), "F16"), None,
+                      "Whether it fits is not known yet."))))
+        return shown
+
     def first_run() -> QWidget:
         from app.ui.first_run import FirstRunOffer
 
@@ -225,6 +261,7 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         ("question", question),
         ("first run", first_run),
         ("model manager", manager),
+        ("hugging face search", hub_search),
         ("attachments", attachment_scenes.composer_with_chips),
         ("source popup", lambda: attachment_scenes.source_popup(window)),
         ("message with images", attachment_scenes.message_with_images),

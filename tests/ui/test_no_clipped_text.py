@@ -21,8 +21,8 @@ from app.ui.window_look import fit_shortcut_letters, shortcut_letter_extra
 ROOT = Path(__file__).resolve().parents[2]
 SCREEN = {"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1920, "height": 1080, "logicalDpi": 96,
                        "logicalBaseDpi": 96, "dpr": 1}]}
-SCENES = 17  # settings, chat settings, edit message, about, hardware, server window, export, mcp json,
-# question, first run, model manager, attachments (files and images), source popup, message with images,
+SCENES = 18  # settings, chat settings, edit message, about, hardware, server window, export, mcp json,
+# question, first run, model manager, hugging face search, attachments (files and images), source popup, message with images,
 # image viewer, documents empty, documents: each in both themes
 
 
