@@ -4,6 +4,7 @@ starter model, and local HTTP servers for downloads."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Iterator
 
@@ -11,6 +12,13 @@ import pytest
 
 # Set before anything imports Qt: there is no display in CI.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# A run started in the background by a script (`… &` without job control) inherits Ctrl+C
+# ignored, and so would every Kestrel a test starts: the tests of Ctrl+C (exit 130, a download
+# that keeps its part) need it as a terminal gives it. A handler here is reset to the default
+# in each child at exec; an ignored signal would stay ignored.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from tests.helpers.http_servers import TestServer, running_server  # noqa: E402
 from tests.helpers.models import SMALL_REAL_PACKAGE, build_instruct, build_small_real, build_tiny  # noqa: E402
