@@ -124,10 +124,10 @@ def attachments_from_data(items: Any, where: str) -> tuple[AttachedFile, ...]:
 def _attached_file(item: Any, where: str) -> AttachedFile:
     if not isinstance(item, dict):
         raise ValueError(f"{where} is not an object.")
-    path = _line(item.get("path"), f"{where}'s path", MAX_PATH, _NUL)
-    kind = _line(item.get("kind"), f"{where}'s kind", MAX_KIND)
+    path = line_field(item.get("path"), f"{where}'s path", MAX_PATH, _NUL)
+    kind = line_field(item.get("kind"), f"{where}'s kind", MAX_KIND)
     size = _number(item.get("size"), f"{where}'s size", 0, MAX_SIZE)
-    note = _text(item.get("note", ""), f"{where}'s note")
+    note = text_field(item.get("note", ""), f"{where}'s note")
     if len(note) > MAX_NOTE:
         raise ValueError(f"{where}'s note is {len(note):,} characters long; at most {MAX_NOTE:,} can be kept.")
     raw = item.get("sections")
@@ -152,7 +152,7 @@ def _attached_file(item: Any, where: str) -> AttachedFile:
 def _section(item: Any, where: str) -> AttachedSection:
     if not isinstance(item, dict):
         raise ValueError(f"{where} is not an object.")
-    return AttachedSection(_text(item.get("text"), f"{where}'s text"), _page(item.get("page"), f"{where}'s page"),
+    return AttachedSection(text_field(item.get("text"), f"{where}'s text"), _page(item.get("page"), f"{where}'s page"),
                            _heading(item.get("heading"), f"{where}'s heading"))
 
 
@@ -170,11 +170,11 @@ def sources_from_data(items: Any, where: str) -> tuple[SourceRef, ...]:
         if number in numbers:
             raise ValueError(f"{where} has two sources numbered {number}.")
         numbers.add(number)
-        text = _text(item.get("text"), f"{at}'s text")
+        text = text_field(item.get("text"), f"{at}'s text")
         if len(text) > MAX_ATTACHED_CHARS:
             raise ValueError(f"{at}'s text is {len(text):,} characters long; at most {MAX_ATTACHED_CHARS:,} "
                              "can be kept.")
-        path = _line(item.get("path"), f"{at}'s path", MAX_PATH, _NUL)
+        path = line_field(item.get("path"), f"{at}'s path", MAX_PATH, _NUL)
         sources.append(SourceRef(number, path, _page(item.get("page"), f"{at}'s page"),
                                  _heading(item.get("heading"), f"{at}'s heading"), text))
     return tuple(sources)
@@ -186,7 +186,7 @@ def collections_from_data(items: Any, where: str) -> tuple[str, ...]:
     items = _list(items, f"{where}'s collections", MAX_COLLECTIONS)
     names: list[str] = []
     for number, item in enumerate(items, start=1):
-        name = _line(item, f"{where}'s collection {number}", MAX_COLLECTION_NAME, _NUL)
+        name = line_field(item, f"{where}'s collection {number}", MAX_COLLECTION_NAME, _NUL)
         if name in names:
             raise ValueError(f"{where} names the collection {name!r} twice.")
         names.append(name)
@@ -201,16 +201,17 @@ def _list(items: Any, what: str, limit: int) -> list[Any]:
     return items
 
 
-def _text(value: Any, what: str) -> str:
+def text_field(value: Any, what: str) -> str:
+    """A text (lone surrogates replaced, so SQLite and JSON take it); ValueError naming `what` otherwise."""
     if not isinstance(value, str):
         raise ValueError(f"{what} must be a text (got {type(value).__name__}).")
     return _SURROGATE.sub("\ufffd", value)
 
 
-def _line(value: Any, what: str, limit: int, refused: re.Pattern[str] = _CONTROL) -> str:
+def line_field(value: Any, what: str, limit: int, refused: re.Pattern[str] = _CONTROL) -> str:
     """A non-empty text, at most `limit` characters, without the characters `refused` finds
     (by default: one line of text)."""
-    text = _text(value, what)
+    text = text_field(value, what)
     if not text:
         raise ValueError(f"{what} must not be empty.")
     if len(text) > limit:
@@ -224,7 +225,7 @@ def _line(value: Any, what: str, limit: int, refused: re.Pattern[str] = _CONTROL
 def _heading(value: Any, what: str) -> str | None:
     if value is None:
         return None
-    heading = _text(value, what)
+    heading = text_field(value, what)
     if len(heading) > MAX_HEADING:
         raise ValueError(f"{what} is {len(heading):,} characters long; at most {MAX_HEADING:,} can be kept.")
     return heading

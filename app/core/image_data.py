@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from app.core.attachment_data import line_field, text_field
 from app.core.attachments import IMAGE_MIMES, MAX_IMAGE_BYTES, MAX_IMAGES, AttachedImage, image_type
 
 # An image's name: a file's name (the path is not kept: an image is kept whole, unlike a
@@ -16,8 +16,6 @@ MAX_NAME = 1_000
 MAX_NOTE = 1_000
 # The check scales the long side to 1536 px; an imported image may be larger, never absurd.
 MAX_SIDE = 100_000
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # Base64 of MAX_IMAGE_BYTES, with room for line breaks some encoders add: longer is refused unread.
 _MAX_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4 + MAX_IMAGE_BYTES // 38 + 16
 
@@ -26,8 +24,8 @@ def checked_image(image: AttachedImage, where: str) -> AttachedImage:
     """The image as the history keeps it; ValueError in words naming `where` if a field is wrong."""
     if not isinstance(image, AttachedImage):
         raise ValueError(f"{where} is not an image.")
-    name = _one_line(image.name, f"{where}'s name", MAX_NAME)
-    note = _text(image.note, f"{where}'s note")
+    name = line_field(image.name, f"{where}'s name", MAX_NAME)
+    note = text_field(image.note, f"{where}'s note")
     if len(note) > MAX_NOTE:
         raise ValueError(f"{where}'s note is {len(note):,} characters long; at most {MAX_NOTE:,} can be kept.")
     for side, value in (("width", image.width), ("height", image.height)):
@@ -85,8 +83,8 @@ def images_from_data(items: Any, where: str) -> tuple[AttachedImage, ...]:
         mime = item.get("mime")
         if not isinstance(mime, str):
             raise ValueError(f"{at}'s mime must be a text.")
-        image = AttachedImage(_text(item.get("name"), f"{at}'s name"), mime, width, height, data,
-                              _text(item.get("note", ""), f"{at}'s note"))
+        image = AttachedImage(text_field(item.get("name"), f"{at}'s name"), mime, width, height, data,
+                              text_field(item.get("note", ""), f"{at}'s note"))
         images.append(checked_image(image, at))
     return tuple(images)
 
@@ -95,20 +93,3 @@ def _whole(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{what} must be a whole number (got {repr(value)[:40]}).")
     return value
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{what} must be a text (got {type(value).__name__}).")
-    return _SURROGATE.sub("\ufffd", value)
-
-
-def _one_line(value: Any, what: str, limit: int) -> str:
-    text = _text(value, what)
-    if not text.strip():
-        raise ValueError(f"{what} must not be empty.")
-    if len(text) > limit:
-        raise ValueError(f"{what} is {len(text):,} characters long; at most {limit:,} can be kept.")
-    if _CONTROL.search(text):
-        raise ValueError(f"{what} holds a control character: it must be one line.")
-    return text
