@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.test_models_get_cli import in_models_folder, models
 from tests.helpers.http_servers import TestServer, hugging_face_repo
-from tests.helpers.hub_answers import EMPTY_ANSWER, serve_search
+from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, serve_search
 
 REPO = "someone/Thinker-GGUF"
 
@@ -114,3 +114,20 @@ def test_search_with_files_lists_each_repository_and_says_why_one_cannot_be(
     text = result.stdout
     assert "    Q4_K_M" in text and "    IQ4_XS" in text
     assert "has no public model repository named someone/Thinker-Large-GGUF" in text, "the gated one"
+
+
+def test_search_prints_a_recorded_answer_of_the_real_hub(server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface.co's own answer (recorded, tests/fixtures/hub/README.md): long names keep the
+    columns apart, and the order is the hub's."""
+    serve_search(server, "gemma", RECORDED_ANSWER)
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+
+    result = models("search", "gemma")
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    recorded = [item["id"] for item in json.loads(RECORDED_ANSWER.read_bytes())]
+    assert [line.split()[0] for line in lines[1:11]] == recorded
+    assert lines[3].split() == ["yuxinlu1/gemma-4-12B-agentic-fable5-composer2.5-v2-3.5x-tau2-GGUF",
+                                "355,480", "1,392", "2026-06-19"]
+    assert lines[7].split() == ["ornith-ai/Ornith-1.0-9B-GGUF", "4,567,553", "615", "2026-06-25"]

@@ -206,23 +206,23 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         return shown
 
     def hub_search() -> QWidget:
-        """Get a model's Hugging Face search with found repositories and one's files (a choice with
-        its vision projector among them), as a search and a listing on 127.0.0.1 would leave it."""
+        """Get a model's Hugging Face search with the repositories of a recorded hub answer and one
+        repository's files (a choice with its vision projector among them), as a search and a
+        listing on 127.0.0.1 would leave it."""
         from app.library.download.unit import FileSpec
         from app.library.hub import DownloadUnit
-        from app.library.hub_search import HubRepo, RepoChoice
+        from app.library.hub_search import RepoChoice, parse_search_answer
         from app.service.hub_search import ChoiceRow, RepoListing
+        from tests.helpers.hub_answers import RECORDED_ANSWER
 
         shown = ModelManager(window.adapter, window)
         shown.tabs.setCurrentWidget(shown.catalog)
         shown.catalog.side_tabs.setCurrentWidget(shown.catalog.hub_search)
         box = shown.catalog.hub_search
-        box.query.setText("gemma 3 4b it")
+        box.query.setText("gemma")
         box.timer.stop()
-        box._show_repos((HubRepo("ggml-org/gemma-3-4b-it-GGUF", 1_204_331, 412, "2025-03-12T10:00:00.000Z",
-                                 ("gguf",), "image-text-to-text", False, False),
-                         HubRepo("someone-with-a-long-name/gemma-3-4b-it-abliterated-imatrix-GGUF", 8_120, 37,
-                                 None, ("gguf",), None, True, False)))
+        # The hub's own answer, recorded (tests/fixtures/hub/README.md): real names, some of them long.
+        box._show_repos(tuple(parse_search_answer(RECORDED_ANSWER.read_bytes(), "http://127.0.0.1/api/models")))
         base = "http://127.0.0.1/ggml-org/gemma-3-4b-it-GGUF/resolve/main/"
 
         def unit(name: str, size: int, projector: bool) -> DownloadUnit:

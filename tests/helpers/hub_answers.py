@@ -14,6 +14,8 @@ from tests.helpers.http_servers import Served, TestServer
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hub"
 THINKER_ANSWER = FIXTURES / "search-thinker-gguf.json"
 EMPTY_ANSWER = FIXTURES / "search-empty.json"
+# A real answer of huggingface.co's model search, recorded by another project (see the README there).
+RECORDED_ANSWER = FIXTURES / "recorded-gguf-trending-2026-08-07.json"
 # list_models(expand=[...]): one "expand" per field, in the order app.library.hub_search asks.
 _EXPAND = "".join(f"&expand={field}" for field in
                   ("downloads", "likes", "lastModified", "tags", "pipeline_tag", "gated", "private"))

@@ -13,7 +13,7 @@ from app.library.hub import default_endpoint
 from app.library.hub_search import (HubRepo, choices_of, offered_quantizations, onnx_precision, parse_search_answer,
                                     pick_quantization, quantization, repo_choices, search_models, search_url)
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
-from tests.helpers.hub_answers import EMPTY_ANSWER, THINKER_ANSWER, serve_search
+from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, THINKER_ANSWER, serve_search
 
 
 def test_the_search_sends_list_models_parameters_and_reads_the_repositories(server: TestServer) -> None:
@@ -141,3 +141,19 @@ def test_a_found_repository_lists_its_choices_with_quantizations_and_sizes() -> 
     # A listing names the projector apart, and counts only the model's own files.
     assert [c.unit.parts_words for c in choices] == [
         " + vision projector mmproj-thinker-f16.gguf", " + vision projector mmproj-thinker-f16.gguf", " (2 files)"]
+
+
+def test_a_recorded_answer_of_the_real_hub_is_read_whole(server: TestServer) -> None:
+    """huggingface.co's own answer (tests/fixtures/hub/README.md: recorded 2026-08-07 by another
+    project): ten GGUF repositories with fields Kestrel does not ask for (`gguf` with whole chat
+    templates, `siblings`, `trendingScore`) and without `tags` / `pipeline_tag` / `gated`."""
+    serve_search(server, "gemma", RECORDED_ANSWER)
+
+    found = search_models("gemma", server.base)
+
+    recorded = json.loads(RECORDED_ANSWER.read_bytes())
+    assert [r.id for r in found] == [item["id"] for item in recorded] and len(found) == 10
+    assert [(r.downloads, r.likes, r.updated) for r in found[:2]] == [(31489, 142, "2026-08-06"),
+                                                                      (43993, 42, "2026-08-07")]
+    assert found[6].id == "ornith-ai/Ornith-1.0-9B-GGUF" and found[6].downloads == 4567553
+    assert all(r.tags == () and r.pipeline_tag is None and not r.gated and not r.private for r in found)

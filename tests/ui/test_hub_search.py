@@ -1,9 +1,10 @@
 """Searching Hugging Face from "Get a model": type, wait, pick a repository with the keyboard,
 see its files with quantization, size and fit, download one; through a real window against a
-hub served on 127.0.0.1 with the constructed answer of tests/fixtures/hub."""
+hub served on 127.0.0.1 with the answers of tests/fixtures/hub (constructed, and one recorded)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterator
 
@@ -16,7 +17,7 @@ from app.ui.hub_search import MIN_CHARS, PAUSE_MS, PLACEHOLDER, QUIET, HubSearch
 from app.ui.main_window import MainWindow
 from app.ui.model_manager import ModelManager
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
-from tests.helpers.hub_answers import EMPTY_ANSWER, search_path, serve_search
+from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, search_path, serve_search
 from tests.ui.conftest import run, until
 
 REPO = "someone/Thinker-GGUF"
@@ -128,3 +129,28 @@ def test_short_text_no_match_and_an_unreachable_hub_are_said_in_place(
     qtbot.keyClick(box.query, Qt.Key.Key_Escape)
     assert box.query.text() == "" and box.note.text() == QUIET
     assert len(server.requests("GET", search_path("nothing-like-it"))) == 2, "GGUF, ONNX, GGUF again: no cache"
+
+
+def test_a_recorded_answer_of_the_real_hub_lists_every_repository(
+        make_window, loop, qtbot, server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface.co's own answer (recorded: tests/fixtures/hub/README.md), in the hub's order,
+    with fields Kestrel does not ask for and without the ones it does not need."""
+    serve_search(server, "gemma", RECORDED_ANSWER)
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+    window = make_window()
+    _manager, box = open_search(window)
+
+    qtbot.keyClicks(box.query, "gemma")
+    settled(loop, box)
+
+    shown = rows(box.repos)
+    assert [row[0] for row in shown] == [item["id"] for item in json.loads(RECORDED_ANSWER.read_bytes())]
+    assert shown[6] == ["ornith-ai/Ornith-1.0-9B-GGUF", "4,567,553", "615", "2026-06-25"]
+    assert box.note.text().startswith("10 repositories hold GGUF models matching “gemma”")
+    longest = box.repos.topLevelItem(2)
+    assert longest.toolTip(0).startswith("yuxinlu1/gemma-4-12B-agentic-fable5-composer2.5-v2-3.5x-tau2-GGUF")
+    box.repos.resize(420, 300)  # narrower than the longest name: the name gives way, the numbers stay
+    qtbot.wait(10)
+    widths = [box.repos.columnWidth(c) for c in range(box.repos.columnCount())]
+    assert sum(widths) <= box.repos.viewport().width(), widths
+    assert widths[1] >= box.repos.fontMetrics().horizontalAdvance("4,567,553")
