@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app.core.units import human_size
@@ -61,9 +61,12 @@ class HubSearchBox(QWidget):
         self.note.setObjectName("hubSearchNote")
         self.note.setWordWrap(True)
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.repos = _tree(self, "hubRepos", "Repositories found", ["Repository", "Downloads", "Likes", "Updated"])
+        # Names can be long ("someone/model-12B-…-GGUF"): they take the room left and lose their
+        # middle, with the whole name as the tooltip, so the numbers beside them stay in view.
+        self.repos = _tree(self, "hubRepos", "Repositories found", ["Repository", "Downloads", "Likes", "Updated"],
+                           stretch=0)
         self.files = _tree(self, "hubFiles", "Files of the chosen repository",
-                           ["Quantization", "Size", "Fit", "", "File"])
+                           ["Quantization", "Size", "Fit", "", "File"], stretch=_FILE)
         self.files_note = QLabel(self)
         self.files_note.setObjectName("hubFilesNote")
         self.files_note.setWordWrap(True)
@@ -139,12 +142,11 @@ class HubSearchBox(QWidget):
             likes = "-" if repo.likes is None else f"{repo.likes:,}"
             item = QTreeWidgetItem([repo.id, downloads, likes, repo.updated or "-"])
             item.setData(0, _DATA, repo.id)
-            if repo.gated:
-                item.setToolTip(0, "Gated: Hugging Face asks you to accept its terms in a browser first, "
-                                   "so Kestrel may not be able to download it.")
+            for column in (1, 2):  # counts line up on their last digit
+                item.setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            item.setToolTip(0, repo.id + ("\n\nGated: Hugging Face asks you to accept its terms in a browser "
+                                          "first, so Kestrel may not be able to download it." if repo.gated else ""))
             self.repos.addTopLevelItem(item)
-        for column in range(self.repos.columnCount()):
-            self.repos.resizeColumnToContents(column)
         self.repos.setVisible(bool(repos))
         first = self.repos.topLevelItem(0)
         if first is not None:
@@ -187,8 +189,6 @@ class HubSearchBox(QWidget):
         rows = listing.rows if listing is not None else ()
         for row in rows:
             self._add_file(row)
-        for column in range(self.files.columnCount()):
-            self.files.resizeColumnToContents(column)
         self.files.setVisible(bool(rows))
         self.files_note.setVisible(self._listing is not None)
 
@@ -243,7 +243,8 @@ class HubSearchBox(QWidget):
         return False
 
 
-def _tree(parent: QWidget, name: str, accessible: str, headers: list[str]) -> QTreeWidget:
+def _tree(parent: QWidget, name: str, accessible: str, headers: list[str], *, stretch: int) -> QTreeWidget:
+    """A list with headers; column stretch takes the room the others leave (eliding its middle)."""
     tree = QTreeWidget(parent)
     tree.setObjectName(name)
     tree.setAccessibleName(accessible)
@@ -251,4 +252,10 @@ def _tree(parent: QWidget, name: str, accessible: str, headers: list[str]) -> QT
     tree.setRootIsDecorated(False)
     tree.setAlternatingRowColors(True)
     tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+    header = tree.header()
+    header.setStretchLastSection(False)
+    for column in range(len(headers)):
+        mode = QHeaderView.ResizeMode.Stretch if column == stretch else QHeaderView.ResizeMode.ResizeToContents
+        header.setSectionResizeMode(column, mode)
     return tree

@@ -36,7 +36,10 @@ class LinkLookup(QWidget):
         self._looking: str | None = None  # the text being looked up now
         self._problems: list[str] = []    # what the service said during this lookup
         self.link = QLineEdit(self)
-        self.link.setPlaceholderText("Paste a Hugging Face repository (owner/name) or a link to a .gguf file")
+        # Short enough to show whole at 200%; the box's title says what it is for.
+        self.link.setPlaceholderText("owner/name or a link to a .gguf file")
+        self.link.setToolTip("Paste a Hugging Face repository (owner/name), a huggingface.co page or file "
+                             "link, or any link to a .gguf file.")
         self.link.setAccessibleName("Repository or link")
         self.link.setClearButtonEnabled(True)
         self.look_up_button = QPushButton("&Look up", self)
