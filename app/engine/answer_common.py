@@ -16,7 +16,7 @@ from app.engine.lazy_grammar import LazyCallGrammar
 from app.engine.errors import ContextOverflow
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
 from app.engine.tool_calls import ToolCall
-from app.engine.thinking import Splitter, ThinkingStyle, splitter_for
+from app.engine.thinking import Splitter, ThinkingStyle, answer_stops, splitter_for
 
 
 @dataclass
@@ -87,7 +87,7 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
         if len(prompt) >= n_ctx:
             raise ContextOverflow(len(prompt), n_ctx)
     budget = min(request.settings.max_tokens, n_ctx - len(prompt))
-    text = AnswerText(spec.stop + tuple(request.stop), strip_start=raw is None)
+    text = AnswerText(answer_stops(thinking, spec.stop) + tuple(request.stop), strip_start=raw is None)
     splitter = splitter_for(thinking, spec.text) if thinking else None
 
     def whole() -> Generator[Delta, None, FinishReason]:

@@ -6,9 +6,11 @@ names the channel, then the message, then an end token:
     <|channel|>analysis<|message|>User asks…<|end|><|start|>assistant<|channel|>final<|message|>Hello!
 
 The vendored llama.cpp prints `<|start|>`, `<|channel|>`, `<|message|>` and `<|constrain|>`
-as text (it makes them user-defined tokens "for gpt-oss"); `<|end|>` stays a control token
-that Kestrel's detokenizing does not print, and `<|return|>` / `<|call|>` end the answer
-(end-of-generation tokens, never printed). Both are handled here when they do show as text.
+as text (it makes them user-defined tokens "for gpt-oss"); `<|return|>` and `<|call|>` end
+the answer (end-of-generation tokens, never printed), and `<|end|>`, taken off the
+end-of-generation list because those two are there, is made user-defined too: it prints.
+So `<|end|>` ends one message, not the answer: it is no stop string (message_stops), and
+the splitter drops it (and `<|return|>`, should another detokenizer print that).
 
 The splitter drops the headers, gives the analysis channel as thinking and every other
 channel (final, a commentary preamble) as answer. A message to a recipient (`to=functions.NAME`,
@@ -38,6 +40,12 @@ class HarmonyChannels:
     """How a harmony model (gpt-oss) writes its thinking: as messages on a channel."""
 
     thinking_channel: str = "analysis"
+
+
+def message_stops(stops: tuple[str, ...]) -> tuple[str, ...]:
+    """The stop strings of a harmony answer: the template's turn marker `<|end|>` ends one of
+    its messages (the thinking), so the answer does not stop on it."""
+    return tuple(stop for stop in stops if stop not in _ENDS)
 
 
 def writes_harmony(template: str | None) -> bool:

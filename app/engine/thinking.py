@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.engine.harmony import HarmonyChannels, HarmonySplitter, writes_harmony
+from app.engine.harmony import HarmonyChannels, HarmonySplitter, message_stops, writes_harmony
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,12 @@ def splitter_for(style: ThinkingStyle, prompt: str) -> Splitter:
     if isinstance(style, HarmonyChannels):
         return HarmonySplitter(style, prompt=prompt)
     return ThinkingSplitter(style, inside=opens_thinking(prompt, style))
+
+
+def answer_stops(style: ThinkingStyle | None, stops: tuple[str, ...]) -> tuple[str, ...]:
+    """The template's stop strings that end an answer written this way: a harmony answer's
+    message ends (`<|end|>`) are not its end."""
+    return message_stops(stops) if isinstance(style, HarmonyChannels) else stops
 
 
 def markers_in(template: str | None) -> ThinkingMarkers | None:

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.chat_format import ModelTokens, build_prompt
 from app.engine.harmony import HEADER_LIMIT, HarmonyChannels, HarmonySplitter
-from app.engine.thinking import ThinkingMarkers, ThinkingSplitter, has_switch, splitter_for, thinking_in
+from app.engine.protocol import ChatMessage
+from app.engine.thinking import (ThinkingMarkers, ThinkingSplitter, answer_stops, has_switch, splitter_for,
+                                 thinking_in)
 from app.engine.tool_calls import ToolCall, ToolCallReader, ToolFamily
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
@@ -111,3 +114,37 @@ def test_the_gpt_oss_template_makes_a_harmony_thinker_without_a_switch() -> None
     assert thinking_in(qwen) == ThinkingMarkers("<think>", "</think>") and has_switch(qwen)
     assert isinstance(splitter_for(ThinkingMarkers("<think>", "</think>"), ""), ThinkingSplitter)
     assert thinking_in("{{ '<|im_start|>' }}") is None and thinking_in(None) is None
+    assert answer_stops(ThinkingMarkers("<think>", "</think>"), ("<|end|>",)) == ("<|end|>",)
+    assert answer_stops(None, ("<|end|>",)) == ("<|end|>",)
+
+
+GPT_OSS_TOKENS = ModelTokens(bos="<|startoftext|>", eos="<|return|>")
+WEATHER_CALL = ToolCall(0, "call_1", "get_weather", '{"city":"Oslo"}')
+
+
+def _gpt_oss_prompt(*messages: ChatMessage) -> str:
+    spec = build_prompt(messages, template=(TEMPLATES / "openai-gpt-oss-120b.jinja").read_text(encoding="utf-8"),
+                        architecture="gpt-oss", tokens=GPT_OSS_TOKENS)
+    assert (spec.chat_format, spec.note) == ("embedded", None), spec.note
+    assert "<|end|>" not in answer_stops(HarmonyChannels(), spec.stop) and "<|end|>" in spec.stop
+    return spec.text
+
+
+def test_gpt_oss_s_template_takes_an_earlier_answer_with_its_thinking() -> None:
+    prompt = _gpt_oss_prompt(ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello!", thinking="User greets."),
+                             ChatMessage("user", "Weather?"))
+    # Its template drops the thinking of earlier answers; the answer goes back on the final channel.
+    assert prompt.endswith("<|start|>assistant<|channel|>final<|message|>Hello!<|end|>"
+                           "<|start|>user<|message|>Weather?<|end|><|start|>assistant")
+    assert "User greets." not in prompt
+
+
+@pytest.mark.parametrize("said", ["", "Let me look."])
+def test_gpt_oss_s_template_takes_a_calling_turn_with_thinking_and_maybe_text(said: str) -> None:
+    # It refuses a calling turn with both text and thinking; the text the user saw goes back.
+    prompt = _gpt_oss_prompt(ChatMessage("user", "Weather?"),
+                             ChatMessage("assistant", said, thinking="Need the weather.", tool_calls=(WEATHER_CALL,)),
+                             ChatMessage("tool", "18 C", tool_call_id="call_1"))
+    analysis = said or "Need the weather."
+    assert (f"<|start|>assistant<|channel|>analysis<|message|>{analysis}<|end|><|start|>assistant "
+            'to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}<|call|>') in prompt
