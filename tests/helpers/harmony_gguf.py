@@ -13,7 +13,7 @@ or, built with build_harmony_caller_gguf, a call instead of the final message:
 The harmony tokens are control tokens, as in gpt-oss's GGUF, so llama.cpp decides as it
 does for gpt-oss: it prints `<|start|>`, `<|channel|>` and `<|message|>` (it makes them
 user-defined), and since `<|return|>` and `<|call|>` are there, `<|end|>` is no longer an
-end-of-generation token (a control token, not printed). No token may repeat in a lookup
+end-of-generation token (made user-defined as well: it prints too). No token may repeat in a lookup
 table's script, so the second header (which would repeat `<|channel|>` and `<|message|>`)
 is one user-defined token printed as the same text.
 """
