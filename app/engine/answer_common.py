@@ -16,7 +16,7 @@ from app.engine.lazy_grammar import LazyCallGrammar
 from app.engine.errors import ContextOverflow
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
 from app.engine.tool_calls import ToolCall
-from app.engine.thinking import ThinkingMarkers, ThinkingSplitter, opens_thinking
+from app.engine.thinking import Splitter, ThinkingStyle, answer_stops, splitter_for
 
 
 @dataclass
@@ -65,13 +65,14 @@ TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Del
 
 def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
            tokenize: Callable[[str], list[int]], stream: TokenStream,
-           thinking: ThinkingMarkers | None = None, threads: int = 0,
+           thinking: ThinkingStyle | None = None, threads: int = 0,
            shaped: ShapedAnswer = PLAIN,
            lazy: LazyCallGrammar | None = None) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
     tokens it actually evaluated. The context and the device are the loaded model's.
-    thinking: the model's thinking markers; its thinking then streams as Delta(thinking=True).
+    thinking: how the model writes its thinking (markers or harmony channels,
+    app/engine/thinking.py); its thinking then streams as Delta(thinking=True).
     shaped: the answer's tools (app/engine/answer_shape.py); its calls stream as
     Delta(tool_call=...); lazy, when given, is told what the call reader reads (the
     backend's stream switches grammars on its word). A raw prompt (request.shape.prompt) is the prompt as it is: no
@@ -86,8 +87,8 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
         if len(prompt) >= n_ctx:
             raise ContextOverflow(len(prompt), n_ctx)
     budget = min(request.settings.max_tokens, n_ctx - len(prompt))
-    text = AnswerText(spec.stop + tuple(request.stop), strip_start=raw is None)
-    splitter = ThinkingSplitter(thinking, inside=opens_thinking(spec.text, thinking)) if thinking else None
+    text = AnswerText(answer_stops(thinking, spec.stop) + tuple(request.stop), strip_start=raw is None)
+    splitter = splitter_for(thinking, spec.text) if thinking else None
 
     def whole() -> Generator[Delta, None, FinishReason]:
         deltas = stream(prompt, budget, text, timing)
@@ -151,7 +152,7 @@ def _pieces(request_id: int, pieces: list[str | ToolCall]) -> Generator[Delta, N
             yield Delta(request_id, "", tool_call=piece)
 
 
-def _split(deltas: Generator[Delta, None, FinishReason], splitter: ThinkingSplitter,
+def _split(deltas: Generator[Delta, None, FinishReason], splitter: Splitter,
            timing: AnswerTiming) -> Generator[Delta, None, FinishReason]:
     """The deltas with the thinking told apart from the answer; returns the finish reason."""
     try:

@@ -252,13 +252,15 @@ def _render_calls(template: str, messages: Sequence[ChatMessage], tokens: ModelT
     """render_embedded; a template that refuses earlier calls as transformers gives them
     gets them as its own models wrote them: Mistral's want ids of 9 letters and digits
     (and refuse the "call_..." ids API clients send back), DeepSeek's the arguments as
-    JSON text. Raises the first refusal when neither helps."""
+    JSON text, gpt-oss's a calling turn's thinking or its text, not both (its text stays:
+    the user saw it). Raises the first refusal when none helps."""
     try:
         return render_embedded(template, messages, tokens, variables=variables, tools=tools)
     except (TemplateRaised, TypeError) as refusal:
         if not any(m.tool_calls or m.tool_call_id for m in messages):
             raise
-        for turns, as_text in ((_nine_character_ids(messages), False), (messages, True)):
+        unthought = [dataclasses.replace(m, thinking="") if m.tool_calls and m.content else m for m in messages]
+        for turns, as_text in ((_nine_character_ids(messages), False), (messages, True), (unthought, False)):
             try:
                 return render_embedded(template, turns, tokens, variables=variables, tools=tools,
                                        arguments_as_text=as_text)

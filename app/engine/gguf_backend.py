@@ -31,7 +31,7 @@ from app.engine.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.engine.state_store import StateStore, common_prefix
-from app.engine.thinking import has_switch, markers_in, template_variables
+from app.engine.thinking import has_switch, template_variables, thinking_in
 from app.engine.vision import Projector, load_projector
 from app.hardware.placement_types import ALL_LAYERS
 from app.library.fit_facts import gguf_fit_facts
@@ -137,7 +137,7 @@ class GgufBackend:
             chat_format=chat_format,
             placement_reason=choice.reason,
             fallback_reasons=choice.fallback_reasons,
-            thinks=markers_in(info.chat_template) is not None,
+            thinks=thinking_in(info.chat_template) is not None,
             thinking_switch=has_switch(info.chat_template),
             vision=projector is not None,
             vision_problem=vision_problem,
@@ -182,7 +182,7 @@ class GgufBackend:
             yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped,
                                                                                          images),
                               tokenize=images.tokenize if images else self._tokenize,
-                              thinking=markers_in(self._info.chat_template), threads=threads,
+                              thinking=thinking_in(self._info.chat_template), threads=threads,
                               shaped=shaped, lazy=lazy, stream=lambda prompt, budget, text, timing: self._stream(
                                   request, prompt, budget, text, control, timing, grammar, lazy, images))
         finally:

@@ -22,7 +22,7 @@ from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, Sha
 from app.engine.failures import BadShape, NoGrammar, NoVision, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
-from app.engine.thinking import has_switch, markers_in, template_variables
+from app.engine.thinking import has_switch, template_variables, thinking_in
 from app.hardware.onnx_source import quiet_windows_telemetry
 from app.library.fit_facts import onnx_fit_facts
 from app.library.onnx_graph import kv_element_bytes
@@ -111,7 +111,7 @@ class OnnxBackend:
             chat_format=chat_format,
             placement_reason=choice.reason,
             fallback_reasons=choice.fallback_reasons,
-            thinks=markers_in(info.chat_template) is not None,
+            thinks=thinking_in(info.chat_template) is not None,
             thinking_switch=has_switch(info.chat_template),
             vision_problem=NO_IMAGES if request.projector_path else "",
         )
@@ -148,7 +148,7 @@ class OnnxBackend:
             raise ShapeRefused(NoGrammar(self._info.path.name))
         variables = template_variables(request.settings.thinking)
         return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped),
-                      tokenize=self._tokenize, thinking=markers_in(self._info.chat_template),
+                      tokenize=self._tokenize, thinking=thinking_in(self._info.chat_template),
                       threads=self.loaded.threads, shaped=shaped,
                       stream=lambda prompt, budget, text, timing: self._stream(
                           request, prompt, budget, text, control, timing, schema))

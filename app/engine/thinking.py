@@ -7,16 +7,21 @@ them into earlier turns, or opens the thinking block in the generation prompt). 
 templates open the block themselves (DeepSeek-R1 ends its prompt with `<think>\\n`), so
 the answer starts inside it and only the closing marker ever arrives.
 
-The markers themselves are never shown or stored: the splitter gives thinking and answer
-text apart, and the history keeps them in separate fields.
+gpt-oss writes its thinking another way: as harmony messages on the analysis channel
+(`<|channel|>analysis<|message|>…`), its answer on the final channel; app/engine/harmony.py
+tells those apart. Which way a model writes is one value, its ThinkingStyle, read from
+the template (thinking_in); splitter_for gives the splitter that reads it.
 
-Not covered: gpt-oss writes its reasoning in a channel opened by control tokens
-(`<|channel|>analysis<|message|>`) that llama.cpp does not print as text.
+The markers and headers themselves are never shown or stored: the splitter gives thinking
+and answer text apart, and the history keeps them in separate fields.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
+
+from app.engine.harmony import HarmonyChannels, HarmonySplitter, message_stops, writes_harmony
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,42 @@ KNOWN_MARKERS = (
     ThinkingMarkers("[THINK]", "[/THINK]"),  # Magistral
     ThinkingMarkers("<|START_THINKING|>", "<|END_THINKING|>"),  # Command A Reasoning
 )
+
+
+# How a model writes its thinking: between two markers, or on a harmony channel (gpt-oss).
+ThinkingStyle = ThinkingMarkers | HarmonyChannels
+
+
+class Splitter(Protocol):
+    """Tells a model's thinking from its answer as the text streams."""
+
+    thought: bool  # some thinking text arrived
+
+    def feed(self, text: str) -> list[tuple[bool, str]]:
+        """The parts of text that can be shown now: (True, thinking) or (False, answer)."""
+
+    def finish(self) -> list[tuple[bool, str]]:
+        """The end of the answer: what was held back."""
+
+
+def thinking_in(template: str | None) -> ThinkingStyle | None:
+    """How a chat template's model writes its thinking, or None for a model that does not think."""
+    if writes_harmony(template):
+        return HarmonyChannels()
+    return markers_in(template)
+
+
+def splitter_for(style: ThinkingStyle, prompt: str) -> Splitter:
+    """The splitter for a model's answer to prompt (which may leave the thinking open)."""
+    if isinstance(style, HarmonyChannels):
+        return HarmonySplitter(style, prompt=prompt)
+    return ThinkingSplitter(style, inside=opens_thinking(prompt, style))
+
+
+def answer_stops(style: ThinkingStyle | None, stops: tuple[str, ...]) -> tuple[str, ...]:
+    """The template's stop strings that end an answer written this way: a harmony answer's
+    message ends (`<|end|>`) are not its end."""
+    return message_stops(stops) if isinstance(style, HarmonyChannels) else stops
 
 
 def markers_in(template: str | None) -> ThinkingMarkers | None:

@@ -35,7 +35,9 @@ class CatalogFile:
 class CatalogShape:
     """The architecture numbers a memory estimate needs, from the original model's config.json:
     the KV cache grows by 2 x layers x kv_heads x head_size per token, and with a sliding window
-    only the sliding_window_layers stop growing past sliding_window tokens."""
+    only the sliding_window_layers stop growing past sliding_window tokens. head_count: the
+    query heads, where embedding_length / head_size is not their count (gpt-oss: 2,880 / 64 is
+    45, it has 64)."""
 
     layers: int
     kv_heads: int
@@ -44,6 +46,7 @@ class CatalogShape:
     vocab_size: int | None = None
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
+    head_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -258,7 +261,7 @@ def _shape(raw: Any) -> CatalogShape | None:
     if windowed is not None and (window is None or windowed > layers):
         raise CatalogEntryError("sliding_window_layers needs a sliding_window and at most layers")
     return CatalogShape(layers, kv_heads, head_size, _count(raw, "embedding_length"),
-                        _count(raw, "vocab_size"), window, windowed)
+                        _count(raw, "vocab_size"), window, windowed, _count(raw, "head_count"))
 
 
 def _count(raw: dict[str, Any], name: str, required: bool = False) -> int | None:

@@ -71,9 +71,9 @@ def facts_for_catalog(entry: CatalogEntry, context_length: int) -> FitFacts | No
                         projector_bytes=projector)
     element = F16 if entry.format == "gguf" else ONNX_KV_FALLBACK
     per_token = 2 * shape.layers * shape.kv_heads * shape.head_size * element
-    # The catalog gives no count of query heads; embedding / head size is that count for
-    # the catalog's models (Gemma 3's, 1152 / 256, rounds down to its 4).
-    heads = (shape.embedding_length or 0) // shape.head_size
+    # Without a count of query heads, embedding / head size is that count for most of the
+    # catalog's models (Gemma 3's, 1152 / 256, rounds down to its 4); gpt-oss states its own.
+    heads = shape.head_count or (shape.embedding_length or 0) // shape.head_size
     model_shape = ModelShape(embedding_length=shape.embedding_length or 0, head_count=heads,
                              vocab_size=shape.vocab_size or 0)
     return FitFacts(entry.format, entry.size, context, per_token * context, shape.layers, shape=model_shape,

@@ -28,7 +28,7 @@ from app.engine.failures import (BadModelFile, DeviceRefused, FailedOn, Failure,
 from app.engine.loading import device_text, with_gpu_layers
 from app.engine.resources import default_threads, memory_problem
 from app.engine.state_store import common_prefix
-from app.engine.thinking import has_switch, markers_in, template_variables
+from app.engine.thinking import has_switch, template_variables, thinking_in
 from app.hardware.fit import FitFacts
 from app.hardware.placement import ALL_LAYERS, Placement, PlacementRefused, place
 from app.hardware.report import HardwareReport
@@ -109,7 +109,7 @@ def load_model(request: p.Load, report: HardwareReport, *, gpu_offload: bool = F
                 load_ms=(time.perf_counter() - started) * 1000, device=device_text(placement),
                 context_length=facts.context_length, threads=request.threads or default_threads(),
                 architecture=architecture, chat_format=chat_format, placement_reason=placement.reason,
-                fallback_reasons=tuple(failures), thinks=markers_in(template) is not None,
+                fallback_reasons=tuple(failures), thinks=thinking_in(template) is not None,
                 thinking_switch=has_switch(template))
             return ScriptedModel(loaded, template)
         failures.append(f"{placement.device_name}: {describe(problem, WINDOW)}")

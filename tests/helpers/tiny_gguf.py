@@ -108,13 +108,16 @@ def build_tiny_gguf(
     name: str = "kestrel-tiny",
     always: int | None = None,
     added_tokens: tuple[str, ...] = (),
+    control_tokens: tuple[str, ...] = (),
     weights: Weights | None = None,
 ) -> Path:
     """Write the tiny model to path (same bytes for the same arguments) and return path.
 
     always: a token id the model then picks every time (tests of end-of-generation).
     added_tokens: user-defined tokens after the vocabulary (printed as text, as
-    `<think>` is in Qwen3). weights(pieces, tensors) may change the tensors in place.
+    `<think>` is in Qwen3). control_tokens: control tokens after those (as gpt-oss's
+    harmony tokens are in its GGUF; llama.cpp decides which it prints and which end the
+    answer). weights(pieces, tensors) may change the tensors in place.
     """
     n_head = 4
     if n_embd % (n_head * 2) != 0 or n_layers < 1:
@@ -123,6 +126,9 @@ def build_tiny_gguf(
     pieces += list(added_tokens)
     scores += [0.0] * len(added_tokens)
     types += [int(TokenType.USER_DEFINED)] * len(added_tokens)
+    pieces += list(control_tokens)
+    scores += [0.0] * len(control_tokens)
+    types += [int(TokenType.CONTROL)] * len(control_tokens)
     tensors = _tensors(np.random.default_rng(seed), len(pieces), n_layers, n_embd, n_head, always)
     if weights is not None:
         weights(pieces, tensors)

@@ -17,7 +17,7 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
     problems: list[str] = []
     entries = load_catalog(problems=problems)
 
-    assert problems == [] and 7 <= len(entries) <= 12
+    assert problems == [] and 7 <= len(entries) <= 13
     assert {e.format for e in entries} == {"gguf", "onnx"}
     recommended = recommended_entry(entries)
     assert recommended is not None and recommended.format == "gguf" and recommended.instruct
@@ -69,6 +69,27 @@ def test_granite_41_is_a_dense_model_with_a_kv_cache_on_every_layer() -> None:
                                          "ed902ac9eb6adce5a90c6a08c8ea201b50e23fdc5976d1cd0362006afac5309e",
                                          5347914400),)
     assert granite.shape == CatalogShape(40, 8, 128, 4096, 100352) and granite.context_length == 131072
+
+
+def test_gpt_oss_20b_is_pinned_and_its_window_and_heads_count_in_the_fit() -> None:
+    """Issue 26: gpt-oss 20B, in once the engine tells its analysis channel apart
+    (app/engine/harmony.py); ggml-org's MXFP4 file, the full SHA-256 as unrelated projects pin it."""
+    from app.library.fit_facts import facts_for_catalog
+
+    gpt_oss = find_entry(load_catalog(), "gpt-oss-20b-mxfp4")
+    assert gpt_oss is not None and gpt_oss.repo == "ggml-org/gpt-oss-20b-GGUF" and not gpt_oss.recommended
+    assert gpt_oss.revision == "e1dc459feff949ff451ce107337a2026daa80df8"
+    assert gpt_oss.files == (CatalogFile("gpt-oss-20b-mxfp4.gguf",
+                                         "be37a636aca0fc1aae0d32325f82f6b4d21495f06823b5fbc1898ae0303e9935",
+                                         12109566560),)
+    assert gpt_oss.capabilities == ("tools", "reasoning") and gpt_oss.license == "apache-2.0"
+    assert gpt_oss.context_length == 131072 and gpt_oss.instruct
+    # 12 of its 24 layers look back 128 tokens; it has 64 query heads, not 2,880 / 64.
+    assert gpt_oss.shape == CatalogShape(24, 8, 64, 2880, 201088, 128, 12, 64)
+    facts = facts_for_catalog(gpt_oss, 8192)
+    assert facts is not None and facts.shape.head_count == 64
+    # Every layer keeps the full context: the engine loads with swa_full (a later turn reuses the cache).
+    assert facts.kv_cache_bytes == 2 * 24 * 8 * 64 * 2 * 8192
 
 
 def test_the_phi4_mini_onnx_entry_states_every_file_so_its_size_is_known() -> None:
@@ -225,6 +246,7 @@ def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_name
     assert by_id["granite-4.1-8b-q4_k_m"].capabilities == ()
     assert by_id["phi-4-mini-instruct-onnx-cpu-int4"].capabilities == ()
     assert by_id["gemma-3-4b-it-q4_k_m"].capabilities == ("vision",)
+    assert by_id["gpt-oss-20b-mxfp4"].capabilities == ("tools", "reasoning")
     # SmolLM3's template has the thinking switch; its tools come in xml_tools, not tools.
     assert by_id["smollm3-3b-q4_k_m"].capabilities == ("reasoning",)
     raw = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))["models"][0]
