@@ -33,7 +33,7 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
                                            25008064),)
     assert embedding.size == 25008064 and embedding.context_length == 512
     onnx = [e for e in entries if e.format == "onnx"]
-    assert len(onnx) == 2 and all(any(f.path.endswith("/genai_config.json") for f in e.files) for e in onnx)
+    assert len(onnx) == 1 and all(any(f.path.endswith("/genai_config.json") for f in e.files) for e in onnx)
     assert find_entry(entries, recommended.id.upper()) == recommended
     # Every shipped model carries the numbers the memory estimate needs.
     assert all(e.shape is not None for e in entries)
@@ -41,22 +41,15 @@ def test_the_shipped_catalog_reads_without_a_problem() -> None:
     assert qwen3_30b is not None and qwen3_30b.shape == CatalogShape(48, 4, 128, 2048, 151936)
 
 
-def test_every_shipped_gguf_is_pinned_to_a_revision_with_its_bytes_and_checksum() -> None:
-    """Issue 26: sizes known for every entry, nothing downloaded from a moving branch
-    unchecked; the Phi-3.5 ONNX entry is pinned too, but two of its small files have no size
-    found (the stated exception: its total stays unknown until a download starts)."""
+def test_every_shipped_entry_is_pinned_to_a_revision_with_every_files_bytes_and_checksum() -> None:
+    """Issue 26: sizes known for every entry (so every one has a size and a fit verdict before
+    a download), nothing downloaded from a moving branch unchecked. Phi-3.5 mini's ONNX folder
+    left the catalog for this: two of its small files' sizes could not be found."""
     entries = load_catalog()
     for entry in entries:
         assert re.fullmatch(r"[0-9a-f]{40}", entry.revision), entry.id
-    for entry in (e for e in entries if e.format == "gguf"):
         assert entry.size is not None and all(f.sha256 and f.size for f in entry.files), entry.id
-    onnx = find_entry(entries, "phi-3.5-mini-instruct-onnx-cpu-int4")
-    assert onnx is not None
-    unstated = [f.path.rsplit("/", 1)[-1] for f in onnx.files if f.size is None]
-    assert unstated == ["special_tokens_map.json", "tokenizer_config.json"] and onnx.size is None
-    weights = [f for f in onnx.files if f.path.endswith((".onnx", ".onnx.data"))]
-    assert [(f.size, f.sha256[:8]) for f in weights if f.sha256] == [(52176615, "c4f05e6e"),
-                                                                       (2728144896, "3351fe9c")]
+    assert find_entry(entries, "phi-3.5-mini-instruct-onnx-cpu-int4") is None
 
 
 def test_granite_41_is_a_dense_model_with_a_kv_cache_on_every_layer() -> None:
@@ -241,7 +234,6 @@ def test_an_entry_says_what_it_can_do_beyond_chat_and_a_wrong_capability_is_name
     by_id = {e.id: e for e in load_catalog()}
     assert by_id["qwen2.5-coder-1.5b-instruct-q4_k_m"].capabilities == ("tools",)
     assert by_id["qwen3-4b-q4_k_m"].capabilities == ("tools", "reasoning")
-    assert by_id["phi-3.5-mini-instruct-onnx-cpu-int4"].capabilities == ()
     # Granite 4.1's and Phi-4 mini's ONNX chat templates were not read: no tools claimed for them.
     assert by_id["granite-4.1-8b-q4_k_m"].capabilities == ()
     assert by_id["phi-4-mini-instruct-onnx-cpu-int4"].capabilities == ()

@@ -142,6 +142,6 @@ def test_a_catalog_entry_becomes_a_unit_with_its_hashes_and_the_onnx_layout() ->
     assert gguf.catalog_id == "qwen3-4b-q4_k_m" and gguf.source == file.url
     onnx_entry = next(e for e in entries if e.format == "onnx")
     onnx = catalog_unit(onnx_entry, HF)
-    assert onnx.key == "cpu_and_mobile/cpu-int4-awq-block-128-acc-level-4"
-    assert all(f.name.startswith("cpu-int4-awq-block-128-acc-level-4/") for f in onnx.files)
+    assert onnx.key == "cpu_and_mobile/cpu-int4-rtn-block-32-acc-level-4"
+    assert all(f.name.startswith("cpu-int4-rtn-block-32-acc-level-4/") for f in onnx.files)
     assert DownloadUnit.from_dict(onnx.to_dict()) == onnx
