@@ -21,8 +21,9 @@ from tests.helpers.stopped_engine import freeze
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGSTOP stands in for an engine that does not read")
 
-IMAGE = os.urandom(1_500_000)  # the size of a big checked photo; 16 is what one prompt takes
-BIG = (p.ChatMessage("user", "What is in these?", images=(IMAGE,) * 16),)
+# 16 different images (pickle writes a repeated object once) of a big checked photo's size:
+# the most one prompt takes, 24 MB in the pipe.
+BIG = (p.ChatMessage("user", "What is in these?", images=tuple(os.urandom(1_500_000) for _ in range(16))),)
 SHORT = GenerationSettings(max_tokens=4, temperature=0.0, seed=1)
 
 

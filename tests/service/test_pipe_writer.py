@@ -13,11 +13,13 @@ import pytest
 from app.engine import protocol as p
 from app.service.pipe_writer import PipeWriter
 
-IMAGE = bytes(range(256)) * 1024  # 256 KB: four of them fill the 64 KB pipe buffer many times
+IMAGE_BYTES = 256 * 1024  # four fill the 64 KB pipe buffer 16 times
 
 
 def _generate(request_id: int, images: int = 4) -> p.Generate:
-    return p.Generate(request_id, (p.ChatMessage("user", "Look", images=(IMAGE,) * images),))
+    # Different bytes each: pickle writes an object it has seen once only.
+    return p.Generate(request_id, (p.ChatMessage("user", "Look", images=tuple(
+        bytes([request_id % 256, n]) * (IMAGE_BYTES // 2) for n in range(images))),))
 
 
 class _Reader:
@@ -83,7 +85,7 @@ def test_order_is_kept_when_the_loop_and_another_thread_send_at_once() -> None:
     reader.join()
     assert reader.ids == sent
     assert len(sent) == 60 * 3 + 400 + 1
-    assert set(reader.sizes.values()) == {4 * len(IMAGE)}
+    assert set(reader.sizes.values()) == {4 * IMAGE_BYTES}
     writer.close()
     assert writer.join(5)
 
@@ -100,7 +102,7 @@ def test_send_returns_before_the_other_end_reads() -> None:
     assert took < 0.05, f"send waited {took * 1000:.1f} ms for a pipe nobody reads"
     reader = _Reader(theirs)
     reader.join()
-    assert reader.ids == [1, 2, 3] and reader.sizes == {1: 16 * len(IMAGE)}
+    assert reader.ids == [1, 2, 3] and reader.sizes == {1: 16 * IMAGE_BYTES}
 
 
 def test_a_broken_pipe_is_reported_once_and_later_sends_raise() -> None:
