@@ -91,9 +91,10 @@ class EngineProcess:
         self._writer.send(message)
 
     def _write_failed(self, error: OSError) -> None:
-        # A broken pipe means the child is gone or going; any other failed write leaves
-        # an engine nobody can reach. Either way the reader's PipeClosed ends the requests.
-        if self.process.is_alive():
+        # A broken or reset pipe means the child's end is closed: the reader sees it too.
+        # Any other failed write leaves an engine nobody can reach: end it, so that the
+        # reader's PipeClosed ends the requests either way.
+        if not isinstance(error, (BrokenPipeError, ConnectionResetError)) and self.process.is_alive():
             self.process.kill()
 
     def _unsendable(self, message: p.Request, error: Exception) -> None:

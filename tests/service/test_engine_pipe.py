@@ -16,7 +16,7 @@ from app.core.generation import GenerationSettings
 from app.engine import protocol as p
 from app.service.client import EngineClient
 from app.service.engine_errors import EngineCrashed
-from app.service.engine_process import Delivered, EngineProcess, NotSent
+from app.service.engine_process import Delivered, EngineProcess, NotSent, PipeClosed
 from tests.helpers.stopped_engine import freeze
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGSTOP stands in for an engine that does not read")
@@ -207,4 +207,31 @@ def test_a_healthy_engine_gets_ping_and_shutdown_and_exits_by_itself() -> None:
         await client.shutdown(timeout=10.0)
         assert engine.process.exitcode == 0, "the engine was killed instead of exiting on Shutdown"
         assert engine.last_ping_answered > 0
+    run(scenario())
+
+
+def test_a_write_that_fails_otherwise_ends_the_engine_so_the_reader_reports_it() -> None:
+    """Not a broken pipe (the child's end is open): a write refused by the handle itself. The
+    engine would be alive and out of reach; it is killed, and PipeClosed follows."""
+    async def scenario() -> None:
+        events = _Events()
+        engine = EngineProcess(asyncio.get_running_loop(), events.deliver, None)
+        socket_kept = -1
+        try:
+            await events.until(lambda: any(isinstance(e, p.Hello) for e in events.got))
+            # The socket stays open (the reader waits on it, the engine sees no end), but the
+            # writer's handle number now names a read-only file: its write fails with EBADF.
+            socket_kept = os.dup(engine.conn.fileno())
+            with open(os.devnull, "rb") as read_only:
+                os.dup2(read_only.fileno(), engine.conn.fileno())
+            engine.send(p.Ping(1))
+            await events.until(lambda: any(isinstance(e, PipeClosed) for e in events.got), timeout=15)
+            closed = [e for e in events.got if isinstance(e, PipeClosed)]
+            assert closed[0].exit_code == -signal.SIGKILL
+            with pytest.raises(BrokenPipeError):
+                engine.send(p.Ping(2))
+        finally:
+            engine.kill()
+            if socket_kept >= 0:
+                os.close(socket_kept)
     run(scenario())
