@@ -6,10 +6,12 @@ Before (direct write): the request is pickled and written with a plain Connectio
 the caller's thread into a pipe a spawned child reads; the call returns only when the child
 has taken all but the last 64 KB out of the pipe. After: PipeWriter.send over the same kind
 of pipe and child, and EngineProcess.send to the real engine process (no model loaded, so it
-answers the Generate with an error once it has read it). For each: the time send() held the
-caller (p50 and max over the runs), and the time until the other side answered (the request
-read whole). The images are different random bytes (pickle writes a repeated object once).
-Prints a table, writes JSON.
+answers the Generate with an error once it has read it). For each, p50 and max over the runs:
+send, how long send() held the caller; stall, the longest the calling thread could not run
+from the send until the answer (it steps as fast as it can meanwhile: this counts the writer
+thread holding the interpreter lock too, which send's own time does not); answered, until
+the other side had read the request whole and answered. The images are different random
+bytes (pickle writes a repeated object once). Prints a table, writes JSON.
 """
 
 from __future__ import annotations
@@ -56,16 +58,47 @@ def generate(request_id: int, images: int, image_bytes: int) -> p.Generate:
     return p.Generate(request_id, (p.ChatMessage("user", "What is in these pictures?", images=pictures),))
 
 
+class Stalls:
+    """The longest time this thread could not run: it steps as fast as it can and keeps the
+    longest gap between two steps (the send itself, or another thread holding the lock)."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._last = time.perf_counter()
+
+    def step(self) -> None:
+        now = time.perf_counter()
+        self.longest = max(self.longest, now - self._last)
+        self._last = now
+
+
 def measure_pipe(send: Callable[[p.Request], None], answers: Connection, requests: list[p.Generate]) -> dict[str, Any]:
-    """Time send() on this thread, then wait for the child's answer to the same request."""
-    held, answered = [], []
+    """Time send() on this thread, then step until the child's answer to the same request."""
+    held, stalled, answered = [], [], []
     for request in requests:
+        stalls = Stalls()
         started = time.perf_counter()
         send(request)
         held.append((time.perf_counter() - started) * 1000)
-        assert answers.recv() == request.request_id
+        stalls.step()
+        while not answers.poll(0):
+            stalls.step()
         answered.append((time.perf_counter() - started) * 1000)
-    return {"caller": summary(held), "answered": summary(answered)}
+        stalled.append(stalls.longest * 1000)
+        assert answers.recv() == request.request_id
+    return {"caller": summary(held), "stall": summary(stalled), "answered": summary(answered)}
+
+
+def floor(runs: int, seconds: float = 0.05) -> dict[str, Any]:
+    """The same stepping with nothing sent: how long this machine leaves the thread without a turn."""
+    stalled = []
+    for _ in range(runs):
+        stalls = Stalls()
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            stalls.step()
+        stalled.append(stalls.longest * 1000)
+    return {"caller": summary([0.0]), "stall": summary(stalled), "answered": summary([0.0])}
 
 
 def direct(requests: list[p.Generate]) -> dict[str, Any]:
@@ -108,15 +141,21 @@ async def through_engine(requests: list[p.Generate]) -> dict[str, Any]:
     engine = EngineProcess(asyncio.get_running_loop(), lambda _, event: heard.put_nowait(event), None)
     try:
         assert isinstance(await asyncio.wait_for(heard.get(), 60), p.Hello)
-        held, answered = [], []
+        held, stalled, answered = [], [], []
         for request in requests:
+            stalls = Stalls()
             started = time.perf_counter()
             engine.send(request)
             held.append((time.perf_counter() - started) * 1000)
-            event = await asyncio.wait_for(heard.get(), 60)
-            assert isinstance(event, p.Error) and event.request_id == request.request_id, event
+            stalls.step()
+            while heard.empty():  # the loop runs (and hears the answer) between steps
+                await asyncio.sleep(0)
+                stalls.step()
             answered.append((time.perf_counter() - started) * 1000)
-        return {"caller": summary(held), "answered": summary(answered)}
+            stalled.append(stalls.longest * 1000)
+            event = heard.get_nowait()
+            assert isinstance(event, p.Error) and event.request_id == request.request_id, event
+        return {"caller": summary(held), "stall": summary(stalled), "answered": summary(answered)}
     finally:
         engine.kill()
 
@@ -133,7 +172,8 @@ def main() -> int:
     requests = [generate(n, args.images, image_bytes) for n in range(1, args.runs + 1)]
     from multiprocessing.reduction import ForkingPickler
     size = len(ForkingPickler.dumps(requests[0]))
-    rows = {"conn.send (before)": direct(requests), "PipeWriter.send (after)": through_writer(requests)}
+    rows = {"nothing sent (floor, 50 ms)": floor(args.runs), "conn.send (before)": direct(requests),
+            "PipeWriter.send (after)": through_writer(requests)}
     if not args.no_engine:
         rows["EngineProcess.send, real engine (after)"] = asyncio.run(through_engine(requests))
     result = {"images": args.images, "image_bytes": image_bytes, "request_bytes": size, "runs": args.runs,
@@ -141,9 +181,11 @@ def main() -> int:
               "rows": rows}
     print(f"Generate with {args.images} images of {image_bytes / 1e6:.1f} MB: {size / 2**20:.1f} MiB pickled, "
           f"{args.runs} runs")
-    print(f"{'':42}{'caller p50':>12}{'caller max':>12}{'answered p50':>14}{'answered max':>14}")
+    print(f"{'':42}{'send p50':>10}{'send max':>10}{'stall p50':>11}{'stall max':>11}{'answered p50':>14}"
+          f"{'answered max':>14}")
     for label, row in rows.items():
-        print(f"{label:42}{row['caller']['p50_ms']:>10.3f}ms{row['caller']['max_ms']:>10.3f}ms"
+        print(f"{label:42}{row['caller']['p50_ms']:>8.3f}ms{row['caller']['max_ms']:>8.3f}ms"
+              f"{row['stall']['p50_ms']:>9.1f}ms{row['stall']['max_ms']:>9.1f}ms"
               f"{row['answered']['p50_ms']:>12.1f}ms{row['answered']['max_ms']:>12.1f}ms")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2))

@@ -11,7 +11,7 @@ from multiprocessing.connection import Connection
 import pytest
 
 from app.engine import protocol as p
-from app.service.pipe_writer import PipeWriter
+from app.service.pipe_writer import PipeWriter, pickled, write_message
 
 IMAGE_BYTES = 256 * 1024  # four fill the 64 KB pipe buffer 16 times
 
@@ -146,3 +146,28 @@ def test_close_writes_what_was_queued_then_ends_and_refuses_more() -> None:
     assert writer.join(5)
     with pytest.raises(BrokenPipeError):
         writer.send(p.Ping(5))
+
+
+def test_an_images_bytes_go_into_the_pipe_uncopied() -> None:
+    """The pickler hands each big bytes object over as it is: no 24 MB buffer is built (and
+    no copy made holding the interpreter lock) before the write."""
+    request = _generate(1, images=3)
+    parts = pickled(request)
+    images = request.messages[0].images
+    assert all(any(part is image for part in parts) for image in images)
+    assert sum(len(part) for part in parts) < 3 * IMAGE_BYTES + 4096
+
+
+@pytest.mark.parametrize("text", ["", "x" * 100, "y" * 16_380, "z" * 70_000, "w" * 300_000])
+def test_a_message_written_in_pieces_is_read_whole_by_recv(text: str) -> None:
+    """Sizes around multiprocessing's own cut-offs (16 KB, the 64 KB frame), with and without images."""
+    ours, theirs = multiprocessing.Pipe()
+    for request in (p.CountTokens(1, text=text), p.Generate(2, (p.ChatMessage("user", text, images=(
+            text.encode() * 2, b"\x89PNG" * 40_000)),))):
+        done = threading.Thread(target=write_message, args=(ours, pickled(request)))
+        done.start()  # a big one fills the pipe: the other end must read meanwhile
+        assert theirs.recv() == request
+        done.join(10)
+    ours.close()
+    with pytest.raises(EOFError):
+        theirs.recv()
