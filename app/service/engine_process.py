@@ -55,9 +55,9 @@ def _kill_engines_left_running() -> None:
 class EngineProcess:
     """One engine child process, its pipe, the thread that reads it and the one that writes it.
 
-    send() returns at once (app/service/pipe_writer.py). A write that fails ends the child
-    if it still runs, so the reader thread always sees the pipe close and posts PipeClosed:
-    every request waiting then ends with it, as when the engine dies on its own.
+    send() returns at once (app/service/pipe_writer.py). A write that fails while the child's
+    end is still open ends the child, so the reader thread always sees the pipe close and
+    posts PipeClosed: every request waiting then ends with it, as when the engine dies.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[[EngineProcess, Delivered], None],

@@ -171,3 +171,19 @@ def test_a_message_written_in_pieces_is_read_whole_by_recv(text: str) -> None:
     ours.close()
     with pytest.raises(EOFError):
         theirs.recv()
+
+
+def test_on_windows_the_pieces_go_as_one_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Windows pipe is message mode: one send_bytes of the joined pieces (checked here on
+    this system's pipe, the branch only)."""
+    ours, theirs = multiprocessing.Pipe()
+    request = _generate(1, images=1)
+    sent: list[int] = []
+    monkeypatch.setattr("app.service.pipe_writer.sys.platform", "win32")
+    real = ours.send_bytes
+    monkeypatch.setattr(ours, "send_bytes", lambda data: (sent.append(len(data)), real(data)))
+    done = threading.Thread(target=write_message, args=(ours, pickled(request)))
+    done.start()
+    assert theirs.recv() == request
+    done.join(10)
+    assert len(sent) == 1 and sent[0] > IMAGE_BYTES
