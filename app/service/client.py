@@ -15,7 +15,7 @@ from app.engine.failures import During, EngineStopped, Hang, NoModel, OtherVersi
 from app.engine.process import HardwareSource
 from app.hardware.report import HardwareReport
 from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
-from app.service.engine_process import Delivered, EngineProcess, PipeClosed
+from app.service.engine_process import Delivered, EngineProcess, NotSent, PipeClosed
 
 _Answer = TypeVar("_Answer", bound=p.EngineEvent)
 
@@ -326,6 +326,10 @@ class EngineClient:
         return queue
 
     def _send(self, request: p.Request, during: During) -> None:
+        """Queue request for the engine; the writing happens on the engine's writer thread.
+
+        An engine already known dead raises EngineCrashed here; one whose pipe breaks
+        while the request waits ends it with PipeClosed (EngineProcess), as a crash does."""
         engine = self._engine
         if engine is None or not engine.alive:
             raise EngineCrashed(EngineStopped(None, during))
@@ -348,6 +352,8 @@ class EngineClient:
             raise EngineError(event.failure)
         if isinstance(event, PipeClosed):
             raise EngineCrashed(event.stopped(during))
+        if isinstance(event, NotSent):
+            raise RuntimeError(f"a request ({during.value}) could not be pickled for the engine") from event.cause
         return event
 
     def _deliver(self, engine: EngineProcess, event: Delivered) -> None:
