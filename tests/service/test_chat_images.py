@@ -19,7 +19,7 @@ from app.service import events as ev
 from app.service.answer_run import chat_of
 from app.documents.image_check import ImageInput, ImageResult, check_image
 from app.engine.protocol import ChatMessage
-from app.service.api_images import seen_messages
+from app.service.api_images import seen_images
 from app.service.api_types import ApiAsk, ApiImage, ApiRefused
 from app.service.attached_images import PROMPT_IMAGES, UNSEEN, ImagesUnreadable, read_image_data, read_images
 from app.service.document_context import ChatDocuments, Fit
@@ -321,10 +321,11 @@ def test_one_image_check_runs_at_a_time_for_the_window_and_the_api(tmp_path: Pat
 
     async def scenario():
         return await asyncio.gather(*(read_images([chip], counting) for chip in chips),
-                                    read_image_data(image_bytes(9, 9), check=counting), seen_messages(ask, counting))
+                                    read_image_data(image_bytes(9, 9), check=counting), seen_images(ask, counting))
 
     *read, pasted, seen = run(scenario)
-    assert [image.width for [image] in read] == [10, 11, 12] and pasted.width == 9 and len(seen[0].images) == 1
+    assert [image.width for [image] in read] == [10, 11, 12] and pasted.width == 9
+    assert len(seen.messages[0].images) == 1 and [(i.name, i.width) for i in seen.kept[0]] == [("API image 1", 16)]
     assert counting.most == 1
 
 
@@ -336,7 +337,7 @@ def test_a_check_that_cannot_start_is_said_in_the_windows_words_and_the_apis(tmp
                                                "did not start. Try again"):
         run(lambda: read_images([write_image(tmp_path / "a.png", 5, 5)], cannot_start))
     with pytest.raises(ApiRefused) as refused:
-        run(lambda: seen_messages(asking_with(ApiImage(0, "messages[0]", image_bytes(5, 5))), cannot_start))
+        run(lambda: seen_images(asking_with(ApiImage(0, "messages[0]", image_bytes(5, 5))), cannot_start))
     assert refused.value.status == 503 and refused.value.message.startswith("Kestrel could not start its image check")
 
 
