@@ -17,6 +17,7 @@ from app.core.history import HistoryError, HistoryStore
 from app.engine.failures import Failure
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind
 from app.engine.tool_calls import ToolCall
+from app.service.attached_images import turns_with_images, unseen_note
 from app.service.document_context import Framed
 from app.service.engine_errors import EngineCrashed, EngineError
 from app.service.engine_queue import EngineQueue, EngineRequest, Withdrawn
@@ -29,8 +30,8 @@ from app.service.vision import VisionState
 from app.tools.values import ToolInfo
 
 # The chat's messages with the user's documents put in, and the sources to keep on the answer
-# (document_context.py).
-Framing = Callable[[Conversation, list[Message]], Awaitable[Framed]]
+# (document_context.py); the flag: whether the model sees the chat's images (their cost in the fit).
+Framing = Callable[[Conversation, list[Message], bool], Awaitable[Framed]]
 
 
 class AnswerRun:
@@ -107,7 +108,7 @@ class AnswerRun:
             await prepare(conversation.settings.context_length)
             tools = await self._offered(conversation.settings.tools)
             if self._frame is not None:
-                framed = await self._frame(conversation, history)
+                framed = await self._frame(conversation, history, self._vision.available)
                 history, self._sources = list(framed.history), framed.sources
                 if framed.problem:  # a collection gone or damaged: the answer goes on without it
                     self._emit(Problem(framed.problem))
@@ -252,9 +253,10 @@ def chat_of(system_prompt: str, history: list[Message], *, see_images: bool = Tr
     turn carries its images on every answer (see_images), or, for a model that cannot see
     them, says in its text that there were images it is not shown. The engine takes at most
     PROMPT_IMAGES in one prompt: the newest turns keep theirs (a turn all of them or none),
-    and the older ones get the same words instead."""
+    and the older ones get the same words instead (attached_images.turns_with_images, the
+    rule the documents' fit counts by too)."""
     chat = [ChatMessage(Role.SYSTEM, system_prompt)] if system_prompt.strip() else []
-    shown = _turns_with_images(history) if see_images else set()
+    shown = turns_with_images(history, see_images=see_images)
     for number, message in enumerate(history):
         if message.role == Role.SYSTEM or message.state == MessageState.STREAMING:
             continue
@@ -264,36 +266,10 @@ def chat_of(system_prompt: str, history: list[Message], *, see_images: bool = Tr
             chat.append(ChatMessage(message.role, message.text, message.thinking,
                                     images=tuple(image.data for image in message.images)))
         elif message.images:
-            names = ", ".join(image.name for image in message.images)
-            chat.append(ChatMessage(message.role, f"{message.text}\n\n{UNSEEN.format(names=names)}", message.thinking))
+            chat.append(ChatMessage(message.role, f"{message.text}\n\n{unseen_note(message.images)}", message.thinking))
         elif message.text:
             chat.append(ChatMessage(message.role, message.text, message.thinking))
     return chat
-
-
-# As many images as the engine takes in one prompt (app/engine/image_prompt.py MAX_IMAGES; a test
-# holds them equal: the service does not import the engine's native side).
-PROMPT_IMAGES = 16
-# A model without vision answering a chat where images were sent earlier (to another model), or
-# a turn too old for its images to fit in the prompt with the newer ones.
-UNSEEN = "(The user attached images here ({names}), which you cannot see.)"
-
-
-def _turns_with_images(history: list[Message]) -> set[int]:
-    """The positions of the newest turns whose images fit in one prompt together, newest first;
-    from the first turn that would not fit on, none (so what is shown is the recent stretch)."""
-    shown: set[int] = set()
-    count = 0
-    for number in range(len(history) - 1, -1, -1):
-        message = history[number]
-        if (not message.images or message.parts or message.role == Role.SYSTEM
-                or message.state == MessageState.STREAMING):
-            continue
-        if count + len(message.images) > PROMPT_IMAGES:
-            break
-        count += len(message.images)
-        shown.add(number)
-    return shown
 
 
 def _asks_about_images(history: list[Message]) -> bool:

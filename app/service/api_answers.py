@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
+from app.core.attachments import AttachedImage
 from app.core.generation import GenerationSettings
 from app.engine.failures import PromptTooLong
 from app.engine.protocol import Delta, Done
 from app.core.conversation import Role
 from app.library.installed import InstalledModel
 from app.service.api_context import ContextPlanner
-from app.service.api_images import refuse_unseeing, seen_messages
+from app.service.api_images import refuse_unseeing, seen_images
 from app.service.api_types import ApiAsk, ApiModel, ApiRefused, Started
 
 __all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "Started"]
@@ -123,10 +124,12 @@ class ApiAnswers:
         self._waiting += 1
         started = False
         written: list[str] = []
+        kept: Mapping[int, tuple[AttachedImage, ...]] = {}
         try:
             if ask.images:
                 # One image check at a time, the window's included (attached_images.checked_in_turn).
-                ask = dataclasses.replace(ask, messages=await seen_messages(ask), images=())
+                seen = await seen_images(ask)
+                ask, kept = dataclasses.replace(ask, messages=seen.messages, images=()), seen.kept
             async for event in self._answer(ask, target, settings):
                 if not started:
                     started = True
@@ -137,7 +140,7 @@ class ApiAnswers:
                 if isinstance(event, Delta) and not event.thinking:
                     written.append(event.text)
                 elif isinstance(event, Done) and self._keeper.settings.server.keep_as_chats:
-                    self._spawn(self._keep(ask, target, "".join(written), event))
+                    self._spawn(self._keep(ask, target, "".join(written), event, kept))
                 yield event
         finally:
             if started:
@@ -243,13 +246,16 @@ class ApiAnswers:
         return ApiRefused(400 if exc.kind.value in ("context_overflow", "unsupported", "no_vision", "bad_image") else 500, exc.message,
                           code="engine_error")
 
-    async def _keep(self, ask: ApiAsk, target: InstalledModel, answer: str, done: Done) -> None:
-        """The exchange as a chat of its own (the user chose to keep API conversations)."""
+    async def _keep(self, ask: ApiAsk, target: InstalledModel, answer: str, done: Done,
+                    images: Mapping[int, tuple[AttachedImage, ...]]) -> None:
+        """The exchange as a chat of its own (the user chose to keep API conversations), each user
+        turn with its checked images (images: by the turn's index in ask.messages)."""
         turns = [(m.role, m.content) for m in ask.messages] if ask.shape.prompt is None else \
             [(Role.USER, ask.shape.prompt)]
         asked = next((text for role, text in reversed(turns) if role == Role.USER and text.strip()), "")
         title = "API: " + (asked.strip().splitlines()[0][:40] if asked.strip() else ask.endpoint)
-        await self._conversations.keep_exchange(title, turns, answer, done.stats, target.id)
+        await self._conversations.keep_exchange(title, turns, answer, done.stats, target.id,
+                                                images=images if ask.shape.prompt is None else None)
 
     # --- the log ------------------------------------------------------------------------
 

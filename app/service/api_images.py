@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from app.core.attachments import AttachedImage
 from app.documents.image_check import ImageRefusal, ImageResult, PastedImage
@@ -13,6 +14,7 @@ from app.library.installed import InstalledModel
 from app.service.api_types import ApiAsk, ApiImage, ApiRefused
 from app.service.attached_images import CheckImages, ImagesUnreadable, checked_in_turn, in_worker, not_started
 from app.service.vision import vision_state
+
 
 def refuse_unseeing(model: InstalledModel, loaded: Loaded | None) -> None:
     """ApiRefused (400) unless the model takes images: a vision projector paired with it, and
@@ -35,13 +37,27 @@ def _checked(images: Sequence[ApiImage], check: CheckImages) -> list[ImageResult
     return checked_in_turn([PastedImage(image.data, image.part) for image in images], check)
 
 
-async def seen_messages(ask: ApiAsk, check: CheckImages = in_worker) -> tuple[ChatMessage, ...]:
+@dataclass(frozen=True)
+class SeenImages:
+    """A request's images once checked: its messages with each turn's image bytes in (as the
+    engine is given them), and each turn's images as a kept chat keeps them (`kept`, by the turn's
+    index in the messages), named "API image 1", "API image 2"… in the request's order."""
+
+    messages: tuple[ChatMessage, ...]
+    kept: Mapping[int, tuple[AttachedImage, ...]] = field(default_factory=dict)
+
+
+# What an image sent through the API is called in a kept chat (the window's pasted one is "Pasted image").
+KEPT_NAME = "API image {number}"
+
+
+async def seen_images(ask: ApiAsk, check: CheckImages = in_worker) -> SeenImages:
     """ask.messages with each of ask.images, checked (decoded in the image check's child, scaled
     down, written again as PNG or JPEG), in its turn's images; ApiRefused (400) naming every
     part refused and why. The check runs in one child process for the request, waited for on a
     thread so the event loop goes on."""
     if not ask.images:
-        return ask.messages
+        return SeenImages(ask.messages)
     try:
         results = await asyncio.to_thread(_checked, ask.images, check)
     except RuntimeError as error:
@@ -49,10 +65,11 @@ async def seen_messages(ask: ApiAsk, check: CheckImages = in_worker) -> tuple[Ch
     refused = [result for result in results if isinstance(result, ImageRefusal)]
     if refused:
         raise ApiRefused(400, str(ImagesUnreadable(refused, sent=True)), param=refused[0].name, code="invalid_image")
-    turns: dict[int, list[bytes]] = {}
-    for image, result in zip(ask.images, results, strict=True):
+    turns: dict[int, list[AttachedImage]] = {}
+    for number, (image, result) in enumerate(zip(ask.images, results, strict=True), start=1):
         assert isinstance(result, AttachedImage)
-        turns.setdefault(image.turn, []).append(result.data)
-    return tuple(dataclasses.replace(message, images=(*message.images, *turns[index])) if index in turns else message
-                 for index, message in enumerate(ask.messages))
-
+        # Checked under its part's name, so a refusal names the part; kept under a name for the user.
+        turns.setdefault(image.turn, []).append(dataclasses.replace(result, name=KEPT_NAME.format(number=number)))
+    messages = tuple(dataclasses.replace(message, images=(*message.images, *(i.data for i in turns[index])))
+                     if index in turns else message for index, message in enumerate(ask.messages))
+    return SeenImages(messages, {turn: tuple(images) for turn, images in turns.items()})

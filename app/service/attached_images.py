@@ -1,4 +1,5 @@
-"""Images attached in a chat: each checked in the image worker's child process into what the history keeps."""
+"""Images attached in a chat: each checked in the image worker's child process into what the history keeps,
+and which of a chat's images go in a prompt (the rule both the prompt and the context's fit follow)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,44 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from app.core.attachments import MAX_IMAGES, AttachedImage
+from app.core.conversation import Message, MessageState, Role
 from app.documents.image_check import PASTED, READ_TYPES, ImageInput, ImageProblem, ImageRefusal, ImageResult, PastedImage
 
 CheckImages = Callable[[Sequence[ImageInput]], Iterator[ImageResult]]
+
+# As many images as the engine takes in one prompt (app/engine/image_prompt.py MAX_IMAGES; a test
+# holds them equal: the service does not import the engine's native side).
+PROMPT_IMAGES = 16
+# A model without vision answering a chat where images were sent earlier (to another model), or
+# a turn too old for its images to fit in the prompt with the newer ones.
+UNSEEN = "(The user attached images here ({names}), which you cannot see.)"
+
+
+def turns_with_images(history: Sequence[Message], *, see_images: bool = True) -> frozenset[int]:
+    """The positions in history of the turns whose images go to the model: none when it cannot
+    see them; else the newest turns whose images fit in one prompt together (PROMPT_IMAGES), a
+    turn's all or none, and from the first turn that would not fit on, none (so what is shown is
+    the recent stretch). The one rule for what is sent (answer_run.chat_of) and what the
+    context's fit counts (document_context), so the two cannot drift apart."""
+    if not see_images:
+        return frozenset()
+    shown: set[int] = set()
+    count = 0
+    for number in range(len(history) - 1, -1, -1):
+        message = history[number]
+        if (not message.images or message.parts or message.role == Role.SYSTEM
+                or message.state == MessageState.STREAMING):
+            continue
+        if count + len(message.images) > PROMPT_IMAGES:
+            break
+        count += len(message.images)
+        shown.add(number)
+    return frozenset(shown)
+
+
+def unseen_note(images: Sequence[AttachedImage]) -> str:
+    """The words a turn whose images are not sent gets after its text, naming them."""
+    return UNSEEN.format(names=", ".join(image.name for image in images))
 
 
 class ImagesUnreadable(Exception):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from app.core.answer_stats import AnswerStats
+from app.core.attachments import MAX_IMAGES, AttachedImage
 from app.core.conversation import Conversation, Message, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
@@ -89,18 +90,24 @@ class Conversations:
         return conversation
 
     async def keep_exchange(self, title: str, turns: Sequence[tuple[Role, str]], answer: str,
-                            stats: AnswerStats, model_id: str) -> Conversation | None:
+                            stats: AnswerStats, model_id: str,
+                            images: Mapping[int, Sequence[AttachedImage]] | None = None) -> Conversation | None:
         """Save an exchange that happened elsewhere (an API request) as a chat of its own: its
-        system prompt, user and assistant turns and the answer; None (said) if the disk refused."""
+        system prompt, user and assistant turns and the answer; None (said) if the disk refused.
+        images: each user turn's images (checked already), by the turn's index in `turns`; a
+        turn keeps at most MAX_IMAGES, and its text says how many more there were."""
         system = "\n\n".join(text for role, text in turns if role == Role.SYSTEM)
+        given = images or {}
 
         def write(store: HistoryStore) -> Conversation:
             with store.transaction():
                 made = store.create_conversation(title=title, system_prompt=system,
                                                  settings=self.new_chat_settings(), model=model_id)
-                for role, text in turns:
-                    if role in (Role.USER, Role.ASSISTANT) and text:
-                        store.add_message(made.id, role, text)
+                for number, (role, text) in enumerate(turns):
+                    pictures = given.get(number, ()) if role == Role.USER else ()
+                    if role in (Role.USER, Role.ASSISTANT) and (text or pictures):
+                        kept_text, kept_images = _kept(text, pictures)
+                        store.add_message(made.id, role, kept_text, images=kept_images)
                 store.add_message(made.id, Role.ASSISTANT, answer, stats=stats)
             return store.get_conversation(made.id)
 
@@ -169,3 +176,14 @@ class Conversations:
         except HistoryError as exc:
             self._emit(Problem(str(exc), "history"))
             return None
+
+
+def _kept(text: str, images: Sequence[AttachedImage]) -> tuple[str, tuple[AttachedImage, ...]]:
+    """A turn's text and images as a chat keeps them: a request may send more images in one turn
+    (16) than a message keeps (MAX_IMAGES); the first are kept and the text says how many were not."""
+    if len(images) <= MAX_IMAGES:
+        return text, tuple(images)
+    left = len(images) - MAX_IMAGES
+    note = (f"({left} more image{'s were' if left != 1 else ' was'} sent with this message and not kept: "
+            f"a chat keeps at most {MAX_IMAGES} images a message.)")
+    return f"{text}\n\n{note}" if text else note, tuple(images[:MAX_IMAGES])

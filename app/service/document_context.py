@@ -17,6 +17,7 @@ from app.documents.collections import DocumentsError, Hit
 from app.documents.values import Chunk, source_label
 # AttachmentsUnreadable is named here too: front ends catch it from the module they frame with.
 from app.service.attached_files import AttachmentsUnreadable, attachment_chunks
+from app.service.attached_images import turns_with_images, unseen_note
 from app.service.engine_errors import EngineError
 
 __all__ = ["AttachmentsUnreadable", "ChatDocuments", "CountTokens", "Fit", "Framed", "Material", "SearchCollections",
@@ -149,8 +150,9 @@ class ChatDocuments:
         """The material the chat's last answer was given (None: it had no documents)."""
         return self._used.get(conversation_id)
 
-    async def frame(self, conversation: Conversation, history: Sequence[Message]) -> Framed:
-        """The chat with its material in its user turns (the history keeps what the user typed)."""
+    async def frame(self, conversation: Conversation, history: Sequence[Message], see_images: bool = True) -> Framed:
+        """The chat with its material in its user turns (the history keeps what the user typed).
+        see_images: the model answering sees the chat's images (they count in the fit then)."""
         history = tuple(history)
         last = next((i for i in range(len(history) - 1, -1, -1) if history[i].role == Role.USER), None)
         files = [file for m in history if m.role == Role.USER for file in m.attachments]
@@ -158,14 +160,16 @@ class ChatDocuments:
             self._used.pop(conversation.id, None)
             return Framed(history, ())
         question = history[last].text
-        # Each image counts as IMAGE_TOKENS (app/core/attachments.py): the question's in the budget, the others' here.
-        budget = await self._budget(conversation, question) - IMAGE_TOKENS * len(history[last].images)
+        # The images counted are those sent (the prompt's rule, attached_images.turns_with_images), each
+        # as IMAGE_TOKENS (app/core/attachments.py): the question's in the budget, the others' here.
+        sent = turns_with_images(history, see_images=see_images)
+        budget = await self._budget(conversation, question) - await self._images_cost(history, last, sent)
         fit: Fit | None = None
         whole: list[Source] = []
         if files:
-            earlier = sum([await self._tokens(m.text) + _PER_MESSAGE + IMAGE_TOKENS * len(m.images)
-                           for m in history[:last]
-                           if m.role != Role.SYSTEM and m.state != MessageState.STREAMING and m.text])
+            earlier = sum([await self._tokens(m.text) + _PER_MESSAGE + await self._images_cost(history, i, sent)
+                           for i, m in enumerate(history[:last])
+                           if m.role != Role.SYSTEM and m.state != MessageState.STREAMING and (m.text or m.images)])
             framing = _FRAMING_TOKENS * sum(1 for m in history[:last] if m.attachments)
             cost = earlier + framing + sum([await self._tokens(f.text) + _source_overhead(f.name) for f in files])
             if cost <= budget:
@@ -183,6 +187,14 @@ class ChatDocuments:
         material = Material(tuple(whole) + tuple(passages), fit, problem, len(whole))
         self._used[conversation.id] = material
         return Framed(_framed(history, last, whole, passages), material.refs(), problem)
+
+    async def _images_cost(self, history: Sequence[Message], number: int, sent: frozenset[int]) -> int:
+        """What a turn's images take in the prompt: IMAGE_TOKENS each when they are sent, else the
+        words that say there were images (answer_run.chat_of)."""
+        images = history[number].images
+        if not images:
+            return 0
+        return IMAGE_TOKENS * len(images) if number in sent else await self._tokens(f"\n\n{unseen_note(images)}")
 
     async def _budget(self, conversation: Conversation, question: str) -> int:
         settings = conversation.settings

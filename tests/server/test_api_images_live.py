@@ -5,6 +5,7 @@ that the image reached its prompt), and a model with no projector refused before
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 from pathlib import Path
@@ -15,13 +16,14 @@ import openai
 import pytest
 
 from app.core.attachments import AttachedImage
+from app.core.server_settings import ServerSettings
 from app.documents.image_check import check_image_data
 from app.engine import protocol as p
 from app.service.client import EngineClient
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_gguf import IMAGE_TOKENS, build_vision_pair, png_bytes
-from tests.server.helpers import anthropic_client, api_over, loop_thread, openai_client, real_service, words
+from tests.server.helpers import KEY, anthropic_client, api_over, loop_thread, openai_client, real_service, words
 
 # The tiny projector's image in the prompt: its tokens and the two wrapper tokens around them.
 IMAGE_POSITIONS = IMAGE_TOKENS + 2
@@ -162,3 +164,54 @@ def test_a_model_without_a_projector_is_refused_before_any_image_is_checked(tmp_
         assert words(anthropic_refused.value) == said
         text = client.chat.completions.create(model=controller.model.id, messages=asking("Hi"), max_tokens=2)
         assert text.choices[0].finish_reason == "length"  # text alone is answered as before
+
+
+def test_a_kept_api_conversation_keeps_each_turns_checked_images(tmp_path: Path) -> None:
+    """With "keep API conversations as chats" on, the chat it leaves has each user turn's images as
+    the check made them (and as the model was given them), in their own turn; a turn of more than
+    a message keeps has its first eight, and its text says how many more there were."""
+    (tmp_path / "vision").mkdir()
+    model_file, _ = build_vision_pair(tmp_path / "vision")
+    engine = ScriptedEngine()
+    engine.default_script = Script(text=("Two", " pictures"), endless=False)
+    wide = png_bytes(2000, 20)
+    small = [png_bytes(10 + n, 12) for n in range(10)]
+    with loop_thread() as thread, real_service(thread, model_file, engine,
+                                               ServerSettings(key=KEY, keep_as_chats=True)) as controller, \
+            api_over(thread, controller) as server:
+        client = openai_client(server.address)
+        answer = client.chat.completions.create(model=controller.model.id, messages=[
+            {"role": "system", "content": "Be brief."},
+            *asking("What is this?", base64.b64encode(wide).decode()),
+            {"role": "assistant", "content": "A line."},
+            *asking("And these?", *(base64.b64encode(data).decode() for data in small))])
+        assert answer.choices[0].message.content == "Two pictures"
+        given = engine.requests[-1]
+        assert isinstance(given, p.Generate)
+
+        chats = thread.call(_kept_chats(controller))
+        [chat] = chats
+        assert chat.title == "API: And these?" and chat.system_prompt == "Be brief."
+        first, reply, second, kept_answer = thread.call(controller.conversations.messages(chat.id))
+        assert [(m.role.value, m.text) for m in (first, reply, kept_answer)] == [
+            ("user", "What is this?"), ("assistant", "A line."), ("assistant", "Two pictures")]
+        checked = check_image_data(wide, "wide")
+        assert isinstance(checked, AttachedImage)
+        [image] = first.images
+        assert (image.name, image.mime, image.width, image.height) == ("API image 1", checked.mime, 1536, checked.height)
+        assert image.data == checked.data == given.messages[1].images[0]
+        assert image.note == checked.note and image.note.startswith("Scaled down")
+        assert second.text == ("And these?\n\n(2 more images were sent with this message and not kept: a chat "
+                               "keeps at most 8 images a message.)")
+        assert [(i.name, i.width, i.height) for i in second.images] == [
+            (f"API image {n + 2}", 10 + n, 12) for n in range(8)]
+        assert [i.data for i in second.images] == list(given.messages[3].images[:8])
+        assert reply.images == () and kept_answer.images == ()
+
+
+async def _kept_chats(controller: Any) -> list[Any]:
+    """The chats once the kept one is written (it is saved after the answer, in a task of its own)."""
+    async with asyncio.timeout(20):
+        while not (chats := await controller.conversations.listing()):
+            await asyncio.sleep(0.02)
+    return chats

@@ -16,12 +16,12 @@ from app.core.attachments import IMAGE_TOKENS, AttachedFile, AttachedImage, Atta
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.service import events as ev
-from app.service.answer_run import PROMPT_IMAGES, UNSEEN
+from app.service.answer_run import chat_of
 from app.documents.image_check import ImageInput, ImageResult, check_image
 from app.engine.protocol import ChatMessage
-from app.service.api_images import seen_messages
+from app.service.api_images import seen_images
 from app.service.api_types import ApiAsk, ApiImage, ApiRefused
-from app.service.attached_images import ImagesUnreadable, read_image_data, read_images
+from app.service.attached_images import PROMPT_IMAGES, UNSEEN, ImagesUnreadable, read_image_data, read_images
 from app.service.document_context import ChatDocuments, Fit
 from app.service.vision import NO_MODEL
 from tests.helpers.images import image_bytes, write_image
@@ -191,6 +191,83 @@ def test_each_image_counts_in_the_context_when_files_are_fitted() -> None:
     assert documents.used(1).fit is Fit.RETRIEVED
 
 
+def widest_file_that_fits(history: list[Message], *, see_images: bool = True) -> int:
+    """The most words a file attached to the last question may have and still go whole, in a chat
+    whose tokens are counted one a word (so every difference between two chats is exact)."""
+    settings = GenerationSettings(max_tokens=24, temperature=0.0, context_length=16_384)
+    conversation = Conversation(1, "Pictures", 0.0, 0.0, "", settings, None)
+
+    async def words(text: str) -> int:
+        return len(text.split())
+
+    def fits(length: int) -> bool:
+        notes = AttachedFile("/home/ann/notes.txt", "text", 100, (AttachedSection("word " * length),))
+        question = Message(99, 1, Role.USER, "What do my notes say?", 0.0, MessageState.COMPLETE, None,
+                           attachments=(notes,))
+        documents = ChatDocuments(lambda: 16_384, count=words)
+        asyncio.run(documents.frame(conversation, [*history, question], see_images))
+        return documents.used(1).fit is Fit.WHOLE
+
+    low, high = 0, 16_384  # fits(low), not fits(high)
+    assert fits(low) and not fits(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def test_the_fit_counts_the_images_that_are_sent_and_no_others() -> None:
+    turns = [tuple(AttachedImage(f"t{turn}-{n}.png", "image/png", 8, 8, CHART.data, "") for n in range(8))
+             for turn in range(3)]
+    history: list[Message] = []
+    for turn, images in enumerate(turns):
+        history.append(Message(2 * turn, 1, Role.USER, f"Question {turn}", 0.0, MessageState.COMPLETE, None,
+                               images=images))
+        history.append(Message(2 * turn + 1, 1, Role.ASSISTANT, f"Answer {turn}", 0.0, MessageState.COMPLETE, None))
+    sent = [m for m in chat_of("", history) if m.images]
+    assert sum(len(m.images) for m in sent) == PROMPT_IMAGES == 16 < 24, "the prompt takes the newest 16"
+
+    def as_text(message: Message, unseen: bool) -> Message:
+        """The message as words alone: its text as the prompt gives it when its images are not sent."""
+        if not message.images or not unseen:
+            return changed(message, images=())
+        names = ", ".join(image.name for image in message.images)
+        return changed(message, text=f"{message.text}\n\n{UNSEEN.format(names=names)}", images=())
+
+    # The same chat in words alone: the oldest turn with the words the model is given instead of its images.
+    words_alone = [as_text(m, unseen=number == 0) for number, m in enumerate(history)]
+    assert widest_file_that_fits(words_alone) - widest_file_that_fits(history) == PROMPT_IMAGES * IMAGE_TOKENS
+    # A model that cannot see is sent none: each turn's images cost only the words that say they were there.
+    assert widest_file_that_fits(history, see_images=False) == widest_file_that_fits(
+        [as_text(m, unseen=True) for m in history])
+
+
+def test_images_a_model_cannot_see_take_no_room_in_the_fit(started_controller) -> None:
+    club = AttachedFile("/home/ann/club.txt", "text", 100, (AttachedSection("The club meets on Thursdays."),))
+
+    async def scenario():
+        async with started_controller() as started:
+            controller = started.controller
+            give_sight(controller)
+            for turn in range(2):
+                assert controller.send(f"Question {turn}", images=[CHART] * 8)
+                await controller.wait_idle()
+            loaded = controller.session.loaded
+            assert loaded is not None and PROMPT_IMAGES * IMAGE_TOKENS > loaded.context_length
+            take_sight(controller)  # the 16 images are not sent now, so they take none of the context
+            assert controller.send("When does the club meet?", attachments=(club,))
+            await controller.wait_idle()
+            chat = controller.conversation.id
+            assert controller.documents.used(chat).fit is Fit.WHOLE
+            give_sight(controller)  # sent again: with them, the file no longer fits whole
+            assert controller.send("And where?", attachments=(club,))
+            await controller.wait_idle()
+            assert controller.documents.used(chat).fit is Fit.RETRIEVED
+            assert not started.events.of(ev.Problem)
+
+    run(scenario)
+
+
 def test_the_prompts_image_limit_is_the_engines() -> None:
     from app.engine import image_prompt
 
@@ -244,10 +321,11 @@ def test_one_image_check_runs_at_a_time_for_the_window_and_the_api(tmp_path: Pat
 
     async def scenario():
         return await asyncio.gather(*(read_images([chip], counting) for chip in chips),
-                                    read_image_data(image_bytes(9, 9), check=counting), seen_messages(ask, counting))
+                                    read_image_data(image_bytes(9, 9), check=counting), seen_images(ask, counting))
 
     *read, pasted, seen = run(scenario)
-    assert [image.width for [image] in read] == [10, 11, 12] and pasted.width == 9 and len(seen[0].images) == 1
+    assert [image.width for [image] in read] == [10, 11, 12] and pasted.width == 9
+    assert len(seen.messages[0].images) == 1 and [(i.name, i.width) for i in seen.kept[0]] == [("API image 1", 16)]
     assert counting.most == 1
 
 
@@ -259,7 +337,7 @@ def test_a_check_that_cannot_start_is_said_in_the_windows_words_and_the_apis(tmp
                                                "did not start. Try again"):
         run(lambda: read_images([write_image(tmp_path / "a.png", 5, 5)], cannot_start))
     with pytest.raises(ApiRefused) as refused:
-        run(lambda: seen_messages(asking_with(ApiImage(0, "messages[0]", image_bytes(5, 5))), cannot_start))
+        run(lambda: seen_images(asking_with(ApiImage(0, "messages[0]", image_bytes(5, 5))), cannot_start))
     assert refused.value.status == 503 and refused.value.message.startswith("Kestrel could not start its image check")
 
 
