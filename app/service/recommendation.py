@@ -42,23 +42,35 @@ def recommend(rows: Sequence[CatalogRow], report: HardwareReport | None) -> Reco
     open_rows = [r for r in rows if r.installed_id is None and r.entry.instruct
                  and r.entry.purpose is ModelPurpose.CHAT]
     marked = [r for r in open_rows if r.entry.recommended]
+    # A neural processor no catalog model would run on is named in the reason (_said).
+    unused_npu = report.npus[0].name if report is not None and report.npus and not any(
+        r.fit is not None and r.fit.device_kind == "npu" for r in rows) else None
     if marked and all(r.fit is None for r in marked):
         return Recommendation(marked[0], "Whether it fits this machine is not known yet.")
     roomy = [r for r in marked if _runs_well(r.fit) and _room(r.fit) >= ROOM_CONTEXT and _leaves_room(r, report)]
     if roomy:
         best = max(roomy, key=lambda r: r.entry.size or 0)
-        return Recommendation(best, fits_reason(best.fit, report))
+        return _said(best, fits_reason(best.fit, report), unused_npu)
     fitting = [r for r in marked if r.fit is not None and r.fit.verdict != Verdict.WONT_FIT]
     if fitting:
         smallest = min(fitting, key=lambda r: r.entry.size or 0)
-        return Recommendation(smallest, _slow_reason(smallest.fit))
+        return _said(smallest, _slow_reason(smallest.fit), unused_npu)
     well = [r for r in open_rows if _runs_well(r.fit)]
     if well:
-        return Recommendation(well[0], fits_reason(well[0].fit, report))
+        return _said(well[0], fits_reason(well[0].fit, report), unused_npu)
     unknown = [r for r in marked if r.fit is None]
     if unknown:
         return Recommendation(unknown[0], "Whether it fits this machine is not known yet.")
     return None
+
+
+def _said(row: CatalogRow, reason: str, unused_npu: str | None) -> Recommendation:
+    """The recommendation with its reason, and a word for the machine's neural processor when no
+    catalog model would run on it (by the fit verdicts): the owner of an "AI PC" would otherwise
+    wonder why the NPU never comes up."""
+    if unused_npu is not None:
+        reason += f" No model in Kestrel's catalog runs on your NPU ({unused_npu}) yet."
+    return Recommendation(row, reason)
 
 
 def with_reason(recommendation: Recommendation | None) -> CatalogRow | None:

@@ -86,3 +86,37 @@ def test_an_installed_model_is_not_offered_again_and_without_a_report_the_smalle
     row = with_reason(unknown)
     assert row is not None and row.reason == unknown.reason and row.entry == unknown.row.entry
     assert with_reason(None) is None
+
+
+@pytest.mark.parametrize("name, npu", [("windows_laptop_npu", "Intel(R) AI Boost"),
+                                       ("linux_amd_laptop", "AMD NPU (Ryzen AI)")])
+def test_an_npu_no_catalog_model_runs_on_is_named_in_the_reason(name: str, npu: str) -> None:
+    """Issue 26: the pick says why, NPU included. No catalog entry's fit goes to an NPU (the ONNX
+    entry is a CPU build), so the owner is told rather than left to wonder."""
+    report = machine(name)
+    listed = rows(report)
+    assert not any(r.fit is not None and r.fit.device_kind == "npu" for r in listed)
+
+    picked = recommend(listed, report)
+
+    assert picked is not None and picked.reason.startswith("Fits ")
+    assert picked.reason.endswith(f". No model in Kestrel's catalog runs on your NPU ({npu}) yet.")
+
+
+def test_an_npu_a_catalog_model_would_run_on_is_not_called_unused() -> None:
+    report = machine("windows_laptop_npu")
+    listed = rows(report)
+    onnx = next(i for i, r in enumerate(listed) if r.entry.format == "onnx")
+    fit = listed[onnx].fit
+    assert fit is not None
+    listed[onnx] = dataclasses.replace(listed[onnx], fit=dataclasses.replace(fit, device_kind="npu"))
+
+    picked = recommend(listed, report)
+
+    assert picked is not None and "NPU" not in picked.reason
+
+
+def test_a_machine_without_an_npu_hears_nothing_of_one() -> None:
+    report = machine("windows_desktop_rtx4070", 64)
+    picked = recommend(rows(report), report)
+    assert picked is not None and "NPU" not in picked.reason
