@@ -97,6 +97,8 @@ def test_a_missing_or_wrong_key_gets_401_in_each_providers_shape() -> None:
         by_header = httpx.get(f"{server.address}/v1/models", headers={"x-api-key": KEY})
         assert by_header.status_code == 200
         assert fake.asks == []  # nothing reached the service
+        # A request is logged once its answer has gone out: the last may still be on its way.
+        thread.call(until(lambda: len(fake.records) == 4, "every request logged"))
         assert [record.status for record in fake.records] == [401, 401, 401, 200]
 
 

@@ -159,9 +159,14 @@ def test_indexing_waits_while_held_and_says_why(tmp_path: Path, hold: str, words
     folder = folder_of(tmp_path, 8)
     gate = Gate()
     power = [Power()]  # a recorded power state
+    polls: list[Power] = []  # each time the service read it
+
+    def read_power() -> Power:
+        polls.append(power[0])
+        return power[0]
 
     async def scenario() -> None:
-        async with running(tmp_path, read=gate, read_power=lambda: power[0]) as (service, heard):
+        async with running(tmp_path, read=gate, read_power=read_power) as (service, heard):
             await service.add_folder(folder)
             gate.allow(3)
             await heard.until(lambda: len(gate.read) == 3, "three files read")
@@ -173,6 +178,10 @@ def test_indexing_waits_while_held_and_says_why(tmp_path: Path, hold: str, words
                 service.set_saving_power(True)
             else:
                 power[0] = Power(on_battery=True)
+                # Polled, not told: two more reads mean one that began after the change has been
+                # applied (the polls run one after another), whatever the machine's load.
+                seen = len(polls)
+                await heard.until(lambda: len(polls) >= seen + 2, "the battery noticed")
             gate.open = True
             await heard.until(lambda: any(p.waiting_because == words for p in heard.of(ev.IndexingProgress)),
                               "the reason it waits")
