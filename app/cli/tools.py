@@ -17,11 +17,12 @@ from app.cli.closed_output import output_closed
 from app.cli.models_common import EXIT_FILES
 from app.cli.terminal_text import disk_failure, shown_path, terminal_line, terminal_text
 from app.core.paths import data_paths
+from app.tools.config_file import ConfigFileTrouble
 from app.tools.choices import ToolChoices, choices_file, read_choices, write_choices
-from app.tools.mcp_config import McpServerConfig, config_names, read_mcp_config, write_mcp_config
+from app.tools.mcp_config import McpServerConfig, read_mcp_file, write_mcp_config
 from app.tools.values import ServerState, ServerStatus
 
-EXIT_DAMAGED = 3  # mcp.json is not valid JSON: a change would overwrite what the user wrote
+EXIT_DAMAGED = 3  # mcp.json is not valid JSON, or not a file Kestrel reads: a change would overwrite it
 EXIT_CHECK_FAILED = 8  # `list --check`: an enabled server did not start
 _HOW_TO_ADD = ("Add one with: kestrel tools add NAME -- COMMAND [ARGS...] (a stdio server), or "
                "kestrel tools add NAME --url URL (a Streamable HTTP server).")
@@ -83,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"type": "error", "status": exc.status, "message": str(exc)}), flush=True)
         print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
         return exc.status
+    except ConfigFileTrouble as exc:  # mcp.json is a link Kestrel cannot write through: nothing was written
+        print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
+        return EXIT_FILES
     except OSError as exc:
         if output_closed(exc):
             raise
@@ -97,9 +101,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     path = data_paths().mcp_file
-    servers, problems = read_mcp_config(path)
+    found = read_mcp_file(path)
+    if found.damage is not None:
+        raise UserError(found.damage, EXIT_DAMAGED)
+    servers = list(found.servers)
     choices, choice_problems = read_choices(choices_file(path))
-    for problem in problems + choice_problems:
+    for problem in [*found.problems, *choice_problems]:
         print(f"kestrel: {terminal_text(problem)}", file=sys.stderr)
     if not servers:
         if not args.json:
@@ -171,12 +178,10 @@ def _print_server(server: McpServerConfig, status: ServerStatus | None, choices:
 
 def _readable_config() -> tuple[list[McpServerConfig], list[str]]:
     """The servers, and every name in the file; refused when a change would overwrite a damaged file."""
-    path = data_paths().mcp_file
-    servers, problems = read_mcp_config(path)
-    names = config_names(path)
-    if path.exists() and not names and problems:
-        raise UserError(f"{problems[0]} Kestrel changes nothing in it until it is fixed.", EXIT_DAMAGED)
-    return servers, names
+    found = read_mcp_file(data_paths().mcp_file)
+    if found.damage is not None:
+        raise UserError(f"{found.damage} Kestrel changes nothing in it until it is fixed.", EXIT_DAMAGED)
+    return list(found.servers), list(found.names)
 
 
 def _add(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.core.files import write_atomically
+from app.tools.config_file import DamagedJson, parse_json, read_text
 
 CHOICES_NAME = "tool_choices.json"
 FORMAT_VERSION = 1
@@ -54,10 +55,11 @@ class ToolChoices:
 def read_choices(path: Path) -> tuple[ToolChoices, list[str]]:
     """The choices in the file and each problem in plain words; a bad file gives no choices, so every call asks."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return ToolChoices(), []
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = read_text(path)  # bounded, and never waiting on a pipe put in its place
+        if text is None:
+            return ToolChoices(), []
+        data = parse_json(text)
+    except (OSError, DamagedJson) as exc:
         return ToolChoices(), [f"Kestrel could not read the tool choices in {path} ({exc}); every tool is on "
                                "and asks before it runs until the choices are made again."]
     if not isinstance(data, dict):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.core.files import write_atomically
+from app.tools.config_file import ConfigFileTrouble, DamagedJson, parse_json, read_text, write_through
 
 SERVERS_KEY = "mcpServers"
 # The keys Kestrel reads and writes for a server; any other key (Cursor's "type", LM Studio's
@@ -39,25 +39,39 @@ class McpServerConfig:
         return " ".join([self.command or "", *self.args]).strip()
 
 
-def read_mcp_config(path: Path) -> tuple[list[McpServerConfig], list[str]]:
-    """The servers in the file, in its order, and each problem in plain words (a bad server is left out)."""
+@dataclass(frozen=True)
+class McpFile:
+    """What mcp.json holds: its servers, each problem in plain words, and `damage` when the file as a
+    whole cannot be used (not valid JSON, not a JSON object, a pipe or a device, too large): then it
+    has no servers, and a change would overwrite what the user wrote."""
+
+    servers: tuple[McpServerConfig, ...] = ()
+    problems: tuple[str, ...] = ()
+    damage: str | None = None
+    names: tuple[str, ...] = ()  # every server's name, those Kestrel could not read too
+
+
+def read_mcp_file(path: Path) -> McpFile:
+    """Read the file once, bounded in size and depth, never waiting on a pipe (app/tools/config_file.py)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return [], []
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [f"Kestrel could not read {path}: {getattr(exc, 'strerror', None) or exc}. "
-                    "Check that the file is there and that you may read it."]
+        text = read_text(path)
+    except ConfigFileTrouble as exc:
+        return _damaged(str(exc))
+    except OSError as exc:
+        return _damaged(f"Kestrel could not read {path}: {exc.strerror or exc}. "
+                        "Check that the file is there and that you may read it.")
+    if text is None:
+        return McpFile()
     try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        return [], [f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}). "
-                    "Fix it in a text editor, or remove it to start again; no tools were loaded."]
+        data = parse_json(text) if text.strip() else {}
+    except DamagedJson as exc:
+        return _damaged(f"{path} is not valid JSON ({exc}). Fix it in a text editor, or remove it to start again; "
+                        "no tools were loaded.")
     if not isinstance(data, dict):
-        return [], [f"{path} must hold a JSON object with \"{SERVERS_KEY}\" in it; no tools were loaded."]
+        return _damaged(f"{path} must hold a JSON object with \"{SERVERS_KEY}\" in it; no tools were loaded.")
     servers = data.get(SERVERS_KEY, {})
     if not isinstance(servers, dict):
-        return [], [f"\"{SERVERS_KEY}\" in {path} must be an object of servers by name; no tools were loaded."]
+        return _damaged(f"\"{SERVERS_KEY}\" in {path} must be an object of servers by name; no tools were loaded.")
     found: list[McpServerConfig] = []
     problems: list[str] = []
     for name, entry in servers.items():
@@ -66,7 +80,13 @@ def read_mcp_config(path: Path) -> tuple[list[McpServerConfig], list[str]]:
             found.append(server)
         if problem:
             problems.append(problem)
-    return found, problems
+    return McpFile(tuple(found), tuple(problems), None, tuple(servers))
+
+
+def read_mcp_config(path: Path) -> tuple[list[McpServerConfig], list[str]]:
+    """The servers in the file, in its order, and each problem in plain words (a bad server is left out)."""
+    found = read_mcp_file(path)
+    return list(found.servers), list(found.problems)
 
 
 def write_mcp_config(path: Path, servers: Sequence[McpServerConfig], *, drop: Collection[str] = ()) -> None:
@@ -74,6 +94,8 @@ def write_mcp_config(path: Path, servers: Sequence[McpServerConfig], *, drop: Co
 
     An entry Kestrel could not read (another app's transport, a typo) is kept as it is after them, so a
     file shared with Cursor or Claude Desktop loses nothing; `drop` names entries to remove all the same.
+    A link is written through to its target (config_file.write_through); a pipe, a device or a file too
+    large to read is never replaced (ConfigFileTrouble, an OSError, says so).
     """
     data = _existing_object(path)
     old_servers = data.get(SERVERS_KEY)
@@ -89,20 +111,41 @@ def write_mcp_config(path: Path, servers: Sequence[McpServerConfig], *, drop: Co
         if name not in new and name not in drop and _server(name, entry)[0] is None:
             new[name] = entry
     data[SERVERS_KEY] = new
-    write_atomically(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    write_mcp_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_mcp_text(path: Path) -> str:
+    """The file's text as the user wrote it ("" when there is none), for editing it by hand;
+    ConfigFileTrouble (an OSError) for a pipe, a device or a file too large, as read_mcp_file says."""
+    return read_text(path) or ""
+
+
+def write_mcp_text(path: Path, text: str) -> None:
+    """Write the whole file; through a link to its target, as write_mcp_config does."""
+    write_through(path, text.encode("utf-8"))
 
 
 def config_names(path: Path) -> list[str]:
     """Every server name in the file, the ones Kestrel could not read too (for `remove` and name clashes)."""
-    servers = _existing_object(path).get(SERVERS_KEY)
-    return list(servers) if isinstance(servers, dict) else []
+    return list(read_mcp_file(path).names)
+
+
+def _damaged(words: str) -> McpFile:
+    return McpFile(problems=(words,), damage=words)
 
 
 def _existing_object(path: Path) -> dict[str, Any]:
-    """The file's object as it is, or a new one; a file that is not a JSON object is replaced."""
+    """The file's object as it is, or a new one: a file that is not valid JSON or not an object is
+    replaced, but one Kestrel must not read (a pipe, a device, too large) is refused."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        text = read_text(path)
+    except ConfigFileTrouble:
+        raise
+    except OSError:
+        return {}
+    try:
+        data = parse_json(text) if text else {}
+    except DamagedJson:
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -110,7 +110,7 @@ def test_a_damaged_mcp_json_is_reported_and_never_overwritten() -> None:
     path.parent.mkdir(parents=True)
     path.write_text('{"mcpServers": {"time": ', encoding="utf-8")
     listed = tools("list")
-    assert listed.returncode == 0 and "is not valid JSON" in listed.stderr
+    assert listed.returncode == 3 and "is not valid JSON" in listed.stderr  # as the README says
     added = tools("add", "time", "--", "uvx", "mcp-server-time")
     assert added.returncode == 3 and "changes nothing in it until it is fixed" in added.stderr
     assert path.read_text(encoding="utf-8") == '{"mcpServers": {"time": '

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from app.core.paths import data_paths
-from app.tools.mcp_config import McpServerConfig, config_names, read_mcp_config, write_mcp_config
+from app.tools.config_file import DEPTH_LIMIT
+from app.tools.mcp_config import McpFile, McpServerConfig, config_names, read_mcp_config, read_mcp_file, write_mcp_config
 
 # Claude Desktop's example (modelcontextprotocol.io, "Connect to local MCP servers"), plus a Streamable
 # HTTP server as Cursor writes one, a disabled one as Cline writes it, and keys Kestrel does not know.
@@ -115,3 +116,23 @@ def test_an_entry_kestrel_cannot_read_is_kept_unless_dropped(tmp_path: Path) -> 
     assert json.loads(path.read_text(encoding="utf-8"))["mcpServers"] == {"sse": sse}
     write_mcp_config(path, [], drop=["sse"])
     assert json.loads(path.read_text(encoding="utf-8"))["mcpServers"] == {}
+
+
+def test_nesting_is_counted_outside_strings_and_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    brackets = '"[[[{{{ not nesting \\" ]]"'
+    deep = "[" * (DEPTH_LIMIT - 2) + "]" * (DEPTH_LIMIT - 2)
+    path.write_text('{"mcpServers": {}, "kept": ' + f'[{brackets}, {deep}]' + "}", encoding="utf-8")
+    assert read_mcp_file(path).damage is None
+    path.write_text('{"mcpServers": {}, "kept": ' + "[" * DEPTH_LIMIT + "]" * DEPTH_LIMIT + "}", encoding="utf-8")
+    damage = read_mcp_file(path).damage
+    assert damage is not None and f"nested {DEPTH_LIMIT + 1} levels deep" in damage
+
+
+def test_a_link_to_a_missing_file_in_a_real_folder_is_written_through(tmp_path: Path) -> None:
+    link, target = tmp_path / "mcp.json", tmp_path / "shared" / "servers.json"
+    target.parent.mkdir()
+    link.symlink_to(target)
+    assert read_mcp_file(link) == McpFile()
+    write_mcp_config(link, [McpServerConfig("time", command="uvx", args=("mcp-server-time",))])
+    assert link.is_symlink() and read_mcp_config(target)[0][0].name == "time"
