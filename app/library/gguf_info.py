@@ -29,7 +29,7 @@ DEFAULT_ALIGNMENT = 32
 # A newer format would bump the version by one or two; a number beyond this is noise.
 _MAX_PLAUSIBLE_VERSION = 255
 # Limits no real model comes near (gguf_header.py has the rest).
-_MAX_COUNT = 1 << 20
+MAX_COUNT = 1 << 20
 # llama.cpp keeps these sizes in 32-bit signed integers: a value from 2**31 on turns
 # negative there (llama-cpp-python then fails with "Array length must be >= 0"), so such
 # a header is damaged, most often by one flipped bit.
@@ -168,7 +168,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     _check_magic(path, reader, file_size)
     version = _check_version(path, reader.uint("<I"))
     tensor_count, kv_count = reader.uint("<Q"), reader.uint("<Q")
-    if tensor_count > _MAX_COUNT or kv_count > _MAX_COUNT:
+    if tensor_count > MAX_COUNT or kv_count > MAX_COUNT:
         raise Corrupt(f"it claims {count_of(tensor_count, 'tensor')} and {count_of(kv_count, 'setting')}")
     metadata = _read_metadata(reader, kv_count)
     architecture = metadata.get("general.architecture")
@@ -269,17 +269,17 @@ def _check_magic(path: Path, reader: HeaderReader, file_size: int) -> None:
         raise EndOfFile()
     if path.suffix.lower() == ".gguf":  # the name promises a model: something else was saved under it
         raise ModelFileError("not_gguf", path, (
-            f'"{path.name}" is not a GGUF model file{_describe_foreign(head)}, though its name ends in '
+            f'"{path.name}" is not a GGUF model file{describe_foreign(head)}, though its name ends in '
             ".gguf: a GGUF model starts with the letters \"GGUF\". If it came from a download, download "
             "it again from the model's page; otherwise choose the model file itself."
         ))
     raise ModelFileError("not_gguf", path, (
-        f'"{path.name}" is not a GGUF model file{_describe_foreign(head)}. Kestrel runs '
+        f'"{path.name}" is not a GGUF model file{describe_foreign(head)}. Kestrel runs '
         "models in the GGUF format; download the .gguf version of this model."
     ))
 
 
-def _describe_foreign(head: bytes) -> str:
+def describe_foreign(head: bytes) -> str:
     """A hint at what the file is instead, when its first bytes give it away."""
     lowered = head.lstrip().lower()
     if lowered.startswith((b"<!doctype", b"<html", b"<?xml", b"{", b"[")):
@@ -294,20 +294,27 @@ def _describe_foreign(head: bytes) -> str:
 
 
 def _check_version(path: Path, version: int) -> int:
-    if version in SUPPORTED_VERSIONS:
+    detail = version_detail(version)
+    if detail is None:
         return version
-    if version & 0xFFFF == 0 and (version >> 24) in SUPPORTED_VERSIONS:
-        detail = "it was made for big-endian computers, which Kestrel does not support"
-    elif version > _MAX_PLAUSIBLE_VERSION:
-        raise Corrupt(f"its header gives the impossible format version {version}")
-    elif version < min(SUPPORTED_VERSIONS):
-        detail = f"it uses the early GGUF version {version}, which llama.cpp no longer reads"
-    else:
-        detail = f"it uses GGUF version {version}, newer than this Kestrel understands"
     raise ModelFileError("unsupported_version", path, (
         f'The model file "{path.name}" cannot be used: {detail}. Download a current '
         "GGUF of this model, or update Kestrel."
     ))
+
+
+def version_detail(version: int) -> str | None:
+    """Why a GGUF file of this format version cannot be used (None: it can); Corrupt for a
+    number no GGUF writer ever used."""
+    if version in SUPPORTED_VERSIONS:
+        return None
+    if version & 0xFFFF == 0 and (version >> 24) in SUPPORTED_VERSIONS:
+        return "it was made for big-endian computers, which Kestrel does not support"
+    if version > _MAX_PLAUSIBLE_VERSION:
+        raise Corrupt(f"its header gives the impossible format version {version}")
+    if version < min(SUPPORTED_VERSIONS):
+        return f"it uses the early GGUF version {version}, which llama.cpp no longer reads"
+    return f"it uses GGUF version {version}, newer than this Kestrel understands"
 
 
 def _as_int(value: object) -> int | None:

@@ -42,7 +42,10 @@ class Served:
     bytes more than the body (and than Content-Length says); endless sends no
     Content-Length and repeats the body until the client hangs up; head_delay_s answers a
     HEAD only after that long; trickle_headers sends the status line, then one header byte
-    every 0.05 s, never ending the headers.
+    every 0.05 s, never ending the headers. chunked sends an endless body in chunked
+    transfer coding (HTTP/1.1) instead of until the connection closes; endless_limit ends an
+    endless body after about that many bytes, a net for a test whose download might not stop
+    by itself.
     """
 
     body: bytes = b""
@@ -66,6 +69,8 @@ class Served:
     endless: bool = False
     head_delay_s: float = 0.0
     trickle_headers: bool = False
+    chunked: bool = False
+    endless_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,8 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(0.05)
 
     def _send(self, served: Served | None, status: int, head: bool) -> None:
+        if served is not None and served.chunked:
+            self.protocol_version = "HTTP/1.1"  # chunked coding is HTTP/1.1's; this answer alone
         if served is None or (status >= 400 and status != 416):
             self.send_response(status)
             self.send_header("Content-Length", "0")
@@ -166,8 +173,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Last-Modified", served.last_modified)
         if served.endless and status in (200, 206) and not head:
             self.send_header("Connection", "close")
+            if served.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            self._endless(served.body[start:] or b"x")
+            if served.chunked or served.endless_limit is not None:
+                self._endless_of(served, served.body[start:] or b"x")
+            else:
+                self._endless(served.body[start:] or b"x")
             return
         length = len(served.body) - start if status != 416 else 0
         if served.stated_length is not None and status in (200, 206):
@@ -197,6 +209,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         for _ in range(100_000):  # gigabytes: far past any cap a test sets
             self.wfile.write(body)
+
+    def _endless_of(self, served: Served, body: bytes) -> None:
+        """An endless body as served says: in chunks, or cut at endless_limit."""
+        self.close_connection = True
+        sent, limit = 0, served.endless_limit if served.endless_limit is not None else 1 << 62
+        while sent < limit:
+            piece = body[:limit - sent]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if served.chunked else piece)
+            sent += len(piece)
+        if served.chunked:
+            self.wfile.write(b"0\r\n\r\n")
 
     def _body(self, served: Served, body: bytes) -> None:
         if served.stall_after is not None:

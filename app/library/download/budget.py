@@ -50,6 +50,15 @@ SLOWEST_BYTES_PER_S = 100_000
 # refuses files over 50 GB, so no model file there is bigger, and an endless body must
 # end before the disk fills (the room left on the disk is a limit too).
 UNSTATED_CAP = 64 * 1024**3
+# A .gguf file's header says where the file ends (gguf_extent.py), and a body is cut
+# there whatever a server states. The longest headers of real models (vocabularies of
+# 250,000 tokens and their merges) run to about 15 MB: one still going on after this is
+# not a model's, and the body stops.
+GGUF_HEADER_LIMIT = 64 * 1024**2
+# Bytes that are no GGUF model at all (a sign-in page, an error message, another format)
+# arrive whole while they are this small, so that the model check can say what they are;
+# a bigger or endless body of them stops at once, or at this size when none was stated.
+UNREADABLE_GGUF_LIMIT = 16 * 1024**2
 # Disk room kept free beyond the download: a share of the file (file systems round up
 # to blocks and keep their own records, and a bigger file is worth more slack), and at
 # least a floor for Kestrel's history and settings writes and the rest of the computer.

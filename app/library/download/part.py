@@ -136,6 +136,21 @@ class PartFile:
                             f"{self.name} arrived damaged: {why}. It was deleted; download "
                             f"it again.")
 
+    def read_back(self, take: Callable[[bytes], bool]) -> None:
+        """Hand the part's bytes, from the first, to take until it returns False or the
+        part ends (a resumed .gguf file's header is read again from them)."""
+        left = self.sync()
+        if not left:
+            return
+        try:
+            with open_regular(self.path, append=False) as part:
+                while left and (block := part.read(min(_BLOCK, left))):
+                    left -= len(block)
+                    if not take(block):
+                        return
+        except NotOurFile:
+            raise self._not_ours(self.path, look_at(self.path)) from None
+
     def _catch_up(self) -> None:
         on_disk = self.sync()
         if on_disk == self._hashed:

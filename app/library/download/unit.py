@@ -12,11 +12,12 @@ from typing import Callable, Iterator, Sequence, TypeVar
 
 from app.core.units import human_size
 from app.library.download import budget, resume
-from app.library.download.body import Limit, StallRule, receive
+from app.library.download.body import HeaderRule, Limit, StallRule, receive
 from app.library.download.budget import FileBudget, space_margin
 from app.library.download.control import DownloadControl, PauseRequested
 from app.library.download.errors import (DownloadError, DownloadErrorKind, DownloadStopped, gave_up,
                                          unreachable, waits_too_long)
+from app.library.download.gguf_extent import GgufExtent
 from app.library.download.part import DownloadedFile, PartFile, PartOpener, open_for_append
 from app.library.download.progress import ProgressCallback, ProgressReporter
 from app.library.download.transport import (Answer, RemoteFacts, Steps, TransientFailure, Unreachable,
@@ -49,7 +50,9 @@ class DownloadOptions:
     waits); lookup_s bounds looking up a host's name; timeout_s bounds connecting and an
     answer's headers; longest_wait_s is the longest Retry-After waited; stall_s and stall_bytes
     say when a body has stalled; space_margin is the least room kept free on the disk,
-    space_share the share of the download kept free when that is more.
+    space_share the share of the download kept free when that is more; a .gguf file's
+    header must end within gguf_header_limit, and bytes that are no GGUF model arrive
+    only up to unreadable_gguf_limit.
     """
 
     retry_delays: tuple[float, ...] = budget.RETRY_DELAYS
@@ -66,6 +69,8 @@ class DownloadOptions:
     chunk_size: int = 256 * 1024
     space_margin: int = budget.SPACE_FLOOR
     space_share: float = budget.SPACE_SHARE
+    gguf_header_limit: int = budget.GGUF_HEADER_LIMIT
+    unreadable_gguf_limit: int = budget.UNREADABLE_GGUF_LIMIT
     open_part: PartOpener = open_for_append
 
 
@@ -242,7 +247,8 @@ class UnitDownload:
                     resume.write(plan.part.path, plan.started)
                 receive(answer, plan.part, out, self._limit(plan),
                         StallRule(self._options.stall_s, self._options.stall_bytes),
-                        self._options.chunk_size, self._control, self._arrived(plan.spec.name))
+                        self._options.chunk_size, self._control, self._arrived(plan.spec.name),
+                        self._header_rule(plan))
         finally:
             answer.close()
 
@@ -319,6 +325,19 @@ class UnitDownload:
         if room < self._options.unstated_cap:
             return Limit(room, False, by_disk=True)
         return Limit(self._options.unstated_cap, False)
+
+    def _header_rule(self, plan: _Plan) -> HeaderRule | None:
+        """For a .gguf file, its header read from the first byte: what the part holds
+        already (a resumed download), then the body as it arrives."""
+        if not plan.spec.name.lower().endswith(".gguf"):
+            return None
+        extent = GgufExtent(self._options.gguf_header_limit)
+
+        def take(block: bytes) -> bool:
+            extent.feed(block)
+            return not extent.done
+        plan.part.read_back(take)
+        return HeaderRule(extent, self._options.unreadable_gguf_limit)
 
     def _arrived(self, name: str) -> Callable[[int], None]:
         def arrived(count: int) -> None:
