@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,7 +27,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from app.tools.mcp_config import McpServerConfig
 from app.tools.processes import (TOKEN_VARIABLE, StderrTail, end_process_group, find_command, find_server_pid,
-                                 launch_command, new_token)
+                                 launch_command, new_token, uses_launcher)
+from app.tools.server_cgroup import end_server_cgroup, make_server_cgroup
 from app.tools.results import result_text
 from app.tools.values import ListedTool, ServerState
 
@@ -79,6 +81,7 @@ class ServerConnection:
         self._on_change = on_change
         self._stderr: StderrTail | None = None
         self._pid: int | None = None
+        self._cgroup: Path | None = None
         self._token = new_token()
         self._bad_lines: list[str] = []
         self._calls: asyncio.Queue[_Call] = asyncio.Queue()
@@ -135,6 +138,8 @@ class ServerConnection:
             end_process_group(self._pid, self._token)
             self._answer_waiting_calls()
             self._settled.set()
+            # Removed by the supervisor already, unless it was killed itself: then this kills what it held.
+            await asyncio.to_thread(end_server_cgroup, self._cgroup)
 
     async def _open(self, stack: AsyncExitStack) -> ClientSession:
         config = self.config
@@ -147,7 +152,9 @@ class ServerConnection:
                 raise ServerTrouble(f"Kestrel could not find the command \"{config.command}\" of the MCP server "
                                     f"\"{config.name}\". Check that it is installed and on your PATH, or give its "
                                     "full path in mcp.json.")
-            command, args = launch_command(config.command, config.args)
+            if uses_launcher():
+                self._cgroup = make_server_cgroup(self._token)  # a mkdir: not worth a thread it could outlive
+            command, args = launch_command(config.command, config.args, self._cgroup)
             self._stderr = StderrTail()
             params = StdioServerParameters(command=command, args=args,
                                            env={**config.env, TOKEN_VARIABLE: self._token})

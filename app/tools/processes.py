@@ -26,16 +26,23 @@ STDERR_LINES = 40
 _LINE_CHARS = 500
 
 
-def launch_command(command: str, args: Sequence[str]) -> tuple[str, list[str]]:
-    """The command line that starts a server: on Linux through launcher.py, which has the kernel end it
-    when Kestrel dies (PR_SET_PDEATHSIG); elsewhere as it is.
+def launch_command(command: str, args: Sequence[str], cgroup: Path | None = None) -> tuple[str, list[str]]:
+    """The command line that starts a server: on Linux through launcher.py, a supervisor that ends the
+    server and everything it started when it ends or Kestrel dies (PR_SET_PDEATHSIG, a child subreaper),
+    in `cgroup` when Kestrel could make one (server_cgroup.py); elsewhere as it is.
 
     A frozen build has no Python to run launcher.py with, so there the server is started directly and
-    only close() and the end of its stdin end it (docs/design.md, "Tools (MCP)").
+    only close() and the end of its stdin end it (docs/design.md, "Tools (MCP)"). Windows: the SDK's
+    job object (KILL_ON_JOB_CLOSE) holds the server and all it starts, and Kestrel's end closes it.
     """
-    if sys.platform.startswith("linux") and not getattr(sys, "frozen", False):
-        return sys.executable, ["-I", "-S", launcher.__file__, str(os.getpid()), command, *args]
+    if uses_launcher():
+        where = ["--cgroup", str(cgroup)] if cgroup is not None else []
+        return sys.executable, ["-I", "-S", launcher.__file__, str(os.getpid()), *where, command, *args]
     return command, list(args)
+
+
+def uses_launcher() -> bool:
+    return sys.platform.startswith("linux") and not getattr(sys, "frozen", False)
 
 
 def find_command(command: str, env: Mapping[str, str]) -> str | None:

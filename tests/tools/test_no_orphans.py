@@ -1,9 +1,12 @@
 """No server outlives Kestrel: close() ends each server and its children, and a SIGKILLed Kestrel takes
-its servers with it (Linux: PR_SET_PDEATHSIG through app/tools/launcher.py)."""
+its servers with it; on Linux also what a server starts in a session of its own (app/tools/launcher.py's
+supervisor, and a cgroup where the system allows one: both ways are tried here)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,8 +16,27 @@ from pathlib import Path
 import psutil
 import pytest
 
+from app.tools import connection
 from app.tools.pool import McpPool
+from app.tools.server_cgroup import make_server_cgroup, own_cgroup
 from tests.tools.conftest import python_server, run
+
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's supervisor and cgroups")
+# Each way Kestrel contains a server on Linux: a cgroup (where the system lets Kestrel make one) and the
+# supervisor alone (everywhere else); a test that needs a cgroup is skipped where none can be made.
+WAYS = ["cgroup", "supervisor"]
+
+
+@pytest.fixture
+def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "supervisor":
+        monkeypatch.setattr(connection, "make_server_cgroup", lambda token: None)
+    else:
+        probe = make_server_cgroup("probe")
+        if probe is None:
+            pytest.skip(f"Kestrel cannot make cgroups here ({own_cgroup() or 'no cgroup v2'} is not writable)")
+        probe.rmdir()
+    return str(request.param)
 
 GONE_WITHIN_S = 10
 
@@ -45,7 +67,8 @@ def test_close_ends_each_server_and_the_children_it_started() -> None:
             tools = {tool.name: tool for tool in await pool.tools(["parent"])}
             grandchild = int((await pool.call(tools["child_pid"], {})).text)
             servers = _server_pids()
-            assert len(servers) == 1 and psutil.Process(grandchild).ppid() == servers[0]
+            assert len(servers) == 1
+            assert grandchild in [child.pid for child in psutil.Process(servers[0]).children(recursive=True)]
         finally:
             await pool.close()
         return servers, grandchild
@@ -70,3 +93,90 @@ def test_servers_die_with_a_kestrel_that_is_killed(tmp_path: Path) -> None:
         if parent.stdout is not None:
             parent.stdout.close()
     assert _wait_gone(servers) == []
+
+
+def _pid_in(path: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        assert time.monotonic() < deadline, "the server never started its sleeper"
+        time.sleep(0.05)
+    return int(path.read_text(encoding="utf-8"))
+
+
+@LINUX
+@pytest.mark.parametrize("way", WAYS, indirect=True)
+@pytest.mark.parametrize("how", [(), ("--daemon",)], ids=["setsid", "daemon"])
+def test_close_ends_what_a_server_started_in_a_session_of_its_own(tmp_path: Path, way: str, how: tuple[str]) -> None:
+    pid_file = tmp_path / "sleeper.pid"
+
+    async def scenario() -> int:
+        pool = McpPool(lambda: [python_server("clock", "escaping_clock.py", str(pid_file), *how)])
+        try:
+            await pool.tools(["clock"])
+            sleeper = await asyncio.to_thread(_pid_in, pid_file)
+            assert not _gone(sleeper)
+        finally:
+            await pool.close()
+        return sleeper
+
+    sleeper = run(scenario())
+    try:
+        assert _wait_gone([sleeper]) == []
+    finally:
+        _kill(sleeper)
+
+
+@LINUX
+@pytest.mark.parametrize("way", WAYS, indirect=True)
+def test_a_killed_kestrel_takes_what_its_servers_started_in_sessions_of_their_own(tmp_path: Path, way: str) -> None:
+    pid_file = tmp_path / "sleeper.pid"
+    sleeper = 0
+    parent = subprocess.Popen([sys.executable, str(Path(__file__).with_name("escaping_parent.py")), str(pid_file),
+                               *(["--no-cgroup"] if way == "supervisor" else [])], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        supervisors = json.loads(parent.stdout.readline())
+        sleeper = _pid_in(pid_file)
+        assert len(supervisors) == 1 and not _gone(sleeper)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        if parent.stdout is not None:
+            parent.stdout.close()
+    try:
+        assert _wait_gone([*supervisors, sleeper]) == []
+    finally:
+        _kill(sleeper)
+
+
+@LINUX
+@pytest.mark.parametrize("way", ["cgroup"], indirect=True)
+def test_a_cgroup_left_by_a_killed_kestrel_and_supervisor_is_ended_on_the_next_start(tmp_path: Path, way: str) -> None:
+    pid_file = tmp_path / "sleeper.pid"
+    parent = subprocess.Popen([sys.executable, str(Path(__file__).with_name("escaping_parent.py")), str(pid_file)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        supervisors = json.loads(parent.stdout.readline())
+        sleeper = _pid_in(pid_file)
+        _kill(supervisors[0])  # the supervisor first, so that nothing but the cgroup holds the sleeper
+        _kill(parent.pid)
+    finally:
+        parent.kill()
+        parent.wait(timeout=10)
+        if parent.stdout is not None:
+            parent.stdout.close()
+    try:
+        time.sleep(0.5)
+        assert not _gone(sleeper)  # an orphan of init now, in the abandoned cgroup
+        make_server_cgroup("next start").rmdir()
+        assert _wait_gone([sleeper]) == []
+    finally:
+        _kill(sleeper)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

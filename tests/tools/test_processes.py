@@ -24,13 +24,18 @@ READ_DEATH_SIGNAL = ("import ctypes; value = ctypes.c_int(); "
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_the_launcher_sets_the_death_signal_and_becomes_the_server() -> None:
+def test_the_launchers_server_dies_with_its_supervisor_which_passes_on_its_exit_status() -> None:
     command, args = launch_command(sys.executable, ["-c", READ_DEATH_SIGNAL])
     assert args[:3] == ["-I", "-S", launcher.__file__]
     done = subprocess.run([command, *args], capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stdout.strip()) == (0, "9")  # SIGKILL
     plain = subprocess.run([sys.executable, "-c", READ_DEATH_SIGNAL], capture_output=True, text=True, timeout=30)
     assert plain.stdout.strip() == "0"
+    command, args = launch_command(sys.executable, ["-c", "import os, sys; print(os.getppid()); sys.exit(5)"])
+    supervised = subprocess.run([command, *args], capture_output=True, text=True, timeout=30)
+    assert supervised.returncode == 5 and int(supervised.stdout) != os.getpid()  # the supervisor is its parent
+    command, args = launch_command(sys.executable, ["-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert subprocess.run([command, *args], timeout=30).returncode == 128 + 9
 
 
 def test_the_launcher_runs_nothing_for_a_parent_that_is_gone_and_names_a_missing_command() -> None:
