@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import sys
 import time
@@ -43,6 +44,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.output is None and sys.stdout is None:  # started with it closed (`>&-`): Python gives None
+        what = "the list of chats" if args.chat_id is None else f"chat {args.chat_id}"
+        how = "" if args.chat_id is None else " Write it to a file with -o FILE instead."
+        print(f"kestrel: {what} was not exported: standard output is closed.{how}", file=sys.stderr)
+        return EXIT_NOT_DONE
     if args.chat_id is None:
         return _with_controller(_list_chats)
     if args.output is None:
@@ -85,7 +91,7 @@ async def _list_chats(controller: ChatController) -> int:
         return EXIT_OK
     if output_closed(failed):
         return end_quietly()  # a reader that stopped early (`| head`) had what it wanted
-    print(f"kestrel: the list of chats could not be written to standard output ({failed.strerror or failed}).",
+    print(f"kestrel: the list of chats could not be written to standard output ({_why(failed)}).",
           file=sys.stderr)
     return EXIT_NOT_DONE
 
@@ -98,14 +104,21 @@ async def _print_chat(controller: ChatController, chat_id: int, fmt: str) -> int
     text = await controller.files.render(chat_id, fmt)
     if text is None:
         return EXIT_NOT_DONE
-    failed = _write_out(terminal_text(text) if sys.stdout.isatty() else text)
+    failed = _write_out(terminal_text(text) if sys.stdout is not None and sys.stdout.isatty() else text)
     if failed is None:
         return EXIT_OK
     if output_closed(failed):
         return end_quietly()  # the reader stopped early (`| head`): it had what it wanted
-    print(f"kestrel: chat {chat_id} could not be written to standard output ({failed.strerror or failed}). "
-          "Free some space, or write it to a file with -o FILE.", file=sys.stderr)
+    advice = "Write" if failed.errno == errno.EBADF else "Free some space, or write"
+    print(f"kestrel: chat {chat_id} could not be written to standard output ({_why(failed)}). "
+          f"{advice} it to a file with -o FILE.", file=sys.stderr)
     return EXIT_NOT_DONE
+
+
+def _why(failed: OSError) -> str:
+    if failed.errno == errno.EBADF:  # closed, or opened for reading only (`1<&0`)
+        return "standard output is closed"
+    return failed.strerror or str(failed)
 
 
 def _write_out(text: str) -> OSError | None:
@@ -114,6 +127,8 @@ def _write_out(text: str) -> OSError | None:
     After an error standard output is pointed at the null device, so that Python's own
     flush at exit does not fail again and print a traceback.
     """
+    if sys.stdout is None:
+        return OSError(errno.EBADF, "standard output is closed")
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -69,6 +70,8 @@ def write_user_file(path: Path, data: bytes, *, replace: bool) -> None:
     (OSError) leaves what was there as it was. The temporary file is created with
     O_CREAT | O_EXCL, which follows no link on POSIX or Windows, and the target is
     renamed over, never opened, so there is no O_NOFOLLOW to need (Windows has none).
+    A temporary file an earlier write to the same path left (it was killed mid-write) is
+    removed first (_remove_abandoned).
     """
     folder = path.parent
     try:
@@ -79,6 +82,7 @@ def write_user_file(path: Path, data: bytes, *, replace: bool) -> None:
     existing = _lstat(path)
     if existing is not None:
         _check_replaceable(path, existing, replace)
+    _remove_abandoned(folder, path.name)
     fd, temp = _create_temp(folder, path.name)
     try:
         with os.fdopen(fd, "wb") as file:
@@ -87,14 +91,21 @@ def write_user_file(path: Path, data: bytes, *, replace: bool) -> None:
             if existing is not None:
                 _copy_owner_and_mode(file.fileno(), existing)
             os.fsync(file.fileno())
-        if existing is not None:
-            os.replace(temp, path)
-        else:
-            _rename_without_replacing(temp, path)
+            if os.name != "nt":  # renamed while its lock is held: never taken for abandoned
+                _put_in_place(temp, path, existing is not None)
+        if os.name == "nt":  # Windows renames no file that is open
+            _put_in_place(temp, path, existing is not None)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
     _fsync_folder(folder)
+
+
+def _put_in_place(temp: str, path: Path, replace: bool) -> None:
+    if replace:
+        os.replace(temp, path)
+    else:
+        _rename_without_replacing(temp, path)
 
 
 def _lstat(path: Path) -> os.stat_result | None:
@@ -138,18 +149,92 @@ def kind_of(mode: int, other: str = "a special file") -> str:
     return other
 
 
+def _temp_name(name: str, tag: str) -> str:
+    # Short enough that a long name plus the additions stays within 255 characters.
+    return f".{name[:100]}.{tag}.tmp"
+
+
 def _create_temp(folder: Path, name: str) -> tuple[int, str]:
     """A new, empty file beside the target, with the mode the umask gives (mkstemp's 0600
-    would be what the user gets)."""
+    would be what the user gets), locked while its writer has it open (_remove_abandoned)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
-        # Short enough that a long name plus the additions stays within 255 characters.
-        temp = os.path.join(folder, f".{name[:100]}.{secrets.token_hex(4)}.tmp")
+        temp = os.path.join(folder, _temp_name(name, secrets.token_hex(4)))
         try:
-            return os.open(temp, flags, 0o666), temp
+            fd = os.open(temp, flags, 0o666)
         except FileExistsError:
             continue
+        if os.name != "nt":
+            import fcntl
+
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # a file system without locks: the age rule alone protects it
+                pass
+        return fd, temp
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+
+
+# A temporary file of write_user_file's naming for the same target, left by a write that was
+# killed (SIGKILL, a crash, the power), is removed by the next write of that target. A
+# writer locks its temporary file at once and holds the lock until it is renamed (POSIX;
+# Windows refuses to delete a file another process has open): one nobody holds, and not
+# written to for a few seconds, is abandoned. Where the file system keeps no locks, only
+# one this old is (no write waits an hour between its bytes and its rename). Any other name
+# (the user's own ".notes.tmp", another target's) is never touched.
+_UNLOCKED_AFTER_S = 10.0
+_UNKNOWN_AFTER_S = 3600.0
+
+
+def _remove_abandoned(folder: Path, name: str) -> None:
+    """Remove the temporary files of earlier writes of folder/name that no writer holds."""
+    ours = re.compile(re.escape(f".{name[:100]}.") + "[0-9a-f]{8}" + re.escape(".tmp"))  # _temp_name's
+    try:
+        with os.scandir(folder) as entries:
+            found = [entry.path for entry in entries if ours.fullmatch(entry.name)]
+    except OSError:
+        return
+    for temp in found:
+        try:
+            if _abandoned(temp):
+                os.unlink(temp)
+        except OSError:  # in use (Windows), gone meanwhile, or not ours to remove: leave it
+            pass
+
+
+def _abandoned(temp: str) -> bool:
+    """A regular file of this user's, not written to for a while, that no writer holds."""
+    found = os.lstat(temp)
+    if not stat.S_ISREG(found.st_mode) or _is_link(found):
+        return False
+    if os.name != "nt" and found.st_uid != os.geteuid():
+        return False
+    age = time.time() - found.st_mtime
+    if age < _UNLOCKED_AFTER_S:
+        return False
+    held = _held(temp)
+    return held is False or (held is None and age >= _UNKNOWN_AFTER_S)
+
+
+def _held(temp: str) -> bool | None:
+    """Whether a writer holds the temporary file's lock; None where that cannot be told."""
+    if os.name == "nt":
+        return False  # a file still open cannot be deleted there: the unlink itself refuses
+    import fcntl
+
+    try:
+        fd = os.open(temp, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without locks
+        return None
+    finally:
+        os.close(fd)  # the lock, if taken, goes with it: no writer ever opens a temporary file again
+    return False
 
 
 def _copy_owner_and_mode(fd: int, existing: os.stat_result) -> None:

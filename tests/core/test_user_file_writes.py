@@ -7,6 +7,7 @@ import errno
 import os
 import socket
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,73 @@ def test_a_full_disk_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkey
         write_user_file(target, b"new", replace=True)
     assert target.read_bytes() == b"old"
     _no_temporaries(tmp_path)
+
+
+# --- issue 35, item 15: what a killed write left beside its target -------------------------------
+
+
+def _left(folder: Path, name: str, age_s: float, tag: str = "0badcafe") -> Path:
+    temp = folder / f".{name}.{tag}.tmp"
+    temp.write_bytes(b"half")
+    stamp = time.time() - age_s
+    os.utime(temp, (stamp, stamp))
+    return temp
+
+
+def test_an_abandoned_temporary_of_the_target_goes_and_nothing_else(tmp_path: Path) -> None:
+    name = "a..b (1)[x].md"  # dots and brackets: the pattern is the name, not a regular expression
+    abandoned = _left(tmp_path, name, 60)
+    kept = [_left(tmp_path, name, 2, tag="0c0ffee0"),  # written to a moment ago: a writer may be at it
+            _left(tmp_path, "other.md", 7200),  # another target's: its own next write sees to it
+            _left(tmp_path, name, 7200, tag="0BADCAFE"),  # not a name Kestrel makes
+            _left(tmp_path, name, 7200, tag="0badcafe0"),
+            _left(tmp_path, "a.b (1)[x].md", 7200)]
+    (tmp_path / ".notes.tmp").write_bytes(b"mine")
+
+    write_user_file(tmp_path / name, b"new", replace=False)
+
+    assert not abandoned.exists() and all(path.exists() for path in kept)
+    assert (tmp_path / ".notes.tmp").read_bytes() == b"mine" and (tmp_path / name).read_bytes() == b"new"
+
+
+@posix_only
+def test_a_temporary_whose_writer_holds_its_lock_stays_however_old(tmp_path: Path) -> None:
+    import fcntl
+
+    held = _left(tmp_path, "chat.md", 7200)
+    fd = os.open(held, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        write_user_file(tmp_path / "chat.md", b"new", replace=False)
+        assert held.exists()
+    finally:
+        os.close(fd)
+
+
+@posix_only
+def test_without_locks_only_an_hour_old_temporary_counts_as_abandoned(tmp_path: Path, monkeypatch) -> None:
+    import fcntl
+
+    def no_locks(_fd: int, _operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    recent, old = _left(tmp_path, "chat.md", 600), _left(tmp_path, "chat.md", 7200, tag="00000001")
+
+    write_user_file(tmp_path / "chat.md", b"new", replace=False)
+
+    assert recent.exists() and not old.exists() and (tmp_path / "chat.md").read_bytes() == b"new"
+
+
+@posix_only
+def test_a_link_at_a_temporary_name_is_left_and_its_target_untouched(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.txt"
+    mine.write_bytes(b"mine")
+    link = tmp_path / ".chat.md.0badcafe.tmp"
+    link.symlink_to(mine)
+    stamp = time.time() - 7200
+    os.utime(link, (stamp, stamp), follow_symlinks=False)
+
+    write_user_file(tmp_path / "chat.md", b"new", replace=False)
+
+    assert link.is_symlink() and mine.read_bytes() == b"mine"
