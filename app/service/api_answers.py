@@ -54,6 +54,7 @@ class ApiAnswers:
         self._context = ContextPlanner(session, keeper)
         self._waiting = 0
         self._running = 0
+        self._load: tuple[str, asyncio.Task[Any]] | None = None  # the last load a request started
         self.recent: deque[RequestRecord] = deque(maxlen=RECENT)
 
     @property
@@ -113,7 +114,8 @@ class ApiAnswers:
                                   f"(at most {server.max_waiting}, a setting). Try again shortly.",
                              code="server_busy", retry_after=5)
         target = await self._target(ask.model)
-        if server.only_loaded_model and not self._is_loaded(target):
+        # The loaded model stays the one to answer with after an idle unload or a dead engine.
+        if server.only_loaded_model and not self._holds(target):
             loaded = self._session.model.title if self._session.model is not None else "none"
             raise ApiRefused(400, f"Kestrel answers only with the loaded model ({loaded}); {target.title} is "
                                   f"not loaded. Name the loaded model, or turn off \"Only the loaded model\" in "
@@ -210,23 +212,38 @@ class ApiAnswers:
         model = self._session.model
         return self._session.state == ModelState.READY and model is not None and model.id == target.id
 
+    def _holds(self, target: InstalledModel) -> bool:
+        """The session's model is target, loaded or not: unloaded when idle, or its engine died."""
+        model = self._session.model
+        return model is not None and model.id == target.id
+
     async def _ready(self, target: InstalledModel) -> None:
-        """The target loaded (just in time, with its own defaults), or ApiRefused saying why not."""
+        """The target loaded (just in time, with its own defaults), or ApiRefused saying why not.
+
+        One load per request. A session that failed (its engine died, or a load failed for
+        a reason that may be gone: memory, a file since replaced) is loaded again, so one
+        crash costs one answer, not every later one. A load of the target that failed while
+        this request waited for it counts as its try: a broken file is refused with its
+        reason after one quick load, never in a loop.
+        """
         session = self._session
         tried = False
         while not self._is_loaded(target):
             if session.state in (ModelState.LOADING, ModelState.INSTALLING):
+                tried = tried or self._holds(target)
                 await session.moves()
                 continue
-            failed = (session.state == ModelState.FAILED and session.model is not None
-                      and session.model.id == target.id)
-            if tried or failed:
+            if tried:
                 raise ApiRefused(500, f"{target.title} could not be loaded: {session.detail}",
                                  param="model", code="model_load_failed")
             tried = True
-            app_model = session.app_model
-            # A task of its own: a client that goes away must not cancel a load half done.
-            self._spawn(session.load_model(target, for_chat=app_model is None or app_model.id != target.id))
+            load = self._load
+            # Requests that come together share one load: it says LOADING only once it runs.
+            if load is None or load[1].done() or load[0] != target.id:
+                app_model = session.app_model
+                # A task of its own: a client that goes away must not cancel a load half done.
+                self._load = (target.id, self._spawn(session.load_model(
+                    target, for_chat=app_model is None or app_model.id != target.id)))
             await session.moves()
 
     def _settings(self, target: InstalledModel, asked: Mapping[str, Any]) -> GenerationSettings:

@@ -224,6 +224,9 @@ class ModelSession:
         """The engine ended by itself, or was ended as hung: say so now, not on the next
         send. One that ignored Stop is started again at once."""
         self._engine_trouble = True
+        # The model failed now because its engine died, not because it would not load:
+        # the next request loads it again (a load failing since keeps its own error).
+        self.load_error = None
         if died.restart and self.model is not None:
             if not self._answer_writing():  # an answer it cut off says so itself
                 self._bus.emit(Problem(died.message, "engine"))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from app.core.server_settings import ServerSettings
-from app.engine.protocol import ChatMessage, Delta, Done
+from app.engine.failures import BadModelFile
+from app.engine.protocol import ChatMessage, Delta, Done, Load
 from app.library.importer import import_model_file
 from app.service import events as ev
 from app.service.api_answers import SERVING, ApiAsk, ApiRefused, Started
@@ -196,5 +197,91 @@ def test_an_embedding_model_is_not_offered_to_clients_nor_answers(started_contro
             assert c.model.id in listed and embedder.id not in listed
             refused = await _refusal(c, _ask(model=embedder.id))
             assert refused.status == 400 and "embedding model" in refused.message and refused.param == "model"
+
+    run(scenario)
+
+
+# --- issue 35 item 2: a dead engine costs one answer, not every later one ------------------
+
+
+def test_an_engine_that_dies_mid_answer_costs_that_answer_and_the_next_request_gets_a_new_engine(
+        started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c, engine = started.controller, started.engine
+            first_pid = engine.pid
+            engine.scripts.append(Script(die_after=3))
+            answer = c.api.answer(_ask("Keep talking", settings={"max_tokens": 100}))
+            seen: list[Started | Delta | Done] = []
+            with pytest.raises(ApiRefused) as caught:
+                async for event in answer:
+                    seen.append(event)
+            assert isinstance(seen[0], Started) and sum(isinstance(e, Delta) for e in seen) == 3
+            cut = caught.value
+            assert cut.status == 503 and cut.code == "engine_error" and cut.retry_after
+            assert "the next one starts a new engine" in cut.message
+            await started.events.until(lambda: c.model_state == ev.ModelState.FAILED, what="the death said")
+            for _ in range(2):  # the next request, and the one after it
+                engine.scripts.append(Script(text=("Back",), endless=False))
+                events = await asyncio.wait_for(_collect(c, _ask("Are you back?")), 10)
+                assert isinstance(events[0], Started) and isinstance(events[-1], Done)
+                assert "".join(e.text for e in events if isinstance(e, Delta)) == "Back"
+            assert engine.pid not in (None, first_pid) and engine.restarts == 1
+            assert c.model_state == ev.ModelState.READY
+
+    run(scenario)
+
+
+def test_an_engine_killed_between_requests_costs_no_answer_even_with_only_the_loaded_model(
+        started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c, engine = started.controller, started.engine
+            await _server(c, only_loaded_model=True)
+            for death in range(1, 3):
+                engine.die()
+                await started.events.until(lambda: c.model_state == ev.ModelState.FAILED, what="the death said")
+                assert not any(m.loaded for m in await c.api.models())
+                engine.scripts.append(Script(text=("Here",), endless=False))
+                events = await asyncio.wait_for(_collect(c, _ask(model=c.model.id)), 10)
+                assert isinstance(events[-1], Done) and engine.restarts == death
+
+    run(scenario)
+
+
+def test_a_model_that_will_not_load_is_refused_with_its_reason_one_load_per_request(
+        started_controller) -> None:
+    async def scenario() -> None:
+        async with started_controller() as started:
+            c, engine = started.controller, started.engine
+            broken = BadModelFile("truncated", "The file ends before its tensors do: download it again.")
+
+            def loads() -> int:
+                return sum(isinstance(r, Load) for r in engine.requests)
+
+            engine.die()
+            await started.events.until(lambda: c.model_state == ev.ModelState.FAILED, what="the death said")
+            engine.load_refusals.extend([broken] * 2)
+            for _ in range(2):
+                before = loads()
+                refused = await asyncio.wait_for(_refusal(c, _ask()), 10)
+                assert refused.status == 500 and refused.code == "model_load_failed"
+                assert "download it again" in refused.message and c.model.title in refused.message
+                assert loads() == before + 1, "one load per request, not none and not a loop"
+            # Requests that wait on one failing load share its try: the file is not loaded once per waiter.
+            engine.load_refusals.append(broken)
+            engine.hold_loads()
+            waiting = [asyncio.ensure_future(_refusal(c, _ask())) for _ in range(3)]
+            await started.events.until(lambda: c.model_state == ev.ModelState.LOADING and loads() == 4,
+                                       what="the load")
+            await asyncio.sleep(0.05)
+            engine.release_loads()
+            for refused in await asyncio.wait_for(asyncio.gather(*waiting), 10):
+                assert refused.code == "model_load_failed" and "download it again" in refused.message
+            assert loads() == 4
+            # Once the file loads again (replaced, or memory freed), the next request is answered.
+            engine.scripts.append(Script(text=("Loaded",), endless=False))
+            events = await asyncio.wait_for(_collect(c, _ask()), 10)
+            assert isinstance(events[-1], Done) and loads() == 5
 
     run(scenario)
