@@ -15,6 +15,7 @@ from app.core.conversation import ToolResultPart
 from app.engine.tool_calls import ToolCall
 from app.service.events import Event, Problem, ToolApprovalAsked, ToolApprovalSettled, ToolServersChanged
 from app.service.settings_keeper import SettingsKeeper
+from app.service.tool_room import ResultRoom
 from app.tools.choices import ToolChoices, choices_file, read_choices, write_choices
 from app.tools.mcp_config import McpServerConfig, read_mcp_config, write_mcp_config
 from app.tools.values import ServerStatus, ToolInfo
@@ -73,9 +74,8 @@ class ToolUse:
         if self._pool is None:
             from app.tools.pool import McpPool
 
-            keeper = self._keeper
-            self._pool = McpPool(lambda: self._servers, result_limit=lambda: keeper.settings.tool_result_chars,
-                                 on_change=self._pool_changed)
+            # Results come whole: run() cuts each once, to the settings' limit and the context's room.
+            self._pool = McpPool(lambda: self._servers, result_limit=lambda: None, on_change=self._pool_changed)
         return self._pool
 
     def statuses(self) -> list[ServerStatus]:
@@ -132,8 +132,12 @@ class ToolUse:
         return [tool for tool in tools if self.choices.is_enabled(tool.server, tool.name)]
 
     async def run(self, call: ToolCall, tools: Sequence[ToolInfo], *, conversation_id: int,
-                  message_id: int) -> tuple[str, ToolResultPart]:
-        """Ask, then run one call: (the server, its result part). Never raises for tool trouble."""
+                  message_id: int, room: ResultRoom | None = None) -> tuple[str, ToolResultPart]:
+        """Ask, then run one call: (the server, its result part). Never raises for tool trouble.
+
+        The result is cut to the settings' tool_result_chars and to the room left in the model's
+        context (`room`, one per round of calls: ResultRoom.after_round), with a note saying so.
+        """
         tool = next((t for t in tools if t.model_name == call.name), None)
         if tool is None:
             return "", ToolResultPart(call.id, f"There is no tool named {call.name!r} here.", is_error=True)
@@ -152,7 +156,8 @@ class ToolUse:
             if decision == ToolDecision.ALWAYS:
                 await self.save_choices(self.choices.allowing(tool.server, tool.name))
         result = await self.pool.call(tool, arguments)
-        return tool.server, ToolResultPart(call.id, result.text, is_error=result.is_error)
+        text = await (room or ResultRoom(None)).fit(result.text, self._keeper.settings.tool_result_chars)
+        return tool.server, ToolResultPart(call.id, text, is_error=result.is_error)
 
     async def _ask(self, request: ToolRequest) -> ToolDecision:
         if self.approver is not None:

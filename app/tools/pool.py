@@ -24,10 +24,12 @@ class McpPool:
     """Owns the server connections; used from one asyncio loop (the app's) only."""
 
     def __init__(self, servers: Callable[[], Sequence[McpServerConfig]], *, start_timeout: float = 30.0,
-                 call_timeout: float = 120.0, result_limit: Callable[[], int] = lambda: 64_000,
+                 call_timeout: float = 120.0, result_limit: Callable[[], int | None] = lambda: 64_000,
                  on_change: Callable[[], None] = lambda: None, retry_after: float = 60.0) -> None:
         """`retry_after`: a server that failed to start is tried again at most this often, so one that hangs
-        does not hold up every answer by `start_timeout`; one that was running and broke is retried at once."""
+        does not hold up every answer by `start_timeout`; one that was running and broke is retried at once.
+        `result_limit`: the most characters of a result `call` gives back (None: all of them, for a caller
+        that cuts it itself, as ToolUse does to fit the model's context)."""
         self._servers = servers
         self._start_timeout = start_timeout
         self._call_timeout = call_timeout

@@ -7,6 +7,7 @@ import json
 import mcp_types as types
 
 from app.core.units import human_size
+from app.tools.result_cut import CutReason, cut_result
 
 
 def result_text(result: types.CallToolResult) -> str:
@@ -17,13 +18,11 @@ def result_text(result: types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
-def cut_to(text: str, limit: int) -> tuple[str, bool]:
-    """The text within the limit (in characters), with a note saying how much was left out."""
-    if len(text) <= limit:
+def cut_to(text: str, limit: int | None) -> tuple[str, bool]:
+    """The text within the limit (in characters; None: no limit), with a note saying how much was left out."""
+    if limit is None or len(text) <= limit:
         return text, False
-    note = (f"\n[Kestrel cut this result: it was {len(text):,} characters and the limit is {limit:,}; "
-            "the rest was left out.]")
-    return text[:max(limit, 0)] + note, True
+    return cut_result(text, limit, CutReason.SETTING), True
 
 
 def _block_text(block: types.ContentBlock) -> str:
