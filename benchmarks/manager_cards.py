@@ -2,7 +2,7 @@
 
     QT_QPA_PLATFORM=offscreen python benchmarks/manager_cards.py [--rows 100]
 
-The cards are widgets in a scroll area (app/ui/manager_cards.py says why); this measures
+The cards are widgets in a scroll area (app/ui/models/manager_cards.py says why); this measures
 what that costs: the first listing builds every card once, a relisting only moves and
 updates the cards that changed, a search hides and shows cards, and a scroll step moves
 one finished widget. Timings, never asserted in tests.
@@ -27,8 +27,8 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication(sys.argv)
-    from app.ui.model_manager import ModelManager
-    from app.ui.theme import apply_theme
+    from app.ui.models.model_manager import ModelManager
+    from app.ui.common.theme import apply_theme
     from tests.ui.test_model_items import catalog_row
     from tests.ui.test_model_manager import FakeAdapter
 

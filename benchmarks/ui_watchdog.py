@@ -508,7 +508,7 @@ def scenario_search(driver: WindowDriver, dog: Watchdog) -> dict:
 
 def scenario_settings(driver: WindowDriver, dog: Watchdog, change: str) -> dict:
     """Save the settings through the dialog six times; change is "temperature" or "theme"."""
-    from app.ui.dialogs import SettingsDialog
+    from app.ui.settings.dialogs import SettingsDialog
 
     window = driver.window
     saves = 6

@@ -162,7 +162,7 @@ async def window_view(window, view: str) -> QWidgetLike:
         await asyncio.sleep(0.4)
         return window.about
     elif view == "server-settings":
-        from app.ui.dialogs import SettingsDialog
+        from app.ui.settings.dialogs import SettingsDialog
 
         dialog = SettingsDialog(controller.settings, window, adapter=window.adapter)
         dialog.tabs.setCurrentWidget(dialog.server)
@@ -225,7 +225,7 @@ async def serve_a_few_requests(window) -> None:
 
 
 def _chat_id(window, title: str) -> int:
-    from app.ui.conversation_model import ConversationRoles
+    from app.ui.state.conversation_model import ConversationRoles
 
     model = window.adapter.conversations
     for row in range(model.rowCount()):

@@ -67,7 +67,7 @@ def _write_servers(mcp_file: Path) -> None:
 
 
 def _chat_id(window: Any, title: str) -> int:
-    from app.ui.conversation_model import ConversationRoles
+    from app.ui.state.conversation_model import ConversationRoles
 
     model = window.adapter.conversations
     for row in range(model.rowCount()):
@@ -94,7 +94,7 @@ async def tool_view(window: Any, view: str, dialogs: list) -> Any:
         await asyncio.sleep(0.4)
         dialogs.append(lambda: controller.bus.emit(ToolApprovalSettled(1)))
     elif view == "tools-settings":
-        from app.ui.dialogs import SettingsDialog
+        from app.ui.settings.dialogs import SettingsDialog
 
         _write_servers(window.paths.mcp_file)
         tools = controller.tools

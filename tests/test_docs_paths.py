@@ -58,7 +58,7 @@ def missing_paths(text: str, folder: Path = ROOT) -> list[str]:
     """The repository paths `text` names that are not there.
 
     A word is a repository path when its first part is one of the repository's top-level
-    names (`app/ui/theme.py`, `scripts\\dev.py`, `docs/`), when it leads out of `folder`
+    names (`app/ui/common/theme.py`, `scripts\\dev.py`, `docs/`), when it leads out of `folder`
     (`../shared/x`), or when it is a Markdown file name (`ARCHITECTURE.md`). It must exist
     or be an output git ignores; a bare Markdown name must be the name of one of the
     repository's Markdown files (`SOURCES.md`, of tests/fixtures/chat_templates/).

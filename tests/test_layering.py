@@ -73,6 +73,14 @@ VIOLATIONS = {
     "tools-below-service": ("app/tools/_violation.py", "import app.service", "app.tools._violation -> app.service"),
     "documents-below-service": ("app/documents/_violation.py", "import app.engine.process",
                                 "app.documents._violation -> app.engine.process"),
+    "ui-state-and-common-under-the-wings": ("app/ui/state/_violation.py", "import app.ui.chat.composer",
+                                            "app.ui.state._violation -> app.ui.chat.composer"),
+    "ui-wings-under-the-window": ("app/ui/models/_violation.py", "import app.ui.main_window",
+                                  "app.ui.models._violation -> app.ui.main_window"),
+    "ui-messages-paint-alone": ("app/ui/messages/_violation.py", "import app.ui.chat.sidebar",
+                                "app.ui.messages._violation -> app.ui.chat.sidebar"),
+    "ui-models-apart": ("app/ui/models/_violation.py", "import app.ui.documents.documents_window",
+                        "app.ui.models._violation -> app.ui.documents.documents_window"),
 }
 
 

@@ -15,7 +15,7 @@ DownloadId = str
 
 
 class DownloadState(StrEnum):
-    """Where a download is; the view words each one (app/ui/download_items.py)."""
+    """Where a download is; the view words each one (app/ui/state/download_items.py)."""
 
     QUEUED = "queued"
     RUNNING = "running"

@@ -19,7 +19,7 @@ from app import __version__
 from app.core.paths import DataPaths
 from app.core.resources import resource_path
 from app.library.starter import STARTER_CARD_URL, STARTER_LICENSE, STARTER_NAME, STARTER_PUBLISHER, STARTER_TITLE
-from app.ui import icons
+from app.ui.common import icons
 
 # The starter is the model people judge the app by: say what it is, whose, and on what terms.
 STARTER_WORDS = (f"{STARTER_NAME}, published by {STARTER_PUBLISHER} under the {STARTER_LICENSE} licence "

@@ -22,12 +22,12 @@ from app.service.client import EngineClient
 from app.service.engine_handle import EngineHandle
 from app.service.controller import ChatController
 from app.service.events import ModelState
-from app.ui.app_style import AppStyle, app_style
-from app.ui.collector import install as install_collector
-from app.ui.icons import app_icon
+from app.ui.common.app_style import AppStyle, app_style
+from app.ui.common.collector import install as install_collector
+from app.ui.common.icons import app_icon
 from app.ui.main_window import MainWindow
 from app.ui.single_instance import SingleInstance
-from app.ui.window_look import DialogLook
+from app.ui.common.window_look import DialogLook
 
 STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 

@@ -11,23 +11,23 @@ from app.service.background import WindowState
 from app.service.controller import ChatController
 from app.service.events import ModelState
 from app.service.tool_use import ToolDecision
-from app.ui import icons
+from app.ui.common import icons
 from app.ui.about import AboutDialog
-from app.ui.adapter import ControllerAdapter
-from app.ui.chat_attach import ChatAttach
-from app.ui.chat_files import ChatFiles
-from app.ui.chat_pane import ChatPane
-from app.ui.drafts import DraftKeeper
-from app.ui.hardware_view import HardwareWindow
-from app.ui.image_viewer import ImageViewer
-from app.ui.model_manager import ModelManager
-from app.ui.server_host import ServerHost
-from app.ui.server_window import ServerWindow, status_words
-from app.ui.sidebar import Sidebar
-from app.ui.source_popup import SourcePopup
+from app.ui.state.adapter import ControllerAdapter
+from app.ui.chat.chat_attach import ChatAttach
+from app.ui.chat.chat_files import ChatFiles
+from app.ui.chat.chat_pane import ChatPane
+from app.ui.chat.drafts import DraftKeeper
+from app.ui.models.hardware_view import HardwareWindow
+from app.ui.messages.image_viewer import ImageViewer
+from app.ui.models.model_manager import ModelManager
+from app.ui.server.server_host import ServerHost
+from app.ui.server.server_window import ServerWindow, status_words
+from app.ui.chat.sidebar import Sidebar
+from app.ui.messages.source_popup import SourcePopup
 from app.ui.status_line import StatusLine
-from app.ui.theme import apply_theme, part_styles
-from app.ui.tray import ServerTray
+from app.ui.common.theme import apply_theme, part_styles
+from app.ui.server.tray import ServerTray
 from app.ui.window_commands import WindowCommands
 from app.ui.window_menus import build_menus
 

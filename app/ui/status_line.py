@@ -9,7 +9,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QSizePolicy, QToolButton, QWidget
 
 from app.service.events import ModelState
-from app.ui import icons
+from app.ui.common import icons
 
 _MODEL_WORDS = {ModelState.FAILED: "Model failed to load", ModelState.NONE: "No model"}
 # How long "Exported to …" stays: long enough to read it and click it.

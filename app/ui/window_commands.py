@@ -10,23 +10,23 @@ from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
 from app.service.engine_errors import EngineError
 from app.ui.about import AboutDialog
-from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
-from app.ui.documents_window import DocumentsWindow
-from app.ui.hardware_view import HardwareWindow
-from app.ui.model_manager import ModelManager
-from app.ui.server_window import ServerWindow
-from app.ui.tool_parts import message_markdown
+from app.ui.settings.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
+from app.ui.documents.documents_window import DocumentsWindow
+from app.ui.models.hardware_view import HardwareWindow
+from app.ui.models.model_manager import ModelManager
+from app.ui.server.server_window import ServerWindow
+from app.ui.messages.tool_parts import message_markdown
 
 if TYPE_CHECKING:
     from app.core.paths import DataPaths
     from app.service.controller import ChatController
-    from app.ui.adapter import ControllerAdapter
-    from app.ui.chat_files import ChatFiles
-    from app.ui.chat_header import ChatHeader
-    from app.ui.chat_pane import ChatPane
-    from app.ui.composer import Composer
-    from app.ui.server_host import ServerHost
-    from app.ui.sidebar import Sidebar
+    from app.ui.state.adapter import ControllerAdapter
+    from app.ui.chat.chat_files import ChatFiles
+    from app.ui.chat.chat_header import ChatHeader
+    from app.ui.chat.chat_pane import ChatPane
+    from app.ui.chat.composer import Composer
+    from app.ui.server.server_host import ServerHost
+    from app.ui.chat.sidebar import Sidebar
 
 
 _BUSY_WORDS = ("This chat's answer is being written or waits its turn: stop it (Esc) or let it finish, "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu
 
-from app.ui import icons
+from app.ui.common import icons
 from app.ui.window_commands import WindowCommands
 
 Key = QKeySequence.StandardKey

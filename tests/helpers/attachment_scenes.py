@@ -32,10 +32,10 @@ def photo() -> AttachedImage:
 def composer_with_chips() -> QWidget:
     """A composer with a file being read, one read, one refused, and two collections chosen; an
     image checked (its thumbnail), one being checked, one refused; the image button greyed."""
-    from app.ui.attachment_chips import AttachmentChip, Chip
-    from app.ui.composer import Composer
-    from app.ui.image_chips import ImageChip
-    from app.ui.theme import part_styles
+    from app.ui.chat.attachment_chips import AttachmentChip, Chip
+    from app.ui.chat.composer import Composer
+    from app.ui.chat.image_chips import ImageChip
+    from app.ui.common.theme import part_styles
 
     composer = Composer()
     composer.set_chosen_count(2)
@@ -66,8 +66,8 @@ def composer_with_chips() -> QWidget:
 
 def chat_with_documents() -> QWidget:
     """A user's message with two files and an answer with three numbered sources."""
-    from app.ui.message_model import MessageListModel
-    from app.ui.message_view import MessageView
+    from app.ui.state.message_model import MessageListModel
+    from app.ui.messages.message_view import MessageView
 
     model = MessageListModel()
     model.reset_to([Message(1, 1, Role.USER, "Summarise these, please.", 0.0, MessageState.COMPLETE, None,
@@ -83,8 +83,8 @@ def chat_with_documents() -> QWidget:
 
 def message_with_images() -> QWidget:
     """A user's message with two images (a wide one and a tall one) and its answer."""
-    from app.ui.message_model import MessageListModel
-    from app.ui.message_view import MessageView
+    from app.ui.state.message_model import MessageListModel
+    from app.ui.messages.message_view import MessageView
     from tests.helpers.vision_controller import png_image
 
     tall = AttachedImage("receipt.png", "image/png", 300, 900, png_image(300, 900, "#2e7d32"))
@@ -102,7 +102,7 @@ def message_with_images() -> QWidget:
 
 def image_viewer(parent: QWidget | None = None) -> QWidget:
     """The viewer of a message's image, after a save that could not be written."""
-    from app.ui.image_viewer import ImageViewer
+    from app.ui.messages.image_viewer import ImageViewer
 
     viewer = ImageViewer(photo(), lambda coroutine: coroutine.close(), parent)
     viewer._say("The image could not be saved to /media/usb/Harbour at dusk, from the lighthouse.png: "
@@ -111,6 +111,6 @@ def image_viewer(parent: QWidget | None = None) -> QWidget:
 
 
 def source_popup(parent: QWidget | None = None) -> QWidget:
-    from app.ui.source_popup import SourcePopup
+    from app.ui.messages.source_popup import SourcePopup
 
     return SourcePopup(SOURCES[0], parent)

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QApplication, 
                                QDialogButtonBox, QFileDialog, QLabel, QPushButton, QRadioButton, QStyle,
                                QStyleFactory, QStyleOptionComboBox, QTabWidget, QTreeView, QWidget)
 
-from app.ui.window_look import shortcut_letter_extra
+from app.ui.common.window_look import shortcut_letter_extra
 
 # A widget that cuts its text on purpose (and shows all of it some other way) says so.
 ELIDES = "elidesOnPurpose"
@@ -97,8 +97,8 @@ def clipped(root: QWidget) -> list[str]:
 
 def stock_icons(root: QWidget) -> list[str]:
     """Each button of a dialog button box in root whose icon is not one of the app's."""
-    from app.ui import icons
-    from app.ui.app_style import NAME_PREFIX
+    from app.ui.common import icons
+    from app.ui.common.app_style import NAME_PREFIX
 
     found = []
     for box in root.findChildren(QDialogButtonBox):
@@ -162,12 +162,12 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
     """(name, a function that opens it) for every form and dialog of the window."""
     from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-    from app.ui.chat_files import save_dialog
-    from app.ui.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
-    from app.ui.hardware_view import HardwareWindow
-    from app.ui.mcp_json_dialog import McpJsonDialog
-    from app.ui.model_manager import ModelManager
-    from app.ui.server_window import NEW_KEY_QUESTION, ServerWindow
+    from app.ui.common.save_files import save_dialog
+    from app.ui.settings.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
+    from app.ui.models.hardware_view import HardwareWindow
+    from app.ui.settings.mcp_json_dialog import McpJsonDialog
+    from app.ui.models.model_manager import ModelManager
+    from app.ui.server.server_window import NEW_KEY_QUESTION, ServerWindow
     from app.service.hardware_overview import HardwareOverview, report_text
     from tests.hardware.machines import recorded_report
     from tests.helpers import attachment_scenes
@@ -242,7 +242,7 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         return shown
 
     def first_run() -> QWidget:
-        from app.ui.first_run import FirstRunOffer
+        from app.ui.models.first_run import FirstRunOffer
 
         wait(loop, controller.library.refresh())
         offer = FirstRunOffer()
@@ -275,7 +275,7 @@ def _documents(window: Any, loop: asyncio.AbstractEventLoop, home: Path, *, fill
     """The Documents window over a stand-in service: empty, or with a collection read while
     an answer is written, a file refused with a long reason, and the embedding line."""
     from app.service import events as ev
-    from app.ui.documents_window import DocumentsWindow
+    from app.ui.documents.documents_window import DocumentsWindow
     from tests.helpers.documents_fake import FakeDocuments, collection
 
     controller = window.controller
@@ -318,7 +318,7 @@ def _about(window: Any) -> QWidget:
 
 
 def _icons_on_buttons() -> type:
-    from app.ui.app_style import AppStyle
+    from app.ui.common.app_style import AppStyle
 
     class IconsOnButtons(AppStyle):
         """The app's style as under GNOME or KDE, whose dialog buttons carry icons (offscreen's carry none)."""
@@ -360,7 +360,7 @@ def main(out: Path) -> int:
 
     from app.core.paths import data_paths
     from app.ui.app import build_window
-    from app.ui.theme import apply_theme
+    from app.ui.common.theme import apply_theme
     from tests.helpers.scripted_engine import ScriptedEngine
     from tests.helpers.tiny_gguf import build_tiny_gguf
     from tests.ui.conftest import install_model

@@ -24,7 +24,7 @@ from app.service.vision import VisionState as Vision
 def checked(data: bytes, name: str) -> AttachedImage:
     """The test's image check: Qt decodes it, or it is refused with words naming it (the
     controller's own check scales and re-encodes; this keeps the bytes)."""
-    from app.ui.chat_images_calls import ImagesUnreadable as Refused  # the class the window catches
+    from app.ui.chat.chat_images_calls import ImagesUnreadable as Refused  # the class the window catches
 
     image = QImage.fromData(data)
     if image.isNull():

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from app.ui.hub_search import PAUSE_MS
+from app.ui.models.hub_search import PAUSE_MS
 from tests.helpers.http_servers import TestServer
 from tests.helpers.hub_answers import search_path, serve_search
 from tests.ui.conftest import loop, make_window, run, until

@@ -113,7 +113,7 @@ def make_window(loop, qtbot, tiny_model):
     for window in windows:
         run(loop, window.controller.shutdown())
     # Collected here, on the UI thread: automatic GC is off in a Qt process (see
-    # app/ui/collector.py), and these windows must not die on a worker thread.
+    # app/ui/common/collector.py), and these windows must not die on a worker thread.
     windows.clear()
     gc.collect()
 
@@ -146,7 +146,7 @@ def with_generation(window: MainWindow, loop=None, **changes) -> None:
 
 def choose_in_settings(window: MainWindow, monkeypatch, **choices: str) -> None:
     """Open File → Settings…, pick a value in each named combo box, press OK."""
-    from app.ui.dialogs import SettingsDialog
+    from app.ui.settings.dialogs import SettingsDialog
 
     def accept(dialog: SettingsDialog) -> int:
         for name, value in choices.items():

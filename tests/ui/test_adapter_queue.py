@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtWidgets import QLabel
 
 from app.service import events as ev
-from app.ui.adapter import ControllerAdapter
-from app.ui.conversation_model import ConversationRoles as R
+from app.ui.state.adapter import ControllerAdapter
+from app.ui.state.conversation_model import ConversationRoles as R
 from tests.helpers.scripted_answers import Script, written
 from tests.service.conftest import SMALL, install, make_controller
 from tests.ui.conftest import long_answers, run, until

@@ -16,13 +16,14 @@ from app.core.attachments import AttachedFile, AttachedSection, SourceRef
 from app.core.conversation import Message, MessageState, Role
 from app.documents.values import Unreadable, UnreadableCause
 from app.service.document_context import AttachmentsUnreadable
-from app.ui.attachment_chips import ChipState
-from app.ui.chat_attach import ChatAttach
-from app.ui.composer import Composer
-from app.ui.message_documents import attachment_label, link_citations, source_label
-from app.ui.message_model import MessageListModel
-from app.ui.message_view import MessageView
-from app.ui.source_popup import SourcePopup, source_url
+from app.ui.chat.attachment_chips import ChipState
+from app.ui.chat.chat_attach import ChatAttach
+from app.ui.chat.composer import Composer
+from app.ui.messages.message_documents import link_citations
+from app.ui.state.message_words import attachment_label, source_label
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_view import MessageView
+from app.ui.messages.source_popup import SourcePopup, source_url
 from app.service.vision import VisionState as Vision
 from tests.ui.conftest import run, until
 
@@ -309,7 +310,7 @@ def test_a_citation_in_the_answers_text_opens_its_source_and_one_without_a_sourc
 def test_the_paperclip_opens_in_documents_then_where_files_were_last_attached_and_leaves_the_box_focused(
         attached, monkeypatch, tmp_path) -> None:
     window, composer, controller, wiring = attached
-    from app.ui import chat_attach
+    from app.ui.chat import chat_attach
 
     documents = tmp_path / "Documents"
     documents.mkdir()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from app.core.attachments import AttachedFile, SourceRef
 from app.service.controller import ChatController
-from app.ui.attachment_chips import ChipState
-from app.ui.source_popup import SourcePopup
+from app.ui.chat.attachment_chips import ChipState
+from app.ui.messages.source_popup import SourcePopup
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import idle, run, until
 

@@ -9,8 +9,8 @@ from PySide6.QtCore import QObject, Qt
 
 from app.library.installed import InstalledModel
 from app.service.events import ModelRow
-from app.ui.chat_header import ChatHeader
-from app.ui.model_items import InstalledModelsModel
+from app.ui.chat.chat_header import ChatHeader
+from app.ui.state.model_items import InstalledModelsModel
 
 
 def model_row(model_id: str, title: str, missing: bool = False) -> ModelRow:

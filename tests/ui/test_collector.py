@@ -8,7 +8,7 @@ import weakref
 
 from PySide6.QtCore import QObject, QTimer
 
-from app.ui.collector import MainThreadCollector, install
+from app.ui.common.collector import MainThreadCollector, install
 
 
 class _Cyclic(QObject):

@@ -17,9 +17,9 @@ from app.library.models import ModelLibrary
 from app.service import events as ev
 from app.library.catalog import CatalogEntry, load_catalog
 from app.library.model_purpose import ModelPurpose
-from app.ui.documents_embedding import CHOOSE, EmbeddingLine, offer_words
-from app.ui.documents_window import DocumentsWindow
-from app.ui.documents_words import EMPTY, NO_MODEL, NONE_CHOSEN, ago, progress_words, time_left
+from app.ui.documents.documents_embedding import CHOOSE, EmbeddingLine, offer_words
+from app.ui.documents.documents_window import DocumentsWindow
+from app.ui.documents.documents_words import EMPTY, NO_MODEL, NONE_CHOSEN, ago, progress_words, time_left
 from tests.helpers.embedding_gguf import build_embedding_gguf
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import run
@@ -242,7 +242,7 @@ def test_tab_reaches_every_control(window, qtbot, tmp_path) -> None:
 
 
 def test_the_file_list_keeps_its_place_while_the_collection_is_read(qtbot, tmp_path) -> None:
-    from app.ui.documents_files import FilesPanel, ordered
+    from app.ui.documents.documents_files import FilesPanel, ordered
 
     panel = FilesPanel()
     qtbot.addWidget(panel)

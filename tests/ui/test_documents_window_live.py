@@ -6,7 +6,7 @@ from app.core.paths import data_paths
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service import events as ev
-from app.ui.documents_window import DocumentsWindow
+from app.ui.documents.documents_window import DocumentsWindow
 from tests.helpers.embedding_gguf import build_embedding_gguf
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import run

@@ -7,7 +7,8 @@ from pathlib import Path
 from PySide6.QtCore import QStandardPaths, QUrl
 from PySide6.QtGui import QDesktopServices
 
-from app.ui.chat_files import ChatFiles, documents_folder
+from app.ui.chat.chat_files import ChatFiles
+from app.ui.common.save_files import documents_folder
 from tests.ui.conftest import run, until, with_generation
 
 

@@ -13,8 +13,9 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
 from app.core.conversation import Message, MessageState, Role
-from app.ui.chat_files import ChatFiles, save_dialog
-from app.ui.message_model import MessageListModel
+from app.ui.chat.chat_files import ChatFiles
+from app.ui.common.save_files import save_dialog
+from app.ui.state.message_model import MessageListModel
 from tests.ui.conftest import run, until, with_generation
 
 

@@ -11,7 +11,7 @@ from app.library.hub import direct_unit
 from app.library.starter import STARTER_ID
 from app.service.events import DownloadItem
 from app.service.model_setup import ModelSetup
-from app.ui.first_run import FirstRunOffer, offer_wanted
+from app.ui.models.first_run import FirstRunOffer, offer_wanted
 from tests.helpers.http_servers import Served, TestServer
 from tests.ui.conftest import run, until
 from tests.ui.test_model_items import catalog_row

@@ -8,8 +8,8 @@ from PySide6.QtWidgets import QApplication, QLabel
 
 from app.engine.protocol import Loaded
 from app.service.hardware_overview import HardwareOverview, report_text
-from app.ui.hardware_view import HardwareWindow
-from app.ui.theme import apply_theme
+from app.ui.models.hardware_view import HardwareWindow
+from app.ui.common.theme import apply_theme
 from tests.hardware.machines import recorded_report
 
 FELL_BACK = Loaded(request_id=1, model_path="/models/gemma.gguf", load_ms=10.0, device="CPU", context_length=1024,

@@ -13,9 +13,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from app.core.units import human_size
-from app.ui.hub_search import MIN_CHARS, PAUSE_MS, PLACEHOLDER, QUIET, HubSearchBox
+from app.ui.models.hub_search import MIN_CHARS, PAUSE_MS, PLACEHOLDER, QUIET, HubSearchBox
 from app.ui.main_window import MainWindow
-from app.ui.model_manager import ModelManager
+from app.ui.models.model_manager import ModelManager
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
 from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, search_path, serve_search
 from tests.ui.conftest import run, until

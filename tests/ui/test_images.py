@@ -12,11 +12,11 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QWidget
 
 from app.core.attachments import MAX_IMAGES, AttachedFile, AttachedSection
-from app.ui.attachment_chips import ChipState
-from app.ui.chat_attach import ChatAttach
-from app.ui.composer import Composer
-from app.ui.image_chips import THUMB_HEIGHT, ImageChip
-from app.ui.image_viewer import ImageViewer
+from app.ui.chat.attachment_chips import ChipState
+from app.ui.chat.chat_attach import ChatAttach
+from app.ui.chat.composer import Composer
+from app.ui.chat.image_chips import THUMB_HEIGHT, ImageChip
+from app.ui.messages.image_viewer import ImageViewer
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_controller import ImageApi, png_image
 from app.service.vision import VisionState as Vision
@@ -230,7 +230,7 @@ def test_the_paperclip_offers_images_and_documents_and_add_image_images(images, 
         asked.append((caption, file_filter))
         return [], ""
 
-    monkeypatch.setattr("app.ui.chat_attach.QFileDialog.getOpenFileNames", ask)
+    monkeypatch.setattr("app.ui.chat.chat_attach.QFileDialog.getOpenFileNames", ask)
     composer.attach_button.click()
     composer.image_button.click()
     (clip_caption, clip_filter), (image_caption, image_filter) = asked

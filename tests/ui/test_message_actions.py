@@ -11,9 +11,9 @@ from PySide6.QtWidgets import QStyleOptionViewItem, QToolTip
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
-from app.ui.message_actions import COPIED_TIP, TIPS
-from app.ui.message_model import MessageListModel
-from app.ui.message_view import MessageView
+from app.ui.messages.message_actions import COPIED_TIP, TIPS
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_view import MessageView
 
 STATS = AnswerStats(ttft_ms=80.0, tokens_per_s=40.0, tokens=12, device="CPU", finish_reason=FinishReason.STOP)
 

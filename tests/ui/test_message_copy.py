@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QTextCursor, QTextDocument
 
-from app.ui.markdown import COPY_SCHEME, code_from_href, markdown_to_html, plain_to_html
-from app.ui.message_copy import selection_markdown, selection_text
+from app.ui.messages.markdown import COPY_SCHEME, code_from_href, markdown_to_html, plain_to_html
+from app.ui.messages.message_copy import selection_markdown, selection_text
 
 ANSWER = ("# Head\n\nSome **bold** and *it* `code` ~~gone~~ [docs](https://example.com).\n\n"
           "1. one\n2. two\n   - nested\n\n> quoted\n\n---\n\n"

@@ -11,11 +11,11 @@ from PySide6.QtWidgets import QMenu, QStyleOptionViewItem
 
 from app.core.attachments import AttachedImage
 from app.core.conversation import Message, MessageState, Role
-from app.ui import message_images
-from app.ui.image_viewer import ImageViewer, suggested_name
-from app.ui.message_images import MAX_HEIGHT, MAX_WIDTH, thumb_size
-from app.ui.message_model import MessageListModel
-from app.ui.message_view import MessageView
+from app.ui.messages import message_images
+from app.ui.messages.image_viewer import ImageViewer, suggested_name
+from app.ui.messages.message_images import MAX_HEIGHT, MAX_WIDTH, thumb_size
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_view import MessageView
 from tests.helpers.vision_controller import png_image
 from tests.ui.conftest import run, until
 

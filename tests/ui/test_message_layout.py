@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QApplication
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
-from app.ui.message_layout import MAX_COLUMN, SIDE, column
-from app.ui.message_model import MessageListModel
-from app.ui.message_view import MessageView
-from app.ui.theme import apply_theme
+from app.ui.messages.message_layout import MAX_COLUMN, SIDE, column
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_view import MessageView
+from app.ui.common.theme import apply_theme
 
 STATS = AnswerStats(ttft_ms=80.0, tokens_per_s=40.0, tokens=12, device="CPU", finish_reason=FinishReason.STOP)
 

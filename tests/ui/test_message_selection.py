@@ -9,10 +9,10 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QLineEdit, QVBoxLayout, QWidget
 
 from app.core.conversation import Message, MessageState, Role
-from app.ui.markdown import COPY_SCHEME, markdown_to_html, plain_to_html
-from app.ui.message_model import MessageListModel
-from app.ui.message_selection import MARKDOWN_MIME, SelectableText
-from app.ui.message_view import MessageView
+from app.ui.messages.markdown import COPY_SCHEME, markdown_to_html, plain_to_html
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_selection import MARKDOWN_MIME, SelectableText
+from app.ui.messages.message_view import MessageView
 
 ANSWER = ("Here is **bold** and *light* text, with a [link](https://example.com).\n\n"
           "```python\ndef total(path):\n    return 42\n```\n\nThe end.")

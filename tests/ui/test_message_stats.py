@@ -13,10 +13,10 @@ from PySide6.QtWidgets import QStyleOptionViewItem, QToolTip
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Message, MessageState, Role
-from app.ui.message_chrome import footer_text, stats_line
-from app.ui.message_model import MessageListModel
-from app.ui.message_view import MessageView
-from app.ui.thinking_section import ThinkingSection
+from app.ui.messages.message_chrome import footer_text, stats_line
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_view import MessageView
+from app.ui.messages.thinking_section import ThinkingSection
 
 STATS = AnswerStats(ttft_ms=120.4, tokens=64, tokens_per_s=35.25, prompt_tokens=30, device="CPU",
                     finish_reason=FinishReason.STOP, chat_format="embedded", total_ms=1900.0)

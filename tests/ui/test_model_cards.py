@@ -18,13 +18,13 @@ from PySide6.QtWidgets import QAbstractButton, QApplication, QLabel, QWidget
 
 from app.hardware.fit import Verdict
 from app.service.events import DownloadItem
-from app.ui import downloads_view
-from app.ui.fit_verdict import VERDICT_COLOURS, VERDICT_WORDS
-from app.ui.manager_details import details_html
-from app.ui.model_card import UNKNOWN_COLOUR, ElidedLabel, ModelCard
-from app.ui.model_card_facts import CardAction, catalog_facts, installed_facts, publisher_of
-from app.ui.model_manager import ModelManager
-from app.ui.theme import apply_theme, palette_colors
+from app.ui.models import downloads_view
+from app.ui.state.fit_verdict import VERDICT_COLOURS, VERDICT_WORDS
+from app.ui.models.manager_details import details_html
+from app.ui.models.model_card import UNKNOWN_COLOUR, ElidedLabel, ModelCard
+from app.ui.models.model_card_facts import CardAction, catalog_facts, installed_facts, publisher_of
+from app.ui.models.model_manager import ModelManager
+from app.ui.common.theme import apply_theme, palette_colors
 from tests.ui.test_model_items import catalog_row, fit, installed
 from tests.ui.test_model_manager import FakeAdapter, manager
 
@@ -310,7 +310,7 @@ def test_a_model_that_sees_names_its_projector_and_one_whose_projector_is_gone_s
 def test_the_catalogs_vision_model_names_the_projector_it_downloads_with() -> None:
     from app.library.catalog import find_entry, load_catalog
     from app.service.events import CatalogRow
-    from app.ui.manager_details import catalog_html
+    from app.ui.models.manager_details import catalog_html
 
     entry = find_entry(load_catalog(), "gemma-3-4b-it-q4_k_m")
     assert entry is not None and entry.projector is not None

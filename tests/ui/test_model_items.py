@@ -14,9 +14,9 @@ from app.hardware.fit import FitEstimate, MemoryNeed, Verdict
 from app.library.installed import InstalledModel
 from app.service.events import DownloadItem, DownloadState
 from app.service.events import CatalogRow, ModelRow
-from app.ui.download_items import DOWNLOAD_STATE_WORDS, DownloadsModel, duration_text
-from app.ui.fit_verdict import VERDICT_COLOURS, VERDICT_WORDS
-from app.ui.model_items import CatalogModel, InstalledModelsModel, ModelFilter, Roles, parameters_text
+from app.ui.state.download_items import DOWNLOAD_STATE_WORDS, DownloadsModel, duration_text
+from app.ui.state.fit_verdict import VERDICT_COLOURS, VERDICT_WORDS
+from app.ui.state.model_items import CatalogModel, InstalledModelsModel, ModelFilter, Roles, parameters_text
 
 Display = Qt.ItemDataRole.DisplayRole
 

@@ -12,9 +12,9 @@ from PySide6.QtTest import QTest
 from app.core.settings import Settings
 from app.library.model_defaults import ModelDefaults
 from app.service.events import DownloadItem
-from app.ui.download_items import DownloadsModel
-from app.ui.model_items import CatalogModel, InstalledModelsModel
-from app.ui.model_manager import ModelManager
+from app.ui.state.download_items import DownloadsModel
+from app.ui.state.model_items import CatalogModel, InstalledModelsModel
+from app.ui.models.model_manager import ModelManager
 from tests.ui.conftest import run, until
 from tests.ui.test_model_items import catalog_row, installed
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QSpinBox, QWidget
 
 from tests.helpers.clip_probe import ELIDES, clipped
-from app.ui.window_look import fit_shortcut_letters, shortcut_letter_extra
+from app.ui.common.window_look import fit_shortcut_letters, shortcut_letter_extra
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREEN = {"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1920, "height": 1080, "logicalDpi": 96,

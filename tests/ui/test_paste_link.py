@@ -10,9 +10,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.core.units import human_size
-from app.ui.download_items import DownloadsModel
+from app.ui.state.download_items import DownloadsModel
 from app.ui.main_window import MainWindow
-from app.ui.model_manager import ModelManager
+from app.ui.models.model_manager import ModelManager
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server, sha256_of
 from tests.ui.conftest import run, until
 

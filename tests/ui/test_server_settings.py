@@ -8,8 +8,8 @@ from PySide6.QtWidgets import QAbstractButton, QLabel, QWidget
 
 from app.core.server_settings import LOOPBACK, ServerSettings
 from app.core.settings import Settings
-from app.ui.dialogs import SettingsDialog
-from app.ui.server_settings_page import ALL_ADDRESSES, ServerSettingsPage, parse_origins
+from app.ui.settings.dialogs import SettingsDialog
+from app.ui.settings.server_settings_page import ALL_ADDRESSES, ServerSettingsPage, parse_origins
 
 
 def clipped(root: QWidget) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtWidgets import QSystemTrayIcon
 
 from app.service.background import WindowState
-from app.ui import server_host
+from app.ui.server import server_host
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import run
 from tests.ui.test_server_window import StandIn, serve

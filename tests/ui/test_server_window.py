@@ -12,8 +12,8 @@ from PySide6.QtWidgets import QLineEdit, QMessageBox
 from app.core.server_settings import ServerSettings
 from app.server.runner import ServerState
 from app.service import events as ev
-from app.ui import server_host
-from app.ui.server_window import KEPT_ROWS, ServerWindow
+from app.ui.server import server_host
+from app.ui.server.server_window import KEPT_ROWS, ServerWindow
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import run, until
 from tests.ui.test_server_settings import clipped
@@ -167,7 +167,7 @@ def test_a_new_key_is_asked_for_first_then_saved_and_read_by_the_running_server(
 
 
 def test_view_menu_opens_the_server_window_and_its_settings_button_the_server_page(window, monkeypatch) -> None:
-    from app.ui.dialogs import SettingsDialog
+    from app.ui.settings.dialogs import SettingsDialog
 
     action = next(a for menu in window.menuBar().actions() if menu.text() == "&View"
                   for a in menu.menu().actions() if a.text() == "&API server…")

@@ -10,7 +10,7 @@ from app.core.settings import Settings
 from app.engine import kv_state
 from app.engine.kv_state import StateKey
 from app.service import kv_cache
-from app.ui.dialogs import SettingsDialog
+from app.ui.settings.dialogs import SettingsDialog
 from tests.ui.conftest import run, until
 
 KEY = StateKey("model.gguf|1|2", 2048, "template", "0.3.36")

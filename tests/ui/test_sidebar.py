@@ -11,10 +11,10 @@ from PySide6.QtWidgets import QStyle, QStyleOptionViewItem, QToolButton, QToolTi
 
 from app.core.conversation import Conversation
 from app.core.generation import GenerationSettings
-from app.ui.conversation_model import ConversationListModel, ConversationRoles
-from app.ui.conversation_delegate import contrast
-from app.ui.sidebar import SEARCH_DEBOUNCE_MS, Sidebar, relative_date
-from app.ui.theme import apply_theme
+from app.ui.state.conversation_model import ConversationListModel, ConversationRoles
+from app.ui.chat.conversation_delegate import contrast
+from app.ui.chat.sidebar import SEARCH_DEBOUNCE_MS, Sidebar, relative_date
+from app.ui.common.theme import apply_theme
 
 NOW = datetime(2026, 11, 30, 16, 5)  # a Monday
 LONG = "Explain the difference between a mutex and a semaphore, with a long example in Rust and then in C"

@@ -12,11 +12,11 @@ from PySide6.QtWidgets import QApplication
 
 from app.core.answer_stats import AnswerStats
 from app.core.conversation import Message, MessageState, Role
-from app.ui.bridge import FramePacer
-from app.ui.markdown import markdown_to_html
-from app.ui.message_body import BlockCutter, GrowingAnswer
-from app.ui.message_model import MessageListModel
-from app.ui.message_view import MessageView
+from app.ui.state.bridge import FramePacer
+from app.ui.messages.markdown import markdown_to_html
+from app.ui.messages.message_body import BlockCutter, GrowingAnswer
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_view import MessageView
 
 ANSWER = ("Here is a **plan**:\n\n1. Read the file\n2. Parse it\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
           "```python\nfor line in open(path):\n\n    total += int(line)\n```\n\n"
@@ -237,7 +237,7 @@ def test_a_frame_repaints_only_from_the_block_that_changed(view) -> None:
 
 
 def test_a_long_chat_shows_older_messages_as_the_user_scrolls_up_to_them(qtbot) -> None:
-    from app.ui.message_model import SHOWN_FIRST, SHOWN_MORE
+    from app.ui.state.message_model import SHOWN_FIRST, SHOWN_MORE
 
     messages = SHOWN_FIRST + SHOWN_MORE + 50
     model = MessageListModel()

@@ -6,8 +6,8 @@ import pytest
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QToolButton
 
-from app.ui import icons
-from app.ui.theme import TEXT_PAIRS, apply_theme, contrast, disabled_text, palette_colors
+from app.ui.common import icons
+from app.ui.common.theme import TEXT_PAIRS, apply_theme, contrast, disabled_text, palette_colors
 
 R = QPalette.ColorRole
 

@@ -53,7 +53,7 @@ def test_the_thinking_section_closes_when_the_answer_starts_and_opens_on_a_click
 
 def test_the_chat_settings_switch_thinking_off_for_a_model_that_can(make_window, loop, monkeypatch,
                                                                      thinking_model: Path) -> None:
-    from app.ui.dialogs import ConversationSettingsDialog
+    from app.ui.settings.dialogs import ConversationSettingsDialog
 
     window = make_window(model=thinking_model)
     seen = {}
@@ -70,7 +70,7 @@ def test_the_chat_settings_switch_thinking_off_for_a_model_that_can(make_window,
 
 
 def test_the_switch_is_disabled_for_a_model_without_one(make_window, monkeypatch) -> None:
-    from app.ui.dialogs import ConversationSettingsDialog
+    from app.ui.settings.dialogs import ConversationSettingsDialog
 
     window = make_window()  # the tiny model: no thinking in its template
     seen = {}

@@ -19,11 +19,11 @@ from app.service import events as ev
 from app.tools.choices import ToolChoices, choices_file, write_choices
 from app.tools.mcp_config import McpServerConfig, read_mcp_config, write_mcp_config
 from app.tools.values import ServerState, ServerStatus, ToolInfo
-from app.ui.conversation_delegate import markers
-from app.ui.dialogs import ConversationSettingsDialog, SettingsDialog
-from app.ui.mcp_json_dialog import check_mcp_text
-from app.ui.tool_approval import pretty_arguments
-from app.ui.tool_parts import call_from_href, parts_html
+from app.ui.chat.conversation_delegate import markers
+from app.ui.settings.dialogs import ConversationSettingsDialog, SettingsDialog
+from app.ui.settings.mcp_json_dialog import check_mcp_text
+from app.ui.messages.tool_parts import pretty_arguments
+from app.ui.messages.tool_parts import call_from_href, parts_html
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import idle, run, until
 from tests.ui.test_server_settings import clipped
@@ -255,7 +255,7 @@ def test_mcp_json_is_checked_before_it_is_saved(make_window, loop, qtbot, monkey
     assert servers == [] and problems and "mcp.json is not valid JSON" in problems[0] and "/tmp" not in problems[0]
     assert [s.name for s in check_mcp_text('{"mcpServers": {"t": {"command": "x"}}}')[0]] == ["t"]
 
-    from app.ui.mcp_json_dialog import McpJsonDialog
+    from app.ui.settings.mcp_json_dialog import McpJsonDialog
 
     window = make_window(engine=ScriptedEngine())
     texts = iter(['{"mcpServers": {"bad": ', '{"mcpServers": {"clock": {"command": "python", "args": ["-m", "x"]}}}'])

@@ -9,8 +9,9 @@ import signal
 from PySide6.QtCore import Qt
 
 from app.core.conversation import MessageState, Role
-from app.ui.chat_files import ChatFiles, file_name_for
-from app.ui.conversation_model import ConversationRoles
+from app.ui.chat.chat_files import ChatFiles
+from app.ui.common.save_files import file_name_for
+from app.ui.state.conversation_model import ConversationRoles
 from tests.ui.conftest import idle, long_answers, run, until, with_generation
 
 
@@ -194,7 +195,7 @@ def test_the_model_picker_sets_this_chats_model_and_the_header_says_it(make_wind
 
 
 def test_the_composer_grows_with_its_text_up_to_a_limit(make_window, qtbot) -> None:
-    from app.ui.composer import MAX_LINES
+    from app.ui.chat.composer import MAX_LINES
 
     window = make_window(start=False)
     edit = window.composer.edit
@@ -228,7 +229,7 @@ def test_a_message_that_cannot_be_saved_comes_back_to_the_box(make_window, loop,
 
 
 def test_editing_while_the_chat_is_answered_says_why_before_any_typing(make_window, loop, qtbot, monkeypatch) -> None:
-    from app.ui.dialogs import EditMessageDialog
+    from app.ui.settings.dialogs import EditMessageDialog
 
     window = make_window(engine=long_answers())
     with_generation(window, loop, max_tokens=100000)

@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QLineEdi
                                QStyleFactory, QWidget)
 
 from app.ui.app import use_system_locale
-from app.ui.app_style import NAME_PREFIX, STANDARD_ICONS, AppStyle, palette_icon
-from app.ui.theme import build_palette
-from app.ui.window_look import DialogLook, placed_at, use_dark_title_bar
+from app.ui.common.app_style import NAME_PREFIX, STANDARD_ICONS, AppStyle, palette_icon
+from app.ui.common.theme import build_palette
+from app.ui.common.window_look import DialogLook, placed_at, use_dark_title_bar
 
 ROOT = Path(__file__).resolve().parents[2]
 SP = QStyle.StandardPixmap

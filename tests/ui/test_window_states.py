@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QAbstractItemModelTester
 
 from app.core.conversation import MessageState, Role
-from app.ui.message_model import MessageRoles
+from app.ui.state.message_model import MessageRoles
 from app.core.history import HistoryStore
 from app.service.model_setup import ModelSetup
 from tests.ui.conftest import choose_in_settings, idle, long_answers, run, stored, until, with_generation
@@ -275,7 +275,7 @@ def test_the_window_state_the_policy_sees() -> None:
 
 
 def test_the_settings_choose_what_the_background_does(make_window, loop, monkeypatch) -> None:
-    from app.ui.dialogs import SettingsDialog
+    from app.ui.settings.dialogs import SettingsDialog
 
     window = make_window()
 
@@ -294,7 +294,7 @@ def test_the_settings_choose_what_the_background_does(make_window, loop, monkeyp
 
 
 def test_the_settings_set_when_an_idle_model_is_unloaded(make_window, loop, monkeypatch) -> None:
-    from app.ui.dialogs import SettingsDialog
+    from app.ui.settings.dialogs import SettingsDialog
 
     window = make_window()
     assert window.controller.settings.unload_after_minutes == 15.0

@@ -1,0 +1,180 @@
+"""The window's side of files and images in a chat: attaching (paperclip, Add image, drop, paste), sending with
+them, choosing collections."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QAction, QDragEnterEvent, QDragMoveEvent, QDropEvent, QImage
+from PySide6.QtWidgets import QFileDialog, QWidget
+
+from app.core.attachments import IMAGE_SUFFIXES, MAX_IMAGES, AttachedFile, AttachedImage, is_image_path
+from app.ui.state.adapter import ControllerAdapter
+from app.ui.chat.attachment_chips import Chip, local_files
+from app.ui.chat.chat_documents_calls import ChatDocumentsCalls
+from app.ui.common.save_files import documents_folder
+from app.ui.chat.chat_images_calls import ChatImagesCalls
+from app.ui.chat.composer import Composer
+from app.ui.chat.image_chips import ImageChip, pasted_image, png_bytes
+
+# The object name of View → Documents… (the Documents window), which "Manage documents…" triggers.
+DOCUMENTS_ACTION = "showDocuments"
+_DOCUMENTS = "*.pdf *.docx *.md *.markdown *.txt *.html *.htm"
+_IMAGES = " ".join(f"*{suffix}" for suffix in IMAGE_SUFFIXES)
+PASTED = "Pasted image"
+
+
+class ChatAttach(QObject):
+    """Wires the composer's files, images and collections to the controller, through `calls`
+    (documents) and `images`.
+
+    Files dropped anywhere on `window` are attached (an event filter on it: the drop
+    reaches the window when the part under the mouse does not take it); image files (by
+    their suffix) and image data pasted or dropped become image chips. Each is read or
+    checked off the UI thread; Send takes those read, with or without text. While the open
+    chat's model cannot see images, an image offered is refused in place with the reason.
+    """
+
+    def __init__(self, window: QWidget, composer: Composer, adapter: ControllerAdapter,
+                 calls: ChatDocumentsCalls | None = None, images: ChatImagesCalls | None = None) -> None:
+        super().__init__(window)
+        self._window, self._composer, self._adapter = window, composer, adapter
+        self.calls = calls if calls is not None else ChatDocumentsCalls(adapter.controller)
+        self.images = images if images is not None else ChatImagesCalls(adapter.controller)
+        # The files attached in other chats, waiting for those chats' next messages (None: the new chat).
+        self._waiting: dict[int | None, list[Chip]] = {}
+        self._chat_id: int | None = None
+        # Where the paperclip's dialog opens: the folder files were last attached from, at first
+        # the user's Documents folder (a dialog given none opens in the working folder).
+        self._folder = ""
+        composer.collections = lambda: (self.calls.collections(), self.calls.chosen())
+        composer.attachRequested.connect(self.choose_files)
+        composer.filesOffered.connect(self.attach)
+        composer.imageRequested.connect(self.choose_images)
+        composer.imageOffered.connect(self.attach_image_data)
+        composer.collectionsChosen.connect(self._choose_collections)
+        composer.manageDocumentsRequested.connect(self._manage_documents)
+        window.setAcceptDrops(True)
+        window.installEventFilter(self)
+
+    def attach(self, paths: Sequence[Path]) -> None:
+        """Chips for these files, each read by the controller's reader (a task per file); image
+        files are checked by the controller's image check instead (a task per image)."""
+        files = [path for path in paths if not is_image_path(path)]
+        if files:
+            self._composer.tray.attach(files, self.calls.read, self._adapter.spawn)
+        for path in paths:
+            if is_image_path(path) and not any(isinstance(chip, ImageChip) and chip.where == str(path)
+                                               for chip in self._composer.tray.chips):
+                self._add_image(path.name, str(path), partial(self.images.read, path))
+
+    def attach_image_data(self, payload: bytes | QImage) -> None:
+        """An image pasted or dropped as data (not a file): encoded to PNG off the UI thread if
+        it came as a picture, then checked like a file."""
+        async def check() -> AttachedImage | str:
+            data = payload if isinstance(payload, bytes) else await asyncio.to_thread(png_bytes, payload)
+            return await self.images.read_pasted(data, PASTED)
+
+        self._add_image(PASTED, "Pasted from the clipboard", check)
+
+    def _add_image(self, name: str, where: str, check: Callable[[], Awaitable[AttachedImage | str]]) -> None:
+        tray = self._composer.tray
+        chip = ImageChip(name, where, tray)
+        refusal = self._image_refusal()
+        if refusal:
+            chip.set_read(refusal)
+        tray.add(chip, None if refusal else check(), self._adapter.spawn)
+
+    def _image_refusal(self) -> str:
+        """Why an image offered now cannot go with the next message ("" when it can)."""
+        vision = self.images.vision()
+        if not vision.available:
+            return vision.reason or "The chat's model cannot see images: choose one that can"
+        if self._composer.tray.image_count() >= MAX_IMAGES:
+            return f"A message takes at most {MAX_IMAGES} images: send these first, or remove one"
+        return ""
+
+    def refresh_vision(self) -> None:
+        """Whether the open chat's model can see images, asked again (a model chosen, loaded or
+        added): the image button follows it."""
+        vision = self.images.vision()
+        self._composer.set_vision(vision.available, vision.reason)
+
+    def choose_files(self) -> None:
+        """The paperclip: a file dialog for one file or several, documents or images."""
+        self._choose("Attach files", f"Images and documents ({_IMAGES} {_DOCUMENTS});;Documents ({_DOCUMENTS});;"
+                                     f"Images ({_IMAGES});;All files (*)")
+
+    def choose_images(self) -> None:
+        """Add image: the file dialog for images alone."""
+        self._choose("Add images", f"Images ({_IMAGES});;All files (*)")
+
+    def _choose(self, caption: str, file_filter: str) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self._window, caption, self._folder or documents_folder(make=False),
+                                                file_filter)
+        if paths:
+            self._folder = str(Path(paths[0]).parent)
+            self.attach([Path(path) for path in paths])
+            self._composer.edit.setFocus()  # the question comes next
+
+    def send(self, text: str) -> bool:
+        """Send the text with the files read and images checked so far; the chips go once the
+        controller took it."""
+        files: tuple[AttachedFile, ...] = self._composer.tray.ready()
+        if not self.calls.send(text, files, self._composer.tray.images()):
+            return False
+        self._composer.tray.clear()
+        return True
+
+    def chat_opened(self) -> None:
+        """Another chat is open: the files waiting for a message stay with the chat they were
+        attached in (as its draft does) and that chat's come back; the Documents button counts
+        its collections. The new chat saved before its first message keeps what it had."""
+        conversation = self._adapter.controller.conversation
+        chat_id = conversation.id if conversation is not None else None
+        if chat_id != self._chat_id:
+            just_saved = self._chat_id is None and chat_id is not None and not self._adapter.controller.messages
+            if not just_saved:
+                if taken := self._composer.tray.take():
+                    self._waiting[self._chat_id] = taken
+                self._composer.tray.put(self._waiting.pop(chat_id, []))
+            self._chat_id = chat_id
+        self._composer.set_chosen_count(len(self.calls.chosen()))
+        self.refresh_vision()
+
+    def _choose_collections(self, names: tuple[str, ...]) -> None:
+        async def choose() -> None:
+            await self.calls.choose(names)
+            self.chat_opened()
+
+        self._adapter.spawn(choose())
+
+    def _manage_documents(self) -> None:
+        action = self._window.findChild(QAction, DOCUMENTS_ACTION)
+        if action is not None:
+            action.trigger()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Override: files and images dropped on the window.
+        if isinstance(event, (QDragEnterEvent, QDragMoveEvent)) and _carries(event):
+            event.acceptProposedAction()
+            return True
+        if isinstance(event, QDropEvent) and event.type() == QEvent.Type.Drop and _carries(event):
+            files = local_files(event.mimeData())
+            image = None if files else pasted_image(event.mimeData())
+            if files:
+                self.attach(files)
+            elif image is not None:
+                self.attach_image_data(image)  # a picture dragged out of a web page or an image viewer
+            event.acceptProposedAction()
+            return True
+        return super().eventFilter(watched, event)
+
+
+def _carries(event: QDropEvent | QDragEnterEvent | QDragMoveEvent) -> bool:
+    """Whether a drag brings files or an image (which the window takes)."""
+    mime = event.mimeData()
+    return bool(local_files(mime)) or mime.hasImage() or mime.hasFormat("image/png")

@@ -1,0 +1,220 @@
+"""The chat's header: its title, the model picker for this chat, and the chat-settings button."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup, QFont, QIcon, QPaintEvent, QPalette, QResizeEvent
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMenu, QSizePolicy, QStyle, QStyleOptionToolButton,
+                               QStylePainter, QToolButton, QWidget)
+
+from app.ui.common import icons
+from app.ui.state.model_items import InstalledModelsModel, Roles
+
+# The picker's button never takes more of the header than this; a longer name is elided.
+MODEL_BUTTON_MAX = 280
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that shows "…" instead of growing past its room; the whole text is its tooltip then."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+
+    def full_text(self) -> str:
+        return self._full
+
+    def set_full_text(self, text: str) -> None:
+        self._full = " ".join(text.split())
+        self.setAccessibleName(self._full)
+        self._elide()
+
+    def minimumSizeHint(self) -> QSize:  # Override QLabel: any width will do, the text elides.
+        return QSize(0, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Override QLabel.resizeEvent.
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(self.width(), 0))
+        self.setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
+
+
+class PickerButton(QToolButton):
+    """A flat button whose text is followed by a caret, as choosers in chat apps look.
+
+    Its menu is not set on it (Qt would draw its own small arrow in the corner): a click
+    pops `menu` up below it, so Space and Enter open it too.
+    """
+
+    CARET, SPACE = 12, 2
+
+    def __init__(self, title: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.menu_ = QMenu(title, self)
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.setAutoRaise(True)
+        self.clicked.connect(self.open_menu)
+
+    def open_menu(self) -> None:
+        self.menu_.popup(self.mapToGlobal(self.rect().bottomLeft()))
+
+    def sizeHint(self) -> QSize:  # Override QToolButton: room for the caret.
+        base = super().sizeHint()
+        return QSize(base.width() + self.CARET + self.SPACE, base.height())
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # Override QToolButton.paintEvent.
+        painter = QStylePainter(self)
+        option = QStyleOptionToolButton()
+        self.initStyleOption(option)
+        panel = QStyleOptionToolButton(option)
+        panel.text, panel.icon = "", QIcon()
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ToolButton, panel)
+        option.rect = option.rect.adjusted(0, 0, -(self.CARET + self.SPACE), 0)
+        painter.drawControl(QStyle.ControlElement.CE_ToolButtonLabel, option)
+        caret = QRect(option.rect.right() - 5, (self.height() - self.CARET) // 2, self.CARET, self.CARET)
+        role = QPalette.ColorRole.ButtonText if self.isEnabled() else QPalette.ColorRole.PlaceholderText
+        color = self.palette().color(role)
+        painter.drawPixmap(caret, icons.pixmap("down", self.CARET, color, self.devicePixelRatioF()))
+
+
+class ListsInstalledModels(Protocol):
+    """What the header needs of the ControllerAdapter."""
+
+    installed: InstalledModelsModel
+
+
+class ChatHeader(QWidget):
+    """Title, model picker and chat settings above the messages.
+
+    Signals: modelChosen(model id, or None for the default model), managerRequested()
+    ("Manage models…"), settingsRequested() (the chat-settings button). The picker's menu
+    lists adapter.installed and is rebuilt whenever that model changes. Attributes:
+    title, model_button (its menu: model_menu), settings_button.
+    """
+
+    modelChosen = Signal(object)
+    managerRequested = Signal()
+    settingsRequested = Signal()
+
+    def __init__(self, adapter: ListsInstalledModels, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._installed: InstalledModelsModel = adapter.installed
+        self._model_id: str | None = None
+        self._default_name = ""
+        self._group = QActionGroup(self)
+        self.title = ElidedLabel(self)
+        self.title.setObjectName("chatTitle")
+        font = QFont(self.title.font())
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.25)
+        self.title.setFont(font)
+        self.model_button = PickerButton("Model", self)
+        self.model_button.setObjectName("modelPicker")
+        self.model_button.setAccessibleName("Model for this chat")
+        self.model_button.setToolTip("The model this chat answers with")
+        icons.themed(self.model_button, "model")
+        self.model_menu = self.model_button.menu_
+        self.settings_button = QToolButton(self)
+        self.settings_button.setAutoRaise(True)
+        self.settings_button.setToolTip("Chat settings (Ctrl+.)")
+        self.settings_button.setAccessibleName("Chat settings")
+        icons.themed(self.settings_button, "chat-settings")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(12, 6, 8, 6)
+        layout.setSpacing(8)
+        layout.addWidget(self.title, 1)
+        layout.addWidget(self.model_button)
+        layout.addWidget(self.settings_button)
+        self.settings_button.clicked.connect(self.settingsRequested)
+        for signal in (self._installed.rowsInserted, self._installed.rowsRemoved, self._installed.rowsMoved,
+                       self._installed.modelReset, self._installed.dataChanged):
+            signal.connect(self._refresh)
+        self._refresh()
+
+    # --- what the window calls --------------------------------------------------------
+
+    def set_title(self, title: str) -> None:
+        self.title.set_full_text(title)
+
+    def set_model(self, model_id: str | None, default_name: str) -> None:
+        """The chat's chosen model (None: the default) and the default model's name ("" when none is set)."""
+        self._model_id, self._default_name = model_id, default_name
+        self._refresh()
+
+    def button_text(self) -> str:
+        """The whole name the button shows (before eliding)."""
+        if self._model_id is None:
+            return self._default_name or "No model chosen"
+        title, missing = self._installed_model(self._model_id)
+        return f"{title} (missing)" if missing else title
+
+    # --- building the menu ------------------------------------------------------------
+
+    def _installed_model(self, model_id: str) -> tuple[str, bool]:
+        """A library model's title and whether its file is gone; an id no longer listed counts as missing."""
+        row = self._installed.row_of(model_id)
+        if row is None:
+            return model_id, True
+        index = self._installed.index(row, InstalledModelsModel.MODEL)
+        return str(index.data() or model_id), bool(index.data(Roles.MISSING))
+
+    def _refresh(self, *_: object) -> None:
+        text = self.button_text()
+        shown = self.model_button.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, MODEL_BUTTON_MAX)
+        self.model_button.setText(shown)
+        self.model_button.setToolTip(f"Model for this chat: {text}\nClick to choose another")
+        self._build_menu()
+
+    def _build_menu(self) -> None:
+        menu = self.model_menu
+        menu.clear()
+        # One of many: the style draws its mark for a single choice (a dot in Fusion, a check on macOS).
+        self._group.deleteLater()
+        self._group = QActionGroup(self)
+        default = self._choice(menu, f"Default model ({self._default_name or 'none set'})", None)
+        default.setChecked(self._model_id is None)
+        listed: set[str] = set()
+        for row in range(self._installed.rowCount()):
+            index = self._installed.index(row, InstalledModelsModel.MODEL)
+            model_id = str(index.data(Roles.ID))
+            listed.add(model_id)
+            if index.data(Roles.ROW).model.chats or model_id == self._model_id:  # an embedding model cannot chat
+                self._add_model(menu, model_id)
+        if self._model_id is not None and self._model_id not in listed:
+            self._add_model(menu, self._model_id)  # removed from the library: say so, do not hide it
+        menu.addSeparator()
+        manage = menu.addAction("Manage models…")
+        icons.themed(manage, "models")
+        manage.triggered.connect(self.managerRequested)
+
+    def _add_model(self, menu: QMenu, model_id: str) -> None:
+        title, missing = self._installed_model(model_id)
+        action = self._choice(menu, f"{title} (missing)" if missing else title, model_id)
+        action.setEnabled(not missing)
+        action.setChecked(model_id == self._model_id)
+
+    def _choice(self, menu: QMenu, text: str, model_id: str | None) -> QAction:
+        action = menu.addAction(text.replace("&", "&&"))
+        action.setCheckable(True)
+        action.setData(model_id)
+        self._group.addAction(action)
+        action.triggered.connect(lambda: self._chosen(model_id))
+        return action
+
+    def _chosen(self, model_id: str | None) -> None:
+        # The check stays on the chat's model until set_model says the choice was taken.
+        for action in self.model_actions():
+            action.setChecked(action.data() == self._model_id)
+        self.modelChosen.emit(model_id)
+
+    def model_actions(self) -> list[QAction]:
+        """The menu's checkable entries: the default first, then each model."""
+        return [action for action in self.model_menu.actions() if action.isCheckable()]
+

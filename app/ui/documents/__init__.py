@@ -1,0 +1,1 @@
+"""The Documents window: collections, their files and how far their indexing is."""

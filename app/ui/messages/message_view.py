@@ -1,0 +1,395 @@
+"""MessageView: the conversation as a list, with copy / regenerate / edit icons on each message."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from functools import partial
+
+from PySide6.QtCore import (QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPoint, QRect, Qt, QTimer,
+                            QUrl, Signal)
+from PySide6.QtGui import (QAction, QCursor, QDesktopServices, QGuiApplication, QKeySequence, QMouseEvent, QPainter,
+                           QPaintEvent, QPalette, QResizeEvent)
+from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
+
+from app.core.attachments import SourceRef
+from app.core.conversation import MessageState, Role
+from app.ui.state.bridge import FramePacer
+from app.ui.messages.markdown import code_from_href
+from app.ui.messages.message_actions import COPIED_TIP
+from app.ui.messages.message_delegate import MessageDelegate
+from app.ui.messages.message_documents import source_from_href
+from app.ui.state.message_words import source_label
+from app.ui.state.message_model import MessageListModel
+from app.ui.messages.message_pointer import MessagePointer
+from app.ui.messages.message_selection import MessageList, SelectableText
+from app.ui.messages.tool_parts import call_from_href, message_markdown
+
+COPIED_MS = 1500  # how long a copy icon shows its tick
+
+
+class MessageView(MessageList):
+    """Stays at the bottom while an answer streams, unless the user scrolled up.
+
+    A growing answer (a row whose text alone changed) is drawn on `pacer`'s clock, not at
+    every change: more often when drawing it is cheap, less when it is dear. A frame
+    repaints that row only, and lays the list out again only when the row grew taller.
+    The model's rows are a long chat's newest messages; the view asks it for older ones
+    when the user scrolls up to them.
+
+    Each message has icons under it (delegate.action_rects; run_action does what one
+    does). A click on its text, Enter or Ctrl+A opens a SelectableText over that text
+    (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
+    the current message: Ctrl+C copies it as written, F2 edits the user's.
+    Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
+    chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage). `delegate` has
+    `dark`, `clear()` (after a theme change) and `streaming_note`.
+    """
+
+    regenerateRequested = Signal()
+    editRequested = Signal(int, str)
+    sourceChosen = Signal(object)
+    imageChosen = Signal(object)  # an AttachedImage: a thumbnail clicked, or chosen in the menu
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        # First: Qt calls the overrides below from the setters that follow.
+        self.pacer = FramePacer()
+        self._growing: list[QPersistentModelIndex] = []
+        # Row -> the height the list was last laid out with, for the rows that grew.
+        self._laid_out: dict[int, int] = {}
+        self._growth_timer = QTimer(self)
+        self._growth_timer.setSingleShot(True)
+        self._growth_timer.timeout.connect(self.redraw_growing)
+        self._frame_pending = False
+        self._exposed: QRect | None = None
+        self.setObjectName("messages")
+        self.setFrameShape(QFrame.Shape.NoFrame)  # the column's own spacing sets it apart
+        self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setResizeMode(QListView.ResizeMode.Adjust)
+        self.setWordWrap(True)
+        self.setMouseTracking(True)
+        self.setAccessibleName("Messages")
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._context_menu)
+        self.delegate = MessageDelegate(self)
+        self.setItemDelegate(self.delegate)
+        self.delegate.set_width(self.viewport().width())
+        self.pointer = MessagePointer(self, self.delegate)
+        self._selection: QPersistentModelIndex | None = None
+        self._copied_timer = QTimer(self)
+        self._copied_timer.setSingleShot(True)
+        self._copied_timer.timeout.connect(self._copied_over)
+        self._follow = True
+        self.verticalScrollBar().valueChanged.connect(self._scrolled)
+        self.verticalScrollBar().rangeChanged.connect(self._range_changed)
+        self._add_shortcuts()
+
+    def setModel(self, model: QAbstractItemModel | None) -> None:  # Override QListView.setModel.
+        assert model is not None, "the list always shows a chat's messages"
+        super().setModel(model)
+        self.delegate.watch(model)
+        model.modelReset.connect(self._reset)
+        model.rowsInserted.connect(self._rows_inserted)
+        self._reset()
+
+    def _rows_inserted(self) -> None:
+        if self._follow:
+            self.scrollToBottom()
+
+    def _reset(self) -> None:
+        self._growing.clear()
+        self._laid_out.clear()
+        self._growth_timer.stop()
+        self.delegate.forget_rows()
+        self._selection = None
+        self._follow = True
+        self.scrollToBottom()
+
+    def _show_older(self) -> None:
+        """The user scrolled up to the oldest message shown: show older ones above it, in place."""
+        model = self.model()
+        assert isinstance(model, MessageListModel)
+        more = model.show_older()
+        if not more:
+            return
+        # The rows that grew keep their heights under their new numbers.
+        self._laid_out = {row + more: height for row, height in self._laid_out.items()}
+        option = QStyleOptionViewItem()
+        added = sum(self.delegate.sizeHint(option, model.index(row, 0)).height() for row in range(more))
+        self.executeDelayedItemsLayout()
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.value() + added)
+
+    # --- following the end ------------------------------------------------------------
+
+    def scroll_to_end(self) -> None:
+        """Jump to the newest message and keep following it."""
+        self._follow = True
+        self.scrollToBottom()
+
+    def _scrolled(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self._follow = value >= bar.maximum() - 4
+        if value < self.viewport().height():
+            self._show_older()
+
+    def _range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self.verticalScrollBar().setValue(maximum)
+
+    # --- a growing answer --------------------------------------------------------------
+
+    def dataChanged(self, top_left: QModelIndex | QPersistentModelIndex,  # Override QListView.dataChanged.
+                    bottom_right: QModelIndex | QPersistentModelIndex, roles: Sequence[int] = ()) -> None:
+        # QListView lays out every row for any change; a growing answer waits for its frame.
+        if top_left == bottom_right and [int(role) for role in roles] == [int(Qt.ItemDataRole.DisplayRole)]:
+            self._growing.append(QPersistentModelIndex(top_left))
+            if not self._growth_timer.isActive():
+                self._growth_timer.start(self.pacer.delay_ms(_now_ms()))
+            return
+        super().dataChanged(top_left, bottom_right, roles)
+
+    def redraw_growing(self) -> None:
+        """Draw the answers that grew since the last frame (the pacer's timer calls this)."""
+        self._growth_timer.stop()
+        started = _now_ms()
+        growing, self._growing = self._growing, []
+        model = self.model()
+        for row in sorted({index.row() for index in growing if index.isValid()}):
+            index = model.index(row, 0)
+            height = self.delegate.sizeHint(QStyleOptionViewItem(), index).height()
+            changed = self.delegate.growth_rect(index, self.visualRect(index))
+            # visualRect() has the new height at the old place: the rows below, the scroll
+            # range and which rows a paint event meets move only when the list is laid out
+            # again (QListView keeps no other account of a row's height).
+            if self._laid_out.get(row) != height:
+                self._laid_out[row] = height
+                super().dataChanged(index, index, [Qt.ItemDataRole.DisplayRole])  # Lays the list out.
+            else:
+                self.viewport().update(changed)
+        self.pacer.drawing(started, _now_ms() - started)
+        self._frame_pending = True
+
+    def doItemsLayout(self) -> None:  # Override QListView.doItemsLayout: timed for the pacer.
+        started = _now_ms()
+        super().doItemsLayout()
+        model, option = self.model(), QStyleOptionViewItem()
+        for row in [row for row in self._laid_out if row < model.rowCount()]:
+            self._laid_out[row] = self.delegate.sizeHint(option, model.index(row, 0)).height()
+        if self._frame_pending:
+            self.pacer.add_cost(_now_ms() - started)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Override QListView.resizeEvent.
+        self.delegate.set_width(self.viewport().width())
+        super().resizeEvent(event)
+
+    # --- actions --------------------------------------------------------------------
+
+    def current_message(self) -> QModelIndex:
+        """The message the keys and the menu act on: the one whose text is open, else the current one."""
+        if self._selection is not None and self._selection.isValid():
+            return self.model().index(self._selection.row(), 0)
+        return self.currentIndex()
+
+    def run_action(self, index: QModelIndex, action: str) -> None:
+        """Do what a message's icon does (its copy, regenerate or edit)."""
+        self.setCurrentIndex(index)
+        if action == "copy":
+            self.copy_current()
+        elif action == "regenerate":
+            self.regenerateRequested.emit()
+        elif action == "edit":
+            self.edit_current()
+
+    def copy_current(self) -> None:
+        """Copy the message as written (an answer's Markdown, the user's words as typed)."""
+        index = self.current_message()
+        if index.isValid():
+            message = self.delegate.message(index)
+            QGuiApplication.clipboard().setText(message_markdown(message))
+            self._show_copied(message.id)
+
+    def edit_current(self) -> None:
+        index = self.current_message()
+        if index.isValid():
+            message = self.delegate.message(index)
+            if message.role == Role.USER:
+                self.editRequested.emit(message.id, message.text)
+
+    def _show_copied(self, message_id: int | None) -> None:
+        self.delegate.copied = message_id
+        self.viewport().update()
+        if message_id is not None:
+            self._copied_timer.start(COPIED_MS)
+
+    def _copied_over(self) -> None:
+        self._show_copied(None)
+
+    def copy_code(self, code: str) -> None:
+        """A code block's copy link was clicked: exactly its code."""
+        QGuiApplication.clipboard().setText(code)
+        QToolTip.showText(QCursor.pos(), COPIED_TIP, self)
+
+    def open_link(self, href: str) -> bool:
+        """A link in a message was clicked: a code block's copy, a tool result's Show all, or a web or mail address."""
+        code = code_from_href(href)
+        if code is not None:
+            self.copy_code(code)
+            return True
+        toggle = call_from_href(href)
+        if toggle is not None:  # a tool result's "Show all" / "Show less"
+            self.delegate.toggle_call(*toggle)
+            return True
+        url = QUrl(href)
+        # Only web and mail links: a model's answer must not open local files.
+        if url.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)
+            return True
+        return False
+
+    # --- selecting part of a message ----------------------------------------------------
+
+    def open_selection(self, index: QModelIndex | None = None) -> SelectableText | None:
+        """Make a message's text selectable (an editor over it); None while it is being written."""
+        index = index if index is not None else self.currentIndex()
+        if not index.isValid() or self.delegate.message(index).state == MessageState.STREAMING:
+            return None
+        editor = self.selection_editor()
+        if editor is not None and self._selection is not None and self._selection.row() == index.row():
+            return editor
+        self.close_selection(keep_focus=True)
+        self.setCurrentIndex(index)
+        self._selection = QPersistentModelIndex(index)
+        self.openPersistentEditor(index)
+        opened = self.indexWidget(index)
+        assert isinstance(opened, SelectableText)
+        opened.closeRequested.connect(self._selection_closed)
+        opened.linkActivated.connect(self.open_link)
+        opened.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.viewport().update(self.visualRect(index))
+        return opened
+
+    def selection_editor(self) -> SelectableText | None:
+        """The open selection editor, if any."""
+        if self._selection is None or not self._selection.isValid():
+            return None
+        editor = self.indexWidget(self.model().index(self._selection.row(), 0))
+        return editor if isinstance(editor, SelectableText) else None
+
+    def close_selection(self, keep_focus: bool = False) -> None:
+        """Close the selection editor (the text is painted again); the list takes the keys back."""
+        selection, self._selection = self._selection, None
+        if selection is None or not selection.isValid():
+            return
+        index = self.model().index(selection.row(), 0)
+        had_focus = (editor := self.indexWidget(index)) is not None and editor.hasFocus()
+        self.closePersistentEditor(index)
+        self.delegate.selecting = None
+        self.viewport().update(self.visualRect(index))
+        if had_focus and not keep_focus:
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def _selection_closed(self) -> None:
+        # Later: the editor asks from inside its own event handler.
+        QTimer.singleShot(0, self.close_selection)
+
+    def _add_shortcuts(self) -> None:
+        copy = QAction("Copy message", self)
+        copy.setShortcut(QKeySequence.StandardKey.Copy)
+        copy.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        copy.triggered.connect(self.copy_current)
+        edit = QAction("Edit message", self)
+        edit.setShortcut(QKeySequence(Qt.Key.Key_F2))
+        edit.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        edit.triggered.connect(self.edit_current)
+        select = QAction("Select text", self)
+        select.setShortcuts([QKeySequence(Qt.Key.Key_Return), QKeySequence(Qt.Key.Key_Enter)])
+        select.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        select.triggered.connect(lambda: self.open_selection())
+        select_all = QAction("Select all of the message's text", self)
+        select_all.setShortcut(QKeySequence.StandardKey.SelectAll)
+        select_all.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        select_all.triggered.connect(self._select_all)
+        self.addActions([copy, edit, select, select_all])
+
+    def _select_all(self) -> None:
+        editor = self.open_selection()
+        if editor is not None:
+            editor.selectAll()
+
+    def _context_menu(self, point: QPoint) -> None:
+        index = self.indexAt(point)
+        if not index.isValid():
+            return
+        self.setCurrentIndex(index)
+        message = self.delegate.message(index)
+        menu = QMenu(self)
+        menu.addAction("Copy", self.copy_current)
+        if message.state != MessageState.STREAMING:
+            menu.addAction("Select text", lambda: self.open_selection(index))
+        if self.delegate.is_last_answer(index):
+            menu.addAction("Regenerate", self.regenerateRequested.emit)
+        if message.role == Role.USER:
+            menu.addAction("Edit and resend…", self.edit_current)
+        for source in message.sources:  # the keyboard's way to them (the menu key)
+            menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
+        for image in message.images:  # and to the images
+            menu.addAction(f"View image {image.name}…", partial(self.imageChosen.emit, image))
+        menu.popup(self.viewport().mapToGlobal(point))
+
+    def exposed_rect(self) -> QRect:
+        """The part of the viewport being painted now (all of it outside a paint event)."""
+        return QRect(self._exposed) if self._exposed is not None else self.viewport().rect()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # Override: an empty chat says what it is for.
+        started = _now_ms()
+        self._exposed = event.rect()
+        try:
+            super().paintEvent(event)
+        finally:
+            self._exposed = None
+        if self._frame_pending:
+            self._frame_pending = False
+            self.pacer.add_cost(_now_ms() - started)
+        if self.model() is not None and self.model().rowCount() == 0:
+            painter = QPainter(self.viewport())
+            painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
+            painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                             "Ask anything. Answers are written on this computer;\nnothing you type leaves it.")
+            painter.end()
+
+    def viewportEvent(self, event: QEvent) -> bool:  # Override: links and the thinking header open on click.
+        if isinstance(event, QMouseEvent) and event.type() == QEvent.Type.MouseButtonRelease \
+                and event.button() == Qt.MouseButton.LeftButton:
+            point = event.position().toPoint()
+            index = self.indexAt(point)
+            if index.isValid() and self.delegate.thinking_header_at(index, point):
+                self.delegate.toggle_thinking(index)
+                return True
+            image = self.delegate.image_at(index, point) if index.isValid() else None
+            if image is not None:
+                self.imageChosen.emit(self.delegate.message(index).images[image])
+                return True
+            source = self._source_at(index, point) if index.isValid() else None
+            if source is not None:
+                self.sourceChosen.emit(source)
+                return True
+            if index.isValid() and self.open_link(self.delegate.anchor_at(index, point)):
+                return True
+        return super().viewportEvent(event)
+
+    def _source_at(self, index: QModelIndex, point: QPoint) -> SourceRef | None:
+        """The source under a point: a chip of the Sources row, or a "[1]" in the answer's text."""
+        message = self.delegate.message(index)
+        if message.role != Role.ASSISTANT or not message.sources:
+            return None
+        chip = self.delegate.chip_at(index, point)
+        return message.sources[chip] if chip is not None else source_from_href(
+            self.delegate.anchor_at(index, point), message.sources)
+
+
+def _now_ms() -> float:
+    return time.perf_counter() * 1000

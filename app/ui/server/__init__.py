@@ -1,0 +1,1 @@
+"""The window's API server: starting and stopping it, its window, and serving from the tray."""

@@ -1,0 +1,364 @@
+"""Dialogs: a conversation's settings, the app's settings, editing a message."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
+                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea, QSpinBox, QTabWidget,
+                               QVBoxLayout, QWidget)
+
+from app.core.generation import GenerationSettings
+from app.core.settings import Settings
+from app.core.units import human_size
+from app.tools.choices import ToolChoices
+from app.ui.settings.mcp_json_dialog import ServerChecklist, edit_mcp_json
+from app.ui.models.model_settings_form import device_combo
+from app.ui.settings.server_settings_page import ServerSettingsPage
+from app.ui.settings.tools_settings_page import ToolsSettingsPage
+from app.ui.common.window_look import fit_shortcut_letters
+
+if TYPE_CHECKING:
+    from app.service.tool_use import ToolUse
+    from app.ui.state.adapter import ControllerAdapter
+
+
+class GenerationForm(QWidget):
+    """The generation settings as spin boxes, with the ranges GenerationSettings accepts.
+
+    can_switch_thinking: False when the model in use cannot turn its thinking on and off
+    (the box is shown, disabled, with why). servers: the MCP servers in mcp.json, for
+    the "Tools this chat may use" checklist.
+    """
+
+    def __init__(self, settings: GenerationSettings, parent: QWidget | None = None, *,
+                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
+        super().__init__(parent)
+        self._settings = settings
+        form = QFormLayout(self)
+        self.temperature = _double(0.0, 5.0, 0.05, settings.temperature)
+        self.top_p = _double(0.01, 1.0, 0.01, settings.top_p)
+        self.top_k = _int(0, 1000, settings.top_k)
+        self.repeat_penalty = _double(0.5, 3.0, 0.05, settings.repeat_penalty)
+        self.max_tokens = _int(1, 1_000_000, settings.max_tokens)
+        self.seed = _int(-1, 2**31 - 1, settings.seed)
+        self.seed.setSpecialValueText("random")
+        self.context_length = _int(256, 1_048_576, settings.context_length)
+        self.context_length.setSingleStep(256)
+        form.addRow("&Temperature", self.temperature)
+        form.addRow("Top &p", self.top_p)
+        form.addRow("Top &k", self.top_k)
+        form.addRow("&Repeat penalty", self.repeat_penalty)
+        form.addRow("&Max tokens", self.max_tokens)
+        form.addRow("S&eed", self.seed)
+        form.addRow("&Context length", self.context_length)
+        self.thinking = QCheckBox("Think &before answering", self)
+        self.thinking.setChecked(settings.thinking)
+        self.thinking.setEnabled(can_switch_thinking)
+        self.thinking.setToolTip(
+            "For reasoning models whose chat template can turn thinking on and off, such as Qwen3."
+            if can_switch_thinking else
+            "The model in use cannot turn its thinking on and off: its chat template has no switch for it.")
+        form.addRow("", self.thinking)
+        self.tools = ServerChecklist(servers, settings.tools, self)
+        tools_label = QLabel("T&ools this chat may use" if self.tools.count() else
+                             "Tools: none yet (add MCP servers in Settings → Tools)", self)
+        tools_label.setWordWrap(True)
+        tools_label.setBuddy(self.tools)
+        form.addRow(tools_label, self.tools)
+        fit_shortcut_letters(self)
+
+    def value(self) -> GenerationSettings:
+        return dataclasses.replace(
+            self._settings, temperature=self.temperature.value(), top_p=self.top_p.value(),
+            top_k=self.top_k.value(), repeat_penalty=self.repeat_penalty.value(),
+            max_tokens=self.max_tokens.value(), seed=self.seed.value(),
+            context_length=self.context_length.value(), thinking=self.thinking.isChecked(),
+            tools=self.tools.chosen()).validated()
+
+
+class ConversationSettingsDialog(QDialog):
+    """A conversation's system prompt and generation settings."""
+
+    def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None, *,
+                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Chat settings")
+        self.system_prompt = QPlainTextEdit(system_prompt, self)
+        self.system_prompt.setPlaceholderText("For example: You are a concise assistant.")
+        self.system_prompt.setTabChangesFocus(True)
+        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking, servers=servers)
+        label = QLabel("&System prompt (always kept in the model's view)", self)
+        label.setBuddy(self.system_prompt)
+        layout = QVBoxLayout(self)
+        layout.addWidget(label)
+        layout.addWidget(self.system_prompt)
+        layout.addWidget(self.form)
+        layout.addWidget(_buttons(self))
+
+    def values(self) -> tuple[str, GenerationSettings]:
+        return self.system_prompt.toPlainText(), self.form.value()
+
+
+class SettingsDialog(QDialog):
+    """The app's settings: defaults for new chats, threads, theme, saved chat states; the API server.
+
+    Three tabs: `general`, `server` (a ServerSettingsPage) and `tools` (a
+    ToolsSettingsPage). adapter: the window's ControllerAdapter, for "Clear saved chat
+    states" and the disk they take (both off the UI thread); without one the button is
+    disabled. tools: the controller's ToolUse, whose servers and choices the Tools page
+    shows and saves (with the adapter); without it the page lists none. mcp_file: where
+    "Edit mcp.json…" reads and writes.
+    """
+
+    def __init__(self, settings: Settings, parent: QWidget | None = None, *,
+                 adapter: "ControllerAdapter | None" = None, tools: "ToolUse | None" = None,
+                 mcp_file: Path | None = None) -> None:
+        super().__init__(parent)
+        self._adapter = adapter
+        self._tools = tools
+        self._mcp_file = mcp_file
+        self.setWindowTitle("Settings")
+        self._settings = settings
+        servers = tools.servers() if tools is not None else []
+        self.form = GenerationForm(settings.generation, self, servers=[server.name for server in servers])
+        self.theme = QComboBox(self)
+        for value, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            self.theme.addItem(text, value)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        self.device = device_combo(self)
+        self.device.setCurrentIndex(max(0, self.device.findData(settings.device_preference)))
+        self.threads = _int(0, 256, settings.threads or 0)
+        self.threads.setSpecialValueText("automatic")
+        self.threads.setToolTip("How many CPU threads the model uses. Automatic: the cores other programs "
+                                "leave free.")
+        self.when_hidden = _choices(self, settings.when_hidden, (
+            ("pause", "Pause the answer"), ("gently", "Keep going gently"), ("full", "Keep going at full speed")))
+        self.when_in_background = _choices(self, settings.when_in_background, (
+            ("full", "Keep going at full speed"), ("gently", "Keep going gently")))
+        self.when_in_background.setToolTip("Gently: the model runs at a lower priority (in Efficiency mode on "
+                                           "Windows), so the app you are using stays quick. On battery with "
+                                           "battery saver on, full speed becomes gently.")
+        minutes = settings.unload_after_minutes
+        self.unload_after = _int(0, 10_000, 0 if minutes is None else max(1, round(minutes)))
+        self.unload_after.setSpecialValueText("never")
+        self.unload_after.setSuffix(" min")
+        self.unload_after.setToolTip("After this long without an answer the model is unloaded to give its "
+                                     "memory back; your next message loads it again.")
+        self.gentle_threads = QCheckBox("Use half the CPU threads when running gently", self)
+        self.gentle_threads.setChecked(settings.gentle_fewer_threads)
+        self.exit_engine = QCheckBox("Also end the engine process when it is unloaded", self)
+        self.exit_engine.setChecked(settings.exit_engine_when_idle)
+        extra = QFormLayout()
+        extra.addRow("T&heme", self.theme)
+        extra.addRow("&Device", self.device)
+        extra.addRow("CPU thread&s", self.threads)
+        extra.addRow("When the window is &minimized", self.when_hidden)
+        extra.addRow("When another app has the &focus", self.when_in_background)
+        extra.addRow("", self.gentle_threads)
+        extra.addRow("&Unload the model when idle for", self.unload_after)
+        extra.addRow("", self.exit_engine)
+        self._add_speed_rows(extra, settings)
+        self.general = QWidget(self)
+        general = QVBoxLayout(self.general)
+        general.addWidget(QLabel("Defaults for new chats", self.general))
+        general.addWidget(self.form)
+        general.addLayout(extra)
+        self.server = ServerSettingsPage(settings.server, self)
+        self.tools = ToolsSettingsPage(settings, servers, tools.choices if tools is not None else ToolChoices(),
+                                       tools.statuses() if tools is not None else [], self)
+        self.tools.editRequested.connect(self.edit_mcp_json)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(_FitScroll(self.general, self), "Chats a&nd model")
+        self.tabs.addTab(self.server, "AP&I server")
+        self.tabs.addTab(self.tools, "&Tools")
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
+        layout.addWidget(_buttons(self))
+        fit_shortcut_letters(self)
+
+    def value(self) -> Settings:
+        return dataclasses.replace(self._settings, generation=self.form.value(), theme=self.theme.currentData(),
+                                   device_preference=self.device.currentData(),
+                                   threads=self.threads.value() or None,
+                                   when_hidden=self.when_hidden.currentData(),
+                                   when_in_background=self.when_in_background.currentData(),
+                                   unload_after_minutes=self._unload_after(),
+                                   exit_engine_when_idle=self.exit_engine.isChecked(),
+                                   gentle_fewer_threads=self.gentle_threads.isChecked(),
+                                   saved_states_mb=self.saved_states.value(),
+                                   prompt_lookup=self.prompt_lookup.currentData(),
+                                   server=self.server.value())
+
+    def value_with_tools(self) -> Settings:
+        """value() with the Tools page's limits."""
+        return self.tools.value(self.value())
+
+    def save_tools(self) -> None:
+        """After OK: write the servers and tool choices the Tools page changed (off the UI thread)."""
+        tools = self._tools
+        if self._adapter is None or tools is None:
+            return
+        if self.tools.changed_servers():
+            self._adapter.spawn(tools.save_servers(list(self.tools.servers)))
+        if self.tools.changed_choices():
+            self._adapter.spawn(tools.save_choices(self.tools.choices))
+
+    def edit_mcp_json(self) -> None:
+        """mcp.json as text; saved (and read again) only when Kestrel can read all of it."""
+        if self._mcp_file is not None and self._adapter is not None and self._tools is not None:
+            edit_mcp_json(self, self.tools, self._mcp_file, self._tools, self._adapter.spawn)
+
+    # --- saved chat states and prompt lookup ------------------------------------------------
+
+    def _add_speed_rows(self, form: QFormLayout, settings: Settings) -> None:
+        self.saved_states = _int(0, 1_000_000, settings.saved_states_mb)
+        self.saved_states.setSingleStep(256)
+        self.saved_states.setSuffix(" MB")
+        self.saved_states.setSpecialValueText("off (none kept on disk)")
+        self.saved_states.setToolTip("Recent chats keep the model's memory of them in the cache folder, so that "
+                                     "reopening one, even after a restart, does not read it all again. The least "
+                                     "recently used go first when this is full.")
+        self.clear_states = QPushButton("Clear sa&ved chat states", self)
+        self.clear_states.setEnabled(self._adapter is not None)
+        self.clear_states.clicked.connect(self._clear_states)
+        self.states_note = QLabel("", self)
+        self.states_note.setObjectName("savedStatesNote")
+        self.prompt_lookup = _choices(self, settings.prompt_lookup, (
+            ("auto", "Automatic (on while it pays)"), ("on", "On"), ("off", "Off")))
+        self.prompt_lookup.setToolTip("Drafts the next words from the chat itself and checks them in one step: "
+                                      "faster when an answer copies from its input (fixing code, rewriting). "
+                                      "The text is the model's own either way. A model's own setting wins.")
+        clear_row = QHBoxLayout()
+        clear_row.addWidget(self.clear_states)
+        clear_row.addWidget(self.states_note, 1)
+        form.addRow("Saved chat st&ates on disk", self.saved_states)
+        form.addRow("", clear_row)
+        form.addRow("Draft from the prompt (&lookup)", self.prompt_lookup)
+        # Set once Clear is pressed: the usage read at opening may come back after the
+        # clear, and must not write over what the clear says.
+        self._clearing = False
+        if self._adapter is not None:
+            self._adapter.spawn(self._show_usage())
+
+    async def _show_usage(self) -> None:
+        from app.service import kv_cache
+
+        files, size = await asyncio.to_thread(kv_cache.usage)
+        if not self._clearing:
+            self._note(f"{_states(files)}, {human_size(size)} now" if files else "None saved now")
+
+    def _clear_states(self) -> None:
+        """Ask the controller to clear them; the dialog stays usable while it does."""
+        if self._adapter is None:
+            return
+        self._clearing = True
+        self.clear_states.setEnabled(False)
+        self._note("Clearing…")
+        self._adapter.spawn(self._clear(self._adapter))
+
+    async def _clear(self, adapter: "ControllerAdapter") -> None:
+        from app.service import kv_cache
+
+        try:
+            files, size = await asyncio.to_thread(kv_cache.usage)
+            await adapter.controller.clear_saved_states()
+        except Exception as exc:  # noqa: BLE001 - said in the dialog, the settings stay usable
+            self._note(f"Could not clear them: {exc}")
+        else:
+            self._note(f"Cleared {_states(files)}, {human_size(size)} freed" if files else "Cleared (none were saved)")
+        try:
+            self.clear_states.setEnabled(True)
+        except RuntimeError:
+            pass  # the dialog was closed meanwhile
+
+    def _note(self, text: str) -> None:
+        try:
+            self.states_note.setText(text)
+        except RuntimeError:
+            pass  # the dialog was closed meanwhile
+
+    def _unload_after(self) -> float | None:
+        minutes = self.unload_after.value()
+        if not minutes:
+            return None
+        kept = self._settings.unload_after_minutes
+        # A value the dialog cannot show exactly (set in the file) stays as it was unless changed.
+        return kept if kept is not None and round(kept) == minutes else float(minutes)
+
+
+class EditMessageDialog(QDialog):
+    """Change a message before sending it again."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Edit and resend")
+        self.edit = QPlainTextEdit(text, self)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("The answers after this message will be replaced.", self))
+        layout.addWidget(self.edit)
+        layout.addWidget(_buttons(self, ok_text="Resend"))
+
+    def text(self) -> str:
+        return self.edit.toPlainText()
+
+
+class _FitScroll(QScrollArea):
+    """A page that asks for all of its height, but no more than most of the screen, and
+    scrolls beyond it: Settings' first page is taller than a 1080p screen at 200%."""
+
+    def __init__(self, page: QWidget, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWidget(page)
+        self._page = page
+
+    def sizeHint(self) -> QSize:  # Override QScrollArea.sizeHint.
+        page = self._page.sizeHint()
+        screen = self.screen().availableGeometry()
+        bar = self.verticalScrollBar().sizeHint().width()
+        return QSize(page.width() + bar, min(page.height(), int(screen.height() * 0.75)))
+
+
+def _states(count: int) -> str:
+    return f"{count} saved chat state{'' if count == 1 else 's'}"
+
+
+def _buttons(dialog: QDialog, ok_text: str | None = None) -> QDialogButtonBox:
+    box = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, dialog)
+    if ok_text:
+        box.button(QDialogButtonBox.StandardButton.Ok).setText(ok_text)
+    box.accepted.connect(dialog.accept)
+    box.rejected.connect(dialog.reject)
+    return box
+
+
+def _choices(parent: QWidget, current: str, choices: tuple[tuple[str, str], ...]) -> QComboBox:
+    combo = QComboBox(parent)
+    for value, text in choices:
+        combo.addItem(text, value)
+    combo.setCurrentIndex(max(0, combo.findData(current)))
+    return combo
+
+
+def _double(low: float, high: float, step: float, value: float) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(low, high)
+    box.setSingleStep(step)
+    box.setDecimals(2)
+    box.setValue(value)
+    return box
+
+
+def _int(low: int, high: int, value: int) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setValue(value)
+    return box
