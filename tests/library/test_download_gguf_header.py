@@ -106,6 +106,16 @@ def test_a_stated_size_larger_than_the_header_says_is_cut_at_the_header(
     assert_cut_at_the_header(error, counting.written, tiny_model, tmp_path)
 
 
+def test_a_server_that_states_more_but_ends_at_the_header_end_sent_nothing_more(
+        server: TestServer, tmp_path: Path, tiny_model: Path, counting: type[Counting]) -> None:
+    body = tiny_model.read_bytes()
+    server.files["/m.gguf"] = Served(body=body, stated_length=2 * len(body))  # a Content-Length it never fills
+
+    error = failed(tmp_path, FileSpec(server.url("/m.gguf"), "m.gguf"), options=options(counting))
+
+    assert "has only" in str(error) and "more than the model file holds" not in str(error), error
+
+
 def test_a_file_as_long_as_its_header_says_arrives_whole(
         server: TestServer, tmp_path: Path, tiny_model: Path, counting: type[Counting]) -> None:
     body = tiny_model.read_bytes()

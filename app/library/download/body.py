@@ -60,7 +60,7 @@ def receive(answer: Answer, part: PartFile, out: BinaryIO, limit: Limit, stall: 
     """
     answer.body_timeout(stall.seconds)
     response = answer.response
-    announced = response.length
+    announced, stated = response.length, limit
     window_start, window_bytes = time.monotonic(), 0
     if header is not None:
         limit = _within_header(header, part, part.length, limit)
@@ -82,11 +82,12 @@ def receive(answer: Answer, part: PartFile, out: BinaryIO, limit: Limit, stall: 
                                        f"({human_size(window_bytes)})")
             window_start, window_bytes = now, 0
     if part.length >= limit.size:
-        if _more_follows(response, stall):
+        if _more_follows(response, limit.by_header):
             _past_the_limit(part, limit)
-        return
-    if announced is not None and response.length:
-        total = limit.size if limit.stated else part.length + response.length
+        if not limit.by_header or not response.length:
+            return
+    if announced is not None and response.length:  # the header's end, not the size the server said
+        total = stated.size if stated.stated else part.length + response.length
         raise TransientFailure(f"it ended {part.name} at {human_size(part.length)} of the "
                                f"{human_size(total)} it stated", server_fault=True)
 
@@ -100,9 +101,11 @@ def _read(response: http.client.HTTPResponse, count: int, stall: StallRule) -> b
         raise TransientFailure(describe(exc)) from None
 
 
-def _more_follows(response: http.client.HTTPResponse, stall: StallRule) -> bool:
-    """Whether the body goes on past what was wanted: announced, or one more byte arrives."""
-    if response.length is not None:
+def _more_follows(response: http.client.HTTPResponse, arrived_only: bool) -> bool:
+    """Whether the body goes on past what was wanted: announced, or one more byte arrives.
+    arrived_only: only a byte counts (a server that states more than the file's header
+    says, then ends there, did not send more: its body ended short of what it stated)."""
+    if response.length is not None and not arrived_only:
         return response.length > 0
     try:
         return bool(response.read1(1))
