@@ -63,6 +63,16 @@ def test_a_200000_character_result_is_cut_to_the_context_and_the_answer_goes_on(
     assert len(seen) < 2048 * 4  # no more than a 2,048-token context can hold, whatever the tokenizer
 
 
+def test_the_terminal_says_a_result_was_cut(caller: Path) -> None:
+    _servers(McpServerConfig("clock", command=sys.executable, args=(str(SERVERS / "huge_clock.py"),)))
+    result = kestrel("chat", "--model", str(caller), "--ctx", "2048", "--tools", "clock", "--allow-tools", "get_time",
+                     "--temperature", "0", "What time is it?")
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr
+    assert "← result, cut to " in result.stderr and "of 200,000 characters to fit the model's context: 12:00 in UTC" \
+        in result.stderr, result.stderr
+
+
 # --- item 13: mcp.json as a hostile file -------------------------------------------------------------------------
 
 def _write_mcp(content: str) -> Path:
