@@ -107,7 +107,9 @@ def _supervise(parent: int, server: int) -> int:
     """Wait for the server to end, or to be asked to end (then it gets GRACE_S); its exit status."""
     deadline = None
     while True:
-        info = signal.sigtimedwait(_WATCHED, 0.5)
+        # Signals wake it at once; the timeout only backs up the death signal (checked by getppid) and,
+        # once an end was asked, watches the grace time.
+        info = signal.sigtimedwait(_WATCHED, 5.0 if deadline is None else 0.05)
         status, _ = _reap(server)
         if status is not None:
             return status
