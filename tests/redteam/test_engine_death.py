@@ -23,20 +23,28 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import psutil
 import pytest
 
+from app.core.conversation import MessageState, Role
 from app.core.generation import GenerationSettings
+from app.core.history import HistoryStore
+from app.core.paths import data_paths
+from app.core.settings import Settings, SettingsFile
+from app.tools.mcp_config import McpServerConfig, write_mcp_config
 from tests.server.serve_process import ROOT, Ready, interrupt, read_ready, serve_command, serve_env
 from tests.service.conftest import install
 from tests.helpers.tiny_gguf import build_tiny_gguf
+from tests.helpers.tool_call_gguf import build_tool_call_gguf
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL stands in for a native crash")
 
@@ -139,27 +147,42 @@ def _error_words(body: dict[str, object]) -> str:
     return message
 
 
+# Each API shape that streams: its path, and how its events carry text and an error.
+STREAMS = {
+    "openai": ("/v1/chat/completions", {}),
+    "anthropic": ("/v1/messages", {"max_tokens": 100_000}),
+}
+
+
+def _streamed_text(event: dict[str, Any]) -> str:
+    if "choices" in event:  # OpenAI's chunk
+        return str((event["choices"] or [{}])[0].get("delta", {}).get("content") or "")
+    return str(event.get("delta", {}).get("text") or "") if event.get("type") == "content_block_delta" else ""
+
+
+@pytest.mark.parametrize("shape", list(STREAMS))
 def test_api_stream_killed_mid_answer_ends_with_an_error_and_the_next_request_gets_a_new_engine(
-        serving: Serving) -> None:
+        serving: Serving, shape: str) -> None:
+    path, extra = STREAMS[shape]
     engine = serving.engine()
-    pieces: list[str] = []
-    events: list[dict[str, object]] = []
-    with serving.http.stream("POST", "/v1/chat/completions", json={
-            "model": "", "messages": [{"role": "user", "content": "Keep talking"}], "stream": True}) as answer:
+    text = ""
+    events: list[dict[str, Any]] = []
+    with serving.http.stream("POST", path, json={
+            "model": "", "messages": [{"role": "user", "content": "Keep talking"}], "stream": True,
+            **extra}) as answer:
         assert answer.status_code == 200
         for line in answer.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
-            event = json.loads(line.removeprefix("data: "))
-            events.append(event)
-            choices = event.get("choices") or [{}]
-            pieces.append(choices[0].get("delta", {}).get("content") or "")  # type: ignore[union-attr]
-            if len("".join(pieces)) > 30 and engine.is_running():
+            events.append(json.loads(line.removeprefix("data: ")))
+            text += _streamed_text(events[-1])
+            if len(text) > 30 and engine.is_running():
                 kill(engine)
-    assert len("".join(pieces)) > 30, "what was streamed before the kill reached the client"
-    last = events[-1]
-    assert "error" in last, f"the stream ended without saying why: {last}"
-    assert "Send the request again" in _error_words(last)
+    assert len(text) > 30, "what was streamed before the kill reached the client"
+    error = events[-1].get("error")
+    assert isinstance(error, dict), f"the stream ended without saying why: {events[-1]}"
+    assert "Send the request again: the next one starts a new engine" in error["message"]
+    assert error.get("code", "engine_error") == "engine_error"
     _answered_by(serving, engine.pid)
 
 
@@ -199,3 +222,112 @@ def test_api_engine_killed_between_requests_the_next_one_gets_a_new_engine(servi
         assert time.monotonic() < deadline, "the engine's death was never noticed"
         time.sleep(0.05)
     _answered_by(serving, again.pid)
+
+
+# --- the CLI: `kestrel chat` -------------------------------------------------------------
+# One question per process: the next question is the next `kestrel chat`, and --save keeps
+# both in the history, where the window shows them.
+
+
+def kestrel_chat(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "app", "chat", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, encoding="utf-8")
+
+
+def rest_of(chat: subprocess.Popen[str]) -> tuple[str, str]:
+    """What it writes until it ends. Not communicate(): that reads the pipe itself and
+    would lose what readline() already took into the text wrapper's buffer."""
+    stdout, stderr = chat.stdout, chat.stderr
+    assert stdout is not None and stderr is not None
+    ender = threading.Timer(LIMIT_S, chat.kill)  # a chat that never ends fails, never hangs
+    ender.start()
+    errs: list[str] = []
+    reading = threading.Thread(target=lambda: errs.append(stderr.read()))
+    try:
+        reading.start()
+        out = stdout.read()
+        reading.join()
+        chat.wait()
+    finally:
+        ender.cancel()
+    return out, errs[0]
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_cli_chat_killed_mid_answer_says_so_keeps_the_text_and_the_next_chat_is_answered(
+        long_model: Path, kestrel_home: Path) -> None:
+    with kestrel_chat("--model", str(long_model), "--ctx", str(LONG_CONTEXT), "--max-tokens", "100000",
+                      "--json", "--save", "Keep talking") as chat:
+        try:
+            assert chat.stdout is not None
+            read: list[str] = []
+            while len("".join(line.get("text", "") for line in json_lines("".join(read)))) <= 30:
+                line = chat.stdout.readline()
+                assert line, "the answer ended before it could be killed"
+                read.append(line)
+            kill(the_engine_of(chat.pid))
+            out, err = rest_of(chat)
+        finally:
+            chat.kill()
+    assert chat.returncode == 4, err
+    lines = json_lines("".join(read) + out)
+    assert lines[-1]["type"] == "error" and "stopped unexpectedly" in lines[-1]["message"], lines[-1]
+    assert "Traceback" not in err
+    streamed = "".join(line["text"] for line in lines if line["type"] == "delta")
+
+    again = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(long_model), "--max-tokens", "8",
+                            "--save", "Are you back?"], cwd=ROOT, capture_output=True, text=True,
+                           encoding="utf-8", timeout=LIMIT_S)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() and "Traceback" not in again.stderr
+
+    with HistoryStore(data_paths().history_db) as store:
+        chats = sorted(store.list_conversations(), key=lambda c: c.id)
+        kept = [[(m.role, m.state, m.text) for m in store.messages(c.id)] for c in chats]
+    assert len(kept) == 2
+    (asked, cut), (asked_again, answer) = kept
+    assert asked[::2] == (Role.USER, "Keep talking") and asked_again[::2] == (Role.USER, "Are you back?")
+    assert cut == (Role.ASSISTANT, MessageState.INTERRUPTED, streamed), "the cut answer is kept as it was shown"
+    assert answer[:2] == (Role.ASSISTANT, MessageState.COMPLETE) and answer[2].strip()
+
+
+# --- tools: `kestrel chat --tools` ---------------------------------------------------------
+
+WAITING_CLOCK = Path(__file__).with_name("waiting_clock_server.py")
+
+
+def test_cli_chat_with_a_tool_whose_engine_is_killed_during_the_call_is_answered_by_a_new_engine(
+        tmp_path: Path, kestrel_home: Path) -> None:
+    paths = data_paths().ensure()
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    write_mcp_config(paths.mcp_file, [McpServerConfig("clock", command=sys.executable,
+                                                      args=(str(WAITING_CLOCK), str(flags)))])
+    SettingsFile(paths.settings_file).save(Settings(tool_rounds=1))
+    caller = build_tool_call_gguf(tmp_path / "caller.gguf")
+    chat = kestrel_chat("--model", str(caller), "--tools", "clock", "--allow-tools", "get_time", "--json",
+                        "--temperature", "0", "What time is it?")
+    try:
+        deadline = time.monotonic() + LIMIT_S
+        while not (flags / "called").exists():
+            assert time.monotonic() < deadline and chat.poll() is None, "the tool was never called"
+            time.sleep(0.05)
+        engine = the_engine_of(chat.pid)
+        kill(engine)
+        (flags / "go").touch()
+        out, err = chat.communicate(timeout=LIMIT_S)
+    finally:
+        chat.kill()
+    # The engine was gone before the tool answered, so what the model wrote after the result
+    # came from a new one: the death cost not even this answer.
+    assert chat.returncode == 0, err
+    assert "Traceback" not in err
+    lines = json_lines(out)
+    kinds = [line["type"] for line in lines]
+    assert kinds[-1] == "done" and "tool_result" in kinds, kinds
+    result = kinds.index("tool_result")
+    assert lines[result]["text"] == "12:00 in UTC"
+    assert any(line["type"] == "delta" and line["text"].strip() for line in lines[result:]), kinds
