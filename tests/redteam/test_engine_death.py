@@ -5,6 +5,12 @@ ends with words its reader can act on, and the next request is answered by a new
 (another pid). Most cases run on a tiny GGUF made for a long context (32k tokens), so an
 answer still runs when the test kills it, however busy the machine is.
 
+Beside this file: the window killed mid-answer on the real engine, the shown text kept and
+the next message answered by a new engine (tests/ui/test_engine_death_window.py), and the
+API's rules on the scripted engine (tests/service/test_api_answers.py, the issue 35 part):
+requests that come together after a death share one load, and a model that will not load
+is refused with its reason after one load per request, never a loop.
+
 Already covered elsewhere, and not repeated here:
 - the window's chat door (the controller) on the real engine, killed mid-answer, the text
   kept and the next send answered by a new engine:
