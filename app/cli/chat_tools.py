@@ -14,6 +14,7 @@ from app.core.paths import data_paths
 from app.service.events import ToolPartsChanged
 from app.service.tool_use import Approver, ToolDecision, ToolRequest
 from app.tools.mcp_config import read_mcp_config
+from app.tools.result_cut import cut_of
 
 EXIT_USAGE = 2
 _SHOWN = 300  # characters of a result shown on a terminal (the model gets it whole)
@@ -103,5 +104,8 @@ class ToolPrinter:
                                   "is_error": part.is_error, "denied": part.denied}, True)
             else:
                 said = "denied" if part.denied else "error" if part.is_error else "result"
+                cut = cut_of(part.text)
+                if cut is not None:  # the note is at the end, past what the terminal is shown
+                    said += f", cut to {cut.kept:,} of {cut.total:,} characters {cut.reason.value}"
                 text = part.text if len(part.text) <= _SHOWN else part.text[:_SHOWN] + "…"
                 print(f"← {said}: {text}", file=sys.stderr, flush=True)

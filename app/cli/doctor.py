@@ -10,6 +10,7 @@ from pathlib import Path
 from app.hardware.probe import probe
 from app.hardware.recording import RecordingMachine
 from app.hardware.summary import format_report
+from app.tools.server_cgroup import containment
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -19,7 +20,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     doctor = commands.add_parser("doctor", help="show the CPU, memory, GPUs, NPUs and runtimes this machine has")
     doctor.add_argument("--json", action="store_true",
                         help="print the report as JSON (keys: os, cpu, ram, gpus, npus, ep_devices, "
-                             "onnxruntime, llama, power, errors)")
+                             "onnxruntime, llama, power, errors, mcp_containment)")
     doctor.add_argument("--allow-downloads", action="store_true",
                         help="let Windows ML download the execution providers it offers for this PC "
                              "(needs a network; off by default)")
@@ -44,9 +45,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         report = probe(allow_downloads=args.allow_downloads)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2), flush=True)
+        print(json.dumps({**report.to_dict(), "mcp_containment": containment()}, indent=2), flush=True)
     else:
         print(format_report(report), flush=True)
+        print(f"\nMCP servers: {containment()}", flush=True)
     if record is not None:
         print(f"Recorded what each source answered into {record}.", file=sys.stderr, flush=True)
     return EXIT_OK

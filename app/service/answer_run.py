@@ -25,6 +25,7 @@ from app.service.events import (THINKING, WRITING, ActivityChanged, AnswerFinish
                                 InterruptReason, Problem, Queued, TextGrew, ToolPartsChanged)
 from app.service.storage import Storage
 from app.service.streaming import StreamingAnswer
+from app.service.tool_room import ResultRoom
 from app.service.tool_use import ToolUse
 from app.service.vision import VisionState
 from app.tools.values import ToolInfo
@@ -63,6 +64,7 @@ class AnswerRun:
         self.request: EngineRequest | None = None
         self._tools, self._tool_rounds = tools, tool_rounds
         self._tool_task: asyncio.Future[tuple[str, ToolResultPart]] | None = None
+        self._round_stats: AnswerStats | None = None  # the last round that made calls: what it took of the context
         self._frame = frame
         self._sources: tuple[SourceRef, ...] = ()
         self._vision = vision  # whether the model in the engine sees the chat's images, and why not
@@ -144,15 +146,16 @@ class AnswerRun:
             if calls is None:
                 return
             said = stream.text[stream.round_start:].strip() if stream.round_start is not None else ""
-            results = await self._run_calls(stream, calls, tools)
+            room = ResultRoom.after_round(self._round_stats, self._engine.client, settings)
+            results = await self._run_calls(stream, calls, tools, room)
             if results is None:
                 return
             chat.append(ChatMessage(Role.ASSISTANT, said, tool_calls=tuple(calls)))
             chat.extend(ChatMessage(Role.TOOL, result.text, tool_call_id=result.call_id) for result in results)
             stream.next_round()
 
-    async def _run_calls(self, stream: StreamingAnswer, calls: list[ToolCall],
-                         tools: list[ToolInfo]) -> list[ToolResultPart] | None:
+    async def _run_calls(self, stream: StreamingAnswer, calls: list[ToolCall], tools: list[ToolInfo],
+                         room: ResultRoom) -> list[ToolResultPart] | None:
         """Each call shown, asked and run in turn; None if the answer was stopped meanwhile
         (then it is saved as it stands)."""
         assert self._tools is not None and self.conversation_id is not None
@@ -162,7 +165,7 @@ class AnswerRun:
             self._show_parts(stream, await stream.add_part(ToolCallPart(call.id, server, call.name, call.arguments)))
             self._emit(ActivityChanged(f"Calling {call.name}…", self.conversation_id))
             running = asyncio.ensure_future(self._tools.run(call, tools, conversation_id=self.conversation_id,
-                                                            message_id=stream.message_id))
+                                                            message_id=stream.message_id, room=room))
             self._tool_task = running
             try:
                 _, result = await running
@@ -214,6 +217,7 @@ class AnswerRun:
                                         thinking=event.thinking))
                 elif isinstance(event, Done):
                     if calls and not self.cancelled and event.finish_reason != FinishReason.CANCELLED:
+                        self._round_stats = event.stats
                         return calls
                     self._finish(await self._complete(stream, event.stats))
                     return None

@@ -17,7 +17,7 @@ from app.hardware.probe import probe
 from tests.hardware.machines import RecordedMachine
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = {"os", "cpu", "ram", "gpus", "npus", "ep_devices", "llama", "power", "errors"}
+KEYS = {"os", "cpu", "ram", "gpus", "npus", "ep_devices", "llama", "power", "errors", "mcp_containment"}
 # Until app/__main__.py wires the subcommand, the tests build the same parser doctor.add_parser builds.
 _RUN_DOCTOR = ("import argparse, sys; from app.cli import doctor; parser = argparse.ArgumentParser(); "
                "doctor.add_parser(parser.add_subparsers(dest='command')); args = parser.parse_args(sys.argv[1:]); "
@@ -37,6 +37,8 @@ def test_json_in_a_real_process() -> None:
     assert KEYS <= set(data)
     assert data["cpu"]["threads"] >= 1 and data["ram"]["total"] > 0
     assert isinstance(data["errors"], list)
+    # Issue 35, item 14: how far Kestrel can end what its MCP servers start, said where a person looks.
+    assert "MCP server" in data["mcp_containment"]
 
 
 def test_table_in_a_real_process() -> None:
@@ -84,7 +86,9 @@ def test_table_of_the_desktop(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     assert "NVIDIA GeForce RTX 4070 (NVIDIA, discrete): 12.0 GB dedicated, 10.8 GB free" in out
     assert "GPU offload yes; backends CUDA, CPU" in out
     assert "no battery" in out
-    assert out.rstrip().endswith("Problems      none")
+    report, mcp = out.rstrip().rsplit("\n\n", 1)
+    assert report.endswith("Problems      none")
+    assert mcp.startswith("MCP servers: ")
 
 
 def test_table_lists_problems() -> None:

@@ -22,8 +22,8 @@ from app.tools.values import ServerState, ServerStatus, ToolInfo
 from app.ui.chat.conversation_delegate import markers
 from app.ui.settings.dialogs import ConversationSettingsDialog, SettingsDialog
 from app.ui.settings.mcp_json_dialog import check_mcp_text
-from app.ui.messages.tool_parts import pretty_arguments
-from app.ui.messages.tool_parts import call_from_href, parts_html
+from app.tools.result_cut import CutReason, cut_result
+from app.ui.messages.tool_parts import call_from_href, call_header, parts_html, pretty_arguments
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import idle, run, until
 from tests.ui.test_server_settings import clipped
@@ -307,3 +307,13 @@ def test_the_chat_settings_dialog_offers_the_servers_of_mcp_json(make_window, lo
     monkeypatch.setattr(ConversationSettingsDialog, "exec", choose)
     window.edit_chat_settings()
     run(loop, until(lambda: window.controller.conversation_settings()[1].tools == ("files",), what="the chat's tools"))
+
+
+def test_a_result_kestrel_cut_says_so_in_its_block_header() -> None:
+    # Issue 35, item 12: the note that the result was cut ends the text, out of sight until "Show all".
+    call = ToolCallPart("c1", "files", "read_file", "{}")
+    whole = ToolResultPart("c1", "x" * 500)
+    cut = ToolResultPart("c1", cut_result("x" * 200_000, 847, CutReason.CONTEXT))
+    assert call_header(call, whole, streaming=False) == "Called read_file"
+    assert call_header(call, cut, streaming=False) == "Called read_file (result cut to 847 of 200,000 characters)"
+    assert "result cut to 847 of 200,000 characters" in parts_html([call, cut], dark=False)

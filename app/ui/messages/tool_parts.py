@@ -8,6 +8,7 @@ from collections.abc import Collection, Sequence
 
 from app.core.chat_markdown import markdown_parts
 from app.core.conversation import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from app.tools.result_cut import cut_of
 from app.ui.messages.markdown import markdown_to_html
 
 # A value longer than this is shown cut, with "…"; the tooltip and Copy have it whole.
@@ -73,7 +74,10 @@ def call_header(call: ToolCallPart, result: ToolResultPart | None, streaming: bo
         return f"Calling {call.name}…" if streaming else f"Called {call.name}: no result (the answer was stopped)"
     if result.denied:
         return f"Called {call.name}: Denied by you"
-    return f"Called {call.name}: failed" if result.is_error else f"Called {call.name}"
+    if result.is_error:
+        return f"Called {call.name}: failed"
+    cut = cut_of(result.text)
+    return f"Called {call.name}" + (f" (result cut to {cut.kept:,} of {cut.total:,} characters)" if cut else "")
 
 
 def parts_html(parts: Sequence[Part], *, dark: bool, expanded: Collection[str] = (), streaming: bool = False) -> str:

@@ -13,8 +13,7 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QListWidget, QListWidgetItem, QPlainTextEdit,
                                QVBoxLayout, QWidget)
 
-from app.core.files import write_atomically
-from app.tools.mcp_config import McpServerConfig, read_mcp_config
+from app.tools.mcp_config import McpServerConfig, read_mcp_config, read_mcp_text, write_mcp_text
 
 if TYPE_CHECKING:
     from app.service.tool_use import ToolUse
@@ -78,9 +77,7 @@ def edit_mcp_json(parent: QWidget, page: "ToolsSettingsPage", path: Path, tools:
                   spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
     """Open the editor on the file; once saved, ToolUse reads it again and the page shows what it holds."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
+        text = read_mcp_text(path)  # a regular file of at most 1 MB: never a pipe that hangs the window
     except (OSError, UnicodeDecodeError) as exc:
         page.say(f"Kestrel could not read {path}: {exc}")
         return
@@ -91,7 +88,7 @@ def edit_mcp_json(parent: QWidget, page: "ToolsSettingsPage", path: Path, tools:
 
 async def _write(page: "ToolsSettingsPage", path: Path, text: str, tools: "ToolUse") -> None:
     try:
-        await asyncio.to_thread(write_atomically, path, text.encode("utf-8"))
+        await asyncio.to_thread(write_mcp_text, path, text)  # through a link to its target
     except OSError as exc:
         page.say(f"Kestrel could not save {path}: {exc.strerror or exc}.")
         return
