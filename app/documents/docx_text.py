@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import zipfile
-from pathlib import Path
+from typing import BinaryIO
 
 import docx
 from docx.opc.exceptions import PackageNotFoundError
@@ -12,42 +13,43 @@ from docx.styles.style import CharacterStyle
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
+from app.documents.docx_package import docx_package, megabytes
 from app.documents.refusal import Refused
 from app.documents.text_files import HeadingPath
-from app.documents.values import Section, UnreadableCause as Cause
+from app.documents.values import ReadLimits, Section, UnreadableCause as Cause
 
-# Word's older format and its password-protected .docx files are OLE compound files, not zips.
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_MAX_MEMBERS = 10_000
 _HEADING_STYLE = re.compile(r"heading\s*(\d)$", re.IGNORECASE)
+# lxml's parse error, which python-docx lets through (lxml ships no type hints).
+_XML_ERROR: type[Exception] = importlib.import_module("lxml.etree").XMLSyntaxError
+# What libxml2 says when an allocation fails under the reader's memory cap ("unknown error" when
+# it could not even allocate the message): the file is not damaged, it is too large.
+_OUT_OF_MEMORY = ("unknown error", "memory allocation failed")
+# libxml2's own limits (a text node over 10 MB, nesting over 256 levels): too large, not damaged.
+_PAST_PARSER_LIMITS = ("huge", "excessive depth")
 
 
-def check_unpacked_size(path: Path, limit: int) -> None:
-    """Refuse a DOCX whose zip directory declares more than `limit` bytes unpacked (a zip bomb)
-    before any member is inflated. zipfile then stops every member at its declared size, so a
-    directory that lies cannot make the reader inflate more than it declared."""
-    with path.open("rb") as file:
-        if file.read(len(_OLE_MAGIC)) == _OLE_MAGIC:
-            raise Refused(Cause.ENCRYPTED, "password-protected Word document (or an old .doc file "
-                                           "renamed): save a copy without the password as .docx")
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError):
-        raise Refused(Cause.DAMAGED, "damaged Word document: it is not a valid .docx (zip) file") from None
-    declared = sum(member.file_size for member in members)
-    if declared > limit or len(members) > _MAX_MEMBERS:
-        raise Refused(Cause.TOO_LARGE, f"this .docx would unpack to {declared // 2**20:,} MB in "
-                                       f"{len(members):,} parts, more than the {limit // 2**20:,} MB "
-                                       "Kestrel unpacks (a compressed \"zip bomb\"?)")
-
-
-def docx_sections(path: Path, max_unpacked_bytes: int) -> tuple[Section, ...]:
+def docx_sections(file: BinaryIO, limits: ReadLimits) -> tuple[Section, ...]:
     """The body's paragraphs and tables, split at heading paragraphs. Headers, footers, footnotes,
     comments and text boxes are left out; a .docx has no pages until Word lays it out."""
-    check_unpacked_size(path, max_unpacked_bytes)
+    package, xml_bytes = docx_package(file, limits)
     try:
-        document = docx.Document(str(path))
+        return _sections(package)
+    except (MemoryError, _XML_ERROR) as error:
+        said = str(error).lower()
+        if isinstance(error, MemoryError) or any(words in said for words in _OUT_OF_MEMORY):
+            raise Refused(Cause.TOO_LARGE, f"too large for Kestrel to read: {megabytes(xml_bytes)} of text/XML "
+                                           f"needed more than the {limits.memory_bytes // 2**20:,} MB of memory the "
+                                           "reader may use. Split the document into smaller ones, or save it as PDF "
+                                           "or text") from None
+        if any(words in said for words in _PAST_PARSER_LIMITS):
+            raise Refused(Cause.TOO_LARGE, "too large for Kestrel to read: one stretch of its text/XML is longer or "
+                                           f"nested deeper than the XML reader takes ({str(error)[:120]})") from None
+        raise
+
+
+def _sections(package: BinaryIO) -> tuple[Section, ...]:
+    try:
+        document = docx.Document(package)
     except (KeyError, ValueError, zipfile.BadZipFile, PackageNotFoundError):
         raise Refused(Cause.DAMAGED, "damaged Word document: its main part is missing or unreadable") from None
     sections: list[Section] = []

@@ -20,9 +20,9 @@ from app.documents.collections import (
     IndexProgress,
 )
 from app.documents.scan import FoundFile, scan_folder
-from app.documents.schema import open_database, plain_errors, transaction
+from app.documents.schema import loaded_path, open_database, plain_errors, stored_path, transaction
 from app.documents.search import Embedder, SearchMode, VectorQuery, VectorStore, WordCounts, search
-from app.documents.values import Chunk, DocumentText, Unreadable
+from app.documents.values import Chunk, DocumentText, FolderFiles, Unreadable, UnreadableCause, printable
 
 DATABASE_NAME = "documents.sqlite3"
 # How long the writes of a run may wait before they are committed: a killed run loses at
@@ -103,7 +103,11 @@ class DocumentIndex:
         folder = folder.expanduser().resolve()
         if not folder.is_dir():
             what = "is not a folder" if folder.exists() else "does not exist"
-            raise DocumentsError(f"{folder} {what}. Give the folder whose documents to add.")
+            raise DocumentsError(f"{printable(str(folder))} {what}. Give the folder whose documents to add.")
+        if printable(str(folder)) != str(folder):
+            raise DocumentsError(f"The path of {printable(str(folder))} holds bytes that are not valid text (shown as "
+                                 "\ufffd), and Kestrel keeps a collection's folder by its name. Rename the folder "
+                                 "(or the one it is in), then add it again.")
         name = (name if name is not None else folder.name or str(folder)).strip()
         if not name or len(name) > _MAX_NAME or not name.isprintable():
             raise DocumentsError(f"{name!r} cannot name a collection: give a name of 1 to {_MAX_NAME} "
@@ -153,8 +157,9 @@ class DocumentIndex:
                 "SELECT col.folder, f.path, f.size, f.mtime_ns, f.state, f.reason, f.chunks FROM files AS f"
                 " JOIN collections AS col ON col.id = f.collection_id WHERE col.id = ? ORDER BY f.path",
                 (collection_id,)).fetchall()
-        return [FileRecord(path=Path(row[0]) / row[1], size=row[2], mtime_ns=row[3], state=FileState(row[4]),
-                           reason=row[5], chunks=row[6]) for row in rows]
+        # A name that is not valid UTF-8 is shown with \ufffd: the record is for the user to read.
+        return [FileRecord(path=Path(row[0]) / printable(loaded_path(row[1])), size=row[2], mtime_ns=row[3],
+                           state=FileState(row[4]), reason=row[5], chunks=row[6]) for row in rows]
 
     def mark_pending(self, name: str) -> int:
         """Have the next run read every file of the collection again, not only the changed ones
@@ -166,6 +171,8 @@ class DocumentIndex:
             return max(cursor.rowcount, 0)
 
     def _collection_id(self, name: str) -> int:
+        if printable(name) != name:  # no collection has such a name, and SQLite takes no lone surrogate
+            raise self._no_such(name)
         with plain_errors(self.path):
             row = self._conn.execute("SELECT id FROM collections WHERE name = ?", (name,)).fetchone()
         if row is None:
@@ -204,7 +211,9 @@ class DocumentIndex:
         return IndexOutcome(name, added, changed, removed, indexed, unreadable, chunks, cancelled=not finished)
 
     def _apply_scan(self, collection_id: int, found: dict[str, FoundFile]) -> tuple[int, int, int]:
-        known = {row[1]: row for row in self._conn.execute(
+        """Record what the scan found: new and changed files pending, gone ones dropped, and the
+        skipped ones (links out of the folder) unreadable with their reason, never pending."""
+        known = {loaded_path(row[1]): row for row in self._conn.execute(
             "SELECT id, path, size, mtime_ns FROM files WHERE collection_id = ?", (collection_id,))}
         new = [file for path, file in found.items() if path not in known]
         changed = [(file, known[path][0]) for path, file in found.items()
@@ -213,11 +222,18 @@ class DocumentIndex:
         with transaction(self._conn):
             self._conn.executemany(
                 "INSERT INTO files (collection_id, path, size, mtime_ns, state) VALUES (?, ?, ?, ?, ?)",
-                [(collection_id, f.relative, f.size, f.mtime_ns, FileState.PENDING.value) for f in new])
+                [(collection_id, stored_path(f.relative), f.size, f.mtime_ns, FileState.PENDING.value) for f in new])
             self._conn.executemany("UPDATE files SET size = ?, mtime_ns = ?, state = ? WHERE id = ?",
                                    [(f.size, f.mtime_ns, FileState.PENDING.value, file_id)
                                     for f, file_id in changed])
             self._conn.executemany("DELETE FROM files WHERE id = ?", [(file_id,) for file_id in gone])
+            skipped = [(FileState.UNREADABLE.value, printable(f.skipped), UnreadableCause.OUTSIDE_FOLDER.value,
+                        collection_id, stored_path(f.relative)) for f in found.values() if f.skipped]
+            # Every scan: a file that became a link out loses its chunks, and Reindex's pending is undone.
+            self._conn.executemany("DELETE FROM chunks WHERE file_id IN (SELECT id FROM files WHERE"
+                                   " collection_id = ? AND path = ?)", [row[3:] for row in skipped])
+            self._conn.executemany("UPDATE files SET state = ?, reason = ?, cause = ?, chunks = 0"
+                                   " WHERE collection_id = ? AND path = ?", skipped)
         return len(new), len(changed), len(gone)
 
     def _read_pending(self, name: str, collection_id: int, folder: Path,
@@ -227,13 +243,14 @@ class DocumentIndex:
 
         Results wait in memory and are written together every _COMMIT_EVERY_S, so no write
         transaction stays open while the reader works on a slow file or the run is paused."""
-        pending = {str(folder / row[1]): int(row[0]) for row in self._conn.execute(
+        pending = {str(folder / loaded_path(row[1])): int(row[0]) for row in self._conn.execute(
             "SELECT id, path FROM files WHERE collection_id = ? AND state = ? ORDER BY path",
             (collection_id, FileState.PENDING.value))}
         started, done, indexed, unreadable, chunk_count = time.monotonic(), 0, 0, 0, 0
         waiting: list[tuple[int, DocumentText | Unreadable, list[Chunk]]] = []
         written = time.monotonic()
-        results = self._read([Path(path) for path in pending])
+        # FolderFiles: the reader follows a link only inside the folder, checked again as it opens.
+        results = self._read(FolderFiles(folder, [Path(path) for path in pending]))
         try:
             for result in results:
                 file_id = pending.get(str(result.path))
@@ -265,15 +282,18 @@ class DocumentIndex:
         with transaction(self._conn):
             for file_id, result, chunks in waiting:
                 self._conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+                # printable: SQLite takes no lone surrogate, whether from a name or a parser's text.
                 if isinstance(result, Unreadable):
                     self._conn.execute("UPDATE files SET state = ?, reason = ?, cause = ?, chunks = 0 WHERE id = ?",
-                                       (FileState.UNREADABLE.value, result.reason, result.cause.value, file_id))
+                                       (FileState.UNREADABLE.value, printable(result.reason), result.cause.value,
+                                        file_id))
                     continue
                 self._conn.executemany(
                     "INSERT INTO chunks (file_id, ordinal, page, heading, text) VALUES (?, ?, ?, ?, ?)",
-                    [(file_id, chunk.ordinal, chunk.page, chunk.heading, chunk.text) for chunk in chunks])
+                    [(file_id, chunk.ordinal, chunk.page, None if chunk.heading is None else printable(chunk.heading),
+                      printable(chunk.text)) for chunk in chunks])
                 self._conn.execute("UPDATE files SET state = ?, reason = ?, cause = NULL, chunks = ? WHERE id = ?",
-                                   (FileState.INDEXED.value, result.note, len(chunks), file_id))
+                                   (FileState.INDEXED.value, printable(result.note), len(chunks), file_id))
         waiting.clear()
 
     # --- vectors ------------------------------------------------------------------

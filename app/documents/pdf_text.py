@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from typing import BinaryIO
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -24,11 +24,11 @@ class _Bookmark:
     title: str
 
 
-def pdf_sections(path: Path) -> tuple[tuple[Section, ...], str]:
-    """One section per page, split further where a bookmark's title starts on that page, and a
-    note naming the pages that could not be read (left out: one bad page loses only itself)."""
+def pdf_sections(file: BinaryIO) -> tuple[tuple[Section, ...], str]:
+    """One section per page of the open file, split further where a bookmark's title starts on that
+    page, and a note naming the pages that could not be read (left out: one bad page loses only itself)."""
     try:
-        pdf = pdfium.PdfDocument(path)
+        pdf = pdfium.PdfDocument(file)
     except pdfium.PdfiumError as error:
         raise _open_refusal(error) from None
     try:

@@ -9,12 +9,14 @@ from typing import Callable
 
 from app.documents.limited_child import Answered, LimitedChild, TimedOut, serve
 from app.documents.reading import read_document
-from app.documents.values import DocumentText, ReadLimits, Unreadable, UnreadableCause as Cause
+from app.documents.values import DocumentText, FolderFiles, ReadLimits, Unreadable, UnreadableCause as Cause
 
 Result = DocumentText | Unreadable
 # What the child runs on each file: read_document, or a test's stand-in that hangs or crashes.
 # It must be picklable (a module-level function): the child is spawned.
 ReadFunction = Callable[..., Result]
+# What the child is sent for a file: its path, and the collection's folder it must stay in (or None).
+_Request = tuple[Path, Path | None]
 
 
 def reader_main(conn: Connection, limits: ReadLimits, read: ReadFunction) -> None:
@@ -25,7 +27,11 @@ def reader_main(conn: Connection, limits: ReadLimits, read: ReadFunction) -> Non
         return Unreadable(path, f"reading it needed more than the {limits.memory_bytes // 2**20:,} MB "
                                 "of memory Kestrel gives its reader", Cause.OUT_OF_MEMORY)
 
-    serve(conn, limits.memory_bytes, lambda path: read(path, limits=limits), out_of_memory)
+    def handle(request: _Request) -> Result:
+        path, within = request
+        return read(path, limits=limits) if within is None else read(path, limits=limits, within=within)
+
+    serve(conn, limits.memory_bytes, handle, lambda request: out_of_memory(request[0]))
 
 
 class ReaderPool:
@@ -50,9 +56,11 @@ class ReaderPool:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def read(self, path: Path) -> Result:
-        """Read one file in the child; never raises for anything the file does."""
-        answer = self._child.ask(path, self._limits.seconds_per_file)
+    def read(self, path: Path, within: Path | None = None) -> Result:
+        """Read one file in the child; never raises for anything the file does. `within`: the
+        collection's folder the file must not lead out of (a link is followed only inside it)."""
+        request: _Request = (path, within)
+        answer = self._child.ask(request, self._limits.seconds_per_file)
         if isinstance(answer, Answered):
             return answer.value
         if isinstance(answer, TimedOut):
@@ -64,9 +72,10 @@ class ReaderPool:
                                 "the reader may use", Cause.DAMAGED)
 
     def read_all(self, paths: Iterable[Path]) -> Iterator[Result]:
-        """Each path's result, in order."""
+        """Each path's result, in order; FolderFiles are read only inside their folder."""
+        within = paths.folder if isinstance(paths, FolderFiles) else None
         for path in paths:
-            yield self.read(path)
+            yield self.read(path, within)
 
     def close(self) -> None:
         """Stop the child: asked to end, then killed if it is in the middle of a file."""
@@ -74,7 +83,7 @@ class ReaderPool:
 
 
 def read_in_worker(paths: Iterable[Path], *, limits: ReadLimits = ReadLimits()) -> Iterator[Result]:
-    """Read `paths` in one reader child process, yielding each file's result in order; the child
-    ends when the iteration does (or is abandoned)."""
+    """Read `paths` in one reader child process, yielding each file's result in order (FolderFiles
+    only inside their folder); the child ends when the iteration does (or is abandoned)."""
     with ReaderPool(limits) as pool:
         yield from pool.read_all(paths)

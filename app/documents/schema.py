@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,6 +84,22 @@ _PROBLEMS = {
     26: ("{path} is not a documents index Kestrel can read. It holds nothing that is not in your folders: "
          "delete the file and add the folders again (kestrel docs add FOLDER)."),
 }
+
+
+def stored_path(path: str) -> str | bytes:
+    """A file's path as the index keeps it: text, or, for a name that is not valid Unicode (bytes
+    that are not UTF-8 on Linux, which Python carries as lone surrogates), its bytes as a BLOB,
+    so that the file is still found and read by its real name."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def loaded_path(value: str | bytes) -> str:
+    """A path stored by stored_path, as Python names the file again."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
 def problem(error: sqlite3.Error, path: Path) -> IndexUnavailable | None:

@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from app.documents.collections import Hit
-from app.documents.schema import VECTORS_VERSION
+from app.documents.schema import VECTORS_VERSION, loaded_path
+from app.documents.values import printable
 
 # Reciprocal rank fusion's constant (Cormack et al., 2009): 60 keeps one list's first place
 # from outweighing a chunk both lists rank well.
@@ -208,6 +209,8 @@ def _hits(conn: sqlite3.Connection, ranked: list[tuple[int, float]]) -> list[Hit
         " JOIN files AS f ON f.id = c.file_id JOIN collections AS col ON col.id = f.collection_id"
         f" WHERE c.id IN ({','.join('?' * len(ranked))})", [chunk_id for chunk_id, _ in ranked]).fetchall()
     by_id = {row[0]: row for row in rows}
-    return [Hit(collection=row[1], path=Path(row[2]) / row[3], page=row[4], heading=row[5], score=score,
+    # A name that is not valid UTF-8 is shown with \ufffd: a hit's path goes to the user and into prompts.
+    return [Hit(collection=row[1], path=Path(row[2]) / printable(loaded_path(row[3])), page=row[4], heading=row[5],
+                score=score,
                 text=row[6], chunk_id=chunk_id)
             for chunk_id, score in ranked if (row := by_id.get(chunk_id)) is not None]

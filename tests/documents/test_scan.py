@@ -27,11 +27,29 @@ def test_links_never_make_the_walk_loop(tmp_path: Path) -> None:
     os.symlink(root / "sub" / "loop_a.txt", root / "sub" / "loop_b.txt")
     os.symlink(root / "sub" / "loop_b.txt", root / "sub" / "loop_a.txt")  # a circular file link
     os.symlink(tmp_path / "missing.txt", root / "broken.txt")
+    os.symlink("sub/note.txt", root / "linked.md")  # a link to a file inside is followed to the file
+    found = scan_folder(root)
+    assert sorted(found) == ["linked.md", "sub/note.txt"]
+    assert found["linked.md"].size == len("n") and not found["linked.md"].skipped
+
+
+def test_links_out_of_the_folder_are_listed_as_skipped_never_followed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
     outside = tmp_path / "outside.md"
     outside.write_text("outside", encoding="utf-8")
-    os.symlink(outside, root / "linked.md")  # a link to a file is followed to the file
-    assert sorted(scan_folder(root)) == ["linked.md", "sub/note.txt"]
-    assert scan_folder(root)["linked.md"].size == len("outside")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "secret.txt").write_text("s", encoding="utf-8")
+    os.symlink(outside, root / "linked.md")
+    os.symlink("../../outside.md", root / "sub" / "up.txt")
+    os.symlink(tmp_path / "elsewhere", root / "sub" / "away")
+    os.symlink(outside, root / "key")  # not a document's name: left out like any other such file
+    os.symlink("sub", root / "inner")  # a folder inside: its files are found where they are
+    found = scan_folder(root)
+    assert sorted(found) == ["linked.md", "sub/away", "sub/up.txt"]
+    assert found["linked.md"].skipped.startswith(f"a link to {outside}, outside the collection's folder")
+    assert found["sub/up.txt"].skipped.startswith(f"a link to {outside}, outside")
+    assert found["sub/away"].skipped.startswith(f"a link to the folder {tmp_path / 'elsewhere'}, outside")
 
 
 def test_a_cancelled_scan_stops(tmp_path: Path) -> None:
