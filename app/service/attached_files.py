@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.core.attachments import MAX_ATTACHED_CHARS, MAX_ATTACHMENTS, AttachedFile, AttachedSection
 from app.documents.chunks import chunk_document
-from app.documents.values import Chunk, DocumentText, FileKind, Section, Unreadable, UnreadableCause
+from app.documents.values import Chunk, DocumentText, FileKind, Section, Unreadable, UnreadableCause, printable
 
 ReadFiles = Callable[[Sequence[Path]], Iterator[DocumentText | Unreadable]]
 
@@ -24,7 +24,7 @@ class AttachmentsUnreadable(Exception):
     def __init__(self, unreadable: Sequence[Unreadable], words: str | None = None) -> None:
         self.unreadable = tuple(unreadable)
         if words is None:
-            words = " ".join(f"{item.path} cannot be read: {item.reason}." for item in self.unreadable)
+            words = " ".join(f"{printable(str(item.path))} cannot be read: {item.reason}." for item in self.unreadable)
             words += " " + _advice(self.unreadable)
         super().__init__(words)
 
@@ -81,12 +81,14 @@ async def read_in_worker_off_loop(paths: Sequence[Path]) -> tuple[AttachedFile, 
 
 
 def attached_file(document: DocumentText) -> AttachedFile:
-    """The history's value of a document the reader read (its size as the file is now)."""
+    """The history's value of a document the reader read (its size as the file is now). A name
+    that is not valid UTF-8 is kept with \ufffd: the history, the prompt and the window take no
+    lone surrogate, and the file is never opened again by this path."""
     try:
         size = document.path.stat().st_size
     except OSError:
         size = 0
-    return AttachedFile(str(document.path), document.kind.value, size,
+    return AttachedFile(printable(str(document.path)), document.kind.value, size,
                         tuple(AttachedSection(s.text, s.page, s.heading) for s in document.sections), document.note)
 
 

@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from app.core.conversation import Role
+from app.core.history import HistoryStore
 from app.documents.chunks import chunk_document
 from app.documents.collections import FileState
 from app.documents.index import DocumentIndex
 from app.documents.reader_worker import ReaderPool, read_in_worker
 from app.documents.reading import read_document
-from app.documents.values import DocumentText, FolderFiles, ReadLimits, Unreadable, UnreadableCause
+from app.documents.values import DocumentText, FolderFiles, ReadLimits, Unreadable, UnreadableCause, printable
+from app.service.attached_files import AttachmentsUnreadable, read_attachments
 from tests.cli.test_chat_cli import ROOT, assert_no_traceback, kestrel
 from tests.redteam.hostile_docs import (SECRET_AWS, SECRET_KEY, SECRET_NOTE, big_docx, docx_parts,
                                         home_with_secrets, lying_docx, patch_directory)
@@ -303,3 +306,19 @@ def test_a_docx_past_the_memory_cap_is_too_large_not_damaged(tmp_path: Path) -> 
     assert isinstance(result, Unreadable), result
     assert result.reason.startswith("too large for Kestrel to read: ") and " MB of text/XML needed more" in result.reason
     assert "400 MB of memory" in result.reason and "damaged" not in result.reason, result
+
+
+@pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="the file system takes any bytes as a name")
+def test_an_attached_file_named_with_invalid_utf8_is_kept_in_the_history(tmp_path: Path) -> None:
+    path = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), BAD_NAME)))
+    path.write_text("Otters hold hands.", encoding="utf-8")
+    [attached] = read_attachments([path], read_in_worker)
+    assert attached.name == "bad\ufffd\ufffd.txt" and "Otters" in attached.text
+    with HistoryStore(tmp_path / "history.sqlite3") as store:
+        chat = store.create_conversation("Otters")
+        store.add_message(chat.id, Role.USER, "What do otters do?", attachments=[attached])
+        [message] = store.messages(chat.id)
+    assert message.attachments[0].name == "bad\ufffd\ufffd.txt"
+    with pytest.raises(AttachmentsUnreadable) as refused:
+        read_attachments([path.with_suffix(".txt.gone")], read_in_worker)
+    assert "\ufffd" in str(refused.value) and printable(str(refused.value)) == str(refused.value)
