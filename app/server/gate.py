@@ -1,4 +1,5 @@
-"""The ASGI layer in front of every endpoint: the key, the request log, and ending requests on stop."""
+"""The ASGI layer in front of every endpoint: the key (or key-less mode's checks), the request log,
+and ending requests on stop."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.server_settings import ServerSettings, is_loopback
 from app.server.errors import Flavor, error_response
+from app.server.keyless import Refusal, keyless_refusal
 from app.server.runs import OUTCOME_KEY, Outcome
 from app.service.api_answers import ApiAnswers
 from app.service.events import RequestRecord
@@ -34,14 +36,21 @@ def key_given(scope: Scope) -> str:
     return headers.get(b"x-api-key", b"").decode("latin-1").strip()
 
 
-def allowed(scope: Scope, settings: ServerSettings) -> bool:
-    """Whether the request may pass: the right key, or (if the user allowed it) a peer on this PC."""
+def has_key(scope: Scope, settings: ServerSettings) -> bool:
+    """Whether the request carries the server's key."""
+    # compare_digest: the time taken says nothing about how much of the key was right.
+    return bool(settings.key) and hmac.compare_digest(key_given(scope).encode(), settings.key.encode())
+
+
+def refusal(scope: Scope, settings: ServerSettings) -> Refusal | None:
+    """None if the request may pass: it has the key, or (if the user allowed it) it comes from a
+    program on this PC and shows what key-less mode asks (app/server/keyless.py); else why not."""
+    if has_key(scope, settings):
+        return None
     peer = scope.get("client")
     if settings.keyless_loopback and peer is not None and is_loopback(str(peer[0])):
-        return True
-    given = key_given(scope)
-    # compare_digest: the time taken says nothing about how much of the key was right.
-    return bool(settings.key) and hmac.compare_digest(given.encode(), settings.key.encode())
+        return keyless_refusal(scope, settings)
+    return Refusal(401, NO_KEY)
 
 
 class Gate:
@@ -93,8 +102,11 @@ class Gate:
             await send(message)
 
         try:
-            if path != "/" and scope["method"] != "OPTIONS" and not allowed(scope, self._settings()):
-                await error_response(flavor_of(path), 401, NO_KEY, code="invalid_api_key")(scope, receive, sending)
+            refused = refusal(scope, self._settings()) if path != "/" and scope["method"] != "OPTIONS" else None
+            if refused is not None:
+                code = "invalid_api_key" if refused.status == 401 else None
+                await error_response(flavor_of(path), refused.status, refused.message, code=code)(
+                    scope, receive, sending)
                 return
             await self._app(scope, self._receiver(receive), sending)
             if self._stopping.is_set() and not sent["complete"]:

@@ -19,6 +19,7 @@ from enum import StrEnum
 import uvicorn
 
 from app.core.server_settings import LOOPBACK, ServerSettings, is_loopback
+from app.server.connections import BACKLOG, OnceSaid, bounded_protocol, most_connections, quiet_accept_failures
 from app.server.http_app import build_app
 from app.server.gate import Gate
 from app.service.api_answers import ApiAnswers
@@ -55,7 +56,7 @@ def bind(host: str, port: int) -> socket.socket:
         else:  # a port just freed by a stop (TIME_WAIT) is free to use again
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(128)
+        sock.listen(BACKLOG)
         sock.setblocking(False)
     except BaseException:
         sock.close()
@@ -102,6 +103,7 @@ class ApiServer:
         self._server: _LoopServer | None = None
         self._serving: asyncio.Task[None] | None = None
         self._gate: Gate | None = None
+        self._put_back: Callable[[], None] = lambda: None  # the loop's own exception handler
 
     def _set(self, state: ServerState, *, error: str = "", address: str = "", warning: str = "") -> None:
         self.state, self.error, self.address, self.warning = state, error, address, warning
@@ -124,9 +126,12 @@ class ApiServer:
             self._set(ServerState.FAILED, error=bind_words(host, port, exc))
             return False
         app, self._gate = build_app(self._answers, self._settings)
-        config = uvicorn.Config(app, loop="none", http="h11", ws="none", lifespan="off", log_config=None,
-                                access_log=False, server_header=False, proxy_headers=False,
-                                timeout_graceful_shutdown=int(STOP_GRACE_S), timeout_keep_alive=5)
+        said = OnceSaid()
+        config = uvicorn.Config(app, loop="none", http=bounded_protocol(most_connections(), said), ws="none",
+                                lifespan="off", log_config=None, access_log=False, server_header=False,
+                                proxy_headers=False, timeout_graceful_shutdown=int(STOP_GRACE_S),
+                                timeout_keep_alive=5, backlog=BACKLOG)
+        self._put_back = quiet_accept_failures(asyncio.get_running_loop(), said)
         self._server = server = _LoopServer(config)
         self._serving = asyncio.create_task(server.serve(sockets=[sock]), name="kestrel-api-server")
         async with asyncio.timeout(START_LIMIT_S):
@@ -151,5 +156,7 @@ class ApiServer:
             await gate.end_requests(STOP_GRACE_S)
             server.should_exit = True
             await serving
+        self._put_back()
+        self._put_back = lambda: None
         if self.state is not ServerState.OFF:
             self._set(ServerState.OFF)
