@@ -21,7 +21,7 @@ __all__ = [
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 11
+PROTOCOL_VERSION = 12
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -278,10 +278,13 @@ class Delta:
 
 @dataclass(frozen=True)
 class Done:
-    """The answer is complete; stats says how it went and why it ended."""
+    """The answer is complete; stats says how it went and why it ended. stop_sequence: which of
+    the request's own stop strings ended it (None: the model ended it, or its template's stop,
+    or a limit; the Anthropic API reports it as stop_sequence)."""
 
     request_id: int
     stats: AnswerStats
+    stop_sequence: str | None = None
 
     @property
     def finish_reason(self) -> FinishReason:

@@ -22,10 +22,14 @@ from app.server.runs import CLIENT_GONE, Event, close, collect, cut_short, opene
 from app.service.api_answers import ApiAnswers, ApiRefused, Started
 
 
-def stop_reason(stats: AnswerStats, calls: bool) -> str:
+def stop_reason(stats: AnswerStats, calls: bool, stop_sequence: str | None) -> tuple[str, str | None]:
+    """Anthropic's stop_reason and stop_sequence (which of the request's stop_sequences ended the
+    answer: the official client reads it; null unless that is the reason)."""
     if cut_short(stats):
-        return "max_tokens"
-    return "tool_use" if calls else "end_turn"
+        return "max_tokens", None
+    if calls:
+        return "tool_use", None
+    return ("end_turn", None) if stop_sequence is None else ("stop_sequence", stop_sequence)
 
 
 def tool_use(call: ToolCall) -> dict[str, Any]:
@@ -61,8 +65,9 @@ class AnthropicEndpoint:
             content: list[dict[str, Any]] = [{"type": "text", "text": got.text}] if got.text else []
             content += [tool_use(call) for call in got.calls]
             stats = got.stats
+            reason, sequence = stop_reason(stats, bool(got.calls), got.stop_sequence)
             return JSONResponse({**message_head(message_id, got.started.model), "content": content,
-                                 "stop_reason": stop_reason(stats, bool(got.calls)),
+                                 "stop_reason": reason, "stop_sequence": sequence,
                                  "usage": {"input_tokens": stats.prompt_tokens, "output_tokens": stats.tokens}})
 
         return await guarded(Flavor.ANTHROPIC, request, work)
@@ -101,8 +106,9 @@ async def _events(request: Request, message_id: str, started: Started,
                 if text_open:
                     yield sse.event({"type": "content_block_stop", "index": blocks - 1})
                     text_open = False
+                reason, sequence = stop_reason(event.stats, calls, event.stop_sequence)
                 yield sse.event({"type": "message_delta",
-                                 "delta": {"stop_reason": stop_reason(event.stats, calls), "stop_sequence": None},
+                                 "delta": {"stop_reason": reason, "stop_sequence": sequence},
                                  "usage": {"input_tokens": event.stats.prompt_tokens,
                                            "output_tokens": event.stats.tokens}})
                 yield sse.event({"type": "message_stop"})

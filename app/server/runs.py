@@ -66,7 +66,10 @@ async def _disconnected(request: Request) -> None:
 
 
 async def until_gone(request: Request, work: Awaitable[T]) -> T:
-    """work's result, or ClientGone (work cancelled) if the client disconnects first."""
+    """work's result, or ClientGone (work cancelled) if the client disconnects first.
+
+    Once the client is seen gone, the request is gone, however work then ends: an answer told to
+    stop may still end with its Done, and sending it would go nowhere (the log says 499)."""
     task = asyncio.ensure_future(work)
     watch = asyncio.ensure_future(_disconnected(request))
     try:
@@ -76,11 +79,11 @@ async def until_gone(request: Request, work: Awaitable[T]) -> T:
             if not pending.done():
                 pending.cancel()
         await asyncio.gather(task, watch, return_exceptions=True)
-    if not task.cancelled() and task.exception() is None:
-        return task.result()
-    if task.cancelled():
+    if task.cancelled() or (watch.done() and not watch.cancelled() and watch.exception() is None):
         outcome_of(request).status = CLIENT_GONE
         raise ClientGone()
+    if task.exception() is None:
+        return task.result()
     raise task.exception()  # type: ignore[misc]
 
 
@@ -115,6 +118,7 @@ class Collected:
     thinking: str = ""
     calls: list[ToolCall] = field(default_factory=list)
     stats: AnswerStats = field(default_factory=AnswerStats)
+    stop_sequence: str | None = None  # the request's stop string that ended it
 
 
 async def collect(request: Request, answers: ApiAnswers, ask: ApiAsk) -> Collected:
@@ -132,7 +136,7 @@ async def collect(request: Request, answers: ApiAnswers, ask: ApiAsk) -> Collect
                 elif isinstance(event, Delta):
                     (thinking if event.thinking else text).append(event.text)
                 elif isinstance(event, Done):
-                    found.stats = event.stats
+                    found.stats, found.stop_sequence = event.stats, event.stop_sequence
         finally:
             await close(stream)
         found.text, found.thinking = "".join(text), "".join(thinking)

@@ -94,6 +94,7 @@ class FakeAnswers:
     refuse: ApiRefused | None = None
     fail_midway: ApiRefused | None = None
     hold: bool = False
+    stop_sequence: str | None = None  # the request's stop string that ended the answer
     asks: list[ApiAsk] = field(default_factory=list)
     records: list[RequestRecord] = field(default_factory=list)
     closed: int = 0
@@ -127,7 +128,7 @@ class FakeAnswers:
             if self.hold:
                 await asyncio.Event().wait()
             yield Done(0, AnswerStats(prompt_tokens=7, tokens=len(self.pieces), tokens_per_s=50.0,
-                                      finish_reason=self.finish))
+                                      finish_reason=self.finish), stop_sequence=self.stop_sequence)
         finally:
             self.closed += 1
 
