@@ -10,6 +10,8 @@ from typing import Any, Mapping, Sequence
 
 from app.engine.errors import ShapeRefused
 from app.engine.failures import BadShape, NoToolUse, ShapePart
+from app.engine.gbnf_bounds import grammar_problem
+from app.engine.grammar_bounds import GrammarTooBig, schema_problem
 from app.engine.protocol import TOOL_CHOICES, AnswerShape
 from app.engine.tool_calls import ToolCall, ToolCallReader, ToolFamily, arguments_grammar, family_of
 
@@ -77,8 +79,52 @@ def shape_answer(shape: AnswerShape, template: str | None, model_name: str) -> S
         raise ShapeRefused(BadShape(ShapePart.GRAMMAR, "an answer held to a grammar or a JSON schema cannot also "
                                                        "be held to a tool call"))
     only = None if shape.tool_choice == "required" else shape.tool_choice
-    return ShapedAnswer(tools, family, forced=True, names=tuple(str(t["function"]["name"]) for t in allowed),
-                        call_grammar=arguments_grammar(tools, only), call_schema=json.dumps(_call_schema(allowed)))
+    names = tuple(str(t["function"]["name"]) for t in allowed)
+    return ShapedAnswer(tools, family, forced=True, names=names, call_grammar=_call_grammar(tools, only, names),
+                        call_schema=json.dumps(_call_schema(allowed)))
+
+
+def _call_grammar(tools: Sequence[Tool], only: str | None, names: Sequence[str]) -> str:
+    """The forced call's grammar; ShapeRefused when a tool's parameters cannot be one (past
+    what llama.cpp can hold, or not a schema the converter reads)."""
+    try:
+        return arguments_grammar(tools, only)
+    except GrammarTooBig as too_big:
+        raise ShapeRefused(BadShape(ShapePart.TOOLS, str(too_big))) from None
+    except Exception as exc:  # noqa: BLE001 - the schema converter fails on odd schemas in many ways
+        listed = ", ".join(f'"{name}"' for name in names)
+        raise ShapeRefused(BadShape(ShapePart.TOOLS, f"the parameters of {listed} cannot be turned into a grammar "
+                                                     f"({exc or type(exc).__name__})")) from None
+
+
+def schema_grammar(schema_text: str) -> str:
+    """GBNF for an answer's JSON schema (AnswerShape.json_schema) on llama.cpp; ShapeRefused when
+    it is not JSON, is past what llama.cpp's grammars can hold (checked before it is converted:
+    app/engine/grammar_bounds.py), or the converter cannot read it."""
+    try:
+        schema = json.loads(schema_text)
+    except (ValueError, RecursionError) as exc:
+        raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, f"it is not JSON ({type(exc).__name__})")) from None
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, problem.words()))
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # loads llama.cpp: only in the engine, when asked
+
+    try:
+        text = str(json_schema_to_gbnf(schema_text))
+    except Exception as exc:  # noqa: BLE001 - the converter fails on bad schemas in many ways
+        raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, f"llama.cpp cannot follow it ({exc})")) from None
+    refuse_unbounded(text, ShapePart.JSON_SCHEMA)
+    return text
+
+
+def refuse_unbounded(grammar: str, part: ShapePart) -> None:
+    """ShapeRefused when a grammar, whoever made it, is past what llama.cpp can hold
+    (app/engine/gbnf_bounds.py): to be called before llama.cpp parses it, since its parser
+    and sampler recurse on deep grammars until the engine dies."""
+    why = grammar_problem(grammar)
+    if why is not None:
+        raise ShapeRefused(BadShape(part, why))
 
 
 def _tools(text: str) -> tuple[Tool, ...]:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from app.engine.answer_shape import ShapedAnswer
+from app.engine.gbnf_bounds import grammar_problem
+from app.engine.grammar_bounds import GrammarTooBig, schema_problem
 from app.engine.tool_call_rest import CallRest, Undecided, call_rest, held
 from app.engine.tool_calls import ToolCallReader, ToolFamily, arguments_grammar
 
@@ -48,7 +50,8 @@ class LazyCallGrammar:
 
     usable(grammar) says whether the backend's grammar engine reads a grammar (llama.cpp
     parses it); one it cannot read (a schema feature the converter gets wrong) leaves that
-    call unconstrained rather than failing the answer.
+    call unconstrained rather than failing the answer. So does a schema or grammar past what
+    llama.cpp can hold (app/engine/grammar_bounds.py), found before llama.cpp is handed it.
     """
 
     def __init__(self, family: ToolFamily, tools: Sequence[Tool], usable: Callable[[str], bool]) -> None:
@@ -107,7 +110,8 @@ def lazy_grammar_for(shaped: ShapedAnswer, usable: Callable[[str], bool]) -> Laz
 
 
 def rest_grammar(rest: CallRest, tools: Sequence[Tool]) -> str:
-    """The GBNF grammar for the rest of a call: rest.root with the rules it uses."""
+    """The GBNF grammar for the rest of a call: rest.root with the rules it uses. GrammarTooBig
+    when a schema it needs, or the grammar, is past what llama.cpp can hold."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf  # loads llama.cpp: only when asked
 
     lines = [f"root ::= {rest.root}", "ws ::= [ \\t\\n]{0,2}"]
@@ -116,8 +120,15 @@ def rest_grammar(rest: CallRest, tools: Sequence[Tool]) -> str:
     if rest.tool is not None:
         function = next(tool["function"] for tool in tools if tool["function"]["name"] == rest.tool)
         schema = function.get("parameters") or {"type": "object"}
+        problem = schema_problem(schema)
+        if problem is not None:
+            raise GrammarTooBig(f"the parameters of the tool \"{rest.tool}\": {problem.words()}")
         lines += _renamed(json_schema_to_gbnf(json.dumps(schema)), "args-", "args")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    why = grammar_problem(text)
+    if why is not None:
+        raise GrammarTooBig(why)
+    return text
 
 
 _RULE = re.compile(r"^([A-Za-z0-9-]+)\s*::=(.*)$")

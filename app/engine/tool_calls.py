@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Collection, Mapping, Sequence
 
+from app.engine.gbnf_bounds import grammar_problem
+from app.engine.grammar_bounds import GrammarTooBig, SchemaWalk
 from app.engine.tool_call_families import SYNTAXES, Block, Problem, RawCall
 
 
@@ -248,17 +250,23 @@ def arguments_grammar(tools: Sequence[Mapping[str, Any]], only: str | None = Non
     """GBNF for the family-neutral JSON call object {"name": one of the tools, "arguments": per its
     schema}: an alternation over the tools (or just the one named `only`), built with
     llama_cpp.llama_grammar.json_schema_to_gbnf, so "name" comes first and the arguments follow
-    that tool's parameters schema. key: what the family calls the arguments (Llama 3: "parameters")."""
+    that tool's parameters schema. key: what the family calls the arguments (Llama 3: "parameters").
+    GrammarTooBig, before anything is converted, when a tool's parameters are past what llama.cpp's
+    grammars can hold (app/engine/grammar_bounds.py), or after, when the grammar is."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf  # loads llama.cpp: only when asked
 
     options: list[dict[str, Any]] = []
     definitions: dict[str, Any] = {}
+    walk = SchemaWalk()  # the tools share one grammar, and so its bounds
     for number, tool in enumerate(tools):
         function = tool.get("function", tool)
         if only is not None and function["name"] != only:
             continue
-        parameters = _hoist_definitions(dict(function.get("parameters") or {"type": "object"}),
-                                        f"t{number}-", definitions)
+        given = function.get("parameters") or {"type": "object"}
+        problem = walk.problem(given)
+        if problem is not None:
+            raise GrammarTooBig(f'the parameters of the tool "{function["name"]}": {problem.words()}')
+        parameters = _hoist_definitions(dict(given), f"t{number}-", definitions)
         options.append({"type": "object", "properties": {"name": {"const": function["name"]}, key: parameters},
                         "required": ["name", key], "additionalProperties": False})
     if not options:
@@ -266,7 +274,11 @@ def arguments_grammar(tools: Sequence[Mapping[str, Any]], only: str | None = Non
     schema: dict[str, Any] = options[0] if len(options) == 1 else {"oneOf": options}
     if definitions:
         schema = {**schema, "$defs": definitions}
-    return str(json_schema_to_gbnf(json.dumps(schema), prop_order=["name", key]))
+    grammar = str(json_schema_to_gbnf(json.dumps(schema), prop_order=["name", key]))
+    why = grammar_problem(grammar)
+    if why is not None:
+        raise GrammarTooBig(f"the grammar of the tools' calls: {why}")
+    return grammar
 
 
 def _hoist_definitions(schema: dict[str, Any], prefix: str, into: dict[str, Any]) -> dict[str, Any]:
