@@ -1,5 +1,10 @@
 """JSON grammars for `response_format`: any JSON object, or one that follows a JSON schema.
 
+A schema is checked against what llama.cpp's grammars can hold (app/engine/grammar_bounds.py)
+before anything is converted, and the grammar made of it again before it goes to the engine: a
+schema past a bound is a 400 that names the keyword and where it is. The routes read a request
+on a worker thread (openai_asks.read_off_loop), so a conversion never holds the server's loop.
+
 llama-cpp-python's converter (llama_cpp/llama_grammar.py, pure Python) makes the GBNF that
 the engine hands to llama.cpp. Importing it as `llama_cpp.llama_grammar` would run the
 package's __init__, which loads llama.cpp's native libraries into this process: the very
@@ -14,17 +19,26 @@ import functools
 import importlib.util
 import json
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Sequence
 
+from app.engine.gbnf_bounds import grammar_problem
+from app.engine.grammar_bounds import SchemaWalk, TooBig, schema_problem
 from app.server.errors import BadRequest
 
 _MODULE = "kestrel_llama_grammar"
+_LOADING = threading.Lock()  # requests are read on worker threads: the module is loaded once
+
+
+def _converter() -> ModuleType:
+    with _LOADING:
+        return _loaded()
 
 
 @functools.cache
-def _converter() -> ModuleType:
+def _loaded() -> ModuleType:
     spec = importlib.util.find_spec("llama_cpp")  # finds the package without running its __init__
     if spec is not None and spec.origin:
         source = Path(spec.origin).with_name("llama_grammar.py")
@@ -47,13 +61,49 @@ def any_json_object() -> str:
 
 
 def json_schema_grammar(schema: Any, param: str) -> str:
-    """GBNF for JSON that validates against schema, or BadRequest naming param."""
+    """GBNF for JSON that validates against schema, or BadRequest naming param (and, for a schema
+    past a bound, the keyword and where it is)."""
     if not isinstance(schema, dict):
         raise BadRequest(f"{param} must be a JSON schema object.", param)
+    problem = schema_problem(schema)
+    if problem is not None:
+        raise too_big(problem, param)
     try:
         grammar: str = _converter().json_schema_to_gbnf(json.dumps(schema))
     except (ValueError, KeyError, TypeError, RecursionError, NotImplementedError, AssertionError) as exc:
         raise BadRequest(f"{param} could not be turned into a grammar: {exc or type(exc).__name__}. Kestrel "
                          "supports the JSON schema subset of llama.cpp (types, properties, required, enum, "
                          "arrays, $ref within the schema).", param) from None
+    why = grammar_problem(grammar)
+    if why is not None:
+        raise BadRequest(f"{param}: {why}. Make the schema smaller (fewer properties, smaller maxLength, "
+                         "maxItems and enums) and ask again.", param)
     return grammar
+
+
+def refuse_tool_schemas(tools: Sequence[tuple[str, Any, str]], choice: str) -> None:
+    """BadRequest for the first tool (its name, parameters, and the param that names them) whose
+    parameters are too deep or big to pass on at all, or past what a grammar can hold when the
+    answer is held to a call of it (tool_choice "required" or its name): the held tools share one
+    grammar. A call that the lazy grammar of tool_choice "auto" cannot hold stays free instead
+    (app/engine/lazy_grammar.py)."""
+    held = SchemaWalk()
+    for name, schema, param in tools:
+        is_held = choice in ("required", name)
+        problem = (held if is_held else SchemaWalk()).problem(schema)
+        if problem is not None and (is_held or problem.keyword in ("nesting", "size")):
+            raise too_big(problem, param)
+
+
+def too_big(problem: TooBig, param: str) -> BadRequest:
+    return BadRequest(f"{param}: {problem.words()}. {_ADVICE.get(problem.keyword, _LOWER)}", param)
+
+
+_LOWER = "Lower it, or leave it out and check that part of the answer yourself, and ask again."
+_ADVICE = {
+    "nesting": "Make the schema shallower and ask again.",
+    "size": "Send a smaller schema.",
+    "grammar": "Make the schema smaller (fewer properties, smaller maxLength, maxItems and enums) and ask again.",
+    "enum": "Use fewer values (or a string with a pattern) and ask again.",
+    "properties": "Split the object into smaller ones and ask again.",
+}

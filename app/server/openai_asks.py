@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,9 +13,13 @@ from app.engine.protocol import AnswerShape, ChatMessage
 from app.engine.tool_calls import ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
-from app.server.grammar import any_json_object, json_schema_grammar
+from app.server.grammar import any_json_object, json_schema_grammar, refuse_tool_schemas
 from app.server.images import RequestImages, no_files
 from app.service.api_answers import ApiAsk
+
+# How long reading a request may take on its worker thread; its one slow part is a JSON schema's
+# grammar, which the schema's bounds keep to well under a second (app/engine/grammar_bounds.py).
+READ_BUDGET_S = 30.0
 
 _ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "user": Role.USER, "assistant": Role.ASSISTANT,
           "tool": Role.TOOL}
@@ -153,9 +159,12 @@ def response_format(body: Body, key: str = "response_format", *, nested: bool = 
 
 
 def tools(body: Body) -> tuple[str | None, str]:
-    """The tools in the OpenAI shape as JSON for the chat template, and tool_choice."""
+    """The tools in the OpenAI shape as JSON for the chat template, and tool_choice. A tool's
+    parameters too deep or big to pass on are a 400, and so are those past what a grammar can
+    hold when the answer is held to a call of that tool (app/server/grammar.refuse_tool_schemas)."""
     given = body.objects("tools")
     functions: list[dict[str, Any]] = []
+    params: list[str] = []
     for tool in given:
         kind = tool.text("type") or "function"
         if kind != "function":
@@ -171,7 +180,10 @@ def tools(body: Body) -> tuple[str | None, str]:
         parameters = function.child("parameters")
         entry["parameters"] = parameters.data if parameters is not None else {"type": "object", "properties": {}}
         functions.append({"type": "function", "function": entry})
+        params.append(function.name("parameters"))
     choice = _tool_choice(body, {str(f["function"]["name"]) for f in functions})
+    refuse_tool_schemas([(str(f["function"]["name"]), f["function"]["parameters"], param)
+                         for f, param in zip(functions, params)], choice)
     return (json.dumps(functions) if functions else None), choice
 
 
@@ -192,6 +204,17 @@ def _tool_choice(body: Body, names: set[str]) -> str:
     if name not in names:
         raise BadRequest(f"tool_choice names the function {name!r}, which is not in tools.", "tool_choice")
     return name
+
+
+async def read_off_loop(read: Callable[[Body, str], Asked], body: Body, client: str) -> Asked:
+    """read(body, client) on a worker thread, within READ_BUDGET_S: a request's JSON schema is
+    checked and turned into a grammar there, so the server's loop (the window's, in the app)
+    goes on answering meanwhile."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(read, body, client), READ_BUDGET_S)
+    except TimeoutError:
+        raise BadRequest(f"Reading the request took more than {READ_BUDGET_S:g} s: its JSON schema is too big to "
+                         "turn into a grammar. Make it smaller and ask again.") from None
 
 
 def chat_ask(body: Body, client: str) -> Asked:

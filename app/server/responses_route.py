@@ -16,7 +16,7 @@ from app.engine.protocol import Delta, Done
 from app.server import sse
 from app.server.endpoint import client_of, guarded, read_body
 from app.server.errors import Flavor, refused_code
-from app.server.openai_asks import Asked, responses_ask
+from app.server.openai_asks import Asked, read_off_loop, responses_ask
 from app.server.runs import CLIENT_GONE, Event, close, collect, cut_short, opened, outcome_of
 from app.service.api_answers import ApiAnswers, ApiRefused
 
@@ -73,7 +73,7 @@ class ResponsesEndpoint:
 
     async def create(self, request: Request) -> Response:
         async def work() -> Response:
-            asked = responses_ask(await read_body(request), client_of(request))
+            asked = await read_off_loop(responses_ask, await read_body(request), client_of(request))
             if asked.stream:
                 started, stream = await opened(request, self._answers, asked.ask)
                 return StreamingResponse(_events(request, ResponseDraft(asked, started.model), stream),
