@@ -10,6 +10,7 @@ from app.engine.protocol import AnswerShape, ChatMessage
 from app.engine.tool_calls import ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
+from app.server.grammar import refuse_tool_schemas
 from app.server.images import RequestImages, no_fetch, no_files
 from app.server.openai_asks import Asked, context_length, sampling
 from app.service.api_answers import ApiAsk
@@ -100,6 +101,7 @@ def _turns(message: Body, role: Role, images: RequestImages) -> list[ChatMessage
 
 def _tools(body: Body) -> tuple[str | None, str]:
     functions: list[dict[str, Any]] = []
+    params: list[str] = []
     for tool in body.objects("tools"):
         kind = tool.text("type")
         if kind not in (None, "custom"):
@@ -113,6 +115,7 @@ def _tools(body: Body) -> tuple[str | None, str]:
         assert schema is not None
         entry["parameters"] = schema.data
         functions.append({"type": "function", "function": entry})
+        params.append(tool.name("input_schema"))
     choice = "auto"
     given = body.child("tool_choice")
     if given is not None:
@@ -126,6 +129,9 @@ def _tools(body: Body) -> tuple[str | None, str]:
         else:
             raise BadRequest(f"tool_choice.type is {kind!r}; it must be auto, any, tool or none.",
                              "tool_choice.type")
+    # The same bounds as the OpenAI shape's tools: a schema past them is a 400 naming it (issue 35, item 1).
+    refuse_tool_schemas([(str(f["function"]["name"]), f["function"]["parameters"], param)
+                         for f, param in zip(functions, params)], choice)
     return (json.dumps(functions) if functions else None), choice
 
 

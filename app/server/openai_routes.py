@@ -17,7 +17,7 @@ from app.engine.tool_calls import ToolCall
 from app.server import sse
 from app.server.endpoint import client_of, guarded, read_body
 from app.server.errors import BadRequest, Flavor, error_body, refused_code
-from app.server.openai_asks import Asked, chat_ask, completion_ask
+from app.server.openai_asks import Asked, chat_ask, completion_ask, read_off_loop
 from app.server.runs import CLIENT_GONE, Collected, Event, close, collect, cut_short, opened, outcome_of
 from app.service.api_answers import ApiAnswers, ApiModel, ApiRefused, Started
 
@@ -111,7 +111,7 @@ class OpenAiEndpoints:
 
     async def chat(self, request: Request) -> Response:
         async def work() -> Response:
-            asked = chat_ask(await read_body(request), client_of(request))
+            asked = await read_off_loop(chat_ask, await read_body(request), client_of(request))
             answer_id, created = sse.new_id("chatcmpl-"), int(time.time())
             if asked.stream:
                 started, stream = await opened(request, self._answers, asked.ask)

@@ -157,7 +157,9 @@ def test_the_loop_answers_while_a_huge_minLength_is_refused(tiny_model: Path) ->
 
 # Each endpoint that reads its request off the loop (the chat route joins once app/server/openai_routes.py does).
 OFF_LOOP = [("/v1/responses", {"input": "Hi", "text": {"format": {"type": "json_schema", "name": "x", "schema": {
-    "type": "object", "properties": {"ok": {"type": "boolean"}}}}}})]
+    "type": "object", "properties": {"ok": {"type": "boolean"}}}}}}),
+            ("/v1/chat/completions", {"messages": HELLO, "response_format": {"type": "json_schema", "json_schema": {
+                "name": "x", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}}})]
 
 
 @pytest.mark.parametrize(("path", "body"), OFF_LOOP, ids=[path for path, _ in OFF_LOOP])
@@ -214,6 +216,20 @@ def test_a_forced_call_to_a_tool_beyond_the_bounds_is_400_naming_the_tool(caller
             reply = post(server, "/v1/chat/completions", {"model": model, "messages": HELLO, "tools": _tool(schema),
                                                           "tool_choice": "required"})
             assert_refused(reply, "tools[0].function.parameters", keyword, where, asked)
+        assert_alive(server, model)
+
+
+def test_an_anthropic_tool_beyond_the_bounds_is_400_naming_it(caller: Path) -> None:
+    with api(caller) as (_, controller, server):
+        model = controller.model.id
+        for choice in ({"type": "any"}, {"type": "tool", "name": "get_time"}):
+            reply = post(server, "/v1/messages", {"model": model, "max_tokens": 40, "messages": HELLO,
+                                                  "tools": [{"name": "get_time", "input_schema": MAX_LENGTH}],
+                                                  "tool_choice": choice})
+            assert reply.status_code == 400, reply.text
+            error = reply.json()["error"]
+            assert error["type"] == "invalid_request_error", reply.text
+            assert "tools[0].input_schema" in error["message"] and "maxLength 100,000" in error["message"], reply.text
         assert_alive(server, model)
 
 
