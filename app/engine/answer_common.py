@@ -11,7 +11,7 @@ from app.core.conversation import Role
 from app.engine.answer_shape import PLAIN, ShapedAnswer, forced_call
 from app.engine.answer_text import AnswerText
 from app.engine.chat_format import PromptSpec
-from app.engine.control import GenerationControl
+from app.engine.control import GenerationControl, PromptCancelled
 from app.engine.lazy_grammar import LazyCallGrammar
 from app.engine.errors import ContextOverflow
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
@@ -67,7 +67,8 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
            tokenize: Callable[[str], list[int]], stream: TokenStream,
            thinking: ThinkingStyle | None = None, threads: int = 0,
            shaped: ShapedAnswer = PLAIN,
-           lazy: LazyCallGrammar | None = None) -> Generator[Delta | Done, None, None]:
+           lazy: LazyCallGrammar | None = None,
+           cancelled: Callable[[], bool] | None = None) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
     tokens it actually evaluated. The context and the device are the loaded model's.
@@ -76,16 +77,24 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
     shaped: the answer's tools (app/engine/answer_shape.py); its calls stream as
     Delta(tool_call=...); lazy, when given, is told what the call reader reads (the
     backend's stream switches grammars on its word). A raw prompt (request.shape.prompt) is the prompt as it is: no
-    template, no stop strings but the request's, no thinking told apart."""
+    template, no stop strings but the request's, no thinking told apart. cancelled: looked
+    at while the prompt is made (spec_for and tokenize may look too, raising
+    PromptCancelled); a cancelled answer ends at once with Done, finish CANCELLED."""
     timing = AnswerTiming()
     n_ctx = loaded.context_length
     raw = request.shape.prompt
-    if raw is None:
-        spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize)
-    else:
-        spec, prompt, left_out, thinking = PromptSpec(raw, "raw", ()), tokenize(raw), 0, None
-        if len(prompt) >= n_ctx:
-            raise ContextOverflow(len(prompt), n_ctx)
+    try:
+        if raw is None:
+            spec, prompt, left_out = fit_prompt(request, n_ctx, spec_for, tokenize, cancelled)
+        else:
+            spec, prompt, left_out, thinking = PromptSpec(raw, "raw", ()), tokenize(raw), 0, None
+            if len(prompt) >= n_ctx:
+                raise ContextOverflow(len(prompt), n_ctx)
+    except PromptCancelled:
+        yield Done(request.request_id, timing.stats(prompt_tokens=0, device=loaded.device,
+                                                    finish=FinishReason.CANCELLED, chat_format=loaded.chat_format,
+                                                    left_out=0, threads=threads))
+        return
     budget = min(request.settings.max_tokens, n_ctx - len(prompt))
     text = AnswerText(answer_stops(thinking, spec.stop) + tuple(request.stop), strip_start=raw is None)
     splitter = splitter_for(thinking, spec.text) if thinking else None
@@ -178,31 +187,53 @@ def _parts(request_id: int, parts: list[tuple[bool, str]], timing: AnswerTiming)
 
 def fit_prompt(request: Generate, n_ctx: int,
                spec_for: Callable[[Sequence[ChatMessage]], PromptSpec],
-               tokenize: Callable[[str], list[int]]) -> tuple[PromptSpec, list[int], int]:
+               tokenize: Callable[[str], list[int]],
+               cancelled: Callable[[], bool] | None = None) -> tuple[PromptSpec, list[int], int]:
     """The prompt, leaving out the oldest turns if asked and needed to leave room.
 
-    Both backends use it: spec_for renders messages, tokenize counts their tokens.
+    Both backends use it: spec_for renders messages, tokenize counts their tokens. The
+    fewest turns are left out that leave room for an answer. The search starts from the
+    newest turn and doubles the turns it keeps until they no longer fit, then halves the
+    gap (an exponential search): each try renders only the turns it keeps, so a chat of
+    20,000 messages costs renderings about as long as the context holds, not twelve of
+    the whole chat. cancelled: looked at before each try (PromptCancelled).
     """
     room = min(request.settings.max_tokens, max(64, n_ctx // 4))
     messages = list(request.messages)
     system = [m for m in messages if m.role == Role.SYSTEM]
     turns = [m for m in messages if m.role != Role.SYSTEM]
     starts = [i for i, m in enumerate(turns) if m.role == Role.USER] or [0]
+    # Where each try begins: 0 keeps every turn, the others begin at a user's turn.
+    skips = [0] + starts[1:]
 
-    def attempt(skip: int) -> tuple[PromptSpec, list[int], int]:
-        spec = spec_for(system + turns[skip:])
-        return spec, tokenize(spec.text), skip
+    def attempt(index: int) -> tuple[PromptSpec, list[int], int]:
+        if cancelled is not None and cancelled():
+            raise PromptCancelled()
+        spec = spec_for(system + turns[skips[index]:])
+        return spec, tokenize(spec.text), skips[index]
 
-    best = attempt(0)
-    if request.trim_history and len(best[1]) + room > n_ctx and len(starts) > 1:
-        # Fewest turns left out that leave room for an answer: binary search over turn
-        # starts, so a 2,000-message chat costs a dozen tokenizations, not 2,000.
-        low, high = 1, len(starts) - 1
-        best = attempt(starts[high])
-        while low <= high:
+    def fits(candidate: tuple[PromptSpec, list[int], int]) -> bool:
+        return len(candidate[1]) + room <= n_ctx
+
+    if not request.trim_history or len(skips) == 1:
+        best = attempt(0)
+    else:
+        good = len(skips) - 1
+        best = attempt(good)  # the newest user turn on: when even it has no room, it is the best there is
+        bad = -1
+        step = 1
+        while fits(best) and good > 0:
+            candidate = attempt(max(0, good - step))
+            if not fits(candidate):
+                bad = max(0, good - step)
+                break
+            best, good = candidate, max(0, good - step)
+            step *= 2
+        low, high = bad + 1, good - 1
+        while fits(best) and low <= high:
             middle = (low + high) // 2
-            candidate = attempt(starts[middle])
-            if len(candidate[1]) + room <= n_ctx:
+            candidate = attempt(middle)
+            if fits(candidate):
                 best, high = candidate, middle - 1
             else:
                 low = middle + 1

@@ -21,14 +21,16 @@ import re
 import string
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from jinja2 import TemplateSyntaxError
 from jinja2.exceptions import SecurityError
 
 from app.core.conversation import Role
+from app.engine.control import PromptCancelled
 from app.engine.errors import ModelLoadError
 from app.engine.failures import BadTemplate
+from app.engine.outside_text import Shield, Spans
 from app.engine.protocol import ChatMessage
 from app.engine.template_sandbox import TemplateLimit, TemplateRaised, compile_template, render
 
@@ -38,12 +40,15 @@ FOLDED_SYSTEM_NOTE = ("This model's chat template has no system role; Kestrel pu
 
 @dataclass(frozen=True)
 class PromptSpec:
-    """The rendered prompt and how it was made."""
+    """The rendered prompt and how it was made. plain: where control-token text that came
+    from outside stands in text (app/engine/outside_text.py); the backend's tokenizer
+    reads it as plain text."""
 
     text: str
     chat_format: str
     stop: tuple[str, ...]
     note: str | None = None
+    plain: Spans = ()
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class ModelTokens:
 def render_embedded(
     template: str, messages: Sequence[ChatMessage], tokens: ModelTokens, *,
     variables: Mapping[str, Any] | None = None, tools: Sequence[Mapping[str, Any]] | None = None,
-    arguments_as_text: bool = False,
+    arguments_as_text: bool = False, shield: Shield | None = None, cancelled: Callable[[], bool] | None = None,
 ) -> str:
     """Render a model's own chat template in the sandbox, with the variables transformers
     passes (no documents: None, as there).
@@ -72,17 +77,23 @@ def render_embedded(
     the conversation itself. tools: the tools in transformers' shape
     ([{"type": "function", "function": {...}}]), or None as transformers passes none.
     arguments_as_text: a call's arguments go as their JSON text, not as a dict.
+    shield: every string of the messages and tools is escaped by it (the caller restores
+    the result). cancelled: checked as the template runs (PromptCancelled).
     """
+    turns = [_template_message(m, arguments_as_text) for m in messages]
+    listed = [dict(tool) for tool in tools] if tools is not None else None
+    if shield is not None:
+        turns, listed = shield.escape(turns), shield.escape(listed)
     return render(template, {
         **dict(tokens.others),
         "bos_token": tokens.bos,
         "eos_token": tokens.eos,
         "add_generation_prompt": True,
-        "tools": [dict(tool) for tool in tools] if tools is not None else None,
+        "tools": listed,
         "documents": None,
         **(variables or {}),
-        "messages": [_template_message(m, arguments_as_text) for m in messages],
-    })
+        "messages": turns,
+    }, cancelled=cancelled)
 
 
 def _template_message(message: ChatMessage, arguments_as_text: bool = False) -> dict[str, Any]:
@@ -210,37 +221,57 @@ def build_prompt(
     tokens: ModelTokens,
     variables: Mapping[str, Any] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    shield: Shield | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> PromptSpec:
     """The prompt for a conversation, from the model's template or a built-in format.
 
     variables, tools: more for the model's template (see render_embedded); the built-in
-    formats take neither.
+    formats take neither. shield: the outside text's control-token text is kept out of
+    the template's reach and its places put in PromptSpec.plain. cancelled: looked at
+    while the template runs; PromptCancelled when it says so.
     """
     note = None
     name = builtin_format_for(architecture, tokens)
     if template:
         try:
-            return _from_template(template, messages, tokens, variables, tools)
+            spec = _from_template(template, messages, tokens, variables, tools, shield, cancelled)
+        except PromptCancelled:
+            raise
         except Exception as exc:  # noqa: BLE001 - a template is untrusted code: any failure falls back
             why = _why_not(exc)
             note = f"{why[0].upper()}{why[1:]}; Kestrel used its built-in {_BUILTIN[name][2]} format instead."
+        else:
+            return _restored(spec, shield)
     write, marker, _ = _BUILTIN[name]
-    return PromptSpec(write(messages, tokens), name, _stops((marker,), tokens), note)
+    if shield is not None:
+        messages = [dataclasses.replace(m, content=shield.escape_text(m.content)) for m in messages]
+    return _restored(PromptSpec(write(messages, tokens), name, _stops((marker,), tokens), note), shield)
+
+
+def _restored(spec: PromptSpec, shield: Shield | None) -> PromptSpec:
+    if shield is None:
+        return spec
+    text, plain = shield.restore(spec.text)
+    return dataclasses.replace(spec, text=text, plain=plain)
 
 
 def _from_template(template: str, messages: Sequence[ChatMessage], tokens: ModelTokens,
-                   variables: Mapping[str, Any] | None, tools: Sequence[Mapping[str, Any]] | None) -> PromptSpec:
+                   variables: Mapping[str, Any] | None, tools: Sequence[Mapping[str, Any]] | None,
+                   shield: Shield | None = None, cancelled: Callable[[], bool] | None = None) -> PromptSpec:
     """The template's prompt; a refused system prompt is folded into the first user
     message and tried once more. Raises the template's first error otherwise."""
     try:
-        text = _render_calls(template, messages, tokens, variables, tools)
+        text = _render_calls(template, messages, tokens, variables, tools, shield, cancelled)
         note = None
     except TemplateRaised as refusal:
         folded = fold_system(messages)
         if folded is None:
             raise
         try:
-            text = _render_calls(template, folded, tokens, variables, tools)
+            text = _render_calls(template, folded, tokens, variables, tools, shield, cancelled)
+        except PromptCancelled:
+            raise
         except Exception:  # noqa: BLE001 - the first refusal says best why the template was not used
             raise refusal from None
         note = FOLDED_SYSTEM_NOTE
@@ -248,14 +279,16 @@ def _from_template(template: str, messages: Sequence[ChatMessage], tokens: Model
 
 
 def _render_calls(template: str, messages: Sequence[ChatMessage], tokens: ModelTokens,
-                  variables: Mapping[str, Any] | None, tools: Sequence[Mapping[str, Any]] | None) -> str:
+                  variables: Mapping[str, Any] | None, tools: Sequence[Mapping[str, Any]] | None,
+                  shield: Shield | None = None, cancelled: Callable[[], bool] | None = None) -> str:
     """render_embedded; a template that refuses earlier calls as transformers gives them
     gets them as its own models wrote them: Mistral's want ids of 9 letters and digits
     (and refuse the "call_..." ids API clients send back), DeepSeek's the arguments as
     JSON text, gpt-oss's a calling turn's thinking or its text, not both (its text stays:
     the user saw it). Raises the first refusal when none helps."""
     try:
-        return render_embedded(template, messages, tokens, variables=variables, tools=tools)
+        return render_embedded(template, messages, tokens, variables=variables, tools=tools, shield=shield,
+                               cancelled=cancelled)
     except (TemplateRaised, TypeError) as refusal:
         if not any(m.tool_calls or m.tool_call_id for m in messages):
             raise
@@ -263,7 +296,7 @@ def _render_calls(template: str, messages: Sequence[ChatMessage], tokens: ModelT
         for turns, as_text in ((_nine_character_ids(messages), False), (messages, True), (unthought, False)):
             try:
                 return render_embedded(template, turns, tokens, variables=variables, tools=tools,
-                                       arguments_as_text=as_text)
+                                       arguments_as_text=as_text, shield=shield, cancelled=cancelled)
             except (TemplateRaised, TypeError):
                 continue
         raise refusal

@@ -1,8 +1,14 @@
-"""Cancel and pause flags that the request loop checks between two tokens."""
+"""Cancel and pause flags that the request loop checks between two tokens, and while a
+prompt is prepared."""
 
 from __future__ import annotations
 
 import threading
+
+
+class PromptCancelled(Exception):
+    """The request was cancelled while its prompt was being prepared (rendered, fitted,
+    tokenized): the answer ends as cancelled, before its first token."""
 
 
 class GenerationControl:

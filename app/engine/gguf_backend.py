@@ -7,7 +7,7 @@ import ctypes
 import random
 import time
 from pathlib import Path
-from typing import Any, Generator, Iterator, Sequence
+from typing import Any, Callable, Generator, Iterator, Sequence
 
 import llama_cpp
 from llama_cpp.llama_grammar import json_schema_to_gbnf
@@ -27,6 +27,8 @@ from app.engine.failures import BadShape, GgufRefused, ShapePart
 from app.engine.gguf_tokens import model_tokens
 from app.engine.image_prompt import ImagePrompt, evaluate, images_for, with_markers
 from app.engine.lazy_grammar import LazyCallGrammar, lazy_grammar_for
+from app.engine.outside_text import PromptPrep
+from app.engine.prompt_tokens import GgufPromptTokens
 from app.engine.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
@@ -81,9 +83,9 @@ class GgufBackend:
         model = llm._model
         self._vocab = model.vocab
         self._tokens = model_tokens(llm, info)
-        self._add_bos = bool(model.add_bos_token())
         self._threads = loaded.threads
         self._piece_buffer = ctypes.create_string_buffer(256)
+        self._prompt_tokens = GgufPromptTokens.reading(model, self._tokens.bos)
 
     @classmethod
     def load(cls, request: Load, choice: DeviceChoice, *, gpu_layers: int = 0) -> "GgufBackend":
@@ -150,6 +152,7 @@ class GgufBackend:
         self._llm.n_tokens = 0
 
     def close(self) -> None:
+        self._prompt_tokens.close()
         if self._states is not None:
             self._states.close()
         if self._projector is not None:
@@ -177,13 +180,15 @@ class GgufBackend:
         lazy = lazy_grammar_for(shaped, self._readable) if grammar is None else None
         variables = template_variables(request.settings.thinking)
         threads = self._use_threads(request.threads or self.loaded.threads)
-        images = self._images(request.messages) if request.shape.prompt is None else None
+        prep = self._prep(lambda: control.cancelled)
+        images = self._images(request.messages, prep) if request.shape.prompt is None else None
         try:
             yield from answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped,
-                                                                                         images),
-                              tokenize=images.tokenize if images else self._tokenize,
+                                                                                         images, prep),
+                              tokenize=images.tokenize if images else lambda text: self._prompt(text, prep),
                               thinking=thinking_in(self._info.chat_template), threads=threads,
-                              shaped=shaped, lazy=lazy, stream=lambda prompt, budget, text, timing: self._stream(
+                              shaped=shaped, lazy=lazy, cancelled=prep.cancelled,
+                              stream=lambda prompt, budget, text, timing: self._stream(
                                   request, prompt, budget, text, control, timing, grammar, lazy, images))
         finally:
             if images is not None:
@@ -194,26 +199,38 @@ class GgufBackend:
         self._save_state()
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of text inside a prompt (no BOS; special-token text read as the prompt's
-        tokenizing reads it). Safe beside generate: app/engine/counting.py says why."""
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        """Tokens of text from outside inside a prompt (no BOS; a control token's text read
+        as text, as the prompt's tokenizing reads outside text). Safe beside generate:
+        app/engine/counting.py says why."""
+        return len(self._prompt_tokens.plain_text(text))
 
     def count_prompt(self, messages: Sequence[ChatMessage], thinking: bool) -> int:
         """Tokens of the prompt generate would make of these messages (before any trim);
         an image counts the positions its embeddings take (mtmd_tokenize cuts the prompt
         and sizes each image; it takes the projector's context const, and no image is
         encoded, so this too may run beside an answer). ImageRefused as generate's."""
-        images = self._images(messages)
+        prep = self._prep()
+        images = self._images(messages, prep)
         if images is None:
-            return len(self._tokenize(self._spec(messages, template_variables(thinking)).text))
+            return len(self._prompt(self._spec(messages, template_variables(thinking), prep=prep).text, prep))
         try:
-            return len(images.tokenize(self._spec(messages, template_variables(thinking), images=images).text))
+            return len(images.tokenize(self._spec(messages, template_variables(thinking), images=images,
+                                                  prep=prep).text))
         finally:
             images.close()
 
-    def _images(self, messages: Sequence[ChatMessage]) -> ImagePrompt | None:
+    def _prep(self, cancelled: Callable[[], bool] | None = None) -> PromptPrep:
+        """A request's prompt preparation: outside text's control-token text is found by
+        the vocabulary's own special tokens (app/engine/outside_text.py)."""
+        return PromptPrep(self._prompt_tokens.control_spans, self._info.chat_template, cancelled)
+
+    def _prompt(self, text: str, prep: PromptPrep | None = None) -> list[int]:
+        """A prompt's ids: its plain spans (those of a prompt prep rendered) read as text."""
+        return self._prompt_tokens.prompt(text, prep.plain(text) if prep else (), prep.cancelled if prep else None)
+
+    def _images(self, messages: Sequence[ChatMessage], prep: PromptPrep) -> ImagePrompt | None:
         return images_for(messages, self._projector, model=self._info.path.name, problem=self.loaded.vision_problem,
-                          add_bos=self._add_bos, bos=self._tokens.bos or "")
+                          tokens=self._prompt_tokens, prep=prep)
 
     def _grammar(self, shape: AnswerShape, shaped: ShapedAnswer) -> llama_cpp.LlamaGrammar | None:
         """The answer's grammar: the one asked for, the JSON schema's, or the forced call's.
@@ -250,11 +267,15 @@ class GgufBackend:
         return threads
 
     def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None,
-              shaped: ShapedAnswer = PLAIN, images: ImagePrompt | None = None) -> PromptSpec:
+              shaped: ShapedAnswer = PLAIN, images: ImagePrompt | None = None,
+              prep: PromptPrep | None = None) -> PromptSpec:
+        prep = prep or self._prep()
         marked = messages if images is None or self._projector is None else with_markers(messages,
                                                                                            self._projector.marker)
         spec = build_prompt(marked, template=self._info.chat_template, architecture=self._info.architecture,
-                            tokens=self._tokens, variables=variables, tools=shaped.tools)
+                            tokens=self._tokens, variables=variables, tools=shaped.tools, shield=prep.shield,
+                            cancelled=prep.cancelled)
+        prep.keep(spec.text, spec.plain)
         if images is not None:
             images.remember(spec.text, messages)
         return spec
@@ -351,11 +372,6 @@ class GgufBackend:
 
     def _is_end(self, token: int) -> bool:
         return llama_cpp.llama_vocab_is_eog(self._vocab, token)
-
-    def _tokenize(self, text: str) -> list[int]:
-        bos = self._tokens.bos
-        add_bos = self._add_bos and not (bos and text.startswith(bos))
-        return self._llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
 
     def _piece(self, token: int) -> bytes:
         buffer = self._piece_buffer

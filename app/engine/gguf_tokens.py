@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
 import llama_cpp
 
 from app.engine.chat_format import ModelTokens, end_of_turn_markers
+from app.engine.outside_text import literal_bytes_pattern, literal_pattern
 from app.library.gguf_info import GgufInfo
 
 
@@ -60,3 +65,71 @@ def _token_text(model: llama_cpp._internals.LlamaModel, token: int) -> str:
         return model.token_get_text(token)
     except (UnicodeDecodeError, ValueError):
         return ""
+
+
+# What llama.cpp's tokenizer splits out of text before anything else: control and unknown
+# tokens only when asked to parse special tokens, user-defined ones always.
+_CONTROL_ATTRS = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN
+_SPECIAL_ATTRS = _CONTROL_ATTRS | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+
+
+@dataclass(frozen=True)
+class Special:
+    """One special token: its id, whether it is a control (or unknown) token, and whether
+    llama.cpp strips the whitespace before (lstrip) or after it (rstrip)."""
+
+    id: int
+    control: bool
+    lstrip: bool
+    rstrip: bool
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The vocabulary's special tokens by their text (UTF-8 bytes, as llama.cpp matches
+    them), with patterns that find them: every one, the user-defined ones, and the control
+    ones in text (app/engine/outside_text.py escapes those)."""
+
+    by_text: Mapping[bytes, Special]
+    every: re.Pattern[bytes] | None
+    user_defined: re.Pattern[bytes] | None
+    control: re.Pattern[str] | None
+
+    @classmethod
+    def read(cls, model: llama_cpp._internals.LlamaModel) -> "SpecialTokens":
+        """Ask llama.cpp about every token (0.1-0.3 s for a 262,144-token vocabulary, so
+        GgufBackend does it on a thread of its own while the model is put to use)."""
+        vocab = model.vocab
+        attr_of = llama_cpp.llama_vocab_get_attr
+        by_text: dict[bytes, Special] = {}
+        for token in range(model.n_vocab()):
+            attr = attr_of(vocab, token)
+            if attr & _SPECIAL_ATTRS:
+                text = llama_cpp.llama_vocab_get_text(vocab, token) or b""
+                if text and text not in by_text:
+                    by_text[text] = Special(token, bool(attr & _CONTROL_ATTRS),
+                                            bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_LSTRIP),
+                                            bool(attr & llama_cpp.LLAMA_TOKEN_ATTR_RSTRIP))
+        return cls.of(by_text)
+
+    @classmethod
+    def of(cls, by_text: Mapping[bytes, Special]) -> "SpecialTokens":
+        user = [text for text, special in by_text.items() if not special.control]
+        control = [_decoded(text) for text, special in by_text.items() if special.control]
+        return cls(by_text, _bytes_pattern(list(by_text)), _bytes_pattern(user),
+                   _text_pattern([text for text in control if text]))
+
+
+def _decoded(text: bytes) -> str:
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""  # only ever a piece of a character: it cannot be found in text whole
+
+
+def _bytes_pattern(texts: list[bytes]) -> re.Pattern[bytes] | None:
+    return re.compile(literal_bytes_pattern(texts)) if texts else None
+
+
+def _text_pattern(texts: list[str]) -> re.Pattern[str] | None:
+    return re.compile(literal_pattern(texts)) if texts else None

@@ -1,10 +1,14 @@
 """A prompt that holds images: the images checked and decoded once, the rendered prompt cut
-into text and image chunks by libmtmd, and those chunks evaluated into the KV cache.
+into text and image chunks (the images' by libmtmd), and those chunks evaluated into the KV cache.
 
 Each image turn's content gets one marker per image before its text (as llama.cpp's
-server does for image parts); the chat template renders as usual; mtmd_tokenize cuts the
-text at the markers and puts the images' chunks there (with whatever text the projector
-wraps an image in, such as Gemma 3's "<start_of_image>").
+server does for image parts); the chat template renders as usual; the text is cut at the
+markers, the text between them tokenized as every prompt is (app/engine/prompt_tokens.py:
+only the template's markers become control tokens), and each image's chunks made by
+mtmd_tokenize of its marker alone (with whatever text the projector wraps an image in,
+such as Gemma 3's "<start_of_image>"). mtmd_tokenize of the whole text would read every
+control token's text in it as that token, and it cuts the text at the markers and
+tokenizes each part apart just the same.
 
 Kestrel's sampling loop (llama-cpp-python's Llama) keeps one token id per position of the
 KV cache and reuses the longest matching prefix. An image has no token ids, so each of its
@@ -30,6 +34,8 @@ import llama_cpp.mtmd_cpp as mtmd
 from app.engine import native_log
 from app.engine.errors import ImageRefused
 from app.engine.failures import BadImage, ImageTrouble, NoVision
+from app.engine.outside_text import PromptPrep, Spans
+from app.engine.prompt_tokens import GgufPromptTokens
 from app.engine.protocol import ChatMessage
 from app.engine.state_store import common_prefix
 from app.engine.vision import Projector
@@ -44,16 +50,16 @@ def has_images(messages: Sequence[ChatMessage]) -> bool:
 
 
 def images_for(messages: Sequence[ChatMessage], projector: Projector | None, *, model: str, problem: str,
-               add_bos: bool, bos: str) -> ImagePrompt | None:
+               tokens: GgufPromptTokens, prep: PromptPrep) -> ImagePrompt | None:
     """The request's images, checked and decoded; None without images. ImageRefused when
     the model takes none (problem: why its projector did not load) or an image is not one
-    it can take."""
+    it can take. tokens: the model's prompt tokenizer; prep: the request's prompts."""
     if not has_images(messages):
         return None
     if projector is None:
         raise ImageRefused(NoVision(model, problem))
     check_images(messages)
-    return ImagePrompt(projector, messages, add_bos=add_bos, bos=bos)
+    return ImagePrompt(projector, messages, tokens=tokens, prep=prep)
 
 
 def check_images(messages: Sequence[ChatMessage]) -> None:
@@ -92,18 +98,19 @@ class _Span:
 
 @dataclass
 class ChunkedPrompt:
-    """mtmd's chunks of one rendered prompt (freed by free()) and the ids that stand for them."""
+    """One rendered prompt's text tokens and images' chunks (mtmd's, freed by free()), and
+    the ids that stand for them."""
 
     text: str
     ids: list[int]
     spans: list[_Span]
     image_tokens: int
-    _chunks: int
+    mtmd_chunks: list[int]
 
     def free(self) -> None:
-        if self._chunks:
-            mtmd.mtmd_input_chunks_free(self._chunks)
-            self._chunks = 0
+        for chunks in self.mtmd_chunks:
+            mtmd.mtmd_input_chunks_free(chunks)
+        self.mtmd_chunks.clear()
 
 
 class ImagePrompt:
@@ -114,10 +121,11 @@ class ImagePrompt:
     those messages' images in order. close() frees the images and the chunks.
     """
 
-    def __init__(self, projector: Projector, messages: Sequence[ChatMessage], *, add_bos: bool, bos: str) -> None:
+    def __init__(self, projector: Projector, messages: Sequence[ChatMessage], *, tokens: GgufPromptTokens,
+                 prep: PromptPrep) -> None:
         self._projector = projector
-        self._add_bos = add_bos
-        self._bos = bos
+        self._tokens = tokens
+        self._prep = prep
         self._bitmaps: dict[int, list[int]] = {}  # id(message) -> its images' bitmaps
         self._texts: dict[str, list[int]] = {}  # a rendered prompt -> its bitmaps in order
         self._last: ChunkedPrompt | None = None
@@ -170,10 +178,29 @@ class ImagePrompt:
         if self._last is not None:
             self._last.free()
             self._last = None
-        # BOS as the text prompt gets it: not twice when the template writes it.
-        add_bos = self._add_bos and not (self._bos and text.startswith(self._bos))
-        self._last = _tokenize(self._projector, text, bitmaps, add_bos)
+        self._last = self._tokenize(text, bitmaps)
         return self._last
+
+    def _tokenize(self, text: str, bitmaps: list[int]) -> ChunkedPrompt:
+        """The text between the markers as every prompt's text (BOS as the text prompt gets
+        it: not twice when the template writes it), each image as mtmd makes it."""
+        marker = self._projector.marker
+        before, after = self._tokens.ends(text)
+        prompt = ChunkedPrompt(text, [], [], 0, [])
+        run = list(before)  # text tokens not yet in a span
+        offset = 0
+        try:
+            for index, part in enumerate(text.split(marker)):
+                run += self._tokens.text(part, _within(self._prep.plain(text), offset, len(part)),
+                                         self._prep.cancelled)
+                offset += len(part) + len(marker)
+                if index < len(bitmaps):
+                    run = _add_image(prompt, self._projector, bitmaps[index], run)
+            _add_text(prompt, run + after)
+        except BaseException:
+            prompt.free()
+            raise
+        return prompt
 
     def close(self) -> None:
         if self._last is not None:
@@ -185,37 +212,47 @@ class ImagePrompt:
         self._bitmaps.clear()
 
 
-def _tokenize(projector: Projector, text: str, bitmaps: list[int], add_bos: bool) -> ChunkedPrompt:
-    data = text.encode("utf-8")
+def _within(spans: Spans, offset: int, length: int) -> Spans:
+    """The spans inside text[offset:offset + length], counted from offset."""
+    return tuple((start - offset, end - offset) for start, end in spans if offset <= start and end <= offset + length)
+
+
+def _add_text(prompt: ChunkedPrompt, tokens: list[int]) -> None:
+    if tokens:
+        start = len(prompt.ids)
+        prompt.ids += tokens
+        prompt.spans.append(_Span(start, len(prompt.ids), 0, tokens))
+
+
+def _add_image(prompt: ChunkedPrompt, projector: Projector, bitmap: int, run: list[int]) -> list[int]:
+    """The image's chunks after the text so far: mtmd_tokenize of its marker alone. Text
+    chunks (the projector's wrapping) join the text around them; returns the text run."""
+    data = projector.marker.encode("utf-8")
     given = mtmd.mtmd_input_text()
-    given.text, given.text_len, given.add_special, given.parse_special = data, len(data), add_bos, True
+    given.text, given.text_len, given.add_special, given.parse_special = data, len(data), False, True
     chunks = mtmd.mtmd_input_chunks_init()
-    array = (mtmd.mtmd_bitmap_p_ctypes * max(1, len(bitmaps)))(*bitmaps)
-    result = mtmd.mtmd_tokenize(projector.ctx, chunks, ctypes.byref(given), array, len(bitmaps))
+    array = (mtmd.mtmd_bitmap_p_ctypes * 1)(bitmap)
+    result = mtmd.mtmd_tokenize(projector.ctx, chunks, ctypes.byref(given), array, 1)
     if result != 0:
         mtmd.mtmd_input_chunks_free(chunks)
-        # 1: markers and images differ in number (checked before); 2: an image failed to preprocess.
+        # 2: the image failed to preprocess.
         raise ImageRefused(BadImage(ImageTrouble.NOT_AN_IMAGE if result == 2 else ImageTrouble.LEFT_OUT))
-    ids: list[int] = []
-    spans: list[_Span] = []
-    image_tokens = 0
+    prompt.mtmd_chunks.append(int(chunks))
     for index in range(mtmd.mtmd_input_chunks_size(chunks)):
         chunk = mtmd.mtmd_input_chunks_get(chunks, index)
-        start = len(ids)
         if mtmd.mtmd_input_chunk_get_type(chunk) == mtmd.MTMD_INPUT_CHUNK_TYPE_TEXT:
             count = ctypes.c_size_t()
             pointer = mtmd.mtmd_input_chunk_get_tokens_text(chunk, ctypes.byref(count))
-            tokens = [int(pointer[i]) for i in range(count.value)] if pointer else []
-            if not tokens:
-                continue
-            ids += tokens
-            spans.append(_Span(start, len(ids), int(chunk), tokens))
-        else:
-            positions = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
-            image_tokens += int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
-            ids += stand_ins(mtmd.mtmd_input_chunk_get_id(chunk) or b"", positions)
-            spans.append(_Span(start, len(ids), int(chunk)))
-    return ChunkedPrompt(text, ids, spans, image_tokens, int(chunks))
+            run = run + ([int(pointer[i]) for i in range(count.value)] if pointer else [])
+            continue
+        _add_text(prompt, run)
+        run = []
+        start = len(prompt.ids)
+        positions = int(mtmd.mtmd_input_chunk_get_n_pos(chunk))
+        prompt.image_tokens += int(mtmd.mtmd_input_chunk_get_n_tokens(chunk))
+        prompt.ids += stand_ins(mtmd.mtmd_input_chunk_get_id(chunk) or b"", positions)
+        prompt.spans.append(_Span(start, len(prompt.ids), int(chunk)))
+    return run
 
 
 def stand_ins(image_id: bytes, count: int) -> list[int]:

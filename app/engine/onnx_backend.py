@@ -20,6 +20,8 @@ from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, templa
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
 from app.engine.failures import BadShape, NoGrammar, NoVision, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
+from app.engine.onnx_prompt import OnnxPromptTokens, special_texts
+from app.engine.outside_text import PromptPrep, spans_of
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
 from app.engine.resources import default_threads, memory_problem
 from app.engine.thinking import has_switch, template_variables, thinking_in
@@ -58,9 +60,8 @@ class OnnxBackend:
         self._tokens = ModelTokens(bos=info.bos_token, eos=info.eos_token,
                                    end_of_generation=_end_of_generation_texts(tokenizer))
         self._eos = frozenset(int(t) for t in tokenizer.eos_token_ids)
-        # Some tokenizers put BOS in front on their own; the template may write it too.
-        self._adds_bos = bool(info.bos_token) and _starts_with(
-            tokenizer.encode("a"), tokenizer.bos_token_id)
+        self._prompt_tokens = OnnxPromptTokens(tokenizer, special_texts(info.path, info.bos_token, info.eos_token),
+                                               bos_text=info.bos_token)
 
     @classmethod
     def load(cls, request: Load, choice: DeviceChoice, *, execution_provider: str = "cpu",
@@ -147,38 +148,46 @@ class OnnxBackend:
         if schema is None and request.shape.grammar is not None:
             raise ShapeRefused(NoGrammar(self._info.path.name))
         variables = template_variables(request.settings.thinking)
-        return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped),
-                      tokenize=self._tokenize, thinking=thinking_in(self._info.chat_template),
-                      threads=self.loaded.threads, shaped=shaped,
-                      stream=lambda prompt, budget, text, timing: self._stream(
+        prep = self._prep(lambda: control.cancelled)
+        return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped, prep),
+                      tokenize=lambda text: self._prompt_tokens.prompt(text, prep.plain(text)),
+                      thinking=thinking_in(self._info.chat_template), threads=self.loaded.threads, shaped=shaped,
+                      cancelled=prep.cancelled, stream=lambda prompt, budget, text, timing: self._stream(
                           request, prompt, budget, text, control, timing, schema))
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of text inside a prompt: the tokenizer's own BOS, which some put in front
-        of everything they encode, is not counted (generate's prompt has one BOS)."""
-        tokens = self._tokenizer.encode(text)
-        adds = self._adds_bos and _starts_with(tokens, self._tokenizer.bos_token_id)
-        return len(tokens) - 1 if adds else len(tokens)
+        """Tokens of text from outside inside a prompt (its control-token text as text, as
+        the prompt reads it): the tokenizer's own BOS, which some put in front of
+        everything they encode, is not counted (generate's prompt has one BOS)."""
+        return self._prompt_tokens.count(text)
 
     def count_prompt(self, messages: Sequence[ChatMessage], thinking: bool) -> int:
         """Tokens of the prompt generate would make of these messages (before any trim)."""
         self._no_images(messages)
-        return len(self._tokenize(self._spec(messages, template_variables(thinking)).text))
+        prep = self._prep()
+        spec = self._spec(messages, template_variables(thinking), prep=prep)
+        return len(self._prompt_tokens.prompt(spec.text, spec.plain))
+
+    def _prep(self, cancelled: Callable[[], bool] | None = None) -> PromptPrep:
+        return PromptPrep(lambda text: spans_of(self._prompt_tokens.control, text), self._info.chat_template,
+                          cancelled)
 
     def _no_images(self, messages: Sequence[ChatMessage]) -> None:
         if any(message.images for message in messages):
             raise ImageRefused(NoVision(self._info.path.name, NO_IMAGES))
 
     def _spec(self, messages: Sequence[ChatMessage], variables: dict[str, bool] | None = None,
-              shaped: ShapedAnswer = PLAIN) -> PromptSpec:
-        return build_prompt(messages, template=self._info.chat_template, architecture=self._info.model_type,
-                            tokens=self._tokens, variables=variables, tools=shaped.tools)
+              shaped: ShapedAnswer = PLAIN, prep: PromptPrep | None = None) -> PromptSpec:
+        prep = prep or self._prep()
+        spec = build_prompt(messages, template=self._info.chat_template, architecture=self._info.model_type,
+                            tokens=self._tokens, variables=variables, tools=shaped.tools, shield=prep.shield,
+                            cancelled=prep.cancelled)
+        prep.keep(spec.text, spec.plain)
+        return spec
 
     def _tokenize(self, text: str) -> list[int]:
-        bos = self._tokens.bos
-        if self._adds_bos and text.startswith(bos):
-            text = text[len(bos):]
-        return [int(t) for t in self._tokenizer.encode(text)]
+        """A whole prompt's ids (the template's text, none from outside)."""
+        return self._prompt_tokens.prompt(text)
 
     def _stream(self, request: Generate, prompt: list[int], budget: int, text: AnswerText,
                 control: GenerationControl, timing: AnswerTiming,
@@ -336,10 +345,6 @@ def _end_of_generation_texts(tokenizer: og.Tokenizer) -> tuple[str, ...]:
     finally:
         tokenizer.update_options(skip_special_tokens="true")
     return tuple(dict.fromkeys(text for text in texts if text))
-
-
-def _starts_with(tokens: Sequence[int], token: int | None) -> bool:
-    return token is not None and len(tokens) > 0 and int(tokens[0]) == int(token)
 
 
 __all__ = ["OnnxBackend", "ModelFolderError", "ModelLoadError", "ContextOverflow", "PROVIDERS"]

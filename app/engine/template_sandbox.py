@@ -31,6 +31,7 @@ from jinja2.ext import loopcontrols
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from app.engine.control import PromptCancelled
 from app.engine.template_builtins import (
     GenerationBlock,
     TemplateDict,
@@ -52,6 +53,11 @@ MAX_NUMBER = 1_000_000
 MAX_INT_BITS = 65_536
 # Real templates render a long chat in milliseconds.
 MAX_SECONDS = 2.0
+# And a very long one (thousands of messages) in about 50 µs a message: each message gives
+# the template this much more time.
+SECONDS_PER_MESSAGE = 0.001
+# A template that ran out of time on at most this many messages is slow on any chat.
+_TIMED_OUT_MESSAGES = 16
 # The largest real templates (tool-use variants) are tens of kilobytes.
 MAX_TEMPLATE_CHARS = 512_000
 
@@ -242,15 +248,18 @@ def compile_template(source: str) -> Any:
 
 
 class _Deadline:
-    """A trace function on the template's own frames only: its loops end at the deadline.
+    """A trace function on the template's own frames only: its loops end at the deadline,
+    or when the request is cancelled (PromptCancelled: a long conversation is rendered
+    line by line, and a client that left should not hold the engine).
 
     Native operations cannot be interrupted, which is why the environment bounds each of
     them; what runs as template code is checked on every line it executes.
     """
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, cancelled: Callable[[], bool] | None = None) -> None:
         self.deadline = time.monotonic() + seconds
         self.seconds = seconds
+        self.cancelled = cancelled
 
     def on_call(self, frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
         if frame.f_code.co_filename == TEMPLATE_FILENAME:
@@ -263,6 +272,8 @@ class _Deadline:
         return self.on_line
 
     def _check(self) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise PromptCancelled()
         if time.monotonic() > self.deadline:
             raise TemplateLimit(f"it was still running after {self.seconds:g} s; real chat "
                                 "templates take milliseconds")
@@ -276,13 +287,19 @@ _TIMED_OUT: dict[str, str] = {}
 _TIMED_OUT_KEPT = 4
 
 
-def render(source: str, variables: Mapping[str, Any], *, seconds: float = MAX_SECONDS) -> str:
+def render(source: str, variables: Mapping[str, Any], *, seconds: float = MAX_SECONDS,
+           cancelled: Callable[[], bool] | None = None) -> str:
     """Render a chat template within the limits; TemplateLimit or the template's own error
-    otherwise (the caller reports both). One that ran out of time once is refused at once."""
+    otherwise (the caller reports both). One that ran out of time on a short conversation
+    is refused at once afterwards; a long conversation gets more time (SECONDS_PER_MESSAGE),
+    and running out of it does not mark the template. cancelled is looked at on every
+    line the template runs (PromptCancelled)."""
     if source in _TIMED_OUT:
         raise TemplateLimit(_TIMED_OUT[source])
     template = compile_template(source)
-    deadline = _Deadline(seconds)
+    messages = variables.get("messages")
+    count = len(messages) if isinstance(messages, (list, tuple)) else 0
+    deadline = _Deadline(seconds + count * SECONDS_PER_MESSAGE, cancelled)
     previous = sys.gettrace()
     sys.settrace(deadline.on_call)
     try:
@@ -295,7 +312,7 @@ def render(source: str, variables: Mapping[str, Any], *, seconds: float = MAX_SE
             parts.append(part)
         return "".join(parts)
     except TemplateLimit as exc:
-        if time.monotonic() > deadline.deadline:
+        if time.monotonic() > deadline.deadline and count <= _TIMED_OUT_MESSAGES:
             while len(_TIMED_OUT) >= _TIMED_OUT_KEPT:
                 del _TIMED_OUT[next(iter(_TIMED_OUT))]
             _TIMED_OUT[source] = str(exc)

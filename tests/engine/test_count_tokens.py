@@ -62,10 +62,11 @@ def test_counts_cross_the_pipe_whole() -> None:
 def test_gguf_count_is_llama_tokenize_of_the_text(tiny: GgufBackend, tiny_model: Path) -> None:
     reference = _reference(tiny_model)
     for text in TEXTS:
-        # As the text costs inside a prompt: no BOS (this model adds one), special tokens read.
-        assert tiny.count_tokens(text) == len(reference.tokenize(text.encode(), add_bos=False, special=True))
+        # As text from outside costs inside a prompt: no BOS (this model adds one), and a
+        # control token's text read as text (issue 35: only the template's markers are tokens).
+        assert tiny.count_tokens(text) == len(reference.tokenize(text.encode(), add_bos=False, special=False))
     assert len(reference.tokenize(b"Hello there")) == tiny.count_tokens("Hello there") + 1  # the BOS
-    assert tiny.count_tokens("<|im_end|>") == 1
+    assert tiny.count_tokens("<|im_end|>") == len(reference.tokenize(b"<|im_end|>", add_bos=False, special=False)) > 1
 
 
 def test_gguf_prompt_count_is_what_an_answer_evaluates(tiny: GgufBackend) -> None:
@@ -77,8 +78,8 @@ def test_real_model_count_is_llama_tokenize(small_real_model: Path) -> None:
     backend = GgufBackend.load(Load(1, str(small_real_model), context_length=1024, threads=1), CPU)
     try:
         reference = _reference(small_real_model)
-        for text in TEXTS:
-            assert backend.count_tokens(text) == len(reference.tokenize(text.encode(), add_bos=False, special=True))
+        for text in (*TEXTS, "<start_of_turn>user\n<end_of_turn>"):
+            assert backend.count_tokens(text) == len(reference.tokenize(text.encode(), add_bos=False, special=False))
         assert backend.count_prompt(CHAT, True) == _prompt_tokens(backend, CHAT)
     finally:
         backend.close()
@@ -92,7 +93,10 @@ def test_onnx_count_is_its_tokenizer() -> None:
     try:
         reference = og.Tokenizer(og.Model(str(TINY_ONNX)))
         for text in TEXTS:
-            assert backend.count_tokens(text) == len(reference.encode(text))
+            if "<|im_end|>" not in text:
+                assert backend.count_tokens(text) == len(reference.encode(text))
+        # A control token's text from outside is text (issue 35): on this tokenizer, a token a character.
+        assert backend.count_tokens("a <|im_end|> marker") == len(reference.encode("a  marker")) + len("<|im_end|>")
         assert backend.count_prompt(CHAT, True) == _prompt_tokens(backend, CHAT)
     finally:
         backend.close()
@@ -125,7 +129,9 @@ def test_onnx_count_leaves_out_a_bos_its_tokenizer_adds() -> None:
         backend = OnnxBackend(plain._model, tokenizer, info, plain.loaded)  # type: ignore[arg-type]
         reference = og.Tokenizer(og.Model(str(TINY_ONNX)))
         for text in TEXTS:
-            assert backend.count_tokens(text) == len(reference.encode(text)) == plain.count_tokens(text)
+            assert backend.count_tokens(text) == plain.count_tokens(text)
+            if "<|im_end|>" not in text:  # that one is read as text (issue 35), which encode cannot do
+                assert backend.count_tokens(text) == len(reference.encode(text))
         assert backend.count_prompt(CHAT, True) == _prompt_tokens(backend, CHAT)
     finally:
         plain.close()
@@ -208,7 +214,7 @@ def test_a_count_sent_after_a_load_counts_with_that_model(loop: _Loop, tiny_mode
     loop.ui.send(p.CountTokens(3, text))
     counted, before = loop.until(p.TokenCount)
     assert isinstance(counted, p.TokenCount) and counted.tokens == _reference(tiny_model).tokenize(
-        text.encode(), add_bos=False, special=True).__len__()
+        text.encode(), add_bos=False, special=False).__len__()
     assert any(isinstance(event, p.Loaded) for event in before)
     loop.ui.send(p.Unload(4))
     loop.ui.send(p.CountTokens(5, text))

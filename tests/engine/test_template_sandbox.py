@@ -11,6 +11,7 @@ import pytest
 from jinja2.exceptions import SecurityError, UndefinedError
 
 from app.engine.chat_format import ModelTokens, build_prompt
+from app.engine.control import PromptCancelled
 from app.engine.protocol import ChatMessage
 from app.engine.template_sandbox import TemplateLimit, render
 
@@ -205,3 +206,30 @@ def test_a_template_that_ran_out_of_time_is_refused_at_once_the_next_time() -> N
     again = time.monotonic() - started
     assert first >= 0.2 and again < 0.05, (first, again)
     assert render("{{ 'fine' }}", {}) == "fine", "other templates still render"
+
+
+def test_a_long_chat_gets_time_by_its_length_and_does_not_mark_the_template() -> None:
+    """Issue 35: 100,000 one-letter messages outlasted the two seconds, and the model's own
+    template was then refused for every later chat, which fell back to a built-in format."""
+    template = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    chat = [{"role": "user", "content": "a"}] * 20_000
+    assert render(template, {"messages": chat}, seconds=0.05).count("<|im_start|>") == 20_000
+    slow = "{% for m in messages %}{% for i in range(100000) %}{% endfor %}{% endfor %}done {# slow per message #}"
+    with pytest.raises(TemplateLimit, match="still running after"):
+        render(slow, {"messages": chat[:100]}, seconds=0.05)
+    assert render(slow, {"messages": []}, seconds=0.05).strip() == "done", "a long chat's timeout is not remembered"
+
+
+def test_a_cancel_stops_the_template() -> None:
+    asked = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) > 1000
+
+    template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    with pytest.raises(PromptCancelled):
+        render(template, {"messages": [{"content": "a"}] * 100_000}, cancelled=cancelled)
+    with pytest.raises(PromptCancelled):  # through build_prompt, which falls back on any other failure
+        build_prompt(CONVERSATION, template=template, architecture="qwen2", tokens=ModelTokens(),
+                     cancelled=lambda: True)
