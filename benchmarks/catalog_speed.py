@@ -43,8 +43,8 @@ from app.core.generation import GenerationSettings  # noqa: E402
 from app.core.settings import DevicePreference  # noqa: E402
 from app.engine.protocol import ChatMessage, Done  # noqa: E402
 from app.library.catalog import CatalogEntry, find_entry, load_catalog  # noqa: E402
-from app.service.client import EngineClient  # noqa: E402
-from app.service.library_service import catalog_fit  # noqa: E402
+from app.service.models.client import EngineClient  # noqa: E402
+from app.service.library.library_service import catalog_fit  # noqa: E402
 
 DEFAULT_IDS = ("qwen2.5-coder-0.5b-instruct-q4_k_m", "qwen2.5-coder-1.5b-instruct-q4_k_m")
 APP_CONTEXT = GenerationSettings().context_length

@@ -8,7 +8,7 @@ model (Qwen2.5-Coder 0.5B Instruct, the starter: tests/helpers/models.py assembl
 --model). Each run opens a new chat, attaches a made-up document of about --tokens tokens
 (read by the reader's worker, as the window's paperclip does), asks one question, then a
 different one. The file is framed whole on the first user turn and stays there
-(app/service/document_context.py), so the second prompt starts with the first one's
+(app/service/documents/document_context.py), so the second prompt starts with the first one's
 tokens and the engine reads only what is new. Each run's document differs from its first
 line, so no run reuses another's states.
 
@@ -73,7 +73,7 @@ async def measure(model: Path, tokens: int, runs: int, folder: Path) -> list[dic
     from app.library.importer import import_model_file
     from app.library.models import ModelLibrary
     from app.service import events as ev
-    from app.service.client import EngineClient
+    from app.service.models.client import EngineClient
     from app.service.controller import ChatController
 
     paths = data_paths().ensure()

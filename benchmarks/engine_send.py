@@ -32,7 +32,7 @@ BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
 
 from app.engine import protocol as p  # noqa: E402
-from app.service.pipe_writer import PipeWriter  # noqa: E402
+from app.service.models.pipe_writer import PipeWriter  # noqa: E402
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -135,7 +135,7 @@ def through_writer(requests: list[p.Generate]) -> dict[str, Any]:
 
 async def through_engine(requests: list[p.Generate]) -> dict[str, Any]:
     """EngineProcess.send to the real engine; its answer (an error: no model) comes to the loop."""
-    from app.service.engine_process import Delivered, EngineProcess
+    from app.service.models.engine_process import Delivered, EngineProcess
 
     heard: asyncio.Queue[Delivered] = asyncio.Queue()
     engine = EngineProcess(asyncio.get_running_loop(), lambda _, event: heard.put_nowait(event), None)

@@ -91,7 +91,7 @@ async def engine_rss(model: Path, context: int, prompt: str) -> dict[str, float]
     """RSS in MiB of a fresh engine: idle, after loading, and after an answer to prompt."""
     from app.core.generation import GenerationSettings
     from app.engine.protocol import ChatMessage
-    from app.service.client import EngineClient
+    from app.service.models.client import EngineClient
 
     client = EngineClient()
     try:

@@ -32,7 +32,7 @@ async def measure(runs: int) -> list[float]:
     from app.core.paths import data_paths
     from app.library.models import ModelLibrary
     from app.service import events as ev
-    from app.service.client import EngineClient
+    from app.service.models.client import EngineClient
     from app.service.controller import ChatController
 
     paths = data_paths().ensure()

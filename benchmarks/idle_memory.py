@@ -48,7 +48,7 @@ def _memory(pid: int) -> dict:
 async def engine_memory(model: Path) -> dict:
     from app.engine.protocol import ChatMessage
     from app.core.generation import GenerationSettings
-    from app.service.client import EngineClient
+    from app.service.models.client import EngineClient
 
     client = EngineClient()
     try:

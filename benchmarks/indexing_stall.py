@@ -102,7 +102,7 @@ def summary(lateness: list[float]) -> dict[str, float]:
 
 async def measure(files: int, work: Path) -> dict[str, Any]:
     from app.service.documents_events import CollectionsChanged, IndexState
-    from app.service.documents_service import DocumentsService
+    from app.service.documents.documents_service import DocumentsService
 
     folder = work / "docs"
     size = make_folder(folder, files)
@@ -141,7 +141,7 @@ async def measure_rescan(files: int, work: Path) -> dict[str, Any]:
     from app.documents.chunks import chunk_document
     from app.documents.index import DocumentIndex
     from app.service.documents_events import CollectionsChanged, IndexState
-    from app.service.documents_service import DocumentsService
+    from app.service.documents.documents_service import DocumentsService
     from tests.documents.index_fakes import read_here
 
     folder = work / "many"

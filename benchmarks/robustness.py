@@ -713,7 +713,7 @@ def _freeze(pid: int) -> bool:
     return False
 
 
-HEARTBEAT_S = 30.0  # the app ends an engine silent this long while it has work (app/service/client.py)
+HEARTBEAT_S = 30.0  # the app ends an engine silent this long while it has work (app/service/models/client.py)
 
 
 def cat_hung_engine(ctx: Context) -> list[Case]:

@@ -32,7 +32,7 @@ from app.core.conversation import Role  # noqa: E402
 from app.core.paths import data_paths  # noqa: E402
 from app.library.models import ModelLibrary  # noqa: E402
 from app.service import events as ev  # noqa: E402
-from app.service.client import EngineClient  # noqa: E402
+from app.service.models.client import EngineClient  # noqa: E402
 from app.service.controller import ChatController  # noqa: E402
 
 # Text of an answer streamed before it counts as "streaming" (a kill then lands mid-answer).

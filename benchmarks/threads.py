@@ -37,8 +37,8 @@ async def measure(model: Path, tokens: int, runs: int) -> dict:
     from app.core.generation import GenerationSettings
     from app.engine.protocol import ChatMessage, Done
     from app.engine.resources import default_threads
-    from app.service.client import EngineClient
-    from app.service.threads import BusyMeter, ThreadAdvisor
+    from app.service.models.client import EngineClient
+    from app.service.models.threads import BusyMeter, ThreadAdvisor
 
     cores = default_threads()
     client = EngineClient()

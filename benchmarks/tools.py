@@ -45,7 +45,7 @@ from app.engine.lazy_grammar import SWITCH_VARIABLE  # noqa: E402
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done  # noqa: E402
 from app.engine.resources import default_threads  # noqa: E402
 from app.engine.tool_calls import ToolCall  # noqa: E402
-from app.service.client import EngineClient  # noqa: E402
+from app.service.models.client import EngineClient  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "mcp_tools.json"
 OFFERED = ("get_current_time", "convert_time", "read_text_file", "list_directory", "search_files", "get_file_info")

@@ -188,7 +188,7 @@ def measure_starter(loop, driver: WindowDriver, max_tokens: int, repeats: int) -
 async def headless(model: Path, settings) -> dict:
     """The same answer through EngineClient alone (a fresh engine, as the window's was)."""
     from app.engine.protocol import ChatMessage, Done
-    from app.service.client import EngineClient
+    from app.service.models.client import EngineClient
 
     client = EngineClient()
     try:

@@ -31,10 +31,10 @@ from app.library.model_format import format_at
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from app.service.controller import ChatController
-from app.service.document_context import Material
-from app.service.tool_use import Approver
+from app.service.documents.document_context import Material
+from app.service.tools.tool_use import Approver
 from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew, ToolPartsChanged
 from app.service.storage import IN_MEMORY
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text
 from app.core.attachments import AttachedFile
 from app.documents.collections import DocumentsError, IndexUnavailable
-from app.service.attached_files import AttachmentsUnreadable, read_attachments
-from app.service.document_context import Fit, Material, SearchCollections
+from app.service.documents.attached_files import AttachmentsUnreadable, read_attachments
+from app.service.documents.document_context import Fit, Material, SearchCollections
 
 if TYPE_CHECKING:  # the index brings numpy: imported only when --docs is given
     from app.cli.docs_vectors import Vectors

@@ -16,8 +16,8 @@ from app.cli.terminal_text import terminal_line, terminal_text
 from app.core.history import HistoryError
 from app.core.paths import data_paths
 from app.library.models import ModelLibrary
-from app.service.chat_files import ExportOutcome
-from app.service.client import EngineClient
+from app.service.chats.chat_files import ExportOutcome
+from app.service.models.client import EngineClient
 from app.service.controller import ChatController
 from app.service.events import Event, Problem
 

@@ -11,7 +11,7 @@ from app.cli.user_error import EXIT_MODEL, UserError
 from app.core.attachments import AttachedImage
 from app.engine.protocol import Loaded
 from app.library.installed import InstalledModel
-from app.service.attached_images import CheckImages, ImagesUnreadable, check_images, in_worker
+from app.service.documents.attached_images import CheckImages, ImagesUnreadable, check_images, in_worker
 
 EXIT_UNREADABLE = 3  # as for --attach: an image cannot be used (each named, with why; nothing is sent)
 

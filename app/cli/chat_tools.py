@@ -12,7 +12,7 @@ from app.cli.thinking_output import write
 from app.core.conversation import Part, ToolCallPart, ToolResultPart
 from app.core.paths import data_paths
 from app.service.events import ToolPartsChanged
-from app.service.tool_use import Approver, ToolDecision, ToolRequest
+from app.service.tools.tool_use import Approver, ToolDecision, ToolRequest
 from app.tools.mcp_config import read_mcp_config
 from app.tools.result_cut import cut_of
 

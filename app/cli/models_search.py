@@ -21,7 +21,7 @@ from app.library.file_names import shown
 if TYPE_CHECKING:
     from app.hardware.report import HardwareReport
     from app.library.hub_search import HubRepo
-    from app.service.hub_search import ChoiceRow
+    from app.service.library.hub_search import ChoiceRow
 
 _VERDICT_WORDS = {"runs_well": "runs well", "runs_slowly": "runs slowly", "wont_fit": "won't fit"}
 
@@ -118,7 +118,7 @@ def _listed(repo: str) -> tuple[ChoiceRow, ...]:
     from app.library.download import DownloadError
     from app.library.hub import HubError, default_endpoint, parse_pasted
     from app.library.hub_search import repo_choices
-    from app.service.hub_search import judged
+    from app.service.library.hub_search import judged
 
     try:
         pasted = parse_pasted(repo)

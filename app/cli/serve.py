@@ -17,7 +17,7 @@ from app.core.server_settings import ServerSettings, is_loopback
 from app.engine.protocol import ErrorKind
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from app.service.controller import ChatController
 from app.service.events import ApiRequestLogged, Event, Problem
 

@@ -21,7 +21,7 @@ from app.core.server_settings import ServerSettings
 SETTINGS_VERSION = 1
 THEMES = ("system", "light", "dark")
 # The engine while the window is hidden, and while another app has the focus (the
-# policy is app/service/background.py): paused, gently, or at full speed.
+# policy is app/service/models/background.py): paused, gently, or at full speed.
 WHEN_HIDDEN = ("pause", "gently", "full")
 WHEN_IN_BACKGROUND = ("full", "gently")
 
@@ -57,7 +57,7 @@ class Settings:
     """Everything the user can set that is not part of one conversation.
 
     `threads` None lets each answer use the physical cores other programs leave free
-    (app/service/threads.py). `theme` is one of THEMES.
+    (app/service/models/threads.py). `theme` is one of THEMES.
     """
 
     version: int = SETTINGS_VERSION

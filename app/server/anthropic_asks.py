@@ -13,7 +13,7 @@ from app.server.fields import Body
 from app.server.grammar import refuse_tool_schemas
 from app.server.images import RequestImages, no_fetch, no_files
 from app.server.openai_asks import Asked, context_length, sampling
-from app.service.api_answers import ApiAsk
+from app.service.api.api_answers import ApiAsk
 
 # How an image is sent inline in this API.
 _BASE64 = 'a base64 source ({"type": "base64", "media_type": "image/png", "data": ...})'

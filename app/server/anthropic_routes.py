@@ -19,7 +19,7 @@ from app.server.anthropic_asks import messages_ask
 from app.server.endpoint import client_of, guarded, read_body
 from app.server.errors import Flavor, error_body
 from app.server.runs import CLIENT_GONE, Event, close, collect, cut_short, opened, outcome_of
-from app.service.api_answers import ApiAnswers, ApiRefused, Started
+from app.service.api.api_answers import ApiAnswers, ApiRefused, Started
 
 
 def stop_reason(stats: AnswerStats, calls: bool, stop_sequence: str | None) -> tuple[str, str | None]:

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from app.server.errors import BadRequest, Flavor, bad_request_response, refused_response
 from app.server.fields import MAX_BODY_BYTES, Body, parse_json, too_large
 from app.server.runs import CLIENT_GONE, ClientGone, outcome_of
-from app.service.api_answers import ApiRefused
+from app.service.api.api_answers import ApiRefused
 
 # The longest a body may pause between two of its pieces: one that stops arriving would hold
 # its connection, and its file handle, for good.

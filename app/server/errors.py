@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from starlette.responses import JSONResponse
 
-from app.service.api_answers import ApiRefused
+from app.service.api.api_answers import ApiRefused
 
 # Anthropic's error type per HTTP status (https://docs.anthropic.com/en/api/errors).
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",

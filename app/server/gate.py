@@ -14,7 +14,7 @@ from app.core.server_settings import ServerSettings, is_loopback
 from app.server.errors import Flavor, error_response
 from app.server.keyless import Refusal, keyless_refusal
 from app.server.runs import OUTCOME_KEY, Outcome
-from app.service.api_answers import ApiAnswers
+from app.service.api.api_answers import ApiAnswers
 from app.service.events import RequestRecord
 
 NO_KEY = ("This request has no valid API key. Send the key that Kestrel shows with its API server as "

@@ -18,7 +18,7 @@ from app.server.errors import error_response
 from app.server.gate import Gate, flavor_of
 from app.server.openai_routes import OpenAiEndpoints
 from app.server.responses_route import ResponsesEndpoint
-from app.service.api_answers import ApiAnswers
+from app.service.api.api_answers import ApiAnswers
 
 ENDPOINTS = ("GET /v1/models", "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/embeddings",
              "POST /v1/responses", "POST /v1/messages")

@@ -15,7 +15,7 @@ from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.server.grammar import any_json_object, json_schema_grammar, refuse_tool_schemas
 from app.server.images import RequestImages, no_files
-from app.service.api_answers import ApiAsk
+from app.service.api.api_answers import ApiAsk
 
 # How long reading a request may take on its worker thread; its one slow part is a JSON schema's
 # grammar, which the schema's bounds keep to well under a second (app/engine/grammar_bounds.py).

@@ -19,7 +19,7 @@ from app.server.endpoint import client_of, guarded, read_body
 from app.server.errors import BadRequest, Flavor, error_body, refused_code
 from app.server.openai_asks import Asked, chat_ask, completion_ask, read_off_loop
 from app.server.runs import CLIENT_GONE, Collected, Event, close, collect, cut_short, opened, outcome_of
-from app.service.api_answers import ApiAnswers, ApiModel, ApiRefused, Started
+from app.service.api.api_answers import ApiAnswers, ApiModel, ApiRefused, Started
 
 NO_EMBEDDINGS = ("No embedding model is installed, and Kestrel's chat models do not make embeddings. "
                  "/v1/embeddings will answer once an embedding model (a GGUF such as nomic-embed-text or "

@@ -18,7 +18,7 @@ from app.server.endpoint import client_of, guarded, read_body
 from app.server.errors import Flavor, refused_code
 from app.server.openai_asks import Asked, read_off_loop, responses_ask
 from app.server.runs import CLIENT_GONE, Event, close, collect, cut_short, opened, outcome_of
-from app.service.api_answers import ApiAnswers, ApiRefused
+from app.service.api.api_answers import ApiAnswers, ApiRefused
 
 
 class ResponseDraft:

@@ -22,7 +22,7 @@ from app.core.server_settings import LOOPBACK, ServerSettings, is_loopback
 from app.server.connections import BACKLOG, OnceSaid, bounded_protocol, most_connections, quiet_accept_failures
 from app.server.http_app import build_app
 from app.server.gate import Gate
-from app.service.api_answers import ApiAnswers
+from app.service.api.api_answers import ApiAnswers
 
 # How long stop() lets open requests end (their answers cancelled) before closing anyway.
 STOP_GRACE_S = 3.0

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.engine.protocol import Delta, Done
 from app.engine.tool_calls import ToolCall
-from app.service.api_answers import ApiAnswers, ApiAsk, Started
+from app.service.api.api_answers import ApiAnswers, ApiAsk, Started
 
 Event = Started | Delta | Done
 T = TypeVar("T")

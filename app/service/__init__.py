@@ -1,1 +1,1 @@
-"""UI-process side of the engine: the async client and its lifecycle policy."""
+"""The service core every front end drives: plain asyncio, in wings by purpose (see docs/design.md, "The service")."""

@@ -16,35 +16,35 @@ from app.engine.protocol import Loaded
 from app.hardware.power import read_power
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
-from app.service.answering import Answering, storable
-from app.service.api_answers import ApiAnswers
-from app.service.background import WindowState
-from app.service.attached_files import read_in_worker_off_loop
-from app.service.attached_images import read_image_data, read_images
-from app.service.chat_collections import ChatCollections, collection_search
-from app.service.chat_files import ChatFiles, ExportOutcome
-from app.service.engine_handle import EngineHandle
-from app.service.engine_errors import EngineError
-from app.service.conversations import Conversations
-from app.service.document_context import ChatDocuments
-from app.service.documents_service import DocumentsService
-from app.service.drafts import DraftBook
+from app.service.chats.answering import Answering, storable
+from app.service.api.api_answers import ApiAnswers
+from app.service.models.background import WindowState
+from app.service.documents.attached_files import read_in_worker_off_loop
+from app.service.documents.attached_images import read_image_data, read_images
+from app.service.chats.chat_collections import ChatCollections, collection_search
+from app.service.chats.chat_files import ChatFiles, ExportOutcome
+from app.service.models.engine_handle import EngineHandle
+from app.service.models.engine_errors import EngineError
+from app.service.chats.conversations import Conversations
+from app.service.documents.document_context import ChatDocuments
+from app.service.documents.documents_service import DocumentsService
+from app.service.chats.drafts import DraftBook
 from app.service.event_bus import EventBus, Listener, TaskGroup
 from app.service.events import (ActivityChanged, ConversationModelChosen, ConversationsListed, DamagedHistoryFound,
                                 ModelState, Problem, SettingsChanged)
-from app.service.history_choice import HistoryChoice, damage_text
-from app.service.history_follow import HistoryFollower
-from app.service.library_service import LibraryService
-from app.service.model_session import ModelSession
-from app.service.model_setup import ModelSetup
-from app.service.open_chat import OpenChat
+from app.service.chats.history_choice import HistoryChoice, damage_text
+from app.service.chats.history_follow import HistoryFollower
+from app.service.library.library_service import LibraryService
+from app.service.models.model_session import ModelSession
+from app.service.models.model_setup import ModelSetup
+from app.service.chats.open_chat import OpenChat
 from app.service.settings_keeper import SettingsKeeper
-from app.service.tool_use import ToolUse
+from app.service.tools.tool_use import ToolUse
 from app.service.storage import Storage
-from app.service.vision import VisionState, chat_vision
+from app.service.chats.vision import VisionState, chat_vision
 
 if TYPE_CHECKING:
-    from app.service.downloads import DownloadQueue
+    from app.service.library.downloads import DownloadQueue
 
 
 class ChatController:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Literal, Union
 
@@ -12,12 +12,19 @@ from app.core.conversation import Conversation, Message, Part
 from app.core.settings import Settings
 from app.engine.failures import Failure
 from app.engine.protocol import Loaded
-from app.service.background import Pace
 from app.service.library_events import (CatalogListed, CatalogRow, DownloadChanged, DownloadId, DownloadItem,
                                         DownloadState, LibraryListed, ModelRow)
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo,
                                           IndexingProgress, IndexState)
 from app.tools.values import ServerStatus
+
+
+class Pace(StrEnum):
+    """How the engine runs (app/service/models/background.py chooses it): at full speed, gently, or paused."""
+
+    FULL = "full"
+    GENTLE = "gently"
+    PAUSED = "pause"
 
 
 class ModelState(str, Enum):
@@ -277,7 +284,7 @@ class ServingChanged:
 
 @dataclass(frozen=True)
 class PaceChanged:
-    """The engine now runs at full speed, gently or paused (app/service/background.py);
+    """The engine now runs at full speed, gently or paused (app/service/models/background.py);
     words say so for the answer being written ("" at full speed)."""
 
     pace: Pace

@@ -18,8 +18,8 @@ from app import __version__
 from app.core.history import HistoryError
 from app.core.paths import DataPaths, data_paths
 from app.library.models import ModelLibrary
-from app.service.client import EngineClient
-from app.service.engine_handle import EngineHandle
+from app.service.models.client import EngineClient
+from app.service.models.engine_handle import EngineHandle
 from app.service.controller import ChatController
 from app.service.events import ModelState
 from app.ui.common.app_style import AppStyle, app_style

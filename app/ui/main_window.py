@@ -7,10 +7,10 @@ from PySide6.QtGui import QCloseEvent, QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import QApplication, QSplitter, QWidget
 
 from app.core.paths import DataPaths
-from app.service.background import WindowState
+from app.service.models.background import WindowState
 from app.service.controller import ChatController
 from app.service.events import ModelState
-from app.service.tool_use import ToolDecision
+from app.service.tools.tool_use import ToolDecision
 from app.ui.common import icons
 from app.ui.about import AboutDialog
 from app.ui.state.adapter import ControllerAdapter

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
-from app.service.engine_errors import EngineError
+from app.service.models.engine_errors import EngineError
 from app.ui.about import AboutDialog
 from app.ui.settings.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
 from app.ui.documents.documents_window import DocumentsWindow
@@ -142,7 +142,7 @@ class WindowCommands(QMainWindow):
         self.adapter.spawn(self._show_hardware())
 
     async def _show_hardware(self) -> None:
-        from app.service.hardware_overview import hardware_overview
+        from app.service.library.hardware_overview import hardware_overview
 
         try:
             overview = await hardware_overview(self.controller.session)

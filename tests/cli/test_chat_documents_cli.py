@@ -10,8 +10,8 @@ import pytest
 
 from app.cli.chat_documents import collection_search, fit_note, write_sources
 from app.documents.reading import read_document
-from app.service.attached_files import read_attachments
-from app.service.document_context import Fit, Material, Source
+from app.service.documents.attached_files import read_attachments
+from app.service.documents.document_context import Fit, Material, Source
 from tests.cli.test_chat_cli import assert_no_traceback, json_lines, kestrel
 from tests.helpers.doc_files import write_looping_pdf, write_pdf
 

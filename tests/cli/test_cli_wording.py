@@ -16,7 +16,7 @@ from app.engine.onnx_backend import _refused
 from app.engine.resources import memory_problem
 from app.hardware.placement_types import ModelFacts
 from app.library.model_format import read_onnx_folder
-from app.service.engine_errors import EngineError
+from app.service.models.engine_errors import EngineError
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
 

@@ -12,6 +12,7 @@ import pytest
 from tests.cli.test_models_get_cli import in_models_folder, models
 from tests.helpers.http_servers import TestServer, hugging_face_repo
 from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, serve_search
+from tests.helpers.tiny_gguf import build_tiny_gguf
 
 REPO = "someone/Thinker-GGUF"
 
@@ -57,10 +58,14 @@ def test_search_when_the_hub_cannot_be_reached_says_so_at_once(monkeypatch: pyte
 
 
 def test_files_lists_quantizations_sizes_and_fit_and_get_picks_one_by_quantization(
-        server: TestServer, storage: TestServer, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        server: TestServer, storage: TestServer, tiny_model: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     body = tiny_model.read_bytes()
+    # A second whole model that is larger (a longer name in its header): a download stops at the first byte
+    # past the end a GGUF header gives, so bytes added after a model would not be a model any more.
+    larger = build_tiny_gguf(tmp_path / "q8.gguf", name="kestrel-tiny-" + "q8" * 600).read_bytes()
     monkeypatch.setenv("HF_ENDPOINT", hugging_face_repo(server, storage, REPO, {
-        "thinker-Q4_K_M.gguf": body, "thinker-Q8_0.gguf": body + bytes(1024), "README.md": b"# card"}))
+        "thinker-Q4_K_M.gguf": body, "thinker-Q8_0.gguf": larger, "README.md": b"# card"}))
 
     files = models("files", REPO)
     as_json = models("files", REPO, "--json")
@@ -73,7 +78,8 @@ def test_files_lists_quantizations_sizes_and_fit_and_get_picks_one_by_quantizati
     assert second.split()[0] == "Q8_0"
     assert f"kestrel models get {REPO}@Q4_K_M" in files.stdout
     rows = [json.loads(line) for line in as_json.stdout.splitlines()]
-    assert [(r["quantization"], r["size"]) for r in rows] == [("Q4_K_M", len(body)), ("Q8_0", len(body) + 1024)]
+    assert [(r["quantization"], r["size"]) for r in rows] == [("Q4_K_M", len(body)), ("Q8_0", len(larger))]
+    assert len(larger) > len(body)
     assert rows[0]["verdict"] == "runs_well" and "Estimated from the file size" in rows[0]["reason"]
     assert wrong.returncode == 2 and f"{REPO} offers no Q2_K file. It offers: Q4_K_M, Q8_0." in wrong.stderr
     assert both.returncode == 2 and "not both" in both.stderr

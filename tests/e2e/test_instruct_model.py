@@ -9,7 +9,7 @@ import pytest
 
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Done
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.engine import answer
 
 pytestmark = pytest.mark.instruct

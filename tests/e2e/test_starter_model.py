@@ -14,7 +14,7 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Delta, Done
 from app.library.starter import STARTER_FILE
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.engine import answer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -168,7 +168,7 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
     from app.ui.settings.mcp_json_dialog import McpJsonDialog
     from app.ui.models.model_manager import ModelManager
     from app.ui.server.server_window import NEW_KEY_QUESTION, ServerWindow
-    from app.service.hardware_overview import HardwareOverview, report_text
+    from app.service.library.hardware_overview import HardwareOverview, report_text
     from tests.hardware.machines import recorded_report
     from tests.helpers import attachment_scenes
 
@@ -212,7 +212,7 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         from app.library.download.unit import FileSpec
         from app.library.hub import DownloadUnit
         from app.library.hub_search import RepoChoice, parse_search_answer
-        from app.service.hub_search import ChoiceRow, RepoListing
+        from app.service.library.hub_search import ChoiceRow, RepoListing
         from tests.helpers.hub_answers import RECORDED_ANSWER
 
         shown = ModelManager(window.adapter, window)

@@ -7,8 +7,8 @@ from typing import Sequence
 
 from app.core.generation import GenerationSettings
 from app.engine.protocol import ChatMessage, Delta, Done
-from app.service.client import EngineClient
-from app.service.engine_errors import EngineError
+from app.service.models.client import EngineClient
+from app.service.models.engine_errors import EngineError
 
 
 async def answer_parts(client: EngineClient, messages: Sequence[ChatMessage],

@@ -35,7 +35,7 @@ from app.hardware.report import HardwareReport
 from app.library.fit_facts import facts_for
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.model_format import detect_format, read_onnx_folder
-from app.service.engine_errors import EngineError
+from app.service.models.engine_errors import EngineError
 
 # The answer when a test scripts none: endless, so max_tokens ends it ("length"), as
 # the tiny random model's answers end.

@@ -33,9 +33,9 @@ from app.engine.answer_common import AnswerTiming
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import During, EngineStopped, Failure, Hang, NoModel
 from app.hardware.report import HardwareReport
-from app.service.client import HANG_AFTER_LOADING_S, HANG_AFTER_S, STOP_GRACE_S, STOP_LIMIT_S
-from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
-from app.service.engine_handle import EngineHandle
+from app.service.models.client import HANG_AFTER_LOADING_S, HANG_AFTER_S, STOP_GRACE_S, STOP_LIMIT_S
+from app.service.models.engine_errors import EngineCrashed, EngineDied, EngineError
+from app.service.models.engine_handle import EngineHandle
 from tests.hardware.machines import recorded_report
 from tests.helpers.scripted_answers import (Script, ScriptedModel, answer_stats, count_prompt, load_model, plan_answer,
                                             tokenize)
@@ -79,7 +79,7 @@ class _Process:
 
 
 class ScriptedEngine:
-    """The engine for fast service tests, behind EngineHandle (app/service/engine_handle.py).
+    """The engine for fast service tests, behind EngineHandle (app/service/models/engine_handle.py).
 
     machine: the recorded machine (tests/fixtures/hardware) it reports and places
     models on. token_s, load_s: how long a token and a load take. gpu_offload: whether

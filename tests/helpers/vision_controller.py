@@ -18,7 +18,7 @@ from PySide6.QtCore import QBuffer, QIODevice, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 
 from app.core.attachments import AttachedImage
-from app.service.vision import VisionState as Vision
+from app.service.chats.vision import VisionState as Vision
 
 
 def checked(data: bytes, name: str) -> AttachedImage:

@@ -22,8 +22,8 @@ from app.engine.protocol import Delta, Done
 from app.server import endpoint
 from app.server.errors import BadRequest
 from app.server.fields import Body
-from app.service.api_answers import ApiAsk, Started
-from app.service.client import EngineClient
+from app.service.api.api_answers import ApiAsk, Started
+from app.service.models.client import EngineClient
 from tests.redteam.api_requests import (ANTHROPIC_KEY, CHAT, HELLO, JSON, OPENAI_KEY, anthropic_error, openai_error,
                                         port_of, raw)
 from tests.server.helpers import KEY, FakeAnswers, anthropic_client, api_over, loop_thread, real_service, serving, \

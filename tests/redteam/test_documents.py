@@ -24,7 +24,7 @@ from app.documents.index import DocumentIndex
 from app.documents.reader_worker import ReaderPool, read_in_worker
 from app.documents.reading import read_document
 from app.documents.values import DocumentText, FolderFiles, ReadLimits, Unreadable, UnreadableCause, printable
-from app.service.attached_files import AttachmentsUnreadable, read_attachments
+from app.service.documents.attached_files import AttachmentsUnreadable, read_attachments
 from tests.cli.test_chat_cli import ROOT, assert_no_traceback, kestrel
 from tests.redteam.hostile_docs import (SECRET_AWS, SECRET_KEY, SECRET_NOTE, big_docx, docx_parts,
                                         home_with_secrets, lying_docx, patch_directory)

@@ -28,7 +28,7 @@ from app.server import openai_asks
 from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.server.runner import ApiServer
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from app.service.controller import ChatController
 from app.tools.mcp_config import McpServerConfig, write_mcp_config
 from tests.cli.test_chat_cli import assert_no_traceback, json_lines, kestrel

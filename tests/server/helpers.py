@@ -20,9 +20,9 @@ from app.core.server_settings import ServerSettings
 from app.engine.protocol import Delta, Done
 from app.engine.tool_calls import ToolCall
 from app.server.runner import ApiServer, ServerState
-from app.service.api_answers import ApiAnswers, ApiAsk, ApiModel, ApiRefused, Started
+from app.service.api.api_answers import ApiAnswers, ApiAsk, ApiModel, ApiRefused, Started
 from app.service.controller import ChatController
-from app.service.engine_handle import EngineHandle
+from app.service.models.engine_handle import EngineHandle
 from app.service.events import ModelState, RequestRecord
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.service.conftest import SMALL, install, make_controller

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from app.engine import protocol as p
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.tiny_gguf import build_tiny_gguf

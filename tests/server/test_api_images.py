@@ -18,7 +18,7 @@ import pytest
 
 from app.engine import image_prompt
 from app.server.images import MAX_BASE64_CHARS, MAX_IMAGE_BYTES, MAX_IMAGES
-from app.service.api_types import ApiImage
+from app.service.api.api_types import ApiImage
 from tests.helpers.vision_gguf import png_bytes
 from tests.server.helpers import KEY, FakeAnswers, anthropic_client, loop_thread, openai_client, serving, words
 

@@ -19,7 +19,7 @@ from app.core.attachments import AttachedImage
 from app.core.server_settings import ServerSettings
 from app.documents.image_check import check_image_data
 from app.engine import protocol as p
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_gguf import IMAGE_TOKENS, build_vision_pair, png_bytes

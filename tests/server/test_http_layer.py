@@ -20,7 +20,7 @@ from app.core.server_settings import ServerSettings
 from app.engine.tool_calls import ToolCall
 from app.server.grammar import any_json_object
 from app.server.runner import ApiServer, ServerState
-from app.service.api_answers import ApiRefused
+from app.service.api.api_answers import ApiRefused
 from tests.server.helpers import KEY, FakeAnswers, anthropic_client, loop_thread, openai_client, serving, until
 
 AUTH = {"Authorization": f"Bearer {KEY}"}

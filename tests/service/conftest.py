@@ -25,11 +25,11 @@ from app.core.settings import Settings, SettingsFile
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service import events as ev
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from app.service.controller import ChatController
-from app.service.engine_handle import EngineHandle
-from app.service.engine_queue import EngineQueue
-from app.service.model_session import ModelSession
+from app.service.models.engine_handle import EngineHandle
+from app.service.models.engine_queue import EngineQueue
+from app.service.models.model_session import ModelSession
 from tests.helpers.scripted_engine import ScriptedEngine
 
 E = TypeVar("E")

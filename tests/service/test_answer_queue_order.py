@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.service.answer_queue import AnswerQueue, Turn
+from app.service.chats.answer_queue import AnswerQueue, Turn
 from tests.service.conftest import run
 
 

@@ -14,8 +14,9 @@ from app.engine.failures import BadModelFile
 from app.engine.protocol import ChatMessage, Delta, Done, Load
 from app.library.importer import import_model_file
 from app.service import events as ev
-from app.service.api_answers import SERVING, ApiAsk, ApiRefused, Started
-from app.service.background import Pace, WindowState
+from app.service.api.api_answers import SERVING, ApiAsk, ApiRefused, Started
+from app.service.events import Pace
+from app.service.models.background import WindowState
 from app.service.controller import ChatController
 from tests.helpers.scripted_answers import Script
 from tests.service.conftest import SMALL, engine_line, run, session_of

@@ -12,9 +12,10 @@ import pytest
 
 from app.hardware import power as power_module
 from app.hardware.power import Power, power_from_status
-from app.service import priority
-from app.service.background import EnginePace, Pace, WindowState, pace_for, pace_words
-from app.service.client import EngineClient
+from app.service.models import priority
+from app.service.events import Pace
+from app.service.models.background import EnginePace, WindowState, pace_for, pace_words
+from app.service.models.client import EngineClient
 from tests.service.conftest import engine_of, priority_problem, run, set_busy_cores
 
 F, B, H = WindowState.FOREGROUND, WindowState.BACKGROUND, WindowState.HIDDEN

@@ -12,8 +12,8 @@ from app.core.attachments import AttachedFile, AttachedSection
 from app.core.conversation import Role
 from app.documents.collections import DocumentsError, Hit
 from app.service import events as ev
-from app.service.attached_files import AttachmentsUnreadable, read_attachments
-from app.service.document_context import MATERIAL_INTRO
+from app.service.documents.attached_files import AttachmentsUnreadable, read_attachments
+from app.service.documents.document_context import MATERIAL_INTRO
 from tests.service.conftest import run, stored
 
 FACT = "The kestrel club meets on Thursdays at 7 in room 12."
@@ -171,8 +171,8 @@ class _Service:
 def test_the_windows_search_says_which_collection_is_gone_where_the_service_leaves_it_out() -> None:
     import asyncio
 
-    from app.service.chat_collections import collection_search
-    from app.service.document_context import ChatDocuments
+    from app.service.chats.chat_collections import collection_search
+    from app.service.documents.document_context import ChatDocuments
     from tests.service.test_document_context import chat, turn
 
     service = _Service(["papers", "old"])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.service.conftest import run
 
 FACTS = "The kestrel club meets on Thursdays at 7 in room 12.\n\nIts treasurer is Mira Okafor."

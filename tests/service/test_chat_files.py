@@ -13,7 +13,7 @@ from app.core.attachments import AttachedImage
 from app.core.chat_export import MAX_BYTES
 from app.core.history import HistoryStore
 from app.service import events as ev
-from app.service.chat_files import ChatFiles, Imported
+from app.service.chats.chat_files import ChatFiles, Imported
 from tests.helpers.images import image_bytes
 from tests.service.conftest import give_sight, history, run
 

@@ -16,14 +16,14 @@ from app.core.attachments import IMAGE_TOKENS, AttachedFile, AttachedImage, Atta
 from app.core.conversation import Conversation, Message, MessageState, Role
 from app.core.generation import GenerationSettings
 from app.service import events as ev
-from app.service.answer_run import chat_of
+from app.service.chats.answer_run import chat_of
 from app.documents.image_check import ImageInput, ImageResult, check_image
 from app.engine.protocol import ChatMessage
-from app.service.api_images import seen_images
-from app.service.api_types import ApiAsk, ApiImage, ApiRefused
-from app.service.attached_images import PROMPT_IMAGES, UNSEEN, ImagesUnreadable, read_image_data, read_images
-from app.service.document_context import ChatDocuments, Fit
-from app.service.vision import NO_MODEL
+from app.service.api.api_images import seen_images
+from app.service.api.api_types import ApiAsk, ApiImage, ApiRefused
+from app.service.documents.attached_images import PROMPT_IMAGES, UNSEEN, ImagesUnreadable, read_image_data, read_images
+from app.service.documents.document_context import ChatDocuments, Fit
+from app.service.chats.vision import NO_MODEL
 from tests.helpers.images import image_bytes, write_image
 from tests.service.conftest import give_sight, run, stored, take_sight
 

@@ -12,7 +12,7 @@ from app.core.conversation import MessageState, Role
 from app.core.history import HistoryStore
 from app.engine.protocol import ChatMessage, Delta, Done
 from app.service import events as ev
-from app.service.engine_queue import Withdrawn
+from app.service.models.engine_queue import Withdrawn
 from tests.helpers.disks import small_disk
 from tests.helpers.scripted_answers import scripted_text
 from tests.helpers.scripted_engine import ScriptedEngine

@@ -12,8 +12,8 @@ from app.core.answer_stats import FinishReason
 from app.core.generation import GenerationSettings
 from app.engine.failures import NoModel
 from app.engine.protocol import ChatMessage, Delta, Done
-from app.service.client import EngineClient
-from app.service.engine_errors import EngineError
+from app.service.models.client import EngineClient
+from app.service.models.engine_errors import EngineError
 from tests.helpers.scripted_engine import ScriptedEngine
 
 TEXT = "Attached: report.pdf, p. 12 — ü 你好 🦅 <|im_end|>\n" * 20

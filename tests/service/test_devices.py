@@ -12,8 +12,8 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.failures import BadModelFile
 from app.engine.protocol import ChatMessage, Done
-from app.service.client import EngineClient
-from app.service.engine_errors import EngineError
+from app.service.models.client import EngineClient
+from app.service.models.engine_errors import EngineError
 from tests.hardware.machines import recorded_report
 from tests.helpers.engine import answer_parts, load_error
 

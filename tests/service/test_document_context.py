@@ -14,11 +14,11 @@ from app.core.generation import GenerationSettings
 from app.documents.collections import DocumentsError, Hit
 from app.documents.reading import read_document
 from app.documents.values import DocumentText, Unreadable
-from app.service.attached_files import AttachmentsUnreadable, read_attachments
-from app.service.document_context import (ANSWER_RULE, MATERIAL_INTRO, MAX_PASSAGES, SOURCE_PREVIEW_CHARS,
+from app.service.documents.attached_files import AttachmentsUnreadable, read_attachments
+from app.service.documents.document_context import (ANSWER_RULE, MATERIAL_INTRO, MAX_PASSAGES, SOURCE_PREVIEW_CHARS,
                                           ChatDocuments, Fit, Source, fit_budget, framed_question)
 from app.engine.failures import NoModel
-from app.service.engine_errors import EngineError
+from app.service.models.engine_errors import EngineError
 
 FACT = "The kestrel club meets on Thursdays at 7 in room 12."
 QUESTION = "When does the kestrel club meet?"
@@ -103,7 +103,7 @@ def test_a_file_is_read_into_the_value_the_history_keeps_and_one_past_the_limit_
     (file,) = read_attachments([club], here)
     assert (file.path, file.kind, file.size, file.name) == (str(club), "markdown", club.stat().st_size, "club.md")
     assert FACT in file.text and file.sections[-1].heading == "Club"
-    monkeypatch.setattr("app.service.attached_files.MAX_ATTACHED_CHARS", 20)
+    monkeypatch.setattr("app.service.documents.attached_files.MAX_ATTACHED_CHARS", 20)
     with pytest.raises(AttachmentsUnreadable) as refused:
         read_attachments([club], here)
     assert str(refused.value).startswith(f"{club} cannot be read: it holds {len(file.text)} characters of text, "

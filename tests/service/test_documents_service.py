@@ -18,8 +18,8 @@ from app.core.conversation import Message, MessageState, Role
 from app.documents.collections import DocumentsError
 from app.documents.values import DocumentText, Unreadable
 from app.service import events as ev
-from app.service import documents_service
-from app.service.documents_service import DocumentsService
+from app.service.documents import documents_service
+from app.service.documents.documents_service import DocumentsService
 from app.hardware.power import Power
 from app.service.documents_events import ANSWERING_WORDS, BATTERY_WORDS, PAUSED_WORDS, SAVING_WORDS
 from tests.documents.index_fakes import read_here
@@ -363,7 +363,7 @@ def test_a_collection_removed_while_it_is_read_stops_and_goes(tmp_path: Path) ->
 
 
 def test_the_time_left_leaves_the_time_held_out() -> None:
-    from app.service.documents_pace import Pace
+    from app.service.documents.documents_pace import Pace
 
     now = [100.0]
     pace = Pace(clock=lambda: now[0])

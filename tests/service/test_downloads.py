@@ -12,7 +12,7 @@ from typing import Any, Callable
 from app.library.download import DownloadOptions
 from app.library.hub import direct_unit
 from app.library.models import ModelLibrary
-from app.service.downloads import DownloadQueue
+from app.service.library.downloads import DownloadQueue
 from app.service.events import DownloadChanged, DownloadItem
 from tests.helpers.http_servers import Served, TestServer, sha256_of
 

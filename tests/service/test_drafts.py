@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-import app.service.drafts
+import app.service.chats.drafts
 from app.core.drafts import read_drafts, write_drafts
 from app.service import events as ev
 from tests.service.conftest import drafted_ids, drafts_written, history, run
@@ -50,7 +50,7 @@ def test_the_latest_text_wins_and_is_written_on_the_writer_thread(started_contro
         writes.append((threading.current_thread().name, dict(drafts)))
         write_drafts(store, drafts)
 
-    monkeypatch.setattr(app.service.drafts, "write_drafts", watched)
+    monkeypatch.setattr(app.service.chats.drafts, "write_drafts", watched)
 
     async def scenario():
         async with started_controller() as started:

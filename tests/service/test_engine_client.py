@@ -12,8 +12,8 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.failures import BadModelFile, PromptTooLong
 from app.engine.protocol import ChatMessage, Delta, Done
-from app.service.client import EngineClient
-from app.service.engine_errors import EngineCrashed, EngineError
+from app.service.models.client import EngineClient
+from app.service.models.engine_errors import EngineCrashed, EngineError
 from tests.helpers.engine import answer, load_error
 from tests.helpers.models import truncated_copy
 from tests.helpers.tiny_gguf import EOS_ID, IM_END_ID, build_tiny_gguf

@@ -8,7 +8,7 @@ compared field by field, since both work them out from the same file and machine
 The hang checks are the real client's (SIGSTOP stands in for a driver that never
 returns): before the heartbeat, Stop did nothing, the status stayed "Thinking…" for
 ever, and quitting took 10 s. Their limits are short here (the app's are in
-app/service/client.py), and shorter still for the scripted engine: every limit, wait
+app/service/models/client.py), and shorter still for the scripted engine: every limit, wait
 and bound of a check is scaled by its Kind's scale, so the check is the same.
 """
 
@@ -30,9 +30,9 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.failures import BadModelFile, BadShape, DeviceRefused, NoToolUse, PromptTooLong
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done
-from app.service.client import EngineClient
-from app.service.engine_errors import EngineCrashed, EngineDied, EngineError
-from app.service.engine_handle import EngineHandle
+from app.service.models.client import EngineClient
+from app.service.models.engine_errors import EngineCrashed, EngineDied, EngineError
+from app.service.models.engine_handle import EngineHandle
 from tests.hardware.machines import recorded_report
 from tests.helpers.models import truncated_copy
 from tests.helpers.scripted_answers import Script, written

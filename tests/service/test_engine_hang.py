@@ -4,7 +4,7 @@ said, ended, and started again at once when the user pressed Stop.
 The client's own hang checks (noticed mid-answer, a paused engine left alone, Stop ends
 it at once, quitting does not wait) run on the real client and the scripted engine
 alike in test_engine_contract.py. The limits are short here; the app's are in
-app/service/client.py.
+app/service/models/client.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from app.core.conversation import MessageState
 from app.service import events as ev
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.stopped_engine import freeze
 from tests.service.conftest import SMALL, engine_of, run
 

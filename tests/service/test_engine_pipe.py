@@ -14,9 +14,9 @@ import pytest
 
 from app.core.generation import GenerationSettings
 from app.engine import protocol as p
-from app.service.client import EngineClient
-from app.service.engine_errors import EngineCrashed
-from app.service.engine_process import Delivered, EngineProcess, NotSent, PipeClosed
+from app.service.models.client import EngineClient
+from app.service.models.engine_errors import EngineCrashed
+from app.service.models.engine_process import Delivered, EngineProcess, NotSent, PipeClosed
 from tests.helpers.stopped_engine import freeze
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGSTOP stands in for an engine that does not read")

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from app.engine.protocol import Loaded
 from app.hardware.report import PowerInfo
-from app.service.hardware_overview import computer_rows, device_rows, hardware_overview, power_text, runtime_rows
-from app.service.threads import ThreadChoice
+from app.service.library.hardware_overview import computer_rows, device_rows, hardware_overview, power_text, runtime_rows
+from app.service.models.threads import ThreadChoice
 from tests.hardware.machines import recorded_report
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.service.conftest import run, session_of

@@ -14,7 +14,7 @@ import pytest
 from app.core.settings import GenerationSettings, Settings
 from app.hardware.fit import Verdict
 from app.hardware.report import HardwareReport, RamInfo
-from app.service.hub_search import ESTIMATED_WORDS, HubSearch
+from app.service.library.hub_search import ESTIMATED_WORDS, HubSearch
 from tests.hardware.machines import recorded_report
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
 from tests.helpers.hub_answers import EMPTY_ANSWER, serve_search
@@ -118,7 +118,7 @@ def test_a_file_bigger_than_the_memory_free_will_not_fit(laptop: HardwareReport)
     from app.library.hub import DownloadUnit
     from app.library.download.unit import FileSpec
     from app.library.hub_search import RepoChoice
-    from app.service.hub_search import judged
+    from app.service.library.hub_search import judged
 
     settings = Settings(generation=GenerationSettings(context_length=4096))
     unit = DownloadUnit("t-F16.gguf", "t-F16", "gguf", (FileSpec("http://h/t-F16.gguf", "t-F16.gguf", None,

@@ -8,7 +8,7 @@ import dataclasses
 from app.core.conversation import MessageState
 from app.service import events as ev
 from app.service.events import ModelState
-from app.service.idle import UNLOADED_WORDS
+from app.service.models.idle import UNLOADED_WORDS
 from tests.service.conftest import Recorder, run
 
 QUICK = 0.01  # minutes: 0.6 s

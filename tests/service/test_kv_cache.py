@@ -8,7 +8,7 @@ from app.core.settings import Settings
 from app.engine import kv_state
 from app.engine.kv_state import StateKey
 from app.library.model_defaults import ModelDefaults
-from app.service import kv_cache
+from app.service.models import kv_cache
 
 
 def test_states_live_in_the_cache_folder_and_clear_removes_them() -> None:
@@ -52,7 +52,7 @@ def test_the_clients_lookup_mode_goes_with_each_answer(tiny_model, monkeypatch) 
 
     from app.core.generation import GenerationSettings
     from app.engine.protocol import ChatMessage, Generate
-    from app.service.client import EngineClient
+    from app.service.models.client import EngineClient
 
     async def answer(mode: str) -> Generate:
         client = EngineClient()

@@ -12,7 +12,7 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine import kv_state
 from app.engine.protocol import ChatMessage, Done
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.engine import answer
 
 PROMPT = (ChatMessage("user", "Tell me everything about kestrels and their nests. " * 8),)

@@ -15,11 +15,11 @@ from app.core.paths import data_paths
 from app.engine.protocol import ChatMessage, Delta
 from app.library.models import ModelLibrary
 from app.service import events as ev
-from app.service.conversations import Conversations
-from app.service.drafts import DraftBook
+from app.service.chats.conversations import Conversations
+from app.service.chats.drafts import DraftBook
 from app.service.event_bus import EventBus, TaskGroup
-from app.service.model_session import ModelSession
-from app.service.model_setup import ModelSetup
+from app.service.models.model_session import ModelSession
+from app.service.models.model_setup import ModelSetup
 from app.service.settings_keeper import SettingsKeeper
 from app.service.storage import IN_MEMORY, Storage
 from tests.helpers.scripted_answers import Script

@@ -11,7 +11,7 @@ from multiprocessing.connection import Connection
 import pytest
 
 from app.engine import protocol as p
-from app.service.pipe_writer import PipeWriter, pickled, write_message
+from app.service.models.pipe_writer import PipeWriter, pickled, write_message
 
 IMAGE_BYTES = 256 * 1024  # four fill the 64 KB pipe buffer 16 times
 
@@ -179,7 +179,7 @@ def test_on_windows_the_pieces_go_as_one_message(monkeypatch: pytest.MonkeyPatch
     ours, theirs = multiprocessing.Pipe()
     request = _generate(1, images=1)
     sent: list[int] = []
-    monkeypatch.setattr("app.service.pipe_writer.sys.platform", "win32")
+    monkeypatch.setattr("app.service.models.pipe_writer.sys.platform", "win32")
     real = ours.send_bytes
     monkeypatch.setattr(ours, "send_bytes", lambda data: (sent.append(len(data)), real(data)))
     done = threading.Thread(target=write_message, args=(ours, pickled(request)))

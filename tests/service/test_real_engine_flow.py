@@ -12,7 +12,7 @@ import pytest
 
 from app.core.conversation import MessageState, Role
 from app.service import events as ev
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from app.service.events import ModelState
 from tests.service.conftest import SMALL, engine_of, run, stored
 

@@ -10,8 +10,8 @@ from app.core.settings import DevicePreference
 from app.hardware.report import HardwareReport, RamInfo
 from app.library.catalog import load_catalog
 from app.service.events import CatalogRow
-from app.service.library_service import catalog_fit
-from app.service.recommendation import recommend, with_reason
+from app.service.library.library_service import catalog_fit
+from app.service.library.recommendation import recommend, with_reason
 from tests.hardware.machines import recorded_report
 
 _GIB = 1024**3

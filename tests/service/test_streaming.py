@@ -14,7 +14,7 @@ from app.core.answer_stats import AnswerStats
 from app.core.conversation import MessageState, Role
 from app.core.history import HistoryStore
 from app.service.storage import Storage
-from app.service.streaming import StreamingAnswer
+from app.service.chats.streaming import StreamingAnswer
 from tests.core.conftest import FakeClock
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -145,7 +145,7 @@ from pathlib import Path
 from app.core.conversation import Role
 from app.core.history import HistoryStore
 from app.service.storage import Storage
-from app.service.streaming import StreamingAnswer
+from app.service.chats.streaming import StreamingAnswer
 
 async def main():
     storage = await Storage.open(Path(sys.argv[1]), None)

@@ -8,7 +8,7 @@ from pathlib import Path
 from app.core.conversation import MessageState
 from app.core.history import HistoryStore
 from app.service import events as ev
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.thinking_gguf import ANSWER, THOUGHT
 from tests.service.conftest import SMALL, history, run
 

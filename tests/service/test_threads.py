@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.engine.resources import default_threads
-from app.service.threads import STEP_DOWN_KEPT_S, ThreadAdvisor
-from app.service.hardware_overview import hardware_overview
+from app.service.models.threads import STEP_DOWN_KEPT_S, ThreadAdvisor
+from app.service.library.hardware_overview import hardware_overview
 from tests.service.conftest import run, session_of, set_busy_cores
 
 MODEL = "starter.gguf|1000|2|2"

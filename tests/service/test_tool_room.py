@@ -7,7 +7,7 @@ import asyncio
 from app.core.answer_stats import AnswerStats
 from app.core.generation import GenerationSettings
 from app.engine.protocol import Loaded
-from app.service.tool_room import TURN_TOKENS, ResultRoom, answer_room
+from app.service.tools.tool_room import TURN_TOKENS, ResultRoom, answer_room
 from app.tools.result_cut import CutReason, ResultCut, cut_of
 
 

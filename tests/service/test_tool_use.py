@@ -13,8 +13,8 @@ from app.core.answer_stats import FinishReason
 from app.core.conversation import Message, MessageState, Role, TextPart, ToolCallPart, ToolResultPart
 from app.core.paths import data_paths
 from app.service import events as ev
-from app.service.answer_run import chat_of
-from app.service.tool_use import DENIED, ToolDecision
+from app.service.chats.answer_run import chat_of
+from app.service.tools.tool_use import DENIED, ToolDecision
 from app.tools.mcp_config import McpServerConfig, write_mcp_config
 from tests.helpers.scripted_answers import Script
 from tests.helpers.tiny_gguf import build_tiny_gguf

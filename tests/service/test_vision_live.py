@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.core.conversation import MessageState
 from app.service import events as ev
-from app.service.client import EngineClient
+from app.service.models.client import EngineClient
 from tests.helpers.vision_gguf import IMAGE_TOKENS, build_vision_pair, png_bytes
 from tests.service.conftest import SMALL, library_of, run, stored
 

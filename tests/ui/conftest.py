@@ -18,8 +18,8 @@ from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
-from app.service.client import EngineClient
-from app.service.engine_handle import EngineHandle
+from app.service.models.client import EngineClient
+from app.service.models.engine_handle import EngineHandle
 from app.ui.app import build_window
 from app.ui.main_window import MainWindow
 from tests.helpers.scripted_engine import ScriptedEngine

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from app.core.attachments import AttachedFile, AttachedSection, SourceRef
 from app.core.conversation import Message, MessageState, Role
 from app.documents.values import Unreadable, UnreadableCause
-from app.service.document_context import AttachmentsUnreadable
+from app.service.documents.document_context import AttachmentsUnreadable
 from app.ui.chat.attachment_chips import ChipState
 from app.ui.chat.chat_attach import ChatAttach
 from app.ui.chat.composer import Composer
@@ -24,7 +24,7 @@ from app.ui.state.message_words import attachment_label, source_label
 from app.ui.state.message_model import MessageListModel
 from app.ui.messages.message_view import MessageView
 from app.ui.messages.source_popup import SourcePopup, source_url
-from app.service.vision import VisionState as Vision
+from app.service.chats.vision import VisionState as Vision
 from tests.ui.conftest import run, until
 
 PDF = AttachedFile("/home/ann/report.pdf", "pdf", 48_000,

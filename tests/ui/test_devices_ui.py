@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from app.service.hardware_overview import hardware_overview
+from app.service.library.hardware_overview import hardware_overview
 from tests.hardware.machines import recorded_report
 from tests.ui.conftest import choose_in_settings, idle, run, until
 

@@ -10,7 +10,7 @@ import pytest
 from app.library.hub import direct_unit
 from app.library.starter import STARTER_ID
 from app.service.events import DownloadItem
-from app.service.model_setup import ModelSetup
+from app.service.models.model_setup import ModelSetup
 from app.ui.models.first_run import FirstRunOffer, offer_wanted
 from tests.helpers.http_servers import Served, TestServer
 from tests.ui.conftest import run, until

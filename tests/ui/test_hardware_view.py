@@ -7,7 +7,7 @@ from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QLabel
 
 from app.engine.protocol import Loaded
-from app.service.hardware_overview import HardwareOverview, report_text
+from app.service.library.hardware_overview import HardwareOverview, report_text
 from app.ui.models.hardware_view import HardwareWindow
 from app.ui.common.theme import apply_theme
 from tests.hardware.machines import recorded_report

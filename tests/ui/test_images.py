@@ -19,7 +19,7 @@ from app.ui.chat.image_chips import THUMB_HEIGHT, ImageChip
 from app.ui.messages.image_viewer import ImageViewer
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_controller import ImageApi, png_image
-from app.service.vision import VisionState as Vision
+from app.service.chats.vision import VisionState as Vision
 from tests.ui.conftest import run, until
 
 NOT_SEEING = ("Qwen3 8B cannot see images: it has no vision projector. Choose a model tagged Vision, "

@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from app.service.api_answers import SERVING
+from app.service.api.api_answers import SERVING
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import run, until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtWidgets import QSystemTrayIcon
 
-from app.service.background import WindowState
+from app.service.models.background import WindowState
 from app.ui.server import server_host
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import run

@@ -9,7 +9,7 @@ from pathlib import Path
 from app.core.settings import Settings
 from app.engine import kv_state
 from app.engine.kv_state import StateKey
-from app.service import kv_cache
+from app.service.models import kv_cache
 from app.ui.settings.dialogs import SettingsDialog
 from tests.ui.conftest import run, until
 

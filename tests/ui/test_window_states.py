@@ -12,7 +12,7 @@ from PySide6.QtTest import QAbstractItemModelTester
 from app.core.conversation import MessageState, Role
 from app.ui.state.message_model import MessageRoles
 from app.core.history import HistoryStore
-from app.service.model_setup import ModelSetup
+from app.service.models.model_setup import ModelSetup
 from tests.ui.conftest import choose_in_settings, idle, long_answers, run, stored, until, with_generation
 
 
@@ -263,7 +263,7 @@ def test_switching_to_the_dark_theme_repaints_in_dark(make_window, loop, monkeyp
 
 
 def test_the_window_state_the_policy_sees() -> None:
-    from app.service.background import WindowState
+    from app.service.models.background import WindowState
     from app.ui.main_window import window_state
 
     active, inactive = Qt.ApplicationState.ApplicationActive, Qt.ApplicationState.ApplicationInactive

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.core.attachments import AttachedFile, AttachedImage
-from app.service.document_context import AttachmentsUnreadable
+from app.service.documents.document_context import AttachmentsUnreadable
 
 if TYPE_CHECKING:
     from app.service.controller import ChatController

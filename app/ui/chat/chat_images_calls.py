@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from app.core.attachments import AttachedImage
-from app.service.attached_images import ImagesUnreadable
+from app.service.documents.attached_images import ImagesUnreadable
 
 if TYPE_CHECKING:
     from app.service.controller import ChatController

@@ -26,7 +26,7 @@ from app.ui.common.warning_row import WarningRow
 
 if TYPE_CHECKING:
     from app.library.installed import InstalledModel
-    from app.service.documents_service import DocumentsService
+    from app.service.documents.documents_service import DocumentsService
     from app.ui.state.adapter import ControllerAdapter
 
 FILES_DELAY_MS = 1000  # while a collection is read its file list is asked for again at most this often

@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor, QGuiApplication, QPainter, QPaintEvent, QPalet
 from PySide6.QtWidgets import (QDialog, QFormLayout, QFrame, QHBoxLayout, QHeaderView, QLabel, QPushButton,
                                QScrollArea, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from app.service.hardware_overview import DeviceRow, HardwareOverview, computer_rows, power_text, runtime_rows
+from app.service.library.hardware_overview import DeviceRow, HardwareOverview, computer_rows, power_text, runtime_rows
 from app.ui.common import icons
 
 # The panel's tint: the accent when the model runs where it should, amber when it fell back.

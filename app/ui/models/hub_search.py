@@ -16,7 +16,7 @@ from app.core.units import human_size
 from app.ui.state.fit_verdict import verdict_icon, verdict_words
 
 if TYPE_CHECKING:
-    from app.service.hub_search import ChoiceRow, FoundRepos, RepoListing
+    from app.service.library.hub_search import ChoiceRow, FoundRepos, RepoListing
     from app.ui.state.adapter import ControllerAdapter
 
 # Typing waits this long after the last key, and for this many characters, before asking.

@@ -13,7 +13,7 @@ from app.core.server_settings import LOOPBACK, ServerSettings, is_loopback
 
 if TYPE_CHECKING:
     from app.server.runner import ServerState
-    from app.service.api_answers import ApiAnswers
+    from app.service.api.api_answers import ApiAnswers
     from app.ui.state.adapter import ControllerAdapter
 
 # What the server reads only when it starts (it reads the key and the rest at each request):

@@ -24,7 +24,7 @@ from app.ui.settings.tools_settings_page import ToolsSettingsPage
 from app.ui.common.window_look import fit_shortcut_letters
 
 if TYPE_CHECKING:
-    from app.service.tool_use import ToolUse
+    from app.service.tools.tool_use import ToolUse
     from app.ui.state.adapter import ControllerAdapter
 
 
@@ -247,7 +247,7 @@ class SettingsDialog(QDialog):
             self._adapter.spawn(self._show_usage())
 
     async def _show_usage(self) -> None:
-        from app.service import kv_cache
+        from app.service.models import kv_cache
 
         files, size = await asyncio.to_thread(kv_cache.usage)
         if not self._clearing:
@@ -263,7 +263,7 @@ class SettingsDialog(QDialog):
         self._adapter.spawn(self._clear(self._adapter))
 
     async def _clear(self, adapter: "ControllerAdapter") -> None:
-        from app.service import kv_cache
+        from app.service.models import kv_cache
 
         try:
             files, size = await asyncio.to_thread(kv_cache.usage)

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QListWidget, Q
 from app.tools.mcp_config import McpServerConfig, read_mcp_config, read_mcp_text, write_mcp_text
 
 if TYPE_CHECKING:
-    from app.service.tool_use import ToolUse
+    from app.service.tools.tool_use import ToolUse
     from app.ui.settings.tools_settings_page import ToolsSettingsPage
 
 EXAMPLE = '{\n  "mcpServers": {\n    "time": {"command": "uvx", "args": ["mcp-server-time"]}\n  }\n}\n'

@@ -145,7 +145,7 @@ class RowTableModel(QAbstractTableModel):
 
 
 class InstalledModelsModel(RowTableModel):
-    """The library's models (app.service.library_service.ModelRow), one row each.
+    """The library's models (app.service.library.library_service.ModelRow), one row each.
 
     disk_total: bytes in Kestrel's models folder, as the last LibraryListed said.
     Signals: totalsChanged (disk_total or the referenced total moved).
@@ -224,7 +224,7 @@ class InstalledModelsModel(RowTableModel):
 
 
 class CatalogModel(RowTableModel):
-    """The catalog's models (app.service.library_service.CatalogRow), one row each."""
+    """The catalog's models (app.service.library.library_service.CatalogRow), one row each."""
 
     COLUMNS = ("Model", "Publisher", "Parameters", "Quantization", "Size", "Licence", "Context",
                "Fits this machine")

@@ -1,0 +1,1 @@
+"""Documents in chats: attached files, the collections, their background indexing, and the sources put before a question."""
