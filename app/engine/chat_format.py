@@ -80,7 +80,11 @@ def render_embedded(
     shield: every string of the messages and tools is escaped by it (the caller restores
     the result). cancelled: checked as the template runs (PromptCancelled).
     """
-    turns = [_template_message(m, arguments_as_text) for m in messages]
+    turns = []
+    for index, message in enumerate(messages):
+        if cancelled is not None and index % 1024 == 1023 and cancelled():
+            raise PromptCancelled()
+        turns.append(_template_message(message, arguments_as_text))
     listed = [dict(tool) for tool in tools] if tools is not None else None
     if shield is not None:
         turns, listed = shield.escape(turns), shield.escape(listed)
@@ -245,8 +249,20 @@ def build_prompt(
             return _restored(spec, shield)
     write, marker, _ = _BUILTIN[name]
     if shield is not None:
-        messages = [dataclasses.replace(m, content=shield.escape_text(m.content)) for m in messages]
+        messages = _escaped(messages, shield, cancelled)
     return _restored(PromptSpec(write(messages, tokens), name, _stops((marker,), tokens), note), shield)
+
+
+def _escaped(messages: Sequence[ChatMessage], shield: Shield,
+             cancelled: Callable[[], bool] | None) -> list[ChatMessage]:
+    """The messages with their content escaped (for the built-in formats, which write content only)."""
+    escaped = []
+    for index, message in enumerate(messages):
+        if cancelled is not None and index % 1024 == 1023 and cancelled():
+            raise PromptCancelled()
+        content = shield.escape_text(message.content)
+        escaped.append(message if content is message.content else dataclasses.replace(message, content=content))
+    return escaped
 
 
 def _restored(spec: PromptSpec, shield: Shield | None) -> PromptSpec:

@@ -185,7 +185,7 @@ class ImagePrompt:
         """The text between the markers as every prompt's text (BOS as the text prompt gets
         it: not twice when the template writes it), each image as mtmd makes it."""
         marker = self._projector.marker
-        before, after = self._tokens.ends(text)
+        before, after = self._tokens.ends(text, self._prep.plain(text))
         prompt = ChunkedPrompt(text, [], [], 0, [])
         run = list(before)  # text tokens not yet in a span
         offset = 0

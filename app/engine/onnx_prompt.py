@@ -45,7 +45,7 @@ class OnnxPromptTokens:
 
     def prompt(self, text: str, plain: Spans = ()) -> list[int]:
         """A whole prompt's ids: one BOS, where the tokenizer puts one; plain spans as text."""
-        if self._adds_bos and text.startswith(self._bos_text):
+        if self._adds_bos and text.startswith(self._bos_text) and not (plain and plain[0][0] == 0):
             text = text[len(self._bos_text):]
             plain = tuple((start - len(self._bos_text), end - len(self._bos_text)) for start, end in plain)
         if not plain:

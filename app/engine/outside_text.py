@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Sequence
 
+from app.engine.control import PromptCancelled
+
 # Character spans, [start, end), of a prompt's text that must be read as plain text.
 Spans = tuple[tuple[int, int], ...]
 # Where control-token text is in a string: character spans, in order, not overlapping.
@@ -33,6 +35,8 @@ FindControl = Callable[[str], Sequence[tuple[int, int]]]
 _PRIVATE_USE = range(0xE000, 0xF900)
 # No real vocabulary has a special token this long; a longer one is left out of the patterns.
 MAX_TOKEN_TEXT = 1024
+# Items of a list escaped between two looks at the cancel flag (a chat of 200,000 messages).
+_ITEMS_PER_LOOK = 1024
 
 
 class Shield:
@@ -40,8 +44,9 @@ class Shield:
     puts it back afterwards; each string is searched once, however many times the prompt
     is rendered (the oldest turns left out one way and another)."""
 
-    def __init__(self, find: FindControl, template: str | None) -> None:
+    def __init__(self, find: FindControl, template: str | None, cancelled: Callable[[], bool] | None = None) -> None:
         self._find = find
+        self._cancelled = cancelled
         # A placeholder character the template itself never writes.
         self._mark = next(chr(code) for code in _PRIVATE_USE if chr(code) not in (template or ""))
         self._texts: list[str] = []  # what each placeholder stands for
@@ -62,17 +67,24 @@ class Shield:
         if isinstance(value, dict):
             return {self.escape(key): self.escape(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
-            return type(value)(self.escape(item) for item in value)
+            return type(value)(self._escape_item(index, item) for index, item in enumerate(value))
         return value
+
+    def _escape_item(self, index: int, item: Any) -> Any:
+        if self._cancelled is not None and index % _ITEMS_PER_LOOK == _ITEMS_PER_LOOK - 1 and self._cancelled():
+            raise PromptCancelled()
+        return self.escape(item)
 
     def escape_text(self, text: str) -> str:
         known = self._escaped.get(text)
         if known is not None:
             return known
-        # The placeholder character itself is escaped too, so every one left after
-        # rendering is a placeholder's.
-        parts = text.split(self._mark)
-        escaped = self._number(self._mark, control=False).join(self._escape_part(part) for part in parts)
+        if self._mark in text:
+            # The placeholder character itself is escaped too, so that every one left after
+            # rendering is a placeholder's.
+            escaped = self._number(self._mark, control=False).join(map(self._escape_part, text.split(self._mark)))
+        else:
+            escaped = self._escape_part(text)  # text itself when it holds no control-token text
         self._escaped[text] = escaped
         return escaped
 
@@ -129,7 +141,7 @@ class PromptPrep:
 
     def __init__(self, find: FindControl, template: str | None,
                  cancelled: Callable[[], bool] | None = None) -> None:
-        self.shield = Shield(find, template)
+        self.shield = Shield(find, template, cancelled)
         self.cancelled = cancelled
         self._plain: dict[str, Spans] = {}
 

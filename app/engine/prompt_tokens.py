@@ -35,8 +35,9 @@ _WHITESPACE = frozenset(b" \t\n\v\f\r")
 # User-defined tokens llama.cpp splits out of one stretch: its split walks a list per
 # token found, so a stretch costs the square of this.
 _STRETCH_TOKENS = 128
-# Tokenizer calls between two looks at the cancel flag.
+# Tokenizer calls, and special tokens placed, between two looks at the cancel flag.
 _CALLS_PER_LOOK = 32
+_PIECES_PER_LOOK = 4096
 
 # A piece of the prompt: (start, end) of raw text, or (start, end, the special token there).
 _Piece = tuple[int, int, Special | None]
@@ -90,12 +91,14 @@ class GgufPromptTokens:
         """A whole prompt: BOS in front where the model wants one and the template did not
         write it (as llama-cpp-python's chat handlers decide), EOS behind where the
         vocabulary adds one; then text()."""
-        before, after = self.ends(text)
+        before, after = self.ends(text, plain)
         return before + self.text(text, plain, cancelled) + after
 
-    def ends(self, text: str) -> tuple[list[int], list[int]]:
-        """The ids a prompt of this text gets before and after its own."""
-        if not self._add_bos or (self._bos_text and text.startswith(self._bos_text)):
+    def ends(self, text: str, plain: Spans = ()) -> tuple[list[int], list[int]]:
+        """The ids a prompt of this text gets before and after its own (a BOS's text at its
+        start from outside is no BOS the template wrote)."""
+        written = bool(self._bos_text) and text.startswith(self._bos_text) and not (plain and plain[0][0] == 0)
+        if not self._add_bos or written:
             return [], []
         return [self._bos_id], [self._eos_id] if self._add_eos else []
 
@@ -106,7 +109,7 @@ class GgufPromptTokens:
             return []
         data = text.encode("utf-8")
         plain_bytes = _byte_spans(text, plain)
-        return self._ids(data, _pieces(data, self._specials(), plain_bytes), cancelled)
+        return self._ids(data, _pieces(data, self._specials(), plain_bytes, cancelled), cancelled)
 
     def plain_text(self, text: str) -> list[int]:
         """The ids of text from outside inside a prompt: every control token's text in it as text."""
@@ -155,7 +158,8 @@ class GgufPromptTokens:
         return buffer[:count]
 
 
-def _pieces(data: bytes, specials: SpecialTokens, plain: Spans) -> list[_Piece]:
+def _pieces(data: bytes, specials: SpecialTokens, plain: Spans,
+            cancelled: Callable[[], bool] | None = None) -> list[_Piece]:
     """The text cut at its special tokens (none but user-defined ones inside the plain
     spans), whitespace stripped beside the tokens that strip it."""
     found: list[tuple[int, int, Special]] = []
@@ -163,12 +167,17 @@ def _pieces(data: bytes, specials: SpecialTokens, plain: Spans) -> list[_Piece]:
     for start, end in (*plain, (len(data), len(data))):
         for pattern, stop in ((specials.every, start), (specials.user_defined, end)):
             if pattern is not None and done < stop:
-                found.extend((m.start(), m.end(), specials.by_text[m.group()]) for m in pattern.finditer(data, done, stop))
+                for match in pattern.finditer(data, done, stop):
+                    if cancelled is not None and len(found) % _PIECES_PER_LOOK == 0 and cancelled():
+                        raise PromptCancelled()
+                    found.append((match.start(), match.end(), specials.by_text[match.group()]))
             done = stop
     pieces: list[_Piece] = []
     done = 0
     before: Special | None = None
-    for start, end, special in found:
+    for index, (start, end, special) in enumerate(found):
+        if cancelled is not None and index % _PIECES_PER_LOOK == 0 and cancelled():
+            raise PromptCancelled()
         raw_start, raw_end = done, start
         if before is not None and before.rstrip:
             while raw_start < raw_end and data[raw_start] in _WHITESPACE:

@@ -263,3 +263,12 @@ def test_an_image_prompt_has_the_ids_mtmd_gave_the_whole_text(seeing: GgufBacken
         assert images.tokenize(spec.text) == _mtmd_whole(seeing, spec.text, bitmaps)
     finally:
         images.close()
+
+
+def test_a_bos_text_from_outside_at_the_start_is_no_bos(tiny_model: Path) -> None:
+    """A template that writes a message first: a message that opens with <s> still gets the BOS."""
+    llm, tokens, _ = _tokenizer(tiny_model)
+    text = "<s>hello"
+    assert tokens.prompt(text) == llm.tokenize(text.encode(), add_bos=False, special=True)  # the template's <s>
+    assert tokens.prompt(text, ((0, 3),)) == [llm.token_bos(), *llm.tokenize(text.encode(), add_bos=False,
+                                                                             special=False)]
