@@ -221,6 +221,21 @@ def test_twenty_thousand_one_letter_messages_are_answered_or_refused_in_bounded_
     assert trimmed < 30 and refusing < 30, (trimmed, refusing)
 
 
+def test_a_hundred_thousand_one_letter_messages_are_refused_in_bounded_time(tiny: GgufBackend) -> None:
+    """The issue's 100,000 messages held the engine 6.5 minutes; now they are counted whole
+    and refused as longer than the context (the API then loads a larger one, or says so)."""
+    chat = tuple(_one_letter_chat(100_001))
+    control = GenerationControl()
+    control.begin(13)
+    started = time.monotonic()
+    with pytest.raises(ContextOverflow) as refused:
+        list(tiny.generate(Generate(13, chat, ONE_TOKEN), control))
+    took = time.monotonic() - started
+    one, three = tiny.count_prompt(chat[:1], True), tiny.count_prompt(chat[:3], True)
+    assert refused.value.prompt_tokens == one + 50_000 * (three - one)
+    assert took < 60, f"100,001 messages took {took:.1f} s to refuse"
+
+
 def test_a_cancel_stops_the_prompt_being_made(tiny: GgufBackend) -> None:
     """200,001 messages take seconds to render; a cancel half a second in ends the answer."""
     chat = tuple(_one_letter_chat(200_001))
