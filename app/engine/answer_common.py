@@ -111,9 +111,10 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
         return finish
 
     finish = yield from (_read_calls(request.request_id, whole(), shaped, lazy) if shaped.tools else whole())
+    matched = text.stopped_by if text.stopped_by in request.stop else None  # the request's own, not the template's
     yield Done(request.request_id, timing.stats(prompt_tokens=len(prompt), device=loaded.device, finish=finish,
                                                 chat_format=spec.chat_format, left_out=left_out,
-                                                template_note=spec.note or "", threads=threads))
+                                                template_note=spec.note or "", threads=threads), stop_sequence=matched)
 
 
 def _read_calls(request_id: int, deltas: Generator[Delta, None, FinishReason],

@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any, Callable, Generator, Iterator, Sequence
 
 import llama_cpp
-from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from app.core.answer_stats import FinishReason
 from app.core.paths import data_paths
 from app.core.settings import PromptLookupMode
 from app.engine import cache_files, kv_state, native_log
 from app.engine.answer_common import AnswerTiming, answer, stream_tokens
-from app.engine.answer_shape import PLAIN, ShapedAnswer, shape_answer
+from app.engine.answer_shape import PLAIN, ShapedAnswer, refuse_unbounded, schema_grammar, shape_answer
 from app.engine.answer_text import AnswerText
 from app.engine.backend import DeviceChoice
 from app.engine.chat_format import PromptSpec, build_prompt, template_in_use
@@ -237,16 +236,14 @@ class GgufBackend:
         ShapeRefused when llama.cpp cannot read it (it says why on its log)."""
         text = shaped.call_grammar or shape.grammar
         if text is None and shape.json_schema is not None:
-            try:
-                text = json_schema_to_gbnf(shape.json_schema)
-            except Exception as exc:  # noqa: BLE001 - the converter fails on bad schemas in many ways
-                raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, f"llama.cpp cannot follow it ({exc})")) from None
+            text = schema_grammar(shape.json_schema)  # checked against llama.cpp's bounds before it is converted
         if text is None:
             return None
+        part = ShapePart.GRAMMAR if shape.grammar is not None or shaped.forced else ShapePart.JSON_SCHEMA
+        refuse_unbounded(text, part)  # whoever made it: llama.cpp's parser recurses on deep grammars until it dies
         native_log.clear()
         if not self._readable(text):
             why = "; ".join(native_log.recent_errors()) or "it is not GBNF with a root rule"
-            part = ShapePart.GRAMMAR if shape.grammar is not None or shaped.forced else ShapePart.JSON_SCHEMA
             raise ShapeRefused(BadShape(part, f"llama.cpp cannot read it: {why}"))
         return llama_cpp.LlamaGrammar.from_string(text, verbose=False)
 

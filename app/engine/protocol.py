@@ -141,8 +141,8 @@ class Probe:
 class CountTokens:
     """Count tokens with the loaded model's own tokenizer: answered with TokenCount.
 
-    text: counted as it costs inside a prompt: no BOS put in front, and special-token text
-    (<|im_end|>) read as the prompt's tokenizing reads it. messages: when given, the whole
+    text: counted as it costs inside a prompt: no BOS put in front, and a control token's text
+    (<|im_end|>) read as text, as the prompt reads text from outside. messages: when given, the whole
     prompt of that conversation instead (the chat template applied, the opening of the
     answer included, as Generate renders it; `thinking` as GenerationSettings.thinking);
     text is then unused. Answered beside a running answer, not after it

@@ -234,3 +234,19 @@ def test_a_call_the_model_writes_streams_as_a_call(tmp_path: Path, monkeypatch: 
     # A call to a tool it was not given, or with no tools at all, stays text.
     assert not any(d.tool_call for d in told) and "get_time" in _text(told) and "[Kestrel:" in _text(told)
     assert not any(d.tool_call for d in untold) and _text(untold).startswith(TEXT + "<tool_call>")
+
+
+def test_a_grammar_past_llama_cpps_bounds_is_refused_before_llama_cpp_parses_it(backend: GgufBackend) -> None:
+    # Issue 35, item 1: 20,000 nested groups (maxLength 20,000 as the converter writes it) overflowed
+    # llama.cpp's parser stack and killed the engine; the backend refuses them, and a schema past the
+    # bounds, before llama.cpp sees either, whoever handed them over.
+    deep = "root ::= " + "(" * 20_000 + '"a"' + ")" * 20_000 + "\n"
+    long_string = json.dumps({"type": "string", "maxLength": 100_000})
+    for shape, part, said in ((AnswerShape(grammar=deep), ShapePart.GRAMMAR, "nests groups more than 1,024 deep"),
+                              (AnswerShape(json_schema=long_string), ShapePart.JSON_SCHEMA, "maxLength 100,000")):
+        with pytest.raises(ShapeRefused) as refused:
+            _answer(backend, shape)
+        failure = refused.value.failure
+        assert isinstance(failure, BadShape) and failure.part == part, failure
+        assert said in describe(failure, WINDOW), describe(failure, WINDOW)
+    assert _answer(backend, AnswerShape(grammar='root ::= "yes" | "no"'))[1].finish_reason == "stop"

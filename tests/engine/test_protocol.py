@@ -13,7 +13,7 @@ from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine import failures as f
 from app.engine import protocol as p
-from app.service.engine_errors import EngineCrashed, EngineError
+from app.service.models.engine_errors import EngineCrashed, EngineError
 
 STATS = AnswerStats(ttft_ms=12.5, tokens=20, tokens_per_s=80.0, prompt_tokens=31, prompt_tokens_evaluated=9,
                     device="CPU", finish_reason="length", chat_format="embedded", total_ms=260.0,
@@ -50,7 +50,7 @@ def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
 
     back = [pickle.loads(pickle.dumps(m)) for m in messages]
 
-    assert back == messages and p.PROTOCOL_VERSION == 11
+    assert back == messages and p.PROTOCOL_VERSION == 12
     assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
     assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
     assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"

@@ -11,8 +11,8 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.engine.failures import BadImage, ErrorKind, ImageTrouble, NoVision
 from app.engine.protocol import ChatMessage
-from app.service.client import EngineClient
-from app.service.engine_errors import EngineError
+from app.service.models.client import EngineClient
+from app.service.models.engine_errors import EngineError
 from tests.helpers.engine import answer
 from tests.helpers.vision_gguf import IMAGE_TOKENS, IMAGE_WRAP, build_mmproj_gguf, build_vision_pair, png_bytes
 

@@ -200,8 +200,6 @@ def test_stop_sequence_names_the_stop_string_whole_and_streamed() -> None:
         assert (message.stop_reason, message.stop_sequence) == ("end_turn", None)
 
 
-@pytest.mark.xfail(strict=True, reason="the engine names the matched stop once app/engine/answer_common.py "
-                                       "passes AnswerText.stopped_by to Done (see the issue 35 report)")
 def test_stop_sequence_on_the_real_engine(tiny_model: Path) -> None:
     with loop_thread() as thread, real_service(thread, tiny_model, EngineClient()) as controller, \
             api_over(thread, controller) as server:

@@ -27,7 +27,7 @@ def run(coro):
 
 def _llama_count(model: Path, text: str) -> int:
     return len(llama_cpp.Llama(str(model), vocab_only=True, verbose=False).tokenize(
-        text.encode(), add_bos=False, special=True))
+        text.encode(), add_bos=False, special=False))
 
 
 def test_no_model_is_said_at_once_and_starts_no_engine() -> None:

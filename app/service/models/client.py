@@ -166,7 +166,7 @@ class EngineClient:
 
     async def count_tokens(self, text: str) -> int:
         """How many tokens text takes inside a prompt, by the loaded model's own tokenizer:
-        for a GGUF model len(Llama.tokenize(text, add_bos=False, special=True)), for an ONNX
+        for a GGUF model len(Llama.tokenize(text, add_bos=False, special=False)), for an ONNX
         model ONNX Runtime GenAI's tokenizer (its own BOS not counted).
 
         Answered beside a running answer, not after it (app/engine/counting.py); a count
