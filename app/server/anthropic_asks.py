@@ -12,7 +12,7 @@ from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.server.grammar import refuse_tool_schemas
 from app.server.images import RequestImages, no_fetch, no_files
-from app.server.openai_asks import Asked, context_length, sampling
+from app.server.openai_asks import MAX_MESSAGES, Asked, context_length, sampling
 from app.service.api.api_answers import ApiAsk
 
 # How an image is sent inline in this API.
@@ -142,7 +142,7 @@ def messages_ask(body: Body, client: str) -> Asked:
     system = _text_blocks(body, "system")
     if system:
         turns.append(ChatMessage(Role.SYSTEM, system))
-    messages = body.objects("messages", required=True)
+    messages = body.objects("messages", required=True, at_most=MAX_MESSAGES, what="messages")
     images = RequestImages()
     if not messages:
         raise BadRequest("messages must hold at least one message.", "messages")

@@ -267,9 +267,14 @@ class Body:
             raise self.wrong(key, "an array")
         return value
 
-    def objects(self, key: str, *, required: bool = False) -> list[Body]:
-        """An array of objects, each readable as a Body named by its index."""
+    def objects(self, key: str, *, required: bool = False, at_most: int | None = None,
+                what: str = "items") -> list[Body]:
+        """An array of objects, each readable as a Body named by its index; a 400 when it holds
+        more than at_most of them (what: how the words name them)."""
         found = self.items(key, required=required) or []
+        if at_most is not None and len(found) > at_most:
+            raise BadRequest(f"{self.name(key)} holds {len(found):,} {what}; at most {at_most:,} are accepted. "
+                             f"Send fewer, or leave out the oldest.", self.name(key))
         bodies = []
         for index, item in enumerate(found):
             where = f"{self.name(key)}[{index}]"

@@ -33,6 +33,10 @@ class Asked:
     stream: bool = False
     include_usage: bool = False
 
+# The turns one request may carry: the engine makes prompts in linear time and stops when the client
+# goes, but a 32 MB body of tiny messages would still hold it for about a minute (issue 35, item 6).
+MAX_MESSAGES = 10_000
+
 
 def sampling(body: Body, *, max_tokens_keys: tuple[str, ...], temperature_high: float = 2.0) -> dict[str, Any]:
     """The generation settings a request sets; the service lays them over the model's own."""
@@ -119,7 +123,7 @@ def _tool_calls(message: Body) -> tuple[ToolCall, ...]:
 
 def chat_messages(body: Body, images: RequestImages) -> tuple[ChatMessage, ...]:
     """The request's turns; a user turn's images go to `images`, each with its turn's index."""
-    messages = body.objects("messages", required=True)
+    messages = body.objects("messages", required=True, at_most=MAX_MESSAGES, what="messages")
     if not messages:
         raise BadRequest("messages must hold at least one message.", "messages")
     turns: list[ChatMessage] = []
@@ -271,7 +275,7 @@ def responses_ask(body: Body, client: str) -> Asked:
     elif value is None:
         raise body.missing("input", "a string or an array of messages")
     elif isinstance(value, list):
-        for item in body.objects("input"):
+        for item in body.objects("input", at_most=MAX_MESSAGES, what="messages"):
             kind = item.text("type") or "message"
             if kind != "message":
                 raise BadRequest(f"{item.name('type')} is {kind!r}: /v1/responses takes messages only.",

@@ -285,3 +285,21 @@ def test_through_the_request_loop_a_cancel_frees_the_engine_for_the_next_request
     assert time.monotonic() - cancelled < 15
     ui.send(p.Shutdown(4))
     until(p.Ack, 4)
+
+
+@pytest.mark.parametrize(("ask", "key"), [("chat", "messages"), ("responses", "input"), ("anthropic", "messages")])
+def test_an_api_request_of_more_than_10000_messages_is_a_400_before_any_prompt_is_made(ask: str, key: str) -> None:
+    # Issue 35, item 6: the engine is linear and cancellable now, but a 32 MB body of one-letter
+    # messages would still hold it for about a minute; the server refuses past 10,000, in words.
+    from app.server.anthropic_asks import messages_ask
+    from app.server.errors import BadRequest
+    from app.server.fields import Body
+    from app.server.openai_asks import MAX_MESSAGES, chat_ask, responses_ask
+
+    read = {"chat": chat_ask, "responses": responses_ask, "anthropic": messages_ask}[ask]
+    many = [{"role": "user", "content": "a"}] * (MAX_MESSAGES + 1)
+    with pytest.raises(BadRequest) as refused:
+        read(Body({"model": "m", "max_tokens": 5, key: many}, ""), "127.0.0.1")
+    assert refused.value.param == key, refused.value
+    assert f"{key} holds 10,001 messages; at most 10,000 are accepted" in str(refused.value), refused.value
+    assert read(Body({"model": "m", "max_tokens": 5, key: many[:MAX_MESSAGES]}, ""), "127.0.0.1") is not None
