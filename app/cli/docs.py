@@ -18,6 +18,8 @@ from app.cli.models_common import EXIT_FILES, ProgressLine
 from app.cli.terminal_text import disk_failure, shown_path, terminal_line, terminal_text
 from app.documents.collections import Collection, DocumentsError, FileState, Hit, IndexOutcome, IndexProgress, \
     IndexUnavailable
+from app.documents.readers import all_formats, formats_in_words
+from app.documents.scan import SKIPPED_FOLDERS
 from app.documents.values import source_label
 from app.library.gguf_info import ModelFileError
 
@@ -32,7 +34,8 @@ _REDRAW_S = 0.1
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     docs = commands.add_parser("docs", help="add folders of documents as collections and search them")
     actions = docs.add_subparsers(dest="action", metavar="ACTION", required=True)
-    add = actions.add_parser("add", help="add a folder as a collection and index it before returning")
+    add = actions.add_parser("add", help=f"add a folder as a collection and index its documents ({formats_in_words()}) "
+                                         "before returning", description=_formats_read())
     add.add_argument("folder", metavar="FOLDER", type=Path)
     add.add_argument("--name", help="the collection's name (default: the folder's name)")
     add.set_defaults(run=run, handler=_add)
@@ -61,6 +64,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     search.add_argument("--limit", type=int, default=10, metavar="K", help="how many hits (default 10)")
     search.add_argument("--json", action="store_true", help="one JSON object per hit and line")
     search.set_defaults(run=run, handler=_search)
+
+
+def _formats_read() -> str:
+    """Which files of a folder are read, format by format, with the names it takes them by."""
+    formats = "; ".join(f"{document.name} ({', '.join(document.extensions + document.file_names)})"
+                        for document in all_formats())
+    skipped = sorted(SKIPPED_FOLDERS)
+    return (f"Kestrel reads these files in the folder and its subfolders: {formats}. Hidden files and folders are "
+            f"left out, and so are the folders {', '.join(skipped[:-1])} and {skipped[-1]}.")
 
 
 def run(args: argparse.Namespace) -> int:

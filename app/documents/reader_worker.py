@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
 from app.documents.limited_child import Answered, LimitedChild, TimedOut, serve
+from app.documents.readers import reader_modules
 from app.documents.reading import read_document
 from app.documents.values import DocumentText, FolderFiles, ReadLimits, Unreadable, UnreadableCause as Cause
 
@@ -19,9 +21,13 @@ ReadFunction = Callable[..., Result]
 _Request = tuple[Path, Path | None]
 
 
-def reader_main(conn: Connection, limits: ReadLimits, read: ReadFunction) -> None:
+def reader_main(conn: Connection, limits: ReadLimits, read: ReadFunction, formats: tuple[str, ...]) -> None:
     """The child's loop: a path in, a DocumentText or Unreadable out, until None or the pipe closes.
-    Any exception but MemoryError ends the child (read_document turns its own into Unreadable)."""
+    Any exception but MemoryError ends the child (read_document turns its own into Unreadable).
+    `formats`: the modules that registered the parent's document formats, imported first, so that
+    a format registered outside app/documents/readers (by a test) is read here too."""
+    for module in formats:
+        importlib.import_module(module)
 
     def out_of_memory(path: Path) -> Unreadable:
         return Unreadable(path, f"reading it needed more than the {limits.memory_bytes // 2**20:,} MB "
@@ -42,8 +48,8 @@ class ReaderPool:
 
     def __init__(self, limits: ReadLimits = ReadLimits(), read: ReadFunction = read_document) -> None:
         self._limits = limits
-        self._child: LimitedChild[Result] = LimitedChild(reader_main, (limits, read), name="kestrel-reader",
-                                                         role="document reader")
+        self._child: LimitedChild[Result] = LimitedChild(reader_main, (limits, read, reader_modules()),
+                                                         name="kestrel-reader", role="document reader")
 
     @property
     def restarts(self) -> int:

@@ -1,4 +1,4 @@
-"""Reading one document into sections in this process: the size and type checks, then the format's reader."""
+"""Reading one document into sections in this process: the size and type checks, then its format's reader."""
 
 from __future__ import annotations
 
@@ -7,15 +7,10 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-from app.documents.kinds import file_kind
 from app.documents.opening import open_document
+from app.documents.readers import DocumentFormat, OpenedFile, format_of, formats_in_words
 from app.documents.refusal import Refused
-from app.documents.values import (DocumentText, FileKind, ReadLimits, Section, Unreadable,
-                                  UnreadableCause as Cause, printable)
-
-_TEXT_KINDS = frozenset({FileKind.TEXT, FileKind.MARKDOWN, FileKind.CODE, FileKind.HTML})
-_KIND_WORDS = {FileKind.PDF: "PDF", FileKind.DOCX: "Word document", FileKind.HTML: "web page",
-               FileKind.MARKDOWN: "Markdown file", FileKind.CODE: "source file", FileKind.TEXT: "text file"}
+from app.documents.values import DocumentText, ReadLimits, Unreadable, UnreadableCause as Cause, printable
 
 
 def read_document(path: Path, *, limits: ReadLimits = ReadLimits(),
@@ -23,14 +18,14 @@ def read_document(path: Path, *, limits: ReadLimits = ReadLimits(),
     """Read `path` here, in this process. A parser can crash or hang on a hostile file, so the
     window and the index call this through reader_worker's pool, never directly. `within`: the
     collection's folder, which the file must not lead out of (opening.open_document)."""
-    kind = file_kind(path)
-    if kind is None:
-        return Unreadable(path, f"Kestrel does not read {printable(path.suffix) or 'these'} files: it reads text, "
-                                "Markdown, source code, web pages (HTML), PDF and Word (.docx)", Cause.NOT_A_DOCUMENT)
+    document = format_of(path)
+    if document is None:
+        return Unreadable(path, f"Kestrel does not read {printable(path.suffix) or 'these'} files: it reads "
+                                f"{formats_in_words()}", Cause.NOT_A_DOCUMENT)
     try:
         with open_document(path, within) as file:
-            size = _checked_size(file, kind, limits)
-            return _read(path, file, kind, size, limits)
+            opened = OpenedFile(path, file, _checked_size(file, document, limits), limits)
+            read = document.read(opened)  # each reader reads the file opened, never the path again
     except Refused as refused:
         return Unreadable(path, printable(refused.reason), refused.cause)
     except OSError as error:
@@ -41,54 +36,23 @@ def read_document(path: Path, *, limits: ReadLimits = ReadLimits(),
     except Exception as error:  # noqa: BLE001 - the parsers raise anything on a damaged file
         # pypdfium2, python-docx, lxml and zipfile each raise their own exceptions on a broken
         # file; all of them mean "this file", never "stop reading the folder".
-        return Unreadable(path, printable(f"damaged or unusual {_KIND_WORDS[kind]}: the reader failed on it "
+        return Unreadable(path, printable(f"damaged or unusual {document.noun}: the reader failed on it "
                                           f"({type(error).__name__}: {str(error)[:200]})"), Cause.DAMAGED)
+    if not read.sections:
+        return Unreadable(path, "there is no text in it", Cause.NO_TEXT)
+    return DocumentText(path, document.kind, read.sections, read.note)
 
 
-def _checked_size(file: BinaryIO, kind: FileKind, limits: ReadLimits) -> int:
+def _checked_size(file: BinaryIO, document: DocumentFormat, limits: ReadLimits) -> int:
     """The open file's size, after refusing a file too big to read or empty."""
     size = os.fstat(file.fileno()).st_size
-    limit = limits.max_text_bytes if kind in _TEXT_KINDS else limits.max_file_bytes
+    limit = document.size_limit(limits)
     if size > limit:
         raise Refused(Cause.TOO_LARGE, f"too large: {_megabytes(size)}, and Kestrel reads "
-                                       f"{_KIND_WORDS[kind]}s up to {_megabytes(limit)}")
+                                       f"{document.noun}s up to {_megabytes(limit)}")
     if size == 0:
         raise Refused(Cause.NO_TEXT, "the file is empty")
     return size
-
-
-def _read(path: Path, file: BinaryIO, kind: FileKind, size: int, limits: ReadLimits) -> DocumentText | Unreadable:
-    """The open file's text, by its kind; each reader reads the file opened, never the path again."""
-    note = ""
-    sections: tuple[Section, ...]
-    if kind is FileKind.PDF:
-        from app.documents.pdf_text import pdf_sections  # the parsers load only in the reader's process
-        sections, note = pdf_sections(file)
-    elif kind is FileKind.DOCX:
-        from app.documents.docx_text import docx_sections
-        sections = docx_sections(file, limits)
-    else:
-        sections, note = _read_text(path, file, kind, size)
-    if not sections:
-        return Unreadable(path, "there is no text in it", Cause.NO_TEXT)
-    return DocumentText(path, kind, sections, note)
-
-
-def _read_text(path: Path, file: BinaryIO, kind: FileKind, size: int) -> tuple[tuple[Section, ...], str]:
-    from app.documents.html_text import declared_charset, html_sections
-    from app.documents.text_files import NotText, decode_text, markdown_sections, plain_sections
-
-    data = file.read(size + 1)[:size]  # a file that grew since its size was taken is read as far as it was then
-    try:
-        decoded = decode_text(data, declared_charset(data) if kind is FileKind.HTML else None)
-    except NotText:
-        raise Refused(Cause.NOT_A_DOCUMENT, f"not text: it looks like a binary file with a "
-                                            f"{path.suffix or 'text'} name") from None
-    if kind is FileKind.MARKDOWN:
-        return markdown_sections(decoded.text), decoded.note
-    if kind is FileKind.HTML:
-        return html_sections(decoded.text), decoded.note
-    return plain_sections(decoded.text), decoded.note
 
 
 def _os_unreadable(path: Path, error: OSError) -> Unreadable:

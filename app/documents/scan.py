@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.documents.kinds import file_kind
 from app.documents.opening import inside, outside_words
+from app.documents.readers import format_of
 
 # Folders of tools, not of the user's writing: a collection of a project leaves them out.
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
@@ -72,7 +72,7 @@ def scan_folder(folder: Path, cancelled: Callable[[], bool] = lambda: False) -> 
                     continue
                 # What the reader does not read is left out, not listed as unreadable, so that a
                 # source tree's images and binaries do not crowd the list.
-                if file_kind(Path(entry.name)) is None:
+                if format_of(Path(entry.name)) is None:
                     continue
                 info = entry.stat(follow_symlinks=False)
             except OSError:  # gone since the listing
@@ -93,7 +93,7 @@ def _link(entry: os.DirEntry[str], prefix: str, root: str) -> FoundFile | None:
         return None
     relative = prefix + entry.name
     is_folder = stat.S_ISDIR(info.st_mode)
-    document = stat.S_ISREG(info.st_mode) and file_kind(Path(entry.name)) is not None
+    document = stat.S_ISREG(info.st_mode) and format_of(Path(entry.name)) is not None
     if inside(target, root):
         return FoundFile(relative, info.st_size, info.st_mtime_ns) if document else None
     if is_folder or document:

@@ -5,21 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import StrEnum
 from pathlib import Path
 
 # A file name that is not valid UTF-8 (POSIX) or UTF-16 (Windows) reaches Python as lone
 # surrogates, which no text encoder, SQLite or terminal takes.
 _SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-class FileKind(Enum):
-    TEXT = "text"
-    MARKDOWN = "markdown"
-    CODE = "code"
-    HTML = "html"
-    PDF = "pdf"
-    DOCX = "docx"
 
 
 class UnreadableCause(StrEnum):
@@ -49,11 +40,13 @@ class Section:
 
 @dataclass(frozen=True)
 class DocumentText:
-    """All a readable file said, in reading order. `note` tells the user something was
-    adjusted on the way (an encoding guessed, characters replaced): nothing changes silently."""
+    """All a readable file said, in reading order. `kind` names the format that read it (its
+    DocumentFormat's kind: "pdf", "markdown"…, kept in the history). `note` tells the user
+    something was adjusted on the way (an encoding guessed, characters replaced): nothing
+    changes silently."""
 
     path: Path
-    kind: FileKind
+    kind: str
     sections: tuple[Section, ...]
     note: str = ""
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from app.documents.values import Chunk, DocumentText, FileKind, Section, Unreadable, UnreadableCause
+from app.documents.values import Chunk, DocumentText, Section, Unreadable, UnreadableCause
 
 
 def read_here(paths: Sequence[Path]) -> Iterator[DocumentText | Unreadable]:
@@ -21,7 +21,7 @@ def read_here(paths: Sequence[Path]) -> Iterator[DocumentText | Unreadable]:
         except OSError as exc:
             yield Unreadable(path, f"{path.name} could not be read: {exc.strerror}.", UnreadableCause.NO_ACCESS)
         else:
-            yield DocumentText(path, FileKind.TEXT, (Section(text, None, None),))
+            yield DocumentText(path, "text", (Section(text, None, None),))
 
 
 def paragraphs(document: DocumentText) -> list[Chunk]:

@@ -9,14 +9,14 @@ import pytest
 
 from app.documents.chunks import chunk_document, estimate_tokens
 from app.documents.reading import read_document
-from app.documents.values import DocumentText, FileKind, Section, source_label
+from app.documents.values import DocumentText, Section, source_label
 from tests.helpers.doc_files import write_pdf
 
 WORDS = ("kestrel falcon hover vole meadow ledge wing feather talon dawn survey count "
          "nest egg moor verge").split()
 
 
-def doc(*sections: Section, kind: FileKind = FileKind.TEXT) -> DocumentText:
+def doc(*sections: Section, kind: str = "text") -> DocumentText:
     return DocumentText(Path("doc.txt"), kind, sections)
 
 

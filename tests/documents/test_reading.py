@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.documents.kinds import file_kind
+from app.documents.readers import format_of
 from app.documents.reading import read_document
-from app.documents.values import (DocumentText, FileKind, ReadLimits, Section, Unreadable, UnreadableCause,
+from app.documents.values import (DocumentText, ReadLimits, Section, Unreadable, UnreadableCause,
                                   source_label)
 from tests.helpers.doc_files import write_docx, write_image_only_pdf, write_pdf
 
@@ -33,7 +33,7 @@ def test_a_multi_page_pdf_keeps_its_pages_and_its_bookmarks_as_headings(tmp_path
         [(None, "The counts were repeated weekly.")],
     ])
     doc = read_ok(path)
-    assert doc.kind is FileKind.PDF
+    assert doc.kind == "pdf"
     assert [(s.page, s.heading) for s in doc.sections] == [
         (1, None), (2, "Introduction"), (2, "Method"), (3, "Method")]
     assert doc.sections[1].text == "Introduction\nKestrels are small falcons."
@@ -70,7 +70,7 @@ def test_a_truncated_pdf_is_refused_as_damaged(tmp_path: Path) -> None:
 
 def test_a_docx_keeps_headings_from_its_styles_and_its_table(tmp_path: Path) -> None:
     doc = read_ok(write_docx(tmp_path / "guide.docx"))
-    assert doc.kind is FileKind.DOCX
+    assert doc.kind == "docx"
     assert [s.heading for s in doc.sections] == ["Field Guide", "Habitat", "Habitat › Nesting", "Diet"]
     assert doc.sections[2].text == "Nesting\nOld crow nests and ledges.\nMonth | Eggs\nMay | 4-6"
     assert all(s.page is None for s in doc.sections)
@@ -136,15 +136,17 @@ def test_code_is_one_section_without_headings(tmp_path: Path) -> None:
     path = tmp_path / "tool.py"
     path.write_text("# comment, not a heading\ndef f() -> int:\n    return 1\n", encoding="utf-8")
     doc = read_ok(path)
-    assert doc.kind is FileKind.CODE
+    assert doc.kind == "code"
     assert doc.sections == (Section("# comment, not a heading\ndef f() -> int:\n    return 1", None, None),)
 
 
 def test_kinds_come_from_the_name() -> None:
-    assert file_kind(Path("A.PDF")) is FileKind.PDF
-    assert file_kind(Path("x/README")) is FileKind.TEXT
-    assert file_kind(Path("photo.jpg")) is None
-    assert file_kind(Path("old.doc")) is None
+    def kind(name: str) -> str | None:
+        found = format_of(Path(name))
+        return found.kind if found else None
+
+    assert (kind("A.PDF"), kind("x/README"), kind("x/readme"), kind("src/Makefile")) == ("pdf", "text", "text", "code")
+    assert kind("photo.jpg") is None and kind("old.doc") is None and kind("notes") is None
 
 
 def test_a_kind_kestrel_does_not_read_is_refused_with_what_it_reads(tmp_path: Path) -> None:

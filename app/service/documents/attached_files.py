@@ -8,7 +8,8 @@ from pathlib import Path
 
 from app.core.attachments import MAX_ATTACHED_CHARS, MAX_ATTACHMENTS, AttachedFile, AttachedSection
 from app.documents.chunks import chunk_document
-from app.documents.values import Chunk, DocumentText, FileKind, Section, Unreadable, UnreadableCause, printable
+from app.documents.readers import formats_in_words
+from app.documents.values import Chunk, DocumentText, Section, Unreadable, UnreadableCause, printable
 
 ReadFiles = Callable[[Sequence[Path]], Iterator[DocumentText | Unreadable]]
 
@@ -35,8 +36,7 @@ def _advice(unreadable: Sequence[Unreadable]) -> str:
     if all(item.cause is UnreadableCause.TOO_LARGE for item in unreadable):
         return ("Attach a part of it, or add its folder as a collection (Documents), which is searched passage "
                 "by passage.")
-    return ("Leave it out, or save it in a form Kestrel reads (text, Markdown, code, HTML, a PDF with "
-            "a text layer, Word .docx) and attach that.")
+    return f"Leave it out, or save it in a form Kestrel reads ({formats_in_words()}) and attach that."
 
 
 def read_attachments(paths: Sequence[Path], read: ReadFiles) -> tuple[AttachedFile, ...]:
@@ -88,17 +88,13 @@ def attached_file(document: DocumentText) -> AttachedFile:
         size = document.path.stat().st_size
     except OSError:
         size = 0
-    return AttachedFile(printable(str(document.path)), document.kind.value, size,
+    return AttachedFile(printable(str(document.path)), document.kind, size,
                         tuple(AttachedSection(s.text, s.page, s.heading) for s in document.sections), document.note)
 
 
 def attachment_chunks(file: AttachedFile) -> tuple[Chunk, ...]:
-    """The file cut into passages for retrieval (a kind this Kestrel does not know, from an
-    import, is cut as plain text)."""
-    try:
-        kind = FileKind(file.kind)
-    except ValueError:
-        kind = FileKind.TEXT
-    document = DocumentText(Path(file.path), kind, tuple(Section(s.text, s.page, s.heading) for s in file.sections),
-                            file.note)
+    """The file cut into passages for retrieval (its sections as the reader left them: a kind
+    this Kestrel does not read, from an import, is cut the same way)."""
+    document = DocumentText(Path(file.path), file.kind,
+                            tuple(Section(s.text, s.page, s.heading) for s in file.sections), file.note)
     return tuple(chunk_document(document, CHUNK_TOKENS, CHUNK_OVERLAP))

@@ -1,12 +1,14 @@
-"""Plain text, Markdown and source code: the bytes decoded without losing anything silently, Markdown's headings kept."""
+"""What the text readers share: bytes decoded without losing anything silently, one plain section, a heading path."""
 
 from __future__ import annotations
 
 import codecs
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.documents.values import Section
+from app.documents.readers import OpenedFile
+from app.documents.refusal import Refused
+from app.documents.values import Section, UnreadableCause as Cause
 
 # Byte order marks, longest first: UTF-32's little-endian mark begins with UTF-16's.
 _BOMS = (
@@ -29,6 +31,17 @@ class Decoded:
 
     text: str
     note: str = ""
+
+
+def decoded_text(opened: OpenedFile, charset_of: Callable[[bytes], str | None] = lambda data: None) -> Decoded:
+    """The open file read whole and decoded (decode_text; `charset_of` finds the encoding its
+    bytes declare, as an HTML page's <meta> does); refused when its bytes are not text."""
+    data = opened.file.read(opened.size + 1)[:opened.size]  # a file that grew since its size was taken: as it was
+    try:
+        return decode_text(data, charset_of(data))
+    except NotText:
+        raise Refused(Cause.NOT_A_DOCUMENT, f"not text: it looks like a binary file with a "
+                                            f"{opened.path.suffix or 'text'} name") from None
 
 
 def decode_text(data: bytes, declared: str | None = None) -> Decoded:
@@ -83,12 +96,6 @@ def plain_sections(text: str) -> tuple[Section, ...]:
     return (Section(text, None, None),) if text else ()
 
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
-
-
 class HeadingPath:
     """The headings above the current line, by level: "Intro › Setup"."""
 
@@ -103,52 +110,3 @@ class HeadingPath:
 
     def label(self) -> str | None:
         return " › ".join(title for _, title in self._levels) or None
-
-
-def markdown_sections(text: str) -> tuple[Section, ...]:
-    """Split Markdown at its ATX (`## Setup`) and setext (underlined) headings, outside fenced
-    code; each section keeps its own heading line as its first line."""
-    sections: list[Section] = []
-    path = HeadingPath()
-    current: list[str] = []
-    heading: str | None = None
-    lines = text.splitlines()
-    # YAML front matter ("---" ... "---" at the top) is kept as text, its closing line no heading.
-    fence: str | None = "---" if lines and lines[0].strip() == "---" else None
-
-    def close() -> None:
-        body = "\n".join(current).strip()
-        if body:
-            sections.append(Section(body, None, heading))
-        current.clear()
-
-    for index, line in enumerate(lines):
-        if index == 0 and fence is not None:
-            current.append(line)
-            continue
-        if fence is not None:
-            if line.strip().startswith(fence):
-                fence = None
-            current.append(line)
-            continue
-        opening = _FENCE.match(line)
-        if opening:
-            fence = opening.group(1)
-            current.append(line)
-            continue
-        atx = _ATX.match(line)
-        underline = _SETEXT.match(lines[index + 1]) if index + 1 < len(lines) else None
-        if atx:
-            level, title = len(atx.group(1)), (atx.group(2) or "").strip()
-        elif underline and line.strip() and not _LIST_ITEM.match(line) and not line.startswith(("    ", "\t")):
-            level, title = (1 if underline.group(1).startswith("=") else 2), line.strip()
-        else:
-            if current or line.strip():
-                current.append(line)
-            continue
-        close()
-        path.enter(level, title)
-        heading = path.label()
-        current.append(line)
-    close()
-    return tuple(sections)

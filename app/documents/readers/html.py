@@ -1,11 +1,12 @@
-"""HTML pages: their visible text and headings, read with the standard library's parser (no scripts, no styles)."""
+"""Web pages (HTML): their visible text and headings, read with the standard library's parser (no scripts, no styles)."""
 
 from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
 
-from app.documents.text_files import HeadingPath
+from app.documents.readers import OpenedFile, ReadText, document_format
+from app.documents.readers.text_files import HeadingPath, decoded_text
 from app.documents.values import Section
 
 # Elements whose content is never shown as text.
@@ -103,3 +104,10 @@ def html_sections(text: str) -> tuple[Section, ...]:
     parser = _PageText()
     parser.feed(text)
     return parser.finish()
+
+
+@document_format(kind="html", name="HTML", noun="web page", order=50, whole_in_memory=True,
+                 extensions=(".html", ".htm", ".xhtml"), mime_types=("text/html", "application/xhtml+xml"))
+def read_html(opened: OpenedFile) -> ReadText:
+    decoded = decoded_text(opened, declared_charset)
+    return ReadText(html_sections(decoded.text), decoded.note)

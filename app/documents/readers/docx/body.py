@@ -13,9 +13,9 @@ from docx.styles.style import CharacterStyle
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from app.documents.docx_package import docx_package, megabytes
+from app.documents.readers.docx.package import docx_package, megabytes
+from app.documents.readers.text_files import HeadingPath
 from app.documents.refusal import Refused
-from app.documents.text_files import HeadingPath
 from app.documents.values import ReadLimits, Section, UnreadableCause as Cause
 
 _HEADING_STYLE = re.compile(r"heading\s*(\d)$", re.IGNORECASE)

@@ -9,8 +9,8 @@ from typing import BinaryIO
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from app.documents.readers.text_files import HeadingPath
 from app.documents.refusal import Refused
-from app.documents.text_files import HeadingPath
 from app.documents.values import Section, UnreadableCause as Cause
 
 # PDFium's markers for a hyphen it joined at a line end, and for characters it could not map.
