@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.documents.index import DocumentIndex  # noqa: E402
 from app.documents.search import SearchMode, VectorQuery  # noqa: E402
-from app.documents.values import Chunk, DocumentText, FileKind, Section, Unreadable  # noqa: E402
+from app.documents.values import Chunk, DocumentText, Section, Unreadable  # noqa: E402
 
 WIDTH = 384
 PARAGRAPHS_PER_FILE = 100
@@ -65,7 +65,7 @@ def paragraph(rng: random.Random, words: list[str], weights: list[float], length
 
 def read_in_process(paths: Sequence[Path]) -> Iterator[DocumentText | Unreadable]:
     for path in paths:
-        yield DocumentText(path, FileKind.TEXT, (Section(path.read_text(encoding="utf-8"), None, None),))
+        yield DocumentText(path, "text", (Section(path.read_text(encoding="utf-8"), None, None),))
 
 
 def by_paragraph(document: DocumentText) -> list[Chunk]:

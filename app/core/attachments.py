@@ -71,8 +71,9 @@ class AttachedFile:
 
     The text is kept, not only the path: the chat answers from it after the file is moved
     or changed, after a restart, and on another machine after an export and import (where
-    `path` names the file on the machine that attached it). `kind` is the reader's FileKind
-    value ("text", "markdown", "code", "html", "pdf", "docx"); `size` its bytes when read;
+    `path` names the file on the machine that attached it). `kind` is the kind of the
+    document format that read it ("text", "markdown", "code", "html", "pdf", "docx", or a later
+    reader's: app/documents/readers); `size` its bytes when read;
     `note` what the reader adjusted (an encoding guessed; "" for nothing).
     """
 
