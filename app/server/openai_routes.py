@@ -12,19 +12,15 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.core.answer_stats import AnswerStats
-from app.engine.protocol import Delta, Done
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import Delta, Done, ToolCall
 from app.server import sse
 from app.server.endpoint import client_of, guarded, read_body
-from app.server.errors import BadRequest, Flavor, error_body, refused_code
+from app.server.errors import Flavor, error_body, refused_code
 from app.server.openai_asks import Asked, chat_ask, completion_ask, read_off_loop
-from app.server.runs import CLIENT_GONE, Collected, Event, close, collect, cut_short, opened, outcome_of
+from app.server.openai_embeddings import embedding_ask, embedding_list
+from app.server.runs import (CLIENT_GONE, Collected, Event, close, collect, cut_short, opened, outcome_of,
+                             until_gone)
 from app.service.api.api_answers import ApiAnswers, ApiModel, ApiRefused, Started
-
-NO_EMBEDDINGS = ("No embedding model is installed, and Kestrel's chat models do not make embeddings. "
-                 "/v1/embeddings will answer once an embedding model (a GGUF such as nomic-embed-text or "
-                 "bge-small) is installed for document chat; until then use a chat endpoint.")
-
 
 def usage(stats: AnswerStats) -> dict[str, int]:
     return {"prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.tokens,
@@ -103,11 +99,15 @@ class OpenAiEndpoints:
                             status_code=404)
 
     async def embeddings(self, request: Request) -> Response:
-        async def refuse() -> Response:
-            await read_body(request)
-            raise BadRequest(NO_EMBEDDINGS, "model", code="model_not_found")
+        async def work() -> Response:
+            asked = embedding_ask(await read_body(request), client_of(request))
+            got = await until_gone(request, self._answers.embed(asked.ask))
+            outcome = outcome_of(request)
+            outcome.model, outcome.prompt_tokens = got.model, got.prompt_tokens
+            body = await asyncio.to_thread(embedding_list, got, asked.base64)
+            return Response(body, media_type="application/json")
 
-        return await guarded(Flavor.OPENAI, request, refuse)
+        return await guarded(Flavor.OPENAI, request, work)
 
     async def chat(self, request: Request) -> Response:
         async def work() -> Response:

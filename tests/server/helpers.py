@@ -17,10 +17,10 @@ import openai
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.server_settings import ServerSettings
-from app.engine.protocol import Delta, Done
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import Delta, Done, ToolCall
 from app.server.runner import ApiServer, ServerState
-from app.service.api.api_answers import ApiAnswers, ApiAsk, ApiModel, ApiRefused, Started
+from app.service.api.api_answers import ApiAnswers, ApiAsk, ApiModel, ApiRefused, EmbeddingAsk, Embeddings, Started
+from app.service.api.api_embeddings import ApiEmbeddings, no_embedding_model
 from app.service.controller import ChatController
 from app.service.models.engine_handle import EngineHandle
 from app.service.events import ModelState, RequestRecord
@@ -86,7 +86,8 @@ async def _make(answers: ApiAnswers, held: list[ServerSettings]) -> ApiServer:
 class FakeAnswers:
     """ApiAnswers' interface, answering from a script: for tests of the HTTP layer only (the
     end-to-end tests run the real service). hold: the answer waits after its pieces until
-    it is closed; closed counts the answers whose generator was closed."""
+    it is closed; closed counts the answers whose generator was closed. embeddings: the real
+    door /v1/embeddings goes through (None: no embedding model, as ApiAnswers without one)."""
 
     pieces: Sequence[str | ToolCall] = ("Hello", " there", ".")
     thinking: Sequence[str] = ()
@@ -99,6 +100,7 @@ class FakeAnswers:
     records: list[RequestRecord] = field(default_factory=list)
     closed: int = 0
     started: int = 0
+    embeddings: ApiEmbeddings | None = None
 
     @property
     def recent(self) -> Sequence[RequestRecord]:
@@ -131,6 +133,11 @@ class FakeAnswers:
                                       finish_reason=self.finish), stop_sequence=self.stop_sequence)
         finally:
             self.closed += 1
+
+    async def embed(self, ask: EmbeddingAsk) -> Embeddings:
+        if self.embeddings is None:
+            raise no_embedding_model()
+        return await self.embeddings.embed(ask)
 
     def log(self, record: RequestRecord) -> None:
         self.records.append(record)

@@ -17,9 +17,10 @@ from app.core.conversation import Role
 from app.library.installed import InstalledModel
 from app.service.api.api_context import ContextPlanner
 from app.service.api.api_images import refuse_unseeing, seen_images
-from app.service.api.api_types import ApiAsk, ApiModel, ApiRefused, Started
+from app.service.api.api_embeddings import ApiEmbeddings, no_embedding_model
+from app.service.api.api_types import ApiAsk, ApiModel, ApiRefused, EmbeddingAsk, Embeddings, Started
 
-__all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "Started"]
+__all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "EmbeddingAsk", "Embeddings", "Started"]
 from app.service.chats.conversations import Conversations
 from app.service.models.engine_errors import EngineCrashed, EngineError
 from app.service.models.engine_queue import Withdrawn
@@ -47,8 +48,10 @@ class ApiAnswers:
 
     def __init__(self, session: ModelSession, keeper: SettingsKeeper, conversations: Conversations,
                  emit: Callable[[Event], None], *, spawn: Callable[..., asyncio.Task[Any]],
-                 chats_busy: Callable[[], bool]) -> None:
+                 chats_busy: Callable[[], bool], embeddings: ApiEmbeddings | None = None) -> None:
+        """embeddings: /v1/embeddings' side (None: no embedding model, as with no documents service)."""
         self._session, self._keeper, self._emit, self._spawn = session, keeper, emit, spawn
+        self._embeddings = embeddings
         self._conversations = conversations
         self._chats_busy = chats_busy
         self._context = ContextPlanner(session, keeper)
@@ -273,6 +276,14 @@ class ApiAnswers:
         title = "API: " + (asked.strip().splitlines()[0][:40] if asked.strip() else ask.endpoint)
         await self._conversations.keep_exchange(title, turns, answer, done.stats, target.id,
                                                 images=images if ask.shape.prompt is None else None)
+
+    # --- embeddings -----------------------------------------------------------------------
+
+    async def embed(self, ask: EmbeddingAsk) -> Embeddings:
+        """/v1/embeddings: vectors from the embedding model the documents use, or ApiRefused."""
+        if self._embeddings is None:
+            raise await asyncio.to_thread(no_embedding_model)
+        return await self._embeddings.embed(ask)
 
     # --- the log ------------------------------------------------------------------------
 

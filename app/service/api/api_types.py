@@ -73,3 +73,28 @@ class Started:
 
     model: str
     context_length: int
+
+
+@dataclass(frozen=True)
+class EmbeddingAsk:
+    """One /v1/embeddings request in the service's terms (the server reads the HTTP shape).
+
+    texts: the inputs, in order. model: the name the client sent (None or "": the embedding
+    model the documents use). dimensions: the width the client wants (None: the model's own).
+    """
+
+    client: str
+    model: str | None
+    texts: tuple[str, ...]
+    dimensions: int | None = None
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """The answer to an EmbeddingAsk: row i is text i's vector, unit length, as `dimensions`
+    little-endian float32 numbers (the bytes OpenAI's base64 form carries)."""
+
+    model: str
+    dimensions: int
+    rows: tuple[bytes, ...]
+    prompt_tokens: int

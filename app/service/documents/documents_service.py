@@ -7,6 +7,7 @@ import dataclasses
 import importlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -17,6 +18,7 @@ from app.library.gguf_info import ModelFileError
 from app.library.installed import InstalledModel
 from app.library.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
+from app.service.documents.embedding_turns import EmbeddingTurns
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState,
                                           hold_words)
 from app.service.events import (AnswerFinished, AnswerInterrupted, AnswerStarted, Event, LibraryListed,
@@ -60,6 +62,8 @@ class DocumentsService:
         self._database = database
         self._read = read
         self._embedder = embedder
+        # The model's process, shared by indexing, search and the API server's /v1/embeddings.
+        self._turns = EmbeddingTurns(self._make_embedder)
         self._read_power = read_power
         self._infos: tuple[CollectionInfo, ...] = ()
         self._model: InstalledModel | None = None
@@ -87,7 +91,7 @@ class DocumentsService:
             except RuntimeError:  # the loop closed (the app is ending): nobody listens
                 pass
 
-        self._worker = worker = IndexWorker(self._open_index, self._heard, post, self._make_embedder)
+        self._worker = worker = IndexWorker(self._open_index, self._heard, post, self._turns)
         worker.hold.set(**self._hold)
         worker.start()
         await self._choose(await asyncio.to_thread(self._current_model))
@@ -114,6 +118,8 @@ class DocumentsService:
             # worker stuck in a file past the wait leaves it to the exit's clean-up).
             if self._pool is not None and not self._worker.alive:
                 await asyncio.to_thread(self._pool.close)
+        if self._worker is None or not self._worker.alive:  # never started (`kestrel serve`), or ended
+            await asyncio.to_thread(self._turns.close)
 
     # --- what the window reads -------------------------------------------------------------
 
@@ -271,6 +277,20 @@ class DocumentsService:
         if self._save_settings is not None:
             await self._save_settings(settings)
         await self._choose(await asyncio.to_thread(self._current_model, settings))
+
+    # --- the embedding model for the API server ---------------------------------------------------
+
+    async def embedding_model_in_use(self) -> InstalledModel | None:
+        """The embedding model the documents use, as embedding_model() names it; read from the library
+        when the service was never started (`kestrel serve` indexes nothing)."""
+        if self._worker is not None:
+            return self._model
+        return await asyncio.to_thread(self._current_model)
+
+    def embedding_turn(self, path: Path) -> AbstractContextManager[Embedder]:
+        """The process of the embedding model at `path`, for one caller until the block ends, in turn
+        with indexing's batches and search's questions (it waits: call it off the event loop)."""
+        return self._turns.turn(path)
 
     # --- inside ---------------------------------------------------------------------------------
 

@@ -18,17 +18,13 @@ from app.documents.search import Embedder
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, IndexingProgress,
                                           IndexState)
 from app.service.documents.documents_pace import PROGRESS_EVERY_S, Hold, Pace
+from app.service.documents.embedding_turns import EmbeddingTurns
 from app.service.events import Event
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 # Chunks embedded between two looks at a hold: one batch is a second or two on two cores.
 EMBED_BATCH = 16
-
-
-
-# Starts the model's embedding process (a test's stand-in).
-EmbedderFactory = Callable[[Path], Embedder]
 
 
 @dataclass(frozen=True)
@@ -72,11 +68,11 @@ class IndexWorker:
     which runs a callable on the service's event loop."""
 
     def __init__(self, open_index: Callable[[], DocumentIndex], emit: Callable[[Event], None],
-                 post: Callable[[Callable[[], None]], None], embedder: EmbedderFactory) -> None:
+                 post: Callable[[Callable[[], None]], None], turns: EmbeddingTurns) -> None:
         self._open_index = open_index
         self._emit_here = emit
         self._post = post
-        self._make_embedder = embedder
+        self._turns = turns  # the model's process, shared with the API server
         self._wake = threading.Event()
         self.hold = Hold(self._wake)
         self._lock = threading.Lock()
@@ -88,7 +84,6 @@ class IndexWorker:
         self._rows: list[Collection] = []
         self._vectors: dict[str, tuple[int, int]] = {}  # name: (chunks with vectors, chunks)
         self._choice: EmbeddingChoice | None = None
-        self._embedder: Embedder | None = None
         self._embed_failed = False
         self._closed = False
         self._broken: DocumentsError | None = None  # why the index could not be opened
@@ -281,9 +276,8 @@ class IndexWorker:
                 self._emit(IndexingProgress(name, IndexState.EMBEDDING, done + count, total, left, ""))
 
         try:
-            if self._embedder is None:
-                self._embedder = self._make_embedder(choice.path)
-            self._index.embed_missing(choice.model_id, self._embedder, control, EMBED_BATCH, [name], progress)
+            embedder = self._turns.embedder_for(choice.path)
+            self._index.embed_missing(choice.model_id, embedder, control, EMBED_BATCH, [name], progress)
         except EmbeddingError as exc:
             self._embed_failed = True
             self._close_embedder()
@@ -312,18 +306,13 @@ class IndexWorker:
             self.refresh()
 
     def embedder(self) -> tuple[EmbeddingChoice, Embedder] | None:
-        """On the worker: the chosen model and its process (started now if needed), None without one."""
+        """On the worker: the chosen model and its process (started on its first turn), None without one."""
         if self._choice is None or self._embed_failed:
             return None
-        if self._embedder is None:
-            self._embedder = self._make_embedder(self._choice.path)
-        return self._choice, self._embedder
+        return self._choice, self._turns.embedder_for(self._choice.path)
 
     def _close_embedder(self) -> None:
-        close = getattr(self._embedder, "close", None)
-        self._embedder = None
-        if close is not None:
-            close()
+        self._turns.release()
 
     def refresh(self) -> None:
         """On the worker: read the collections' counts (and vector coverage) again and say them."""
