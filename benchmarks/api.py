@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.core.server_settings import ServerSettings  # noqa: E402
 from app.core.settings import Settings, SettingsFile  # noqa: E402
-from app.engine.resources import default_threads  # noqa: E402
+from app.engine.backends.resources import default_threads  # noqa: E402
 from benchmarks.throughput import CONTEXT, PROMPT, direct_runs, starter_model  # noqa: E402
 
 KEY = "kestrel-benchmark-key"

@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.core.generation import GenerationSettings  # noqa: E402
-from app.engine.chat_format import ModelTokens, build_prompt  # noqa: E402
+from app.engine.templates.chat_format import ModelTokens, build_prompt  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta, Done  # noqa: E402
-from app.engine.resources import default_threads  # noqa: E402
+from app.engine.backends.resources import default_threads  # noqa: E402
 from app.library.gguf_info import read_gguf_info  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 from benchmarks.throughput import starter_model  # noqa: E402

@@ -35,11 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.core.generation import GenerationSettings  # noqa: E402
-from app.engine import kv_state  # noqa: E402
-from app.engine.chat_format import ModelTokens, build_prompt  # noqa: E402
+from app.engine.backends.llama import kv_state  # noqa: E402
+from app.engine.templates.chat_format import ModelTokens, build_prompt  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta, Done  # noqa: E402
-from app.engine.resources import default_threads  # noqa: E402
-from app.engine.state_store import RAM_BUDGET, clear_folder  # noqa: E402
+from app.engine.backends.resources import default_threads  # noqa: E402
+from app.engine.backends.llama.state_store import RAM_BUDGET, clear_folder  # noqa: E402
 from app.library.gguf_info import read_gguf_info  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 from benchmarks.throughput import starter_model  # noqa: E402

@@ -32,7 +32,7 @@ OTHER_PROMPT = "Tell me everything about lighthouses and their keepers. " * 8
 LIMIT_S = 30.0  # one chat of the tiny model, engine start included (about 4 s on 2 busy cores)
 HANG_AFTER_S = 60.0
 SUFFIX = ".kvstate"
-_PREFIX = struct.Struct("<9sHI")  # magic, version, header length (app/engine/kv_state.py)
+_PREFIX = struct.Struct("<9sHI")  # magic, version, header length (app/engine/backends/llama/kv_state.py)
 
 
 @dataclass(frozen=True)

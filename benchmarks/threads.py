@@ -36,7 +36,7 @@ _BUSY = "import os, sys\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"
 async def measure(model: Path, tokens: int, runs: int) -> dict:
     from app.core.generation import GenerationSettings
     from app.engine.protocol import ChatMessage, Done
-    from app.engine.resources import default_threads
+    from app.engine.backends.resources import default_threads
     from app.service.models.client import EngineClient
     from app.service.models.threads import BusyMeter, ThreadAdvisor
 

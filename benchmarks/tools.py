@@ -7,7 +7,7 @@ The model is offered six tools with the schemas the real MCP servers publish
 @modelcontextprotocol/server-filesystem's tools/list): get_current_time, convert_time,
 read_text_file, list_directory, search_files, get_file_info. Each prompt needs one of them.
 Each is answered through Kestrel's engine (EngineClient.generate with AnswerShape(tools=...),
-tool_choice "auto", greedy) with the lazy call grammar (app/engine/lazy_grammar.py) on and
+tool_choice "auto", greedy) with the lazy call grammar (app/engine/backends/llama/lazy_grammar.py) on and
 off (KESTREL_LAZY_TOOL_GRAMMAR=0 in a second engine process). An answer counts as good when
 its first call names a right tool and its arguments validate against that tool's schema
 (jsonschema); the table also says how many answers called anything and how many calls were
@@ -16,7 +16,7 @@ written but did not parse (given back as text with a note).
 Time to first token: the same prompts answered on a cleared KV cache with the tools offered
 and without them (the tools' block is evaluated with the prompt), and with tools on a warm
 cache (the prompt before the question is cached, as in a chat after its first message).
-The cost of one grammar switch (app/engine/lazy_grammar.py ends one Llama.generate and
+The cost of one grammar switch (app/engine/backends/llama/lazy_grammar.py ends one Llama.generate and
 starts another) is measured with llama-cpp-python directly: tokens generated one by one
 with a restart before each, against an unbroken generate, after the same long prompt.
 """
@@ -41,10 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.core.generation import GenerationSettings  # noqa: E402
-from app.engine.lazy_grammar import SWITCH_VARIABLE  # noqa: E402
-from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done  # noqa: E402
-from app.engine.resources import default_threads  # noqa: E402
-from app.engine.tool_calls import ToolCall  # noqa: E402
+from app.engine.backends.llama.lazy_grammar import SWITCH_VARIABLE  # noqa: E402
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ToolCall  # noqa: E402
+from app.engine.backends.resources import default_threads  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "mcp_tools.json"
@@ -179,7 +178,7 @@ def switch_cost(model: Path, threads: int, tokens: int = 16, rounds: int = 3) ->
     (as a grammar switch does), after the prompt with the tools: medians over the rounds."""
     import llama_cpp
 
-    from app.engine.chat_format import ModelTokens, build_prompt
+    from app.engine.templates.chat_format import ModelTokens, build_prompt
 
     llm = llama_cpp.Llama(model_path=str(model), n_ctx=CONTEXT, n_threads=threads, verbose=False)
     try:

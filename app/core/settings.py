@@ -37,7 +37,7 @@ class DevicePreference(StrEnum):
 
 
 class PromptLookupMode(StrEnum):
-    """Drafting the next tokens from the prompt (app/engine/prompt_lookup.py): on while it
+    """Drafting the next tokens from the prompt (app/engine/backends/llama/prompt_lookup.py): on while it
     pays, always, or never. The values are written to settings.json and model.json."""
 
     AUTO = "auto"

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from app.engine import protocol as p
-from app.engine.backend import Backend
+from app.engine.backends.backend import Backend
 from app.engine.errors import ImageRefused
 from app.engine.failures import EngineBug, NoModel
 

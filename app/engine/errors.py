@@ -47,7 +47,7 @@ class ShapeRefused(Exception):
 
 class ImageRefused(Exception):
     """Images the model cannot take: it has no projector, or one image is not readable,
-    too big, or one too many (app/engine/image_prompt.py); failure says which."""
+    too big, or one too many (app/engine/backends/llama/image_prompt.py); failure says which."""
 
     def __init__(self, failure: ImageFailure) -> None:
         self.failure = failure

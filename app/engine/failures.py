@@ -151,7 +151,7 @@ class PromptTooLong:
 
 @dataclass(frozen=True)
 class NoToolUse:
-    """Tools were given to a model whose chat template takes none (app/engine/tool_calls.py)."""
+    """Tools were given to a model whose chat template takes none (app/engine/tool_calls/tool_calls.py)."""
 
     kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
     name: str  # the model's file or folder name
@@ -197,7 +197,7 @@ class NoVision:
 
 
 class ImageTrouble(StrEnum):
-    """What is wrong with an image sent to a model (app/engine/image_prompt.py)."""
+    """What is wrong with an image sent to a model (app/engine/backends/llama/image_prompt.py)."""
 
     NOT_AN_IMAGE = "not_an_image"  # not a PNG or JPEG, or the model's decoder refused it
     TOO_BIG = "too_big"  # more bytes than MAX_IMAGE_BYTES

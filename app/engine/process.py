@@ -15,7 +15,7 @@ from multiprocessing.connection import Connection
 from typing import Callable
 
 from app.engine import protocol as p
-from app.engine.backend import Backend
+from app.engine.backends.backend import Backend
 from app.engine.control import GenerationControl
 from app.engine.counting import ModelGate, serve_counts
 from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
@@ -156,7 +156,7 @@ class EngineLoop:
         # The probe first: it imports numpy, ONNX Runtime and llama.cpp in its thread,
         # and importing them here at the same time can see half-initialised modules.
         machine = self._machine()
-        from app.engine.loading import load_backend
+        from app.engine.backends.loading import load_backend
         from app.library.gguf_info import ModelFileError
 
         self._unload()

@@ -10,7 +10,6 @@ from app.core.conversation import Role
 from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine.failures import ErrorKind, Failure
-from app.engine.tool_calls import ToolCall
 from app.hardware.report import HardwareReport
 
 __all__ = [
@@ -25,6 +24,17 @@ PROTOCOL_VERSION = 12
 
 
 # --- requests: UI process -> engine -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model made (Delta.tool_call) or a client sends back (ChatMessage.tool_calls):
+    which tool, with what arguments (compact JSON object text)."""
+
+    index: int  # 0, 1, ... within one answer
+    id: str  # "call_<24 random url-safe characters>", made by the engine (models rarely give one)
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class Load:
     # placement decides; 0: none; -1: all), and a chat template that replaces the file's.
     gpu_layers: int | None = None
     chat_template: str | None = None
-    # Saved conversation states (app/engine/state_store.py): RAM for the last few chats,
+    # Saved conversation states (app/engine/backends/llama/state_store.py): RAM for the last few chats,
     # and files in state_dir; 0 bytes turns either off.
     state_ram_bytes: int = 0
     state_dir: str | None = None
@@ -124,7 +134,7 @@ class Generate:
     # CPU threads for this answer (None: as loaded). GGUF changes them between answers;
     # ONNX Runtime keeps the count its session was made with.
     threads: int | None = None
-    # Prompt-lookup drafting (app/engine/prompt_lookup.py). GGUF only.
+    # Prompt-lookup drafting (app/engine/backends/llama/prompt_lookup.py). GGUF only.
     prompt_lookup: PromptLookupMode = PromptLookupMode.OFF
     # A raw prompt, a grammar, tools: the window's chats never set it.
     shape: AnswerShape = field(default_factory=AnswerShape)

@@ -21,7 +21,7 @@ from app.library.gguf_info import GgufInfo, read_gguf_info
 from app.library.onnx_graph import kv_element_bytes
 from app.library.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
 
-# The shortest context the engine loads with (app.engine.resources.MIN_CONTEXT).
+# The shortest context the engine loads with (app.engine.backends.resources.MIN_CONTEXT).
 MIN_CONTEXT = 256
 # A split GGUF's shards: "name-00001-of-00003.gguf".
 _SHARD = re.compile(r"^(?P<stem>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)

@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 from app.core.conversation import Role
-from app.engine.protocol import AnswerShape, ChatMessage
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import AnswerShape, ChatMessage, ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.server.grammar import refuse_tool_schemas

@@ -12,8 +12,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.core.answer_stats import AnswerStats
-from app.engine.protocol import Delta, Done
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import Delta, Done, ToolCall
 from app.server import sse
 from app.server.anthropic_asks import messages_ask
 from app.server.endpoint import client_of, guarded, read_body

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Sequence
 
-from app.engine.gbnf_bounds import grammar_problem
+from app.engine.backends.llama.gbnf_bounds import grammar_problem
 from app.engine.grammar_bounds import SchemaWalk, TooBig, schema_problem
 from app.server.errors import BadRequest
 
@@ -86,7 +86,7 @@ def refuse_tool_schemas(tools: Sequence[tuple[str, Any, str]], choice: str) -> N
     parameters are too deep or big to pass on at all, or past what a grammar can hold when the
     answer is held to a call of it (tool_choice "required" or its name): the held tools share one
     grammar. A call that the lazy grammar of tool_choice "auto" cannot hold stays free instead
-    (app/engine/lazy_grammar.py)."""
+    (app/engine/backends/llama/lazy_grammar.py)."""
     held = SchemaWalk()
     for name, schema, param in tools:
         is_held = choice in ("required", name)

@@ -15,7 +15,7 @@ from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.service.api.api_types import ApiImage
 
-# As the engine takes them (app/engine/image_prompt.py MAX_IMAGES, MAX_IMAGE_BYTES; a test holds
+# As the engine takes them (app/engine/backends/llama/image_prompt.py MAX_IMAGES, MAX_IMAGE_BYTES; a test holds
 # them equal): past these the engine would refuse the prompt, so the request is refused here,
 # naming the part, before anything is decoded or checked.
 MAX_IMAGES = 16

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.conversation import Role
-from app.engine.protocol import AnswerShape, ChatMessage
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import AnswerShape, ChatMessage, ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.server.grammar import any_json_object, json_schema_grammar, refuse_tool_schemas

@@ -16,8 +16,7 @@ from typing import TypeVar
 from starlette.requests import Request
 
 from app.core.answer_stats import AnswerStats, FinishReason
-from app.engine.protocol import Delta, Done
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import Delta, Done, ToolCall
 from app.service.api.api_answers import ApiAnswers, ApiAsk, Started
 
 Event = Started | Delta | Done

@@ -12,8 +12,8 @@ from app.cli.failure_words import cli_words
 from app.engine.errors import ContextOverflow
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import FailedOn, NoDeviceWorked
-from app.engine.onnx_backend import _refused
-from app.engine.resources import memory_problem
+from app.engine.backends.onnx.onnx_backend import _refused
+from app.engine.backends.resources import memory_problem
 from app.hardware.placement_types import ModelFacts
 from app.library.model_format import read_onnx_folder
 from app.service.models.engine_errors import EngineError

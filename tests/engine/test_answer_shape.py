@@ -15,12 +15,12 @@ import jsonschema
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.backend import DeviceChoice
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
 from app.engine.errors import ShapeRefused
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import BadShape, NoToolUse, ShapePart
-from app.engine.gguf_backend import GgufBackend
+from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load
 from tests.helpers.tiny_gguf import build_tiny_gguf
 
@@ -150,7 +150,7 @@ def test_tools_reach_a_template_that_takes_them(tools_backend: GgufBackend) -> N
 
 
 def _shaped(backend: GgufBackend, shape: AnswerShape):  # type: ignore[no-untyped-def]
-    from app.engine.answer_shape import shape_answer
+    from app.engine.answers.answer_shape import shape_answer
 
     return shape_answer(shape, backend._info.chat_template, "tiny qwen.gguf")
 
@@ -169,7 +169,7 @@ def test_a_required_call_is_a_call_whose_arguments_follow_the_tool(tools_backend
 
 
 def test_calls_and_their_results_go_back_to_the_template(tools_backend: GgufBackend) -> None:
-    from app.engine.tool_calls import ToolCall
+    from app.engine.protocol import ToolCall
 
     call = ToolCall(0, "call_1", "get_weather", '{"city":"Paris","unit":"celsius"}')
     messages = HELLO + (ChatMessage("assistant", "", tool_calls=(call,)),
@@ -209,7 +209,7 @@ def test_tools_given_wrong_are_refused_saying_what_is_wrong(tools_backend: GgufB
 
 
 def test_a_call_the_model_writes_streams_as_a_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.engine.lazy_grammar import SWITCH_VARIABLE
+    from app.engine.backends.llama.lazy_grammar import SWITCH_VARIABLE
     from tests.helpers.tool_call_gguf import TEXT, build_tool_call_gguf
 
     caller = _load(build_tool_call_gguf(tmp_path / "caller.gguf"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine.answer_text import AnswerText
+from app.engine.answers.answer_text import AnswerText
 
 
 def _feed_bytes(answer: AnswerText, data: bytes, size: int) -> list[str]:

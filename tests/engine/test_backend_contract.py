@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.backend import Backend, DeviceChoice
+from app.engine.backends.backend import Backend, DeviceChoice
 from app.engine.control import GenerationControl
 from app.engine.protocol import ChatMessage, Done, Generate, Load
 
@@ -38,13 +38,13 @@ def _check(backend: Backend) -> None:
 
 
 def test_the_gguf_backend_keeps_the_contract(tiny_model: Path) -> None:
-    from app.engine.gguf_backend import GgufBackend
+    from app.engine.backends.llama.gguf_backend import GgufBackend
 
     _check(GgufBackend.load(Load(1, str(tiny_model), context_length=256, threads=1), CHOICE))
 
 
 def test_the_onnx_backend_keeps_the_contract() -> None:
     pytest.importorskip("onnxruntime_genai")
-    from app.engine.onnx_backend import OnnxBackend
+    from app.engine.backends.onnx.onnx_backend import OnnxBackend
 
     _check(OnnxBackend.load(Load(1, str(TINY_ONNX), context_length=256, threads=1), CHOICE))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.backend import DeviceChoice
-from app.engine.chat_format import ModelTokens, build_prompt, fold_system, render_embedded
-from app.engine.gguf_backend import GgufBackend
-from app.engine.onnx_backend import OnnxBackend
+from app.engine.backends.backend import DeviceChoice
+from app.engine.templates.chat_format import ModelTokens, build_prompt, fold_system, render_embedded
+from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.onnx.onnx_backend import OnnxBackend
 from app.engine.protocol import ChatMessage, Load
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"

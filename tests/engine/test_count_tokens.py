@@ -14,11 +14,11 @@ import pytest
 
 from app.core.generation import GenerationSettings
 from app.engine import protocol as p
-from app.engine.backend import DeviceChoice
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
 from app.engine.counting import ModelGate
 from app.engine.failures import NoModel
-from app.engine.gguf_backend import GgufBackend
+from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.process import EngineLoop
 from app.engine.protocol import ChatMessage, Done, Generate, Load
 
@@ -87,7 +87,7 @@ def test_real_model_count_is_llama_tokenize(small_real_model: Path) -> None:
 
 def test_onnx_count_is_its_tokenizer() -> None:
     og = pytest.importorskip("onnxruntime_genai")
-    from app.engine.onnx_backend import OnnxBackend
+    from app.engine.backends.onnx.onnx_backend import OnnxBackend
 
     backend = OnnxBackend.load(Load(1, str(TINY_ONNX)), CPU)
     try:
@@ -120,7 +120,7 @@ def test_onnx_count_leaves_out_a_bos_its_tokenizer_adds() -> None:
     og = pytest.importorskip("onnxruntime_genai")
     import dataclasses
 
-    from app.engine.onnx_backend import OnnxBackend
+    from app.engine.backends.onnx.onnx_backend import OnnxBackend
 
     plain = OnnxBackend.load(Load(1, str(TINY_ONNX)), CPU)
     try:

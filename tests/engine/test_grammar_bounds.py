@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
 
-from app.engine.answer_shape import refuse_unbounded, schema_grammar, shape_answer
+from app.engine.answers.answer_shape import refuse_unbounded, schema_grammar, shape_answer
 from app.engine.errors import ShapeRefused
 from app.engine.failures import BadShape, ShapePart
-from app.engine.gbnf_bounds import grammar_problem
+from app.engine.backends.llama.gbnf_bounds import grammar_problem
 from app.engine.grammar_bounds import (MAX_CHOICES, MAX_DEPTH, MAX_GRAMMAR_BYTES, MAX_GROUP_DEPTH, MAX_LEFT_DEPTH,
                                        MAX_REPEAT, SchemaWalk, schema_problem)
-from app.engine.lazy_grammar import LazyCallGrammar
+from app.engine.backends.llama.lazy_grammar import LazyCallGrammar
 from app.engine.protocol import AnswerShape
-from app.engine.tool_calls import ToolCallReader, ToolFamily
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily
 
 QWEN3 = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
 

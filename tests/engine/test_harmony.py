@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.chat_format import ModelTokens, build_prompt
-from app.engine.harmony import HEADER_LIMIT, HarmonyChannels, HarmonySplitter
-from app.engine.protocol import ChatMessage
-from app.engine.thinking import (ThinkingMarkers, ThinkingSplitter, answer_stops, has_switch, splitter_for,
+from app.engine.templates.chat_format import ModelTokens, build_prompt
+from app.engine.answers.harmony import HEADER_LIMIT, HarmonyChannels, HarmonySplitter
+from app.engine.protocol import ChatMessage, ToolCall
+from app.engine.answers.thinking import (ThinkingMarkers, ThinkingSplitter, answer_stops, has_switch, splitter_for,
                                  thinking_in)
-from app.engine.tool_calls import ToolCall, ToolCallReader, ToolFamily
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"
 THOUGHT = "User says hi. Reply politely."

@@ -11,9 +11,9 @@ import llama_cpp
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.backend import DeviceChoice
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
-from app.engine.gguf_backend import GgufBackend
+from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load
 from tests.helpers.harmony_gguf import (ANSWER, ANSWER_SCRIPT, CALL_ARGUMENTS, CALL_NAME, THOUGHT,
                                         build_harmony_caller_gguf, build_harmony_gguf)

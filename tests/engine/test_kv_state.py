@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine import kv_state
-from app.engine.backend import DeviceChoice
+from app.engine.backends.llama import kv_state
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
-from app.engine.gguf_backend import GgufBackend
-from app.engine.kv_state import StateKey
+from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.llama.kv_state import StateKey
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load
-from app.engine.state_store import StateStore, evict_to_budget, folder_usage
+from app.engine.backends.llama.state_store import StateStore, evict_to_budget, folder_usage
 
 CHOICE = DeviceChoice("CPU")
 KEY = StateKey("model.gguf|1|2", 2048, "template", "0.3.36")

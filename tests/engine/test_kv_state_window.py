@@ -8,7 +8,7 @@ import pytest
 
 from app.core.generation import GenerationSettings
 from app.engine.control import GenerationControl
-from app.engine.gguf_backend import GgufBackend
+from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.protocol import ChatMessage, Delta, Done, Generate
 from tests.engine.test_kv_state import _chat, _load
 

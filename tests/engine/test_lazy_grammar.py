@@ -12,11 +12,11 @@ from typing import Any, Iterator
 import llama_cpp
 import pytest
 
-from app.engine.answer_shape import shape_answer
-from app.engine.lazy_grammar import SWITCH_VARIABLE, LazyCallGrammar, Switch, lazy_grammar_for, rest_grammar
+from app.engine.answers.answer_shape import shape_answer
+from app.engine.backends.llama.lazy_grammar import SWITCH_VARIABLE, LazyCallGrammar, Switch, lazy_grammar_for, rest_grammar
 from app.engine.protocol import AnswerShape
-from app.engine.tool_call_rest import WAIT, CallRest, call_rest, held
-from app.engine.tool_calls import ToolCallReader, ToolFamily
+from app.engine.backends.llama.tool_call_rest import WAIT, CallRest, call_rest, held
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily
 
 TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
     "type": "object", "properties": {"zone": {"enum": ["CET", "EST"]}}, "required": ["zone"]}}}

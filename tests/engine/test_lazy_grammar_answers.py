@@ -20,12 +20,11 @@ import jsonschema
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.backend import DeviceChoice
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
-from app.engine.gguf_backend import GgufBackend
-from app.engine.lazy_grammar import SWITCH_VARIABLE
-from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load
-from app.engine.tool_calls import ToolCall
+from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.llama.lazy_grammar import SWITCH_VARIABLE
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, ToolCall
 from tests.helpers.tiny_gguf import build_tiny_gguf, scripted_weights
 from tests.helpers.tool_call_gguf import QWEN3_TEMPLATE
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from app.engine.loading import model_facts
+from app.engine.backends.loading import model_facts
 from app.core.units import human_size
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import NotEnoughMemory
-from app.engine.resources import memory_problem
+from app.engine.backends.resources import memory_problem
 from app.library.fit_facts import facts_for, gguf_fit_facts, loaded_context, onnx_fit_facts
 from app.library.onnx_graph import kv_element_bytes
 from app.hardware.memory import F16, F32, ONNX_KV_FALLBACK

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.backend import DeviceChoice
-from app.engine.chat_format import template_in_use
+from app.engine.backends.backend import DeviceChoice
+from app.engine.templates.chat_format import template_in_use
 from app.engine.errors import ModelLoadError
 from app.engine.failures import BadTemplate
-from app.engine.gguf_backend import GgufBackend
-from app.engine.loading import with_gpu_layers
-from app.engine.onnx_backend import OnnxBackend
+from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.loading import with_gpu_layers
+from app.engine.backends.onnx.onnx_backend import OnnxBackend
 from app.engine.protocol import ChatMessage, Load
 from app.hardware.placement import ALL_LAYERS, Placement
 from tests.helpers.tiny_gguf import build_tiny_gguf

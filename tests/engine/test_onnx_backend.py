@@ -21,11 +21,11 @@ og = pytest.importorskip("onnxruntime_genai")
 
 from app.core.generation import GenerationSettings  # noqa: E402
 from app.engine import protocol as p  # noqa: E402
-from app.engine.backend import DeviceChoice  # noqa: E402
+from app.engine.backends.backend import DeviceChoice  # noqa: E402
 from app.engine.control import GenerationControl  # noqa: E402
 from app.engine.errors import ContextOverflow, ModelLoadError  # noqa: E402
 from app.engine.failures import BadModelFile, OnnxRefused, OnnxTrouble, ProviderMissing  # noqa: E402
-from app.engine.onnx_backend import OnnxBackend  # noqa: E402
+from app.engine.backends.onnx.onnx_backend import OnnxBackend  # noqa: E402
 from app.engine.process import EngineLoop  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load  # noqa: E402
 from app.library.gguf_info import ModelFileError  # noqa: E402
@@ -444,7 +444,7 @@ def test_through_the_request_loop(loop: _LoopHarness, onnx_copy: Path) -> None:
 
 def test_plugin_providers_reach_genai_once_and_a_refusal_is_a_load_error(monkeypatch) -> None:
     # Windows ML's libraries exist only on Windows: a stand-in records the calls.
-    from app.engine import onnx_backend
+    from app.engine.backends.onnx import onnx_backend
 
     calls = []
 

@@ -17,12 +17,12 @@ import pytest
 og = pytest.importorskip("onnxruntime_genai")
 
 from app.core.generation import GenerationSettings  # noqa: E402
-from app.engine.backend import DeviceChoice  # noqa: E402
+from app.engine.backends.backend import DeviceChoice  # noqa: E402
 from app.engine.control import GenerationControl  # noqa: E402
 from app.engine.errors import ShapeRefused  # noqa: E402
 from app.engine.failure_words import WINDOW, describe  # noqa: E402
 from app.engine.failures import BadShape, NoGrammar, NoToolUse, ShapePart  # noqa: E402
-from app.engine.onnx_backend import OnnxBackend  # noqa: E402
+from app.engine.backends.onnx.onnx_backend import OnnxBackend  # noqa: E402
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load  # noqa: E402
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"

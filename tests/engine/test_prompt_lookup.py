@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.backend import DeviceChoice
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
-from app.engine.gguf_backend import GgufBackend
-from app.engine.prompt_lookup import FIRST_REST, PLAIN_FIRST, LookupStats, NgramDrafter, _Policy, lookup_tokens
+from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.llama.prompt_lookup import FIRST_REST, PLAIN_FIRST, LookupStats, NgramDrafter, _Policy, lookup_tokens
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load
 
 PROMPTS = [

@@ -1,6 +1,6 @@
 """A prompt's tokens on real llama.cpp: the engine's own split of special tokens gives the
 ids llama.cpp's whole-prompt tokenizing gives, except where outside text holds a control
-token's text, which stays text (app/engine/prompt_tokens.py, app/engine/outside_text.py)."""
+token's text, which stays text (app/engine/backends/llama/prompt_tokens.py, app/engine/templates/outside_text.py)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ import pytest
 
 from app.core.conversation import Role
 from app.core.generation import GenerationSettings
-from app.engine.answer_common import fit_prompt
-from app.engine.backend import DeviceChoice
-from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt
-from app.engine.gguf_backend import GgufBackend
-from app.engine.gguf_tokens import SpecialTokens
-from app.engine.outside_text import Shield, literal_pattern, spans_of
-from app.engine.prompt_tokens import GgufPromptTokens
+from app.engine.answers.answer_common import fit_prompt
+from app.engine.backends.backend import DeviceChoice
+from app.engine.templates.chat_format import ModelTokens, PromptSpec, build_prompt
+from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.llama.gguf_tokens import SpecialTokens
+from app.engine.templates.outside_text import Shield, literal_pattern, spans_of
+from app.engine.backends.llama.prompt_tokens import GgufPromptTokens
 from app.engine.protocol import ChatMessage, Generate, Load, ToolCall
 from tests.helpers.harmony_gguf import build_harmony_gguf
 from tests.helpers.thinking_gguf import build_thinking_gguf
@@ -228,7 +228,7 @@ def seeing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GgufBackend]:
 
 def _mtmd_whole(backend: GgufBackend, text: str, bitmaps: list[int]) -> list[int]:
     """The ids mtmd_tokenize of the whole text gives (text tokens; images as their chunk ids)."""
-    from app.engine.image_prompt import stand_ins
+    from app.engine.backends.llama.image_prompt import stand_ins
 
     projector = backend._projector
     assert projector is not None

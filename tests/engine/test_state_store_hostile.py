@@ -13,10 +13,10 @@ from typing import Callable, TypeVar
 import pytest
 
 from app.core.paths import data_paths
-from app.engine import cache_files, kv_state
-from app.engine.kv_state import StateKey
+from app.engine.backends.llama import cache_files, kv_state
+from app.engine.backends.llama.kv_state import StateKey
 from app.engine.protocol import ChatMessage
-from app.engine.state_store import StateStore
+from app.engine.backends.llama.state_store import StateStore
 from tests.engine.test_kv_state import _answer, _chat, _load
 
 KEY = StateKey("model.gguf|1|2", 2048, "template", "0.3.36")

@@ -19,8 +19,8 @@ from typing import Any, Callable
 import pytest
 from transformers.utils import chat_template_utils
 
-from app.engine import template_builtins
-from app.engine.chat_format import ModelTokens, render_embedded
+from app.engine.templates import template_builtins
+from app.engine.templates.chat_format import ModelTokens, render_embedded
 from app.engine.protocol import ChatMessage
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from jinja2.exceptions import SecurityError, UndefinedError
 
-from app.engine.chat_format import ModelTokens, build_prompt
+from app.engine.templates.chat_format import ModelTokens, build_prompt
 from app.engine.control import PromptCancelled
 from app.engine.protocol import ChatMessage
-from app.engine.template_sandbox import TemplateLimit, render
+from app.engine.templates.template_sandbox import TemplateLimit, render
 
 CONVERSATION = (ChatMessage("system", "Be brief."), ChatMessage("user", "Hi"),
                 ChatMessage("assistant", "Hello!"), ChatMessage("user", "Why?"))
@@ -149,8 +149,8 @@ def test_the_trace_function_of_a_debugger_is_put_back() -> None:
 
 def test_a_template_with_a_syntax_error_does_not_stop_the_model_loading(tmp_path: Path) -> None:
     """llama-cpp-python compiled the file's template while loading and failed the load."""
-    from app.engine.backend import DeviceChoice
-    from app.engine.gguf_backend import GgufBackend
+    from app.engine.backends.backend import DeviceChoice
+    from app.engine.backends.llama.gguf_backend import GgufBackend
     from app.engine.protocol import Generate, GenerationSettings, Load
     from app.engine.control import GenerationControl
     from tests.helpers.tiny_gguf import build_tiny_gguf

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 from transformers.utils import chat_template_utils
 
-from app.engine.chat_format import build_prompt, render_embedded
-from app.engine.protocol import ChatMessage
-from app.engine.tool_calls import ToolCall
-from app.engine import template_builtins
+from app.engine.templates.chat_format import build_prompt, render_embedded
+from app.engine.protocol import ChatMessage, ToolCall
+from app.engine.templates import template_builtins
 from tests.engine.test_template_conformance import TEMPLATES, TOKENS, Refused, _FixedNow, _outcome
 
 WEATHER = {"type": "function", "function": {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.thinking import KNOWN_MARKERS, ThinkingMarkers, ThinkingSplitter, markers_in, opens_thinking
+from app.engine.answers.thinking import KNOWN_MARKERS, ThinkingMarkers, ThinkingSplitter, markers_in, opens_thinking
 
 THINK = ThinkingMarkers("<think>", "</think>")
 

@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import pytest
 
-from app.engine.tool_calls import NOTE_CUT_OFF, NOTE_INVALID, ToolCall, ToolCallReader, ToolFamily, family_of
+from app.engine.protocol import ToolCall
+from app.engine.tool_calls.tool_calls import NOTE_CUT_OFF, NOTE_INVALID, ToolCallReader, ToolFamily, family_of
 from app.library.gguf_info import read_gguf_info
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -9,13 +9,13 @@ from typing import Iterator
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine.backend import DeviceChoice
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ImageRefused
 from app.engine.failures import BadImage, ErrorKind, ImageTrouble, NoVision
-from app.engine.gguf_backend import GgufBackend
-from app.engine.image_prompt import MAX_IMAGES, stand_ins
-from app.engine.prompt_lookup import NgramDrafter
+from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.llama.image_prompt import MAX_IMAGES, stand_ins
+from app.engine.backends.llama.prompt_lookup import NgramDrafter
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load
 from tests.helpers.vision_gguf import IMAGE_TOKENS, IMAGE_WRAP, build_mmproj_gguf, build_vision_pair, png_bytes
 

@@ -18,17 +18,17 @@ from typing import Any
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.engine import protocol as p
-from app.engine.answer_common import AnswerTiming, fit_prompt
-from app.engine.answer_shape import new_call_id, shape_answer
-from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
+from app.engine.answers.answer_common import AnswerTiming, fit_prompt
+from app.engine.answers.answer_shape import new_call_id, shape_answer
+from app.engine.templates.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.errors import ContextOverflow, ShapeRefused
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import (BadModelFile, DeviceRefused, FailedOn, Failure, LoadFailure, NoDeviceWorked,
                                  NoGpuBuild, ProviderMissing)
-from app.engine.loading import device_text, with_gpu_layers
-from app.engine.resources import default_threads, memory_problem
-from app.engine.state_store import common_prefix
-from app.engine.thinking import has_switch, template_variables, thinking_in
+from app.engine.backends.loading import device_text, with_gpu_layers
+from app.engine.backends.resources import default_threads, memory_problem
+from app.engine.backends.llama.state_store import common_prefix
+from app.engine.answers.thinking import has_switch, template_variables, thinking_in
 from app.hardware.fit import FitFacts
 from app.hardware.placement import ALL_LAYERS, Placement, PlacementRefused, place
 from app.hardware.report import HardwareReport
@@ -80,7 +80,7 @@ class ScriptedModel:
 
 
 def load_model(request: p.Load, report: HardwareReport, *, gpu_offload: bool = False) -> ScriptedModel:
-    """Load as app/engine/loading.py does: placements in order, each failure kept as a reason.
+    """Load as app/engine/backends/loading.py does: placements in order, each failure kept as a reason.
 
     Raises EngineError with the engine's facts: BadModelFile for a file that is not a
     model, DeviceRefused, a load failure, NoDeviceWorked. GPU placements fail as on a

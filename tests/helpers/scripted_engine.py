@@ -29,7 +29,7 @@ from app.core.answer_stats import FinishReason
 from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine import protocol as p
-from app.engine.answer_common import AnswerTiming
+from app.engine.answers.answer_common import AnswerTiming
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import During, EngineStopped, Failure, Hang, NoModel
 from app.hardware.report import HardwareReport

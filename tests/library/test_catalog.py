@@ -66,7 +66,7 @@ def test_granite_41_is_a_dense_model_with_a_kv_cache_on_every_layer() -> None:
 
 def test_gpt_oss_20b_is_pinned_and_its_window_and_heads_count_in_the_fit() -> None:
     """Issue 26: gpt-oss 20B, in once the engine tells its analysis channel apart
-    (app/engine/harmony.py); ggml-org's MXFP4 file, the full SHA-256 as unrelated projects pin it."""
+    (app/engine/answers/harmony.py); ggml-org's MXFP4 file, the full SHA-256 as unrelated projects pin it."""
     from app.library.fit_facts import facts_for_catalog
 
     gpt_oss = find_entry(load_catalog(), "gpt-oss-20b-mxfp4")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from gguf import GGUFWriter, PoolingType
 
-from app.engine.backend import DeviceChoice
-from app.engine.gguf_backend import GgufBackend
+from app.engine.backends.backend import DeviceChoice
+from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.protocol import Load
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.model_details import gguf_details

@@ -28,10 +28,10 @@ from app.core.answer_stats import FinishReason
 from app.core.conversation import Role
 from app.core.generation import GenerationSettings
 from app.engine import protocol as p
-from app.engine.backend import DeviceChoice
+from app.engine.backends.backend import DeviceChoice
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow
-from app.engine.gguf_backend import GgufBackend
+from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.process import EngineLoop
 from app.engine.protocol import AnswerShape, ChatMessage, Done, Generate, Load, ToolCall
 from app.service.documents.document_context import Source, framed_question
@@ -169,7 +169,7 @@ def test_a_control_tokens_text_beside_an_image_stays_text(tmp_path: Path) -> Non
 
 def test_onnx_prompt_reads_outside_control_text_as_text() -> None:
     pytest.importorskip("onnxruntime_genai")
-    from app.engine.onnx_backend import OnnxBackend
+    from app.engine.backends.onnx.onnx_backend import OnnxBackend
 
     backend = OnnxBackend.load(Load(1, str(Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx")), CPU)
     try:

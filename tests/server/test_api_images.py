@@ -16,7 +16,7 @@ import httpx2 as httpx
 import openai
 import pytest
 
-from app.engine import image_prompt
+from app.engine.backends.llama import image_prompt
 from app.server.images import MAX_BASE64_CHARS, MAX_IMAGE_BYTES, MAX_IMAGES
 from app.service.api.api_types import ApiImage
 from tests.helpers.vision_gguf import png_bytes

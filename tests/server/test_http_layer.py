@@ -17,7 +17,7 @@ import pytest
 
 from app.core.answer_stats import FinishReason
 from app.core.server_settings import ServerSettings
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import ToolCall
 from app.server.grammar import any_json_object
 from app.server.runner import ApiServer, ServerState
 from app.service.api.api_answers import ApiRefused

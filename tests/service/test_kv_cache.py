@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.core.settings import Settings
-from app.engine import kv_state
-from app.engine.kv_state import StateKey
+from app.engine.backends.llama import kv_state
+from app.engine.backends.llama.kv_state import StateKey
 from app.library.model_defaults import ModelDefaults
 from app.service.models import kv_cache
 

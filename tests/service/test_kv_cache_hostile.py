@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 
 from app.core.generation import GenerationSettings
-from app.engine import kv_state
+from app.engine.backends.llama import kv_state
 from app.engine.protocol import ChatMessage, Done
 from app.service.models.client import EngineClient
 from tests.helpers.engine import answer

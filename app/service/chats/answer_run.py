@@ -15,8 +15,7 @@ from app.core.message_parts import tool_rounds
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryError, HistoryStore
 from app.engine.failures import Failure
-from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind, ToolCall
 from app.service.documents.attached_images import turns_with_images, unseen_note
 from app.service.documents.document_context import Framed
 from app.service.models.engine_errors import EngineCrashed, EngineError

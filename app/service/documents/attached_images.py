@@ -14,7 +14,7 @@ from app.documents.image_check import PASTED, READ_TYPES, ImageInput, ImageProbl
 
 CheckImages = Callable[[Sequence[ImageInput]], Iterator[ImageResult]]
 
-# As many images as the engine takes in one prompt (app/engine/image_prompt.py MAX_IMAGES; a test
+# As many images as the engine takes in one prompt (app/engine/backends/llama/image_prompt.py MAX_IMAGES; a test
 # holds them equal: the service does not import the engine's native side).
 PROMPT_IMAGES = 16
 # A model without vision answering a chat where images were sent earlier (to another model), or

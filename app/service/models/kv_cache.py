@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.core.paths import data_paths
-from app.engine.state_store import RAM_BUDGET, clear_folder, folder_usage
+from app.engine.backends.llama.state_store import RAM_BUDGET, clear_folder, folder_usage
 
 FOLDER_NAME = "chat-states"
 MIB = 1024 * 1024

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from app.core.settings import Settings
 from app.engine.protocol import Loaded
-from app.engine.resources import default_threads
+from app.engine.backends.resources import default_threads
 from app.hardware.power import read_power
 from app.library.installed import InstalledModel
 from app.service.models import kv_cache

@@ -29,7 +29,7 @@ _GUESSES = 8
 
 def answer_room(context_length: int, max_tokens: int) -> int:
     """The tokens kept free for the answer that follows the results: as the engine keeps them when
-    it leaves out old turns (app/engine/answer_common.fit_prompt)."""
+    it leaves out old turns (app/engine/answers/answer_common.fit_prompt)."""
     return min(max_tokens, max(64, context_length // 4))
 
 

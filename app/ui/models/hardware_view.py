@@ -248,7 +248,7 @@ def _label(parent: QWidget, text: str = "", *, selectable: bool = True) -> QLabe
 
 
 def _device_icon(device: str) -> str:
-    """Loaded.device reads "CPU", "GPU: name" or "NPU: name" (app/engine/loading.py device_text)."""
+    """Loaded.device reads "CPU", "GPU: name" or "NPU: name" (app/engine/backends/loading.py device_text)."""
     kind = device.split(":", 1)[0].split(" ", 1)[0].lower()
     return kind if kind in ("gpu", "npu") else "cpu"
 

@@ -12,19 +12,19 @@ from typing import Callable, Generator, Iterator, Mapping, Sequence
 import onnxruntime_genai as og
 
 from app.core.answer_stats import FinishReason
-from app.engine.answer_common import AnswerTiming, answer, stream_tokens
-from app.engine.answer_shape import PLAIN, ShapedAnswer, shape_answer
-from app.engine.answer_text import AnswerText
-from app.engine.backend import DeviceChoice
-from app.engine.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
+from app.engine.answers.answer_common import AnswerTiming, answer, stream_tokens
+from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, shape_answer
+from app.engine.answers.answer_text import AnswerText
+from app.engine.backends.backend import DeviceChoice
+from app.engine.templates.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
 from app.engine.failures import BadShape, NoGrammar, NoVision, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
-from app.engine.onnx_prompt import OnnxPromptTokens, special_texts
-from app.engine.outside_text import PromptPrep, spans_of
+from app.engine.backends.onnx.onnx_prompt import OnnxPromptTokens, special_texts
+from app.engine.templates.outside_text import PromptPrep, spans_of
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
-from app.engine.resources import default_threads, memory_problem
-from app.engine.thinking import has_switch, template_variables, thinking_in
+from app.engine.backends.resources import default_threads, memory_problem
+from app.engine.answers.thinking import has_switch, template_variables, thinking_in
 from app.hardware.onnx_source import quiet_windows_telemetry
 from app.library.fit_facts import onnx_fit_facts
 from app.library.onnx_graph import kv_element_bytes
@@ -136,9 +136,9 @@ class OnnxBackend:
         Its shape is checked first (ShapeRefused). ONNX Runtime GenAI holds an answer to
         a JSON schema (its guidance, llguidance inside) but reads no GBNF: a request with
         only a grammar is refused, one with a JSON schema (or a forced tool call, whose
-        schema app/engine/answer_shape.py writes) is followed. Calls the model opens on its
+        schema app/engine/answers/answer_shape.py writes) is followed. Calls the model opens on its
         own (tool_choice "auto") are not held to the tools' schemas as the GGUF backend holds
-        them (app/engine/lazy_grammar.py): 0.18 takes guidance on GeneratorParams, once per
+        them (app/engine/backends/llama/lazy_grammar.py): 0.18 takes guidance on GeneratorParams, once per
         generator, and a new generator evaluates the whole prompt again; a call that does
         not parse still comes back as text with a note.
         """

@@ -14,7 +14,7 @@ from typing import BinaryIO, Sequence
 
 import llama_cpp
 
-from app.engine import cache_files
+from app.engine.backends.llama import cache_files
 
 # Raise when the file layout or what a state means changes: older files are then
 # removed when they are seen, never read. 2: signed (HMAC-SHA-256), and a sliding

@@ -18,7 +18,7 @@ from pathlib import Path
 import llama_cpp
 import llama_cpp.mtmd_cpp as mtmd
 
-from app.engine import native_log
+from app.engine.backends.llama import native_log
 from app.library.gguf_info import ModelFileError, read_gguf_info
 from app.library.projector import fits, projector_of
 

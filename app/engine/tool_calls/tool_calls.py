@@ -47,19 +47,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Collection, Mapping, Sequence
 
-from app.engine.gbnf_bounds import grammar_problem
+from app.engine.backends.llama.gbnf_bounds import grammar_problem
+from app.engine.protocol import ToolCall
 from app.engine.grammar_bounds import GrammarTooBig, SchemaWalk
-from app.engine.tool_call_families import SYNTAXES, Block, Problem, RawCall
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One call the model made: which tool, with what arguments (compact JSON object text)."""
-
-    index: int  # 0, 1, ... within one answer
-    id: str  # "call_<24 random url-safe characters>", made here (models rarely give one)
-    name: str
-    arguments: str
+from app.engine.tool_calls.tool_call_families import SYNTAXES, Block, Problem, RawCall
 
 
 @dataclass(frozen=True)
@@ -152,7 +143,7 @@ class ToolCallReader:
 
     def open_call(self) -> OpenCall | None:
         """The call block opened and not yet closed, as written so far (its opening marker
-        first); None outside one. What must follow it is app/engine/tool_call_rest.py's."""
+        first); None outside one. What must follow it is app/engine/backends/llama/tool_call_rest.py's."""
         return OpenCall(self._blocks, self._buffer) if self._in_block else None
 
     def _drain(self, final: bool) -> list[str | ToolCall]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from app.engine import cache_files, kv_state
-from app.engine.kv_state import StateHeader, StateKey
+from app.engine.backends.llama import cache_files, kv_state
+from app.engine.backends.llama.kv_state import StateHeader, StateKey
 
 RAM_BUDGET = 512 * 1024 * 1024
 RAM_ENTRIES = 6

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable
 
-from app.engine.gemma_values import GemmaValues, skip_space
+from app.engine.tool_calls.gemma_values import GemmaValues, skip_space
 
 
 class Problem(Enum):

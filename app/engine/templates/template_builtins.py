@@ -4,7 +4,7 @@ transformers' `apply_chat_template` is what model authors test their templates w
 template gets the same names here: `raise_exception`, `strftime_now`, a `tojson` with
 json.dumps' keywords, the `{% generation %}` block, and transformers' restricted `dict`
 and `namespace`. Each is bounded the way the sandbox bounds everything else
-(app/engine/template_sandbox.py).
+(app/engine/templates/template_sandbox.py).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-# The per-install key that signs saved chat states (app/engine/kv_state.py), in the data folder.
+# The per-install key that signs saved chat states (app/engine/backends/llama/kv_state.py), in the data folder.
 SECRET_NAME = "chat-states.key"
 SECRET_BYTES = 32
 

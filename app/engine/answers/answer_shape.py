@@ -10,10 +10,10 @@ from typing import Any, Mapping, Sequence
 
 from app.engine.errors import ShapeRefused
 from app.engine.failures import BadShape, NoToolUse, ShapePart
-from app.engine.gbnf_bounds import grammar_problem
+from app.engine.backends.llama.gbnf_bounds import grammar_problem
 from app.engine.grammar_bounds import GrammarTooBig, schema_problem
-from app.engine.protocol import TOOL_CHOICES, AnswerShape
-from app.engine.tool_calls import ToolCall, ToolCallReader, ToolFamily, arguments_grammar, family_of
+from app.engine.protocol import TOOL_CHOICES, AnswerShape, ToolCall
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily, arguments_grammar, family_of
 
 Tool = Mapping[str, Any]
 
@@ -50,7 +50,7 @@ PLAIN = ShapedAnswer()
 def shape_answer(shape: AnswerShape, template: str | None, model_name: str) -> ShapedAnswer:
     """The tools and the calls' grammar for this answer; ShapeRefused when the shape is
     wrong (tools that are not a list of functions, a tool_choice naming none of them) or
-    the model cannot call tools (its template takes none: app/engine/tool_calls.family_of).
+    the model cannot call tools (its template takes none: app/engine/tool_calls/tool_calls.family_of).
 
     tool_choice "none" gives the template no tools at all, so the model cannot call one;
     "required" and a function's name hold the answer to the neutral call object of the
@@ -120,7 +120,7 @@ def schema_grammar(schema_text: str) -> str:
 
 def refuse_unbounded(grammar: str, part: ShapePart) -> None:
     """ShapeRefused when a grammar, whoever made it, is past what llama.cpp can hold
-    (app/engine/gbnf_bounds.py): to be called before llama.cpp parses it, since its parser
+    (app/engine/backends/llama/gbnf_bounds.py): to be called before llama.cpp parses it, since its parser
     and sampler recurse on deep grammars until the engine dies."""
     why = grammar_problem(grammar)
     if why is not None:

@@ -8,8 +8,8 @@ from typing import Mapping
 
 import llama_cpp
 
-from app.engine.chat_format import ModelTokens, end_of_turn_markers
-from app.engine.outside_text import literal_bytes_pattern, literal_pattern
+from app.engine.templates.chat_format import ModelTokens, end_of_turn_markers
+from app.engine.templates.outside_text import literal_bytes_pattern, literal_pattern
 from app.library.gguf_info import GgufInfo
 
 
@@ -88,7 +88,7 @@ class Special:
 class SpecialTokens:
     """The vocabulary's special tokens by their text (UTF-8 bytes, as llama.cpp matches
     them), with patterns that find them: every one, the user-defined ones, and the control
-    ones in text (app/engine/outside_text.py escapes those)."""
+    ones in text (app/engine/templates/outside_text.py escapes those)."""
 
     by_text: Mapping[bytes, Special]
     every: re.Pattern[bytes] | None

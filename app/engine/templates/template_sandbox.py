@@ -11,7 +11,7 @@ built-in format and tells the user why.
 The environment matches what Hugging Face transformers' `apply_chat_template` gives a
 template, so that a model gets the prompt its authors tested: trim_blocks and
 lstrip_blocks, the loopcontrols extension (`{% break %}`, `{% continue %}`), and the
-names of app/engine/template_builtins.py. tests/engine/test_template_conformance.py
+names of app/engine/templates/template_builtins.py. tests/engine/test_template_conformance.py
 checks real templates against transformers itself.
 """
 
@@ -32,7 +32,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from app.engine.control import PromptCancelled
-from app.engine.template_builtins import (
+from app.engine.templates.template_builtins import (
     GenerationBlock,
     TemplateDict,
     TemplateLimit,

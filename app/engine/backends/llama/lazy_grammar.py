@@ -2,9 +2,9 @@
 
 With tool_choice "auto" a model may answer in words, call tools, or both. Holding the whole
 answer to a grammar would take the words away, so the grammar is lazy: the answer's reader
-(app/engine/answer_common._read_calls) tells a LazyCallGrammar what it has read after each
+(app/engine/answers/answer_common._read_calls) tells a LazyCallGrammar what it has read after each
 piece, and when a call has opened (ToolCallReader.open_call) and its family says what must
-follow (app/engine/tool_call_rest.py), the backend's token loop switches to that grammar
+follow (app/engine/backends/llama/tool_call_rest.py), the backend's token loop switches to that grammar
 before the next token; when the call closes, sampling is free again, so the model may write
 more text, open another call, or end.
 
@@ -15,7 +15,7 @@ the one the old generate had yielded but not yet evaluated (the same work as goi
 benchmarks/tools.py measures it). The new sampler chain starts the repeat-penalty window
 afresh. ONNX Runtime GenAI 0.18 sets guidance per generator and a new generator evaluates
 the whole prompt again, so the ONNX backend leaves calls unconstrained
-(app/engine/onnx_backend.py).
+(app/engine/backends/onnx/onnx_backend.py).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from app.engine.answer_shape import ShapedAnswer
-from app.engine.gbnf_bounds import grammar_problem
+from app.engine.answers.answer_shape import ShapedAnswer
+from app.engine.backends.llama.gbnf_bounds import grammar_problem
 from app.engine.grammar_bounds import GrammarTooBig, schema_problem
-from app.engine.tool_call_rest import CallRest, Undecided, call_rest, held
-from app.engine.tool_calls import ToolCallReader, ToolFamily, arguments_grammar
+from app.engine.backends.llama.tool_call_rest import CallRest, Undecided, call_rest, held
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily, arguments_grammar
 
 Tool = Mapping[str, Any]
 

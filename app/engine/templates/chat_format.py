@@ -2,7 +2,7 @@
 
 The template inside the model file (`tokenizer.chat_template`) comes first. It is
 untrusted code from a downloaded file, so it runs in a bounded sandbox
-(app/engine/template_sandbox.py). A template that refuses a system prompt gets it folded
+(app/engine/templates/template_sandbox.py). A template that refuses a system prompt gets it folded
 into the first user message, the convention of models without a system role. A file
 without a template, or one whose template fails in any other way, gets the built-in
 format of its architecture. Either way the answer's stats carry what happened
@@ -30,9 +30,9 @@ from app.core.conversation import Role
 from app.engine.control import PromptCancelled
 from app.engine.errors import ModelLoadError
 from app.engine.failures import BadTemplate
-from app.engine.outside_text import Shield, Spans
+from app.engine.templates.outside_text import Shield, Spans
 from app.engine.protocol import ChatMessage
-from app.engine.template_sandbox import TemplateLimit, TemplateRaised, compile_template, render
+from app.engine.templates.template_sandbox import TemplateLimit, TemplateRaised, compile_template, render
 
 FOLDED_SYSTEM_NOTE = ("This model's chat template has no system role; Kestrel put your system prompt at "
                       "the start of your first message.")
@@ -41,7 +41,7 @@ FOLDED_SYSTEM_NOTE = ("This model's chat template has no system role; Kestrel pu
 @dataclass(frozen=True)
 class PromptSpec:
     """The rendered prompt and how it was made. plain: where control-token text that came
-    from outside stands in text (app/engine/outside_text.py); the backend's tokenizer
+    from outside stands in text (app/engine/templates/outside_text.py); the backend's tokenizer
     reads it as plain text."""
 
     text: str

@@ -14,26 +14,26 @@ import llama_cpp
 from app.core.answer_stats import FinishReason
 from app.core.paths import data_paths
 from app.core.settings import PromptLookupMode
-from app.engine import cache_files, kv_state, native_log
-from app.engine.answer_common import AnswerTiming, answer, stream_tokens
-from app.engine.answer_shape import PLAIN, ShapedAnswer, refuse_unbounded, schema_grammar, shape_answer
-from app.engine.answer_text import AnswerText
-from app.engine.backend import DeviceChoice
-from app.engine.chat_format import PromptSpec, build_prompt, template_in_use
+from app.engine.backends.llama import cache_files, kv_state, native_log
+from app.engine.answers.answer_common import AnswerTiming, answer, stream_tokens
+from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, refuse_unbounded, schema_grammar, shape_answer
+from app.engine.answers.answer_text import AnswerText
+from app.engine.backends.backend import DeviceChoice
+from app.engine.templates.chat_format import PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError, ShapeRefused
 from app.engine.failures import BadShape, GgufRefused, ShapePart
-from app.engine.gguf_tokens import model_tokens
-from app.engine.image_prompt import ImagePrompt, evaluate, images_for, with_markers
-from app.engine.lazy_grammar import LazyCallGrammar, lazy_grammar_for
-from app.engine.outside_text import PromptPrep
-from app.engine.prompt_tokens import GgufPromptTokens
-from app.engine.prompt_lookup import LookupStats, lookup_tokens
+from app.engine.backends.llama.gguf_tokens import model_tokens
+from app.engine.backends.llama.image_prompt import ImagePrompt, evaluate, images_for, with_markers
+from app.engine.backends.llama.lazy_grammar import LazyCallGrammar, lazy_grammar_for
+from app.engine.templates.outside_text import PromptPrep
+from app.engine.backends.llama.prompt_tokens import GgufPromptTokens
+from app.engine.backends.llama.prompt_lookup import LookupStats, lookup_tokens
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load, Loaded
-from app.engine.resources import default_threads, memory_problem
-from app.engine.state_store import StateStore, common_prefix
-from app.engine.thinking import has_switch, template_variables, thinking_in
-from app.engine.vision import Projector, load_projector
+from app.engine.backends.resources import default_threads, memory_problem
+from app.engine.backends.llama.state_store import StateStore, common_prefix
+from app.engine.answers.thinking import has_switch, template_variables, thinking_in
+from app.engine.backends.llama.vision import Projector, load_projector
 from app.hardware.placement_types import ALL_LAYERS
 from app.library.fit_facts import gguf_fit_facts
 from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
@@ -46,7 +46,7 @@ class _CountingLlama(llama_cpp.Llama):
     It also hides the chat templates from llama-cpp-python's own chat handlers: those
     compile every template in the file when the model loads (outside any limit), so a
     template with a syntax error failed the load. Kestrel renders the template itself
-    (app/engine/chat_format.py), where a bad one falls back with a reason.
+    (app/engine/templates/chat_format.py), where a bad one falls back with a reason.
     """
 
     evaluated = 0
@@ -123,7 +123,7 @@ class GgufBackend:
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(_refused(info, exc)) from exc
-        # On the GPU only when the text model is (app/engine/vision.py checks the file first).
+        # On the GPU only when the text model is (app/engine/backends/llama/vision.py checks the file first).
         projector, vision_problem = load_projector(
             request.projector_path, llm, info.embedding_length or llm.n_embd(), use_gpu=gpu_layers != 0,
             threads=threads) if request.projector_path else (None, "")
@@ -166,13 +166,13 @@ class GgufBackend:
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the answer; cancel and pause take effect between two tokens.
 
-        Its shape (Generate.shape, app/engine/answer_shape.py) is checked before anything
+        Its shape (Generate.shape, app/engine/answers/answer_shape.py) is checked before anything
         is evaluated; ShapeRefused says what cannot be done. A grammar is llama.cpp's:
         the grammar sampler sits in the sampler chain before the choice of each token, so
         every token the model writes keeps the answer inside it, and the model's end
         tokens are allowed only once the grammar is complete. With tools and tool_choice
         "auto", each call the model opens is held to the tools' schemas until it closes
-        (app/engine/lazy_grammar.py).
+        (app/engine/backends/llama/lazy_grammar.py).
         """
         shaped = shape_answer(request.shape, self._info.chat_template, self._info.path.name)
         grammar = self._grammar(request.shape, shaped)
@@ -220,7 +220,7 @@ class GgufBackend:
 
     def _prep(self, cancelled: Callable[[], bool] | None = None) -> PromptPrep:
         """A request's prompt preparation: outside text's control-token text is found by
-        the vocabulary's own special tokens (app/engine/outside_text.py)."""
+        the vocabulary's own special tokens (app/engine/templates/outside_text.py)."""
         return PromptPrep(self._prompt_tokens.control_spans, self._info.chat_template, cancelled)
 
     def _prompt(self, text: str, prep: PromptPrep | None = None) -> list[int]:
@@ -289,7 +289,7 @@ class GgufBackend:
         self._restore_state(prompt)
         if images is not None and self._projector is not None:
             # The images and the text around them go in here; llm.generate then finds the
-            # whole prompt in the cache (app/engine/image_prompt.py).
+            # whole prompt in the cache (app/engine/backends/llama/image_prompt.py).
             image_tokens = evaluate(llm, self._projector, images.chunked_for(prompt))
             llm.evaluated += image_tokens  # its text tokens counted themselves
         sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,

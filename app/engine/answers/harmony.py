@@ -15,7 +15,7 @@ the splitter drops it (and `<|return|>`, should another detokenizer print that).
 The splitter drops the headers, gives the analysis channel as thinking and every other
 channel (final, a commentary preamble) as answer. A message to a recipient (`to=functions.NAME`,
 a tool call) passes through raw, header included, as answer text: the tool-call reader
-(app/engine/tool_call_families.py `_read_harmony`) reads it after the splitter.
+(app/engine/tool_calls/tool_call_families.py `_read_harmony`) reads it after the splitter.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ it finds (llama_vocab::impl::tokenizer_st_partition), so a prompt of 20,000 shor
 took 11.5 s, and 20,000 newlines (a user-defined token of Gemma 3) 21 s.
 
 So the split is done here: every special token's place is found at once (a trie pattern,
-app/engine/gguf_tokens.py), in the same order of preference (the longest first) and with
+app/engine/backends/llama/gguf_tokens.py), in the same order of preference (the longest first) and with
 the same stripping of whitespace around the tokens that ask for it. A control token the
 template wrote becomes its id; a control token's text that came from outside
 (PromptSpec.plain) stays in the text. The text between control tokens goes to llama.cpp
@@ -27,8 +27,8 @@ from typing import Callable, Sequence
 import llama_cpp
 
 from app.engine.control import PromptCancelled
-from app.engine.gguf_tokens import Special, SpecialTokens
-from app.engine.outside_text import Spans, spans_of
+from app.engine.backends.llama.gguf_tokens import Special, SpecialTokens
+from app.engine.templates.outside_text import Spans, spans_of
 
 # Whitespace as C's isspace sees it: what llama.cpp strips beside an lstrip/rstrip token.
 _WHITESPACE = frozenset(b" \t\n\v\f\r")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import llama_cpp
 
-from app.engine.backend import Backend, DeviceChoice
+from app.engine.backends.backend import Backend, DeviceChoice
 from app.engine.errors import ModelLoadError
 from app.engine.failures import DeviceRefused, FailedOn, NoDeviceWorked, NoGpuBuild, ProviderMissing
 from app.engine.protocol import Load
@@ -82,13 +82,13 @@ def device_text(placement: Placement) -> str:
 def _load_on(placement: Placement, choice: DeviceChoice, request: Load, report: HardwareReport) -> Backend:
     if placement.backend == "llama.cpp":
         # Imported here: loading a GGUF model must not pay for importing ONNX Runtime.
-        from app.engine.gguf_backend import GgufBackend
+        from app.engine.backends.llama.gguf_backend import GgufBackend
 
         if placement.gpu_layers != 0 and not llama_cpp.llama_supports_gpu_offload():
             # Asking this build for GPU layers would silently run on the CPU instead.
             raise ModelLoadError(NoGpuBuild())
         return GgufBackend.load(request, choice, gpu_layers=placement.gpu_layers)
-    from app.engine.onnx_backend import PROVIDERS, OnnxBackend, register_plugin_providers
+    from app.engine.backends.onnx.onnx_backend import PROVIDERS, OnnxBackend, register_plugin_providers
 
     if placement.kind != "cpu" and report.onnxruntime is not None:
         register_plugin_providers(report.onnxruntime.windows_ml.libraries)

@@ -8,15 +8,14 @@ from typing import Callable, Generator, Iterable, Sequence
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Role
-from app.engine.answer_shape import PLAIN, ShapedAnswer, forced_call
-from app.engine.answer_text import AnswerText
-from app.engine.chat_format import PromptSpec
+from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, forced_call
+from app.engine.answers.answer_text import AnswerText
+from app.engine.templates.chat_format import PromptSpec
 from app.engine.control import GenerationControl, PromptCancelled
-from app.engine.lazy_grammar import LazyCallGrammar
+from app.engine.backends.llama.lazy_grammar import LazyCallGrammar
 from app.engine.errors import ContextOverflow
-from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded
-from app.engine.tool_calls import ToolCall
-from app.engine.thinking import Splitter, ThinkingStyle, answer_stops, splitter_for
+from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded, ToolCall
+from app.engine.answers.thinking import Splitter, ThinkingStyle, answer_stops, splitter_for
 
 
 @dataclass
@@ -73,8 +72,8 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
     tokens it actually evaluated. The context and the device are the loaded model's.
     thinking: how the model writes its thinking (markers or harmony channels,
-    app/engine/thinking.py); its thinking then streams as Delta(thinking=True).
-    shaped: the answer's tools (app/engine/answer_shape.py); its calls stream as
+    app/engine/answers/thinking.py); its thinking then streams as Delta(thinking=True).
+    shaped: the answer's tools (app/engine/answers/answer_shape.py); its calls stream as
     Delta(tool_call=...); lazy, when given, is told what the call reader reads (the
     backend's stream switches grammars on its word). A raw prompt (request.shape.prompt) is the prompt as it is: no
     template, no stop strings but the request's, no thinking told apart. cancelled: looked

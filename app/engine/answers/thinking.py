@@ -8,7 +8,7 @@ templates open the block themselves (DeepSeek-R1 ends its prompt with `<think>\\
 the answer starts inside it and only the closing marker ever arrives.
 
 gpt-oss writes its thinking another way: as harmony messages on the analysis channel
-(`<|channel|>analysis<|message|>…`), its answer on the final channel; app/engine/harmony.py
+(`<|channel|>analysis<|message|>…`), its answer on the final channel; app/engine/answers/harmony.py
 tells those apart. Which way a model writes is one value, its ThinkingStyle, read from
 the template (thinking_in); splitter_for gives the splitter that reads it.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.engine.harmony import HarmonyChannels, HarmonySplitter, message_stops, writes_harmony
+from app.engine.answers.harmony import HarmonyChannels, HarmonySplitter, message_stops, writes_harmony
 
 
 @dataclass(frozen=True)

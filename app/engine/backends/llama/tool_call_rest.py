@@ -1,7 +1,7 @@
 """What must follow a tool call the model has opened, per family: the lazy grammar's root rule.
 
-Once a model opens a call (app/engine/tool_calls.ToolCallReader.open_call), the rest of it is
-generated under a grammar made from the tools' JSON schemas (app/engine/lazy_grammar.py), so
+Once a model opens a call (app/engine/tool_calls/tool_calls.ToolCallReader.open_call), the rest of it is
+generated under a grammar made from the tools' JSON schemas (app/engine/backends/llama/lazy_grammar.py), so
 a small model cannot write arguments that do not parse. This module says, for the text of
 the open call so far, what that rest is, as the body of a GBNF root rule that may use:
 

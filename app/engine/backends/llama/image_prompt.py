@@ -3,7 +3,7 @@ into text and image chunks (the images' by libmtmd), and those chunks evaluated 
 
 Each image turn's content gets one marker per image before its text (as llama.cpp's
 server does for image parts); the chat template renders as usual; the text is cut at the
-markers, the text between them tokenized as every prompt is (app/engine/prompt_tokens.py:
+markers, the text between them tokenized as every prompt is (app/engine/backends/llama/prompt_tokens.py:
 only the template's markers become control tokens), and each image's chunks made by
 mtmd_tokenize of its marker alone (with whatever text the projector wraps an image in,
 such as Gemma 3's "<start_of_image>"). mtmd_tokenize of the whole text would read every
@@ -31,14 +31,14 @@ from typing import Sequence
 import llama_cpp
 import llama_cpp.mtmd_cpp as mtmd
 
-from app.engine import native_log
+from app.engine.backends.llama import native_log
 from app.engine.errors import ImageRefused
 from app.engine.failures import BadImage, ImageTrouble, NoVision
-from app.engine.outside_text import PromptPrep, Spans
-from app.engine.prompt_tokens import GgufPromptTokens
+from app.engine.templates.outside_text import PromptPrep, Spans
+from app.engine.backends.llama.prompt_tokens import GgufPromptTokens
 from app.engine.protocol import ChatMessage
-from app.engine.state_store import common_prefix
-from app.engine.vision import Projector
+from app.engine.backends.llama.state_store import common_prefix
+from app.engine.backends.llama.vision import Projector
 
 MAX_IMAGES = 16  # in one prompt
 MAX_IMAGE_BYTES = 20_000_000  # each (20 MB, as the words say it)

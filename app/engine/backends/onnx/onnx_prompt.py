@@ -4,7 +4,7 @@ control-token text as text, as far as ONNX Runtime GenAI's tokenizer lets it be.
 GenAI's Tokenizer.encode (0.18) always reads an added token's text as that token: its
 options are add_special_tokens and skip_special_tokens, and "split_special_tokens" is
 refused ("Invalid tokenizer option key"). So a control token's text from outside
-(PromptSpec.plain, app/engine/outside_text.py) is encoded in pieces none of which holds
+(PromptSpec.plain, app/engine/templates/outside_text.py) is encoded in pieces none of which holds
 a special token's whole text ("<" and "|im_end|>"), each after an anchor (a special
 token, whose ids are then dropped) so that it is read as text following a marker. The
 ids are the same characters as text, though not always the ids the text would get in one
@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import onnxruntime_genai as og
 
-from app.engine.outside_text import Spans, literal_pattern
+from app.engine.templates.outside_text import Spans, literal_pattern
 
 # tokenizer_config.json files run to a few MB (models with thousands of added tokens).
 _MAX_CONFIG_BYTES = 32 * 1024 * 1024

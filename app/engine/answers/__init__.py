@@ -1,0 +1,1 @@
+"""What every backend shares to stream an answer: the prompt fitted to the context, the text, the thinking, the shape."""

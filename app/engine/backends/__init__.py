@@ -1,0 +1,1 @@
+"""The engine's backends, one subpackage each, and what they share."""

@@ -1,0 +1,1 @@
+"""ONNX model folders through ONNX Runtime GenAI."""
