@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     # Ctrl+C in the first few tenths of a second lands in the imports below (asyncio, the
-    # controller, the hardware probe), before any command handles it. Everything that can
+    # service, the hardware probe), before any command handles it. Everything that can
     # take time is imported inside this try, so the user sees "Interrupted." and status
     # 130 there too, never a KeyboardInterrupt traceback. Only Python's own start-up (its
     # site module, a few hundredths of a second) comes before this and is out of reach.

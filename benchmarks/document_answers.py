@@ -2,7 +2,7 @@
 
     python benchmarks/document_answers.py [--model PATH] [--tokens 6000] [--runs 3] [--json OUT]
 
-Through the service as the window uses it: a ChatController over a temporary home, the real
+Through the service as the window uses it: its chat and attach doors over a temporary home, the real
 engine process (EngineClient) with saved states on (the default settings), the instruct
 model (Qwen2.5-Coder 0.5B Instruct, the starter: tests/helpers/models.py assembles it, or
 --model). Each run opens a new chat, attaches a made-up document of about --tokens tokens
@@ -73,34 +73,38 @@ async def measure(model: Path, tokens: int, runs: int, folder: Path) -> list[dic
     from app.library.importer import import_model_file
     from app.library.models import ModelLibrary
     from app.service import events as ev
+    from app.service.doors.attach import AttachDoor
+    from app.service.doors.chat import ChatDoor
+    from app.service.doors.models import ModelDoor
     from app.service.models.client import EngineClient
-    from app.service.controller import ChatController
+    from app.service.root import Service
 
     paths = data_paths().ensure()
     installed = import_model_file(ModelLibrary(paths.models), model)
     generation = GenerationSettings(temperature=0.0, max_tokens=24, seed=1, context_length=CONTEXT)
     SettingsFile(paths.settings_file).save(Settings(default_model=installed.id, generation=generation))
-    controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
-                                library=ModelLibrary(paths.models), client=EngineClient())
+    service = Service(history_path=paths.history_db, settings_path=paths.settings_file,
+                      library=ModelLibrary(paths.models), client=EngineClient())
+    chat, attach, model_door = ChatDoor(service), AttachDoor(service), ModelDoor(service)
     first_text: list[float] = []
-    controller.subscribe(lambda event: first_text.append(time.perf_counter())
-                         if isinstance(event, ev.TextGrew) and not first_text else None)
+    service.subscribe(lambda event: first_text.append(time.perf_counter())
+                      if isinstance(event, ev.TextGrew) and not first_text else None)
     rows = []
     try:
-        await controller.start_up()
-        if controller.loaded is None:
-            raise SystemExit(f"The model did not load: {controller.model_detail}")
+        await service.start_up()
+        if model_door.loaded is None:
+            raise SystemExit(f"The model did not load: {model_door.model_detail}")
         for run in range(runs):
-            controller.new_conversation()
+            chat.new_conversation()
             path = folder / f"survey-{run}.txt"
             path.write_text(document(run, tokens), encoding="utf-8")
-            attachments = await controller.read_attachments([path])
+            attachments = await attach.read_attachments([path])
             for number, question in enumerate(QUESTIONS, start=1):
                 first_text.clear()
                 sent = time.perf_counter()
-                assert controller.send(question, attachments if number == 1 else ())
-                await controller.wait_idle()
-                answer = controller.messages[-1]
+                assert chat.send(question, attachments if number == 1 else ())
+                await chat.wait_idle()
+                answer = chat.messages[-1]
                 stats = answer.stats
                 assert stats is not None and not stats.error, answer
                 rows.append({"run": run, "question": number, "engine_ttft_ms": round(stats.ttft_ms, 1),
@@ -110,7 +114,7 @@ async def measure(model: Path, tokens: int, runs: int, folder: Path) -> list[dic
                 print(f"run {run} question {number}: engine TTFT {stats.ttft_ms:,.0f} ms, prompt "
                       f"{stats.prompt_tokens:,} tokens ({stats.prompt_tokens_evaluated:,} evaluated)", flush=True)
     finally:
-        await controller.shutdown()
+        await service.shutdown()
     return rows
 
 

@@ -1,8 +1,8 @@
-"""How long a chat saved by another process takes to reach the controller's chat list.
+"""How long a chat saved by another process takes to reach the window's chat list.
 
     python benchmarks/history_follow.py [--runs 10]
 
-A controller (no model, no engine started) opens a history in a temporary home and
+The service (no model, no engine started) opens a history in a temporary home and
 watches it (app/service/history_watch.py); a child Python commits one new chat with
 HistoryStore and prints the wall time just after its commit. Measured: from that commit
 to the ConversationsListed that holds the chat (the watch's look, the event, the list
@@ -32,24 +32,26 @@ async def measure(runs: int) -> list[float]:
     from app.core.paths import data_paths
     from app.library.models import ModelLibrary
     from app.service import events as ev
+    from app.service.doors.history import HistoryDoor
     from app.service.models.client import EngineClient
-    from app.service.controller import ChatController
+    from app.service.root import Service
 
     paths = data_paths().ensure()
-    controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
-                                library=ModelLibrary(paths.models), client=EngineClient())
+    service = Service(history_path=paths.history_db, settings_path=paths.settings_file,
+                      library=ModelLibrary(paths.models), client=EngineClient())
+    history = HistoryDoor(service)
     arrived: dict[str, float] = {}
 
     def heard(event: ev.Event) -> None:
-        if isinstance(event, ev.HistoryChangedElsewhere):
-            controller.spawn(controller.follow_history())
+        if isinstance(event, ev.HistoryChangedElsewhere):  # as the window's adapter follows it
+            service.spawn(history.follow_history())
         elif isinstance(event, ev.ConversationsListed):
             for conversation in event.conversations:
                 arrived.setdefault(conversation.title, time.time())
 
-    controller.subscribe(heard)
-    await controller.open()
-    await controller.elsewhere.watch()
+    service.subscribe(heard)
+    await service.open()
+    await service.elsewhere.watch()  # start_up() starts the watch; this opens the history alone
     delays = []
     try:
         for run in range(runs):
@@ -62,7 +64,7 @@ async def measure(runs: int) -> list[float]:
                 await asyncio.sleep(0.005)
             delays.append(arrived[title] - committed)
     finally:
-        await controller.shutdown()
+        await service.shutdown()
     return delays
 
 

@@ -34,7 +34,7 @@ def main() -> int:
 
     apply_theme(app, "light")
     adapter = FakeAdapter()
-    window = ModelManager(adapter)
+    window = ModelManager(adapter, adapter.library, adapter.settings)
     window.show()
     window.tabs.setCurrentWidget(window.catalog)
     app.processEvents()

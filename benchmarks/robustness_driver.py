@@ -1,4 +1,4 @@
-"""A front end without a window for benchmarks/robustness.py: Kestrel's ChatController over
+"""A front end without a window for benchmarks/robustness.py: Kestrel's service (its chat door) over
 the real history of $KESTREL_HOME, driven from standard input, saying what it did on
 standard output (one flushed line per event), so that the campaign can SIGKILL it, or its
 engine, at any moment and then check the history against what was reported.
@@ -13,8 +13,8 @@ Lines in:   send | stop | quit   (end of input is quit)
 
 --loop sends one message after another until quit (or a kill); without it, each `send`
 sends one. The answers' length is the home's settings file's. The window has no way to
-be driven from outside; this is the same controller it runs, over the same files, so a
-kill here is a kill of the app's storage and engine.
+be driven from outside; this is the same service and chat door it runs, over the same files, so
+a kill here is a kill of the app's storage and engine.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from app.core.conversation import Role  # noqa: E402
 from app.core.paths import data_paths  # noqa: E402
 from app.library.models import ModelLibrary  # noqa: E402
 from app.service import events as ev  # noqa: E402
+from app.service.doors.chat import ChatDoor  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
-from app.service.controller import ChatController  # noqa: E402
+from app.service.root import Service  # noqa: E402
 
 # Text of an answer streamed before it counts as "streaming" (a kill then lands mid-answer).
 STREAMING_CHARS = 20
@@ -46,15 +47,15 @@ def say(*words: object) -> None:
 
 
 class Reporter:
-    """Turns the controller's events into the lines above."""
+    """Turns the service's events into the lines above (with the engine's pid, for the campaign's kills)."""
 
-    def __init__(self, controller: ChatController) -> None:
-        self.controller = controller
+    def __init__(self, service: Service) -> None:
+        self.service = service
         self.grown: dict[int, int] = {}
-        controller.subscribe(self.on_event)
+        service.subscribe(self.on_event)
 
     def pid(self) -> object:
-        return self.controller.session.client.pid
+        return self.service.session.client.pid
 
     def on_event(self, event: ev.Event) -> None:
         if isinstance(event, ev.MessageAdded) and event.message.role == Role.USER:
@@ -83,25 +84,25 @@ def _read_commands(loop: asyncio.AbstractEventLoop, commands: asyncio.Queue[str]
     loop.call_soon_threadsafe(commands.put_nowait, "quit")
 
 
-async def _send_one(controller: ChatController, text: str) -> None:
-    while not controller.send(text):  # busy: a Stop or a restart is still being settled
+async def _send_one(chat: ChatDoor, text: str) -> None:
+    while not chat.send(text):  # busy: a Stop or a restart is still being settled
         await asyncio.sleep(0.02)
-    await controller.wait_idle()
+    await chat.wait_idle()
 
 
-async def _send_after(before: asyncio.Future[None] | None, controller: ChatController, text: str) -> None:
+async def _send_after(before: asyncio.Future[None] | None, chat: ChatDoor, text: str) -> None:
     if before is not None:
         await asyncio.gather(before, return_exceptions=True)
-    await _send_one(controller, text)
+    await _send_one(chat, text)
 
 
-async def _loop(controller: ChatController, run: str) -> None:
+async def _loop(chat: ChatDoor, run: str) -> None:
     number = 0
     while True:
         number += 1
         if number % PER_CONVERSATION == 0:
-            controller.new_conversation()
-        await _send_one(controller, f"Robustness message {number} of {run}: tell me about the weather")
+            chat.new_conversation()
+        await _send_one(chat, f"Robustness message {number} of {run}: tell me about the weather")
 
 
 async def main() -> int:
@@ -111,31 +112,32 @@ async def main() -> int:
     args = parser.parse_args()
 
     paths = data_paths().ensure()
-    controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
-                                library=ModelLibrary(paths.models), client=EngineClient())
-    Reporter(controller)
-    await controller.start_up()
-    say("ready", controller.model_state.value, controller.session.client.pid)
+    service = Service(history_path=paths.history_db, settings_path=paths.settings_file,
+                      library=ModelLibrary(paths.models), client=EngineClient())
+    chat = ChatDoor(service)
+    reporter = Reporter(service)
+    await service.start_up()
+    say("ready", service.session.state.value, reporter.pid())
 
     commands: asyncio.Queue[str] = asyncio.Queue()
     threading.Thread(target=_read_commands, args=(asyncio.get_running_loop(), commands), daemon=True).start()
-    sending = asyncio.ensure_future(_loop(controller, args.run)) if args.loop else None
+    sending = asyncio.ensure_future(_loop(chat, args.run)) if args.loop else None
     one: asyncio.Future[None] | None = None
     while True:
         command = await commands.get()
         if command == "send":
             # After the one before it: a "send" read while the last answer is still being
             # settled (its "interrupted" line printed, the line not idle yet) is not lost.
-            one = asyncio.ensure_future(_send_after(one, controller, f"Robustness message of {args.run}"))
+            one = asyncio.ensure_future(_send_after(one, chat, f"Robustness message of {args.run}"))
         elif command == "stop":
             say("stopping")
-            controller.stop()
+            chat.stop()
         elif command == "quit":
             break
     for task in (sending, one):
         if task is not None and not task.done():
             task.cancel()
-    await controller.shutdown()
+    await service.shutdown()
     say("bye")
     return 0
 

@@ -32,7 +32,7 @@ BENCHMARKS = Path(__file__).resolve().parent
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(BENCHMARKS))
 
-from ui_watchdog import ANSWER, DEFAULT_ROOT, WindowDriver, pump_until, wait  # noqa: E402
+from ui_watchdog import ANSWER, DEFAULT_ROOT, WindowDriver, build_any_window, pump_until, wait  # noqa: E402
 
 PROMPT = "Write a long story about a kestrel."
 
@@ -55,7 +55,6 @@ def build(home: Path):
     from app.core.conversation import Role
     from app.core.history import HistoryStore
     from app.core.paths import data_paths
-    from app.ui.app import build_window
 
     paths = data_paths().ensure()
     store = HistoryStore(paths.history_db)
@@ -68,7 +67,7 @@ def build(home: Path):
     app = QApplication.instance() or QApplication([])
     loop = qasync.QEventLoop(app, already_running=True)
     asyncio.set_event_loop(loop)
-    window = build_window(paths)
+    window = build_any_window(paths)
     window.resize(1100, 760)
     window.show()
     return app, loop, window, conversation.id
@@ -76,7 +75,9 @@ def build(home: Path):
 
 def open_conversation(loop, driver: WindowDriver, conversation_id: int) -> None:
     window = driver.window
-    if hasattr(window, "controller"):
+    if hasattr(window, "doors"):
+        wait(loop, window.doors.chat.open_conversation(conversation_id))
+    elif hasattr(window, "controller"):
         wait(loop, window.controller.open_conversation(conversation_id))
     else:
         window.session.open_conversation(conversation_id)

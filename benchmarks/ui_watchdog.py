@@ -24,8 +24,9 @@ messages, including two chats of 2,000:
 
 --root picks the checkout whose app is imported (sys.path), so the same scenarios run
 against an older design: `git worktree add /tmp/kestrel-old 306c5fc`, then
-`--root /tmp/kestrel-old --json old.json`. A small driver hides the two window APIs
-(window.session before the redesign; window.controller and window.adapter after).
+`--root /tmp/kestrel-old --json old.json`. A small driver hides the window APIs
+(window.session before the redesign; window.controller and window.adapter after; window.doors,
+each part's door into the service, since the composition root of issue 36).
 Prints a table (p50 / p99 / max stall per scenario) and writes JSON; --compare prints
 two such files side by side against the goal (p99 <= 16 ms, max <= 50 ms). The history
 is written before the window opens, in one transaction through the checkout's own
@@ -246,6 +247,8 @@ class WindowDriver:
 
     @staticmethod
     def for_window(window) -> WindowDriver:
+        if hasattr(window, "doors"):
+            return DoorsDriver(window)
         return NewDriver(window) if hasattr(window, "controller") else OldDriver(window)
 
 
@@ -293,7 +296,7 @@ class OldDriver(WindowDriver):
 
 
 class NewDriver(WindowDriver):
-    """After it: a plain-asyncio ChatController behind a ControllerAdapter."""
+    """After it: a plain-asyncio ChatController behind a ControllerAdapter (the service adapter then)."""
 
     design = "new (ChatController)"
 
@@ -336,6 +339,46 @@ class NewDriver(WindowDriver):
 
     def close_history(self) -> None:
         pass  # shutdown() closed it on the writer thread.
+
+
+class DoorsDriver(NewDriver):
+    """Since issue 36: the window holds its doors into the service (window.doors), no controller."""
+
+    design = "doors (Service)"
+
+    def start_up(self):
+        return self.window.doors.start_up()
+
+    def idle(self) -> bool:
+        chat = self.window.doors.chat
+        return chat.answering_id is None and not chat.waiting_ids and not chat.open_chat_busy
+
+    def conversation_id(self) -> int | None:
+        conversation = self.window.doors.chat.conversation
+        return conversation.id if conversation is not None else None
+
+    async def open_new_chat(self, title: str, settings) -> None:
+        chat = self.window.doors.chat
+        chat.new_conversation()
+        await chat.set_conversation_settings("", settings)
+
+    def send(self, text: str) -> bool:
+        return self.window.doors.chat.send(text)
+
+    def model_path(self) -> Path:
+        return Path(self.window.doors.model.model.path)
+
+    def shutdown(self):
+        return self.window.doors.shutdown()
+
+
+def build_any_window(paths):
+    """The checkout's window: over a Service (the composition root) where it has one, else from the paths alone."""
+    from app.ui import app as ui_app
+
+    if hasattr(ui_app, "build_service"):
+        return ui_app.build_window(ui_app.build_service(paths), paths)
+    return ui_app.build_window(paths)
 
 
 # --- the history and the model -------------------------------------------------------
@@ -550,7 +593,6 @@ def run_scenarios(home: Path, use_starter: bool, max_tokens: int, answers: int, 
 
     from app.core.generation import GenerationSettings
     from app.core.paths import data_paths
-    from app.ui.app import build_window
     from tests.helpers.models import build_small_real, build_tiny
 
     os.environ["KESTREL_HOME"] = str(home)
@@ -570,7 +612,7 @@ def run_scenarios(home: Path, use_starter: bool, max_tokens: int, answers: int, 
     qInstallMessageHandler(_print_qt_message)
     loop = qasync.QEventLoop(app, already_running=True)
     asyncio.set_event_loop(loop)
-    window = build_window(paths)
+    window = build_any_window(paths)
     window.resize(1100, 760)
     window.show()
     driver = WindowDriver.for_window(window)

@@ -62,29 +62,28 @@ See [the docs](https://docs.python.org/3/) for more.
 """
 
 
-async def scenario(window, prompt: str) -> None:
+async def scenario(window, service, prompt: str) -> None:
     from app.core.answer_stats import AnswerStats, FinishReason
     from app.core.conversation import Role
     from app.core.history import HistoryStore
 
-    controller = window.controller
-    await controller.start_up()
-    controller.new_conversation()
-    system_prompt, settings = controller.conversation_settings()
-    await controller.set_conversation_settings(system_prompt, dataclasses.replace(settings, max_tokens=40,
-                                                                                   temperature=0.0))
-    conversation_id = controller.conversation.id
-    await controller.rename_conversation(conversation_id, "Summing numbers in a file")
+    chat = window.doors.chat
+    await service.start_up()
+    chat.new_conversation()
+    system_prompt, settings = chat.conversation_settings()
+    await chat.set_conversation_settings(system_prompt, dataclasses.replace(settings, max_tokens=40, temperature=0.0))
+    conversation_id = chat.conversation.id
+    await window.doors.history.rename_conversation(conversation_id, "Summing numbers in a file")
     stats = AnswerStats(ttft_ms=84.0, tokens_per_s=48.2, tokens=96, device="CPU", finish_reason=FinishReason.STOP)
 
     def sample(store: HistoryStore) -> None:
         store.add_message(conversation_id, Role.USER, "How do I add up the numbers in a file, one per line?")
         store.add_message(conversation_id, Role.ASSISTANT, SAMPLE_ANSWER, stats=stats)
 
-    await controller.storage.history(sample)
-    await controller.open_conversation(conversation_id)
-    controller.send(prompt)
-    await controller.wait_idle()
+    await service.storage.history(sample)
+    await chat.open_conversation(conversation_id)
+    chat.send(prompt)
+    await chat.wait_idle()
     await asyncio.sleep(0.3)
 
 
@@ -132,19 +131,19 @@ def seed_chats(history_db: Path) -> None:
 
 async def window_view(window, view: str) -> QWidgetLike:
     """Bring the window to one view; returns what to grab (None: the whole screen)."""
-    controller = window.controller
+    chat = window.doors.chat
     if view == "empty":
-        controller.new_conversation()
+        chat.new_conversation()
     elif view == "code":
-        await controller.open_conversation(_chat_id(window, "Meter readings parser"))
+        await chat.open_conversation(_chat_id(window, "Meter readings parser"))
         await asyncio.sleep(0.3)
         window.messages.scrollToTop()  # the question, and the code block's language and Copy
     elif view == "streaming":
-        controller.new_conversation()
-        system_prompt, settings = controller.conversation_settings()
-        await controller.set_conversation_settings(system_prompt, dataclasses.replace(
+        chat.new_conversation()
+        system_prompt, settings = chat.conversation_settings()
+        await chat.set_conversation_settings(system_prompt, dataclasses.replace(
             settings, max_tokens=400, temperature=0.8))
-        controller.send("Write a short story about a kestrel that learns to hover over a motorway.")
+        chat.send("Write a short story about a kestrel that learns to hover over a motorway.")
         await _until(lambda: len(window.adapter.messages.messages()) == 2
                      and len(window.adapter.messages.messages()[-1].text) > 250)
         return window
@@ -164,7 +163,8 @@ async def window_view(window, view: str) -> QWidgetLike:
     elif view == "server-settings":
         from app.ui.settings.dialogs import SettingsDialog
 
-        dialog = SettingsDialog(controller.settings, window, adapter=window.adapter)
+        dialog = SettingsDialog(window.doors.settings.settings, window, adapter=window.adapter,
+                                model=window.doors.model)
         dialog.tabs.setCurrentWidget(dialog.server)
         dialog.server.beyond.setChecked(True)  # its warning shows (nothing is saved: the dialog is not accepted)
         dialog.show()
@@ -186,9 +186,9 @@ SERVED: list = []  # the API server settings before the "server" view turned it 
 
 async def stop_serving(window) -> None:
     """Put the server settings back as they were: later shots (and runs) show no API in the status line."""
-    controller = window.controller
+    door = window.doors.settings
     while SERVED:
-        await controller.update_settings(dataclasses.replace(controller.settings, server=SERVED.pop()))
+        await door.update_settings(dataclasses.replace(door.settings, server=SERVED.pop()))
 
 
 async def serve_a_few_requests(window) -> None:
@@ -198,16 +198,16 @@ async def serve_a_few_requests(window) -> None:
     import urllib.error
     import urllib.request
 
-    controller = window.controller
+    door = window.doors.settings
     if not window.server.on:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        SERVED.append(controller.settings.server)
-        server = dataclasses.replace(controller.settings.server, enabled=True, port=port)
-        await controller.update_settings(dataclasses.replace(controller.settings, server=server))
+        SERVED.append(door.settings.server)
+        server = dataclasses.replace(door.settings.server, enabled=True, port=port)
+        await door.update_settings(dataclasses.replace(door.settings, server=server))
         await _until(lambda: window.server.on or window.server.failed)
-    base, key = window.server.address, controller.settings.server.key
+    base, key = window.server.address, door.settings.server.key
 
     def send(path: str, body: dict | None, key: str) -> None:
         data = json.dumps(body).encode() if body is not None else None
@@ -240,8 +240,8 @@ async def window_set(window, folder: Path, theme: str) -> None:
 
     from PySide6.QtGui import QGuiApplication
 
-    await window.controller.start_up()
-    await _until(lambda: window.controller.model_state.value == "ready")
+    await window.doors.start_up()
+    await _until(lambda: window.doors.model.model_state.value == "ready")
     scale = os.environ.get("QT_SCALE_FACTOR", "1")
     folder.mkdir(parents=True, exist_ok=True)
     for view in WINDOW_VIEWS:
@@ -254,16 +254,15 @@ async def window_set(window, folder: Path, theme: str) -> None:
         if view == "picker":
             window.header.model_menu.close()
         if view == "streaming":
-            window.controller.stop()
-            await window.controller.wait_idle()
+            window.doors.chat.stop()
+            await window.doors.chat.wait_idle()
         await stop_serving(window)
 
 
 async def manager_scenario(window, page: str, add: list[Path], paste: str | None = None) -> None:
-    controller = window.controller
-    await controller.start_up()
+    await window.doors.start_up()
     for path in add:
-        await controller.library.add(str(path), reference=True)
+        await window.doors.library.add(str(path), reference=True)
     window.show_model_manager()
     manager = window.model_manager
     await _until(lambda: window.adapter.installed.rowCount() > 0 and window.adapter.catalog.rowCount() > 0)
@@ -282,7 +281,7 @@ async def manager_scenario(window, page: str, add: list[Path], paste: str | None
 
 
 async def first_run_scenario(window) -> None:
-    await window.controller.start_up()
+    await window.doors.start_up()
     await _until(window.first_run.isVisible)
     await asyncio.sleep(0.3)
 
@@ -296,8 +295,8 @@ async def _until(predicate, timeout: float = 120) -> None:
 
 
 async def _one_view(window, view: str, shown: list) -> None:
-    await window.controller.start_up()
-    await _until(lambda: window.controller.model_state.value == "ready")
+    await window.doors.start_up()
+    await _until(lambda: window.doors.model.model_state.value == "ready")
     shown.append(await window_view(window, view))
 
 
@@ -323,7 +322,7 @@ def main() -> int:
 
     from app.core.paths import data_paths
     from app.core.settings import SettingsFile
-    from app.ui.app import build_window
+    from app.ui.app import build_service, build_window
 
     app = QApplication(sys.argv)
     loop = qasync.QEventLoop(app)
@@ -336,7 +335,8 @@ def main() -> int:
         from scripts.tool_scenes import seed_tool_chat
 
         seed_tool_chat(paths.history_db)
-    window = build_window(paths)
+    service = build_service(paths)
+    window = build_window(service, paths)
     window.resize(1180, 780)
     window.show()
     in_manager = args.show in ("installed", "settings", "catalog", "downloads")
@@ -350,11 +350,11 @@ def main() -> int:
     elif args.show == "tools-set":
         from scripts.tool_scenes import tool_set
 
-        work = tool_set(window, args.out, args.theme)
+        work = tool_set(window, service, args.out, args.theme)
     elif args.show in WINDOW_VIEWS:
         work = _one_view(window, args.show, shown)
     else:
-        work = scenario(window, args.prompt)
+        work = scenario(window, service, args.prompt)
     task = loop.create_task(work)
     task.add_done_callback(lambda _: loop.stop())
     with loop:

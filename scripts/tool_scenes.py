@@ -76,31 +76,29 @@ def _chat_id(window: Any, title: str) -> int:
     raise SystemExit(f"no chat called {title!r}")
 
 
-async def tool_view(window: Any, view: str, dialogs: list) -> Any:
-    """Bring the window to one tool scene; returns what to grab."""
+async def tool_view(window: Any, service: Any, view: str, dialogs: list) -> Any:
+    """Bring the window to one tool scene (the tool loop's events sent on the service's bus); returns what to grab."""
     from app.service.events import ToolApprovalAsked, ToolApprovalSettled
 
-    controller = window.controller
     chat = _chat_id(window, TOOL_CHAT)
-    await controller.open_conversation(chat)
+    await window.doors.chat.open_conversation(chat)
     await asyncio.sleep(0.3)
     if view == "tool-parts":
         window.messages.scrollToTop()
     elif view == "tool-approval":
         window.messages.scroll_to_end()
-        controller.bus.emit(ToolApprovalAsked(1, chat, window.adapter.messages.messages()[-1].id, "files",
-                                              "write_file", json.dumps({"path": "/home/me/notes/todo.md",
-                                                                        "content": _NOTE})))
+        service.bus.emit(ToolApprovalAsked(1, chat, window.adapter.messages.messages()[-1].id, "files",
+                                           "write_file", json.dumps({"path": "/home/me/notes/todo.md",
+                                                                     "content": _NOTE})))
         await asyncio.sleep(0.4)
-        dialogs.append(lambda: controller.bus.emit(ToolApprovalSettled(1)))
+        dialogs.append(lambda: service.bus.emit(ToolApprovalSettled(1)))
     elif view == "tools-settings":
         from app.ui.settings.dialogs import SettingsDialog
 
         _write_servers(window.paths.mcp_file)
-        tools = controller.tools
-        await tools.offered(["time", "notes"])  # starts them for real: one ready, one failed
-        dialog = SettingsDialog(controller.settings, window, adapter=window.adapter, tools=tools,
-                                mcp_file=window.paths.mcp_file)
+        await service.tools.offered(["time", "notes"])  # starts them for real: one ready, one failed
+        dialog = SettingsDialog(window.doors.settings.settings, window, adapter=window.adapter,
+                                model=window.doors.model, tools=window.doors.tools, mcp_file=window.paths.mcp_file)
         window.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
         dialog.tabs.setCurrentWidget(dialog.tools)
         dialog.resize(780, 720)
@@ -115,15 +113,15 @@ async def tool_view(window: Any, view: str, dialogs: list) -> Any:
     return window
 
 
-async def tool_set(window: Any, folder: Path, theme: str) -> None:
+async def tool_set(window: Any, service: Any, folder: Path, theme: str) -> None:
     """Every view of TOOL_VIEWS, saved as folder/<view>-<theme>-<scale>x.png."""
-    await window.controller.start_up()
+    await service.start_up()
     scale = os.environ.get("QT_SCALE_FACTOR", "1")
     folder.mkdir(parents=True, exist_ok=True)
     for view in TOOL_VIEWS:
         undo: list = []
-        shown = await tool_view(window, view, undo)
+        shown = await tool_view(window, service, view, undo)
         shown.grab().save(str(folder / f"{view}-{theme}-{scale}x.png"))
         for step in undo:
             step()
-    await window.controller.tools.close()
+    await service.tools.close()

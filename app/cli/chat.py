@@ -1,4 +1,4 @@
-"""`python -m app chat`: stream an answer to stdout through the same ChatController as the window."""
+"""`python -m app chat`: stream an answer to stdout through the same chat door as the window."""
 
 from __future__ import annotations
 
@@ -31,12 +31,15 @@ from app.library.model_format import format_at
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available
-from app.service.models.client import EngineClient
-from app.service.controller import ChatController
 from app.service.documents.document_context import Material
-from app.service.tools.tool_use import Approver
+from app.service.doors.attach import AttachDoor
+from app.service.doors.chat import ChatDoor
+from app.service.doors.models import ModelDoor
 from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew, ToolPartsChanged
+from app.service.models.client import EngineClient
+from app.service.root import Service
 from app.service.storage import IN_MEMORY
+from app.service.tools.tool_use import Approver
 
 if TYPE_CHECKING:
     from app.cli.docs_vectors import Vectors
@@ -190,37 +193,36 @@ def _install_starter_with_progress(library: ModelLibrary) -> InstalledModel:
 async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter,
                   decide: Approver, *, save: bool = False, documents: _Documents = _Documents(),
                   images: tuple[AttachedImage, ...] = ()) -> int:
-    """One chat turn through the window's controller, in a history kept only in memory, or
+    """One chat turn through the window's chat door, in a history kept only in memory, or
     (save) in the user's history as a new chat, which an open window picks up."""
     library = ModelLibrary(data_paths().models)
-    controller = ChatController(history_path=data_paths().history_db if save else IN_MEMORY, settings_path=None,
-                                library=library, client=EngineClient(),
-                                settings=settings, mcp_file=data_paths().mcp_file)
-    controller.tools.approver = decide
-    controller.subscribe(printer.on_event)
-    printer.stop_with(controller.stop)
+    service = Service(history_path=data_paths().history_db if save else IN_MEMORY, settings_path=None,
+                      library=library, client=EngineClient(), settings=settings, mcp_file=data_paths().mcp_file,
+                      approver=decide)
+    chat, attach, model_door = ChatDoor(service), AttachDoor(service), ModelDoor(service)
+    service.subscribe(printer.on_event)
+    printer.stop_with(chat.stop)
     vectors: Vectors | None = None
     try:
-        await controller.open()
-        await _load(controller, model)
-        loaded = controller.loaded
+        await service.open()
+        await _load(model_door, model)
+        loaded = model_door.loaded
         if loaded is not None and loaded.fallback_reasons:
             print(f"kestrel: running on {loaded.device}; " + "; ".join(loaded.fallback_reasons), file=sys.stderr)
         if images:
             refuse_unseeing(model, loaded)
         if save and library.get(model.id) is not None:
-            await controller.set_conversation_model(model.id)
-        await controller.set_conversation_settings(system, settings.generation)
-        conversation = controller.conversation
+            await chat.set_conversation_model(model.id)
+        await chat.set_conversation_settings(system, settings.generation)
+        conversation = chat.conversation
         if conversation is not None and (documents.attachments or documents.collections):
             if documents.index is not None:
                 vectors = collection_vectors(documents)
-                controller.documents.use_search(collection_search(
-                    documents.index, vectors.query() if vectors is not None else None))
-                await controller.set_chat_collections(documents.collections)
-            printer.sources_from(lambda: controller.documents.used(conversation.id), documents.attachments)
-        controller.send(prompt, documents.attachments, images)
-        await controller.wait_idle()
+                attach.use_search(collection_search(documents.index, vectors.query() if vectors is not None else None))
+                await attach.set_chat_collections(documents.collections)
+            printer.sources_from(lambda: attach.sources(conversation.id), documents.attachments)
+        chat.send(prompt, documents.attachments, images)
+        await chat.wait_idle()
         try:
             return printer.result(settings.generation.context_length,
                                   loaded.context_length if loaded is not None else None)
@@ -231,20 +233,20 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
                                 "split it.", exc.status) from None
             raise
     finally:
-        await controller.shutdown()
+        await service.shutdown()
         if vectors is not None:
             vectors.close()
 
 
-async def _load(controller: ChatController, model: InstalledModel) -> None:
-    if not await controller.load_model(model):
-        error = controller.load_error
-        message = cli_words(error.failure) if error else controller.model_detail
+async def _load(door: ModelDoor, model: InstalledModel) -> None:
+    if not await door.load_model(model):
+        error = door.load_error
+        message = cli_words(error.failure) if error else door.model_detail
         raise UserError(message, EXIT_DEVICE if error and error.kind == ErrorKind.PLACEMENT else EXIT_MODEL)
 
 
 class _AnswerPrinter:
-    """Writes the answer as the controller streams it; knows how it ended.
+    """Writes the answer as the service streams it; knows how it ended.
 
     A reasoning model's thinking goes through ThinkingOutput (app/cli/thinking_output.py);
     show_thinking False leaves it out.
@@ -278,7 +280,7 @@ class _AnswerPrinter:
             if not output_closed(exc):
                 raise
             # Said by result(), after the engine has stopped: raised here, it would end the
-            # controller's streaming instead of this answer.
+            # service's streaming instead of this answer.
             self._closed = True
             self._stop()
 

@@ -17,9 +17,10 @@ from app.core.history import HistoryError
 from app.core.paths import data_paths
 from app.library.models import ModelLibrary
 from app.service.chats.chat_files import ExportOutcome
-from app.service.models.client import EngineClient
-from app.service.controller import ChatController
+from app.service.doors.history import ChatFilesDoor
 from app.service.events import Event, Problem
+from app.service.models.client import EngineClient
+from app.service.root import Service
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # no such chat; -o names a file there (without --force), a link, a device, a folder, no folder
@@ -50,14 +51,14 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"kestrel: {what} was not exported: standard output is closed.{how}", file=sys.stderr)
         return EXIT_NOT_DONE
     if args.chat_id is None:
-        return _with_controller(_list_chats)
+        return _with_chats(_list_chats)
     if args.output is None:
-        return _with_controller(lambda controller: _print_chat(controller, args.chat_id, args.format))
+        return _with_chats(lambda files: _print_chat(files, args.chat_id, args.format))
 
-    async def export(controller: ChatController) -> int:
-        if not await _exists(controller, args.chat_id):
+    async def export(files: ChatFilesDoor) -> int:
+        if not await _exists(files, args.chat_id):
             return EXIT_USAGE
-        outcome = await controller.files.export(args.chat_id, args.output, args.format, replace=args.force)
+        outcome = await files.export_conversation(args.chat_id, args.output, args.format, replace=args.force)
         if outcome is ExportOutcome.WRITTEN:
             print(terminal_text(f"Wrote chat {args.chat_id} to {args.output}."), file=sys.stderr)
             return EXIT_OK
@@ -65,22 +66,22 @@ def run_export(args: argparse.Namespace) -> int:
             print("kestrel: add --force to replace it, or name another file with -o.", file=sys.stderr)
         return EXIT_USAGE if outcome in (ExportOutcome.EXISTS, ExportOutcome.REFUSED) else EXIT_NOT_DONE
 
-    return _with_controller(export)
+    return _with_chats(export)
 
 
 def run_import(args: argparse.Namespace) -> int:
-    async def import_(controller: ChatController) -> int:
-        imported = await controller.files.import_file(args.file)
+    async def import_(files: ChatFilesDoor) -> int:
+        imported = await files.import_file(args.file)
         if imported.chat_id is None:
             return EXIT_NOT_A_CHAT if imported.file_refused else EXIT_NOT_DONE
         print(terminal_text(f"Imported {args.file} as chat {imported.chat_id}."), file=sys.stderr)
         return EXIT_OK
 
-    return _with_controller(import_)
+    return _with_chats(import_)
 
 
-async def _list_chats(controller: ChatController) -> int:
-    chats = await controller.conversations.read_all()
+async def _list_chats(files: ChatFilesDoor) -> int:
+    chats = await files.read_all()
     if not chats:
         print("No chats yet.", file=sys.stderr)
         return EXIT_OK
@@ -96,12 +97,12 @@ async def _list_chats(controller: ChatController) -> int:
     return EXIT_NOT_DONE
 
 
-async def _print_chat(controller: ChatController, chat_id: int, fmt: str) -> int:
+async def _print_chat(files: ChatFilesDoor, chat_id: int, fmt: str) -> int:
     """The export on standard output: as it is for a pipe or a file, with its control
     characters escaped for a terminal (a chat's text must not drive the terminal)."""
-    if not await _exists(controller, chat_id):
+    if not await _exists(files, chat_id):
         return EXIT_USAGE
-    text = await controller.files.render(chat_id, fmt)
+    text = await files.render(chat_id, fmt)
     if text is None:
         return EXIT_NOT_DONE
     failed = _write_out(terminal_text(text) if sys.stdout is not None and sys.stdout.isatty() else text)
@@ -140,9 +141,9 @@ def _write_out(text: str) -> OSError | None:
     return None
 
 
-async def _exists(controller: ChatController, chat_id: int) -> bool:
+async def _exists(files: ChatFilesDoor, chat_id: int) -> bool:
     try:
-        await controller.conversations.get(chat_id)
+        await files.get_conversation(chat_id)
     except KeyError:
         print(f"kestrel: there is no chat {chat_id}. `kestrel export` without an id lists the chats.",
               file=sys.stderr)
@@ -150,21 +151,22 @@ async def _exists(controller: ChatController, chat_id: int) -> bool:
     return True
 
 
-def _with_controller(work: Callable[[ChatController], Awaitable[int]]) -> int:
+def _with_chats(work: Callable[[ChatFilesDoor], Awaitable[int]]) -> int:
     """Run work over the user's history (no model is loaded); problems go to standard error."""
     async def main() -> int:
         paths = data_paths().ensure()
-        controller = ChatController(history_path=paths.history_db, settings_path=None,
-                                    library=ModelLibrary(paths.models), client=EngineClient())
-        controller.subscribe(_print_problem)
+        service = Service(history_path=paths.history_db, settings_path=None, library=ModelLibrary(paths.models),
+                          client=EngineClient())
+        files = ChatFilesDoor(service)
+        service.subscribe(_print_problem)
         try:
-            await controller.open()
-            if controller.history_damage is not None:
-                print(f"kestrel: {controller.history_damage} Open Kestrel's window to choose.", file=sys.stderr)
+            await service.open()
+            if files.history_damage is not None:
+                print(f"kestrel: {files.history_damage} Open Kestrel's window to choose.", file=sys.stderr)
                 return EXIT_NOT_DONE
-            return await work(controller)
+            return await work(files)
         finally:
-            await controller.shutdown()
+            await service.shutdown()
 
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(encoding="utf-8", errors="replace")

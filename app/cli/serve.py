@@ -18,7 +18,9 @@ from app.engine.protocol import ErrorKind
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service.models.client import EngineClient
-from app.service.controller import ChatController
+from app.service.doors.models import ModelDoor
+from app.service.doors.settings import SettingsDoor
+from app.service.root import Service
 from app.service.events import ApiRequestLogged, Event, Problem
 
 EXIT_OK = 0
@@ -68,22 +70,23 @@ def server_settings(saved: ServerSettings, args: argparse.Namespace) -> ServerSe
 async def _serve(args: argparse.Namespace) -> int:
     model = resolve_model(args.model)
     paths = data_paths().ensure()
-    controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
-                                library=ModelLibrary(paths.models), client=EngineClient())
-    controller.subscribe(_print_problem)
+    service = Service(history_path=paths.history_db, settings_path=paths.settings_file,
+                      library=ModelLibrary(paths.models), client=EngineClient())
+    door, model_door = SettingsDoor(service), ModelDoor(service)
+    service.subscribe(_print_problem)
     stop = asyncio.Event()
     undo = _on_stop_signals(stop.set)
     try:
-        await controller.open()
-        settings = controller.settings
+        await service.open()
+        settings = door.settings
         if not settings.server.key:  # made on first use, and kept for the next start
-            await controller.update_settings(dataclasses.replace(settings, server=settings.server.with_key()))
-        chosen = server_settings(controller.settings.server, args)
-        if not await _load(controller, model, stop):
+            await door.update_settings(dataclasses.replace(settings, server=settings.server.with_key()))
+        chosen = server_settings(door.settings.server, args)
+        if not await _load(model_door, model, stop):
             return EXIT_INTERRUPTED
         from app.server.runner import ApiServer  # here: every other command starts without uvicorn
 
-        server = ApiServer(controller.api, lambda: chosen)
+        server = ApiServer(service.api, lambda: chosen)
         if not await server.start():
             print(f"kestrel: {server.error}", file=sys.stderr, flush=True)
             return EXIT_LISTEN
@@ -98,13 +101,13 @@ async def _serve(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         undo()
-        await controller.shutdown()
+        await service.shutdown()
 
 
-async def _load(controller: ChatController, model: InstalledModel, stop: asyncio.Event) -> bool:
+async def _load(door: ModelDoor, model: InstalledModel, stop: asyncio.Event) -> bool:
     """Load the model first (False: Ctrl+C came first); UserError if it does not load."""
     print(f"Loading {model.title}…", file=sys.stderr, flush=True)
-    loading = asyncio.ensure_future(controller.load_model(model))
+    loading = asyncio.ensure_future(door.load_model(model))
     stopped = asyncio.ensure_future(stop.wait())
     await asyncio.wait({loading, stopped}, return_when=asyncio.FIRST_COMPLETED)
     stopped.cancel()
@@ -114,8 +117,8 @@ async def _load(controller: ChatController, model: InstalledModel, stop: asyncio
         print("Interrupted.", file=sys.stderr, flush=True)
         return False
     if not loading.result():
-        error = controller.load_error
-        message = cli_words(error.failure) if error else controller.model_detail
+        error = door.load_error
+        message = cli_words(error.failure) if error else door.model_detail
         raise UserError(message, EXIT_DEVICE if error and error.kind == ErrorKind.PLACEMENT else EXIT_MODEL)
     return True
 

@@ -18,10 +18,11 @@ from app import __version__
 from app.core.history import HistoryError
 from app.core.paths import DataPaths, data_paths
 from app.library.models import ModelLibrary
+from app.service.doors.window import WindowDoors
+from app.service.events import ModelState
 from app.service.models.client import EngineClient
 from app.service.models.engine_handle import EngineHandle
-from app.service.controller import ChatController
-from app.service.events import ModelState
+from app.service.root import Service
 from app.ui.common.app_style import AppStyle, app_style
 from app.ui.common.collector import install as install_collector
 from app.ui.common.icons import app_icon
@@ -32,19 +33,23 @@ from app.ui.common.window_look import DialogLook
 STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 
 
-def build_window(paths: DataPaths, client: EngineHandle | None = None) -> MainWindow:
-    """The window and everything behind it, for the app and for tests.
+def build_service(paths: DataPaths, client: EngineHandle | None = None) -> Service:
+    """The service behind the window, over these data paths (the real engine unless a test gives another).
 
     Nothing here reads the disk: the history and settings open in start_up().
     """
+    return Service(history_path=paths.history_db, settings_path=paths.settings_file,
+                   library=ModelLibrary(paths.models), client=client or EngineClient())
+
+
+def build_window(service: Service, paths: DataPaths) -> MainWindow:
+    """The window over the service's doors, for the app and for tests."""
     app = QApplication.instance()
     use_system_locale()
     if isinstance(app, QApplication):
         install_collector(app)
         use_app_style(app)
-    controller = ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
-                                library=ModelLibrary(paths.models), client=client or EngineClient())
-    window = MainWindow(controller, paths)
+    window = MainWindow(WindowDoors.of(service), paths)
     DialogLook(window).watch(window)
     window.apply_theme()
     return window
@@ -90,7 +95,7 @@ def run_gui(argv: list[str] | None = None) -> int:
         return _hand_over_to_the_running_window(instance)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = build_window(paths)
+    window = build_window(build_service(paths), paths)
     instance.activated.connect(window.bring_to_front)
     window.closed.connect(lambda: _shut_down(loop, window))
     _close_on_signals(window)
@@ -99,7 +104,7 @@ def run_gui(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     with loop:
         # Opening the history and loading a model start once the window has painted.
-        loop.call_soon(lambda: window.controller.spawn(_start(window, failed)))
+        loop.call_soon(lambda: window.doors.spawn(_start(window, failed)))
         # run_forever, not run_until_complete: qasync's run_until_complete processes Qt
         # events once more after stopping, stepping tasks outside the running loop.
         loop.run_forever()
@@ -111,10 +116,10 @@ def run_gui(argv: list[str] | None = None) -> int:
 
 
 async def _start(window: MainWindow, failed: list[str]) -> None:
-    """Start the controller (the API server follows its settings); a history that cannot be
+    """Start the service (the API server follows its settings); a history that cannot be
     opened ends the app with its reason."""
     try:
-        await window.controller.start_up()
+        await window.doors.start_up()
     except HistoryError as exc:
         failed.append(str(exc))
         window.quit()
@@ -142,7 +147,7 @@ def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstan
 
     QTimer.singleShot(0, lambda: note("window_shown"))
     def ready() -> None:
-        if window.controller.model_state == ModelState.READY:
+        if window.doors.model.model_state == ModelState.READY:
             note("model_ready")
 
     window.adapter.modelStateChanged.connect(ready)
@@ -169,5 +174,5 @@ def _shut_down(loop: qasync.QEventLoop, window: MainWindow) -> None:
     if window.property("shuttingDown"):
         return
     window.setProperty("shuttingDown", True)
-    task = window.controller.spawn(window.shut_down())
+    task = window.doors.spawn(window.shut_down())
     task.add_done_callback(lambda _: loop.stop())

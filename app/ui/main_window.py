@@ -7,13 +7,13 @@ from PySide6.QtGui import QCloseEvent, QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import QApplication, QSplitter, QWidget
 
 from app.core.paths import DataPaths
-from app.service.models.background import WindowState
-from app.service.controller import ChatController
+from app.service.doors.window import WindowDoors
 from app.service.events import ModelState
+from app.service.models.background import WindowState
 from app.service.tools.tool_use import ToolDecision
 from app.ui.common import icons
 from app.ui.about import AboutDialog
-from app.ui.state.adapter import ControllerAdapter
+from app.ui.state.adapter import ServiceAdapter
 from app.ui.chat.chat_attach import ChatAttach
 from app.ui.chat.chat_files import ChatFiles
 from app.ui.chat.chat_pane import ChatPane
@@ -33,21 +33,21 @@ from app.ui.window_menus import build_menus
 
 
 class MainWindow(WindowCommands):
-    """Only wiring and presentation: the work happens in the ChatController.
+    """Only wiring and presentation: the work happens in the service, behind `doors`.
 
-    The window calls the controller and listens to it through `adapter`; it never
-    touches the history, the settings file or the engine. It owns the API server
+    Each part of the window calls the service through its own door (WindowDoors) and hears
+    it through `adapter`; none touches the history, the settings file or the engine. It owns the API server
     (`server`, a ServerHost) and, while that serves with the window closed, the tray icon
     (`tray`).
     """
 
     closed = Signal()
 
-    def __init__(self, controller: ChatController, paths: DataPaths) -> None:
+    def __init__(self, doors: WindowDoors, paths: DataPaths) -> None:
         super().__init__()
-        self.controller = controller
+        self.doors = doors
         self.paths = paths  # where this window's data is kept (About shows it)
-        self.adapter = ControllerAdapter(controller, self)
+        self.adapter = ServiceAdapter(doors, self)
         self._theme: str | None = None
         self._activity: tuple[str, int | None] = ("Idle", None)
         self._searches = 0
@@ -55,13 +55,14 @@ class MainWindow(WindowCommands):
         self.hardware_window: HardwareWindow | None = None
         self.about: AboutDialog | None = None
         self.server_window: ServerWindow | None = None
-        self.server = ServerHost(self.adapter, self)
-        self.tray = ServerTray(self.server, lambda: controller.settings.server.tray_on_close, icons.app_icon, self)
+        self.server = ServerHost(self.adapter, doors.settings, doors.api, self)
+        self.tray = ServerTray(self.server, lambda: doors.settings.settings.server.tray_on_close, icons.app_icon,
+                               self)
         self.setWindowTitle("Kestrel")
         self.resize(1180, 780)
         self.sidebar = Sidebar(self.adapter, self)
         self.sidebar.setObjectName("sidebar")
-        self.chat = ChatPane(self.adapter, self)
+        self.chat = ChatPane(self.adapter, doors.chat, doors.model, self)
         self.header, self.composer, self.messages = self.chat.header, self.chat.composer, self.chat.messages
         self.splitter = QSplitter(self)
         self.splitter.setObjectName("mainSplitter")
@@ -75,9 +76,9 @@ class MainWindow(WindowCommands):
         self.status = StatusLine(self)
         self.status.setObjectName("statusLine")
         self.statusBar().addWidget(self.status, 1)
-        self.drafts = DraftKeeper(controller, self.composer, self)
-        self.attachments = ChatAttach(self, self.composer, self.adapter)
-        self.chat_files = ChatFiles(self.adapter, self)
+        self.drafts = DraftKeeper(doors.chat, self.composer, self)
+        self.attachments = ChatAttach(self, self.composer, doors.chat, doors.attach, self.adapter.spawn)
+        self.chat_files = ChatFiles(self.adapter, doors.chat, doors.files, self)
         self.chat_files.on_exported = self.status.show_exported
         self.menu_actions = build_menus(self)
         self._name_parts()
@@ -119,15 +120,16 @@ class MainWindow(WindowCommands):
             QWidget.setTabOrder(first, second)
 
     def _connect(self) -> None:
-        s, c = self.adapter, self.controller
+        s, chat = self.adapter, self.doors.chat
         self.sidebar.newChatRequested.connect(self.new_conversation)
         self.sidebar.conversationChosen.connect(self.open_chat)
         self.sidebar.searchChanged.connect(self.run_search)
         self.sidebar.deleteRequested.connect(self._delete_chat)
-        self.header.modelChosen.connect(lambda model_id: s.spawn(c.set_conversation_model(model_id)))
+        self.header.modelChosen.connect(lambda model_id: s.spawn(chat.set_conversation_model(model_id)))
         self.header.managerRequested.connect(self.show_model_manager)
         self.header.settingsRequested.connect(self.edit_chat_settings)
-        self.composer.sendRequested.connect(self._send)
+        self.composer.sendRequested.connect(self.attachments.send)
+        self.attachments.sent.connect(self.messages.scroll_to_end)
         self.composer.stopRequested.connect(self.stop_open_chat)
         self.messages.regenerateRequested.connect(self.regenerate)
         self.messages.editRequested.connect(self.edit_message)
@@ -141,8 +143,8 @@ class MainWindow(WindowCommands):
         self.server.changed.connect(lambda: self.status.set_server(status_words(self.server)))
         self.tray.openRequested.connect(self.bring_to_front)
         self.tray.quitRequested.connect(self.quit)
-        self.status.cancel.clicked.connect(c.session.setup.cancel)
-        self.first_run.follow(s)
+        self.status.cancel.clicked.connect(self.doors.model.cancel_setup)
+        self.first_run.follow(s, self.doors.model, self.doors.library)
         self.first_run.managerRequested.connect(self.show_model_manager)
         self.chat.banner_close.clicked.connect(lambda: self.chat.show_problem(""))
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._system_colors_changed)
@@ -171,20 +173,15 @@ class MainWindow(WindowCommands):
 
     # --- reacting ---------------------------------------------------------------------
 
-    def _send(self, text: str) -> None:
-        if self.attachments.send(text):
-            self.composer.edit.clear()
-            self.messages.scroll_to_end()
-
     def _tool_decided(self, approval_id: int, decision: str) -> None:
         """The user chose about a tool call; the service runs it (or tells the model no) and settles it."""
-        self.controller.tools.answer(approval_id, ToolDecision(decision))
+        self.doors.tools.answer(approval_id, ToolDecision(decision))
 
     def open_chat(self, conversation_id: int) -> None:
-        open_now = self.controller.conversation
+        open_now = self.doors.chat.conversation
         if open_now is None or conversation_id != open_now.id:
             self.drafts.flush()
-            self.adapter.spawn(self.controller.open_conversation(conversation_id))
+            self.adapter.spawn(self.doors.chat.open_conversation(conversation_id))
 
     def run_search(self, query: str | None = None) -> None:
         """Search the history off the UI thread; a later search makes this one's answer moot."""
@@ -192,12 +189,12 @@ class MainWindow(WindowCommands):
         self.adapter.spawn(self._search(self.search.text() if query is None else query, self._searches))
 
     async def _search(self, query: str, number: int) -> None:
-        matches = await self.controller.search(query)
+        matches = await self.doors.history.search(query)
         if number == self._searches:
             self.filter.set_matches(matches)
 
     def _conversation_opened(self) -> None:
-        conversation = self.controller.conversation
+        conversation = self.doors.chat.conversation
         self.sidebar.select(conversation.id if conversation is not None else None)
         self.header.set_title(conversation.title if conversation is not None else "New chat")
         self.setWindowTitle(f"{conversation.title} – Kestrel" if conversation is not None else "Kestrel")
@@ -215,13 +212,14 @@ class MainWindow(WindowCommands):
         """The header names the model this chat uses: its own choice, or the default."""
         rows = self.adapter.installed.rows()
         default = next((row.model.title for row in rows if row.is_default), None)
-        if default is None and self.controller.model is not None:
-            default = self.controller.model.title
-        self.header.set_model(self.controller.conversation_model_id(), default or "none chosen")
+        model = self.doors.model.model
+        if default is None and model is not None:
+            default = model.title
+        self.header.set_model(self.doors.chat.conversation_model_id(), default or "none chosen")
         self.attachments.refresh_vision()  # the chat's model, or what is known of it, changed
 
     def _answer_queue_changed(self) -> None:
-        c = self.controller
+        c = self.doors.chat
         open_now = c.conversation.id if c.conversation is not None else None
         waiting = open_now is not None and open_now in c.waiting_ids
         self.composer.set_streaming(c.open_chat_busy)
@@ -243,14 +241,14 @@ class MainWindow(WindowCommands):
     def _show_activity(self) -> None:
         """The activity names its chat while another chat is open (it is said again on a switch)."""
         text, chat_id = self._activity
-        open_now = self.controller.conversation
+        open_now = self.doors.chat.conversation
         if chat_id is not None and (open_now is None or chat_id != open_now.id):
             self.status.set_activity(text, chat_id, self._title_of(chat_id))
         else:
             self.status.set_activity(text)
 
     def _model_state_changed(self) -> None:
-        c = self.controller
+        c = self.doors.model
         self.status.set_model(c.model_state, c.model_detail)
         shown = c.loaded if c.model_state == ModelState.READY else None
         if shown is None:
@@ -268,21 +266,22 @@ class MainWindow(WindowCommands):
         self.chat.update_stack()
 
     async def _replace_history(self, recover: bool) -> None:
-        """The user chose what to do with a damaged history; the controller does it."""
-        chosen = self.controller.recover_history() if recover else self.controller.start_fresh_history()
+        """The user chose what to do with a damaged history; the service does it."""
+        history = self.doors.history
+        chosen = history.recover_history() if recover else history.start_fresh_history()
         if not await chosen:
             self.history_panel.set_working(False)  # refused (an answer is running): choose again
 
     def _settings_changed(self) -> None:
         # Restyling the app and laying out every visible message again is the slowest
         # thing the UI thread does: only when the theme is what changed.
-        if self.controller.settings.theme != self._theme:
+        if self.doors.settings.settings.theme != self._theme:
             self.apply_theme()
 
     def apply_theme(self) -> None:
         app = QApplication.instance()
         assert isinstance(app, QApplication)
-        self._theme = self.controller.settings.theme
+        self._theme = self.doors.settings.settings.theme
         dark = apply_theme(app, self._theme)
         for name, sheet in part_styles(dark).items():
             part = self.findChild(QWidget, name)
@@ -294,7 +293,7 @@ class MainWindow(WindowCommands):
         self.messages.viewport().update()
 
     def _system_colors_changed(self) -> None:
-        if self.controller.settings.theme == "system":
+        if self.doors.settings.settings.theme == "system":
             self.apply_theme()
 
     def bring_to_front(self) -> None:
@@ -332,10 +331,10 @@ class MainWindow(WindowCommands):
     def _window_state_changed(self) -> None:
         if self.tray.serving_from_tray:
             # Put away to serve, not to save power: API answers go on at the background's pace.
-            self.controller.set_window_state(WindowState.BACKGROUND)
+            self.doors.set_window_state(WindowState.BACKGROUND)
             return
-        self.controller.set_window_state(window_state(self.isVisible(), self.isMinimized(),
-                                                      QGuiApplication.applicationState()))
+        self.doors.set_window_state(window_state(self.isVisible(), self.isMinimized(),
+                                                 QGuiApplication.applicationState()))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.
         self.drafts.flush()
@@ -349,9 +348,9 @@ class MainWindow(WindowCommands):
         super().closeEvent(event)
 
     async def shut_down(self) -> None:
-        """Stop the API server (its open answers are cancelled), then the controller."""
+        """Stop the API server (its open answers are cancelled), then the service."""
         await self.server.stop()
-        await self.controller.shutdown()
+        await self.doors.shutdown()
 
 
 def window_state(visible: bool, minimized: bool, app_state: Qt.ApplicationState) -> WindowState:

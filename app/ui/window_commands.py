@@ -19,8 +19,8 @@ from app.ui.messages.tool_parts import message_markdown
 
 if TYPE_CHECKING:
     from app.core.paths import DataPaths
-    from app.service.controller import ChatController
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.window import WindowDoors
+    from app.ui.state.adapter import ServiceAdapter
     from app.ui.chat.chat_files import ChatFiles
     from app.ui.chat.chat_header import ChatHeader
     from app.ui.chat.chat_pane import ChatPane
@@ -41,8 +41,8 @@ class WindowCommands(QMainWindow):
     and About (`about`) without blocking the chat; asks before deleting.
     """
 
-    controller: "ChatController"
-    adapter: "ControllerAdapter"
+    doors: "WindowDoors"
+    adapter: "ServiceAdapter"
     header: "ChatHeader"
     sidebar: "Sidebar"
     conversation_list: "QListView"
@@ -64,7 +64,7 @@ class WindowCommands(QMainWindow):
         self.close()
 
     def new_conversation(self) -> None:
-        self.controller.new_conversation()
+        self.doors.chat.new_conversation()
         self.composer.edit.setFocus()
 
     def focus_search(self) -> None:
@@ -78,31 +78,31 @@ class WindowCommands(QMainWindow):
                 return
 
     def regenerate(self) -> None:
-        if not self.controller.regenerate():
-            self.chat.show_problem(_BUSY_WORDS if self.controller.open_chat_busy
+        if not self.doors.chat.regenerate():
+            self.chat.show_problem(_BUSY_WORDS if self.doors.chat.open_chat_busy
                                    else "There is no answer in this chat to write again yet.")
 
     def stop_open_chat(self) -> None:
-        self.controller.stop()
+        self.doors.chat.stop()
 
     def edit_message(self, message_id: int, text: str) -> None:
-        if self.controller.open_chat_busy:
+        if self.doors.chat.open_chat_busy:
             self.chat.show_problem(_BUSY_WORDS)  # asked before the dialog: no edit is typed in vain
             return
         dialog = EditMessageDialog(text, self)
-        if dialog.exec() and not self.controller.edit_and_resend(message_id, dialog.text()):
+        if dialog.exec() and not self.doors.chat.edit_and_resend(message_id, dialog.text()):
             # The chat got busy meanwhile: the edit is kept in the message box, not lost.
             self.composer.edit.setPlainText(dialog.text())
             self.chat.show_problem(_BUSY_WORDS + " Your edit is in the message box.")
 
     def edit_chat_settings(self) -> None:
-        system_prompt, settings = self.controller.conversation_settings()
-        loaded = self.controller.loaded
+        system_prompt, settings = self.doors.chat.conversation_settings()
+        loaded = self.doors.model.loaded
         dialog = ConversationSettingsDialog(system_prompt, settings, self,
                                             can_switch_thinking=loaded is None or loaded.thinking_switch,
-                                            servers=[server.name for server in self.controller.tools.servers()])
+                                            servers=[server.name for server in self.doors.tools.servers()])
         if dialog.exec():
-            self.adapter.spawn(self.controller.set_conversation_settings(*dialog.values()))
+            self.adapter.spawn(self.doors.chat.set_conversation_settings(*dialog.values()))
 
     def header_model_menu(self) -> None:
         self.header.model_button.click()
@@ -113,27 +113,28 @@ class WindowCommands(QMainWindow):
             self.conversation_list.edit(index)
 
     def delete_open_chat(self) -> None:
-        conversation = self.controller.conversation
+        conversation = self.doors.chat.conversation
         if conversation is not None:
             self._delete_chat(conversation.id, conversation.title)
 
     def _delete_chat(self, conversation_id: int, title: str) -> None:
         if self.confirm(f"Delete “{title}”? This cannot be undone."):
-            self.adapter.spawn(self.controller.delete_conversation(conversation_id))
+            self.adapter.spawn(self.doors.chat.delete_conversation(conversation_id))
 
     def edit_settings(self, page: str = "") -> None:
         """The Settings dialog (page "server": open on the API server's page)."""
-        dialog = SettingsDialog(self.controller.settings, self, adapter=self.adapter, tools=self.controller.tools,
-                                mcp_file=self.paths.mcp_file)
+        dialog = SettingsDialog(self.doors.settings.settings, self, adapter=self.adapter, model=self.doors.model,
+                                tools=self.doors.tools, mcp_file=self.paths.mcp_file)
         self.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
         if page in ("server", "tools"):
             dialog.tabs.setCurrentWidget(dialog.server if page == "server" else dialog.tools)
         if dialog.exec():
             dialog.save_tools()
-            self.adapter.spawn(self.controller.update_settings(dialog.value_with_tools()))
+            self.adapter.spawn(self.doors.settings.update_settings(dialog.value_with_tools()))
 
     def choose_theme(self, theme: str) -> None:
-        self.adapter.spawn(self.controller.update_settings(dataclasses.replace(self.controller.settings, theme=theme)))
+        settings = self.doors.settings
+        self.adapter.spawn(settings.update_settings(dataclasses.replace(settings.settings, theme=theme)))
 
     def set_sidebar_shown(self, shown: bool) -> None:
         self.sidebar.setVisible(shown)
@@ -142,10 +143,8 @@ class WindowCommands(QMainWindow):
         self.adapter.spawn(self._show_hardware())
 
     async def _show_hardware(self) -> None:
-        from app.service.library.hardware_overview import hardware_overview
-
         try:
-            overview = await hardware_overview(self.controller.session)
+            overview = await self.doors.model.hardware_overview()
         except EngineError as exc:
             self.chat.show_problem(f"The hardware report could not be made: {exc} Try again once a model "
                                    "has loaded.", "engine")
@@ -166,7 +165,7 @@ class WindowCommands(QMainWindow):
     def show_server_window(self) -> None:
         """The API server's state, address, key and requests (not modal); one at a time."""
         if self.server_window is None:
-            self.server_window = ServerWindow(self.adapter, self.server, self)
+            self.server_window = ServerWindow(self.adapter, self.doors.settings, self.doors.api, self.server, self)
             self.server_window.settingsRequested.connect(lambda: self.edit_settings("server"))
         self.server_window.show()
         self.server_window.raise_()
@@ -176,10 +175,11 @@ class WindowCommands(QMainWindow):
         """The document collections chats search, their indexing and files (not modal); one at a time.
         Each opening looks for changed files too (sizes and times: cheap), so what it shows is now's,
         and lists the models and the catalog (its embedding line offers and picks among them)."""
-        self.controller.collections.rescan()
-        self.adapter.spawn(self.controller.library.refresh())
+        documents = self.doors.documents
+        documents.rescan()
+        self.adapter.spawn(documents.list_models())
         if self.documents_window is None:
-            self.documents_window = DocumentsWindow(self.adapter, self)
+            self.documents_window = DocumentsWindow(self.adapter, documents, self)
             self.documents_window.modelsRequested.connect(self.show_model_manager)
         self.documents_window.show()
         self.documents_window.raise_()
@@ -188,7 +188,7 @@ class WindowCommands(QMainWindow):
     def show_model_manager(self) -> None:
         """Open the model manager (not modal: the chat goes on), or bring it forward."""
         if self.model_manager is None:
-            self.model_manager = ModelManager(self.adapter, self)
+            self.model_manager = ModelManager(self.adapter, self.doors.library, self.doors.settings, self)
         self.model_manager.show()
         self.model_manager.raise_()
         self.model_manager.activateWindow()
@@ -196,12 +196,12 @@ class WindowCommands(QMainWindow):
     def choose_model_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import a model file", "", "GGUF models (*.gguf);;All files (*)")
         if path:
-            self.adapter.spawn(self.controller.library.add(path, reference=False, load=True))
+            self.adapter.spawn(self.doors.library.add(path, reference=False, load=True))
 
     def choose_model_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Import an ONNX model folder (with genai_config.json)")
         if path:
-            self.adapter.spawn(self.controller.library.add(path, reference=False, load=True))
+            self.adapter.spawn(self.doors.library.add(path, reference=False, load=True))
 
     def confirm(self, question: str) -> bool:
         answer = QMessageBox.question(self, "Kestrel", question)

@@ -158,7 +158,8 @@ def wait(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any], timeout: fl
     return task.result()
 
 
-def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tuple[str, Callable[[], QWidget]]]:
+def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
+           home: Path) -> list[tuple[str, Callable[[], QWidget]]]:
     """(name, a function that opens it) for every form and dialog of the window."""
     from PySide6.QtWidgets import QFileDialog, QMessageBox
 
@@ -172,14 +173,14 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
     from tests.hardware.machines import recorded_report
     from tests.helpers import attachment_scenes
 
-    controller = window.controller
+    doors = window.doors
 
     def settings() -> QWidget:
-        return SettingsDialog(controller.settings, window, adapter=window.adapter, tools=controller.tools,
-                              mcp_file=window.paths.mcp_file)
+        return SettingsDialog(doors.settings.settings, window, adapter=window.adapter, model=doors.model,
+                              tools=doors.tools, mcp_file=window.paths.mcp_file)
 
     def chat_settings() -> QWidget:
-        prompt, generation = controller.conversation_settings()
+        prompt, generation = doors.chat.conversation_settings()
         return ConversationSettingsDialog(prompt, generation, window, servers=["files", "time"])
 
     def hardware() -> QWidget:
@@ -198,8 +199,8 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
                            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, window)
 
     def manager() -> QWidget:
-        shown = ModelManager(window.adapter, window)
-        wait(loop, controller.library.refresh())
+        shown = ModelManager(window.adapter, doors.library, doors.settings, window)
+        wait(loop, doors.library.refresh())
         cards = shown.installed.view
         if cards.keys():
             cards.select(0)
@@ -215,7 +216,7 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         from app.service.library.hub_search import ChoiceRow, RepoListing
         from tests.helpers.hub_answers import RECORDED_ANSWER
 
-        shown = ModelManager(window.adapter, window)
+        shown = ModelManager(window.adapter, doors.library, doors.settings, window)
         shown.tabs.setCurrentWidget(shown.catalog)
         shown.catalog.side_tabs.setCurrentWidget(shown.catalog.hub_search)
         box = shown.catalog.hub_search
@@ -244,9 +245,9 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
     def first_run() -> QWidget:
         from app.ui.models.first_run import FirstRunOffer
 
-        wait(loop, controller.library.refresh())
+        wait(loop, doors.library.refresh())
         offer = FirstRunOffer()
-        offer.show_offer(controller.library.recommended())
+        offer.show_offer(doors.library.recommended())
         return offer
 
     return [
@@ -255,7 +256,7 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         ("edit message", lambda: EditMessageDialog("Summarise this, please.", window)),
         ("about", lambda: _about(window)),
         ("hardware", hardware),
-        ("server window", lambda: ServerWindow(window.adapter, window.server, window)),
+        ("server window", lambda: ServerWindow(window.adapter, doors.settings, doors.api, window.server, window)),
         ("export", export),
         ("mcp json", lambda: McpJsonDialog("", window)),
         ("question", question),
@@ -266,21 +267,21 @@ def scenes(window: Any, loop: asyncio.AbstractEventLoop, home: Path) -> list[tup
         ("source popup", lambda: attachment_scenes.source_popup(window)),
         ("message with images", attachment_scenes.message_with_images),
         ("image viewer", lambda: attachment_scenes.image_viewer(window)),
-        ("documents empty", lambda: _documents(window, loop, home, filled=False)),
-        ("documents", lambda: _documents(window, loop, home, filled=True)),
+        ("documents empty", lambda: _documents(window, service, loop, home, filled=False)),
+        ("documents", lambda: _documents(window, service, loop, home, filled=True)),
     ]
 
 
-def _documents(window: Any, loop: asyncio.AbstractEventLoop, home: Path, *, filled: bool) -> QWidget:
+def _documents(window: Any, service: Any, loop: asyncio.AbstractEventLoop, home: Path, *, filled: bool) -> QWidget:
     """The Documents window over a stand-in service: empty, or with a collection read while
     an answer is written, a file refused with a long reason, and the embedding line."""
     from app.service import events as ev
+    from app.service.doors.documents import DocumentsDoor
     from app.ui.documents.documents_window import DocumentsWindow
     from tests.helpers.documents_fake import FakeDocuments, collection
 
-    controller = window.controller
-    real = getattr(controller, "collections", None)
-    fake = FakeDocuments(controller.bus.emit)
+    real = service.collections
+    fake = FakeDocuments(service.bus.emit)
     if filled:
         folder = home / "Documents" / "Quarterly reports"
         fake.infos = [collection("Quarterly reports", folder, state=ev.IndexState.WAITING, files=860, unreadable=2,
@@ -291,12 +292,11 @@ def _documents(window: Any, loop: asyncio.AbstractEventLoop, home: Path, *, fill
                         "It holds only pictures of pages, no text: Kestrel cannot read scans yet.", 0),
             ev.FileInfo(folder / "budget.docx", "indexed", "", 12),
             ev.FileInfo(folder / "summary.md", "pending", "", 0))
-    controller.collections = fake
+    service.collections = fake
     try:
-        shown = DocumentsWindow(window.adapter, window)
+        shown = DocumentsWindow(window.adapter, DocumentsDoor(service), window)
     finally:
-        if real is not None:
-            controller.collections = real
+        service.collections = real
     if filled:
         shown.show_progress(ev.IndexingProgress("Quarterly reports", ev.IndexState.WAITING, 120, 860, 130.0,
                                                 "Waiting while an answer is written"))
@@ -359,26 +359,27 @@ def main(out: Path) -> int:
     asyncio.set_event_loop(loop)
 
     from app.core.paths import data_paths
-    from app.ui.app import build_window
+    from app.ui.app import build_service, build_window
     from app.ui.common.theme import apply_theme
     from tests.helpers.scripted_engine import ScriptedEngine
     from tests.helpers.tiny_gguf import build_tiny_gguf
     from tests.ui.conftest import install_model
 
     install_model(build_tiny_gguf(home / "tiny.gguf"))
-    window = build_window(data_paths(), ScriptedEngine())
+    service = build_service(data_paths(), ScriptedEngine())
+    window = build_window(service, data_paths())
     window.show()
-    wait(loop, window.controller.start_up())
+    wait(loop, service.start_up())
     problems: list[str] = []
     names = []
     # For a person to look at: KESTREL_CLIP_SHOTS=FOLDER saves each scene as a PNG.
     shots = Path(os.environ["KESTREL_CLIP_SHOTS"]) if os.environ.get("KESTREL_CLIP_SHOTS") else None
     for theme in ("light", "dark"):
         apply_theme(app, theme)
-        for name, opener in scenes(window, loop, home):
+        for name, opener in scenes(window, service, loop, home):
             names.append(f"{name} ({theme})")
             problems += look_at(name, theme, opener(), shots)
-    wait(loop, window.controller.shutdown())
+    wait(loop, service.shutdown())
     out.write_text(json.dumps({"problems": problems, "scenes": names}, indent=1), encoding="utf-8")
     return 0
 
@@ -386,6 +387,6 @@ def main(out: Path) -> int:
 if __name__ == "__main__":
     code = main(Path(sys.argv[1]))
     sys.stdout.flush()
-    # Not a normal exit: tearing Qt down with the controller's worker threads still
+    # Not a normal exit: tearing Qt down with the service's worker threads still
     # parked aborts the process, and the findings are already written.
     os._exit(code)

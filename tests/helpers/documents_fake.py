@@ -1,4 +1,4 @@
-"""A stand-in DocumentsService for window tests: the plan's API, its events sent through the controller's bus."""
+"""A stand-in DocumentsService for window tests: the plan's API, its events sent through the service's bus."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""The image calls the window makes of the controller (read_images, read_image_data, vision and
-send(text, attachments, images)) held by a test: what vision() answers, when a check finishes,
-what send was given.
+"""The image calls the window makes of its doors (AttachDoor's read_images, read_image_data and
+vision, ChatDoor's send(text, attachments, images)) held by a test: what vision() answers, when a
+check finishes, what send was given.
 
 The check here decodes with Qt and refuses what Qt cannot decode, at once and in this process
-(the controller's own check runs in a child process with Pillow: tests/ui/test_images.py drives
+(the service's own check runs in a child process with Pillow: tests/ui/test_images.py drives
 that one too). What it gives back is a real AttachedImage of the file's own bytes, so thumbnails
 and the viewer draw real pixels.
 """
@@ -23,7 +23,7 @@ from app.service.chats.vision import VisionState as Vision
 
 def checked(data: bytes, name: str) -> AttachedImage:
     """The test's image check: Qt decodes it, or it is refused with words naming it (the
-    controller's own check scales and re-encodes; this keeps the bytes)."""
+    service's own check scales and re-encodes; this keeps the bytes)."""
     from app.ui.chat.chat_images_calls import ImagesUnreadable as Refused  # the class the window catches
 
     image = QImage.fromData(data)
@@ -50,24 +50,26 @@ def png_image(width: int, height: int, colour: str = "#3a7bd5") -> bytes:
 
 
 class ImageApi:
-    """Adds the image calls to `controller` (its own attributes, so the window calls them by
-    their real names). `vision` is what vision() answers; `sent` records each send's
-    (text, attachments, images); `accept`, when set, is what send answers instead of passing the
-    message on (the controller's own send refuses images for a model without a projector);
-    `release`, when set, is awaited before each check (the chip says Checking… meanwhile)."""
+    """Puts the image calls on `attach` (the attach door, or a stand-in) and a recording send on
+    `chat` (the chat door): their own attributes, so the window calls them by their real names.
+    `vision` is what vision() answers; `sent` records each send's (text, attachments, images);
+    `accept`, when set, is what send answers instead of passing the message on (the chat door's
+    own send refuses images for a model without a projector); `release`, when set, is awaited
+    before each check (the chip says Checking… meanwhile)."""
 
-    def __init__(self, controller: Any, available: bool = True, reason: str = "", accept: bool | None = None) -> None:
-        self.controller = controller
+    def __init__(self, attach: Any, chat: Any, available: bool = True, reason: str = "",
+                 accept: bool | None = None) -> None:
+        self.chat = chat
         self.vision = Vision(available, reason)
         self.sent: list[tuple[str, tuple[Any, ...], tuple[AttachedImage, ...]]] = []
         self.release: asyncio.Event | None = None
         self.checks = 0
-        self._send = controller.send
-        self.accept = accept  # what send answers without passing the message on; None: the controller's own send
-        controller.read_images = self.read_images
-        controller.read_image_data = self.read_image_data
-        controller.vision = lambda: self.vision
-        controller.send = self.send
+        self._send = chat.send
+        self.accept = accept  # what send answers without passing the message on; None: the door's own send
+        attach.read_images = self.read_images
+        attach.read_image_data = self.read_image_data
+        attach.vision = lambda: self.vision
+        chat.send = self.send
 
     def set_vision(self, available: bool, reason: str = "") -> None:
         self.vision = Vision(available, reason)

@@ -127,26 +127,26 @@ def test_a_cross_site_post_writes_no_chat_into_the_history(tiny_model: Path) -> 
     engine = ScriptedEngine()
     engine.default_script = Script(text=("Hi",), endless=False)
     settings = ServerSettings(keyless_loopback=True, keep_as_chats=True)
-    with loop_thread() as thread, real_service(thread, tiny_model, engine, settings) as controller, \
-            api_over(thread, controller) as server:
-        planted = json.dumps({"model": controller.model.id, "messages": [{"role": "user", "content": "planted"}]})
+    with loop_thread() as thread, real_service(thread, tiny_model, engine, settings) as service, \
+            api_over(thread, service) as server:
+        planted = json.dumps({"model": service.session.model.id, "messages": [{"role": "user", "content": "planted"}]})
         for headers in ({"Content-Type": "text/plain", "Origin": "http://evil.example"},
                         {"Content-Type": "text/plain"}, {"Host": "evil.example", **JSON}):
             status, body, _ = raw(server.address, "POST", "/v1/chat/completions", headers, planted.encode())
             assert status in (403, 415), (headers, body)
         status, body, _ = raw(server.address, "POST", "/v1/chat/completions", JSON,
-                              json.dumps({"model": controller.model.id, "messages": HELLO}).encode())
+                              json.dumps({"model": service.session.model.id, "messages": HELLO}).encode())
         assert status == 200, body
-        chats = thread.call(_chats_once_kept(controller))
+        chats = thread.call(_chats_once_kept(service))
     assert [chat.title for chat in chats] == ["API: Hello"]
 
 
-async def _chats_once_kept(controller: Any) -> list[Any]:
+async def _chats_once_kept(service: Any) -> list[Any]:
     async with asyncio.timeout(20):
-        while not await controller.conversations.listing():
+        while not await service.conversations.listing():
             await asyncio.sleep(0.05)
     await asyncio.sleep(0.2)  # a planted chat would have been written by now too
-    return list(await controller.conversations.listing())
+    return list(await service.conversations.listing())
 
 
 def test_with_the_key_a_client_needs_no_json_header_origin_or_local_host() -> None:

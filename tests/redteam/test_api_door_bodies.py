@@ -84,11 +84,11 @@ def test_a_lone_surrogate_is_a_400_naming_where_it_is(text: str) -> None:
 
 def test_a_lone_surrogate_never_reaches_the_real_engine(tiny_model: Path) -> None:
     """The issue's case: it answered 500 engine_error; an emoji as an escaped pair still passes."""
-    with loop_thread() as thread, real_service(thread, tiny_model, EngineClient()) as controller, \
-            api_over(thread, controller) as server:
+    with loop_thread() as thread, real_service(thread, tiny_model, EngineClient()) as service, \
+            api_over(thread, service) as server:
         auth = {**OPENAI_KEY, **JSON}
         for text, wanted in (("a\\ud800b", 400), ("a \\ud83d\\ude00 b", 200)):
-            body = json.dumps({"model": controller.model.id, "max_tokens": 4,
+            body = json.dumps({"model": service.session.model.id, "max_tokens": 4,
                                "messages": [{"role": "user", "content": "@TEXT@"}]}).replace("@TEXT@", text)
             status, reply, _ = raw(server.address, "POST", "/v1/chat/completions", auth, body.encode())
             assert status == wanted, reply
@@ -201,10 +201,10 @@ def test_stop_sequence_names_the_stop_string_whole_and_streamed() -> None:
 
 
 def test_stop_sequence_on_the_real_engine(tiny_model: Path) -> None:
-    with loop_thread() as thread, real_service(thread, tiny_model, EngineClient()) as controller, \
-            api_over(thread, controller) as server:
+    with loop_thread() as thread, real_service(thread, tiny_model, EngineClient()) as service, \
+            api_over(thread, service) as server:
         client = anthropic_client(server.address)
-        asked: dict[str, Any] = {"model": controller.model.id, "messages": HELLO, "max_tokens": 12,
+        asked: dict[str, Any] = {"model": service.session.model.id, "messages": HELLO, "max_tokens": 12,
                                  "extra_body": {"temperature": 0.0, "seed": 1}}
         whole = client.messages.create(**asked)
         text = "".join(block.text for block in whole.content if block.type == "text")

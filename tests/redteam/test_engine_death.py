@@ -12,7 +12,7 @@ requests that come together after a death share one load, and a model that will 
 is refused with its reason after one load per request, never a loop.
 
 Already covered elsewhere, and not repeated here:
-- the window's chat door (the controller) on the real engine, killed mid-answer, the text
+- the window's chat door (the service) on the real engine, killed mid-answer, the text
   kept and the next send answered by a new engine:
   tests/service/test_real_engine_flow.py::test_engine_killed_mid_answer_keeps_the_text_and_the_next_send_works;
 - the window killed between answers, its banner gone once a new engine answers:

@@ -29,7 +29,7 @@ from app.server.errors import BadRequest
 from app.server.fields import Body
 from app.server.runner import ApiServer
 from app.service.models.client import EngineClient
-from app.service.controller import ChatController
+from app.service.root import Service
 from app.tools.mcp_config import McpServerConfig, write_mcp_config
 from tests.cli.test_chat_cli import assert_no_traceback, json_lines, kestrel
 from tests.helpers.tool_call_gguf import build_tool_call_gguf
@@ -70,11 +70,11 @@ BEYOND = [
 
 
 @contextmanager
-def api(model: Path) -> Iterator[tuple[LoopThread, ChatController, ApiServer]]:
+def api(model: Path) -> Iterator[tuple[LoopThread, Service, ApiServer]]:
     """The real service on the real engine over `model`, and the API server over it."""
-    with loop_thread() as thread, real_service(thread, model, EngineClient()) as controller, \
-            api_over(thread, controller) as server:
-        yield thread, controller, server
+    with loop_thread() as thread, real_service(thread, model, EngineClient()) as service, \
+            api_over(thread, service) as server:
+        yield thread, service, server
 
 
 def post(server: ApiServer, path: str, body: dict[str, Any]) -> httpx.Response:
@@ -101,8 +101,8 @@ def assert_refused(reply: httpx.Response, param: str, keyword: str, where: str, 
 # --- items 1, 4 and 11: response_format and text.format ------------------------------------------------------
 
 def test_response_format_schemas_beyond_the_bounds_are_400_naming_keyword_and_path(tiny_model: Path) -> None:
-    with api(tiny_model) as (_, controller, server):
-        model = controller.model.id
+    with api(tiny_model) as (_, service, server):
+        model = service.session.model.id
         for schema, keyword, where, asked in BEYOND:
             chat = post(server, "/v1/chat/completions", {"model": model, "messages": HELLO, "response_format": {
                 "type": "json_schema", "json_schema": {"name": "x", "schema": schema}}})
@@ -119,9 +119,9 @@ def test_a_schema_at_the_bounds_still_holds_the_answer(tiny_model: Path) -> None
     schema = {"type": "object", "properties": {"word": {"type": "string", "maxLength": 1000},
                                                "pick": {"enum": [f"v{n}" for n in range(1000)]}},
               "required": ["pick", "word"], "additionalProperties": False}
-    with api(tiny_model) as (_, controller, server):
+    with api(tiny_model) as (_, service, server):
         reply = post(server, "/v1/chat/completions", {
-            "model": controller.model.id, "messages": HELLO, "max_tokens": 60, "temperature": 0,
+            "model": service.session.model.id, "messages": HELLO, "max_tokens": 60, "temperature": 0,
             "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}})
         assert reply.status_code == 200, reply.text
         assert reply.json()["choices"][0]["message"]["content"].startswith('{')
@@ -129,7 +129,7 @@ def test_a_schema_at_the_bounds_still_holds_the_answer(tiny_model: Path) -> None
 
 def test_the_loop_answers_while_a_huge_minLength_is_refused(tiny_model: Path) -> None:
     """minLength 10^8 once blocked the server's loop 6.6 s: GET /v1/models answers meanwhile now."""
-    with api(tiny_model) as (thread, controller, server):
+    with api(tiny_model) as (thread, service, server):
         lags: list[float] = []
         stop = threading.Event()
 
@@ -142,7 +142,7 @@ def test_the_loop_answers_while_a_huge_minLength_is_refused(tiny_model: Path) ->
         watcher = asyncio.run_coroutine_threadsafe(watch(), thread.loop)
         replies: list[httpx.Response] = []
         refused = threading.Thread(target=lambda: replies.append(post(server, "/v1/chat/completions", {
-            "model": controller.model.id, "messages": HELLO,
+            "model": service.session.model.id, "messages": HELLO,
             "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": MIN_LENGTH_8}}})))
         refused.start()
         models = [httpx.get(f"{server.address}/v1/models", headers=AUTH, timeout=30) for _ in range(5)]
@@ -152,7 +152,7 @@ def test_the_loop_answers_while_a_huge_minLength_is_refused(tiny_model: Path) ->
         assert max(lags) < 2.0, f"the loop was blocked {max(lags):.1f} s"
         assert all(reply.status_code == 200 for reply in models)
         assert replies and replies[0].status_code == 400, replies
-        assert_alive(server, controller.model.id)
+        assert_alive(server, service.session.model.id)
 
 
 # Each endpoint that reads its request off the loop (the chat route joins once app/server/openai_routes.py does).
@@ -210,8 +210,8 @@ def caller(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_a_forced_call_to_a_tool_beyond_the_bounds_is_400_naming_the_tool(caller: Path) -> None:
-    with api(caller) as (_, controller, server):
-        model = controller.model.id
+    with api(caller) as (_, service, server):
+        model = service.session.model.id
         for schema, keyword, where, asked in BEYOND:
             reply = post(server, "/v1/chat/completions", {"model": model, "messages": HELLO, "tools": _tool(schema),
                                                           "tool_choice": "required"})
@@ -220,8 +220,8 @@ def test_a_forced_call_to_a_tool_beyond_the_bounds_is_400_naming_the_tool(caller
 
 
 def test_an_anthropic_tool_beyond_the_bounds_is_400_naming_it(caller: Path) -> None:
-    with api(caller) as (_, controller, server):
-        model = controller.model.id
+    with api(caller) as (_, service, server):
+        model = service.session.model.id
         for choice in ({"type": "any"}, {"type": "tool", "name": "get_time"}):
             reply = post(server, "/v1/messages", {"model": model, "max_tokens": 40, "messages": HELLO,
                                                   "tools": [{"name": "get_time", "input_schema": MAX_LENGTH}],
@@ -234,8 +234,8 @@ def test_an_anthropic_tool_beyond_the_bounds_is_400_naming_it(caller: Path) -> N
 
 
 def test_a_tool_that_refers_to_itself_or_nests_900_deep_is_400_not_500(caller: Path) -> None:
-    with api(caller) as (_, controller, server):
-        model = controller.model.id
+    with api(caller) as (_, service, server):
+        model = service.session.model.id
         for choice in ("required", "auto"):
             deep = post(server, "/v1/chat/completions", {"model": model, "messages": HELLO, "tools": _tool(NESTED_900),
                                                          "tool_choice": choice})
@@ -252,8 +252,8 @@ def test_a_tool_that_refers_to_itself_or_nests_900_deep_is_400_not_500(caller: P
 
 def test_under_tool_choice_auto_a_call_to_such_a_tool_stays_free(caller: Path) -> None:
     """The lazy grammar cannot hold these tools' calls, so it leaves them free: the call is made as written."""
-    with api(caller) as (_, controller, server):
-        model = controller.model.id
+    with api(caller) as (_, service, server):
+        model = service.session.model.id
         for schema in (MAX_LENGTH, MANY_ITEMS, MIN_LENGTH_8):  # (an enum of 100,000 is a prompt too long here)
             reply = post(server, "/v1/chat/completions", {"model": model, "messages": HELLO, "tools": _tool(schema),
                                                           "max_tokens": 40})

@@ -21,11 +21,11 @@ from app.engine.protocol import Delta, Done, ToolCall
 from app.server.runner import ApiServer, ServerState
 from app.service.api.api_answers import ApiAnswers, ApiAsk, ApiModel, ApiRefused, EmbeddingAsk, Embeddings, Started
 from app.service.api.api_embeddings import ApiEmbeddings, no_embedding_model
-from app.service.controller import ChatController
-from app.service.models.engine_handle import EngineHandle
 from app.service.events import ModelState, RequestRecord
+from app.service.models.engine_handle import EngineHandle
+from app.service.root import Service
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.service.conftest import SMALL, install, make_controller
+from tests.service.conftest import SMALL, install, make_service
 
 T = TypeVar("T")
 KEY = "kestrel-test-key"
@@ -153,33 +153,33 @@ async def until(check: Callable[[], Any], what: str, timeout: float = 20) -> Non
 
 @contextmanager
 def real_service(thread: LoopThread, model: Path, engine: EngineHandle | None = None,
-                 server: ServerSettings | None = None) -> Iterator[ChatController]:
-    """The real service core (ChatController) over this test's home, on thread's loop, with
+                 server: ServerSettings | None = None) -> Iterator[Service]:
+    """The real service (the composition root) over this test's home, on thread's loop, with
     model installed as the default and loaded: on a ScriptedEngine unless engine is given."""
     install(model, SMALL)
-    controller = thread.call(_started(engine or ScriptedEngine(), server or ServerSettings(key=KEY)))
+    service = thread.call(_started(engine or ScriptedEngine(), server or ServerSettings(key=KEY)))
     try:
-        yield controller
+        yield service
     finally:
-        thread.call(controller.shutdown())
+        thread.call(service.shutdown())
 
 
-async def _started(engine: EngineHandle, server: ServerSettings) -> ChatController:
-    controller = make_controller(engine)
+async def _started(engine: EngineHandle, server: ServerSettings) -> Service:
+    service = make_service(engine)
     try:
-        await controller.start_up()
-        assert controller.model_state == ModelState.READY, controller.model_detail
-        await controller.update_settings(dataclasses.replace(controller.settings, server=server))
+        await service.start_up()
+        assert service.session.state == ModelState.READY, service.session.detail
+        await service.update_settings(dataclasses.replace(service.keeper.settings, server=server))
     except BaseException:
-        await controller.shutdown()
+        await service.shutdown()
         raise
-    return controller
+    return service
 
 
 @contextmanager
-def api_over(thread: LoopThread, controller: ChatController) -> Iterator[ApiServer]:
-    """An ApiServer over the controller's ApiAnswers, reading its server settings (on a free port)."""
-    server = thread.call(_over(controller))
+def api_over(thread: LoopThread, service: Service) -> Iterator[ApiServer]:
+    """An ApiServer over the service's ApiAnswers, reading its server settings (on a free port)."""
+    server = thread.call(_over(service))
     assert thread.call(server.start()), server.error
     try:
         yield server
@@ -187,8 +187,8 @@ def api_over(thread: LoopThread, controller: ChatController) -> Iterator[ApiServ
         thread.call(server.stop())
 
 
-async def _over(controller: ChatController) -> ApiServer:
-    return ApiServer(controller.api, lambda: dataclasses.replace(controller.settings.server, port=0))
+async def _over(service: Service) -> ApiServer:
+    return ApiServer(service.api, lambda: dataclasses.replace(service.keeper.settings.server, port=0))
 
 
 # The official clients keep their connections open until closed; tests/server/conftest.py

@@ -25,11 +25,9 @@ from app.library.importer import import_model_file
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service import events as ev
-from app.service.api.api_answers import ApiAnswers
 from app.service.api.api_embeddings import MAX_CHARACTERS, MAX_INPUTS, ApiEmbeddings
 from app.service.documents.documents_service import DocumentsService
 from app.service.documents.documents_worker import EMBED_BATCH
-from app.service.root import Service
 from tests.documents.index_fakes import read_here
 from tests.documents.test_embedding_model import PUBLISHED, SENTENCES
 from tests.helpers.embedding_gguf import build_embedding_gguf
@@ -57,15 +55,6 @@ def assert_published(vectors: list[list[float]]) -> None:
     assert np.allclose(np.diag(found), 1.0, atol=1e-5)  # unit length, as OpenAI's are
     for (a, b), published in PUBLISHED.items():
         assert found[a, b] == pytest.approx(published, abs=2e-3), (a, b)
-
-
-def api_with_embeddings(controller: Service) -> ApiAnswers:
-    """ApiAnswers with /v1/embeddings over the controller's documents service: what the composition
-    root passes once it is wired (then this is controller.api)."""
-    library = controller.session.setup.library
-    embeddings = ApiEmbeddings(controller.collections, library, lambda: controller.keeper.settings.server)
-    return ApiAnswers(controller.session, controller.keeper, controller.conversations, controller.bus.emit,
-                      spawn=controller.tasks.spawn, chats_busy=lambda: False, embeddings=embeddings)
 
 
 @contextmanager
@@ -96,9 +85,9 @@ def embedding_children() -> list[multiprocessing.process.BaseProcess]:
 def test_the_openai_client_gets_the_documents_models_vectors_with_its_published_similarities(
         minilm: tuple[Path, Path], tiny_model: Path) -> None:
     embedding = import_model_file(ModelLibrary(data_paths().ensure().models), minilm[0])
-    with loop_thread() as thread, real_service(thread, tiny_model) as controller:
-        assert controller.collections.embedding_model() == embedding.id  # the documents' model
-        answers = api_with_embeddings(controller)
+    with loop_thread() as thread, real_service(thread, tiny_model) as service:
+        assert service.collections.embedding_model() == embedding.id  # the documents' model
+        answers = service.api  # as the composition root wires it
         with serving(thread, answers) as server:
             client = openai_client(server.address)
             # The client asks for base64 unless told: little-endian float32, decoded by the client.
@@ -258,8 +247,6 @@ def test_a_crash_of_the_embedding_process_is_a_500_in_words_and_the_server_goes_
 
 @pytest.mark.embedding_model
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="needs the composition root's wiring: app/service/root.py passes ApiAnswers no "
-                                       "ApiEmbeddings yet (issue 36, the lead's part), so kestrel serve refuses")
 def test_kestrel_serve_answers_with_the_installed_embedding_model(minilm: tuple[Path, Path], tiny_model: Path,
                                                                   kestrel_home: Path) -> None:
     install(tiny_model)

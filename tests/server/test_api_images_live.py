@@ -47,13 +47,13 @@ def text_only_of(client: openai.OpenAI, asked: dict[str, Any], words_long: int) 
 def test_an_image_reaches_the_model_through_both_clients_and_a_bad_one_is_named(tmp_path: Path) -> None:
     (tmp_path / "vision").mkdir()
     model_file, _ = build_vision_pair(tmp_path / "vision")
-    with loop_thread() as thread, real_service(thread, model_file, EngineClient()) as controller, \
-            api_over(thread, controller) as server:
-        assert controller.session.loaded is not None and controller.session.loaded.vision
+    with loop_thread() as thread, real_service(thread, model_file, EngineClient()) as service, \
+            api_over(thread, service) as server:
+        assert service.session.loaded is not None and service.session.loaded.vision
         client = openai_client(server.address)
         [listed] = client.models.list().data
         assert listed.model_extra is not None and listed.model_extra["vision"] is True
-        asked: dict[str, Any] = {"model": controller.model.id, "max_tokens": 2, "temperature": 0.0}
+        asked: dict[str, Any] = {"model": service.session.model.id, "max_tokens": 2, "temperature": 0.0}
         text_only = client.chat.completions.create(messages=asking("What is this?"), **asked)
         seen = client.chat.completions.create(messages=asking("What is this?", PNG), **asked)
         two = client.chat.completions.create(messages=asking("What is this?", PNG, PNG), **asked)
@@ -63,13 +63,13 @@ def test_an_image_reaches_the_model_through_both_clients_and_a_bad_one_is_named(
         assert two.usage.prompt_tokens == seen.usage.prompt_tokens + IMAGE_POSITIONS
         assert seen.choices[0].finish_reason == "length"
 
-        response = client.responses.create(model=controller.model.id, max_output_tokens=2, input=[
+        response = client.responses.create(model=service.session.model.id, max_output_tokens=2, input=[
             {"role": "user", "content": [{"type": "input_text", "text": "What is this?"},
                                          {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}",
                                           "detail": "auto"}]}])
         assert response.usage is not None and response.usage.input_tokens == seen.usage.prompt_tokens
 
-        with anthropic_client(server.address).messages.stream(model=controller.model.id, max_tokens=2, messages=[
+        with anthropic_client(server.address).messages.stream(model=service.session.model.id, max_tokens=2, messages=[
                 {"role": "user", "content": [
                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
                     {"type": "text", "text": "What is this?"}]}]) as stream:
@@ -86,21 +86,21 @@ def test_an_image_reaches_the_model_through_both_clients_and_a_bad_one_is_named(
                                         "holds text. Send a PNG, JPEG, WebP, GIF or BMP image, or leave it out.")
         damaged = base64.b64encode(base64.b64decode(PNG)[:60]).decode()  # a PNG cut short
         with pytest.raises(anthropic.BadRequestError) as cut:
-            anthropic_client(server.address).messages.create(model=controller.model.id, max_tokens=2, messages=[
+            anthropic_client(server.address).messages.create(model=service.session.model.id, max_tokens=2, messages=[
                 {"role": "user", "content": [
                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": damaged}}]}])
         assert words(cut.value).startswith("messages[0].content[0].source.data cannot be used: it could not be read")
 
         # The images count in the prompt's length as the engine counts them: a prompt that fits the
         # loaded context as text, and not with 16 images, is answered after a reload with a larger one.
-        loaded = controller.session.loaded
+        loaded = service.session.loaded
         assert loaded is not None and loaded.context_length == 1024
         per_word = (text_only_of(client, asked, 110) - text_only_of(client, asked, 10)) / 100
         fill = 10 + int((900 - text_only_of(client, asked, 10)) / per_word)
         assert 1024 - 16 * IMAGE_POSITIONS < text_only_of(client, asked, fill) < 1024
         many = client.chat.completions.create(messages=asking("word " * fill, *[PNG] * 16), **asked)
         assert many.usage is not None and many.usage.prompt_tokens > 1024
-        loaded = controller.session.loaded
+        loaded = service.session.loaded
         assert loaded is not None and loaded.context_length > many.usage.prompt_tokens
 
 
@@ -112,10 +112,10 @@ def test_the_engine_gets_the_checked_image_in_its_turn_and_a_projector_that_did_
     engine = ScriptedEngine()
     engine.default_script = Script(text=("A", " square"), endless=False)
     wide = png_bytes(2000, 20)
-    with loop_thread() as thread, real_service(thread, model_file, engine) as controller, \
-            api_over(thread, controller) as server:
+    with loop_thread() as thread, real_service(thread, model_file, engine) as service, \
+            api_over(thread, service) as server:
         client = openai_client(server.address)
-        answer = client.chat.completions.create(model=controller.model.id, messages=[
+        answer = client.chat.completions.create(model=service.session.model.id, messages=[
             *asking("What is this?", base64.b64encode(wide).decode()),
             {"role": "assistant", "content": "A square."}, {"role": "user", "content": "And its colour?"}])
         assert answer.choices[0].message.content == "A square"
@@ -131,9 +131,9 @@ def test_the_engine_gets_the_checked_image_in_its_turn_and_a_projector_that_did_
         problem = "The vision projector mmproj-tiny-vision.gguf could not be loaded: it is damaged."
         engine.loaded = dataclasses.replace(engine.loaded, vision=False, vision_problem=problem)
         with pytest.raises(openai.BadRequestError) as refused:
-            client.chat.completions.create(model=controller.model.id, messages=asking("Hi", PNG))
+            client.chat.completions.create(model=service.session.model.id, messages=asking("Hi", PNG))
         assert words(refused.value) == (
-            f"The model {controller.model.title} cannot see images: {problem} Name a model that does (GET /v1/models "
+            f"The model {service.session.model.title} cannot see images: {problem} Name a model that does (GET /v1/models "
             "marks them \"vision\": true), or send the request without images.")
         assert engine.requests[-1] is generate  # nothing more reached the engine
 
@@ -144,25 +144,25 @@ def test_a_model_without_a_projector_is_refused_before_any_image_is_checked(tmp_
     alone = tmp_path / "alone" / model_file.name
     alone.parent.mkdir()
     alone.write_bytes(model_file.read_bytes())
-    with loop_thread() as thread, real_service(thread, alone, EngineClient()) as controller, \
-            api_over(thread, controller) as server:
-        assert controller.model.projector is None
+    with loop_thread() as thread, real_service(thread, alone, EngineClient()) as service, \
+            api_over(thread, service) as server:
+        assert service.session.model.projector is None
         client = openai_client(server.address)
-        said = (f"The model {controller.model.title} cannot see images: it has no vision projector (an mmproj file) "
+        said = (f"The model {service.session.model.title} cannot see images: it has no vision projector (an mmproj file) "
                 "paired with it. Name a model that does (GET /v1/models marks them \"vision\": true), or send the "
                 "request without images.")
         # Not an image either: the check would say so, but the model is refused first.
         for stream in (False, True):
             with pytest.raises(openai.BadRequestError) as refused:
-                client.chat.completions.create(model=controller.model.id, messages=asking("Hi", NOT_AN_IMAGE),
+                client.chat.completions.create(model=service.session.model.id, messages=asking("Hi", NOT_AN_IMAGE),
                                                stream=stream)  # type: ignore[call-overload]
             assert words(refused.value) == said and refused.value.param == "model"
         with pytest.raises(anthropic.BadRequestError) as anthropic_refused:
-            anthropic_client(server.address).messages.create(model=controller.model.id, max_tokens=2, messages=[
+            anthropic_client(server.address).messages.create(model=service.session.model.id, max_tokens=2, messages=[
                 {"role": "user", "content": [
                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]}])
         assert words(anthropic_refused.value) == said
-        text = client.chat.completions.create(model=controller.model.id, messages=asking("Hi"), max_tokens=2)
+        text = client.chat.completions.create(model=service.session.model.id, messages=asking("Hi"), max_tokens=2)
         assert text.choices[0].finish_reason == "length"  # text alone is answered as before
 
 
@@ -177,10 +177,10 @@ def test_a_kept_api_conversation_keeps_each_turns_checked_images(tmp_path: Path)
     wide = png_bytes(2000, 20)
     small = [png_bytes(10 + n, 12) for n in range(10)]
     with loop_thread() as thread, real_service(thread, model_file, engine,
-                                               ServerSettings(key=KEY, keep_as_chats=True)) as controller, \
-            api_over(thread, controller) as server:
+                                               ServerSettings(key=KEY, keep_as_chats=True)) as service, \
+            api_over(thread, service) as server:
         client = openai_client(server.address)
-        answer = client.chat.completions.create(model=controller.model.id, messages=[
+        answer = client.chat.completions.create(model=service.session.model.id, messages=[
             {"role": "system", "content": "Be brief."},
             *asking("What is this?", base64.b64encode(wide).decode()),
             {"role": "assistant", "content": "A line."},
@@ -189,10 +189,10 @@ def test_a_kept_api_conversation_keeps_each_turns_checked_images(tmp_path: Path)
         given = engine.requests[-1]
         assert isinstance(given, p.Generate)
 
-        chats = thread.call(_kept_chats(controller))
+        chats = thread.call(_kept_chats(service))
         [chat] = chats
         assert chat.title == "API: And these?" and chat.system_prompt == "Be brief."
-        first, reply, second, kept_answer = thread.call(controller.conversations.messages(chat.id))
+        first, reply, second, kept_answer = thread.call(service.conversations.messages(chat.id))
         assert [(m.role.value, m.text) for m in (first, reply, kept_answer)] == [
             ("user", "What is this?"), ("assistant", "A line."), ("assistant", "Two pictures")]
         checked = check_image_data(wide, "wide")
@@ -209,9 +209,9 @@ def test_a_kept_api_conversation_keeps_each_turns_checked_images(tmp_path: Path)
         assert reply.images == () and kept_answer.images == ()
 
 
-async def _kept_chats(controller: Any) -> list[Any]:
+async def _kept_chats(service: Any) -> list[Any]:
     """The chats once the kept one is written (it is saved after the answer, in a task of its own)."""
     async with asyncio.timeout(20):
-        while not (chats := await controller.conversations.listing()):
+        while not (chats := await service.conversations.listing()):
             await asyncio.sleep(0.02)
     return chats

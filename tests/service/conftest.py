@@ -1,9 +1,10 @@
-"""Fixtures for controller tests: a ChatController over an isolated home, no Qt anywhere.
+"""Fixtures for service tests: the composition root (Service) over an isolated home, no Qt anywhere.
 
-`started_controller` starts one on the scripted engine (tests/helpers/scripted_engine.py)
-or, when a test passes one, on a real EngineClient. The helpers below it are the one
-place where tests reach past the controller's public methods into its parts, so that a
-change of those parts is one change here.
+`started_service` starts one on the scripted engine (tests/helpers/scripted_engine.py)
+or, when a test passes one, on a real EngineClient, and gives the doors the window gets
+(WindowDoors): tests drive them as a front end does. The helpers below it are the one
+place where tests reach past the doors into the owners, so that a change of those parts
+is one change here.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from app.core.settings import Settings, SettingsFile
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service import events as ev
+from app.service.doors.window import WindowDoors
 from app.service.models.client import EngineClient
-from app.service.controller import ChatController
 from app.service.models.engine_handle import EngineHandle
 from app.service.models.engine_queue import EngineQueue
 from app.service.models.model_session import ModelSession
+from app.service.root import Service
 from tests.helpers.scripted_engine import ScriptedEngine
 
 E = TypeVar("E")
@@ -38,11 +40,11 @@ LONG = GenerationSettings(max_tokens=100_000, temperature=0.0, context_length=10
 
 
 class Recorder:
-    """Every event a controller sent, in order, with helpers to wait for one."""
+    """Every event a service sent, in order, with helpers to wait for one."""
 
-    def __init__(self, controller: ChatController) -> None:
+    def __init__(self, service: Service) -> None:
         self.events: list[ev.Event] = []
-        controller.subscribe(self.events.append)
+        service.subscribe(self.events.append)
 
     def of(self, kind: type[E]) -> list[E]:
         return [e for e in self.events if isinstance(e, kind)]
@@ -70,11 +72,11 @@ def install(model: Path, generation: GenerationSettings = SMALL) -> None:
     SettingsFile(paths.settings_file).save(Settings(default_model=installed.id, generation=generation))
 
 
-def make_controller(client: EngineHandle | None = None) -> ChatController:
-    """A controller over this home; on a real engine unless a test gives another."""
+def make_service(client: EngineHandle | None = None) -> Service:
+    """The service over this home; on a real engine unless a test gives another."""
     paths = data_paths().ensure()
-    return ChatController(history_path=paths.history_db, settings_path=paths.settings_file,
-                          library=ModelLibrary(paths.models), client=client or EngineClient())
+    return Service(history_path=paths.history_db, settings_path=paths.settings_file,
+                   library=ModelLibrary(paths.models), client=client or EngineClient())
 
 
 def run(scenario: Callable[..., Any], timeout: float = 240) -> Any:
@@ -82,37 +84,38 @@ def run(scenario: Callable[..., Any], timeout: float = 240) -> Any:
     return asyncio.run(asyncio.wait_for(scenario(), timeout))
 
 
-# --- started_controller -------------------------------------------------------------------
+# --- started_service ----------------------------------------------------------------------
 
 
 @dataclass
 class Started:
-    """A controller that started up, every event it sent, and the engine under it."""
+    """A service that started up, the window's doors into it, every event it sent, and the engine under it."""
 
-    controller: ChatController
+    service: Service
+    doors: WindowDoors
     events: Recorder
     engine: Any  # a ScriptedEngine, or the EngineClient a test gave
     _shut: bool = False
 
     async def shutdown(self) -> None:
-        """Shut the controller down now (the fixture does it at the end otherwise)."""
+        """Shut the service down now (the fixture does it at the end otherwise)."""
         if not self._shut:
             self._shut = True
-            await self.controller.shutdown()
+            await self.service.shutdown()
 
 
 Start = Literal["start_up", "open", None]
 
 
-class StartController(Protocol):
+class StartService(Protocol):
     def __call__(self, generation: GenerationSettings = SMALL, *, model: Path | None = None,
                  engine: EngineHandle | None = None, install_model: bool = True,
                  start: Start = "start_up") -> AbstractAsyncContextManager[Started]: ...
 
 
 @pytest.fixture
-def started_controller(tiny_model: Path) -> StartController:
-    """`async with started_controller() as started:` a controller over this test's home,
+def started_service(tiny_model: Path) -> StartService:
+    """`async with started_service() as started:` a service over this test's home,
     started up (start="open": only opened; None: neither), shut down cleanly at the end.
 
     generation: the app's settings for new chats. model: installed as the default (the
@@ -128,14 +131,14 @@ def started_controller(tiny_model: Path) -> StartController:
         if install_model:
             install(model or tiny_model, generation)
         engine = engine if engine is not None else ScriptedEngine()
-        controller = make_controller(engine)
-        started = Started(controller, Recorder(controller), engine)
+        service = make_service(engine)
+        started = Started(service, WindowDoors.of(service), Recorder(service), engine)
         try:
             if start == "start_up":
-                await controller.start_up()
-                assert controller.model_state == ev.ModelState.READY, controller.model_detail
+                await service.start_up()
+                assert service.session.state == ev.ModelState.READY, service.session.detail
             elif start == "open":
-                await controller.open()
+                await service.open()
             yield started
         finally:
             await started.shutdown()
@@ -144,82 +147,82 @@ def started_controller(tiny_model: Path) -> StartController:
     return begin
 
 
-# --- the controller's parts, reached in one place -------------------------------------------
+# --- the service's owners, reached in one place ---------------------------------------------
 
 
-def writing(controller: ChatController) -> bool:
+def writing(service: Service) -> bool:
     """An answer is being written now (not waiting, not loading its model)."""
-    return controller.answers.writing
+    return service.answers.writing
 
 
-async def history(controller: ChatController, method: Callable[..., E], *args: Any) -> E:
-    """One call on the controller's history store, on its writer thread."""
-    assert controller.storage is not None
-    return await controller.storage.history(method, *args)
+async def history(service: Service, method: Callable[..., E], *args: Any) -> E:
+    """One call on the service's history store, on its writer thread."""
+    assert service.storage is not None
+    return await service.storage.history(method, *args)
 
 
-async def stored(controller: ChatController, conversation_id: int) -> list[Message]:
+async def stored(service: Service, conversation_id: int) -> list[Message]:
     """A chat's messages as the history holds them."""
-    return await history(controller, HistoryStore.messages, conversation_id)
+    return await history(service, HistoryStore.messages, conversation_id)
 
 
-def history_in_memory(controller: ChatController) -> bool:
-    assert controller.storage is not None
-    return controller.storage.in_memory
+def history_in_memory(service: Service) -> bool:
+    assert service.storage is not None
+    return service.storage.in_memory
 
 
-def session_of(controller: ChatController) -> ModelSession:
+def session_of(service: Service) -> ModelSession:
     """The model session: the engine, the model in it, and what goes with them."""
-    return controller.session
+    return service.session
 
 
-def engine_line(controller: ChatController) -> EngineQueue:
+def engine_line(service: Service) -> EngineQueue:
     """The line in which every front end's requests wait for the engine."""
-    return controller.session.engine
+    return service.session.engine
 
 
-def engine_of(controller: ChatController) -> Any:
-    return controller.session.client
+def engine_of(service: Service) -> Any:
+    return service.session.client
 
 
-def app_model_id(controller: ChatController) -> str | None:
+def app_model_id(service: Service) -> str | None:
     """The app's model (the default for new chats), as opposed to a chat's own."""
-    app_model = controller.session.app_model
+    app_model = service.session.app_model
     return app_model.id if app_model is not None else None
 
 
-def settings_file(controller: ChatController) -> Path:
-    assert controller._settings_path is not None
-    return controller._settings_path
+def settings_file(service: Service) -> Path:
+    assert service._settings_path is not None
+    return service._settings_path
 
 
-def set_busy_cores(controller: ChatController, busy: Callable[[], float]) -> None:
+def set_busy_cores(service: Service, busy: Callable[[], float]) -> None:
     """What the thread advisor hears of the cores other programs keep busy."""
-    controller.session.threads._busy = busy
+    service.session.threads._busy = busy
 
 
-def priority_problem(controller: ChatController) -> str | None:
-    return controller.session.pace.problem
+def priority_problem(service: Service) -> str | None:
+    return service.session.pace.problem
 
 
-def drafted_ids(controller: ChatController) -> set[int]:
-    return controller.drafts.drafted_ids
+def drafted_ids(service: Service) -> set[int]:
+    return service.drafts.drafted_ids
 
 
-async def drafts_written(controller: ChatController) -> None:
+async def drafts_written(service: Service) -> None:
     """Until every draft saved so far is on disk."""
-    await controller.drafts.flush()
+    await service.drafts.flush()
 
 
-def library_of(controller: ChatController) -> ModelLibrary:
-    return controller.session.setup.library
+def library_of(service: Service) -> ModelLibrary:
+    return service.session.setup.library
 
 
-def give_sight(controller: ChatController, *, loaded: bool = True, problem: str = "") -> None:
+def give_sight(service: Service, *, loaded: bool = True, problem: str = "") -> None:
     """The model in the engine as one the library paired with a vision projector (the library's
     pairing and the projector's load are other parts' work): `loaded` whether the engine said the
     projector loaded, `problem` its words when not."""
-    session = controller.session
+    session = service.session
     engine = session.client
     assert session.model is not None and engine.loaded is not None
     seeing = replace(session.model, projector=session.model.path.with_name("mmproj.gguf"))
@@ -229,9 +232,9 @@ def give_sight(controller: ChatController, *, loaded: bool = True, problem: str 
     engine.loaded = replace(engine.loaded, vision=loaded, vision_problem=problem)  # type: ignore[misc]
 
 
-def take_sight(controller: ChatController) -> None:
+def take_sight(service: Service) -> None:
     """The model in the engine as a text-only one again."""
-    session = controller.session
+    session = service.session
     assert session.model is not None
     session.model = session.app_model = replace(session.model, projector=None)
     session.client.loaded = replace(session.client.loaded, vision=False)  # type: ignore[misc, type-var]

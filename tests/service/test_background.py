@@ -130,18 +130,19 @@ def _engine_nice(pid: int) -> set[int]:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="nice values are POSIX")
-def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_front(started_controller) -> None:
+def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_front(started_service) -> None:
     async def scenario():
-        async with started_controller(engine=EngineClient()) as started:
-            controller = started.controller
-            await controller.update_settings(dataclasses.replace(controller.settings, when_in_background="gently"))
-            pid = engine_of(controller).pid
+        async with started_service(engine=EngineClient()) as started:
+            service, doors = started.service, started.doors
+            await doors.settings.update_settings(dataclasses.replace(doors.settings.settings,
+                                                                     when_in_background="gently"))
+            pid = engine_of(service).pid
             seen = [_engine_nice(pid)]
-            controller.set_window_state(WindowState.BACKGROUND)
+            doors.set_window_state(WindowState.BACKGROUND)
             seen.append(_engine_nice(pid))
-            controller.set_window_state(WindowState.FOREGROUND)
+            doors.set_window_state(WindowState.FOREGROUND)
             seen.append(_engine_nice(pid))
-            return seen, priority_problem(controller)
+            return seen, priority_problem(service)
 
     seen, problem = run(scenario)
     assert seen[0] == {0} and seen[1] == {priority.GENTLE_NICE}, seen
@@ -151,21 +152,21 @@ def test_the_real_engine_runs_gently_behind_another_app_and_at_full_speed_in_fro
         assert seen[2] == {priority.GENTLE_NICE} and "normal priority back" in (problem or "")
 
 
-def test_gently_with_fewer_threads_halves_the_next_answers_threads(started_controller) -> None:
+def test_gently_with_fewer_threads_halves_the_next_answers_threads(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller = started.controller
-            await controller.update_settings(dataclasses.replace(
-                controller.settings, when_in_background="gently", gentle_fewer_threads=True))
-            set_busy_cores(controller, lambda: 0.0)
-            controller.set_window_state(WindowState.BACKGROUND)
-            controller.send("Hello")
-            await controller.wait_idle()
-            gentle = controller.messages[-1].stats.threads
-            controller.set_window_state(WindowState.FOREGROUND)
-            controller.send("Again")
-            await controller.wait_idle()
-            full = controller.messages[-1].stats.threads
+        async with started_service() as started:
+            service, doors = started.service, started.doors
+            await doors.settings.update_settings(dataclasses.replace(
+                doors.settings.settings, when_in_background="gently", gentle_fewer_threads=True))
+            set_busy_cores(service, lambda: 0.0)
+            doors.set_window_state(WindowState.BACKGROUND)
+            doors.chat.send("Hello")
+            await doors.chat.wait_idle()
+            gentle = doors.chat.messages[-1].stats.threads
+            doors.set_window_state(WindowState.FOREGROUND)
+            doors.chat.send("Again")
+            await doors.chat.wait_idle()
+            full = doors.chat.messages[-1].stats.threads
             return gentle, full
 
     gentle, full = run(scenario)

@@ -1,4 +1,5 @@
-"""Files attached in a chat and its collections, through the controller on the scripted engine: kept in the history."""
+"""Files attached in a chat and its collections, through the chat and attach doors on the scripted engine:
+kept in the history."""
 
 from __future__ import annotations
 
@@ -27,61 +28,61 @@ def user_turns(engine, request: int = -1) -> list[str]:
 
 
 def test_files_sent_with_a_message_are_kept_with_it_and_framed_the_same_for_the_next_question(
-        started_controller) -> None:
+        started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            assert controller.send(QUESTION, [CLUB])
-            await controller.wait_idle()
+        async with started_service() as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            assert doors.chat.send(QUESTION, [CLUB])
+            await doors.chat.wait_idle()
             first = user_turns(engine)[0]
             assert first.startswith(MATERIAL_INTRO) and FACT in first and first.endswith(f"Question: {QUESTION}")
-            conversation_id = controller.conversation.id
-            user, answer = await stored(controller, conversation_id)
+            conversation_id = doors.chat.conversation.id
+            user, answer = await stored(service, conversation_id)
             assert (user.text, user.attachments) == (QUESTION, (CLUB,)), "the history keeps what the user typed"
             assert [(s.number, s.path) for s in answer.sources] == [(1, CLUB.path)]
             finished = started.events.of(ev.AnswerFinished)[-1].message
-            assert finished.sources == answer.sources and controller.messages[-1].sources == answer.sources
-            assert controller.send("Which room?", [ROOMS])
-            await controller.wait_idle()
+            assert finished.sources == answer.sources and doors.chat.messages[-1].sources == answer.sources
+            assert doors.chat.send("Which room?", [ROOMS])
+            await doors.chat.wait_idle()
             turns = user_turns(engine)
             assert turns[0] == first, "the first turn is given as before: its saved state is reused"
             assert "[2] rooms.md\n" in turns[1] and "[1] club.txt" not in turns[1]
-            *_, last_answer = await stored(controller, conversation_id)
+            *_, last_answer = await stored(service, conversation_id)
             assert [s.number for s in last_answer.sources] == [1, 2]
 
     run(scenario)
 
 
-def test_files_alone_ask_for_a_summary_which_the_message_keeps(started_controller) -> None:
+def test_files_alone_ask_for_a_summary_which_the_message_keeps(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller = started.controller
-            assert not controller.send("  ")
-            assert controller.send("", [CLUB, ROOMS])
-            await controller.wait_idle()
-            user, _ = await stored(controller, controller.conversation.id)
+        async with started_service() as started:
+            service, doors = started.service, started.doors
+            assert not doors.chat.send("  ")
+            assert doors.chat.send("", [CLUB, ROOMS])
+            await doors.chat.wait_idle()
+            user, _ = await stored(service, doors.chat.conversation.id)
             assert (user.text, user.attachments) == ("Summarise the attached files.", (CLUB, ROOMS))
-            assert controller.conversation.title == "Summarise the attached files."
+            assert doors.chat.conversation.title == "Summarise the attached files."
 
     run(scenario)
 
 
-def test_attachments_survive_a_restart_and_an_edit_and_a_regenerate(started_controller) -> None:
+def test_attachments_survive_a_restart_and_an_edit_and_a_regenerate(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            assert started.controller.send(QUESTION, [CLUB])
-            await started.controller.wait_idle()
-            conversation_id = started.controller.conversation.id
-        async with started_controller(install_model=False) as again:
-            controller, engine = again.controller, again.engine
-            await controller.open_conversation(conversation_id)
-            assert controller.messages[0].attachments == (CLUB,) and controller.messages[1].sources
-            assert controller.regenerate()
-            await controller.wait_idle()
-            assert FACT in user_turns(engine)[0], "a new controller answers from the kept file"
-            assert controller.edit_and_resend(controller.messages[0].id, "What day?")
-            await controller.wait_idle()
-            user, answer = await stored(controller, conversation_id)
+        async with started_service() as started:
+            assert started.doors.chat.send(QUESTION, [CLUB])
+            await started.doors.chat.wait_idle()
+            conversation_id = started.doors.chat.conversation.id
+        async with started_service(install_model=False) as again:
+            service, doors, engine = again.service, again.doors, again.engine
+            await doors.chat.open_conversation(conversation_id)
+            assert doors.chat.messages[0].attachments == (CLUB,) and doors.chat.messages[1].sources
+            assert doors.chat.regenerate()
+            await doors.chat.wait_idle()
+            assert FACT in user_turns(engine)[0], "a new service answers from the kept file"
+            assert doors.chat.edit_and_resend(doors.chat.messages[0].id, "What day?")
+            await doors.chat.wait_idle()
+            user, answer = await stored(service, conversation_id)
             assert (user.text, user.attachments) == ("What day?", (CLUB,))
             assert FACT in user_turns(engine)[0] and user_turns(engine)[0].endswith("Question: What day?")
             assert [s.path for s in answer.sources] == [CLUB.path]
@@ -102,53 +103,53 @@ class Collections:
         return [Hit(name, Path(f"/c/{name}.txt"), None, None, 1.0, FACT, 1) for name in names][:limit]
 
 
-def test_a_new_chats_collections_are_kept_until_its_first_message_saves_them(started_controller) -> None:
+def test_a_new_chats_collections_are_kept_until_its_first_message_saves_them(started_service) -> None:
     search = Collections(gone=["old"])
 
     async def scenario():
-        async with started_controller() as started:
-            controller = started.controller
-            controller.documents.use_search(search.search)
-            await controller.set_chat_collections(["papers", "old", "papers"])
-            assert controller.conversation is None, "no chat is saved for a choice of collections"
-            assert controller.chat_collections() == ("papers", "old")
-            assert controller.send(QUESTION)
-            await controller.wait_idle()
-            conversation_id = controller.conversation.id
-            assert controller.conversation.collections == ("papers", "old") == controller.chat_collections()
+        async with started_service() as started:
+            service, doors = started.service, started.doors
+            service.documents.use_search(search.search)
+            await doors.attach.set_chat_collections(["papers", "old", "papers"])
+            assert doors.chat.conversation is None, "no chat is saved for a choice of collections"
+            assert doors.attach.chat_collections() == ("papers", "old")
+            assert doors.chat.send(QUESTION)
+            await doors.chat.wait_idle()
+            conversation_id = doors.chat.conversation.id
+            assert doors.chat.conversation.collections == ("papers", "old") == doors.attach.chat_collections()
             assert search.asked[-1] == (QUESTION, ("papers",)), "the one that is gone is left out"
-            used = controller.documents.used(conversation_id)
+            used = service.documents.used(conversation_id)
             assert "The collection 'old' was not searched for this answer" in used.problem
             assert used.problem in [problem.text for problem in started.events.of(ev.Problem)], "the window says it"
             assert [s.path for s in used.sources] == ["/c/papers.txt"]
-            _, answer = await stored(controller, conversation_id)
+            _, answer = await stored(service, conversation_id)
             assert [s.path for s in answer.sources] == ["/c/papers.txt"]
             assert started.events.of(ev.AnswerFinished)[-1].message.text, "answered all the same"
-            await controller.set_chat_collections(["papers"])
-            assert controller.chat_collections() == ("papers",)
-            controller.new_conversation()
-            assert controller.chat_collections() == ()
-            await controller.set_chat_collections(["notes"])
-            await controller.open_conversation(conversation_id)
-            assert controller.chat_collections() == ("papers",), "a new chat's choice goes with it"
-        async with started_controller(install_model=False) as again:
-            await again.controller.open_conversation(conversation_id)
-            assert again.controller.chat_collections() == ("papers",)
+            await doors.attach.set_chat_collections(["papers"])
+            assert doors.attach.chat_collections() == ("papers",)
+            doors.chat.new_conversation()
+            assert doors.attach.chat_collections() == ()
+            await doors.attach.set_chat_collections(["notes"])
+            await doors.chat.open_conversation(conversation_id)
+            assert doors.attach.chat_collections() == ("papers",), "a new chat's choice goes with it"
+        async with started_service(install_model=False) as again:
+            await again.doors.chat.open_conversation(conversation_id)
+            assert again.doors.attach.chat_collections() == ("papers",)
 
     run(scenario)
 
 
-def test_read_attachments_reads_in_the_worker_and_names_what_it_cannot(started_controller, tmp_path: Path) -> None:
+def test_read_attachments_reads_in_the_worker_and_names_what_it_cannot(started_service, tmp_path: Path) -> None:
     club = tmp_path / "club.md"
     club.write_text(f"# Club\n\n{FACT}\n", encoding="utf-8")
 
     async def scenario():
-        async with started_controller(start="open") as started:
-            controller = started.controller
-            (file,) = await controller.read_attachments([club])
+        async with started_service(start="open") as started:
+            doors = started.doors
+            (file,) = await doors.attach.read_attachments([club])
             assert (file.path, file.kind, file.name) == (str(club), "markdown", "club.md") and FACT in file.text
             with pytest.raises(AttachmentsUnreadable) as refused:
-                await controller.read_attachments([club, tmp_path / "gone.pdf"])
+                await doors.attach.read_attachments([club, tmp_path / "gone.pdf"])
             assert str(refused.value).startswith(f"{tmp_path / 'gone.pdf'} cannot be read")
 
     run(scenario)

@@ -14,24 +14,24 @@ FACTS = "The kestrel club meets on Thursdays at 7 in room 12.\n\nIts treasurer i
 
 
 @pytest.mark.instruct
-def test_the_second_question_reads_only_what_is_new(started_controller, instruct_model: Path,
+def test_the_second_question_reads_only_what_is_new(started_service, instruct_model: Path,
                                                     tmp_path: Path) -> None:
     notes = tmp_path / "club.txt"
     notes.write_text(f"Notes of the club.\n\n{FACTS}\n", encoding="utf-8")
     settings = GenerationSettings(max_tokens=40, temperature=0.0, context_length=2048)
 
     async def scenario():
-        async with started_controller(settings, model=instruct_model, engine=EngineClient()) as started:
-            controller = started.controller
-            attachments = await controller.read_attachments([notes])
-            assert controller.send("On which day does the club meet?", attachments)
-            await controller.wait_idle()
-            first = controller.messages[-1]
+        async with started_service(settings, model=instruct_model, engine=EngineClient()) as started:
+            doors = started.doors
+            attachments = await doors.attach.read_attachments([notes])
+            assert doors.chat.send("On which day does the club meet?", attachments)
+            await doors.chat.wait_idle()
+            first = doors.chat.messages[-1]
             assert "Thursday" in first.text, first.text
             assert [s.number for s in first.sources] == [1]
-            assert controller.send("Who is the treasurer?")
-            await controller.wait_idle()
-            second = controller.messages[-1]
+            assert doors.chat.send("Who is the treasurer?")
+            await doors.chat.wait_idle()
+            second = doors.chat.messages[-1]
             assert "Okafor" in second.text, second.text
             stats = second.stats
             assert stats is not None and stats.prompt_tokens > first.stats.prompt_tokens

@@ -1,4 +1,4 @@
-"""Images in a chat through the controller on the scripted engine: checked, kept, sent to the engine on
+"""Images in a chat through the chat and attach doors on the scripted engine: checked, kept, sent to the engine on
 their turn every time the chat is answered, and refused in words for a model that cannot see them."""
 
 from __future__ import annotations
@@ -35,98 +35,98 @@ def user_turns(engine, request: int = -1) -> list[tuple[str, tuple[bytes, ...]]]
     return [(m.content, m.images) for m in engine.requests[request].messages if m.role == Role.USER]
 
 
-def test_images_reach_the_engine_on_their_turn_every_time_the_chat_is_answered(started_controller) -> None:
+def test_images_reach_the_engine_on_their_turn_every_time_the_chat_is_answered(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            give_sight(controller)
-            assert controller.vision().available and controller.vision().reason == ""
-            assert controller.send("What is in these?", images=[CHART, PHOTO])
-            await controller.wait_idle()
+        async with started_service() as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            give_sight(service)
+            assert doors.attach.vision().available and doors.attach.vision().reason == ""
+            assert doors.chat.send("What is in these?", images=[CHART, PHOTO])
+            await doors.chat.wait_idle()
             assert user_turns(engine) == [("What is in these?", (CHART.data, PHOTO.data))]
-            user, answer = await stored(controller, controller.conversation.id)
+            user, answer = await stored(service, doors.chat.conversation.id)
             assert user.images == (CHART, PHOTO) and answer.images == () and answer.text
-            assert controller.messages[0].images == (CHART, PHOTO)
-            assert controller.send("And the colour?")
-            await controller.wait_idle()
+            assert doors.chat.messages[0].images == (CHART, PHOTO)
+            assert doors.chat.send("And the colour?")
+            await doors.chat.wait_idle()
             assert user_turns(engine) == [("What is in these?", (CHART.data, PHOTO.data)), ("And the colour?", ())]
 
     run(scenario)
 
 
-def test_images_alone_ask_for_a_description_and_edit_and_regenerate_keep_them(started_controller) -> None:
+def test_images_alone_ask_for_a_description_and_edit_and_regenerate_keep_them(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            give_sight(controller)
-            assert controller.send("", images=[CHART])
-            await controller.wait_idle()
-            assert controller.messages[0].text == "Describe the attached image."
-            assert controller.regenerate()
-            await controller.wait_idle()
+        async with started_service() as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            give_sight(service)
+            assert doors.chat.send("", images=[CHART])
+            await doors.chat.wait_idle()
+            assert doors.chat.messages[0].text == "Describe the attached image."
+            assert doors.chat.regenerate()
+            await doors.chat.wait_idle()
             assert user_turns(engine) == [("Describe the attached image.", (CHART.data,))]
-            assert controller.edit_and_resend(controller.messages[0].id, "")
-            await controller.wait_idle()
+            assert doors.chat.edit_and_resend(doors.chat.messages[0].id, "")
+            await doors.chat.wait_idle()
             assert user_turns(engine) == [("Describe the attached image.", (CHART.data,))]
-            assert controller.edit_and_resend(controller.messages[0].id, "Is it a bar chart?")
-            await controller.wait_idle()
+            assert doors.chat.edit_and_resend(doors.chat.messages[0].id, "Is it a bar chart?")
+            await doors.chat.wait_idle()
             assert user_turns(engine) == [("Is it a bar chart?", (CHART.data,))]
-            user, _ = await stored(controller, controller.conversation.id)
+            user, _ = await stored(service, doors.chat.conversation.id)
             assert user.images == (CHART,)
 
     run(scenario)
 
 
-def test_images_for_a_model_without_vision_are_not_sent_and_the_user_hears_why(started_controller) -> None:
+def test_images_for_a_model_without_vision_are_not_sent_and_the_user_hears_why(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            title = controller.model.title
-            state = controller.vision()
+        async with started_service() as started:
+            doors, engine = started.doors, started.engine
+            title = doors.model.model.title
+            state = doors.attach.vision()
             assert not state.available
             assert state.reason == (f"{title} cannot see images: it has no vision projector. Choose a model tagged "
                                     "Vision, such as Gemma 3 4B (Get a model).")
             generated = len(engine.requests)
-            assert not controller.send("What is this?", images=[CHART])
+            assert not doors.chat.send("What is this?", images=[CHART])
             [problem] = started.events.of(ev.Problem)
             assert problem.kind == "model" and problem.text.startswith(state.reason)
             assert "not sent" in problem.text
-            assert controller.conversation is None and len(engine.requests) == generated, "nothing saved or asked"
-            assert controller.send("What is this?"), "text alone still goes"
-            await controller.wait_idle()
+            assert doors.chat.conversation is None and len(engine.requests) == generated, "nothing saved or asked"
+            assert doors.chat.send("What is this?"), "text alone still goes"
+            await doors.chat.wait_idle()
 
     run(scenario)
 
 
-def test_a_projector_that_did_not_load_says_the_engines_words(started_controller) -> None:
+def test_a_projector_that_did_not_load_says_the_engines_words(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller = started.controller
-            give_sight(controller, loaded=False, problem="The vision projector mmproj.gguf is damaged.")
-            assert controller.vision().reason == "The vision projector mmproj.gguf is damaged."
-            assert not controller.send("Look", images=[CHART])
+        async with started_service() as started:
+            service, doors = started.service, started.doors
+            give_sight(service, loaded=False, problem="The vision projector mmproj.gguf is damaged.")
+            assert doors.attach.vision().reason == "The vision projector mmproj.gguf is damaged."
+            assert not doors.chat.send("Look", images=[CHART])
 
     run(scenario)
 
 
-def test_no_model_yet_says_so(started_controller) -> None:
+def test_no_model_yet_says_so(started_service) -> None:
     async def scenario():
-        async with started_controller(install_model=False, start="open") as started:
-            assert started.controller.vision().reason == NO_MODEL
+        async with started_service(install_model=False, start="open") as started:
+            assert started.doors.attach.vision().reason == NO_MODEL
 
     run(scenario)
 
 
-def test_a_text_model_answering_a_chat_with_images_is_told_of_them_and_never_given_them(started_controller) -> None:
+def test_a_text_model_answering_a_chat_with_images_is_told_of_them_and_never_given_them(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            give_sight(controller)
-            assert controller.send("What is this?", images=[CHART])
-            await controller.wait_idle()
-            take_sight(controller)
-            assert controller.send("Thanks. Write a haiku about spring.")
-            await controller.wait_idle()
+        async with started_service() as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            give_sight(service)
+            assert doors.chat.send("What is this?", images=[CHART])
+            await doors.chat.wait_idle()
+            take_sight(service)
+            assert doors.chat.send("Thanks. Write a haiku about spring.")
+            await doors.chat.wait_idle()
             first, second = user_turns(engine)
             assert first == (f"What is this?\n\n{UNSEEN.format(names='chart.png')}", ())
             assert second == ("Thanks. Write a haiku about spring.", ())
@@ -134,44 +134,44 @@ def test_a_text_model_answering_a_chat_with_images_is_told_of_them_and_never_giv
     run(scenario)
 
 
-def test_a_question_about_images_is_left_unanswered_when_the_model_cannot_see(started_controller) -> None:
+def test_a_question_about_images_is_left_unanswered_when_the_model_cannot_see(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            give_sight(controller)
-            assert controller.send("What is this?", images=[CHART])
-            await controller.wait_idle()
-            take_sight(controller)
+        async with started_service() as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            give_sight(service)
+            assert doors.chat.send("What is this?", images=[CHART])
+            await doors.chat.wait_idle()
+            take_sight(service)
             asked = len(engine.requests)
-            assert controller.regenerate()
-            await controller.wait_idle()
+            assert doors.chat.regenerate()
+            await doors.chat.wait_idle()
             assert len(engine.requests) == asked
             problem = started.events.of(ev.Problem)[-1]
             assert "cannot see images" in problem.text and "Regenerate" in problem.text
-            [user] = await stored(controller, controller.conversation.id)
+            [user] = await stored(service, doors.chat.conversation.id)
             assert user.images == (CHART,), "the question stays, for a model that sees"
 
     run(scenario)
 
 
-def test_read_images_checks_files_and_pasted_bytes_in_the_child(started_controller, tmp_path: Path) -> None:
+def test_read_images_checks_files_and_pasted_bytes_in_the_child(started_service, tmp_path: Path) -> None:
     async def scenario():
-        async with started_controller(start="open") as started:
-            controller = started.controller
+        async with started_service(start="open") as started:
+            doors = started.doors
             good = write_image(tmp_path / "good.png", 30, 20)
-            [image] = await controller.read_images([good])
+            [image] = await doors.attach.read_images([good])
             assert (image.name, image.width, image.height) == ("good.png", 30, 20)
-            pasted = await controller.read_image_data(image_bytes(12, 10))
+            pasted = await doors.attach.read_image_data(image_bytes(12, 10))
             assert (pasted.name, pasted.width) == ("Pasted image", 12)
             text = tmp_path / "notes.png"
             text.write_text("not a picture", encoding="utf-8")
             with pytest.raises(ImagesUnreadable) as refused:
-                await controller.read_images([good, text])
+                await doors.attach.read_images([good, text])
             said = str(refused.value)
             assert f"{text} cannot be used: it is not an image: it holds text." in said
             assert "save it again as PNG or JPEG" in said and str(good) not in said
             with pytest.raises(ImagesUnreadable, match="a message takes at most 8"):
-                await controller.read_images([good] * 9)
+                await doors.attach.read_images([good] * 9)
 
     run(scenario)
 
@@ -242,48 +242,48 @@ def test_the_fit_counts_the_images_that_are_sent_and_no_others() -> None:
         [as_text(m, unseen=True) for m in history])
 
 
-def test_images_a_model_cannot_see_take_no_room_in_the_fit(started_controller) -> None:
+def test_images_a_model_cannot_see_take_no_room_in_the_fit(started_service) -> None:
     club = AttachedFile("/home/ann/club.txt", "text", 100, (AttachedSection("The club meets on Thursdays."),))
 
     async def scenario():
-        async with started_controller() as started:
-            controller = started.controller
-            give_sight(controller)
+        async with started_service() as started:
+            service, doors = started.service, started.doors
+            give_sight(service)
             for turn in range(2):
-                assert controller.send(f"Question {turn}", images=[CHART] * 8)
-                await controller.wait_idle()
-            loaded = controller.session.loaded
+                assert doors.chat.send(f"Question {turn}", images=[CHART] * 8)
+                await doors.chat.wait_idle()
+            loaded = service.session.loaded
             assert loaded is not None and PROMPT_IMAGES * IMAGE_TOKENS > loaded.context_length
-            take_sight(controller)  # the 16 images are not sent now, so they take none of the context
-            assert controller.send("When does the club meet?", attachments=(club,))
-            await controller.wait_idle()
-            chat = controller.conversation.id
-            assert controller.documents.used(chat).fit is Fit.WHOLE
-            give_sight(controller)  # sent again: with them, the file no longer fits whole
-            assert controller.send("And where?", attachments=(club,))
-            await controller.wait_idle()
-            assert controller.documents.used(chat).fit is Fit.RETRIEVED
+            take_sight(service)  # the 16 images are not sent now, so they take none of the context
+            assert doors.chat.send("When does the club meet?", attachments=(club,))
+            await doors.chat.wait_idle()
+            chat = doors.chat.conversation.id
+            assert service.documents.used(chat).fit is Fit.WHOLE
+            give_sight(service)  # sent again: with them, the file no longer fits whole
+            assert doors.chat.send("And where?", attachments=(club,))
+            await doors.chat.wait_idle()
+            assert service.documents.used(chat).fit is Fit.RETRIEVED
             assert not started.events.of(ev.Problem)
 
     run(scenario)
 
 
 def test_the_prompts_image_limit_is_the_engines() -> None:
-    from app.engine import image_prompt
+    from app.engine.backends.llama import image_prompt
 
     assert PROMPT_IMAGES == image_prompt.MAX_IMAGES  # the service's copy of the engine's limit
 
 
-def test_a_chat_of_more_images_than_a_prompt_takes_sends_the_newest_turns_images(started_controller) -> None:
+def test_a_chat_of_more_images_than_a_prompt_takes_sends_the_newest_turns_images(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            give_sight(controller)
+        async with started_service() as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            give_sight(service)
             turns = [tuple(AttachedImage(f"t{turn}-{n}.png", "image/png", 8 + n, 4 + turn,
                                          image_bytes(8 + n, 4 + turn), "") for n in range(8)) for turn in range(3)]
             for turn, images in enumerate(turns):
-                assert controller.send(f"Question {turn}", images=list(images))
-                await controller.wait_idle()
+                assert doors.chat.send(f"Question {turn}", images=list(images))
+                await doors.chat.wait_idle()
                 assert not started.events.of(ev.Problem)
             sent = user_turns(engine)
             assert sum(len(images) for _, images in sent) == PROMPT_IMAGES

@@ -24,77 +24,77 @@ def _engine(thinking_model) -> ScriptedEngine:
     return engine
 
 
-def test_a_chats_own_model_loads_when_it_is_sent_to_and_the_default_stays(started_controller, tiny_model,
+def test_a_chats_own_model_loads_when_it_is_sent_to_and_the_default_stays(started_service, tiny_model,
                                                                            thinking_model) -> None:
     install(tiny_model)
     thinker = import_model_file(ModelLibrary(data_paths().models), thinking_model)
 
     async def scenario():
-        async with started_controller(engine=_engine(thinking_model), install_model=False) as started:
-            controller, recorder = started.controller, started.events
-            tiny_id = controller.model.id
-            assert controller.conversation_model_id() is None
+        async with started_service(engine=_engine(thinking_model), install_model=False) as started:
+            service, doors, recorder = started.service, started.doors, started.events
+            tiny_id = doors.model.model.id
+            assert doors.chat.conversation_model_id() is None
             # Chosen in the new chat before its first message: kept for when it is saved.
-            await controller.set_conversation_model(thinker.id)
-            assert controller.conversation_model_id() == thinker.id
+            await doors.chat.set_conversation_model(thinker.id)
+            assert doors.chat.conversation_model_id() == thinker.id
             assert recorder.of(ev.ConversationModelChosen)[-1] == ev.ConversationModelChosen(None, thinker.id)
-            assert controller.model.id == tiny_id, "choosing loads nothing"
-            assert controller.send("Which model are you?")
-            await controller.wait_idle()
-            own_chat = controller.conversation
+            assert doors.model.model.id == tiny_id, "choosing loads nothing"
+            assert doors.chat.send("Which model are you?")
+            await doors.chat.wait_idle()
+            own_chat = doors.chat.conversation
             assert own_chat.model == thinker.id
-            assert controller.messages[-1].text == ANSWER, "the thinker answered"
-            assert controller.messages[-1].thinking == THOUGHT
-            assert controller.settings.default_model == tiny_id, "a chat's model is not the app's default"
+            assert doors.chat.messages[-1].text == ANSWER, "the thinker answered"
+            assert doors.chat.messages[-1].thinking == THOUGHT
+            assert doors.settings.settings.default_model == tiny_id, "a chat's model is not the app's default"
             # A chat on the default model loads it back when sent to, not when opened.
-            controller.new_conversation()
-            assert controller.conversation_model_id() is None
-            assert controller.send("And you?")
-            await controller.wait_idle()
-            default_chat = controller.conversation.id
-            assert controller.model.id == tiny_id and controller.messages[-1].text != ANSWER
+            doors.chat.new_conversation()
+            assert doors.chat.conversation_model_id() is None
+            assert doors.chat.send("And you?")
+            await doors.chat.wait_idle()
+            default_chat = doors.chat.conversation.id
+            assert doors.model.model.id == tiny_id and doors.chat.messages[-1].text != ANSWER
             loads = len([e for e in recorder.of(ev.ModelStateChanged) if e.state == ev.ModelState.LOADING])
-            await controller.open_conversation(own_chat.id)
-            assert controller.conversation_model_id() == thinker.id
-            assert controller.model.id == tiny_id, "opening a chat loads nothing"
-            await controller.set_conversation_model(None)  # back to the default: no load needed to answer
-            assert controller.send("Default now")
-            await controller.wait_idle()
-            assert controller.model.id == tiny_id and controller.messages[-1].text != ANSWER
+            await doors.chat.open_conversation(own_chat.id)
+            assert doors.chat.conversation_model_id() == thinker.id
+            assert doors.model.model.id == tiny_id, "opening a chat loads nothing"
+            await doors.chat.set_conversation_model(None)  # back to the default: no load needed to answer
+            assert doors.chat.send("Default now")
+            await doors.chat.wait_idle()
+            assert doors.model.model.id == tiny_id and doors.chat.messages[-1].text != ANSWER
             assert len([e for e in recorder.of(ev.ModelStateChanged) if e.state == ev.ModelState.LOADING]) == loads
-            stored = await history(controller, HistoryStore.get_conversation, own_chat.id)
+            stored = await history(service, HistoryStore.get_conversation, own_chat.id)
             assert stored.model is None
-            assert (await history(controller, HistoryStore.get_conversation, default_chat)).model is None
+            assert (await history(service, HistoryStore.get_conversation, default_chat)).model is None
 
     run(scenario)
 
 
-def test_a_waiting_chat_gets_its_own_model_when_its_turn_comes(started_controller, tiny_model,
+def test_a_waiting_chat_gets_its_own_model_when_its_turn_comes(started_service, tiny_model,
                                                                 thinking_model) -> None:
     install(tiny_model)
     thinker = import_model_file(ModelLibrary(data_paths().models), thinking_model)
 
     async def scenario():
-        async with started_controller(engine=_engine(thinking_model), install_model=False) as started:
-            controller, recorder = started.controller, started.events
-            system, settings = controller.conversation_settings()
-            await controller.set_conversation_settings(system, dataclasses.replace(settings, max_tokens=100_000))
-            first = controller.conversation.id
-            assert controller.send("Talk for a long time")
+        async with started_service(engine=_engine(thinking_model), install_model=False) as started:
+            service, doors, recorder = started.service, started.doors, started.events
+            system, settings = doors.chat.conversation_settings()
+            await doors.chat.set_conversation_settings(system, dataclasses.replace(settings, max_tokens=100_000))
+            first = doors.chat.conversation.id
+            assert doors.chat.send("Talk for a long time")
             await recorder.until(lambda: recorder.of(ev.TextGrew), what="A's answer")
-            controller.new_conversation()
-            await controller.set_conversation_model(thinker.id)
-            assert controller.send("Thinker, your turn")
-            await recorder.until(lambda: len(controller.waiting_ids) == 1, what="B to wait")
-            controller.stop(first)
-            await controller.wait_idle()
-            assert controller.messages[-1].text == ANSWER
-            assert controller.model.id == thinker.id and app_model_id(controller) != thinker.id
+            doors.chat.new_conversation()
+            await doors.chat.set_conversation_model(thinker.id)
+            assert doors.chat.send("Thinker, your turn")
+            await recorder.until(lambda: len(doors.chat.waiting_ids) == 1, what="B to wait")
+            doors.chat.stop(first)
+            await doors.chat.wait_idle()
+            assert doors.chat.messages[-1].text == ANSWER
+            assert doors.model.model.id == thinker.id and app_model_id(service) != thinker.id
 
     run(scenario)
 
 
-def test_a_chats_model_that_cannot_load_is_said_and_other_chats_still_answer(started_controller, tiny_model,
+def test_a_chats_model_that_cannot_load_is_said_and_other_chats_still_answer(started_service, tiny_model,
                                                                              tmp_path) -> None:
     install(tiny_model)
     copy = tmp_path / "damaged later.gguf"
@@ -105,18 +105,18 @@ def test_a_chats_model_that_cannot_load_is_said_and_other_chats_still_answer(sta
     broken.path.write_bytes(bytes(damaged))
 
     async def scenario():
-        async with started_controller(install_model=False) as started:
-            controller, recorder = started.controller, started.events
-            assert broken.id != app_model_id(controller)
-            await controller.set_conversation_model(broken.id)
-            assert controller.send("Hello broken")
-            await controller.wait_idle()
+        async with started_service(install_model=False) as started:
+            service, doors, recorder = started.service, started.doors, started.events
+            assert broken.id != app_model_id(service)
+            await doors.chat.set_conversation_model(broken.id)
+            assert doors.chat.send("Hello broken")
+            await doors.chat.wait_idle()
             problem = recorder.of(ev.Problem)[-1]
             assert problem.kind == "model" and broken.title in problem.text and "Your message is kept" in problem.text
-            assert [m.text for m in controller.messages] == ["Hello broken"]
-            controller.new_conversation()
-            assert controller.send("Hello default")
-            await controller.wait_idle()
-            assert controller.messages[-1].state == MessageState.COMPLETE
+            assert [m.text for m in doors.chat.messages] == ["Hello broken"]
+            doors.chat.new_conversation()
+            assert doors.chat.send("Hello default")
+            await doors.chat.wait_idle()
+            assert doors.chat.messages[-1].state == MessageState.COMPLETE
 
     run(scenario)

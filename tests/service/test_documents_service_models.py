@@ -1,5 +1,5 @@
 """DocumentsService with what it is given: the embedding model chosen (shared with the CLI), and the
-controller that starts it, holds it while an answer streams and closes it."""
+composition root that starts it, holds it while an answer streams and closes it."""
 
 from __future__ import annotations
 
@@ -89,24 +89,24 @@ def test_an_embedding_model_installed_later_is_used_without_being_chosen(tmp_pat
     asyncio.run(scenario())
 
 
-def test_the_controller_starts_the_service_holds_it_while_answering_and_closes_it(started_controller: Any,
+def test_the_root_starts_the_service_holds_it_while_answering_and_closes_it(started_service: Any,
                                                                                    tmp_path: Path) -> None:
     from app.documents.index import default_database
 
     folder = folder_of(tmp_path, 2)
 
     async def scenario() -> None:
-        async with started_controller() as started:
-            controller, recorder = started.controller, started.events
-            await controller.collections.add_folder(folder)
-            await recorder.until(lambda: (c := controller.collections.collections()) and
+        async with started_service() as started:
+            service, doors, recorder = started.service, started.doors, started.events
+            await service.collections.add_folder(folder)
+            await recorder.until(lambda: (c := service.collections.collections()) and
                                  c[0].state is ev.IndexState.IDLE and c[0].indexed == 2, what="indexed")
             assert default_database().is_file()  # the one `kestrel docs` uses
-            assert controller.send("Hello")
+            assert doors.chat.send("Hello")
             await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
-            assert controller.collections.waiting_because() == ANSWERING_WORDS
-            await controller.wait_idle()
-            assert controller.collections.waiting_because() == ""
+            assert service.collections.waiting_because() == ANSWERING_WORDS
+            await doors.chat.wait_idle()
+            assert service.collections.waiting_because() == ""
             await started.shutdown()
             assert not any(t.name == "kestrel-documents" for t in threading.enumerate())
 

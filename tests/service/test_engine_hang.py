@@ -1,4 +1,4 @@
-"""A hung engine (SIGSTOP stands in for a driver that never returns) through the controller:
+"""A hung engine (SIGSTOP stands in for a driver that never returns) through the service:
 said, ended, and started again at once when the user pressed Stop.
 
 The client's own hang checks (noticed mid-answer, a paused engine left alone, Stop ends
@@ -28,30 +28,30 @@ def _client(**limits: float) -> EngineClient:
                            **limits})
 
 
-def test_the_controller_says_so_and_stop_restarts_the_engine(started_controller) -> None:
+def test_the_service_says_so_and_stop_restarts_the_engine(started_service) -> None:
     async def scenario():
-        async with started_controller(dataclasses.replace(SMALL, max_tokens=100_000),
+        async with started_service(dataclasses.replace(SMALL, max_tokens=100_000),
                                       engine=_client(hang_after=60.0)) as started:
-            controller, recorder = started.controller, started.events
-            assert controller.send("Keep talking")
+            service, doors, recorder = started.service, started.doors, started.events
+            assert doors.chat.send("Keep talking")
             await recorder.until(lambda: recorder.of(ev.AnswerStarted), what="the answer")
             answer_id = recorder.of(ev.AnswerStarted)[-1].message.id
             await recorder.until(lambda: len(recorder.text_of(answer_id)) > 20, what="some text")
-            first_pid = engine_of(controller).pid
+            first_pid = engine_of(service).pid
             freeze(first_pid)
-            controller.stop()
-            await controller.wait_idle()
+            doors.chat.stop()
+            await doors.chat.wait_idle()
             cut = recorder.of(ev.AnswerInterrupted)[-1]
             assert cut.reason == ev.InterruptReason.ENGINE_DIED and "did not respond to Stop" in cut.detail
             assert cut.message.state == MessageState.INTERRUPTED and len(cut.message.text) > 20
             # Started again without waiting for the next message.
-            await recorder.until(lambda: controller.model_state == ev.ModelState.READY
-                                 and engine_of(controller).pid not in (None, first_pid), what="the new engine")
+            await recorder.until(lambda: doors.model.model_state == ev.ModelState.READY
+                                 and engine_of(service).pid not in (None, first_pid), what="the new engine")
             assert any("did not respond to Stop" in p.text for p in recorder.of(ev.Problem))
-            await controller.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=6))
-            assert controller.send("Back?")
-            await controller.wait_idle()
-            assert controller.messages[-1].state == MessageState.COMPLETE
+            await doors.chat.set_conversation_settings("", dataclasses.replace(SMALL, max_tokens=6))
+            assert doors.chat.send("Back?")
+            await doors.chat.wait_idle()
+            assert doors.chat.messages[-1].state == MessageState.COMPLETE
     run(scenario)
 
 

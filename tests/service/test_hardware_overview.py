@@ -96,11 +96,11 @@ def test_the_form_rows_say_what_a_source_could_not_read() -> None:
     assert power_text(None) == "unknown"
 
 
-def test_a_real_controller_gives_its_overview_for_copy_report(started_controller) -> None:
+def test_a_real_service_gives_its_overview_for_copy_report(started_service) -> None:
     async def scenario():
-        async with started_controller(engine=ScriptedEngine(machine="windows_desktop_rtx4070")) as started:
-            overview = await hardware_overview(session_of(started.controller))
-            return overview, overview.text, started.controller.model.title
+        async with started_service(engine=ScriptedEngine(machine="windows_desktop_rtx4070")) as started:
+            overview = await hardware_overview(session_of(started.service))
+            return overview, overview.text, started.doors.model.model.title
 
     overview, text, title = run(scenario)
     assert "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text

@@ -1,4 +1,4 @@
-"""Another Kestrel process changes the history: the controller hears of it and reads it again.
+"""Another Kestrel process changes the history: the service hears of it and reads it again.
 
 The other process is real (`python -m app import`, or a HistoryStore in a child
 Python) over the same KESTREL_HOME; the app's own writes must not be reported.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from app.core.paths import data_paths
 from app.service import events as ev
+from app.service.chats.chat_files import ExportOutcome
 from tests.service.conftest import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,48 +27,48 @@ async def other_process(*args: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def test_an_import_by_another_process_is_heard_and_the_list_read_again(started_controller, tmp_path) -> None:
+def test_an_import_by_another_process_is_heard_and_the_list_read_again(started_service, tmp_path) -> None:
     async def scenario() -> None:
-        async with started_controller() as started:
-            c, events = started.controller, started.events
-            assert c.send("Hello there")
-            await c.wait_idle()
-            first = c.conversation
+        async with started_service() as started:
+            doors, events = started.doors, started.events
+            assert doors.chat.send("Hello there")
+            await doors.chat.wait_idle()
+            first = doors.chat.conversation
             assert first is not None
             exported = tmp_path / "chat.json"
-            assert await c.export_conversation(first.id, exported, "json")
+            assert await doors.files.export_conversation(first.id, exported, "json") is ExportOutcome.WRITTEN
             await asyncio.sleep(1.0)  # several looks of the watch, after the app's own writes
             assert not events.of(ev.HistoryChangedElsewhere), "the app's own writes were reported"
 
             await other_process("-m", "app", "import", str(exported))
             await events.until(lambda: events.of(ev.HistoryChangedElsewhere), timeout=10, what="the change heard")
             listed_before, opened_before = len(events.of(ev.ConversationsListed)), len(events.of(ev.ConversationOpened))
-            await c.follow_history()
+            await doors.history.follow_history()
             assert len(events.of(ev.ConversationOpened)) == opened_before, "the open chat, unchanged, was not redrawn"
             listed = events.of(ev.ConversationsListed)
             assert len(listed) == listed_before + 1
             assert len(listed[-1].conversations) == 2
-            assert c.conversation is not None and c.conversation.id == first.id  # still the open chat
+            assert doors.chat.conversation is not None and doors.chat.conversation.id == first.id  # still the open chat
 
     run(scenario)
 
 
-def test_the_open_chat_changed_elsewhere_is_shown_again_and_one_deleted_gives_way(started_controller) -> None:
+def test_the_open_chat_changed_elsewhere_is_shown_again_and_one_deleted_gives_way(started_service) -> None:
     async def scenario() -> None:
-        async with started_controller() as started:
-            c, events = started.controller, started.events
-            assert c.send("Hello there")
-            await c.wait_idle()
-            chat = c.conversation
+        async with started_service() as started:
+            doors, events = started.doors, started.events
+            assert doors.chat.send("Hello there")
+            await doors.chat.wait_idle()
+            chat = doors.chat.conversation
             assert chat is not None
             db = data_paths().history_db
             rename = ("from app.core.history import HistoryStore; import sys; "
                       "HistoryStore(sys.argv[1]).rename_conversation(int(sys.argv[2]), 'Renamed elsewhere')")
             await other_process("-c", rename, str(db), str(chat.id))
             await events.until(lambda: events.of(ev.HistoryChangedElsewhere), timeout=10, what="the rename heard")
-            await c.follow_history()
-            assert c.conversation is not None and c.conversation.title == "Renamed elsewhere"
-            assert events.of(ev.ConversationOpened)[-1].conversation == c.conversation
+            await doors.history.follow_history()
+            assert doors.chat.conversation is not None and doors.chat.conversation.title == "Renamed elsewhere"
+            assert events.of(ev.ConversationOpened)[-1].conversation == doors.chat.conversation
 
             heard = len(events.of(ev.HistoryChangedElsewhere))
             delete = ("from app.core.history import HistoryStore; import sys; "
@@ -75,17 +76,17 @@ def test_the_open_chat_changed_elsewhere_is_shown_again_and_one_deleted_gives_wa
             await other_process("-c", delete, str(db), str(chat.id))
             await events.until(lambda: len(events.of(ev.HistoryChangedElsewhere)) > heard, timeout=10,
                                what="the delete heard")
-            await c.follow_history()
-            assert c.conversation is None  # a new chat took its place
+            await doors.history.follow_history()
+            assert doors.chat.conversation is None  # a new chat took its place
             assert events.of(ev.ConversationsListed)[-1].conversations == ()
 
     run(scenario)
 
 
-def test_the_watch_stops_at_shutdown(started_controller) -> None:
+def test_the_watch_stops_at_shutdown(started_service) -> None:
     async def scenario() -> None:
-        async with started_controller() as started:
-            storage = started.controller.storage
+        async with started_service() as started:
+            storage = started.service.storage
             assert storage is not None and storage._watch is not None and storage._watch.running
             await started.shutdown()
             assert not storage._watch.running

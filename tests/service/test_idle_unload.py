@@ -18,20 +18,21 @@ def _states(events: Recorder) -> list[ModelState]:
     return [e.state for e in events.of(ev.ModelStateChanged)]
 
 
-def test_an_idle_model_is_unloaded_then_loads_again_for_the_next_message(started_controller) -> None:
+def test_an_idle_model_is_unloaded_then_loads_again_for_the_next_message(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, events, engine = started.controller, started.events, started.engine
-            await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK))
-            controller.send("Hello")
-            await controller.wait_idle()
+        async with started_service() as started:
+            doors, events, engine = started.doors, started.events, started.engine
+            await doors.settings.update_settings(dataclasses.replace(doors.settings.settings,
+                                                                     unload_after_minutes=QUICK))
+            doors.chat.send("Hello")
+            await doors.chat.wait_idle()
             pid = engine.pid
-            await events.until(lambda: controller.model_state == ModelState.UNLOADED and engine.loaded is None,
+            await events.until(lambda: doors.model.model_state == ModelState.UNLOADED and engine.loaded is None,
                                10, "the unload")
-            unloaded = (engine.loaded, controller.model_detail, engine.running, engine.pid == pid)
-            controller.send("Again")
-            await controller.wait_idle()
-            return events, unloaded, controller.messages[-1], engine.pid == pid
+            unloaded = (engine.loaded, doors.model.model_detail, engine.running, engine.pid == pid)
+            doors.chat.send("Again")
+            await doors.chat.wait_idle()
+            return events, unloaded, doors.chat.messages[-1], engine.pid == pid
 
     events, unloaded, answer, same_engine = run(scenario)
     assert unloaded == (None, UNLOADED_WORDS, True, True), "the model is gone, the engine process stays"
@@ -42,32 +43,34 @@ def test_an_idle_model_is_unloaded_then_loads_again_for_the_next_message(started
     assert not events.of(ev.Problem), "the user sees loading, not an error"
 
 
-def test_the_engine_process_can_end_when_idle_and_start_again(started_controller) -> None:
+def test_the_engine_process_can_end_when_idle_and_start_again(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, engine = started.controller, started.engine
-            await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=QUICK,
+        async with started_service() as started:
+            doors, engine = started.doors, started.engine
+            await doors.settings.update_settings(dataclasses.replace(doors.settings.settings,
+                                                                     unload_after_minutes=QUICK,
                                                                  exit_engine_when_idle=True))
             first = engine.pid
-            await started.events.until(lambda: controller.model_state == ModelState.UNLOADED
+            await started.events.until(lambda: doors.model.model_state == ModelState.UNLOADED
                                        and not engine.running, 10, "the engine's exit")
-            controller.send("Wake up")
-            await controller.wait_idle()
-            return controller.messages[-1], first, engine.pid
+            doors.chat.send("Wake up")
+            await doors.chat.wait_idle()
+            return doors.chat.messages[-1], first, engine.pid
 
     answer, first, second = run(scenario)
     assert second not in (None, first)
     assert answer.state == MessageState.COMPLETE and answer.text
 
 
-def test_never_keeps_the_model(started_controller) -> None:
+def test_never_keeps_the_model(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller = started.controller
-            await controller.update_settings(dataclasses.replace(controller.settings, unload_after_minutes=None))
-            controller.send("Hello")
-            await controller.wait_idle()
+        async with started_service() as started:
+            doors = started.doors
+            await doors.settings.update_settings(dataclasses.replace(doors.settings.settings,
+                                                                     unload_after_minutes=None))
+            doors.chat.send("Hello")
+            await doors.chat.wait_idle()
             await asyncio.sleep(1.0)
-            return controller.model_state
+            return doors.model.model_state
 
     assert run(scenario) == ModelState.READY

@@ -1,4 +1,4 @@
-"""The model manager's service over a real controller, engine, library and HTTP server."""
+"""The model manager's service over a real service, engine, library and HTTP server."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def _row(listed: ev.LibraryListed, model_id: str) -> ev.ModelRow:
     return next(r for r in listed.rows if r.model.id == model_id)
 
 
-def test_rows_carry_details_fit_default_and_loaded(started_controller, tiny_model: Path) -> None:
+def test_rows_carry_details_fit_default_and_loaded(started_service, tiny_model: Path) -> None:
     async def scenario():
-        async with started_controller() as started:
-            await started.controller.library.refresh()
+        async with started_service() as started:
+            await started.service.library.refresh()
             return started.events
 
     events = run(scenario)
@@ -44,20 +44,20 @@ def test_rows_carry_details_fit_default_and_loaded(started_controller, tiny_mode
     assert sized and all(r.fit is not None for r in sized), "a catalog model with a known size gets a verdict"
 
 
-def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(started_controller) -> None:
+def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller, events = started.controller, started.events
-            controller.send("Hello")
-            await controller.wait_idle()
-            old_chat = controller.conversation.id
-            controller.new_conversation()
-            saved = await controller.library.set_defaults("tiny-model", ModelDefaults(
+        async with started_service() as started:
+            service, doors, events = started.service, started.doors, started.events
+            doors.chat.send("Hello")
+            await doors.chat.wait_idle()
+            old_chat = doors.chat.conversation.id
+            doors.chat.new_conversation()
+            saved = await service.library.set_defaults("tiny-model", ModelDefaults(
                 context_length=768, system_prompt="Be terse.", temperature=0.2))
-            reloaded = engine_of(controller).load_request.context_length
-            new_chat = controller.conversation_settings()
-            await controller.open_conversation(old_chat)
-            own = controller.conversation_settings()
+            reloaded = engine_of(service).load_request.context_length
+            new_chat = doors.chat.conversation_settings()
+            await doors.chat.open_conversation(old_chat)
+            own = doors.chat.conversation_settings()
             return events, saved, reloaded, new_chat, own
 
     events, saved, reloaded, (prompt, settings), (old_prompt, old_settings) = run(scenario)
@@ -69,12 +69,12 @@ def test_a_models_own_settings_reach_the_load_and_new_chats_but_not_a_chats_own(
     assert states[-2:] == [ModelState.LOADING, ModelState.READY]
 
 
-def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(started_controller) -> None:
+def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(started_service) -> None:
     async def scenario():
-        async with started_controller(start="open") as started:
-            controller = started.controller
-            saved = await controller.library.set_defaults("tiny-model", ModelDefaults(temperature=9.0))
-            return started.events, saved, library_of(controller).get("tiny-model")
+        async with started_service(start="open") as started:
+            service = started.service
+            saved = await service.library.set_defaults("tiny-model", ModelDefaults(temperature=9.0))
+            return started.events, saved, library_of(service).get("tiny-model")
 
     events, saved, model = run(scenario)
     assert not saved and model.defaults == ModelDefaults()
@@ -82,23 +82,23 @@ def test_a_bad_setting_is_refused_in_words_and_nothing_is_saved(started_controll
 
 
 def test_a_referenced_model_is_forgotten_not_deleted_and_a_missing_one_says_so(
-        started_controller, tiny_model: Path, tmp_path: Path) -> None:
+        started_service, tiny_model: Path, tmp_path: Path) -> None:
     outside = tmp_path / "Meine Modelle" / "tiny copy.gguf"
     outside.parent.mkdir()
     shutil.copy(tiny_model, outside)
 
     async def scenario():
-        async with started_controller(install_model=False, start="open") as started:
-            controller, events = started.controller, started.events
-            model = await controller.library.add(str(outside), reference=True)
+        async with started_service(install_model=False, start="open") as started:
+            service, events = started.service, started.events
+            model = await service.library.add(str(outside), reference=True)
             outside.rename(outside.with_suffix(".away"))  # the drive is unplugged
-            await controller.library.refresh()
+            await service.library.refresh()
             missing = _row(events.of(ev.LibraryListed)[-1], model.id)
-            loaded = await controller.library.load(model.id)
+            loaded = await service.library.load(model.id)
             outside.with_suffix(".away").rename(outside)
-            await controller.library.refresh()
+            await service.library.refresh()
             back = _row(events.of(ev.LibraryListed)[-1], model.id)
-            removed = await controller.library.remove(model.id)
+            removed = await service.library.remove(model.id)
             return events, model, missing, loaded, back, removed
 
     events, model, missing, loaded, back, removed = run(scenario)
@@ -110,21 +110,21 @@ def test_a_referenced_model_is_forgotten_not_deleted_and_a_missing_one_says_so(
     assert all(r.model.id != model.id for r in events.of(ev.LibraryListed)[-1].rows)
 
 
-def test_set_default_is_saved_for_the_next_start(started_controller, tiny_model: Path, tmp_path: Path) -> None:
+def test_set_default_is_saved_for_the_next_start(started_service, tiny_model: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.gguf"
     shutil.copy(tiny_model, other)
 
     async def scenario():
-        async with started_controller(start="open") as started:
-            model = await started.controller.library.add(str(other), reference=True)
-            return model, await started.controller.library.set_default(model.id)
+        async with started_service(start="open") as started:
+            model = await started.service.library.add(str(other), reference=True)
+            return model, await started.service.library.set_default(model.id)
 
     model, chosen = run(scenario)
     assert chosen and SettingsFile(data_paths().settings_file).load().default_model == model.id
 
 
 def test_a_downloaded_catalog_model_becomes_the_default_and_loads_when_there_was_none(
-        started_controller, server: TestServer, storage: TestServer, tiny_model: Path,
+        started_service, server: TestServer, storage: TestServer, tiny_model: Path,
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # A catalog entry whose hash and size the catalog leaves to the server: every shipped GGUF
     # states both (the tiny model could not pass for one), so a copy of a shipped entry without them.
@@ -135,43 +135,43 @@ def test_a_downloaded_catalog_model_becomes_the_default_and_loads_when_there_was
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
 
     async def scenario():
-        async with started_controller(install_model=False, start="open") as started:
-            controller, events = started.controller, started.events
-            controller.library.download(find_entry(load_catalog(), entry.id))
-            await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
-            await events.until(lambda: any(r.installed_id for r in controller.library.catalog_rows), 10,
+        async with started_service(install_model=False, start="open") as started:
+            service, doors, events = started.service, started.doors, started.events
+            service.library.download(find_entry(load_catalog(), entry.id))
+            await events.until(lambda: doors.model.model_state == ModelState.READY, 60, "the downloaded model to load")
+            await events.until(lambda: any(r.installed_id for r in service.library.catalog_rows), 10,
                                "the refresh")
-            return events, controller
+            return events, started
 
-    events, controller = run(scenario)
+    events, started = run(scenario)
     states = [e.item.state for e in events.of(DownloadChanged)]
     assert states[0] == "queued" and states[-1] == "done"
     done = events.of(DownloadChanged)[-1].item
-    assert controller.model.id == done.model_id
+    assert started.doors.model.model.id == done.model_id
     assert SettingsFile(data_paths().settings_file).load().default_model == done.model_id
-    row = next(r for r in controller.library.catalog_rows if r.entry.id == entry.id)
+    row = next(r for r in started.service.library.catalog_rows if r.entry.id == entry.id)
     assert row.installed_id == done.model_id, "the catalog knows the model it became"
     assert dataclasses.replace(row, installed_id=None).installed_id is None
 
 
 def test_look_up_lists_a_pasted_repository_and_download_unit_installs_the_pick(
-        started_controller, server: TestServer, storage: TestServer, tiny_model: Path,
+        started_service, server: TestServer, storage: TestServer, tiny_model: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     endpoint = hugging_face_repo(server, storage, "o/Tiny-GGUF", {"tiny-Q4_K_M.gguf": tiny_model.read_bytes(),
                                                                   "tiny-Q8_0.gguf": b"GGUF" + bytes(60)})
     monkeypatch.setenv("HF_ENDPOINT", endpoint)
 
     async def scenario():
-        async with started_controller(install_model=False, start="open") as started:
-            controller, events = started.controller, started.events
-            units = await controller.library.look_up("o/Tiny-GGUF")
-            missing = await controller.library.look_up("o/Not-There")
-            nonsense = await controller.library.look_up("not a repository")
-            controller.library.download_unit(units[0])
-            await events.until(lambda: controller.model_state == ModelState.READY, 60, "the downloaded model to load")
-            return events, controller, units, missing, nonsense
+        async with started_service(install_model=False, start="open") as started:
+            service, doors, events = started.service, started.doors, started.events
+            units = await service.library.look_up("o/Tiny-GGUF")
+            missing = await service.library.look_up("o/Not-There")
+            nonsense = await service.library.look_up("not a repository")
+            service.library.download_unit(units[0])
+            await events.until(lambda: doors.model.model_state == ModelState.READY, 60, "the downloaded model to load")
+            return events, started, units, missing, nonsense
 
-    events, controller, units, missing, nonsense = run(scenario)
+    events, started, units, missing, nonsense = run(scenario)
     assert [(u.title, u.format, u.size) for u in units] == [
         ("tiny-Q4_K_M", "gguf", tiny_model.stat().st_size), ("tiny-Q8_0", "gguf", 64)]
     assert missing == () and nonsense == ()
@@ -180,9 +180,9 @@ def test_look_up_lists_a_pasted_repository_and_download_unit_installs_the_pick(
     assert "has no public model repository named o/Not-There" in problems[0]
     assert problems[1].startswith('"not a repository" is neither a Hugging Face repository')
     done = events.of(DownloadChanged)[-1].item
-    assert done.state == "done" and controller.model.id == done.model_id
-    assert controller.model.source == f"downloaded from {units[0].source}"
-    assert controller.model.path.read_bytes() == tiny_model.read_bytes()
+    assert done.state == "done" and started.doors.model.model.id == done.model_id
+    assert started.doors.model.model.source == f"downloaded from {units[0].source}"
+    assert started.doors.model.model.path.read_bytes() == tiny_model.read_bytes()
     assert not storage.requests(path=f"/blobs/{sha256_of(b'tiny-Q8_0.gguf')}"), "only the picked file is fetched"
 
 

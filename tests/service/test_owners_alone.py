@@ -1,4 +1,4 @@
-"""The model session and the conversations work without the controller and the window's open chat.
+"""The model session and the conversations work without the composition root and the window's open chat.
 
 The API server, tools and documents (the next front ends) are built from these owners;
 this wires them as such a front end would and drives them on the scripted engine.

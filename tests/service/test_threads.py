@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.engine.resources import default_threads
+from app.engine.backends.resources import default_threads
 from app.service.models.threads import STEP_DOWN_KEPT_S, ThreadAdvisor
 from app.service.library.hardware_overview import hardware_overview
 from tests.service.conftest import run, session_of, set_busy_cores
@@ -60,19 +60,19 @@ def test_what_was_learnt_is_kept_for_the_next_run(tmp_path: Path) -> None:
     assert damaged.choose(MODEL).threads == 2
 
 
-def test_each_answer_runs_with_the_chosen_threads_and_says_so(started_controller) -> None:
+def test_each_answer_runs_with_the_chosen_threads_and_says_so(started_service) -> None:
     async def scenario():
-        async with started_controller() as started:
-            controller = started.controller
-            set_busy_cores(controller, lambda: 1.0)  # one core of two taken by another program
-            controller.send("Hello")
-            await controller.wait_idle()
-            first = controller.messages[-1].stats
-            set_busy_cores(controller, lambda: 0.0)
-            controller.send("Again")
-            await controller.wait_idle()
-            second = controller.messages[-1].stats
-            report = (await hardware_overview(session_of(controller))).text
+        async with started_service() as started:
+            service, doors = started.service, started.doors
+            set_busy_cores(service, lambda: 1.0)  # one core of two taken by another program
+            doors.chat.send("Hello")
+            await doors.chat.wait_idle()
+            first = doors.chat.messages[-1].stats
+            set_busy_cores(service, lambda: 0.0)
+            doors.chat.send("Again")
+            await doors.chat.wait_idle()
+            second = doors.chat.messages[-1].stats
+            report = (await hardware_overview(session_of(service))).text
             asked = [request.threads for request in started.engine.requests[1:]]
             return first, second, report, asked
 

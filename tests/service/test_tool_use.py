@@ -38,34 +38,34 @@ def time_server() -> None:
         "time", command=sys.executable, args=("-m", "mcp_server_time", "--local-timezone", "UTC"))])
 
 
-async def _chat_with_tools(c, servers: tuple[str, ...] = ("time",)) -> None:
-    system, settings = c.conversation_settings()
-    assert await c.set_conversation_settings(system, dataclasses.replace(settings, tools=servers))
+async def _chat_with_tools(started, servers: tuple[str, ...] = ("time",)) -> None:
+    system, settings = started.doors.chat.conversation_settings()
+    assert await started.doors.chat.set_conversation_settings(system, dataclasses.replace(settings, tools=servers))
 
 
-def _answer_each(c, decision: ToolDecision, asked: list[ev.ToolApprovalAsked]) -> None:
+def _answer_each(started, decision: ToolDecision, asked: list[ev.ToolApprovalAsked]) -> None:
     def heard(event: ev.Event) -> None:
         if isinstance(event, ev.ToolApprovalAsked):
             asked.append(event)
-            c.tools.answer(event.approval_id, decision)
-    c.subscribe(heard)
+            started.service.tools.answer(event.approval_id, decision)
+    started.service.subscribe(heard)
 
 
-def test_a_call_is_approved_run_on_the_real_server_and_answered(started_controller, qwen, time_server) -> None:
+def test_a_call_is_approved_run_on_the_real_server_and_answered(started_service, qwen, time_server) -> None:
     async def scenario() -> None:
-        async with started_controller(model=qwen) as started:
-            c, engine = started.controller, started.engine
-            await _chat_with_tools(c)
+        async with started_service(model=qwen) as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            await _chat_with_tools(started)
             engine.scripts.extend([Script(text=("Let", " me", " check."), calls=(PARIS,), endless=False),
                                    Script(text=("It", " is", " evening", " there."), endless=False)])
             asked: list[ev.ToolApprovalAsked] = []
-            _answer_each(c, ToolDecision.ALLOW_ONCE, asked)
-            assert c.send("What time is it in Paris?")
-            await c.wait_idle()
+            _answer_each(started, ToolDecision.ALLOW_ONCE, asked)
+            assert doors.chat.send("What time is it in Paris?")
+            await doors.chat.wait_idle()
             [approval] = asked
             assert (approval.server, approval.tool) == ("time", "get_current_time")
             assert json.loads(approval.arguments) == {"timezone": "Europe/Paris"}
-            answer = (await stored(c, c.conversation.id))[-1]
+            answer = (await stored(service, doors.chat.conversation.id))[-1]
             assert answer.state == MessageState.COMPLETE and answer.text == "Let me check.\n\nIt is evening there."
             text, call, result, after = answer.parts
             assert text == TextPart("Let me check.") and after == TextPart("It is evening there.")
@@ -86,46 +86,47 @@ def test_a_call_is_approved_run_on_the_real_server_and_answered(started_controll
     run(scenario)
 
 
-def test_deny_tells_the_model_and_always_stops_asking(started_controller, qwen, time_server) -> None:
+def test_deny_tells_the_model_and_always_stops_asking(started_service, qwen, time_server) -> None:
     async def scenario() -> None:
-        async with started_controller(model=qwen) as started:
-            c, engine = started.controller, started.engine
-            await _chat_with_tools(c)
+        async with started_service(model=qwen) as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            await _chat_with_tools(started)
             asked: list[ev.ToolApprovalAsked] = []
             decision = {"now": ToolDecision.DENY}
 
             def heard(event: ev.Event) -> None:
                 if isinstance(event, ev.ToolApprovalAsked):
                     asked.append(event)
-                    c.tools.answer(event.approval_id, decision["now"])
-            c.subscribe(heard)
+                    service.tools.answer(event.approval_id, decision["now"])
+            service.subscribe(heard)
             for answer_with in (ToolDecision.DENY, ToolDecision.ALWAYS, ToolDecision.DENY):
                 decision["now"] = answer_with
                 engine.scripts.extend([Script(text=(), calls=(PARIS,), endless=False),
                                        Script(text=("Done.",), endless=False)])
-                assert c.send("Time?")
-                await c.wait_idle()
-            denied, always, unasked = [m for m in await stored(c, c.conversation.id) if m.role == Role.ASSISTANT]
+                assert doors.chat.send("Time?")
+                await doors.chat.wait_idle()
+            denied, always, unasked = [m for m in await stored(service,
+                                                               doors.chat.conversation.id) if m.role == Role.ASSISTANT]
             assert denied.parts[1] == ToolResultPart(denied.parts[0].call_id, DENIED, denied=True)
             assert not always.parts[1].denied and "Europe/Paris" in always.parts[1].text
             assert not unasked.parts[1].denied, "always allowed: the third call was not asked"
-            assert len(asked) == 2 and c.tools.choices.is_always_allowed("time", "get_current_time")
+            assert len(asked) == 2 and service.tools.choices.is_always_allowed("time", "get_current_time")
 
     run(scenario)
 
 
 def test_stopping_while_a_call_waits_for_approval_keeps_the_call_and_withdraws_the_question(
-        started_controller, qwen, time_server) -> None:
+        started_service, qwen, time_server) -> None:
     async def scenario() -> None:
-        async with started_controller(model=qwen) as started:
-            c, engine = started.controller, started.engine
-            await _chat_with_tools(c)
+        async with started_service(model=qwen) as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            await _chat_with_tools(started)
             engine.scripts.append(Script(text=("Checking.",), calls=(PARIS,), endless=False))
-            assert c.send("Time?")
+            assert doors.chat.send("Time?")
             await started.events.until(lambda: started.events.of(ev.ToolApprovalAsked), what="the question")
-            c.stop()
-            await c.wait_idle()
-            answer = (await stored(c, c.conversation.id))[-1]
+            doors.chat.stop()
+            await doors.chat.wait_idle()
+            answer = (await stored(service, doors.chat.conversation.id))[-1]
             assert answer.stats.finish_reason == FinishReason.CANCELLED and answer.text == "Checking."
             assert [type(p) for p in answer.parts] == [TextPart, ToolCallPart]
             asked = started.events.of(ev.ToolApprovalAsked)[-1]
@@ -136,32 +137,32 @@ def test_stopping_while_a_call_waits_for_approval_keeps_the_call_and_withdraws_t
     run(scenario)
 
 
-def test_after_the_rounds_limit_the_model_must_answer_in_words(started_controller, qwen, time_server) -> None:
+def test_after_the_rounds_limit_the_model_must_answer_in_words(started_service, qwen, time_server) -> None:
     async def scenario() -> None:
-        async with started_controller(model=qwen) as started:
-            c, engine = started.controller, started.engine
-            await c.update_settings(dataclasses.replace(c.settings, tool_rounds=2))
-            await _chat_with_tools(c)
-            await c.tools.save_choices(c.tools.choices.allowing("time", "get_current_time"))
+        async with started_service(model=qwen) as started:
+            service, doors, engine = started.service, started.doors, started.engine
+            await doors.settings.update_settings(dataclasses.replace(doors.settings.settings, tool_rounds=2))
+            await _chat_with_tools(started)
+            await service.tools.save_choices(service.tools.choices.allowing("time", "get_current_time"))
             engine.scripts.extend([Script(text=(), calls=(PARIS,), endless=False)] * 2
                                   + [Script(text=("Enough.",), endless=False)])
-            assert c.send("Keep calling")
-            await c.wait_idle()
+            assert doors.chat.send("Keep calling")
+            await doors.chat.wait_idle()
             choices = [r.shape.tool_choice for r in engine.requests if hasattr(r, "shape")][-3:]
             assert choices == ["auto", "auto", "none"]
-            answer = (await stored(c, c.conversation.id))[-1]
+            answer = (await stored(service, doors.chat.conversation.id))[-1]
             assert sum(isinstance(p, ToolCallPart) for p in answer.parts) == 2 and answer.text == "Enough."
 
     run(scenario)
 
 
-def test_a_chat_without_tools_never_starts_a_server(started_controller, qwen, time_server) -> None:
+def test_a_chat_without_tools_never_starts_a_server(started_service, qwen, time_server) -> None:
     async def scenario() -> None:
-        async with started_controller(model=qwen) as started:
-            c = started.controller
-            assert c.send("Hello")
-            await c.wait_idle()
-            assert c.tools.statuses() == [] and started.engine.requests[-1].shape.tools is None
+        async with started_service(model=qwen) as started:
+            service, doors = started.service, started.doors
+            assert doors.chat.send("Hello")
+            await doors.chat.wait_idle()
+            assert service.tools.statuses() == [] and started.engine.requests[-1].shape.tools is None
 
     run(scenario)
 

@@ -1,6 +1,6 @@
 """Images end to end on the real engine: a model added with its projector beside it is paired by
 the library, loaded with it by the session (Loaded.vision), and a checked image reaches llama.cpp's
-multimodal path through the controller, is answered, kept in the history, and counted again on the
+multimodal path through the chat door, is answered, kept in the history, and counted again on the
 next question. The model and projector are tests/helpers/vision_gguf.py's tiny random-weight pair:
 what a real vision model says about a picture is not tested here (none can be had offline)."""
 
@@ -19,8 +19,8 @@ from tests.service.conftest import SMALL, library_of, run, stored
 IMAGE_POSITIONS = IMAGE_TOKENS + 3
 
 
-def test_a_model_added_with_its_projector_sees_an_image_through_the_controller(
-        started_controller, tmp_path: Path) -> None:
+def test_a_model_added_with_its_projector_sees_an_image_through_the_chat_door(
+        started_service, tmp_path: Path) -> None:
     (tmp_path / "vision").mkdir()
     model_file, projector_file = build_vision_pair(tmp_path / "vision")
     picture = tmp_path / "holiday photo.png"
@@ -28,27 +28,27 @@ def test_a_model_added_with_its_projector_sees_an_image_through_the_controller(
 
     async def scenario():
         short = dataclasses.replace(SMALL, max_tokens=4)
-        async with started_controller(short, model=model_file, engine=EngineClient()) as started:
-            controller, recorder = started.controller, started.events
-            installed = controller.session.model
+        async with started_service(short, model=model_file, engine=EngineClient()) as started:
+            service, doors, recorder = started.service, started.doors, started.events
+            installed = service.session.model
             assert installed is not None and installed.projector is not None
             assert installed.projector.name == projector_file.name  # copied in beside the model
-            assert [m.id for m in library_of(controller).list() if m.vision] == [installed.id]
-            assert controller.session.client.loaded.vision, controller.session.client.loaded.vision_problem
-            assert controller.vision().available and controller.vision().reason == ""
+            assert [m.id for m in library_of(service).list() if m.vision] == [installed.id]
+            assert service.session.client.loaded.vision, service.session.client.loaded.vision_problem
+            assert doors.attach.vision().available and doors.attach.vision().reason == ""
 
-            images = await controller.read_images([picture])
+            images = await doors.attach.read_images([picture])
             assert [(i.name, i.width, i.height) for i in images] == [("holiday photo.png", 48, 32)]
-            assert controller.send("What is in this picture?", images=images)
-            await controller.wait_idle()
-            first = controller.messages[-1]
+            assert doors.chat.send("What is in this picture?", images=images)
+            await doors.chat.wait_idle()
+            first = doors.chat.messages[-1]
             assert first.state == MessageState.COMPLETE, recorder.of(ev.Problem)
-            user, saved = await stored(controller, first.conversation_id)
+            user, saved = await stored(service, first.conversation_id)
             assert [i.data for i in user.images] == [images[0].data] and saved == first
 
-            assert controller.send("And the colours?")
-            await controller.wait_idle()
-            second = controller.messages[-1]
+            assert doors.chat.send("And the colours?")
+            await doors.chat.wait_idle()
+            second = doors.chat.messages[-1]
             assert second.state == MessageState.COMPLETE
             # The picture is still in the chat's prompt: the second prompt holds the first one,
             # its answer and the new question, and the image's positions were not encoded again.
@@ -58,7 +58,7 @@ def test_a_model_added_with_its_projector_sees_an_image_through_the_controller(
     run(scenario)
 
 
-def test_images_for_a_model_without_a_projector_are_not_sent_and_say_why(started_controller, tmp_path: Path) -> None:
+def test_images_for_a_model_without_a_projector_are_not_sent_and_say_why(started_service, tmp_path: Path) -> None:
     (tmp_path / "vision").mkdir()
     model_file, _ = build_vision_pair(tmp_path / "vision")
     alone = tmp_path / "alone" / "tiny-vision.gguf"
@@ -68,16 +68,16 @@ def test_images_for_a_model_without_a_projector_are_not_sent_and_say_why(started
     picture.write_bytes(png_bytes())
 
     async def scenario():
-        async with started_controller(model=alone, engine=EngineClient()) as started:
-            controller, recorder = started.controller, started.events
-            assert controller.session.model is not None and controller.session.model.projector is None
-            state = controller.vision()
+        async with started_service(model=alone, engine=EngineClient()) as started:
+            service, doors, recorder = started.service, started.doors, started.events
+            assert service.session.model is not None and service.session.model.projector is None
+            state = doors.attach.vision()
             assert not state.available and "no vision projector" in state.reason
-            images = await controller.read_images([picture])
-            before = len(controller.messages)
-            assert not controller.send("What is this?", images=images)
-            await controller.wait_idle()
-            assert len(controller.messages) == before
+            images = await doors.attach.read_images([picture])
+            before = len(doors.chat.messages)
+            assert not doors.chat.send("What is this?", images=images)
+            await doors.chat.wait_idle()
+            assert len(doors.chat.messages) == before
             assert state.reason in recorder.of(ev.Problem)[-1].text
 
     run(scenario)

@@ -20,7 +20,8 @@ from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service.models.client import EngineClient
 from app.service.models.engine_handle import EngineHandle
-from app.ui.app import build_window
+from app.service.root import Service
+from app.ui.app import build_service, build_window
 from app.ui.main_window import MainWindow
 from tests.helpers.scripted_engine import ScriptedEngine
 
@@ -87,6 +88,15 @@ def install_model(model: Path, generation: GenerationSettings | None = None) -> 
     SettingsFile(paths.settings_file).save(settings)
 
 
+# The service behind each window a test made: the window holds only its doors, tests reach the owners here.
+_SERVICES: dict[int, Service] = {}
+
+
+def service_of(window: MainWindow) -> Service:
+    """The service behind a window made by make_window (its owners, for a test to look into or drive)."""
+    return _SERVICES[id(window)]
+
+
 @pytest.fixture
 def make_window(loop, qtbot, tiny_model):
     """Windows over the tiny model (by default), started up and shut down cleanly.
@@ -101,17 +111,19 @@ def make_window(loop, qtbot, tiny_model):
              engine: EngineHandle | None = None) -> MainWindow:
         if model is not None and not windows:
             install_model(model, generation)
-        window = build_window(data_paths(), engine or EngineClient(hardware=hardware))
+        service = build_service(data_paths(), engine or EngineClient(hardware=hardware))
+        window = build_window(service, data_paths())
+        _SERVICES[id(window)] = service
         qtbot.addWidget(window)
         window.show()
         windows.append(window)
         if start:
-            run(loop, window.controller.start_up())
+            run(loop, service.start_up())
         return window
 
     yield make
     for window in windows:
-        run(loop, window.controller.shutdown())
+        run(loop, _SERVICES.pop(id(window)).shutdown())
     # Collected here, on the UI thread: automatic GC is off in a Qt process (see
     # app/ui/common/collector.py), and these windows must not die on a worker thread.
     windows.clear()
@@ -127,20 +139,20 @@ def long_answers() -> ScriptedEngine:
 
 def idle(window: MainWindow) -> Callable[[], bool]:
     """A predicate: the window's answer is done."""
-    c = window.controller
-    return lambda: c.answering_id is None and not c.waiting_ids and not c.open_chat_busy
+    chat = window.doors.chat
+    return lambda: chat.answering_id is None and not chat.waiting_ids and not chat.open_chat_busy
 
 
 def stored(loop, window: MainWindow, method, *args):
-    """Read the history as the controller's writer thread does."""
-    return run(loop, window.controller.storage.history(method, *args))
+    """Read the history as the service's writer thread does."""
+    return run(loop, service_of(window).storage.history(method, *args))
 
 
 def with_generation(window: MainWindow, loop=None, **changes) -> None:
     """Change the open conversation's settings (creating it if needed)."""
-    controller = window.controller
-    system_prompt, settings = controller.conversation_settings()
-    task = controller.set_conversation_settings(system_prompt, dataclasses.replace(settings, **changes))
+    chat = window.doors.chat
+    system_prompt, settings = chat.conversation_settings()
+    task = chat.set_conversation_settings(system_prompt, dataclasses.replace(settings, **changes))
     run(loop or asyncio.get_event_loop(), task)
 
 

@@ -32,24 +32,15 @@ PDF = AttachedFile("/home/ann/report.pdf", "pdf", 48_000,
 NOTES = AttachedFile("C:\\Users\\ann\\notes.md", "markdown", 4_000, (AttachedSection("Notes."),))
 
 
-class FakeCollections:
-    """The indexer's DocumentsService, as far as the window asks it."""
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-
-    def collections(self) -> tuple:
-        return tuple(type("Info", (), {"name": name})() for name in self.names)
-
-
-class FakeController:
-    """chatdocs' controller API as the plan writes it: read_attachments, send(text, attachments),
-    chat_collections, set_chat_collections, and `collections` (the DocumentsService)."""
+class FakeDoors:
+    """The chat door and the attach door as far as the window's attaching uses them: read_attachments,
+    send(text, attachments), chat_collections, set_chat_collections, collection_names, and the open
+    chat (conversation, messages)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, tuple[AttachedFile, ...]]] = []
         self.chosen: tuple[str, ...] = ()
-        self.collections = FakeCollections(("Papers", "Manuals"))
+        self.names = ("Papers", "Manuals")
         self.release = asyncio.Event()
         self.files = {Path(PDF.path): PDF, Path(NOTES.path): NOTES}
         self.conversation = None  # the open chat (None: a new one), as the window's chat_opened reads it
@@ -77,13 +68,8 @@ class FakeController:
     async def set_chat_collections(self, names):
         self.chosen = tuple(names)
 
-
-class FakeAdapter:
-    def __init__(self, controller, loop) -> None:
-        self.controller, self._loop = controller, loop
-
-    def spawn(self, coroutine):
-        return self._loop.create_task(coroutine)
+    def collection_names(self):
+        return self.names
 
 
 @pytest.fixture
@@ -93,9 +79,9 @@ def attached(qtbot, loop):
     composer.resize(700, 200)
     qtbot.addWidget(window)
     window.show()
-    controller = FakeController()
-    wiring = ChatAttach(window, composer, FakeAdapter(controller, loop))
-    return window, composer, controller, wiring
+    doors = FakeDoors()
+    wiring = ChatAttach(window, composer, doors, doors, loop.create_task)
+    return window, composer, doors, wiring
 
 
 def test_chip_labels_name_the_file_with_its_pages_or_its_size_and_sources_their_page() -> None:
@@ -106,7 +92,7 @@ def test_chip_labels_name_the_file_with_its_pages_or_its_size_and_sources_their_
 
 
 def test_files_are_read_off_the_ui_thread_and_a_refused_one_is_red_and_not_sent(attached, loop) -> None:
-    _window, composer, controller, wiring = attached
+    _window, composer, doors, wiring = attached
     assert composer.attach_button.isVisibleTo(composer) and composer.documents_button.isVisibleTo(composer)
     wiring.attach([Path(PDF.path), Path("/home/ann/song.mp3"), Path(PDF.path)])
     chips = composer.tray.chips
@@ -114,48 +100,48 @@ def test_files_are_read_off_the_ui_thread_and_a_refused_one_is_red_and_not_sent(
     assert "Reading…" in chips[0].label.text()
     composer.edit.setPlainText("What does it say?")
     assert not composer.button.isEnabled()  # Send waits for the reading
-    controller.release.set()
+    doors.release.set()
     run(loop, until(lambda: not composer.tray.reading(), 5))
     assert chips[0].state == ChipState.READY and chips[0].label.text() == "report.pdf · 12 pages"
     assert chips[1].state == ChipState.REFUSED and "It is not a kind of file Kestrel reads" in chips[1].label.text()
     assert composer.button.isEnabled()
     assert wiring.send(composer.edit.toPlainText())
-    assert controller.sent == [("What does it say?", (PDF,))]
+    assert doors.sent == [("What does it say?", (PDF,))]
     assert composer.tray.chips == [] and not composer.tray.isVisibleTo(composer)
 
 
 def test_files_waiting_for_a_message_stay_with_the_chat_they_were_attached_in(attached, loop) -> None:
-    _window, composer, controller, wiring = attached
+    _window, composer, doors, wiring = attached
     chat = lambda chat_id: type("Chat", (), {"id": chat_id})()  # noqa: E731 - the open chat's id is all it reads
-    controller.conversation, controller.messages = chat(1), [object()]
+    doors.conversation, doors.messages = chat(1), [object()]
     wiring.chat_opened()
     wiring.attach([Path(PDF.path)])  # read while another chat is open: it is read all the same
-    controller.conversation = chat(2)
+    doors.conversation = chat(2)
     wiring.chat_opened()
     assert composer.tray.chips == [] and not composer.tray.isVisibleTo(composer)
-    controller.release.set()
+    doors.release.set()
     wiring.attach([Path(NOTES.path)])
     run(loop, until(lambda: not composer.tray.reading(), 5))
-    controller.conversation = chat(1)
+    doors.conversation = chat(1)
     wiring.chat_opened()
     assert [(chip.path, chip.state) for chip in composer.tray.chips] == [(Path(PDF.path), ChipState.READY)]
     assert wiring.send("About chat 1's file")
-    assert controller.sent == [("About chat 1's file", (PDF,))]
-    controller.conversation = chat(2)
+    assert doors.sent == [("About chat 1's file", (PDF,))]
+    doors.conversation = chat(2)
     wiring.chat_opened()
     assert composer.tray.ready() == (NOTES,)
     # A new chat saved before its first message (its settings changed) keeps its files.
-    controller.conversation, controller.messages = None, []
+    doors.conversation, doors.messages = None, []
     wiring.chat_opened()
     wiring.attach([Path(PDF.path)])
     run(loop, until(lambda: not composer.tray.reading(), 5))
-    controller.conversation = chat(3)
+    doors.conversation = chat(3)
     wiring.chat_opened()
     assert composer.tray.ready() == (PDF,)
 
 
 def test_a_fault_while_reading_still_raises_but_leaves_send_usable(attached, loop) -> None:
-    _window, composer, controller, _wiring = attached
+    _window, composer, doors, _wiring = attached
 
     async def broken(path):
         raise RuntimeError("a bug in the reader")
@@ -170,8 +156,8 @@ def test_a_fault_while_reading_still_raises_but_leaves_send_usable(attached, loo
 
 
 def test_files_alone_can_be_sent_and_a_removed_chip_is_not(attached, loop) -> None:
-    _window, composer, controller, wiring = attached
-    controller.release.set()
+    _window, composer, doors, wiring = attached
+    doors.release.set()
     wiring.attach([Path(PDF.path), Path(NOTES.path)])
     run(loop, until(lambda: not composer.tray.reading(), 5))
     composer.tray.chips[0].remove_button.click()
@@ -181,11 +167,11 @@ def test_files_alone_can_be_sent_and_a_removed_chip_is_not(attached, loop) -> No
     composer.button.click()
     assert sent == [""]
     assert wiring.send("")
-    assert controller.sent == [("", (NOTES,))]
+    assert doors.sent == [("", (NOTES,))]
 
 
 def test_files_pasted_in_the_box_or_dropped_on_the_window_are_attached(attached, loop) -> None:
-    window, composer, controller, _wiring = attached
+    window, composer, doors, _wiring = attached
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(PDF.path)])
     composer.edit.insertFromMimeData(mime)  # what Ctrl+V does with a file manager's copy
@@ -200,20 +186,20 @@ def test_files_pasted_in_the_box_or_dropped_on_the_window_are_attached(attached,
                                                            Qt.DropAction.CopyAction, dropped, Qt.MouseButton.NoButton,
                                                            Qt.KeyboardModifier.NoModifier))
     assert [chip.path.name for chip in composer.tray.chips] == ["report.pdf", "notes.md"]
-    controller.release.set()
+    doors.release.set()
     run(loop, until(lambda: not composer.tray.reading(), 5))
 
 
 def test_the_documents_menu_checks_the_chats_collections_and_manages_them(attached, loop) -> None:
-    window, composer, controller, wiring = attached
-    controller.chosen = ("Manuals",)
+    window, composer, doors, wiring = attached
+    doors.chosen = ("Manuals",)
     wiring.chat_opened()
     assert composer.documents_button.text() == "Documents · 1"
     composer.documents_menu.aboutToShow.emit()
     actions = {action.text(): action for action in composer.documents_menu.actions() if action.text()}
     assert actions["Manuals"].isChecked() and not actions["Papers"].isChecked()
     actions["Papers"].toggle()
-    run(loop, until(lambda: controller.chosen == ("Papers", "Manuals"), 5))
+    run(loop, until(lambda: doors.chosen == ("Papers", "Manuals"), 5))
     run(loop, until(lambda: composer.documents_button.text() == "Documents · 2", 5))
     documents = QAction("Documents…", window)
     documents.setObjectName("showDocuments")  # the docspage helper's View → Documents…
@@ -309,7 +295,7 @@ def test_a_citation_in_the_answers_text_opens_its_source_and_one_without_a_sourc
 
 def test_the_paperclip_opens_in_documents_then_where_files_were_last_attached_and_leaves_the_box_focused(
         attached, monkeypatch, tmp_path) -> None:
-    window, composer, controller, wiring = attached
+    window, composer, doors, wiring = attached
     from app.ui.chat import chat_attach
 
     documents = tmp_path / "Documents"

@@ -1,10 +1,10 @@
-"""The real window on the controller's documents API: files read by the real reader worker off
+"""The real window on its chat and attach doors: files read by the real reader worker off
 the UI thread, sent with the message, a source opened."""
 
 from __future__ import annotations
 
 from app.core.attachments import AttachedFile, SourceRef
-from app.service.controller import ChatController
+from app.service.chats.answering import Answering
 from app.ui.chat.attachment_chips import ChipState
 from app.ui.messages.source_popup import SourcePopup
 from tests.helpers.scripted_engine import ScriptedEngine
@@ -12,15 +12,16 @@ from tests.ui.conftest import idle, run, until
 
 
 def _record_sends(monkeypatch) -> list[tuple[str, tuple[AttachedFile, ...]]]:
-    """What the window sends through the controller's send(text, attachments, images), which then runs."""
+    """What the window sends through the chat door's send(text, attachments, images) (Answering's own),
+    which then runs."""
     sent: list[tuple[str, tuple[AttachedFile, ...]]] = []
-    plain_send = ChatController.send
+    plain_send = Answering.send
 
     def send(self, text, attachments=(), images=()):
         sent.append((text, tuple(attachments)))
         return plain_send(self, text, attachments, images)
 
-    monkeypatch.setattr(ChatController, "send", send)
+    monkeypatch.setattr(Answering, "send", send)
     return sent
 
 

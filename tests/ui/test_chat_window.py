@@ -13,7 +13,7 @@ from app.ui.settings.dialogs import EditMessageDialog
 from app.ui.messages.message_delegate import stats_line
 from app.core.history import HistoryStore
 from tests.helpers.vision_controller import ImageApi
-from tests.ui.conftest import idle, long_answers, run, until, with_generation
+from tests.ui.conftest import idle, long_answers, run, service_of, until, with_generation
 
 
 def _type_and_send(qtbot, window, text: str) -> None:
@@ -33,7 +33,7 @@ def _answer_length(window) -> int:
 
 def test_send_streams_then_shows_stats(make_window, loop, qtbot) -> None:
     window = make_window()
-    assert window.model_label.text() == window.controller.model_detail != ""
+    assert window.model_label.text() == window.doors.model.model_detail != ""
     assert window.device_label.text() == "CPU"
     _type_and_send(qtbot, window, "Hello there")
     assert window.composer.edit.toPlainText() == ""
@@ -139,7 +139,7 @@ def test_history_is_restored_after_reopening(make_window, loop, qtbot) -> None:
     _type_and_send(qtbot, window, "Remember me")
     run(loop, until(idle(window)))
     before = [(m.role, m.text) for m in window.adapter.messages.messages()]
-    run(loop, window.controller.shutdown())
+    run(loop, service_of(window).shutdown())
     window.close()
     again = make_window()
     assert again.conversation_list.model().rowCount() == 1
@@ -171,11 +171,11 @@ def test_importing_a_corrupt_file_is_refused_with_a_message(make_window, loop, t
     window = make_window()
     bad = tmp_path / "broken model.gguf"
     bad.write_bytes(os.urandom(50_000))
-    before = window.controller.session.setup.library.list()
-    run(loop, window.controller.library.add(str(bad), reference=False, load=True))
+    before = service_of(window).session.setup.library.list()
+    run(loop, service_of(window).library.add(str(bad), reference=False, load=True))
     assert window.banner_row.isVisible() and "not a GGUF" in window.banner.text()
-    assert window.controller.session.setup.library.list() == before
-    assert window.controller.model_state.value == "ready"
+    assert service_of(window).session.setup.library.list() == before
+    assert window.doors.model.model_state.value == "ready"
 
 
 def test_copy_last_answer_shortcut(make_window, loop, qtbot) -> None:
@@ -192,16 +192,16 @@ def test_closing_mid_answer_saves_what_was_shown(make_window, loop, qtbot) -> No
     with_generation(window, max_tokens=100000)
     _type_and_send(qtbot, window, "A long one")
     run(loop, until(lambda: _answer_length(window) > 30))
-    pid = window.controller.session.client.pid
+    pid = service_of(window).session.client.pid
     window.close()
-    run(loop, window.controller.shutdown())
+    run(loop, service_of(window).shutdown())
     shown = _last(window)
-    with HistoryStore(window.controller._history_path) as store:
+    with HistoryStore(service_of(window)._history_path) as store:
         stored = store.get_message(shown.id)
     # Closing stops the answer like the Stop button: saved whole, marked as stopped.
     assert stored.state == MessageState.COMPLETE and stored.stats.finish_reason == "cancelled"
     assert len(stored.text) >= 30 and stored.text == shown.text
-    assert pid is not None and window.controller.session.client.pid is None
+    assert pid is not None and service_of(window).session.client.pid is None
 
 
 def test_a_keyboard_only_user_can_send_select_copy_and_edit(make_window, loop, qtbot, monkeypatch) -> None:
@@ -212,7 +212,7 @@ def test_a_keyboard_only_user_can_send_select_copy_and_edit(make_window, loop, q
     # Tab from the box reaches the paperclip, the picture button (for a model that sees), then
     # Documents (Send, disabled with the box empty, is passed over); Shift+Tab from the box
     # reaches the messages; arrows select; Ctrl+C copies.
-    ImageApi(window.controller, available=True)
+    ImageApi(window.doors.attach, window.doors.chat, available=True)
     window.attachments.refresh_vision()
     reached = []
     for _ in range(3):

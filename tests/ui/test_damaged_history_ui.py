@@ -17,7 +17,8 @@ def test_a_damaged_history_is_shown_with_its_choices_and_recovery_fills_the_list
     panel = window.history_panel
     assert panel.isVisible() and str(path) in panel.text.text() and "damaged" in panel.text.text()
     assert panel.recover_button.isVisible() and panel.fresh_button.isVisible()
-    assert window.controller.model_state.value == "ready" and window.model_label.text() == window.controller.model_detail
+    model = window.doors.model
+    assert model.model_state.value == "ready" and window.model_label.text() == model.model_detail
     assert window.adapter.conversations.rowCount() == 0 and digest(path) == before
     # Chat goes on while the choice waits.
     qtbot.keyClicks(window.composer.edit, "Hello")

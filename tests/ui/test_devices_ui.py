@@ -7,7 +7,7 @@ import functools
 
 from app.service.library.hardware_overview import hardware_overview
 from tests.hardware.machines import recorded_report
-from tests.ui.conftest import choose_in_settings, idle, run, until
+from tests.ui.conftest import choose_in_settings, idle, run, service_of, until
 
 
 def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
@@ -15,7 +15,7 @@ def test_status_bar_shows_the_fall_back_and_why(make_window, loop) -> None:
     text = window.device_label.text()
     assert text.startswith("CPU (fell back: NVIDIA GeForce RTX 4070: ")
     assert "built without GPU support" in window.device_label.toolTip()
-    assert window.controller.send("Hello")
+    assert window.doors.chat.send("Hello")
     run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
                     and window.adapter.messages.messages()[-1].stats))
     assert window.adapter.messages.messages()[-1].stats.device == "CPU"
@@ -32,22 +32,22 @@ def test_hardware_window_shows_the_report_and_the_choice(make_window, loop) -> N
     text = shown.overview.text
     assert "NVIDIA GeForce RTX 4070" in text and "RAM" in text
     assert "In use: CPU" in text and "Could not use NVIDIA GeForce RTX 4070" in text
-    assert text == run(loop, hardware_overview(window.controller.session)).text
+    assert text == run(loop, hardware_overview(service_of(window).session)).text
     shown.close()
 
 
 def test_choosing_a_device_the_machine_lacks_says_so_and_cpu_recovers(make_window, loop, monkeypatch) -> None:
     window = make_window(hardware=functools.partial(recorded_report, "linux_vm"))
-    controller = window.controller
+    service, doors = service_of(window), window.doors
 
     choose_in_settings(window, monkeypatch, device="gpu")
-    run(loop, until(lambda: controller.model_state.value == "failed"))
+    run(loop, until(lambda: doors.model.model_state.value == "failed"))
     assert window.banner.isVisible() and "GPU" in window.banner.text()
-    assert '"device_preference": "gpu"' in controller._settings_path.read_text()
+    assert '"device_preference": "gpu"' in service._settings_path.read_text()
     choose_in_settings(window, monkeypatch, device="cpu")
-    run(loop, until(lambda: controller.model_state.value == "ready"))
+    run(loop, until(lambda: doors.model.model_state.value == "ready"))
     assert window.device_label.text() == "CPU"
-    assert dataclasses.asdict(controller.settings)["device_preference"] == "cpu"
+    assert dataclasses.asdict(doors.settings.settings)["device_preference"] == "cpu"
 
 
 def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) -> None:
@@ -55,10 +55,10 @@ def test_an_onnx_model_folder_imported_in_the_window_answers(make_window, loop) 
 
     onnx = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
     window = make_window()
-    run(loop, window.controller.library.add(str(onnx), reference=False, load=True))
-    assert window.controller.model_state.value == "ready"
+    run(loop, service_of(window).library.add(str(onnx), reference=False, load=True))
+    assert window.doors.model.model_state.value == "ready"
     assert window.device_label.text() == "CPU (ONNX Runtime)"
-    assert window.controller.send("Hello")
+    assert window.doors.chat.send("Hello")
     run(loop, until(lambda: idle(window)() and window.adapter.messages.rowCount() == 2
                     and window.adapter.messages.messages()[-1].stats))
     answer = window.adapter.messages.messages()[-1]

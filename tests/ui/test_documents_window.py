@@ -15,6 +15,7 @@ from app.core.paths import data_paths
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service import events as ev
+from app.service.doors.documents import DocumentsDoor
 from app.library.catalog import CatalogEntry, load_catalog
 from app.library.model_purpose import ModelPurpose
 from app.ui.documents.documents_embedding import CHOOSE, EmbeddingLine, offer_words
@@ -22,7 +23,7 @@ from app.ui.documents.documents_window import DocumentsWindow
 from app.ui.documents.documents_words import EMPTY, NO_MODEL, NONE_CHOSEN, ago, progress_words, time_left
 from tests.helpers.embedding_gguf import build_embedding_gguf
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.ui.conftest import run
+from tests.ui.conftest import run, service_of
 from tests.helpers.documents_fake import FakeDocuments, collection
 
 
@@ -31,16 +32,18 @@ def window(make_window, loop):
     """A window whose documents service is the stand-in; the real one is closed first, so no
     late CollectionsChanged of its own (its start's, under load) overwrites the stand-in's."""
     made = make_window(engine=ScriptedEngine())
-    run(loop, made.controller.collections.close())
+    service = service_of(made)
+    run(loop, service.collections.close())
     run(loop, asyncio.sleep(0.05))  # what it posted to the loop before it closed is delivered now
-    made.controller.collections = FakeDocuments(made.controller.bus.emit)
+    service.collections = FakeDocuments(service.bus.emit)
+    made.doors.documents = DocumentsDoor(service)  # the Documents window's door, over the stand-in
     return made
 
 
 def documents(window) -> tuple[DocumentsWindow, FakeDocuments]:
     window.findChild(QAction, "showDocuments").trigger()
     assert window.documents_window is not None and window.documents_window.isVisible()
-    return window.documents_window, window.controller.collections
+    return window.documents_window, service_of(window).collections
 
 
 def cells(shown: DocumentsWindow, row: int) -> list[str]:
@@ -80,7 +83,7 @@ def test_a_refused_folder_is_said_in_plain_words(window, qtbot, tmp_path) -> Non
     assert shown.problem.isVisible()
     shown.reindex.click()  # a command that goes through: the refusal has been answered
     qtbot.waitUntil(lambda: not shown.problem.isVisible())
-    window.controller.bus.emit(ev.DocumentsProblem("notes", "Its folder is gone: plug in the drive or remove it."))
+    service_of(window).bus.emit(ev.DocumentsProblem("notes", "Its folder is gone: plug in the drive or remove it."))
     assert shown.problem.text.text() == "notes: Its folder is gone: plug in the drive or remove it."
     fake.put(collection("notes", tmp_path, state=ev.IndexState.FAILED))
     assert shown.problem.isVisible() and shown.collections.item(0, 4).text() == "Stopped by a problem"
@@ -89,7 +92,7 @@ def test_a_refused_folder_is_said_in_plain_words(window, qtbot, tmp_path) -> Non
 
 
 def test_rows_say_when_each_was_indexed_and_the_files_list_puts_problems_first(window, qtbot, tmp_path) -> None:
-    fake = window.controller.collections
+    fake = service_of(window).collections
     fake.infos = [collection("notes", tmp_path / "notes", files=3, unreadable=1, last_indexed=time.time() - 130),
                   collection("papers", tmp_path / "papers", last_indexed=None, state=ev.IndexState.READING)]
     fake.file_lists["notes"] = (
@@ -115,7 +118,7 @@ def test_progress_says_how_far_and_why_it_waits_and_pause_holds_it(window, qtbot
     shown, fake = documents(window)
     assert not shown.progress_row.isVisibleTo(shown)
     fake.put(collection("notes", tmp_path, state=ev.IndexState.READING, files=860))
-    emit = window.controller.bus.emit
+    emit = service_of(window).bus.emit
     emit(ev.IndexingProgress("notes", ev.IndexState.READING, 120, 860, 130.0, ""))
     assert shown.progress_row.isVisibleTo(shown)
     assert shown.progress_words.text() == "notes: 120 of 860 files · about 2 min left"
@@ -131,7 +134,7 @@ def test_progress_says_how_far_and_why_it_waits_and_pause_holds_it(window, qtbot
     fake.put(collection("notes", tmp_path, files=860, last_indexed=time.time()))
     assert not shown.progress_row.isVisibleTo(shown)  # done: the bar goes
     fake.pause()  # held with nothing to read: the row stays, to resume from
-    window.controller.bus.emit(ev.CollectionsChanged(tuple(fake.infos)))
+    service_of(window).bus.emit(ev.CollectionsChanged(tuple(fake.infos)))
     assert shown.progress_row.isVisibleTo(shown) and shown.pause.text() == "Res&ume"
     assert shown.progress_words.text() == "Paused: changed files are read once you resume"
 
@@ -161,7 +164,7 @@ def test_the_embedding_line_offers_a_model_and_then_a_choice_among_installed_one
     line = shown.embedding  # opening the window lists the models: one installed before is offered
     qtbot.waitUntil(lambda: line.picker.findData(installed_before.id) >= 0)
     installed = import_model_file(ModelLibrary(data_paths().models), build_embedding_gguf(tmp_path / "mini.gguf"))
-    run(loop, window.controller.library.refresh())
+    run(loop, service_of(window).library.refresh())
     qtbot.waitUntil(lambda: line.picker.isVisibleTo(shown))
     assert line.words.text() == NONE_CHOSEN and not line.get_model.isVisibleTo(shown)
     assert line.picker.currentText() == CHOOSE
@@ -178,10 +181,10 @@ def test_the_catalogs_embedding_model_is_downloaded_from_the_line_and_then_used(
     qtbot.waitUntil(lambda: line.words.text() == offer_words(entry))
     assert f"({entry.name}, 25.0 MB)" in line.words.text() and line.get_model.text() == "&Download it"
     asked: list[CatalogEntry] = []
-    window.controller.library.download = asked.append  # no network here: the queue is the library's
+    window.doors.documents.download = asked.append  # no network here: the queue is the library's
     line.get_model.click()
     assert asked == [entry]
-    emit = window.controller.bus.emit
+    emit = service_of(window).bus.emit
     item = ev.DownloadItem(id="d1", title=entry.name, state=ev.DownloadState.RUNNING, done=10, total=40,
                            catalog_id=entry.id)
     emit(ev.DownloadChanged(item))
@@ -189,7 +192,7 @@ def test_the_catalogs_embedding_model_is_downloaded_from_the_line_and_then_used(
     assert not line.get_model.isEnabled()
     installed = import_model_file(ModelLibrary(data_paths().models), build_embedding_gguf(tmp_path / "mini.gguf"))
     emit(ev.DownloadChanged(dataclasses.replace(item, state=ev.DownloadState.DONE, done=40, model_id=installed.id)))
-    run(loop, window.controller.library.refresh())
+    run(loop, service_of(window).library.refresh())
     qtbot.waitUntil(lambda: fake.chosen == installed.id)  # downloaded from here: used once it is in
     qtbot.waitUntil(lambda: line.words.text().startswith("Search by meaning: on, with "))
 
@@ -225,7 +228,7 @@ def test_the_words_for_time() -> None:
 
 
 def test_tab_reaches_every_control(window, qtbot, tmp_path) -> None:
-    fake = window.controller.collections
+    fake = service_of(window).collections
     fake.infos = [collection("notes", tmp_path, state=ev.IndexState.READING)]
     shown, _ = documents(window)
     shown.activateWindow()

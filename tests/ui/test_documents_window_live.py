@@ -9,7 +9,7 @@ from app.service import events as ev
 from app.ui.documents.documents_window import DocumentsWindow
 from tests.helpers.embedding_gguf import build_embedding_gguf
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.ui.conftest import run
+from tests.ui.conftest import run, service_of
 
 
 def test_a_folder_added_in_the_window_is_indexed_with_its_unreadable_file_explained(make_window, qtbot, loop,
@@ -49,18 +49,18 @@ def test_an_installed_embedding_model_is_picked_in_the_window(make_window, qtbot
     window.show_documents_window()
     shown = window.documents_window
     assert isinstance(shown, DocumentsWindow)
-    service = window.controller.collections
+    service = service_of(window).collections
     assert service.embedding_model() is None
     library = ModelLibrary(data_paths().models)
     oldest = import_model_file(library, build_embedding_gguf(tmp_path / "first.gguf", name="first"))
     installed = import_model_file(library, build_embedding_gguf(tmp_path / "mini.gguf", seed=1))
-    run(loop, window.controller.library.refresh())
+    run(loop, service_of(window).library.refresh())
     line = shown.embedding
     qtbot.waitUntil(lambda: line.picker.isVisibleTo(shown))
     # None chosen: the service takes the oldest installed as soon as the library lists it (the CLI's rule).
     qtbot.waitUntil(lambda: service.embedding_model() == oldest.id, timeout=30_000)
-    assert window.controller.settings.embedding_model is None
+    assert window.doors.settings.settings.embedding_model is None
     line.picker.setCurrentIndex(line.picker.findData(installed.id))
     qtbot.waitUntil(lambda: service.embedding_model() == installed.id, timeout=30_000)
     qtbot.waitUntil(lambda: line.words.text().startswith("Search by meaning: on, with "))
-    assert window.controller.settings.embedding_model == installed.id  # kept where the CLI reads it
+    assert window.doors.settings.settings.embedding_model == installed.id  # kept where the CLI reads it

@@ -17,7 +17,7 @@ from app.core.conversation import MessageState, Role
 from app.core.generation import GenerationSettings
 from app.core.history import HistoryStore
 from tests.helpers.tiny_gguf import build_tiny_gguf
-from tests.ui.conftest import idle, run, stored, until, with_generation
+from tests.ui.conftest import idle, run, service_of, stored, until, with_generation
 
 LONG_CONTEXT = 32768
 # An answer that runs until a 32k context is full: still running when the test kills it.
@@ -50,7 +50,7 @@ def test_engine_killed_mid_answer_keeps_the_shown_text_and_the_next_message_gets
     window = make_window(model=long_model, generation=ENDLESS)
     _type_and_send(qtbot, window, "Keep talking")
     run(loop, until(lambda: _answer_length(window) > 30, what="some text"))
-    first_pid = window.controller.session.client.pid
+    first_pid = service_of(window).session.client.pid
     os.kill(first_pid, signal.SIGKILL)
     run(loop, until(idle(window), what="the engine's death to be noticed"))
     cut = _last(window)
@@ -64,7 +64,7 @@ def test_engine_killed_mid_answer_keeps_the_shown_text_and_the_next_message_gets
     run(loop, until(lambda: idle(window)() and _last(window).id != cut.id, what="the next answer"))
     answer = _last(window)
     assert answer.state == MessageState.COMPLETE and answer.text
-    assert window.controller.session.client.pid not in (None, first_pid)
+    assert service_of(window).session.client.pid not in (None, first_pid)
     run(loop, until(lambda: not window.banner_row.isVisible(), what="the banner to go"))
     rows = window.adapter.messages.messages()
     assert [(m.role, m.text) for m in rows[:2]] == [(Role.USER, "Keep talking"), (Role.ASSISTANT, cut.text)]

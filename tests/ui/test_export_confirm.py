@@ -39,7 +39,7 @@ def test_an_export_is_confirmed_with_its_path_and_a_click_opens_its_folder(make_
         suggested.append(path)
         return str(target)
 
-    files = ChatFiles(window.adapter, window, ask_save=ask_save)
+    files = ChatFiles(window.adapter, window.doors.chat, window.doors.files, window, ask_save=ask_save)
     files.on_exported = window.status.show_exported
     files.choose_export("markdown")
     run(loop, until(lambda: window.status.notice.isVisible(), what="the confirmation"))

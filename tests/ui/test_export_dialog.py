@@ -58,7 +58,8 @@ def test_the_file_the_user_agreed_to_replace_is_written_and_keeps_its_mode(make_
     target = tmp_path / "chat.md"
     target.write_text("old")
     target.chmod(0o640)
-    files = ChatFiles(window.adapter, window, ask_save=lambda *_: str(target))
+    files = ChatFiles(window.adapter, window.doors.chat, window.doors.files, window,
+                      ask_save=lambda *_: str(target))
     files.choose_export("markdown")
     run(loop, until(lambda: target.read_text(encoding="utf-8").startswith("# "), what="the export"))
     if os.name != "nt":
@@ -70,7 +71,8 @@ def test_a_suffix_added_after_the_dialog_never_replaces_a_file_nobody_was_asked_
     window = make_window(model=None)
     with_generation(window, loop, max_tokens=8)
     (tmp_path / "chat.md").write_text("my notes")
-    files = ChatFiles(window.adapter, window, ask_save=lambda *_: str(tmp_path / "chat"))
+    files = ChatFiles(window.adapter, window.doors.chat, window.doors.files, window,
+                      ask_save=lambda *_: str(tmp_path / "chat"))
     files.choose_export("markdown")
     run(loop, until(lambda: window.banner_row.isVisible(), what="the message"))
     assert "chat.md already exists" in window.banner.text()

@@ -13,7 +13,7 @@ from app.service.events import DownloadItem
 from app.service.models.model_setup import ModelSetup
 from app.ui.models.first_run import FirstRunOffer, offer_wanted
 from tests.helpers.http_servers import Served, TestServer
-from tests.ui.conftest import run, until
+from tests.ui.conftest import run, service_of, until
 from tests.ui.test_model_items import catalog_row
 
 
@@ -59,11 +59,11 @@ def test_nothing_that_fits_is_said_in_one_line(qtbot) -> None:
 
 
 def test_offered_with_no_model_or_only_the_starter() -> None:
-    def controller(source: str | None):
+    def model_door(source: str | None):
         return SimpleNamespace(model=None if source is None else SimpleNamespace(source=source))
 
-    assert offer_wanted(controller(None)) and offer_wanted(controller("starter package"))
-    assert not offer_wanted(controller("imported from /models/qwen.gguf"))
+    assert offer_wanted(model_door(None)) and offer_wanted(model_door("starter package"))
+    assert not offer_wanted(model_door("imported from /models/qwen.gguf"))
 
 
 def test_the_empty_chat_offers_a_model_and_downloads_it(make_window, loop, monkeypatch) -> None:
@@ -71,7 +71,7 @@ def test_the_empty_chat_offers_a_model_and_downloads_it(make_window, loop, monke
     window = make_window(model=None)
     run(loop, until(lambda: window.adapter.catalog.rowCount() > 0, what="the catalog listed"))
     assert window.stack.currentWidget() is window.empty and window.first_run.isVisible()
-    offered = window.controller.library.recommended()
+    offered = window.doors.library.recommended()
     if offered is None:
         assert "no model that fits" in window.first_run.heading.text()
         return
@@ -79,16 +79,16 @@ def test_the_empty_chat_offers_a_model_and_downloads_it(make_window, loop, monke
     # Chosen by this machine's report and the fit verdict, with the reason shown as given.
     assert offered.reason and window.first_run.reason.text() == offered.reason
     asked: list = []
-    monkeypatch.setattr(window.controller.library, "download", asked.append)
+    monkeypatch.setattr(window.doors.library, "download", asked.append)
     window.first_run.downloadRequested.disconnect()
-    window.first_run.downloadRequested.connect(window.controller.library.download)
+    window.first_run.downloadRequested.connect(window.doors.library.download)
     window.first_run.download_button.click()
     assert asked == [offered.entry]
 
 
 def test_a_real_model_hides_the_offer(make_window) -> None:
     window = make_window()
-    assert window.controller.model is not None and window.controller.model.id != STARTER_ID
+    assert window.doors.model.model is not None and window.doors.model.model.id != STARTER_ID
     assert not window.first_run.isVisible()
 
 
@@ -148,8 +148,8 @@ def test_the_window_card_cancels_the_offered_download(make_window, loop, monkeyp
     monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None)
     run(loop, until(lambda: window.adapter.catalog.rowCount() > 0, what="the catalog listed"))
-    offered = window.controller.library.recommended()
-    queue = window.controller.downloads
+    offered = window.doors.library.recommended()
+    queue = window.doors.library.downloads
     if offered is None or queue is None:
         pytest.skip("the catalog has nothing that fits this machine to offer")
     server.files["/slow.gguf"] = Served(body=bytes(2_000_000), slow_chunk=8192, slow_delay_s=0.02)
@@ -165,7 +165,7 @@ def test_the_window_card_cancels_the_offered_download(make_window, loop, monkeyp
 
 
 def test_a_fresh_window_says_nothing_about_its_model_until_it_knows(make_window, loop, monkeypatch) -> None:
-    """Before the controller has said what the model is, the empty chat is blank: a fresh window used to show
+    """Before the service has said what the model is, the empty chat is blank: a fresh window used to show
     "No model yet…" at build time and then the message view's "Ask anything…" while the model loaded."""
     monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None, start=False)
@@ -178,7 +178,7 @@ def test_a_fresh_window_says_nothing_about_its_model_until_it_knows(make_window,
 
     look()
     window.adapter.modelStateChanged.connect(look)
-    run(loop, window.controller.start_up())
+    run(loop, service_of(window).start_up())
     look()
     assert seen[0] == "", seen
     assert "messages" not in seen, seen  # no model: never the message view and its "Ask anything…"

@@ -24,10 +24,10 @@ def other_kestrel(qtbot, *args: str) -> None:
 def test_an_import_by_another_process_appears_and_the_selection_stays(make_window, loop, qtbot, tmp_path) -> None:
     window = make_window(model=None)
     with_generation(window, loop, max_tokens=8)  # a saved chat, open and selected
-    opened = window.controller.conversation
+    opened = window.doors.chat.conversation
     assert opened is not None
     exported = tmp_path / "chat.json"
-    assert run(loop, window.controller.export_conversation(opened.id, exported, "json"))
+    assert run(loop, window.doors.files.export_conversation(opened.id, exported, "json"))
     assert window.adapter.conversations.rowCount() == 1
 
     other_kestrel(qtbot, "-m", "app", "import", str(exported))
@@ -35,13 +35,13 @@ def test_an_import_by_another_process_appears_and_the_selection_stays(make_windo
     current = window.conversation_list.currentIndex()
     assert current.isValid() and window.filter.mapToSource(current).row() == window.adapter.conversations.row_of(
         opened.id)
-    assert window.controller.conversation is not None and window.controller.conversation.id == opened.id
+    assert window.doors.chat.conversation is not None and window.doors.chat.conversation.id == opened.id
 
 
 def test_the_open_chat_renamed_or_deleted_elsewhere_follows(make_window, loop, qtbot) -> None:
     window = make_window(model=None)
     with_generation(window, loop, max_tokens=8)
-    opened = window.controller.conversation
+    opened = window.doors.chat.conversation
     assert opened is not None
     db = str(data_paths().history_db)
     store = "from app.core.history import HistoryStore; import sys; s = HistoryStore(sys.argv[1]); "
@@ -51,7 +51,7 @@ def test_the_open_chat_renamed_or_deleted_elsewhere_follows(make_window, loop, q
 
     other_kestrel(qtbot, "-c", store + "s.delete_conversation(int(sys.argv[2]))", db, str(opened.id))
     qtbot.waitUntil(lambda: window.adapter.conversations.rowCount() == 0, timeout=5000)
-    qtbot.waitUntil(lambda: window.controller.conversation is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.doors.chat.conversation is None, timeout=5000)
 
 
 def test_a_chat_saved_by_kestrel_chat_appears_in_the_open_window(make_window, loop, qtbot, tiny_model) -> None:
@@ -60,4 +60,4 @@ def test_a_chat_saved_by_kestrel_chat_appears_in_the_open_window(make_window, lo
     other_kestrel(qtbot, "-m", "app", "chat", "--model", str(tiny_model), "--max-tokens", "4", "--ctx", "512",
                   "--save", "Saved from a terminal")
     qtbot.waitUntil(lambda: window.adapter.conversations.rowCount() == 1, timeout=5000)
-    assert window.controller.conversation is None  # the window's own new chat stays open
+    assert window.doors.chat.conversation is None  # the window's own new chat stays open

@@ -27,12 +27,11 @@ NOT_SEEING = ("Qwen3 8B cannot see images: it has no vision projector. Choose a 
 
 
 class FakeChats:
-    """The controller as far as the window's attaching asks it, apart from images (ImageApi adds them)."""
+    """The chat and attach doors as far as the window's attaching asks them, apart from images (ImageApi adds them)."""
 
     def __init__(self) -> None:
         self.conversation = None
         self.messages: list[object] = []
-        self.collections = type("Collections", (), {"collections": lambda self: ()})()
         self.plain_sends: list[tuple[str, tuple[AttachedFile, ...], tuple]] = []
 
     async def read_attachments(self, paths):
@@ -49,13 +48,8 @@ class FakeChats:
     async def set_chat_collections(self, names):
         pass
 
-
-class FakeAdapter:
-    def __init__(self, controller, loop) -> None:
-        self.controller, self._loop = controller, loop
-
-    def spawn(self, coroutine):
-        return self._loop.create_task(coroutine)
+    def collection_names(self):
+        return ()
 
 
 @pytest.fixture
@@ -65,9 +59,9 @@ def images(qtbot, loop):
     composer.resize(700, 200)
     qtbot.addWidget(window)
     window.show()
-    controller = FakeChats()
-    api = ImageApi(controller)
-    wiring = ChatAttach(window, composer, FakeAdapter(controller, loop))
+    doors = FakeChats()
+    api = ImageApi(doors, doors)
+    wiring = ChatAttach(window, composer, doors, doors, loop.create_task)
     wiring.chat_opened()
     composer.sendRequested.connect(wiring.send)  # as the window wires it (and clears the box)
     return window, composer, api, wiring
@@ -207,16 +201,16 @@ def test_a_message_takes_at_most_max_images_and_the_next_one_says_why(images, lo
 
 def test_images_waiting_for_a_message_stay_with_the_chat_they_were_attached_in(images, loop) -> None:
     _window, composer, api, wiring = images
-    controller = api.controller
+    doors = api.chat
     chat = lambda chat_id: type("Chat", (), {"id": chat_id})()  # noqa: E731 - the open chat's id is all it reads
-    controller.conversation, controller.messages = chat(1), [object()]
+    doors.conversation, doors.messages = chat(1), [object()]
     wiring.chat_opened()
     wiring.attach_image_data(png_image(20, 10))
-    controller.conversation = chat(2)
+    doors.conversation = chat(2)
     wiring.chat_opened()
     assert composer.tray.chips == []
     _settled(loop, composer)
-    controller.conversation = chat(1)
+    doors.conversation = chat(1)
     wiring.chat_opened()
     assert [(chip.state, chip.label.text()) for chip in composer.tray.chips] == [
         (ChipState.READY, "Pasted image · 20 x 10")]
@@ -241,7 +235,7 @@ def test_the_paperclip_offers_images_and_documents_and_add_image_images(images, 
 def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_model_and_tab_reaches_it(
         make_window, loop, tmp_path) -> None:
     window = make_window(engine=ScriptedEngine())
-    api = ImageApi(window.controller, accept=False)  # first a controller that refuses the message
+    api = ImageApi(window.doors.attach, window.doors.chat, accept=False)  # first a chat door that refuses the message
     composer = window.composer
     photo = tmp_path / "photo.png"
     photo.write_bytes(png_image(120, 90))
@@ -251,7 +245,7 @@ def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_mod
     composer.button.click()
     assert [(text, [image.name for image in images]) for text, _files, images in api.sent] == [
         ("Describe it", ["photo.png"])]
-    # Refused (the controller says why, as a Problem): nothing the user gave is lost.
+    # Refused (the chat door says why, as a Problem): nothing the user gave is lost.
     assert len(composer.tray.chips) == 1 and composer.edit.toPlainText() == "Describe it"
     api.accept = True
     composer.button.click()
@@ -271,10 +265,10 @@ def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_mod
     viewer.close()
 
 
-def test_in_the_window_the_controllers_own_image_check_reads_a_file_and_refuses_text_named_jpg(
+def test_in_the_window_the_services_own_image_check_reads_a_file_and_refuses_text_named_jpg(
         make_window, loop, tmp_path) -> None:
     window = make_window(engine=ScriptedEngine())
-    window.controller.vision = lambda: Vision(True, "")  # a model that sees; the check is the controller's
+    window.doors.attach.vision = lambda: Vision(True, "")  # a model that sees; the check is the service's
     composer = window.composer
     photo, fake = tmp_path / "photo.png", tmp_path / "holiday.jpg"
     photo.write_bytes(png_image(120, 90))

@@ -188,7 +188,7 @@ def test_a_cancelled_download_says_cancelled_once_then_its_card_is_cleared(qtbot
     card = page.cards.card("d1")
     assert card.bar.isVisibleTo(card) and card.cancel_button.isVisibleTo(card)
     card.cancel_button.click()
-    assert adapter.controller.downloads.calls == [("cancel", "d1")]
+    assert adapter.library.downloads.calls == [("cancel", "d1")]
     adapter.downloads.put(DownloadItem("d1", "Qwen", "cancelled", message="Cancelled; what had arrived was deleted."))
     shown = " / ".join(label.text() for label in card.findChildren(QLabel) if label.isVisibleTo(card))
     assert shown.count("Cancelled") == 1, shown
@@ -214,7 +214,7 @@ def clip_report(theme: str) -> list[str]:
     ElidedLabel may cut its text if its tooltip holds the whole."""
     apply_theme(QApplication.instance(), theme)  # type: ignore[arg-type]
     adapter = FakeAdapter()
-    window = ModelManager(adapter)
+    window = ModelManager(adapter, adapter.library, adapter.settings)
     kept = installed("kept", is_default=True, is_loaded=True, details={
         "format": "gguf", "parameters_label": "1.5B", "quantization": "Q4_K_M", "capabilities": ["vision", "tools"]},
         model=dataclasses.replace(installed("kept").model, title=LONG_NAME, referenced=True,

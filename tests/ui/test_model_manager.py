@@ -15,15 +15,18 @@ from app.service.events import DownloadItem
 from app.ui.state.download_items import DownloadsModel
 from app.ui.state.model_items import CatalogModel, InstalledModelsModel
 from app.ui.models.model_manager import ModelManager
-from tests.ui.conftest import run, until
+from tests.ui.conftest import run, service_of, until
 from tests.ui.test_model_items import catalog_row, installed
 
 
 class FakeLibrary:
-    """Stands in for controller.library: each call returns what was asked, for spawn to record;
-    recommended() gives `pick` (a CatalogRow with its reason, or None)."""
+    """Stands in for the LibraryDoor: each call returns what was asked, for spawn to record;
+    recommended() gives `pick` (a CatalogRow with its reason, or None); `downloads` is the queue."""
 
     pick = None
+
+    def __init__(self) -> None:
+        self.downloads = FakeDownloads()
 
     def recommended(self):
         return self.pick
@@ -41,7 +44,8 @@ class FakeDownloads:
 
 
 class FakeAdapter(QObject):
-    """What the manager uses of ControllerAdapter: the three item models, problem and spawn."""
+    """What the manager uses of ServiceAdapter: the three item models, problem and spawn; with the
+    library and settings doors it is given beside (`library`, `settings`)."""
 
     problem = Signal(str)
 
@@ -52,10 +56,10 @@ class FakeAdapter(QObject):
         self.downloads = DownloadsModel(self)
         self.spawned: list[tuple] = []
         self.downloaded: list = []
-        library = FakeLibrary()
-        library.download = self.downloaded.append  # type: ignore[attr-defined]
-        library.download_unit = self.downloaded.append  # type: ignore[attr-defined]
-        self.controller = SimpleNamespace(library=library, downloads=FakeDownloads(), settings=Settings())
+        self.library = FakeLibrary()
+        self.library.download = self.downloaded.append  # type: ignore[attr-defined]
+        self.library.download_unit = self.downloaded.append  # type: ignore[attr-defined]
+        self.settings = SimpleNamespace(settings=Settings())
 
     def spawn(self, work) -> None:
         self.spawned.append(work)
@@ -63,7 +67,7 @@ class FakeAdapter(QObject):
 
 def manager(qtbot) -> tuple[ModelManager, FakeAdapter]:
     adapter = FakeAdapter()
-    window = ModelManager(adapter)
+    window = ModelManager(adapter, adapter.library, adapter.settings)
     qtbot.addWidget(window)
     window.show()
     assert adapter.spawned == [("refresh",)]  # opening it asks for a fresh listing
@@ -214,7 +218,7 @@ def test_the_catalog_card_of_the_model_recommended_here_says_so_and_why(qtbot) -
     window, adapter = manager(qtbot)
     page = window.catalog
     small = catalog_row("small")
-    adapter.controller.library.pick = dataclasses.replace(
+    adapter.library.pick = dataclasses.replace(
         small, reason="Fits your 16 GB of memory with room for a 16k context.")
     adapter.catalog.set_rows([small, catalog_row("other")])
     chosen, other = card(page.view, "small"), card(page.view, "other")
@@ -239,8 +243,8 @@ def test_downloads_pause_resume_cancel_on_each_card(qtbot) -> None:
     first.resume_button.click()
     first.cancel_button.click()
     page.cards.card("d2").cancel_button.click()
-    assert adapter.controller.downloads.calls == [("pause", "d1"), ("resume", "d1"), ("cancel", "d1"),
-                                                   ("cancel", "d2")]
+    assert adapter.library.downloads.calls == [("pause", "d1"), ("resume", "d1"), ("cancel", "d1"),
+                                               ("cancel", "d2")]
     adapter.downloads.put(DownloadItem("d1", "Qwen", "done", done=100, total=100, model_id="qwen"))
     assert not first.cancel_button.isVisibleTo(first) and not first.bar.isVisibleTo(first)
     assert first.status.text() == "Done · 100% · 100 bytes of 100 bytes"
@@ -261,7 +265,7 @@ def test_the_manager_in_the_window(make_window, loop, qtbot, tiny_model) -> None
     page.form.top_k.setValue(7)
     page.form.save_button.click()
     run(loop, until(lambda: window.adapter.installed.rows()[0].model.defaults.top_k == 7, what="saved"))
-    assert window.controller.session.setup.library.list()[0].defaults.top_k == 7
+    assert service_of(window).session.setup.library.list()[0].defaults.top_k == 7
     manager.close()
     window.model_label.clicked.emit()  # the status bar's model name opens it again
     assert manager.isVisible()

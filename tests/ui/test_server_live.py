@@ -13,7 +13,7 @@ import pytest
 
 from app.service.api.api_answers import SERVING
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.ui.conftest import run, until
+from tests.ui.conftest import idle, run, until
 
 
 def free_port() -> int:
@@ -40,19 +40,19 @@ def window(make_window, loop):
 
 def test_turned_on_in_the_window_it_answers_on_loopback_and_stops_when_turned_off(window, loop) -> None:
     port = free_port()
-    c = window.controller
-    run(loop, c.update_settings(dataclasses.replace(c.settings, server=dataclasses.replace(
-        c.settings.server, enabled=True, port=port))))
+    doors = window.doors
+    run(loop, doors.settings.update_settings(dataclasses.replace(doors.settings.settings, server=dataclasses.replace(
+        doors.settings.settings.server, enabled=True, port=port))))
     run(loop, until(lambda: window.server.on, what="the server to listen"))
     assert window.status.server.text() == f"API on 127.0.0.1:{port}"
-    key = c.settings.server.key
+    key = doors.settings.settings.server.key
     # The client runs on a thread: the window's loop (this one) is the server's, and keeps serving.
     status, body = run(loop, asyncio.to_thread(get, f"http://127.0.0.1:{port}/v1/models", key))
     assert status == 200 and body["object"] == "list"
     status, _ = run(loop, asyncio.to_thread(get, f"http://127.0.0.1:{port}/v1/models", "kestrel-wrong"))
     assert status == 401
-    run(loop, c.update_settings(dataclasses.replace(c.settings, server=dataclasses.replace(
-        c.settings.server, enabled=False))))
+    run(loop, doors.settings.update_settings(dataclasses.replace(doors.settings.settings, server=dataclasses.replace(
+        doors.settings.settings.server, enabled=False))))
     run(loop, window.server.follow())  # in line behind the one the change started: done when it is
     assert not window.server.on
     with socket.socket() as probe:
@@ -65,12 +65,14 @@ def test_an_api_answer_shows_in_the_status_line_and_the_windows_chat_waits_its_t
     window = make_window(engine=ScriptedEngine(token_s=0.04))
     try:
         port = free_port()
-        c = window.controller
-        run(loop, c.update_settings(dataclasses.replace(c.settings, server=dataclasses.replace(
-            c.settings.server, enabled=True, port=port))))
+        doors = window.doors
+        run(loop, doors.settings.update_settings(dataclasses.replace(doors.settings.settings,
+                                                                     server=dataclasses.replace(
+            doors.settings.settings.server, enabled=True, port=port))))
         run(loop, window.server.follow())
-        client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=c.settings.server.key, max_retries=0)
-        model = c.settings.default_model
+        client = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=doors.settings.settings.server.key,
+                        max_retries=0)
+        model = doors.settings.settings.default_model
         asked = asyncio.ensure_future(asyncio.to_thread(
             client.chat.completions.create, model=model, max_tokens=40,
             messages=[{"role": "user", "content": "Name three birds of prey."}]), loop=loop)
@@ -79,11 +81,10 @@ def test_an_api_answer_shows_in_the_status_line_and_the_windows_chat_waits_its_t
         if asked.done():
             asked.result()  # a refused request says why here
         assert serving()  # about 1.6 s of answer left: the window's chat is sent while it runs
-        assert c.send("And the window's own chat?")  # taken: it waits in the engine's line
+        assert doors.chat.send("And the window's own chat?")  # taken: it waits in the engine's line
         answer = run(loop, asked)
         assert answer.choices[0].message.content and answer.usage.completion_tokens > 0
-        run(loop, until(lambda: c.answering_id is None and not c.waiting_ids and not c.open_chat_busy, 60,
-                        "the window's chat to be answered"))
+        run(loop, until(idle(window), 60, "the window's chat to be answered"))
         last = window.adapter.messages.messages()[-1]
         assert last.role.value == "assistant" and last.text
         window.show_server_window()

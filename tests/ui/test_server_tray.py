@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QSystemTrayIcon
 from app.service.models.background import WindowState
 from app.ui.server import server_host
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.ui.conftest import run
+from tests.ui.conftest import run, service_of
 from tests.ui.test_server_window import StandIn, serve
 
 
@@ -40,7 +40,7 @@ def test_with_the_setting_closing_hides_to_the_tray_and_open_brings_it_back(wind
     assert window.tray.icon.toolTip() == "Kestrel: API on 127.0.0.1:9131"
     assert [a.text() for a in window.tray.menu.actions() if a.text()] == ["&Open Kestrel", "&Quit"]
     # Put away to serve: the answer policy sees a window in the background, not a minimized one.
-    assert window.controller.session.pace.window == WindowState.BACKGROUND
+    assert service_of(window).session.pace.window == WindowState.BACKGROUND
     assert window.server.on and not StandIn.started[0].stopped
     window.tray.menu.actions()[0].trigger()  # Open Kestrel
     assert window.isVisible() and not window.tray.serving_from_tray

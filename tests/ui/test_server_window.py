@@ -15,7 +15,7 @@ from app.service import events as ev
 from app.ui.server import server_host
 from app.ui.server.server_window import KEPT_ROWS, ServerWindow
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.ui.conftest import run, until
+from tests.ui.conftest import run, service_of, until
 from tests.ui.test_server_settings import clipped
 
 
@@ -55,9 +55,9 @@ def window(make_window, monkeypatch, loop):
 
 def serve(loop, window, **changes) -> None:
     """Change the server settings as the Settings dialog does, and wait for the server to follow."""
-    c = window.controller
-    run(loop, c.update_settings(dataclasses.replace(c.settings, server=dataclasses.replace(c.settings.server,
-                                                                                            **changes))))
+    door = window.doors.settings
+    run(loop, door.update_settings(dataclasses.replace(door.settings,
+                                                       server=dataclasses.replace(door.settings.server, **changes))))
     run(loop, window.server.follow())  # in line behind the one the change started: done when it is
 
 
@@ -71,7 +71,7 @@ def test_turned_on_it_saves_a_key_then_starts_and_the_status_line_says_where(win
     assert not window.server.on and not window.status.server.isVisible()
     assert StandIn.started == []  # off by default: nothing started
     serve(loop, window, enabled=True, port=9123)
-    key = window.controller.settings.server.key
+    key = window.doors.settings.settings.server.key
     assert key.startswith("kestrel-")
     assert [s.seen.key for s in StandIn.started] == [key]  # the key was saved before the server first read it
     assert window.server.on
@@ -84,7 +84,7 @@ def test_turned_on_it_saves_a_key_then_starts_and_the_status_line_says_where(win
     serve(loop, window, enabled=False)
     assert StandIn.started[1].stopped and not window.server.on
     assert not window.status.server.isVisible()
-    assert window.controller.settings.server.key == key  # kept for the next time
+    assert window.doors.settings.settings.server.key == key  # kept for the next time
 
 
 def test_a_failed_start_says_why_and_can_be_tried_again(window, loop, qtbot) -> None:
@@ -109,7 +109,7 @@ def test_the_server_window_shows_the_address_the_key_and_the_requests(window, lo
     assert shown.state.text().startswith("Off") and shown.address.text() == "–"
     assert not shown.copy_key.isEnabled()
     serve(loop, window, enabled=True, port=9126)
-    key = window.controller.settings.server.key
+    key = window.doors.settings.settings.server.key
     assert shown.address.text() == "http://127.0.0.1:9126"
     assert shown.key.text() == key and shown.key.echoMode() == QLineEdit.EchoMode.Password
     assert key not in shown.key.displayText()  # masked on screen
@@ -122,7 +122,7 @@ def test_the_server_window_shows_the_address_the_key_and_the_requests(window, lo
     assert QGuiApplication.clipboard().text() == "http://127.0.0.1:9126"
     assert not shown.warning.isVisible()
     for n in range(KEPT_ROWS + 3):
-        window.controller.bus.emit(ev.ApiRequestLogged(record(n)))
+        service_of(window).bus.emit(ev.ApiRequestLogged(record(n)))
     table = shown.requests
     assert table.rowCount() == KEPT_ROWS
     newest = [table.item(0, column).text() for column in range(table.columnCount())]
@@ -142,7 +142,7 @@ def test_a_new_key_is_asked_for_first_then_saved_and_read_by_the_running_server(
     serve(loop, window, enabled=True, port=9127)
     window.show_server_window()
     shown = window.server_window
-    old = window.controller.settings.server.key
+    old = window.doors.settings.settings.server.key
     questions: list[str] = []
 
     def answer(reply):
@@ -154,12 +154,12 @@ def test_a_new_key_is_asked_for_first_then_saved_and_read_by_the_running_server(
     monkeypatch.setattr(QMessageBox, "question", answer(QMessageBox.StandardButton.No))
     shown.new_key.click()
     assert len(questions) == 1 and "401" in questions[0]
-    assert window.controller.settings.server.key == old
+    assert window.doors.settings.settings.server.key == old
     monkeypatch.setattr(QMessageBox, "question", answer(QMessageBox.StandardButton.Yes))
     shown.new_key.click()
-    run(loop, until(lambda: window.controller.settings.server.key != old, what="the new key"))
+    run(loop, until(lambda: window.doors.settings.settings.server.key != old, what="the new key"))
     run(loop, window.server.follow())
-    new = window.controller.settings.server.key
+    new = window.doors.settings.settings.server.key
     # The server reads the key at each request: the new one works at once, with no restart.
     assert new.startswith("kestrel-") and StandIn.started[0].settings().key == new
     assert len(StandIn.started) == 1 and window.server.on
@@ -190,7 +190,7 @@ def test_on_in_the_settings_file_it_starts_with_the_window_and_a_key_saved_first
         settings_file = SettingsFile(data_paths().settings_file)
         settings_file.save(dataclasses.replace(settings_file.load(), server=ServerSettings(enabled=True, port=9128)))
         assert StandIn.started == []  # nothing before the settings are read
-        run(loop, window.controller.start_up())
+        run(loop, service_of(window).start_up())
         run(loop, window.server.follow())
         key = settings_file.load().server.key
         assert key.startswith("kestrel-") and [s.seen.key for s in StandIn.started] == [key]

@@ -7,11 +7,11 @@ import dataclasses
 from pathlib import Path
 
 from app.core.settings import Settings
-from app.engine import kv_state
-from app.engine.kv_state import StateKey
+from app.engine.backends.llama import kv_state
+from app.engine.backends.llama.kv_state import StateKey
 from app.service.models import kv_cache
 from app.ui.settings.dialogs import SettingsDialog
-from tests.ui.conftest import run, until
+from tests.ui.conftest import run, service_of, until
 
 KEY = StateKey("model.gguf|1|2", 2048, "template", "0.3.36")
 
@@ -28,8 +28,8 @@ def _saved_states(count: int, size: int = 3000) -> list[Path]:
     return paths
 
 
-class _Controller:
-    """Stands in for ChatController: clear_saved_states waits until let go, then clears."""
+class _ModelDoor:
+    """Stands in for the ModelDoor: clear_saved_states waits until let go, then clears."""
 
     def __init__(self) -> None:
         self.calls = 0
@@ -43,7 +43,6 @@ class _Controller:
 
 class _Adapter:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.controller = _Controller()
         self._loop = loop
 
     def spawn(self, coroutine):
@@ -66,31 +65,32 @@ def test_the_budget_and_prompt_lookup_round_trip_into_the_settings(qtbot) -> Non
     defaults = SettingsDialog(Settings(), None)
     qtbot.addWidget(defaults)
     assert defaults.prompt_lookup.currentData() == "auto" and defaults.saved_states.value() == 2048
-    assert not defaults.clear_states.isEnabled()  # no controller to ask
+    assert not defaults.clear_states.isEnabled()  # no service to ask
 
 
-def test_clear_asks_the_controller_without_waiting_for_it_and_says_what_it_freed(qtbot, loop) -> None:
+def test_clear_asks_the_service_without_waiting_for_it_and_says_what_it_freed(qtbot, loop) -> None:
     paths = _saved_states(2)
     size = sum(p.stat().st_size for p in paths)
     adapter = _Adapter(loop)
-    dialog = SettingsDialog(Settings(), None, adapter=adapter)
+    model = _ModelDoor()
+    dialog = SettingsDialog(Settings(), None, adapter=adapter, model=model)
     qtbot.addWidget(dialog)
     run(loop, until(lambda: dialog.states_note.text() != "", what="the disk the states take"))
     assert dialog.states_note.text().startswith("2 saved chat states, ")
 
     dialog.clear_states.click()
-    # The click returned while the controller is still at work: the UI thread never waits.
+    # The click returned while the service is still at work: the UI thread never waits.
     assert dialog.states_note.text() == "Clearing…" and not dialog.clear_states.isEnabled()
-    run(loop, until(lambda: adapter.controller.calls == 1, what="the controller asked"))
+    run(loop, until(lambda: model.calls == 1, what="the service asked"))
     assert all(p.exists() for p in paths)
-    adapter.controller.go_on.set()
+    model.go_on.set()
     run(loop, until(lambda: dialog.clear_states.isEnabled(), what="the clear to finish"))
     assert dialog.states_note.text() == f"Cleared 2 saved chat states, {_human(size)} freed"
     assert not any(p.exists() for p in paths) and kv_cache.usage() == (0, 0)
 
     dialog.clear_states.click()
     run(loop, until(lambda: dialog.clear_states.isEnabled(), what="the second clear"))
-    assert dialog.states_note.text() == "Cleared (none were saved)" and adapter.controller.calls == 2
+    assert dialog.states_note.text() == "Cleared (none were saved)" and model.calls == 2
 
 
 def test_the_windows_settings_clear_the_states_through_the_engine(make_window, loop, monkeypatch) -> None:
@@ -107,10 +107,10 @@ def test_the_windows_settings_clear_the_states_through_the_engine(make_window, l
 
     monkeypatch.setattr(SettingsDialog, "exec", accept)
     window.edit_settings()
-    run(loop, until(lambda: window.controller.settings.prompt_lookup == "off", what="the saved settings"))
+    run(loop, until(lambda: window.doors.settings.settings.prompt_lookup == "off", what="the saved settings"))
     assert notes and notes[0].startswith("Cleared 3 saved chat states, ")
     assert not any(p.exists() for p in paths)
-    assert window.controller.session.client.prompt_lookup == "off"  # the next answers draft no more
+    assert service_of(window).session.client.prompt_lookup == "off"  # the next answers draft no more
 
 
 def _human(size: int) -> str:

@@ -65,7 +65,7 @@ def test_the_chat_settings_switch_thinking_off_for_a_model_that_can(make_window,
 
     monkeypatch.setattr(ConversationSettingsDialog, "exec", accept)
     window.edit_chat_settings()
-    run(loop, until(lambda: not window.controller.conversation_settings()[1].thinking, what="the saved switch"))
+    run(loop, until(lambda: not window.doors.chat.conversation_settings()[1].thinking, what="the saved switch"))
     assert seen["enabled"]
 
 

@@ -12,7 +12,7 @@ from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.tiny_gguf import build_tiny_gguf
 from tests.helpers.tool_call_gguf import QWEN3_TEMPLATE
-from tests.ui.conftest import idle, run, until, with_generation
+from tests.ui.conftest import idle, run, service_of, until, with_generation
 
 NOW = ("get_current_time", '{"timezone": "UTC"}')
 CONVERT = ("convert_time", '{"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}')
@@ -41,7 +41,7 @@ def test_allow_once_always_and_deny_through_the_bar(make_window, loop, tmp_path:
     window = make_window(model=qwen, engine=engine)
     write_mcp_config(window.paths.mcp_file, [McpServerConfig(
         "time", command=sys.executable, args=("-m", "mcp_server_time", "--local-timezone", "UTC"))])
-    tools, bar = window.controller.tools, window.chat.approval
+    tools, bar = service_of(window).tools, window.chat.approval
     run(loop, tools.reload())
     with_generation(window, loop, tools=("time",))
 

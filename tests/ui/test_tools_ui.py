@@ -1,6 +1,6 @@
 """Tool use in the window: the approval bar, the calls in an answer, the Tools page and a chat's tool servers.
 
-The service's events are emitted on the controller's bus (as the tool loop emits them),
+The service's events are emitted on the service's bus (as the tool loop emits them),
 so these tests drive the real widgets without a model that calls tools.
 """
 
@@ -25,7 +25,7 @@ from app.ui.settings.mcp_json_dialog import check_mcp_text
 from app.tools.result_cut import CutReason, cut_result
 from app.ui.messages.tool_parts import call_from_href, call_header, parts_html, pretty_arguments
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.ui.conftest import idle, run, until
+from tests.ui.conftest import idle, run, service_of, until
 from tests.ui.test_server_settings import clipped
 
 ARGS = json.dumps({"timezone": "Europe/Paris", "note": "x" * 1000})
@@ -35,10 +35,10 @@ def _chat(window, loop, text: str = "Hi") -> int:
     """Send a message (the scripted engine answers at once); the new chat's id."""
     window.composer.edit.setPlainText(text)
     window.composer.sendRequested.emit(text)
-    run(loop, until(lambda: idle(window)() and window.controller.conversation is not None
+    run(loop, until(lambda: idle(window)() and window.doors.chat.conversation is not None
                     and len(window.adapter.messages.messages()) == 2, what="the answer"))
-    assert window.controller.conversation is not None
-    return window.controller.conversation.id
+    assert window.doors.chat.conversation is not None
+    return window.doors.chat.conversation.id
 
 
 def _row_markers(window, conversation_id: int) -> tuple[str, ...]:
@@ -51,19 +51,19 @@ def test_the_approval_bar_asks_in_its_own_chat_and_its_buttons_answer(make_windo
     first = _chat(window, loop, "first")
     window.new_conversation()
     second = _chat(window, loop, "second")
-    assert first != second and window.controller.conversation.id == second
+    assert first != second and window.doors.chat.conversation.id == second
     decided: list[tuple[int, str]] = []
-    monkeypatch.setattr(window.controller.tools, "answer", lambda approval_id, decision: decided.append(
+    monkeypatch.setattr(window.doors.tools, "answer", lambda approval_id, decision: decided.append(
         (approval_id, str(decision))))
     bar = window.chat.approval
-    bus = window.controller.bus
+    bus = service_of(window).bus
 
     # A call of the chat that is not open: its row says so, the bar waits for that chat.
     bus.emit(ev.ToolApprovalAsked(7, first, 1, "time", "get_current_time", ARGS))
     assert bar.isHidden()
     assert "approve" in _row_markers(window, first) and "approve" not in _row_markers(window, second)
     window.open_chat(first)
-    run(loop, until(lambda: window.controller.conversation.id == first, what="the first chat"))
+    run(loop, until(lambda: window.doors.chat.conversation.id == first, what="the first chat"))
     assert bar.isVisible() and bar.approval_id == 7
     assert "get_current_time" in bar.title.text() and "time" in bar.title.text()
     shown = bar.arguments.toPlainText()
@@ -136,7 +136,7 @@ def test_the_streaming_answer_shows_its_calls_then_the_final_parts_and_copies_th
         make_window, loop, qtbot) -> None:
     window = make_window(engine=ScriptedEngine())
     conversation = _chat(window, loop)
-    view, model, bus = window.messages, window.adapter.messages, window.controller.bus
+    view, model, bus = window.messages, window.adapter.messages, service_of(window).bus
     streaming = Message(id=9001, conversation_id=conversation, role=Role.ASSISTANT, text="", created=0.0,
                         state=MessageState.STREAMING, stats=None)
     bus.emit(ev.MessageAdded(streaming))
@@ -174,7 +174,7 @@ def test_the_streaming_answer_shows_its_calls_then_the_final_parts_and_copies_th
 
 def _tools_use(window, loop, servers, choices=ToolChoices()):
     """mcp.json and the tool choices in the window's home, read by its ToolUse."""
-    tools, mcp_file = window.controller.tools, window.paths.mcp_file
+    tools, mcp_file = service_of(window).tools, window.paths.mcp_file
     write_mcp_config(mcp_file, servers)
     write_choices(choices_file(mcp_file), choices)
     run(loop, tools.reload())
@@ -202,9 +202,9 @@ def test_the_tools_tab_round_trips_servers_tools_and_approvals(make_window, loop
     window.edit_settings("tools")
     assert checked
     run(loop, until(lambda: tools.choices.disabled_tools == {("time", "convert_time")}
-                    and len(read_mcp_config(mcp_file)[0]) == 3 and window.controller.settings.tool_rounds == 3,
+                    and len(read_mcp_config(mcp_file)[0]) == 3 and window.doors.settings.settings.tool_rounds == 3,
                     what="the saved tools"))
-    assert window.controller.settings.tool_result_chars == 20_000
+    assert window.doors.settings.settings.tool_result_chars == 20_000
     servers, problems = read_mcp_config(mcp_file)
     assert problems == [] and [s.name for s in servers] == ["time", "files", "echo"]
     assert servers[1].enabled and servers[2].command == "node" and servers[2].args == ("/opt/my server/index.js",
@@ -222,7 +222,7 @@ def _use_the_tools_tab(window, dialog: SettingsDialog, qtbot) -> None:
 
     # The pool reports: the time server is ready with its tools, the other failed with its stderr.
     tool = lambda name: ToolInfo("time", name, name, f"{name} tool", {"type": "object"})  # noqa: E731
-    window.controller.bus.emit(ev.ToolServersChanged((
+    service_of(window).bus.emit(ev.ToolServersChanged((
         ServerStatus("time", ServerState.READY, "", (), (tool("get_current_time"), tool("convert_time"))),
         ServerStatus("files", ServerState.FAILED, "It exited at once (code 1).", ("Traceback", "ImportError: x"),
                      ()))))
@@ -269,13 +269,13 @@ def test_mcp_json_is_checked_before_it_is_saved(make_window, loop, qtbot, monkey
         return editor.result()
 
     monkeypatch.setattr(McpJsonDialog, "exec", edit)
-    dialog = SettingsDialog(window.controller.settings, window, adapter=window.adapter,
-                            tools=window.controller.tools, mcp_file=window.paths.mcp_file)
+    dialog = SettingsDialog(window.doors.settings.settings, window, adapter=window.adapter,
+                            model=window.doors.model, tools=window.doors.tools, mcp_file=window.paths.mcp_file)
     qtbot.addWidget(dialog)
     dialog.edit_mcp_json()
     run(loop, until(lambda: dialog.tools.tree.topLevelItemCount() == 1, what="the edited file read back"))
     assert dialog.tools.tree.topLevelItem(0).text(0) == "clock"
-    assert [s.name for s in window.controller.tools.servers()] == ["clock"]
+    assert [s.name for s in service_of(window).tools.servers()] == ["clock"]
 
 
 def test_a_chats_settings_choose_its_tool_servers(qtbot) -> None:
@@ -306,7 +306,7 @@ def test_the_chat_settings_dialog_offers_the_servers_of_mcp_json(make_window, lo
 
     monkeypatch.setattr(ConversationSettingsDialog, "exec", choose)
     window.edit_chat_settings()
-    run(loop, until(lambda: window.controller.conversation_settings()[1].tools == ("files",), what="the chat's tools"))
+    run(loop, until(lambda: window.doors.chat.conversation_settings()[1].tools == ("files",), what="the chat's tools"))
 
 
 def test_a_result_kestrel_cut_says_so_in_its_block_header() -> None:

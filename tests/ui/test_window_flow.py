@@ -12,7 +12,7 @@ from app.core.conversation import MessageState, Role
 from app.ui.chat.chat_files import ChatFiles
 from app.ui.common.save_files import file_name_for
 from app.ui.state.conversation_model import ConversationRoles
-from tests.ui.conftest import idle, long_answers, run, until, with_generation
+from tests.ui.conftest import idle, long_answers, run, service_of, until, with_generation
 
 
 def _type_and_send(qtbot, window, text: str) -> None:
@@ -21,7 +21,7 @@ def _type_and_send(qtbot, window, text: str) -> None:
 
 
 def _open_id(window) -> int | None:
-    return window.controller.conversation.id if window.controller.conversation is not None else None
+    return window.doors.chat.conversation.id if window.doors.chat.conversation is not None else None
 
 
 def _answer_length(window) -> int:
@@ -30,8 +30,8 @@ def _answer_length(window) -> int:
 
 
 def _queue_settled(window):
-    c = window.controller
-    return lambda: c.answering_id is None and not c.waiting_ids
+    doors = window.doors
+    return lambda: doors.chat.answering_id is None and not doors.chat.waiting_ids
 
 
 def test_a_send_in_another_chat_waits_its_turn_and_stop_belongs_to_its_chat(make_window, loop, qtbot) -> None:
@@ -44,8 +44,8 @@ def test_a_send_in_another_chat_waits_its_turn_and_stop_belongs_to_its_chat(make
     window.new_conversation()
     with_generation(window, loop, max_tokens=8)
     _type_and_send(qtbot, window, "Second chat question")
-    c = window.controller
-    run(loop, until(lambda: _open_id(window) not in (None, first) and _open_id(window) in c.waiting_ids
+    doors = window.doors
+    run(loop, until(lambda: _open_id(window) not in (None, first) and _open_id(window) in doors.chat.waiting_ids
                     and window.adapter.messages.rowCount() == 1, what="the second chat to wait"))
     second = _open_id(window)
     # Never silently ignored: the message is in its chat, and the chat says it waits.
@@ -60,19 +60,19 @@ def test_a_send_in_another_chat_waits_its_turn_and_stop_belongs_to_its_chat(make
 
     # Stop here takes the second chat out of the line; the first answer goes on.
     qtbot.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)
-    run(loop, until(lambda: second not in c.waiting_ids, what="the wait to be dropped"))
-    assert c.answering_id == first and window.composer.button.text() == "Send"
+    run(loop, until(lambda: second not in doors.chat.waiting_ids, what="the wait to be dropped"))
+    assert doors.chat.answering_id == first and window.composer.button.text() == "Send"
     assert not window.composer.note.isVisible()
 
     # Sent again, it waits; stopping the first answer lets it run.
     _type_and_send(qtbot, window, "Second chat, again")
-    run(loop, until(lambda: second in c.waiting_ids))
+    run(loop, until(lambda: second in doors.chat.waiting_ids))
     window.status.activity.click()
     run(loop, until(lambda: _open_id(window) == first, what="the activity click to open chat one"))
     assert window.composer.button.text() == "Stop"
     qtbot.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)
     run(loop, until(_queue_settled(window), timeout=90, what="the second answer"))
-    run(loop, window.controller.open_conversation(second))
+    run(loop, window.doors.chat.open_conversation(second))
     roles = [m.role for m in window.adapter.messages.messages()]
     assert roles[-1] == Role.ASSISTANT and window.adapter.messages.messages()[-1].state == MessageState.COMPLETE
 
@@ -93,9 +93,9 @@ def test_drafts_survive_switching_chats_and_restarting(make_window, loop, qtbot)
     run(loop, until(lambda: window.adapter.conversations.index(0).data(
         ConversationRoles.HAS_DRAFT) is True, what="the draft marker"))
     window.close()
-    run(loop, window.controller.shutdown())
+    run(loop, service_of(window).shutdown())
     again = make_window()
-    run(loop, again.controller.open_conversation(first))
+    run(loop, again.doors.chat.open_conversation(first))
     run(loop, until(lambda: _open_id(again) == first))
     assert again.composer.edit.toPlainText() == "half a thought"
     again.new_conversation()
@@ -108,14 +108,15 @@ def test_export_then_import_gives_the_same_chat(make_window, loop, qtbot, tmp_pa
     _type_and_send(qtbot, window, "Export me, please")
     run(loop, until(idle(window)))
     before = [(m.role, m.text) for m in window.adapter.messages.messages()]
-    title = window.controller.conversation.title
+    title = window.doors.chat.conversation.title
     asked = []
 
     def save_as(_parent, _caption, suggested, _filter):
         asked.append(suggested)
         return str(tmp_path / ("chat.md" if suggested.endswith(".md") else "chat"))
 
-    files = ChatFiles(window.adapter, window, ask_save=save_as, ask_open=lambda *_: str(tmp_path / "chat.json"))
+    files = ChatFiles(window.adapter, window.doors.chat, window.doors.files, window, ask_save=save_as,
+                      ask_open=lambda *_: str(tmp_path / "chat.json"))
     files.choose_export("markdown")
     files.choose_export("json")
     run(loop, until(lambda: (tmp_path / "chat.md").exists() and (tmp_path / "chat.json").exists()))
@@ -135,7 +136,8 @@ def test_importing_a_file_that_is_not_a_chat_names_it(make_window, loop, tmp_pat
     window = make_window()
     bad = tmp_path / "not a chat.json"
     bad.write_text('{"format": "something else"}', encoding="utf-8")
-    ChatFiles(window.adapter, window, ask_open=lambda *_: str(bad)).choose_import()
+    ChatFiles(window.adapter, window.doors.chat, window.doors.files, window,
+              ask_open=lambda *_: str(bad)).choose_import()
     run(loop, until(lambda: window.banner_row.isVisible(), what="the message"))
     assert "not a chat.json" in window.banner.text()
     assert window.adapter.conversations.rowCount() == 0
@@ -165,29 +167,29 @@ def test_file_names_for_exports_are_safe_everywhere() -> None:
 def test_a_chat_whose_settings_came_first_is_named_by_its_first_message(make_window, loop, qtbot) -> None:
     window = make_window()
     with_generation(window, loop, max_tokens=4)  # this makes the chat, before any message
-    assert window.controller.conversation.title == "New chat"
+    assert window.doors.chat.conversation.title == "New chat"
     _type_and_send(qtbot, window, "Plans for the garden")
     run(loop, until(idle(window)))
-    assert window.controller.conversation.title == "Plans for the garden"
+    assert window.doors.chat.conversation.title == "Plans for the garden"
     assert window.header.title.full_text() == "Plans for the garden"
     _type_and_send(qtbot, window, "And the shed?")
     run(loop, until(idle(window)))
-    assert window.controller.conversation.title == "Plans for the garden"
+    assert window.doors.chat.conversation.title == "Plans for the garden"
 
 
 def test_the_model_picker_sets_this_chats_model_and_the_header_says_it(make_window, loop, qtbot) -> None:
     window = make_window()
-    run(loop, window.controller.library.refresh())
+    run(loop, service_of(window).library.refresh())
     run(loop, until(lambda: window.adapter.installed.rowCount() == 1, what="the library listing"))
-    model = window.controller.model
+    model = window.doors.model.model
     choices = {action.text().replace("&&", "&"): action for action in window.header.model_actions()}
     assert any(text.startswith("Default model") for text in choices) and model.title in choices
     choices[model.title].trigger()
-    run(loop, until(lambda: window.controller.conversation_model_id() == model.id, what="the chat's model"))
+    run(loop, until(lambda: window.doors.chat.conversation_model_id() == model.id, what="the chat's model"))
     assert window.header.button_text() == model.title
     _type_and_send(qtbot, window, "Which model answers?")
     run(loop, until(idle(window)))
-    assert window.controller.conversation.model == model.id
+    assert window.doors.chat.conversation.model == model.id
     # The manager is one click away.
     manager = next(a for a in window.header.model_menu.actions() if a.text().startswith("Manage models"))
     manager.trigger()
@@ -218,7 +220,7 @@ def test_a_message_that_cannot_be_saved_comes_back_to_the_box(make_window, loop,
     window = make_window()
 
     def refuse(*_args, **_kwargs):
-        raise HistoryError("The disk is full.", window.controller._history_path, "disk full")
+        raise HistoryError("The disk is full.", service_of(window)._history_path, "disk full")
 
     monkeypatch.setattr(HistoryStore, "add_message", refuse)
     _type_and_send(qtbot, window, "Words worth keeping")
@@ -250,8 +252,8 @@ def test_chat_settings_on_a_new_chat_keep_what_is_typed(make_window, loop, qtbot
     with_generation(window, loop, temperature=0.5)  # saves the new chat before any message
     run(loop, until(lambda: _open_id(window) is not None))
     assert window.composer.edit.toPlainText() == "half typed question"
-    assert window.controller.draft_for(_open_id(window)) == "half typed question"
-    assert window.controller.draft_for(None) == ""
+    assert window.doors.chat.draft_for(_open_id(window)) == "half typed question"
+    assert window.doors.chat.draft_for(None) == ""
 
 
 def test_the_banner_goes_when_the_model_is_ready_again_after_the_engine_died_between_answers(
@@ -259,7 +261,7 @@ def test_the_banner_goes_when_the_model_is_ready_again_after_the_engine_died_bet
     window = make_window()
     _type_and_send(qtbot, window, "Hello")
     run(loop, until(idle(window)))
-    os.kill(window.controller.session.client.pid, signal.SIGKILL)
+    os.kill(service_of(window).session.client.pid, signal.SIGKILL)
     run(loop, until(lambda: window.banner_row.isVisible(), what="the engine's death to be said"))
     _type_and_send(qtbot, window, "Still there?")
     run(loop, until(lambda: not window.banner_row.isVisible(), timeout=90, what="the banner to go"))

@@ -13,7 +13,7 @@ from app.core.conversation import MessageState, Role
 from app.ui.state.message_model import MessageRoles
 from app.core.history import HistoryStore
 from app.service.models.model_setup import ModelSetup
-from tests.ui.conftest import choose_in_settings, idle, long_answers, run, stored, until, with_generation
+from tests.ui.conftest import choose_in_settings, idle, long_answers, run, service_of, stored, until, with_generation
 
 
 def _send(qtbot, window, text: str) -> None:
@@ -24,7 +24,7 @@ def _send(qtbot, window, text: str) -> None:
 def test_no_model_and_no_starter_shows_the_empty_state(make_window, loop, monkeypatch) -> None:
     monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None)
-    assert window.controller.model_state.value == "none"
+    assert window.doors.model.model_state.value == "none"
     assert window.stack.currentWidget() is window.empty
     assert "import a GGUF model file" in window.empty_text.text()
     assert window.import_button.isVisible() and window.model_label.text() == "No model"
@@ -33,21 +33,21 @@ def test_no_model_and_no_starter_shows_the_empty_state(make_window, loop, monkey
 def test_importing_a_model_from_the_empty_state(make_window, loop, monkeypatch, tiny_model) -> None:
     monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None)
-    run(loop, window.controller.library.add(str(tiny_model), reference=False, load=True))
-    assert window.controller.model_state.value == "ready"
+    run(loop, service_of(window).library.add(str(tiny_model), reference=False, load=True))
+    assert window.doors.model.model_state.value == "ready"
     assert window.stack.currentWidget() is window.messages
-    assert [m.path.name for m in window.controller.session.setup.library.list()] == [tiny_model.name]
+    assert [m.path.name for m in service_of(window).session.setup.library.list()] == [tiny_model.name]
 
 
 def test_sending_while_the_model_loads_queues_the_message(make_window, loop, qtbot) -> None:
     window = make_window(start=False)
 
     async def scenario():
-        starting = window.controller.spawn(window.controller.start_up())
-        await until(lambda: window.controller.model_state.value == "loading")
+        starting = service_of(window).spawn(service_of(window).start_up())
+        await until(lambda: window.doors.model.model_state.value == "loading")
         qtbot.keyClicks(window.composer.edit, "Early bird")
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-        await until(lambda: window.controller.open_chat_busy and window.adapter.messages.rowCount() == 1,
+        await until(lambda: window.doors.chat.open_chat_busy and window.adapter.messages.rowCount() == 1,
                     what="the message to be saved and wait")
         # Said once the answer's turn finds the model still loading (a moment after the message is
         # saved: on a busy machine the label could still be read before it).
@@ -67,7 +67,7 @@ def test_new_rename_search_and_delete_conversations(make_window, loop, qtbot, mo
     _send(qtbot, window, "Apples are red")
     run(loop, until(idle(window)))
     qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
-    assert window.adapter.messages.rowCount() == 0 and window.controller.conversation is None
+    assert window.adapter.messages.rowCount() == 0 and window.doors.chat.conversation is None
     _send(qtbot, window, "Bananas are yellow")
     run(loop, until(idle(window)))
     chats = window.conversation_list.model()
@@ -78,7 +78,7 @@ def test_new_rename_search_and_delete_conversations(make_window, loop, qtbot, mo
 
     async def saved_titles() -> list[str]:
         while True:
-            titles = [c.title for c in await window.controller.storage.history(HistoryStore.list_conversations)]
+            titles = [c.title for c in await service_of(window).storage.history(HistoryStore.list_conversations)]
             if "Fruit talk" in titles:
                 return titles
             await asyncio.sleep(0.01)
@@ -105,7 +105,7 @@ def test_opening_a_conversation_from_the_list(make_window, loop, qtbot) -> None:
     window = make_window()
     _send(qtbot, window, "First chat")
     run(loop, until(idle(window)))
-    window.controller.new_conversation()
+    window.doors.chat.new_conversation()
     _send(qtbot, window, "Second chat")
     run(loop, until(idle(window)))
     chats = window.conversation_list.model()
@@ -122,9 +122,9 @@ def test_item_models_pass_qt_model_tester(make_window, loop, qtbot) -> None:
                QAbstractItemModelTester(window.filter, QAbstractItemModelTester.FailureReportingMode.Fatal)]
     _send(qtbot, window, "Model test")
     run(loop, until(idle(window)))
-    window.controller.regenerate()
+    window.doors.chat.regenerate()
     run(loop, until(idle(window)))
-    window.controller.new_conversation()
+    window.doors.chat.new_conversation()
     _send(qtbot, window, "Another")
     run(loop, until(idle(window)))
     window.search.setText("model")
@@ -156,7 +156,7 @@ def test_minimizing_pauses_the_engine_and_restoring_resumes(make_window, loop, q
     window.setWindowState(Qt.WindowState.WindowNoState)
     before = len(window.adapter.messages.messages()[-1].text)
     run(loop, until(lambda: len(window.adapter.messages.messages()[-1].text) > before + 10))
-    window.controller.stop()
+    window.doors.chat.stop()
     run(loop, until(idle(window)))
     assert window.adapter.messages.messages()[-1].id == answer_id
 
@@ -164,7 +164,7 @@ def test_minimizing_pauses_the_engine_and_restoring_resumes(make_window, loop, q
 def test_long_conversation_leaves_out_old_turns_and_marks_the_boundary(make_window, loop, qtbot) -> None:
     window = make_window()
     with_generation(window, context_length=512, max_tokens=16)
-    conversation_id = window.controller.conversation.id
+    conversation_id = window.doors.chat.conversation.id
 
     def fill(store: HistoryStore) -> None:
         for i in range(40):
@@ -172,7 +172,7 @@ def test_long_conversation_leaves_out_old_turns_and_marks_the_boundary(make_wind
             store.add_message(conversation_id, Role.ASSISTANT, f"answer {i} " + "a dog ran " * 8)
 
     stored(loop, window, fill)
-    run(loop, window.controller.open_conversation(conversation_id))
+    run(loop, window.doors.chat.open_conversation(conversation_id))
     _send(qtbot, window, "And now?")
     run(loop, until(idle(window)))
     answer = window.adapter.messages.messages()[-1]
@@ -190,7 +190,7 @@ def test_long_conversation_leaves_out_old_turns_and_marks_the_boundary(make_wind
 def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window, loop, qtbot) -> None:
     window = make_window()
     with_generation(window, max_tokens=16)
-    conversation_id = window.controller.conversation.id
+    conversation_id = window.doors.chat.conversation.id
 
     def fill(store: HistoryStore) -> None:
         with store.transaction():
@@ -201,7 +201,7 @@ def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window,
 
     stored(loop, window, fill)
     delegate = window.messages.delegate
-    run(loop, window.controller.open_conversation(conversation_id))
+    run(loop, window.doors.chat.open_conversation(conversation_id))
     started = time.perf_counter()
     qtbot.wait(50)
     opened_in = time.perf_counter() - started
@@ -223,11 +223,11 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
     window = make_window(model=None, start=False)
     progress = []
     window.adapter.setupProgress.connect(lambda what, done, total: progress.append((what, done, total)))
-    starting = window.controller.spawn(window.controller.start_up())
+    starting = service_of(window).spawn(service_of(window).start_up())
     run(loop, until(lambda: window.progress.isVisible(), what="the progress bar"))
     assert window.cancel_setup.isVisible()
     run(loop, starting, timeout=300)
-    assert window.controller.model_state.value == "ready"
+    assert window.doors.model.model_state.value == "ready"
     assert "Qwen2.5 Coder 0.5B Instruct" in window.model_label.text() and window.device_label.text() == "CPU"
     assert progress[0][0] == "Setting up the starter model" and progress[-1][1] == progress[-1][2]
     assert not window.progress.isVisible()
@@ -241,11 +241,11 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
 
 def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, instruct_model) -> None:
     window = make_window(model=None, start=False)
-    window.adapter.setupProgress.connect(lambda *_: window.controller.session.setup.cancel())
-    run(loop, window.controller.start_up(), timeout=300)
-    assert window.controller.model_state.value == "none"
+    window.adapter.setupProgress.connect(lambda *_: service_of(window).session.setup.cancel())
+    run(loop, service_of(window).start_up(), timeout=300)
+    assert window.doors.model.model_state.value == "none"
     assert window.stack.currentWidget() is window.empty
-    assert window.controller.session.setup.library.list() == []
+    assert service_of(window).session.setup.library.list() == []
 
 
 def test_switching_to_the_dark_theme_repaints_in_dark(make_window, loop, monkeypatch) -> None:
@@ -256,7 +256,7 @@ def test_switching_to_the_dark_theme_repaints_in_dark(make_window, loop, monkeyp
     run(loop, until(lambda: window.messages.delegate.dark, what="the dark theme"))
     window_color = QGuiApplication.palette().color(QPalette.ColorRole.Window)
     assert window.messages.delegate.dark and window_color.lightness() < 80
-    run(loop, until(lambda: '"dark"' in window.controller._settings_path.read_text()))
+    run(loop, until(lambda: '"dark"' in service_of(window)._settings_path.read_text()))
     choose_in_settings(window, monkeypatch, theme="light")
     run(loop, until(lambda: not window.messages.delegate.dark, what="the light theme"))
     assert QGuiApplication.palette().color(QPalette.ColorRole.Window).lightness() > 200
@@ -286,18 +286,18 @@ def test_the_settings_choose_what_the_background_does(make_window, loop, monkeyp
 
     monkeypatch.setattr(SettingsDialog, "exec", accept)
     window.edit_settings()
-    run(loop, until(lambda: window.controller.settings.when_hidden == "gently", what="the saved settings"))
+    run(loop, until(lambda: window.doors.settings.settings.when_hidden == "gently", what="the saved settings"))
     window.showMinimized()
     run(loop, until(lambda: window.activity_label.text() == "Running gently in the background",
                     what="the gentle status"))
-    assert window.controller.session.pace.pace.value == "gently"
+    assert service_of(window).session.pace.pace.value == "gently"
 
 
 def test_the_settings_set_when_an_idle_model_is_unloaded(make_window, loop, monkeypatch) -> None:
     from app.ui.settings.dialogs import SettingsDialog
 
     window = make_window()
-    assert window.controller.settings.unload_after_minutes == 15.0
+    assert window.doors.settings.settings.unload_after_minutes == 15.0
 
     def accept(dialog: SettingsDialog) -> int:
         assert dialog.unload_after.value() == 15 and not dialog.exit_engine.isChecked()
@@ -307,8 +307,8 @@ def test_the_settings_set_when_an_idle_model_is_unloaded(make_window, loop, monk
 
     monkeypatch.setattr(SettingsDialog, "exec", accept)
     window.edit_settings()
-    run(loop, until(lambda: window.controller.settings.exit_engine_when_idle, what="the saved settings"))
-    assert window.controller.settings.unload_after_minutes is None
+    run(loop, until(lambda: window.doors.settings.settings.exit_engine_when_idle, what="the saved settings"))
+    assert window.doors.settings.settings.unload_after_minutes is None
 
 
 def test_a_paused_answer_uses_no_cpu_and_ends_as_an_uninterrupted_one(make_window, loop, qtbot) -> None:
@@ -321,7 +321,7 @@ def test_a_paused_answer_uses_no_cpu_and_ends_as_an_uninterrupted_one(make_windo
                     and len(window.adapter.messages.messages()[-1].text) > 20))
     window.setWindowState(Qt.WindowState.WindowMinimized)
     run(loop, until(lambda: "Paused" in window.activity_label.text()))
-    engine = psutil.Process(window.controller.session.client.pid)
+    engine = psutil.Process(service_of(window).session.client.pid)
 
     async def while_paused() -> tuple[int, float]:
         await asyncio.sleep(0.5)  # tokens already in the pipe still arrive, and llama.cpp's threads settle
@@ -336,7 +336,7 @@ def test_a_paused_answer_uses_no_cpu_and_ends_as_an_uninterrupted_one(make_windo
     run(loop, until(idle(window), timeout=120))
     paused_answer = window.adapter.messages.messages()[-1]
 
-    window.controller.new_conversation()  # the same question, same seed, never paused
+    window.doors.chat.new_conversation()  # the same question, same seed, never paused
     with_generation(window, max_tokens=1500, temperature=0.8, seed=7, context_length=4096)
     _send(qtbot, window, "Tell me a long story")
     run(loop, until(lambda: idle(window)() and len(window.adapter.messages.messages()) == 2), timeout=120)
@@ -354,12 +354,12 @@ def test_stop_and_close_work_while_paused_and_the_answer_says_it_waits(make_wind
     window.setWindowState(Qt.WindowState.WindowMinimized)
     run(loop, until(lambda: window.messages.delegate.streaming_note == "paused — window hidden",
                     what="the answer's own note"))
-    window.controller.stop()  # while paused: the engine is held between two tokens
+    window.doors.chat.stop()  # while paused: the engine is held between two tokens
     run(loop, until(idle(window), timeout=15, what="the stopped answer"))
     answer = window.adapter.messages.messages()[-1]
     assert answer.state == MessageState.COMPLETE and answer.stats.finish_reason == "cancelled"
     window.setWindowState(Qt.WindowState.WindowNoState)
     run(loop, until(lambda: window.messages.delegate.streaming_note == "writing…", what="full speed again"))
     started = time.monotonic()
-    run(loop, window.controller.shutdown())  # closing after a pause does not wait for the engine
+    run(loop, service_of(window).shutdown())  # closing after a pause does not wait for the engine
     assert time.monotonic() - started < 10

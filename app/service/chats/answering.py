@@ -42,14 +42,18 @@ class Answering:
     joins `queue` and is written when the chats that asked before it have theirs. The
     chat's own model (Conversation.model) is loaded first when it is not the loaded one.
     Emits AnswerQueueChanged when the line changes and BusyChanged when the open chat
-    starts or stops being answered or waiting.
+    starts or stops being answered or waiting, or another chat is shown (`show`, `show_new`:
+    a chat opened here shows all of its answer written so far).
     """
 
-    def __init__(self, *, storage: Callable[[], Storage], emit: Callable[[Event], None], tasks: TaskGroup,
-                 chat: OpenChat, conversations: Conversations, session: ModelSession,
-                 keeper: SettingsKeeper, tools: ToolUse | None = None,
-                 documents: ChatDocuments | None = None, vision: Callable[[], VisionState] | None = None) -> None:
+    def __init__(self, *, storage: Callable[[], Storage], history_open: Callable[[], bool],
+                 emit: Callable[[Event], None], tasks: TaskGroup, chat: OpenChat, conversations: Conversations,
+                 session: ModelSession, keeper: SettingsKeeper, tools: ToolUse | None = None,
+                 documents: ChatDocuments | None = None, vision: Callable[[], VisionState] | None = None,
+                 pending_collections: Callable[[], tuple[str, ...] | None] = lambda: None) -> None:
         self._storage = storage
+        self._history_open = history_open  # False until the front end's start opened it: nothing can be saved
+        self._pending_collections = pending_collections  # chosen for a new chat, saved with its first message
         self._emit = emit
         self._spawn = tasks.spawn
         self._chat = chat
@@ -84,16 +88,16 @@ class Answering:
         stream = run.stream if run is not None else None
         return stream if stream is not None and stream.message.conversation_id == conversation_id else None
 
-    def send(self, text: str, attachments: Sequence[AttachedFile] = (), *, history_open: bool,
-             collections: Callable[[], tuple[str, ...] | None] = lambda: None,
-             images: Sequence[AttachedImage] = ()) -> bool:
-        """False if it cannot be taken: no text, file or image, no history, this chat is already
+    def send(self, text: str, attachments: Sequence[AttachedFile] = (), images: Sequence[AttachedImage] = ()) -> bool:
+        """Save the user's message in the open chat; its answer follows in turn.
+
+        False if it cannot be taken: no text, file or image, no history, this chat is already
         being answered or waiting, or images for a model that cannot see them (a Problem says
         so: the window keeps what was typed and attached). Files without words ask for a summary
         (FILES_ONLY_QUESTION), images without words for a description (IMAGES_ONLY_QUESTION),
-        saved as the message's text. collections: the choice made for a new chat before this
-        first message (taken once the message is), saved with it."""
-        if not (text.strip() or attachments or images) or not history_open or self.open_chat_busy:
+        saved as the message's text. The collections chosen for a new chat before this first
+        message (`pending_collections`) are taken now and saved with it."""
+        if not (text.strip() or attachments or images) or not self._history_open() or self.open_chat_busy:
             return False
         if images and self._vision is not None and not (sight := self._vision()).available:
             self._emit(Problem(f"{sight.reason} Your message was not sent: send it without the images, or choose "
@@ -104,8 +108,8 @@ class Answering:
         open_id = self._chat.id
         turn = self.queue.join(open_id, self._chat.model_id())
         self._conversations.drafts.put(open_id, "")  # sent: no longer a draft
-        self._spawn(self._send(turn, storable(text), self._chat.opened, tuple(attachments), collections(),
-                               tuple(images)))
+        self._spawn(self._send(turn, storable(text), self._chat.opened, tuple(attachments),
+                               self._pending_collections(), tuple(images)))
         return True
 
     async def _send(self, turn: Turn, text: str, opened: int, attachments: tuple[AttachedFile, ...] = (),
@@ -209,6 +213,29 @@ class Answering:
         if turn is not None:
             self.queue.drop(turn)
             await turn.ended.wait()
+
+    # --- which chat is shown: its Send may turn into Stop, and its answer shows as far as it got ---
+
+    def show_new(self) -> None:
+        """An empty chat; it is saved when its first message is sent."""
+        self._chat.show_new()
+        self.busy_maybe_changed(always=True)
+
+    async def show(self, conversation_id: int) -> None:
+        """Show a saved chat (read on the writer thread), with all of its answer being written that
+        arrived; nothing is loaded for it."""
+        if await self._chat.show(conversation_id, self.live_answer):
+            self.busy_maybe_changed(always=True)
+
+    async def delete(self, conversation_id: int) -> bool:
+        """Delete a chat and its messages: a waiting answer leaves the line, one being written is
+        stopped (and saved) first; a chat deleted while shown gives way to a new one."""
+        await self.leave(conversation_id)
+        if not await self._conversations.delete(conversation_id):
+            return False
+        if self._chat.id == conversation_id:
+            self.show_new()
+        return True
 
     def _changed(self) -> None:
         self._emit(AnswerQueueChanged(self.queue.answering_id, self.queue.waiting_ids))

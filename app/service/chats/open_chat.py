@@ -10,7 +10,8 @@ from app.core.generation import GenerationSettings
 from app.core.history import HistoryError
 from app.service.chats.conversations import Conversations
 from app.service.event_bus import EventBus
-from app.service.events import ConversationChanged, ConversationOpened, Event, MessageAdded, MessagesRemoved, Problem
+from app.service.events import (ConversationChanged, ConversationModelChosen, ConversationOpened, Event, MessageAdded,
+                                MessagesRemoved, Problem)
 from app.service.chats.streaming import StreamingAnswer
 
 LiveAnswer = Callable[[int], StreamingAnswer | None]
@@ -50,6 +51,25 @@ class OpenChat:
 
     def context_length(self) -> int:
         return self.settings()[1].context_length
+
+    async def set_settings(self, system_prompt: str, settings: GenerationSettings) -> bool:
+        """Change its system prompt and settings (saving a new chat first); False (said) if the history refused."""
+        try:
+            await self._conversations.update(await self.ensure_saved(), system_prompt, settings)
+        except HistoryError as exc:
+            self._emit(Problem(str(exc), "history"))
+            return False
+        return True
+
+    async def choose_model(self, model_id: str | None) -> None:
+        """Its own model (None: the default), loaded when it is next sent to; a new chat keeps the choice
+        until its first message saves it."""
+        conversation_id = self.id
+        if conversation_id is None:
+            self.new_chat_model = model_id
+        elif not await self._conversations.choose_model(conversation_id, model_id):
+            return
+        self._emit(ConversationModelChosen(conversation_id, model_id))
 
     def _heard(self, event: Event) -> None:
         if isinstance(event, ConversationChanged) and self.id == event.conversation.id:

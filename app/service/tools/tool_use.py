@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.core.conversation import ToolResultPart
-from app.engine.tool_calls import ToolCall
+from app.engine.protocol import ToolCall
 from app.service.events import Event, Problem, ToolApprovalAsked, ToolApprovalSettled, ToolServersChanged
 from app.service.settings_keeper import SettingsKeeper
 from app.service.tools.tool_room import ResultRoom
@@ -52,18 +52,19 @@ class ToolUse:
 
     Servers start when a chat that offers their tools is answered (McpPool), never at
     start-up. Nothing runs unasked: a call runs after the user allows it (once, or always
-    for that server's tool), through `approver` when a front end sets one (the CLI asks
+    for that server's tool), through `approver` when a front end gives one (the CLI asks
     on the terminal), otherwise by ToolApprovalAsked and `answer()` (the window). A tool's
     result is data for the model: it cannot change settings, approvals or tools, since
     nothing here reads it.
     """
 
-    def __init__(self, mcp_file: Path | None, keeper: SettingsKeeper, emit: Callable[[Event], None]) -> None:
+    def __init__(self, mcp_file: Path | None, keeper: SettingsKeeper, emit: Callable[[Event], None], *,
+                 approver: Approver | None = None) -> None:
         self._file, self._emit, self._keeper = mcp_file, emit, keeper
         self._servers: list[McpServerConfig] = []
         self.choices = ToolChoices()
         self._pool: McpPool | None = None
-        self.approver: Approver | None = None
+        self.approver = approver
         self._pending: dict[int, asyncio.Future[ToolDecision]] = {}
         self._ids = itertools.count(1)
 

@@ -111,7 +111,7 @@ class Chip(QWidget):
 
 
 class AttachmentChip(Chip):
-    """One file: "Reading…" while the controller reads it, then its facts ("report.pdf · 12 pages"),
+    """One file: "Reading…" while the document reader reads it, then its facts ("report.pdf · 12 pages"),
     or red with the reason it cannot be sent. × takes it away."""
 
     def __init__(self, path: Path, parent: QWidget | None = None) -> None:
@@ -206,7 +206,7 @@ class AttachmentTray(QWidget):
 
     def attach(self, paths: list[Path], read: Callable[[Path], Awaitable[AttachedFile | str]],
                spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]]) -> None:
-        """A chip for each file not already here, each read by `read` (the controller's reader,
+        """A chip for each file not already here, each read by `read` (the document reader,
         off the UI thread) in a task `spawn` starts."""
         for path in paths:
             if any(isinstance(chip, AttachmentChip) and chip.path == path for chip in self.chips):

@@ -4,16 +4,18 @@ them, choosing collections."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtGui import QAction, QDragEnterEvent, QDragMoveEvent, QDropEvent, QImage
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from app.core.attachments import IMAGE_SUFFIXES, MAX_IMAGES, AttachedFile, AttachedImage, is_image_path
-from app.ui.state.adapter import ControllerAdapter
+from app.service.doors.attach import AttachDoor
+from app.service.doors.chat import ChatDoor
 from app.ui.chat.attachment_chips import Chip, local_files
 from app.ui.chat.chat_documents_calls import ChatDocumentsCalls
 from app.ui.common.save_files import documents_folder
@@ -29,29 +31,34 @@ PASTED = "Pasted image"
 
 
 class ChatAttach(QObject):
-    """Wires the composer's files, images and collections to the controller, through `calls`
-    (documents) and `images`.
+    """Wires the composer's files, images and collections to the service: through `attach`
+    (AttachDoor), its files read by `calls` and its images checked by `images` (each says a
+    refusal in a chip's words), and Send through `chat` (ChatDoor).
 
     Files dropped anywhere on `window` are attached (an event filter on it: the drop
     reaches the window when the part under the mouse does not take it); image files (by
     their suffix) and image data pasted or dropped become image chips. Each is read or
     checked off the UI thread; Send takes those read, with or without text. While the open
     chat's model cannot see images, an image offered is refused in place with the reason.
+    Signal: sent (the message was taken: the box and the chips are cleared).
     """
 
-    def __init__(self, window: QWidget, composer: Composer, adapter: ControllerAdapter,
-                 calls: ChatDocumentsCalls | None = None, images: ChatImagesCalls | None = None) -> None:
+    sent = Signal()
+
+    def __init__(self, window: QWidget, composer: Composer, chat: ChatDoor, attach: AttachDoor,
+                 spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]) -> None:
         super().__init__(window)
-        self._window, self._composer, self._adapter = window, composer, adapter
-        self.calls = calls if calls is not None else ChatDocumentsCalls(adapter.controller)
-        self.images = images if images is not None else ChatImagesCalls(adapter.controller)
+        self._window, self._composer, self._chat, self._attach = window, composer, chat, attach
+        self._spawn = spawn
+        self.calls = ChatDocumentsCalls(attach)
+        self.images = ChatImagesCalls(attach)
         # The files attached in other chats, waiting for those chats' next messages (None: the new chat).
         self._waiting: dict[int | None, list[Chip]] = {}
         self._chat_id: int | None = None
         # Where the paperclip's dialog opens: the folder files were last attached from, at first
         # the user's Documents folder (a dialog given none opens in the working folder).
         self._folder = ""
-        composer.collections = lambda: (self.calls.collections(), self.calls.chosen())
+        composer.collections = lambda: (attach.collection_names(), attach.chat_collections())
         composer.attachRequested.connect(self.choose_files)
         composer.filesOffered.connect(self.attach)
         composer.imageRequested.connect(self.choose_images)
@@ -62,11 +69,11 @@ class ChatAttach(QObject):
         window.installEventFilter(self)
 
     def attach(self, paths: Sequence[Path]) -> None:
-        """Chips for these files, each read by the controller's reader (a task per file); image
-        files are checked by the controller's image check instead (a task per image)."""
+        """Chips for these files, each read by the document reader (a task per file); image
+        files are checked by the image check instead (a task per image)."""
         files = [path for path in paths if not is_image_path(path)]
         if files:
-            self._composer.tray.attach(files, self.calls.read, self._adapter.spawn)
+            self._composer.tray.attach(files, self.calls.read, self._spawn)
         for path in paths:
             if is_image_path(path) and not any(isinstance(chip, ImageChip) and chip.where == str(path)
                                                for chip in self._composer.tray.chips):
@@ -87,11 +94,11 @@ class ChatAttach(QObject):
         refusal = self._image_refusal()
         if refusal:
             chip.set_read(refusal)
-        tray.add(chip, None if refusal else check(), self._adapter.spawn)
+        tray.add(chip, None if refusal else check(), self._spawn)
 
     def _image_refusal(self) -> str:
         """Why an image offered now cannot go with the next message ("" when it can)."""
-        vision = self.images.vision()
+        vision = self._attach.vision()
         if not vision.available:
             return vision.reason or "The chat's model cannot see images: choose one that can"
         if self._composer.tray.image_count() >= MAX_IMAGES:
@@ -101,7 +108,7 @@ class ChatAttach(QObject):
     def refresh_vision(self) -> None:
         """Whether the open chat's model can see images, asked again (a model chosen, loaded or
         added): the image button follows it."""
-        vision = self.images.vision()
+        vision = self._attach.vision()
         self._composer.set_vision(vision.available, vision.reason)
 
     def choose_files(self) -> None:
@@ -122,36 +129,38 @@ class ChatAttach(QObject):
             self._composer.edit.setFocus()  # the question comes next
 
     def send(self, text: str) -> bool:
-        """Send the text with the files read and images checked so far; the chips go once the
-        controller took it."""
+        """Send the text with the files read and images checked so far; the box and the chips are
+        cleared once the open chat took it (else they stay, and a Problem may say why)."""
         files: tuple[AttachedFile, ...] = self._composer.tray.ready()
-        if not self.calls.send(text, files, self._composer.tray.images()):
+        if not self._chat.send(text, files, self._composer.tray.images()):
             return False
         self._composer.tray.clear()
+        self._composer.edit.clear()
+        self.sent.emit()
         return True
 
     def chat_opened(self) -> None:
         """Another chat is open: the files waiting for a message stay with the chat they were
         attached in (as its draft does) and that chat's come back; the Documents button counts
         its collections. The new chat saved before its first message keeps what it had."""
-        conversation = self._adapter.controller.conversation
+        conversation = self._chat.conversation
         chat_id = conversation.id if conversation is not None else None
         if chat_id != self._chat_id:
-            just_saved = self._chat_id is None and chat_id is not None and not self._adapter.controller.messages
+            just_saved = self._chat_id is None and chat_id is not None and not self._chat.messages
             if not just_saved:
                 if taken := self._composer.tray.take():
                     self._waiting[self._chat_id] = taken
                 self._composer.tray.put(self._waiting.pop(chat_id, []))
             self._chat_id = chat_id
-        self._composer.set_chosen_count(len(self.calls.chosen()))
+        self._composer.set_chosen_count(len(self._attach.chat_collections()))
         self.refresh_vision()
 
     def _choose_collections(self, names: tuple[str, ...]) -> None:
         async def choose() -> None:
-            await self.calls.choose(names)
+            await self._attach.set_chat_collections(tuple(names))
             self.chat_opened()
 
-        self._adapter.spawn(choose())
+        self._spawn(choose())
 
     def _manage_documents(self) -> None:
         action = self._window.findChild(QAction, DOCUMENTS_ACTION)

@@ -8,23 +8,27 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QWidget
 
+from app.service.chats.chat_files import ExportOutcome
 from app.ui.common.save_files import OpenAsker, SaveAsker, ask_open, ask_save, documents_folder, file_name_for
 
 if TYPE_CHECKING:
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.chat import ChatDoor
+    from app.service.doors.history import ChatFilesDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 _SUFFIX = {"markdown": ".md", "json": ".json"}
 _FILTER = {"markdown": "Markdown (*.md)", "json": "Kestrel chat (*.json)"}
 
 class ChatFiles:
-    """Asks where, then lets the controller write or read the file off the UI thread.
+    """Asks where, then lets the service write or read the file off the UI thread.
 
     `ask_save` and `ask_open` are the file dialogs (tests give their own).
     """
 
-    def __init__(self, adapter: "ControllerAdapter", parent: QWidget,
+    def __init__(self, adapter: "ServiceAdapter", chat: "ChatDoor", files: "ChatFilesDoor", parent: QWidget,
                  ask_save: SaveAsker = ask_save, ask_open: OpenAsker = ask_open) -> None:
         self.adapter = adapter
+        self._chat, self._files = chat, files
         self.parent = parent
         self.ask_save = ask_save
         self.ask_open = ask_open
@@ -35,7 +39,7 @@ class ChatFiles:
         """Ask where, then write there: over a file there only when the dialog asked the user
         whether to replace it. A name the dialog let through without a suffix gets one here,
         and then a file of that name is not replaced (nobody was asked about it)."""
-        conversation = self.adapter.controller.conversation
+        conversation = self._chat.conversation
         if conversation is None:
             return  # the actions are disabled for a chat not saved yet
         suggested = str(Path(self.folder or documents_folder()) / file_name_for(conversation.title, fmt))
@@ -48,9 +52,9 @@ class ChatFiles:
             self.adapter.spawn(self._export(conversation.id, Path(path), fmt, asked))
 
     async def _export(self, conversation_id: int, path: Path, fmt: str, replace: bool) -> None:
-        # Only a file written is confirmed: a refusal was said by the controller (a Problem).
-        written = await self.adapter.controller.export_conversation(conversation_id, path, fmt, replace=replace)
-        if written and self.on_exported is not None:
+        # Only a file written is confirmed: a refusal was said by the service (a Problem).
+        written = await self._files.export_conversation(conversation_id, path, fmt, replace=replace)
+        if written is ExportOutcome.WRITTEN and self.on_exported is not None:
             self.on_exported(path)
 
     def choose_import(self) -> None:
@@ -61,7 +65,6 @@ class ChatFiles:
             self.adapter.spawn(self._import(Path(path)))
 
     async def _import(self, path: Path) -> None:
-        controller = self.adapter.controller
-        conversation_id = await controller.import_conversation(path)
+        conversation_id = await self._files.import_conversation(path)
         if conversation_id is not None:
-            await controller.open_conversation(conversation_id)
+            await self._chat.open_conversation(conversation_id)

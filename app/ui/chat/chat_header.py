@@ -85,7 +85,7 @@ class PickerButton(QToolButton):
 
 
 class ListsInstalledModels(Protocol):
-    """What the header needs of the ControllerAdapter."""
+    """What the header needs of the ServiceAdapter."""
 
     installed: InstalledModelsModel
 

@@ -6,9 +6,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QStackedWidget, QToolButton, QVBoxLayout, QWidget
 
+from app.service.doors.chat import ChatDoor
+from app.service.doors.models import ModelDoor
 from app.service.events import ModelState
 from app.ui.common import icons
-from app.ui.state.adapter import ControllerAdapter
+from app.ui.state.adapter import ServiceAdapter
 from app.ui.chat.chat_header import ChatHeader
 from app.ui.chat.composer import Composer
 from app.ui.chat.damaged_history_panel import DamagedHistoryPanel
@@ -28,14 +30,16 @@ class ChatPane(QWidget):
     "model", ...), so the problem's end can take it away (`problem_solved`).
     """
 
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: ServiceAdapter, chat: ChatDoor, model: ModelDoor,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._chat, self._model = chat, model
         self.setObjectName("chatPane")
         self.setAutoFillBackground(True)
         self.setBackgroundRole(QPalette.ColorRole.Base)  # the page the messages sit on
         self.adapter = adapter
         self.problem_kind = ""
-        # The model state starts as NONE before the controller has said anything: that is
+        # The model state starts as NONE before the service has said anything: that is
         # "not known yet", not "no model", so the empty page stays blank until it is known.
         self._model_known = False
         adapter.modelStateChanged.connect(self._model_state_known)
@@ -125,7 +129,7 @@ class ChatPane(QWidget):
         chat shows the first-run card alone (its setup progress, or nothing): a fresh window
         used to flash "No model yet…" and then "Ask anything…" before the starter's card.
         """
-        c = self.adapter.controller
+        c = self._model
         settling = not self._model_known or c.model_state == ModelState.INSTALLING or (
             c.model_state == ModelState.LOADING and offer_wanted(c))
         if settling and self.adapter.messages.rowCount() == 0:
@@ -153,8 +157,8 @@ class ChatPane(QWidget):
 
     def show_approval(self) -> None:
         """The open chat's oldest tool call waiting for the user, or nothing (one of another chat waits there)."""
-        c = self.adapter.controller
-        asked = self.adapter.approval_for(c.conversation.id if c.conversation is not None else None)
+        conversation = self._chat.conversation
+        asked = self.adapter.approval_for(conversation.id if conversation is not None else None)
         if asked is None:
             self.approval.clear()
         elif asked.approval_id != self.approval.approval_id:

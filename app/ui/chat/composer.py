@@ -252,5 +252,5 @@ class Composer(QWidget):
         text = self.edit.toPlainText()
         if self._streaming or self.tray.reading() or not self._has_content():
             return
-        # The window clears the box once the controller has accepted the message.
+        # ChatAttach clears the box once the open chat has taken the message.
         self.sendRequested.emit(text)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QTextCursor
 
-from app.service.controller import ChatController
+from app.service.doors.chat import ChatDoor
 from app.ui.chat.composer import Composer
 
-# Typing saves the draft after this pause (the controller writes it off the UI thread).
+# Typing saves the draft after this pause (the service writes it off the UI thread).
 SAVE_AFTER_MS = 600
 
 
@@ -17,13 +17,13 @@ class DraftKeeper(QObject):
     chat's draft back into the composer when that chat opens.
 
     The text belongs to `chat_id` (None: the new chat) until another chat opens; the
-    window calls `chat_opened()` whenever the controller's open chat may have changed,
+    window calls `chat_opened()` whenever the open chat may have changed,
     and `flush()` before it closes.
     """
 
-    def __init__(self, controller: ChatController, composer: Composer, parent: QObject | None = None) -> None:
+    def __init__(self, chat: ChatDoor, composer: Composer, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.controller = controller
+        self._chat = chat
         self.composer = composer
         self.chat_id: int | None = None
         self._putting_back = False
@@ -41,34 +41,34 @@ class DraftKeeper(QObject):
         """Save the text now, if it changed since the last save."""
         if self._timer.isActive() or self.sender() is self._timer:
             self._timer.stop()
-            self.controller.save_draft(self.chat_id, self.composer.edit.toPlainText())
+            self._chat.save_draft(self.chat_id, self.composer.edit.toPlainText())
 
     def chat_opened(self) -> None:
-        open_now = self.controller.conversation
+        open_now = self._chat.conversation
         chat_id = open_now.id if open_now is not None else None
         if chat_id == self.chat_id:
             return
-        if self.chat_id is None and chat_id is not None and not self.controller.messages:
+        if self.chat_id is None and chat_id is not None and not self._chat.messages:
             # The new chat was just saved (its settings changed, or its first message is
             # on the way): what is in the box stays, now as that chat's draft.
             self._timer.stop()
             text = self.composer.edit.toPlainText()
-            self.controller.save_draft(None, "")
-            self.controller.save_draft(chat_id, text)
+            self._chat.save_draft(None, "")
+            self._chat.save_draft(chat_id, text)
             self.chat_id = chat_id
             return
         self.flush()
         self.chat_id = chat_id
         self._putting_back = True
         try:
-            self.composer.edit.setPlainText(self.controller.draft_for(chat_id))
+            self.composer.edit.setPlainText(self._chat.draft_for(chat_id))
         finally:
             self._putting_back = False
         self.composer.edit.moveCursor(QTextCursor.MoveOperation.End)
 
     def put_back(self, chat_id: object, text: str) -> None:
         """A message that could not be saved returns to the box, if its chat is open and
-        the box is empty (else it waits as the chat's draft, which the controller kept)."""
+        the box is empty (else it waits as the chat's draft, which the service kept)."""
         if chat_id == self.chat_id and not self.composer.edit.toPlainText().strip():
             self.composer.edit.setPlainText(text)
             self.composer.edit.moveCursor(QTextCursor.MoveOperation.End)

@@ -32,7 +32,7 @@ def thumbnail(data: bytes, height: int, ratio: float = 1.0) -> QPixmap:
 
 
 def png_bytes(image: QImage) -> bytes:
-    """An image from the clipboard as PNG bytes (what the controller's image check takes).
+    """An image from the clipboard as PNG bytes (what the image check takes).
 
     Runs off the UI thread (a screenshot of a large screen takes a while to encode): QImage
     may be read from another thread.
@@ -57,7 +57,7 @@ def pasted_image(mime: QMimeData) -> bytes | QImage | None:
 
 
 class ImageChip(Chip):
-    """One image: "Checking…" while the controller checks it, then a thumbnail with its name and
+    """One image: "Checking…" while it is checked, then a thumbnail with its name and
     size ("photo.jpg · 1536 x 1024"), or red with the reason it cannot be sent. × takes it away.
     `where` is the file's path, or where it came from ("Pasted from the clipboard")."""
 

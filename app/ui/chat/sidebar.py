@@ -38,7 +38,7 @@ class DescribedConversations(ConversationFilter):
 
 
 class ListsConversations(Protocol):
-    """What the sidebar needs of the ControllerAdapter."""
+    """What the sidebar needs of the ServiceAdapter."""
 
     conversations: ConversationListModel
 

@@ -26,8 +26,8 @@ from app.ui.common.warning_row import WarningRow
 
 if TYPE_CHECKING:
     from app.library.installed import InstalledModel
-    from app.service.documents.documents_service import DocumentsService
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.documents import DocumentsDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 FILES_DELAY_MS = 1000  # while a collection is read its file list is asked for again at most this often
 AGO_EVERY_MS = 30_000  # "2 minutes ago" moves on by itself
@@ -58,10 +58,10 @@ class DocumentsWindow(QDialog):
 
     modelsRequested = Signal()
 
-    def __init__(self, adapter: "ControllerAdapter", parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: "ServiceAdapter", documents: "DocumentsDoor", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
-        self._service: "DocumentsService" = adapter.controller.collections
+        self._documents = documents
         self._infos: tuple[CollectionInfo, ...] = ()
         self._progress: dict[str, IndexingProgress] = {}
         self._embedding_shown: tuple[object, ...] | None = None
@@ -118,7 +118,7 @@ class DocumentsWindow(QDialog):
         installed = adapter.installed  # changed row by row, not reset: every kind of change is heard
         for changed in (installed.modelReset, installed.rowsInserted, installed.rowsRemoved, installed.dataChanged):
             changed.connect(self.refresh_embedding)  # a bound slot: let go of when this window is
-        self.show_collections(self._service.collections())
+        self.show_collections(self._documents.collections())
         self.refresh_embedding()
         self._size_to_screen()
         (self.collections if self._infos else self.add_first).setFocus()
@@ -254,7 +254,7 @@ class DocumentsWindow(QDialog):
         offer = offers[0] if offers else None
         download = next((item for item in reversed(self._adapter.downloads.rows())
                          if offer is not None and item.catalog_id == offer.id), None)
-        chosen = self._service.embedding_model()
+        chosen = self._documents.embedding_model()
         if (self._adopt is not None and download is not None and download.model_id in {m.id for m in installed}
                 and chosen is None):
             self._adopt = None
@@ -268,7 +268,7 @@ class DocumentsWindow(QDialog):
         """Download the catalog's embedding model; the line follows the download, then uses it."""
         assert isinstance(entry, CatalogEntry)
         self._adopt = entry.id
-        self._adapter.controller.library.download(entry)
+        self._documents.download(entry)
 
     def _update_buttons(self) -> None:
         chosen = self.selected() is not None
@@ -278,7 +278,7 @@ class DocumentsWindow(QDialog):
     def _update_progress(self) -> None:
         """The bar for the selected collection while it is busy, else for any busy one; hidden when none is."""
         busy = [info for info in self._infos if is_busy(info.state)]
-        paused = self._service.waiting_because() == PAUSED_WORDS  # the user's hold, said at once
+        paused = self._documents.waiting_because() == PAUSED_WORDS  # the user's hold, said at once
         shown = next((info for info in busy if info.name == self.selected()), busy[0] if busy else None)
         self.progress_row.show_state(shown, self._progress.get(shown.name) if shown else None, paused)
 
@@ -316,7 +316,7 @@ class DocumentsWindow(QDialog):
         self._spawn(self._load_files(name, self._files_asked), command=False)
 
     async def _load_files(self, name: str, asked: int) -> None:
-        found = await asyncio.to_thread(ordered, await self._service.files(name))
+        found = await asyncio.to_thread(ordered, await self._documents.files(name))
         if asked == self._files_asked and name == self.selected():
             self.files.show_files(name, self._info(name).folder, found)
 
@@ -342,7 +342,7 @@ class DocumentsWindow(QDialog):
             self._spawn(self._add(folder, name))
 
     async def _add(self, folder: Path, name: str) -> None:
-        info = await self._service.add_folder(folder, name)
+        info = await self._documents.add_folder(folder, name)
         if info.name not in {shown.name for shown in self._infos}:
             self.show_collections((*self._infos, info))
         self.collections.selectRow([shown.name for shown in self._infos].index(info.name))
@@ -350,18 +350,18 @@ class DocumentsWindow(QDialog):
     def reindex_selected(self) -> None:
         name = self.selected()
         if name is not None:
-            self._spawn(self._service.reindex(name))
+            self._spawn(self._documents.reindex(name))
 
     def remove_selected(self) -> None:
         name = self.selected()
         if name is not None and self.confirm(remove_question(name)):
-            self._spawn(self._service.remove(name))
+            self._spawn(self._documents.remove(name))
 
     def toggle_pause(self) -> None:
         if self.progress_row.paused:
-            self._service.resume()
+            self._documents.resume()
         else:
-            self._service.pause()
+            self._documents.pause()
         self._update_progress()
 
     def choose_model(self, model_id: object) -> None:
@@ -369,7 +369,7 @@ class DocumentsWindow(QDialog):
         self._spawn(self._choose_model(model_id))
 
     async def _choose_model(self, model_id: str) -> None:
-        await self._service.choose_embedding_model(model_id)
+        await self._documents.choose_embedding_model(model_id)
         self.refresh_embedding()
 
     def _spawn(self, work: Coroutine[Any, Any, Any], command: bool = True) -> None:

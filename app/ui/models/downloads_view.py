@@ -8,7 +8,8 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from app.service.events import DownloadItem, DownloadState
-from app.ui.state.adapter import ControllerAdapter
+from app.service.doors.models import LibraryDoor
+from app.ui.state.adapter import ServiceAdapter
 from app.ui.state.download_items import CANCELLABLE, PAUSABLE, RESUMABLE, WITH_BAR, fraction, message_line, status_line
 from app.ui.models.manager_cards import CardList
 from app.ui.models.model_card import ElidedLabel, wrapped
@@ -85,9 +86,10 @@ class DownloadCard(QFrame):
 class DownloadsPage(QWidget):
     """Every download as a card, the newest scrolled into view; a cancelled one is cleared after a moment."""
 
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
+        self._library = library
         self.filter = ModelFilter(self)
         self.filter.setSourceModel(adapter.downloads)
         self.cards = CardList(self.filter, self._new_card, self._fill,
@@ -119,7 +121,7 @@ class DownloadsPage(QWidget):
         self.cards.ensureWidgetVisible(self.cards.card(key))
 
     def _act(self, what: str, download_id: str) -> None:
-        queue = self.adapter.controller.downloads
+        queue = self._library.downloads
         if queue is None:
             return
         result = getattr(queue, what)(download_id)

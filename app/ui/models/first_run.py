@@ -14,7 +14,8 @@ from app.ui.state.download_items import DOWNLOAD_STATE_WORDS, fraction, progress
 from app.ui.state.fit_verdict import verdict_tooltip, verdict_words
 
 if TYPE_CHECKING:
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.models import LibraryDoor, ModelDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 OFFER_WIDTH = 600
 # States after which the offer's button can start the download again.
@@ -47,7 +48,9 @@ class FirstRunOffer(QFrame):
         self.setFixedWidth(OFFER_WIDTH)
         self._row: Any = None
         self._download_id: object = None
-        self._adapter: ControllerAdapter | None = None
+        self._adapter: ServiceAdapter | None = None
+        self._model: ModelDoor | None = None
+        self._library: LibraryDoor | None = None
         self._catalog_asked = False
         self.heading = QLabel(self)
         self.heading.setObjectName("offerHeading")
@@ -85,30 +88,29 @@ class FirstRunOffer(QFrame):
         layout.addWidget(self.state)
         self.show_offer(None)
 
-    def follow(self, adapter: ControllerAdapter) -> None:
-        """Keep in step with the controller: its catalog, its downloads, its model."""
-        self._adapter = adapter
+    def follow(self, adapter: ServiceAdapter, model: ModelDoor, library: LibraryDoor) -> None:
+        """Keep in step with the service: its catalog, its downloads, its model."""
+        self._adapter, self._model, self._library = adapter, model, library
         adapter.downloadChanged.connect(self.show_download)
         adapter.catalogListed.connect(self.refresh)
         adapter.modelStateChanged.connect(self._list_catalog_once)
         adapter.modelStateChanged.connect(self.refresh)
         adapter.setupProgress.connect(self.show_setup)
-        self.downloadRequested.connect(adapter.controller.library.download)
+        self.downloadRequested.connect(library.download)
         self.cancelRequested.connect(self._cancel_download)
-        self.setupCancelRequested.connect(adapter.controller.session.setup.cancel)
+        self.setupCancelRequested.connect(model.cancel_setup)
         self.refresh()
 
     def wanted(self) -> bool:
         """No model yet, or only the offline starter (once it is settled)."""
-        if self._adapter is None:
+        if self._model is None:
             return False
-        controller = self._adapter.controller
-        return offer_wanted(controller) and controller.model_state not in (ModelState.LOADING,
-                                                                           ModelState.INSTALLING)
+        return offer_wanted(self._model) and self._model.model_state not in (ModelState.LOADING,
+                                                                             ModelState.INSTALLING)
 
     def setting_up(self) -> bool:
         """The starter model is being set up (the model state is INSTALLING)."""
-        return self._adapter is not None and self._adapter.controller.model_state == ModelState.INSTALLING
+        return self._model is not None and self._model.model_state == ModelState.INSTALLING
 
     def refresh(self) -> None:
         """Shown while wanted, once the catalog has been listed; or while the starter is set up."""
@@ -124,8 +126,8 @@ class FirstRunOffer(QFrame):
             self._setup = False
             self._row = None  # the offer is laid out afresh below
             self.show_offer(None)
-        if shown and self._adapter is not None:
-            self.show_offer(self._adapter.controller.library.recommended())
+        if shown and self._library is not None:
+            self.show_offer(self._library.recommended())
 
     def show_setup(self, what: str, done: int, total: int) -> None:
         """The starter model is being assembled: what, how far, and a Cancel."""
@@ -150,9 +152,9 @@ class FirstRunOffer(QFrame):
 
     def _list_catalog_once(self) -> None:
         """Once the model is settled (the engine free), list the catalog for the offer."""
-        if self.wanted() and not self._catalog_asked and self._adapter is not None:
+        if self.wanted() and not self._catalog_asked and self._adapter is not None and self._library is not None:
             self._catalog_asked = True
-            self._adapter.spawn(self._adapter.controller.library.refresh())
+            self._adapter.spawn(self._library.refresh())
 
     @property
     def offered(self) -> Any:
@@ -230,7 +232,7 @@ class FirstRunOffer(QFrame):
             self.cancelRequested.emit(self._download_id)
 
     def _cancel_download(self, download_id: object) -> None:
-        queue = self._adapter.controller.downloads if self._adapter is not None else None
+        queue = self._library.downloads if self._library is not None else None
         if queue is not None:
             queue.cancel(str(download_id))
 
@@ -275,9 +277,9 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def offer_wanted(controller: Any) -> bool:
+def offer_wanted(door: ModelDoor) -> bool:
     """No model yet, or only the offline starter: the empty chat offers a better one."""
-    model = controller.model
+    model = door.model
     return model is None or "starter" in model.source
 
 

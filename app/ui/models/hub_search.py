@@ -17,7 +17,8 @@ from app.ui.state.fit_verdict import verdict_icon, verdict_words
 
 if TYPE_CHECKING:
     from app.service.library.hub_search import ChoiceRow, FoundRepos, RepoListing
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.models import LibraryDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 # Typing waits this long after the last key, and for this many characters, before asking.
 PAUSE_MS = 400
@@ -41,10 +42,10 @@ class HubSearchBox(QWidget):
 
     downloadStarted = Signal()
 
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
-        self.hub = adapter.controller.library.hub
+        self._library = library
         self.query = QLineEdit(self)
         self.query.setPlaceholderText(PLACEHOLDER)
         self.query.setAccessibleName("Search Hugging Face")
@@ -112,7 +113,7 @@ class HubSearchBox(QWidget):
         self._searched, self._listing = asked, None
         self._show_files(None)
         self.note.setText("Searching…")
-        task = self.adapter.spawn(self.hub.search(asked[0], fmt=asked[1]))
+        task = self.adapter.spawn(self._library.hub_search(asked[0], fmt=asked[1]))
         task.add_done_callback(lambda done: self._found(asked, done))
 
     def _found(self, asked: tuple[str, str], task: asyncio.Task[Any]) -> None:
@@ -161,7 +162,7 @@ class HubSearchBox(QWidget):
         self._listing = repo
         self._show_files(None)
         self.files_note.setText(f"Listing the files of {repo}…")
-        task = self.adapter.spawn(self.hub.choices(repo))
+        task = self.adapter.spawn(self._library.hub_choices(repo))
         task.add_done_callback(lambda done: self._listed(repo, done))
 
     def _listed(self, repo: str, task: asyncio.Task[Any]) -> None:
@@ -212,7 +213,7 @@ class HubSearchBox(QWidget):
         """Queue the file's download through the library, as a pasted repository's file is."""
         if row is None:
             return
-        self.adapter.controller.library.download_unit(row.choice.unit)
+        self._library.download_unit(row.choice.unit)
         self.downloadStarted.emit()
 
     # --- keyboard ----------------------------------------------------------------------

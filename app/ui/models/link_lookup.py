@@ -14,7 +14,8 @@ from app.core.units import human_size
 
 if TYPE_CHECKING:
     from app.library.hub import DownloadUnit
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.models import LibraryDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 _UNIT = Qt.ItemDataRole.UserRole + 1
 
@@ -29,9 +30,10 @@ class LinkLookup(QWidget):
 
     downloadStarted = Signal()
 
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
+        self._library = library
         self.units: tuple[DownloadUnit, ...] = ()
         self._looking: str | None = None  # the text being looked up now
         self._problems: list[str] = []    # what the service said during this lookup
@@ -88,7 +90,7 @@ class LinkLookup(QWidget):
         self._show_units(())
         self.note.setText(f"Looking up {text}…")
         self._enable()
-        task = self.adapter.spawn(self.adapter.controller.library.look_up(text))
+        task = self.adapter.spawn(self._library.look_up(text))
         task.add_done_callback(lambda done: self._looked_up(text, done))
 
     def _looked_up(self, text: str, task: asyncio.Task) -> None:
@@ -155,7 +157,7 @@ class LinkLookup(QWidget):
         unit = self.picked()
         if unit is None or self._looking is not None:
             return
-        self.adapter.controller.library.download_unit(unit)
+        self._library.download_unit(unit)
         self.downloadStarted.emit()
 
     def _enable(self) -> None:

@@ -25,7 +25,9 @@ from app.ui.state.model_items import ModelFilter
 from app.ui.models.model_settings_form import ModelSettingsForm
 
 if TYPE_CHECKING:
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.models import LibraryDoor
+    from app.service.doors.settings import SettingsDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 # The smallest the window gets: two cards' worth of list beside a readable side panel.
 MINIMUM_SIZE = (900, 560)
@@ -62,10 +64,12 @@ def _splitter(parent: QWidget, left: QWidget, right: QWidget) -> QSplitter:
 class InstalledPage(QWidget):
     """The library as cards (Load on each), the selected model's details and own settings beside them."""
 
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, settings: SettingsDoor,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
-        self.library = adapter.controller.library
+        self.library = library
+        self._settings = settings
         self._shown: tuple[str, Any] | None = None  # (model id, defaults) the form shows
         self.search = _search(self, "Search your models")
         self.add_file_button = QPushButton("Add a &file…", self)
@@ -181,7 +185,7 @@ class InstalledPage(QWidget):
             # Only when another model is chosen or its saved settings changed: edits in
             # progress survive a fresh listing.
             self._shown = (model.id, model.defaults)
-            settings = self.adapter.controller.settings
+            settings = self._settings.settings
             self.form.show_defaults(model.defaults, settings.generation, settings.device_preference)
 
     def _act(self, method: Callable[[str], Coroutine[Any, Any, bool]]) -> None:
@@ -246,9 +250,10 @@ class CatalogPage(QWidget):
 
     downloadStarted = Signal()
 
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
+        self.library = library
         self.search = _search(self, "Search the catalog")
         self.fits_only = QCheckBox("&Only models that fit this machine", self)
         self.filter = ModelFilter(self)
@@ -259,8 +264,8 @@ class CatalogPage(QWidget):
         self.view.setObjectName("catalog")
         self.view.setAccessibleName("Catalog")
         self.about = _browser(self, "catalogDetails")
-        self.link = LinkLookup(adapter, self)
-        self.hub_search = HubSearchBox(adapter, self)
+        self.link = LinkLookup(adapter, library, self)
+        self.hub_search = HubSearchBox(adapter, library, self)
         self._lay_out()
         self.search.textChanged.connect(self.filter.set_text)
         self.fits_only.toggled.connect(self.filter.set_fits_only)
@@ -298,7 +303,7 @@ class CatalogPage(QWidget):
         return card
 
     def _fill(self, card: ModelCard, row: CatalogRow) -> None:
-        pick = self.adapter.controller.library.recommended()
+        pick = self.library.recommended()
         card.show_facts(catalog_facts(row, self._is_loaded(row.installed_id),
                                       pick.reason if pick is not None and pick.entry.id == row.entry.id else ""))
 
@@ -321,7 +326,7 @@ class CatalogPage(QWidget):
         if number is None:
             return
         row = self.adapter.catalog.rows()[number]
-        library = self.adapter.controller.library
+        library = self.library
         if row.installed_id is not None:
             self.adapter.spawn(library.load(row.installed_id))
             return
@@ -332,17 +337,19 @@ class CatalogPage(QWidget):
 class ModelManager(QDialog):
     """Not modal: the chat goes on while it is open. Opening it asks for a fresh listing."""
 
-    def __init__(self, adapter: ControllerAdapter, parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, settings: SettingsDoor,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
+        self.library = library
         self.setWindowTitle("Models")
         self.setModal(False)
         self.setMinimumSize(*MINIMUM_SIZE)
         self.resize(1220, 720)
         self.tabs = QTabWidget(self)
-        self.installed = InstalledPage(adapter, self.tabs)
-        self.catalog = CatalogPage(adapter, self.tabs)
-        self.downloads = DownloadsPage(adapter, self.tabs)
+        self.installed = InstalledPage(adapter, library, settings, self.tabs)
+        self.catalog = CatalogPage(adapter, library, self.tabs)
+        self.downloads = DownloadsPage(adapter, library, self.tabs)
         self.tabs.addTab(self.installed, "&Installed")
         self.tabs.addTab(self.catalog, "&Get a model")
         self.tabs.addTab(self.downloads, "Do&wnloads")
@@ -352,4 +359,4 @@ class ModelManager(QDialog):
 
     def showEvent(self, event: QShowEvent) -> None:  # Override QDialog.showEvent.
         super().showEvent(event)
-        self.adapter.spawn(self.adapter.controller.library.refresh())
+        self.adapter.spawn(self.library.refresh())

@@ -14,7 +14,8 @@ from app.core.server_settings import LOOPBACK, ServerSettings, is_loopback
 if TYPE_CHECKING:
     from app.server.runner import ServerState
     from app.service.api.api_answers import ApiAnswers
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.settings import SettingsDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 # What the server reads only when it starts (it reads the key and the rest at each request):
 # a change to one of these restarts it.
@@ -60,10 +61,11 @@ class ServerHost(QObject):
 
     changed = Signal()
 
-    def __init__(self, adapter: "ControllerAdapter", parent: QObject | None = None, *,
-                 make_server: ServerFactory | None = None) -> None:
+    def __init__(self, adapter: "ServiceAdapter", settings: "SettingsDoor", api: "ApiAnswers",
+                 parent: QObject | None = None, *, make_server: ServerFactory | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
+        self._settings, self._api = settings, api
         self._make = make_server or api_server
         self._server: Server | None = None
         self._running: ServerSettings | None = None  # what the server was started with
@@ -138,12 +140,12 @@ class ServerHost(QObject):
         async with self._lock:
             if self._closed:
                 return
-            controller = self._adapter.controller
-            wanted = controller.settings.server
+            door = self._settings
+            wanted = door.settings.server
             if wanted.enabled and not wanted.key:
                 # The key is kept before any client can see the server, so it never changes under one.
-                await controller.update_settings(dataclasses.replace(controller.settings, server=wanted.with_key()))
-                wanted = controller.settings.server
+                await door.update_settings(dataclasses.replace(door.settings, server=wanted.with_key()))
+                wanted = door.settings.server
             if self._server is not None and (again or not wanted.enabled or _restart_needed(self._running, wanted)):
                 await self._stop()
             if wanted.enabled and self._server is None:
@@ -158,9 +160,9 @@ class ServerHost(QObject):
             await self._stop()
 
     async def _start(self, wanted: ServerSettings) -> None:
-        controller = self._adapter.controller
+        door = self._settings
         self._running = wanted
-        self._server = self._make(controller.api, lambda: controller.settings.server, self.changed.emit)
+        self._server = self._make(self._api, lambda: door.settings.server, self.changed.emit)
         self.changed.emit()
         await self._server.start()
         self.changed.emit()

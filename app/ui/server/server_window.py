@@ -17,7 +17,9 @@ from app.ui.common import icons
 from app.ui.common.warning_row import WarningRow
 
 if TYPE_CHECKING:
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.api.api_answers import ApiAnswers
+    from app.service.doors.settings import SettingsDoor
+    from app.ui.state.adapter import ServiceAdapter
     from app.ui.server.server_host import ServerHost
 
 LISTENING_BEYOND = ("Other devices on your network can reach your models through this PC's address, with the key. "
@@ -79,9 +81,11 @@ class ServerWindow(QDialog):
 
     settingsRequested = Signal()
 
-    def __init__(self, adapter: "ControllerAdapter", host: "ServerHost", parent: QWidget | None = None) -> None:
+    def __init__(self, adapter: "ServiceAdapter", settings: "SettingsDoor", api: "ApiAnswers", host: "ServerHost",
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
+        self._settings = settings
         self._host = host
         self.setWindowTitle("API server")
         self.setModal(False)
@@ -108,7 +112,7 @@ class ServerWindow(QDialog):
         self.show_key.setCheckable(True)
         self.show_key.toggled.connect(self._show_key)
         self.copy_key = self._button("&Copy", "copy", "Copy the key")
-        self.copy_key.clicked.connect(lambda: self._copy(self._adapter.controller.settings.server.key, self.copy_key))
+        self.copy_key.clicked.connect(lambda: self._copy(settings.settings.server.key, self.copy_key))
         self.new_key = self._button("&New key…", "key", "Make a new key (the old one stops working)")
         self.new_key.clicked.connect(self.ask_for_new_key)
         self.requests = QTableWidget(0, len(COLUMNS), self)
@@ -125,7 +129,7 @@ class ServerWindow(QDialog):
         host.changed.connect(self.refresh)
         adapter.settingsChanged.connect(self.refresh)
         adapter.apiRequestLogged.connect(self.add_request)
-        self.add_requests(adapter.controller.api.recent)
+        self.add_requests(api.recent)
         self.refresh()
         self.resize(860, 520)
 
@@ -180,7 +184,7 @@ class ServerWindow(QDialog):
     def refresh(self) -> None:
         """Say the server's state, address and key as they are now."""
         host = self._host
-        server = self._adapter.controller.settings.server
+        server = self._settings.settings.server
         self.state.setText(state_words(host))
         self.retry.setVisible(host.failed)
         self.warning.setVisible(host.listening_beyond)
@@ -218,9 +222,9 @@ class ServerWindow(QDialog):
     def ask_for_new_key(self) -> None:
         answer = QMessageBox.question(self, "New key", NEW_KEY_QUESTION)
         if answer == QMessageBox.StandardButton.Yes:
-            controller = self._adapter.controller
-            server = dataclasses.replace(controller.settings.server, key=new_key())
-            self._adapter.spawn(controller.update_settings(dataclasses.replace(controller.settings, server=server)))
+            door = self._settings
+            server = dataclasses.replace(door.settings.server, key=new_key())
+            self._adapter.spawn(door.update_settings(dataclasses.replace(door.settings, server=server)))
 
     def _copy(self, text: str, button: QPushButton) -> None:
         QGuiApplication.clipboard().setText(text)

@@ -24,8 +24,9 @@ from app.ui.settings.tools_settings_page import ToolsSettingsPage
 from app.ui.common.window_look import fit_shortcut_letters
 
 if TYPE_CHECKING:
-    from app.service.tools.tool_use import ToolUse
-    from app.ui.state.adapter import ControllerAdapter
+    from app.service.doors.models import ModelDoor
+    from app.service.doors.settings import ToolsDoor
+    from app.ui.state.adapter import ServiceAdapter
 
 
 class GenerationForm(QWidget):
@@ -109,18 +110,19 @@ class SettingsDialog(QDialog):
     """The app's settings: defaults for new chats, threads, theme, saved chat states; the API server.
 
     Three tabs: `general`, `server` (a ServerSettingsPage) and `tools` (a
-    ToolsSettingsPage). adapter: the window's ControllerAdapter, for "Clear saved chat
-    states" and the disk they take (both off the UI thread); without one the button is
-    disabled. tools: the controller's ToolUse, whose servers and choices the Tools page
-    shows and saves (with the adapter); without it the page lists none. mcp_file: where
-    "Edit mcp.json…" reads and writes.
+    ToolsSettingsPage). adapter: the window's ServiceAdapter (its spawn), with model (the
+    ModelDoor) for "Clear saved chat states" and the disk they take (both off the UI thread);
+    without them the button is disabled. tools: the ToolsDoor, whose servers and choices the
+    Tools page shows and saves (with the adapter); without it the page lists none. mcp_file:
+    where "Edit mcp.json…" reads and writes.
     """
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
-                 adapter: "ControllerAdapter | None" = None, tools: "ToolUse | None" = None,
-                 mcp_file: Path | None = None) -> None:
+                 adapter: "ServiceAdapter | None" = None, model: "ModelDoor | None" = None,
+                 tools: "ToolsDoor | None" = None, mcp_file: Path | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
+        self._model = model
         self._tools = tools
         self._mcp_file = mcp_file
         self.setWindowTitle("Settings")
@@ -225,7 +227,7 @@ class SettingsDialog(QDialog):
                                      "reopening one, even after a restart, does not read it all again. The least "
                                      "recently used go first when this is full.")
         self.clear_states = QPushButton("Clear sa&ved chat states", self)
-        self.clear_states.setEnabled(self._adapter is not None)
+        self.clear_states.setEnabled(self._adapter is not None and self._model is not None)
         self.clear_states.clicked.connect(self._clear_states)
         self.states_note = QLabel("", self)
         self.states_note.setObjectName("savedStatesNote")
@@ -254,20 +256,20 @@ class SettingsDialog(QDialog):
             self._note(f"{_states(files)}, {human_size(size)} now" if files else "None saved now")
 
     def _clear_states(self) -> None:
-        """Ask the controller to clear them; the dialog stays usable while it does."""
-        if self._adapter is None:
+        """Ask the service to clear them; the dialog stays usable while it does."""
+        if self._adapter is None or self._model is None:
             return
         self._clearing = True
         self.clear_states.setEnabled(False)
         self._note("Clearing…")
-        self._adapter.spawn(self._clear(self._adapter))
+        self._adapter.spawn(self._clear(self._model))
 
-    async def _clear(self, adapter: "ControllerAdapter") -> None:
+    async def _clear(self, model: "ModelDoor") -> None:
         from app.service.models import kv_cache
 
         try:
             files, size = await asyncio.to_thread(kv_cache.usage)
-            await adapter.controller.clear_saved_states()
+            await model.clear_saved_states()
         except Exception as exc:  # noqa: BLE001 - said in the dialog, the settings stay usable
             self._note(f"Could not clear them: {exc}")
         else:

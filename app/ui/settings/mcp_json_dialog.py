@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QLabel, QListWidget, Q
 from app.tools.mcp_config import McpServerConfig, read_mcp_config, read_mcp_text, write_mcp_text
 
 if TYPE_CHECKING:
-    from app.service.tools.tool_use import ToolUse
+    from app.service.doors.settings import ToolsDoor
     from app.ui.settings.tools_settings_page import ToolsSettingsPage
 
 EXAMPLE = '{\n  "mcpServers": {\n    "time": {"command": "uvx", "args": ["mcp-server-time"]}\n  }\n}\n'
@@ -73,9 +73,9 @@ class McpJsonDialog(QDialog):
         self.accept()
 
 
-def edit_mcp_json(parent: QWidget, page: "ToolsSettingsPage", path: Path, tools: "ToolUse",
+def edit_mcp_json(parent: QWidget, page: "ToolsSettingsPage", path: Path, tools: "ToolsDoor",
                   spawn: Callable[[Coroutine[Any, Any, Any]], Any]) -> None:
-    """Open the editor on the file; once saved, ToolUse reads it again and the page shows what it holds."""
+    """Open the editor on the file; once saved, the tools read it again and the page shows what it holds."""
     try:
         text = read_mcp_text(path)  # a regular file of at most 1 MB: never a pipe that hangs the window
     except (OSError, UnicodeDecodeError) as exc:
@@ -86,7 +86,7 @@ def edit_mcp_json(parent: QWidget, page: "ToolsSettingsPage", path: Path, tools:
         spawn(_write(page, path, editor.text(), tools))
 
 
-async def _write(page: "ToolsSettingsPage", path: Path, text: str, tools: "ToolUse") -> None:
+async def _write(page: "ToolsSettingsPage", path: Path, text: str, tools: "ToolsDoor") -> None:
     try:
         await asyncio.to_thread(write_mcp_text, path, text)  # through a link to its target
     except OSError as exc:

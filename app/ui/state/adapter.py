@@ -1,4 +1,4 @@
-"""ControllerAdapter: the chat controller's events as Qt signals and item-model updates."""
+"""ServiceAdapter: the service's events as Qt signals and item-model updates."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from app.service import events as ev
-from app.service.controller import ChatController
+from app.service.doors.window import WindowDoors
 from app.service.events import DownloadChanged
 from app.ui.state.bridge import StreamBridge
 from app.ui.state.conversation_model import ConversationListModel
@@ -18,27 +18,27 @@ from app.ui.state.download_items import DownloadsModel
 from app.ui.state.model_items import CatalogModel, InstalledModelsModel
 
 
-class ControllerAdapter(QObject):
-    """Holds the item models the window shows and keeps them in step with the controller.
+class ServiceAdapter(QObject):
+    """Holds the item models the window shows and keeps them in step with the service's events.
 
-    Signals: modelStateChanged (read controller.model_state / model_detail / loaded),
+    Signals: modelStateChanged (read ModelDoor's model_state / model_detail / loaded),
     activityChanged(text, conversation_id or None: the chat whose answer it is about),
     busyChanged(busy: the open chat is answered or waiting; said again when another chat
-    opens), answerQueueChanged (read controller.answering_id / waiting_ids),
+    opens), answerQueueChanged (read ChatDoor's answering_id / waiting_ids),
     problem(text, kind) and problemSolved(kind) (kind: engine, model, history, disk,
     other), sendFailed(chat id or None, text: a message that could not be saved, kept as
     that chat's draft), conversationOpened (the open chat, its title or its model changed),
     settingsChanged, setupProgress(what, done, total),
-    setupFinished, historyDamaged(text) (the choices are the controller's recover_history
+    setupFinished, historyDamaged(text) (the choices are HistoryDoor's recover_history
     and start_fresh_history), historyReplaced(text), catalogListed (read the `catalog`
-    model or controller.library.recommended()), downloadChanged(DownloadItem),
+    model or LibraryDoor's recommended()), downloadChanged(DownloadItem),
     apiRequestLogged(RequestRecord), approvalsChanged (read `approvals`: the tool calls
     waiting for the user, by approval id, oldest first), toolServersChanged(statuses),
     collectionsChanged(collections), indexingProgress(IndexingProgress) and
     documentsProblem(collection, text) (the documents service's). Text deltas
     are coalesced by `bridge` to one update per frame. `installed`, `catalog` and
     `downloads` are the model manager's item models. `conversations` keeps its
-    ANSWERING, WAITING and HAS_DRAFT roles in step with the controller. When another
+    ANSWERING, WAITING and HAS_DRAFT roles in step with the answers and drafts. When another
     Kestrel process changes the history, the chats are read again (off the UI thread) and
     the list follows; the sidebar keeps its selection.
     """
@@ -66,9 +66,10 @@ class ControllerAdapter(QObject):
     indexingProgress = Signal(object)  # an IndexingProgress: how far a collection's indexing is, or why it waits
     documentsProblem = Signal(str, str)  # collection ("" for the whole index), plain words with what to do
 
-    def __init__(self, controller: ChatController, parent: QObject | None = None) -> None:
+    def __init__(self, doors: WindowDoors, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.controller = controller
+        self._chat, self._history, self._library = doors.chat, doors.history, doors.library
+        self._spawn = doors.spawn
         self.conversations = ConversationListModel(self)
         self.messages = MessageListModel(self)
         self.bridge = StreamBridge(self)
@@ -79,18 +80,18 @@ class ControllerAdapter(QObject):
         self.approvals: dict[int, ev.ToolApprovalAsked] = {}
         self._sync_downloads()
         self.conversations.renameRequested.connect(
-            lambda conversation_id, title: self.spawn(controller.rename_conversation(conversation_id, title)))
-        self._unsubscribe = controller.subscribe(self._on_event)
-        # A controller may outlive its window (a task still ending): stop listening
+            lambda conversation_id, title: self.spawn(self._history.rename_conversation(conversation_id, title)))
+        self._unsubscribe = doors.subscribe(self._on_event)
+        # The service may outlive its window (a task still ending): stop listening
         # before the models it would update are gone.
         self.destroyed.connect(self._unsubscribe)
 
     def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task:
-        """Run a controller coroutine from a slot; the window never waits for it."""
-        return self.controller.spawn(coroutine)
+        """Run a service coroutine from a slot; the window never waits for it."""
+        return self._spawn(coroutine)
 
     def _on_event(self, event: ev.Event | DownloadChanged) -> None:
-        """Route one controller event to the models and signals."""
+        """Route one service event to the models and signals."""
         if isinstance(event, ev.TextGrew):
             self.bridge.push(event.message_id, event.delta, event.thinking)
         elif isinstance(event, (ev.AnswerFinished, ev.AnswerInterrupted)):
@@ -123,13 +124,13 @@ class ControllerAdapter(QObject):
             self.downloads.put(event.item)
             self.downloadChanged.emit(event.item)
         elif isinstance(event, ev.HistoryChangedElsewhere):
-            self.spawn(self.controller.follow_history())  # read on the writer thread, not here
+            self.spawn(self._history.follow_history())  # read on the writer thread, not here
         elif isinstance(event, ev.ConversationsListed):
             self.conversations.reset_to(event.conversations)
-            self.conversations.reset_drafted(self.controller.drafts.drafted_ids)
+            self.conversations.reset_drafted(self._history.drafted_ids)
         elif isinstance(event, ev.ConversationChanged):
             self.conversations.update(event.conversation, event.to_top)
-            if self.controller.conversation is not None and self.controller.conversation.id == event.conversation.id:
+            if self._chat.conversation is not None and self._chat.conversation.id == event.conversation.id:
                 self.conversationOpened.emit()
         elif isinstance(event, ev.ConversationRemoved):
             self.conversations.remove(event.conversation_id)
@@ -191,7 +192,7 @@ class ControllerAdapter(QObject):
     def _sync_downloads(self) -> None:
         """Downloads the queue holds: also the unfinished ones it brought back, paused, at its
         start, which no DownloadChanged announced."""
-        queue = self.controller.downloads
+        queue = self._library.downloads
         if queue is not None:
             self.downloads.set_rows(queue.items())
 

@@ -1,4 +1,4 @@
-"""The conversation list as a Qt item model, fed by the controller's events, and its search filter."""
+"""The conversation list as a Qt item model, fed by the service's events, and its search filter."""
 
 from __future__ import annotations
 

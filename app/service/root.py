@@ -1,0 +1,206 @@
+"""The composition root: every owner built once, in the order they stand on each other, started and stopped."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from app.core.history import HistoryDamaged
+from app.core.settings import Settings
+from app.hardware.power import read_power
+from app.library.models import ModelLibrary
+from app.service.api.api_answers import ApiAnswers
+from app.service.api.api_embeddings import ApiEmbeddings
+from app.service.chats.answering import Answering
+from app.service.chats.chat_collections import ChatCollections, collection_search
+from app.service.chats.chat_files import ChatFiles
+from app.service.chats.conversations import Conversations
+from app.service.chats.drafts import DraftBook
+from app.service.chats.history_choice import HistoryChoice, damage_text
+from app.service.chats.history_follow import HistoryFollower
+from app.service.chats.open_chat import OpenChat
+from app.service.chats.vision import chat_vision
+from app.service.documents.document_context import ChatDocuments
+from app.service.documents.documents_service import DocumentsService
+from app.service.event_bus import EventBus, Listener, TaskGroup
+from app.service.events import (ActivityChanged, ConversationsListed, DamagedHistoryFound, Problem,
+                                SettingsChanged)
+from app.service.library.library_service import LibraryService
+from app.service.models.background import WindowState
+from app.service.models.engine_handle import EngineHandle
+from app.service.models.model_session import ModelSession
+from app.service.models.model_setup import ModelSetup
+from app.service.settings_keeper import SettingsKeeper
+from app.service.storage import Storage
+from app.service.tools.tool_use import Approver, ToolUse
+
+
+class Service:
+    """Builds the owners, opens and closes them, and does what crosses their wings.
+
+    Front ends hold this only to start it (`open`, or `start_up` for the window), stop it
+    (`shutdown`), hear its events (`subscribe`), run work on its loop (`spawn`) and hand the
+    API server its door (`api`); everything else they do goes through the doors made from it
+    (app/service/doors/), each exposing what one front end uses. The owners are attributes
+    for the doors (and the service tests); no owner knows this class.
+
+    Built in dependency order, each owner gets its collaborators. Two cycles are real and
+    remain as callables: the model session loads with the open chat's context length
+    (`context_length`), while the open chat takes a new chat's defaults from the session's
+    model; and the session and the library reload or unload nothing while an answer is
+    written or waits (`_answers_busy`, `answer_writing`), while the answers are built on the
+    session. The storage opens after the owners are built (`open`): they reach it through
+    `_storage`.
+    """
+
+    def __init__(self, *, history_path: Path, settings_path: Path | None, library: ModelLibrary,
+                 client: EngineHandle, settings: Settings | None = None, mcp_file: Path | None = None,
+                 approver: Approver | None = None) -> None:
+        self._history_path, self._settings_path = history_path, settings_path
+        self.storage: Storage | None = None
+        self.bus = bus = EventBus()
+        self.tasks = tasks = TaskGroup(asyncio.get_event_loop())
+        emit, storage = bus.emit, self._storage
+        self.keeper = keeper = SettingsKeeper(storage, emit, settings)
+        self.session = session = ModelSession(
+            client, ModelSetup(library, emit), bus, tasks, keeper,
+            context_length=lambda: self.chat.context_length(), answers_busy=self._answers_busy,
+            answer_writing=lambda: self.answers.writing,
+            threads_file=settings_path.parent / "threads.json" if settings_path else None)
+        self.library = LibraryService(session, keeper, emit, tasks, answers_busy=self._answers_busy)
+        self.drafts = DraftBook(lambda: self.storage, emit, tasks.spawn)
+        self.conversations = conversations = Conversations(storage, emit, keeper, self.drafts,
+                                                           lambda: session.chat_defaults_model)
+        self.chat = chat = OpenChat(conversations, bus)
+        # mcp.json sits beside settings.json (app.core.paths); a CLI chat with no settings file names it.
+        self.tools = ToolUse(mcp_file or (settings_path.with_name("mcp.json") if settings_path else None),
+                             keeper, emit, approver=approver)
+        # The window's collections, indexed in the background; it holds while an answer streams (it hears
+        # the answers' events after the owners that keep the open chat in step: subscribed last).
+        self.collections = DocumentsService(emit, library=library, settings=lambda: keeper.settings,
+                                            save_settings=keeper.save, read_power=read_power)
+        self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := session.loaded) else None,
+                                       count=session.client.count_tokens)
+        self.documents.use_search(collection_search(self.collections))
+        self.collection_choice = ChatCollections(storage, chat, conversations, bus)
+        self.sight = chat_vision(chat, session, lambda: (row.model for row in self.library.rows))
+        self.answers = answers = Answering(
+            storage=storage, history_open=lambda: self.storage is not None, emit=emit, tasks=tasks, chat=chat,
+            conversations=conversations, session=session, keeper=keeper, tools=self.tools, documents=self.documents,
+            vision=self.sight.state, pending_collections=self.collection_choice.take_pending)
+        # /v1/embeddings answers with the documents' embedding model, through the documents' own process.
+        self.api = ApiAnswers(session, keeper, conversations, emit, spawn=tasks.spawn,
+                              chats_busy=lambda: not answers.queue.idle,
+                              embeddings=ApiEmbeddings(self.collections, library, lambda: keeper.settings.server))
+        self.files = ChatFiles(storage, emit)
+        self.history_choice = HistoryChoice(storage, emit, conversations, answers_busy=lambda: not answers.queue.idle,
+                                            open_id=lambda: chat.id, show_new=answers.show_new, show=answers.show)
+        self.elsewhere = HistoryFollower(storage, bus, tasks.loop, conversations, chat,
+                                         busy=lambda: answers.open_chat_busy, show_new=answers.show_new,
+                                         show=answers.show)
+        bus.subscribe(self.collections.hear)
+        self.subscribe: Callable[[Listener], Callable[[], None]] = bus.subscribe
+        self.spawn = tasks.spawn
+
+    def _answers_busy(self) -> bool:
+        """A chat's or an API request's answer is written or waits: nothing reloads or unloads."""
+        return not self.answers.queue.idle or self.api.busy
+
+    def _storage(self) -> Storage:
+        if self.storage is None:
+            raise RuntimeError("Service.open() was not awaited")
+        return self.storage
+
+    @property
+    def history_damage(self) -> HistoryDamaged | None:
+        """The damage found in the history file, until the user chose what to do."""
+        return self.storage.history_damage if self.storage is not None else None
+
+    # --- start and stop -----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open the history and read the settings (off the event loop).
+
+        A damaged history file is left as it is, reported (DamagedHistoryFound) and
+        replaced by one in memory until the user chooses (HistoryDoor's recover_history or
+        start_fresh_history); everything else goes on. HistoryError if the history cannot be
+        used for another reason; the message is for the user.
+        """
+        # A large history from an older Kestrel is migrated here (an index is built):
+        # seconds, on the writer thread, with the window already up.
+        self.bus.emit(ActivityChanged("Opening your chats…"))
+        self.storage = storage = await Storage.open(self._history_path, self._settings_path)
+        storage.on_damaged = self._history_damaged
+        self.bus.emit(ActivityChanged("Idle"))
+        self.keeper.adopt(storage)
+        self.bus.emit(SettingsChanged(self.keeper.settings))
+        if storage.settings_problem:
+            self.bus.emit(Problem(storage.settings_problem, "disk"))
+        if storage.history_damage is not None:
+            self._history_damaged(storage.history_damage)
+        await self.drafts.load()
+        await storage.run(self.session.threads.load)
+        if self._settings_path is not None and self.library.downloads is None:
+            await self.library.open_downloads(self._settings_path.parent / "downloads.json")
+
+    def _history_damaged(self, damage: HistoryDamaged) -> None:
+        in_memory = self.storage is not None and self.storage.in_memory
+        self.bus.emit(DamagedHistoryFound(damage_text(damage, in_memory), damage.path, in_memory))
+
+    async def start_up(self) -> None:
+        """The window's start: open, recover, list chats, then find and load a model."""
+        await self.open()
+        recovered = await self.conversations.recover_interrupted()
+        await self.elsewhere.watch()
+        conversations = await self.conversations.listing()
+        self.bus.emit(ConversationsListed(tuple(conversations)))
+        if conversations:
+            await self.answers.show(conversations[0].id)
+        else:
+            self.answers.show_new()
+        await self.collections.start()  # after the chat is shown: its imports take a moment
+        if recovered:
+            self.bus.emit(Problem(f"{recovered} answer(s) were cut off when Kestrel last closed; "
+                                  "they are kept and marked as interrupted.", "history"))
+        await self.session.load_default(self.keeper.settings.default_model)
+
+    async def shutdown(self) -> None:
+        """Stop cleanly: end the answer (its text is saved), then the engine and the history."""
+        self.session.stop_for_shutdown()
+        task = self.answers.queue.close()
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), timeout=5)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                task.cancel()
+        await self.drafts.flush()
+        await self.tools.close()  # no MCP server outlives Kestrel
+        await self.tasks.cancel_all()
+        await self.library.close()
+        await self.collections.close()
+        await self.session.client.shutdown()
+        if self.storage is not None:
+            await self.storage.close()
+
+    # --- what crosses the wings: the settings and the window's state ----------------------------
+
+    async def update_settings(self, settings: Settings) -> None:
+        """Save the app's settings (if changed); a new device or thread count reloads the model."""
+        before = self.keeper.settings
+        await self.keeper.save(settings)
+        self.bus.emit(SettingsChanged(self.keeper.settings))
+        self.set_window_state(self.session.pace.window)  # what hidden or background does may have changed
+        await self.session.settings_changed(before, settings)
+
+    def set_window_state(self, window: WindowState) -> None:
+        """The window came to the front, went behind another app, or was hidden: the engine
+        pauses, runs gently or at full speed as the settings say (background.py), and the
+        documents look for changed files when it comes back."""
+        if window == WindowState.FOREGROUND:
+            self.collections.window_shown()  # files may have changed meanwhile: a rescan
+        if self.session.set_window_state(window):
+            answering = self.answers.queue.answering_id
+            self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()
+                                                                         if answering is not None else "Idle"),
+                                          answering))
