@@ -9,20 +9,17 @@ process keeps its one model and its memory plan. See docs/design.md, "Embeddings
 
 from __future__ import annotations
 
-import atexit
 import logging
-import multiprocessing
 import os
 import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import numpy as np
 
+from app.core.children.python_child import PythonChild, start_python_child
 from app.documents import embed_worker as w
 
 log = logging.getLogger(__name__)
@@ -40,15 +37,6 @@ DEFAULT_START_TIMEOUT_S = 120.0
 # 2-core machine; a child silent for this long is hung, and is ended.
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 _CLOSE_WAIT_S = 5.0
-
-_running: "weakref.WeakSet[EmbeddingProcess]" = weakref.WeakSet()
-
-
-@atexit.register
-def _kill_left_running() -> None:
-    # multiprocessing's own exit handler would join a hung child for ever.
-    for embedder in list(_running):
-        embedder.close()
 
 
 class EmbeddingError(Exception):
@@ -69,7 +57,8 @@ class EmbeddingProcess:
 
     start() loads the model (embed() and the properties start it when needed); close()
     ends the child. After a crash or a hang the next call starts a fresh child. Calls from
-    several threads are served one at a time."""
+    several threads are served one at a time. The child is the supervisor's (app/core/children):
+    gone with Kestrel however Kestrel ends, and ended at Kestrel's exit if not closed."""
 
     def __init__(self, model_path: Path, *, max_tokens: int | None = None, threads: int | None = None,
                  texts_per_request: int = DEFAULT_TEXTS_PER_REQUEST,
@@ -86,7 +75,7 @@ class EmbeddingProcess:
         self._start_timeout_s = start_timeout_s
         self._request_timeout_s = request_timeout_s
         self._lock = threading.RLock()
-        self._process: BaseProcess | None = None
+        self._child: PythonChild | None = None
         self._conn: Connection | None = None
         self._ready: w.Ready | None = None
         self._rss_bytes = 0
@@ -114,28 +103,22 @@ class EmbeddingProcess:
 
     @property
     def pid(self) -> int | None:
-        process = self._process
-        return process.pid if process is not None and process.is_alive() else None
+        child = self._child
+        return child.pid if child is not None and child.is_alive() else None
 
     # -- life cycle --------------------------------------------------------------------
 
     def start(self) -> w.Ready:
         """Start the child and load the model, unless that is done already."""
         with self._lock:
-            if self._ready is not None and self._process is not None and self._process.is_alive():
+            if self._ready is not None and self._child is not None and self._child.is_alive():
                 return self._ready
             self._end_child()
             if not self.model_path.is_file():
                 raise EmbeddingError(f"The embedding model {self.model_path} does not exist. "
                                      "Install it again from the model library.")
-            ctx = multiprocessing.get_context("spawn")
-            conn, child = ctx.Pipe(duplex=True)
-            process = ctx.Process(target=w.serve, name="kestrel-embedding", daemon=True,
-                                  args=(child, str(self.model_path), self._max_tokens, self._threads))
-            process.start()
-            child.close()
-            self._process, self._conn = process, conn
-            _running.add(self)
+            self._child, self._conn = start_python_child(
+                w.serve, (str(self.model_path), self._max_tokens, self._threads), name="kestrel-embedding")
             reply = self._receive(self._start_timeout_s, "loading it")
             if isinstance(reply, w.LoadFailed):
                 self._end_child()
@@ -150,13 +133,14 @@ class EmbeddingProcess:
     def close(self) -> None:
         """Ask the child to exit, and kill it if it does not within a few seconds."""
         with self._lock:
-            if self._conn is not None and self._process is not None and self._process.is_alive():
+            grace = 0.0
+            if self._conn is not None and self._child is not None and self._child.is_alive():
                 try:
                     self._conn.send(w.Close())
+                    grace = _CLOSE_WAIT_S
                 except OSError:
                     pass
-                self._process.join(timeout=_CLOSE_WAIT_S)
-            self._end_child()
+            self._end_child(grace)
 
     def __enter__(self) -> EmbeddingProcess:
         self.start()
@@ -213,15 +197,14 @@ class EmbeddingProcess:
     def _receive(self, timeout_s: float, doing: str) -> w.Reply:
         """The child's next reply; a child that dies or stays silent past timeout_s is ended
         and reported as an EmbeddingError naming what it was doing."""
-        assert self._conn is not None and self._process is not None
+        assert self._conn is not None and self._child is not None
         name = self.model_path.name
         try:
             if self._conn.poll(timeout_s):
                 reply: w.Reply = self._conn.recv()
                 return reply
         except (EOFError, OSError):
-            self._process.join(timeout=_CLOSE_WAIT_S)
-            code = self._process.exitcode
+            code = self._child.wait(_CLOSE_WAIT_S)
             self._end_child()
             raise EmbeddingError(f"The embedding process stopped while {doing} with {name} "
                                  f"({_exit_words(code)}). It starts again on the next request; "
@@ -230,15 +213,13 @@ class EmbeddingProcess:
         raise EmbeddingError(f"The embedding process did not answer within {timeout_s:g} s while {doing} "
                              f"with {name}, so Kestrel stopped it. It starts again on the next request.")
 
-    def _end_child(self) -> None:
-        process, conn = self._process, self._conn
-        self._process = self._conn = None
+    def _end_child(self, grace_s: float = 0.0) -> None:
+        """End the child (after grace_s, when it was asked to exit), and forget it."""
+        child, conn = self._child, self._conn
+        self._child = self._conn = None
         self._ready = None
-        _running.discard(self)
-        if process is not None:
-            if process.is_alive():
-                process.kill()  # SIGKILL also ends a stopped (SIGSTOP) process.
-            process.join(timeout=_CLOSE_WAIT_S)
+        if child is not None:
+            child.end(grace_s)  # SIGKILL past the grace: it also ends a stopped (SIGSTOP) process
         if conn is not None:
             conn.close()
 

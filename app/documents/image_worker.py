@@ -18,10 +18,10 @@ SECONDS_PER_IMAGE = 10.0
 MEMORY_BYTES = 2 * 1024 * 1024 * 1024
 
 
-def checker_main(conn: Connection, memory_bytes: int, check: CheckFunction) -> None:
+def checker_main(conn: Connection, check: CheckFunction) -> None:
     """The child's loop: an image in, its result out, until None or the pipe closes. Any
     exception in the check is that image's refusal: the child goes on."""
-    serve(conn, memory_bytes, check, _out_of_memory, _failed)
+    serve(conn, check, _out_of_memory, _failed)
 
 
 def _out_of_memory(item: ImageInput) -> ImageRefusal:
@@ -48,8 +48,8 @@ class ImageChecker:
     def __init__(self, *, seconds: float = SECONDS_PER_IMAGE, memory_bytes: int = MEMORY_BYTES,
                  check: CheckFunction = check_image) -> None:
         self._seconds = seconds
-        self._child: LimitedChild[ImageResult] = LimitedChild(checker_main, (memory_bytes, check),
-                                                              name="kestrel-image-check", role="image check")
+        self._child: LimitedChild[ImageResult] = LimitedChild(checker_main, (check,), name="kestrel-image-check",
+                                                              role="image check", memory_bytes=memory_bytes)
 
     def __enter__(self) -> ImageChecker:
         return self

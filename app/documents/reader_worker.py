@@ -37,7 +37,7 @@ def reader_main(conn: Connection, limits: ReadLimits, read: ReadFunction, format
         path, within = request
         return read(path, limits=limits) if within is None else read(path, limits=limits, within=within)
 
-    serve(conn, limits.memory_bytes, handle, lambda request: out_of_memory(request[0]))
+    serve(conn, handle, lambda request: out_of_memory(request[0]))
 
 
 class ReaderPool:
@@ -49,7 +49,8 @@ class ReaderPool:
     def __init__(self, limits: ReadLimits = ReadLimits(), read: ReadFunction = read_document) -> None:
         self._limits = limits
         self._child: LimitedChild[Result] = LimitedChild(reader_main, (limits, read, reader_modules()),
-                                                         name="kestrel-reader", role="document reader")
+                                                         name="kestrel-reader", role="document reader",
+                                                         memory_bytes=limits.memory_bytes)
 
     @property
     def restarts(self) -> int:

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,10 +24,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from app.core.children.commands import CommandChild
 from app.tools.mcp_config import McpServerConfig
-from app.tools.processes import (TOKEN_VARIABLE, StderrTail, end_process_group, find_command, find_server_pid,
-                                 launch_command, new_token, uses_launcher)
-from app.tools.server_cgroup import end_server_cgroup, make_server_cgroup
+from app.tools.processes import TOKEN_VARIABLE, StderrTail, find_command
 from app.tools.results import result_text
 from app.tools.values import ListedTool, ServerState
 
@@ -80,9 +78,7 @@ class ServerConnection:
         self._start_timeout = start_timeout
         self._on_change = on_change
         self._stderr: StderrTail | None = None
-        self._pid: int | None = None
-        self._cgroup: Path | None = None
-        self._token = new_token()
+        self._child = CommandChild(TOKEN_VARIABLE)  # a stdio server's process, its group and cgroup
         self._bad_lines: list[str] = []
         self._calls: asyncio.Queue[_Call] = asyncio.Queue()
         self._settled = asyncio.Event()
@@ -135,11 +131,10 @@ class ServerConnection:
             await self._settle_stderr()
             self._fail(self._words(exc))
         finally:
-            end_process_group(self._pid, self._token)
+            self._child.end_group()
             self._answer_waiting_calls()
             self._settled.set()
-            # Removed by the supervisor already, unless it was killed itself: then this kills what it held.
-            await asyncio.to_thread(end_server_cgroup, self._cgroup)
+            await asyncio.to_thread(self._child.end_cgroup)
 
     async def _open(self, stack: AsyncExitStack) -> ClientSession:
         config = self.config
@@ -152,17 +147,14 @@ class ServerConnection:
                 raise ServerTrouble(f"Kestrel could not find the command \"{config.command}\" of the MCP server "
                                     f"\"{config.name}\". Check that it is installed and on your PATH, or give its "
                                     "full path in mcp.json.")
-            if uses_launcher():
-                self._cgroup = make_server_cgroup(self._token)  # a mkdir: not worth a thread it could outlive
-            command, args = launch_command(config.command, config.args, self._cgroup)
+            command, args = self._child.command_line(config.command, config.args)
             self._stderr = StderrTail()
-            params = StdioServerParameters(command=command, args=args,
-                                           env={**config.env, TOKEN_VARIABLE: self._token})
+            params = StdioServerParameters(command=command, args=args, env={**config.env, **self._child.environment})
             try:
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=self._stderr.writer))
             finally:
                 self._stderr.close_writer()
-            self._pid = find_server_pid(self._token)
+            self._child.started()
         return await stack.enter_async_context(ClientSession(read, write, message_handler=self._on_message))
 
     async def _serve(self, session: ClientSession) -> None:

@@ -12,14 +12,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import psutil  # noqa: E402
 
-from app.tools import connection  # noqa: E402
+from app.core.children import cgroup  # noqa: E402
 from app.tools.pool import McpPool  # noqa: E402
 from tests.tools.conftest import python_server  # noqa: E402
 
 
 async def main(pid_file: Path) -> None:
     if "--no-cgroup" in sys.argv:
-        connection.make_server_cgroup = lambda token: None
+        cgroup.make_cgroup = lambda token: None
     pool = McpPool(lambda: [python_server("clock", "escaping_clock.py", str(pid_file), "--daemon")])
     await pool.tools(["clock"])
     while not pid_file.exists():

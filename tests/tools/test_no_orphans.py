@@ -1,5 +1,5 @@
 """No server outlives Kestrel: close() ends each server and its children, and a SIGKILLed Kestrel takes
-its servers with it; on Linux also what a server starts in a session of its own (app/tools/launcher.py's
+its servers with it; on Linux also what a server starts in a session of its own (app/core/children/launcher.py's
 supervisor, and a cgroup where the system allows one: both ways are tried here)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.tools import connection
+from app.core.children import cgroup
+from app.core.children.cgroup import make_cgroup, own_cgroup
 from app.tools.pool import McpPool
-from app.tools.server_cgroup import make_server_cgroup, own_cgroup
 from tests.tools.conftest import python_server, run
 
 LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's supervisor and cgroups")
@@ -30,9 +30,9 @@ WAYS = ["cgroup", "supervisor"]
 @pytest.fixture
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "supervisor":
-        monkeypatch.setattr(connection, "make_server_cgroup", lambda token: None)
+        monkeypatch.setattr(cgroup, "make_cgroup", lambda token: None)
     else:
-        probe = make_server_cgroup("probe")
+        probe = make_cgroup("probe")
         if probe is None:
             pytest.skip(f"Kestrel cannot make cgroups here ({own_cgroup() or 'no cgroup v2'} is not writable)")
         probe.rmdir()
@@ -169,7 +169,9 @@ def test_a_cgroup_left_by_a_killed_kestrel_and_supervisor_is_ended_on_the_next_s
     try:
         time.sleep(0.5)
         assert not _gone(sleeper)  # an orphan of init now, in the abandoned cgroup
-        make_server_cgroup("next start").rmdir()
+        folder = make_cgroup("next start")
+        assert folder is not None
+        folder.rmdir()
         assert _wait_gone([sleeper]) == []
     finally:
         _kill(sleeper)

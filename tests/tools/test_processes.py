@@ -1,5 +1,6 @@
-"""How stdio servers are started: the Linux launcher's death signal, the stderr tail, and the Windows job
-object the SDK puts each server in (checked on its call sequence only: there is no Windows here)."""
+"""How stdio servers are started: the Linux launcher's death signal (app/core/children/launcher.py), the stderr
+tail, and the Windows job object the SDK puts each server in (checked on its call sequence only: there is no
+Windows here)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import pytest
 from mcp.client import stdio
 from mcp.os.win32 import utilities as win32_utilities
 
-from app.tools import launcher, processes
-from app.tools.processes import StderrTail, find_command, launch_command
+from app.core.children import commands, launcher
+from app.core.children.commands import CommandChild, launch_command
+from app.tools import processes
+from app.tools.processes import StderrTail, find_command
 from tests.tools.conftest import run
 
 READ_DEATH_SIGNAL = ("import ctypes; value = ctypes.c_int(); "
@@ -50,10 +53,11 @@ def test_the_launcher_runs_nothing_for_a_parent_that_is_gone_and_names_a_missing
 
 
 def test_elsewhere_and_frozen_the_server_is_started_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(processes.sys, "platform", "darwin")
+    monkeypatch.setattr(commands.sys, "platform", "darwin")
     assert launch_command("npx", ["-y", "server"]) == ("npx", ["-y", "server"])
-    monkeypatch.setattr(processes.sys, "platform", "linux")
-    monkeypatch.setattr(processes.sys, "frozen", True, raising=False)
+    assert CommandChild(processes.TOKEN_VARIABLE).command_line("npx", ["-y", "server"]) == ("npx", ["-y", "server"])
+    monkeypatch.setattr(commands.sys, "platform", "linux")
+    monkeypatch.setattr(commands.sys, "frozen", True, raising=False)
     assert launch_command("npx", ["-y", "server"]) == ("npx", ["-y", "server"])
 
 
@@ -130,14 +134,14 @@ def test_on_windows_each_server_goes_into_a_job_that_kills_it_when_kestrel_goes(
 
 @pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX's")
 def test_only_a_group_that_still_holds_the_servers_token_is_killed() -> None:
-    token = processes.new_token()
+    variable, token = processes.TOKEN_VARIABLE, "a server's token"
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     ours = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
-                            env={**os.environ, processes.TOKEN_VARIABLE: token})
+                            env={**os.environ, variable: token})
     try:
-        assert processes.find_server_pid(token) == ours.pid
-        processes.end_process_group(stranger.pid, token)  # a reused pid: not the server's group
-        processes.end_process_group(ours.pid, token)
+        assert commands.find_child_pid(variable, token) == ours.pid
+        commands.end_process_group(stranger.pid, variable, token)  # a reused pid: not the server's group
+        commands.end_process_group(ours.pid, variable, token)
         assert ours.wait(timeout=10) == -9
         assert stranger.poll() is None
     finally:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
-import multiprocessing
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Callable
 
+from app.core.children.in_child import ChildLimits
+from app.core.children.python_child import start_python_child
 from app.engine import protocol as p
 from app.engine.failures import During, EngineStopped, Hang
 from app.engine.process import HardwareSource, engine_main
@@ -39,17 +38,6 @@ class NotSent:
 
 # What the reader and writer threads hand the event loop.
 Delivered = p.EngineEvent | PipeClosed | NotSent
-# Engines still running when the interpreter exits are killed first: multiprocessing's
-# own exit handler would SIGTERM and then wait for them, for ever if one is stopped or
-# hung. (atexit runs handlers last-registered first, so this runs before it.)
-_running_engines: "weakref.WeakSet[EngineProcess]" = weakref.WeakSet()
-
-
-@atexit.register
-def _kill_engines_left_running() -> None:
-    for engine in list(_running_engines):
-        if engine.process.is_alive():
-            engine.process.kill()
 
 
 class EngineProcess:
@@ -58,17 +46,16 @@ class EngineProcess:
     send() returns at once (app/service/models/pipe_writer.py). A write that fails while the child's
     end is still open ends the child, so the reader thread always sees the pipe close and
     posts PipeClosed: every request waiting then ends with it, as when the engine dies.
+    The process is the supervisor's (app/core/children): gone with Kestrel however Kestrel
+    ends, and killed at Kestrel's exit if it is still running then.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, deliver: Callable[[EngineProcess, Delivered], None],
                  hardware: HardwareSource | None) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=engine_main, args=(child, hardware), name="kestrel-engine",
-                                   daemon=True)
-        self.process.start()
-        _running_engines.add(self)
-        child.close()
+        # Ctrl+C in a terminal reaches the whole process group; the service decides what it means.
+        self._child, self.conn = start_python_child(engine_main, (hardware,), name="kestrel-engine",
+                                                    limits=ChildLimits(ignore_interrupt=True))
+        self.process = self._child.process
         self.alive = True
         # Set by the reader thread on every message, and on every answered ping (an
         # answer to a ping sent after Stop proves the engine is alive now, where text
@@ -94,8 +81,8 @@ class EngineProcess:
         # A broken or reset pipe means the child's end is closed: the reader sees it too.
         # Any other failed write leaves an engine nobody can reach: end it, so that the
         # reader's PipeClosed ends the requests either way.
-        if not isinstance(error, (BrokenPipeError, ConnectionResetError)) and self.process.is_alive():
-            self.process.kill()
+        if not isinstance(error, (BrokenPipeError, ConnectionResetError)):
+            self._child.kill()
 
     def _unsendable(self, message: p.Request, error: Exception) -> None:
         self._post(NotSent(message.request_id, error))
@@ -113,6 +100,8 @@ class EngineProcess:
             if not self._post(event):
                 return
         self.process.join(timeout=2)
+        if not self.process.is_alive():
+            self._child.end()  # gone: let the supervisor forget it
         self._post(PipeClosed(self.process.exitcode, self.hang, self.silent_s))
 
     def _post(self, event: Delivered) -> bool:
@@ -124,9 +113,7 @@ class EngineProcess:
 
     def kill(self) -> None:
         self._writer.close()
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join(timeout=5)
+        self._child.end()
         # The reader sees the pipe end (EOFError) once the child is gone; closing the pipe
         # under it while it reads would hand recv() a closed handle (a TypeError in its thread).
         # The writer's writes fail at once then (nothing reads them), and it ends.
@@ -139,5 +126,4 @@ class EngineProcess:
         """End an engine that stopped answering (SIGKILL works on a stopped process too);
         the reader thread then reports it as died, with why."""
         self.hang, self.silent_s = hang, silent_s
-        if self.process.is_alive():
-            self.process.kill()
+        self._child.kill()

@@ -1,17 +1,20 @@
-"""Runs an MCP server for Kestrel on Linux so that nothing it starts outlives Kestrel, even a SIGKILLed one.
+"""The Linux death signal every child of Kestrel sets, and the supervisor a command child (an MCP server) runs under.
 
-Started as `python -I -S launcher.py KESTREL_PID [--cgroup PATH] COMMAND ARGS...`, it stays as the
-server's parent, a supervisor that:
+`die_with_parent` is the one place Kestrel asks Linux for a death signal: a Python child sets it first
+thing (app/core/children/in_child.py), and this file's supervisor sets it for itself and for the server.
+
+Run as `python -I -S launcher.py KESTREL_PID [--cgroup PATH] COMMAND ARGS...`, it stays as the command's
+parent, a supervisor that:
 - dies with Kestrel: PR_SET_PDEATHSIG sends it SIGTERM when Kestrel dies, however it dies;
 - keeps every descendant within reach: as a child subreaper (PR_SET_CHILD_SUBREAPER), a program
   that leaves its parent (setsid() and a second fork, as daemons do) becomes its child, not init's;
-- puts the server in the cgroup Kestrel made for it (--cgroup), where the system lets Kestrel make
-  one: cgroup.kill then ends the whole tree at once, with no race against a fork, and the cgroup
-  still holds whatever the supervisor could not reach.
-When the server ends, or Kestrel ends it (SIGTERM to the process group) or dies, the supervisor gives
-the server a moment to finish, kills every process left under it and exits with the server's status.
-Standalone on purpose (no app import): it runs before the server, so it must start in a few
-hundredths of a second.
+- puts the command in the cgroup Kestrel made for it (--cgroup, app/core/children/cgroup.py), where the
+  system lets Kestrel make one: cgroup.kill then ends the whole tree at once, with no race against a
+  fork, and the cgroup still holds whatever the supervisor could not reach.
+When the command ends, or Kestrel ends it (SIGTERM to the process group) or dies, the supervisor gives
+it a moment to finish, kills every process left under it and exits with the command's status.
+Standalone on purpose (the standard library only, no app import): it runs before the server, so it must
+start in a few hundredths of a second, and `-I` keeps the server's environment (PYTHONPATH) out of it.
 """
 
 from __future__ import annotations
@@ -43,7 +46,10 @@ def _prctl(option: int, value: int) -> bool:
 
 def die_with_parent(parent_pid: int, death_signal: int = signal.SIGKILL) -> bool:
     """Ask the kernel to send death_signal to this process when its parent dies; False where that cannot
-    be done, or when the parent is already gone (it died before the request took effect)."""
+    be done, or when the parent is already gone (it died before the request took effect).
+
+    Linux counts the *thread* that started the process as its parent: Kestrel starts its Python children
+    from a thread that lives as long as it does (app/core/children/python_child.py)."""
     if not sys.platform.startswith("linux") or not _prctl(PR_SET_PDEATHSIG, death_signal):
         return False
     return os.getppid() == parent_pid
