@@ -6,8 +6,11 @@ against the Windows SDK's definitions (x64 sizes and offsets), never that Window
 from __future__ import annotations
 
 import ctypes
+import subprocess
 import sys
+import textwrap
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +20,10 @@ from app.core.children.in_child import ChildLimits
 from app.core.children.python_child import start_python_child
 from app.core.children.windows_job import (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE, JOB_OBJECT_LIMIT_PROCESS_MEMORY,
                                            PROCESS_SET_QUOTA, PROCESS_TERMINATE, ExtendedLimits, contain)
+
+ROOT = Path(__file__).resolve().parents[2]
+# The signals Python's signal module has on Windows.
+WINDOWS_SIGNALS = ("SIGABRT", "SIGFPE", "SIGILL", "SIGINT", "SIGSEGV", "SIGTERM", "SIGBREAK")
 
 
 class RecordedKernel32:
@@ -122,3 +129,29 @@ def test_a_python_child_is_put_in_its_job_and_the_job_ended_with_it(kernel32: Re
     finally:
         child.end()
         conn.close()
+
+
+def test_the_supervisor_and_its_owners_load_with_only_the_signals_windows_has() -> None:
+    """Every Python child imports the supervisor first, and the MCP servers' connection imports it too: a
+    signal Windows lacks (SIGKILL, SIGHUP, SIGCHLD), named where a module loads, would stop both there.
+    Here the other signals are taken out of the signal module, sys.platform says win32 (what comes from
+    outside is imported before), and a child's start runs as on Windows."""
+    code = textwrap.dedent(f"""
+        import os, sys
+        import asyncio, multiprocessing.connection, subprocess, anyio, numpy, psutil, mcp.client.stdio  # from outside
+        import signal
+        for name in [name for name in dir(signal) if name.startswith("SIG") and not name.startswith("SIG_")]:
+            if name not in {WINDOWS_SIGNALS!r}:
+                delattr(signal, name)
+        assert not hasattr(signal, "SIGKILL")
+        sys.platform = "win32"
+        import app.core.children.python_child, app.core.children.commands, app.core.children.windows_job
+        import app.tools.connection, app.tools.pool, app.documents.limited_child, app.documents.embedding
+        from app.core.children.in_child import ChildLimits, child_main
+        ran = []
+        child_main(os.getpid(), ChildLimits(memory_bytes=2**30, lower_priority=True, ignore_interrupt=True),
+                   ran.append, ("ran",))
+        print(*ran)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "ran\n"), done.stderr

@@ -1,5 +1,5 @@
 """A reader or an image checker left open when Kestrel's process ends: its child is ended by
-Kestrel's exit hook (app/documents/limited_child.py), not waited for.
+the supervisor's exit hook (app/core/children/registry.py), not waited for.
 
 The children here ignore SIGTERM, as one stuck in native code may: multiprocessing's own exit
 handler only sends SIGTERM and then waits, so without the hook the process would never end."""

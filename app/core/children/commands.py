@@ -50,8 +50,8 @@ def find_child_pid(variable: str, token: str) -> int | None:
     return None
 
 
-def end_process_group(pid: int | None, variable: str, token: str, signal_number: int = signal.SIGKILL) -> None:
-    """Send signal_number (SIGKILL: kill what is left) to a command child's process group (POSIX).
+def end_process_group(pid: int | None, variable: str, token: str, signal_number: int | None = None) -> None:
+    """Send signal_number (None: SIGKILL, to kill what is left) to a command child's process group (POSIX).
 
     The SDK starts each server in a session of its own, so its pid is the group's id, but when the server
     exits on its own after its stdin closes it leaves its children (npx's node, uv's python) running:
@@ -60,7 +60,7 @@ def end_process_group(pid: int | None, variable: str, token: str, signal_number:
     if pid is None or os.name != "posix" or not _group_is_ours(pid, variable, token):
         return
     try:
-        os.killpg(pid, signal_number)
+        os.killpg(pid, signal.SIGKILL if signal_number is None else signal_number)
     except (ProcessLookupError, PermissionError):
         pass  # the whole group is gone already
 

@@ -33,8 +33,9 @@ EXIT_NOT_RUN = 127  # what a shell gives for a command it could not run
 GRACE_S = 1.0
 # How long the supervisor goes on killing and reaping what is left (a fork bomb cannot hold it).
 CLEANUP_S = 5.0
-_ASKED_TO_END = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_WATCHED = {signal.SIGCHLD, *_ASKED_TO_END}
+if sys.platform != "win32":  # Windows, which has neither signal, imports this module for die_with_parent and GRACE_S
+    _ASKED_TO_END = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    _WATCHED = {signal.SIGCHLD, *_ASKED_TO_END}
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -44,7 +45,7 @@ def _prctl(option: int, value: int) -> bool:
     return bool(libc.prctl(option, value, 0, 0, 0) == 0)
 
 
-def die_with_parent(parent_pid: int, death_signal: int = signal.SIGKILL) -> bool:
+def die_with_parent(parent_pid: int, death_signal: int) -> bool:
     """Ask the kernel to send death_signal to this process when its parent dies; False where that cannot
     be done, or when the parent is already gone (it died before the request took effect).
 
@@ -82,7 +83,7 @@ def _become_server(supervisor: int, cgroup: str | None, command: list[str], mask
     """In the forked child: die with the supervisor, join the cgroup, then exec the server."""
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if not die_with_parent(supervisor):
+        if not die_with_parent(supervisor, signal.SIGKILL):
             os._exit(1)
         if cgroup is not None:
             _join(cgroup)
