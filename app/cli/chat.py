@@ -25,6 +25,7 @@ from app.cli.user_error import (EXIT_CONTEXT, EXIT_DEVICE, EXIT_ENGINE_DIED, EXI
 from app.core.attachments import AttachedFile, AttachedImage
 from app.core.paths import data_paths
 from app.core.settings import DevicePreference, Settings, SettingsError, SettingsFile
+from app.documents.readers import formats_in_words
 from app.engine.protocol import ErrorKind
 from app.library.model_defaults import ModelDefaults
 from app.library.model_format import format_at
@@ -73,7 +74,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="run these tools (a tool's name, or SERVER/TOOL) without asking; without a terminal "
                            "to ask on, other calls are refused")
     chat.add_argument("--attach", action="append", default=[], metavar="FILE",
-                      help="answer from this file (text, Markdown, code, HTML, PDF, Word .docx); repeat for more. "
+                      help=f"answer from this file ({formats_in_words()}); repeat for more. "
                            "It goes in whole when it fits the context, else the passages that match the message")
     chat.add_argument("--image", action="append", default=[], metavar="FILE",
                       help="show the model this image (PNG, JPEG, WebP, GIF, BMP); repeat for more (up to 8). "

@@ -4,6 +4,7 @@ thumbnail, refused ones red and not sent, and refused in place while the chat's 
 from __future__ import annotations
 
 import asyncio
+import importlib
 
 import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
@@ -220,7 +221,7 @@ def test_the_paperclip_offers_images_and_documents_and_add_image_images(images, 
     _window, composer, _api, _wiring = images
     asked: list[tuple[str, str]] = []
 
-    def ask(_parent, caption, _folder, file_filter):
+    def ask(_parent, caption, _folder, file_filter, **_options):
         asked.append((caption, file_filter))
         return [], ""
 
@@ -230,6 +231,12 @@ def test_the_paperclip_offers_images_and_documents_and_add_image_images(images, 
     (clip_caption, clip_filter), (image_caption, image_filter) = asked
     assert clip_filter.startswith("Images and documents (*.png *.jpg *.jpeg *.webp *.gif *.bmp *.pdf")
     assert image_caption == "Add images" and image_filter.startswith("Images (*.png") and ".pdf" not in image_filter
+    # The documents' patterns come from the readers' registry: every format, a test's reader too.
+    importlib.import_module("tests.documents.rot13_reader")
+    composer.attach_button.click()
+    documents = asked[-1][1].split(";;")[1]
+    assert documents.startswith("Documents (*.pdf *.docx *.md") and all(f" {pattern}" in documents
+                                                                        for pattern in ("*.py", "*.rst", "*.rot13"))
 
 
 def test_in_the_window_an_image_goes_with_the_message_the_button_follows_the_model_and_tab_reaches_it(

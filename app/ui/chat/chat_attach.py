@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QDragEnterEvent, QDragMoveEvent, QDropEvent, 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 from app.core.attachments import IMAGE_SUFFIXES, MAX_IMAGES, AttachedFile, AttachedImage, is_image_path
+from app.documents.readers import file_patterns
 from app.service.doors.attach import AttachDoor
 from app.service.doors.chat import ChatDoor
 from app.ui.chat.attachment_chips import Chip, local_files
@@ -25,7 +26,6 @@ from app.ui.chat.image_chips import ImageChip, pasted_image, png_bytes
 
 # The object name of View → Documents… (the Documents window), which "Manage documents…" triggers.
 DOCUMENTS_ACTION = "showDocuments"
-_DOCUMENTS = "*.pdf *.docx *.md *.markdown *.txt *.html *.htm"
 _IMAGES = " ".join(f"*{suffix}" for suffix in IMAGE_SUFFIXES)
 PASTED = "Pasted image"
 
@@ -113,7 +113,8 @@ class ChatAttach(QObject):
 
     def choose_files(self) -> None:
         """The paperclip: a file dialog for one file or several, documents or images."""
-        self._choose("Attach files", f"Images and documents ({_IMAGES} {_DOCUMENTS});;Documents ({_DOCUMENTS});;"
+        documents = file_patterns()  # every registered reader's extensions, read when the dialog opens
+        self._choose("Attach files", f"Images and documents ({_IMAGES} {documents});;Documents ({documents});;"
                                      f"Images ({_IMAGES});;All files (*)")
 
     def choose_images(self) -> None:
@@ -121,8 +122,9 @@ class ChatAttach(QObject):
         self._choose("Add images", f"Images ({_IMAGES});;All files (*)")
 
     def _choose(self, caption: str, file_filter: str) -> None:
+        # The filters name dozens of extensions: the dialog shows their names alone.
         paths, _ = QFileDialog.getOpenFileNames(self._window, caption, self._folder or documents_folder(make=False),
-                                                file_filter)
+                                                file_filter, options=QFileDialog.Option.HideNameFilterDetails)
         if paths:
             self._folder = str(Path(paths[0]).parent)
             self.attach([Path(path) for path in paths])

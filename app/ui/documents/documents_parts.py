@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QProgressBar, Q
 
 from app.service.events import CollectionInfo, IndexingProgress
 from app.ui.common import icons
-from app.ui.documents.documents_words import EMPTY, EMPTY_DETAIL, is_paused, progress_words, state_words
+from app.ui.documents.documents_words import EMPTY, empty_detail, is_paused, progress_words, state_words
 
 COLUMNS = ("Name", "Folder", "Files", "Last indexed", "State")
 
@@ -51,7 +51,7 @@ class EmptyPage(QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.25)
         font.setBold(True)
         title.setFont(font)
-        detail = QLabel(EMPTY_DETAIL, self)
+        detail = QLabel(empty_detail(), self)
         detail.setWordWrap(True)
         detail.setAlignment(Qt.AlignmentFlag.AlignCenter)
         # A measure read at a glance, not one line the window's width with a word left over; fixed,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from app.documents.readers import formats_in_words
 from app.service.events import CollectionInfo, IndexingProgress, IndexState
 
 # By the state's value, not its member: the words follow what the service says it is doing.
@@ -22,8 +23,10 @@ BUSY_STATES = frozenset({"waiting", "scanning", "reading", "embedding", "paused"
 NO_MODEL = "Search by meaning: off — add an embedding model in the models window"
 NONE_CHOSEN = "Search by meaning: off — choose an embedding model"
 EMPTY = "Add a folder to search your files from chats"
-EMPTY_DETAIL = ("Kestrel reads the documents in it (PDF, Word, Markdown, text, web pages) and keeps an index here "
-                "on this computer; your files stay where they are.")
+def empty_detail() -> str:
+    """Under "Add a folder…" while there is no collection: what Kestrel reads (from the readers' registry)."""
+    return (f"Kestrel reads the documents in it ({formats_in_words()}) and keeps an index here on this computer; "
+            "your files stay where they are.")
 
 
 def state_words(info: CollectionInfo) -> str:
