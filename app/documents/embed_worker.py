@@ -52,12 +52,14 @@ class Truncated:
 
 @dataclass(frozen=True)
 class Vectors:
-    """The answer to Embed: row i of the float32 matrix (rows x dimensions, unit length) is text i."""
+    """The answer to Embed: row i of the float32 matrix (rows x dimensions, unit length) is text i,
+    made from tokens[i] of its tokens (all of them, or the context's worth of a text cut to fit)."""
 
     data: bytes
     rows: int
     truncated: tuple[Truncated, ...]
     rss_bytes: int
+    tokens: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -157,16 +159,14 @@ def _trained_context(llama_cpp: Any, path: Path) -> int:
 def _embed(model: Any, texts: tuple[str, ...], context: int) -> Vectors:
     """Vectors for texts: llama.cpp packs as many whole texts into one decode as fit the
     batch (Llama.embed), mean-pools each and the rows are normalized here, in float32."""
-    truncated = []
-    for index, text in enumerate(texts):
-        count = len(model.tokenize(text.encode("utf-8")))
-        if count > context:
-            truncated.append(Truncated(index, count, context))
+    counts = [len(model.tokenize(text.encode("utf-8"))) for text in texts]
+    truncated = [Truncated(index, count, context) for index, count in enumerate(counts) if count > context]
     raw = model.embed(list(texts), normalize=False, truncate=True)
     matrix = np.asarray(raw, dtype=np.float32).reshape(len(texts), -1)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix = matrix / np.maximum(norms, np.float32(1e-12))
-    return Vectors(matrix.astype(np.float32).tobytes(), len(texts), tuple(truncated), _rss())
+    return Vectors(matrix.astype(np.float32).tobytes(), len(texts), tuple(truncated), _rss(),
+                   tuple(min(count, context) for count in counts))
 
 
 def _rss() -> int:

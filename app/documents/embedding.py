@@ -46,10 +46,12 @@ class EmbeddingError(Exception):
 
 @dataclass(frozen=True)
 class Embedded:
-    """Vectors for a list of texts (row i is text i), and which texts were cut to fit."""
+    """Vectors for a list of texts (row i is text i), which texts were cut to fit, and how many
+    tokens of each were embedded."""
 
     vectors: np.ndarray  # float32, rows x dimensions, each row of unit length
     truncated: tuple[w.Truncated, ...]
+    tokens: tuple[int, ...]
 
 
 class EmbeddingProcess:
@@ -168,16 +170,18 @@ class EmbeddingProcess:
         with self._lock:
             ready = self.start()
             if not items:
-                return Embedded(np.zeros((0, ready.dimensions), dtype=np.float32), ())
+                return Embedded(np.zeros((0, ready.dimensions), dtype=np.float32), (), ())
             blocks: list[np.ndarray] = []
             truncated: list[w.Truncated] = []
+            tokens: list[int] = []
             for first in range(0, len(items), self._texts_per_request):
                 block = items[first:first + self._texts_per_request]
                 vectors = self._request(w.Embed(block))
                 matrix = np.frombuffer(vectors.data, dtype=np.float32).reshape(vectors.rows, ready.dimensions)
                 blocks.append(matrix)
                 truncated += [w.Truncated(cut.index + first, cut.tokens, cut.kept) for cut in vectors.truncated]
-            return Embedded(np.concatenate(blocks), tuple(truncated))
+                tokens += vectors.tokens
+            return Embedded(np.concatenate(blocks), tuple(truncated), tuple(tokens))
 
     def _request(self, request: w.Embed) -> w.Vectors:
         assert self._conn is not None

@@ -29,7 +29,7 @@ from app.service.api.api_embeddings import MAX_CHARACTERS, MAX_INPUTS, ApiEmbedd
 from app.service.documents.documents_service import DocumentsService
 from app.service.documents.documents_worker import EMBED_BATCH
 from tests.documents.index_fakes import read_here
-from tests.documents.test_embedding_model import PUBLISHED, SENTENCES
+from tests.documents.test_embedding_model import PUBLISHED, SENTENCES, _reference_tokenizer
 from tests.helpers.embedding_gguf import build_embedding_gguf
 from tests.server.helpers import (KEY, FakeAnswers, LoopThread, loop_thread, openai_client, real_service, serving,
                                   until, words)
@@ -95,6 +95,8 @@ def test_the_openai_client_gets_the_documents_models_vectors_with_its_published_
             assert got.model == embedding.id and got.object == "list"
             assert [item.index for item in got.data] == [0, 1, 2]
             assert_published([item.embedding for item in got.data])
+            counted = sum(len(_reference_tokenizer(minilm[1]).encode(text).ids) for text in SENTENCES[:3])
+            assert got.usage.prompt_tokens == got.usage.total_tokens == counted  # the model's own tokenizer's count
             as_floats = client.embeddings.create(model=embedding.id, input=SENTENCES[:3], encoding_format="float")
             assert np.allclose([i.embedding for i in as_floats.data], [i.embedding for i in got.data], atol=1e-6)
             alone = client.embeddings.create(model="", input=SENTENCES[1], dimensions=384)
@@ -106,6 +108,7 @@ def test_the_openai_client_gets_the_documents_models_vectors_with_its_published_
             thread.call(until(lambda: len(answers.recent_requests) == 4, "the requests logged"))
         logged = {(r.endpoint, r.model, r.status) for r in answers.recent_requests}
     assert logged == {("/v1/embeddings", embedding.id, 200)}
+    assert {r.prompt_tokens for r in answers.recent_requests} >= {counted}
 
 
 @pytest.mark.embedding_model

@@ -99,7 +99,7 @@ class ApiEmbeddings:
 
     async def _embed(self, ask: EmbeddingAsk, model: InstalledModel) -> Embeddings:
         rows: list[bytes] = []
-        width = 0
+        width = tokens = 0
         for first in range(0, len(ask.texts), TEXTS_PER_TURN):
             width, embedded = await asyncio.to_thread(self._turn, model, ask.texts[first:first + TEXTS_PER_TURN])
             if ask.dimensions is not None and ask.dimensions != width:
@@ -112,7 +112,8 @@ class ApiEmbeddings:
                                       f"at most {cut.kept:,} tokens of one input. Split it into shorter inputs.",
                                  param="input")
             rows += [row.astype("<f4").tobytes() for row in embedded.vectors]
-        return Embeddings(model.id, width, tuple(rows), prompt_tokens=0)
+            tokens += sum(embedded.tokens)
+        return Embeddings(model.id, width, tuple(rows), prompt_tokens=tokens)
 
     def _turn(self, model: InstalledModel, texts: Sequence[str]) -> tuple[int, Embedded]:
         """On a worker thread: one block in the model's turn (the model's width with it)."""
