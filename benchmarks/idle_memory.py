@@ -5,7 +5,7 @@ loaded, and the CPU the app uses with its window open and nothing to do.
 
 Memory: a real engine process (EngineClient) started empty, then with the model loaded
 and one answer written (the KV cache in use), then after `unload()`, which is what the
-controller does after Settings.unload_after_minutes. Goal: after unload within 50 MB of
+model session does after Settings.unload_after_minutes. Goal: after unload within 50 MB of
 the empty engine. RSS is read with psutil; "unique" (USS, memory only this process
 holds) where the platform gives it.
 

@@ -7,7 +7,7 @@
 
 Every case runs real processes as a user starts them: `python -m app chat ...` for
 damaged inputs, `python -m app` (offscreen, its own KESTREL_HOME) for the window, and
-benchmarks/robustness_driver.py (the window's ChatController over a real history, driven
+benchmarks/robustness_driver.py (the window's service and doors over a real history, driven
 from standard input) where the campaign must send messages and kill things mid-answer.
 Each case records passed or failed (with the first reason), its wall time, the peak
 resident memory of its whole process tree (polled every 20 ms, children included) and
@@ -563,7 +563,7 @@ def driver(run_name: str, *, loop: bool = True) -> list[str]:
 
 
 def cat_kill_app(ctx: Context) -> list[Case]:
-    """SIGKILL the app (the controller's process) at random moments while it sends and
+    """SIGKILL the app (the service's process) at random moments while it sends and
     saves; then the history must be intact and hold every committed message. A few kills
     of the real window at start-up, over the same history, follow."""
     rng = ctx.rng("kill-app")
@@ -869,7 +869,7 @@ def cat_damaged_db(ctx: Context) -> list[Case]:
         write_history(path)
         damage(path)
         before = digest(path)
-        # The controller (the window's, in the driver) says so in words and loads the model.
+        # The service (the window's, in the driver) says so in words and loads the model.
         with watched(driver("damaged", loop=False), env=app_env(home), interactive=True) as app:
             ready = app.line(r"ready (\w+)", timeout=30)
             if case.check(ready is not None, f"the app did not start: {_short(app.stderr)}"):

@@ -3,7 +3,7 @@
     python scripts/starter_eval.py                        the default candidates (below)
     python scripts/starter_eval.py --model NAME=PATH ...  other GGUF files, one --model each
 
-The evidence behind the starter model (docs/design.md, "The starter model (issue 27)"):
+The evidence behind the starter model (docs/design.md, "The starter model"):
 every prompt of docs/starter/prompts.json goes, as a new chat of one user message, through
 EngineClient, the path a window chat takes (the engine process, the model's own chat template
 or Kestrel's built-in format), greedy (temperature 0, a fixed seed) so that a rerun on the

@@ -1,4 +1,4 @@
-"""What the chat controller tells its front ends: small frozen dataclasses, one per happening."""
+"""What the service tells its front ends: small frozen dataclasses, one per happening."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ class Turn:
 class AnswerQueue:
     """The line of chats waiting for an answer; the first is the one being answered.
 
-    `serve(turn)` (the controller's) readies the model and writes the answer; the
+    `serve(turn)` (Answering's) readies the model and writes the answer; the
     queue calls it for each ready turn in order and calls `changed()` whenever who is
     answered or who waits changes.
     """

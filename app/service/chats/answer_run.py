@@ -40,7 +40,7 @@ class AnswerRun:
     Emits AnswerStarted, TextGrew, Queued and activity while it runs, then
     AnswerFinished, or AnswerInterrupted with why (and a Problem for the user).
     `show` is told of the new answer message and `settle` of its final form, so the
-    controller keeps the open chat in step. `stream` is the answer so far.
+    open chat keeps in step. `stream` is the answer so far.
     """
 
     def __init__(self, storage: Storage, engine: EngineQueue, emit: Callable[[Event], None], *,

@@ -3,7 +3,7 @@
 The window's state is reduced to three: FOREGROUND (Kestrel has the focus), BACKGROUND
 (visible, another app has the focus) and HIDDEN (minimized, hidden, or the session
 locked where the OS tells Qt). Two settings say what the last two do; the power state
-can make "full speed" gentle. The result is a Pace, which the controller applies to the
+can make "full speed" gentle. The result is a Pace, which the model session applies to the
 engine: hold it between two tokens (PAUSED), or let it run at a lower OS priority and,
 on Windows, in Efficiency mode (GENTLE), or at normal priority with Windows' power
 throttling explicitly off (FULL), so that the OS does not slow it behind the user's back.

@@ -1,4 +1,4 @@
-"""EngineClient: the UI process's asyncio handle on the engine child process."""
+"""EngineClient: the asyncio handle on the engine child process, for every front end."""
 
 from __future__ import annotations
 

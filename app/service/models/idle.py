@@ -1,8 +1,8 @@
 """Giving memory back: the model is unloaded after a quiet spell, and loads again on demand.
 
 A loaded model holds its weights and KV cache (hundreds of MB to many GB) for as long
-as the app runs. After `Settings.unload_after_minutes` without an answer the controller
-unloads it (or, with `Settings.exit_engine_when_idle`, ends the engine process too),
+as the app runs. After `Settings.unload_after_minutes` without an answer the model
+session unloads it (or, with `Settings.exit_engine_when_idle`, ends the engine process too),
 and the next message loads it again: the user sees "loading", not an error, and the
 conversation is evaluated afresh.
 """
