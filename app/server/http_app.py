@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -20,20 +20,29 @@ from app.server.openai_routes import OpenAiEndpoints
 from app.server.responses_route import ResponsesEndpoint
 from app.service.api.api_answers import ApiAnswers
 
-ENDPOINTS = ("GET /v1/models", "POST /v1/chat/completions", "POST /v1/completions", "POST /v1/embeddings",
-             "POST /v1/responses", "POST /v1/messages")
+def endpoint_list(routes: list[Route]) -> tuple[str, ...]:
+    """"GET /v1/models", "POST /v1/chat/completions", …: read from the one route table, so the words
+    that name the endpoints (the home page, a 404) never drift from what is served."""
+    return tuple(f"{method} {route.path_format}" for route in routes if route.path != "/"
+                 for method in sorted((route.methods or set()) - {"HEAD"}))
 
 
-async def _home(request: Request) -> Response:
-    return PlainTextResponse("Kestrel's API server is running. Endpoints: " + ", ".join(ENDPOINTS) + "\n")
+def _home(endpoints: tuple[str, ...]) -> Callable[[Request], Awaitable[Response]]:
+    async def home(request: Request) -> Response:
+        return PlainTextResponse("Kestrel's API server is running. Endpoints: " + ", ".join(endpoints) + "\n")
+
+    return home
 
 
-async def _not_found(request: Request, exc: Exception) -> Response:
-    status = exc.status_code if isinstance(exc, HTTPException) else 404
-    what = "takes no" if status == 405 else "has no"
-    return error_response(flavor_of(request.url.path), status,
-                          f"Kestrel's API server {what} {request.method} {request.url.path}. "
-                          f"It answers {', '.join(ENDPOINTS)}.")
+def _not_found(endpoints: tuple[str, ...]) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        what = "takes no" if status == 405 else "has no"
+        return error_response(flavor_of(request.url.path), status,
+                              f"Kestrel's API server {what} {request.method} {request.url.path}. "
+                              f"It answers {', '.join(endpoints)}.")
+
+    return not_found
 
 
 def build_app(answers: ApiAnswers, settings: Callable[[], ServerSettings]) -> tuple[ASGIApp, Gate]:
@@ -42,9 +51,12 @@ def build_app(answers: ApiAnswers, settings: Callable[[], ServerSettings]) -> tu
     CORS goes outside the gate, so that a browser's preflight needs no key and a 401 still
     carries the headers that let the page read it.
     """
-    routes = [Route("/", _home, methods=["GET"]), *OpenAiEndpoints(answers).routes(),
-              *ResponsesEndpoint(answers).routes(), *AnthropicEndpoint(answers).routes()]
-    endpoints = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_found})
+    routes = [*OpenAiEndpoints(answers).routes(), *ResponsesEndpoint(answers).routes(),
+              *AnthropicEndpoint(answers).routes()]
+    served = endpoint_list(routes)
+    not_found = _not_found(served)
+    endpoints = Starlette(routes=[Route("/", _home(served), methods=["GET"]), *routes],
+                          exception_handlers={404: not_found, 405: not_found})
     gate = Gate(endpoints, answers, settings)
     origins = settings().cors_origins
     if not origins:  # off unless the user listed origins: no web page may call a local model unasked
