@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import (
-    DeviceRefused, ImageFailure, LoadFailure, NoDeviceWorked, PromptTooLong, ShapeFailure,
+    DeviceRefused, ImageFailure, LoadFailure, NoBackend, NoDeviceWorked, PromptTooLong, ShapeFailure,
 )
 
 
 class ModelLoadError(Exception):
     """A model could not be loaded; failure says why, in facts a front end words."""
 
-    def __init__(self, failure: LoadFailure | NoDeviceWorked | DeviceRefused) -> None:
+    def __init__(self, failure: LoadFailure | NoDeviceWorked | DeviceRefused | NoBackend) -> None:
         self.failure = failure
         super().__init__(self.message)
 

@@ -14,8 +14,8 @@ from typing import assert_never
 from app.core.units import human_size
 from app.engine.failures import (
     BadImage, BadModelFile, BadShape, BadTemplate, DeviceRefused, During, EngineBug, EngineStopped, Failure,
-    GgufRefused, Hang, ImageTrouble, NoDeviceWorked, NoGpuBuild, NoGrammar, NoModel, NoToolUse, NotEnoughMemory,
-    NoVision, OnnxRefused, OnnxTrouble, OtherVersion, PromptTooLong, ProviderMissing, UnknownRequest,
+    GgufRefused, Hang, ImageTrouble, NoBackend, NoDeviceWorked, NoGpuBuild, NoModel, NoToolUse, NotEnoughMemory,
+    NoVision, OnnxRefused, OnnxTrouble, OtherVersion, PromptTooLong, ProviderMissing, UnknownRequest, Unsupported,
 )
 
 
@@ -40,6 +40,9 @@ def describe(failure: Failure, advice: Advice) -> str:
     match failure:
         case BadModelFile(reason=reason) | DeviceRefused(reason=reason):
             return reason
+        case NoBackend():
+            return (f"No backend in Kestrel loads {failure.location}. Check the address, or choose a model file "
+                    "(a .gguf file or an ONNX Runtime GenAI folder).")
         case NotEnoughMemory():
             return (f"{failure.name} needs about {human_size(failure.needed)} of memory with a context of "
                     f"{failure.context_length:,} tokens, and {human_size(failure.available)} is free. Close other "
@@ -72,9 +75,8 @@ def describe(failure: Failure, advice: Advice) -> str:
         case NoToolUse():
             return (f"{failure.name} cannot call tools: its chat template takes none. Choose a model made for "
                     "tool use (Qwen 2.5 or 3, Llama 3.1 or later, Mistral), or leave the tools out.")
-        case NoGrammar():
-            return (f"{failure.name} runs on ONNX Runtime GenAI, which cannot hold an answer to a grammar; it "
-                    "follows JSON schemas only. Ask for a JSON schema instead, or use a GGUF model.")
+        case Unsupported():
+            return _unsupported(failure)
         case BadShape():
             return f"The request's {failure.part} cannot be used: {failure.reason}. Fix it and ask again."
         case NoVision():
@@ -96,6 +98,11 @@ def describe(failure: Failure, advice: Advice) -> str:
             return _stopped(failure)
         case _:
             assert_never(failure)
+
+
+def _unsupported(failure: Unsupported) -> str:
+    others = f", or choose a model that runs on {' or '.join(failure.others)}" if failure.others else ""
+    return f"{failure.name} runs on {failure.backend}, which takes no {failure.capability}. Leave them out{others}."
 
 
 def _onnx_advice(failure: OnnxRefused, advice: Advice) -> str:

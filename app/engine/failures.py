@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import ClassVar
 
 from app.core.settings import DevicePreference
+from app.engine.capabilities import Capability
 from app.library.gguf_info import ModelFileErrorKind
 from app.library.model_format import ModelFolderErrorKind
 
@@ -15,7 +16,7 @@ class ErrorKind(StrEnum):
     """What went wrong, so the caller knows what the user can do. They reach the CLI's
     exit status and the window's messages."""
 
-    MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated
+    MODEL_FILE = "model_file"  # missing, not a model, corrupt, truncated; an address no backend takes
     MODEL_LOAD = "model_load"  # a valid file the runtime still could not load
     NO_MODEL = "no_model"  # generate before load
     PLACEMENT = "placement_refused"  # the device the user chose cannot run this model
@@ -82,6 +83,15 @@ class OnnxRefused:
     reason: str
     trouble: OnnxTrouble
     decoder_file: str  # the graph whose .data file is missing, for MISSING_WEIGHTS
+
+
+@dataclass(frozen=True)
+class NoBackend:
+    """No registered backend loads the model there: an address no backend takes (a path that holds no
+    model is a BadModelFile, in the library's words)."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.MODEL_FILE
+    location: str
 
 
 @dataclass(frozen=True)
@@ -158,11 +168,15 @@ class NoToolUse:
 
 
 @dataclass(frozen=True)
-class NoGrammar:
-    """A GBNF grammar for a runtime that follows JSON schemas only (ONNX Runtime GenAI)."""
+class Unsupported:
+    """A part of an answer's shape the backend that runs the model cannot do (its registration does
+    not declare it: app/engine/backends/spec.py); others: the registered backends that can."""
 
     kind: ClassVar[ErrorKind] = ErrorKind.UNSUPPORTED
-    name: str
+    name: str  # the model's file or folder name, or its address
+    backend: str  # the backend's name ("ONNX Runtime GenAI")
+    capability: Capability
+    others: tuple[str, ...] = ()
 
 
 class ShapePart(StrEnum):
@@ -183,7 +197,7 @@ class BadShape:
     reason: str
 
 
-ShapeFailure = NoToolUse | NoGrammar | BadShape
+ShapeFailure = NoToolUse | Unsupported | BadShape
 
 
 @dataclass(frozen=True)
@@ -290,5 +304,5 @@ class EngineStopped:
     silent_s: float = 0.0  # for Hang.SILENT: how long it said nothing
 
 
-Failure = (BadModelFile | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | ShapeFailure | ImageFailure
+Failure = (BadModelFile | NoBackend | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | ShapeFailure | ImageFailure
            | NoModel | UnknownRequest | OtherVersion | EngineBug | EngineStopped)

@@ -20,8 +20,9 @@ Measured on llama.cpp as vendored by llama-cpp-python 0.3.36 (the probe: a subpr
 
 The bounds below stay well under all of these and hold what real schemas ask for (OpenAI's
 structured outputs allow 1,000 enum values in all). Both checks are pure Python with no recursion,
-so the API server runs the schema's before converting anything and the engine runs both before
-llama.cpp parses a grammar, whichever path handed it over.
+so the API server runs the schema's before the engine sees the schema (app/server/schemas.py: it
+converts nothing), and the llama.cpp backend runs both before llama.cpp parses a grammar
+(app/engine/backends/llama/grammar.py), whichever path handed it over.
 """
 
 from __future__ import annotations

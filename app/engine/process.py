@@ -12,15 +12,19 @@ import threading
 import traceback
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Callable
 
 from app.engine import protocol as p
 from app.engine.backends.backend import Backend
+from app.engine.backends.registry import backend_for, located, unsupported
+from app.engine.backends.spec import BackendSpec
 from app.engine.control import GenerationControl
 from app.engine.counting import ModelGate, serve_counts
 from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
-from app.engine.failures import BadModelFile, EngineBug, Failure, NoModel, UnknownRequest
+from app.engine.failures import BadModelFile, EngineBug, Failure, NoBackend, NoModel, UnknownRequest
 from app.hardware.report import HardwareReport
+from app.library.gguf_info import ModelFileError
 
 # Must be picklable (spawned process): tests pass a recorded machine's report.
 HardwareSource = Callable[[], HardwareReport]
@@ -54,6 +58,8 @@ class EngineLoop:
         self._gate = ModelGate()
         self._control = GenerationControl()
         self._backend: Backend | None = None
+        self._spec: BackendSpec | None = None  # the registered backend that opened it
+        self._name = ""  # the model's file or folder name, or its address, for refusals
         self._hardware = hardware
         self._report: Future[HardwareReport] = Future()
 
@@ -153,27 +159,36 @@ class EngineLoop:
         return self._report.result()
 
     def _load(self, request: p.Load) -> None:
+        """The model on the first registered backend that takes its location
+        (app/engine/backends/registry.py); a path no backend takes is refused in the library's
+        words, an address with NoBackend."""
         # The probe first: it imports numpy, ONNX Runtime and llama.cpp in its thread,
         # and importing them here at the same time can see half-initialised modules.
         machine = self._machine()
-        from app.engine.backends.loading import load_backend
-        from app.library.gguf_info import ModelFileError
-
         self._unload()
+        location, problem = located(request.model_path)
+        spec = backend_for(location)
         try:
-            backend = load_backend(request, machine)
+            if spec is None:
+                raise problem or ModelLoadError(NoBackend(request.model_path))
+            backend = spec.open(request, machine)
         except ModelFileError as exc:  # ModelFolderError too, for ONNX folders
             self._error(request, BadModelFile(exc.kind, exc.message))
             return
         except ModelLoadError as exc:
             self._error(request, exc.failure)
             return
-        self._backend = backend
+        self._backend, self._spec = backend, spec
+        self._name = location.text if location.is_address else Path(location.text).name
         self._out.send(backend.loaded)
 
     def _generate(self, request: p.Generate) -> None:
-        if self._backend is None:
+        if self._backend is None or self._spec is None:
             self._error(request, NoModel())
+            return
+        refusal = unsupported(self._spec, request.shape, self._name)
+        if refusal is not None:
+            self._error(request, refusal)
             return
         self._control.begin(request.request_id)
         try:
@@ -187,7 +202,7 @@ class EngineLoop:
     def _unload(self) -> None:
         if self._backend is not None:
             self._backend.close()
-            self._backend = None
+            self._backend = self._spec = None
             gc.collect()
             give_back_freed_memory()
 

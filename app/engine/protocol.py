@@ -20,7 +20,7 @@ __all__ = [
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 12
+PROTOCOL_VERSION = 13
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -94,12 +94,15 @@ TOOL_CHOICES = ("auto", "none", "required")
 class AnswerShape:
     """What an answer must look like beyond its messages (the API server's requests use it).
 
+    Each part is asked of the backend that runs the model, which builds what it follows itself
+    (llama.cpp's grammars in app/engine/backends/llama/grammar.py); a part its registration does
+    not declare (app/engine/backends/spec.py) is refused before it sees the request.
     prompt: a raw completion: this text is the whole prompt, tokenized as it is (the
     model's BOS put in front when it wants one), no chat template; the messages are not used.
-    grammar: GBNF (llama.cpp's grammar language) the whole answer follows.
-    json_schema: a JSON schema the whole answer follows, for a runtime that takes no
-    GBNF (ONNX Runtime GenAI takes JSON schemas); llama.cpp turns it into GBNF itself
-    when grammar is not given. Either alone is enough for a GGUF model.
+    grammar: GBNF (llama.cpp's grammar language) the whole answer follows (Capability.GRAMMARS).
+    json_schema: a JSON schema the whole answer follows; json_object: the answer is one JSON
+    object of any keys (response_format json_object). Both Capability.JSON_SCHEMAS; a grammar
+    given beside them wins.
     tools: a JSON list of tools in the OpenAI/transformers shape
     ([{"type": "function", "function": {"name", "description", "parameters"}}]), given
     to the chat template as `tools`; the calls come back as Delta.tool_call.
@@ -110,6 +113,7 @@ class AnswerShape:
     prompt: str | None = None
     grammar: str | None = None
     json_schema: str | None = None
+    json_object: bool = False
     tools: str | None = None
     tool_choice: str = "auto"
 

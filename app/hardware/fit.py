@@ -17,7 +17,7 @@ from app.hardware.memory import (
 from app.hardware.placement import place
 from app.hardware.placement_fit import fit_layers, gb, llama_gpu_budgets, margin, onnx_budget
 from app.core.settings import DevicePreference
-from app.hardware.placement_types import ModelFacts, Placement, PlacementRefused
+from app.hardware.placement_types import ModelFacts, Placement, PlacementRefused, Runtime
 from app.hardware.report import HardwareReport
 
 _MIB = 1024**2
@@ -176,7 +176,7 @@ class _Judge:
 
     def _device_budget(self) -> int | None:
         placement = self.placement
-        if placement.backend == "llama.cpp":
+        if placement.backend == Runtime.LLAMA_CPP:
             budgets = llama_gpu_budgets(self.report)
             return next((b.budget for b in budgets if b.name == placement.device_name), None)
         if placement.ep_device_index is None:
@@ -185,7 +185,7 @@ class _Judge:
 
     @property
     def partial(self) -> bool:
-        return self.placement.backend == "llama.cpp" and self.placement.gpu_layers > 0
+        return self.placement.backend == Runtime.LLAMA_CPP and self.placement.gpu_layers > 0
 
     def _ram_left_for(self, facts: ModelFacts) -> int | None:
         """RAM the model would still have free once loaded; None when RAM is not known."""
@@ -238,7 +238,7 @@ class _Judge:
             return left is None or left >= OS_RESERVE
         if self.budget is None:
             return True
-        if self.placement.backend == "llama.cpp":
+        if self.placement.backend == Runtime.LLAMA_CPP:
             return fit_layers(facts, self.budget)[0] == -1
         return facts.memory_needed(on_cpu=False) + margin(self.budget) <= self.budget
 

@@ -18,11 +18,11 @@ from app.hardware.onnx_targets import OnnxTarget, provider_name
 from app.hardware.placement_fit import (
     Candidate, gb, gguf_gpu_candidate, gpu_backends, llama_gpu_budgets, margin, onnx_budget, ram_note,
 )
-from app.hardware.placement_types import ALL_LAYERS, ModelFacts, Placement, PlacementRefused
+from app.hardware.placement_types import ALL_LAYERS, ModelFacts, Placement, PlacementRefused, Runtime
 from app.hardware.report import EpDevice, HardwareReport, PowerInfo
 
 __all__ = [
-    "ALL_LAYERS", "DevicePreference", "ModelFacts", "OnnxTarget", "Placement", "PlacementRefused", "place",
+    "ALL_LAYERS", "DevicePreference", "ModelFacts", "OnnxTarget", "Placement", "PlacementRefused", "Runtime", "place",
 ]
 
 
@@ -114,7 +114,7 @@ def _refused_gguf_gpu(report: HardwareReport, candidates: list[Candidate]) -> st
 
 def _gguf_cpu(report: HardwareReport, why: str, needed: int) -> Placement:
     name = report.cpu.name if report.cpu else "CPU"
-    return Placement(kind="cpu", device_name=name, backend="llama.cpp", memory_needed=needed,
+    return Placement(kind="cpu", device_name=name, backend=Runtime.LLAMA_CPP, memory_needed=needed,
                      reason=f"CPU: {why}", gpu_layers=0)
 
 
@@ -179,7 +179,7 @@ def _onnx_candidate(report: HardwareReport, targets: tuple[OnnxTarget, ...], ind
         memory = "system memory" if shared else "memory"
         reason = f"{name} through {device.provider}: the model needs {gb(needed)}, {gb(budget)} of {memory} free"
     placement = Placement(
-        kind=device.kind, device_name=name, backend="onnxruntime", memory_needed=needed,
+        kind=device.kind, device_name=name, backend=Runtime.ONNX_RUNTIME, memory_needed=needed,
         reason=reason, provider=device.provider, ep_device_index=index,
         device_id=device.adapter_index if device.provider == "DmlExecutionProvider" else None,
     )
@@ -189,7 +189,7 @@ def _onnx_candidate(report: HardwareReport, targets: tuple[OnnxTarget, ...], ind
 
 def _onnx_cpu(report: HardwareReport, needed: int) -> Placement:
     name = report.cpu.name if report.cpu else "CPU"
-    return Placement(kind="cpu", device_name=name, backend="onnxruntime", memory_needed=needed,
+    return Placement(kind="cpu", device_name=name, backend=Runtime.ONNX_RUNTIME, memory_needed=needed,
                      reason="CPU", provider="CPUExecutionProvider")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.hardware.memory import ACCELERATOR_OVERHEAD, memory_needed
-from app.hardware.placement_types import ModelFacts, Placement
+from app.hardware.placement_types import ModelFacts, Placement, Runtime
 from app.hardware.report import EpDevice, GpuInfo, HardwareReport, LlamaInfo
 
 _MIB = 1024**2
@@ -121,7 +121,7 @@ def gguf_gpu_candidate(model: ModelFacts, gpu: GpuBudget) -> Candidate:
 
 
 def _gguf(gpu: GpuBudget, layers: int, needed: int, reason: str) -> Placement:
-    return Placement(kind="gpu", device_name=gpu.name, backend="llama.cpp", memory_needed=needed,
+    return Placement(kind="gpu", device_name=gpu.name, backend=Runtime.LLAMA_CPP, memory_needed=needed,
                      reason=reason, gpu_layers=layers)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
 from app.core.settings import DevicePreference
@@ -11,6 +12,15 @@ from app.hardware.onnx_targets import OnnxTarget
 from app.hardware.report import DeviceKind
 
 ModelFormat = Literal["gguf", "onnx"]
+
+
+class Runtime(StrEnum):
+    """What runs a model on a device placement chose: a GGUF file runs on llama.cpp, an ONNX folder on
+    ONNX Runtime (GenAI); each engine backend loads the placements of its own runtime."""
+
+    LLAMA_CPP = "llama.cpp"
+    ONNX_RUNTIME = "onnxruntime"
+
 # llama.cpp's n_gpu_layers for "every layer, and the output layer too".
 ALL_LAYERS = -1
 
@@ -50,7 +60,7 @@ class Placement:
 
     kind: DeviceKind
     device_name: str
-    backend: Literal["llama.cpp", "onnxruntime"]
+    backend: Runtime
     memory_needed: int
     reason: str
     gpu_layers: int = 0

@@ -9,7 +9,7 @@ from app.core.conversation import Role
 from app.engine.protocol import AnswerShape, ChatMessage, ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
-from app.server.grammar import refuse_tool_schemas
+from app.server.schemas import refuse_tool_schemas
 from app.server.images import RequestImages, no_fetch, no_files
 from app.server.openai_asks import MAX_MESSAGES, Asked, context_length, sampling
 from app.service.api.api_answers import ApiAsk

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,12 +13,12 @@ from app.core.conversation import Role
 from app.engine.protocol import AnswerShape, ChatMessage, ToolCall
 from app.server.errors import BadRequest
 from app.server.fields import Body
-from app.server.grammar import any_json_object, json_schema_grammar, refuse_tool_schemas
+from app.server.schemas import answer_schema, refuse_tool_schemas
 from app.server.images import RequestImages, no_files
 from app.service.api.api_answers import ApiAsk
 
-# How long reading a request may take on its worker thread; its one slow part is a JSON schema's
-# grammar, which the schema's bounds keep to well under a second (app/engine/grammar_bounds.py).
+# How long reading a request may take on its worker thread; its one slow part is walking a JSON
+# schema, which the schema's bounds keep to well under a second (app/engine/grammar_bounds.py).
 READ_BUDGET_S = 30.0
 
 _ROLES = {"system": Role.SYSTEM, "developer": Role.SYSTEM, "user": Role.USER, "assistant": Role.ASSISTANT,
@@ -141,22 +142,23 @@ def chat_messages(body: Body, images: RequestImages) -> tuple[ChatMessage, ...]:
     return tuple(turns)
 
 
-def response_format(body: Body, key: str = "response_format", *, nested: bool = True) -> str | None:
-    """The grammar response_format asks for (None: free text). The Responses API's text.format
+def response_format(body: Body, key: str = "response_format", *, nested: bool = True) -> AnswerShape:
+    """The answer's shape response_format asks for: one JSON object, JSON that follows a schema (held
+    to Kestrel's bounds here: app/server/schemas.py), or free text. The Responses API's text.format
     has the schema beside its type (nested False), Chat Completions' under json_schema."""
     shape = body.child(key)
     if shape is None:
-        return None
+        return AnswerShape()
     kind = shape.text("type", required=True)
     if kind == "text":
-        return None
+        return AnswerShape()
     if kind == "json_object":
-        return any_json_object()
+        return AnswerShape(json_object=True)
     if kind == "json_schema":
         inner = shape.child("json_schema", required=True) if nested else shape
         assert inner is not None
         inner.child("schema", required=True)
-        return json_schema_grammar(inner.data["schema"], inner.name("schema"))
+        return AnswerShape(json_schema=answer_schema(inner.data["schema"], inner.name("schema")))
     raise BadRequest(f"{shape.name('type')} is {kind!r}; it must be text, json_object or json_schema.",
                      shape.name("type"))
 
@@ -164,7 +166,7 @@ def response_format(body: Body, key: str = "response_format", *, nested: bool = 
 def tools(body: Body) -> tuple[str | None, str]:
     """The tools in the OpenAI shape as JSON for the chat template, and tool_choice. A tool's
     parameters too deep or big to pass on are a 400, and so are those past what a grammar can
-    hold when the answer is held to a call of that tool (app/server/grammar.refuse_tool_schemas)."""
+    hold when the answer is held to a call of that tool (app/server/schemas.refuse_tool_schemas)."""
     given = body.objects("tools")
     functions: list[dict[str, Any]] = []
     params: list[str] = []
@@ -211,13 +213,12 @@ def _tool_choice(body: Body, names: set[str]) -> str:
 
 async def read_off_loop(read: Callable[[Body, str], Asked], body: Body, client: str) -> Asked:
     """read(body, client) on a worker thread, within READ_BUDGET_S: a request's JSON schema is
-    checked and turned into a grammar there, so the server's loop (the window's, in the app)
-    goes on answering meanwhile."""
+    checked there, so the server's loop (the window's, in the app) goes on answering meanwhile."""
     try:
         return await asyncio.wait_for(asyncio.to_thread(read, body, client), READ_BUDGET_S)
     except TimeoutError:
         raise BadRequest(f"Reading the request took more than {READ_BUDGET_S:g} s: its JSON schema is too big to "
-                         "turn into a grammar. Make it smaller and ask again.") from None
+                         "check. Make it smaller and ask again.") from None
 
 
 def chat_ask(body: Body, client: str) -> Asked:
@@ -226,7 +227,7 @@ def chat_ask(body: Body, client: str) -> Asked:
     if n not in (None, 1):
         raise BadRequest("n must be 1: Kestrel makes one answer per request.", "n")
     listed_tools, choice = tools(body)
-    shape = AnswerShape(grammar=response_format(body), tools=listed_tools, tool_choice=choice)
+    shape = dataclasses.replace(response_format(body), tools=listed_tools, tool_choice=choice)
     options = body.child("stream_options")
     images = RequestImages()
     messages = chat_messages(body, images)
@@ -290,10 +291,10 @@ def responses_ask(body: Body, client: str) -> Asked:
     else:
         raise body.wrong("input", "a string or an array of messages")
     shaped = body.child("text")
-    grammar = response_format(shaped, "format", nested=False) if shaped is not None else None
+    shape = response_format(shaped, "format", nested=False) if shaped is not None else AnswerShape()
     ask = ApiAsk(endpoint="/v1/responses", client=client, model=body.text("model"), messages=tuple(turns),
                  images=tuple(images.found),
                  settings=sampling(body, max_tokens_keys=("max_output_tokens",)),
-                 context_length=context_length(body), shape=AnswerShape(grammar=grammar))
+                 context_length=context_length(body), shape=shape)
     return Asked(ask, bool(body.flag("stream")))
 

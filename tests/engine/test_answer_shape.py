@@ -20,12 +20,14 @@ from app.engine.control import GenerationControl
 from app.engine.errors import ShapeRefused
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import BadShape, NoToolUse, ShapePart
+from app.engine.answers.answer_shape import PLAIN
 from app.engine.backends.llama.gguf_backend import GgufBackend
+from app.engine.backends.llama.grammar import answer_grammar
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load
 from tests.helpers.tiny_gguf import build_tiny_gguf
 
 llama_cpp = pytest.importorskip("llama_cpp")
-from llama_cpp.llama_grammar import json_schema_to_gbnf  # noqa: E402
+from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf  # noqa: E402
 
 QWEN3 = Path(__file__).resolve().parents[1] / "fixtures" / "chat_templates" / "Qwen-Qwen3-0.6B.jinja"
 CPU = DeviceChoice("CPU")
@@ -90,6 +92,17 @@ def test_a_json_schema_holds_every_token_of_the_answer(backend: GgufBackend, sha
         jsonschema.validate(answer, SCHEMA)
         assert done.finish_reason == "stop", "the model's end token came once the grammar was complete"
         assert done.stats.tokens >= 20
+
+
+def test_one_json_object_is_held_to_llama_cpps_own_json_grammar(backend: GgufBackend) -> None:
+    """response_format json_object: the API server sends it as it is, and this backend holds the answer to
+    llama.cpp's JSON_GBNF (once the server's to send as GBNF)."""
+    assert answer_grammar(AnswerShape(json_object=True), PLAIN) == (JSON_GBNF, ShapePart.JSON_SCHEMA)
+    # Any keys and any strings: the random tiny model may write one string until its tokens run out, so
+    # what is checked is that the grammar holds from the first token (left free, it writes no "{").
+    deltas, _ = _answer(backend, AnswerShape(json_object=True), GenerationSettings(max_tokens=40, temperature=0.0))
+    free, _ = _answer(backend, AnswerShape(), GenerationSettings(max_tokens=40, temperature=0.0))
+    assert _text(deltas).replace(" ", "").startswith('{"') and not _text(free).lstrip().startswith("{")
 
 
 def test_without_a_shape_the_tiny_model_writes_no_json(backend: GgufBackend) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from app.core.settings import DevicePreference
 from app.engine import failures as f
+from app.engine.capabilities import Capability
 from app.engine.failure_words import WINDOW, describe
 
 # (facts, what the window says), as the engine worded them before issue 22.
@@ -37,9 +38,14 @@ SAID = [
     (f.NoToolUse("tiny.gguf"),
      "tiny.gguf cannot call tools: its chat template takes none. Choose a model made for tool use (Qwen 2.5 or 3, "
      "Llama 3.1 or later, Mistral), or leave the tools out."),
-    (f.NoGrammar("phi-onnx"),
-     "phi-onnx runs on ONNX Runtime GenAI, which cannot hold an answer to a grammar; it follows JSON schemas "
-     "only. Ask for a JSON schema instead, or use a GGUF model."),
+    (f.Unsupported("phi-onnx", "ONNX Runtime GenAI", Capability.GRAMMARS, ("llama.cpp",)),
+     "phi-onnx runs on ONNX Runtime GenAI, which takes no grammars. Leave them out, or choose a model that runs on "
+     "llama.cpp."),
+    (f.Unsupported("echo://Polly", "Echo", Capability.TOOLS),
+     "echo://Polly runs on Echo, which takes no tools. Leave them out."),
+    (f.NoBackend("ollama://studio-pc/qwen3"),
+     "No backend in Kestrel loads ollama://studio-pc/qwen3. Check the address, or choose a model file (a .gguf "
+     "file or an ONNX Runtime GenAI folder)."),
     (f.BadShape(f.ShapePart.TOOL_CHOICE, 'there is no tool named "x" among the tools given (a, b)'),
      'The request\'s tool choice cannot be used: there is no tool named "x" among the tools given (a, b). Fix it '
      "and ask again."),

@@ -14,16 +14,16 @@ from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.backends.loading import with_gpu_layers
 from app.engine.backends.onnx.onnx_backend import OnnxBackend
 from app.engine.protocol import ChatMessage, Load
-from app.hardware.placement import ALL_LAYERS, Placement
+from app.hardware.placement import ALL_LAYERS, Placement, Runtime
 from tests.helpers.tiny_gguf import build_tiny_gguf
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
 OVERRIDE = ("{% for m in messages %}[{{ m['role'] | upper }}] {{ m['content'] }}<|im_end|>\n{% endfor %}"
             "{% if add_generation_prompt %}[ASSISTANT] {% endif %}")
 TALK = (ChatMessage("user", "Hi"),)
-GPU = Placement(kind="gpu", device_name="Radeon 780M", backend="llama.cpp", memory_needed=1 << 30,
+GPU = Placement(kind="gpu", device_name="Radeon 780M", backend=Runtime.LLAMA_CPP, memory_needed=1 << 30,
                 reason="GPU: fits whole", gpu_layers=ALL_LAYERS)
-CPU = Placement(kind="cpu", device_name="Ryzen 7", backend="llama.cpp", memory_needed=1 << 30,
+CPU = Placement(kind="cpu", device_name="Ryzen 7", backend=Runtime.LLAMA_CPP, memory_needed=1 << 30,
                 reason="CPU: the fall-back")
 
 

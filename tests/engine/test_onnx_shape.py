@@ -21,7 +21,10 @@ from app.engine.backends.backend import DeviceChoice  # noqa: E402
 from app.engine.control import GenerationControl  # noqa: E402
 from app.engine.errors import ShapeRefused  # noqa: E402
 from app.engine.failure_words import WINDOW, describe  # noqa: E402
-from app.engine.failures import BadShape, NoGrammar, NoToolUse, ShapePart  # noqa: E402
+from app.engine.failures import BadShape, NoToolUse, ShapePart, Unsupported  # noqa: E402
+from app.engine.backends.onnx import BACKEND as ONNX  # noqa: E402
+from app.engine.backends.registry import unsupported  # noqa: E402
+from app.engine.capabilities import Capability  # noqa: E402
 from app.engine.backends.onnx.onnx_backend import OnnxBackend  # noqa: E402
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Generate, Load  # noqa: E402
 
@@ -61,15 +64,17 @@ def test_a_json_schema_holds_the_answer(backend: OnnxBackend) -> None:
     assert done.finish_reason == "length" and not text.startswith("{")
 
 
-def test_a_gbnf_grammar_is_refused_in_plain_words(backend: OnnxBackend) -> None:
-    with pytest.raises(ShapeRefused) as refused:
-        _answer(backend, AnswerShape(grammar='root ::= "yes"'), GenerationSettings(max_tokens=4))
-    assert refused.value.failure == NoGrammar("tiny-onnx")
-    assert "cannot hold an answer to a grammar" in describe(refused.value.failure, WINDOW)
-    # Given the schema too (as the API server gives both), the schema is followed.
-    text, _ = _answer(backend, AnswerShape(grammar='root ::= "yes"', json_schema=json.dumps(SCHEMA)),
-                      GenerationSettings(max_tokens=120, temperature=0.0))
-    jsonschema.validate(json.loads(text), SCHEMA)
+def test_a_gbnf_grammar_never_reaches_it_and_one_json_object_is_followed(backend: OnnxBackend) -> None:
+    # Registered without grammars, so the engine refuses one before this backend sees it
+    # (tests/engine/test_backend_registry.py drives it through the engine process).
+    refused = unsupported(ONNX, AnswerShape(grammar='root ::= "yes"'), "tiny-onnx")
+    assert refused == Unsupported("tiny-onnx", "ONNX Runtime GenAI", Capability.GRAMMARS, ("llama.cpp",))
+    assert "takes no grammars" in describe(refused, WINDOW)
+    # response_format json_object, which the API once sent as llama.cpp's GBNF, is a schema of any object here.
+    for temperature in (0.0, 1.0):
+        text, done = _answer(backend, AnswerShape(json_object=True),
+                             GenerationSettings(max_tokens=120, temperature=temperature, seed=3))
+        assert isinstance(json.loads(text), dict) and done.finish_reason == "stop"
 
 
 def test_a_schema_genai_cannot_follow_is_refused(backend: OnnxBackend) -> None:

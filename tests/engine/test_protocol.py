@@ -12,6 +12,7 @@ from app.core.conversation import Role
 from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode
 from app.engine import failures as f
+from app.engine.capabilities import Capability
 from app.engine import protocol as p
 from app.service.models.engine_errors import EngineCrashed, EngineError
 
@@ -40,17 +41,17 @@ def test_messages_cross_the_pipe_whole() -> None:
 
 def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
     call = p.ToolCall(0, "call_abc", "get_time", '{"zone":"UTC"}')
-    shape = p.AnswerShape(prompt=None, grammar='root ::= "x"', json_schema='{"type": "object"}',
+    shape = p.AnswerShape(prompt=None, grammar='root ::= "x"', json_schema='{"type": "object"}', json_object=True,
                           tools='[{"type": "function", "function": {"name": "get_time"}}]', tool_choice="required")
     turns = (p.ChatMessage(Role.USER, "time?"), p.ChatMessage(Role.ASSISTANT, "", tool_calls=(call,)),
              p.ChatMessage("tool", "12:00", tool_call_id="call_abc"))  # type: ignore[arg-type]
     messages = [p.Generate(5, turns, shape=shape), p.Delta(5, "", tool_call=call), p.Delta(5, "hi"),
-                p.Error(5, f.NoToolUse("m.gguf")), p.Error(5, f.NoGrammar("phi")),
+                p.Error(5, f.NoToolUse("m.gguf")), p.Error(5, f.Unsupported("phi", "ONNX Runtime GenAI", Capability.GRAMMARS, ("llama.cpp",))),
                 p.Error(5, f.BadShape(f.ShapePart.TOOL_CHOICE, "no such tool"))]
 
     back = [pickle.loads(pickle.dumps(m)) for m in messages]
 
-    assert back == messages and p.PROTOCOL_VERSION == 12
+    assert back == messages and p.PROTOCOL_VERSION == 13
     assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
     assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
     assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"

@@ -13,7 +13,7 @@ import jsonschema
 import llama_cpp
 import pytest
 
-from app.engine.tool_calls.tool_calls import arguments_grammar
+from app.engine.backends.llama.grammar import arguments_grammar
 
 TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": "set_unit", "description": "Set the unit.", "parameters": {

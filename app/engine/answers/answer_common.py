@@ -1,10 +1,10 @@
-"""What both backends share: fitting a conversation into the context, timing an answer."""
+"""What every backend shares: fitting a conversation into the context, timing an answer, reading its calls."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Generator, Iterable, Sequence
+from typing import Callable, Generator, Iterable, Protocol, Sequence
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import Role
@@ -12,10 +12,10 @@ from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, forced_call
 from app.engine.answers.answer_text import AnswerText
 from app.engine.templates.chat_format import PromptSpec
 from app.engine.control import GenerationControl, PromptCancelled
-from app.engine.backends.llama.lazy_grammar import LazyCallGrammar
 from app.engine.errors import ContextOverflow
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Loaded, ToolCall
 from app.engine.answers.thinking import Splitter, ThinkingStyle, answer_stops, splitter_for
+from app.engine.tool_calls.tool_calls import ToolCallReader
 
 
 @dataclass
@@ -58,6 +58,13 @@ class AnswerTiming:
         return round(((self.thinking_to or self.last or self.thinking_from) - self.thinking_from) * 1000, 2)
 
 
+class CallWatcher(Protocol):
+    """Told what an answer's call reader has read, after each piece and before the backend samples
+    the next token (llama.cpp's lazy grammar: app/engine/backends/llama/lazy_grammar.py)."""
+
+    def observe(self, reader: ToolCallReader) -> None: ...
+
+
 # (prompt, token budget, answer text, timing) -> the deltas, returning the finish reason.
 TokenStream = Callable[[list[int], int, AnswerText, AnswerTiming], Generator[Delta, None, FinishReason]]
 
@@ -66,7 +73,7 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
            tokenize: Callable[[str], list[int]], stream: TokenStream,
            thinking: ThinkingStyle | None = None, threads: int = 0,
            shaped: ShapedAnswer = PLAIN,
-           lazy: LazyCallGrammar | None = None,
+           lazy: CallWatcher | None = None,
            cancelled: Callable[[], bool] | None = None) -> Generator[Delta | Done, None, None]:
     """One answer's life in either backend: fit the prompt, stream, flush the held-back
     tail, report the stats. A backend's stream sets timing.evaluated to the prompt
@@ -118,7 +125,7 @@ def answer(request: Generate, loaded: Loaded, *, spec_for: Callable[[Sequence[Ch
 
 def _read_calls(request_id: int, deltas: Generator[Delta, None, FinishReason],
                 shaped: ShapedAnswer,
-                lazy: LazyCallGrammar | None = None) -> Generator[Delta, None, FinishReason]:
+                lazy: CallWatcher | None = None) -> Generator[Delta, None, FinishReason]:
     """The answer's text read for tool calls (thinking is never read): its calls come out
     whole as Delta(tool_call=...), the rest as text. A forced call (shaped.forced) is
     the whole answer: it is held to the end and comes out as one call, or as the text

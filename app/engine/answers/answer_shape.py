@@ -1,4 +1,4 @@
-"""An answer's shape (protocol.AnswerShape) made ready for a backend: its tools, its grammar, its calls."""
+"""An answer's shape (protocol.AnswerShape) made ready for any backend: its tools, and how its calls are read."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ from typing import Any, Mapping, Sequence
 
 from app.engine.errors import ShapeRefused
 from app.engine.failures import BadShape, NoToolUse, ShapePart
-from app.engine.backends.llama.gbnf_bounds import grammar_problem
-from app.engine.grammar_bounds import GrammarTooBig, schema_problem
 from app.engine.protocol import TOOL_CHOICES, AnswerShape, ToolCall
-from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily, arguments_grammar, family_of
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily, family_of
 
 Tool = Mapping[str, Any]
 
@@ -25,16 +23,18 @@ class ShapedAnswer:
     tools: for the chat template's `tools` (None: the template gets none). family: the
     format the model writes its calls in, when they are read out of its text. forced:
     tool_choice "required" or a function's name: the whole answer is one call object
-    {"name": ..., "arguments": {...}}, held to call_grammar (GBNF, for llama.cpp) or
-    call_schema (a JSON schema, for ONNX Runtime GenAI), and read as that call rather
-    than in the model's own format. names: the tools the answer may call.
+    {"name": ..., "arguments": {...}}, which a backend holds it to its own way (call_schema, a
+    JSON schema of it, for one that follows schemas; llama.cpp builds a grammar of the tools:
+    app/engine/backends/llama/grammar.py), and read as that call rather than in the model's
+    own format. names: the tools the answer may call; only: the one tool_choice names (None:
+    any of them).
     """
 
     tools: tuple[Tool, ...] | None = None
     family: ToolFamily | None = None
     forced: bool = False
     names: tuple[str, ...] = ()
-    call_grammar: str | None = None
+    only: str | None = None
     call_schema: str | None = None
 
     def reader(self) -> ToolCallReader | None:
@@ -48,7 +48,7 @@ PLAIN = ShapedAnswer()
 
 
 def shape_answer(shape: AnswerShape, template: str | None, model_name: str) -> ShapedAnswer:
-    """The tools and the calls' grammar for this answer; ShapeRefused when the shape is
+    """The tools and how their calls are held for this answer; ShapeRefused when the shape is
     wrong (tools that are not a list of functions, a tool_choice naming none of them) or
     the model cannot call tools (its template takes none: app/engine/tool_calls/tool_calls.family_of).
 
@@ -75,56 +75,13 @@ def shape_answer(shape: AnswerShape, template: str | None, model_name: str) -> S
     if not allowed:
         raise ShapeRefused(BadShape(ShapePart.TOOL_CHOICE, f'there is no tool named "{shape.tool_choice}" among '
                                                            f"the tools given ({', '.join(names)})"))
-    if shape.grammar is not None or shape.json_schema is not None:
+    if shape.grammar is not None or shape.json_schema is not None or shape.json_object:
         raise ShapeRefused(BadShape(ShapePart.GRAMMAR, "an answer held to a grammar or a JSON schema cannot also "
                                                        "be held to a tool call"))
     only = None if shape.tool_choice == "required" else shape.tool_choice
     names = tuple(str(t["function"]["name"]) for t in allowed)
-    return ShapedAnswer(tools, family, forced=True, names=names, call_grammar=_call_grammar(tools, only, names),
+    return ShapedAnswer(tools, family, forced=True, names=names, only=only,
                         call_schema=json.dumps(_call_schema(allowed)))
-
-
-def _call_grammar(tools: Sequence[Tool], only: str | None, names: Sequence[str]) -> str:
-    """The forced call's grammar; ShapeRefused when a tool's parameters cannot be one (past
-    what llama.cpp can hold, or not a schema the converter reads)."""
-    try:
-        return arguments_grammar(tools, only)
-    except GrammarTooBig as too_big:
-        raise ShapeRefused(BadShape(ShapePart.TOOLS, str(too_big))) from None
-    except Exception as exc:  # noqa: BLE001 - the schema converter fails on odd schemas in many ways
-        listed = ", ".join(f'"{name}"' for name in names)
-        raise ShapeRefused(BadShape(ShapePart.TOOLS, f"the parameters of {listed} cannot be turned into a grammar "
-                                                     f"({exc or type(exc).__name__})")) from None
-
-
-def schema_grammar(schema_text: str) -> str:
-    """GBNF for an answer's JSON schema (AnswerShape.json_schema) on llama.cpp; ShapeRefused when
-    it is not JSON, is past what llama.cpp's grammars can hold (checked before it is converted:
-    app/engine/grammar_bounds.py), or the converter cannot read it."""
-    try:
-        schema = json.loads(schema_text)
-    except (ValueError, RecursionError) as exc:
-        raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, f"it is not JSON ({type(exc).__name__})")) from None
-    problem = schema_problem(schema)
-    if problem is not None:
-        raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, problem.words()))
-    from llama_cpp.llama_grammar import json_schema_to_gbnf  # loads llama.cpp: only in the engine, when asked
-
-    try:
-        text = str(json_schema_to_gbnf(schema_text))
-    except Exception as exc:  # noqa: BLE001 - the converter fails on bad schemas in many ways
-        raise ShapeRefused(BadShape(ShapePart.JSON_SCHEMA, f"llama.cpp cannot follow it ({exc})")) from None
-    refuse_unbounded(text, ShapePart.JSON_SCHEMA)
-    return text
-
-
-def refuse_unbounded(grammar: str, part: ShapePart) -> None:
-    """ShapeRefused when a grammar, whoever made it, is past what llama.cpp can hold
-    (app/engine/backends/llama/gbnf_bounds.py): to be called before llama.cpp parses it, since its parser
-    and sampler recurse on deep grammars until the engine dies."""
-    why = grammar_problem(grammar)
-    if why is not None:
-        raise ShapeRefused(BadShape(part, why))
 
 
 def _tools(text: str) -> tuple[Tool, ...]:
@@ -144,7 +101,8 @@ def _tools(text: str) -> tuple[Tool, ...]:
 
 
 def _call_schema(tools: Sequence[Tool]) -> dict[str, Any]:
-    """The JSON schema of the neutral call object, as arguments_grammar's GBNF holds it."""
+    """The JSON schema of the neutral call object, as llama.cpp's call grammar holds it
+    (app/engine/backends/llama/grammar.arguments_grammar)."""
     calls = [{"type": "object", "properties": {
         "name": {"const": tool["function"]["name"]},
         "arguments": tool["function"].get("parameters") or {"type": "object"}},

@@ -26,8 +26,8 @@ class DeviceChoice:
 class Backend(Protocol):
     """One loaded model, whatever runs it (llama.cpp, ONNX Runtime GenAI).
 
-    Each backend has a classmethod load(request, choice, ...) with options of its own;
-    the request loop only needs what is below. Cancel and pause take effect between two
+    The engine opens one with its registration's `open` (app/engine/backends/spec.py); the
+    request loop only needs what is below. Cancel and pause take effect between two
     tokens of generate.
     """
 

@@ -1,20 +1,26 @@
-"""Load a model where placement says, falling back in order and keeping every reason."""
+"""Load a model on this machine where placement says, falling back in order and keeping every reason.
+
+What the local backends share (llama/ and onnx/ open their model through it): placement's ordered
+list for the model's facts, each placement tried with the backend's own loader, and every failure
+kept for the user. A backend that runs nowhere on this machine (a remote server) needs none of it.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-
-import llama_cpp
+from typing import Callable
 
 from app.engine.backends.backend import Backend, DeviceChoice
 from app.engine.errors import ModelLoadError
-from app.engine.failures import DeviceRefused, FailedOn, NoDeviceWorked, NoGpuBuild, ProviderMissing
+from app.engine.failures import DeviceRefused, FailedOn, NoBackend, NoDeviceWorked
 from app.engine.protocol import Load
-from app.hardware.onnx_targets import genai_provider_key
-from app.hardware.placement import ALL_LAYERS, ModelFacts, Placement, PlacementRefused, place
+from app.hardware.placement import ALL_LAYERS, ModelFacts, Placement, PlacementRefused, Runtime, place
 from app.hardware.report import HardwareReport
 from app.library.fit_facts import facts_for
+
+# One placement tried: the backend's model on it, or ModelLoadError saying why not.
+LoadOn = Callable[[Placement, DeviceChoice], Backend]
 
 
 def model_facts(model_path: str, context_length: int, projector_path: str | None = None) -> ModelFacts:
@@ -24,27 +30,29 @@ def model_facts(model_path: str, context_length: int, projector_path: str | None
     return facts_for(Path(model_path), context_length, Path(projector_path) if projector_path else None)
 
 
-def load_backend(request: Load, report: HardwareReport) -> Backend:
+def placements_for(request: Load, report: HardwareReport, facts: ModelFacts) -> tuple[Placement, ...]:
+    """Where placement says the model may run, best first; ModelLoadError(DeviceRefused) when the
+    device the user chose cannot run it."""
+    try:
+        return place(report, facts, request.device)
+    except PlacementRefused as exc:
+        raise ModelLoadError(DeviceRefused(exc.preference, exc.reason)) from exc
+
+
+def load_placed(placements: tuple[Placement, ...], load_on: LoadOn) -> Backend:
     """Try each placement in order; the loaded event says where it ran and what failed first.
 
     A file that is not usable (ModelFileError) fails at once: no device can fix it.
     """
-    facts = model_facts(request.model_path, request.context_length, request.projector_path)
-    try:
-        placements = place(report, facts, request.device)
-    except PlacementRefused as exc:
-        raise ModelLoadError(DeviceRefused(exc.preference, exc.reason)) from exc
-    if request.gpu_layers is not None and facts.format == "gguf":
-        placements = with_gpu_layers(placements, request.gpu_layers)
     failures: list[str] = []
     attempts: list[FailedOn] = []
     last: ModelLoadError | None = None
     for placement in placements:
         choice = DeviceChoice(device_text(placement), placement.reason, tuple(failures))
         try:
-            return _load_on(placement, choice, request, report)
+            return load_on(placement, choice)
         except ModelLoadError as exc:
-            assert not isinstance(exc.failure, (NoDeviceWorked, DeviceRefused)), "one placement fails alone"
+            assert not isinstance(exc.failure, (NoDeviceWorked, DeviceRefused, NoBackend)), "one placement fails alone"
             failures.append(f"{placement.device_name}: {exc.message}")
             attempts.append(FailedOn(placement.device_name, exc.failure))
             last = exc
@@ -70,32 +78,10 @@ def with_gpu_layers(placements: tuple[Placement, ...], layers: int) -> tuple[Pla
 
 def device_text(placement: Placement) -> str:
     """What the status bar and each answer's stats say about where it runs."""
-    runtime = " (ONNX Runtime)" if placement.backend == "onnxruntime" else ""
+    runtime = " (ONNX Runtime)" if placement.backend == Runtime.ONNX_RUNTIME else ""
     if placement.kind == "cpu":
         return "CPU" + runtime
     text = f"{placement.kind.upper()}: {placement.device_name}{runtime}"
-    if placement.backend == "llama.cpp" and placement.gpu_layers > 0:
+    if placement.backend == Runtime.LLAMA_CPP and placement.gpu_layers > 0:
         text += f" ({placement.gpu_layers} layers, the rest on the CPU)"
     return text
-
-
-def _load_on(placement: Placement, choice: DeviceChoice, request: Load, report: HardwareReport) -> Backend:
-    if placement.backend == "llama.cpp":
-        # Imported here: loading a GGUF model must not pay for importing ONNX Runtime.
-        from app.engine.backends.llama.gguf_backend import GgufBackend
-
-        if placement.gpu_layers != 0 and not llama_cpp.llama_supports_gpu_offload():
-            # Asking this build for GPU layers would silently run on the CPU instead.
-            raise ModelLoadError(NoGpuBuild())
-        return GgufBackend.load(request, choice, gpu_layers=placement.gpu_layers)
-    from app.engine.backends.onnx.onnx_backend import PROVIDERS, OnnxBackend, register_plugin_providers
-
-    if placement.kind != "cpu" and report.onnxruntime is not None:
-        register_plugin_providers(report.onnxruntime.windows_ml.libraries)
-
-    key = genai_provider_key(placement.provider or "CPUExecutionProvider").lower()
-    key = next((k for k in PROVIDERS if k.lower() == key), key)
-    if key not in PROVIDERS:
-        raise ModelLoadError(ProviderMissing(str(placement.provider)))
-    options = {"device_id": str(placement.device_id)} if placement.device_id is not None else {}
-    return OnnxBackend.load(request, choice, execution_provider=key, provider_options=options)

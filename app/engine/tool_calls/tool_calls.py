@@ -1,4 +1,4 @@
-"""Tool calls read back from a model's streamed text, per chat-template family, and their grammar.
+"""Tool calls read back from a model's streamed text, per chat-template family.
 
 Tools reach a model through its own chat template, and each family of templates teaches its
 models one way of writing a call. The family is told from the template's text (the markers
@@ -45,11 +45,9 @@ import json
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Collection, Mapping, Sequence
+from typing import Collection, Sequence
 
-from app.engine.backends.llama.gbnf_bounds import grammar_problem
 from app.engine.protocol import ToolCall
-from app.engine.grammar_bounds import GrammarTooBig, SchemaWalk
 from app.engine.tool_calls.tool_call_families import SYNTAXES, Block, Problem, RawCall
 
 
@@ -234,60 +232,3 @@ def _partial_marker(text: str, openers: Sequence[str]) -> int:
                 longest = size
                 break
     return longest
-
-
-def arguments_grammar(tools: Sequence[Mapping[str, Any]], only: str | None = None,
-                      key: str = "arguments") -> str:
-    """GBNF for the family-neutral JSON call object {"name": one of the tools, "arguments": per its
-    schema}: an alternation over the tools (or just the one named `only`), built with
-    llama_cpp.llama_grammar.json_schema_to_gbnf, so "name" comes first and the arguments follow
-    that tool's parameters schema. key: what the family calls the arguments (Llama 3: "parameters").
-    GrammarTooBig, before anything is converted, when a tool's parameters are past what llama.cpp's
-    grammars can hold (app/engine/grammar_bounds.py), or after, when the grammar is."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf  # loads llama.cpp: only when asked
-
-    options: list[dict[str, Any]] = []
-    definitions: dict[str, Any] = {}
-    walk = SchemaWalk()  # the tools share one grammar, and so its bounds
-    for number, tool in enumerate(tools):
-        function = tool.get("function", tool)
-        if only is not None and function["name"] != only:
-            continue
-        given = function.get("parameters") or {"type": "object"}
-        problem = walk.problem(given)
-        if problem is not None:
-            raise GrammarTooBig(f'the parameters of the tool "{function["name"]}": {problem.words()}')
-        parameters = _hoist_definitions(dict(given), f"t{number}-", definitions)
-        options.append({"type": "object", "properties": {"name": {"const": function["name"]}, key: parameters},
-                        "required": ["name", key], "additionalProperties": False})
-    if not options:
-        raise ValueError(f"no tool named {only!r} among the tools given" if only else "no tools given")
-    schema: dict[str, Any] = options[0] if len(options) == 1 else {"oneOf": options}
-    if definitions:
-        schema = {**schema, "$defs": definitions}
-    grammar = str(json_schema_to_gbnf(json.dumps(schema), prop_order=["name", key]))
-    why = grammar_problem(grammar)
-    if why is not None:
-        raise GrammarTooBig(f"the grammar of the tools' calls: {why}")
-    return grammar
-
-
-def _hoist_definitions(schema: dict[str, Any], prefix: str, into: dict[str, Any]) -> dict[str, Any]:
-    """Moves a tool's own $defs/definitions to the top, renamed, so its $refs still resolve there."""
-    names = {}
-    for key in ("$defs", "definitions"):
-        for name, definition in (schema.pop(key, None) or {}).items():
-            names[f"#/{key}/{name}"] = f"#/$defs/{prefix}{name}"
-            into[f"{prefix}{name}"] = definition
-
-    def rename(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: names.get(v, v) if k == "$ref" and isinstance(v, str) else rename(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [rename(item) for item in value]
-        return value
-
-    for name in list(into):
-        if name.startswith(prefix):
-            into[name] = rename(into[name])
-    return dict(rename(schema))

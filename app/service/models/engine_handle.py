@@ -18,6 +18,13 @@ if TYPE_CHECKING:
 class EngineHandle(Protocol):
     """What app/service, app/ui and app/cli ask of the engine, and nothing more.
 
+    The engine is always a process of Kestrel's own; what runs a model inside it is the
+    registered backend that takes the model's location (app/engine/backends/registry.py): a
+    file or a folder on llama.cpp or ONNX Runtime, or an address (the test backend's echo://
+    now, remote servers next), so nothing here asks for a file. The local backends' options
+    (device, GPU layers, threads, saved states, a projector) are ignored by a backend that
+    runs nowhere on this machine.
+
     EngineClient drives the real engine process; tests drive the controller with a
     scripted engine (tests/helpers/scripted_engine.py) behind the same members, so a
     member used here and missing there fails mypy or those tests, not a user.
@@ -37,7 +44,8 @@ class EngineHandle(Protocol):
 
     @property
     def pid(self) -> int | None:
-        """The engine's process id while one runs (None when none does)."""
+        """The engine's process id while one runs (None when none does): its CPU time is counted
+        as the engine's, whichever backend it runs."""
 
     @property
     def loaded(self) -> p.Loaded | None:
@@ -51,8 +59,9 @@ class EngineHandle(Protocol):
                    device: DevicePreference = DevicePreference.AUTO, gpu_layers: int | None = None,
                    chat_template: str | None = None, state_ram_bytes: int = 0, state_dir: str | None = None,
                    state_disk_bytes: int = 0, projector_path: str | None = None) -> p.Loaded:
-        """Load a model where placement says, starting an engine if none runs (with its vision
-        projector, given one: Loaded.vision, or vision_problem saying why not)."""
+        """Load the model at model_path (a file, a folder, or an address a registered backend takes),
+        starting an engine if none runs; a local backend loads it where placement says (with its
+        vision projector, given one: Loaded.vision, or vision_problem saying why not)."""
 
     async def unload(self) -> None:
         """Free the model's memory; the next answer loads it again."""
@@ -68,7 +77,7 @@ class EngineHandle(Protocol):
         """How many tokens generate's prompt for these messages is (the template applied)."""
 
     async def hardware_report(self) -> HardwareReport:
-        """What the engine sees of the machine."""
+        """What the engine sees of this machine (where the local backends place a model)."""
 
     async def shutdown(self, timeout: float = 5.0) -> None:
         """End the engine (without on_died); the next request starts a new one."""
@@ -76,8 +85,9 @@ class EngineHandle(Protocol):
     def generate(self, messages: Sequence[p.ChatMessage], settings: GenerationSettings | None = None, *,
                  stop: Sequence[str] = (), trim_history: bool = False,
                  threads: int | None = None, shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
-        """Stream an answer: Delta events, then one Done. shape: a raw prompt, a grammar
-        or tools (the API server's); a shape the model cannot have raises EngineError."""
+        """Stream an answer: Delta events, then one Done. shape: a raw prompt, a grammar, a JSON
+        schema or tools (the API server's), as the request gave them (the backend builds what it
+        follows); a shape the model or its backend cannot have raises EngineError."""
 
     def cancel(self) -> None:
         """Stop the answer being generated; its stream ends with Done(cancelled)."""

@@ -16,14 +16,15 @@ from app.core.paths import data_paths
 from app.core.settings import PromptLookupMode
 from app.engine.backends.llama import cache_files, kv_state, native_log
 from app.engine.answers.answer_common import AnswerTiming, answer, stream_tokens
-from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, refuse_unbounded, schema_grammar, shape_answer
+from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, shape_answer
 from app.engine.answers.answer_text import AnswerText
 from app.engine.backends.backend import DeviceChoice
 from app.engine.templates.chat_format import PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ModelLoadError, ShapeRefused
-from app.engine.failures import BadShape, GgufRefused, ShapePart
+from app.engine.failures import BadShape, GgufRefused
 from app.engine.backends.llama.gguf_tokens import model_tokens
+from app.engine.backends.llama.grammar import answer_grammar
 from app.engine.backends.llama.image_prompt import ImagePrompt, evaluate, images_for, with_markers
 from app.engine.backends.llama.lazy_grammar import LazyCallGrammar, lazy_grammar_for
 from app.engine.templates.outside_text import PromptPrep
@@ -232,15 +233,13 @@ class GgufBackend:
                           tokens=self._prompt_tokens, prep=prep)
 
     def _grammar(self, shape: AnswerShape, shaped: ShapedAnswer) -> llama_cpp.LlamaGrammar | None:
-        """The answer's grammar: the one asked for, the JSON schema's, or the forced call's.
-        ShapeRefused when llama.cpp cannot read it (it says why on its log)."""
-        text = shaped.call_grammar or shape.grammar
-        if text is None and shape.json_schema is not None:
-            text = schema_grammar(shape.json_schema)  # checked against llama.cpp's bounds before it is converted
-        if text is None:
+        """The answer's grammar (app/engine/backends/llama/grammar.py): the forced call's, the one
+        asked for, the JSON schema's or any JSON object's, within llama.cpp's bounds. ShapeRefused
+        when llama.cpp cannot read it (it says why on its log)."""
+        made = answer_grammar(shape, shaped)
+        if made is None:
             return None
-        part = ShapePart.GRAMMAR if shape.grammar is not None or shaped.forced else ShapePart.JSON_SCHEMA
-        refuse_unbounded(text, part)  # whoever made it: llama.cpp's parser recurses on deep grammars until it dies
+        text, part = made
         native_log.clear()
         if not self._readable(text):
             why = "; ".join(native_log.recent_errors()) or "it is not GBNF with a root rule"

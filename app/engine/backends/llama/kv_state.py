@@ -10,11 +10,14 @@ import os
 import struct
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import BinaryIO, Sequence
-
-import llama_cpp
+from typing import TYPE_CHECKING, BinaryIO, Sequence
 
 from app.engine.backends.llama import cache_files
+
+# llama.cpp is imported inside the functions that touch a context: the window reads the states'
+# folder (app/service/models/kv_cache.py) through this module, and must not load its libraries.
+if TYPE_CHECKING:
+    import llama_cpp
 
 # Raise when the file layout or what a state means changes: older files are then
 # removed when they are seen, never read. 2: signed (HMAC-SHA-256), and a sliding
@@ -54,6 +57,8 @@ class StateKey:
     def of(cls, model_path: str, context_length: int, template: str) -> "StateKey":
         stat = os.stat(model_path)
         model = f"{os.path.abspath(model_path)}|{stat.st_size}|{stat.st_mtime_ns}"
+        import llama_cpp
+
         return cls(model, context_length, _digest(template.encode("utf-8")), llama_cpp.__version__)
 
     @property
@@ -86,6 +91,8 @@ def capture(ctx: llama_cpp.llama_context_p) -> tuple[bytes, bool]:
     cell the cache holds, and with the full-size window cache Kestrel loads (swa_full)
     that is every cell, so a Gemma 3 state can be cut back to any prefix like any other.
     """
+    import llama_cpp
+
     if llama_cpp.llama_n_seq_max(ctx) != 1:
         raise RuntimeError("a context with more than one sequence: its whole memory is not one chat")
     size = llama_cpp.llama_state_seq_get_size(ctx, _ALL_SEQUENCES)
@@ -98,6 +105,8 @@ def keeps_partial_memory(ctx: llama_cpp.llama_context_p) -> bool:
     """A recurrent or hybrid state, or a cache whose first cells are gone (a sliding
     window without the full-size cache): its state continues where it ended, never from
     an earlier token."""
+    import llama_cpp
+
     model = llama_cpp.llama_get_model(ctx)
     if llama_cpp.llama_model_is_recurrent(model) or llama_cpp.llama_model_is_hybrid(model):
         return True
@@ -106,6 +115,8 @@ def keeps_partial_memory(ctx: llama_cpp.llama_context_p) -> bool:
 
 def restore(ctx: llama_cpp.llama_context_p, data: bytes) -> bool:
     """Replace the context's memory with a captured state; False (and the memory empty) if refused."""
+    import llama_cpp
+
     memory = llama_cpp.llama_get_memory(ctx)
     llama_cpp.llama_memory_clear(memory, True)
     buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)

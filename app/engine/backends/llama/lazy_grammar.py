@@ -28,9 +28,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from app.engine.answers.answer_shape import ShapedAnswer
 from app.engine.backends.llama.gbnf_bounds import grammar_problem
+from app.engine.backends.llama.grammar import arguments_grammar
 from app.engine.grammar_bounds import GrammarTooBig, schema_problem
 from app.engine.backends.llama.tool_call_rest import CallRest, Undecided, call_rest, held
-from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily, arguments_grammar
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily
 
 Tool = Mapping[str, Any]
 

@@ -19,7 +19,7 @@ from app.engine.backends.backend import DeviceChoice
 from app.engine.templates.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.control import GenerationControl
 from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
-from app.engine.failures import BadShape, NoGrammar, NoVision, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
+from app.engine.failures import BadShape, NoVision, OnnxRefused, OnnxTrouble, ProviderMissing, ShapePart
 from app.engine.backends.onnx.onnx_prompt import OnnxPromptTokens, special_texts
 from app.engine.templates.outside_text import PromptPrep, spans_of
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded
@@ -134,9 +134,10 @@ class OnnxBackend:
         """Stream the answer; cancel and pause take effect between two tokens.
 
         Its shape is checked first (ShapeRefused). ONNX Runtime GenAI holds an answer to
-        a JSON schema (its guidance, llguidance inside) but reads no GBNF: a request with
-        only a grammar is refused, one with a JSON schema (or a forced tool call, whose
-        schema app/engine/answers/answer_shape.py writes) is followed. Calls the model opens on its
+        a JSON schema (its guidance, llguidance inside) but reads no GBNF, so this backend is
+        registered without grammars and the engine refuses one before it gets here; a JSON
+        schema, one JSON object, or a forced tool call (whose schema
+        app/engine/answers/answer_shape.py writes) is followed. Calls the model opens on its
         own (tool_choice "auto") are not held to the tools' schemas as the GGUF backend holds
         them (app/engine/backends/llama/lazy_grammar.py): 0.18 takes guidance on GeneratorParams, once per
         generator, and a new generator evaluates the whole prompt again; a call that does
@@ -144,9 +145,7 @@ class OnnxBackend:
         """
         self._no_images(request.messages)
         shaped = shape_answer(request.shape, self._info.chat_template, self._info.path.name)
-        schema = shaped.call_schema or request.shape.json_schema
-        if schema is None and request.shape.grammar is not None:
-            raise ShapeRefused(NoGrammar(self._info.path.name))
+        schema = shaped.call_schema or request.shape.json_schema or (ANY_OBJECT if request.shape.json_object else None)
         variables = template_variables(request.settings.thinking)
         prep = self._prep(lambda: control.cancelled)
         return answer(request, self.loaded, spec_for=lambda messages: self._spec(messages, variables, shaped, prep),
@@ -350,5 +349,7 @@ def _end_of_generation_texts(tokenizer: og.Tokenizer) -> tuple[str, ...]:
 __all__ = ["OnnxBackend", "ModelFolderError", "ModelLoadError", "ContextOverflow", "PROVIDERS"]
 
 
+# response_format json_object: one JSON object, any keys.
+ANY_OBJECT = '{"type": "object"}'
 # Loaded.vision_problem of an ONNX model given a projector, and NoVision's reason.
 NO_IMAGES = "ONNX models take no images in Kestrel yet; this one answers text only."
