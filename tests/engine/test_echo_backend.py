@@ -11,10 +11,11 @@ import pytest
 from app.core.generation import GenerationSettings
 from app.core.paths import data_paths
 from app.engine.backends import registry
+from app.engine.backends.backend import Backend
 from app.engine.backends.spec import ModelLocation
 from app.engine.capabilities import Capability
 from app.engine.failures import NoBackend, Unsupported
-from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done
+from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, Load
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.service.event_bus import EventBus, TaskGroup
@@ -26,7 +27,7 @@ from app.service.models.model_setup import ModelSetup
 from app.service.settings_keeper import SettingsKeeper
 from app.service.storage import IN_MEMORY, Storage
 from tests.engine.echo_backend import BACKEND as ECHO
-from tests.engine.echo_backend.backend import DEVICE
+from tests.engine.echo_backend.backend import DEVICE, EchoBackend
 
 HELLO = [ChatMessage("user", "hello there")]
 
@@ -49,6 +50,7 @@ async def _answer(client: EngineClient, shape: AnswerShape | None = None) -> tup
 
 def test_registered_it_takes_its_addresses_and_files_after_the_built_in_backends(echo_registered: None) -> None:
     assert registry.registered()[-1] is ECHO
+    assert isinstance(EchoBackend.open(Load(1, "echo://Polly")), Backend)  # the one contract the loop drives
     assert registry.backend_for(ModelLocation("echo://Polly")) is ECHO
     assert registry.backend_for(ModelLocation("/models/polly.echo")) is ECHO
     assert registry.backend_for(ModelLocation("/models/polly.gguf", "gguf")).name == "llama.cpp"
