@@ -164,7 +164,7 @@ def test_every_package_the_app_imports_is_listed() -> None:
     script = (
         "import importlib, pkgutil, sys, importlib.metadata as m\n"
         "import app.ui.app, app.engine\n"
-        "for mod in pkgutil.iter_modules(app.engine.__path__): importlib.import_module('app.engine.' + mod.name)\n"
+        "for mod in pkgutil.walk_packages(app.engine.__path__, 'app.engine.'): importlib.import_module(mod.name)\n"
         "import llama_cpp, onnxruntime\n"
         "try:\n    import onnxruntime_genai\nexcept ImportError:\n    pass\n"
         "dists = m.packages_distributions()\n"
