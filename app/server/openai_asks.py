@@ -234,7 +234,8 @@ def chat_ask(body: Body, client: str) -> Asked:
     ask = ApiAsk(endpoint="/v1/chat/completions", client=client, model=body.text("model"),
                  messages=messages, images=tuple(images.found),
                  settings=sampling(body, max_tokens_keys=("max_tokens", "max_completion_tokens")),
-                 stop=body.texts("stop"), context_length=context_length(body), shape=shape)
+                 stop=body.texts("stop"), context_length=context_length(body), shape=shape,
+                 schema_param="response_format.json_schema.schema" if shape.json_schema is not None else None)
     return Asked(ask, bool(body.flag("stream")), bool(options and options.flag("include_usage")))
 
 
@@ -295,6 +296,7 @@ def responses_ask(body: Body, client: str) -> Asked:
     ask = ApiAsk(endpoint="/v1/responses", client=client, model=body.text("model"), messages=tuple(turns),
                  images=tuple(images.found),
                  settings=sampling(body, max_tokens_keys=("max_output_tokens",)),
-                 context_length=context_length(body), shape=shape)
+                 context_length=context_length(body), shape=shape,
+                 schema_param="text.format.schema" if shape.json_schema is not None else None)
     return Asked(ask, bool(body.flag("stream")))
 

@@ -292,3 +292,20 @@ def test_an_mcp_tool_whose_schema_no_grammar_can_hold_is_called_freely(caller: P
     assert (call["name"], call["arguments"]) == ("get_time", {"zone": "UTC"})
     answer = next(line for line in lines if line["type"] == "tool_result")
     assert answer["text"] == "12:00 in UTC" and lines[-1]["type"] == "done"
+
+
+def test_a_schema_within_the_bounds_that_llama_cpp_cannot_follow_is_a_400_naming_its_field(tiny_model: Path) -> None:
+    # The engine builds the grammar now; its refusal still names the request's field, as the server's did.
+    with api(tiny_model) as (_, service, server):
+        model = service.session.model.id
+        for path, body, param in (
+                ("/v1/chat/completions", {"messages": HELLO, "response_format": {"type": "json_schema", "json_schema": {
+                    "name": "x", "schema": {"type": "nonsense"}}}}, "response_format.json_schema.schema"),
+                ("/v1/responses", {"input": "Hi", "text": {"format": {"type": "json_schema", "name": "x",
+                                                                      "schema": {"type": "nonsense"}}}},
+                 "text.format.schema")):
+            reply = post(server, path, {"model": model, "max_tokens": 4, **body})
+            assert reply.status_code == 400, reply.text
+            error = reply.json()["error"]
+            assert error["param"] == param and error["message"].startswith(f"{param}: "), reply.text
+        assert_alive(server, model)

@@ -11,7 +11,7 @@ from typing import Any
 
 from app.core.attachments import AttachedImage
 from app.core.generation import GenerationSettings
-from app.engine.failures import PromptTooLong
+from app.engine.failures import BadShape, PromptTooLong, ShapePart
 from app.engine.protocol import Delta, Done
 from app.core.conversation import Role
 from app.library.installed import InstalledModel
@@ -176,7 +176,7 @@ class ApiAnswers:
                         await self._context.ensure(target, None, prompt_tokens=exc.failure.prompt_tokens,
                                                    room=settings.max_tokens)
                         continue
-                    raise self._engine_refusal(exc) from exc
+                    raise self._engine_refusal(exc, ask) from exc
                 if first is None:
                     continue  # another model took the engine before this turn: load this one again
                 loaded = self._session.client.loaded
@@ -189,7 +189,7 @@ class ApiAnswers:
                         if isinstance(event, (Delta, Done)):
                             yield event
                 except EngineError as exc:
-                    raise self._engine_refusal(exc) from exc
+                    raise self._engine_refusal(exc, ask) from exc
                 return
             # Left the line when the iterator is closed: a client that went away cancels.
         raise ApiRefused(503, "The model was switched by another request each time this one came to its "
@@ -259,7 +259,10 @@ class ApiAnswers:
             raise ApiRefused(400, str(exc), param=name) from exc
 
     @staticmethod
-    def _engine_refusal(exc: EngineError) -> ApiRefused:
+    def _engine_refusal(exc: EngineError, ask: ApiAsk) -> ApiRefused:
+        failure = exc.failure
+        if isinstance(failure, BadShape) and failure.part == ShapePart.JSON_SCHEMA and ask.schema_param:
+            return ApiRefused(400, f"{ask.schema_param}: {exc.message}", param=ask.schema_param)
         if isinstance(exc, EngineCrashed):
             return ApiRefused(503, f"{exc.message} Send the request again: the next one starts a new engine.",
                               code="engine_error", retry_after=1)

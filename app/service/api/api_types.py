@@ -42,6 +42,9 @@ class ApiAsk:
     context_length: int | None = None
     shape: AnswerShape = AnswerShape()
     images: tuple[ApiImage, ...] = ()
+    # The request's field that holds shape.json_schema ("response_format.json_schema.schema"): a schema the
+    # engine cannot follow is refused naming it, as the server names every field it refuses.
+    schema_param: str | None = None
 
 
 class ApiRefused(Exception):
