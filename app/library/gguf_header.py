@@ -16,13 +16,13 @@ _SCALAR_FORMATS: Mapping[int, str] = MappingProxyType({
     0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
     10: "<Q", 11: "<q", 12: "<d",
 })
-_MAX_DIMS = 4  # GGML_MAX_DIMS
+MAX_DIMS = 4  # GGML_MAX_DIMS
 # Limits no real model comes near; a header beyond them is damaged, and we say so
 # instead of trying to allocate or skip that much.
-_MAX_ARRAY_LENGTH = 1 << 28
-_MAX_STRING_BYTES = 1 << 28
-_MAX_NAME_BYTES = 1 << 16
-_MAX_ELEMENTS = 1 << 50
+MAX_ARRAY_LENGTH = 1 << 28
+MAX_STRING_BYTES = 1 << 28
+MAX_NAME_BYTES = 1 << 16
+MAX_ELEMENTS = 1 << 50
 # Number arrays up to this length and texts up to this size (chat templates run to
 # tens of KB) are kept in metadata; bigger values, and all string arrays such as the
 # vocabulary, are skipped and summarised as GgufSkipped.
@@ -78,7 +78,7 @@ def _read_array(reader: HeaderReader, key: str) -> tuple[object, ...] | GgufSkip
     # llama.cpp refuses arrays of arrays too, so there is nothing to skip them for.
     if element_type not in _SCALAR_FORMATS and element_type != _STRING:
         raise Corrupt(f"setting {quoted(key)} has the unknown value type {element_type}")
-    if length > _MAX_ARRAY_LENGTH:
+    if length > MAX_ARRAY_LENGTH:
         raise Corrupt(f"setting {quoted(key)} claims {count_of(length, 'value')}")
     element_format = _SCALAR_FORMATS.get(element_type)
     if element_format is None:
@@ -107,7 +107,7 @@ def read_tensor_info(reader: HeaderReader) -> tuple[str, int, int, int]:
     """Read one tensor description: its name, data offset, data size in bytes and elements."""
     name = reader.string()
     n_dims = reader.uint("<I")
-    if n_dims > _MAX_DIMS:
+    if n_dims > MAX_DIMS:
         raise Corrupt(f"tensor {quoted(name)} claims {count_of(n_dims, 'dimension')}")
     shape = [reader.uint("<Q") for _ in range(n_dims)]
     type_id, offset = reader.uint("<I"), reader.uint("<Q")
@@ -117,7 +117,7 @@ def read_tensor_info(reader: HeaderReader) -> tuple[str, int, int, int]:
     elements = 1
     for extent in shape:
         elements *= extent
-    if elements > _MAX_ELEMENTS:
+    if elements > MAX_ELEMENTS:
         raise Corrupt(f"tensor {quoted(name)} claims an impossible size")
     if shape and shape[0] % block_size:
         raise Corrupt(f"tensor {quoted(name)} does not fit its number format")
@@ -181,13 +181,13 @@ class HeaderReader:
     def string(self) -> str:
         """A key or tensor name: short, so a long one means a damaged header."""
         length = self.uint("<Q")
-        if length > _MAX_NAME_BYTES:
+        if length > MAX_NAME_BYTES:
             raise Corrupt(f"a name claims {count_of(length, 'byte')}")
         return self._text(length)
 
     def text_value(self) -> str | GgufSkipped:
         length = self.uint("<Q")
-        if length > _MAX_STRING_BYTES:
+        if length > MAX_STRING_BYTES:
             raise Corrupt(f"a text claims {count_of(length, 'byte')}")
         if length > _KEPT_STRING_BYTES:
             self.skip(length)
@@ -218,7 +218,7 @@ class HeaderReader:
             if len(self._buffer) - self._position < 8:
                 self._fill(8)
             (length,) = unpack_length(self._buffer, self._position)
-            if length > _MAX_STRING_BYTES:
+            if length > MAX_STRING_BYTES:
                 raise Corrupt(f"a text claims {count_of(length, 'byte')}")
             self._position += 8
             if len(self._buffer) - self._position >= length:

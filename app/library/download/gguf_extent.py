@@ -15,7 +15,8 @@ import struct
 from collections.abc import Generator
 
 from app.core.units import human_size
-from app.library.gguf_header import Corrupt, count_of, padded, quoted
+from app.library.gguf_header import (MAX_ARRAY_LENGTH, MAX_DIMS, MAX_ELEMENTS, MAX_NAME_BYTES, MAX_STRING_BYTES,
+                                     Corrupt, count_of, padded, quoted)
 from app.library.ggml_types import GGML_TYPES
 from app.library.gguf_info import (DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_COUNT, describe_foreign,
                                    version_detail)
@@ -30,12 +31,6 @@ _Steps = Generator[_Request, bytes, tuple[int, int]]
 _STRING, _ARRAY = 8, 9
 _VALUE_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 _INTEGER_FORMATS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
-# gguf_header's limits, which no real model comes near (kept equal to its own).
-_MAX_ARRAY_LENGTH = 1 << 28
-_MAX_STRING_BYTES = 1 << 28
-_MAX_NAME_BYTES = 1 << 16
-_MAX_DIMS = 4
-_MAX_ELEMENTS = 1 << 50
 _HEAD_BYTES = 16  # what describe_foreign looks at
 
 
@@ -147,7 +142,7 @@ class GgufExtent:
                 if end - pos < 8:
                     return False
                 (rest,) = struct.unpack_from("<Q", pending, pos)
-                if rest > _MAX_STRING_BYTES:
+                if rest > MAX_STRING_BYTES:
                     raise Corrupt(f"a text claims {count_of(rest, 'byte')}")
                 pos, left = pos + 8, left - 1
         finally:
@@ -190,7 +185,7 @@ def _header() -> _Steps:
 
 def _name() -> Generator[_Request, bytes, str]:
     length = _unsigned((yield (_READ, 8)))
-    if length > _MAX_NAME_BYTES:
+    if length > MAX_NAME_BYTES:
         raise Corrupt(f"a name claims {count_of(length, 'byte')}")
     return (yield (_READ, length)).decode("utf-8", errors="replace")
 
@@ -200,14 +195,14 @@ def _pass_value(key: str, value_type: int) -> Generator[_Request, bytes, None]:
         yield (_SKIP, _VALUE_BYTES[value_type])
     elif value_type == _STRING:
         length = _unsigned((yield (_READ, 8)))
-        if length > _MAX_STRING_BYTES:
+        if length > MAX_STRING_BYTES:
             raise Corrupt(f"a text claims {count_of(length, 'byte')}")
         yield (_SKIP, length)
     elif value_type == _ARRAY:
         element_type, length = struct.unpack("<IQ", (yield (_READ, 12)))
         if element_type not in _VALUE_BYTES and element_type != _STRING:
             raise Corrupt(f"setting {quoted(key)} has the unknown value type {element_type}")
-        if length > _MAX_ARRAY_LENGTH:
+        if length > MAX_ARRAY_LENGTH:
             raise Corrupt(f"setting {quoted(key)} claims {count_of(length, 'value')}")
         yield (_STRINGS, length) if element_type == _STRING else (_SKIP, length * _VALUE_BYTES[element_type])
     else:
@@ -219,7 +214,7 @@ def _tensor(alignment: int, expected: int) -> Generator[_Request, bytes, int]:
     the next one starts (this one's end, padded)."""
     name = yield from _name()
     dims = _unsigned((yield (_READ, 4)))
-    if dims > _MAX_DIMS:
+    if dims > MAX_DIMS:
         raise Corrupt(f"tensor {quoted(name)} claims {count_of(dims, 'dimension')}")
     shape = struct.unpack(f"<{dims}Q", (yield (_READ, 8 * dims))) if dims else ()
     type_id, offset = struct.unpack("<IQ", (yield (_READ, 12)))
@@ -230,7 +225,7 @@ def _tensor(alignment: int, expected: int) -> Generator[_Request, bytes, int]:
     elements = 1
     for extent in shape:
         elements *= extent
-    if elements > _MAX_ELEMENTS:
+    if elements > MAX_ELEMENTS:
         raise Corrupt(f"tensor {quoted(name)} claims an impossible size")
     if shape and shape[0] % block_size:
         raise Corrupt(f"tensor {quoted(name)} does not fit its number format")

@@ -15,7 +15,7 @@ from shiboken6 import isValid
 
 from app.core.attachments import AttachedImage
 from app.core.units import human_size
-from app.ui.common.save_files import SaveAsker, documents_folder, file_name_for, save_dialog
+from app.ui.common.save_files import SaveAsker, ask_save, documents_folder, file_name_for
 from app.ui.state.message_words import image_size_words
 
 _SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg"}
@@ -33,21 +33,13 @@ def suggested_name(image: AttachedImage) -> str:
     return file_name_for(stem, "markdown")[: -len(".md")] + suffix
 
 
-def _ask_save(parent: QWidget, caption: str, suggested: str, file_filter: str) -> str:
-    dialog = save_dialog(parent, caption, suggested, file_filter)
-    try:
-        return dialog.selectedFiles()[0] if dialog.exec() and dialog.selectedFiles() else ""
-    finally:
-        dialog.deleteLater()
-
-
 class ImageViewer(QDialog):
     """One image at up to the screen's size (never enlarged). Save image… asks where, then the
     bytes are written off the UI thread (a task `spawn` starts); `status` says where it went, or
     why it could not. `ask_save` is the file dialog (tests give their own)."""
 
     def __init__(self, image: AttachedImage, spawn: Callable[[Coroutine[Any, Any, None]], object],
-                 parent: QWidget | None = None, ask_save: SaveAsker = _ask_save) -> None:
+                 parent: QWidget | None = None, ask_save: SaveAsker = ask_save) -> None:
         super().__init__(parent)
         self.setObjectName("imageViewer")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # a few MB of picture: not kept once closed
