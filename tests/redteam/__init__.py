@@ -2,8 +2,8 @@
 
 Each case is the exact request, schema, file, server or link that once crashed, stalled or
 fooled Kestrel, run against the real parts (real llama.cpp, real HTTP on 127.0.0.1, real
-files and links). One file per door; all of it runs in CI, and the slow cases run as a
-seeded sample there and in full with
+files, links and processes). One file per door. Every case runs in CI; the whole
+campaign alone is
 
-    KESTREL_REDTEAM_FULL=1 .venv/bin/python -m pytest tests/redteam
+    .venv/bin/python -m pytest tests/redteam
 """
