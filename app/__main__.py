@@ -19,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant. Without a command it opens the window.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
-    from app.cli import chat, chat_files, docs, doctor, models, serve, tools
+    from app.cli import chat, chat_files, docs, doctor, serve, tools
+    from app.cli.models import models
     from app.cli.command_parser import command_actions
 
     # A command's own mistakes are shown with its own usage (`kestrel chat --bogus hi`).

@@ -158,7 +158,7 @@ def llama_server_format(model: Path) -> list[str]:
     """llama_cpp.server's chat format for a GGUF without a template (the starter has none):
     its fallback is Llama 2's, and Gemma then ends every answer at once. Kestrel's
     built-in format for that architecture is the same turn markup as llama_cpp's "gemma"."""
-    from app.library.gguf_info import read_gguf_info
+    from app.library.model_files.gguf_info import read_gguf_info
 
     info = read_gguf_info(model)
     if info.chat_template is None and info.architecture.startswith("gemma"):

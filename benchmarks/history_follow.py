@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-CHILD = ("import sys, time; from app.core.history import HistoryStore; "
+CHILD = ("import sys, time; from app.core.store.history import HistoryStore; "
          "s = HistoryStore(sys.argv[1]); s.create_conversation(title=sys.argv[2]); print(time.time())")
 
 

@@ -40,7 +40,7 @@ from app.engine.templates.chat_format import ModelTokens, build_prompt  # noqa: 
 from app.engine.protocol import ChatMessage, Delta, Done  # noqa: E402
 from app.engine.backends.resources import default_threads  # noqa: E402
 from app.engine.backends.llama.state_store import RAM_BUDGET, clear_folder  # noqa: E402
-from app.library.gguf_info import read_gguf_info  # noqa: E402
+from app.library.model_files.gguf_info import read_gguf_info  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 from benchmarks.throughput import starter_model  # noqa: E402
 

@@ -37,7 +37,7 @@ class Target:
 
 def _saved_chat(home: Path) -> int:
     from app.core.conversation import Role
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
 
     with HistoryStore(history_of(home)) as store:
         chat = store.create_conversation("Birds of prey")

@@ -29,11 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.core import history  # noqa: E402
+from app.core.store import history  # noqa: E402
 from app.core.conversation import Conversation, Role  # noqa: E402
 from app.core.generation import GenerationSettings  # noqa: E402
-from app.core.history import HistoryStore  # noqa: E402
-from app.core.history_schema import MIGRATIONS  # noqa: E402
+from app.core.store.history import HistoryStore  # noqa: E402
+from app.core.store.history_schema import MIGRATIONS  # noqa: E402
 
 
 class ScanningHistoryStore(HistoryStore):

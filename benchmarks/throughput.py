@@ -30,7 +30,7 @@ from app.core.generation import GenerationSettings  # noqa: E402
 from app.engine.templates.chat_format import ModelTokens, build_prompt  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta, Done  # noqa: E402
 from app.engine.backends.resources import default_threads  # noqa: E402
-from app.library.gguf_info import read_gguf_info  # noqa: E402
+from app.library.model_files.gguf_info import read_gguf_info  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 
 PROMPT = (ChatMessage("user", "Write a long, detailed story about a kestrel hunting over a meadow."),)

@@ -53,7 +53,7 @@ def build(home: Path):
     from PySide6.QtWidgets import QApplication
 
     from app.core.conversation import Role
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
     from app.core.paths import data_paths
 
     paths = data_paths().ensure()

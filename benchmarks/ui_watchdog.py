@@ -391,7 +391,7 @@ def filler_text(rng: random.Random) -> str:
 def build_history(path: Path, generation) -> tuple[int, int]:
     """100,000 messages in one transaction; returns the two long chats' ids (A on top)."""
     from app.core.conversation import Role
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
 
     rng = random.Random(7)
     store = HistoryStore(path)
@@ -417,7 +417,7 @@ def build_history(path: Path, generation) -> tuple[int, int]:
 
 
 def _search_fold():
-    from app.core.history_schema import search_fold
+    from app.core.store.history_schema import search_fold
 
     return search_fold
 

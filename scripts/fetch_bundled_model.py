@@ -27,7 +27,7 @@ from app.library.catalog import CATALOG_FILE, CatalogEntry, find_entry, load_cat
 from app.library.download import DownloadError, DownloadProgress, RemoteFacts, probe  # noqa: E402
 from app.library.download.transport import TransientFailure  # noqa: E402
 from app.library.fetch import FetchRefused, fetch_unit  # noqa: E402
-from app.library.hub import DownloadUnit, catalog_unit  # noqa: E402
+from app.library.huggingface.hub import DownloadUnit, catalog_unit  # noqa: E402
 from app.library.models import ModelLibrary  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
     python scripts/record_hub_answer.py QUERY [--limit N] [--format gguf|onnx] [--endpoint URL]
 
-Sends the same GET the app sends (app.library.hub_search.search_url: the parameters
+Sends the same GET the app sends (app.library.huggingface.hub_search.search_url: the parameters
 huggingface_hub's list_models sends) and saves the body, exactly as it arrived, as
 tests/fixtures/hub/search-<query>-<format>.json, with the answer's status and headers in
 ….headers.json beside it. The fixtures there now are constructed, not recorded (see the
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.library.hub import default_endpoint  # noqa: E402
-from app.library.hub_search import DEFAULT_LIMIT, search_url  # noqa: E402
+from app.library.huggingface.hub import default_endpoint  # noqa: E402
+from app.library.huggingface.hub_search import DEFAULT_LIMIT, search_url  # noqa: E402
 
 _MAX_BYTES = 8 * 1024 * 1024
 

@@ -65,7 +65,7 @@ See [the docs](https://docs.python.org/3/) for more.
 async def scenario(window, service, prompt: str) -> None:
     from app.core.answer_stats import AnswerStats, FinishReason
     from app.core.conversation import Role
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
 
     chat = window.doors.chat
     await service.start_up()
@@ -111,7 +111,7 @@ def seed_chats(history_db: Path) -> None:
     """A few chats in the list, one with a long code answer (once per KESTREL_HOME)."""
     from app.core.answer_stats import AnswerStats, FinishReason
     from app.core.conversation import Role
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
 
     store = HistoryStore(history_db)
     try:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.core.generation import GenerationSettings  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta  # noqa: E402
-from app.library.gguf_info import read_gguf_info  # noqa: E402
+from app.library.model_files.gguf_info import read_gguf_info  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 
 PROMPTS = ROOT / "docs" / "starter" / "prompts.json"

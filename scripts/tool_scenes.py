@@ -29,7 +29,7 @@ def seed_tool_chat(history_db: Path) -> None:
     """A chat whose answer called two tools, one of which failed (once per KESTREL_HOME)."""
     from app.core.answer_stats import AnswerStats, FinishReason
     from app.core.conversation import Role, TextPart, ToolCallPart, ToolResultPart, joined_text
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
 
     store = HistoryStore(history_db)
     try:

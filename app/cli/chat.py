@@ -28,7 +28,7 @@ from app.core.settings import DevicePreference, Settings, SettingsError, Setting
 from app.documents.readers import formats_in_words
 from app.engine.protocol import ErrorKind
 from app.library.model_defaults import ModelDefaults
-from app.library.model_format import format_at
+from app.library.model_files.model_format import format_at
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
 from app.library.starter import StarterError, install_starter, starter_available

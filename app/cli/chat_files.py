@@ -13,7 +13,7 @@ from pathlib import Path
 
 from app.cli.closed_output import end_quietly, output_closed
 from app.cli.terminal_text import terminal_line, terminal_text
-from app.core.history import HistoryError
+from app.core.store.history import HistoryError
 from app.core.paths import data_paths
 from app.library.models import ModelLibrary
 from app.service.chats.chat_files import ExportOutcome

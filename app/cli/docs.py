@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
 from app.cli.docs_vectors import Vectors, choose, current_choice, fill, search_note
-from app.cli.models_common import EXIT_FILES, ProgressLine
+from app.cli.models.models_common import EXIT_FILES, ProgressLine
 from app.cli.terminal_text import disk_failure, shown_path, terminal_line, terminal_text
 from app.documents.collections import Collection, DocumentsError, FileState, Hit, IndexOutcome, IndexProgress, \
     IndexUnavailable
 from app.documents.readers import all_formats, formats_in_words
 from app.documents.scan import SKIPPED_FOLDERS
 from app.documents.values import source_label
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 
 if TYPE_CHECKING:  # the index brings numpy: imported only when a docs command runs
     from app.documents.index import DocumentIndex

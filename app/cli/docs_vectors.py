@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_USAGE, UserError
-from app.cli.models_common import ProgressLine, load_settings, open_library
+from app.cli.models.models_common import ProgressLine, load_settings, open_library
 from app.cli.terminal_text import terminal_line
 from app.core.settings import Settings, SettingsError
 from app.library.installed import InstalledModel
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 
 if TYPE_CHECKING:  # numpy and the child process: imported only when vectors are used
@@ -60,7 +60,7 @@ class Vectors:
     def __init__(self, model: InstalledModel) -> None:
         from app.documents.embed_worker import model_id_of
         from app.documents.embedding import EmbeddingProcess
-        from app.library.gguf_info import read_gguf_info
+        from app.library.model_files.gguf_info import read_gguf_info
 
         self.model = model
         self.model_id = model_id_of(model.path, read_gguf_info(model.path).name)

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
-from app.cli.models_common import EXIT_FILES
+from app.cli.models.models_common import EXIT_FILES
 from app.cli.terminal_text import disk_failure, shown_path, terminal_line, terminal_text
 from app.core.paths import data_paths
 from app.tools.config_file import ConfigFileTrouble

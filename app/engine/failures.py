@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from app.core.settings import DevicePreference
 from app.engine.capabilities import Capability
-from app.library.gguf_info import ModelFileErrorKind
-from app.library.model_format import ModelFolderErrorKind
+from app.library.model_files.gguf_info import ModelFileErrorKind
+from app.library.model_files.model_format import ModelFolderErrorKind
 
 
 class ErrorKind(StrEnum):
@@ -38,7 +38,7 @@ class BadModelFile:
 
     kind: ClassVar[ErrorKind] = ErrorKind.MODEL_FILE
     problem: ModelFileErrorKind | ModelFolderErrorKind
-    # The library's words (app/library/gguf_info.py, model_format.py): the model manager
+    # The library's words (app/library/model_files/gguf_info.py, model_format.py): the model manager
     # and `kestrel models` show the same sentence, so every front end uses it as it is.
     reason: str
 

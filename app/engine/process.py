@@ -24,7 +24,7 @@ from app.engine.counting import ModelGate, serve_counts
 from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
 from app.engine.failures import BadModelFile, EngineBug, Failure, NoBackend, NoModel, UnknownRequest
 from app.hardware.report import HardwareReport
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 
 # Must be picklable (spawned process): tests pass a recorded machine's report.
 HardwareSource = Callable[[], HardwareReport]

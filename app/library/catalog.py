@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from app.core.resources import resource_path
-from app.library.model_purpose import ModelPurpose, recorded_purpose
+from app.library.model_files.model_purpose import ModelPurpose, recorded_purpose
 
 CATALOG_VERSION = 1
 CATALOG_FILE = resource_path("catalog.json")

@@ -15,9 +15,9 @@ from app.library.download import (DownloadControl, DownloadedFile, DownloadOptio
 from app.library.download.nofollow import Found, look_at
 from app.library.download.part import PartFile, open_for_append
 from app.library.download.transport import Steps
-from app.library.gguf_info import ModelFileError, read_gguf_info
-from app.library.hub import DownloadUnit
-from app.library.model_format import read_onnx_folder
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
+from app.library.huggingface.hub import DownloadUnit
+from app.library.model_files.model_format import read_onnx_folder
 from app.library.installed import InstalledModel
 from app.library.models import METADATA_FILE, ModelLibrary, safe_id
 from app.library.projector import fits, read_projector

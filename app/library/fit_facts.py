@@ -16,10 +16,10 @@ from app.hardware.fit import FitFacts
 from app.hardware.memory import F16, ONNX_KV_FALLBACK, ModelShape
 from app.hardware.onnx_targets import targets_from_genai_config
 from app.library.catalog import CatalogEntry
-from app.library.gguf_header import GgufSkipped
-from app.library.gguf_info import GgufInfo, read_gguf_info
-from app.library.onnx_graph import kv_element_bytes
-from app.library.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
+from app.library.model_files.gguf_header import GgufSkipped
+from app.library.model_files.gguf_info import GgufInfo, read_gguf_info
+from app.library.model_files.onnx_graph import kv_element_bytes
+from app.library.model_files.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
 
 # The shortest context the engine loads with (app.engine.backends.resources.MIN_CONTEXT).
 MIN_CONTEXT = 256

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
-from app.library.gguf_info import read_gguf_info
-from app.library.model_format import check_not_text, read_onnx_folder
+from app.library.model_files.gguf_info import read_gguf_info
+from app.library.model_files.model_format import check_not_text, read_onnx_folder
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary, safe_id
 from app.library.scan import examine, split_part

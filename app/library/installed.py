@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from app.library.model_defaults import ModelDefaults
-from app.library.model_format import ModelFormat
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_format import ModelFormat
+from app.library.model_files.model_purpose import ModelPurpose
 
 METADATA_VERSION = 1
 

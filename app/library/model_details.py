@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from app.library.gguf_info import GgufInfo, read_gguf_info
-from app.library.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
-from app.library.model_purpose import ModelPurpose, gguf_purpose
+from app.library.model_files.gguf_info import GgufInfo, read_gguf_info
+from app.library.model_files.model_format import GENAI_CONFIG, OnnxFolderInfo, detect_format, read_onnx_folder
+from app.library.model_files.model_purpose import ModelPurpose, gguf_purpose
 from app.library.models import size_on_disk
 
 # general.file_type: the quantization llama.cpp's quantizer wrote (LlamaFileType in

@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
-from app.library.model_format import GENAI_CONFIG, MODEL_FORMATS, ModelFormat, format_at
-from app.library.model_purpose import ModelPurpose, purpose_at, recorded_purpose
+from app.library.model_files.model_format import GENAI_CONFIG, MODEL_FORMATS, ModelFormat, format_at
+from app.library.model_files.model_purpose import ModelPurpose, purpose_at, recorded_purpose
 
 
 def read_own(folder: Path, data: dict[str, Any]) -> InstalledModel | None:

@@ -16,9 +16,9 @@ from typing import Any, Callable
 from app.core.files import try_hold_lock, write_atomically
 from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
-from app.library.model_format import ModelFormat
+from app.library.model_files.model_format import ModelFormat
 from app.library.model_json import read_own, read_reference, size_on_disk as size_on_disk
-from app.library.model_purpose import ModelPurpose, purpose_at
+from app.library.model_files.model_purpose import ModelPurpose, purpose_at
 from app.library.forgotten import ForgottenFiles
 from app.library.projector import checked_projector
 from app.library.scan import FolderScan, Found, ScanProgress, examine, scan_folder

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
+from app.library.model_files.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 from app.library.installed import InstalledModel
 
 CLIP_ARCHITECTURE = "clip"

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.core.files import kind_of
-from app.library.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
 from app.library.installed import InstalledModel
-from app.library.model_format import GENAI_CONFIG, ModelFormat, read_onnx_folder
+from app.library.model_files.model_format import GENAI_CONFIG, ModelFormat, read_onnx_folder
 from app.library.projector import is_projector, not_a_model, projector_beside
 
 # Called with the number of folders looked in so far and the one being looked in now.

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from app.core.history import HistoryDamaged
+from app.core.store.history import HistoryDamaged
 from app.core.settings import Settings
 from app.hardware.power import read_power
 from app.library.models import ModelLibrary

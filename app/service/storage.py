@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Concatenate, ParamSpec, TypeVar
 
-from app.core.history import HistoryDamaged, HistoryError, HistoryStore
-from app.core.history_repair import Replacement, replace_damaged
+from app.core.store.history import HistoryDamaged, HistoryError, HistoryStore
+from app.core.store.history_repair import Replacement, replace_damaged
 from app.core.settings import Settings, SettingsFile
 from app.service.history_watch import HistoryWatch
 

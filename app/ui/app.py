@@ -15,7 +15,7 @@ from PySide6.QtCore import QLocale, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
-from app.core.history import HistoryError
+from app.core.store.history import HistoryError
 from app.core.paths import DataPaths, data_paths
 from app.library.models import ModelLibrary
 from app.service.doors.window import WindowDoors

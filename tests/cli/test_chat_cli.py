@@ -201,7 +201,7 @@ def test_a_settings_file_from_a_newer_kestrel_is_left_alone_and_said(tiny_model:
 
 def test_save_keeps_the_exchange_as_a_new_chat_and_without_it_nothing_is_written(tiny_model: Path) -> None:
     """`chat --save` writes to the user's history (the window picks it up); a plain `chat` leaves no file."""
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
     from app.core.paths import data_paths
 
     history = data_paths().history_db

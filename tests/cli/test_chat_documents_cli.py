@@ -73,7 +73,7 @@ def test_a_file_past_the_context_is_said_and_its_passages_listed(tmp_path: Path)
 
 def test_save_keeps_the_attached_file_on_the_message_and_the_sources_on_the_answer(tiny_model: Path,
                                                                                    tmp_path: Path) -> None:
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
     from app.core.paths import data_paths
 
     club = club_file(tmp_path)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from app.core.conversation import Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from tests.cli.test_chat_cli import assert_no_traceback, kestrel
 

@@ -15,7 +15,7 @@ from app.engine.failures import FailedOn, NoDeviceWorked
 from app.engine.backends.onnx.onnx_backend import _refused
 from app.engine.backends.resources import memory_problem
 from app.hardware.placement_types import ModelFacts
-from app.library.model_format import read_onnx_folder
+from app.library.model_files.model_format import read_onnx_folder
 from app.service.models.engine_errors import EngineError
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"

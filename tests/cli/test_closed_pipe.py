@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from tests.cli.test_chat_cli import ROOT
 from tests.cli.test_models_cli import added

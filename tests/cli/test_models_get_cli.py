@@ -259,7 +259,7 @@ def test_get_of_something_that_is_no_address(what: str, words: str) -> None:
 
 def test_only_get_loads_the_network_code() -> None:
     code = ("import sys; from app.__main__ import main; main(['models', 'catalog']); "
-            "print(sorted(m for m in sys.modules if m.startswith(('app.library.download', 'app.library.hub'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('app.library.download', 'app.library.huggingface.hub'))))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
     assert result.returncode == 0 and result.stdout.strip().endswith("[]"), result.stdout + result.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 
 
 class FakeClock:

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from app.core.conversation import Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 
 CONVERSATIONS = 20
 MESSAGES_EACH = 10

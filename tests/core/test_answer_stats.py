@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from app.core import history_repair
+from app.core.store import history_repair
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.conversation import MessageState, Role
-from app.core.history import HistoryStore
-from app.core.history_schema import MIGRATIONS
+from app.core.store.history import HistoryStore
+from app.core.store.history_schema import MIGRATIONS
 from tests.core.damaged_history import damage_page, write_history
 
 FULL = AnswerStats(ttft_ms=41.5, tokens=16, tokens_per_s=52.25, prompt_tokens=20, prompt_tokens_evaluated=7,

@@ -14,7 +14,7 @@ from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.chat_export import MAX_BYTES, ChatFileError, read_chat, to_json, to_markdown
 from app.core.conversation import MessageState, Role
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 
 
 def _chat(store: HistoryStore):

@@ -18,7 +18,7 @@ from app.core.attachments import (
 )
 from app.core.chat_export import ChatFileError, read_chat, to_json, to_markdown
 from app.core.conversation import Conversation, Message, Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 
 REPORT = AttachedFile("/home/ana/Quarterly_report.pdf", "pdf", 48_213,
                       (AttachedSection("Revenue rose.", page=1),

@@ -11,7 +11,7 @@ import pytest
 from app.core.answer_stats import AnswerStats
 from app.core.chat_export import MAX_BYTES, ChatFileError, read_chat, to_json, to_markdown
 from app.core.conversation import Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 
 CHAT = {"format": "kestrel-chat", "version": 1, "title": "Tea", "system_prompt": "",
         "messages": [{"role": "user", "text": "Green or black?"}, {"role": "assistant", "text": "Green."}]}

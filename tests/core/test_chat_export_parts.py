@@ -11,7 +11,7 @@ import pytest
 from app.core import chat_export
 from app.core.chat_export import ChatFileError, read_chat, to_json, to_markdown
 from app.core.conversation import MessageState, Role, TextPart, ToolCallPart, ToolResultPart, joined_text
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.message_parts import MAX_PARTS
 
 CALL = ToolCallPart("call_1", "time", "get_current_time", '{"timezone":"Europe/Paris"}')

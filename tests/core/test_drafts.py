@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from app.core.drafts import read_drafts, write_drafts
-from app.core.history import HistoryStore
-from app.core.history_schema import MIGRATIONS
+from app.core.store.drafts import read_drafts, write_drafts
+from app.core.store.history import HistoryStore
+from app.core.store.history_schema import MIGRATIONS
 
 
 def test_drafts_are_kept_per_chat_and_for_the_new_chat(store: HistoryStore) -> None:

@@ -11,9 +11,9 @@ import pytest
 
 from app.core.answer_stats import AnswerStats
 from app.core.conversation import MessageState, Role
-from app.core import history
+from app.core.store import history
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from tests.core.conftest import FakeClock
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from app.core import history, history_repair
+from app.core.store import history, history_repair
 from app.core.answer_stats import AnswerStats
 from app.core.conversation import MessageState, Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from tests.core.damaged_history import (CONVERSATIONS, MESSAGES_EACH, damage_in_use, damaged_history, digest,
                                         write_history)
 

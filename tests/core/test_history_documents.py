@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from app.core import history_repair
+from app.core.store import history_repair
 from app.core.attachments import MAX_ATTACHED_CHARS, MAX_ATTACHMENTS, AttachedFile, AttachedSection, SourceRef
 from app.core.conversation import Role
-from app.core.history import HistoryStore
-from app.core.history_schema import MIGRATIONS
+from app.core.store.history import HistoryStore
+from app.core.store.history_schema import MIGRATIONS
 from tests.core.conftest import FakeClock
 
 REPORT = AttachedFile("/home/ana/Documents/Quarterly report.pdf", "pdf", 48_213,

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from app.core import history_repair
+from app.core.store import history_repair
 from app.core.attachments import MAX_IMAGE_BYTES, MAX_IMAGES, AttachedImage
 from app.core.chat_export import ChatFileError, read_chat, to_json, to_markdown
 from app.core.conversation import Role
-from app.core.history import HistoryStore
-from app.core.history_schema import MIGRATIONS
+from app.core.store.history import HistoryStore
+from app.core.store.history_schema import MIGRATIONS
 from tests.helpers.images import image_bytes
 
 CHART = AttachedImage("chart.png", "image/png", 640, 480, image_bytes(640, 480), "")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from app.core import history_repair
+from app.core.store import history_repair
 from app.core.answer_stats import AnswerStats
 from app.core.conversation import Message, MessageState, Role, TextPart, ToolCallPart, ToolResultPart, joined_text
-from app.core.drafts import read_drafts, write_drafts
-from app.core.history import HistoryStore
-from app.core.history_schema import MIGRATIONS
+from app.core.store.drafts import read_drafts, write_drafts
+from app.core.store.history import HistoryStore
+from app.core.store.history_schema import MIGRATIONS
 from app.core.message_parts import SEARCHED_RESULT_CHARS, ToolRound, tool_rounds
 from tests.core.damaged_history import damage_page, write_history
 

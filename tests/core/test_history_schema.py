@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from app.core import history_file
+from app.core.store import history_file
 from app.core.conversation import Role
-from app.core.history import HistoryError, HistoryStore
-from app.core.history_schema import MIGRATIONS
+from app.core.store.history import HistoryError, HistoryStore
+from app.core.store.history_schema import MIGRATIONS
 
 
 def _user_version(path: Path) -> int:

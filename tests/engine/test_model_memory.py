@@ -11,10 +11,10 @@ from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import NotEnoughMemory
 from app.engine.backends.resources import memory_problem
 from app.library.fit_facts import facts_for, gguf_fit_facts, loaded_context, onnx_fit_facts
-from app.library.onnx_graph import kv_element_bytes
+from app.library.model_files.onnx_graph import kv_element_bytes
 from app.hardware.memory import F16, F32, ONNX_KV_FALLBACK
-from app.library.gguf_info import read_gguf_info
-from app.library.model_format import read_onnx_folder
+from app.library.model_files.gguf_info import read_gguf_info
+from app.library.model_files.model_format import read_onnx_folder
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
 _GIB = 1024**3

@@ -28,8 +28,8 @@ from app.engine.failures import BadModelFile, OnnxRefused, OnnxTrouble, Provider
 from app.engine.backends.onnx.onnx_backend import OnnxBackend  # noqa: E402
 from app.engine.process import EngineLoop  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load  # noqa: E402
-from app.library.gguf_info import ModelFileError  # noqa: E402
-from app.library.model_format import ModelFolderError  # noqa: E402
+from app.library.model_files.gguf_info import ModelFileError  # noqa: E402
+from app.library.model_files.model_format import ModelFolderError  # noqa: E402
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"
 STATS_KEYS = {

@@ -16,7 +16,7 @@ import pytest
 
 from app.engine.protocol import ToolCall
 from app.engine.tool_calls.tool_calls import NOTE_CUT_OFF, NOTE_INVALID, ToolCallReader, ToolFamily, family_of
-from app.library.gguf_info import read_gguf_info
+from app.library.model_files.gguf_info import read_gguf_info
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ANSWERS = json.loads((FIXTURES / "tool_calls" / "answers.json").read_text(encoding="utf-8"))

@@ -211,8 +211,8 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
         repository's files (a choice with its vision projector among them), as a search and a
         listing on 127.0.0.1 would leave it."""
         from app.library.download.unit import FileSpec
-        from app.library.hub import DownloadUnit
-        from app.library.hub_search import RepoChoice, parse_search_answer
+        from app.library.huggingface.hub import DownloadUnit
+        from app.library.huggingface.hub_search import RepoChoice, parse_search_answer
         from app.service.library.hub_search import ChoiceRow, RepoListing
         from tests.helpers.hub_answers import RECORDED_ANSWER
 
@@ -302,7 +302,7 @@ def _documents(window: Any, service: Any, loop: asyncio.AbstractEventLoop, home:
                                                 "Waiting while an answer is written"))
         wait(loop, asyncio.sleep(0.05))  # the file list is asked for off the UI thread
         from app.library.installed import InstalledModel
-        from app.library.model_purpose import ModelPurpose
+        from app.library.model_files.model_purpose import ModelPurpose
 
         minilm = InstalledModel(id="all-minilm-l6-v2", title="all-MiniLM-L6-v2 (embedding)",
                                 path=home / "minilm.gguf", size=45_000_000, sha256=None, source="catalog",

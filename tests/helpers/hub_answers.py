@@ -1,6 +1,6 @@
 """Hugging Face's model search served on 127.0.0.1: a fixture answer at the address the app asks.
 
-The address is written out here, not taken from app.library.hub_search, so a change to
+The address is written out here, not taken from app.library.huggingface.hub_search, so a change to
 the parameters the app sends fails the tests instead of following along.
 """
 
@@ -16,7 +16,7 @@ THINKER_ANSWER = FIXTURES / "search-thinker-gguf.json"
 EMPTY_ANSWER = FIXTURES / "search-empty.json"
 # A real answer of huggingface.co's model search, recorded by another project (see the README there).
 RECORDED_ANSWER = FIXTURES / "recorded-gguf-trending-2026-08-07.json"
-# list_models(expand=[...]): one "expand" per field, in the order app.library.hub_search asks.
+# list_models(expand=[...]): one "expand" per field, in the order app.library.huggingface.hub_search asks.
 _EXPAND = "".join(f"&expand={field}" for field in
                   ("downloads", "likes", "lastModified", "tags", "pipeline_tag", "gated", "private"))
 

@@ -33,8 +33,8 @@ from app.hardware.fit import FitFacts
 from app.hardware.placement import ALL_LAYERS, Placement, PlacementRefused, place
 from app.hardware.report import HardwareReport
 from app.library.fit_facts import facts_for
-from app.library.gguf_info import ModelFileError, read_gguf_info
-from app.library.model_format import detect_format, read_onnx_folder
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_files.model_format import detect_format, read_onnx_folder
 from app.service.models.engine_errors import EngineError
 
 # The answer when a test scripts none: endless, so max_tokens ends it ("length"), as

@@ -10,7 +10,7 @@ import pytest
 
 from app.library.catalog import (CATALOG_FILE, CatalogFile, CatalogShape, embedding_entries, find_entry,
                                  load_catalog, recommended_entry)
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_purpose import ModelPurpose
 
 
 def test_the_shipped_catalog_reads_without_a_problem() -> None:

@@ -17,7 +17,7 @@ from app.core.units import human_size
 from app.library.download import DownloadErrorKind, DownloadOptions, FileSpec
 from app.library.download.gguf_extent import GgufExtent
 from app.library.download.part import open_for_append
-from app.library.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
 from tests.helpers.http_servers import Served, TestServer, sha256_of
 from tests.library.test_download_hostile import bounded, failed
 

@@ -18,7 +18,7 @@ import pytest
 from app.library.download import (DownloadControl, DownloadError, DownloadErrorKind, DownloadOptions,
                                   FileSpec, UnitDownload)
 from app.library.download.transport import retry_after
-from app.library.hub import units_for
+from app.library.huggingface.hub import units_for
 
 FAST = DownloadOptions(retry_delays=(0.01, 0.02, 0.04), timeout_s=5.0, lookup_s=2.5, space_margin=0)
 BODY = b"GGUF" + bytes(996)

@@ -12,8 +12,8 @@ from app.core.files import try_hold_lock
 from app.library.download import (DownloadControl, DownloadError, DownloadErrorKind,
                                   DownloadOptions, DownloadProgress, DownloadStopped)
 from app.library.fetch import MARKER, FetchRefused, discard_unit, fetch_unit, unit_folder
-from app.library.hub import DownloadUnit, direct_unit, units_for
-from app.library.model_format import read_onnx_folder
+from app.library.huggingface.hub import DownloadUnit, direct_unit, units_for
+from app.library.model_files.model_format import read_onnx_folder
 from app.library.models import ModelLibrary
 from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, sha256_of
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.library.download import DownloadOptions
 from app.library.fetch import LOCK, MARKER, fetch_unit
-from app.library.hub import direct_unit
+from app.library.huggingface.hub import direct_unit
 from app.library.models import ModelLibrary
 from tests.helpers.http_servers import Served, TestServer
 

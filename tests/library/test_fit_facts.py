@@ -12,7 +12,7 @@ import pytest
 from app.hardware.fit import FitFacts
 from app.hardware.memory import F16, F32
 from app.library.fit_facts import facts_for
-from app.library.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
 
 _MIB = 1024**2
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"

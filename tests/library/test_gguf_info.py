@@ -1,4 +1,4 @@
-"""Tests for app.library.gguf_info on real model files and on damaged copies of them.
+"""Tests for app.library.model_files.gguf_info on real model files and on damaged copies of them.
 
 The tiny_model and small_real_model fixtures come from tests/conftest.py.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.library.ggml_types import GGML_TYPES
-from app.library.gguf_header import GgufSkipped
-from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
+from app.library.model_files.ggml_types import GGML_TYPES
+from app.library.model_files.gguf_header import GgufSkipped
+from app.library.model_files.gguf_info import GgufInfo, ModelFileError, read_gguf_info
 from tests.helpers.tiny_gguf import CHATML_TEMPLATE, build_tiny_gguf
 
 

@@ -8,7 +8,7 @@ import pytest
 from app.library.catalog import load_catalog, find_entry
 from app.library.download import DownloadError, DownloadErrorKind
 from app.library.download import FileSpec
-from app.library.hub import (DownloadUnit, HubError, Pasted, catalog_unit, choose,
+from app.library.huggingface.hub import (DownloadUnit, HubError, Pasted, catalog_unit, choose,
                              default_endpoint, direct_unit, parse_pasted, resolve_url, units_for)
 from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, sha256_of
 

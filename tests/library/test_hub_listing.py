@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from app.library import hub_listing
+from app.library.huggingface import hub_listing
 from app.library.download import DownloadError, DownloadErrorKind
-from app.library.file_names import name_problem, plain_file_name, shown
-from app.library.hub import HubError, UnsafeNames, direct_unit, units_for
+from app.library.huggingface.file_names import name_problem, plain_file_name, shown
+from app.library.huggingface.hub import HubError, UnsafeNames, direct_unit, units_for
 from tests.helpers.http_servers import Served, TestServer, hugging_face_repo
 
 

@@ -9,8 +9,8 @@ import socket
 import pytest
 
 from app.library.download import DownloadError, DownloadErrorKind
-from app.library.hub import default_endpoint
-from app.library.hub_search import (HubRepo, choices_of, offered_quantizations, onnx_precision, parse_search_answer,
+from app.library.huggingface.hub import default_endpoint
+from app.library.huggingface.hub_search import (HubRepo, choices_of, offered_quantizations, onnx_precision, parse_search_answer,
                                     pick_quantization, quantization, repo_choices, search_models, search_url)
 from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
 from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, THINKER_ANSWER, serve_search

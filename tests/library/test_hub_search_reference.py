@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.library.hub_search import EXPANDED, search_models
+from app.library.huggingface.hub_search import EXPANDED, search_models
 from tests.helpers.http_servers import TestServer
 from tests.helpers.hub_answers import THINKER_ANSWER, serve_search
 

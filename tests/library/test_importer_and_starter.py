@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.library import starter
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.models import ModelLibrary
 from tests.helpers.disks import small_disk

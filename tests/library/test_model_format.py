@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app.library.gguf_info import ModelFileError
-from app.library.model_format import (
+from app.library.model_files.gguf_info import ModelFileError
+from app.library.model_files.model_format import (
     ModelFolderError,
     damaged_json_file,
     detect_format,

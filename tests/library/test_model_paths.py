@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.library.gguf_info import ModelFileError, read_gguf_info
-from app.library.model_format import detect_format, read_onnx_folder
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_files.model_format import detect_format, read_onnx_folder
 from app.library.models import ModelLibrary
 
 TINY_ONNX = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"

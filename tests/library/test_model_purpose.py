@@ -15,9 +15,9 @@ from gguf import GGUFWriter, PoolingType
 from app.engine.backends.backend import DeviceChoice
 from app.engine.backends.llama.gguf_backend import GgufBackend
 from app.engine.protocol import Load
-from app.library.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
 from app.library.model_details import gguf_details
-from app.library.model_purpose import ModelPurpose, gguf_purpose
+from app.library.model_files.model_purpose import ModelPurpose, gguf_purpose
 from app.library.models import ModelLibrary
 from tests.helpers.embedding_gguf import build_embedding_gguf
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.importer import import_model_file
 from app.library.model_defaults import ModelDefaults
 from app.library.models import FOUND_SOURCE, METADATA_FILE, ModelLibrary

@@ -12,8 +12,8 @@ import pytest
 from app.library.catalog import CatalogEntryError, CatalogFile, load_catalog, parse_entry
 from app.library.download import DownloadOptions
 from app.library.fetch import fetch_unit
-from app.library.hub import DownloadUnit, catalog_unit, choose, group_units, units_for
-from app.library.hub_listing import RepoFile
+from app.library.huggingface.hub import DownloadUnit, catalog_unit, choose, group_units, units_for
+from app.library.huggingface.hub_listing import RepoFile
 from app.library.models import METADATA_FILE, ModelLibrary
 from tests.helpers.http_servers import TestServer, hugging_face_repo, sha256_of
 from tests.helpers.projector_header import write_projector, write_text_model

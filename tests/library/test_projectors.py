@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from gguf import LlamaFileType
 
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.importer import import_model_file
 from app.library.model_details import model_details
 from app.library.models import METADATA_FILE, ModelLibrary

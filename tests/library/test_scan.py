@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gguf import GGUFWriter
 
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.scan import ScanCancelled, examine, scan_folder, split_files, split_part
 
 ONNX_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-onnx"

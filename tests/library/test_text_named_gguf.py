@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 
@@ -49,7 +49,7 @@ def test_a_real_model_is_not_mistaken_for_text(tmp_path: Path, tiny_model: Path)
 
 def test_the_header_reader_itself_never_tells_a_gguf_named_file_to_fetch_the_gguf_version(tmp_path) -> None:
     """Paths that skip the importer (a folder read in place, the engine) read the header directly."""
-    from app.library.gguf_info import ModelFileError, read_gguf_info
+    from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
 
     named = tmp_path / "model.gguf"
     named.write_bytes(b"PK\x03\x04" + bytes(64))  # a zip saved under a model's name

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.core.conversation import Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.documents.chunks import chunk_document
 from app.documents.collections import FileState
 from app.documents.index import DocumentIndex

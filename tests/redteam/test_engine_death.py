@@ -43,7 +43,7 @@ import pytest
 
 from app.core.conversation import MessageState, Role
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from app.tools.mcp_config import McpServerConfig, write_mcp_config

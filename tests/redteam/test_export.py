@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from app.core.conversation import Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from tests.cli.test_chat_cli import ROOT, kestrel
 

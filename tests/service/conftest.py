@@ -20,7 +20,7 @@ import pytest
 
 from app.core.conversation import Message
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
 from app.library.importer import import_model_file

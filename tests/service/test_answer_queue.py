@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from app.core.conversation import MessageState, Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.service import events as ev
 from tests.helpers.scripted_answers import scripted_text
 from tests.service.conftest import LONG, history, run, stored, writing

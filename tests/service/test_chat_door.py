@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from app.core.conversation import MessageState, Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.engine.protocol import ChatMessage, Delta, Done
 from app.service import events as ev
 from app.service.models.engine_queue import Withdrawn

@@ -11,7 +11,7 @@ import pytest
 
 from app.core.attachments import AttachedImage
 from app.core.chat_export import MAX_BYTES
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.service import events as ev
 from app.service.chats.chat_files import ChatFiles, ExportOutcome, Imported
 from tests.helpers.images import image_bytes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from app.core.conversation import MessageState
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from app.library.importer import import_model_file
 from app.library.models import ModelLibrary

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from app.core.conversation import MessageState, Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from app.service import events as ev
 from tests.core.damaged_history import (CONVERSATIONS, MESSAGES_EACH, damage_in_use, damaged_history, digest,

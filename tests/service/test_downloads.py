@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 
 from app.library.download import DownloadOptions
-from app.library.hub import direct_unit
+from app.library.huggingface.hub import direct_unit
 from app.library.models import ModelLibrary
 from app.service.library.downloads import DownloadQueue
 from app.service.events import DownloadChanged, DownloadItem

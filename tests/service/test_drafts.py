@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import app.service.chats.drafts
-from app.core.drafts import read_drafts, write_drafts
+from app.core.store.drafts import read_drafts, write_drafts
 from app.service import events as ev
 from tests.service.conftest import drafted_ids, drafts_written, history, run
 

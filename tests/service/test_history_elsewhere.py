@@ -62,7 +62,7 @@ def test_the_open_chat_changed_elsewhere_is_shown_again_and_one_deleted_gives_wa
             chat = doors.chat.conversation
             assert chat is not None
             db = data_paths().history_db
-            rename = ("from app.core.history import HistoryStore; import sys; "
+            rename = ("from app.core.store.history import HistoryStore; import sys; "
                       "HistoryStore(sys.argv[1]).rename_conversation(int(sys.argv[2]), 'Renamed elsewhere')")
             await other_process("-c", rename, str(db), str(chat.id))
             await events.until(lambda: events.of(ev.HistoryChangedElsewhere), timeout=10, what="the rename heard")
@@ -71,7 +71,7 @@ def test_the_open_chat_changed_elsewhere_is_shown_again_and_one_deleted_gives_wa
             assert events.of(ev.ConversationOpened)[-1].conversation == doors.chat.conversation
 
             heard = len(events.of(ev.HistoryChangedElsewhere))
-            delete = ("from app.core.history import HistoryStore; import sys; "
+            delete = ("from app.core.store.history import HistoryStore; import sys; "
                       "HistoryStore(sys.argv[1]).delete_conversation(int(sys.argv[2]))")
             await other_process("-c", delete, str(db), str(chat.id))
             await events.until(lambda: len(events.of(ev.HistoryChangedElsewhere)) > heard, timeout=10,

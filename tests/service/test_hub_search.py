@@ -85,7 +85,7 @@ def test_a_newer_search_supersedes_an_older_one(server: TestServer) -> None:
 
 
 def test_a_search_runs_off_the_loops_thread(server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.library import hub_search as library
+    from app.library.huggingface import hub_search as library
 
     threads: list[str] = []
     real = library.search_models
@@ -115,9 +115,9 @@ def test_a_repositorys_files_carry_a_fit_verdict_estimated_from_their_size(
 
 
 def test_a_file_bigger_than_the_memory_free_will_not_fit(laptop: HardwareReport) -> None:
-    from app.library.hub import DownloadUnit
+    from app.library.huggingface.hub import DownloadUnit
     from app.library.download.unit import FileSpec
-    from app.library.hub_search import RepoChoice
+    from app.library.huggingface.hub_search import RepoChoice
     from app.service.library.hub_search import judged
 
     settings = Settings(generation=GenerationSettings(context_length=4096))

@@ -10,7 +10,7 @@ import asyncio
 from pathlib import Path
 
 from app.core.conversation import Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.core.paths import data_paths
 from app.engine.protocol import ChatMessage, Delta
 from app.library.models import ModelLibrary

@@ -12,7 +12,7 @@ import pytest
 
 from app.core.answer_stats import AnswerStats
 from app.core.conversation import MessageState, Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.service.storage import Storage
 from app.service.chats.streaming import StreamingAnswer
 from tests.core.conftest import FakeClock
@@ -143,7 +143,7 @@ _STREAMER = """
 import asyncio, sys, time
 from pathlib import Path
 from app.core.conversation import Role
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.service.storage import Storage
 from app.service.chats.streaming import StreamingAnswer
 

@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from app.core.conversation import MessageState
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.service import events as ev
 from app.service.models.client import EngineClient
 from tests.helpers.thinking_gguf import ANSWER, THOUGHT

@@ -130,7 +130,7 @@ def test_an_ampersand_in_a_name_is_shown_not_taken_as_a_shortcut(header: ChatHea
 def test_an_embedding_model_is_not_offered_to_chat(header: ChatHeader) -> None:
     import dataclasses
 
-    from app.library.model_purpose import ModelPurpose
+    from app.library.model_files.model_purpose import ModelPurpose
 
     embed = model_row("minilm", "all-MiniLM-L6-v2")
     embed = dataclasses.replace(embed, model=dataclasses.replace(embed.model, purpose=ModelPurpose.EMBEDDING))

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 from app.core.conversation import MessageState, Role
 from app.ui.settings.dialogs import EditMessageDialog
 from app.ui.messages.message_delegate import stats_line
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from tests.helpers.vision_controller import ImageApi
 from tests.ui.conftest import idle, long_answers, run, service_of, until, with_generation
 

@@ -17,7 +17,7 @@ from app.library.models import ModelLibrary
 from app.service import events as ev
 from app.service.doors.documents import DocumentsDoor
 from app.library.catalog import CatalogEntry, load_catalog
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_purpose import ModelPurpose
 from app.ui.documents.documents_embedding import CHOOSE, EmbeddingLine, offer_words
 from app.ui.documents.documents_window import DocumentsWindow
 from app.ui.documents.documents_words import EMPTY, NO_MODEL, NONE_CHOSEN, ago, progress_words, time_left

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 
 from app.core.conversation import MessageState, Role
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from tests.helpers.tiny_gguf import build_tiny_gguf
 from tests.ui.conftest import idle, run, service_of, stored, until, with_generation
 

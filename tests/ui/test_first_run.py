@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.library.hub import direct_unit
+from app.library.huggingface.hub import direct_unit
 from app.library.starter import STARTER_ID
 from app.service.events import DownloadItem
 from app.service.models.model_setup import ModelSetup

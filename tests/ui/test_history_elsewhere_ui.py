@@ -44,7 +44,7 @@ def test_the_open_chat_renamed_or_deleted_elsewhere_follows(make_window, loop, q
     opened = window.doors.chat.conversation
     assert opened is not None
     db = str(data_paths().history_db)
-    store = "from app.core.history import HistoryStore; import sys; s = HistoryStore(sys.argv[1]); "
+    store = "from app.core.store.history import HistoryStore; import sys; s = HistoryStore(sys.argv[1]); "
     other_kestrel(qtbot, "-c", store + "s.rename_conversation(int(sys.argv[2]), 'Renamed elsewhere')", db,
                   str(opened.id))
     qtbot.waitUntil(lambda: window.header.title.full_text() == "Renamed elsewhere", timeout=5000)

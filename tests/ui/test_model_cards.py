@@ -287,7 +287,7 @@ def test_nothing_in_the_manager_is_cut_at_200_percent() -> None:
 def test_an_embedding_models_card_is_tagged_and_cannot_be_loaded_to_chat() -> None:
     import dataclasses as dc
 
-    from app.library.model_purpose import ModelPurpose
+    from app.library.model_files.model_purpose import ModelPurpose
 
     row = installed("minilm")
     row = dc.replace(row, model=dc.replace(row.model, purpose=ModelPurpose.EMBEDDING),

@@ -84,7 +84,7 @@ def _wait_for(what, timeout: float) -> None:
 
 def test_a_second_launch_hands_over_and_leaves_the_first_answer_alone(tmp_path: Path, tiny_model: Path) -> None:
     from app.core.conversation import MessageState, Role
-    from app.core.history import HistoryStore
+    from app.core.store.history import HistoryStore
 
     install_model(tiny_model)
     log = tmp_path / "startup.jsonl"

@@ -215,7 +215,7 @@ def test_the_composer_grows_with_its_text_up_to_a_limit(make_window, qtbot) -> N
 
 
 def test_a_message_that_cannot_be_saved_comes_back_to_the_box(make_window, loop, qtbot, monkeypatch) -> None:
-    from app.core.history import HistoryError, HistoryStore
+    from app.core.store.history import HistoryError, HistoryStore
 
     window = make_window()
 

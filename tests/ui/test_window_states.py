@@ -11,7 +11,7 @@ from PySide6.QtTest import QAbstractItemModelTester
 
 from app.core.conversation import MessageState, Role
 from app.ui.state.message_model import MessageRoles
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.service.models.model_setup import ModelSetup
 from tests.ui.conftest import choose_in_settings, idle, long_answers, run, service_of, stored, until, with_generation
 

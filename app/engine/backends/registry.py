@@ -19,8 +19,8 @@ from app.engine.backends.spec import BackendSpec, ModelLocation
 from app.engine.capabilities import Capability
 from app.engine.failures import Unsupported
 from app.engine.protocol import AnswerShape
-from app.library.gguf_info import ModelFileError
-from app.library.model_format import detect_format
+from app.library.model_files.gguf_info import ModelFileError
+from app.library.model_files.model_format import detect_format
 
 BUILT_IN: tuple[BackendSpec, ...] = (LLAMA, ONNX)
 # Comma-separated packages, each with a BACKEND spec, registered after the built-in ones.

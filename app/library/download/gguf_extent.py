@@ -15,10 +15,10 @@ import struct
 from collections.abc import Generator
 
 from app.core.units import human_size
-from app.library.gguf_header import (MAX_ARRAY_LENGTH, MAX_DIMS, MAX_ELEMENTS, MAX_NAME_BYTES, MAX_STRING_BYTES,
+from app.library.model_files.gguf_header import (MAX_ARRAY_LENGTH, MAX_DIMS, MAX_ELEMENTS, MAX_NAME_BYTES, MAX_STRING_BYTES,
                                      Corrupt, count_of, padded, quoted)
-from app.library.ggml_types import GGML_TYPES
-from app.library.gguf_info import (DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_COUNT, describe_foreign,
+from app.library.model_files.ggml_types import GGML_TYPES
+from app.library.model_files.gguf_info import (DEFAULT_ALIGNMENT, GGUF_MAGIC, MAX_COUNT, describe_foreign,
                                    version_detail)
 
 # What the header reader asks for: so many bytes, so many bytes passed over, or so many

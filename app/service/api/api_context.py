@@ -7,7 +7,7 @@ import asyncio
 from app.hardware.fit import CONTEXT_STEP, Verdict, estimate_fit
 from app.library.fit_facts import facts_for
 from app.library.installed import InstalledModel
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.service.api.api_types import ApiRefused
 from app.service.models.model_session import ModelSession
 from app.service.settings_keeper import SettingsKeeper

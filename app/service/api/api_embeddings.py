@@ -18,7 +18,7 @@ from app.core.server_settings import ServerSettings
 from app.core.units import human_size
 from app.library.catalog import embedding_entries, load_catalog
 from app.library.installed import InstalledModel
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 from app.service.api.api_types import ApiRefused, EmbeddingAsk, Embeddings
 from app.service.documents.embedding_turns import EmbeddingClosed, ReportingEmbedder

@@ -13,7 +13,7 @@ from app.core.attachments import SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Part, Role, ToolCallPart, ToolResultPart
 from app.core.message_parts import tool_rounds
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryError, HistoryStore
+from app.core.store.history import HistoryError, HistoryStore
 from app.engine.failures import Failure
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind, ToolCall
 from app.service.documents.attached_images import turns_with_images, unseen_note

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from app.core.attachments import AttachedFile, AttachedImage
 from app.core.conversation import Message, Role
-from app.core.history import HistoryError, HistoryStore
+from app.core.store.history import HistoryError, HistoryStore
 from app.library.installed import InstalledModel
 from app.service.chats.answer_queue import AnswerQueue, Turn
 from app.service.chats.answer_run import AnswerRun

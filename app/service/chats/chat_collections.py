@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from app.core.history import HistoryError, HistoryStore
+from app.core.store.history import HistoryError, HistoryStore
 from app.documents.collections import DocumentsError, Hit
 from app.service.chats.conversations import Conversations
 from app.service.event_bus import EventBus

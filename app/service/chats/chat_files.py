@@ -11,7 +11,7 @@ from pathlib import Path
 from app.core.chat_export import ChatFileError, ImportedChat, read_chat, to_json, to_markdown
 from app.core.conversation import Conversation, Message
 from app.core.files import Refusal, TargetRefused, write_user_file
-from app.core.history import HistoryError, HistoryStore
+from app.core.store.history import HistoryError, HistoryStore
 from app.service.documents.attached_images import CheckImages, in_worker, not_started
 from app.service.events import ConversationChanged, Event, Problem
 from app.service.chats.imported_images import check_imported_images

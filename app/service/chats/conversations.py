@@ -9,7 +9,7 @@ from app.core.answer_stats import AnswerStats
 from app.core.attachments import MAX_IMAGES, AttachedImage
 from app.core.conversation import Conversation, Message, Role
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryError, HistoryStore
+from app.core.store.history import HistoryError, HistoryStore
 from app.library.installed import InstalledModel
 from app.service.chats.drafts import DraftBook
 from app.service.events import ConversationChanged, ConversationRemoved, Event, Problem

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from app.core.drafts import read_drafts, write_drafts
-from app.core.history import HistoryError
+from app.core.store.drafts import read_drafts, write_drafts
+from app.core.store.history import HistoryError
 from app.service.events import DraftChanged, Event, Problem
 from app.service.storage import Storage
 

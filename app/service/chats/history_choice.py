@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from app.core.history import HistoryDamaged, HistoryError
-from app.core.history_repair import Replacement
+from app.core.store.history import HistoryDamaged, HistoryError
+from app.core.store.history_repair import Replacement
 from app.service.chats.conversations import Conversations
 from app.service.events import ActivityChanged, ConversationsListed, DamagedHistoryReplaced, Event, Problem
 from app.service.storage import Storage

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from app.core.history import HistoryError
+from app.core.store.history import HistoryError
 from app.service.chats.conversations import Conversations
 from app.service.event_bus import EventBus
 from app.service.events import ConversationsListed, HistoryChangedElsewhere

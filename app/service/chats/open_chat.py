@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from app.core.conversation import UNTITLED, Conversation, Message
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryError
+from app.core.store.history import HistoryError
 from app.service.chats.conversations import Conversations
 from app.service.event_bus import EventBus
 from app.service.events import (ConversationChanged, ConversationModelChosen, ConversationOpened, Event, MessageAdded,

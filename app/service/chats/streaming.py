@@ -8,7 +8,7 @@ from collections.abc import Callable
 from app.core.answer_stats import AnswerStats
 from app.core.conversation import (Message, MessageState, Part, Role, TextPart, ToolCallPart, ToolResultPart,
                                    joined_text)
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 from app.service.storage import Storage
 
 

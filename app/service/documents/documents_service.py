@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, TypeVar
 from app.core.settings import Settings
 from app.documents.collections import DocumentsError, Hit
 from app.hardware.power import Power
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.installed import InstalledModel
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 from app.service.documents.embedding_turns import EmbeddingTurns
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo, IndexState,
@@ -394,7 +394,7 @@ class DocumentsService:
 def _embedding_choice(path: Path) -> EmbeddingChoice:
     """The model's vector id reads its whole file (a hash): off the loop."""
     from app.documents.embed_worker import model_id_of
-    from app.library.gguf_info import read_gguf_info
+    from app.library.model_files.gguf_info import read_gguf_info
     from app.service.documents.documents_worker import EmbeddingChoice
 
     return EmbeddingChoice(path, model_id_of(path, read_gguf_info(path).name))

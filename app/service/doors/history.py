@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from app.core.history import HistoryDamaged
+from app.core.store.history import HistoryDamaged
 
 if TYPE_CHECKING:
     from app.service.root import Service

@@ -18,7 +18,7 @@ from app.library.catalog import CatalogEntry
 from app.library.download import (DownloadControl, DownloadError, DownloadOptions, DownloadProgress,
                                   DownloadStopped)
 from app.library.fetch import FetchRefused, Fetched, discard_unit, fetch_unit, unit_folder
-from app.library.hub import DownloadUnit, catalog_unit
+from app.library.huggingface.hub import DownloadUnit, catalog_unit
 from app.library.models import ModelLibrary
 from app.service.events import DownloadChanged, DownloadId, DownloadItem, DownloadState
 

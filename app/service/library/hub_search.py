@@ -20,7 +20,7 @@ from app.hardware.report import HardwareReport
 from app.library.fit_facts import loaded_context
 
 if TYPE_CHECKING:
-    from app.library.hub_search import HubRepo, RepoChoice
+    from app.library.huggingface.hub_search import HubRepo, RepoChoice
 
 T = TypeVar("T")
 ESTIMATED_WORDS = ("Estimated from the file size: the model's shape (and so the memory its context "
@@ -80,7 +80,7 @@ class HubSearch:
         """The repositories query finds that hold fmt ("gguf" or "onnx") files, most downloaded
         first; None when a newer search took over."""
         from app.library.download import DownloadError
-        from app.library.hub_search import DEFAULT_LIMIT, search_models
+        from app.library.huggingface.hub_search import DEFAULT_LIMIT, search_models
 
         endpoint = self._hub()
         try:
@@ -97,7 +97,7 @@ class HubSearch:
     async def choices(self, repo: str) -> RepoListing | None:
         """repo's files with their quantization, size and fit; None when a newer listing took over."""
         from app.library.download import DownloadError
-        from app.library.hub_search import repo_choices
+        from app.library.huggingface.hub_search import repo_choices
 
         endpoint = self._hub()
         try:
@@ -113,7 +113,7 @@ class HubSearch:
         return RepoListing(repo, rows)
 
     def _hub(self) -> str:
-        from app.library.hub import default_endpoint
+        from app.library.huggingface.hub import default_endpoint
 
         return (self._endpoint or default_endpoint)()
 

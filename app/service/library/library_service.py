@@ -14,7 +14,7 @@ from app.hardware.fit import FitEstimate, estimate_fit
 from app.hardware.report import HardwareReport, RamInfo
 from app.library.catalog import CatalogEntry, load_catalog
 from app.library.fit_facts import facts_for
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.model_defaults import ModelDefaults
 from app.library.model_details import model_details
 from app.library.installed import InstalledModel
@@ -29,7 +29,7 @@ from app.service.library.recommendation import recommend, with_reason
 from app.service.settings_keeper import SettingsKeeper
 
 if TYPE_CHECKING:
-    from app.library.hub import DownloadUnit
+    from app.library.huggingface.hub import DownloadUnit
     from app.library.scan import FolderScan
     from app.service.library.downloads import DownloadQueue
 
@@ -247,7 +247,7 @@ class LibraryService:
         """
         # Imported here: chat and doctor never load the network code.
         from app.library.download import DownloadError
-        from app.library.hub import HubError, units_for
+        from app.library.huggingface.hub import HubError, units_for
 
         try:
             return await asyncio.to_thread(units_for, text)

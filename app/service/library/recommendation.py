@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from app.hardware.fit import FitEstimate, Verdict
 from app.hardware.report import HardwareReport
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_purpose import ModelPurpose
 from app.service.events import CatalogRow
 
 _GIB = 1024**3

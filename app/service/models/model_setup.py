@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QInputDialog, 
 
 from app.documents.collections import DocumentsError
 from app.library.catalog import CatalogEntry
-from app.library.model_purpose import ModelPurpose
+from app.library.model_files.model_purpose import ModelPurpose
 from app.service.documents_events import PAUSED_WORDS
 from app.service.events import CollectionInfo, IndexingProgress
 from app.ui.common import icons

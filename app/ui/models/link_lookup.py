@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QLineEdit
 from app.core.units import human_size
 
 if TYPE_CHECKING:
-    from app.library.hub import DownloadUnit
+    from app.library.huggingface.hub import DownloadUnit
     from app.service.doors.models import LibraryDoor
     from app.ui.state.adapter import ServiceAdapter
 

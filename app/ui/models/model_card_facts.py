@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 
 from app.core.units import human_size
 from app.hardware.fit import FitEstimate, Verdict
-from app.library.model_purpose import not_for_chat
+from app.library.model_files.model_purpose import not_for_chat
 from app.service.events import CatalogRow, ModelRow
 from app.ui.state.fit_verdict import verdict_of, verdict_tooltip, verdict_words
 from app.ui.state.model_items import parameters_text, status_text

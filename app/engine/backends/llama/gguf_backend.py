@@ -37,8 +37,8 @@ from app.engine.answers.thinking import has_switch, template_variables, thinking
 from app.engine.backends.llama.vision import Projector, load_projector
 from app.hardware.placement_types import ALL_LAYERS
 from app.library.fit_facts import gguf_fit_facts
-from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
-from app.library.model_purpose import gguf_purpose, not_for_chat
+from app.library.model_files.gguf_info import GgufInfo, ModelFileError, read_gguf_info
+from app.library.model_files.model_purpose import gguf_purpose, not_for_chat
 
 
 class _CountingLlama(llama_cpp.Llama):

@@ -10,7 +10,7 @@ import llama_cpp
 
 from app.engine.templates.chat_format import ModelTokens, end_of_turn_markers
 from app.engine.templates.outside_text import literal_bytes_pattern, literal_pattern
-from app.library.gguf_info import GgufInfo
+from app.library.model_files.gguf_info import GgufInfo
 
 
 # The GGUF keys that name end-of-generation tokens.

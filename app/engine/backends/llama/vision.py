@@ -19,7 +19,7 @@ import llama_cpp
 import llama_cpp.mtmd_cpp as mtmd
 
 from app.engine.backends.llama import native_log
-from app.library.gguf_info import ModelFileError, read_gguf_info
+from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
 from app.library.projector import fits, projector_of
 
 # The text mtmd cuts a prompt at, one per image. Random for each projector loaded, so

@@ -27,8 +27,8 @@ from app.engine.backends.resources import default_threads, memory_problem
 from app.engine.answers.thinking import has_switch, template_variables, thinking_in
 from app.hardware.onnx_source import quiet_windows_telemetry
 from app.library.fit_facts import onnx_fit_facts
-from app.library.onnx_graph import kv_element_bytes
-from app.library.model_format import ModelFolderError, OnnxFolderInfo, damaged_json_file, read_onnx_folder
+from app.library.model_files.onnx_graph import kv_element_bytes
+from app.library.model_files.model_format import ModelFolderError, OnnxFolderInfo, damaged_json_file, read_onnx_folder
 
 quiet_windows_telemetry(og, platform.system())
 

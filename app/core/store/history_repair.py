@@ -28,9 +28,9 @@ from app.core.attachment_data import attachments_from_json, attachments_json, co
 from app.core.attachments import MAX_IMAGES, AttachedFile, AttachedImage, SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
-from app.core.history import HistoryError, HistoryStore
-from app.core.history_images import image_from_row, store_images
-from app.core.history_schema import MIGRATIONS, is_damage
+from app.core.store.history import HistoryError, HistoryStore
+from app.core.store.history_images import image_from_row, store_images
+from app.core.store.history_schema import MIGRATIONS, is_damage
 from app.core.message_parts import parts_from_json
 
 # SQLite's companions of a database file: its WAL (committed data not yet copied into

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlsplit
 
 from app.library.download.errors import DownloadError, DownloadErrorKind, gave_up, unreachable
 from app.library.download.transport import Answer, Steps, TransientFailure, Unreachable, describe, request
-from app.library.file_names import name_problem
+from app.library.huggingface.file_names import name_problem
 
 _MAX_LISTING = 32 * 1024 * 1024
 _MAX_FILES = 100_000  # the biggest model repositories hold tens of thousands of files

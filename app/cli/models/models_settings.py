@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
-from app.cli.models_common import load_settings, open_library
+from app.cli.models.models_common import load_settings, open_library
 from app.cli.terminal_text import shown_path
 from app.core.settings import SettingsError
 from app.library.model_defaults import FIELD_HELP, ModelDefaults, field_names, parse_value
 from app.library.installed import InstalledModel
-from app.library.model_purpose import not_for_chat
+from app.library.model_files.model_purpose import not_for_chat
 from app.library.models import ModelLibrary
 from app.library.projector import checked_projector
 

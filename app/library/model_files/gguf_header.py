@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, BinaryIO, Mapping
 
-from app.library.ggml_types import GGML_TYPES
+from app.library.model_files.ggml_types import GGML_TYPES
 
 # GGUF metadata value types: id -> struct format of one value (string and array are
 # variable-sized and handled apart).

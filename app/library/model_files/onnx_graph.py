@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from app.hardware.memory import ONNX_KV_FALLBACK
-from app.library.model_format import OnnxFolderInfo
+from app.library.model_files.model_format import OnnxFolderInfo
 
 # onnx.TensorProto.DataType -> bytes per element, for the types a KV cache is kept in.
 _ELEMENT_BYTES = {1: 4, 2: 1, 3: 1, 10: 2, 11: 8, 16: 2, 17: 1, 18: 1, 19: 1, 20: 1}

@@ -12,11 +12,11 @@ from typing import Any, Literal
 from urllib.parse import quote, unquote, urlsplit
 
 from app.library.catalog import CatalogEntry
-from app.library.file_names import name_problem, plain_file_name, shown
+from app.library.huggingface.file_names import name_problem, plain_file_name, shown
 from app.library.download.errors import DownloadError, bad_scheme
 from app.library.download.transport import Steps, check_scheme
 from app.library.download.unit import FileSpec
-from app.library.hub_listing import RepoFile, repo_files
+from app.library.huggingface.hub_listing import RepoFile, repo_files
 from app.library.projector import best_name, looks_like_projector
 
 DEFAULT_ENDPOINT = "https://huggingface.co"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from app.library.gguf_info import GGUF_MAGIC, ModelFileError, checked_path
+from app.library.model_files.gguf_info import GGUF_MAGIC, ModelFileError, checked_path
 
 ModelFormat = Literal["gguf", "onnx"]
 MODEL_FORMATS: tuple[ModelFormat, ...] = ("gguf", "onnx")

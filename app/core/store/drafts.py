@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from app.core.history import HistoryStore
+from app.core.store.history import HistoryStore
 
 # The new chat has no id until its first message is sent; its draft is kept as chat 0,
 # an id SQLite's AUTOINCREMENT never hands out.

@@ -15,7 +15,7 @@ from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, UserError
 from app.cli.terminal_text import shown_path, terminal_line
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.importer import ImportCancelled, ImportFailed, import_model_file, import_model_folder
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary

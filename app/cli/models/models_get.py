@@ -14,15 +14,15 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
-from app.cli.models_common import CLI_IMPORT_STEP, EXIT_FILES, ProgressLine, in_worker, open_library
+from app.cli.models.models_common import CLI_IMPORT_STEP, EXIT_FILES, ProgressLine, in_worker, open_library
 from app.core.units import human_size
 from app.library.catalog import CatalogEntry, find_entry, load_catalog
-from app.library.file_names import shown
-from app.library.model_purpose import ModelPurpose
+from app.library.huggingface.file_names import shown
+from app.library.model_files.model_purpose import ModelPurpose
 
 if TYPE_CHECKING:
     from app.library.download import DownloadedFile
-    from app.library.hub import DownloadUnit
+    from app.library.huggingface.hub import DownloadUnit
 
 # The downloader says whose SHA-256 a file failed; a hash given with --sha256 goes in as
 # the catalog's (_with_sha256), so the words are put right here.
@@ -156,7 +156,7 @@ class _Telling:
 def _unit_for(args: argparse.Namespace, steps: Any = None) -> DownloadUnit:
     """The unit the argument names: a catalog id, else what the Hub lister makes of it."""
     from app.library.download import DownloadError
-    from app.library.hub import HubError, UnsafeNames, catalog_unit, choose, units_for
+    from app.library.huggingface.hub import HubError, UnsafeNames, catalog_unit, choose, units_for
 
     entry = find_entry(load_catalog(), args.what)
     if entry is not None:
@@ -203,7 +203,7 @@ def _quant_suffix(what: str) -> tuple[str, str | None]:
 
 def _by_quantization(units: tuple[DownloadUnit, ...], quant: str, what: str) -> DownloadUnit:
     """The file (or ONNX folder) whose name states quant, in any case (the smallest of several)."""
-    from app.library.hub_search import choices_of, offered_quantizations, pick_quantization
+    from app.library.huggingface.hub_search import choices_of, offered_quantizations, pick_quantization
 
     choices = choices_of(units)
     chosen = pick_quantization(choices, quant)

@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
-from app.core.history_errors import HistoryError, check_damage, damaged
-from app.core.history_rows import fold_or_null, fold_stored_message
-from app.core.history_schema import MIGRATIONS, environment_problem, is_damage
+from app.core.store.history_errors import HistoryError, check_damage, damaged
+from app.core.store.history_rows import fold_or_null, fold_stored_message
+from app.core.store.history_schema import MIGRATIONS, environment_problem, is_damage
 
 
 class HistoryFile:

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import BinaryIO, Literal, Mapping
 
 from app.core.files import kind_of
-from app.library.gguf_header import (Corrupt, EndOfFile, HeaderReader, UnknownTensorType, count_of,
+from app.library.model_files.gguf_header import (Corrupt, EndOfFile, HeaderReader, UnknownTensorType, count_of,
                                       padded, quoted, read_tensor_info, read_value)
 
 ModelFileErrorKind = Literal[

@@ -6,7 +6,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from app.core.history_schema import DAMAGED, is_damage
+from app.core.store.history_schema import DAMAGED, is_damage
 
 
 class HistoryError(Exception):
@@ -20,7 +20,7 @@ class HistoryDamaged(HistoryError):
     """The history file is damaged, or is not a database: SQLite cannot read all of it.
 
     `path` is the file; `detail` what SQLite found, in its own words. Kestrel never
-    changes such a file by itself: the user chooses (app/core/history_repair.py).
+    changes such a file by itself: the user chooses (app/core/store/history_repair.py).
     """
 
     def __init__(self, message: str, path: Path, detail: str) -> None:

@@ -13,14 +13,14 @@ import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from app.cli.models_common import CLI_IMPORT_STEP, EXIT_FILES, load_settings
+from app.cli.models.models_common import CLI_IMPORT_STEP, EXIT_FILES, load_settings
 from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.core.units import human_size
-from app.library.file_names import shown
+from app.library.huggingface.file_names import shown
 
 if TYPE_CHECKING:
     from app.hardware.report import HardwareReport
-    from app.library.hub_search import HubRepo
+    from app.library.huggingface.hub_search import HubRepo
     from app.service.library.hub_search import ChoiceRow
 
 _VERDICT_WORDS = {"runs_well": "runs well", "runs_slowly": "runs slowly", "wont_fit": "won't fit"}
@@ -45,8 +45,8 @@ def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run
 
 def _search(args: argparse.Namespace) -> int:
     from app.library.download import DownloadError
-    from app.library.hub import default_endpoint
-    from app.library.hub_search import MAX_QUERY, search_models
+    from app.library.huggingface.hub import default_endpoint
+    from app.library.huggingface.hub_search import MAX_QUERY, search_models
 
     query = args.query.strip()
     if not query or len(query) > MAX_QUERY:
@@ -116,8 +116,8 @@ def _listed_or_why(repo: str) -> tuple[tuple[ChoiceRow, ...], str | None]:
 def _listed(repo: str) -> tuple[ChoiceRow, ...]:
     """The repository's choices, each judged on this machine as the window judges them."""
     from app.library.download import DownloadError
-    from app.library.hub import HubError, default_endpoint, parse_pasted
-    from app.library.hub_search import repo_choices
+    from app.library.huggingface.hub import HubError, default_endpoint, parse_pasted
+    from app.library.huggingface.hub_search import repo_choices
     from app.service.library.hub_search import judged
 
     try:

@@ -17,18 +17,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.cli import models_get, models_search, models_settings
+from app.cli.models import models_get, models_search, models_settings
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.closed_output import output_closed
-from app.cli.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
+from app.cli.models.models_common import EXIT_FILES, add_folder, copy_in, load_settings, open_library, reference
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text
 from app.core.units import human_size
 from app.core.settings import Settings, SettingsError, SettingsFile
 from app.hardware.fit import FitEstimate, estimate_fit
 from app.library.fit_facts import facts_for
-from app.library.gguf_info import ModelFileError
+from app.library.model_files.gguf_info import ModelFileError
 from app.library.model_defaults import ModelDefaults
-from app.library.model_format import GENAI_CONFIG
+from app.library.model_files.model_format import GENAI_CONFIG
 from app.library.model_details import model_details
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary

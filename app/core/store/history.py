@@ -12,10 +12,10 @@ from app.core.attachment_data import attachments_json, checked_collections, coll
 from app.core.attachments import AttachedFile, AttachedImage, SourceRef
 from app.core.conversation import UNTITLED, Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
-from app.core.history_errors import HistoryDamaged, HistoryError, check_damage, damaged
-from app.core.history_file import HistoryFile
-from app.core.history_images import images_for, store_images, with_images
-from app.core.history_rows import (
+from app.core.store.history_errors import HistoryDamaged, HistoryError, check_damage, damaged
+from app.core.store.history_file import HistoryFile
+from app.core.store.history_images import images_for, store_images, with_images
+from app.core.store.history_rows import (
     MESSAGE_COLUMNS,
     attachments_for,
     conversation_from_row,
@@ -27,7 +27,7 @@ from app.core.history_rows import (
     sources_for,
     stats_json,
 )
-from app.core.history_schema import SQLITE_CONSTRAINT_FOREIGNKEY, error_code, search_fold
+from app.core.store.history_schema import SQLITE_CONSTRAINT_FOREIGNKEY, error_code, search_fold
 from app.core.message_parts import checked_parts, parts_json
 
 # The errors live in history_errors.py (with the check for a damaged file) and the file's

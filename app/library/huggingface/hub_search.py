@@ -18,9 +18,9 @@ from urllib.parse import urlencode, urlsplit
 
 from app.library.download.errors import DownloadError, DownloadErrorKind
 from app.library.download.transport import Steps
-from app.library.file_names import shown
-from app.library.hub import DownloadUnit, group_units
-from app.library.hub_listing import bounded_get, repo_files
+from app.library.huggingface.file_names import shown
+from app.library.huggingface.hub import DownloadUnit, group_units
+from app.library.huggingface.hub_listing import bounded_get, repo_files
 
 SearchFormat = Literal["gguf", "onnx"]
 DEFAULT_LIMIT = 20

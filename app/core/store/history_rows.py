@@ -17,7 +17,7 @@ from app.core.attachment_data import (
 from app.core.attachments import AttachedFile, SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
-from app.core.history_schema import search_fold
+from app.core.store.history_schema import search_fold
 from app.core.message_parts import checked_parts, parts_from_json, searchable_text
 
 # messages.folded is the search's copy of the text; reading a message never needs it.

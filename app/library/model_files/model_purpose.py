@@ -5,8 +5,8 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from app.library.gguf_info import GgufInfo, ModelFileError, read_gguf_info
-from app.library.model_format import ModelFormat
+from app.library.model_files.gguf_info import GgufInfo, ModelFileError, read_gguf_info
+from app.library.model_files.model_format import ModelFormat
 
 
 class ModelPurpose(StrEnum):
