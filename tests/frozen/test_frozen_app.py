@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.frozen, pytest.mark.timeout(600)]
 TINY_ONNX = ROOT / "tests" / "fixtures" / "tiny-onnx"
 POLITE_CLOSE = os.name != "nt"
 DOCTOR_KEYS = {"report_version", "os", "cpu", "ram", "gpus", "npus", "ep_devices", "onnxruntime", "llama",
-               "power", "errors"}
+               "power", "errors", "mcp_containment"}
 
 
 def project_version() -> str:
@@ -92,6 +92,8 @@ def test_doctor_json(frozen_app: Path) -> None:
     assert set(report) == DOCTOR_KEYS
     assert report["errors"] == []
     assert report["llama"]["version"] and report["onnxruntime"]["version"]
+    # A frozen build runs no MCP launcher, and doctor says what that leaves (issue 35, item 14).
+    assert "this build cannot run the supervisor" in report["mcp_containment"], report["mcp_containment"]
 
 
 def test_chat_streams_from_the_starter_with_the_engine_in_a_child(frozen_app: Path) -> None:
