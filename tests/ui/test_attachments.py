@@ -304,7 +304,7 @@ def test_the_paperclip_opens_in_documents_then_where_files_were_last_attached_an
     asked: list[str] = []
     answers = [[str(PDF.path)], []]
 
-    def dialog(parent, title, folder, filters):
+    def dialog(parent, title, folder, filters, **options):
         asked.append(folder)
         return answers.pop(0), ""
 
