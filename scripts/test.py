@@ -1,7 +1,7 @@
 """Run the whole test suite as CI does: everything but the window's tests, then the window's tests in a
 pytest process of their own.
 
-    .venv/bin/python scripts/run_tests.py [PYTEST OPTIONS]
+    .venv/bin/python scripts/test.py [PYTEST OPTIONS]
 
 Why two processes: run after the ~3,000 other tests in one process, the window's tests twice ended in a
 segmentation fault inside Qt's event processing (pytest-qt's wait and teardown), in two different tests,
