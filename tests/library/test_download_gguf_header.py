@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import pytest
@@ -16,38 +15,15 @@ from gguf import GGUFWriter
 from app.core.units import human_size
 from app.library.download import DownloadErrorKind, DownloadOptions, FileSpec
 from app.library.download.gguf_extent import GgufExtent
-from app.library.download.part import open_for_append
 from app.library.model_files.gguf_info import ModelFileError, read_gguf_info
 from tests.helpers.http_servers import Served, TestServer, sha256_of
 from tests.library.test_download_hostile import bounded, failed
+from tests.library.conftest import Counting
 
 MB = 1024 * 1024
 CHUNK = 64 * 1024
 
 
-class Counting:
-    """The default opener, counting every byte written through it."""
-
-    written = 0
-
-    def __init__(self, path: Path) -> None:
-        self._file: BinaryIO = open_for_append(path)
-
-    def write(self, block: bytes) -> int:
-        Counting.written += len(block)
-        return self._file.write(block)
-
-    def __enter__(self) -> "Counting":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._file.close()
-
-
-@pytest.fixture
-def counting() -> type[Counting]:
-    Counting.written = 0
-    return Counting
 
 
 def options(counting: type[Counting], **changes: object) -> DownloadOptions:

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, BinaryIO
+from typing import Any
 
 import pytest
 
@@ -20,6 +20,7 @@ from app.library.download import nofollow
 from app.library.download.nofollow import NotOurFile
 from app.library.download.part import open_for_append
 from tests.helpers.http_servers import Served, TestServer, sha256_of
+from tests.library.conftest import Counting
 
 FAST = DownloadOptions(retry_delays=(0.01, 0.02, 0.04), timeout_s=2.0, stall_s=2.0,
                        chunk_size=16 * 1024, space_margin=0)
@@ -342,29 +343,6 @@ def test_the_sha256_in_a_plain_etag_is_checked_without_a_catalog(server: TestSer
 # --- item 5: never more than the stated size ----------------------------------------------------
 
 
-class Counting:
-    """The default opener, counting every byte written through it."""
-
-    written = 0
-
-    def __init__(self, path: Path) -> None:
-        self._file: BinaryIO = open_for_append(path)
-
-    def write(self, block: bytes) -> int:
-        Counting.written += len(block)
-        return self._file.write(block)
-
-    def __enter__(self) -> "Counting":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._file.close()
-
-
-@pytest.fixture
-def counting() -> type[Counting]:
-    Counting.written = 0
-    return Counting
 
 
 def test_a_body_longer_than_stated_stops_at_the_stated_size(
