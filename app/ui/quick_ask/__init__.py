@@ -1,0 +1,1 @@
+"""Quick ask: the small window a global shortcut opens over whatever the person is doing (issue 39)."""
