@@ -119,6 +119,10 @@ class WindowsMlStatus:
     libraries: tuple[tuple[str, str], ...] = ()
 
 
+# Execution providers that are not a device here: ONNX Runtime's remote-inference provider.
+NOT_DEVICE_PROVIDERS = frozenset({"AzureExecutionProvider"})
+
+
 @dataclass(frozen=True)
 class OnnxRuntimeInfo:
     """The installed ONNX Runtime and the providers it offers."""
@@ -126,6 +130,15 @@ class OnnxRuntimeInfo:
     version: str
     providers: tuple[str, ...]
     windows_ml: WindowsMlStatus
+
+    @property
+    def device_providers(self) -> tuple[str, ...]:
+        """The providers that run models on a device of this machine: what a person is shown.
+
+        `providers` stays as ONNX Runtime lists it (doctor --json); the stock builds also list
+        AzureExecutionProvider, which sends inputs to a cloud endpoint. Kestrel never uses it, and
+        an offline app listing "Azure" among its providers alarms the people who chose it."""
+        return tuple(provider for provider in self.providers if provider not in NOT_DEVICE_PROVIDERS)
 
 
 @dataclass(frozen=True)

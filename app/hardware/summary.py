@@ -24,7 +24,7 @@ def format_report(report: HardwareReport) -> str:
                                 for npu in report.npus])
     if report.onnxruntime:
         ort = report.onnxruntime
-        rows.append(("ONNX Runtime", f"{ort.version}; providers {', '.join(ort.providers) or 'none'}"))
+        rows.append(("ONNX Runtime", f"{ort.version}; providers {', '.join(ort.device_providers) or 'none'}"))
         rows.append(("Windows ML", ort.windows_ml.message))
     cpu_name = report.cpu.name if report.cpu else None
     # ONNX Runtime names a CPU by its vendor alone outside Windows.

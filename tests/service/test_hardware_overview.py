@@ -107,3 +107,15 @@ def test_a_real_service_gives_its_overview_for_copy_report(started_service) -> N
     assert overview.loaded is not None and overview.loaded.device == "CPU"
     assert overview.fallback_reasons and overview.fallback_reasons[0].startswith("NVIDIA GeForce RTX 4070")
     assert overview.model_name == title  # the library's name for it, not the file's
+
+
+def test_onnx_runtimes_remote_provider_is_not_listed_among_this_machines_devices() -> None:
+    # Recorded from the stock Linux onnxruntime wheel: it lists AzureExecutionProvider (remote
+    # inference) beside CPU. A person who chose an offline app is shown the device providers only.
+    report = recorded_report("linux_vm")
+    assert report.onnxruntime is not None and "AzureExecutionProvider" in report.onnxruntime.providers
+    assert dict(runtime_rows(report))["Execution providers"] == "CPU"
+    from app.hardware.summary import format_report
+
+    text = format_report(report)
+    assert "Azure" not in text and "providers CPUExecutionProvider" in text

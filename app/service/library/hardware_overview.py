@@ -137,7 +137,7 @@ def runtime_rows(report: HardwareReport) -> list[tuple[str, str]]:
     if report.onnxruntime:
         ort = report.onnxruntime
         rows += [("ONNX Runtime", f"{ort.version}, for ONNX models"),
-                 ("Execution providers", ", ".join(provider_name(p) for p in ort.providers) or "none")]
+                 ("Execution providers", ", ".join(provider_name(p) for p in ort.device_providers) or "none")]
         if ort.windows_ml.state != "not_windows":
             rows.append(("Windows ML", ort.windows_ml.message))
     else:
