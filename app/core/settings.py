@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from app.core.files import write_atomically
 from app.core.generation import GenerationSettings
+from app.core.quick_ask_settings import QuickAskSettings
 from app.core.server_settings import ServerSettings
 
 # Raise when the meaning of a key changes; adding a key does not need a new version,
@@ -89,11 +90,18 @@ class Settings:
     # The embedding model (a library model id) whose vectors document search uses; None:
     # the only one installed (the oldest when there are several).
     embedding_model: str | None = None
+    # Quick ask (app/ui/quick_ask): the global shortcut and what its window keeps.
+    quick_ask: QuickAskSettings = QuickAskSettings()
+    # Kestrel starts (in the tray) when the user signs in: app/core/autostart.py writes
+    # the entry. And whether "Kestrel keeps running in the tray" was said once already.
+    start_at_sign_in: bool = False
+    told_about_tray: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
         data = dataclasses.asdict(self)
         data["server"] = self.server.to_dict()
+        data["quick_ask"] = self.quick_ask.to_dict()
         return data
 
     @classmethod
@@ -137,6 +145,9 @@ class Settings:
                              f"or empty for never (got {minutes!r}).")
         if not isinstance(self.gentle_fewer_threads, bool):
             raise ValueError(f"gentle_fewer_threads must be true or false (got {self.gentle_fewer_threads!r}).")
+        for name in ("start_at_sign_in", "told_about_tray"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false (got {getattr(self, name)!r}).")
         if not isinstance(self.exit_engine_when_idle, bool):
             raise ValueError(f"exit_engine_when_idle must be true or false (got {self.exit_engine_when_idle!r}).")
         states = self.saved_states_mb
@@ -156,8 +167,11 @@ class Settings:
             raise TypeError(f"generation must be GenerationSettings, not {self.generation!r}")
         if not isinstance(self.server, ServerSettings):
             raise TypeError(f"server must be ServerSettings, not {self.server!r}")
+        if not isinstance(self.quick_ask, QuickAskSettings):
+            raise TypeError(f"quick_ask must be QuickAskSettings, not {self.quick_ask!r}")
         return dataclasses.replace(self, device_preference=device, prompt_lookup=lookup,
-                                   generation=self.generation.validated(), server=self.server.validated())
+                                   generation=self.generation.validated(), server=self.server.validated(),
+                                   quick_ask=self.quick_ask.validated())
 
 
 def choice(kind: type[_Choice], value: object) -> _Choice | None:
@@ -175,7 +189,7 @@ def _field_by_field(defaults: Any, data: Mapping[str, Any], problems: list[str])
     names = {f.name for f in dataclasses.fields(defaults)}
     result = defaults
     for key, value in data.items():
-        if key not in names or key in ("version", "generation", "server"):
+        if key not in names or key in ("version", "generation", "server", "quick_ask"):
             continue
         if isinstance(value, list):  # JSON's lists are the settings' tuples
             value = tuple(value)
@@ -204,7 +218,13 @@ def settings_from_dict(data: Mapping[str, Any], problems: list[str]) -> Settings
     else:
         server = ServerSettings()
         problems.append("server")
-    base = Settings(generation=generation, server=server)
+    raw_quick_ask = data.get("quick_ask", {})
+    if isinstance(raw_quick_ask, Mapping):
+        quick_ask = QuickAskSettings.from_dict(raw_quick_ask, problems)
+    else:
+        quick_ask = QuickAskSettings()
+        problems.append("quick_ask")
+    base = Settings(generation=generation, server=server, quick_ask=quick_ask)
     return _field_by_field(base, data, problems)
 
 
