@@ -305,7 +305,8 @@ def _search(args: argparse.Namespace) -> int:
             continue
         text = " ".join(hit.text.split())
         text = text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 1] + "…"
-        print(f"{number}. {terminal_line(source_label(hit.path, hit.page, hit.heading))}  "
-              f"({shown_path(hit.path)}, score {hit.score:.3g})")
+        # Best first: the rank says it. A raw score ("1.99e-06", a fused rank's sum) means nothing to a reader
+        # and is not comparable across searches; --json keeps it for programs.
+        print(f"{number}. {terminal_line(source_label(hit.path, hit.page, hit.heading))}  ({shown_path(hit.path)})")
         print(f"   {terminal_line(text)}")
     return EXIT_OK

@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # numpy and the child process: imported only when vectors are
     from app.documents.index import DocumentIndex
     from app.documents.search import VectorQuery
 
-NO_MODEL = "Keyword search only: no embedding model is installed. Add one with kestrel models add PATH to search by meaning too."
+# The catalog's embedding model: one command gets it (25 MB), where `models add PATH` asked for a file first.
+NO_MODEL = ("Keyword search only: no embedding model is installed. To search by meaning too, get one with: "
+            "kestrel models get all-minilm-l6-v2-q8_0 (25 MB)")
 
 
 @dataclass(frozen=True)

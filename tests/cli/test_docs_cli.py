@@ -110,8 +110,9 @@ def test_an_embedding_model_fills_vectors_and_makes_search_hybrid(tmp_path: Path
     assert added.returncode == 0 and "Keyword search only: no embedding model is installed." in added.stderr
     keyword = docs("search", "bread")
     assert keyword.stdout.startswith("1. recipes.txt")
-    assert keyword.stderr == ("Keyword search only: no embedding model is installed. Add one with kestrel models "
-                              "add PATH to search by meaning too.\n")
+    assert keyword.stderr == ("Keyword search only: no embedding model is installed. To search by meaning too, get "
+                              "one with: kestrel models get all-minilm-l6-v2-q8_0 (25 MB)\n")
+    assert "score" not in keyword.stdout and "e-0" not in keyword.stdout
     nothing = docs("embed")
     assert nothing.returncode == 3 and nothing.stderr.startswith("kestrel: No vectors can be made: no embedding")
     assert kestrel("models", "add", str(tiny_model)).returncode == 0
@@ -136,3 +137,12 @@ def test_an_embedding_model_fills_vectors_and_makes_search_hybrid(tmp_path: Path
     (folder / "more.txt").write_text("The ferry leaves at noon.\n", encoding="utf-8")
     reindexed = docs("reindex", "notes")
     assert reindexed.returncode == 0 and reindexed.stdout.endswith("Embedded 1 chunk with kestrel-tiny-embed.\n")
+
+
+def test_the_hint_for_search_by_meaning_names_a_catalog_embedding_model_and_its_size() -> None:
+    from app.cli.docs_vectors import NO_MODEL
+    from app.library.catalog import load_catalog
+
+    entry = next(entry for entry in load_catalog() if entry.id == "all-minilm-l6-v2-q8_0")
+    assert f"kestrel models get {entry.id} " in NO_MODEL
+    assert f"({round(sum(file.size for file in entry.files) / 1e6)} MB)" in NO_MODEL
