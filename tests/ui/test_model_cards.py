@@ -206,6 +206,9 @@ def test_a_failed_download_says_why_under_its_state(qtbot) -> None:
     card = window.downloads.cards.card("d1")
     assert card.status.text() == "Failed" and card.message.text().startswith("There is no file at")
     assert card.resume_button.isVisibleTo(card) and card.cancel_button.isVisibleTo(card)
+    assert card.resume_button.text() == "Try again"  # nothing arrived: nothing to resume
+    adapter.downloads.put(DownloadItem("d1", "Qwen", "failed", done=5, total=10, message="The server hung up."))
+    assert card.resume_button.text() == "Resume"
 
 
 def clip_report(theme: str) -> list[str]:

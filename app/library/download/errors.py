@@ -96,8 +96,9 @@ def gave_up(url: str, reason: str, tries: int, server_fault: bool) -> DownloadEr
 
 
 _OFFLINE = {
+    # Said after a catalog click too, where no one typed an address: the spelling is for a link pasted.
     "lookup": "no network connection? Its name could not be looked up. Check that this computer "
-              "is online and that the address is spelled right, then try again.",
+              "is online (and, for a link you pasted, that it is spelled right), then try again.",
     "lookup_timeout": "no network connection? Looking up its name got no answer in time. Check "
                       "that this computer is online, then try again.",
     "no_route": "no network connection? There is no route to it from this computer. Check that "

@@ -76,6 +76,8 @@ class DownloadCard(QFrame):
         self.message.setVisible(bool(message))
         self.pause_button.setVisible(item.state in PAUSABLE)
         self.resume_button.setVisible(item.state in RESUMABLE)
+        # Nothing arrived (it failed before the first byte): there is nothing to resume, only another try.
+        self.resume_button.setText("Resume" if item.done > 0 else "Try again")
         self.cancel_button.setVisible(item.state in CANCELLABLE)
 
     def _request(self, what: str) -> None:
