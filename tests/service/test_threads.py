@@ -81,3 +81,28 @@ def test_each_answer_runs_with_the_chosen_threads_and_says_so(started_service) -
     assert first.threads == max(1, cores - 1) and second.threads == cores
     assert asked == [max(1, cores - 1), cores], "each answer asked the engine for its threads"
     assert f"CPU threads for the last answer: {cores} (all {cores} physical cores" in report
+
+
+def test_the_busy_meter_sees_a_busy_core_from_its_first_answer_even_when_looked_at_in_quick_succession() -> None:
+    # A real program keeping one core busy. `kestrel chat` answers once, right after the load: the meter must
+    # have measured by then, and looks closer than 0.2 s apart must not keep restarting the span.
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from app.service.models.threads import BusyMeter
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # the spinner is running before the meter starts
+        meter = BusyMeter(lambda: [os.getpid()])
+        looks = []
+        for _ in range(5):
+            time.sleep(0.12)
+            looks.append(meter.look())
+        assert looks[0] == 0.0, "0.12 s is too short to measure"
+        assert looks[-1] >= 0.6, f"one core busy, measured {looks}"
+    finally:
+        spinner.kill()
+        spinner.wait()

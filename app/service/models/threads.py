@@ -45,17 +45,27 @@ class BusyMeter:
 
     def __init__(self, ours: Callable[[], list[int]]) -> None:
         self._ours = ours  # the pids of Kestrel's processes (this one and its engine)
-        self._last: tuple[float, float, float] | None = None
+        # The first sample is taken now, so that the first answer's look spans the start and the model's
+        # load: `kestrel chat` answers once, right after loading, and with no earlier sample it saw a busy
+        # 2-core machine as quiet and decoded with 2 threads at 1.2 tokens/s where 1 thread gave 29.
+        self._last: tuple[float, float, float] | None = self._sample()
         self.busy = 0.0
 
     def look(self) -> float:
-        now = (time.monotonic(), _busy_seconds(), _cpu_seconds(self._ours()))
-        if self._last is not None and now[0] - self._last[0] >= 0.2:
+        now = self._sample()
+        if self._last is None:
+            self._last = now
+        elif now[0] - self._last[0] >= 0.2:
             wall = now[0] - self._last[0]
             others = (now[1] - self._last[1]) - (now[2] - self._last[2])
             self.busy = max(0.0, others / wall)
-        self._last = now
+            self._last = now
+        # Closer than 0.2 s to the last sample: too short to measure; the span keeps growing from it
+        # (moving it on would let looks in quick succession never measure at all).
         return self.busy
+
+    def _sample(self) -> tuple[float, float, float]:
+        return time.monotonic(), _busy_seconds(), _cpu_seconds(self._ours())
 
 
 class ThreadAdvisor:
