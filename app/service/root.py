@@ -27,7 +27,7 @@ from app.service.event_bus import EventBus, Listener, TaskGroup
 from app.service.events import (ActivityChanged, ConversationsListed, DamagedHistoryFound, Problem,
                                 SettingsChanged)
 from app.service.library.library_service import LibraryService
-from app.service.models.background import WindowState
+from app.service.models.background import AppWindow, WindowPresence, WindowState
 from app.service.models.engine_handle import EngineHandle
 from app.service.models.model_session import ModelSession
 from app.service.models.model_setup import ModelSetup
@@ -100,6 +100,7 @@ class Service:
                                          busy=lambda: answers.open_chat_busy, show_new=answers.show_new,
                                          show=answers.show)
         bus.subscribe(self.collections.hear)
+        self.presence = WindowPresence()  # the main and quick-ask windows' states; the engine follows the most awake
         self.subscribe: Callable[[Listener], Callable[[], None]] = bus.subscribe
         self.spawn = tasks.spawn
 
@@ -190,16 +191,21 @@ class Service:
         before = self.keeper.settings
         await self.keeper.save(settings)
         self.bus.emit(SettingsChanged(self.keeper.settings))
-        self.set_window_state(self.session.pace.window)  # what hidden or background does may have changed
+        self._pace_follows(self.presence.state)  # what hidden or background does may have changed
         await self.session.settings_changed(before, settings)
 
-    def set_window_state(self, window: WindowState) -> None:
-        """The window came to the front, went behind another app, or was hidden: the engine
-        pauses, runs gently or at full speed as the settings say (background.py), and the
-        documents look for changed files when it comes back."""
-        if window == WindowState.FOREGROUND:
+    def set_window_state(self, state: WindowState, window: AppWindow = AppWindow.MAIN) -> None:
+        """One of Kestrel's windows came to the front, went behind another app, or was hidden:
+        the engine pauses, runs gently or at full speed as the settings say (background.py) for
+        the most awake of them (the quick-ask window shown while the main one waits in the tray
+        runs it at full speed), and the documents look for changed files when the main one comes back
+        (not for a quick ask, whose answer should have the machine to itself)."""
+        if state == WindowState.FOREGROUND and window == AppWindow.MAIN:
             self.collections.window_shown()  # files may have changed meanwhile: a rescan
-        if self.session.set_window_state(window):
+        self._pace_follows(self.presence.report(window, state))
+
+    def _pace_follows(self, state: WindowState) -> None:
+        if self.session.set_window_state(state):
             answering = self.answers.queue.answering_id
             self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()
                                                                          if answering is not None else "Idle"),

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from app.core.conversation import MessageState, Role
+from app.core.quick_ask_settings import QuickAskSettings
 from app.service import events as ev
 from app.service.models.client import EngineClient
 from app.service.events import ModelState
@@ -98,7 +99,8 @@ def test_unloading_the_starter_gives_its_memory_back(started_service, small_real
             engine = psutil.Process(engine_of(service).pid)
             loaded = engine.memory_info().rss
             await doors.settings.update_settings(dataclasses.replace(doors.settings.settings,
-                                                                     unload_after_minutes=QUICK))
+                                                                     unload_after_minutes=QUICK,
+                                                                     quick_ask=QuickAskSettings(keep_model_ready=False)))
             await started.events.until(lambda: doors.model.model_state == ModelState.UNLOADED
                                        and engine_of(service).loaded is None, 10, "the unload")
             unloaded = engine.memory_info().rss

@@ -2,7 +2,9 @@
 
 The window's state is reduced to three: FOREGROUND (Kestrel has the focus), BACKGROUND
 (visible, another app has the focus) and HIDDEN (minimized, hidden, or the session
-locked where the OS tells Qt). Two settings say what the last two do; the power state
+locked where the OS tells Qt). Kestrel has two windows that say so (the main window and the
+quick-ask window, which may be shown while the main one waits in the tray): the engine
+follows the most awake of them (WindowPresence). Two settings say what the last two do; the power state
 can make "full speed" gentle. The result is a Pace, which the model session applies to the
 engine: hold it between two tokens (PAUSED), or let it run at a lower OS priority and,
 on Windows, in Efficiency mode (GENTLE), or at normal priority with Windows' power
@@ -23,6 +25,36 @@ class WindowState(StrEnum):
     FOREGROUND = "foreground"
     BACKGROUND = "background"
     HIDDEN = "hidden"
+
+
+class AppWindow(StrEnum):
+    """Which of Kestrel's windows tells its state."""
+
+    MAIN = "main"
+    QUICK_ASK = "quick_ask"
+
+
+_AWAKE = (WindowState.HIDDEN, WindowState.BACKGROUND, WindowState.FOREGROUND)  # least awake first
+
+
+class WindowPresence:
+    """Each window's last state, and Kestrel's: the most awake of them.
+
+    The main window starts in front (a front end that never says otherwise runs at full
+    speed); the quick-ask window starts hidden until it is summoned.
+    """
+
+    def __init__(self) -> None:
+        self._states = {AppWindow.MAIN: WindowState.FOREGROUND, AppWindow.QUICK_ASK: WindowState.HIDDEN}
+
+    def report(self, window: AppWindow, state: WindowState) -> WindowState:
+        """This window is now in this state; what Kestrel as a whole is."""
+        self._states[window] = state
+        return self.state
+
+    @property
+    def state(self) -> WindowState:
+        return max(self._states.values(), key=_AWAKE.index)
 
 
 def pace_for(window: WindowState, power: Power, *, when_hidden: str, when_in_background: str,

@@ -5,6 +5,10 @@ as the app runs. After `Settings.unload_after_minutes` without an answer the mod
 session unloads it (or, with `Settings.exit_engine_when_idle`, ends the engine process too),
 and the next message loads it again: the user sees "loading", not an error, and the
 conversation is evaluated afresh.
+
+With quick ask on and `quick_ask.keep_model_ready` (both the default) the model is never
+unloaded for being idle: a quick ask's first token is due within a second of the shortcut,
+and loading the model again takes longer than that (`unload_after`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,17 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from app.core.settings import Settings
+
 UNLOADED_WORDS = "Model unloaded to save memory (loads on your next message)"
+
+
+def unload_after(settings: Settings) -> float | None:
+    """Minutes without an answer before the model is unloaded; None: never."""
+    quick_ask = settings.quick_ask
+    if quick_ask.enabled and quick_ask.keep_model_ready:
+        return None
+    return settings.unload_after_minutes
 
 
 class IdleTimer:

@@ -21,7 +21,7 @@ from app.service.models.engine_queue import EngineQueue
 from app.service.event_bus import EventBus, TaskGroup
 from app.service.events import (ActivityChanged, Event, ModelState, ModelStateChanged, PaceChanged, Problem,
                                 ProblemSolved, ServingChanged)
-from app.service.models.idle import UNLOADED_WORDS, IdleTimer
+from app.service.models.idle import UNLOADED_WORDS, IdleTimer, unload_after
 from app.service.models.model_setup import ModelSetup
 from app.service.models.priority import set_gentle
 from app.service.settings_keeper import SettingsKeeper
@@ -64,7 +64,7 @@ class ModelSession:
         self._engine_trouble = False  # an engine failure was said; a new engine answering ends it
         self._moved: asyncio.Future[None] | None = None
         self.pace = EnginePace(client, read_power, set_gentle)
-        self.idle_timer = IdleTimer(lambda: keeper.settings.unload_after_minutes, self._unload_idle, tasks.spawn)
+        self.idle_timer = IdleTimer(lambda: unload_after(keeper.settings), self._unload_idle, tasks.spawn)
         self.busy_meter = BusyMeter(lambda: [os.getpid(), *([client.pid] if client.pid else [])])
         self.threads = ThreadAdvisor(threads_file, cores=default_threads(), busy=self.busy_meter.look)
         bus.subscribe(self._heard)
@@ -207,7 +207,7 @@ class ModelSession:
 
     async def _unload_idle(self) -> None:
         """No answer for a while: give the model's memory back (and the engine's, if chosen)."""
-        if self._answers_busy() or self.state != ModelState.READY:
+        if self._answers_busy() or self.state != ModelState.READY or unload_after(self._keeper.settings) is None:
             return
         async with self.engine.exclusive():
             if self._answers_busy() or self.state != ModelState.READY:
@@ -258,13 +258,17 @@ class ModelSession:
 
     async def settings_changed(self, before: Settings, after: Settings) -> None:
         """The app's settings changed: a new idle wait counts from now, and a new device,
-        thread count or saved-state budget loads the model again (once no answer runs)."""
-        if before.unload_after_minutes != after.unload_after_minutes and not self._answers_busy():
+        thread count or saved-state budget loads the model again (once no answer runs), as does
+        a policy that now keeps the model loaded (quick ask's keep_model_ready) after it was
+        unloaded for being idle."""
+        if unload_after(before) != unload_after(after) and not self._answers_busy():
             self.idle_timer.restart()
         if self.model is not None:
             self.client.prompt_lookup = self.model.defaults.prompt_lookup or after.prompt_lookup
         moved = (before.device_preference, before.threads, before.saved_states_mb) != (
             after.device_preference, after.threads, after.saved_states_mb)
+        kept_loaded = unload_after(after) is None and unload_after(before) is not None
+        moved = moved or (kept_loaded and self.state == ModelState.UNLOADED)
         if moved and self.model is not None and not self._answers_busy():
             await self.reload()
 
