@@ -15,12 +15,14 @@ class Turn:
     conversation_id is None until the new chat it belongs to is saved. The turn is
     `ready` once the user's message is saved (only then may its answer start); `run` is
     its answer once the engine was asked for it. `model_id` is the chat's own model
-    (None: the app's), as it was when the message was sent.
+    (None: the app's), as it was when the message was sent. `asker` tells apart two new
+    chats being saved at once (None: the window's open chat; quick ask's exchange is another).
     """
 
-    def __init__(self, conversation_id: int | None, model_id: str | None) -> None:
+    def __init__(self, conversation_id: int | None, model_id: str | None, asker: object = None) -> None:
         self.conversation_id = conversation_id
         self.model_id = model_id
+        self.asker = asker
         self.ready = False
         self.run: AnswerRun | None = None
         self.task: asyncio.Task | None = None
@@ -65,16 +67,17 @@ class AnswerQueue:
         """The answer the engine is asked for now, if any."""
         return self.turns[0].run if self.turns else None
 
-    def turn_of(self, conversation_id: int | None) -> Turn | None:
-        """The turn of this chat (None: of the new chat being saved), if it has one."""
-        return next((t for t in self.turns if t.conversation_id == conversation_id), None)
+    def turn_of(self, conversation_id: int | None, asker: object = None) -> Turn | None:
+        """The turn of this chat (None: of the new chat `asker` is saving), if it has one."""
+        return next((t for t in self.turns if t.conversation_id == conversation_id
+                     and (conversation_id is not None or t.asker is asker)), None)
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
 
-    def join(self, conversation_id: int | None, model_id: str | None) -> Turn:
+    def join(self, conversation_id: int | None, model_id: str | None, asker: object = None) -> Turn:
         """A chat's answer takes the last place; it starts once `ready()` says so."""
-        turn = Turn(conversation_id, model_id)
+        turn = Turn(conversation_id, model_id, asker)
         self.turns.append(turn)
         self._idle.clear()
         self._changed()

@@ -20,6 +20,7 @@ from app.service.events import (WRITING, ActivityChanged, AnswerQueueChanged, Bu
                                 SendFailed)
 from app.service.models.model_session import ModelSession
 from app.service.chats.open_chat import OpenChat
+from app.service.chats.recipient import Recipient
 from app.service.settings_keeper import SettingsKeeper
 from app.service.storage import Storage
 from app.service.chats.streaming import StreamingAnswer
@@ -89,39 +90,54 @@ class Answering:
         return stream if stream is not None and stream.message.conversation_id == conversation_id else None
 
     def send(self, text: str, attachments: Sequence[AttachedFile] = (), images: Sequence[AttachedImage] = ()) -> bool:
-        """Save the user's message in the open chat; its answer follows in turn.
+        """Save the user's message in the open chat; its answer follows in turn (`send_to`).
+
+        The collections chosen for a new chat before this first message (`pending_collections`)
+        are taken now and saved with it; the chat's draft is emptied."""
+        chat, opened = self._chat, self._chat.opened
+        open_id = chat.id
+        recipient = Recipient(open_id, chat.model_id(), saved=lambda conversation: chat.adopt(conversation, opened),
+                              add=chat.add, untitled=chat.untitled, collections=self._pending_collections,
+                              vision=self._vision)
+        if not self.send_to(recipient, text, attachments, images):
+            return False
+        self._conversations.drafts.put(open_id, "")  # sent: no longer a draft
+        return True
+
+    def send_to(self, recipient: Recipient, text: str, attachments: Sequence[AttachedFile] = (),
+                images: Sequence[AttachedImage] = ()) -> bool:
+        """Save the user's message in the recipient's chat (a new one, titled by the message, when
+        it has none yet); its answer follows in turn, in the one line every chat waits in.
 
         False if it cannot be taken: no text, file or image, no history, this chat is already
         being answered or waiting, or images for a model that cannot see them (a Problem says
-        so: the window keeps what was typed and attached). Files without words ask for a summary
+        so: the front end keeps what was typed and attached). Files without words ask for a summary
         (FILES_ONLY_QUESTION), images without words for a description (IMAGES_ONLY_QUESTION),
-        saved as the message's text. The collections chosen for a new chat before this first
-        message (`pending_collections`) are taken now and saved with it."""
-        if not (text.strip() or attachments or images) or not self._history_open() or self.open_chat_busy:
+        saved as the message's text."""
+        if (not (text.strip() or attachments or images) or not self._history_open()
+                or self.queue.turn_of(recipient.conversation_id, recipient.asker) is not None):
             return False
-        if images and self._vision is not None and not (sight := self._vision()).available:
+        if images and recipient.vision is not None and not (sight := recipient.vision()).available:
             self._emit(Problem(f"{sight.reason} Your message was not sent: send it without the images, or choose "
                                "a model that sees them.", "model"))
             return False
         if not text.strip():
             text = _question_for(attachments, images)
-        open_id = self._chat.id
-        turn = self.queue.join(open_id, self._chat.model_id())
-        self._conversations.drafts.put(open_id, "")  # sent: no longer a draft
-        self._spawn(self._send(turn, storable(text), self._chat.opened, tuple(attachments),
-                               self._pending_collections(), tuple(images)))
+        turn = self.queue.join(recipient.conversation_id, recipient.model_id, recipient.asker)
+        self._spawn(self._send(turn, recipient, storable(text), tuple(attachments), recipient.collections(),
+                               tuple(images)))
         return True
 
-    async def _send(self, turn: Turn, text: str, opened: int, attachments: tuple[AttachedFile, ...] = (),
+    async def _send(self, turn: Turn, recipient: Recipient, text: str, attachments: tuple[AttachedFile, ...] = (),
                     collections: tuple[str, ...] | None = None, images: tuple[AttachedImage, ...] = ()) -> None:
         conversation_id = turn.conversation_id
         try:
             if conversation_id is None:
                 conversation = await self._conversations.create(_title_from(text), turn.model_id)
                 conversation_id = conversation.id
-                self._chat.adopt(conversation, opened)
+                recipient.saved(conversation)
                 self.queue.name(turn, conversation_id)
-            elif self._chat.untitled(conversation_id):
+            elif recipient.untitled(conversation_id):
                 # Made before its first message (its settings were changed first): the
                 # message names it, as it names a chat made by sending.
                 await self._conversations.name_by_first_message(conversation_id, _title_from(text))
@@ -132,22 +148,26 @@ class Answering:
             await self._conversations.refresh(conversation_id)
         except (HistoryError, KeyError) as exc:
             words = str(exc) if isinstance(exc, HistoryError) else "That chat is gone."
-            self._unsent(turn, conversation_id, text, Problem(f"{words} Your message is back in the message box.",
-                                                              "history"))
+            self._unsent(turn, recipient, conversation_id, text,
+                         Problem(f"{words} Your message is back in the message box.", "history"))
             return
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the chat busy for ever
-            self._unsent(turn, conversation_id, text, Problem(
+            self._unsent(turn, recipient, conversation_id, text, Problem(
                 f"Kestrel could not send the message ({type(exc).__name__}: {exc}). It is back in the message "
                 "box; please report this."))
             return
-        self._chat.add(message)
+        recipient.add(message)
         self.queue.ready(turn)
 
-    def _unsent(self, turn: Turn, conversation_id: int | None, text: str, problem: Problem) -> None:
-        """The message was not saved: it goes back to its chat's draft, never lost."""
+    def _unsent(self, turn: Turn, recipient: Recipient, conversation_id: int | None, text: str,
+                problem: Problem) -> None:
+        """The message was not saved: it goes back to its chat's draft (or its sender), never lost."""
         self.queue.drop(turn)
-        self._conversations.drafts.put(conversation_id, text)
-        self._emit(SendFailed(conversation_id, text))
+        if recipient.unsent is not None:
+            recipient.unsent(text)
+        else:
+            self._conversations.drafts.put(conversation_id, text)
+            self._emit(SendFailed(conversation_id, text))
         self._emit(problem)
 
     def regenerate(self) -> bool:

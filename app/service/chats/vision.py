@@ -83,5 +83,11 @@ class ChatVision:
 
 def chat_vision(chat: OpenChat, session: ModelSession, listed: Callable[[], Iterable[InstalledModel]]) -> ChatVision:
     """The open chat's ChatVision, from the session's models and the library's listing (`listed`)."""
-    return ChatVision(chat_model_id=chat.model_id, session_models=lambda: (session.model, session.app_model),
+    return model_vision(chat.model_id, session, listed)
+
+
+def model_vision(model_id: Callable[[], str | None], session: ModelSession,
+                 listed: Callable[[], Iterable[InstalledModel]]) -> ChatVision:
+    """The ChatVision of a chat whose own model is `model_id()` (None: the app's; quick ask's chat)."""
+    return ChatVision(chat_model_id=model_id, session_models=lambda: (session.model, session.app_model),
                       loaded=lambda: session.loaded, state=lambda: session.state, listed=listed)

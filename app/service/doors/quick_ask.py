@@ -1,0 +1,64 @@
+"""QuickAskDoor: the quick-ask window's exchange, the model it waits for, and its screenshots' check."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.service.chats.quick_ask import QuickAsk
+from app.service.chats.vision import model_vision
+from app.service.documents.attached_images import read_image_data
+from app.service.events import ModelState
+
+if TYPE_CHECKING:
+    from app.service.root import Service
+
+
+class QuickAskDoor:
+    """What the quick-ask window calls: `ask(text, images)` in its exchange (a chat of its own, not
+    the main window's open chat), `stop`, `new_exchange`, `end` (closed for good), `hand_over`
+    ("Continue in Kestrel": the chat id to open there), `questions()` (the exchange's, as saved),
+    `take_returned` (a question that could not be saved), `vision()` (whether the app's model sees
+    a screenshot), `read_image_data` (a screenshot's PNG checked off the loop, as a pasted image
+    is), and the model's state and words. The window hears the service's events (`subscribe`: the
+    usual ones, carrying the exchange's conversation id) and runs its calls on the service's loop
+    (`spawn`), as the main window does.
+
+    The calls are QuickAsk's own (app/service/chats/quick_ask.py), handed over as they are.
+    """
+
+    def __init__(self, service: Service) -> None:
+        session = self._session = service.session
+        library = service.library
+        # Built here until the composition root builds it (one exchange: one quick-ask window).
+        quick = self._quick = QuickAsk(service.answers, service.keeper,
+                                       model_vision(lambda: None, session, lambda: (row.model for row in library.rows)).state,
+                                       service.spawn)
+        self.ask = quick.ask
+        self.stop = quick.stop
+        self.new_exchange = quick.new_exchange
+        self.end = quick.end
+        self.hand_over = quick.hand_over
+        self.take_returned = quick.take_returned
+        self.questions = quick.questions
+        self.vision = quick.vision
+        self.read_image_data = read_image_data
+        self.subscribe = service.subscribe
+        self.spawn = service.spawn
+
+    @property
+    def conversation_id(self) -> int | None:
+        """The exchange's chat: the window shows the answers of this one only."""
+        return self._quick.conversation_id
+
+    @property
+    def busy(self) -> bool:
+        return self._quick.busy
+
+    @property
+    def model_state(self) -> ModelState:
+        return self._session.state
+
+    @property
+    def model_detail(self) -> str:
+        """The status line's words for the model ("Loading Gemma 3 270M…", why it failed)."""
+        return self._session.detail
