@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import QApplication, QSplitter, QWidget
@@ -27,7 +29,8 @@ from app.ui.chat.sidebar import Sidebar
 from app.ui.messages.source_popup import SourcePopup
 from app.ui.status_line import StatusLine
 from app.ui.common.theme import apply_theme, part_styles
-from app.ui.server.tray import ServerTray
+from app.ui.common.tray import KestrelTray, still_running_words, tray_available, tray_tooltip
+from app.ui.common.window_presence import window_state
 from app.ui.window_commands import WindowCommands
 from app.ui.window_menus import build_menus
 
@@ -37,8 +40,8 @@ class MainWindow(WindowCommands):
 
     Each part of the window calls the service through its own door (WindowDoors) and hears
     it through `adapter`; none touches the history, the settings file or the engine. It owns the API server
-    (`server`, a ServerHost) and, while that serves with the window closed, the tray icon
-    (`tray`).
+    (`server`, a ServerHost) and the tray icon (`tray`), shown while the window waits hidden in the tray:
+    closed with quick ask on, or while the server serves with `tray_on_close`, where the desktop has a tray.
     """
 
     closed = Signal()
@@ -56,8 +59,9 @@ class MainWindow(WindowCommands):
         self.about: AboutDialog | None = None
         self.server_window: ServerWindow | None = None
         self.server = ServerHost(self.adapter, doors.settings, doors.api, self)
-        self.tray = ServerTray(self.server, lambda: doors.settings.settings.server.tray_on_close, icons.app_icon,
-                               self)
+        self.tray = KestrelTray(icons.app_icon, self)
+        self.shortcut_held = True  # quick ask's global shortcut is ours (set_shortcut_held)
+        self._tray_start_unchecked = False  # started in the tray before the settings were read
         self.setWindowTitle("Kestrel")
         self.resize(1180, 780)
         self.sidebar = Sidebar(self.adapter, self)
@@ -140,7 +144,7 @@ class MainWindow(WindowCommands):
         self.status.hardwareRequested.connect(self.show_hardware)
         self.status.chatRequested.connect(self.open_chat)
         self.status.serverRequested.connect(self.show_server_window)
-        self.server.changed.connect(lambda: self.status.set_server(status_words(self.server)))
+        self.server.changed.connect(self._server_changed)
         self.tray.openRequested.connect(self.bring_to_front)
         self.tray.quitRequested.connect(self.quit)
         self.status.cancel.clicked.connect(self.doors.model.cancel_setup)
@@ -272,7 +276,16 @@ class MainWindow(WindowCommands):
         if not await chosen:
             self.history_panel.set_working(False)  # refused (an answer is running): choose again
 
+    def _server_changed(self) -> None:
+        self.status.set_server(status_words(self.server))
+        self.tray.set_tooltip(tray_tooltip(status_words(self.server)))
+        self._window_state_changed()  # serving from the tray or not: the pace may change
+
     def _settings_changed(self) -> None:
+        if self._tray_start_unchecked:
+            self._tray_start_unchecked = False
+            if not self.hides_to_tray(starting=True):
+                self.bring_to_front()  # the person's settings keep Kestrel out of the tray
         # Restyling the app and laying out every visible message again is the slowest
         # thing the UI thread does: only when the theme is what changed.
         if self.doors.settings.settings.theme != self._theme:
@@ -329,7 +342,7 @@ class MainWindow(WindowCommands):
         self._window_state_changed()
 
     def _window_state_changed(self) -> None:
-        if self.tray.serving_from_tray:
+        if self._serving_from_tray():
             # Put away to serve, not to save power: API answers go on at the background's pace.
             self.doors.set_window_state(WindowState.BACKGROUND)
             return
@@ -338,27 +351,62 @@ class MainWindow(WindowCommands):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # Override QMainWindow.closeEvent.
         self.drafts.flush()
-        if not self.quitting and self.tray.keeps_serving():
+        if not self.quitting and self.hides_to_tray():
             event.ignore()
-            self.tray.show()
-            self.hide()
+            self._hide_to_tray()
+            self._tell_about_the_tray_once()
             return
         self.tray.hide()
         self.closed.emit()
         super().closeEvent(event)
+
+    # --- the tray -----------------------------------------------------------------------
+
+    def hides_to_tray(self, *, starting: bool = False) -> bool:
+        """Whether closing the window hides it to the tray instead of quitting: quick ask is on, or
+        the API server serves (starting: is to serve) with `tray_on_close`; and the desktop has a
+        tray, since a window hidden with no icon could never come back."""
+        settings = self.doors.settings.settings
+        serves = settings.server.tray_on_close and (settings.server.enabled if starting else self.server.on)
+        return (settings.quick_ask.enabled or serves) and tray_available()
+
+    def start_in_tray(self) -> None:
+        """Start hidden in the tray (`--background`: the sign-in start) where closing would hide
+        the window there; otherwise show it. Called before the settings are read: the first
+        settings heard check it again, and show the window if they keep Kestrel out of the tray."""
+        if not self.hides_to_tray(starting=True):
+            self.show()
+            return
+        self._tray_start_unchecked = True
+        self._hide_to_tray()
+        self._window_state_changed()  # never shown, so no hide event says it
+
+    def set_shortcut_held(self, held: bool) -> None:
+        """Quick ask's global shortcut is held (or another program has it): the tray's words say
+        to press it only while it works."""
+        self.shortcut_held = held
+
+    def _hide_to_tray(self) -> None:
+        self.tray.show(tray_tooltip(status_words(self.server)))  # first: the hide event sees it
+        self.hide()
+
+    def _serving_from_tray(self) -> bool:
+        return self.tray.shown and self.server.on and self.doors.settings.settings.server.tray_on_close
+
+    def _tell_about_the_tray_once(self) -> None:
+        """The first time the window goes to the tray: why Kestrel stays, and how to quit (saved as said)."""
+        door = self.doors.settings
+        settings = door.settings
+        if settings.told_about_tray:
+            return
+        quick_ask = settings.quick_ask
+        self.tray.tell("Kestrel is still running", still_running_words(
+            quick_ask=quick_ask.enabled, shortcut=quick_ask.shortcut, shortcut_held=self.shortcut_held,
+            server_words=status_words(self.server)))
+        self.adapter.spawn(door.update_settings(dataclasses.replace(settings, told_about_tray=True)))
 
     async def shut_down(self) -> None:
         """Stop the API server (its open answers are cancelled), then the service."""
         await self.server.stop()
         await self.doors.shutdown()
 
-
-def window_state(visible: bool, minimized: bool, app_state: Qt.ApplicationState) -> WindowState:
-    """The window as the engine's policy sees it. Qt says Hidden or Suspended for an app
-    the OS put away (the session locked, on platforms that tell)."""
-    if not visible or minimized or app_state in (Qt.ApplicationState.ApplicationHidden,
-                                                 Qt.ApplicationState.ApplicationSuspended):
-        return WindowState.HIDDEN
-    if app_state == Qt.ApplicationState.ApplicationActive:
-        return WindowState.FOREGROUND
-    return WindowState.BACKGROUND
