@@ -136,6 +136,8 @@ class Service:
         self.bus.emit(ActivityChanged("Idle"))
         self.keeper.adopt(storage)
         self.bus.emit(SettingsChanged(self.keeper.settings))
+        # A window hidden before the settings were read (started in the tray) was paced by the defaults.
+        self._pace_follows(self.presence.state)
         if storage.settings_problem:
             self.bus.emit(Problem(storage.settings_problem, "disk"))
         if storage.history_damage is not None:

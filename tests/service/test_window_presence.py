@@ -8,9 +8,10 @@ import dataclasses
 import pytest
 
 from app.core.conversation import MessageState
+from app.core.settings import SettingsFile
 from app.service.events import Pace
 from app.service.models.background import AppWindow, WindowPresence, WindowState
-from tests.service.conftest import run
+from tests.service.conftest import run, settings_file
 
 F, B, H = WindowState.FOREGROUND, WindowState.BACKGROUND, WindowState.HIDDEN
 
@@ -50,3 +51,17 @@ def test_the_quick_ask_window_shown_wakes_the_engine_the_hidden_main_window_paus
     seen, answer = run(scenario)
     assert seen == [(Pace.PAUSED, True), (Pace.FULL, False), (Pace.FULL, False), (Pace.PAUSED, True)]
     assert answer.state == MessageState.COMPLETE and answer.text
+
+
+def test_a_window_hidden_before_the_settings_are_read_is_paced_by_them_once_read(started_service) -> None:
+    async def scenario():
+        async with started_service(start=None) as started:
+            service, doors = started.service, started.doors
+            file = SettingsFile(settings_file(service))
+            file.save(dataclasses.replace(file.load(), when_hidden="gently"))
+            doors.set_window_state(H)  # started in the tray: told before open() read the settings
+            before = service.session.pace.pace
+            await service.open()
+            return before, service.session.pace.pace
+
+    assert run(scenario) == (Pace.PAUSED, Pace.GENTLE)
