@@ -32,13 +32,20 @@ def refused(grab: QPixmap) -> bool:
     return grab.isNull() or grab.width() == 0 or grab.height() == 0
 
 
+def region_between(start: QPoint, end: QPoint) -> QRect:
+    """The region a drag from start to end covers, both points in it, whichever way it went (not
+    QRect.normalized(), which moves a rectangle given by its corners the wrong way by one pixel)."""
+    return QRect(QPoint(min(start.x(), end.x()), min(start.y(), end.y())),
+                 QPoint(max(start.x(), end.x()), max(start.y(), end.y())))
+
+
 def crop_rect(dragged: QRect, shown: QSize, grabbed: QSize) -> QRect:
     """The part of the grab (in its own pixels) under a region dragged on the overlay (in the
-    overlay's logical pixels, which show the whole grab): scaled by the grab's pixels per logical
-    pixel (2 on a 200% screen), any way round the drag went, kept inside the grab. A drag shorter
-    than SMALLEST_DRAG either way is a click: the whole grab."""
+    overlay's logical pixels, which show the whole grab; see region_between): scaled by the grab's
+    pixels per logical pixel (2 on a 200% screen), kept inside the grab. A drag shorter than
+    SMALLEST_DRAG either way is a click: the whole grab."""
     whole = QRect(QPoint(0, 0), grabbed)
-    region = dragged.normalized()
+    region = dragged
     if region.width() < SMALLEST_DRAG or region.height() < SMALLEST_DRAG or shown.isEmpty():
         return whole
     sx, sy = grabbed.width() / shown.width(), grabbed.height() / shown.height()
@@ -73,17 +80,17 @@ class RegionPicker(QWidget):
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # Override: a drag starts.
         self._start = event.position().toPoint()
-        self._region = QRect(self._start, self._start)
+        self._region = region_between(self._start, self._start)
         self.update()
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # Override: the region follows the mouse.
         if self._start is not None:
-            self._region = QRect(self._start, event.position().toPoint())
+            self._region = region_between(self._start, event.position().toPoint())
             self.update()
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # Override: the drag ends: that region.
         if self._start is not None:
-            self.pick(QRect(self._start, event.position().toPoint()))
+            self.pick(region_between(self._start, event.position().toPoint()))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # Override: Esc takes the whole screen.
         if event.key() == Qt.Key.Key_Escape:
@@ -95,7 +102,7 @@ class RegionPicker(QWidget):
         painter = QPainter(self)
         painter.drawPixmap(self.rect(), self._grab)
         painter.fillRect(self.rect(), QColor(0, 0, 0, 110))
-        region = self._region.normalized()
+        region = self._region
         if region.width() >= SMALLEST_DRAG and region.height() >= SMALLEST_DRAG:
             source = crop_rect(region, self.size(), self._grab.size())
             painter.drawPixmap(region, self._grab, source)

@@ -59,6 +59,14 @@ def test_summon_shows_a_small_tool_window_focused_on_its_question(quick_over, qt
         assert flags & flag == flag, flag
     assert quick.isVisible() and quick.width() == 640
     qtbot.waitUntil(lambda: quick.question.hasFocus())
+    # Summoned again after the focus went elsewhere in it (a button pressed), the question has it back.
+    quick.screenshot.setFocus()
+    qtbot.waitUntil(lambda: quick.screenshot.hasFocus())
+    quick.hide()
+    quick.summon()
+    # The window's focus widget: what has the keys once the desktop makes it active (offscreen
+    # does not activate a window shown again, so hasFocus() cannot be asked here).
+    assert quick.focusWidget() is quick.question
     screen = QGuiApplication.screenAt(quick.geometry().center()) or QGuiApplication.primaryScreen()
     area = screen.availableGeometry()
     assert abs(quick.geometry().center().x() - area.center().x()) <= 1, "centred"
