@@ -90,6 +90,8 @@ VIOLATIONS = {
                                             "app.ui.state._violation -> app.ui.chat.composer"),
     "ui-wings-under-the-window": ("app/ui/models/_violation.py", "import app.ui.main_window",
                                   "app.ui.models._violation -> app.ui.main_window"),
+    "quick-ask-shortcuts-alone": ("app/ui/quick_ask/shortcuts/_violation.py", "import app.core.settings",
+                                  "app.ui.quick_ask.shortcuts._violation -> app.core.settings"),
     "ui-messages-paint-alone": ("app/ui/messages/_violation.py", "import app.ui.chat.sidebar",
                                 "app.ui.messages._violation -> app.ui.chat.sidebar"),
     "ui-models-apart": ("app/ui/models/_violation.py", "import app.ui.documents.documents_window",
