@@ -19,6 +19,9 @@ its warning shows) and "server" (the API server window after a few real requests
 scenes of scripts/tool_scenes.py (the approval bar, an answer with tool calls, Settings → Tools). With --paste TEXT, "catalog" also looks TEXT up (a Hugging Face repository or
 a link; set HF_ENDPOINT to a local server to stay offline) and shows what it found.
 
+--show quick-ask: the quick-ask window (app/ui/quick_ask) after a real answer, summoned again with copied text
+offered as a chip; only the quick-ask window is saved.
+
 --show window-set --out DIR takes empty, streaming, code, picker, hardware, about,
 server-settings and server in one run, as DIR/<view>-<theme>-<scale>.png (scale from QT_SCALE_FACTOR). The set for the
 README's review, both themes at 100% and 200%:
@@ -280,6 +283,35 @@ async def manager_scenario(window, page: str, add: list[Path], paste: str | None
     await asyncio.sleep(0.5)
 
 
+async def quick_ask_scene(window, service, shown: list) -> None:
+    """The quick-ask window with a real answer in it, then summoned again with copied text offered."""
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtTest import QTest
+    from PySide6.QtCore import Qt
+
+    from app.service.doors.quick_ask import QuickAskDoor
+    from app.ui.quick_ask.quick_window import QuickAskWindow
+
+    await window.doors.start_up()
+    await _until(lambda: window.doors.model.model_state.value == "ready")
+    settings = window.doors.settings.settings
+    await window.doors.settings.update_settings(dataclasses.replace(
+        settings, generation=dataclasses.replace(settings.generation, max_tokens=160, temperature=0.0)))
+    QGuiApplication.clipboard().setText("")
+    quick = QuickAskWindow(QuickAskDoor(service))
+    OPEN_DIALOGS.append(quick)
+    quick.summon()
+    QTest.keyClicks(quick.question, "List three facts about kestrels, in Markdown.")
+    QTest.keyClick(quick.question, Qt.Key.Key_Return)
+    await _until(lambda: quick.answers.last_answer() and not quick._door.busy)
+    QGuiApplication.clipboard().setText("The common kestrel (Falco tinnunculus) is a bird of prey species belonging "
+                                        "to the kestrel group of the falcon family Falconidae.")
+    quick.summon()
+    QTest.keyClicks(quick.question, "Where do they live?")
+    await asyncio.sleep(0.5)
+    shown.append(quick)
+
+
 async def first_run_scenario(window) -> None:
     await window.doors.start_up()
     await _until(window.first_run.isVisible)
@@ -311,7 +343,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prompt", default="What is a kestrel?")
     parser.add_argument("--show", default="chat", choices=["chat", "installed", "settings", "catalog", "downloads", "first-run",
-                                                           *WINDOW_VIEWS, "window-set", "tools-set"])
+                                                           *WINDOW_VIEWS, "window-set", "tools-set", "quick-ask"])
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
     parser.add_argument("--paste", help="with --show catalog: a repository or link to look up")
@@ -353,6 +385,8 @@ def main() -> int:
         work = tool_set(window, service, args.out, args.theme)
     elif args.show in WINDOW_VIEWS:
         work = _one_view(window, args.show, shown)
+    elif args.show == "quick-ask":
+        work = quick_ask_scene(window, service, shown)
     else:
         work = scenario(window, service, args.prompt)
     task = loop.create_task(work)

@@ -7,7 +7,7 @@ import asyncio
 from PySide6.QtCore import QEvent, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (QCloseEvent, QGuiApplication, QImage, QKeyEvent, QPainter, QPaintEvent, QPalette, QPixmap,
                            QScreen)
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from app.service import events as ev
 from app.service.documents.attached_images import ImagesUnreadable
@@ -17,6 +17,7 @@ from app.ui.chat.attachment_chips import Chip, ChipState, FlowLayout
 from app.ui.chat.composer import ComposerEdit
 from app.ui.chat.image_chips import png_bytes
 from app.ui.common import icons
+from app.ui.common.theme import part_styles
 from app.ui.quick_ask.quick_answer import QuickAnswers
 from app.ui.quick_ask.quick_chips import CopiedTextChip, ScreenshotChip, copied_text, with_copied
 from app.ui.quick_ask.screen_grab import GRAB_REFUSED, GrabScreen, RegionPicker, grab_screen, refused, screen_with_mouse
@@ -69,14 +70,17 @@ class QuickAskWindow(QWidget):
         self.chips.setObjectName("quickChips")
         self.chip_flow = FlowLayout(self.chips)
         self.chips.hide()
-        self.question = ComposerEdit(self)
-        self.question.setObjectName("quickQuestion")
+        # The chat's composer box, framed and styled as it is there (theme.part_styles' composerFrame).
+        self.question_frame = QFrame(self)
+        self.question_frame.setObjectName("composerFrame")
+        self.question = ComposerEdit(self.question_frame)
+        self.question.setObjectName("composer")
         self.question.setPlaceholderText("Ask Kestrel…")
         self.question.setAccessibleName("Question")
         self.question.submitted.connect(self.ask)
         self.question.stopRequested.connect(self.hide)  # Esc
         self.question.imageOffered.connect(self._image_pasted)
-        self.screenshot = _tool(self, "quickScreenshot", "image",
+        self.screenshot = _tool(self.question_frame, "quickScreenshot", "image",
                                 "Attach a screenshot: drag over part of the screen, or click for all of it")
         self.screenshot.clicked.connect(self.take_screenshot)
         self.ask_button = QPushButton("Ask", self)
@@ -103,11 +107,15 @@ class QuickAskWindow(QWidget):
         self.continue_button = QPushButton("Continue in Kestrel", self)
         self.continue_button.setToolTip("Open this exchange as a chat in Kestrel's window")
         self.continue_button.clicked.connect(self.continue_in_kestrel)
+        in_frame = QHBoxLayout(self.question_frame)
+        in_frame.setContentsMargins(8, 4, 6, 4)
+        in_frame.setSpacing(4)
+        in_frame.addWidget(self.question, 1)
+        in_frame.addWidget(self.screenshot, 0, Qt.AlignmentFlag.AlignBottom)
         ask_row = QHBoxLayout()
-        ask_row.setSpacing(6)
-        ask_row.addWidget(self.question, 1)
-        ask_row.addWidget(self.screenshot, 0, Qt.AlignmentFlag.AlignBottom)
-        ask_row.addWidget(self.ask_button, 0, Qt.AlignmentFlag.AlignBottom)
+        ask_row.setSpacing(8)
+        ask_row.addWidget(self.question_frame, 1)
+        ask_row.addWidget(self.ask_button, 0, Qt.AlignmentFlag.AlignVCenter)
         self.answer_actions = QWidget(self)
         action_row = QHBoxLayout(self.answer_actions)
         action_row.setContentsMargins(0, 0, 0, 0)
@@ -151,6 +159,9 @@ class QuickAskWindow(QWidget):
     def follow_theme(self) -> None:
         """Answers drawn for a light or a dark page, as the palette is now."""
         dark = self.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
+        styled = part_styles(dark)["composerFrame"]
+        if self.question_frame.styleSheet() != styled:
+            self.question_frame.setStyleSheet(styled)
         if self.answers.delegate.dark != dark:
             self.answers.delegate.dark = dark
             self.answers.delegate.clear()
