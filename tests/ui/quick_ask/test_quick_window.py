@@ -10,10 +10,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
 
+from app.core.generation import GenerationSettings
 from app.engine import protocol as p
 from app.service.events import ModelState
 from app.service.doors.quick_ask import QuickAskDoor
 from app.ui.messages.message_view import MessageView
+from app.ui.quick_ask.quick_answer import TALLEST
 from app.ui.quick_ask.quick_chips import COPIED_KEPT, CopiedTextChip
 from app.ui.quick_ask.quick_window import NO_MODEL, TITLE, QuickAskWindow
 from tests.helpers.scripted_answers import written
@@ -196,3 +198,16 @@ def test_while_no_model_is_ready_it_says_so_in_the_main_windows_words(loop, quic
     assert quick._door.conversation_id is None and not quick._door.busy
     session.set_state(ModelState.READY, "Tiny")
     assert quick.status.text() == "" and not quick.status.isVisible()
+
+
+def test_the_window_grows_with_the_answer_up_to_a_bound_then_it_scrolls(loop, quick_over) -> None:
+    long_answer = "\n\n".join(f"Paragraph {n} about kestrels hovering." for n in range(40))
+    _window, quick, _engine = quick_over(long_answer, generation=GenerationSettings(
+        max_tokens=2000, temperature=0.0, context_length=4096))
+    quick.summon()
+    empty_height = quick.height()
+    ask(loop, quick, "Tell me at length", answers=1)
+    assert quick.answers.height() == TALLEST and quick.height() > empty_height
+    bar = quick.answers.verticalScrollBar()
+    assert bar.maximum() > 0 and bar.value() == bar.maximum(), "it scrolls, following the end"
+    assert quick.height() <= quick.screen().availableGeometry().height(), "never taller than the screen"
