@@ -11,6 +11,7 @@ from app.engine.backends.llama import kv_state
 from app.engine.backends.llama.kv_state import StateKey
 from app.service.models import kv_cache
 from app.ui.settings.dialogs import SettingsDialog
+from app.ui.state.model_items import InstalledModelsModel
 from tests.ui.conftest import run, service_of, until
 
 KEY = StateKey("model.gguf|1|2", 2048, "template", "0.3.36")
@@ -34,6 +35,7 @@ class _ModelDoor:
     def __init__(self) -> None:
         self.calls = 0
         self.go_on = asyncio.Event()
+        self.model = None  # no model in use: the Quick ask page says what keeping one costs in general
 
     async def clear_saved_states(self) -> None:
         self.calls += 1
@@ -44,6 +46,7 @@ class _ModelDoor:
 class _Adapter:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self.installed = InstalledModelsModel()  # the window's list of models, empty
 
     def spawn(self, coroutine):
         return self._loop.create_task(coroutine)

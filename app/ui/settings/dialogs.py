@@ -19,6 +19,7 @@ from app.core.units import human_size
 from app.tools.choices import ToolChoices
 from app.ui.settings.mcp_json_dialog import ServerChecklist, edit_mcp_json
 from app.ui.models.model_settings_form import device_combo
+from app.ui.settings.quick_ask_settings_page import QuickAskSettingsPage, ready_cost_words
 from app.ui.settings.server_settings_page import ServerSettingsPage
 from app.ui.settings.tools_settings_page import ToolsSettingsPage
 from app.ui.common.window_look import fit_shortcut_letters
@@ -109,10 +110,11 @@ class ConversationSettingsDialog(QDialog):
 class SettingsDialog(QDialog):
     """The app's settings: defaults for new chats, threads, theme, saved chat states; the API server.
 
-    Three tabs: `general`, `server` (a ServerSettingsPage) and `tools` (a
-    ToolsSettingsPage). adapter: the window's ServiceAdapter (its spawn), with model (the
-    ModelDoor) for "Clear saved chat states" and the disk they take (both off the UI thread);
-    without them the button is disabled. tools: the ToolsDoor, whose servers and choices the
+    Four tabs: `general`, `quick_ask` (a QuickAskSettingsPage), `server` (a ServerSettingsPage)
+    and `tools` (a ToolsSettingsPage). adapter: the window's ServiceAdapter (its spawn, and the
+    models it lists, for what keeping one loaded costs), with model (the ModelDoor) for "Clear
+    saved chat states" and the disk they take (both off the UI thread); without them the button
+    is disabled, and "Start Kestrel when I sign in" only changes the setting. tools: the ToolsDoor, whose servers and choices the
     Tools page shows and saves (with the adapter); without it the page lists none. mcp_file:
     where "Edit mcp.json…" reads and writes.
     """
@@ -171,12 +173,15 @@ class SettingsDialog(QDialog):
         general.addWidget(QLabel("Defaults for new chats", self.general))
         general.addWidget(self.form)
         general.addLayout(extra)
+        self.quick_ask = QuickAskSettingsPage(settings, self, spawn=adapter.spawn if adapter is not None else None,
+                                              model_memory=_ready_cost(adapter, model))
         self.server = ServerSettingsPage(settings.server, self)
         self.tools = ToolsSettingsPage(settings, servers, tools.choices if tools is not None else ToolChoices(),
                                        tools.statuses() if tools is not None else [], self)
         self.tools.editRequested.connect(self.edit_mcp_json)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(_FitScroll(self.general, self), "Chats a&nd model")
+        self.tabs.addTab(_FitScroll(self.quick_ask, self), "&Quick ask")
         self.tabs.addTab(self.server, "AP&I server")
         self.tabs.addTab(self.tools, "&Tools")
         layout = QVBoxLayout(self)
@@ -185,7 +190,8 @@ class SettingsDialog(QDialog):
         fit_shortcut_letters(self)
 
     def value(self) -> Settings:
-        return dataclasses.replace(self._settings, generation=self.form.value(), theme=self.theme.currentData(),
+        settings = self.quick_ask.value(self._settings)
+        return dataclasses.replace(settings, generation=self.form.value(), theme=self.theme.currentData(),
                                    device_preference=self.device.currentData(),
                                    threads=self.threads.value() or None,
                                    when_hidden=self.when_hidden.currentData(),
@@ -196,6 +202,11 @@ class SettingsDialog(QDialog):
                                    saved_states_mb=self.saved_states.value(),
                                    prompt_lookup=self.prompt_lookup.currentData(),
                                    server=self.server.value())
+
+    def done(self, result: int) -> None:  # Override QDialog.done.
+        if result != QDialog.DialogCode.Accepted:
+            self.quick_ask.put_back_sign_in()
+        super().done(result)
 
     def value_with_tools(self) -> Settings:
         """value() with the Tools page's limits."""
@@ -327,6 +338,12 @@ class _FitScroll(QScrollArea):
         screen = self.screen().availableGeometry()
         bar = self.verticalScrollBar().sizeHint().width()
         return QSize(page.width() + bar, min(page.height(), int(screen.height() * 0.75)))
+
+
+def _ready_cost(adapter: "ServiceAdapter | None", model: "ModelDoor | None") -> str:
+    """What keeping the model loaded costs, from the models the window lists and the one in use."""
+    rows = adapter.installed.rows() if adapter is not None else []
+    return ready_cost_words(rows, model.model if model is not None else None)
 
 
 def _states(count: int) -> str:
