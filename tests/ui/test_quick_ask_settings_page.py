@@ -199,7 +199,8 @@ def test_the_page_shows_all_of_its_words_with_every_warning_up(qtbot) -> None:
 
     dialog = SettingsDialog(Settings(), None)
     qtbot.addWidget(dialog)
-    dialog.tabs.setCurrentWidget(dialog.tabs.widget(1))
+    dialog.show_page("quick_ask")
+    assert dialog.tabs.tabText(dialog.tabs.currentIndex()) == "&Quick ask"
     dialog.show()
     page = dialog.quick_ask
     qtbot.keyClick(page.shortcut, Qt.Key.Key_F5)

@@ -181,7 +181,8 @@ class SettingsDialog(QDialog):
         self.tools.editRequested.connect(self.edit_mcp_json)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(_FitScroll(self.general, self), "Chats a&nd model")
-        self.tabs.addTab(_FitScroll(self.quick_ask, self), "&Quick ask")
+        self.quick_ask_tab = _FitScroll(self.quick_ask, self)
+        self.tabs.addTab(self.quick_ask_tab, "&Quick ask")
         self.tabs.addTab(self.server, "AP&I server")
         self.tabs.addTab(self.tools, "&Tools")
         layout = QVBoxLayout(self)
@@ -202,6 +203,11 @@ class SettingsDialog(QDialog):
                                    saved_states_mb=self.saved_states.value(),
                                    prompt_lookup=self.prompt_lookup.currentData(),
                                    server=self.server.value())
+
+    def show_page(self, page: str) -> None:
+        """Open on a page: "quick_ask", "server" or "tools" (any other: the first)."""
+        shown = {"quick_ask": self.quick_ask_tab, "server": self.server, "tools": self.tools}.get(page)
+        self.tabs.setCurrentIndex(0 if shown is None else self.tabs.indexOf(shown))
 
     def done(self, result: int) -> None:  # Override QDialog.done.
         if result != QDialog.DialogCode.Accepted:
