@@ -20,7 +20,8 @@ from app.service.chats.drafts import DraftBook
 from app.service.chats.history_choice import HistoryChoice, damage_text
 from app.service.chats.history_follow import HistoryFollower
 from app.service.chats.open_chat import OpenChat
-from app.service.chats.vision import chat_vision
+from app.service.chats.quick_ask import QuickAsk
+from app.service.chats.vision import chat_vision, model_vision
 from app.service.documents.document_context import ChatDocuments
 from app.service.documents.documents_service import DocumentsService
 from app.service.event_bus import EventBus, Listener, TaskGroup
@@ -89,6 +90,9 @@ class Service:
             storage=storage, history_open=lambda: self.storage is not None, emit=emit, tasks=tasks, chat=chat,
             conversations=conversations, session=session, keeper=keeper, tools=self.tools, documents=self.documents,
             vision=self.sight.state, pending_collections=self.collection_choice.take_pending)
+        # Quick ask's exchange: a chat of its own, answered by the app's model in the same line.
+        self.quick_ask = QuickAsk(answers, keeper, model_vision(lambda: None, session,
+                                  lambda: (row.model for row in self.library.rows)).state, tasks.spawn)
         # /v1/embeddings answers with the documents' embedding model, through the documents' own process.
         self.api = ApiAnswers(session, keeper, conversations, emit, spawn=tasks.spawn,
                               chats_busy=lambda: not answers.queue.idle,
@@ -177,6 +181,12 @@ class Service:
                 await asyncio.wait_for(asyncio.shield(task), timeout=5)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 task.cancel()
+        ending = self.quick_ask.end()  # a quick-ask exchange not to keep is deleted before the history closes
+        if ending is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(ending), timeout=5)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                ending.cancel()
         await self.drafts.flush()
         await self.tools.close()  # no MCP server outlives Kestrel
         await self.tasks.cancel_all()

@@ -135,3 +135,23 @@ def test_a_new_exchange_asked_while_its_first_question_is_saved_ends_once_saved(
             assert await doors.files.read_all() == []
 
     run(scenario)
+
+
+def test_quitting_deletes_an_exchange_not_to_keep_before_the_history_closes(started_service: StartService) -> None:
+    async def scenario() -> tuple[int | None, list[int]]:
+        engine = ScriptedEngine()
+        engine.scripts.extend([written("One.")])
+        async with started_service(engine=engine) as started:
+            doors, events = started.doors, started.events
+            settings = doors.settings.settings
+            await doors.settings.update_settings(dataclasses.replace(
+                settings, quick_ask=dataclasses.replace(settings.quick_ask, save_chats=False)))
+            quick = QuickAskDoor(started.service)
+            assert quick.ask("A question asked just before Kestrel quits")
+            await events.until(lambda: len(events.of(ev.AnswerFinished)) == 1)
+            asked = quick.conversation_id
+        async with started_service(install_model=False, start="open") as again:
+            return asked, [c.id for c in await again.doors.files.read_all()]
+
+    asked, kept = run(scenario)
+    assert asked is not None and asked not in kept

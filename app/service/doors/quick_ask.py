@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.service.chats.quick_ask import QuickAsk
-from app.service.chats.vision import model_vision
 from app.service.documents.attached_images import read_image_data
 from app.service.events import ModelState
 
@@ -27,12 +25,8 @@ class QuickAskDoor:
     """
 
     def __init__(self, service: Service) -> None:
-        session = self._session = service.session
-        library = service.library
-        # Built here until the composition root builds it (one exchange: one quick-ask window).
-        quick = self._quick = QuickAsk(service.answers, service.keeper,
-                                       model_vision(lambda: None, session, lambda: (row.model for row in library.rows)).state,
-                                       service.spawn)
+        self._session = service.session
+        quick = self._quick = service.quick_ask
         self.ask = quick.ask
         self.stop = quick.stop
         self.new_exchange = quick.new_exchange
