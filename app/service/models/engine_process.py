@@ -39,6 +39,10 @@ class NotSent:
 # What the reader and writer threads hand the event loop.
 Delivered = p.EngineEvent | PipeClosed | NotSent
 
+# How long the reader of a dead engine leaves the closing of its writer to the loop (a busy window's
+# loop may take a while) before it closes the writer itself.
+_WRITER_END_S = 60.0
+
 
 class EngineProcess:
     """One engine child process, its pipe, the thread that reads it and the one that writes it.
@@ -66,10 +70,14 @@ class EngineProcess:
         self.silent_s = 0.0
         self._loop = loop
         self._deliver = deliver
-        self._reader = threading.Thread(target=self._read, name="engine-client-reader", daemon=True)
-        self._reader.start()
+        # Held while the pipe is closed: the reader (when the engine dies) and kill() may both close it,
+        # and a second os.close of the same number could close a handle opened meanwhile by another.
+        self._pipe_lock = threading.Lock()
+        # Before the reader: an engine that dies at once is seen by a reader that ends the writer.
         self._writer = PipeWriter(self.conn, on_broken=self._write_failed, on_unsendable=self._unsendable,
                                   name="engine-client-writer")
+        self._reader = threading.Thread(target=self._read, name="engine-client-reader", daemon=True)
+        self._reader.start()
 
     def send(self, message: p.Request) -> None:
         """Queue message for the engine, after everything sent before it.
@@ -98,17 +106,38 @@ class EngineProcess:
             if isinstance(event, p.Ack) and event.what == p.AckKind.PING:
                 self.last_ping_answered = event.request_id
             if not self._post(event):
-                return
+                break
         self.process.join(timeout=2)
         if not self.process.is_alive():
             self._child.end()  # gone: let the supervisor forget it
-        self._post(PipeClosed(self.process.exitcode, self.hang, self.silent_s))
+        heard = self._post(PipeClosed(self.process.exitcode, self.hang, self.silent_s))
+        # Nothing more can be written. An engine that died on its own is never kill()ed (the client
+        # starts a new one), so its writer thread and its pipe end here; before, each death left a
+        # writer waiting for ever, holding the pipe, the client and its event loop. The writer is
+        # closed on the loop, after PipeClosed: a request sent before the loop heard of the death
+        # still waits for PipeClosed (and its exit code), not a broken pipe.
+        if not (heard and self._post_call(self._writer.close)):
+            self._writer.close()
+        deadline = time.monotonic() + _WRITER_END_S
+        while not self._writer.join(timeout=0.1):
+            if self._loop.is_closed() or time.monotonic() > deadline:  # the loop will not run it
+                self._writer.close()
+                if not self._writer.join(timeout=3):
+                    return  # stuck in a write: the pipe stays open rather than closed under it
+                break
+        self._close_pipe()
 
     def _post(self, event: Delivered) -> bool:
+        return self._post_call(self._deliver, self, event)
+
+    def _post_call(self, callback: Callable[..., None], *args: object) -> bool:
+        """callback(*args) on the loop; False when the loop is closed and nobody listens any more."""
+        if self._loop.is_closed():  # qasync's closed loop takes the call without a word, and drops it
+            return False
         try:
-            self._loop.call_soon_threadsafe(self._deliver, self, event)
+            self._loop.call_soon_threadsafe(callback, *args)
             return True
-        except RuntimeError:  # The loop is closed: nobody is listening any more.
+        except RuntimeError:  # closed meanwhile
             return False
 
     def kill(self) -> None:
@@ -120,7 +149,11 @@ class EngineProcess:
         if threading.current_thread() is not self._reader:
             self._reader.join(timeout=3)
         self._writer.join(timeout=3)
-        self.conn.close()
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        with self._pipe_lock:
+            self.conn.close()  # a second close does nothing
 
     def end_hung(self, hang: Hang, silent_s: float = 0.0) -> None:
         """End an engine that stopped answering (SIGKILL works on a stopped process too);
