@@ -61,6 +61,7 @@ class MainWindow(WindowCommands):
         self.server = ServerHost(self.adapter, doors.settings, doors.api, self)
         self.tray = KestrelTray(icons.app_icon, self)
         self.shortcut_held = True  # quick ask's global shortcut is ours (set_shortcut_held)
+        self.shortcut_words = ""  # its state in words, for Settings → Quick ask
         self._tray_start_unchecked = False  # started in the tray before the settings were read
         self.setWindowTitle("Kestrel")
         self.resize(1180, 780)
@@ -381,10 +382,12 @@ class MainWindow(WindowCommands):
         self._hide_to_tray()
         self._window_state_changed()  # never shown, so no hide event says it
 
-    def set_shortcut_held(self, held: bool) -> None:
+    def set_shortcut_held(self, held: bool, words: str = "") -> None:
         """Quick ask's global shortcut is held (or another program has it): the tray's words say
-        to press it only while it works."""
+        to press it only while it works, and Settings → Quick ask shows `words`."""
         self.shortcut_held = held
+        self.shortcut_words = words
+        self.shortcutStatusChanged.emit(held, words)
 
     def _hide_to_tray(self) -> None:
         self.tray.show(tray_tooltip(status_words(self.server)))  # first: the hide event sees it

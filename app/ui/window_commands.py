@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
@@ -57,6 +58,10 @@ class WindowCommands(QMainWindow):
     server: "ServerHost"
     paths: "DataPaths"
     quitting = False  # quit() was asked: closing ends Kestrel even where it would hide to the tray
+    # Quick ask's shortcut: whether it is Kestrel's and its words (set_shortcut_held), for Settings → Quick ask.
+    shortcutStatusChanged = Signal(bool, str)
+    shortcut_held: bool
+    shortcut_words: str
 
     def quit(self) -> None:
         """End Kestrel (File → Quit, the tray's Quit, Ctrl+C), even where closing would only hide the window."""
@@ -126,8 +131,10 @@ class WindowCommands(QMainWindow):
         dialog = SettingsDialog(self.doors.settings.settings, self, adapter=self.adapter, model=self.doors.model,
                                 tools=self.doors.tools, mcp_file=self.paths.mcp_file)
         self.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
-        if page in ("server", "tools"):
-            dialog.tabs.setCurrentWidget(dialog.server if page == "server" else dialog.tools)
+        dialog.show_page(page)
+        if self.shortcut_words:  # what quick ask's shortcut is doing, then as it changes while the dialog is open
+            dialog.quick_ask.show_shortcut_status(self.shortcut_held, self.shortcut_words)
+        self.shortcutStatusChanged.connect(dialog.quick_ask.show_shortcut_status)
         if dialog.exec():
             dialog.save_tools()
             self.adapter.spawn(self.doors.settings.update_settings(dialog.value_with_tools()))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from app.service.documents.attached_images import read_image_data
 from app.service.events import ModelState
+from app.service.models.background import AppWindow
 
 if TYPE_CHECKING:
     from app.service.root import Service
@@ -38,6 +40,8 @@ class QuickAskDoor:
         self.read_image_data = read_image_data
         self.subscribe = service.subscribe
         self.spawn = service.spawn
+        # Where the quick-ask window is: the engine's pace follows the most awake of Kestrel's windows.
+        self.set_window_state = functools.partial(service.set_window_state, window=AppWindow.QUICK_ASK)
 
     @property
     def conversation_id(self) -> int | None:

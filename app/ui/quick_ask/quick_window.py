@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from PySide6.QtCore import QEvent, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import (QCloseEvent, QGuiApplication, QImage, QKeyEvent, QPainter, QPaintEvent, QPalette, QPixmap,
-                           QScreen)
+from PySide6.QtGui import (QCloseEvent, QGuiApplication, QHideEvent, QImage, QKeyEvent, QPainter, QPaintEvent, QPalette,
+                           QPixmap, QScreen, QShowEvent)
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from app.service import events as ev
@@ -18,6 +18,7 @@ from app.ui.chat.composer import ComposerEdit
 from app.ui.chat.image_chips import png_bytes
 from app.ui.common import icons
 from app.ui.common.theme import part_styles
+from app.ui.common.window_presence import window_state
 from app.ui.quick_ask.quick_answer import QuickAnswers
 from app.ui.quick_ask.quick_chips import CopiedTextChip, ScreenshotChip, copied_text, with_copied
 from app.ui.quick_ask.screen_grab import GRAB_REFUSED, GrabScreen, RegionPicker, grab_screen, refused, screen_with_mouse
@@ -171,6 +172,22 @@ class QuickAskWindow(QWidget):
         super().changeEvent(event)
         if event.type() == QEvent.Type.PaletteChange and hasattr(self, "answers"):  # not while it is built
             self.follow_theme()
+        elif event.type() in (QEvent.Type.ActivationChange, QEvent.Type.WindowStateChange):
+            self._say_window_state()
+
+    def showEvent(self, event: QShowEvent) -> None:  # Override: the engine's pace follows this window too.
+        super().showEvent(event)
+        self._say_window_state()  # inside summon()'s show(): a paused engine resumes before the question
+
+    def hideEvent(self, event: QHideEvent) -> None:  # Override: hidden, it no longer keeps the engine awake.
+        super().hideEvent(event)
+        self._say_window_state()
+
+    def _say_window_state(self) -> None:
+        """Where this window is, for the engine's pace: it follows the most awake of Kestrel's windows,
+        so a question asked here with the main window in the tray is not paused."""
+        self._door.set_window_state(window_state(self.isVisible(), self.isMinimized(),
+                                                 QGuiApplication.applicationState()))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # Override: Esc hides, from anywhere in it.
         if event.key() == Qt.Key.Key_Escape:

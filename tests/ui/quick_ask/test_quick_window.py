@@ -211,3 +211,16 @@ def test_the_window_grows_with_the_answer_up_to_a_bound_then_it_scrolls(loop, qu
     bar = quick.answers.verticalScrollBar()
     assert bar.maximum() > 0 and bar.value() == bar.maximum(), "it scrolls, following the end"
     assert quick.height() <= quick.screen().availableGeometry().height(), "never taller than the screen"
+
+
+def test_the_engine_is_awake_while_the_quick_window_shows_with_the_main_window_hidden(loop, quick_over) -> None:
+    # Hidden windows pause the engine (the default "when hidden: pause"); the quick-ask window, shown over
+    # another program with Kestrel's own window away, must not ask a paused engine.
+    window, quick, _engine = quick_over()
+    client = service_of(window).session.client
+    window.hide()
+    assert client.paused
+    quick.summon()
+    assert not client.paused, "summoned: the engine runs before the question is asked"
+    quick.hide()
+    assert client.paused, "Esc: hidden like the main window, the engine steps aside again"
