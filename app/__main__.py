@@ -19,7 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="kestrel", description="Kestrel, an offline AI assistant. Without a command it opens the window.")
     parser.add_argument("--version", action="version", version=f"Kestrel {__version__}")
-    from app.cli import chat, chat_files, docs, doctor, serve, tools
+    parser.add_argument("--background", action="store_true",
+                        help="start in the tray without showing the window, as at sign-in (a Kestrel already "
+                             "running is left as it is)")
+    from app.cli import ask, chat, chat_files, docs, doctor, serve, tools
     from app.cli.models import models
     from app.cli.command_parser import command_actions
 
@@ -27,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = command_actions(parser)
 
     chat.add_parser(commands)
+    ask.add_parser(commands)
     doctor.add_parser(commands)
     models.add_parser(commands)
     chat_files.add_parser(commands)
@@ -47,11 +51,14 @@ def main(argv: list[str] | None = None) -> int:
 
         # The engine runs in a spawned child; a frozen (PyInstaller) build needs this first.
         multiprocessing.freeze_support()
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
         if args.command is None:
             from app.ui.app import run_gui
 
-            return run_gui()
+            return run_gui(background=args.background)
+        if args.background:
+            parser.error(f"--background starts the window in the tray; it does nothing with {args.command}")
         status: int = args.run(args)
         # Output still buffered would meet a closed pipe only at exit, past any handler.
         if sys.stdout is not None:  # None under pythonw

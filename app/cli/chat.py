@@ -47,6 +47,19 @@ if TYPE_CHECKING:
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat = commands.add_parser("chat", help="stream an answer to a prompt (headless)")
+    _add_arguments(chat)
+    chat.set_defaults(run=run)
+
+
+def one_shot_args(prompt: str) -> argparse.Namespace:
+    """The arguments of `kestrel chat PROMPT` typed with no flag (`kestrel ask` without a running
+    Kestrel answers so): every flag at its default, from the one list of them."""
+    parser = argparse.ArgumentParser(prog="kestrel chat")
+    _add_arguments(parser)
+    return parser.parse_args(["--", prompt])
+
+
+def _add_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("prompt", metavar="PROMPT", help="the message; - reads standard input")
     chat.add_argument("--model", help="a GGUF file, an ONNX Runtime GenAI folder, or an installed model's id")
     chat.add_argument("--system", help="a system prompt (default: the model's own, if it has one)")
@@ -85,13 +98,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     chat.add_argument("--save", action="store_true",
                       help="keep this exchange as a chat in your history, where the window shows it "
                            "(without it, nothing is written)")
-    chat.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, prompt: str | None = None) -> int:
+    """Answer args.prompt, or prompt when the caller has read it already (from standard input)."""
     _make_output_safe()
     try:
-        prompt = prompt_text(args.prompt)
+        prompt = prompt_text(args.prompt) if prompt is None else prompt
         given_system = None if args.system is None else argument_text(args.system, "The text after --system")
         settings_file = SettingsFile(data_paths().settings_file)
         saved = settings_file.load()

@@ -6,41 +6,48 @@ would write the same settings. So the first window holds an OS lock in the data
 folder for its life and listens on a local socket (a Unix socket; a named pipe on
 Windows, for this user only); a second launch finds the lock taken, asks the first to
 come forward, and exits. A crashed first window releases the lock with its process.
+`kestrel ask` talks over the same line; its protocol and plain-Python client are
+app/core/instance_line.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import socket
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QDir, QObject, Signal
+from PySide6.QtCore import QDir, QObject, QTimer, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from app.core.files import HeldLock, try_hold_lock
+from app.core.instance_line import (ANSWER_TIMEOUT_S, MAX_LINE_BYTES, Delivery, Do, LineRequest, answer_of,
+                                    encode_request, read_request, server_name)
 from app.core.paths import DataPaths
 
-_ACTIVATE = b"activate\n"
+__all__ = ["SingleInstance", "remove_stale_sockets", "server_name"]
+
 # server_name()'s names, and only those: other things called kestrel-… are not ours to judge.
 _OURS = re.compile(r"kestrel-[0-9a-f]{16}")
 # A socket younger than this may be a window's that is starting: bound, not yet listening.
 _SETTLE_S = 60.0
-
-
-def server_name(paths: DataPaths) -> str:
-    """The local socket's name: one per data folder (and so per user)."""
-    digest = hashlib.sha256(str(paths.data.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return f"kestrel-{digest}"
+# A client has this long to send its line; a connection held open longer is dropped.
+_LINE_TIMEOUT_MS = 5000
+# Connections read at once; more are dropped (only this user can connect, but a loop that
+# connects and never writes must not make the window hold without end).
+_MAX_OPEN = 8
 
 
 class SingleInstance(QObject):
-    """acquire() once at start; activated fires when another launch asks for the window."""
+    """acquire() once at start; activated fires when another launch asks for the window,
+    askRequested(question) when `kestrel ask` asks for the quick-ask window ("" to just
+    summon it)."""
 
     activated = Signal()
+    askRequested = Signal(str)
 
     def __init__(self, paths: DataPaths, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -48,6 +55,7 @@ class SingleInstance(QObject):
         self._name = server_name(paths)
         self._held: HeldLock | None = None
         self._server: QLocalServer | None = None
+        self._open: list[_LineReader] = []
 
     def acquire(self) -> bool:
         """True if this is the first window (it now listens); False if another runs."""
@@ -67,14 +75,17 @@ class SingleInstance(QObject):
         """From a second launch: ask the running window to show itself. False if it did
         not answer in time (it may still be starting, or be stuck)."""
         deadline = time.monotonic() + timeout_s
+        request = encode_request(LineRequest(Do.ACTIVATE))
         while time.monotonic() < deadline:
-            socket = QLocalSocket()
-            socket.connectToServer(self._name)
-            if socket.waitForConnected(500):
-                socket.write(_ACTIVATE)
-                sent = socket.waitForBytesWritten(1000)
-                socket.disconnectFromServer()
-                if sent:
+            # Qt's own client here, not instance_line's: the window's hand-over keeps to
+            # QLocalSocket, which Qt maintains on Windows' named pipes too.
+            line = QLocalSocket()
+            line.connectToServer(self._name)
+            if line.waitForConnected(500):
+                line.write(request)
+                heard = line.waitForBytesWritten(1000) and _answer_within(line, ANSWER_TIMEOUT_S)
+                line.disconnectFromServer()
+                if heard:
                     return True
             time.sleep(0.1)
         return False
@@ -94,20 +105,86 @@ class SingleInstance(QObject):
         while server.hasPendingConnections():
             # A child of the server: it goes when the server does (no deleteLater racing
             # the server's own deletion).
-            socket = server.nextPendingConnection()
-            socket.readyRead.connect(self._on_ready_read)
-            if socket.bytesAvailable():
-                self._read(socket)
+            line = server.nextPendingConnection()
+            if len(self._open) >= _MAX_OPEN:
+                line.abort()
+                continue
+            reader = _LineReader(line, self._on_request)
+            self._open.append(reader)
+            reader.finished.connect(lambda reader=reader: self._open.remove(reader))
+            reader.start()
 
-    def _on_ready_read(self) -> None:
-        socket = self.sender()
-        if isinstance(socket, QLocalSocket):
-            self._read(socket)
-
-    def _read(self, socket: QLocalSocket) -> None:
-        if bytes(socket.readAll().data()).startswith(_ACTIVATE.strip()):
+    def _on_request(self, request: LineRequest) -> None:
+        if request.do is Do.ASK:
+            self.askRequested.emit(request.question)
+        else:
             self.activated.emit()
-        socket.disconnectFromServer()
+
+
+class _LineReader(QObject):
+    """Reads one request line from a connection, at most MAX_LINE_BYTES, within
+    _LINE_TIMEOUT_MS; answers, acts, and closes. Anything else is dropped unanswered."""
+
+    finished = Signal()
+
+    def __init__(self, line: QLocalSocket, act: Callable[[LineRequest], None]) -> None:
+        super().__init__(line)  # goes with its connection
+        self._line = line
+        self._act = act
+        self._buffer = bytearray()
+        self._done = False
+
+    def start(self) -> None:
+        line = self._line
+        line.setReadBufferSize(MAX_LINE_BYTES + 1)  # Qt's own buffer bounded too
+        line.readyRead.connect(self._read)
+        line.disconnected.connect(self._end)
+        QTimer.singleShot(_LINE_TIMEOUT_MS, self, self._drop)
+        if line.bytesAvailable():
+            self._read()
+
+    def _read(self) -> None:
+        if self._done:
+            return
+        self._buffer += bytes(self._line.readAll().data())
+        end = self._buffer.find(b"\n")
+        if end < 0:
+            if len(self._buffer) > MAX_LINE_BYTES:
+                self._drop()  # a line longer than any request: not ours
+            return
+        reading = read_request(bytes(self._buffer[:end]))
+        self._done = True
+        if reading.answer is not None:
+            self._line.write(reading.answer)
+        self._line.disconnectFromServer()  # after what was written is sent
+        if reading.request is not None:
+            self._act(reading.request)
+        self._end()
+
+    def _drop(self) -> None:
+        if not self._done:
+            self._done = True
+            self._line.abort()
+        self._end()
+
+    def _end(self) -> None:
+        self._done = True
+        if not self.signalsBlocked():
+            self.finished.emit()
+            self.blockSignals(True)  # once
+
+
+def _answer_within(line: QLocalSocket, timeout_s: float) -> bool:
+    """Whether the window answered that it heard (a second launch's wait, in the second process)."""
+    deadline = time.monotonic() + timeout_s
+    answer = b""
+    while b"\n" not in answer and len(answer) < 256:
+        if not line.bytesAvailable():  # it may have come while the request was written
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0 or not line.waitForReadyRead(left_ms):
+                return False
+        answer += bytes(line.readAll().data())
+    return answer_of(answer.split(b"\n", 1)[0]) is Delivery.HEARD
 
 
 def remove_stale_sockets(folder: Path) -> list[Path]:
