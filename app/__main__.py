@@ -51,15 +51,22 @@ def main(argv: list[str] | None = None) -> int:
 
         # The engine runs in a spawned child; a frozen (PyInstaller) build needs this first.
         multiprocessing.freeze_support()
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        if args.command is None:
-            from app.ui.app import run_gui
+        given = sys.argv[1:] if argv is None else argv
+        status: int
+        if given[:1] == ["ask"]:  # bound to a key: without every command's imports (0.3 s) first
+            from app.cli import ask
 
-            return run_gui(background=args.background)
-        if args.background:
-            parser.error(f"--background starts the window in the tray; it does nothing with {args.command}")
-        status: int = args.run(args)
+            status = ask.main(given[1:])
+        else:
+            parser = build_parser()
+            args = parser.parse_args(given)
+            if args.command is None:
+                from app.ui.app import run_gui
+
+                return run_gui(background=args.background)
+            if args.background:
+                parser.error(f"--background starts the window in the tray; it does nothing with {args.command}")
+            status = args.run(args)
         # Output still buffered would meet a closed pipe only at exit, past any handler.
         if sys.stdout is not None:  # None under pythonw
             sys.stdout.flush()

@@ -106,3 +106,12 @@ def test_a_kestrel_that_does_not_answer_is_said_and_the_question_answered_here(o
         stuck.close()
     assert asked.returncode == 0 and asked.stdout.strip()
     assert "did not answer within 2 seconds" in asked.stderr and "Answering here instead." in asked.stderr
+
+
+def test_summoning_imports_neither_the_service_nor_the_engine() -> None:
+    """A key press runs `kestrel ask`: it must not first import every command (about 0.3 s)."""
+    probe = ("import sys\nfrom app.__main__ import main\nstatus = main(['ask'])\n"
+             "print(status, sorted(m for m in sys.modules if m.startswith(('app.service', 'app.engine', 'app.cli.chat'))"
+             " and m != 'app.cli.chat_input'))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout == "2 []\n", result.stderr
