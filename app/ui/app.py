@@ -19,7 +19,8 @@ from app.core.store.history import HistoryError
 from app.core.paths import DataPaths, data_paths
 from app.library.models import ModelLibrary
 from app.service.doors.window import WindowDoors
-from app.service.events import ModelState
+from app.service.doors.quick_ask import QuickAskDoor
+from app.service.events import ModelState, SettingsChanged
 from app.service.models.client import EngineClient
 from app.service.models.engine_handle import EngineHandle
 from app.service.root import Service
@@ -27,10 +28,16 @@ from app.ui.common.app_style import AppStyle, app_style
 from app.ui.common.collector import install as install_collector
 from app.ui.common.icons import app_icon
 from app.ui.main_window import MainWindow
+from app.ui.quick_ask.quick_window import QuickAskWindow
+from app.ui.quick_ask.reach import OFF, QuickAskReach
+from app.ui.quick_ask.shortcuts import global_shortcut
+from app.ui.quick_ask.shortcuts.shortcut import GlobalShortcut, ShortcutStatus
 from app.ui.single_instance import SingleInstance
 from app.ui.common.window_look import DialogLook
 
 STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
+# The banner's kind for quick ask's shortcut: cleared when the shortcut is Kestrel's again.
+SHORTCUT_PROBLEM = "shortcut"
 
 
 def build_service(paths: DataPaths, client: EngineHandle | None = None) -> Service:
@@ -74,7 +81,41 @@ def use_app_style(app: QApplication) -> None:
         app.setStyle(app_style())
 
 
-def run_gui(argv: list[str] | None = None) -> int:
+def build_quick_ask(service: Service, window: MainWindow, shortcut: GlobalShortcut | None = None) -> QuickAskReach:
+    """The quick-ask window and every way to it (the shortcut, the tray's Ask…), tied to the main window:
+    "Continue in Kestrel" opens the exchange there, and the shortcut's state is said in it. `shortcut`:
+    this desktop's (global_shortcut) unless a test gives one."""
+    quick = QuickAskWindow(QuickAskDoor(service))
+    reach = QuickAskReach(quick, shortcut or global_shortcut(window), window)
+    window.tray.askRequested.connect(lambda: reach.summon())
+    quick.continueRequested.connect(lambda conversation_id: _continue_in(window, conversation_id))
+    reach.statusChanged.connect(lambda status: _say_shortcut(window, status))
+
+    def follow(event: object) -> None:
+        if isinstance(event, SettingsChanged):
+            reach.follow(event.settings.quick_ask)
+
+    window.doors.subscribe(follow)  # the first SettingsChanged comes once start-up has read the file
+    window.closed.connect(reach.release)
+    return reach
+
+
+def _continue_in(window: MainWindow, conversation_id: int) -> None:
+    window.bring_to_front()
+    window.open_chat(conversation_id)
+
+
+def _say_shortcut(window: MainWindow, status: ShortcutStatus) -> None:
+    """The tray's words and the window's banner follow whether the shortcut is Kestrel's: a shortcut
+    another program holds is said in the window (with where to choose another), never kept silent."""
+    window.set_shortcut_held(status.held, status.words)
+    if not status.held and status is not OFF and window.doors.settings.settings.quick_ask.enabled:
+        window.chat.show_problem(status.words, SHORTCUT_PROBLEM)
+    else:
+        window.chat.problem_solved(SHORTCUT_PROBLEM)
+
+
+def run_gui(argv: list[str] | None = None, background: bool = False) -> int:
     existing = QApplication.instance()
     app = existing if isinstance(existing, QApplication) else QApplication(argv or sys.argv)
     app.setApplicationName("Kestrel")
@@ -95,12 +136,18 @@ def run_gui(argv: list[str] | None = None) -> int:
         return _hand_over_to_the_running_window(instance)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = build_window(build_service(paths), paths)
+    service = build_service(paths)
+    window = build_window(service, paths)
     instance.activated.connect(window.bring_to_front)
+    reach = build_quick_ask(service, window)
+    instance.askRequested.connect(reach.summon)
     window.closed.connect(lambda: _shut_down(loop, window))
     _close_on_signals(window)
-    _log_startup_to(os.environ.get(STARTUP_LOG_ENV), window, instance)
-    window.show()
+    _log_startup_to(os.environ.get(STARTUP_LOG_ENV), window, instance, reach)
+    if background:
+        window.start_in_tray()  # at sign-in: in the tray when quick ask or the server keeps it there
+    else:
+        window.show()
     failed: list[str] = []
     with loop:
         # Opening the history and loading a model start once the window has painted.
@@ -134,16 +181,23 @@ def _hand_over_to_the_running_window(instance: SingleInstance) -> int:
     return 1
 
 
-def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstance | None = None) -> None:
-    """For benchmarks/startup.py (when the window painted, when the model was ready) and
-    the tests (when a second launch brought the window forward)."""
+def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstance | None = None,
+                    reach: QuickAskReach | None = None) -> None:
+    """For benchmarks/startup.py (when the window painted, when the model was ready),
+    benchmarks/quick_ask.py (when the quick-ask window showed, at what wall-clock time) and the
+    tests (when a second launch brought the window forward, when the shortcut was held)."""
     if not path:
         return
     started = psutil.Process().create_time()
 
     def note(event: str) -> None:
+        now = time.time()
         with open(path, "a", encoding="utf-8") as log:
-            log.write(json.dumps({"event": event, "seconds": time.time() - started}) + "\n")
+            log.write(json.dumps({"event": event, "seconds": now - started, "at": now}) + "\n")
+
+    if reach is not None:
+        reach.statusChanged.connect(lambda status: note("shortcut_held" if status.held else "shortcut_not_held"))
+        reach.window.shown.connect(lambda: note("quick_ask_shown"))
 
     QTimer.singleShot(0, lambda: note("window_shown"))
     def ready() -> None:

@@ -48,6 +48,7 @@ class QuickAskWindow(QWidget):
     """
 
     continueRequested = Signal(int)
+    shown = Signal()  # on screen (its show event): for the quick-ask benchmark's timing
 
     def __init__(self, door: QuickAskDoor, *, grab: GrabScreen = grab_screen, parent: QWidget | None = None) -> None:
         super().__init__(parent, Qt.WindowType.Tool | Qt.WindowType.FramelessWindowHint
@@ -178,6 +179,7 @@ class QuickAskWindow(QWidget):
     def showEvent(self, event: QShowEvent) -> None:  # Override: the engine's pace follows this window too.
         super().showEvent(event)
         self._say_window_state()  # inside summon()'s show(): a paused engine resumes before the question
+        self.shown.emit()
 
     def hideEvent(self, event: QHideEvent) -> None:  # Override: hidden, it no longer keeps the engine awake.
         super().hideEvent(event)
