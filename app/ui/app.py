@@ -133,7 +133,8 @@ def run_gui(argv: list[str] | None = None, background: bool = False) -> int:
         return 1
     instance = SingleInstance(paths)
     if not instance.acquire():
-        return _hand_over_to_the_running_window(instance)
+        # At sign-in (--background) a Kestrel already running is left as it is, without a word.
+        return 0 if background else _hand_over_to_the_running_window(instance)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     service = build_service(paths)
