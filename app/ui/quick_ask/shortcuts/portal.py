@@ -25,7 +25,7 @@ from app.ui.quick_ask.shortcuts.gio import (
     variant_text,
 )
 from app.ui.quick_ask.shortcuts.key_sequence import SETTINGS_PLACE, Unusable, portal_trigger
-from app.ui.quick_ask.shortcuts.shortcut import RELEASED, GlobalShortcut, ShortcutStatus, ThreadReports, held_words
+from app.ui.quick_ask.shortcuts.shortcut import ShortcutStatus, ShortcutWorker, ThreadedShortcut, ThreadReports, held_words
 
 PORTAL_NAME = "org.freedesktop.portal.Desktop"
 PORTAL_PATH = "/org/freedesktop/portal/desktop"
@@ -35,48 +35,27 @@ _BIND_YOURSELF = "add a shortcut that runs `kestrel ask` in your desktop's own k
 _CALL_TIMEOUT_MS = 10_000
 
 
-class PortalShortcut(GlobalShortcut):
+class PortalShortcut(ThreadedShortcut):
     """A shortcut the desktop grants through the GlobalShortcuts portal."""
 
     def __init__(self, parent: QObject | None = None, bus_address: str | None = None) -> None:
         super().__init__(parent)
         self._bus_address = bus_address
-        self._reports = ThreadReports(self, self._set_status, self.activated.emit)
-        self._worker: _PortalWorker | None = None
 
-    def bind(self, sequence: str) -> None:
-        """Override GlobalShortcut.bind: a new session on a new connection (a session binds once)."""
-        previous = self._stop_worker()
-        generation = self._reports.next_generation()
+    def _make_worker(self, sequence: str, generation: int,
+                     previous: ShortcutWorker | None) -> ShortcutWorker | Unusable:
+        """Override ThreadedShortcut._make_worker: a new session on a new connection (a session binds once)."""
         trigger = portal_trigger(sequence)
         if isinstance(trigger, Unusable):
-            self._set_status(ShortcutStatus(False, trigger.words))
-            return
-        self._worker = _PortalWorker(self._bus_address, sequence, trigger, generation, self._reports, previous)
-        self._worker.start()
-
-    def release(self) -> None:
-        """Override GlobalShortcut.release: the worker closes its connection, ending the session."""
-        self._stop_worker()
-        self._reports.next_generation()
-        self._set_status(RELEASED)
-
-    def is_listening(self) -> bool:
-        """Whether the worker thread is still running (it ends soon after release())."""
-        return self._worker is not None and self._worker.is_alive()
-
-    def _stop_worker(self) -> _PortalWorker | None:
-        worker = self._worker
-        if worker is not None:
-            worker.request_stop()
-        return worker
+            return trigger
+        return _PortalWorker(self._bus_address, sequence, trigger, generation, self._reports, previous)
 
 
 class _PortalWorker(threading.Thread):
     """One connection, one GLib main context, one portal session."""
 
     def __init__(self, bus_address: str | None, sequence: str, trigger: str, generation: int,
-                 reports: ThreadReports, previous: threading.Thread | None) -> None:
+                 reports: ThreadReports, previous: ShortcutWorker | None) -> None:
         super().__init__(name=f"portal shortcut {sequence}", daemon=True)
         self._bus_address = bus_address
         self._sequence = sequence

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from app.ui.quick_ask.shortcuts.key_sequence import SETTINGS_PLACE
+from app.ui.quick_ask.shortcuts.key_sequence import SETTINGS_PLACE, Unusable
 
 
 @dataclass(frozen=True)
@@ -113,3 +113,59 @@ class ThreadReports(QObject):
     def _on_pressed(self, generation: int) -> None:
         if generation == self.generation:
             self._on_press()
+
+
+class ShortcutWorker(Protocol):
+    """A thread that holds a shortcut from start to end (X11's grab, the portal's session)."""
+
+    def start(self) -> None: ...
+
+    def is_alive(self) -> bool: ...
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+    def request_stop(self) -> None: ...
+
+
+class ThreadedShortcut(GlobalShortcut):
+    """A shortcut held by a worker thread of its own, which owns its connection end to end.
+
+    bind() asks the last worker to end without waiting and starts a new one, which waits for the
+    last to let go of the keys first; release() asks the worker to end. Subclasses say how to make
+    a worker for a sequence, or why the sequence cannot be one (`_make_worker`).
+    """
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._reports = ThreadReports(self, self._set_status, self.activated.emit)
+        self._worker: ShortcutWorker | None = None
+
+    def bind(self, sequence: str) -> None:
+        """Override GlobalShortcut.bind: a new worker, after the last one has let go."""
+        previous = self._stop_worker()
+        made = self._make_worker(sequence, self._reports.next_generation(), previous)
+        if isinstance(made, Unusable):
+            self._set_status(ShortcutStatus(False, made.words))
+            return
+        self._worker = made
+        made.start()
+
+    def release(self) -> None:
+        """Override GlobalShortcut.release: the worker lets go of the keys, closes its connection and ends."""
+        self._stop_worker()
+        self._reports.next_generation()
+        self._set_status(RELEASED)
+
+    def is_listening(self) -> bool:
+        """Whether the worker thread is still running (it ends soon after release())."""
+        return self._worker is not None and self._worker.is_alive()
+
+    def _make_worker(self, sequence: str, generation: int,
+                     previous: ShortcutWorker | None) -> ShortcutWorker | Unusable:
+        raise NotImplementedError
+
+    def _stop_worker(self) -> ShortcutWorker | None:
+        worker = self._worker
+        if worker is not None:
+            worker.request_stop()
+        return worker

@@ -18,9 +18,9 @@ from PySide6.QtCore import QObject
 
 from app.ui.quick_ask.shortcuts.key_sequence import SETTINGS_PLACE, Unusable, X11Combination, X11_LOCK, x11_combination
 from app.ui.quick_ask.shortcuts.shortcut import (
-    RELEASED,
-    GlobalShortcut,
     ShortcutStatus,
+    ShortcutWorker,
+    ThreadedShortcut,
     ThreadReports,
     held_words,
     taken_words,
@@ -52,51 +52,30 @@ def _record_error(display: int | None, event: ctypes._Pointer[XErrorEvent]) -> i
     return 0
 
 
-class X11KeyGrab(GlobalShortcut):
+class X11KeyGrab(ThreadedShortcut):
     """A key combination grabbed on the X display's root window."""
 
     def __init__(self, parent: QObject | None = None, display_name: str | None = None) -> None:
         super().__init__(parent)
         self._display_name = os.environ.get("DISPLAY", "") if display_name is None else display_name
-        self._reports = ThreadReports(self, self._set_status, self.activated.emit)
-        self._worker: _GrabWorker | None = None
 
-    def bind(self, sequence: str) -> None:
-        """Override GlobalShortcut.bind: start a worker that grabs (after the last one has let go)."""
-        previous = self._stop_worker()
-        generation = self._reports.next_generation()
+    def _make_worker(self, sequence: str, generation: int,
+                     previous: ShortcutWorker | None) -> ShortcutWorker | Unusable:
+        """Override ThreadedShortcut._make_worker: a worker that grabs the combination on the root window."""
         combination = x11_combination(sequence)
         if isinstance(combination, Unusable):
-            self._set_status(ShortcutStatus(False, combination.words))
-            return
-        self._worker = _GrabWorker(self._display_name, sequence, combination, generation, self._reports, previous)
-        self._worker.start()
-
-    def release(self) -> None:
-        """Override GlobalShortcut.release: the worker ungrabs, closes its connection and ends."""
-        self._stop_worker()
-        self._reports.next_generation()
-        self._set_status(RELEASED)
-
-    def is_listening(self) -> bool:
-        """Whether the worker thread is still running (it ends soon after release())."""
-        return self._worker is not None and self._worker.is_alive()
-
-    def _stop_worker(self) -> _GrabWorker | None:
-        """Ask the worker to end, without waiting for it; the next worker waits instead."""
-        worker = self._worker
-        if worker is not None:
-            worker.stop.set()
-        return worker
+            return combination
+        return _GrabWorker(self._display_name, sequence, combination, generation, self._reports, previous)
 
 
 class _GrabWorker(threading.Thread):
     """Owns one X connection end to end: open, grab, listen, ungrab, close."""
 
     def __init__(self, display_name: str, sequence: str, combination: X11Combination, generation: int,
-                 reports: ThreadReports, previous: threading.Thread | None) -> None:
+                 reports: ThreadReports, previous: ShortcutWorker | None) -> None:
         super().__init__(name=f"X11 shortcut {sequence}", daemon=True)
         self.stop = threading.Event()
+        self.request_stop = self.stop.set  # ShortcutWorker: ask it to end, without waiting
         self._display_name = display_name
         self._sequence = sequence
         self._combination = combination
