@@ -6,8 +6,7 @@ import plistlib
 from pathlib import Path
 from xml.parsers.expat import ExpatError
 
-from app.core.autostart.failure import AutostartError, reason
-from app.core.files import write_atomically
+from app.core.autostart.sign_in_file import SignInFile
 
 # launchd's name for the job; the same reverse-DNS name a bundle identifier would take.
 LABEL = "org.kestrel.Kestrel"
@@ -30,38 +29,21 @@ def agent_plist(command: list[str]) -> bytes:
     })
 
 
-class LaunchAgent:
+class LaunchAgent(SignInFile):
     """The agent's plist at `path` (see launch_agent_path)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    add_instead = "or add Kestrel in System Settings → General → Login Items."
 
-    def enable(self, command: list[str]) -> None:
-        try:
-            write_atomically(self.path, agent_plist(command))
-        except OSError as error:
-            raise AutostartError(
-                f"Kestrel could not write {self.path} ({reason(error)}), so it will not start when you sign "
-                f"in. Check that you can write to the folder {self.path.parent}, or add Kestrel in System "
-                "Settings → General → Login Items.") from error
-
-    def disable(self) -> None:
-        try:
-            self.path.unlink(missing_ok=True)
-        except OSError as error:
-            raise AutostartError(
-                f"Kestrel could not remove {self.path} ({reason(error)}), so it will still start when you "
-                "sign in. Delete that file yourself.") from error
+    def contents(self, command: list[str]) -> bytes:
+        return agent_plist(command)
 
     def enabled(self) -> bool:
         """Whether the agent is there and runs at load (a damaged file runs nothing)."""
-        try:
-            data = plistlib.loads(self.path.read_bytes())
-        except FileNotFoundError:
+        data = self.read()
+        if data is None:
             return False
-        except OSError as error:
-            raise AutostartError(f"Kestrel could not read {self.path} ({reason(error)}). "
-                                 "Check the file's permissions.") from error
+        try:
+            agent = plistlib.loads(data)
         except (ValueError, ExpatError):  # plistlib's InvalidFileException is a ValueError
             return False
-        return isinstance(data, dict) and data.get("RunAtLoad") is True and bool(data.get("ProgramArguments"))
+        return isinstance(agent, dict) and agent.get("RunAtLoad") is True and bool(agent.get("ProgramArguments"))

@@ -7,8 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.core.autostart.failure import AutostartError, reason
-from app.core.files import write_atomically
+from app.core.autostart.sign_in_file import SignInFile
 
 FILE_NAME = "kestrel.desktop"
 # The Desktop Entry spec's reserved characters: an argument holding one is quoted whole.
@@ -57,39 +56,19 @@ def desktop_entry(command: list[str]) -> str:
     ])
 
 
-class XdgAutostartFile:
+class XdgAutostartFile(SignInFile):
     """The autostart file at `path` (see xdg_autostart_path)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    add_instead = 'then turn "Start Kestrel when I sign in" on again.'
+    remove_instead = "Delete that file yourself, or turn it off in your desktop's startup applications."
 
-    def enable(self, command: list[str]) -> None:
-        """Write the file whole, so a crash leaves the old one or the new one."""
-        try:
-            write_atomically(self.path, desktop_entry(command).encode("utf-8"))
-        except OSError as error:
-            raise AutostartError(
-                f"Kestrel could not write {self.path} ({reason(error)}), so it will not start when you "
-                f"sign in. Check that you can write to the folder {self.path.parent}, then turn "
-                "\"Start Kestrel when I sign in\" on again.") from error
-
-    def disable(self) -> None:
-        try:
-            self.path.unlink(missing_ok=True)
-        except OSError as error:
-            raise AutostartError(
-                f"Kestrel could not remove {self.path} ({reason(error)}), so it will still start when you "
-                "sign in. Delete that file yourself, or turn it off in your desktop's startup "
-                "applications.") from error
+    def contents(self, command: list[str]) -> bytes:
+        return desktop_entry(command).encode("utf-8")
 
     def enabled(self) -> bool:
         """Whether the file is there and not turned off (Hidden=true, or GNOME's own switch)."""
-        try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+        data = self.read()
+        if data is None:
             return False
-        except OSError as error:
-            raise AutostartError(f"Kestrel could not read {self.path} ({reason(error)}). "
-                                 "Check the file's permissions.") from error
-        lines = {line.strip().replace(" ", "") for line in text.splitlines()}
+        lines = {line.strip().replace(" ", "") for line in data.decode("utf-8", errors="replace").splitlines()}
         return not ({"Hidden=true", "X-GNOME-Autostart-enabled=false"} & lines)
