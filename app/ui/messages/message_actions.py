@@ -16,17 +16,22 @@ TIPS = {
     "edit": "Edit this message and send it again (F2)",
 }
 COPIED_TIP = "Copied"
+# What a list offers unless told otherwise: the chat pane's copy, regenerate and edit.
+EVERY_ACTION = frozenset(TIPS)
 
 
-def actions_for(message: Message, last_answer: bool) -> tuple[str, ...]:
-    """The actions a message offers: copy on all, regenerate on the last answer, edit on the user's."""
+def actions_for(message: Message, last_answer: bool, offered: frozenset[str] = EVERY_ACTION) -> tuple[str, ...]:
+    """The actions a message offers: copy on all, regenerate on the last answer, edit on the user's,
+    of those the list `offered` (a list that cannot redo or edit offers copy alone)."""
     if message.state == MessageState.STREAMING:
         return ()  # nothing to copy or redo until it is written
     if message.role == Role.USER:
-        return ("copy", "edit")
-    if message.role == Role.ASSISTANT and last_answer:
-        return ("copy", "regenerate")
-    return ("copy",)
+        names: tuple[str, ...] = ("copy", "edit")
+    elif message.role == Role.ASSISTANT and last_answer:
+        names = ("copy", "regenerate")
+    else:
+        names = ("copy",)
+    return tuple(name for name in names if name in offered)
 
 
 def action_rects(row: QRect, names: tuple[str, ...], right_aligned: bool) -> list[tuple[str, QRect]]:

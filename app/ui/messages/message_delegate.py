@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 from app.core.conversation import Message, MessageState, Role
 from app.ui.messages import message_chrome as chrome
 from app.ui.messages.markdown import markdown_to_html, plain_to_html
-from app.ui.messages.message_actions import ActionIcons, action_at, action_rects, actions_for
+from app.ui.messages.message_actions import EVERY_ACTION, ActionIcons, action_at, action_rects, actions_for
 from app.ui.messages.message_body import GrowingAnswer, MessageBody
 from app.ui.messages.message_documents import MessageDocuments, link_citations
 from app.ui.messages.message_chrome import stats_line
@@ -39,7 +39,8 @@ class MessageDelegate(RowHits):
     block (GrowingAnswer), so each frame lays out only its last block. `layouts` counts
     the documents laid out. The view sets `hovered` ((message id, action) under the
     mouse), `copied` (the message just copied: its copy icon shows a tick) and
-    `selecting` (the message whose text an editor shows: not painted under it).
+    `selecting` (the message whose text an editor shows: not painted under it). `offered`
+    is which actions the list offers (the chat pane: all; the quick-ask window: copy).
     """
 
     def __init__(self, view: MessageList) -> None:
@@ -62,6 +63,7 @@ class MessageDelegate(RowHits):
         self.layouts = 0
         self.hovered: tuple[int, str] | None = None
         self.copied: int | None = None
+        self.offered: frozenset[str] = EVERY_ACTION
         self.thinking = ThinkingSection(self._document)
         # What the footer of an answer being written says: "writing…", or why it waits.
         self.streaming_note = "writing…"
@@ -271,7 +273,7 @@ class MessageDelegate(RowHits):
     def action_rects(self, index: _Index, rect: QRect | None = None) -> list[tuple[str, QRect]]:
         """The row's action icons and where they are (viewport coordinates)."""
         message = self.message(index)
-        names = actions_for(message, self.is_last_answer(index))
+        names = actions_for(message, self.is_last_answer(index), self.offered)
         return action_rects(self.layout(index, rect).actions, names, message.role == Role.USER)
 
     def action_at(self, index: _Index, point: QPoint) -> str | None:
@@ -333,7 +335,7 @@ class MessageDelegate(RowHits):
 
     def _paint_actions(self, painter: QPainter, index: _Index, message: Message, layout: RowLayout,
                        palette: QPalette) -> None:
-        names = actions_for(message, self.is_last_answer(index))
+        names = actions_for(message, self.is_last_answer(index), self.offered)
         rects = action_rects(layout.actions, names, message.role == Role.USER)
         hovered = self.hovered[1] if self.hovered is not None and self.hovered[0] == message.id else None
         self._icons.paint(painter, rects, palette, hovered, self.copied == message.id)

@@ -40,7 +40,8 @@ class MessageView(MessageList):
     Each message has icons under it (delegate.action_rects; run_action does what one
     does). A click on its text, Enter or Ctrl+A opens a SelectableText over that text
     (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
-    the current message: Ctrl+C copies it as written, F2 edits the user's.
+    the current message: Ctrl+C copies it as written, F2 edits the user's (where the delegate
+    `offered` edit: the icons, the menu and the keys offer the same actions).
     Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
     chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage). `delegate` has
     `dark`, `clear()` (after a theme change) and `streaming_note`.
@@ -214,7 +215,7 @@ class MessageView(MessageList):
 
     def edit_current(self) -> None:
         index = self.current_message()
-        if index.isValid():
+        if index.isValid() and "edit" in self.delegate.offered:
             message = self.delegate.message(index)
             if message.role == Role.USER:
                 self.editRequested.emit(message.id, message.text)
@@ -330,9 +331,10 @@ class MessageView(MessageList):
         menu.addAction("Copy", self.copy_current)
         if message.state != MessageState.STREAMING:
             menu.addAction("Select text", lambda: self.open_selection(index))
-        if self.delegate.is_last_answer(index):
+        offered = self.delegate.offered
+        if self.delegate.is_last_answer(index) and "regenerate" in offered:
             menu.addAction("Regenerate", self.regenerateRequested.emit)
-        if message.role == Role.USER:
+        if message.role == Role.USER and "edit" in offered:
             menu.addAction("Edit and resend…", self.edit_current)
         for source in message.sources:  # the keyboard's way to them (the menu key)
             menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
