@@ -19,11 +19,14 @@ class QuickAskDoor:
     ("Continue in Kestrel": the chat id to open there), `questions()` (the exchange's, as saved),
     `take_returned` (a question that could not be saved), `vision()` (whether the app's model sees
     a screenshot), `read_image_data` (a screenshot's PNG checked off the loop, as a pasted image
-    is), and the model's state and words. The window hears the service's events (`subscribe`: the
+    is), `answer_tool(approval_id, decision)` (the person's word on a tool call of the exchange,
+    heard as ToolApprovalAsked: the main window asks only about its open chat), and the model's
+    state and words. The window hears the service's events (`subscribe`: the
     usual ones, carrying the exchange's conversation id) and runs its calls on the service's loop
     (`spawn`), as the main window does.
 
-    The calls are QuickAsk's own (app/service/chats/quick_ask.py), handed over as they are.
+    The calls are QuickAsk's own (app/service/chats/quick_ask.py), and answer_tool ToolUse's (the
+    one the main window's approval bar answers through), handed over as they are.
     """
 
     def __init__(self, service: Service) -> None:
@@ -38,6 +41,7 @@ class QuickAskDoor:
         self.questions = quick.questions
         self.vision = quick.vision
         self.read_image_data = read_image_data
+        self.answer_tool = service.tools.answer
         self.subscribe = service.subscribe
         self.spawn = service.spawn
         # Where the quick-ask window is: the engine's pace follows the most awake of Kestrel's windows.

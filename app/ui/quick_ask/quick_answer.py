@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtWidgets import QSizePolicy, QStyleOptionViewItem, QWidget
 
 from app.core.conversation import Message, Role
@@ -16,6 +16,20 @@ from app.ui.state.message_model import MessageListModel
 
 # The list grows with the answer up to this height (logical pixels), then scrolls.
 TALLEST = 420
+# What a message offers here: the exchange is asked again or edited by asking, not from its icons.
+OFFERED = frozenset({"copy"})
+# What a screen reader hears of a message's keys here (the chat's list names F2 and Ctrl+R too).
+KEYS_SAID = "Ctrl+C copies it; Enter selects its text; the menu key lists these."
+
+
+class ExchangeModel(MessageListModel):
+    """The chat's message model, saying only the keys the quick-ask window offers."""
+
+    def data(self, index: QModelIndex | QPersistentModelIndex,
+             role: int = Qt.ItemDataRole.DisplayRole) -> object:  # Override MessageListModel.data.
+        if role == Qt.ItemDataRole.AccessibleDescriptionRole and index.isValid():
+            return KEYS_SAID
+        return super().data(index, role)
 
 
 class QuickAnswers(MessageView):
@@ -24,8 +38,9 @@ class QuickAnswers(MessageView):
     tall as they are up to TALLEST.
 
     `hear(event)` takes the service's events and keeps those of `conversation_id()`: an answer
-    started (the questions saved before it join first, from `questions()`), grew, ended.
-    grewTaller(): its height changed (the window fits itself around it).
+    started (the questions saved before it join first, from `questions()`), grew, called tools
+    (their calls and results shown as the chat shows them), ended. Each message offers Copy
+    alone (OFFERED). grewTaller(): its height changed (the window fits itself around it).
     """
 
     grewTaller = Signal()
@@ -34,7 +49,8 @@ class QuickAnswers(MessageView):
         super().__init__(parent)
         self._conversation_id = conversation_id
         self.setObjectName("quickAnswers")
-        self.exchange = MessageListModel(self)
+        self.delegate.offered = OFFERED
+        self.exchange = ExchangeModel(self)
         self.bridge = StreamBridge(self)
         self.bridge.textGrew.connect(self.exchange.append_text)
         self.setModel(self.exchange)
@@ -57,6 +73,9 @@ class QuickAnswers(MessageView):
             self.exchange.append(event.message)
         elif isinstance(event, ev.TextGrew) and event.conversation_id == mine:
             self.bridge.push(event.message_id, event.delta, event.thinking)
+        elif isinstance(event, ev.ToolPartsChanged) and event.conversation_id == mine:
+            self.bridge.flush()  # the text said before the call comes before it
+            self.exchange.set_parts(event.message_id, event.parts)
         elif isinstance(event, (ev.AnswerFinished, ev.AnswerInterrupted)) and event.message.conversation_id == mine:
             self.bridge.flush()
             self.exchange.replace(event.message)

@@ -20,6 +20,7 @@ from app.ui.common import icons
 from app.ui.common.theme import part_styles
 from app.ui.common.window_presence import window_state
 from app.ui.quick_ask.quick_answer import QuickAnswers
+from app.ui.quick_ask.quick_approval import QuickApproval
 from app.ui.quick_ask.quick_chips import CopiedTextChip, ScreenshotChip, copied_text, with_copied
 from app.ui.quick_ask.screen_grab import GRAB_REFUSED, GrabScreen, RegionPicker, grab_screen, refused, screen_with_mouse
 
@@ -41,7 +42,8 @@ class QuickAskWindow(QWidget):
 
     Enter asks, Shift+Enter starts a new line, Esc hides (nothing is stopped). Chips above the
     question: the copied text (or the X11 selection) and screenshots, each removable. The answer
-    streams below, drawn as the chat pane draws it; Copy, Stop while it is written, New (start
+    streams below, drawn as the chat pane draws it, each message offering Copy alone; a tool call
+    it makes asks below it (`approval`, the chat's bar); Copy, Stop while it is written, New (start
     over), and Continue in Kestrel, which emits continueRequested(conversation id) for the main
     window to open (and keeps the chat whatever the settings say). `grab` takes the screenshot (a
     test gives its own: offscreen, Qt's grab is blank).
@@ -91,8 +93,7 @@ class QuickAskWindow(QWidget):
         self.ask_button.clicked.connect(self._ask_or_stop)
         self.answers = QuickAnswers(lambda: self._door.conversation_id, self)
         self.answers.grewTaller.connect(self._fit)
-        self.answers.editRequested.connect(lambda _id, text: self.question.setPlainText(text))
-        self.answers.regenerateRequested.connect(self._ask_again)
+        self.approval = QuickApproval(lambda: self._door.conversation_id, self._door.answer_tool, self)
         self.status = QLabel(self)
         self.status.setObjectName("quickStatus")
         self.status.setWordWrap(True)
@@ -131,6 +132,7 @@ class QuickAskWindow(QWidget):
         layout.addWidget(self.chips)
         layout.addLayout(ask_row)
         layout.addWidget(self.answers)
+        layout.addWidget(self.approval)  # below the answer that asks, where the eye is
         layout.addWidget(self.status)
         layout.addWidget(self.answer_actions)
 
@@ -247,16 +249,6 @@ class QuickAskWindow(QWidget):
         else:
             self.ask()
 
-    def _ask_again(self) -> None:
-        """The answer's "write again" icon: the last question asked once more."""
-        questions = self._door.questions()
-        if questions and not self._door.busy:
-            self._asking = True
-            try:
-                self._door.ask(questions[-1].text, questions[-1].images)
-            finally:
-                self._asking = False
-
     def new_exchange(self) -> None:
         """Start over: the exchange on screen is over (stopped; deleted when quick-ask chats are not kept)."""
         self._door.new_exchange()
@@ -282,6 +274,9 @@ class QuickAskWindow(QWidget):
     # --- what the service says ------------------------------------------------------------
 
     def _heard(self, event: ev.Event) -> None:
+        if self.approval.hear(event):
+            self._fit()
+            return
         if self.answers.hear(event, self._door.questions):
             if isinstance(event, (ev.AnswerFinished, ev.AnswerInterrupted)):
                 if isinstance(event, ev.AnswerInterrupted) and event.detail:
@@ -316,6 +311,7 @@ class QuickAskWindow(QWidget):
                                                                 and self.status.text().endswith("…")):
             self.status.setText("")  # the model is ready now; an activity's words are over
         self.status.setVisible(bool(self.status.text()))
+        self.approval.follow()  # the exchange may have changed (New, Continue in Kestrel)
         self._fit()
 
     def _model_words(self) -> str:

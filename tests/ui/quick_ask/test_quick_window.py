@@ -224,3 +224,24 @@ def test_the_engine_is_awake_while_the_quick_window_shows_with_the_main_window_h
     assert not client.paused, "summoned: the engine runs before the question is asked"
     quick.hide()
     assert client.paused, "Esc: hidden like the main window, the engine steps aside again"
+
+
+def test_the_messages_offer_copy_alone_while_the_chat_pane_offers_all(loop, quick_over, qtbot) -> None:
+    window, quick, _engine = quick_over("First.", "Second.")
+    quick.summon()
+    ask(loop, quick, "One?", answers=1)
+    ask(loop, quick, "Two?", answers=2)
+    answers, model = quick.answers, quick.answers.exchange
+    offered = [[name for name, _rect in answers.delegate.action_rects(model.index(row, 0))]
+               for row in range(model.rowCount())]
+    assert offered == [["copy"]] * 4, "no Regenerate on the last answer, no Edit on the questions"
+    assert "F2" not in model.index(2, 0).data(Qt.ItemDataRole.AccessibleDescriptionRole)
+    assert "Ctrl+R" not in model.index(3, 0).data(Qt.ItemDataRole.AccessibleDescriptionRole)
+    answers.setFocus()
+    answers.setCurrentIndex(model.index(2, 0))
+    with qtbot.assertNotEmitted(answers.editRequested):
+        QTest.keyClick(answers, Qt.Key.Key_F2)
+    QGuiApplication.clipboard().setText("before")
+    answers.run_action(model.index(3, 0), "copy")
+    assert QGuiApplication.clipboard().text() == "Second."
+    assert window.messages.delegate.offered == {"copy", "regenerate", "edit"}, "the chat pane's are as they were"
