@@ -185,10 +185,14 @@ def _hand_over_to_the_running_window(instance: SingleInstance) -> int:
 def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstance | None = None,
                     reach: QuickAskReach | None = None) -> None:
     """For benchmarks/startup.py (when the window painted, when the model was ready),
-    benchmarks/quick_ask.py (when the quick-ask window showed, at what wall-clock time) and the
+    benchmarks/quick_ask.py (when the quick-ask window showed, when each quick-ask answer's first
+    text came and when it ended, when the idle policy unloaded the model; each with its wall-clock time) and the
     tests (when a second launch brought the window forward, when the shortcut was held)."""
     if not path:
         return
+    # Here rather than at the top: only a run that keeps this log listens for answers.
+    from app.service.events import AnswerFinished, AnswerInterrupted, AnswerStarted, TextGrew
+
     started = psutil.Process().create_time()
 
     def note(event: str) -> None:
@@ -196,14 +200,38 @@ def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstan
         with open(path, "a", encoding="utf-8") as log:
             log.write(json.dumps({"event": event, "seconds": now - started, "at": now}) + "\n")
 
+    answering: set[int] = set()  # quick-ask answers started and not yet over (message ids)
+    waiting: set[int] = set()  # those still without text
+
+    def quick_answers(event: object) -> None:
+        """The first TextGrew of each answer started outside the main window's open chat (quick
+        ask's exchange: the benchmark asks nothing in the main window), and its end. Heard as the
+        service publishes them, on the UI thread; the window draws the text in its next frame."""
+        if isinstance(event, AnswerStarted):
+            open_chat = window.doors.chat.conversation
+            if open_chat is None or event.message.conversation_id != open_chat.id:
+                answering.add(event.message.id)
+                waiting.add(event.message.id)
+        elif isinstance(event, TextGrew) and event.message_id in waiting:
+            waiting.discard(event.message_id)
+            note("quick_ask_first_text")
+        elif isinstance(event, (AnswerFinished, AnswerInterrupted)) and event.message.id in answering:
+            answering.discard(event.message.id)
+            waiting.discard(event.message.id)
+            note("quick_ask_answer_over")
+
     if reach is not None:
         reach.statusChanged.connect(lambda status: note("shortcut_held" if status.held else "shortcut_not_held"))
         reach.window.shown.connect(lambda: note("quick_ask_shown"))
+        window.doors.subscribe(quick_answers)
 
     QTimer.singleShot(0, lambda: note("window_shown"))
     def ready() -> None:
-        if window.doors.model.model_state == ModelState.READY:
+        state = window.doors.model.model_state
+        if state == ModelState.READY:
             note("model_ready")
+        elif state == ModelState.UNLOADED:
+            note("model_unloaded")  # the idle policy gave the memory back
 
     window.adapter.modelStateChanged.connect(ready)
     if instance is not None:
