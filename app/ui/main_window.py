@@ -32,6 +32,7 @@ from app.ui.common.theme import apply_theme, part_styles
 from app.ui.common.tray import KestrelTray, still_running_words, tray_available, tray_tooltip
 from app.ui.common.window_presence import window_state
 from app.ui.window_commands import WindowCommands
+from app.ui.window_log import WindowLog
 from app.ui.window_menus import build_menus
 
 
@@ -50,6 +51,8 @@ class MainWindow(WindowCommands):
         super().__init__()
         self.doors = doors
         self.paths = paths  # where this window's data is kept (About shows it)
+        self.log = WindowLog(paths)  # before start-up: its first failures are logged too
+        doors.subscribe(self.log.heard)
         self.adapter = ServiceAdapter(doors, self)
         self._theme: str | None = None
         self._activity: tuple[str, int | None] = ("Idle", None)
@@ -85,7 +88,7 @@ class MainWindow(WindowCommands):
         self.attachments = ChatAttach(self, self.composer, doors.chat, doors.attach, self.adapter.spawn)
         self.chat_files = ChatFiles(self.adapter, doors.chat, doors.files, self)
         self.chat_files.on_exported = self.status.show_exported
-        self.menu_actions = build_menus(self)
+        self.menu_actions = build_menus(self, self.open_logs)
         self._name_parts()
         self._connect()
         self._model_state_changed()
@@ -278,6 +281,7 @@ class MainWindow(WindowCommands):
             self.history_panel.set_working(False)  # refused (an answer is running): choose again
 
     def _server_changed(self) -> None:
+        self.log.server_changed(status_words(self.server))
         self.status.set_server(status_words(self.server))
         self.tray.set_tooltip(tray_tooltip(status_words(self.server)))
         self._window_state_changed()  # serving from the tray or not: the pace may change
@@ -387,7 +391,14 @@ class MainWindow(WindowCommands):
         to press it only while it works, and Settings → Quick ask shows `words`."""
         self.shortcut_held = held
         self.shortcut_words = words
+        self.log.shortcut_changed(held, words)
         self.shortcutStatusChanged.emit(held, words)
+
+    def open_logs(self) -> None:
+        """Help → Open logs: the folder in the file manager, or where it is when that cannot be done."""
+        if not self.log.open_folder():
+            self.chat.show_problem(f"Kestrel could not open its log folder. Open {self.log.folder} in your file "
+                                   "manager (Help → About Kestrel shows the path to copy).")
 
     def _hide_to_tray(self) -> None:
         self.tray.show(tray_tooltip(status_words(self.server)))  # first: the hide event sees it

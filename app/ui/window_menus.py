@@ -38,7 +38,8 @@ def _add(menu: QMenu, text: str, slot: Callable[[], object] | Callable[[bool], o
     return action
 
 
-def build_menus(window: WindowCommands) -> WindowActions:
+def build_menus(window: WindowCommands, open_logs: Callable[[], object]) -> WindowActions:
+    """The menu bar; open_logs: Help → Open logs (the window keeps the log)."""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")
@@ -95,6 +96,8 @@ def build_menus(window: WindowCommands) -> WindowActions:
     delete_chat = _add(chat_menu, "&Delete chat…", window.delete_open_chat, None, "delete")
 
     help_menu = bar.addMenu("&Help")
+    _add(help_menu, "Open &logs", open_logs, None, "folder").setObjectName("openLogs")
+    help_menu.addSeparator()
     _add(help_menu, "&About Kestrel", window.show_about, None, "info")
     return WindowActions(export_markdown=export_markdown, export_json=export_json, copy_last=copy_last,
                          regenerate=regenerate, stop=stop, delete_chat=delete_chat, themes=themes)
