@@ -20,7 +20,8 @@ scenes of scripts/tool_scenes.py (the approval bar, an answer with tool calls, S
 a link; set HF_ENDPOINT to a local server to stay offline) and shows what it found.
 
 --show quick-ask: the quick-ask window (app/ui/quick_ask) after a real answer, summoned again with copied text
-offered as a chip; only the quick-ask window is saved.
+offered as a chip; only the quick-ask window is saved. --show quick-ask-approval: the quick-ask window while its
+answer's tool call waits for the person's approval (scripts/quick_ask_scenes.py).
 
 --show window-set --out DIR takes empty, streaming, code, picker, hardware, about,
 server-settings and server in one run, as DIR/<view>-<theme>-<scale>.png (scale from QT_SCALE_FACTOR). The set for the
@@ -343,7 +344,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--prompt", default="What is a kestrel?")
     parser.add_argument("--show", default="chat", choices=["chat", "installed", "settings", "catalog", "downloads", "first-run",
-                                                           *WINDOW_VIEWS, "window-set", "tools-set", "quick-ask"])
+                                                           *WINDOW_VIEWS, "window-set", "tools-set", "quick-ask",
+                                                           "quick-ask-approval"])
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
     parser.add_argument("--paste", help="with --show catalog: a repository or link to look up")
@@ -387,6 +389,10 @@ def main() -> int:
         work = _one_view(window, args.show, shown)
     elif args.show == "quick-ask":
         work = quick_ask_scene(window, service, shown)
+    elif args.show == "quick-ask-approval":
+        from scripts.quick_ask_scenes import quick_ask_approval
+
+        work = quick_ask_approval(window, service, shown, _until)
     else:
         work = scenario(window, service, args.prompt)
     task = loop.create_task(work)

@@ -161,11 +161,12 @@ class QuickAskWindow(QWidget):
         self.resize(WIDTH, self.sizeHint().height())
 
     def follow_theme(self) -> None:
-        """Answers drawn for a light or a dark page, as the palette is now."""
+        """Answers, question box and approval bar drawn for a light or a dark page, as the palette is now."""
         dark = self.palette().color(QPalette.ColorRole.Base).lightnessF() < 0.5
-        styled = part_styles(dark)["composerFrame"]
-        if self.question_frame.styleSheet() != styled:
-            self.question_frame.setStyleSheet(styled)
+        styles = part_styles(dark)  # the chat's question box and approval bar, as they look there
+        for part, name in ((self.question_frame, "composerFrame"), (self.approval, "toolApproval")):
+            if part.styleSheet() != styles[name]:
+                part.setStyleSheet(styles[name])
         if self.answers.delegate.dark != dark:
             self.answers.delegate.dark = dark
             self.answers.delegate.clear()
