@@ -26,6 +26,7 @@ from app.service.storage import Storage
 from app.service.chats.streaming import StreamingAnswer
 from app.service.tools.tool_room import ResultRoom
 from app.service.tools.tool_use import ToolUse
+from app.service.tools.tools_answered import ToolsAnswered
 from app.service.chats.vision import VisionState
 from app.tools.values import ToolInfo
 
@@ -67,6 +68,7 @@ class AnswerRun:
         self._frame = frame
         self._sources: tuple[SourceRef, ...] = ()
         self._vision = vision  # whether the model in the engine sees the chat's images, and why not
+        self._answered = ToolsAnswered()  # this answer's calls and results: a repeat is not run again
 
     @property
     def running(self) -> bool:
@@ -162,6 +164,11 @@ class AnswerRun:
         for call in calls:
             server = next((tool.server for tool in tools if tool.model_name == call.name), "")
             self._show_parts(stream, await stream.add_part(ToolCallPart(call.id, server, call.name, call.arguments)))
+            repeated = self._answered.repeat(call)
+            if repeated is not None:  # the same call again: the first result, not a second run
+                self._show_parts(stream, await stream.add_part(repeated))
+                results.append(repeated)
+                continue
             self._emit(ActivityChanged(f"Calling {call.name}…", self.conversation_id))
             running = asyncio.ensure_future(self._tools.run(call, tools, conversation_id=self.conversation_id,
                                                             message_id=stream.message_id, room=room))
@@ -176,6 +183,7 @@ class AnswerRun:
             finally:
                 self._tool_task = None
             self._show_parts(stream, await stream.add_part(result))
+            self._answered.ran(call, result)
             results.append(result)
         return results
 
@@ -218,6 +226,7 @@ class AnswerRun:
                     if calls and not self.cancelled and event.finish_reason != FinishReason.CANCELLED:
                         self._round_stats = event.stats
                         return calls
+                    await self._no_answer(stream, event.finish_reason)
                     self._finish(await self._complete(stream, event.stats))
                     return None
                 elif isinstance(event, Queued):
@@ -228,6 +237,16 @@ class AnswerRun:
                     self._finish(await self._complete(stream, AnswerStats(finish_reason=FinishReason.CANCELLED)))
                     return None
         return None
+
+    async def _no_answer(self, stream: StreamingAnswer, reason: FinishReason | None) -> None:
+        """After tools' results the model wrote nothing (0 tokens, or only blank lines): say so,
+        with what the tools returned, rather than leave an empty answer."""
+        if (not self._answered.any or self.cancelled or reason == FinishReason.CANCELLED
+                or stream.round_start is None or stream.text[stream.round_start:].strip()):
+            return
+        text = stream.separated(self._answered.no_answer())
+        await stream.append(text)
+        self._emit(TextGrew(stream.message.conversation_id, stream.message_id, text))
 
     @property
     def activity_words(self) -> str:
