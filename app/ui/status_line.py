@@ -12,6 +12,10 @@ from app.service.events import ModelState
 from app.ui.common import icons
 
 _MODEL_WORDS = {ModelState.FAILED: "Model failed to load", ModelState.NONE: "No model"}
+IDLE = "Idle"
+# While a model is being set up or loaded there is no device yet and nothing is idle: the model's own
+# words ("Loading Qwen…") say what happens, and "No device · Idle" beside them contradicted it.
+_UNDER_WAY = (ModelState.INSTALLING, ModelState.LOADING)
 # How long "Exported to …" stays: long enough to read it and click it.
 NOTICE_MS = 20_000
 
@@ -43,7 +47,8 @@ class StatusLine(QWidget):
     clicking it opens that chat (chatRequested). `server` says where the API server
     listens (hidden while it is off) and opens its window (serverRequested). `progress`
     and `cancel` show the starter's set-up. `notice` says where a chat was exported;
-    clicking it opens that folder.
+    clicking it opens that folder. The parts agree: while the model is set up or loaded the
+    device part is hidden (there is none yet) and so is an "Idle" activity.
     """
 
     managerRequested = Signal()
@@ -76,7 +81,8 @@ class StatusLine(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 0, 4, 0)
         layout.setSpacing(2)
-        for widget in (self.model, self._dot(), self.device, self._dot()):
+        self._device_dot, self._activity_dot = self._dot(), self._dot()
+        for widget in (self.model, self._device_dot, self.device, self._activity_dot):
             layout.addWidget(widget)
         layout.addWidget(self.activity, 1, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.notice)
@@ -86,12 +92,13 @@ class StatusLine(QWidget):
         self.progress.hide()
         self.cancel.hide()
         self._activity_chat: int | None = None
+        self._state = ModelState.NONE
         self.model.clicked.connect(self.managerRequested)
         self.device.clicked.connect(self.hardwareRequested)
         self.activity.clicked.connect(self._activity_clicked)
         self.server.clicked.connect(self.serverRequested)
         self.notice.clicked.connect(self._open_notice_folder)
-        self.set_activity("Idle")
+        self.set_activity(IDLE)
 
     def _dot(self) -> QLabel:
         dot = QLabel("·", self)
@@ -100,6 +107,20 @@ class StatusLine(QWidget):
 
     def set_model(self, state: ModelState, detail: str) -> None:
         self.model.setText(_MODEL_WORDS.get(state, detail))
+        self._state = state
+        self._show_parts()
+
+    def _show_parts(self) -> None:
+        """Hide what the model's state contradicts; each part's dot goes with it."""
+        under_way = self._state in _UNDER_WAY
+        self.device.setVisible(not under_way)
+        self.activity.setVisible(not (under_way and self.activity.text() == IDLE))
+        self._device_dot.setVisible(not self.device.isHidden())
+        self._activity_dot.setVisible(not self.activity.isHidden())
+
+    def parts_said(self) -> list[str]:
+        """The words of the parts shown, in order (what a person reads, for tests and scripts)."""
+        return [part.text() for part in (self.model, self.device, self.activity) if not part.isHidden()]
 
     def set_device(self, device: str | None, reasons: tuple[str, ...] = (), fell_back: str = "") -> None:
         """The device in use (None: no model ready); a fall-back is never silent."""
@@ -121,6 +142,7 @@ class StatusLine(QWidget):
         self.activity.setAutoRaise(True)
         self.activity.setCursor(Qt.CursorShape.PointingHandCursor if chat_id is not None
                                 else Qt.CursorShape.ArrowCursor)
+        self._show_parts()
 
     def set_server(self, words: str) -> None:
         """Where the API server is ("API on 127.0.0.1:8765"); "" hides the part (the server is off)."""
