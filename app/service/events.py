@@ -173,10 +173,13 @@ class Problem:
 
     kind says what it is about, so a front end can take it away when that is solved
     (ProblemSolved): the engine, the model, the chat history, a file on disk, other.
+    conversation_id: the chat whose message or answer it is about, where there is one (a
+    window showing one chat leaves another's to it); None: about no chat in particular.
     """
 
     text: str
     kind: ProblemKind = "other"
+    conversation_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,8 @@ class AnswerRun:
             self.cancel()
             if self.stream is not None and not self.stream.done:
                 self._finish(self.stream.unsaved(), InterruptReason.DISK, str(exc))
-            self._emit(Problem(f"{exc} The answer so far is on screen but was not saved.", "history"))
+            self._emit(Problem(f"{exc} The answer so far is on screen but was not saved.", "history",
+                               conversation_id))
 
     async def _answer(self, conversation_id: int, prepare: Callable[[int], Awaitable[None]]) -> None:
         conversation = await self._storage.history(HistoryStore.get_conversation, conversation_id)
@@ -102,7 +103,7 @@ class AnswerRun:
         if not self._vision.available and _asks_about_images(history):
             # Nothing is written: the question stays, unanswered, for a model that sees (Regenerate).
             self._emit(Problem(f"{self._vision.reason} Your message is kept: choose a model that sees images for "
-                               "this chat, then press Regenerate.", "model"))
+                               "this chat, then press Regenerate.", "model", conversation_id))
             return
         stream = self.stream = await StreamingAnswer.start(self._storage, conversation_id)
         self._show(stream.message)
@@ -114,7 +115,7 @@ class AnswerRun:
                 framed = await self._frame(conversation, history, self._vision.available)
                 history, self._sources = list(framed.history), framed.sources
                 if framed.problem:  # a collection gone or damaged: the answer goes on without it
-                    self._emit(Problem(framed.problem))
+                    self._emit(Problem(framed.problem, conversation_id=conversation_id))
             chat = chat_of(conversation.system_prompt, history, see_images=self._vision.available)
             await self._rounds(stream, chat, conversation.settings, tools)
         except EngineError as exc:  # EngineCrashed too: the next send starts a new engine.
@@ -122,7 +123,7 @@ class AnswerRun:
                       InterruptReason.CONTEXT if exc.kind == ErrorKind.CONTEXT else InterruptReason.ENGINE_FAILED)
             self._finish(await self._sourced(await stream.interrupt(AnswerStats(error=exc.message))), reason,
                          exc.message, exc.failure)
-            self._emit(Problem(exc.message, "engine" if isinstance(exc, EngineCrashed) else "model"))
+            self._emit(Problem(exc.message, "engine" if isinstance(exc, EngineCrashed) else "model", conversation_id))
         except asyncio.CancelledError:
             if not stream.done:
                 self._finish(await stream.interrupt(None), InterruptReason.SHUTDOWN)

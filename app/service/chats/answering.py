@@ -119,7 +119,7 @@ class Answering:
             return False
         if images and recipient.vision is not None and not (sight := recipient.vision()).available:
             self._emit(Problem(f"{sight.reason} Your message was not sent: send it without the images, or choose "
-                               "a model that sees them.", "model"))
+                               "a model that sees them.", "model", recipient.conversation_id))
             return False
         if not text.strip():
             text = _question_for(attachments, images)
@@ -149,12 +149,12 @@ class Answering:
         except (HistoryError, KeyError) as exc:
             words = str(exc) if isinstance(exc, HistoryError) else "That chat is gone."
             self._unsent(turn, recipient, conversation_id, text,
-                         Problem(f"{words} Your message is back in the message box.", "history"))
+                         Problem(f"{words} Your message is back in the message box.", "history", conversation_id))
             return
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the chat busy for ever
             self._unsent(turn, recipient, conversation_id, text, Problem(
                 f"Kestrel could not send the message ({type(exc).__name__}: {exc}). It is back in the message "
-                "box; please report this."))
+                "box; please report this.", conversation_id=conversation_id))
             return
         recipient.add(message)
         self.queue.ready(turn)
@@ -209,12 +209,13 @@ class Answering:
                                                   new_text, attachments=first.attachments, images=first.images)
                     self._chat.add(added)
         except (HistoryError, KeyError) as exc:
-            self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone.", "history"))
+            self._emit(Problem(str(exc) if isinstance(exc, HistoryError) else "That message is gone.", "history",
+                               turn.conversation_id))
             self.queue.drop(turn)
             return
         except Exception as exc:  # noqa: BLE001 - a turn left in the line would block every chat after it
             self._emit(Problem(f"Kestrel could not replace the answer ({type(exc).__name__}: {exc}); "
-                               "please report this."))
+                               "please report this.", conversation_id=turn.conversation_id))
             self.queue.drop(turn)
             return
         self.queue.ready(turn)
@@ -297,7 +298,8 @@ class Answering:
         except (HistoryError, KeyError):
             pass  # Deleted meanwhile, or the disk problem was already shown.
         except Exception as exc:  # noqa: BLE001 - the chats waiting after it must still be answered
-            self._emit(Problem(f"Kestrel could not answer ({type(exc).__name__}: {exc}); please report this."))
+            self._emit(Problem(f"Kestrel could not answer ({type(exc).__name__}: {exc}); please report this.",
+                               conversation_id=conversation_id))
 
     async def _model_ready_for(self, turn: Turn, conversation_id: int) -> bool:
         """Load the model this chat answers with, unless it is loaded; False (said) if none can be."""
@@ -315,7 +317,7 @@ class Answering:
             broken = (session.state == ModelState.FAILED and session.load_error is not None
                       and same_model(session.model, target))
             if tried or target is None or broken:
-                self._emit(Problem(_no_model_words(target), "model"))
+                self._emit(Problem(_no_model_words(target), "model", conversation_id))
                 return False
             tried = True
             # A task of its own: this chat leaving the line must not cancel the load.

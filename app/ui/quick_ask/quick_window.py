@@ -287,13 +287,17 @@ class QuickAskWindow(QWidget):
         if isinstance(event, ev.ActivityChanged) and event.conversation_id is not None \
                 and event.conversation_id == self._door.conversation_id and self._door.busy:
             self.status.setText(event.text)
-        elif isinstance(event, ev.Problem) and (self._asking or self._door.busy):
+        elif isinstance(event, ev.Problem) and (self._asking or self._door.busy) and self._ours(event):
             self.status.setText(event.text)
             returned = self._door.take_returned()
             if returned and not self.question.toPlainText().strip():
                 self.question.setPlainText(returned)
         elif isinstance(event, (ev.ModelStateChanged, ev.AnswerQueueChanged)):
             self.show_state()
+
+    def _ours(self, problem: ev.Problem) -> bool:
+        """About this exchange, or about no chat (the engine, the model): not another chat's."""
+        return problem.conversation_id is None or problem.conversation_id == self._door.conversation_id
 
     def show_state(self) -> None:
         """Ask or Stop, the buttons an answer offers, and the model's words while none is ready."""
