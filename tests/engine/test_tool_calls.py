@@ -189,6 +189,7 @@ TEMPLATE_FAMILIES: dict[str, ToolFamily | None] = {
     "unsloth-MiniMax-M2": None,
     # tests/fixtures/tool_calls/templates
     "Qwen2.5-Coder-0.5B-Instruct": ToolFamily.HERMES,
+    "Qwen2.5-Coder-1.5B-Instruct": ToolFamily.HERMES,  # the one that teaches doubled braces
     "NousResearch-Hermes-3-Llama-3.1-8B-tool_use": ToolFamily.HERMES,  # a Llama model: the template decides
     "vllm-examples-tool_chat_template_functiongemma": ToolFamily.GEMMA,
     "google-functiongemma": ToolFamily.GEMMA,

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 from app.engine.errors import ShapeRefused
 from app.engine.failures import BadShape, NoToolUse, ShapePart
 from app.engine.protocol import TOOL_CHOICES, AnswerShape, ToolCall
-from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily, family_of
+from app.engine.tool_calls.tool_calls import ToolCallReader, ToolFamily, family_of, teaches_doubled_braces
 
 Tool = Mapping[str, Any]
 
@@ -36,12 +36,13 @@ class ShapedAnswer:
     names: tuple[str, ...] = ()
     only: str | None = None
     call_schema: str | None = None
+    doubled_braces: bool = False  # the template shows calls in `{{...}}`: its models write them so too
 
     def reader(self) -> ToolCallReader | None:
         """A reader of the model's calls for one answer (None: its text is all text)."""
         if self.family is None or self.forced:
             return None
-        return ToolCallReader(self.family, self.names)
+        return ToolCallReader(self.family, self.names, doubled_braces=self.doubled_braces)
 
 
 PLAIN = ShapedAnswer()
@@ -69,7 +70,7 @@ def shape_answer(shape: AnswerShape, template: str | None, model_name: str) -> S
     if family is None:
         raise ShapeRefused(NoToolUse(model_name))
     if shape.tool_choice == "auto":
-        return ShapedAnswer(tools, family, names=names)
+        return ShapedAnswer(tools, family, names=names, doubled_braces=teaches_doubled_braces(template))
     allowed = tools if shape.tool_choice == "required" else tuple(
         tool for tool in tools if tool["function"]["name"] == shape.tool_choice)
     if not allowed:

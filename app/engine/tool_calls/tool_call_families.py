@@ -141,6 +141,47 @@ def _read_hermes(text: str, final: bool) -> Block | None:
     return read_bare_json(text, final)
 
 
+def _read_hermes_doubled(text: str, final: bool) -> Block | None:
+    """Hermes calls, and the same call object inside doubled braces, `{{"name": ..., "arguments":
+    {...}}}`, bare or between the tags: the form Qwen2.5's own template shows its models (its tool
+    instructions print `{{"name": <function-name>, ...}}` literally), which they copy, most often
+    as the answer after a tool's result. Only for templates that teach it (teaches_doubled_braces)."""
+    if text.startswith("{{"):
+        return _doubled_object(text, 0, final)
+    if text.startswith("<tool_call>"):
+        start = skip_space(text, len("<tool_call>"))
+        if text.startswith("{{", start):
+            stop = text.find("</tool_call>", start)
+            if stop < 0:
+                return Block(len(text), problem=Problem.CUT_OFF) if final else None
+            inner = _undoubled(text[start:stop].strip())
+            end = stop + len("</tool_call>")
+            return _json_block(inner, end) if inner is not None else Block(end, problem=Problem.INVALID)
+    return _read_hermes(text, final)
+
+
+def _doubled_object(text: str, start: int, final: bool) -> Block | None:
+    """The call in `{{...}}` opening at text[start], once its last brace is written; text (the
+    first `{`, read on as any text) when it is not a call object in doubled braces."""
+    if not _may_be_call_object(text[start + 1:], final):
+        return Block(start + 1, problem=Problem.NOT_A_CALL)
+    end = json_end(text, start + 1)
+    if end is None:
+        return Block(len(text), problem=Problem.CUT_OFF) if final else None
+    close = skip_space(text, end)
+    if close == len(text) and not final:
+        return None  # the closing `}` may still come
+    if not text.startswith("}", close):
+        return Block(start + 1, problem=Problem.NOT_A_CALL)
+    call = written_call(_loads(text[start + 1:end]))
+    return Block(close + 1, (call,)) if call else Block(close + 1, problem=Problem.NOT_A_CALL)
+
+
+def _undoubled(body: str) -> str | None:
+    """`{{...}}` without its outer braces; None when it is not so wrapped."""
+    return body[1:-1] if body.startswith("{{") and body.endswith("}}") else None
+
+
 def _read_fenced(text: str, final: bool) -> Block | None:
     """A ```json fenced block holding a call object (small Qwen models write calls so); else text."""
     start = skip_space(text, len(_FENCE))
@@ -329,6 +370,7 @@ def _read_harmony(text: str, final: bool) -> Block | None:
 
 SYNTAXES: dict[str, CallSyntax] = {
     "hermes": CallSyntax(("<tool_call>", _FENCE), _read_hermes, bare_json=True),
+    "hermes_doubled": CallSyntax(("<tool_call>", _FENCE), _read_hermes_doubled, bare_json=True),
     "llama3": CallSyntax((_PYTHON_TAG,), _read_llama3, bare_json=True),
     "mistral": CallSyntax((_TOOL_CALLS,), _read_mistral),
     "phi4": CallSyntax((_PHI_OPEN,), _read_phi4),

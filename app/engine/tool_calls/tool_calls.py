@@ -10,7 +10,9 @@ llama.cpp's common/chat.cpp, which parses the same families:
 - HERMES (Qwen 2.5, Qwen 3, QwQ, Hermes 3, Granite 4.0): `<tool_call>{"name", "arguments"}
   </tool_call>`, one block per call. As llama.cpp's Hermes parser does, a call in a ```json
   fence, or an answer that is just the call object, counts too: Qwen2.5-Coder 0.5B answers
-  so (tests/fixtures/tool_calls/qwen2.5-coder-0.5b-recorded.json).
+  so (tests/fixtures/tool_calls/qwen2.5-coder-0.5b-recorded.json). Where the template prints its
+  call example in doubled braces (Qwen2.5's own: `{{"name": <function-name>, ...}}`), the call
+  object in doubled braces counts as well: Qwen2.5-Coder 1.5B answers a tool's result so (issue 37).
 - LLAMA3 (Llama 3.1, 3.2, 3.3): the answer is `{"name", "parameters"}`, bare or after
   `<|python_tag|>` (several separated by `;`). Bare JSON is a call only when the whole
   answer starts with `{` and parses as one; any other JSON stays text.
@@ -42,6 +44,7 @@ The markers are control tokens in most vocabularies: the text fed here must rend
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
@@ -94,6 +97,17 @@ def family_of(template: str | None) -> ToolFamily | None:
     return None
 
 
+# Qwen2.5's template prints its call example in doubled braces (`{{"name": <function-name>, ...}}`:
+# inside a Jinja string, `{{` is not an expression), and its models copy them; Qwen3's does not.
+_DOUBLED_EXAMPLE = re.compile(r'\{\{\s*\\?"name\\?"\s*:\s*<function-name>')
+
+
+def teaches_doubled_braces(template: str | None) -> bool:
+    """Whether the template is a Hermes one whose tool instructions show the call object in
+    doubled braces, so its models may write calls so (ToolCallReader reads them then)."""
+    return family_of(template) is ToolFamily.HERMES and _DOUBLED_EXAMPLE.search(template or "") is not None
+
+
 NOTE_INVALID = "\n[Kestrel: the model wrote a tool call that is not valid JSON; shown as text]"
 NOTE_CUT_OFF = "\n[Kestrel: the answer ended inside a tool call; shown as text]"
 
@@ -113,8 +127,10 @@ class ToolCallReader:
     call is dropped (an answer that calls a tool has no trailing blank lines to show).
     """
 
-    def __init__(self, family: ToolFamily, tool_names: Collection[str]) -> None:
-        self._syntax = SYNTAXES[family.value]
+    def __init__(self, family: ToolFamily, tool_names: Collection[str], *, doubled_braces: bool = False) -> None:
+        # doubled_braces: the template teaches `{{"name": ...}}` (teaches_doubled_braces), read as a call too
+        doubled = doubled_braces and family is ToolFamily.HERMES
+        self._syntax = SYNTAXES["hermes_doubled" if doubled else family.value]
         self._names = frozenset(tool_names)
         self._buffer = ""
         self._in_block = False
