@@ -201,3 +201,25 @@ def test_on_in_the_settings_file_it_starts_with_the_window_and_a_key_saved_first
         assert len(StandIn.started) == 1  # closed: a late settings change starts nothing
     finally:
         run(loop, window.server.stop())
+
+
+def test_the_server_windows_switch_turns_it_on_and_off_as_settings_does_and_shows_the_state(window, loop, qtbot) -> None:
+    window.show_server_window()
+    shown = window.server_window
+    assert shown is not None and not shown.switch.isChecked() and shown.state.text().startswith("Off")
+    shown.switch.click()
+    run(loop, until(lambda: window.server.on, what="the server to start"))
+    run(loop, window.server.follow())
+    server = window.doors.settings.settings.server
+    assert server.enabled and server.key.startswith("kestrel-")  # saved, as Settings' switch saves it
+    assert [s.seen.key for s in StandIn.started] == [server.key]
+    assert shown.switch.isChecked() and shown.state.text().startswith("On")
+    assert window.status.server.text() == f"API on 127.0.0.1:{server.port}"
+    shown.switch.click()
+    run(loop, until(lambda: not window.server.on, what="the server to stop"))
+    assert not window.doors.settings.settings.server.enabled and StandIn.started[0].stopped
+    assert not shown.switch.isChecked() and shown.state.text().startswith("Off")
+    serve(loop, window, enabled=True)  # turned on elsewhere (Settings): the switch follows
+    assert shown.switch.isChecked() and len(StandIn.started) == 2
+    qtbot.waitExposed(shown)
+    assert clipped(shown) == []

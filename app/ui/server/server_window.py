@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
-                               QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QMessageBox, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.core.server_settings import LOOPBACK, new_key
 from app.service.events import RequestRecord
@@ -46,7 +46,7 @@ def state_words(host: "ServerHost") -> str:
         return "Starting…"
     if host.failed:
         return f"Could not start: {host.error or 'no reason was given.'}"
-    return "Off. Turn it on in Settings → API server."
+    return "Off: no program can use your models through it. Turn it on here."
 
 
 def address_words(host: "ServerHost") -> str:
@@ -73,7 +73,8 @@ def status_words(host: "ServerHost") -> str:
 class ServerWindow(QDialog):
     """Not modal: the chat goes on while it is open.
 
-    Parts tests reach for: `state`, `address`, `copy_address`, `key`, `show_key`,
+    Parts tests reach for: `switch` (on/off: the settings' server.enabled, as Settings' own switch), `state`,
+    `address`, `copy_address`, `key`, `show_key`,
     `copy_key`, `new_key`, `warning` (shown while listening beyond this PC), `retry`,
     `requests` (newest first, at most KEPT_ROWS). Signal: settingsRequested (the
     Settings button: open Settings on the API server page).
@@ -97,7 +98,12 @@ class ServerWindow(QDialog):
         bold = self.state.font()
         bold.setBold(True)
         self.state.setFont(bold)
-        self.retry = QPushButton("&Try again", self)
+        # The same switch as Settings → API server's: it saves server.enabled, and the host follows the settings.
+        self.switch = QCheckBox("&Turn on the API server", self)
+        self.switch.setObjectName("serverSwitch")
+        self.switch.setToolTip("Turn the local API server on or off (as in Settings → API server)")
+        self.switch.toggled.connect(self.turn)
+        self.retry = QPushButton("Try a&gain", self)
         self.retry.clicked.connect(host.retry)
         self.settings_button = QPushButton("&Settings…", self)
         icons.themed(self.settings_button, "settings")
@@ -146,6 +152,7 @@ class ServerWindow(QDialog):
 
     def _lay_out(self) -> None:
         top = QHBoxLayout()
+        top.addWidget(self.switch)
         top.addWidget(self.state, 1)
         top.addWidget(self.retry)
         top.addWidget(self.settings_button)
@@ -186,6 +193,9 @@ class ServerWindow(QDialog):
         host = self._host
         server = self._settings.settings.server
         self.state.setText(state_words(host))
+        self.switch.blockSignals(True)  # showing the saved value is not a person's click
+        self.switch.setChecked(server.enabled)
+        self.switch.blockSignals(False)
         self.retry.setVisible(host.failed)
         self.warning.setVisible(host.listening_beyond)
         self.address.setText(host.client_address or "–")
@@ -198,6 +208,13 @@ class ServerWindow(QDialog):
         self.key.setCursorPosition(0)  # the start of the key (or of its dots), not a cut end
         for button in (self.show_key, self.copy_key):
             button.setEnabled(bool(server.key))
+
+    def turn(self, on: bool) -> None:
+        """The switch was clicked: save server.enabled; the server follows the settings (a key is made first)."""
+        door = self._settings
+        if door.settings.server.enabled != on:
+            server = dataclasses.replace(door.settings.server, enabled=on)
+            self._adapter.spawn(door.update_settings(dataclasses.replace(door.settings, server=server)))
 
     def _show_key(self, shown: bool) -> None:
         self.show_key.setText("&Hide" if shown else "S&how")
