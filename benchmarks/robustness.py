@@ -953,7 +953,8 @@ def _check_settings_kept(case: Case, path: Path, content: bytes, kept: bool, who
 
 def cat_two_instances(ctx: Context) -> list[Case]:
     """Two (or three) windows started at once on one home: one stays, the others hand
-    over (exit 0) quickly; the one that stays hears it and closes cleanly."""
+    over (exit 0, their time recorded: benchmarks/handover.py holds the goal); the one that
+    stays hears it and closes cleanly."""
     rng = ctx.rng("two-instances")
     plans = [("at once", 2, 0.0), ("0.05 s apart", 2, 0.05), ("0.3 s apart", 2, 0.3), ("1 s apart", 2, 1.0),
              ("three at once", 3, 0.0), ("3 s apart (first one ready)", 2, 3.0)]
@@ -980,8 +981,9 @@ def cat_two_instances(ctx: Context) -> list[Case]:
                 case.check(window.proc.returncode == 0,
                            f"a second window exited {window.proc.returncode}: {_short(window.stderr)}")
                 case.measured(window.seconds, window.peak_mb, window.traceback)
+                # Recorded, not asserted: how fast it hands over is benchmarks/handover.py's (quiet and under load);
+                # here it must hand over and exit 0, within the 30 s above.
                 case.detail.setdefault("second_s", []).append(round(window.seconds, 2))
-                case.check(window.seconds <= LIMIT_S, f"a second window took {window.seconds:.1f} s to hand over")
             if len(staying) == 1:
                 first = staying[0]
                 log = logs[windows.index(first)]

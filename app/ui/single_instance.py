@@ -27,6 +27,7 @@ from app.core.files import HeldLock, try_hold_lock
 from app.core.instance_line import (ANSWER_TIMEOUT_S, MAX_LINE_BYTES, Delivery, Do, LineRequest, answer_of,
                                     encode_request, read_request, server_name)
 from app.core.paths import DataPaths
+from app.core.window_handover import WINDOW_LOCK
 
 __all__ = ["SingleInstance", "remove_stale_sockets", "server_name"]
 
@@ -51,7 +52,7 @@ class SingleInstance(QObject):
 
     def __init__(self, paths: DataPaths, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._lock_path = paths.data / ".window.lock"
+        self._lock_path = paths.data / WINDOW_LOCK
         self._name = server_name(paths)
         self._held: HeldLock | None = None
         self._server: QLocalServer | None = None
@@ -83,7 +84,10 @@ class SingleInstance(QObject):
             line.connectToServer(self._name)
             if line.waitForConnected(500):
                 line.write(request)
-                heard = line.waitForBytesWritten(1000) and _answer_within(line, ANSWER_TIMEOUT_S)
+                # The answer waits as long as there is time: a window that listens but is still building
+                # hears this connection the moment its event loop runs (a new one each 2 s was heard late).
+                left_s = max(ANSWER_TIMEOUT_S, deadline - time.monotonic())
+                heard = line.waitForBytesWritten(1000) and _answer_within(line, left_s)
                 line.disconnectFromServer()
                 if heard:
                     return True

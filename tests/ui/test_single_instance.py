@@ -129,3 +129,49 @@ def test_a_second_launch_hands_over_and_leaves_the_first_answer_alone(tmp_path: 
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=30)
     assert first.returncode == 0
+
+
+EARLY = """
+import sys
+from app.core.window_handover import hand_over_early
+handed = hand_over_early(background=sys.argv[1] == "background", wait_s=10)
+print(handed, "PySide6" in sys.modules, flush=True)
+"""
+
+
+def early_launch(loop, how: str) -> str:  # type: ignore[no-untyped-def]
+    """What app/__main__.py's early hand-over made of it, in a process of its own, and whether it imported Qt."""
+    launch = subprocess.Popen([sys.executable, "-c", EARLY, how], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    run(loop, until(lambda: launch.poll() is not None, timeout=30, what="the early hand-over to end"))
+    out, _ = launch.communicate()
+    assert launch.returncode == 0
+    return out.strip()
+
+
+def test_the_early_hand_over_asks_the_first_window_without_importing_qt(loop) -> None:
+    first = SingleInstance(data_paths().ensure())
+    asked: list[int] = []
+    first.activated.connect(lambda: asked.append(1))
+    try:
+        assert first.acquire()
+        assert early_launch(loop, "window") == "0 False"
+        assert asked == [1]
+        assert early_launch(loop, "background") == "0 False"  # at sign-in the window is left as it is
+        assert asked == [1]
+    finally:
+        first.release()
+
+
+def test_with_no_window_the_early_hand_over_leaves_the_launch_to_be_the_window(loop) -> None:
+    from app.core.window_handover import hand_over_early
+
+    paths = data_paths()
+    assert hand_over_early(False) is None
+    assert not paths.data.exists()  # a first start makes nothing before the window does
+    first = SingleInstance(paths.ensure())
+    assert first.acquire()
+    first.release()  # the lock file stays, held by no one: a window that closed
+    assert hand_over_early(False) is None
+    again = SingleInstance(paths)
+    assert again.acquire(), "the early hand-over left the lock held"
+    again.release()
