@@ -85,9 +85,22 @@ def to_json(conversation: Conversation, messages: list[Message]) -> str:
     }), ensure_ascii=False, indent=1, allow_nan=False)
 
 
+def whole_title(conversation: Conversation, messages: list[Message]) -> str:
+    """The chat's title as a heading: whole. A title the chat was named with from its first message is
+    that line cut to fit the chat list ("What is the capital of Australia and why was i…"); the export
+    has room for all of it. A title the person gave is theirs, as they wrote it (on one line)."""
+    title = " ".join(conversation.title.split())
+    first = next((m.text.strip() for m in messages if m.role == Role.USER and m.text.strip()), "")
+    line = " ".join(first.splitlines()[0].split()) if first else ""
+    cut = title.removesuffix("…").rstrip()
+    if title.endswith("…") and cut and line.startswith(cut) and len(line) > len(cut):
+        return line
+    return title
+
+
 def to_markdown(conversation: Conversation, messages: list[Message]) -> str:
     """The chat as a Markdown document to read or share (not imported back)."""
-    lines = [f"# {conversation.title}", "",
+    lines = [f"# {whole_title(conversation, messages)}", "",
              f"*Exported from Kestrel · started {_when(conversation.created)}"
              + (f" · model {conversation.model}" if conversation.model else "") + "*", ""]
     if conversation.system_prompt.strip():

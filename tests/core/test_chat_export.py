@@ -176,3 +176,19 @@ def test_text_utf8_cannot_hold_becomes_a_replacement_character(tmp_path: Path) -
     path.write_text('{"format": "kestrel-chat", "version": 1, "messages": [{"role": "user", "text": "a\\ud800b"}]}',
                     encoding="utf-8")
     assert read_chat(path).messages[0].text == "a\ufffdb"
+
+
+def test_the_markdown_heading_is_the_whole_title_not_the_chat_lists_cut(store: HistoryStore) -> None:
+    asked = "What is the capital of Australia, and why was it chosen over Sydney and Melbourne?"
+    # The title the chat got from its first message, cut for the chat list (app/service/chats/answering.py).
+    named = store.create_conversation(asked[:47].rstrip() + "…")
+    store.add_message(named.id, Role.USER, asked + "\nAnswer briefly.")
+    markdown = to_markdown(store.get_conversation(named.id), store.messages(named.id))
+    assert markdown.splitlines()[0] == f"# {asked}"
+    assert json.loads(to_json(store.get_conversation(named.id), store.messages(named.id)))["title"].endswith("…")
+    # A title the person gave, however long, is kept as they wrote it (on one line).
+    own = "My long notes on the capital of Australia… and other things\nsecond line"
+    given = store.create_conversation(own)
+    store.add_message(given.id, Role.USER, "My long notes on the capital of Australia and more")
+    heading = to_markdown(store.get_conversation(given.id), store.messages(given.id)).splitlines()[0]
+    assert heading == "# My long notes on the capital of Australia… and other things second line"
