@@ -204,12 +204,10 @@ def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstan
     waiting: set[int] = set()  # those still without text
 
     def quick_answers(event: object) -> None:
-        """The first TextGrew of each answer started outside the main window's open chat (quick
-        ask's exchange: the benchmark asks nothing in the main window), and its end. Heard as the
+        """The first TextGrew of each answer in quick ask's exchange, and its end. Heard as the
         service publishes them, on the UI thread; the window draws the text in its next frame."""
         if isinstance(event, AnswerStarted):
-            open_chat = window.doors.chat.conversation
-            if open_chat is None or event.message.conversation_id != open_chat.id:
+            if reach is not None and event.message.conversation_id == reach.window.conversation_id:
                 answering.add(event.message.id)
                 waiting.add(event.message.id)
         elif isinstance(event, TextGrew) and event.message_id in waiting:

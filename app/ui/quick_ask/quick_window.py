@@ -136,6 +136,11 @@ class QuickAskWindow(QWidget):
         layout.addWidget(self.status)
         layout.addWidget(self.answer_actions)
 
+    @property
+    def conversation_id(self) -> int | None:
+        """The exchange's chat (None before its first question is saved)."""
+        return self._door.conversation_id
+
     # --- showing --------------------------------------------------------------------------
 
     def summon(self, question: str = "") -> None:
