@@ -15,6 +15,7 @@ from PySide6.QtCore import QLocale, QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from app import __version__
+from app.core import autostart
 from app.core.store.history import HistoryError
 from app.core.paths import DataPaths, data_paths
 from app.library.models import ModelLibrary
@@ -171,6 +172,19 @@ async def _start(window: MainWindow, failed: list[str]) -> None:
     except HistoryError as exc:
         failed.append(str(exc))
         window.quit()
+        return
+    if window.doors.settings.settings.start_at_sign_in:
+        await asyncio.to_thread(_renew_sign_in_entry)
+
+
+def _renew_sign_in_entry() -> None:
+    """The sign-in entry names this Kestrel's program: written again at each start, so that it follows
+    an install that moved or was upgraded to another folder. A failure keeps the entry as it was; the
+    Settings page says why the next time the person changes it."""
+    try:
+        autostart.enable()
+    except autostart.AutostartError:
+        pass
 
 
 def _hand_over_to_the_running_window(instance: SingleInstance) -> int:
