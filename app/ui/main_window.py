@@ -32,6 +32,7 @@ from app.ui.common.theme import apply_theme, part_styles
 from app.ui.common.tray import KestrelTray, still_running_words, tray_available, tray_tooltip
 from app.ui.common.window_presence import window_state
 from app.ui.window_commands import WindowCommands
+from app.ui.window_geometry import restore_window_state, save_window_state, state_file
 from app.ui.window_log import WindowLog
 from app.ui.window_menus import build_menus
 
@@ -81,6 +82,7 @@ class MainWindow(WindowCommands):
         self.splitter.setChildrenCollapsible(False)
         self.splitter.setHandleWidth(1)
         self.setCentralWidget(self.splitter)
+        restore_window_state(self, self.splitter, state_file(paths))  # as the person left it
         self.status = StatusLine(self)
         self.status.setObjectName("statusLine")
         self.statusBar().addWidget(self.status, 1)
@@ -362,6 +364,7 @@ class MainWindow(WindowCommands):
             self._tell_about_the_tray_once()
             return
         self.tray.hide()
+        save_window_state(self, self.splitter, state_file(self.paths))
         self.closed.emit()
         super().closeEvent(event)
 
@@ -402,6 +405,8 @@ class MainWindow(WindowCommands):
 
     def _hide_to_tray(self) -> None:
         self.tray.show(tray_tooltip(status_words(self.server)))  # first: the hide event sees it
+        if self.isVisible():  # its size and place now, in case Kestrel ends from the tray
+            save_window_state(self, self.splitter, state_file(self.paths))
         self.hide()
 
     def _serving_from_tray(self) -> bool:
