@@ -96,6 +96,10 @@ class Settings:
     # the entry. And whether "Kestrel keeps running in the tray" was said once already.
     start_at_sign_in: bool = False
     told_about_tray: bool = False
+    # The decode speed, in tokens/s, at which an answer reads comfortably: a model predicted to
+    # reach it here "runs well", and the recommendation picks the best model that does
+    # (app/hardware/speed.py). 10 is a little above reading speed (about 4 words/s, 1.3 tokens each).
+    comfortable_tokens_per_s: float = 10.0
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -150,6 +154,10 @@ class Settings:
                 raise ValueError(f"{name} must be true or false (got {getattr(self, name)!r}).")
         if not isinstance(self.exit_engine_when_idle, bool):
             raise ValueError(f"exit_engine_when_idle must be true or false (got {self.exit_engine_when_idle!r}).")
+        comfortable = self.comfortable_tokens_per_s
+        if isinstance(comfortable, bool) or not isinstance(comfortable, (int, float)) or not 1 <= comfortable <= 1000:
+            raise ValueError(f"comfortable_tokens_per_s must be a number of tokens per second from 1 to 1,000 "
+                             f"(got {comfortable!r}).")
         states = self.saved_states_mb
         if isinstance(states, bool) or not isinstance(states, int) or not 0 <= states <= 1_000_000:
             raise ValueError(f"saved_states_mb must be a whole number of MiB from 0 (none) to 1,000,000 "

@@ -19,6 +19,7 @@ from app.hardware.placement_fit import fit_layers, gb, llama_gpu_budgets, margin
 from app.core.settings import DevicePreference
 from app.hardware.placement_types import ModelFacts, Placement, PlacementRefused, Runtime
 from app.hardware.report import HardwareReport
+from app.hardware.speed import SpeedEstimate
 
 _MIB = 1024**2
 # Memory the system itself must keep to go on working: a model that leaves less than
@@ -30,9 +31,23 @@ _CACHE_WORDS = {1: "8-bit", 2: "16-bit", 4: "32-bit"}
 
 
 class Verdict(StrEnum):
+    """Runs well / usable / slow / will not fit. Without a speed prediction (with_speed), RUNS_SLOWLY
+    is the memory's word: only part of it on the GPU, a GPU passed over, or only just fitting."""
+
     RUNS_WELL = "runs_well"
+    USABLE = "usable"
     RUNS_SLOWLY = "runs_slowly"
     WONT_FIT = "wont_fit"
+
+
+# A model predicted at half the comfortable speed or more is usable: answers come at a pace one
+# can wait for, if not read along with.
+USABLE_SHARE = 0.5
+# The memory the system and the desktop keep at rest, counted out of the total for a verdict that
+# does not move with what other programs hold at the moment: 2 GB at least (a Linux desktop or
+# Windows 11 at rest use 2-3 GB), an eighth of a larger machine.
+SYSTEM_BASELINE = 2 * 1024**3
+SYSTEM_SHARE = 0.125
 
 
 @dataclass(frozen=True)
@@ -89,24 +104,32 @@ class FitEstimate:
     freed_by_unloading: int
     max_context: int | None
     lines: tuple[str, ...]
+    # The share of the model's bytes on the GPU or NPU (1.0 all of it, 0.0 on the CPU).
+    accelerated_share: float = 0.0
+    # How fast it should decode here (with_speed), and what other programs use now (with_others_now).
+    speed: SpeedEstimate | None = None
+    others_now: int | None = None
 
 
 def estimate_fit(report: HardwareReport, model: ModelFacts, *, context_length: int,
-                 preference: DevicePreference = DevicePreference.AUTO, loaded_bytes: int = 0) -> FitEstimate:
+                 preference: DevicePreference = DevicePreference.AUTO, loaded_bytes: int = 0,
+                 steady: bool = False) -> FitEstimate:
     """The verdict for loading model at context_length with this device preference.
 
     loaded_bytes: the memory the model loaded now holds. Kestrel runs one model at a
     time, so loading this one gives it back; it is counted on the device this one would
-    go to (the same placement rules put both there).
+    go to (the same placement rules put both there). steady: judge by the memory the
+    machine has (whole_machine) rather than what is free this moment, so that the verdict
+    does not move as other programs come and go; loaded_bytes then does not count.
     """
     facts = at_context(model, context_length)
-    freed = max(0, loaded_bytes)
-    report = given_back(report, freed)
+    freed = 0 if steady else max(0, loaded_bytes)
+    report = whole_machine(report) if steady else given_back(report, freed)
     try:
         placements = place(report, facts, preference)
     except PlacementRefused as refused:
         return _refused(facts, preference, refused, freed)
-    return _Judge(report, facts, placements[0], preference, freed).estimate()
+    return _Judge(report, facts, placements[0], preference, freed, steady).estimate()
 
 
 def at_context(model: ModelFacts, context_length: int) -> ModelFacts:
@@ -154,9 +177,9 @@ class _Judge:
     """The verdict for one placement: where the model goes, what is free there, what fits."""
 
     def __init__(self, report: HardwareReport, facts: ModelFacts, placement: Placement,
-                 preference: DevicePreference, freed: int) -> None:
+                 preference: DevicePreference, freed: int, steady: bool = False) -> None:
         self.report, self.facts, self.placement = report, facts, placement
-        self.preference, self.freed = preference, freed
+        self.preference, self.freed, self.steady = preference, freed, steady
         self.ram = report.ram.available if report.ram else None
         self.on_cpu = placement.kind == "cpu"
         self.budget = self.ram if self.on_cpu else self._device_budget()
@@ -169,8 +192,15 @@ class _Judge:
             verdict=verdict, summary=summary, context_length=self.facts.context_length, need=need,
             device_kind=self.placement.kind, device_name=self.placement.device_name,
             available=self.budget, freed_by_unloading=self.freed, max_context=maximum,
-            lines=self._lines(need, maximum),
+            lines=self._lines(need, maximum), accelerated_share=self._accelerated_share(),
         )
+
+    def _accelerated_share(self) -> float:
+        if self.on_cpu:
+            return 0.0
+        if self.partial and self.facts.layers:
+            return self.placement.gpu_layers / self.facts.layers
+        return 1.0
 
     # --- where it goes and what is free there ---
 
@@ -216,7 +246,7 @@ class _Judge:
         left = self._ram_left_for(self.facts)
         if left is not None and left < OS_RESERVE and (self.on_cpu or self.partial):
             need = self.ram - left if self.ram is not None else 0
-            return Verdict.WONT_FIT, f"Will not fit: needs {gb(need)}, {gb(self.ram or 0)} free"
+            return Verdict.WONT_FIT, f"Will not fit: needs {gb(need)}, {self._ram_words()}"
         if self.partial:
             return Verdict.RUNS_SLOWLY, (f"Runs slowly: {placement.gpu_layers} of {self.facts.layers} layers "
                                          f"on the {where}, the rest on the CPU")
@@ -226,7 +256,7 @@ class _Judge:
             return Verdict.RUNS_SLOWLY, "Runs slowly: CPU only, " + _cpu_why(placement.reason)
         if left is not None and self.ram is not None and left < margin(self.ram):
             return Verdict.RUNS_SLOWLY, (f"Runs slowly: only just fits in memory "
-                                         f"({gb(self.ram - left)} of {gb(self.ram)} free)")
+                                         f"({gb(self.ram - left)}, {self._ram_words()})")
         return Verdict.RUNS_WELL, f"Runs well on the {where}"
 
     # --- the longest context ---
@@ -285,14 +315,78 @@ class _Judge:
         projector = self.facts.projector_bytes if isinstance(self.facts, FitFacts) else 0
         return f" (the vision projector's {gb(projector)} among them)" if projector else ""
 
+    def _ram_words(self) -> str:
+        """The RAM counted, in words that match the sum: "21.0 GB free", or the steady count's
+        "21.0 GB of your 24 GB (3.0 GB kept for the system)"."""
+        ram = self.ram or 0
+        total = self.report.ram.total if self.report.ram is not None else 0
+        if self.steady and total:
+            return f"{gb(ram)} of your {gb(total)} ({gb(total - ram)} kept for the system)"
+        return f"{gb(ram)} free"
+
     def _free_line(self) -> str:
         if self.on_cpu:
-            return f"Free memory: {gb(self.ram)}" if self.ram is not None else "Free memory: not known"
+            if self.ram is None:
+                return "Free memory: not known"
+            return f"Memory counted: {self._ram_words()}" if self.steady else f"Free memory: {gb(self.ram)}"
         where = f"{self.placement.device_name}"
         text = f"Free on {where}: {gb(self.budget)}" if self.budget is not None else f"Free on {where}: not known"
         if self.partial and self.ram is not None:
             text += f"; free memory for the rest: {gb(self.ram)}"
         return text
+
+
+def whole_machine(report: HardwareReport) -> HardwareReport:
+    """The report as a steady verdict counts it: all the memory but the system's share (system_share)
+    free, every GPU's memory free, whatever other programs hold at the moment (said beside the
+    verdict instead: with_others_now)."""
+    ram = report.ram and dataclasses.replace(report.ram, available=report.ram.total - system_share(report.ram.total))
+    gpus = tuple(dataclasses.replace(g, free_memory=g.dedicated_memory) if g.free_memory and g.dedicated_memory
+                 else g for g in report.gpus)
+    llama = report.llama
+    if llama is not None:
+        llama = dataclasses.replace(llama, devices=tuple(
+            dataclasses.replace(d, memory_free=d.memory_total) if d.kind in ("gpu", "igpu") else d
+            for d in llama.devices))
+    return dataclasses.replace(report, ram=ram, gpus=gpus, llama=llama)
+
+
+def system_share(total: int) -> int:
+    """The memory counted for the system and the desktop out of `total`."""
+    return max(SYSTEM_BASELINE, int(total * SYSTEM_SHARE))
+
+
+def with_speed(fit: FitEstimate, speed: SpeedEstimate, comfortable: float) -> FitEstimate:
+    """The verdict by speed: runs well at `comfortable` tokens/s or more, usable from half that, slow
+    below; a model that will not fit stays so. The memory's own words stay among the lines."""
+    if fit.verdict == Verdict.WONT_FIT:
+        return dataclasses.replace(fit, speed=speed)
+    rate = speed.tokens_per_s
+    if rate >= comfortable:
+        verdict, summary = Verdict.RUNS_WELL, f"Runs well: {speed.words}"
+    elif rate >= comfortable * USABLE_SHARE:
+        verdict, summary = Verdict.USABLE, f"Usable: {speed.words}, below the {comfortable:g} tokens/s that read comfortably"
+    else:
+        verdict, summary = Verdict.RUNS_SLOWLY, f"Slow: {speed.words}, slow for chat"
+    where = "the CPU" if fit.device_kind == "cpu" else f"the {fit.device_kind.upper()} ({fit.device_name})"
+    if 0 < fit.accelerated_share < 1:
+        where = f"{fit.device_name} and the CPU"
+    lines = (f"Speed: {speed.words} on {where}", f"How it was judged: {speed.basis}", f"Memory: {fit.summary}",
+             *fit.lines)
+    return dataclasses.replace(fit, verdict=verdict, summary=summary, lines=lines, speed=speed)
+
+
+def with_others_now(fit: FitEstimate, report: HardwareReport, available_now: int, kestrel_holds: int) -> FitEstimate:
+    """The verdict with what other programs use right now said beside it (never changing it), and
+    whether they leave room to load it now."""
+    if report.ram is None:
+        return fit
+    others = max(0, report.ram.total - available_now - kestrel_holds)
+    line = f"Other programs use {gb(others)} right now"
+    need = fit.need.total if fit.device_kind == "cpu" else 0
+    if need and available_now + kestrel_holds - need < OS_RESERVE and fit.verdict != Verdict.WONT_FIT:
+        line += f"; close some of them before loading it ({gb(need)} needed, {gb(available_now + kestrel_holds)} free)"
+    return dataclasses.replace(fit, others_now=others, lines=(*fit.lines, line))
 
 
 def _cpu_why(reason: str) -> str:
@@ -313,4 +407,4 @@ def _refused(facts: ModelFacts, preference: DevicePreference, refused: Placement
 
 
 __all__ = ["FitEstimate", "FitFacts", "MemoryNeed", "Verdict", "at_context", "estimate_fit",
-           "memory_need"]
+           "memory_need", "system_share", "whole_machine", "with_others_now", "with_speed"]

@@ -39,15 +39,36 @@ def test_catalog_lists_the_models_in_words_and_as_json() -> None:
     text, as_json = models("catalog"), models("catalog", "--json")
 
     assert text.returncode == as_json.returncode == 0 and text.stderr == ""
-    assert len(text.stdout.splitlines()) == len(entries) and "(recommended)" in text.stdout
+    listed = [line for line in text.stdout.splitlines() if line and not line.startswith("Recommended for")]
+    assert len(listed) == len(entries)
+    # Issue 37: the mark is this machine's pick (the best model that runs comfortably here), not the
+    # catalog file's static flag; exactly one row carries it, and the last line says why.
+    [marked] = [line for line in listed if line.endswith("(recommended for this machine)")]
     rows = [json.loads(line) for line in as_json.stdout.splitlines()]
+    [here] = [r for r in rows if r["recommended_here"]]
+    assert marked.startswith(here["id"] + " ") and here["purpose"] == "chat"
+    assert text.stdout.splitlines()[-1].startswith(f"Recommended for this machine: {here['id']}. About ")
+    assert all(r["verdict"] in ("runs_well", "usable", "runs_slowly", "wont_fit") for r in rows if r is not here
+               and r["purpose"] == "chat")
+    if here["verdict"] == "runs_well":
+        assert not any(r["verdict"] == "runs_well" and r["recommended"] and (r["size"] or 0) > (here["size"] or 0)
+                       and not here["recommended"] for r in rows)
     assert [r["id"] for r in rows] == [e.id for e in entries]
     assert {"license", "size", "context_length", "repo", "files"} <= set(rows[0])
     # The embedding model is listed, and said not to chat, in words and as JSON.
     [embedding] = [r for r in rows if r["purpose"] == "embedding"]
     assert all(r["purpose"] == "chat" for r in rows if r is not embedding)
     line = next(t for t in text.stdout.splitlines() if t.startswith(embedding["id"] + " "))
-    assert line.endswith("(embedding: for document search, not chat)")
+    assert line.endswith("[embedding]  (embedding: for document search, not chat)") and embedding["verdict"] is None
+
+
+def test_catalog_sorts_by_speed_here_and_keeps_only_what_runs_well() -> None:
+    by_speed = [json.loads(line) for line in models("catalog", "--json", "--sort", "speed").stdout.splitlines()]
+    order = {"runs_well": 0, "usable": 1, "runs_slowly": 2, "wont_fit": 3, None: 4}
+    ranks = [(order[r["verdict"]], -(r["tokens_per_s"] or 0)) for r in by_speed]
+    assert ranks == sorted(ranks) and len(by_speed) == len(load_catalog())
+    well = [json.loads(line) for line in models("catalog", "--json", "--runs-well").stdout.splitlines()]
+    assert well and {r["verdict"] for r in well} == {"runs_well"}
 
 
 def models_with_catalog(catalog: Path, *args: str) -> subprocess.CompletedProcess:

@@ -68,7 +68,8 @@ def test_the_badge_is_the_verdicts_colour_and_words_with_its_reason(qtbot, verdi
     card = ModelCard()
     qtbot.addWidget(card)
     value = None if verdict is None else verdict.value
-    summary = {None: "", "runs_well": "Runs well on the GPU", "runs_slowly": "Runs slowly: on the CPU",
+    summary = {None: "", "runs_well": "Runs well on the GPU", "usable": "Usable: about 6 tokens/s here",
+               "runs_slowly": "Runs slowly: on the CPU",
                "wont_fit": "Will not fit: needs 9 GB, 4 GB free"}[value]
     row = catalog_row("small", value)
     if verdict is not None:

@@ -10,7 +10,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QAbstractItemModelTester
 
 from app.library.catalog import CatalogEntry, CatalogFile
-from app.hardware.fit import FitEstimate, MemoryNeed, Verdict
+from app.hardware.fit import FitEstimate, MemoryNeed, Verdict, with_speed
+from app.hardware.speed import SpeedEstimate
+from app.library.model_files.model_purpose import ModelPurpose
 from app.library.installed import InstalledModel
 from app.service.events import DownloadItem, DownloadState
 from app.service.events import CatalogRow, ModelRow
@@ -195,3 +197,39 @@ def test_parameters_from_the_label_or_the_count() -> None:
     assert parameters_text({"parameters_label": "270M", "parameters": 268_000_000}) == "270M"
     assert parameters_text({"parameters": 1_543_714_304}) == "1.54B"
     assert parameters_text({}) == "—"
+
+
+def speedy(verdict: str, rate: float, measured: bool = False) -> FitEstimate:
+    """A fit judged by speed, as the library service gives it (app.hardware.fit.with_speed)."""
+    return with_speed(fit("runs_well"), SpeedEstimate(rate, "estimated: test", measured), comfortable=10.0)
+
+
+def test_the_fit_column_says_the_speed_sorts_best_first_and_filters_what_runs_well(qtbot) -> None:
+    model = CatalogModel()
+    proxy = ModelFilter()
+    proxy.setSourceModel(model)
+    checked(proxy)
+    model.set_rows([CatalogRow(entry("slow"), speedy("", 2.0), None), CatalogRow(entry("quick"), speedy("", 25.0), None),
+                    catalog_row("huge", "wont_fit"), CatalogRow(entry("usable"), speedy("", 6.0, True), None),
+                    catalog_row("unknown", None)])
+    proxy.sort(model.FITS)
+    assert ids(proxy) == ["quick", "usable", "slow", "huge", "unknown"]
+    words = [proxy.index(r, model.FITS).data() for r in range(proxy.rowCount())]
+    assert words[:3] == ["Runs well · about 25 tokens/s here (estimated)", "Usable · about 6 tokens/s here",
+                         "Slow · about 2 tokens/s here (estimated)"]
+    proxy.set_runs_well_only(True)
+    assert ids(proxy) == ["quick", "unknown"]
+
+
+def test_an_embedding_model_is_labelled_and_gets_no_chat_verdict(qtbot) -> None:
+    """Issue 37: the embedding model sat among chat models with "Runs well"."""
+    installed_model, catalog = InstalledModelsModel(), CatalogModel()
+    embedder = installed("minilm", model=dataclasses.replace(installed("minilm").model,
+                                                             purpose=ModelPurpose.EMBEDDING))
+    installed_model.set_listing([embedder, installed("chat")], 0)
+    catalog.set_rows([catalog_row("minilm", purpose=ModelPurpose.EMBEDDING, instruct=False)])
+    for items in (installed_model, catalog):
+        cell = items.index(0, items.FITS)
+        assert cell.data() == "Embedding" and cell.data(Qt.ItemDataRole.DecorationRole) is None
+        assert cell.data(Roles.VERDICT) is None and "answers no chat" in cell.data(Qt.ItemDataRole.ToolTipRole)
+    assert installed_model.index(1, installed_model.FITS).data() == "Runs well"

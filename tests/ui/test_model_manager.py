@@ -94,7 +94,8 @@ def test_installed_details_buttons_and_total(qtbot) -> None:
     adapter.installed.set_listing([installed("mine"), kept, gone], 1_500_000_000)
     assert page.total.text() == ("Kestrel's models folder: 1.5 GB · models kept where you keep them: 1.5 GB")
     assert page.view.keys() == ["mine", "kept", "gone"]
-    assert not page.default_button.isEnabled() and not page.remove_button.isEnabled()  # nothing chosen yet
+    # Issue 37: the tab opens with a model selected (the loaded one), never on empty details.
+    assert page.view.current_key == "kept" and page.remove_button.isEnabled()
     select(page.view, 0)
     assert "Q4_K_M" in page.details.toPlainText() and "Runs well on the GPU" in page.details.toPlainText()
     assert "Longest context that fits: 32,768 tokens" in page.details.toPlainText()
@@ -198,7 +199,8 @@ def test_catalog_fits_filter_and_download(qtbot) -> None:
     assert page.fits_only.isChecked() and page.view.model().rowCount() == 2
     assert page.view.keys() == ["small", "have"]
     page.fits_only.setChecked(False)
-    assert page.view.model().rowCount() == 3 and page.view.keys() == ["small", "huge", "have"]
+    # Sorted by the verdict, best first: what will not fit comes last.
+    assert page.view.model().rowCount() == 3 and page.view.keys() == ["small", "have", "huge"]
     have = card(page.view, "have")
     assert have.action.text() == "Load"  # already installed: no second download
     select(page.view, 0)

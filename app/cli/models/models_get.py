@@ -8,17 +8,15 @@ lister are imported inside it, not with this module.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.models.models_catalog import add_arguments as add_catalog_arguments, list_catalog
 from app.cli.models.models_common import CLI_IMPORT_STEP, EXIT_FILES, ProgressLine, in_worker, open_library
 from app.core.units import human_size
-from app.library.catalog import CatalogEntry, find_entry, load_catalog
+from app.library.catalog import find_entry, load_catalog
 from app.library.huggingface.file_names import shown
-from app.library.model_files.model_purpose import ModelPurpose
 
 if TYPE_CHECKING:
     from app.library.download import DownloadedFile
@@ -42,35 +40,10 @@ def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run
                                     "(default: the last part of the URL)")
     get.add_argument("--sha256", metavar="HEX", help="the file's SHA-256; the download must match it")
     get.set_defaults(run=run, handler=_get)
-    catalog = actions.add_parser("catalog", help="list the models Kestrel offers to download")
-    catalog.add_argument("--json", action="store_true", help="one JSON object per line")
-    catalog.set_defaults(run=run, handler=_catalog)
-
-
-def _catalog(args: argparse.Namespace) -> int:
-    problems: list[str] = []
-    entries = load_catalog(problems=problems)
-    for problem in problems:
-        print(f"kestrel: {problem}", file=sys.stderr)
-    for entry in entries:
-        if args.json:
-            print(json.dumps(_catalog_row(entry), ensure_ascii=False))
-    if not args.json and entries:
-        width = max(len(e.id) for e in entries)
-        for e in entries:
-            size = human_size(e.size) if e.size is not None else "size n/a"
-            mark = "  (recommended)" if e.recommended else ""
-            if e.purpose is not ModelPurpose.CHAT:
-                mark = f"  ({e.purpose.value}: for document search, not chat)"
-            print(f"{e.id:<{width}}  {e.format:<4}  {size:>8}  {e.name}, {e.parameters} "
-                  f"{e.quantization}, {e.license}{mark}")
-    return EXIT_OK
-
-
-def _catalog_row(entry: CatalogEntry) -> dict[str, Any]:
-    row = asdict(entry)
-    row["files"] = [asdict(f) for f in entry.files]
-    return row
+    catalog = actions.add_parser("catalog", help="list the models Kestrel offers to download, with how each "
+                                                 "would run here and the one recommended for this machine")
+    add_catalog_arguments(catalog)
+    catalog.set_defaults(run=run, handler=list_catalog)
 
 
 def _get(args: argparse.Namespace) -> int:

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from app.core.settings import DevicePreference
-from app.hardware.fit import FitEstimate, estimate_fit
+from app.core.paths import data_paths
+from app.hardware.fit import FitEstimate, estimate_fit, with_others_now
+from app.hardware.speed import Measured
 from app.hardware.report import HardwareReport, RamInfo
 from app.library.catalog import CatalogEntry, load_catalog
 from app.library.fit_facts import facts_for
@@ -18,6 +20,7 @@ from app.library.model_files.gguf_info import ModelFileError
 from app.library.model_defaults import ModelDefaults
 from app.library.model_details import model_details
 from app.library.installed import InstalledModel
+from app.library.model_files.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 from app.library.starter import STARTER_ID
 from app.service.event_bus import TaskGroup
@@ -26,6 +29,7 @@ from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, Down
                                 Problem)
 from app.service.models.model_session import ModelSession
 from app.service.library.recommendation import recommend, with_reason
+from app.service.library.speed_judge import judged, measured_speeds
 from app.service.settings_keeper import SettingsKeeper
 
 if TYPE_CHECKING:
@@ -54,6 +58,8 @@ class LibraryService:
         self._spawn = tasks.spawn
         self._answers_busy = answers_busy
         self._report: HardwareReport | None = None
+        # The memory free at the last look: said beside the verdicts, never counted in them.
+        self._ram_now: RamInfo | None = None
         self._catalog: tuple[CatalogEntry, ...] | None = None
         self.rows: tuple[ModelRow, ...] = ()
         self.catalog_rows: tuple[CatalogRow, ...] = ()
@@ -75,50 +81,60 @@ class LibraryService:
         default = settings.default_model
         loaded = self._session.model if self._session.loaded is not None else None
         loaded_bytes = await self._loaded_need(report)
+        measured = await asyncio.to_thread(measured_speeds, data_paths().config / "threads.json")
         rows, disk_total = await asyncio.to_thread(self._rows, report, default, loaded, loaded_bytes,
-                                                   settings.generation.context_length)
+                                                   settings.generation.context_length, measured)
         self.rows = rows
         self._emit(LibraryListed(rows, disk_total))
         self.catalog_rows = await asyncio.to_thread(self._catalog_rows, report, loaded_bytes,
-                                                    settings.generation.context_length)
+                                                    settings.generation.context_length, measured)
         self._emit(CatalogListed(self.catalog_rows))
 
     def recommended(self) -> CatalogRow | None:
         """The first-run offer and "Get a model"'s pick, chosen by this machine's hardware
-        report and each model's fit verdict (app.service.library.recommendation), with the reason in
-        the row's `reason`; None when none is left to offer."""
+        report and each model's verdict by speed (app.service.library.recommendation), with the reason
+        in the row's `reason`; None when none is left to offer."""
         return with_reason(recommend(self.catalog_rows, self._report))
 
     def _rows(self, report: HardwareReport | None, default: str | None, loaded: InstalledModel | None,
-              loaded_bytes: int, app_context: int) -> tuple[tuple[ModelRow, ...], int]:
+              loaded_bytes: int, app_context: int,
+              measured: tuple[Measured, ...] = ()) -> tuple[tuple[ModelRow, ...], int]:
         library = self.library
         chosen = library.default(default)
+        comfortable = self._keeper.settings.comfortable_tokens_per_s
         rows = []
         for model in library.list():
             details, problem = _details(model)
             context = _context_for(model, details, app_context)
             fit = None
             if report is not None and problem is None:
-                fit = _fit(report, model.path, context, model.defaults.device_preference
-                           or self._keeper.settings.device_preference,
-                           loaded_bytes if loaded is not None else 0, model.projector)
+                fit = _fit(report, model, context, model.defaults.device_preference
+                           or self._keeper.settings.device_preference, details, comfortable, measured)
+                fit = fit and self._said_now(fit, report, loaded_bytes)
             rows.append(ModelRow(model, details, problem, fit, chosen is not None and chosen.id == model.id,
                                  loaded is not None and loaded.id == model.id))
         return tuple(rows), library.disk_use().total
 
-    def _catalog_rows(self, report: HardwareReport | None, loaded_bytes: int,
-                      app_context: int) -> tuple[CatalogRow, ...]:
+    def _catalog_rows(self, report: HardwareReport | None, loaded_bytes: int, app_context: int,
+                      measured: tuple[Measured, ...] = ()) -> tuple[CatalogRow, ...]:
         if self._catalog is None:
             self._catalog = load_catalog()
         installed = self.library.list()
+        settings = self._keeper.settings
         rows = []
         for entry in self._catalog:
             fit = None
             if report is not None:
                 fit = catalog_fit(report, entry, min(app_context, entry.context_length), loaded_bytes,
-                                  self._keeper.settings.device_preference)
+                                  settings.device_preference, settings.comfortable_tokens_per_s, measured)
+                fit = fit and self._said_now(fit, report, loaded_bytes)
             rows.append(CatalogRow(entry, fit, installed_as(entry, installed)))
         return tuple(rows)
+
+    def _said_now(self, fit: FitEstimate, report: HardwareReport, loaded_bytes: int) -> FitEstimate:
+        """The steady verdict with what other programs use at this moment said beside it."""
+        now = self._ram_now
+        return fit if now is None else with_others_now(fit, report, now.available, loaded_bytes)
 
     def _need_of(self, model: InstalledModel, report: HardwareReport | None) -> int:
         """The memory the loaded model takes, which loading another one gives back."""
@@ -137,13 +153,15 @@ class LibraryService:
         return await asyncio.to_thread(self._need_of, loaded, report) if loaded else 0
 
     async def _hardware(self) -> HardwareReport | None:
-        """The engine's report (probed once per engine), with the RAM free now."""
+        """The engine's report (probed once per engine), with the RAM now; the verdicts count the
+        machine's whole memory (estimate_fit's steady), the free memory is only said beside them."""
         if self._report is None:
             try:
                 self._report = await self._session.client.hardware_report()
             except Exception:  # noqa: BLE001 - no verdicts beats no list: the rows still come
                 return None
-        return dataclasses.replace(self._report, ram=await asyncio.to_thread(_ram_now))
+        self._ram_now = await asyncio.to_thread(_ram_now)
+        return dataclasses.replace(self._report, ram=self._ram_now)
 
     # --- changing ----------------------------------------------------------------------
 
@@ -309,15 +327,24 @@ class LibraryService:
 
 
 def catalog_fit(report: HardwareReport, entry: CatalogEntry, context_length: int, loaded_bytes: int,
-                preference: DevicePreference) -> FitEstimate | None:
-    """A catalog model's fit from what the catalog says of it (its files are not here yet)."""
+                preference: DevicePreference, comfortable: float | None = None,
+                measured: tuple[Measured, ...] = ()) -> FitEstimate | None:
+    """A catalog model's fit from what the catalog says of it (its files are not here yet). With
+    `comfortable` (tokens/s), the steady verdict by predicted speed; an embedding model never gets one."""
     from app.library.fit_facts import facts_for_catalog
 
     facts = facts_for_catalog(entry, context_length)
     if facts is None:
         return None
-    return estimate_fit(report, facts, context_length=context_length, preference=preference,
-                        loaded_bytes=loaded_bytes)
+    if comfortable is None:
+        return estimate_fit(report, facts, context_length=context_length, preference=preference,
+                            loaded_bytes=loaded_bytes)
+    fit = estimate_fit(report, facts, context_length=context_length, preference=preference, steady=True)
+    if entry.purpose is not ModelPurpose.CHAT:
+        return fit
+    return judged(fit, report, weights=facts.file_size - facts.projector_bytes, vocab=facts.shape.vocab_size,
+                  parameters=entry.parameters, comfortable=comfortable, onnx=entry.format == "onnx",
+                  measured=measured)
 
 
 def _details(model: InstalledModel) -> tuple[Mapping[str, Any], str | None]:
@@ -337,13 +364,21 @@ def _context_for(model: InstalledModel, details: Mapping[str, Any], app_context:
     return min(wanted, trained) if isinstance(trained, int) and trained > 0 else wanted
 
 
-def _fit(report: HardwareReport, path: Path, context_length: int, preference: DevicePreference,
-         loaded_bytes: int, projector: Path | None = None) -> FitEstimate | None:
+def _fit(report: HardwareReport, model: InstalledModel, context_length: int, preference: DevicePreference,
+         details: Mapping[str, Any], comfortable: float, measured: tuple[Measured, ...]) -> FitEstimate | None:
+    """An installed model's steady verdict: by predicted speed for a chat model, by memory alone for
+    an embedding model (it never answers a chat)."""
     try:
-        return estimate_fit(report, facts_for(path, context_length, projector), context_length=context_length,
-                            preference=preference, loaded_bytes=loaded_bytes)
+        facts = facts_for(model.path, context_length, model.projector)
+        fit = estimate_fit(report, facts, context_length=context_length, preference=preference, steady=True)
     except (ModelFileError, OSError, ValueError):
         return None
+    if model.purpose is not ModelPurpose.CHAT:
+        return fit
+    label = details.get("parameters_label")
+    return judged(fit, report, weights=facts.file_size - facts.projector_bytes, vocab=facts.shape.vocab_size,
+                  parameters=label if isinstance(label, str) else "", comfortable=comfortable,
+                  onnx=model.format == "onnx", measured=measured)
 
 
 def _ram_now() -> RamInfo:

@@ -32,36 +32,44 @@ class Recommendation:
 
 
 def recommend(rows: Sequence[CatalogRow], report: HardwareReport | None) -> Recommendation | None:
-    """The first-run offer and "Get a model"'s pick: the largest model the catalog marks
-    recommended that runs well here with room for ROOM_CONTEXT tokens and takes at most 60% of
-    the memory it shares with the rest of the machine (bigger answers better,
-    and the catalog lists one per tier, so the fit verdict picks the tier); failing that, the
-    smallest recommended one that still fits; failing that, the first chat model that runs
-    well. Without a fit (no hardware report yet), the catalog's first recommended model.
-    Installed models and models that cannot chat are never offered."""
+    """The first-run offer and "Get a model"'s pick: the best model that runs at a comfortable speed
+    here (its verdict RUNS_WELL: predicted at the comfortable_tokens_per_s setting or more), with room
+    for ROOM_CONTEXT tokens, taking at most 60% of the memory it shares with the rest of the machine;
+    the largest such model the catalog marks recommended (bigger answers better, and the catalog lists
+    one per tier), else the largest such chat model of the catalog. Failing that, the fastest chat
+    model that fits, with its verdict's words. Without a fit (no hardware report yet), the catalog's
+    first recommended model. Installed models and models that cannot chat are never offered."""
     open_rows = [r for r in rows if r.installed_id is None and r.entry.instruct
                  and r.entry.purpose is ModelPurpose.CHAT]
     marked = [r for r in open_rows if r.entry.recommended]
     # A neural processor no catalog model would run on is named in the reason (_said).
     unused_npu = report.npus[0].name if report is not None and report.npus and not any(
         r.fit is not None and r.fit.device_kind == "npu" for r in rows) else None
-    if marked and all(r.fit is None for r in marked):
+    if marked and all(r.fit is None for r in open_rows):
         return Recommendation(marked[0], "Whether it fits this machine is not known yet.")
-    roomy = [r for r in marked if _runs_well(r.fit) and _room(r.fit) >= ROOM_CONTEXT and _leaves_room(r, report)]
-    if roomy:
-        best = max(roomy, key=lambda r: r.entry.size or 0)
+    comfortable = [r for r in open_rows if _runs_well(r.fit) and _room(r.fit) >= ROOM_CONTEXT
+                   and _leaves_room(r, report)]
+    pool = [r for r in comfortable if r.entry.recommended] or comfortable
+    if pool:
+        best = max(pool, key=lambda r: r.entry.size or 0)
         return _said(best, fits_reason(best.fit, report), unused_npu)
-    fitting = [r for r in marked if r.fit is not None and r.fit.verdict != Verdict.WONT_FIT]
+    fitting = [r for r in open_rows if r.fit is not None and r.fit.verdict != Verdict.WONT_FIT
+               and _leaves_room(r, report)]
     if fitting:
-        smallest = min(fitting, key=lambda r: r.entry.size or 0)
-        return _said(smallest, _slow_reason(smallest.fit), unused_npu)
-    well = [r for r in open_rows if _runs_well(r.fit)]
-    if well:
-        return _said(well[0], fits_reason(well[0].fit, report), unused_npu)
+        fastest = max(fitting, key=_pace)
+        return _said(fastest, _slow_reason(fastest.fit), unused_npu)
     unknown = [r for r in marked if r.fit is None]
     if unknown:
         return Recommendation(unknown[0], "Whether it fits this machine is not known yet.")
     return None
+
+
+def _pace(row: CatalogRow) -> float:
+    """Predicted tokens/s; without a prediction, smaller is taken as faster."""
+    fit = row.fit
+    if fit is not None and fit.speed is not None:
+        return fit.speed.tokens_per_s
+    return -float(row.entry.size or 0)
 
 
 def _said(row: CatalogRow, reason: str, unused_npu: str | None) -> Recommendation:
@@ -81,27 +89,39 @@ def with_reason(recommendation: Recommendation | None) -> CatalogRow | None:
 
 
 def fits_reason(fit: FitEstimate | None, report: HardwareReport | None) -> str:
-    """"Fits your 16 GB with room for a 32k context": the memory it goes to and the context left."""
+    """"About 25 tokens/s here; fits in the 21 GB of your 24 GB of memory that Kestrel counts on, with
+    room for a 32k context": its speed, the memory it was counted against and the context left."""
     if fit is None:
         return "Whether it fits this machine is not known yet."
     where = _where(fit, report)
     room = _room(fit)
     named = next((c for c in _NAMED_CONTEXTS if room >= c), None)
+    speed = f"{fit.speed.words[0].upper()}{fit.speed.words[1:]}; fits" if fit.speed is not None else "Fits"
     if named is None:
-        return f"Fits {where}, with room for {room:,} tokens of context."
+        return f"{speed} {where}, with room for {room:,} tokens of context."
     article = "an" if str(named // 1024).startswith("8") else "a"
-    return f"Fits {where} with room for {article} {named // 1024}k context."
+    return f"{speed} {where} with room for {article} {named // 1024}k context."
 
 
 def _where(fit: FitEstimate, report: HardwareReport | None) -> str:
     """The memory the model goes to, as the user knows it: their RAM, their graphics card, their NPU."""
     if fit.device_kind == "cpu":
         total = report.ram.total if report is not None and report.ram is not None else None
-        return f"your {_whole_gb(total)} of memory" if total else "in this computer's memory"
+        if not total:
+            return "in this computer's memory"
+        counted = fit.available
+        if counted is not None and counted < total:
+            # The sum the verdict made: the machine's memory less what the system keeps (whole_machine).
+            return f"in the {_whole_gb(counted)} of your {_whole_gb(total)} of memory that Kestrel counts on,"
+        return f"your {_whole_gb(total)} of memory"
     name = fit.device_name or ("graphics card" if fit.device_kind == "gpu" else "NPU")
     if fit.device_kind == "npu":
         return f"your NPU ({name})"
     size, shared = _device_memory(fit, report)
+    if 0 < fit.accelerated_share < 1:
+        ram = report.ram.total if report is not None and report.ram is not None else None
+        card = f"your {_whole_gb(size)} {name}" if size else f"your {name}"
+        return f"across {card} and your {_whole_gb(ram)} of memory" if ram else f"across {card} and memory"
     if size and shared:
         return f"the {_whole_gb(size)} your {name} can use"
     return f"your {_whole_gb(size)} graphics card ({name})" if size else f"your graphics card ({name})"
@@ -136,14 +156,19 @@ def _leaves_room(row: CatalogRow, report: HardwareReport | None) -> bool:
         total, shared = _device_memory(fit, report)
         if not shared:
             return True
+        if 0 < fit.accelerated_share < 1:
+            return False  # split between an integrated GPU and the CPU: one memory, squeezed from both sides
+        # A shared memory is never more than the machine's RAM, whatever the GPU says it may address.
+        ram = report.ram.total if report is not None and report.ram is not None else None
+        total = min(total, ram) if total and ram else total or ram
     return not total or size <= total * SHARED_MEMORY_SHARE
 
 
 def _slow_reason(fit: FitEstimate | None) -> str:
-    """None runs well: the smallest one still fits, and its verdict says how it will run."""
+    """None runs at a comfortable speed: the fastest one that fits, and its verdict says how it will run."""
     summary = fit.summary if fit is not None else ""
-    return ("The recommended model that fits best here, though it " + summary[0].lower() + summary[1:] + "."
-            if summary else "The recommended model that fits best here.")
+    return ("The fastest model that fits here, though none reads comfortably: " + summary[0].lower()
+            + summary[1:] + "." if summary else "The fastest model that fits here.")
 
 
 def _runs_well(fit: FitEstimate | None) -> bool:

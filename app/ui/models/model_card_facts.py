@@ -9,9 +9,9 @@ from urllib.parse import urlparse
 
 from app.core.units import human_size
 from app.hardware.fit import FitEstimate, Verdict
-from app.library.model_files.model_purpose import not_for_chat
+from app.library.model_files.model_purpose import ModelPurpose, not_for_chat
 from app.service.events import CatalogRow, ModelRow
-from app.ui.state.fit_verdict import verdict_of, verdict_tooltip, verdict_words
+from app.ui.state.fit_verdict import EMBEDDING_REASON, EMBEDDING_WORDS, verdict_of, verdict_tooltip, verdict_words
 from app.ui.state.model_items import parameters_text, status_text
 
 # The capabilities a card tags, in the order shown, with their words. Read from
@@ -64,8 +64,11 @@ def installed_facts(row: ModelRow) -> CardFacts:
     details = row.details
     facts = (human_size(model.size), parameters_text(details), details.get("quantization") or "",
              str(details.get("format") or model.format).upper())
+    embedding = model.purpose is not ModelPurpose.CHAT
     if model.missing:
         reason, tip = "The file is not there now.", "The file is not there now."
+    elif embedding:
+        reason, tip = EMBEDDING_REASON, EMBEDDING_REASON
     else:
         reason, tip = _reason(row.fit), verdict_tooltip(row.fit)
     action = CardAction.LOADED if row.is_loaded else CardAction.LOAD
@@ -84,8 +87,8 @@ def installed_facts(row: ModelRow) -> CardFacts:
     return CardFacts(
         key=model.id, title=model.title, title_tip=str(model.path), publisher=publisher_of(model.source),
         facts=tuple(fact for fact in facts if fact and fact != "—"),
-        verdict=None if model.missing else verdict_of(row.fit),
-        verdict_words="File missing" if model.missing else verdict_words(row.fit),
+        verdict=None if model.missing or embedding else verdict_of(row.fit),
+        verdict_words="File missing" if model.missing else (EMBEDDING_WORDS if embedding else verdict_words(row.fit)),
         reason=reason, verdict_tip=tip, tags=capability_tags(details.get("capabilities")),
         status=status_text(row), action=action, action_enabled=can_load, action_tip=action_tip,
         action_target=model.id)
@@ -106,13 +109,15 @@ def catalog_facts(row: CatalogRow, loaded: bool, recommended: str = "") -> CardF
         action = CardAction.LOADED if loaded else CardAction.LOAD
         enabled = not loaded
         action_tip = "Installed and loaded." if loaded else f"Installed: load {entry.name} for the chat."
+    embedding = entry.purpose is not ModelPurpose.CHAT
     return CardFacts(
         key=entry.id, title=entry.name, title_tip=entry.description, publisher=entry.publisher,
         facts=(size, entry.parameters, entry.quantization, entry.format.upper()),
-        verdict=verdict_of(row.fit), verdict_words=verdict_words(row.fit),
-        reason=recommended or (_reason(row.fit) if entry.size or row.fit
-                               else "Known once the download starts: the server tells its size."),
-        verdict_tip=verdict_tooltip(row.fit), tags=capability_tags(getattr(entry, "capabilities", None)),
+        verdict=None if embedding else verdict_of(row.fit),
+        verdict_words=EMBEDDING_WORDS if embedding else verdict_words(row.fit),
+        reason=EMBEDDING_REASON if embedding else recommended or (
+            _reason(row.fit) if entry.size or row.fit else "Known once the download starts: the server tells its size."),
+        verdict_tip=EMBEDDING_REASON if embedding else verdict_tooltip(row.fit), tags=capability_tags(getattr(entry, "capabilities", None)),
         status="Installed" if row.installed_id else ("Recommended for this computer" if recommended else ""),
         action=action, action_enabled=enabled,
         action_tip=action_tip, action_target=row.installed_id or entry.id)
@@ -137,5 +142,12 @@ def publisher_of(source: str) -> str:
 
 
 def _reason(fit: FitEstimate | None) -> str:
-    """The verdict's one line: where it runs and why; what to expect while it is not known."""
-    return "Known once Kestrel has read this machine's memory." if fit is None else fit.summary
+    """The verdict's one line: where it runs and why (with a speed verdict, whose words already hold the
+    speed: the memory's line and what other programs use now); what to expect while it is not known."""
+    if fit is None:
+        return "Known once Kestrel has read this machine's memory."
+    if fit.speed is None:
+        return fit.summary
+    said = [line.removeprefix("Memory: ") for line in fit.lines if line.startswith("Memory: ")]
+    said += [line for line in fit.lines if line.startswith("Other programs use")]
+    return " · ".join(said) or fit.summary

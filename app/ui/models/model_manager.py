@@ -21,7 +21,7 @@ from app.ui.models.manager_cards import CardList
 from app.ui.models.manager_details import catalog_html, details_html
 from app.ui.models.model_card import ModelCard
 from app.ui.models.model_card_facts import catalog_facts, installed_facts
-from app.ui.state.model_items import ModelFilter
+from app.ui.state.model_items import CatalogModel, ModelFilter, Roles
 from app.ui.models.model_settings_form import ModelSettingsForm
 
 if TYPE_CHECKING:
@@ -98,13 +98,27 @@ class InstalledPage(QWidget):
         for signal in (adapter.installed.dataChanged, adapter.installed.rowsRemoved, adapter.installed.totalsChanged):
             signal.connect(lambda *_: self.show_selected())
         adapter.installed.totalsChanged.connect(self._show_total)
+        adapter.installed.totalsChanged.connect(self._select_one)
         self.add_file_button.clicked.connect(self.add_file)
         self.add_folder_button.clicked.connect(self.add_folder)
         self.default_button.clicked.connect(lambda: self._act(self.library.set_default))
         self.remove_button.clicked.connect(self.remove)
         self.form.saveRequested.connect(self._save_defaults)
         self._show_total()
+        self._select_one()
         self.show_selected()
+
+    def _select_one(self) -> None:
+        """With models listed and none selected, select the loaded one (else the default, else the first),
+        so that the tab never opens on empty details."""
+        if self.view.current_row() is not None or not self.filter.rowCount():
+            return
+        rows = [self.filter.index(i, 0).data(Roles.ROW) for i in range(self.filter.rowCount())]
+        for wanted in (lambda r: r.is_loaded, lambda r: r.is_default, lambda r: True):
+            position = next((i for i, r in enumerate(rows) if wanted(r)), None)
+            if position is not None:
+                self.view.select(position)
+                return
 
     def _new_card(self, parent: QWidget) -> ModelCard:
         card = ModelCard(parent)
@@ -256,8 +270,13 @@ class CatalogPage(QWidget):
         self.library = library
         self.search = _search(self, "Search the catalog")
         self.fits_only = QCheckBox("&Only models that fit this machine", self)
+        self.runs_well_only = QCheckBox("Only models that run &well here", self)
+        self.runs_well_only.setToolTip("Models predicted to decode at a comfortable reading speed on this "
+                                       "machine or faster (comfortable_tokens_per_s in settings.json: 10 by default).")
         self.filter = ModelFilter(self)
         self.filter.setSourceModel(adapter.catalog)
+        # Best first: what runs well here, then usable, slow and what will not fit (faster first within each).
+        self.filter.sort(CatalogModel.FITS)
         self.view = CardList(self.filter, self._new_card, self._fill,
                              "No model of the catalog matches. Clear the search, or untick “Only models that fit”.",
                              self)
@@ -270,6 +289,7 @@ class CatalogPage(QWidget):
         self.search.textChanged.connect(self.filter.set_text)
         self.fits_only.toggled.connect(self.filter.set_fits_only)
         self.fits_only.setChecked(True)
+        self.runs_well_only.toggled.connect(self.filter.set_runs_well_only)
         self.view.currentChanged.connect(lambda _key: self.show_selected())
         adapter.catalog.dataChanged.connect(lambda *_: self.show_selected())
         installed = adapter.installed
@@ -283,6 +303,7 @@ class CatalogPage(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.search, 1)
         top.addWidget(self.fits_only)
+        top.addWidget(self.runs_well_only)
         other = QGroupBox("Another model: from a Hugging Face repository or a link", self)
         QVBoxLayout(other).addWidget(self.link)
         side = QWidget(self)

@@ -12,7 +12,9 @@ from PySide6.QtGui import QBrush, QGuiApplication, QPalette
 
 from app.core.units import human_size
 from app.hardware.fit import Verdict
-from app.ui.state.fit_verdict import verdict_icon, verdict_of, verdict_tooltip, verdict_words
+from app.library.model_files.model_purpose import ModelPurpose
+from app.ui.state.fit_verdict import (EMBEDDING_REASON, EMBEDDING_WORDS, verdict_icon, verdict_of, verdict_rank,
+                                      verdict_tooltip, verdict_words)
 
 _Index = QModelIndex | QPersistentModelIndex
 _Display = Qt.ItemDataRole.DisplayRole
@@ -176,7 +178,8 @@ class InstalledModelsModel(RowTableModel):
         if role == Roles.SORT:
             return self._sort(row, column)
         if role in ROW_ROLES:
-            return {Roles.ID: model.id, Roles.ROW: row, Roles.VERDICT: verdict_of(row.fit), Roles.MISSING: model.missing,
+            return {Roles.ID: model.id, Roles.ROW: row, Roles.VERDICT: _chat_verdict(row.fit, model.purpose),
+                    Roles.MISSING: model.missing,
                     Roles.SEARCH: " ".join(map(str, (model.title, model.id, *row.details.values()))).lower(),
                     }.get(Roles(role))
         if role == Qt.ItemDataRole.ForegroundRole:
@@ -184,7 +187,7 @@ class InstalledModelsModel(RowTableModel):
         if role == Qt.ItemDataRole.FontRole:
             return "bold" if column == self.MODEL and row.is_default else None
         if column == self.FITS and role == Qt.ItemDataRole.DecorationRole:
-            return verdict_of(row.fit)
+            return _chat_verdict(row.fit, model.purpose)
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(row, column)
         return self._text(row, column) if role == _Display else None
@@ -202,12 +205,14 @@ class InstalledModelsModel(RowTableModel):
         if column == self.SIZE:
             return human_size(row.model.size)
         if column == self.FITS:
-            return "—" if row.model.missing else verdict_words(row.fit)
+            return "—" if row.model.missing else _chat_words(row.fit, row.model.purpose)
         return status_text(row)
 
     def _tooltip(self, row: Any, column: int) -> str | None:
         if column == self.FITS:
-            return "The file is not there now." if row.model.missing else verdict_tooltip(row.fit)
+            if row.model.missing:
+                return "The file is not there now."
+            return EMBEDDING_REASON if row.model.purpose is not ModelPurpose.CHAT else verdict_tooltip(row.fit)
         if column == self.SIZE:
             return (f"Kept where you keep it: {row.model.path}" if row.model.referenced
                     else "In Kestrel's models folder")
@@ -220,6 +225,8 @@ class InstalledModelsModel(RowTableModel):
             return row.model.size
         if column == self.PARAMETERS:
             return row.details.get("parameters") or 0
+        if column == self.FITS:
+            return _rank(row.fit, row.model.purpose)
         return self._text(row, column).lower()
 
 
@@ -236,16 +243,18 @@ class CatalogModel(RowTableModel):
     def cell(self, row: Any, column: int, role: int) -> Any:
         entry = row.entry
         if role == Roles.SORT:
+            if column == self.FITS:
+                return _rank(row.fit, entry.purpose)
             return entry.size or 0 if column == self.SIZE else self._text(row, column).lower()
         if role in ROW_ROLES:
-            return {Roles.ID: entry.id, Roles.ROW: row, Roles.VERDICT: verdict_of(row.fit),
+            return {Roles.ID: entry.id, Roles.ROW: row, Roles.VERDICT: _chat_verdict(row.fit, entry.purpose),
                     Roles.SEARCH: " ".join((entry.name, entry.publisher, entry.parameters, entry.quantization,
                                             entry.license, entry.description)).lower()}.get(Roles(role))
         if column == self.FITS and role == Qt.ItemDataRole.DecorationRole:
-            return verdict_of(row.fit)
+            return _chat_verdict(row.fit, entry.purpose)
         if role == Qt.ItemDataRole.ToolTipRole:
             if column == self.FITS:
-                return verdict_tooltip(row.fit)
+                return EMBEDDING_REASON if entry.purpose is not ModelPurpose.CHAT else verdict_tooltip(row.fit)
             return entry.description if column == self.MODEL else None
         return self._text(row, column) if role == _Display else None
 
@@ -258,7 +267,7 @@ class CatalogModel(RowTableModel):
         if column == self.CONTEXT:
             return f"{entry.context_length:,} tokens"
         if column == self.FITS:
-            return verdict_words(row.fit)
+            return _chat_words(row.fit, entry.purpose)
         return {self.PUBLISHER: entry.publisher, self.PARAMETERS: entry.parameters,
                 self.QUANTIZATION: entry.quantization, self.LICENCE: entry.license}[column]
 
@@ -274,6 +283,7 @@ class ModelFilter(QSortFilterProxyModel):
         super().__init__(parent)
         self._words: tuple[str, ...] = ()
         self._fits_only = False
+        self._runs_well_only = False
         self._hidden: set[str] = set()
         self.setSortRole(Roles.SORT)
 
@@ -292,14 +302,40 @@ class ModelFilter(QSortFilterProxyModel):
         self._fits_only = fits_only
         self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
 
+    def set_runs_well_only(self, runs_well_only: bool) -> None:
+        """Keep only the models that run at a comfortable speed here (and those not known yet)."""
+        self.beginFilterChange()
+        self._runs_well_only = runs_well_only
+        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+
     def filterAcceptsRow(self, row: int, parent: _Index) -> bool:  # Override QSortFilterProxyModel.
         index = self.sourceModel().index(row, 0, parent)
-        if self._fits_only and index.data(Roles.VERDICT) == Verdict.WONT_FIT:
+        verdict = index.data(Roles.VERDICT)
+        if self._fits_only and verdict == Verdict.WONT_FIT:
+            return False
+        if self._runs_well_only and verdict is not None and verdict != Verdict.RUNS_WELL:
             return False
         if self._hidden and str(index.data(Roles.ID)) in self._hidden:
             return False
         searched = index.data(Roles.SEARCH) or ""
         return all(word in searched for word in self._words)
+
+
+def _chat_verdict(fit: Any, purpose: ModelPurpose) -> Verdict | None:
+    """A chat model's verdict; an embedding model has none (it answers no chat)."""
+    return verdict_of(fit) if purpose is ModelPurpose.CHAT else None
+
+
+def _chat_words(fit: Any, purpose: ModelPurpose) -> str:
+    return verdict_words(fit) if purpose is ModelPurpose.CHAT else EMBEDDING_WORDS
+
+
+def _rank(fit: Any, purpose: ModelPurpose) -> float:
+    """The fit column's sort key, best first: verdict, then speed; embedding models and unknown last."""
+    if purpose is not ModelPurpose.CHAT:
+        return 1e9
+    order, faster = verdict_rank(fit)
+    return order * 1e6 + faster
 
 
 def parameters_text(details: Any) -> str:

@@ -1,0 +1,114 @@
+"""`python -m app models catalog`: the models Kestrel offers, each with how it would run on this machine,
+and the one recommended for this machine (not the catalog file's own flag)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from app.cli.user_error import EXIT_OK
+from app.cli.models.models_common import load_settings, open_library
+from app.core.paths import data_paths
+from app.core.units import human_size
+from app.hardware.fit import FitEstimate, Verdict
+from app.hardware.report import HardwareReport
+from app.library.catalog import CatalogEntry, load_catalog
+from app.library.model_files.model_purpose import ModelPurpose
+from app.service.events import CatalogRow
+from app.service.library.library_service import catalog_fit, installed_as
+from app.service.library.recommendation import recommend
+from app.service.library.speed_judge import measured_speeds
+
+_VERDICT_WORDS = {Verdict.RUNS_WELL: "runs well", Verdict.USABLE: "usable", Verdict.RUNS_SLOWLY: "slow",
+                  Verdict.WONT_FIT: "will not fit"}
+_ORDER = {Verdict.RUNS_WELL: 0, Verdict.USABLE: 1, Verdict.RUNS_SLOWLY: 2, Verdict.WONT_FIT: 3}
+RECOMMENDED_MARK = "(recommended for this machine)"
+
+
+def add_arguments(catalog: argparse.ArgumentParser) -> None:
+    catalog.add_argument("--json", action="store_true", help="one JSON object per line")
+    catalog.add_argument("--sort", choices=("catalog", "speed"), default="catalog",
+                         help="the catalog's order (default), or best first: what runs well here, faster first")
+    catalog.add_argument("--runs-well", action="store_true",
+                         help="only the models predicted to run at a comfortable speed here")
+
+
+def list_catalog(args: argparse.Namespace) -> int:
+    problems: list[str] = []
+    entries = load_catalog(problems=problems)
+    for problem in problems:
+        print(f"kestrel: {problem}", file=sys.stderr)
+    report, rows = _judged_rows(entries)
+    pick = recommend(rows, report)
+    chosen = pick.row.entry.id if pick is not None else None
+    if args.runs_well:
+        rows = [r for r in rows if r.fit is not None and r.fit.verdict == Verdict.RUNS_WELL
+                and r.entry.purpose is ModelPurpose.CHAT]
+    if args.sort == "speed":
+        rows = sorted(rows, key=_rank)
+    if args.json:
+        for row in rows:
+            print(json.dumps(_json_row(row, row.entry.id == chosen), ensure_ascii=False))
+        return EXIT_OK
+    width = max((len(r.entry.id) for r in rows), default=0)
+    for row in rows:
+        print(_line(row, width, row.entry.id == chosen))
+    if pick is not None:
+        print(f"\nRecommended for this machine: {pick.row.entry.id}. {pick.reason}")
+    return EXIT_OK
+
+
+def _judged_rows(entries: tuple[CatalogEntry, ...]) -> tuple[HardwareReport, list[CatalogRow]]:
+    """Each entry with its steady verdict by speed on this machine, as the window's catalog shows it."""
+    from app.hardware.probe import probe  # the runtimes' checks: only the commands that judge need them
+
+    _, settings = load_settings()
+    report = probe()
+    measured = measured_speeds(data_paths().config / "threads.json")
+    context = settings.generation.context_length
+    installed = open_library().list()
+    return report, [CatalogRow(e, catalog_fit(report, e, min(context, e.context_length), 0,
+                                              settings.device_preference, settings.comfortable_tokens_per_s,
+                                              measured), installed_as(e, installed)) for e in entries]
+
+
+def _rank(row: CatalogRow) -> tuple[int, float]:
+    fit = row.fit
+    if row.entry.purpose is not ModelPurpose.CHAT or fit is None:
+        return len(_ORDER), 0.0
+    return _ORDER[fit.verdict], -(fit.speed.tokens_per_s if fit.speed is not None else 0.0)
+
+
+def _line(row: CatalogRow, width: int, recommended: bool) -> str:
+    e = row.entry
+    size = human_size(e.size) if e.size is not None else "size n/a"
+    mark = f"  {RECOMMENDED_MARK}" if recommended else ""
+    if e.purpose is not ModelPurpose.CHAT:
+        mark = f"  ({e.purpose.value}: for document search, not chat)"
+    return (f"{e.id:<{width}}  {e.format:<4}  {size:>8}  {e.name}, {e.parameters} {e.quantization}, "
+            f"{e.license}  [{_verdict_words(row.fit, e)}]{mark}")
+
+
+def _verdict_words(fit: FitEstimate | None, entry: CatalogEntry) -> str:
+    if entry.purpose is not ModelPurpose.CHAT:
+        return "embedding"
+    if fit is None:
+        return "not known yet"
+    words = _VERDICT_WORDS[fit.verdict]
+    return f"{words}: {fit.speed.words}" if fit.speed is not None and fit.verdict != Verdict.WONT_FIT else words
+
+
+def _json_row(row: CatalogRow, recommended: bool) -> dict[str, Any]:
+    entry, fit = row.entry, row.fit
+    data = asdict(entry)
+    data["files"] = [asdict(f) for f in entry.files]
+    data["recommended_here"] = recommended
+    chat = entry.purpose is ModelPurpose.CHAT
+    data["verdict"] = fit.verdict.value if fit is not None and chat else None
+    data["summary"] = fit.summary if fit is not None else None
+    data["tokens_per_s"] = round(fit.speed.tokens_per_s, 1) if fit is not None and fit.speed is not None else None
+    data["speed_measured"] = fit.speed.measured if fit is not None and fit.speed is not None else None
+    return data

@@ -1,0 +1,208 @@
+"""How fast a model will decode here, before it is downloaded: what a token costs against the device's rate.
+
+Decoding one token reads every weight the token uses (all of a dense model; the active
+experts' share of a mixture of experts) and the KV cache of the context so far, and does
+about two operations per weight read. At one token at a time those operations are few per
+byte, so the time per token is the bytes read against the rate the device reads them at,
+plus a fixed cost per token (the engine's loop, sampling over the vocabulary, the pipe).
+Operations per token are about two per weight, four or so per byte at 4-5 bits a weight: a
+GPU's arithmetic (tens of TFLOPS) outruns its bandwidth a hundredfold at one token at a
+time, so on a GPU or NPU the bytes alone set the pace.
+
+On the CPU the rate is not in the HardwareReport, and for quantized weights the cores'
+arithmetic (unpacking 4-bit blocks and the dot products) and the memory's bandwidth limit
+together; measurements cannot tell them apart, so one effective rate in bytes per second
+per thread stands for both. It comes from what this machine measured (`Measured`: a
+model's bytes and the best tokens/s an answer of it reached, from the thread advisor's
+threads.json), else from a documented figure per CPU class, said as "estimated". On a GPU
+or NPU the rate is the device's memory bandwidth (a published figure for devices named in
+_BANDWIDTH, else a conservative guess) at the share llama.cpp is seen to reach; nothing of
+it has been measured on such a device here, and the words say so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.hardware.report import HardwareReport
+
+_GB = 1e9
+# The context a token is judged at: a few turns into a chat (the KV cache read grows with it).
+TYPICAL_CONTEXT = 1024
+# The fixed cost of a token, beside its bytes: the tiny test model (0.7 MB) decodes at
+# 1,200-1,260 tokens/s through Kestrel's engine on one thread of the 2-core test VM (0.8 ms),
+# and sampling reads every logit, measured as the vocabulary's share (benchmarks/speed_prediction.py).
+TOKEN_OVERHEAD_S = 0.0008
+VOCAB_ENTRY_S = 3e-9
+# ONNX Runtime GenAI's own per-token cost (its generator loop and the logits it copies out).
+ONNX_TOKEN_OVERHEAD_S = 0.002
+# Bytes per second one CPU thread decodes, by instruction set, when nothing was measured here.
+# x86 with AVX2: the 2-core AMD EPYC test VM decoded Qwen2.5-Coder 1.5B Q4_K_M (1.12 GB) at
+# 17.6 tokens/s on 2 threads at best (docs/benchmarks.md, catalog_speed), about 10 GB/s a thread.
+# ARM64 with dot products (Apple M, Snapdragon X): a guess, the same as x86 with AVX2.
+# Without AVX2 or dot products: a guess, a third of that.
+CPU_THREAD_RATE = {"avx2": 10 * _GB, "arm_dotprod": 10 * _GB, "basic": 3.3 * _GB}
+# The most all cores together read, where more threads stop helping: two channels of DDR4/DDR5 at
+# about two thirds of their peak (a guess; a desktop's or laptop's usual memory).
+CPU_MEMORY_CAP = 40 * _GB
+# The share of a GPU's or NPU's memory bandwidth that decoding reaches (llama.cpp's CUDA and Metal
+# decode is commonly reported at 60-75% of the published bandwidth; not measured here).
+ACCELERATOR_EFFICIENCY = 0.6
+# Published memory bandwidths (the vendors' specifications), matched by name.
+_BANDWIDTH = (
+    ("RTX 4090", 1008), ("RTX 4080", 717), ("RTX 4070 Ti", 504), ("RTX 4070", 504), ("RTX 4060 Ti", 288),
+    ("RTX 4060", 272), ("RTX 3090", 936), ("RTX 3080", 760), ("RTX 3070", 448), ("RTX 3060", 360),
+    ("M2 Pro", 200), ("M2 Max", 400), ("M3 Pro", 150), ("M3 Max", 400), ("M4 Pro", 273), ("M4 Max", 546),
+    ("M1 Pro", 200), ("M1 Max", 400), ("Radeon 780M", 120), ("Radeon 890M", 120), ("Arc", 120),
+)
+# When the device is not named there: conservative guesses, said as guesses.
+DISCRETE_GPU_GUESS = 200 * _GB
+SHARED_MEMORY_GUESS = 60 * _GB
+_ACTIVE = re.compile(r"(?:\(\s*|\bA)(\d+(?:\.\d+)?)\s*B\b(?:\s+active)?", re.IGNORECASE)
+_TOTAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*B\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DecodeCost:
+    """What one token costs: the weight bytes it reads, the KV cache it reads at TYPICAL_CONTEXT, the vocabulary."""
+
+    weights: int
+    kv_cache: int
+    vocab: int = 0
+    onnx: bool = False
+
+    @property
+    def bytes_read(self) -> int:
+        return self.weights + self.kv_cache
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A model decoded on this machine: its bytes and the best tokens/s an answer reached with `threads`."""
+
+    name: str
+    model_bytes: int
+    tokens_per_s: float
+    threads: int
+
+
+@dataclass(frozen=True)
+class SpeedEstimate:
+    """Tokens/s a model should decode at here, and where that number came from."""
+
+    tokens_per_s: float
+    basis: str  # "measured: …", "estimated: …", "a guess: …"
+    measured: bool  # calibrated by this machine's own answers
+
+    @property
+    def words(self) -> str:
+        """"about 25 tokens/s here", "about 2 tokens/s here (estimated)"."""
+        rate = self.tokens_per_s
+        number = f"{rate:.0f}" if rate >= 1.95 else f"{rate:.1f}"
+        return f"about {number} tokens/s here" + ("" if self.measured else " (estimated)")
+
+
+def decode_cost(weights: int, kv_cache_bytes: int, context_length: int, *, vocab: int = 0,
+                active_share: float = 1.0, onnx: bool = False) -> DecodeCost:
+    """The cost of a token at TYPICAL_CONTEXT, from a model's bytes and its cache at context_length."""
+    per_token = kv_cache_bytes / context_length if context_length else 0.0
+    read = round(per_token * min(TYPICAL_CONTEXT, context_length or TYPICAL_CONTEXT))
+    return DecodeCost(round(weights * max(0.01, min(1.0, active_share))), read, vocab, onnx)
+
+
+def active_share(parameters: str) -> float:
+    """The share of a mixture of experts' weights each token uses, from "30.5B (3.3B active)" or
+    "30B-A3B" (a GGUF's size label); 1.0 for a dense model or words that do not say."""
+    total, active = _TOTAL.match(parameters or ""), _ACTIVE.search(parameters or "")
+    if total is None or active is None or active.start() == 0:
+        return 1.0
+    share = float(active.group(1)) / float(total.group(1))
+    return share if 0 < share < 1 else 1.0
+
+
+def cpu_class(report: HardwareReport) -> str:
+    """The CPU_THREAD_RATE row for this processor."""
+    features = {f.upper() for f in (report.cpu.features if report.cpu else ())}
+    if "AVX2" in features or any(f.startswith("AVX512") for f in features):
+        return "avx2"
+    if "DOTPROD" in features:
+        return "arm_dotprod"
+    return "basic"
+
+
+def cpu_rate(report: HardwareReport, threads: int, measured: Sequence[Measured] = ()) -> tuple[float, str, bool]:
+    """(bytes/s on `threads` threads, where the figure came from, whether it was measured here)."""
+    cap = CPU_MEMORY_CAP
+    best = _calibration(measured, threads)
+    if best is not None:
+        seconds = 1 / best.tokens_per_s - TOKEN_OVERHEAD_S
+        per_thread = best.model_bytes / seconds / best.threads
+        rate = min(cap, per_thread * threads) if best.threads != threads else best.model_bytes / seconds
+        return rate, (f"measured: {best.name} decoded at {best.tokens_per_s:.1f} tokens/s on "
+                      f"{best.threads} thread{'s' if best.threads != 1 else ''} here"), True
+    kind = cpu_class(report)
+    rate = min(cap, CPU_THREAD_RATE[kind] * threads)
+    return rate, (f"estimated: no model measured here yet; {CPU_THREAD_RATE[kind] / _GB:.0f} GB/s a thread "
+                  f"for a {_CLASS_WORDS[kind]}, {threads} thread{'s' if threads != 1 else ''}"), False
+
+
+_CLASS_WORDS = {"avx2": "processor with AVX2", "arm_dotprod": "64-bit ARM processor",
+                "basic": "processor without AVX2"}
+
+
+def _calibration(measured: Sequence[Measured], threads: int) -> Measured | None:
+    """The measurement to calibrate on: models big enough that their bytes, not the fixed cost, set
+    the pace (over 3/4 of the time per token), the biggest first, at these threads where measured."""
+    useful = [m for m in measured if m.tokens_per_s > 0 and m.threads > 0
+              and 1 / m.tokens_per_s > 4 * TOKEN_OVERHEAD_S]
+    if not useful:
+        return None
+    same = [m for m in useful if m.threads == threads]
+    return max(same or useful, key=lambda m: (m.model_bytes, m.tokens_per_s))
+
+
+def accelerator_rate(report: HardwareReport, kind: str, name: str) -> tuple[float, str]:
+    """(bytes/s decoding reaches on a GPU or NPU, where the figure came from): never measured here."""
+    published = next((gbs for key, gbs in _BANDWIDTH if key.lower() in name.lower()), None)
+    if published is not None:
+        return (published * _GB * ACCELERATOR_EFFICIENCY,
+                f"estimated: {name}'s published {published} GB/s at {ACCELERATOR_EFFICIENCY:.0%}; "
+                "not yet measured on such a device")
+    shared = kind == "npu" or _integrated(report, name)
+    guess = SHARED_MEMORY_GUESS if shared else DISCRETE_GPU_GUESS
+    what = "memory it shares with the processor" if shared else "graphics memory"
+    return (guess * ACCELERATOR_EFFICIENCY,
+            f"a guess: {guess / _GB:.0f} GB/s for the {what} of a device Kestrel does not know by name")
+
+
+def _integrated(report: HardwareReport, name: str) -> bool:
+    if report.llama is not None and any(name in (d.name, d.description) and d.kind == "igpu"
+                                        for d in report.llama.devices):
+        return True
+    return any(g.name == name and bool(g.integrated) for g in report.gpus)
+
+
+def predict(report: HardwareReport, cost: DecodeCost, *, kind: str, device_name: str, threads: int,
+            accelerated_share: float = 0.0, measured: Sequence[Measured] = ()) -> SpeedEstimate:
+    """Tokens/s for a model placed on `kind` (cpu, gpu, npu), `accelerated_share` of its bytes on the
+    accelerator (1.0 all, 0.0 on the CPU), the rest decoded by `threads` CPU threads."""
+    overhead = (ONNX_TOKEN_OVERHEAD_S if cost.onnx else TOKEN_OVERHEAD_S) + cost.vocab * VOCAB_ENTRY_S
+    share = accelerated_share if kind != "cpu" else 0.0
+    seconds, bases, measured_here = overhead, [], True
+    if share > 0:
+        rate, basis = accelerator_rate(report, kind, device_name)
+        seconds += cost.bytes_read * share / rate
+        bases.append(basis)
+        measured_here = False
+    if share < 1:
+        rate, basis, was_measured = cpu_rate(report, max(1, threads), measured)
+        seconds += cost.bytes_read * (1 - share) / rate
+        bases.append(basis)
+        measured_here = measured_here and was_measured
+    return SpeedEstimate(1 / seconds, "; ".join(bases), measured_here)
+
+
+__all__ = ["DecodeCost", "Measured", "SpeedEstimate", "TYPICAL_CONTEXT", "accelerator_rate", "active_share",
+           "cpu_rate", "decode_cost", "predict"]

@@ -1,0 +1,62 @@
+"""Each model's verdict by its speed here: the fit, with tokens/s predicted and calibrated by this machine's answers."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+from app.hardware.fit import FitEstimate, with_speed
+from app.hardware.report import HardwareReport
+from app.hardware.speed import Measured, active_share, decode_cost, predict
+
+
+def measured_speeds(path: Path | None) -> tuple[Measured, ...]:
+    """What this machine decoded, from the thread advisor's threads.json (app/service/models/threads.py):
+    per model key ("file name|bytes|logical CPUs|physical cores") the best tokens/s per thread count.
+    Keys of another CPU (a copied home folder) are left out; an unreadable file is no measurement."""
+    if path is None:
+        return ()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return ()
+    return measured_from(data if isinstance(data, dict) else {}, os.cpu_count(), psutil.cpu_count(logical=False))
+
+
+def measured_from(data: Mapping[str, object], logical: int | None, physical: int | None) -> tuple[Measured, ...]:
+    """The measurements of threads.json's contents for the CPU with these counts."""
+    found = []
+    for key, entry in data.items():
+        parts = str(key).split("|")
+        if len(parts) != 4 or parts[2:] != [str(logical), str(physical)] or not isinstance(entry, dict):
+            continue
+        best = entry.get("best")
+        if not parts[1].isdigit() or not isinstance(best, dict):
+            continue
+        for threads, rate in best.items():
+            if str(threads).isdigit() and isinstance(rate, (int, float)) and rate > 0:
+                found.append(Measured(parts[0], int(parts[1]), float(rate), int(threads)))
+    return tuple(found)
+
+
+def quiet_threads(report: HardwareReport) -> int:
+    """The threads an answer gets on a quiet machine: one per physical core (the thread advisor's choice)."""
+    return max(1, (report.cpu.cores if report.cpu and report.cpu.cores else None) or os.cpu_count() or 1)
+
+
+def judged(fit: FitEstimate, report: HardwareReport, *, weights: int, vocab: int, parameters: str,
+           comfortable: float, onnx: bool = False, measured: Sequence[Measured] = (),
+           threads: int | None = None) -> FitEstimate:
+    """fit with its verdict by speed. weights: the model's file bytes (the weights a token reads);
+    parameters: the catalog's or the GGUF's size words ("30.5B (3.3B active)", "30B-A3B"), which give
+    a mixture of experts' active share."""
+    cost = decode_cost(weights, fit.need.kv_cache, fit.context_length, vocab=vocab,
+                       active_share=active_share(parameters), onnx=onnx)
+    speed = predict(report, cost, kind=fit.device_kind, device_name=fit.device_name,
+                    threads=threads or quiet_threads(report), accelerated_share=fit.accelerated_share,
+                    measured=measured)
+    return with_speed(fit, speed, comfortable)
