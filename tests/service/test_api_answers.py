@@ -11,6 +11,7 @@ import pytest
 
 from app.core.server_settings import ServerSettings
 from app.engine.failures import BadModelFile
+from app.engine import protocol as p
 from app.engine.protocol import ChatMessage, Delta, Done, Load
 from app.library.importer import import_model_file
 from app.service import events as ev
@@ -285,3 +286,23 @@ def test_a_model_that_will_not_load_is_refused_with_its_reason_one_load_per_requ
             assert isinstance(events[-1], Done) and loads() == 5
 
     run(scenario)
+
+
+def test_an_api_answer_decodes_with_the_threads_the_advisor_leaves_free_like_the_windows(started_service) -> None:
+    # On a busy 2-core machine `kestrel chat` with 2 threads ran up to 25x slower than with 1; the API server
+    # answered with the load's threads (all cores) whatever other programs did.
+    from app.engine.backends.resources import default_threads
+    from tests.service.conftest import set_busy_cores
+
+    async def scenario() -> list[int | None]:
+        async with started_service() as started:
+            set_busy_cores(started.service, lambda: 1.0)  # one core taken by another program
+            started.engine.scripts.append(Script(text=("Hi",), endless=False))
+            events = await _collect(started, _ask())
+            done = events[-1]
+            assert isinstance(done, Done)
+            return [request.threads for request in started.engine.requests if isinstance(request, p.Generate)]
+
+    asked = run(scenario)
+    cores = default_threads()
+    assert asked == [max(1, cores - 1)], "the API's request asked the engine for the advisor's threads"

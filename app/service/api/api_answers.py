@@ -167,7 +167,9 @@ class ApiAnswers:
                 refuse_unseeing(target, self._session.loaded)
             if asked_context is not None:
                 await self._context.ensure(target, asked_context, prompt_tokens=None)
-            request = self._session.engine.request(ask.messages, settings, stop=ask.stop, shape=ask.shape)
+            # The same thread advisor as the window's and the CLI's answers: the cores other programs leave free now.
+            request = self._session.engine.request(ask.messages, settings, stop=ask.stop, shape=ask.shape,
+                                                   threads=self._session.answer_threads(self._keeper.settings))
             async with aclosing(request.events()) as events:
                 try:
                     first = await self._first(events, target)
@@ -183,9 +185,12 @@ class ApiAnswers:
                 yield Started(target.id, loaded.context_length if loaded is not None else 0)
                 yield first
                 if isinstance(first, Done):
+                    self._session.learn_threads(first.stats)
                     return
                 try:
                     async for event in events:
+                        if isinstance(event, Done):
+                            self._session.learn_threads(event.stats)
                         if isinstance(event, (Delta, Done)):
                             yield event
                 except EngineError as exc:

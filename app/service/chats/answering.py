@@ -12,7 +12,6 @@ from app.core.store.history import HistoryError, HistoryStore
 from app.library.installed import InstalledModel
 from app.service.chats.answer_queue import AnswerQueue, Turn
 from app.service.chats.answer_run import AnswerRun
-from app.service.events import Pace
 from app.service.chats.conversations import Conversations
 from app.service.documents.document_context import ChatDocuments
 from app.service.event_bus import TaskGroup
@@ -24,7 +23,6 @@ from app.service.chats.recipient import Recipient
 from app.service.settings_keeper import SettingsKeeper
 from app.service.storage import Storage
 from app.service.chats.streaming import StreamingAnswer
-from app.service.models.threads import model_key
 from app.service.tools.tool_use import ToolUse
 from app.service.chats.vision import VisionState, vision_state
 
@@ -280,9 +278,7 @@ class Answering:
             if not await self._model_ready_for(turn, conversation_id):
                 return
             session.idle_timer.stop()
-            threads = session.threads.choose(self._model_key(), settings.threads).threads
-            if session.pace.pace == Pace.GENTLE and settings.gentle_fewer_threads:
-                threads = max(1, threads // 2)  # as the user chose: gentler still
+            threads = session.answer_threads(settings)
             run = turn.run = AnswerRun(self._storage(), session.engine, self._emit, show=self._chat.add,
                                        tools=self._tools, tool_rounds=settings.tool_rounds,
                                        settle=self._chat.replace, pace_words=session.pace.words,
@@ -293,7 +289,7 @@ class Answering:
                 await run.run(conversation_id, session.ensure_context)
             finally:
                 session.idle_timer.restart()
-                self._learn_threads(run.finished)
+                session.learn_threads(run.finished.stats if run.finished is not None else None)
             await self._conversations.refresh(conversation_id)  # it moves to the top
         except (HistoryError, KeyError):
             pass  # Deleted meanwhile, or the disk problem was already shown.
@@ -332,20 +328,6 @@ class Answering:
             if own is not None and not own.missing:
                 return own
         return app_model
-
-    def _model_key(self) -> str:
-        model = self._session.model
-        return model_key(model.path, model.size) if model is not None else ""
-
-    def _learn_threads(self, answer: Message | None) -> None:
-        """An answer's speed teaches the thread advisor (saved on the writer thread)."""
-        advisor = self._session.threads
-        self._session.busy_meter.look()  # the quiet spell before the next answer counts from here
-        stats = answer.stats if answer is not None else None
-        if stats is None or not stats.threads:
-            return
-        advisor.record(self._model_key(), stats.threads, stats.tokens, stats.tokens_per_s)
-        self._spawn(self._storage().run(advisor.save))
 
 
 def _question_for(files: Sequence[AttachedFile], images: Sequence[AttachedImage]) -> str:

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from app.core.answer_stats import AnswerStats
 from app.core.settings import Settings
 from app.engine.protocol import Loaded
 from app.engine.backends.resources import default_threads
@@ -19,13 +20,13 @@ from app.service.models.engine_handle import EngineHandle
 from app.service.models.engine_errors import EngineDied, EngineError
 from app.service.models.engine_queue import EngineQueue
 from app.service.event_bus import EventBus, TaskGroup
-from app.service.events import (ActivityChanged, Event, ModelState, ModelStateChanged, PaceChanged, Problem,
-                                ProblemSolved, ServingChanged)
+from app.service.events import (ActivityChanged, Event, ModelState, ModelStateChanged, Pace, PaceChanged,
+                                Problem, ProblemSolved, ServingChanged)
 from app.service.models.idle import UNLOADED_WORDS, IdleTimer, unload_after
 from app.service.models.model_setup import ModelSetup
 from app.service.models.priority import set_gentle
 from app.service.settings_keeper import SettingsKeeper
-from app.service.models.threads import BusyMeter, ThreadAdvisor
+from app.service.models.threads import BusyMeter, ThreadAdvisor, model_key
 
 
 class ModelSession:
@@ -271,6 +272,28 @@ class ModelSession:
         moved = moved or (kept_loaded and self.state == ModelState.UNLOADED)
         if moved and self.model is not None and not self._answers_busy():
             await self.reload()
+
+    def answer_threads(self, settings: Settings) -> int:
+        """The CPU threads for the next answer of the loaded model, for every front end (the window, the
+        CLI, the API server): the count set in Settings, else the physical cores other programs leave
+        free now (the advisor, stepped down after a collapse), halved while running gently when the
+        person chose that."""
+        threads = self.threads.choose(self._model_key(), settings.threads).threads
+        if self.pace.pace == Pace.GENTLE and settings.gentle_fewer_threads:
+            threads = max(1, threads // 2)  # as the person chose: gentler still
+        return threads
+
+    def learn_threads(self, stats: AnswerStats | None) -> None:
+        """An answer's speed teaches the thread advisor (kept in threads.json, written off the loop)."""
+        self.busy_meter.look()  # the quiet spell before the next answer counts from here
+        if stats is None or not stats.threads:
+            return
+        self.threads.record(self._model_key(), stats.threads, stats.tokens, stats.tokens_per_s)
+        self._tasks.spawn(asyncio.to_thread(self.threads.save))
+
+    def _model_key(self) -> str:
+        model = self.model
+        return model_key(model.path, model.size) if model is not None else ""
 
     def stop_for_shutdown(self) -> None:
         """Kestrel is closing: a paused engine must be able to finish, and its end is no news."""
