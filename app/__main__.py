@@ -58,6 +58,13 @@ def main(argv: list[str] | None = None) -> int:
 
             status = ask.main(given[1:])
         else:
+            if not given or given == ["--background"]:
+                # A second launch hands over before every command's imports and Qt (16 s once under load).
+                from app.core.window_handover import hand_over_early
+
+                handed = hand_over_early(background=bool(given))
+                if handed is not None:
+                    return handed
             parser = build_parser()
             args = parser.parse_args(given)
             if args.command is None:

@@ -161,7 +161,12 @@ def test_the_engine_banner_goes_once_a_new_engine_answers(make_window, loop, qtb
 def test_file_names_for_exports_are_safe_everywhere() -> None:
     assert file_name_for('What is 2/3? "Half" <maybe>', "markdown") == "What is 2 3 Half maybe.md"
     assert file_name_for("...", "json") == "Chat.json"
-    assert len(file_name_for("x" * 300, "json")) == 85
+    assert file_name_for("x" * 300, "json") == "x" * 80 + "….json"  # no word to cut at: said cut
+    long_title = "How do I read a large CSV file in Python without running out of memory on my laptop please"
+    assert file_name_for(long_title, "markdown") == ("How do I read a large CSV file in Python without running out of memory on my"
+                                                     "….md"), "cut at a word, and said"
+    wide = file_name_for("写" * 100, "json")  # 3 bytes a character: the byte bound cuts first
+    assert len(wide.encode("utf-8")) <= 200 + len("….json".encode("utf-8")) and wide.endswith("….json")
 
 
 def test_a_chat_whose_settings_came_first_is_named_by_its_first_message(make_window, loop, qtbot) -> None:
@@ -182,14 +187,15 @@ def test_the_model_picker_sets_this_chats_model_and_the_header_says_it(make_wind
     run(loop, service_of(window).library.refresh())
     run(loop, until(lambda: window.adapter.installed.rowCount() == 1, what="the library listing"))
     model = window.doors.model.model
-    choices = {action.text().replace("&&", "&"): action for action in window.header.model_actions()}
-    assert any(text.startswith("Default model") for text in choices) and model.title in choices
-    choices[model.title].trigger()
-    run(loop, until(lambda: window.doors.chat.conversation_model_id() == model.id, what="the chat's model"))
+    # The one model, loaded and used as the default, is listed once (it was twice: "Default model (…)" and itself).
+    choices = [action.text().replace("&&", "&") for action in window.header.model_actions()]
+    assert choices == [f"{model.title} (default)"]
     assert window.header.button_text() == model.title
+    window.header.model_actions()[0].trigger()  # the default's entry: the chat follows the default
     _type_and_send(qtbot, window, "Which model answers?")
     run(loop, until(idle(window)))
-    assert window.doors.chat.conversation.model == model.id
+    assert window.doors.chat.conversation_model_id() is None  # no model of its own: it follows the default
+    assert window.header.button_text() == model.title
     # The manager is one click away.
     manager = next(a for a in window.header.model_menu.actions() if a.text().startswith("Manage models"))
     manager.trigger()

@@ -10,6 +10,9 @@ from PySide6.QtCore import QStandardPaths
 from PySide6.QtWidgets import QFileDialog, QWidget
 
 _SUFFIX = {"markdown": ".md", "json": ".json"}
+# A file name from a title stays well inside every file system's 255 bytes, in characters and in UTF-8.
+_LONGEST_NAME = 80
+_LONGEST_NAME_BYTES = 200
 
 # Asks the user for a path: (parent, caption, suggested path, filter) -> chosen path or "".
 SaveAsker = Callable[[QWidget, str, str, str], str]
@@ -19,7 +22,14 @@ OpenAsker = Callable[[QWidget, str, str, str], str]
 def file_name_for(title: str, fmt: str) -> str:
     """A file name from a chat's title: no characters Windows or macOS refuse, not too long."""
     name = re.sub(r'[<>:"/\\|?*\x00-\x1f]+', " ", title).strip(" .") or "Chat"
-    return re.sub(r"\s+", " ", name)[:80] + _SUFFIX[fmt]
+    name = re.sub(r"\s+", " ", name)
+    if len(name) > _LONGEST_NAME or len(name.encode("utf-8")) > _LONGEST_NAME_BYTES:
+        # Cut at a word where one is near, and say it was cut: "80 characters mid-word" read as a typo.
+        cut = name[:_LONGEST_NAME]
+        while len(cut.encode("utf-8")) > _LONGEST_NAME_BYTES:
+            cut = cut[:-1]
+        name = (cut.rsplit(" ", 1)[0] if " " in cut[20:] else cut).rstrip(" .") + "…"
+    return name + _SUFFIX[fmt]
 
 
 def documents_folder(make: bool = True) -> str:
