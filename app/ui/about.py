@@ -5,15 +5,14 @@ from __future__ import annotations
 import functools
 import json
 import platform
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt, QUrl, qVersion
-from PySide6.QtGui import QDesktopServices, QPalette, QPixmap
+from PySide6.QtCore import QRect, QSize, Qt, QUrl, qVersion
+from PySide6.QtGui import QDesktopServices, QPalette, QPixmap, QResizeEvent
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QGridLayout, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+                               QStyle, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app import __version__
 from app.core.paths import DataPaths
@@ -144,7 +143,7 @@ class AboutDialog(QDialog):
         self.folder_rows: dict[str, Path] = {}
         for row, (name, path, folder) in enumerate((
                 ("Chats", paths.history_db, paths.data), ("Models", paths.models, paths.models),
-                ("Settings", paths.settings_file, paths.config), ("Saved chat states", paths.cache, paths.cache),
+                ("Settings", paths.settings_file, paths.config), ("Quick reopen of chats", paths.cache, paths.cache),
                 ("Logs", paths.logs, paths.logs))):
             self.folder_rows[name] = folder
             label = QLabel(name, self)
@@ -154,7 +153,7 @@ class AboutDialog(QDialog):
             where.setObjectName(f"path:{name}")
             button = QToolButton(self)
             button.setAutoRaise(True)
-            button.setToolTip(f"Open the folder of {name.lower()}")
+            button.setToolTip(f"Open this folder ({name.lower()}) in the file manager")
             button.setObjectName(f"open:{name}")
             icons.themed(button, "folder")
             button.clicked.connect(functools.partial(self.open_folder, folder))
@@ -166,30 +165,61 @@ class AboutDialog(QDialog):
 
 
 def _parts_table(parts: tuple[BundledPart, ...], parent: QWidget) -> QTreeWidget:
-    table = QTreeWidget(parent)
+    """A row per bundled part. Licence and purpose wrap at their column's width (a long
+    licence expression, NumPy's five, must be read whole, not elided); rows grow to fit."""
+    table = _PartsTable(parent)
     table.setObjectName("bundledParts")
     table.setHeaderLabels(["Part", "Licence", "Used for"])
     table.setRootIsDecorated(False)
     table.setAlternatingRowColors(True)
     table.setSelectionMode(QTreeWidget.SelectionMode.NoSelection)
     table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-    line = table.fontMetrics().lineSpacing()
+    table.setWordWrap(True)
+    table.setUniformRowHeights(False)
     for part in parts:
-        # Wrapped by hand: a tree's rows are as tall as their lines, and long licence
-        # expressions (NumPy's five) must be read whole, not elided.
-        texts = [part.name, textwrap.fill(part.license, 30), textwrap.fill(part.purpose, 36)]
-        item = QTreeWidgetItem(texts)
-        lines = max(text.count("\n") + 1 for text in texts)
-        width = max(table.fontMetrics().horizontalAdvance(text) for text in part.name.split("\n")) + 16
-        item.setSizeHint(0, QSize(width, lines * line + 8))
+        item = QTreeWidgetItem([part.name, part.license, part.purpose])
         tip = "\n".join(filter(None, (f"{part.name}: {part.license}", part.url, part.note)))
         for column in range(3):
             item.setToolTip(column, tip)
         table.addTopLevelItem(item)
+    metrics = table.fontMetrics()
+    pad = 2 * metrics.averageCharWidth()
     header = table.header()
-    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     header.setStretchLastSection(True)
+    header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)  # names are short: one line each
+    header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+    widest = max((metrics.horizontalAdvance(part.license) for part in parts), default=0)
+    header.resizeSection(1, min(widest, 26 * metrics.averageCharWidth()) + pad)
+    # A tree sizes its rows from one line of each cell: each row is measured here, at its
+    # columns' widths, and again whenever the licence or purpose column changes width.
+    header.sectionResized.connect(lambda *_: _fit_rows(table))  # column 0 follows its contents: no loop
+    _fit_rows(table)
     return table
+
+
+class _PartsTable(QTreeWidget):
+    """The parts' table, whose rows are measured again when it changes width (the last
+    column stretches with it, without a sectionResized for it)."""
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Override QTreeWidget.resizeEvent.
+        super().resizeEvent(event)
+        _fit_rows(self)
+
+
+def _fit_rows(table: QTreeWidget) -> None:
+    """Each row as tall as its most wrapped cell at the column's width."""
+    metrics = table.fontMetrics()
+    margin = 2 * (table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, table) + 1)
+    pad = 8
+    for row in range(table.topLevelItemCount()):
+        item = table.topLevelItem(row)
+        if item is None:
+            continue
+        tallest = metrics.lineSpacing()
+        for column in (1, 2):
+            room = QRect(0, 0, max(table.header().sectionSize(column) - margin, 1), 100_000)
+            tallest = max(tallest, metrics.boundingRect(room, int(Qt.TextFlag.TextWordWrap), item.text(column)).height())
+        item.setSizeHint(0, QSize(metrics.horizontalAdvance(item.text(0)) + margin + pad, tallest + pad))
 
 
 def _heading_label(text: str, parent: QWidget) -> QLabel:

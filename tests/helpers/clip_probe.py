@@ -20,15 +20,19 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSize
-from PySide6.QtWidgets import (QAbstractButton, QAbstractSpinBox, QApplication, QCheckBox, QComboBox,
-                               QDialogButtonBox, QFileDialog, QLabel, QPushButton, QRadioButton, QStyle,
-                               QStyleFactory, QStyleOptionComboBox, QTabWidget, QTreeView, QWidget)
+from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSpinBox, QApplication, QCheckBox,
+                               QComboBox, QDialogButtonBox, QFileDialog, QHeaderView, QLabel, QPushButton,
+                               QRadioButton, QStyle, QStyleFactory, QStyleOptionComboBox, QStyleOptionViewItem,
+                               QTableView, QTabWidget, QTreeView, QWidget)
 
 from app.ui.common.window_look import shortcut_letter_extra
+from app.ui.common.text_room import ELIDED_COLUMNS, FULL_TEXT, title_width_needed
 
 # A widget that cuts its text on purpose (and shows all of it some other way) says so.
 ELIDES = "elidesOnPurpose"
+# The rows of a table looked at: enough for every scene's, few enough for a long list.
+ROWS_LOOKED_AT = 60
 
 
 def needed_width(widget: QWidget) -> int | None:
@@ -93,6 +97,90 @@ def clipped(root: QWidget) -> list[str]:
         if shown is not None and shown < need:
             found.append(f"{describe(widget)}: {shown} px shown < {need} px needed")
     return found
+
+
+def cut_cells(root: QWidget) -> list[str]:
+    """Each cell of a table or tree in root whose text does not fit its cell: wider than its
+    column (elided, at the end or in the middle) or taller than its row. A column the view
+    names in its ELIDED_COLUMNS property elides on purpose (a path that keeps its end, shown
+    whole in the tooltip). Qt's file dialog is cut_dates' (its names elide as every file manager's)."""
+    found = []
+    for view in [root, *root.findChildren(QAbstractItemView)]:
+        if not isinstance(view, (QTableView, QTreeView)) or not view.isVisibleTo(root) or view.model() is None:
+            continue
+        if isinstance(view.window(), QFileDialog) or view.property(ELIDES):
+            continue
+        on_purpose = set(view.property(ELIDED_COLUMNS) or ())
+        model = view.model()
+        for row in range(min(model.rowCount(view.rootIndex()), ROWS_LOOKED_AT)):
+            for column in range(model.columnCount(view.rootIndex())):
+                if column in on_purpose or _column_hidden(view, column):
+                    continue
+                problem = _cut_cell(view, model.index(row, column, view.rootIndex()))
+                if problem:
+                    found.append(problem)
+    return found
+
+
+def _column_hidden(view: QAbstractItemView, column: int) -> bool:
+    header = view.horizontalHeader() if isinstance(view, QTableView) else view.header()  # type: ignore[union-attr]
+    return isinstance(header, QHeaderView) and header.isSectionHidden(column)
+
+
+def _cut_cell(view: QAbstractItemView, index: Any) -> str:
+    """"what: shown < needed" when index's text does not fit the cell it is drawn in ("" when it does)."""
+    text = index.data(Qt.ItemDataRole.DisplayRole)
+    cell = view.visualRect(index)
+    if not isinstance(text, str) or not text.strip() or cell.isEmpty():
+        return ""
+    option = QStyleOptionViewItem()
+    view.initViewItemOption(option)
+    option.rect = cell
+    view.itemDelegateForIndex(index).initStyleOption(option, index)
+    style = view.style()
+    room = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, option, view)
+    margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1
+    width, metrics = room.width() - 2 * margin, option.fontMetrics
+    wraps = bool(option.features & QStyleOptionViewItem.ViewItemFeature.WrapText)
+    flags = Qt.TextFlag.TextWordWrap if wraps else Qt.TextFlag.TextSingleLine
+    lines = text.split("\n")
+    if wraps:
+        need = metrics.boundingRect(QRect(0, 0, max(width, 1), 100_000), int(flags), text)
+        need_width = max(metrics.horizontalAdvance(word) for word in text.split())
+    else:
+        need = QRect(0, 0, max(metrics.horizontalAdvance(line) for line in lines), len(lines) * metrics.lineSpacing())
+        need_width = need.width()
+    where = f"{type(view).__name__}#{view.objectName()} cell ({index.row()}, {index.column()}) {text!r}"
+    if need_width > width:
+        return f"{where}: {width} px wide < {need_width} px needed"
+    if need.height() > room.height() + 1:  # the last line's leading may overhang by a pixel
+        return f"{where}: {room.height()} px tall < {need.height()} px needed"
+    return ""
+
+
+def elided_with_room(root: QWidget) -> list[str]:
+    """Each widget in root that elides its text by hand (its whole text in its FULL_TEXT
+    property) while root has the room to show all of it: more width than its layout's least."""
+    found = []
+    spare = root.width() - root.minimumSizeHint().width()
+    for widget in [root, *root.findChildren(QWidget)]:
+        full = widget.property(FULL_TEXT)
+        if not full or not widget.isVisibleTo(root):
+            continue
+        shown = str(getattr(widget, "text", lambda: "")()).replace("&&", "&")
+        missing = widget.fontMetrics().horizontalAdvance(full) - widget.fontMetrics().horizontalAdvance(shown)
+        if shown != full and missing <= spare:
+            found.append(f"{describe(widget)} elides {full!r} with {spare} px to spare (it needs {missing} px more)")
+    return found
+
+
+def cut_title(root: QWidget) -> list[str]:
+    """root's window title, when the title bar of a window as wide as root would elide it."""
+    title = root.windowTitle() if root.isWindow() else ""
+    need = title_width_needed(root) if title else 0
+    if need > root.width():
+        return [f"window title {title!r}: window {root.width()} px wide < {need} px its title bar needs"]
+    return []
 
 
 def stock_icons(root: QWidget) -> list[str]:
@@ -176,8 +264,16 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
     doors = window.doors
 
     def settings() -> QWidget:
-        return SettingsDialog(doors.settings.settings, window, adapter=window.adapter, model=doors.model,
-                              tools=doors.tools, mcp_file=window.paths.mcp_file)
+        from app.service.models import kv_cache
+
+        # Saved states on disk, as after a few chats: the note beside Clear then says how many and how big.
+        kv_cache.states_folder().mkdir(parents=True, exist_ok=True)
+        for number in range(3):
+            (kv_cache.states_folder() / f"state-{number}.kvstate").write_bytes(bytes(3_500_000))
+        shown = SettingsDialog(doors.settings.settings, window, adapter=window.adapter, model=doors.model,
+                               tools=doors.tools, mcp_file=window.paths.mcp_file)
+        wait(loop, _until(lambda: bool(shown.states_note.text())))  # read off the UI thread
+        return shown
 
     def chat_settings() -> QWidget:
         prompt, generation = doors.chat.conversation_settings()
@@ -269,6 +365,8 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
         ("image viewer", lambda: attachment_scenes.image_viewer(window)),
         ("documents empty", lambda: _documents(window, service, loop, home, filled=False)),
         ("documents", lambda: _documents(window, service, loop, home, filled=True)),
+        ("collection name", lambda: _collection_name(window)),
+        ("chat header", lambda: _chat_header(home)),
     ]
 
 
@@ -287,9 +385,13 @@ def _documents(window: Any, service: Any, loop: asyncio.AbstractEventLoop, home:
         fake.infos = [collection("Quarterly reports", folder, state=ev.IndexState.WAITING, files=860, unreadable=2,
                                  last_indexed=time.time() - 130),
                       collection("Notes", home / "Notes", files=41, last_indexed=time.time() - 90_000)]
+        # The reasons as the PDF reader words them (app/documents/readers/pdf/pages.py): the advice is at the end.
         fake.file_lists["Quarterly reports"] = (
             ev.FileInfo(folder / "2024" / "scanned contract.pdf", "unreadable",
-                        "It holds only pictures of pages, no text: Kestrel cannot read scans yet.", 0),
+                        "scanned PDF without text: its pages are images, and Kestrel does not read text from "
+                        "images (OCR)", 0),
+            ev.FileInfo(folder / "2024" / "salaries.pdf", "unreadable", "password-protected PDF: save a copy "
+                        "without the password (Print → Save as PDF) to add it", 0),
             ev.FileInfo(folder / "budget.docx", "indexed", "", 12),
             ev.FileInfo(folder / "summary.md", "pending", "", 0))
     service.collections = fake
@@ -309,6 +411,45 @@ def _documents(window: Any, service: Any, loop: asyncio.AbstractEventLoop, home:
                                 added=0.0, format="gguf", purpose=ModelPurpose.EMBEDDING)
         shown.embedding.show_choice(minilm.id, [minilm])  # the picker, as once a model is chosen
     return shown
+
+
+async def _until(ready: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+
+
+def _chat_header(home: Path) -> QWidget:
+    """The header above a chat with the starter chosen, as wide as a 1600 px window's chat column."""
+    from PySide6.QtCore import QObject
+
+    from app.library.installed import InstalledModel
+    from app.service.library_events import ModelRow
+    from app.ui.chat.chat_header import ChatHeader
+    from app.ui.state.model_items import InstalledModelsModel
+
+    class Listing(QObject):
+        def __init__(self) -> None:
+            super().__init__()
+            self.installed = InstalledModelsModel(self)
+
+    starter = InstalledModel(id="starter", title="Qwen2.5 Coder 0.5B Instruct (Q4_K_M, starter)",
+                             path=home / "starter.gguf", size=400_000_000, sha256=None, source="catalog",
+                             added=0.0, format="gguf")
+    listing = Listing()
+    listing.installed.set_listing([ModelRow(starter, {"format": "gguf"}, None, None, True, True)], 0)
+    header = ChatHeader(listing)
+    listing.setParent(header)
+    header.set_title("Planning the trip to Lisbon")
+    header.set_model(None, starter.title)
+    header.resize(min(1600 - 260, header.screen().availableGeometry().width()), 48)  # less the chats list
+    return header
+
+
+def _collection_name(window: Any) -> QWidget:
+    from app.ui.documents.documents_window import name_dialog
+
+    return name_dialog(window, "Quarterly reports")
 
 
 def _about(window: Any) -> QWidget:
@@ -338,7 +479,9 @@ def look_at(name: str, theme: str, opened: QWidget, shots: Path | None = None) -
     for page in tab_states(opened):
         settle(0.02)
         where = f"{name}{' → ' + page if page else ''} ({theme})"
-        problems += [f"{where}: {problem}" for problem in clipped(opened) + stock_icons(opened) + cut_dates(opened)]
+        found = clipped(opened) + stock_icons(opened) + cut_dates(opened) + cut_cells(opened) + cut_title(opened)
+        found += elided_with_room(opened)
+        problems += [f"{where}: {problem}" for problem in found]
         if shots is not None:
             scale = os.environ.get("QT_SCALE_FACTOR", "1")
             file = f"{name}-{page}-{theme}-{scale}".replace(" ", "_").replace("/", "_") + ".png"
@@ -374,9 +517,13 @@ def main(out: Path) -> int:
     names = []
     # For a person to look at: KESTREL_CLIP_SHOTS=FOLDER saves each scene as a PNG.
     shots = Path(os.environ["KESTREL_CLIP_SHOTS"]) if os.environ.get("KESTREL_CLIP_SHOTS") else None
+    # For a quick look at a few: KESTREL_CLIP_SCENES="about,settings" opens only those.
+    only = {name.strip() for name in os.environ.get("KESTREL_CLIP_SCENES", "").split(",") if name.strip()}
     for theme in ("light", "dark"):
         apply_theme(app, theme)
         for name, opener in scenes(window, service, loop, home):
+            if only and name not in only:
+                continue
             names.append(f"{name} ({theme})")
             problems += look_at(name, theme, opener(), shots)
     wait(loop, service.shutdown())

@@ -68,7 +68,7 @@ def test_about_says_the_version_the_promise_and_where_each_thing_is_kept(qtbot) 
     assert PROMISE in words and "never sent anywhere" in PROMISE
     paths = data_paths()
     for name, path in (("Chats", paths.history_db), ("Models", paths.models), ("Settings", paths.settings_file),
-                       ("Saved chat states", paths.cache), ("Logs", paths.logs)):
+                       ("Quick reopen of chats", paths.cache), ("Logs", paths.logs)):
         assert about.findChild(QLabel, f"path:{name}").text() == str(path)
 
 

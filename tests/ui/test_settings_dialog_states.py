@@ -36,6 +36,10 @@ class _ModelDoor:
         self.calls = 0
         self.go_on = asyncio.Event()
         self.model = None  # no model in use: the Quick ask page says what keeping one costs in general
+        self.loaded = None  # ...and the thinking default has no model to say it cannot follow it
+
+    async def hardware_overview(self) -> None:
+        raise RuntimeError("no engine here: the Device box stays as it is")
 
     async def clear_saved_states(self) -> None:
         self.calls += 1
@@ -59,7 +63,7 @@ def test_the_budget_and_prompt_lookup_round_trip_into_the_settings(qtbot) -> Non
     assert dialog.saved_states.value() == 512 and dialog.prompt_lookup.currentData() == "off"
     assert dialog.value() == settings  # unchanged controls give back the same settings
     dialog.saved_states.setValue(0)  # shown as off
-    assert dialog.saved_states.text() == "off (none kept on disk)"
+    assert dialog.saved_states.text() == "off (chats are read again when reopened)"
     dialog.prompt_lookup.setCurrentIndex(dialog.prompt_lookup.findData("on"))
     changed = dialog.value()
     assert (changed.saved_states_mb, changed.prompt_lookup) == (0, "on")
@@ -79,21 +83,21 @@ def test_clear_asks_the_service_without_waiting_for_it_and_says_what_it_freed(qt
     dialog = SettingsDialog(Settings(), None, adapter=adapter, model=model)
     qtbot.addWidget(dialog)
     run(loop, until(lambda: dialog.states_note.text() != "", what="the disk the states take"))
-    assert dialog.states_note.text().startswith("2 saved chat states, ")
+    assert dialog.states_note.text().startswith("2 chats kept, ")
 
     dialog.clear_states.click()
     # The click returned while the service is still at work: the UI thread never waits.
-    assert dialog.states_note.text() == "Clearing…" and not dialog.clear_states.isEnabled()
+    assert dialog.states_note.text() == "Freeing…" and not dialog.clear_states.isEnabled()
     run(loop, until(lambda: model.calls == 1, what="the service asked"))
     assert all(p.exists() for p in paths)
     model.go_on.set()
     run(loop, until(lambda: dialog.clear_states.isEnabled(), what="the clear to finish"))
-    assert dialog.states_note.text() == f"Cleared 2 saved chat states, {_human(size)} freed"
+    assert dialog.states_note.text() == f"Freed {_human(size)} (2 chats)"
     assert not any(p.exists() for p in paths) and kv_cache.usage() == (0, 0)
 
     dialog.clear_states.click()
     run(loop, until(lambda: dialog.clear_states.isEnabled(), what="the second clear"))
-    assert dialog.states_note.text() == "Cleared (none were saved)" and model.calls == 2
+    assert dialog.states_note.text() == "Nothing was kept" and model.calls == 2
 
 
 def test_the_windows_settings_clear_the_states_through_the_engine(make_window, loop, monkeypatch) -> None:
@@ -103,7 +107,7 @@ def test_the_windows_settings_clear_the_states_through_the_engine(make_window, l
 
     def accept(dialog: SettingsDialog) -> int:
         dialog.clear_states.click()
-        run(loop, until(lambda: dialog.states_note.text().startswith("Cleared"), what="the clear"))
+        run(loop, until(lambda: dialog.states_note.text().startswith("Freed"), what="the clear"))
         notes.append(dialog.states_note.text())
         dialog.prompt_lookup.setCurrentIndex(dialog.prompt_lookup.findData("off"))
         return 1
@@ -111,7 +115,7 @@ def test_the_windows_settings_clear_the_states_through_the_engine(make_window, l
     monkeypatch.setattr(SettingsDialog, "exec", accept)
     window.edit_settings()
     run(loop, until(lambda: window.doors.settings.settings.prompt_lookup == "off", what="the saved settings"))
-    assert notes and notes[0].startswith("Cleared 3 saved chat states, ")
+    assert notes and notes[0].startswith("Freed ") and notes[0].endswith(" (3 chats)")
     assert not any(p.exists() for p in paths)
     assert service_of(window).session.client.prompt_lookup == "off"  # the next answers draft no more
 

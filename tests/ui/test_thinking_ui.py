@@ -77,9 +77,44 @@ def test_the_switch_is_disabled_for_a_model_without_one(make_window, monkeypatch
 
     def accept(dialog: ConversationSettingsDialog) -> int:
         seen["enabled"] = dialog.form.thinking.isEnabled()
-        seen["why"] = dialog.form.thinking.toolTip()
+        seen["ticked"] = dialog.form.thinking.isChecked()
+        seen["why"] = dialog.form.thinking_note.text() if dialog.form.thinking_note.isVisibleTo(dialog) else ""
+        seen["kept"] = dialog.form.value().thinking
         return 0
 
     monkeypatch.setattr(ConversationSettingsDialog, "exec", accept)
     window.edit_chat_settings()
-    assert not seen["enabled"] and "no switch" in seen["why"]
+    # Not ticked for a model that cannot think, with why in words beside it (not only in a tooltip);
+    # the chat's own setting stays as it was for a model that can.
+    assert not seen["enabled"] and not seen["ticked"]
+    assert seen["why"] == "The model in use cannot think before answering."
+    assert seen["kept"] is True
+
+
+def test_a_model_that_always_thinks_shows_the_box_ticked_and_says_it_has_no_switch(qtbot) -> None:
+    from app.core.generation import GenerationSettings
+    from app.ui.settings.dialogs import ConversationSettingsDialog
+
+    dialog = ConversationSettingsDialog("", GenerationSettings(thinking=False), None, can_switch_thinking=False,
+                                        always_thinks=True)
+    qtbot.addWidget(dialog)
+    assert dialog.form.thinking.isChecked() and not dialog.form.thinking.isEnabled()
+    assert "always thinks first" in dialog.form.thinking_note.text()
+    assert dialog.form.value().thinking is False
+
+
+def test_the_default_says_when_the_model_in_use_cannot_follow_it(make_window, monkeypatch) -> None:
+    from app.ui.settings.dialogs import SettingsDialog
+
+    window = make_window()  # the tiny model, loaded: no thinking in its template
+    seen = {}
+
+    def accept(dialog: SettingsDialog) -> int:
+        seen["enabled"] = dialog.form.thinking.isEnabled()
+        seen["why"] = dialog.form.thinking_note.text() if dialog.form.thinking_note.isVisibleTo(dialog) else ""
+        return 0
+
+    monkeypatch.setattr(SettingsDialog, "exec", accept)
+    window.edit_settings()
+    assert seen["enabled"]  # a default for new chats: other models can follow it
+    assert seen["why"] == "Only for models that can, such as Qwen3: the model in use cannot think before answering."

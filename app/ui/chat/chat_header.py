@@ -10,10 +10,11 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMenu, QSizePolicy, QStyle, 
                                QStylePainter, QToolButton, QWidget)
 
 from app.ui.common import icons
+from app.ui.common.text_room import FULL_TEXT
 from app.ui.state.model_items import InstalledModelsModel, Roles
 
-# The picker's button never takes more of the header than this; a longer name is elided.
-MODEL_BUTTON_MAX = 280
+# The picker's button shows at least this much of a model's name, however narrow the header.
+MODEL_BUTTON_MIN = 120
 
 
 class ElidedLabel(QLabel):
@@ -126,7 +127,7 @@ class ChatHeader(QWidget):
         self.settings_button.setToolTip("Chat settings (Ctrl+.)")
         self.settings_button.setAccessibleName("Chat settings")
         icons.themed(self.settings_button, "chat-settings")
-        layout = QHBoxLayout(self)
+        layout = self._layout = QHBoxLayout(self)
         layout.setContentsMargins(12, 6, 8, 6)
         layout.setSpacing(8)
         layout.addWidget(self.title, 1)
@@ -142,6 +143,7 @@ class ChatHeader(QWidget):
 
     def set_title(self, title: str) -> None:
         self.title.set_full_text(title)
+        self._show_name()  # a shorter title leaves the model's name more room
 
     def set_model(self, model_id: str | None, default_name: str) -> None:
         """The chat's chosen model (None: the default) and the default model's name ("" when none is set)."""
@@ -165,40 +167,79 @@ class ChatHeader(QWidget):
         index = self._installed.index(row, InstalledModelsModel.MODEL)
         return str(index.data() or model_id), bool(index.data(Roles.MISSING))
 
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Override QWidget.resizeEvent.
+        super().resizeEvent(event)
+        self._show_name()
+
     def _refresh(self, *_: object) -> None:
-        text = self.button_text()
-        shown = self.model_button.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, MODEL_BUTTON_MAX)
-        self.model_button.setText(shown)
-        self.model_button.setToolTip(f"Model for this chat: {text}\nClick to choose another")
+        self._show_name()
         self._build_menu()
 
+    def _show_name(self) -> None:
+        """The model's whole name when the header has room for it; the chat's title gives way
+        first, down to half the header, and only then is the name elided."""
+        text = self.button_text()
+        button = self.model_button
+        shown = button.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight, self._name_room())
+        if shown != button.text():
+            button.setText(shown)
+        button.setProperty(FULL_TEXT, text)
+        button.setToolTip(f"Model for this chat: {text}\nClick to choose another")
+
+    def _name_room(self) -> int:
+        """How wide the button's text may be: the header less its margins, the settings
+        button, the spacing, the button's own icon and caret, and the title (up to half)."""
+        layout = self._layout
+        margins, spacing = layout.contentsMargins(), layout.spacing()
+        room = self.width() - margins.left() - margins.right() - self.settings_button.sizeHint().width() - 2 * spacing
+        title = self.title.fontMetrics().horizontalAdvance(self.title.full_text())
+        button_extra = self.model_button.sizeHint().width() - self.model_button.fontMetrics().horizontalAdvance(
+            self.model_button.text())
+        return max(MODEL_BUTTON_MIN, room - min(title, room // 2) - button_extra)
+
     def _build_menu(self) -> None:
+        """Each model once: the default is marked "(default)" in its own entry, not listed a
+        second time as "Default model (…)"; an entry of its own stays only when no listed
+        model is the default."""
         menu = self.model_menu
         menu.clear()
         # One of many: the style draws its mark for a single choice (a dot in Fusion, a check on macOS).
         self._group.deleteLater()
         self._group = QActionGroup(self)
-        default = self._choice(menu, f"Default model ({self._default_name or 'none set'})", None)
-        default.setChecked(self._model_id is None)
+        default_id = self._default_id()
+        if default_id is None:
+            self._choice(menu, f"Default model ({self._default_name or 'none set'})", None)
         listed: set[str] = set()
         for row in range(self._installed.rowCount()):
             index = self._installed.index(row, InstalledModelsModel.MODEL)
             model_id = str(index.data(Roles.ID))
             listed.add(model_id)
             if index.data(Roles.ROW).model.chats or model_id == self._model_id:  # an embedding model cannot chat
-                self._add_model(menu, model_id)
+                self._add_model(menu, model_id, default_id)
         if self._model_id is not None and self._model_id not in listed:
-            self._add_model(menu, self._model_id)  # removed from the library: say so, do not hide it
+            self._add_model(menu, self._model_id, default_id)  # removed from the library: say so, do not hide it
+        self._check_current()
         menu.addSeparator()
         manage = menu.addAction("Manage models…")
         icons.themed(manage, "models")
         manage.triggered.connect(self.managerRequested)
 
-    def _add_model(self, menu: QMenu, model_id: str) -> None:
+    def _default_id(self) -> str | None:
+        """The listed model the default names: the one made the default, else the one the
+        window named for want of a default (the loaded one); None when it is not listed."""
+        rows = [self._installed.index(row, InstalledModelsModel.MODEL) for row in range(self._installed.rowCount())]
+        marked = [index for index in rows if index.data(Roles.ROW).is_default]
+        named = [index for index in rows if str(index.data() or "") == self._default_name]
+        found = marked or named
+        return str(found[0].data(Roles.ID)) if found and self._default_name else None
+
+    def _add_model(self, menu: QMenu, model_id: str, default_id: str | None) -> None:
         title, missing = self._installed_model(model_id)
-        action = self._choice(menu, f"{title} (missing)" if missing else title, model_id)
+        words = f"{title} (missing)" if missing else f"{title} (default)" if model_id == default_id else title
+        action = self._choice(menu, words, model_id)
         action.setEnabled(not missing)
-        action.setChecked(model_id == self._model_id)
+        if model_id == default_id:
+            action.setToolTip("New chats use this model; choose another in Manage models…")
 
     def _choice(self, menu: QMenu, text: str, model_id: str | None) -> QAction:
         action = menu.addAction(text.replace("&", "&&"))
@@ -210,11 +251,17 @@ class ChatHeader(QWidget):
 
     def _chosen(self, model_id: str | None) -> None:
         # The check stays on the chat's model until set_model says the choice was taken.
+        self._check_current()
+        # The default's entry means "follow the default", as before: the chat keeps no model of its own.
+        self.modelChosen.emit(None if model_id is not None and model_id == self._default_id() else model_id)
+
+    def _check_current(self) -> None:
+        current = self._model_id if self._model_id is not None else self._default_id()
         for action in self.model_actions():
-            action.setChecked(action.data() == self._model_id)
-        self.modelChosen.emit(model_id)
+            action.setChecked(action.data() == current)
 
     def model_actions(self) -> list[QAction]:
-        """The menu's checkable entries: the default first, then each model."""
+        """The menu's checkable entries: each model in the library's order (the default marked
+        "(default)"), after a "Default model (…)" entry only when the default is not listed."""
         return [action for action in self.model_menu.actions() if action.isCheckable()]
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QHeaderView, QLabel, QTableView, QVBoxLayout, QWidget
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QRect, Qt, Signal
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QStyle, QStyledItemDelegate,
+                               QStyleOptionViewItem, QTableView, QVBoxLayout, QWidget)
 
 from app.service.events import FileInfo
+from app.ui.common.text_room import elides_on_purpose
 
 FILE_COLUMNS = ("File", "State", "Passages", "Note")
+NOTE = 3
 _FILE_STATES = {"pending": "Waiting to be read", "indexed": "Indexed", "unreadable": "Unreadable"}
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -80,6 +84,27 @@ class FilesModel(QAbstractTableModel):
         return str(self.data(self.index(row, column)) or "")
 
 
+class WrappedNote(QStyledItemDelegate):
+    """The Note column: a refusal's reason wraps onto more lines, as its advice (what to do)
+    comes last and an elided reason loses it."""
+
+    def initStyleOption(self, option: QStyleOptionViewItem, index: _Index) -> None:  # Override.
+        super().initStyleOption(option, index)
+        option.features |= QStyleOptionViewItem.ViewItemFeature.WrapText
+        option.textElideMode = Qt.TextElideMode.ElideRight
+
+
+class FilesTable(QTableView):
+    """The file list's view: its rows with a reason are measured again when it changes width
+    (the Note column stretches with it, without a sectionResized for it)."""
+
+    resized = Signal()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # Override QTableView.resizeEvent.
+        super().resizeEvent(event)
+        self.resized.emit()
+
+
 class FilesPanel(QWidget):
     """The selected collection's files. Parts tests reach for: `heading`, `only_problems`,
     `table` (a view of `model`, one row per file shown), `summary` (how many, how many unreadable)."""
@@ -100,7 +125,8 @@ class FilesPanel(QWidget):
         self.summary = QLabel(self)
         self.summary.setObjectName("documentsFilesSummary")
         self.model = FilesModel(self)
-        self.table = QTableView(self)
+        self.table = FilesTable(self)
+        self.table.resized.connect(self._fit_note_rows)
         self.table.setObjectName("documentsFiles")
         self.table.setModel(self.model)
         self.table.verticalHeader().hide()
@@ -110,6 +136,8 @@ class FilesPanel(QWidget):
         self.table.setTabKeyNavigation(False)  # Tab leaves the table: the window stays keyboard reachable
         self.table.setAccessibleName("Files")
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a long path keeps its file name
+        elides_on_purpose(self.table, 0)  # ...and shows it whole in its tooltip
+        self.table.setItemDelegateForColumn(NOTE, WrappedNote(self.table))
         header = self.table.horizontalHeader()
         # Widths from the words, not ResizeToContents, which measures every row on each change.
         metrics = self.table.fontMetrics()
@@ -117,7 +145,8 @@ class FilesPanel(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.resizeSection(1, max(metrics.horizontalAdvance(words) for words in _FILE_STATES.values()) + pad)
         header.resizeSection(2, metrics.horizontalAdvance("Passages") + pad)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(NOTE, QHeaderView.ResizeMode.Stretch)
+        header.sectionResized.connect(self._note_resized)
         top = QHBoxLayout()
         top.addWidget(self.heading)
         top.addStretch(1)
@@ -153,10 +182,30 @@ class FilesPanel(QWidget):
     def _fill(self) -> None:
         shown = [info for info in self._files if is_problem(info)] if self.only_problems.isChecked() else list(self._files)
         self.model.set_rows(shown, self._folder)
+        self._fit_note_rows()
         problems = sum(1 for info in self._files if is_problem(info))
         counted = f"{len(self._files)} files" if len(self._files) != 1 else "1 file"
         unread = f" · {problems} unreadable" if problems else ""
         self.summary.setText(f"{counted}{unread}" if self._files else "")
+
+    def _note_resized(self, column: int, _old: int, _new: int) -> None:
+        if column == NOTE:
+            self._fit_note_rows()
+
+    def _fit_note_rows(self) -> None:
+        """Each row with a reason as tall as its wrapped reason at the Note column's width.
+        Only those rows are measured (files that were read have none): 10,000 rows stay quick."""
+        table = self.table
+        style, metrics = table.style(), table.fontMetrics()
+        width = table.columnWidth(NOTE) - 2 * (style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 1)
+        default = table.verticalHeader().defaultSectionSize()
+        padding = max(default - metrics.lineSpacing(), 0)
+        for row in range(self.model.rowCount()):
+            reason = self.model.text(row, NOTE)
+            if reason:
+                lines = metrics.boundingRect(QRect(0, 0, max(width, 1), 100_000), int(Qt.TextFlag.TextWordWrap),
+                                             reason).height()
+                table.setRowHeight(row, max(default, lines + padding))
 
     def shown_paths(self) -> list[str]:
         """The File column, top to bottom (for tests and the window's own checks)."""

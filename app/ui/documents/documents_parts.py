@@ -1,13 +1,14 @@
-"""Parts of the Documents window: the collections table, the empty page and the progress row."""
+"""Parts of the Documents window: the collections table, the empty page, the progress row and the name question."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton, QTableWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar,
+                               QPushButton, QTableWidget, QVBoxLayout, QWidget)
 
 from app.service.events import CollectionInfo, IndexingProgress
 from app.ui.common import icons
+from app.ui.common.text_room import elides_on_purpose, fit_title
 from app.ui.documents.documents_words import EMPTY, empty_detail, is_paused, progress_words, state_words
 
 COLUMNS = ("Name", "Folder", "Files", "Last indexed", "State")
@@ -26,6 +27,7 @@ def collections_table(parent: QWidget) -> QTableWidget:
     table.setTabKeyNavigation(False)
     table.setAccessibleName("Collections")
     table.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # a long folder keeps its end: the folder's own name
+    elides_on_purpose(table, 1)  # ...and each cell's tooltip shows it whole
     header = table.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # a few rows: cheap to measure
     header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
@@ -121,3 +123,33 @@ class ProgressRow(QWidget):
         self.bar.setRange(0, max(progress.total, 0))
         self.bar.setValue(min(progress.done, progress.total))
         self.words.setText(progress_words(progress))
+
+
+class NameDialog(QDialog):
+    """Add folder…'s second question: the collection's name, the folder's own offered.
+
+    A dialog of its own, not QInputDialog: that one sets its width from its contents when
+    shown, too narrow for its title ("Name th… llection" in the title bar)."""
+
+    def __init__(self, parent: QWidget, default: str) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Name the collection")
+        self.edit = QLineEdit(default, self)
+        self.edit.selectAll()
+        label = QLabel("&Name (chats list it by this name):", self)
+        label.setBuddy(self.edit)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(label)
+        layout.addWidget(self.edit)
+        layout.addWidget(buttons)
+        fit_title(self)
+
+    def textValue(self) -> str:
+        return self.edit.text()
+
+
+def name_dialog(parent: QWidget, default: str) -> NameDialog:
+    return NameDialog(parent, default)

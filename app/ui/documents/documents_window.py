@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QInputDialog, QLabel, QLineEdit, QMessageBox,
+from PySide6.QtWidgets import (QDialog, QFileDialog, QHBoxLayout, QLabel, QMessageBox,
                                QPushButton, QSplitter, QStackedWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from app.documents.collections import DocumentsError
@@ -20,7 +20,7 @@ from app.service.events import CollectionInfo, IndexingProgress
 from app.ui.common import icons
 from app.ui.documents.documents_embedding import EmbeddingLine
 from app.ui.documents.documents_files import FilesPanel, ordered
-from app.ui.documents.documents_parts import EmptyPage, ProgressRow, collections_table
+from app.ui.documents.documents_parts import EmptyPage, ProgressRow, collections_table, name_dialog
 from app.ui.documents.documents_words import ago, files_words, is_busy, is_going, state_words
 from app.ui.common.warning_row import WarningRow
 
@@ -325,9 +325,9 @@ class DocumentsWindow(QDialog):
         return Path(chosen) if chosen else None
 
     def ask_name(self, default: str) -> str | None:
-        name, ok = QInputDialog.getText(self, "Name the collection", "Name (chats list it by this name):",
-                                        QLineEdit.EchoMode.Normal, default)
-        return name.strip() or default if ok else None
+        dialog = name_dialog(self, default)
+        ok = dialog.exec() == QDialog.DialogCode.Accepted
+        return dialog.textValue().strip() or default if ok else None
 
     def confirm(self, question: str) -> bool:
         return QMessageBox.question(self, "Documents", question) == QMessageBox.StandardButton.Yes

@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
-                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea, QSpinBox, QTabWidget,
+from PySide6.QtGui import QStandardItemModel
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame,
+                               QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea, QTabWidget,
                                QVBoxLayout, QWidget)
 
 from app.core.generation import GenerationSettings
 from app.core.settings import Settings
 from app.core.units import human_size
 from app.tools.choices import ToolChoices
-from app.ui.settings.mcp_json_dialog import ServerChecklist, edit_mcp_json
+from app.ui.settings.mcp_json_dialog import edit_mcp_json
 from app.ui.models.model_settings_form import device_combo
+from app.ui.settings.generation_form import GenerationForm, int_box
 from app.ui.settings.quick_ask_settings_page import QuickAskSettingsPage, ready_cost_words
 from app.ui.settings.server_settings_page import ServerSettingsPage
 from app.ui.settings.tools_settings_page import ToolsSettingsPage
@@ -30,71 +32,18 @@ if TYPE_CHECKING:
     from app.ui.state.adapter import ServiceAdapter
 
 
-class GenerationForm(QWidget):
-    """The generation settings as spin boxes, with the ranges GenerationSettings accepts.
-
-    can_switch_thinking: False when the model in use cannot turn its thinking on and off
-    (the box is shown, disabled, with why). servers: the MCP servers in mcp.json, for
-    the "Tools this chat may use" checklist.
-    """
-
-    def __init__(self, settings: GenerationSettings, parent: QWidget | None = None, *,
-                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
-        super().__init__(parent)
-        self._settings = settings
-        form = QFormLayout(self)
-        self.temperature = _double(0.0, 5.0, 0.05, settings.temperature)
-        self.top_p = _double(0.01, 1.0, 0.01, settings.top_p)
-        self.top_k = _int(0, 1000, settings.top_k)
-        self.repeat_penalty = _double(0.5, 3.0, 0.05, settings.repeat_penalty)
-        self.max_tokens = _int(1, 1_000_000, settings.max_tokens)
-        self.seed = _int(-1, 2**31 - 1, settings.seed)
-        self.seed.setSpecialValueText("random")
-        self.context_length = _int(256, 1_048_576, settings.context_length)
-        self.context_length.setSingleStep(256)
-        form.addRow("&Temperature", self.temperature)
-        form.addRow("Top &p", self.top_p)
-        form.addRow("Top &k", self.top_k)
-        form.addRow("&Repeat penalty", self.repeat_penalty)
-        form.addRow("&Max tokens", self.max_tokens)
-        form.addRow("S&eed", self.seed)
-        form.addRow("&Context length", self.context_length)
-        self.thinking = QCheckBox("Think &before answering", self)
-        self.thinking.setChecked(settings.thinking)
-        self.thinking.setEnabled(can_switch_thinking)
-        self.thinking.setToolTip(
-            "For reasoning models whose chat template can turn thinking on and off, such as Qwen3."
-            if can_switch_thinking else
-            "The model in use cannot turn its thinking on and off: its chat template has no switch for it.")
-        form.addRow("", self.thinking)
-        self.tools = ServerChecklist(servers, settings.tools, self)
-        tools_label = QLabel("T&ools this chat may use" if self.tools.count() else
-                             "Tools: none yet (add MCP servers in Settings → Tools)", self)
-        tools_label.setWordWrap(True)
-        tools_label.setBuddy(self.tools)
-        form.addRow(tools_label, self.tools)
-        fit_shortcut_letters(self)
-
-    def value(self) -> GenerationSettings:
-        return dataclasses.replace(
-            self._settings, temperature=self.temperature.value(), top_p=self.top_p.value(),
-            top_k=self.top_k.value(), repeat_penalty=self.repeat_penalty.value(),
-            max_tokens=self.max_tokens.value(), seed=self.seed.value(),
-            context_length=self.context_length.value(), thinking=self.thinking.isChecked(),
-            tools=self.tools.chosen()).validated()
-
-
 class ConversationSettingsDialog(QDialog):
     """A conversation's system prompt and generation settings."""
 
     def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None, *,
-                 can_switch_thinking: bool = True, servers: Sequence[str] = ()) -> None:
+                 can_switch_thinking: bool = True, always_thinks: bool = False, servers: Sequence[str] = ()) -> None:
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.system_prompt = QPlainTextEdit(system_prompt, self)
         self.system_prompt.setPlaceholderText("For example: You are a concise assistant.")
         self.system_prompt.setTabChangesFocus(True)
-        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking, servers=servers)
+        self.form = GenerationForm(settings, self, can_switch_thinking=can_switch_thinking,
+                                   always_thinks=always_thinks, servers=servers)
         label = QLabel("&System prompt (always kept in the model's view)", self)
         label.setBuddy(self.system_prompt)
         layout = QVBoxLayout(self)
@@ -130,14 +79,17 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings")
         self._settings = settings
         servers = tools.servers() if tools is not None else []
-        self.form = GenerationForm(settings.generation, self, servers=[server.name for server in servers])
+        self.form = GenerationForm(settings.generation, self, servers=[server.name for server in servers],
+                                   thinking_note=_thinking_default_note(model))
         self.theme = QComboBox(self)
         for value, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
             self.theme.addItem(text, value)
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
         self.device = device_combo(self)
         self.device.setCurrentIndex(max(0, self.device.findData(settings.device_preference)))
-        self.threads = _int(0, 256, settings.threads or 0)
+        if adapter is not None and model is not None:
+            adapter.spawn(self._show_gpu_backend(model))  # the engine's report: off the UI thread
+        self.threads = int_box(0, 256, settings.threads or 0)
         self.threads.setSpecialValueText("automatic")
         self.threads.setToolTip("How many CPU threads the model uses. Automatic: the cores other programs "
                                 "leave free.")
@@ -149,7 +101,7 @@ class SettingsDialog(QDialog):
                                            "Windows), so the app you are using stays quick. On battery with "
                                            "battery saver on, full speed becomes gently.")
         minutes = settings.unload_after_minutes
-        self.unload_after = _int(0, 10_000, 0 if minutes is None else max(1, round(minutes)))
+        self.unload_after = int_box(0, 10_000, 0 if minutes is None else max(1, round(minutes)))
         self.unload_after.setSpecialValueText("never")
         self.unload_after.setSuffix(" min")
         self.unload_after.setToolTip("After this long without an answer the model is unloaded to give its "
@@ -233,32 +185,49 @@ class SettingsDialog(QDialog):
         if self._mcp_file is not None and self._adapter is not None and self._tools is not None:
             edit_mcp_json(self, self.tools, self._mcp_file, self._tools, self._adapter.spawn)
 
+    async def _show_gpu_backend(self, model: "ModelDoor") -> None:
+        try:
+            report = (await model.hardware_overview()).report
+        except Exception:  # noqa: BLE001 - the box stays as it is; the hardware window says why
+            return
+        if report.llama is not None and not report.llama.gpu_offload:
+            try:
+                no_gpu_backend(self.device)
+            except RuntimeError:
+                pass  # the dialog was closed meanwhile
+
     # --- saved chat states and prompt lookup ------------------------------------------------
 
     def _add_speed_rows(self, form: QFormLayout, settings: Settings) -> None:
-        self.saved_states = _int(0, 1_000_000, settings.saved_states_mb)
+        self.saved_states = int_box(0, 1_000_000, settings.saved_states_mb)
         self.saved_states.setSingleStep(256)
         self.saved_states.setSuffix(" MB")
-        self.saved_states.setSpecialValueText("off (none kept on disk)")
-        self.saved_states.setToolTip("Recent chats keep the model's memory of them in the cache folder, so that "
-                                     "reopening one, even after a restart, does not read it all again. The least "
-                                     "recently used go first when this is full.")
-        self.clear_states = QPushButton("Clear sa&ved chat states", self)
+        self.saved_states.setSpecialValueText("off (chats are read again when reopened)")
+        self.saved_states.setToolTip("Kestrel keeps the model's memory of recent chats (saved chat states: its KV "
+                                     "cache) in the cache folder, so that reopening one, even after a restart, "
+                                     "does not read the whole chat again. The least recently used go first when "
+                                     "this space is full. Your chats themselves are never removed here.")
+        self.clear_states = QPushButton("Free this space no&w", self)
+        self.clear_states.setToolTip("Removes the kept model memory of your chats; the chats stay. The next "
+                                     "time each is opened, the model reads it again.")
         self.clear_states.setEnabled(self._adapter is not None and self._model is not None)
         self.clear_states.clicked.connect(self._clear_states)
         self.states_note = QLabel("", self)
         self.states_note.setObjectName("savedStatesNote")
+        self.states_note.setWordWrap(True)  # "3 chats kept, 10.5 MB now" must not push the page past its edge
         self.prompt_lookup = _choices(self, settings.prompt_lookup, (
-            ("auto", "Automatic (on while it pays)"), ("on", "On"), ("off", "Off")))
-        self.prompt_lookup.setToolTip("Drafts the next words from the chat itself and checks them in one step: "
-                                      "faster when an answer copies from its input (fixing code, rewriting). "
-                                      "The text is the model's own either way. A model's own setting wins.")
+            ("auto", "Automatic (when it helps)"), ("on", "On"), ("off", "Off")))
+        self.prompt_lookup.setToolTip("Prompt lookup decoding: Kestrel guesses the next words from text already "
+                                      "in the chat and has the model check them in one step, which is faster "
+                                      "when an answer repeats its input (fixing code, rewriting). The answer is "
+                                      "the model's own either way. Automatic keeps it on only while it saves "
+                                      "time. A model's own setting wins.")
         clear_row = QHBoxLayout()
         clear_row.addWidget(self.clear_states)
         clear_row.addWidget(self.states_note, 1)
-        form.addRow("Saved chat st&ates on disk", self.saved_states)
+        form.addRow("Quick reopen of recent ch&ats", self.saved_states)
         form.addRow("", clear_row)
-        form.addRow("Draft from the prompt (&lookup)", self.prompt_lookup)
+        form.addRow("Faster answers that cop&y from the chat", self.prompt_lookup)
         # Set once Clear is pressed: the usage read at opening may come back after the
         # clear, and must not write over what the clear says.
         self._clearing = False
@@ -270,7 +239,7 @@ class SettingsDialog(QDialog):
 
         files, size = await asyncio.to_thread(kv_cache.usage)
         if not self._clearing:
-            self._note(f"{_states(files)}, {human_size(size)} now" if files else "None saved now")
+            self._note(f"{_chats(files)} kept, {human_size(size)} now" if files else "Nothing kept now")
 
     def _clear_states(self) -> None:
         """Ask the service to clear them; the dialog stays usable while it does."""
@@ -278,7 +247,7 @@ class SettingsDialog(QDialog):
             return
         self._clearing = True
         self.clear_states.setEnabled(False)
-        self._note("Clearing…")
+        self._note("Freeing…")
         self._adapter.spawn(self._clear(self._model))
 
     async def _clear(self, model: "ModelDoor") -> None:
@@ -288,9 +257,9 @@ class SettingsDialog(QDialog):
             files, size = await asyncio.to_thread(kv_cache.usage)
             await model.clear_saved_states()
         except Exception as exc:  # noqa: BLE001 - said in the dialog, the settings stay usable
-            self._note(f"Could not clear them: {exc}")
+            self._note(f"Could not free the space: {exc}")
         else:
-            self._note(f"Cleared {_states(files)}, {human_size(size)} freed" if files else "Cleared (none were saved)")
+            self._note(f"Freed {human_size(size)} ({_chats(files)})" if files else "Nothing was kept")
         try:
             self.clear_states.setEnabled(True)
         except RuntimeError:
@@ -346,14 +315,37 @@ class _FitScroll(QScrollArea):
         return QSize(page.width() + bar, min(page.height(), int(screen.height() * 0.75)))
 
 
+def no_gpu_backend(device: QComboBox) -> None:
+    """Say in the Device box that this build cannot use a GPU: its GPU item is greyed and says why."""
+    index = device.findData("gpu")
+    items = device.model()
+    if index < 0 or not isinstance(items, QStandardItemModel):
+        return
+    item = items.item(index)
+    item.setText("GPU (not in this build)")
+    item.setToolTip("This build of Kestrel has no GPU backend: models run on the processor (CPU).")
+    item.setEnabled(device.currentIndex() == index)  # a choice made before stays visible, not silently changed
+    device.setToolTip(device.toolTip() + " This build has no GPU backend: models run on the CPU.")
+
+
+def _thinking_default_note(model: "ModelDoor | None") -> str:
+    """Beside the default for new chats: when the model in use cannot follow it, say so (the
+    default still applies to the models that can)."""
+    loaded = model.loaded if model is not None else None
+    if loaded is None or loaded.thinking_switch:
+        return ""
+    return ("Only for models that can, such as Qwen3: the model in use always thinks first." if loaded.thinks
+            else "Only for models that can, such as Qwen3: the model in use cannot think before answering.")
+
+
 def _ready_cost(adapter: "ServiceAdapter | None", model: "ModelDoor | None") -> str:
     """What keeping the model loaded costs, from the models the window lists and the one in use."""
     rows = adapter.installed.rows() if adapter is not None else []
     return ready_cost_words(rows, model.model if model is not None else None)
 
 
-def _states(count: int) -> str:
-    return f"{count} saved chat state{'' if count == 1 else 's'}"
+def _chats(count: int) -> str:
+    return f"{count} chat{'' if count == 1 else 's'}"
 
 
 def _buttons(dialog: QDialog, ok_text: str | None = None) -> QDialogButtonBox:
@@ -371,19 +363,3 @@ def _choices(parent: QWidget, current: str, choices: tuple[tuple[str, str], ...]
         combo.addItem(text, value)
     combo.setCurrentIndex(max(0, combo.findData(current)))
     return combo
-
-
-def _double(low: float, high: float, step: float, value: float) -> QDoubleSpinBox:
-    box = QDoubleSpinBox()
-    box.setRange(low, high)
-    box.setSingleStep(step)
-    box.setDecimals(2)
-    box.setValue(value)
-    return box
-
-
-def _int(low: int, high: int, value: int) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(low, high)
-    box.setValue(value)
-    return box
