@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
 import time
+import traceback
+from types import TracebackType
 
 import psutil
 import qasync
@@ -145,6 +148,7 @@ def run_gui(argv: list[str] | None = None, background: bool = False) -> int:
     instance.askRequested.connect(reach.summon)
     window.closed.connect(lambda: _shut_down(loop, window))
     _close_on_signals(window)
+    _log_uncaught()
     _log_startup_to(os.environ.get(STARTUP_LOG_ENV), window, instance, reach)
     if background:
         window.start_in_tray()  # at sign-in: in the tray when quick ask or the server keeps it there
@@ -248,6 +252,22 @@ def _log_startup_to(path: str | None, window: MainWindow, instance: SingleInstan
     window.adapter.modelStateChanged.connect(ready)
     if instance is not None:
         instance.activated.connect(lambda: note("brought_forward"))
+
+
+def _log_uncaught() -> None:
+    """A bug that escapes a Qt slot goes to Kestrel's log (Help → Open logs) instead of only a terminal that
+    a windowed app does not have; the window goes on, as Qt goes on after it."""
+    logger = logging.getLogger("app.uncaught")
+
+    def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            sys.__excepthook__(kind, error, trace)
+            return
+        # Where it happened, not its message: an error's words can quote what the person wrote.
+        logger.error("A bug escaped (%s); please report it with this log.\n%s", kind.__name__,
+                     "".join(traceback.format_tb(trace)).rstrip())
+
+    sys.excepthook = hook
 
 
 def _close_on_signals(window: MainWindow) -> None:

@@ -78,3 +78,29 @@ def test_with_start_at_sign_in_each_start_writes_the_entry_for_this_kestrel(tiny
         app.communicate(timeout=30)
     finally:
         app.kill()
+
+
+def test_a_bug_escaping_a_slot_goes_to_the_log_by_where_not_by_its_words(tmp_path: Path, monkeypatch) -> None:
+    import logging
+    import sys as system
+
+    from app.ui import app as app_module
+
+    monkeypatch.setattr(system, "excepthook", system.excepthook)  # put back after the test
+    app_module._log_uncaught()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("app.uncaught").addHandler(handler)
+    try:
+        typed = "the person's " + "secret words"  # what a person typed, carried in an error's message
+        try:
+            raise ValueError(typed)
+        except ValueError as error:
+            system.excepthook(type(error), error, error.__traceback__)
+    finally:
+        logging.getLogger("app.uncaught").removeHandler(handler)
+    [record] = records
+    text = record.getMessage()
+    assert "ValueError" in text and "test_app_process.py" in text
+    assert "secret" not in text
