@@ -105,6 +105,7 @@ class WindowCommands(QMainWindow):
         loaded = self.doors.model.loaded
         dialog = ConversationSettingsDialog(system_prompt, settings, self,
                                             can_switch_thinking=loaded is None or loaded.thinking_switch,
+                                            always_thinks=loaded is not None and loaded.thinks,
                                             servers=[server.name for server in self.doors.tools.servers()])
         if dialog.exec():
             self.adapter.spawn(self.doors.chat.set_conversation_settings(*dialog.values()))

@@ -102,7 +102,8 @@ def test_files_names_a_projector_apart_and_counts_only_the_models_files(
 
     assert files.returncode == 0, files.stderr
     quantized, split = files.stdout.splitlines()[:2]
-    assert " ".join(quantized.split()).endswith("thinker-Q4_K_M.gguf + vision projector mmproj-thinker-f16.gguf")
+    assert " ".join(quantized.split()).endswith(
+        "thinker-Q4_K_M.gguf + mmproj-thinker-f16.gguf, which lets it read images (its vision projector)")
     assert "files)" not in quantized and split.endswith("(2 files)")
     assert wrong.returncode == 2 and "It offers: F16, Q4_K_M." in wrong.stderr
 

@@ -140,7 +140,8 @@ def test_a_found_repository_lists_its_choices_with_quantizations_and_sizes() -> 
     assert choices_of(reversed([c.unit for c in choices])) == choices
     # A listing names the projector apart, and counts only the model's own files.
     assert [c.unit.parts_words for c in choices] == [
-        " + vision projector mmproj-thinker-f16.gguf", " + vision projector mmproj-thinker-f16.gguf", " (2 files)"]
+        " + mmproj-thinker-f16.gguf, which lets it read images (its vision projector)",
+        " + mmproj-thinker-f16.gguf, which lets it read images (its vision projector)", " (2 files)"]
 
 
 def test_a_recorded_answer_of_the_real_hub_is_read_whole(server: TestServer) -> None:

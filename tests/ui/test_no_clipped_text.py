@@ -28,9 +28,7 @@ SCREEN = {"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1920, "height"
 # named here until its fix lands, and the test fails once one is fixed and still listed.
 PENDING = (
     "QTreeWidget#hubRepos cell",  # app/ui/models/hub_search*: long repository names, elided with no declared tooltip
-    "QTreeWidget#hubFiles cell",  # app/ui/models/hub_search*: "… + vision projector mmproj-….gguf" cut to 153 px
-    "source popup (light): window title",  # app/ui/messages/source_popup.py: 560 px < its title's 570 px
-    "source popup (dark): window title",
+    "QTreeWidget#hubFiles cell",  # app/ui/models/hub_search*: "… + mmproj-….gguf, which lets it read images" cut
 )
 SCENES = 20  # settings, chat settings, edit message, about, hardware, server window, export, mcp json,
 # question, first run, model manager, hugging face search, attachments (files and images), source popup, message with images,

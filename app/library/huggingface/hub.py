@@ -52,10 +52,11 @@ class DownloadUnit:
     @property
     def parts_words(self) -> str:
         """What a listing shows after the unit's name: " (3 files)" for a split model (its
-        projector not counted) and " + vision projector NAME" when one comes with it."""
+        projector not counted) and " + NAME, which lets it read images (its vision projector)" when one comes with
+        it."""
         model_files = len(self.files) - (1 if self.projector else 0)
         words = f" ({model_files} files)" if model_files > 1 else ""
-        return words + (f" + vision projector {self.projector}" if self.projector else "")
+        return words + (f" + {self.projector}, which lets it read images (its vision projector)" if self.projector else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "title": self.title, "format": self.format,

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit,
 
 from app.core.attachments import SourceRef
 from app.ui.state.message_words import source_label
+from app.ui.common.text_room import fit_title
 
 
 def source_url(source: SourceRef) -> QUrl:
@@ -47,6 +48,7 @@ class SourcePopup(QDialog):
         self.setObjectName("sourcePopup")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.setWindowTitle(f"Source {source_label(source)}")
+        fit_title(self)
         exists = Path(source.path).is_file()
         self.where = QLabel(where_words(source, exists), self)
         self.where.setWordWrap(True)
