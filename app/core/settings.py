@@ -100,6 +100,9 @@ class Settings:
     # reach it here "runs well", and the recommendation picks the best model that does
     # (app/hardware/speed.py). 10 is a little above reading speed (about 4 words/s, 1.3 tokens each).
     comfortable_tokens_per_s: float = 10.0
+    # Code blocks in answers: long lines wrap inside the block (True), or the block keeps its
+    # lines and scrolls sideways (False). View → Wrap long code lines.
+    wrap_code: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -149,7 +152,7 @@ class Settings:
                              f"or empty for never (got {minutes!r}).")
         if not isinstance(self.gentle_fewer_threads, bool):
             raise ValueError(f"gentle_fewer_threads must be true or false (got {self.gentle_fewer_threads!r}).")
-        for name in ("start_at_sign_in", "told_about_tray"):
+        for name in ("start_at_sign_in", "told_about_tray", "wrap_code"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false (got {getattr(self, name)!r}).")
         if not isinstance(self.exit_engine_when_idle, bool):
