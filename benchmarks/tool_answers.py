@@ -11,7 +11,7 @@ city Paris; the client then sends the tool's result ("22 °C, sunny") and the fi
 judged: text (words), a call copy written as text (`{"name": "get_weather"...}` in the words),
 a call again (tool_calls / tool_use: the client would run it again), or empty.
 
-Chat path: `kestrel chat --tools time --allow-tools time --json` (the service core the window
+Chat path: `kestrel chat --tools time --allow-tools get_current_time,convert_time --json` (the service core the window
 uses) with the real mcp-server-time on the 1.5B model, "What time is it in Tokyo right now? Use
 the tool.", greedy: the calls made, the repeats not run again, and whether the final text
 after the last result is non-empty.
@@ -188,7 +188,7 @@ def chat_row(tree: Path, label: str, name: str, model: Path) -> dict[str, Any]:
                                                   args=("-m", "mcp_server_time", "--local-timezone", "UTC"))])
         began = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "app", "chat", "--model", str(model), "--tools", "time",
-                               "--allow-tools", "time", "--json", "--temperature", "0", TOKYO], cwd=tree, env=env,
+                               "--allow-tools", "get_current_time,convert_time", "--json", "--temperature", "0", TOKYO], cwd=tree, env=env,
                               text=True, capture_output=True, timeout=1200)
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     calls = [line for line in lines if line.get("type") == "tool_call"]
@@ -208,6 +208,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", required=True, help="NAME=PATH of a GGUF (repeat)")
     parser.add_argument("--before", type=Path, help="another tree holding app/ (the code before the change)")
+    parser.add_argument("--skip-api", action="store_true", help="only the chat path")
     parser.add_argument("--chat-model", default="1.5b", help="the model NAME the chat path runs on")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" /
                         f"tool_answers-{datetime.date.today()}.json")
@@ -220,7 +221,7 @@ def main() -> None:
     api: list[dict[str, Any]] = []
     chat: list[dict[str, Any]] = []
     for label, tree in trees:
-        api += api_rows(tree, label, models, clients)
+        api += [] if args.skip_api else api_rows(tree, label, models, clients)
         if args.chat_model in models:
             chat.append(chat_row(tree, label, args.chat_model, models[args.chat_model]))
             print(json.dumps(chat[-1], ensure_ascii=False), file=sys.stderr, flush=True)
