@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ class WindowActions:
     stop: QAction
     delete_chat: QAction
     themes: dict[str, QAction]
+    wrap_code: QAction
 
 
 def _add(menu: QMenu, text: str, slot: Callable[[], object] | Callable[[bool], object],
@@ -78,6 +80,11 @@ def build_menus(window: WindowCommands, open_logs: Callable[[], object]) -> Wind
         action.setActionGroup(group)
         action.triggered.connect(lambda _checked=False, chosen=value: window.choose_theme(chosen))
         themes[value] = action
+    wrap_code = _add(view_menu, "&Wrap long code lines", lambda checked: _choose_code_wrap(window, checked))
+    wrap_code.setObjectName("wrapCode")
+    wrap_code.setCheckable(True)
+    _follow_code_wrap(window, wrap_code)
+    window.adapter.settingsChanged.connect(lambda: _follow_code_wrap(window, wrap_code))
     view_menu.addSeparator()
     _add(view_menu, "&Hardware…", window.show_hardware, "Ctrl+Shift+H", "hardware")
     _add(view_menu, "&API server…", window.show_server_window, None, "server")
@@ -100,4 +107,19 @@ def build_menus(window: WindowCommands, open_logs: Callable[[], object]) -> Wind
     help_menu.addSeparator()
     _add(help_menu, "&About Kestrel", window.show_about, None, "info")
     return WindowActions(export_markdown=export_markdown, export_json=export_json, copy_last=copy_last,
-                         regenerate=regenerate, stop=stop, delete_chat=delete_chat, themes=themes)
+                         regenerate=regenerate, stop=stop, delete_chat=delete_chat, themes=themes,
+                         wrap_code=wrap_code)
+
+
+def _choose_code_wrap(window: WindowCommands, wrap: bool) -> None:
+    """View → Wrap long code lines: shown at once, and kept in the settings for the next start."""
+    window.chat.messages.delegate.set_wrap_code(wrap)
+    door = window.doors.settings
+    window.adapter.spawn(door.update_settings(dataclasses.replace(door.settings, wrap_code=wrap)))
+
+
+def _follow_code_wrap(window: WindowCommands, action: QAction) -> None:
+    """The settings were read or changed: the toggle and the chat's code blocks follow them."""
+    wrap = window.doors.settings.settings.wrap_code
+    action.setChecked(wrap)
+    window.chat.messages.delegate.set_wrap_code(wrap)

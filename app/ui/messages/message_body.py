@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF
-from PySide6.QtGui import QPainter, QTextDocument
+from PySide6.QtGui import QColor, QPainter, QTextDocument
+
+from app.ui.messages.code_blocks import CodeStrip, code_strips, draw_document, draw_wrap_marks, wrap_marks
 
 # A list item at the start of a line: "- ", "* ", "+ ", "1. ", "1) ".
 _LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
@@ -65,8 +69,34 @@ class BlockCutter:
         self._blank = False
 
 
+@dataclass(frozen=True)
+class CodeLayout:
+    """A laid-out document's code blocks: their strips, and where wrapped lines go on."""
+
+    width: float  # the width it was laid out at
+    strips: list[CodeStrip]
+    marks: list[QPointF]
+
+
+# Kept per document while it lives: a growing answer makes a body each frame from the same documents.
+_CODE: weakref.WeakKeyDictionary[QTextDocument, CodeLayout] = weakref.WeakKeyDictionary()
+
+
+def code_layout(document: QTextDocument) -> CodeLayout:
+    """The document's code blocks as laid out now."""
+    known = _CODE.get(document)
+    if known is None or known.width != document.textWidth():
+        document.size()  # laid out: a block's lines exist only once it is
+        known = _CODE[document] = CodeLayout(document.textWidth(), code_strips(document), wrap_marks(document))
+    return known
+
+
 class MessageBody:
-    """Documents laid out at one width, stacked as one document would place its blocks."""
+    """Documents laid out at one width, stacked as one document would place its blocks.
+
+    Its code blocks are numbered top to bottom across the documents: `offsets` (block
+    number → pixels) says how far each wide one is scrolled sideways.
+    """
 
     def __init__(self, documents: list[QTextDocument]) -> None:
         self.documents = documents
@@ -80,15 +110,38 @@ class MessageBody:
         self.height = top
         self.width = max((document.textWidth() for document in documents), default=0.0)
 
-    def draw(self, painter: QPainter, visible: QRectF) -> None:
-        """Paint the documents that meet `visible` (in body coordinates), only those parts."""
+    def draw(self, painter: QPainter, visible: QRectF, offsets: Mapping[int, float] | None = None,
+             ink: QColor | None = None) -> None:
+        """Paint the documents that meet `visible` (in body coordinates), only those parts;
+        `ink` draws the code blocks' cues (wrap marks, a wide block's fade and bar)."""
+        offsets = offsets if offsets is not None else {}
+        first = 0
         for top, document in zip(self.tops, self.documents):
+            code = code_layout(document)
             bottom = top + document.size().height()
-            if bottom < visible.top() or top > visible.bottom():
-                continue
-            painter.translate(0, top)
-            document.drawContents(painter, visible.translated(0, -top))
-            painter.translate(0, -top)
+            if bottom >= visible.top() and top <= visible.bottom():
+                painter.translate(0, top)
+                here = visible.translated(0, -top)
+                mine = {number - first: offset for number, offset in offsets.items()
+                        if first <= number < first + len(code.strips)}
+                draw_document(painter, document, here, code.strips, mine, ink=ink)
+                if ink is not None:
+                    draw_wrap_marks(painter, code.marks, here, ink)
+                painter.translate(0, -top)
+            first += len(code.strips)
+
+    def code_strips(self) -> list[CodeStrip]:
+        """Every code block of the body, top to bottom, in body coordinates."""
+        strips = []
+        for top, document in zip(self.tops, self.documents):
+            for strip in code_layout(document).strips:
+                strips.append(CodeStrip(strip.window.translated(0, top), strip.row.translated(0, top), strip.width,
+                                        strip.background))
+        return strips
+
+    def code_at(self, point: QPointF) -> int | None:
+        """The number of the code block under a point (body coordinates), if any."""
+        return next((number for number, strip in enumerate(self.code_strips()) if strip.row.contains(point)), None)
 
     def anchor_at(self, point: QPointF) -> str:
         """The link under a point (body coordinates), or ""."""

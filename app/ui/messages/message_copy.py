@@ -3,7 +3,8 @@
 Qt's own QTextDocumentFragment.toMarkdown() loses inline code, and writes our code blocks
 (tables, for their background) as broken table rows; this writer knows how markdown.py
 renders: a code block is a table whose last row holds <pre> lines and whose first row is
-its header (the language, the copy link), which is never copied.
+its header (the language, the copy link), which is never copied. A wrapped or scrolled
+code line is still one block: it copies as the line it is.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from PySide6.QtGui import QTextBlock, QTextCharFormat, QTextCursor, QTextFormat, QTextList, QTextListFormat, QTextTable
+
+from app.ui.messages.code_blocks import is_code_table
 
 _NUMBERED = {QTextListFormat.Style.ListDecimal, QTextListFormat.Style.ListLowerAlpha,
              QTextListFormat.Style.ListUpperAlpha, QTextListFormat.Style.ListLowerRoman,
@@ -42,12 +45,6 @@ def selection_text(cursor: QTextCursor) -> str:
 def selection_markdown(cursor: QTextCursor) -> str:
     """The selection as Markdown: emphasis, inline code, links, headings, lists, code fences, tables."""
     return _join(_lines(cursor, markdown=True), markdown=True)
-
-
-def is_code_table(table: QTextTable) -> bool:
-    """Whether a table is one of markdown.py's code blocks."""
-    last = table.cellAt(table.rows() - 1, 0)
-    return table.rows() == 2 and last.isValid() and last.firstCursorPosition().block().blockFormat().nonBreakableLines()
 
 
 def _lines(cursor: QTextCursor, markdown: bool) -> list[_Line]:

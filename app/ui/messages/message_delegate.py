@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
 
 from app.core.conversation import Message, MessageState, Role
 from app.ui.messages import message_chrome as chrome
+from app.ui.messages.code_blocks import shape_code
 from app.ui.messages.markdown import markdown_to_html, plain_to_html
 from app.ui.messages.message_actions import EVERY_ACTION, ActionIcons, action_at, action_rects, actions_for
 from app.ui.messages.message_body import GrowingAnswer, MessageBody
@@ -41,13 +42,15 @@ class MessageDelegate(RowHits):
     mouse), `copied` (the message just copied: its copy icon shows a tick) and
     `selecting` (the message whose text an editor shows: not painted under it). `offered`
     is which actions the list offers (the chat pane: all; the quick-ask window: copy).
+    `wrap_code` is how code blocks show long lines (set_wrap_code); `code_offsets` how far
+    each wide one is scrolled sideways (message id → block number → pixels).
     """
 
     def __init__(self, view: MessageList) -> None:
         super().__init__(view)
         self._bodies: OrderedDict[int, tuple[tuple, MessageBody]] = OrderedDict()
-        # Message id -> ((width, dark), its blocks) for the answers being written.
-        self._growing: dict[int, tuple[tuple[int, bool], GrowingAnswer]] = {}
+        # Message id -> ((width, dark, wrap_code), its blocks) for the answers being written.
+        self._growing: dict[int, tuple[tuple[int, bool, bool], GrowingAnswer]] = {}
         # message id -> (key, height, measured: laid out for real rather than estimated)
         self._heights: dict[int, tuple[tuple, int, bool]] = {}
         self._pending_hints: set[int] = set()
@@ -60,6 +63,7 @@ class MessageDelegate(RowHits):
         self.documents = MessageDocuments(self._small)  # a message's attachments or sources, as chips
         self._icons = ActionIcons()
         self.dark = False
+        self.wrap_code = True
         self.layouts = 0
         self.hovered: tuple[int, str] | None = None
         self.copied: int | None = None
@@ -84,6 +88,20 @@ class MessageDelegate(RowHits):
         self._icons.clear()
         self.thinking.clear()
         self._view.close_selection(keep_focus=True)  # its copy of the text has the old colours
+
+    def set_wrap_code(self, wrap: bool) -> None:
+        """Code blocks wrap their long lines, or keep them and scroll sideways: every row is laid out again."""
+        if wrap == self.wrap_code:
+            return
+        self.wrap_code = wrap
+        self._bodies.clear()
+        self._growing.clear()
+        self._parts_docs.clear()
+        self._sizes.clear()
+        self.code_offsets.clear()
+        self._view.close_selection(keep_focus=True)  # its copy of the text is laid out the other way
+        self._view.doItemsLayout()  # the heights are keyed with the choice: measured again as painted
+        self._view.viewport().update()
 
     def forget_rows(self) -> None:
         """Another chat was opened: forget what is known by row, keep what is known by message
@@ -134,7 +152,7 @@ class MessageDelegate(RowHits):
     def _key(self, message: Message, boundary: bool, width: int) -> tuple:
         text = message.text
         # Not the theme: a height holds in both (a body, laid out in colour, is keyed with it).
-        return (hash(text), len(text), width, message.state, message.stats is not None, boundary,
+        return (hash(text), len(text), width, self.wrap_code, message.state, message.stats is not None, boundary,
                 self.thinking.key(message), self._parts_key(message) if message.parts else (),
                 len(message.attachments), len(message.sources))
 
@@ -171,7 +189,7 @@ class MessageDelegate(RowHits):
         """An answer that used tools: its parts (one document, laid out again only when they change)
         and, while it streams, the text written since its last part, block by block."""
         streaming = message.state == MessageState.STREAMING
-        key = (self._parts_key(message), width, self.dark, streaming)
+        key = (self._parts_key(message), width, self.dark, self.wrap_code, streaming)
         known = self._parts_docs.get(message.id)
         if known is None or known[0] != key:
             html_text = parts_html(message.parts, dark=self.dark, expanded=self.expanded, streaming=streaming)
@@ -195,7 +213,7 @@ class MessageDelegate(RowHits):
                 self.sizeHintChanged.emit(model.index(row, 0))
 
     def _growing_answer(self, message_id: int, width: int) -> GrowingAnswer:
-        looks = (width, self.dark)
+        looks = (width, self.dark, self.wrap_code)
         known = self._growing.get(message_id)
         if known is None or known[0] != looks:
             dark = self.dark
@@ -208,6 +226,7 @@ class MessageDelegate(RowHits):
         doc.setDefaultFont(self._view.font())
         doc.setDocumentMargin(0)
         doc.setHtml(html)
+        shape_code(doc, self.wrap_code)
         doc.setTextWidth(width)
         self.layouts += 1
         return doc
@@ -319,18 +338,20 @@ class MessageDelegate(RowHits):
         self.thinking.paint(painter, message, layout.text.left(), layout.thinking_top, width, palette, exposed,
                             self.dark)
         if self.selecting != message.id:
-            self._paint_body(painter, self._body(message, key, width), layout.text, exposed)
+            self._paint_body(painter, self._body(message, key, width), layout.text, exposed,
+                             self.code_offsets.get(message.id, {}), palette)
         self.documents.paint(painter, message, layout.documents, palette)
         self._paint_actions(painter, index, message, layout, palette)
         painter.restore()
 
-    def _paint_body(self, painter: QPainter, body: MessageBody, text: QRect, exposed: QRectF) -> None:
+    def _paint_body(self, painter: QPainter, body: MessageBody, text: QRect, exposed: QRectF,
+                    offsets: dict[int, float], palette: QPalette) -> None:
         # Only what is being painted: an answer may be many screens tall, and a frame of a
         # growing one repaints only its new part.
         left, top = text.left(), text.top()
         painter.translate(left, top)
-        # drawContents paints with the application palette, which the theme sets.
-        body.draw(painter, exposed.translated(-left, -top))
+        # The documents paint with the application palette, which the theme sets.
+        body.draw(painter, exposed.translated(-left, -top), offsets, palette.color(QPalette.ColorRole.PlaceholderText))
         painter.translate(-left, -top)
 
     def _paint_actions(self, painter: QPainter, index: _Index, message: Message, layout: RowLayout,

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QAbstractItemView, QStyleOptionViewItem, QToolTip
 
 from app.ui.state.message_words import image_size_words
 from app.core.attachments import AttachedImage
+from app.ui.messages.code_blocks import bar_rects, clamp, offset_for_bar
 from app.ui.messages.message_documents import MessageDocuments, row_tooltip
 from app.ui.messages.message_selection import SelectionEditing
 
@@ -43,6 +44,36 @@ class RowHits(SelectionEditing):
     def text_at(self, index: _Index, point: QPoint) -> bool:
         """Whether a point (viewport coordinates) is on the row's text."""
         return self.layout(index).text.contains(point)
+
+    def code_at(self, index: _Index, point: QPoint) -> int | None:
+        """The number of the row's code block under a point, if it is one that scrolls sideways."""
+        body, text = self.body_of(index), self.layout(index).text
+        number = body.code_at(QPointF(point.x() - text.left(), point.y() - text.top()))
+        return number if number is not None and body.code_strips()[number].overflow > 0 else None
+
+    def code_bar_at(self, index: _Index, point: QPoint) -> int | None:
+        """The number of the row's wide code block whose small scrollbar is under a point."""
+        number = self.code_at(index, point)
+        if number is None:
+            return None
+        text = self.layout(index).text
+        strip = self.body_of(index).code_strips()[number]
+        track, _thumb = bar_rects(strip, 0.0)
+        local = QPointF(point.x() - text.left(), point.y() - text.top())
+        return number if track.adjusted(0, -4, 0, 4).contains(local) else None
+
+    def scroll_code(self, index: _Index, number: int, by: float = 0.0, bar_x: int | None = None) -> bool:
+        """Scroll a wide code block sideways (by pixels, or to where its bar is dragged: viewport x);
+        whether it moved."""
+        strip = self.body_of(index).code_strips()[number]
+        offsets = self.code_offsets.setdefault(self.message(index).id, {})
+        before = clamp(strip, offsets.get(number, 0.0))
+        if bar_x is not None:
+            after = offset_for_bar(strip, bar_x - self.layout(index).text.left())
+        else:
+            after = clamp(strip, before + by)
+        offsets[number] = after
+        return after != before
 
     def helpEvent(self, event: QHelpEvent, view: QAbstractItemView, option: QStyleOptionViewItem,  # Override.
                   index: _Index) -> bool:

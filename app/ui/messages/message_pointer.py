@@ -33,6 +33,10 @@ class PointedDelegate(Protocol):
 
     def image_at(self, index: QModelIndex, point: QPoint) -> int | None: ...
 
+    def code_bar_at(self, index: QModelIndex, point: QPoint) -> int | None: ...
+
+    def scroll_code(self, index: QModelIndex, number: int, by: float = 0.0, bar_x: int | None = None) -> bool: ...
+
 
 class MessagePointer(QObject):
     """Watches the view's viewport: hover marks the action under the mouse, a click runs it,
@@ -40,6 +44,7 @@ class MessagePointer(QObject):
 
     The press arrived before the editor existed, so the list keeps the mouse until the
     button is released; until then its moves and the release are passed on to the editor.
+    A press on a wide code block's small bar drags the block sideways instead.
     """
 
     def __init__(self, view: MessageList, delegate: PointedDelegate) -> None:
@@ -50,6 +55,7 @@ class MessagePointer(QObject):
         self._pressed: tuple[QPersistentModelIndex, str] | None = None  # an action, until released
         self._forwarding = False
         self._lit: QRect | None = None  # the icon drawn lit, where it was
+        self._bar: tuple[QPersistentModelIndex, int] | None = None  # a code block's bar being dragged
         view.viewport().installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # Override QObject.eventFilter.
@@ -74,6 +80,9 @@ class MessagePointer(QObject):
     def _moved(self, event: QMouseEvent) -> bool:
         if self._dragging is not None:
             self._forward(event)
+            return True
+        if self._bar is not None:
+            self._drag_bar(event)
             return True
         point, index = self._at(event)
         action = self._delegate.action_at(index, point) if index.isValid() else None
@@ -116,6 +125,11 @@ class MessagePointer(QObject):
         view.close_selection(keep_focus=True)
         if not index.isValid():
             return False
+        bar = delegate.code_bar_at(index, point)
+        if bar is not None:
+            self._bar = (QPersistentModelIndex(index), bar)
+            self._drag_bar(event)
+            return True
         action = delegate.action_at(index, point)
         if action is not None:
             self._pressed = (QPersistentModelIndex(index), action)
@@ -136,6 +150,9 @@ class MessagePointer(QObject):
             self._forward(event)
             self._dragging = None
             return True
+        if self._bar is not None:
+            self._bar = None
+            return True
         pressed, self._pressed = self._pressed, None
         if pressed is None:
             return False
@@ -145,6 +162,15 @@ class MessagePointer(QObject):
                 self._delegate.action_at(index, point) == action:
             self._view.run_action(index, action)
         return True
+
+    def _drag_bar(self, event: QMouseEvent) -> None:
+        """Move the dragged bar's code block to follow the mouse."""
+        if self._bar is None or not self._bar[0].isValid():
+            self._bar = None
+            return
+        index = self._view.model().index(self._bar[0].row(), 0)
+        if self._delegate.scroll_code(index, self._bar[1], bar_x=event.position().toPoint().x()):
+            self._view.code_moved(index)
 
     def _forward(self, event: QMouseEvent) -> None:
         """Hand a mouse event on to the editor's text, in its coordinates."""

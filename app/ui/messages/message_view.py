@@ -8,13 +8,14 @@ from functools import partial
 
 from PySide6.QtCore import (QAbstractItemModel, QEvent, QModelIndex, QPersistentModelIndex, QPoint, QRect, Qt, QTimer,
                             QUrl, Signal)
-from PySide6.QtGui import (QAction, QCursor, QDesktopServices, QGuiApplication, QKeySequence, QMouseEvent, QPainter,
-                           QPaintEvent, QPalette, QResizeEvent)
+from PySide6.QtGui import (QAction, QCursor, QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence, QMouseEvent,
+                           QPainter, QPaintEvent, QPalette, QResizeEvent, QWheelEvent)
 from PySide6.QtWidgets import QAbstractItemView, QFrame, QListView, QMenu, QStyleOptionViewItem, QToolTip, QWidget
 
 from app.core.attachments import SourceRef
 from app.core.conversation import MessageState, Role
 from app.ui.state.bridge import FramePacer
+from app.ui.messages.code_blocks import STEP
 from app.ui.messages.markdown import code_from_href
 from app.ui.messages.message_actions import COPIED_TIP
 from app.ui.messages.message_delegate import MessageDelegate
@@ -41,7 +42,9 @@ class MessageView(MessageList):
     does). A click on its text, Enter or Ctrl+A opens a SelectableText over that text
     (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
     the current message: Ctrl+C copies it as written, F2 edits the user's (where the delegate
-    `offered` edit: the icons, the menu and the keys offer the same actions).
+    `offered` edit: the icons, the menu and the keys offer the same actions). A code block
+    wider than the column (when code does not wrap) scrolls sideways: a sideways wheel or
+    Shift+wheel over it, a drag of its small bar, Left/Right on the current message.
     Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
     chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage). `delegate` has
     `dark`, `clear()` (after a theme change) and `streaming_note`.
@@ -250,6 +253,48 @@ class MessageView(MessageList):
             QDesktopServices.openUrl(url)
             return True
         return False
+
+    # --- wide code blocks ----------------------------------------------------------------
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # Override: sideways over a wide code block scrolls it.
+        pixels, angle = event.pixelDelta(), event.angleDelta()
+        shifted = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        sideways = angle.x() or (angle.y() if shifted else 0)
+        if sideways:
+            point = event.position().toPoint()
+            index = self.indexAt(point)
+            number = self.delegate.code_at(index, point) if index.isValid() else None
+            if number is not None:
+                moved = pixels.x() or (pixels.y() if shifted else 0)
+                by = -float(moved) if moved else -sideways / 120 * STEP
+                if self.delegate.scroll_code(index, number, by):
+                    self.code_moved(index)
+                event.accept()
+                return
+        super().wheelEvent(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # Override: Left/Right scroll the current message's code.
+        keys = {Qt.Key.Key_Left: -STEP, Qt.Key.Key_Right: STEP}
+        index = self.currentIndex()
+        if event.key() in keys and not event.modifiers() and index.isValid():
+            shown = self.viewport().rect()
+            text = self.delegate.layout(index).text
+            moved = False
+            for number, strip in enumerate(self.delegate.body_of(index).code_strips()):
+                if strip.overflow > 0 and shown.intersects(strip.row.translated(text.topLeft()).toAlignedRect()):
+                    moved = self.delegate.scroll_code(index, number, keys[Qt.Key(event.key())]) or moved
+            if moved:
+                self.code_moved(index)
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def code_moved(self, index: QModelIndex) -> None:
+        """A code block of the row was scrolled sideways: paint it (and the editor over it) again."""
+        self.viewport().update(self.visualRect(index))
+        editor = self.selection_editor()
+        if editor is not None and self._selection is not None and self._selection.row() == index.row():
+            editor.viewport().update()
 
     # --- selecting part of a message ----------------------------------------------------
 
