@@ -36,8 +36,9 @@ TYPICAL_CONTEXT = 1024
 # and sampling reads every logit, measured as the vocabulary's share (benchmarks/speed_prediction.py).
 TOKEN_OVERHEAD_S = 0.0008
 VOCAB_ENTRY_S = 3e-9
-# ONNX Runtime GenAI's own per-token cost (its generator loop and the logits it copies out).
-ONNX_TOKEN_OVERHEAD_S = 0.002
+# ONNX Runtime GenAI's own per-token cost: the 1 MB ONNX test model decodes at 2,300-9,900 tokens/s through
+# the engine on the 2-core test VM (benchmarks/speed_prediction.py), about 0.1-0.4 ms a token.
+ONNX_TOKEN_OVERHEAD_S = 0.0002
 # Bytes per second one CPU thread decodes, by instruction set, when nothing was measured here.
 # x86 with AVX2: the 2-core AMD EPYC test VM decoded Qwen2.5-Coder 1.5B Q4_K_M (1.12 GB) at
 # 17.6 tokens/s on 2 threads at best (docs/benchmarks.md, catalog_speed), about 10 GB/s a thread.
