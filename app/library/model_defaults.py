@@ -57,7 +57,12 @@ def value_problem(name: str, given: str) -> str:
 
 @dataclass(frozen=True)
 class ModelDefaults:
-    """A model's own defaults; None everywhere means "the app's setting"."""
+    """A model's own defaults; None everywhere means "the app's setting".
+
+    As read from the library, the sampling fields a person left unset hold the model's
+    authors' recommendation where the catalog knows one (app/library/recommended_sampling.py):
+    clearing such a field goes back to that recommendation, not to the app's setting.
+    """
 
     context_length: int | None = None
     gpu_layers: int | None = None          # None: Auto (placement decides); 0: none; -1: all
