@@ -23,6 +23,10 @@ a link; set HF_ENDPOINT to a local server to stay offline) and shows what it fou
 offered as a chip; only the quick-ask window is saved. --show quick-ask-approval: the quick-ask window while its
 answer's tool call waits for the person's approval (scripts/quick_ask_scenes.py).
 
+--size 800x600 sets the window's size; --wrap-code on|off saves View → Wrap long code lines first
+(the long code answer at 800x600, both ways: --show code-wide --size 800x600 --wrap-code off;
+"code-wide" is "code" scrolled down to its longest line).
+
 --show window-set --out DIR takes empty, streaming, code, picker, hardware, about,
 server-settings and server in one run, as DIR/<view>-<theme>-<scale>.png (scale from QT_SCALE_FACTOR). The set for the
 README's review, both themes at 100% and 200%:
@@ -91,7 +95,7 @@ async def scenario(window, service, prompt: str) -> None:
     await asyncio.sleep(0.3)
 
 
-WINDOW_VIEWS = ("empty", "streaming", "code", "picker", "hardware", "about", "server-settings", "server")
+WINDOW_VIEWS = ("empty", "streaming", "code", "code-wide", "picker", "hardware", "about", "server-settings", "server")
 
 LONG_CODE = "Here is the whole module, with the parser split out and typed:\n\n```python\n" + "\n".join(
     [
@@ -104,7 +108,8 @@ LONG_CODE = "Here is the whole module, with the parser split out and typed:\n\n`
         "def readings(path: Path) -> list[Reading]:", "    found = []",
         '    with path.open(encoding="utf-8") as f:', "        for number, line in enumerate(f, 1):",
         "            try:", "                reading = parse(line)", "            except ValueError as exc:",
-        '                raise ValueError(f"{path}:{number}: {exc}") from None',
+        '                raise ValueError(f"{path}:{number}: {exc} (expected a line like '
+        '2024-01-31T23:00,1.25: when, then kWh)") from None',
         "            if reading is not None:", "                found.append(reading)", "    return found",
         "", "", "def total(path: Path) -> float:", "    return sum(r.kwh for r in readings(path))", "", "",
         'if __name__ == "__main__":', "    import sys", "", "    print(f\"{total(Path(sys.argv[1])):.2f} kWh\")",
@@ -142,6 +147,10 @@ async def window_view(window, view: str) -> QWidgetLike:
         await chat.open_conversation(_chat_id(window, "Meter readings parser"))
         await asyncio.sleep(0.3)
         window.messages.scrollToTop()  # the question, and the code block's language and Copy
+    elif view == "code-wide":  # the long code answer scrolled to its longest line
+        await chat.open_conversation(_chat_id(window, "Meter readings parser"))
+        await asyncio.sleep(0.3)
+        _scroll_to_text(window.messages, "raise ValueError")
     elif view == "streaming":
         chat.new_conversation()
         system_prompt, settings = chat.conversation_settings()
@@ -182,6 +191,23 @@ async def window_view(window, view: str) -> QWidgetLike:
         return window.server_window
     await asyncio.sleep(0.4)
     return window
+
+
+def _scroll_to_text(messages, text: str) -> None:
+    """Scroll the message list so that the first line holding text sits a third of the way down."""
+    model = messages.model()
+    for row in range(model.rowCount()):
+        index = model.index(row, 0)
+        messages.scrollTo(index)
+        body = messages.delegate.body_of(index)
+        for top, document in zip(body.tops, body.documents):
+            found = document.find(text)
+            if not found.isNull():
+                y = top + document.documentLayout().blockBoundingRect(found.block()).top()
+                place = messages.delegate.layout(index).text.top() + y
+                bar = messages.verticalScrollBar()
+                bar.setValue(int(bar.value() + place - messages.viewport().height() / 3))
+                return
 
 
 OPEN_DIALOGS: list = []  # dialogs a view opened without exec(): closed after the grab
@@ -349,6 +375,9 @@ def main() -> int:
     parser.add_argument("--add", type=Path, action="append", default=[],
                         help="a model file to reference before showing the manager")
     parser.add_argument("--paste", help="with --show catalog: a repository or link to look up")
+    parser.add_argument("--size", default="1180x780", help="the window's size, WIDTHxHEIGHT (800x600: the smallest)")
+    parser.add_argument("--wrap-code", choices=["on", "off"],
+                        help="View → Wrap long code lines, saved before the window starts (default: as saved)")
     args = parser.parse_args()
 
     import qasync
@@ -363,7 +392,10 @@ def main() -> int:
     asyncio.set_event_loop(loop)
     paths = data_paths().ensure()
     settings_file = SettingsFile(paths.settings_file)
-    settings_file.save(dataclasses.replace(settings_file.load(), theme=args.theme))
+    saved = dataclasses.replace(settings_file.load(), theme=args.theme)
+    if args.wrap_code is not None:
+        saved = dataclasses.replace(saved, wrap_code=args.wrap_code == "on")
+    settings_file.save(saved)
     seed_chats(paths.history_db)
     if args.show == "tools-set":
         from scripts.tool_scenes import seed_tool_chat
@@ -371,7 +403,8 @@ def main() -> int:
         seed_tool_chat(paths.history_db)
     service = build_service(paths)
     window = build_window(service, paths)
-    window.resize(1180, 780)
+    width, height = (int(number) for number in args.size.lower().split("x"))
+    window.resize(width, height)
     window.show()
     in_manager = args.show in ("installed", "settings", "catalog", "downloads")
     shown: list = []
