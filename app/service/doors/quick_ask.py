@@ -31,6 +31,7 @@ class QuickAskDoor:
 
     def __init__(self, service: Service) -> None:
         self._session = service.session
+        self._keeper = service.keeper
         quick = self._quick = service.quick_ask
         self.ask = quick.ask
         self.stop = quick.stop
@@ -55,6 +56,11 @@ class QuickAskDoor:
     @property
     def busy(self) -> bool:
         return self._quick.busy
+
+    @property
+    def wrap_code(self) -> bool:
+        """Whether code blocks wrap long lines (View → Wrap long code lines), as the main window draws them."""
+        return self._keeper.settings.wrap_code
 
     @property
     def model_state(self) -> ModelState:

@@ -65,6 +65,7 @@ class QuickAskWindow(QWidget):
         self._offered = ""  # the copied text offered last: not offered again until it changes
         self.region_picker: RegionPicker | None = None
         self._build()
+        self.answers.delegate.set_wrap_code(door.wrap_code)
         self._unsubscribe = door.subscribe(self._heard)
         self.destroyed.connect(self._unsubscribe)
         self.show_state()
@@ -280,6 +281,9 @@ class QuickAskWindow(QWidget):
     # --- what the service says ------------------------------------------------------------
 
     def _heard(self, event: ev.Event) -> None:
+        if isinstance(event, ev.SettingsChanged):  # code blocks drawn as the person chose in View
+            self.answers.delegate.set_wrap_code(event.settings.wrap_code)
+            return
         if self.approval.hear(event):
             self._fit()
             return

@@ -245,3 +245,11 @@ def test_the_messages_offer_copy_alone_while_the_chat_pane_offers_all(loop, quic
     answers.run_action(model.index(3, 0), "copy")
     assert QGuiApplication.clipboard().text() == "Second."
     assert window.messages.delegate.offered == {"copy", "regenerate", "edit"}, "the chat pane's are as they were"
+
+
+def test_code_blocks_in_the_quick_window_follow_the_view_menus_wrap_choice(loop, quick_over) -> None:
+    window, quick, _engine = quick_over()
+    assert quick.answers.delegate.wrap_code == window.doors.settings.settings.wrap_code
+    settings = window.doors.settings.settings
+    run(loop, window.doors.settings.update_settings(dataclasses.replace(settings, wrap_code=not settings.wrap_code)))
+    run(loop, until(lambda: quick.answers.delegate.wrap_code == (not settings.wrap_code), what="the choice followed"))
