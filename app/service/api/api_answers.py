@@ -12,10 +12,11 @@ from typing import Any
 from app.core.attachments import AttachedImage
 from app.core.generation import GenerationSettings
 from app.engine.failures import BadShape, PromptTooLong, ShapePart
-from app.engine.protocol import Delta, Done
+from app.engine.protocol import Delta, Done, ToolCall
 from app.core.conversation import Role
 from app.library.installed import InstalledModel
 from app.service.api.api_context import ContextPlanner
+from app.service.api.api_repeats import CopyHold, RepeatWatch, asked_again, both, without_calls
 from app.service.api.api_images import refuse_unseeing, seen_images
 from app.service.api.api_embeddings import ApiEmbeddings, no_embedding_model
 from app.service.api.api_types import ApiAsk, ApiModel, ApiRefused, EmbeddingAsk, Embeddings, Started
@@ -33,6 +34,17 @@ RECENT = 100
 # A model switched by a window chat between this request's load and its turn: try again.
 _SWITCH_TRIES = 3
 _SETTINGS = ("temperature", "top_p", "top_k", "repeat_penalty", "max_tokens", "seed")
+
+
+async def _after(first: Delta | Done, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The answer's first event, then the rest of its events up to its Done."""
+    yield first
+    if isinstance(first, Done):
+        return
+    async for event in events:
+        yield event
+        if isinstance(event, Done):
+            return
 
 
 class ApiAnswers:
@@ -183,22 +195,61 @@ class ApiAnswers:
                     continue  # another model took the engine before this turn: load this one again
                 loaded = self._session.client.loaded
                 yield Started(target.id, loaded.context_length if loaded is not None else 0)
-                yield first
-                if isinstance(first, Done):
-                    self._session.learn_threads(first.stats)
-                    return
+                watch = RepeatWatch(ask.messages, ask.shape)  # a call the client already ran is not sent again
+                done: Done | None = None
                 try:
-                    async for event in events:
+                    async for event in _after(first, events):
                         if isinstance(event, Done):
-                            self._session.learn_threads(event.stats)
-                        if isinstance(event, (Delta, Done)):
-                            yield event
+                            done = event
+                        elif isinstance(event, Delta) and (passed := watch.passes(event)) is not None:
+                            yield passed
                 except EngineError as exc:
                     raise self._engine_refusal(exc, ask) from exc
-                return
-            # Left the line when the iterator is closed: a client that went away cancels.
+                if done is None:
+                    return
+                self._session.learn_threads(done.stats)
+                result_at = watch.ask_again(done)
+                if result_at is None or watch.repeated is None:
+                    yield done
+                    return
+            # Left the line when the iterator is closed (a client that went away cancels), and
+            # out of it before the second try joins it again.
+            async for event in self._asked_again(ask, target, settings, result_at, watch.repeated, done):
+                yield event
+            return
         raise ApiRefused(503, "The model was switched by another request each time this one came to its "
                               "turn. Try again.", code="server_busy", retry_after=2)
+
+    async def _asked_again(self, ask: ApiAsk, target: InstalledModel, settings: GenerationSettings, result_at: int,
+                           repeated: ToolCall, first: Done) -> AsyncIterator[Delta | Done]:
+        """The answer asked for once more after it only repeated a call whose result the request
+        holds: no tools this time, a note after that result. Its words, or none (the first
+        answer's end: an empty answer, never words made up for the model)."""
+        request = self._session.engine.request(asked_again(ask.messages, result_at, repeated), settings,
+                                               stop=ask.stop, shape=without_calls(ask.shape),
+                                               threads=self._session.answer_threads(self._keeper.settings))
+        hold = CopyHold(ask.shape)
+        async with aclosing(request.events()) as events:
+            try:
+                async for event in events:
+                    if isinstance(event, Withdrawn):
+                        break
+                    if not isinstance(event, (Delta, Done)):
+                        continue
+                    asked = self._session.client.load_request
+                    if asked is None or asked.model_path != str(target.path):
+                        break  # a window chat's model took the engine meanwhile: not this model's answer
+                    if isinstance(event, Done):
+                        self._session.learn_threads(event.stats)
+                        for held in hold.rest():
+                            yield held
+                        yield dataclasses.replace(event, stats=both(first.stats, event.stats))
+                        return
+                    for sent in hold.passes(event):
+                        yield sent
+            except EngineError:
+                pass  # e.g. a template that takes no tool turns without tools: the empty answer stands
+        yield first
 
     async def _first(self, events: AsyncIterator[Any], target: InstalledModel) -> Delta | Done | None:
         """The first engine event, after the waiting; None if the engine held another model
