@@ -31,14 +31,14 @@ from app.hardware.report import HardwareReport
 _GB = 1e9
 # The context a token is judged at: a few turns into a chat (the KV cache read grows with it).
 TYPICAL_CONTEXT = 1024
-# The fixed cost of a token, beside its bytes: the tiny test model (0.7 MB) decodes at
-# 1,200-1,260 tokens/s through Kestrel's engine on one thread of the 2-core test VM (0.8 ms),
-# and sampling reads every logit, measured as the vocabulary's share (benchmarks/speed_prediction.py).
-TOKEN_OVERHEAD_S = 0.0008
+# The fixed cost of a token, beside its bytes: the tiny test GGUF (0.7 MB, where that cost is all of its
+# time) decoded at 1,250-7,100 tokens/s through Kestrel's engine on one thread of the shared 2-core test
+# VM (0.14-0.8 ms; benchmarks/speed_prediction.py), and sampling reads every logit (VOCAB_ENTRY_S, a guess).
+TOKEN_OVERHEAD_S = 0.0003
 VOCAB_ENTRY_S = 3e-9
-# ONNX Runtime GenAI's own per-token cost: the 1 MB ONNX test model decodes at 2,300-9,900 tokens/s through
-# the engine on the 2-core test VM (benchmarks/speed_prediction.py), about 0.1-0.4 ms a token.
-ONNX_TOKEN_OVERHEAD_S = 0.0002
+# ONNX Runtime GenAI's own per-token cost: the 1 MB ONNX test model decoded at 2,300-20,700 tokens/s
+# through the engine on the same VM (benchmarks/speed_prediction.py), about 0.05-0.4 ms a token.
+ONNX_TOKEN_OVERHEAD_S = 0.0001
 # Bytes per second one CPU thread decodes, by instruction set, when nothing was measured here.
 # x86 with AVX2: the 2-core AMD EPYC test VM decoded Qwen2.5-Coder 1.5B Q4_K_M (1.12 GB) at
 # 17.6 tokens/s on 2 threads at best (docs/benchmarks.md, catalog_speed), about 10 GB/s a thread.

@@ -64,15 +64,15 @@ FAST = (Measured("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064, 300.0, 
 
 
 @pytest.mark.parametrize("ram_gb, chosen, reason", [
-    (8, "qwen3-4b-q4_k_m", "About 67 tokens/s here; fits in the 6 GB of your 8 GB of memory that Kestrel "
+    (8, "qwen3-4b-q4_k_m", "About 58 tokens/s here; fits in the 6 GB of your 8 GB of memory that Kestrel "
                            "counts on, with room for an 8k context."),
     # 14B's 8.4 GiB is 52% of 16 GiB, inside the 60% a first model may take.
-    (16, "qwen3-14b-q4_k_m", "About 21 tokens/s here; fits in the 14 GB of your 16 GB of memory that Kestrel "
+    (16, "qwen3-14b-q4_k_m", "About 17 tokens/s here; fits in the 14 GB of your 16 GB of memory that Kestrel "
                              "counts on, with room for an 8k context."),
     # 30B-A3B runs well on 24 GB, but its 18.6 GB would leave the machine 5 GB: 14B (9 GB).
-    (24, "qwen3-14b-q4_k_m", "About 21 tokens/s here; fits in the 21 GB of your 24 GB of memory that Kestrel "
+    (24, "qwen3-14b-q4_k_m", "About 17 tokens/s here; fits in the 21 GB of your 24 GB of memory that Kestrel "
                              "counts on, with room for a 32k context."),
-    (32, "qwen3-30b-a3b-q4_k_m", "About 82 tokens/s here; fits in the 28 GB of your 32 GB of memory that "
+    (32, "qwen3-30b-a3b-q4_k_m", "About 73 tokens/s here; fits in the 28 GB of your 32 GB of memory that "
                                  "Kestrel counts on, with room for a 32k context."),
 ])
 def test_once_the_cores_keep_up_the_memory_picks_the_tier(ram_gb: int, chosen: str, reason: str) -> None:
@@ -104,7 +104,7 @@ def test_a_graphics_card_picks_the_largest_model_it_holds_whole() -> None:
     # Counted against the card's whole 12 GB (not what the desktop holds of it now), 14B fits whole; the
     # 30B-A3B's experts spill to the CPU, and with 3.3B active it is predicted fast: the largest that runs well.
     assert picked is not None and picked.row.entry.id == "qwen3-30b-a3b-q4_k_m"
-    assert picked.reason == ("About 35 tokens/s here (estimated); fits across your 12 GB NVIDIA GeForce RTX 4070 "
+    assert picked.reason == ("About 36 tokens/s here (estimated); fits across your 12 GB NVIDIA GeForce RTX 4070 "
                              "and your 64 GB of memory with room for a 32k context.")
 
 
@@ -114,7 +114,7 @@ def test_an_integrated_gpu_is_said_to_share_the_memory() -> None:
     picked = recommend(rows(report), report)
 
     assert picked is not None and picked.row.entry.id == "qwen3-4b-q4_k_m"
-    assert picked.reason.startswith("About 26 tokens/s here (estimated); fits the 16 GB your AMD Radeon 780M Graphics")
+    assert picked.reason.startswith("About 27 tokens/s here (estimated); fits the 16 GB your AMD Radeon 780M Graphics")
 
 
 def test_too_little_memory_for_every_recommended_model_offers_a_smaller_chat_model() -> None:
