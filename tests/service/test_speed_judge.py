@@ -7,11 +7,10 @@ import os
 
 import psutil
 
-from app.core.paths import data_paths
 from app.hardware.fit import Verdict
 from app.service import events as ev
 from app.service.library.speed_judge import measured_from, measured_speeds
-from tests.service.conftest import run
+from tests.service.conftest import run, session_of
 
 CPUS = f"{os.cpu_count()}|{psutil.cpu_count(logical=False)}"
 
@@ -35,18 +34,18 @@ def test_threads_json_gives_this_cpus_measurements_only(tmp_path) -> None:
 
 
 def test_the_library_judges_by_speed_calibrated_by_what_this_machine_measured(started_service) -> None:
-    """An answer's speed kept in threads.json (as the thread advisor keeps it) becomes the basis of every
+    """An answer's speed, as the thread advisor records it, becomes the basis of every
     chat model's verdict; the tiny model runs well and says it was measured."""
     async def scenario():
         async with started_service() as started:
             first = started.service
             await first.library.refresh()
             size = next(r for r in first.library.rows if r.model.id == "tiny-model").model.size
-            path = data_paths().config / "threads.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # The tiny model is too small to calibrate on; a 500 MB model at 25 tokens/s on 1 thread is.
-            path.write_text(json.dumps({f"tiny model.gguf|{size}|{CPUS}": {"best": {"1": 1000.0}},
-                                        f"big.gguf|500000000|{CPUS}": {"best": {"1": 25.0}}}), encoding="utf-8")
+            # What answers teach the thread advisor (kept in threads.json at the next save). The tiny model is
+            # too small to calibrate on; a 500 MB model at 25 tokens/s on 1 thread is.
+            advisor = session_of(first).threads
+            advisor.record(f"tiny model.gguf|{size}|{CPUS}", 1, 100, 1000.0)
+            advisor.record(f"big.gguf|500000000|{CPUS}", 1, 100, 25.0)
             await first.library.refresh()
             return started.events
 

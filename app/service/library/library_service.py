@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+import psutil
+
 from app.core.settings import DevicePreference
-from app.core.paths import data_paths
 from app.hardware.fit import FitEstimate, estimate_fit, with_others_now
 from app.hardware.speed import Measured
 from app.hardware.report import HardwareReport, RamInfo
@@ -29,7 +31,7 @@ from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, Down
                                 Problem)
 from app.service.models.model_session import ModelSession
 from app.service.library.recommendation import recommend, with_reason
-from app.service.library.speed_judge import judged, measured_speeds
+from app.service.library.speed_judge import judged, measured_from
 from app.service.settings_keeper import SettingsKeeper
 
 if TYPE_CHECKING:
@@ -81,7 +83,8 @@ class LibraryService:
         default = settings.default_model
         loaded = self._session.model if self._session.loaded is not None else None
         loaded_bytes = await self._loaded_need(report)
-        measured = await asyncio.to_thread(measured_speeds, data_paths().config / "threads.json")
+        # What this machine's answers measured (the thread advisor's own record, this run's answers included).
+        measured = measured_from(self._session.threads.measured(), os.cpu_count(), psutil.cpu_count(logical=False))
         rows, disk_total = await asyncio.to_thread(self._rows, report, default, loaded, loaded_bytes,
                                                    settings.generation.context_length, measured)
         self.rows = rows

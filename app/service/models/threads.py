@@ -118,6 +118,11 @@ class ThreadAdvisor:
         except OSError:
             pass  # A speed hint is not worth a message; the next answer learns it again.
 
+    def measured(self) -> dict[str, dict[str, dict[str, float]]]:
+        """What answers measured here, as threads.json holds it ({model key: {"best": {threads: tokens/s}}}),
+        with this run's answers included: the speed prediction calibrates on it."""
+        return {key: {"best": dict(entry.get("best", {}))} for key, entry in self._models.items()}
+
     def _from_free(self, busy: float) -> ThreadChoice:
         if busy < QUIET_CORES:
             return ThreadChoice(self._cores, f"all {self._cores} physical cores: the machine is otherwise quiet")
