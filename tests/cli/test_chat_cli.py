@@ -220,3 +220,22 @@ def test_save_keeps_the_exchange_as_a_new_chat_and_without_it_nothing_is_written
         store.close()
     assert sorted(messages[0].text for messages in kept) == ["Kept once", "Kept twice"]
     assert all(len(messages) == 2 and messages[1].text for messages in kept)
+
+
+def test_with_other_programs_keeping_the_cores_busy_chat_decodes_with_the_one_they_leave(tiny_model: Path) -> None:
+    # `kestrel chat` used every core on a busy 2-core machine and ran up to 25x slower than with one thread,
+    # while the window picked one: the same advisor must see the busy cores on the CLI's single answer.
+    cores = psutil.cpu_count(logical=False) or 1
+    if cores < 2:
+        pytest.skip("one core: there is nothing to leave free")
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores - 1)]
+    try:
+        time.sleep(0.5)  # busy before Kestrel starts measuring
+        result = kestrel("chat", "--model", str(tiny_model), "--max-tokens", "4", "--temperature", "0",
+                         "--ctx", "512", "--json", "Hello")
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    assert result.returncode == 0, result.stderr
+    assert json_lines(result.stdout)[-1]["threads"] == 1
