@@ -154,3 +154,31 @@ def test_a_recorded_answer_of_the_real_hub_lists_every_repository(
     widths = [box.repos.columnWidth(c) for c in range(box.repos.columnCount())]
     assert sum(widths) <= box.repos.viewport().width(), widths
     assert widths[1] >= box.repos.fontMetrics().horizontalAdvance("4,567,553")
+
+
+def test_long_names_elide_on_purpose_with_their_whole_text_in_the_tooltip(qtbot) -> None:
+    """The pane is narrower than a long repository name or a file with its projector: those
+    columns lose their middle (declared to the clip probe), and the tooltip says all of it."""
+    from types import SimpleNamespace
+
+    from app.library.download.unit import FileSpec
+    from app.library.huggingface.hub import DownloadUnit
+    from app.library.huggingface.hub_search import RepoChoice
+    from app.service.library.hub_search import ChoiceRow, RepoListing
+    from app.ui.common.text_room import ELIDED_COLUMNS
+
+    box = HubSearchBox(SimpleNamespace(spawn=None), SimpleNamespace())  # type: ignore[arg-type]
+    qtbot.addWidget(box)
+    assert box.repos.property(ELIDED_COLUMNS) == [0] and box.files.property(ELIDED_COLUMNS) == [4]
+    base = "http://127.0.0.1/ggml-org/gemma-3-4b-it-GGUF/resolve/main/"
+    files = (FileSpec(base + "gemma-3-4b-it-Q4_K_M.gguf", "gemma-3-4b-it-Q4_K_M.gguf", None, 2_489_757_856),
+             FileSpec(base + "mmproj-model-f16.gguf", "mmproj-model-f16.gguf", None, 851_251_104))
+    unit = DownloadUnit("gemma-3-4b-it-Q4_K_M.gguf", "gemma-3-4b-it-Q4_K_M", "gguf", files,
+                        base + "gemma-3-4b-it-Q4_K_M.gguf", projector="mmproj-model-f16.gguf")
+    box._listing = "ggml-org/gemma-3-4b-it-GGUF"
+    box._show_files(RepoListing("ggml-org/gemma-3-4b-it-GGUF", (
+        ChoiceRow(RepoChoice(unit, "Q4_K_M"), None, "Whether it fits is not known yet."),)))
+    item = box.files.topLevelItem(0)
+    whole = "gemma-3-4b-it-Q4_K_M.gguf + mmproj-model-f16.gguf, which lets it read images (its vision projector)"
+    assert item.text(4) == whole
+    assert item.toolTip(4) == f"{whole}\nfrom {base}gemma-3-4b-it-Q4_K_M.gguf"

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app.core.units import human_size
+from app.ui.common.text_room import elides_on_purpose
 from app.ui.state.fit_verdict import verdict_icon, verdict_words
 
 if TYPE_CHECKING:
@@ -66,8 +67,12 @@ class HubSearchBox(QWidget):
         # middle, with the whole name as the tooltip, so the numbers beside them stay in view.
         self.repos = _tree(self, "hubRepos", "Repositories found", ["Repository", "Downloads", "Likes", "Updated"],
                            stretch=0)
+        elides_on_purpose(self.repos, 0)  # each item's tooltip is its whole name
+        # The file's name with what comes with it ("… + mmproj-….gguf, which lets it read images"):
+        # the pane is narrower than that even at 100%, so it loses its middle, whole in the tooltip.
         self.files = _tree(self, "hubFiles", "Files of the chosen repository",
                            ["Quantization", "Size", "Fit", "", "File"], stretch=_FILE)
+        elides_on_purpose(self.files, _FILE)
         self.files_note = QLabel(self)
         self.files_note.setObjectName("hubFilesNote")
         self.files_note.setWordWrap(True)
@@ -200,7 +205,7 @@ class HubSearchBox(QWidget):
                                 unit.key + unit.parts_words])
         item.setData(0, _DATA, row)
         item.setToolTip(2, row.reason)
-        item.setToolTip(_FILE, f"{unit.key}\nfrom {unit.source}")
+        item.setToolTip(_FILE, f"{unit.key}{unit.parts_words}\nfrom {unit.source}")
         if row.fit is not None:
             item.setIcon(2, verdict_icon(row.fit.verdict))
         self.files.addTopLevelItem(item)
