@@ -304,11 +304,12 @@ def test_an_embedding_models_card_is_tagged_and_cannot_be_loaded_to_chat() -> No
 def test_a_model_that_sees_names_its_projector_and_one_whose_projector_is_gone_says_so() -> None:
     seeing = details_html(installed("gemma", details={"format": "gguf", "chat_template": True,
                                                       "projector": "/models/gemma/mmproj-model-f16.gguf"}))
-    assert "Vision projector:" in seeing and "mmproj-model-f16.gguf (it reads images)" in seeing
+    assert "Vision projector" not in seeing  # the jargon is the explanation, not the label (issue 37)
+    assert "Reads images:" in seeing and "yes, with /models/gemma/mmproj-model-f16.gguf (its vision projector)" in seeing
     gone = details_html(installed("gemma", details={"format": "gguf", "chat_template": True, "projector_missing":
                                                     "The vision projector /usb/mmproj.gguf is not there now, so the "
                                                     "model reads text only."}))
-    assert "Vision projector:" not in gone and "is not there now, so the model reads text only." in gone
+    assert "Reads images:" not in gone and "is not there now, so the model reads text only." in gone
 
 
 def test_the_catalogs_vision_model_names_the_projector_it_downloads_with() -> None:
@@ -319,4 +320,5 @@ def test_the_catalogs_vision_model_names_the_projector_it_downloads_with() -> No
     entry = find_entry(load_catalog(), "gemma-3-4b-it-q4_k_m")
     assert entry is not None and entry.projector is not None
     text = catalog_html(CatalogRow(entry, None, None))
-    assert "Vision projector:" in text and "mmproj-model-f16.gguf (851.3 MB, downloaded with it)" in text
+    assert "Vision projector" not in text and "Reads images:" in text
+    assert "yes, with mmproj-model-f16.gguf (851.3 MB, downloaded with it; its vision projector)" in text

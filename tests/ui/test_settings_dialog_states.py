@@ -1,4 +1,4 @@
-"""The settings dialog's saved chat states (disk budget, clear) and prompt-lookup choice."""
+"""The settings dialog's saved chat states (disk budget, clear), prompt-lookup choice and comfortable reading speed."""
 
 from __future__ import annotations
 
@@ -73,6 +73,29 @@ def test_the_budget_and_prompt_lookup_round_trip_into_the_settings(qtbot) -> Non
     qtbot.addWidget(defaults)
     assert defaults.prompt_lookup.currentData() == "auto" and defaults.saved_states.value() == 2048
     assert not defaults.clear_states.isEnabled()  # no service to ask
+
+
+def test_the_comfortable_reading_speed_round_trips_into_the_settings(qtbot) -> None:
+    """The speed the model manager's verdicts judge by (runs well / usable / slow): shown from the
+    settings, given back changed, and a value the box rounds kept as it was unless changed."""
+    settings = Settings(comfortable_tokens_per_s=25.0)
+    dialog = SettingsDialog(settings, None)
+    qtbot.addWidget(dialog)
+    box = dialog.comfortable_speed
+    assert (box.value(), box.minimum(), box.maximum(), box.suffix()) == (25.0, 1.0, 1000.0, " tokens/s")
+    assert dialog.value() == settings
+    box.setValue(4.5)
+    changed = dialog.value()
+    assert changed == dataclasses.replace(settings, comfortable_tokens_per_s=4.5) and changed.validated() == changed
+    box.setValue(5000)  # past the range the settings accept: held at its top
+    assert dialog.value().comfortable_tokens_per_s == 1000.0
+    odd = Settings(comfortable_tokens_per_s=12.345)  # set in settings.json, finer than the box shows
+    kept = SettingsDialog(odd, None)
+    qtbot.addWidget(kept)
+    assert kept.value().comfortable_tokens_per_s == 12.345
+    defaults = SettingsDialog(Settings(), None)
+    qtbot.addWidget(defaults)
+    assert defaults.comfortable_speed.value() == Settings().comfortable_tokens_per_s == 10.0
 
 
 def test_clear_asks_the_service_without_waiting_for_it_and_says_what_it_freed(qtbot, loop) -> None:

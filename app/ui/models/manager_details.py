@@ -40,7 +40,7 @@ def details_html(row: ModelRow) -> str:
     where = "kept where you keep it" if model.referenced else "in Kestrel's models folder"
     cells += [("File", f"{model.path} ({where})"), ("Source", model.source)]
     if row.details.get("projector"):
-        cells.append(("Vision projector", f"{row.details['projector']} (it reads images)"))
+        cells.append(("Reads images", f"yes, with {row.details['projector']} (its vision projector)"))
     lines.append(_table(cells))
     if row.details.get("projector_missing"):
         lines.append(f"<p>{escape(str(row.details['projector_missing']))}</p>")
@@ -59,7 +59,8 @@ def catalog_html(row: CatalogRow) -> str:
              ("From", f"huggingface.co/{entry.repo}")]
     if entry.projector is not None:
         projector = human_size(entry.projector.size) if entry.projector.size else "size from the server"
-        cells.append(("Vision projector", f"{entry.projector.path} ({projector}, downloaded with it)"))
+        cells.append(("Reads images", f"yes, with {entry.projector.path} ({projector}, downloaded with it; "
+                                      "its vision projector)"))
     if row.installed_id:
         cells.append(("Installed", f"yes, as {row.installed_id}"))
     return (f"<h3>{escape(entry.name)}</h3><p>{escape(entry.description)}</p>" + _table(cells)

@@ -25,7 +25,7 @@ from app.ui.state.model_items import CatalogModel, ModelFilter, Roles
 from app.ui.models.model_settings_form import ModelSettingsForm
 
 if TYPE_CHECKING:
-    from app.service.doors.models import LibraryDoor
+    from app.service.doors.models import LibraryDoor, ModelDoor
     from app.service.doors.settings import SettingsDoor
     from app.ui.state.adapter import ServiceAdapter
 
@@ -62,10 +62,12 @@ def _splitter(parent: QWidget, left: QWidget, right: QWidget) -> QSplitter:
 
 
 class InstalledPage(QWidget):
-    """The library as cards (Load on each), the selected model's details and own settings beside them."""
+    """The library as cards (Load on each), the selected model's details and own settings beside them.
+    model: the ModelDoor, whose hardware report says whether this build has a GPU backend (without
+    it the GPU rows stay as they are)."""
 
     def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, settings: SettingsDoor,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, model: ModelDoor | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
         self.library = library
@@ -104,6 +106,8 @@ class InstalledPage(QWidget):
         self.default_button.clicked.connect(lambda: self._act(self.library.set_default))
         self.remove_button.clicked.connect(self.remove)
         self.form.saveRequested.connect(self._save_defaults)
+        if model is not None:
+            adapter.spawn(self.form.follow_gpu_backend(model))  # the engine's report: off the UI thread
         self._show_total()
         self._select_one()
         self.show_selected()
@@ -141,8 +145,8 @@ class InstalledPage(QWidget):
         buttons.addStretch(1)
         settings = QWidget(self)
         settings_layout = QVBoxLayout(settings)
-        heading = QLabel("This model's own settings. A chat's own settings go over these; a ticked box "
-                         "uses the app's setting (File → Settings…).", settings)
+        heading = QLabel("This model's own settings. A chat's own settings go over these; where “as in "
+                         "Settings” is ticked, the value in File → Settings… is used.", settings)
         heading.setWordWrap(True)
         settings_layout.addWidget(heading)
         settings_layout.addWidget(self.form)
@@ -271,8 +275,9 @@ class CatalogPage(QWidget):
         self.search = _search(self, "Search the catalog")
         self.fits_only = QCheckBox("&Only models that fit this machine", self)
         self.runs_well_only = QCheckBox("Only models that run &well here", self)
-        self.runs_well_only.setToolTip("Models predicted to decode at a comfortable reading speed on this "
-                                       "machine or faster (comfortable_tokens_per_s in settings.json: 10 by default).")
+        self.runs_well_only.setToolTip("Models predicted to write on this machine at least as fast as "
+                                       "“A comfortable reading speed” in File → Settings… (10 tokens/s unless "
+                                       "you changed it).")
         self.filter = ModelFilter(self)
         self.filter.setSourceModel(adapter.catalog)
         # Best first: what runs well here, then usable, slow and what will not fit (faster first within each).
@@ -356,10 +361,11 @@ class CatalogPage(QWidget):
 
 
 class ModelManager(QDialog):
-    """Not modal: the chat goes on while it is open. Opening it asks for a fresh listing."""
+    """Not modal: the chat goes on while it is open. Opening it asks for a fresh listing. model (the
+    ModelDoor): for whether this build has a GPU backend (the Settings tab greys GPU layers without)."""
 
     def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, settings: SettingsDoor,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, model: ModelDoor | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
         self.library = library
@@ -368,7 +374,7 @@ class ModelManager(QDialog):
         self.setMinimumSize(*MINIMUM_SIZE)
         self.resize(1220, 720)
         self.tabs = QTabWidget(self)
-        self.installed = InstalledPage(adapter, library, settings, self.tabs)
+        self.installed = InstalledPage(adapter, library, settings, self.tabs, model=model)
         self.catalog = CatalogPage(adapter, library, self.tabs)
         self.downloads = DownloadsPage(adapter, library, self.tabs)
         self.tabs.addTab(self.installed, "&Installed")

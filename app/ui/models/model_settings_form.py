@@ -1,18 +1,21 @@
-"""A model's own defaults as a form: each setting its own value or the app's, with Save and Reset."""
+"""A model's own defaults as a form: each setting its own value or as in Settings, with Save and Reset."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QValidator
+from PySide6.QtGui import QStandardItemModel, QValidator
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPlainTextEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from app.core.generation import GenerationSettings
 from app.library.model_defaults import ModelDefaults
 from app.ui.common.window_look import fit_shortcut_letters
+
+if TYPE_CHECKING:
+    from app.service.doors.models import ModelDoor
 
 # (value, the item's text, its tooltip): short texts, so that the box fits a narrow pane at 200%.
 DEVICE_CHOICES = (("auto", "Automatic", "The best this machine has: an NPU or a GPU the model fits on, else the CPU"),
@@ -32,27 +35,52 @@ def device_combo(parent: QWidget) -> QComboBox:
     return combo
 
 
+def no_gpu_backend(device: QComboBox) -> None:
+    """Say in the Device box that this build cannot use a GPU: its GPU item is greyed and says why."""
+    index = device.findData("gpu")
+    items = device.model()
+    if index < 0 or not isinstance(items, QStandardItemModel):
+        return
+    item = items.item(index)
+    item.setText("GPU (not in this build)")
+    item.setToolTip("This build of Kestrel has no GPU backend: models run on the processor (CPU).")
+    item.setEnabled(device.currentIndex() == index)  # a choice made before stays visible, not silently changed
+    device.setToolTip(device.toolTip() + " This build has no GPU backend: models run on the CPU.")
+
+
+async def lacks_gpu_backend(model: "ModelDoor") -> bool:
+    """Whether the engine's hardware report says this llama.cpp build cannot offload to a GPU
+    (False when the engine cannot be asked: the boxes stay as they are, the hardware window says why)."""
+    try:
+        report = (await model.hardware_overview()).report
+    except Exception:  # noqa: BLE001 - not known is not "no GPU backend"
+        return False
+    return report.llama is not None and not report.llama.gpu_offload
+
+
 @dataclass
 class _Setting:
-    """One row: the editor, the box that hands it to the app's setting, and how to read and write it."""
+    """One row: the editor, the box that hands it to the setting in Settings, and how to read and write
+    it. usable: False where this build cannot follow the setting (its row greyed, its value kept)."""
 
     editor: QWidget
     inherit: QCheckBox
     read: Callable[[], Any]
     write: Callable[[Any], None]
     app_value: Any = None
+    usable: bool = True
 
     def show(self, own: Any, app_value: Any) -> None:
         self.app_value = app_value
         self.inherit.setChecked(own is None)
         self.write(app_value if own is None else own)
-        self.editor.setEnabled(own is not None)
+        self.editor.setEnabled(own is not None and self.usable)
 
     def value(self) -> Any:
         return None if self.inherit.isChecked() else self.read()
 
     def inherit_changed(self, inherit: bool) -> None:
-        self.editor.setEnabled(not inherit)
+        self.editor.setEnabled(not inherit and self.usable)
         if inherit:
             self.write(self.app_value)
 
@@ -93,9 +121,11 @@ class LayersSpinBox(QSpinBox):
 class ModelSettingsForm(QWidget):
     """A model's own context, GPU layers, device, system prompt, sampling and chat template.
 
-    A ticked "the app's" box means the model has no value of its own (None in
-    ModelDefaults): the app's setting shows, greyed. Signals: saveRequested(ModelDefaults),
-    emitted with checked values; a value the model cannot take is said under the form.
+    A ticked "as in Settings" box means the model has no value of its own (None in
+    ModelDefaults): the value in File → Settings… shows, greyed. In a build with no GPU
+    backend (`no_gpu_backend`) the GPU layers row is greyed and says so. Signals:
+    saveRequested(ModelDefaults), emitted with checked values; a value the model cannot take
+    is said under the form.
     """
 
     saveRequested = Signal(object)
@@ -106,14 +136,24 @@ class ModelSettingsForm(QWidget):
         self._app = GenerationSettings()
         self._app_device = "auto"
         self._settings: dict[str, _Setting] = {}
+        self._rows: dict[str, QHBoxLayout] = {}
         form = QFormLayout()
         self.context_length = self._spin(form, "context_length", "&Context length", 256, 1_048_576, step=256)
         self.gpu_layers = LayersSpinBox(self)
-        self._add(form, "gpu_layers", "&GPU layers", self.gpu_layers, self.gpu_layers.layers,
-                  self.gpu_layers.set_layers, "Auto")
+        self.gpu_layers_caption = self._add(form, "gpu_layers", "&GPU layers", self.gpu_layers,
+                                            self.gpu_layers.layers, self.gpu_layers.set_layers, "Auto")
+        # Shown instead of the box and its Auto in a build that cannot offload (no_gpu_backend).
+        self.no_gpu_note = QLabel("none: this build has no GPU backend", self)
+        self.no_gpu_note.setObjectName("noGpuBackend")
+        self.no_gpu_note.setWordWrap(True)
+        self.no_gpu_note.setEnabled(False)
+        self.no_gpu_note.hide()
+        self._rows["gpu_layers"].addWidget(self.no_gpu_note, 1)
+        self.app_box("gpu_layers").setToolTip("Ticked: Kestrel places as many layers on the GPU as its free "
+                                              "memory holds. Untick to give this model its own number.")
         self.device = device_combo(self)
         self._add(form, "device_preference", "&Device", self.device, self._combo_read, self._combo_write)
-        self.system_prompt = self._text(form, "system_prompt", "&System prompt", "the app's (none)")
+        self.system_prompt = self._text(form, "system_prompt", "&System prompt", "as in Settings (none)")
         self.temperature = self._double(form, "temperature", "&Temperature", 0.0, 5.0, 0.05)
         self.top_p = self._double(form, "top_p", "Top &p", 0.01, 1.0, 0.01)
         self.top_k = self._spin(form, "top_k", "Top &k", 0, 1000)
@@ -128,6 +168,8 @@ class ModelSettingsForm(QWidget):
         self._add(form, "tools", "T&ools", self.tools, self._tools_read, self._tools_write)
         self.chat_template = self._text(form, "chat_template", "C&hat template", "the file's")
         self.chat_template.setPlaceholderText("A Jinja chat template to use instead of the one in the file")
+        self.app_box("chat_template").setToolTip("Ticked: this model uses the chat template in its file. Untick "
+                                                 "to give it one of its own.")
         self.problem = QLabel(self)
         self.problem.setWordWrap(True)
         self.problem.setObjectName("settingsProblem")
@@ -151,7 +193,7 @@ class ModelSettingsForm(QWidget):
     # --- showing and reading ------------------------------------------------------------
 
     def show_defaults(self, defaults: ModelDefaults, app: GenerationSettings, app_device: str) -> None:
-        """Show a model's saved defaults over the app's settings (shown where it has none)."""
+        """Show a model's saved defaults over the values in Settings (shown where it has none)."""
         self._saved, self._app, self._app_device = defaults, app, app_device
         self.reset()
 
@@ -170,8 +212,30 @@ class ModelSettingsForm(QWidget):
         return ModelDefaults(**{name: setting.value() for name, setting in self._settings.items()}).validated()
 
     def app_box(self, name: str) -> QCheckBox:
-        """The "the app's" box of a setting, by its ModelDefaults name."""
+        """The "as in Settings" box of a setting, by its ModelDefaults name."""
         return self._settings[name].inherit
+
+    def no_gpu_backend(self) -> None:
+        """This build cannot offload to a GPU: GPU layers greyed with why (a value saved before is kept,
+        not silently changed), and the Device box's GPU greyed as in Settings."""
+        layers = self._settings["gpu_layers"]
+        layers.usable = False
+        layers.editor.setEnabled(False)
+        layers.editor.hide()
+        layers.inherit.setEnabled(False)
+        layers.inherit.hide()
+        self.gpu_layers_caption.setEnabled(False)
+        self.gpu_layers_caption.setText("GPU layers")  # its shortcut letter has nothing to go to now
+        self.no_gpu_note.show()
+        no_gpu_backend(self.device)
+
+    async def follow_gpu_backend(self, model: "ModelDoor") -> None:
+        """Ask the engine (off the UI thread) whether this build has a GPU backend; grey what it cannot use."""
+        if await lacks_gpu_backend(model):
+            try:
+                self.no_gpu_backend()
+            except RuntimeError:
+                pass  # the window was closed meanwhile
 
     def _save(self) -> None:
         try:
@@ -187,9 +251,9 @@ class ModelSettingsForm(QWidget):
     # --- building -------------------------------------------------------------------------
 
     def _add(self, form: QFormLayout, name: str, label: str, editor: QWidget, read: Callable[[], Any],
-             write: Callable[[Any], None], inherit_text: str = "the app's") -> None:
+             write: Callable[[Any], None], inherit_text: str = "as in Settings") -> QLabel:
         inherit = QCheckBox(inherit_text, self)
-        inherit.setToolTip("Use the app's setting (File → Settings…) for this model")
+        inherit.setToolTip("Ticked: this model uses the value in File → Settings…. Untick to give this model its own.")
         # Narrow enough for the manager's side pane: the widest values (a seed, the device's
         # long name) scroll inside their box rather than widen the form.
         editor.setMinimumWidth(90)
@@ -202,9 +266,11 @@ class ModelSettingsForm(QWidget):
         caption = QLabel(label, self)
         caption.setBuddy(editor)
         form.addRow(caption, row)
+        self._rows[name] = row
+        return caption
 
     def _spin(self, form: QFormLayout, name: str, label: str, low: int, high: int, *, step: int = 1,
-              inherit_text: str = "the app's") -> QSpinBox:
+              inherit_text: str = "as in Settings") -> QSpinBox:
         box = QSpinBox(self)
         box.setRange(low, high)
         box.setSingleStep(step)

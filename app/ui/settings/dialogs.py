@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QStandardItemModel
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QFrame,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFormLayout, QFrame,
                                QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QScrollArea, QTabWidget,
                                QVBoxLayout, QWidget)
 
@@ -19,8 +18,8 @@ from app.core.settings import Settings
 from app.core.units import human_size
 from app.tools.choices import ToolChoices
 from app.ui.settings.mcp_json_dialog import edit_mcp_json
-from app.ui.models.model_settings_form import device_combo
-from app.ui.settings.generation_form import GenerationForm, int_box
+from app.ui.models.model_settings_form import device_combo, lacks_gpu_backend, no_gpu_backend
+from app.ui.settings.generation_form import GenerationForm, double_box, int_box
 from app.ui.settings.quick_ask_settings_page import QuickAskSettingsPage, ready_cost_words
 from app.ui.settings.server_settings_page import ServerSettingsPage
 from app.ui.settings.tools_settings_page import ToolsSettingsPage
@@ -110,6 +109,8 @@ class SettingsDialog(QDialog):
         self.gentle_threads.setChecked(settings.gentle_fewer_threads)
         self.exit_engine = QCheckBox("Also end the engine process when it is unloaded", self)
         self.exit_engine.setChecked(settings.exit_engine_when_idle)
+        self.comfortable_speed = _comfortable_speed_box(settings.comfortable_tokens_per_s)
+        self._comfortable_shown = self.comfortable_speed.value()
         extra = QFormLayout()
         extra.addRow("T&heme", self.theme)
         extra.addRow("&Device", self.device)
@@ -119,6 +120,7 @@ class SettingsDialog(QDialog):
         extra.addRow("", self.gentle_threads)
         extra.addRow("&Unload the model when idle for", self.unload_after)
         extra.addRow("", self.exit_engine)
+        extra.addRow("A comfortable readin&g speed", self.comfortable_speed)
         self._add_speed_rows(extra, settings)
         self.general = QWidget(self)
         general = QVBoxLayout(self.general)
@@ -152,6 +154,7 @@ class SettingsDialog(QDialog):
                                    unload_after_minutes=self._unload_after(),
                                    exit_engine_when_idle=self.exit_engine.isChecked(),
                                    gentle_fewer_threads=self.gentle_threads.isChecked(),
+                                   comfortable_tokens_per_s=self._comfortable_speed(),
                                    saved_states_mb=self.saved_states.value(),
                                    prompt_lookup=self.prompt_lookup.currentData(),
                                    server=self.server.value())
@@ -186,11 +189,7 @@ class SettingsDialog(QDialog):
             edit_mcp_json(self, self.tools, self._mcp_file, self._tools, self._adapter.spawn)
 
     async def _show_gpu_backend(self, model: "ModelDoor") -> None:
-        try:
-            report = (await model.hardware_overview()).report
-        except Exception:  # noqa: BLE001 - the box stays as it is; the hardware window says why
-            return
-        if report.llama is not None and not report.llama.gpu_offload:
+        if await lacks_gpu_backend(model):
             try:
                 no_gpu_backend(self.device)
             except RuntimeError:
@@ -271,6 +270,11 @@ class SettingsDialog(QDialog):
         except RuntimeError:
             pass  # the dialog was closed meanwhile
 
+    def _comfortable_speed(self) -> float:
+        # A value the box rounds (12.345 set in the file) stays as it was unless changed.
+        shown = self.comfortable_speed.value()
+        return self._settings.comfortable_tokens_per_s if shown == self._comfortable_shown else shown
+
     def _unload_after(self) -> float | None:
         minutes = self.unload_after.value()
         if not minutes:
@@ -315,17 +319,15 @@ class _FitScroll(QScrollArea):
         return QSize(page.width() + bar, min(page.height(), int(screen.height() * 0.75)))
 
 
-def no_gpu_backend(device: QComboBox) -> None:
-    """Say in the Device box that this build cannot use a GPU: its GPU item is greyed and says why."""
-    index = device.findData("gpu")
-    items = device.model()
-    if index < 0 or not isinstance(items, QStandardItemModel):
-        return
-    item = items.item(index)
-    item.setText("GPU (not in this build)")
-    item.setToolTip("This build of Kestrel has no GPU backend: models run on the processor (CPU).")
-    item.setEnabled(device.currentIndex() == index)  # a choice made before stays visible, not silently changed
-    device.setToolTip(device.toolTip() + " This build has no GPU backend: models run on the CPU.")
+def _comfortable_speed_box(value: float) -> QDoubleSpinBox:
+    """The decode speed at which a model "runs well" in the model manager's verdicts."""
+    box = double_box(1.0, 1000.0, 1.0, value)
+    box.setDecimals(1)
+    box.setSuffix(" tokens/s")
+    box.setToolTip("How fast a model must write for you to read along comfortably. The model manager says a "
+                   "model runs well at this speed or faster, usable from half of it and slow below that, and "
+                   "recommends the best model that runs well here. 10 is a little above reading speed.")
+    return box
 
 
 def _thinking_default_note(model: "ModelDoor | None") -> str:
