@@ -196,7 +196,8 @@ class WindowCommands(QMainWindow):
     def show_model_manager(self) -> None:
         """Open the model manager (not modal: the chat goes on), or bring it forward."""
         if self.model_manager is None:
-            self.model_manager = ModelManager(self.adapter, self.doors.library, self.doors.settings, self)
+            self.model_manager = ModelManager(self.adapter, self.doors.library, self.doors.settings, self,
+                                              model=self.doors.model)
         self.model_manager.show()
         self.model_manager.raise_()
         self.model_manager.activateWindow()
