@@ -16,6 +16,8 @@ from app.core.server_settings import ServerSettings
 from app.server.anthropic_routes import AnthropicEndpoint
 from app.server.errors import error_response
 from app.server.gate import Gate, flavor_of
+from app.server.ollama_replies import error as ollama_error
+from app.server.ollama_routes import OllamaEndpoints
 from app.server.openai_routes import OpenAiEndpoints
 from app.server.responses_route import ResponsesEndpoint
 from app.service.api.api_answers import ApiAnswers
@@ -38,9 +40,11 @@ def _not_found(endpoints: tuple[str, ...]) -> Callable[[Request, Exception], Awa
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         what = "takes no" if status == 405 else "has no"
-        return error_response(flavor_of(request.url.path), status,
-                              f"Kestrel's API server {what} {request.method} {request.url.path}. "
-                              f"It answers {', '.join(endpoints)}.")
+        words = (f"Kestrel's API server {what} {request.method} {request.url.path}. "
+                 f"It answers {', '.join(endpoints)}.")
+        if request.url.path.startswith("/api/"):  # Ollama's shape, which its clients read
+            return ollama_error(status, words)
+        return error_response(flavor_of(request.url.path), status, words)
 
     return not_found
 
@@ -52,7 +56,7 @@ def build_app(answers: ApiAnswers, settings: Callable[[], ServerSettings]) -> tu
     carries the headers that let the page read it.
     """
     routes = [*OpenAiEndpoints(answers).routes(), *ResponsesEndpoint(answers).routes(),
-              *AnthropicEndpoint(answers).routes()]
+              *AnthropicEndpoint(answers).routes(), *OllamaEndpoints(answers).routes()]
     served = endpoint_list(routes)
     not_found = _not_found(served)
     endpoints = Starlette(routes=[Route("/", _home(served), methods=["GET"]), *routes],

@@ -19,9 +19,11 @@ from app.service.api.api_context import ContextPlanner
 from app.service.api.api_repeats import CopyHold, RepeatWatch, asked_again, both, without_calls
 from app.service.api.api_images import refuse_unseeing, seen_images
 from app.service.api.api_embeddings import ApiEmbeddings, no_embedding_model
+from app.service.api.api_model_facts import ModelFacts, model_facts
 from app.service.api.api_types import ApiAsk, ApiModel, ApiRefused, EmbeddingAsk, Embeddings, Started
 
-__all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "EmbeddingAsk", "Embeddings", "Started"]
+__all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "EmbeddingAsk", "Embeddings", "ModelFacts",
+           "Started"]
 from app.service.chats.conversations import Conversations
 from app.service.models.engine_errors import EngineCrashed, EngineError
 from app.service.models.engine_queue import Withdrawn
@@ -33,7 +35,13 @@ SERVING = "Serving an API request"
 RECENT = 100
 # A model switched by a window chat between this request's load and its turn: try again.
 _SWITCH_TRIES = 3
-_SETTINGS = ("temperature", "top_p", "top_k", "repeat_penalty", "max_tokens", "seed")
+# thinking: Ollama's think (false turns a switchable reasoning model's thinking off, as the window can).
+_SETTINGS = ("temperature", "top_p", "top_k", "repeat_penalty", "max_tokens", "seed", "thinking")
+
+
+def _sampling(settings: GenerationSettings) -> dict[str, Any]:
+    """The settings a request may set (_SETTINGS), as the model answers unless it does."""
+    return {name: getattr(settings, name) for name in _SETTINGS}
 
 
 async def _after(first: Delta | Done, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -79,16 +87,21 @@ class ApiAnswers:
 
     # --- models -------------------------------------------------------------------------
 
-    async def models(self) -> list[ApiModel]:
-        """The installed chat models (not the missing ones, not embedding models), the loaded one marked."""
-        def read() -> tuple[list[InstalledModel], dict[str, int | None]]:
-            installed = self._session.setup.library.chat_models()
-            return installed, {m.id: self._context.trained(m) for m in installed if not m.missing}
+    async def models(self, *, described: bool = False) -> list[ApiModel]:
+        """The installed chat models (not the missing ones, not embedding models), the loaded one marked;
+        described: with what each file states and the sampling it answers with (Ollama's /api/tags, /api/show)."""
+        def read() -> tuple[list[InstalledModel], dict[str, int | None], dict[str, ModelFacts]]:
+            installed = [m for m in self._session.setup.library.chat_models() if not m.missing]
+            facts = {m.id: model_facts(m) for m in installed} if described else {}
+            return installed, {m.id: self._context.trained(m) for m in installed}, facts
 
-        installed, trained = await asyncio.to_thread(read)
+        installed, trained, facts = await asyncio.to_thread(read)
         loaded = self._session.model if self._session.state == ModelState.READY else None
+        base = self._keeper.settings.generation
         return [ApiModel(m.id, m.title, trained[m.id], str(m.format), loaded is not None and loaded.id == m.id,
-                         int(m.added), m.vision) for m in installed if not m.missing]
+                         int(m.added), m.vision, size=m.size, sha256=m.sha256, facts=facts.get(m.id),
+                         sampling=_sampling(m.defaults.generation(base)) if described else {})
+                for m in installed]
 
     async def _target(self, name: str | None) -> InstalledModel:
         session = self._session

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine.protocol import AnswerShape, ChatMessage
+from app.service.api.api_model_facts import ModelFacts
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,12 @@ class ApiModel:
     loaded: bool
     created: int
     vision: bool = False  # a vision projector is paired with it: it takes images
+    size: int = 0  # bytes on disk, all its files
+    sha256: str | None = None  # of its file, where the library knows it (a verified download)
+    # Read only when asked (ApiAnswers.models(described=True)): what its file states, and the
+    # sampling settings it answers with unless a request sets others.
+    facts: ModelFacts | None = None
+    sampling: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
