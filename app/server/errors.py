@@ -19,6 +19,7 @@ class Flavor(StrEnum):
 
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
+    OLLAMA = "ollama"
 
 
 class BadRequest(Exception):
@@ -35,7 +36,9 @@ class BadRequest(Exception):
 
 def error_body(flavor: Flavor, status: int, message: str, param: str | None = None,
                code: str | None = None) -> dict[str, object]:
-    """The JSON body of an error, as OpenAI or Anthropic write theirs."""
+    """The JSON body of an error, as OpenAI, Anthropic or Ollama write theirs."""
+    if flavor is Flavor.OLLAMA:  # {"error": "..."}: what Ollama's clients read (ollama-python's ResponseError)
+        return {"error": message}
     if flavor is Flavor.ANTHROPIC:
         kind = _ANTHROPIC_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": kind, "message": message}}

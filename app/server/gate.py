@@ -24,6 +24,8 @@ _DISCONNECT: Message = {"type": "http.disconnect"}
 
 
 def flavor_of(path: str) -> Flavor:
+    if path.startswith("/api/"):
+        return Flavor.OLLAMA
     return Flavor.ANTHROPIC if path.startswith("/v1/messages") else Flavor.OPENAI
 
 
@@ -112,7 +114,7 @@ class Gate:
             if self._stopping.is_set() and not sent["complete"]:
                 await self._finish(scope, receive, sending, bool(sent["started"]))
         finally:
-            if path.startswith("/v1/"):
+            if path.startswith(("/v1/", "/api/")):
                 self._log(scope, outcome, outcome.status or int(sent["status"]) or 500)
 
     def _receiver(self, receive: Receive) -> Receive:

@@ -106,7 +106,7 @@ class FakeAnswers:
     def recent(self) -> Sequence[RequestRecord]:
         return self.records
 
-    async def models(self) -> list[ApiModel]:
+    async def models(self, *, described: bool = False) -> list[ApiModel]:
         return [ApiModel(id="tiny", name="Tiny", context_length=1024, format="gguf", loaded=True,
                          created=1_700_000_000)]
 

@@ -219,8 +219,6 @@ def test_errors_are_ollamas_shape_with_its_statuses(tiny_model: Path) -> None:
             headers=AUTH, timeout=10).json()["error"]
 
 
-@pytest.mark.xfail(strict=True, reason="the gate writes its refusals in OpenAI's shape until it knows Ollama's "
-                                       "paths (app/server/gate.py flavor_of, app/server/errors.py Flavor.OLLAMA)")
 def test_the_gates_refusals_are_ollamas_shape(tiny_model: Path) -> None:
     with loop_thread() as thread, real_service(thread, tiny_model, ScriptedEngine()) as service, \
             api_over(thread, service) as server:
