@@ -5,10 +5,11 @@ pytest process of their own.
 
 Why two processes: run after the ~3,000 other tests in one process, the window's tests twice ended in a
 segmentation fault inside Qt's event processing (pytest-qt's wait and teardown), in two different tests,
-with the other tests' engine pipe-writer threads and executor threads still alive; alone, tests/ui passes
-(382 of 382, twice). The cause is not found yet (the session note of 2026-12-06 says what was looked at);
-until it is, the window's tests do not share a process with the rest. With paths or a -k/-m selection of your
-own, pytest runs once as you asked.
+with every other thread idle; alone, tests/ui passes (382 of 382, twice). Since then the engine's writer
+threads no longer outlive a dead engine (app/service/models/engine_process.py; there were 18 then), and the
+whole suite has passed in one process (3,703 tests), but the crash was never made to happen on demand, so its
+cause is not known (the session note of 2026-12-06 says what was ruled out); until it is, the window's tests
+do not share a process with the rest. With paths or a -k/-m selection of your own, pytest runs once as you asked.
 """
 
 from __future__ import annotations
