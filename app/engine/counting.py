@@ -85,13 +85,15 @@ def count(backend: Backend, request: p.CountTokens) -> int:
     return backend.count_tokens(request.text)
 
 
-def serve_counts(requests: queue.Queue[p.CountTokens], gate: ModelGate, backend: Callable[[], Backend | None],
+def serve_counts(requests: queue.Queue[p.CountTokens | None], gate: ModelGate, backend: Callable[[], Backend | None],
                  send: Callable[[p.EngineEvent], None]) -> None:
     """The counting thread: answer each CountTokens with TokenCount, or with Error(NoModel)
     when no model is loaded (at once: nothing is waited for), Error(NoVision or BadImage)
-    for images the model cannot take, or Error(EngineBug)."""
+    for images the model cannot take, or Error(EngineBug); None ends it."""
     while True:
         request = requests.get()
+        if request is None:  # the engine's loop ended (Shutdown): so does this thread
+            return
         answer: p.EngineEvent
         with gate.counting():
             model = backend()

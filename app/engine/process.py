@@ -54,7 +54,7 @@ class EngineLoop:
         self._conn = conn
         self._out = _Outbox(conn)
         self._inbox: queue.Queue[p.Request] = queue.Queue()
-        self._counts: queue.Queue[p.CountTokens] = queue.Queue()
+        self._counts: queue.Queue[p.CountTokens | None] = queue.Queue()  # None: the loop ended
         self._gate = ModelGate()
         self._control = GenerationControl()
         self._backend: Backend | None = None
@@ -76,6 +76,7 @@ class EngineLoop:
             if isinstance(request, p.Shutdown):
                 with self._gate.changing():
                     self._unload()
+                self._counts.put(None)  # the counting thread ends with the loop
                 self._out.send(p.Ack(request.request_id, p.AckKind.SHUTDOWN))
                 return
             if isinstance(request, (p.Load, p.Unload)):

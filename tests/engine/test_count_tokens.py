@@ -164,6 +164,7 @@ class _Loop:
         self.ui.send(p.Shutdown(99))
         self.until(p.Ack)
         self._thread.join(timeout=10)
+        self.ui.close()  # in a child process the pipe closes with it; here the reader thread waits on it till then
 
 
 @pytest.fixture
@@ -267,3 +268,17 @@ def test_a_change_waits_for_the_count_in_progress_and_the_reader_never_waits() -
     assert not changed.wait(0.2)
     release.set()
     assert changed.wait(5)
+
+
+def test_the_counting_thread_ends_with_the_engines_loop() -> None:
+    # Each engine left its counting thread waiting for ever after Shutdown (5 of them by the end of a whole run).
+    before = {thread.ident for thread in threading.enumerate() if thread.name != "MainThread"}
+    harness = _Loop()
+    harness.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        left = [t for t in threading.enumerate() if t.ident not in before and t.is_alive() and t.name != "MainThread"]
+        if not left:
+            break
+        time.sleep(0.05)
+    assert not left, f"still running: {[thread.name for thread in left]}"

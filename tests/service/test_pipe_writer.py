@@ -6,6 +6,7 @@ import asyncio
 import multiprocessing
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 
 import pytest
@@ -46,10 +47,24 @@ class _Reader:
         assert not self._thread.is_alive(), "the reader never got the last request"
 
 
+_MADE: list[PipeWriter] = []
+
+
+@pytest.fixture(autouse=True)
+def _writers_closed_after() -> Iterator[None]:
+    """Every writer a test made is closed after it: an open one keeps its thread waiting for ever, for the
+    rest of the run (the whole suite in one process ended with such threads)."""
+    yield
+    while _MADE:
+        _MADE.pop().close()
+
+
 def _writer(conn: Connection, broken: list[OSError] | None = None,
             unsendable: list[tuple[p.Request, Exception]] | None = None) -> PipeWriter:
-    return PipeWriter(conn, on_broken=(broken if broken is not None else []).append,
-                      on_unsendable=lambda r, e: (unsendable if unsendable is not None else []).append((r, e)))
+    writer = PipeWriter(conn, on_broken=(broken if broken is not None else []).append,
+                        on_unsendable=lambda r, e: (unsendable if unsendable is not None else []).append((r, e)))
+    _MADE.append(writer)
+    return writer
 
 
 def test_order_is_kept_when_the_loop_and_another_thread_send_at_once() -> None:
