@@ -29,6 +29,7 @@ from app.service.events import (ActivityChanged, ConversationsListed, DamagedHis
                                 SettingsChanged)
 from app.service.library.library_service import LibraryService
 from app.service.models.background import AppWindow, WindowPresence, WindowState
+from app.service.models.calibration import SpeedCalibration
 from app.service.models.engine_handle import EngineHandle
 from app.service.models.model_session import ModelSession
 from app.service.models.model_setup import ModelSetup
@@ -57,7 +58,7 @@ class Service:
 
     def __init__(self, *, history_path: Path, settings_path: Path | None, library: ModelLibrary,
                  client: EngineHandle, settings: Settings | None = None, mcp_file: Path | None = None,
-                 approver: Approver | None = None) -> None:
+                 approver: Approver | None = None, calibrate: bool = False) -> None:
         self._history_path, self._settings_path = history_path, settings_path
         self.storage: Storage | None = None
         self.bus = bus = EventBus()
@@ -97,6 +98,10 @@ class Service:
         self.api = ApiAnswers(session, keeper, conversations, emit, spawn=tasks.spawn,
                               chats_busy=lambda: not answers.queue.idle,
                               embeddings=ApiEmbeddings(self.collections, library, lambda: keeper.settings.server))
+        # calibrate: the front ends that stay running and keep threads.json (the window, `kestrel serve`) measure the
+        # loaded model's speed in the background when this machine measured none (app/service/models/calibration.py).
+        self.calibration = SpeedCalibration(session, keeper, bus, tasks, answers_busy=self._answers_busy,
+                                            measured=self.library.remeasured) if calibrate and settings_path else None
         self.files = ChatFiles(storage, emit)
         self.history_choice = HistoryChoice(storage, emit, conversations, answers_busy=lambda: not answers.queue.idle,
                                             open_id=lambda: chat.id, show_new=answers.show_new, show=answers.show)

@@ -72,11 +72,13 @@ def install(model: Path, generation: GenerationSettings = SMALL) -> None:
     SettingsFile(paths.settings_file).save(Settings(default_model=installed.id, generation=generation))
 
 
-def make_service(client: EngineHandle | None = None) -> Service:
-    """The service over this home; on a real engine unless a test gives another."""
+def make_service(client: EngineHandle | None = None, *, calibrate: bool = False) -> Service:
+    """The service over this home; on a real engine unless a test gives another. calibrate: measure the
+    loaded model's speed in the background as the window does (off here, so that no test's engine requests
+    change under it)."""
     paths = data_paths().ensure()
     return Service(history_path=paths.history_db, settings_path=paths.settings_file,
-                   library=ModelLibrary(paths.models), client=client or EngineClient())
+                   library=ModelLibrary(paths.models), client=client or EngineClient(), calibrate=calibrate)
 
 
 def run(scenario: Callable[..., Any], timeout: float = 240) -> Any:
@@ -110,7 +112,7 @@ Start = Literal["start_up", "open", None]
 class StartService(Protocol):
     def __call__(self, generation: GenerationSettings = SMALL, *, model: Path | None = None,
                  engine: EngineHandle | None = None, install_model: bool = True,
-                 start: Start = "start_up") -> AbstractAsyncContextManager[Started]: ...
+                 start: Start = "start_up", calibrate: bool = False) -> AbstractAsyncContextManager[Started]: ...
 
 
 @pytest.fixture
@@ -121,17 +123,17 @@ def started_service(tiny_model: Path) -> StartService:
     generation: the app's settings for new chats. model: installed as the default (the
     tiny model unless given; install_model=False for a second start in the same home).
     engine: a ScriptedEngine unless a test gives one (an EngineClient for the real one).
-    After start_up the model must be loaded.
+    calibrate: the background speed calibration on (make_service). After start_up the model must be loaded.
     """
 
     @asynccontextmanager
     async def begin(generation: GenerationSettings = SMALL, *, model: Path | None = None,
                     engine: EngineHandle | None = None, install_model: bool = True,
-                    start: Start = "start_up") -> AsyncIterator[Started]:
+                    start: Start = "start_up", calibrate: bool = False) -> AsyncIterator[Started]:
         if install_model:
             install(model or tiny_model, generation)
         engine = engine if engine is not None else ScriptedEngine()
-        service = make_service(engine)
+        service = make_service(engine, calibrate=calibrate)
         started = Started(service, WindowDoors.of(service), Recorder(service), engine)
         try:
             if start == "start_up":

@@ -93,6 +93,12 @@ class LibraryService:
                                                     settings.generation.context_length, measured)
         self._emit(CatalogListed(self.catalog_rows))
 
+    async def remeasured(self) -> None:
+        """This machine measured a model's speed: the lists made so far are judged again with it (a
+        list not made yet will be, when it is)."""
+        if self.rows or self.catalog_rows:
+            await self.refresh()
+
     def recommended(self) -> CatalogRow | None:
         """The first-run offer and "Get a model"'s pick, chosen by this machine's hardware
         report and each model's verdict by speed (app.service.library.recommendation), with the reason

@@ -1,9 +1,15 @@
-"""One engine shared by every front end: requests take turns in the order they came."""
+"""One engine shared by every front end: requests take turns in the order they came.
+
+A request of Kestrel's own (the speed calibration, app/service/models/calibration.py) joins
+the line as one that gives way: any other request or hold that joins after it cancels it
+at once (between two tokens, or out of the line if it waits), so that a person's request
+never waits for it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -19,10 +25,12 @@ class Withdrawn:
 
 
 class _Turn:
-    """One place in the line; `moved` is set whenever the line moves or it is cancelled."""
+    """One place in the line; `moved` is set whenever the line moves or it is cancelled.
+    give_way: how a turn that yields to every newcomer steps aside (None: it holds its place)."""
 
-    def __init__(self) -> None:
+    def __init__(self, give_way: Callable[[], None] | None = None) -> None:
         self._moved = asyncio.Event()
+        self.give_way = give_way
 
     def nudge(self) -> None:
         self._moved.set()
@@ -41,15 +49,17 @@ class EngineQueue:
 
     @property
     def busy(self) -> bool:
-        """True while any front end's request holds or waits for the engine."""
-        return bool(self._line)
+        """True while any front end's request holds or waits for the engine (one that gives way
+        to every newcomer does not count: it keeps nobody waiting)."""
+        return any(turn.give_way is None for turn in self._line)
 
     def request(self, messages: Sequence[ChatMessage], settings: GenerationSettings, *,
                 stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None,
-                shape: AnswerShape | None = None) -> EngineRequest:
+                shape: AnswerShape | None = None, gives_way: bool = False) -> EngineRequest:
         """An answer that joins the line once its events() are read; threads: for this
-        answer (None: as loaded); shape: its raw prompt, grammar or tools (None: a chat's)."""
-        return EngineRequest(self, messages, settings, stop, trim_history, threads, shape)
+        answer (None: as loaded); shape: its raw prompt, grammar or tools (None: a chat's);
+        gives_way: cancelled as soon as any other request or hold joins the line."""
+        return EngineRequest(self, messages, settings, stop, trim_history, threads, shape, gives_way)
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
@@ -62,8 +72,12 @@ class EngineQueue:
         finally:
             self._leave(turn)
 
-    def _join(self) -> _Turn:
-        turn = _Turn()
+    def _join(self, give_way: Callable[[], None] | None = None) -> _Turn:
+        if give_way is None:
+            for other in self._line:
+                if other.give_way is not None:
+                    other.give_way()
+        turn = _Turn(give_way)
         self._line.append(turn)
         return turn
 
@@ -89,8 +103,9 @@ class EngineRequest:
 
     def __init__(self, queue: EngineQueue, messages: Sequence[ChatMessage], settings: GenerationSettings,
                  stop: Sequence[str], trim_history: bool, threads: int | None = None,
-                 shape: AnswerShape | None = None) -> None:
+                 shape: AnswerShape | None = None, gives_way: bool = False) -> None:
         self._queue = queue
+        self._gives_way = gives_way
         self._shape = shape
         self._messages = tuple(messages)
         self._settings = settings
@@ -103,7 +118,7 @@ class EngineRequest:
 
     async def events(self) -> AsyncGenerator[Queued | Delta | Done | Withdrawn, None]:
         queue = self._queue
-        turn = self._turn = queue._join()
+        turn = self._turn = queue._join(self.cancel if self._gives_way else None)
         told = 0
         try:
             while (ahead := queue._ahead(turn)) and not self.cancelled:

@@ -123,6 +123,13 @@ class ThreadAdvisor:
         with this run's answers included: the speed prediction calibrates on it."""
         return {key: {"best": dict(entry.get("best", {}))} for key, entry in self._models.items()}
 
+    def measured_here(self) -> bool:
+        """Whether any model's speed was measured on this CPU (a copied home folder's other CPUs left out)."""
+        here = _this_cpu()
+        return any(key.split("|")[-2:] == here and isinstance(entry, dict) and isinstance(entry.get("best"), dict)
+                   and any(isinstance(rate, (int, float)) and rate > 0 for rate in entry["best"].values())
+                   for key, entry in self._models.items())
+
     def _from_free(self, busy: float) -> ThreadChoice:
         if busy < QUIET_CORES:
             return ThreadChoice(self._cores, f"all {self._cores} physical cores: the machine is otherwise quiet")
@@ -133,7 +140,12 @@ class ThreadAdvisor:
 
 def model_key(path: Path, size: int) -> str:
     """A model on this machine: its file and size, and the CPU it runs on."""
-    return f"{path.name}|{size}|{os.cpu_count()}|{psutil.cpu_count(logical=False)}"
+    return "|".join([path.name, str(size), *_this_cpu()])
+
+
+def _this_cpu() -> list[str]:
+    """The CPU part of a model key: its logical CPUs and physical cores."""
+    return [str(os.cpu_count()), str(psutil.cpu_count(logical=False))]
 
 
 def _read(path: Path | None) -> dict[str, dict]:
