@@ -71,7 +71,7 @@ async def _serve(args: argparse.Namespace) -> int:
     model = resolve_model(args.model)
     paths = data_paths().ensure()
     service = Service(history_path=paths.history_db, settings_path=paths.settings_file,
-                      library=ModelLibrary(paths.models), client=EngineClient())
+                      library=ModelLibrary(paths.models), client=EngineClient(), calibrate=True)
     door, model_door = SettingsDoor(service), ModelDoor(service)
     service.subscribe(_print_problem)
     stop = asyncio.Event()

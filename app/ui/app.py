@@ -44,13 +44,14 @@ STARTUP_LOG_ENV = "KESTREL_STARTUP_LOG"
 SHORTCUT_PROBLEM = "shortcut"
 
 
-def build_service(paths: DataPaths, client: EngineHandle | None = None) -> Service:
-    """The service behind the window, over these data paths (the real engine unless a test gives another).
+def build_service(paths: DataPaths, client: EngineHandle | None = None, *, calibrate: bool = True) -> Service:
+    """The service behind the window, over these data paths (the real engine unless a test gives another);
+    `calibrate`: measure the loaded model's speed once in the background when nothing has been measured.
 
     Nothing here reads the disk: the history and settings open in start_up().
     """
     return Service(history_path=paths.history_db, settings_path=paths.settings_file,
-                   library=ModelLibrary(paths.models), client=client or EngineClient())
+                   library=ModelLibrary(paths.models), client=client or EngineClient(), calibrate=calibrate)
 
 
 def build_window(service: Service, paths: DataPaths) -> MainWindow:

@@ -111,7 +111,7 @@ def make_window(loop, qtbot, tiny_model):
              engine: EngineHandle | None = None) -> MainWindow:
         if model is not None and not windows:
             install_model(model, generation)
-        service = build_service(data_paths(), engine or EngineClient(hardware=hardware))
+        service = build_service(data_paths(), engine or EngineClient(hardware=hardware), calibrate=False)
         window = build_window(service, data_paths())
         _SERVICES[id(window)] = service
         qtbot.addWidget(window)
