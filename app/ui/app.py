@@ -183,11 +183,11 @@ async def _start(window: MainWindow, failed: list[str]) -> None:
 
 
 def _renew_sign_in_entry() -> None:
-    """The sign-in entry names this Kestrel's program: written again at each start, so that it follows
-    an install that moved or was upgraded to another folder. A failure keeps the entry as it was; the
-    Settings page says why the next time the person changes it."""
+    """The sign-in entry names this Kestrel's program: pointed at it again at each start, so that it follows
+    an install that moved or was upgraded to another folder, unless the person turned it off outside
+    Kestrel (then it stays off). A failure keeps the entry as it was."""
     try:
-        autostart.enable()
+        autostart.renew()
     except autostart.AutostartError:
         pass
 

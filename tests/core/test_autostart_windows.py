@@ -142,3 +142,20 @@ def test_enable_on_windows_writes_the_frozen_program(monkeypatch: pytest.MonkeyP
     autostart.enable()
     assert registry.keys[RUN_KEY]["Kestrel"][0] == f'"{EXE}" --background'
     assert autostart.enabled() is True
+
+
+def test_renewing_at_start_follows_a_moved_install_but_keeps_a_disable_set_in_task_manager(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = FakeWinreg()
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(autostart, "windows_run_key", lambda: WindowsRunKey(registry))
+    moved = "C:\\Users\\Zoë Smith\\AppData\\Local\\Programs\\Kestrel 2\\Kestrel.exe"
+    autostart.renew([moved, "--background"])
+    assert RUN_KEY not in registry.keys or "Kestrel" not in registry.keys[RUN_KEY], "off stays off"
+    autostart.enable([EXE, "--background"])
+    disabled = (b"\x03" + bytes(11), FakeWinreg.REG_BINARY)
+    registry.keys.setdefault(STARTUP_APPROVED_KEY, {})["Kestrel"] = disabled  # the person's Disable in Task Manager
+    autostart.renew([moved, "--background"])
+    assert registry.keys[RUN_KEY]["Kestrel"][0] == f'"{moved}" --background', "the entry follows the install"
+    assert registry.keys[STARTUP_APPROVED_KEY]["Kestrel"] == disabled, "the person's Disable is kept"

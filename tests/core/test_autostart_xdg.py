@@ -119,3 +119,18 @@ def test_enable_and_disable_on_linux_use_the_users_config_folder(tmp_path: Path,
     assert autostart.enabled() is True
     autostart.disable()
     assert autostart.enabled() is False
+
+
+def test_renewing_at_start_keeps_an_entry_the_desktop_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    entry = tmp_path / "cfg" / "autostart" / "kestrel.desktop"
+    autostart.renew(["/opt/Kestrel 2/kestrel", "--background"])
+    assert not entry.exists(), "no entry: renewing makes none"
+    autostart.enable(["/opt/Kestrel/kestrel", "--background"])
+    autostart.renew(["/opt/Kestrel 2/kestrel", "--background"])
+    assert '"/opt/Kestrel 2/kestrel"' in entry.read_text(encoding="utf-8"), "on: it follows the install"
+    entry.write_text(entry.read_text(encoding="utf-8").replace("X-GNOME-Autostart-enabled=true",
+                                                               "X-GNOME-Autostart-enabled=false"), encoding="utf-8")
+    autostart.renew(["/opt/Kestrel 3/kestrel", "--background"])
+    assert "X-GNOME-Autostart-enabled=false" in entry.read_text(encoding="utf-8"), "turned off by the desktop: kept"

@@ -51,7 +51,7 @@ def _wait_for_engine(pid: int) -> psutil.Process:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the XDG autostart file is Linux's sign-in entry")
-def test_with_start_at_sign_in_each_start_writes_the_entry_for_this_kestrel(tiny_model: Path, kestrel_home: Path,
+def test_with_start_at_sign_in_each_start_points_the_entry_at_this_kestrel(tiny_model: Path, kestrel_home: Path,
                                                                             tmp_path: Path) -> None:
     # An install that moved keeps starting at sign-in: the entry is written again, naming this program.
     import dataclasses
@@ -64,15 +64,18 @@ def test_with_start_at_sign_in_each_start_writes_the_entry_for_this_kestrel(tiny
     settings_file.save(dataclasses.replace(settings_file.load(), start_at_sign_in=True))
     config = tmp_path / "config home"
     entry = config / "autostart" / "kestrel.desktop"
+    from app.core.autostart.xdg_autostart import XdgAutostartFile
+
+    XdgAutostartFile(entry).enable(["/opt/Kestrel old/kestrel", "--background"])  # written by an install since moved
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", KESTREL_HOME=str(kestrel_home), XDG_CONFIG_HOME=str(config))
     app = subprocess.Popen([sys.executable, "-m", "app"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
-        while not entry.exists() and time.monotonic() < deadline and app.poll() is None:
+        while "Kestrel old" in entry.read_text(encoding="utf-8") and time.monotonic() < deadline and app.poll() is None:
             time.sleep(0.1)
-        assert entry.exists(), "the sign-in entry was not written at start"
         text = entry.read_text(encoding="utf-8")
+        assert "Kestrel old" not in text, "the sign-in entry was not pointed at this Kestrel at start"
         assert "--background" in text and "-m app" in text and "Exec=" in text
         app.send_signal(signal.SIGTERM)
         app.communicate(timeout=30)

@@ -13,7 +13,7 @@ from app.core.autostart.launch_agent import LaunchAgent, launch_agent_path
 from app.core.autostart.windows_run_key import WindowsRunKey, windows_run_key
 from app.core.autostart.xdg_autostart import XdgAutostartFile, xdg_autostart_path
 
-__all__ = ["AutostartError", "LaunchAgent", "SignInEntry", "WindowsRunKey", "XdgAutostartFile", "disable",
+__all__ = ["AutostartError", "LaunchAgent", "SignInEntry", "WindowsRunKey", "XdgAutostartFile", "disable", "renew",
            "enable", "enabled", "sign_in_command", "sign_in_entry"]
 
 # Kestrel started at sign-in opens in the tray, not over what the person is starting.
@@ -25,6 +25,9 @@ class SignInEntry(Protocol):
 
     def enable(self, command: list[str]) -> None:
         """Write the entry so `command` runs at sign-in; AutostartError in plain words if refused."""
+
+    def rewrite(self, command: list[str]) -> None:
+        """Point the entry at `command`, changing nothing else of it (a "Disable" set elsewhere stays)."""
 
     def disable(self) -> None:
         """Remove the entry (nothing to do if there is none); AutostartError if refused."""
@@ -53,6 +56,15 @@ def sign_in_entry() -> SignInEntry:
 def enable(command: list[str] | None = None) -> None:
     """Start Kestrel at sign-in with `command` (this Kestrel, in the tray, when not given)."""
     sign_in_entry().enable(sign_in_command() if command is None else command)
+
+
+def renew(command: list[str] | None = None) -> None:
+    """Point an entry that is still on at this Kestrel (an install that moved or was upgraded elsewhere). An
+    entry the person removed or turned off outside Kestrel (Task Manager, the desktop's startup settings)
+    stays as it is: Kestrel does not turn its sign-in back on behind their back."""
+    entry = sign_in_entry()
+    if entry.enabled():
+        entry.rewrite(sign_in_command() if command is None else command)
 
 
 def disable() -> None:

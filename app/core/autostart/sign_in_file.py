@@ -31,6 +31,10 @@ class SignInFile:
                 f"Kestrel could not write {self.path} ({reason(error)}), so it will not start when you sign "
                 f"in. Check that you can write to the folder {self.path.parent}, {self.add_instead}") from error
 
+    def rewrite(self, command: list[str]) -> None:
+        """The file names `command` (called only while it is on, so writing it whole keeps it on)."""
+        self.enable(command)
+
     def disable(self) -> None:
         try:
             self.path.unlink(missing_ok=True)

@@ -49,6 +49,16 @@ class WindowsRunKey:
         self._winreg = winreg
 
     def enable(self, command: list[str]) -> None:
+        self.rewrite(command)
+        try:
+            self._delete(STARTUP_APPROVED_KEY)
+        except OSError as error:
+            raise AutostartError(
+                f"Kestrel is listed to start when you sign in, but Windows refused to clear an earlier "
+                f"\"Disable\" of it ({reason(error)}): turn Kestrel on in Task Manager's Startup apps.") from error
+
+    def rewrite(self, command: list[str]) -> None:
+        """The Run value names `command`; a "Disable" the person set in Task Manager stays as it is."""
         reg = self._winreg
         try:
             with reg.CreateKeyEx(reg.HKEY_CURRENT_USER, RUN_KEY, 0, reg.KEY_SET_VALUE) as key:
@@ -58,12 +68,6 @@ class WindowsRunKey:
                 f"Windows refused to write the value {VALUE_NAME} under {_WHERE} ({reason(error)}), so "
                 "Kestrel will not start when you sign in. A policy on this PC may block it: put a shortcut "
                 "to Kestrel in your Startup folder instead (press Win+R and type shell:startup).") from error
-        try:
-            self._delete(STARTUP_APPROVED_KEY)
-        except OSError as error:
-            raise AutostartError(
-                f"Kestrel is listed to start when you sign in, but Windows refused to clear an earlier "
-                f"\"Disable\" of it ({reason(error)}): turn Kestrel on in Task Manager's Startup apps.") from error
 
     def disable(self) -> None:
         try:
