@@ -384,9 +384,14 @@ class QuickAskWindow(QWidget):
             return
         picker = self.region_picker = RegionPicker(grab, screen)
         picker.picked.connect(self._screenshot_picked)
+        picker.cancelled.connect(self._screenshot_cancelled)
         picker.show()
         picker.raise_()
         picker.activateWindow()
+
+    def _screenshot_cancelled(self) -> None:
+        self.region_picker = None
+        self._show_again()
 
     def _screenshot_picked(self, region: QPixmap) -> None:
         self.region_picker = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QCursor, QGuiApplication, QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap, QScreen
+from PySide6.QtGui import QCloseEvent, QColor, QCursor, QGuiApplication, QKeyEvent, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap, QScreen
 from PySide6.QtWidgets import QWidget
 
 # A drag shorter than this (logical pixels, either way) is a click: the whole screen.
@@ -56,10 +56,13 @@ def crop_rect(dragged: QRect, shown: QSize, grabbed: QSize) -> QRect:
 
 class RegionPicker(QWidget):
     """A full-screen overlay over the screen it was grabbed from, showing the grab dimmed; the
-    person drags the region to send, which shows clear. Esc, or a click without a drag, picks the
-    whole screen. picked(QPixmap): the region, cut from the grab."""
+    person drags the region to send, which shows clear; a click without a drag picks the whole screen.
+    Esc (or the overlay closed any other way) takes nothing: people press Esc to cancel, and a whole
+    screen sent by mistake could show what they did not mean to share. picked(QPixmap): the region,
+    cut from the grab; cancelled(): nothing was taken."""
 
     picked = Signal(QPixmap)
+    cancelled = Signal()
 
     def __init__(self, grab: QPixmap, screen: QScreen) -> None:
         super().__init__(None, Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
@@ -68,6 +71,7 @@ class RegionPicker(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.setCursor(Qt.CursorShape.CrossCursor)
         self._grab = grab
+        self._done = False  # picked or cancelled: said once
         self._start: QPoint | None = None
         self._region = QRect()
         self.setGeometry(screen.geometry())
@@ -75,6 +79,7 @@ class RegionPicker(QWidget):
     def pick(self, dragged: QRect) -> None:
         """Cut the dragged region (logical, as on the overlay) from the grab and close."""
         cut = self._grab.copy(crop_rect(dragged, self.size(), self._grab.size()))
+        self._done = True
         self.close()
         self.picked.emit(cut)
 
@@ -92,11 +97,17 @@ class RegionPicker(QWidget):
         if self._start is not None:
             self.pick(region_between(self._start, event.position().toPoint()))
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # Override: Esc takes the whole screen.
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # Override: Esc takes nothing.
         if event.key() == Qt.Key.Key_Escape:
-            self.pick(QRect())
+            self.close()
             return
         super().keyPressEvent(event)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # Override: closed without a pick, nothing was taken.
+        super().closeEvent(event)
+        if not self._done:
+            self._done = True
+            self.cancelled.emit()
 
     def paintEvent(self, event: QPaintEvent) -> None:  # Override: the grab, dimmed but for the region.
         painter = QPainter(self)
@@ -111,5 +122,5 @@ class RegionPicker(QWidget):
         else:
             painter.setPen(QColor("white"))
             painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter,
-                             "Drag over what to ask about. Esc or a click takes the whole screen.")
+                             "Drag over what to ask about; a click takes the whole screen, Esc takes nothing.")
         painter.end()

@@ -86,19 +86,31 @@ def test_a_region_dragged_over_the_grab_goes_with_the_question_to_a_model_that_s
     assert len(sent.messages[-1].images) == 1 and quick._chips() == []
 
 
-def test_esc_over_the_grab_takes_the_whole_screen(loop, make_window, qtbot) -> None:
+def test_a_click_over_the_grab_takes_the_whole_screen(loop, make_window, qtbot) -> None:
     window, quick, _engine = make_quick(make_window, qtbot, painted_screen)
     give_sight(service_of(window))
     quick.summon()
     quick.take_screenshot()
     qtbot.waitUntil(lambda: quick.region_picker is not None)
     size = quick.region_picker.geometry().size()
-    QTest.keyClick(quick.region_picker, Qt.Key.Key_Escape)
+    QTest.mouseClick(quick.region_picker, Qt.MouseButton.LeftButton, pos=QPoint(40, 40))
     chip = screenshot_chip(loop, quick)
     assert chip.image is not None
     longest = max(size.width(), size.height())
     scale = min(1.0, 1536 / longest)  # the image check bounds a side at 1536 px
     assert (chip.image.width, chip.image.height) == (round(size.width() * scale), round(size.height() * scale))
+
+
+def test_esc_over_the_grab_takes_nothing_and_the_window_comes_back(loop, make_window, qtbot) -> None:
+    # People press Esc to cancel: a whole screen sent by mistake could show what they did not mean to share.
+    window, quick, _engine = make_quick(make_window, qtbot, painted_screen)
+    give_sight(service_of(window))
+    quick.summon()
+    quick.take_screenshot()
+    qtbot.waitUntil(lambda: quick.region_picker is not None)
+    QTest.keyClick(quick.region_picker, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: quick.isVisible() and quick.region_picker is None)
+    assert quick._chips() == []
 
 
 def test_a_model_that_cannot_see_gets_no_screenshot_and_the_chip_says_why(loop, make_window, qtbot) -> None:
