@@ -33,7 +33,7 @@ from app.ui.common.collector import install as install_collector
 from app.ui.common.icons import app_icon
 from app.ui.main_window import MainWindow
 from app.ui.quick_ask.quick_window import QuickAskWindow
-from app.ui.quick_ask.reach import OFF, QuickAskReach
+from app.ui.quick_ask.reach import QuickAskReach
 from app.ui.quick_ask.shortcuts import global_shortcut
 from app.ui.quick_ask.shortcuts.shortcut import GlobalShortcut, ShortcutStatus
 from app.ui.single_instance import SingleInstance
@@ -111,13 +111,17 @@ def _continue_in(window: MainWindow, conversation_id: int) -> None:
 
 
 def _say_shortcut(window: MainWindow, status: ShortcutStatus) -> None:
-    """The tray's words and the window's banner follow whether the shortcut is Kestrel's: a shortcut
-    another program holds is said in the window (with where to choose another), never kept silent."""
+    """The tray's words and Settings → Quick ask follow whether the shortcut is Kestrel's. A shortcut another
+    program holds is also said in the window's banner (with where to choose another), never kept silent; but
+    it never covers another problem, and a desktop that offers no global shortcut, or a person who declined
+    it in the desktop's own dialog, is said on the Settings page only, not at every start."""
     window.set_shortcut_held(status.held, status.words)
-    if not status.held and status is not OFF and window.doors.settings.settings.quick_ask.enabled:
-        window.chat.show_problem(status.words, SHORTCUT_PROBLEM)
+    chat = window.chat
+    if status.taken and window.doors.settings.settings.quick_ask.enabled:
+        if chat.problem_kind in ("", SHORTCUT_PROBLEM):
+            chat.show_problem(status.words, SHORTCUT_PROBLEM)
     else:
-        window.chat.problem_solved(SHORTCUT_PROBLEM)
+        chat.problem_solved(SHORTCUT_PROBLEM)
 
 
 def run_gui(argv: list[str] | None = None, background: bool = False) -> int:

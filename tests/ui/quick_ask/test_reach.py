@@ -10,7 +10,7 @@ from PySide6.QtCore import QObject
 from app.core.quick_ask_settings import QuickAskSettings
 from app.ui.app import SHORTCUT_PROBLEM, build_quick_ask
 from app.ui.quick_ask.reach import OFF, QuickAskReach
-from app.ui.quick_ask.shortcuts.shortcut import GlobalShortcut, ShortcutStatus, held_words, taken_words
+from app.ui.quick_ask.shortcuts.shortcut import NO_DESKTOP_SHORTCUT, GlobalShortcut, ShortcutStatus, held_words, taken_words
 from tests.ui.conftest import run, service_of, until
 
 
@@ -77,3 +77,26 @@ def test_a_shortcut_another_program_holds_is_said_in_the_window_and_goes_when_on
     window.tray.askRequested.emit()
     assert reach.window.isVisible(), "the tray's Ask… summons the quick-ask window"
     reach.window.hide()
+
+
+class NoDesktopShortcut(RecordedShortcut):
+    def bind(self, sequence: str) -> None:
+        self.calls.append(f"bind {sequence}")
+        self._set_status(NO_DESKTOP_SHORTCUT)
+
+
+def test_a_desktop_without_global_shortcuts_is_said_in_settings_not_in_a_banner_at_every_start(make_window) -> None:
+    window = make_window()
+    reach = build_quick_ask(service_of(window), window, NoDesktopShortcut())
+    reach.follow(window.doors.settings.settings.quick_ask)
+    assert window.chat.problem_kind == "" and not window.shortcut_held
+    assert window.shortcut_words == NO_DESKTOP_SHORTCUT.words and '"kestrel ask"' in window.shortcut_words
+
+
+def test_a_taken_shortcut_never_covers_another_problem(make_window) -> None:
+    window = make_window()
+    window.chat.show_problem("The settings file was damaged and set aside.", "other")
+    reach = build_quick_ask(service_of(window), window, RecordedShortcut(taken=("Ctrl+Alt+Space",)))
+    reach.follow(window.doors.settings.settings.quick_ask)
+    assert window.chat.banner.text() == "The settings file was damaged and set aside."
+    assert window.shortcut_words == taken_words("Ctrl+Alt+Space").words, "still said in Settings → Quick ask"

@@ -91,4 +91,4 @@ def test_no_desktop_shortcut_says_how_to_bind_kestrel_ask(qtbot) -> None:
         shortcut.bind("Ctrl+Alt+Space")
     assert blocker.args == [ShortcutStatus(False, (
         "This desktop gives apps no global shortcut. To open quick ask from anywhere, add a shortcut that runs "
-        "`kestrel ask` in your desktop's own keyboard settings."))]
+        "\"kestrel ask\" in your desktop's own keyboard settings."))]

@@ -99,7 +99,8 @@ def test_a_combination_another_program_holds_gives_words(qtbot, user32: FakeUser
     shortcut.bind("Ctrl+Shift+F12")
     assert user32.calls[-1] == ("RegisterHotKey", None, shortcut.hotkey_id, MOD_CONTROL | MOD_SHIFT | MOD_NOREPEAT, 0x7B)
     assert shortcut.status == ShortcutStatus(
-        False, "Ctrl+Shift+F12 is already used by another program: choose another shortcut in Settings → Quick ask.")
+        False, "Ctrl+Shift+F12 is already used by another program: choose another shortcut in Settings → Quick ask.",
+        taken=True)
 
 
 def test_release_unregisters_and_the_key_no_longer_fires(qtbot, user32: FakeUser32) -> None:

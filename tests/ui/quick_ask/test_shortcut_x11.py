@@ -72,7 +72,8 @@ def test_a_second_program_cannot_take_a_held_shortcut(qtbot, grab: X11KeyGrab, x
     second = X11KeyGrab(display_name=x_display.display)
     try:
         assert bind_and_wait(qtbot, second) == ShortcutStatus(
-            False, "Ctrl+Alt+Space is already used by another program: choose another shortcut in Settings → Quick ask.")
+            False, "Ctrl+Alt+Space is already used by another program: choose another shortcut in Settings → Quick ask.",
+            taken=True)
         qtbot.waitUntil(lambda: not second.is_listening(), timeout=2000)
     finally:
         second.release()

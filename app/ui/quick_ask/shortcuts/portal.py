@@ -31,7 +31,7 @@ PORTAL_NAME = "org.freedesktop.portal.Desktop"
 PORTAL_PATH = "/org/freedesktop/portal/desktop"
 SHORTCUTS_INTERFACE = "org.freedesktop.portal.GlobalShortcuts"
 SHORTCUT_ID = "quick-ask"
-_BIND_YOURSELF = "add a shortcut that runs `kestrel ask` in your desktop's own keyboard settings"
+_BIND_YOURSELF = "add a shortcut that runs \"kestrel ask\" in your desktop's own keyboard settings"
 _CALL_TIMEOUT_MS = 10_000
 
 

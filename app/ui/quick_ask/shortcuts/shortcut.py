@@ -16,6 +16,7 @@ class ShortcutStatus:
 
     held: bool
     words: str
+    taken: bool = False  # another program holds the keys: the one case the main window says aloud
 
 
 def held_words(sequence: str) -> ShortcutStatus:
@@ -25,7 +26,8 @@ def held_words(sequence: str) -> ShortcutStatus:
 
 def taken_words(sequence: str) -> ShortcutStatus:
     """The status of a shortcut another program holds."""
-    return ShortcutStatus(False, f"{sequence} is already used by another program: choose another shortcut in {SETTINGS_PLACE}.")
+    return ShortcutStatus(False, f"{sequence} is already used by another program: choose another shortcut in {SETTINGS_PLACE}.",
+                          taken=True)
 
 
 RELEASED = ShortcutStatus(False, "Quick ask's shortcut is off.")
@@ -33,7 +35,7 @@ NOT_BOUND = ShortcutStatus(False, "No shortcut is set yet.")
 NO_DESKTOP_SHORTCUT = ShortcutStatus(
     False,
     "This desktop gives apps no global shortcut. To open quick ask from anywhere, add a shortcut "
-    "that runs `kestrel ask` in your desktop's own keyboard settings.",
+    "that runs \"kestrel ask\" in your desktop's own keyboard settings.",
 )
 
 

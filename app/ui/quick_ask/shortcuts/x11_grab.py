@@ -91,7 +91,7 @@ class _GrabWorker(threading.Thread):
             lib = libx11()
         except OSError:
             self._report(ShortcutStatus(False, "Kestrel could not load libX11, which an X11 desktop has: "
-                                               "bind `kestrel ask` in your desktop's keyboard settings instead."))
+                                               "bind \"kestrel ask\" in your desktop's keyboard settings instead."))
             return
         display = lib.XOpenDisplay(self._display_name.encode())
         if not display:
