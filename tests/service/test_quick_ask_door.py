@@ -28,6 +28,9 @@ def test_a_question_starts_a_chat_of_its_own_and_a_follow_up_continues_it(starte
             assert finished.message.conversation_id == first and finished.message.text == "Kestrels hover."
             conversation = await doors.files.get_conversation(first)
             assert conversation.title == "What do kestrels do?"  # titled by the question's first line
+            # The answer is finished a moment before its turn leaves the line (as the window's Stop turns back
+            # into Ask): a follow-up asked in that moment is refused, as the window's Send would be.
+            await events.until(lambda: not quick.busy, what="the turn to leave the line")
             assert quick.ask("What do they eat?")
             await events.until(lambda: len(events.of(ev.AnswerFinished)) == 2, what="the follow-up")
             assert quick.conversation_id == first, "a follow-up continues the same chat"
