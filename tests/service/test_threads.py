@@ -106,3 +106,20 @@ def test_the_busy_meter_sees_a_busy_core_from_its_first_answer_even_when_looked_
     finally:
         spinner.kill()
         spinner.wait()
+
+
+def test_an_answer_decoded_on_a_gpu_teaches_neither_the_threads_nor_the_cpus_speed(started_service) -> None:
+    # Its tokens/s would make the CPU look ten times faster to the speed prediction, and step the threads for nothing.
+    from app.core.answer_stats import AnswerStats
+
+    async def scenario():
+        async with started_service() as started:
+            session = session_of(started.service)
+            session.learn_threads(AnswerStats(tokens=100, tokens_per_s=80.0, threads=2,
+                                              device="GPU: NVIDIA GeForce RTX 4070 (20 layers, the rest on the CPU)"))
+            on_gpu = session.threads.measured()
+            session.learn_threads(AnswerStats(tokens=100, tokens_per_s=8.0, threads=2, device="CPU"))
+            return on_gpu, session.threads.measured()
+
+    on_gpu, on_cpu = run(scenario)
+    assert on_gpu == {} and [entry["best"] for entry in on_cpu.values()] == [{"2": 8.0}]

@@ -288,6 +288,10 @@ class ModelSession:
         self.busy_meter.look()  # the quiet spell before the next answer counts from here
         if stats is None or not stats.threads:
             return
+        if not stats.device.startswith("CPU"):
+            # Decoded on a GPU or an NPU, wholly or in part: its speed says nothing of the CPU threads (the
+            # advisor's step-down) nor of the CPU's rate (the speed prediction calibrates on this record).
+            return
         self.threads.record(self._model_key(), stats.threads, stats.tokens, stats.tokens_per_s)
         self._tasks.spawn(asyncio.to_thread(self.threads.save))
 
