@@ -293,7 +293,7 @@ class ModelSession:
             # advisor's step-down) nor of the CPU's rate (the speed prediction calibrates on this record).
             return
         self.threads.record(self._model_key(), stats.threads, stats.tokens, stats.tokens_per_s)
-        self._tasks.spawn(asyncio.to_thread(self.threads.save))
+        self._tasks.spawn(asyncio.to_thread(self.threads.save, self.threads.snapshot()))
 
     def _model_key(self) -> str:
         model = self.model

@@ -109,12 +109,17 @@ class ThreadAdvisor:
                 f"tokens/s against {fastest:.1f} before (other programs compete for the cores)")}
         best[str(threads)] = max(best.get(str(threads), 0.0), tokens_per_s)
 
-    def save(self) -> None:
-        """Keep what was learnt for the next run (file work: call it off the UI thread)."""
+    def snapshot(self) -> bytes:
+        """What was learnt, as threads.json holds it: taken where record() runs (the service's loop), so that
+        the file work never reads the dict while an answer changes it."""
+        return json.dumps(self._models, indent=1).encode("utf-8")
+
+    def save(self, data: bytes | None = None) -> None:
+        """Keep what was learnt (a snapshot(), or now) for the next run (file work: call it off the UI thread)."""
         if self._path is None:
             return
         try:
-            write_atomically(self._path, json.dumps(self._models, indent=1).encode("utf-8"))
+            write_atomically(self._path, self.snapshot() if data is None else data)
         except OSError:
             pass  # A speed hint is not worth a message; the next answer learns it again.
 
