@@ -147,7 +147,9 @@ class QuickAskWindow(QWidget):
     def summon(self, question: str = "") -> None:
         """Show it centred near the top of the screen with the mouse, raised and focused on its
         question, offering what was copied; a question given is asked at once, in a new exchange."""
-        self._offer_copied()
+        asking = bool(question.strip())
+        if asking:
+            self._offer_copied()  # it goes with the question asked at once
         self.follow_theme()
         screen = screen_with_mouse()
         self._fit()
@@ -157,10 +159,14 @@ class QuickAskWindow(QWidget):
         self.raise_()
         self.activateWindow()
         self.question.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
-        if question.strip():
+        if asking:
             self.new_exchange()
             self.question.setPlainText(question)
             self.ask()
+        else:
+            # Shown first: reading the clipboard can wait on the program that owns it (seconds, on X11,
+            # for one that does not answer), and the window must be there before that.
+            QTimer.singleShot(0, self._offer_copied)
 
     def _fit(self) -> None:
         self._column.activate()
@@ -367,6 +373,8 @@ class QuickAskWindow(QWidget):
             if isinstance(chip, CopiedTextChip):
                 self._remove_chip(chip)
         self._add_chip(CopiedTextChip(text, self.chips))
+        if self.isVisible():
+            self._fit()
 
     def take_screenshot(self) -> None:
         """Hide, grab the screen with the mouse, then let the person drag over the part to ask about."""

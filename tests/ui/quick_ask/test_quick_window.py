@@ -106,11 +106,19 @@ def test_enter_asks_and_the_answer_streams_in_the_window_while_the_open_chat_sta
     assert not quick.isVisible()
 
 
-def test_the_copied_text_goes_with_the_question_and_can_be_taken_away(loop, quick_over) -> None:
+def copied_chip(qtbot, quick: QuickAskWindow) -> CopiedTextChip:
+    """The copied-text chip, offered just after the window shows (the clipboard is read once it is there)."""
+    qtbot.waitUntil(lambda: any(isinstance(c, CopiedTextChip) for c in quick._chips()), timeout=2000)
+    [chip] = [c for c in quick._chips() if isinstance(c, CopiedTextChip)]
+    return chip
+
+
+def test_the_copied_text_goes_with_the_question_and_can_be_taken_away(loop, quick_over, qtbot) -> None:
     _window, quick, engine = quick_over("About the fox.", "Without it.")
     QGuiApplication.clipboard().setText("  The quick brown fox jumps over the lazy dog.  ")
     quick.summon()
-    [chip] = [c for c in quick._chips() if isinstance(c, CopiedTextChip)]
+    assert quick.isVisible() and not quick._chips(), "shown first; the clipboard is read after"
+    chip = copied_chip(qtbot, quick)
     assert "Ask about the copied text" in chip.label.text() and "The quick brown fox" in chip.label.text()
     ask(loop, quick, "What is this?", answers=1)
     sent = asked(engine)[-1].messages[-1].content
@@ -119,18 +127,18 @@ def test_the_copied_text_goes_with_the_question_and_can_be_taken_away(loop, quic
     # Another copied text is offered on the next summon; × takes it away and it is not sent.
     QGuiApplication.clipboard().setText("A secret note")
     quick.summon()
-    [chip] = [c for c in quick._chips() if isinstance(c, CopiedTextChip)]
+    chip = copied_chip(qtbot, quick)
     chip.remove_button.click()
     assert quick._chips() == []
     ask(loop, quick, "Hello", answers=2)
     assert "secret" not in asked(engine)[-1].messages[-1].content
 
 
-def test_long_copied_text_is_cut_and_the_chip_says_how_much_goes(loop, quick_over) -> None:
+def test_long_copied_text_is_cut_and_the_chip_says_how_much_goes(loop, quick_over, qtbot) -> None:
     _window, quick, engine = quick_over("Long.")
     QGuiApplication.clipboard().setText("word " * 4000)  # 19,999 characters once trimmed
     quick.summon()
-    [chip] = [c for c in quick._chips() if isinstance(c, CopiedTextChip)]
+    chip = copied_chip(qtbot, quick)
     assert f"first {COPIED_KEPT:,} of 19,999 characters" in chip.label.text()
     ask(loop, quick, "", answers=1)  # the chip alone asks about it
     sent = asked(engine)[-1].messages[-1].content
