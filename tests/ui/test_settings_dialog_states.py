@@ -147,3 +147,20 @@ def _human(size: int) -> str:
     from app.core.units import human_size
 
     return human_size(size)
+
+
+def test_while_quick_ask_keeps_the_model_ready_the_idle_unload_says_it_does_not_apply(qtbot) -> None:
+    from app.ui.settings.dialogs import KEPT_READY_WORDS
+
+    settings = dataclasses.replace(Settings(), unload_after_minutes=20.0)
+    dialog = SettingsDialog(settings, None)
+    qtbot.addWidget(dialog)
+    assert settings.quick_ask.enabled and settings.quick_ask.keep_model_ready  # the defaults
+    assert not dialog.unload_after.isEnabled() and not dialog.exit_engine.isEnabled()
+    assert dialog.unload_after.toolTip() == KEPT_READY_WORDS
+    dialog.quick_ask.keep_model_ready.setChecked(False)
+    assert dialog.unload_after.isEnabled() and dialog.exit_engine.isEnabled()
+    assert dialog.value().unload_after_minutes == 20.0, "the value is kept either way"
+    dialog.quick_ask.keep_model_ready.setChecked(True)
+    dialog.quick_ask.enabled.setChecked(False)
+    assert dialog.unload_after.isEnabled(), "quick ask off: the model is unloaded when idle again"

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from app.ui.state.adapter import ServiceAdapter
 
 
+# Said on the idle-unload controls while quick ask keeps the model loaded.
+KEPT_READY_WORDS = ("Quick ask keeps the model loaded so that it answers at once, so it is not unloaded when "
+                    "idle. To unload it, untick \"Keep the model loaded\" on the Quick ask page.")
+
 class ConversationSettingsDialog(QDialog):
     """A conversation's system prompt and generation settings."""
 
@@ -103,8 +107,6 @@ class SettingsDialog(QDialog):
         self.unload_after = int_box(0, 10_000, 0 if minutes is None else max(1, round(minutes)))
         self.unload_after.setSpecialValueText("never")
         self.unload_after.setSuffix(" min")
-        self.unload_after.setToolTip("After this long without an answer the model is unloaded to give its "
-                                     "memory back; your next message loads it again.")
         self.gentle_threads = QCheckBox("Use half the CPU threads when running gently", self)
         self.gentle_threads.setChecked(settings.gentle_fewer_threads)
         self.exit_engine = QCheckBox("Also end the engine process when it is unloaded", self)
@@ -129,6 +131,9 @@ class SettingsDialog(QDialog):
         general.addLayout(extra)
         self.quick_ask = QuickAskSettingsPage(settings, self, spawn=adapter.spawn if adapter is not None else None,
                                               model_memory=_ready_cost(adapter, model))
+        for box in (self.quick_ask.enabled, self.quick_ask.keep_model_ready):
+            box.toggled.connect(self._follow_kept_ready)
+        self._follow_kept_ready()
         self.server = ServerSettingsPage(settings.server, self)
         self.tools = ToolsSettingsPage(settings, servers, tools.choices if tools is not None else ToolChoices(),
                                        tools.statuses() if tools is not None else [], self)
@@ -274,6 +279,16 @@ class SettingsDialog(QDialog):
         # A value the box rounds (12.345 set in the file) stays as it was unless changed.
         shown = self.comfortable_speed.value()
         return self._settings.comfortable_tokens_per_s if shown == self._comfortable_shown else shown
+
+    def _follow_kept_ready(self) -> None:
+        """While quick ask keeps the model ready, it is never unloaded when idle: the unload controls say so,
+        greyed, instead of seeming to work (their values are kept for when it is turned off)."""
+        kept = self.quick_ask.enabled.isChecked() and self.quick_ask.keep_model_ready.isChecked()
+        for control in (self.unload_after, self.exit_engine):
+            control.setEnabled(not kept)
+        self.unload_after.setToolTip(
+            KEPT_READY_WORDS if kept else "After this long without an answer the model is unloaded to give its "
+                                          "memory back; your next message loads it again.")
 
     def _unload_after(self) -> float | None:
         minutes = self.unload_after.value()
