@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import array
+import json
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -129,9 +130,12 @@ class OllamaEndpoints:
             clock = Clock()
             ask = embed_ask(await read_body(request), client_of(request))
             got = await self._embedded(request, ask)
-            vectors = await asyncio.to_thread(_vectors, got)
-            return JSONResponse({"model": got.model, "embeddings": vectors, "total_duration": clock.elapsed(),
-                                 "load_duration": 0, "prompt_eval_count": got.prompt_tokens})
+            # The JSON of many vectors takes seconds to write: on a worker thread, not the server's (the
+            # window's) loop, as /v1/embeddings does.
+            head = {"model": got.model, "total_duration": clock.elapsed(), "load_duration": 0,
+                    "prompt_eval_count": got.prompt_tokens}
+            body = await asyncio.to_thread(lambda: json.dumps({**head, "embeddings": _vectors(got)}).encode("utf-8"))
+            return Response(body, media_type="application/json")
 
         return await guarded(request, work)
 
@@ -141,7 +145,8 @@ class OllamaEndpoints:
             if ask is None:
                 return JSONResponse({"embedding": []})
             got = await self._embedded(request, ask)
-            return JSONResponse({"embedding": _vectors(got)[0]})
+            body = await asyncio.to_thread(lambda: json.dumps({"embedding": _vectors(got)[0]}).encode("utf-8"))
+            return Response(body, media_type="application/json")
 
         return await guarded(request, work)
 
