@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -35,6 +36,15 @@ class ToolCall:
     id: str  # "call_<24 random url-safe characters>", made by the engine (models rarely give one)
     name: str
     arguments: str
+
+    def key(self) -> tuple[str, str]:
+        """Its tool and its arguments in one spelling (key order and spaces aside): two calls with the same
+        key ask the same thing (a model repeating a call answered already)."""
+        try:
+            spelled = json.dumps(json.loads(self.arguments or "{}"), sort_keys=True, ensure_ascii=False)
+        except ValueError:
+            spelled = self.arguments
+        return self.name, spelled
 
 
 @dataclass(frozen=True)

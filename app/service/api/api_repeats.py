@@ -21,15 +21,6 @@ NOTE = ("\n\n[Kestrel: this is the result of {name} {arguments}, already called.
 Key = tuple[str, str]
 
 
-def call_key(name: str, arguments: str) -> Key:
-    """The call's tool and its arguments in one spelling (key order and spaces aside)."""
-    try:
-        spelled = json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
-    except ValueError:
-        spelled = arguments
-    return name, spelled
-
-
 def answered_calls(messages: Sequence[ChatMessage]) -> dict[Key, int]:
     """The calls made since the user's last turn whose results the client sent back, each with
     the index of its (last) result. A call from an earlier question is not counted: asking again
@@ -40,7 +31,7 @@ def answered_calls(messages: Sequence[ChatMessage]) -> dict[Key, int]:
     for index in range(last_user + 1, len(messages)):
         message = messages[index]
         if message.role is Role.ASSISTANT:
-            made.update((call.id, call_key(call.name, call.arguments)) for call in message.tool_calls)
+            made.update((call.id, call.key()) for call in message.tool_calls)
         elif message.role is Role.TOOL and message.tool_call_id in made:
             answered[made[message.tool_call_id]] = index
     return answered
@@ -48,7 +39,7 @@ def answered_calls(messages: Sequence[ChatMessage]) -> dict[Key, int]:
 
 def asked_again(messages: Sequence[ChatMessage], result_at: int, call: ToolCall) -> tuple[ChatMessage, ...]:
     """The messages for the second try: the repeated call's result followed by the note."""
-    note = NOTE.format(name=call.name, arguments=call_key(call.name, call.arguments)[1])
+    note = NOTE.format(name=call.name, arguments=call.key()[1])
     held = messages[result_at]
     return (*messages[:result_at], dataclasses.replace(held, content=held.content + note), *messages[result_at + 1:])
 
@@ -77,7 +68,7 @@ class RepeatWatch:
         if call is None:
             self._words = self._words or (bool(event.text.strip()) and not event.thinking)
             return event
-        if call_key(call.name, call.arguments) in self._answered:
+        if call.key() in self._answered:
             self.repeated = self.repeated or call
             return None
         self._passed += 1
@@ -91,7 +82,7 @@ class RepeatWatch:
             return None
         if done.finish_reason not in (FinishReason.STOP, FinishReason.LENGTH):
             return None
-        return self._answered[call_key(self.repeated.name, self.repeated.arguments)]
+        return self._answered[self.repeated.key()]
 
 
 class CopyHold:

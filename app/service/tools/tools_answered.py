@@ -3,7 +3,6 @@ words shown when the model writes nothing after the results."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from app.core.conversation import ToolResultPart
@@ -24,15 +23,6 @@ RESULT_CHARS = 600
 RESULTS_CHARS = 2_000
 
 
-def _key(call: ToolCall) -> tuple[str, str]:
-    """The call's tool and its arguments in one spelling (key order and spaces aside)."""
-    try:
-        arguments = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True, ensure_ascii=False)
-    except ValueError:
-        arguments = call.arguments
-    return call.name, arguments
-
-
 @dataclass
 class ToolsAnswered:
     """The calls one answer ran and their results, in order (one per distinct call)."""
@@ -43,7 +33,7 @@ class ToolsAnswered:
     def repeat(self, call: ToolCall) -> ToolResultPart | None:
         """The result to give a call already made in this answer, without running it; None for a
         call not made before."""
-        first = self._results.get(_key(call))
+        first = self._results.get(call.key())
         if first is None:
             return None
         return ToolResultPart(call.id, REPEATED.format(result=first.text), is_error=first.is_error,
@@ -51,8 +41,8 @@ class ToolsAnswered:
 
     def ran(self, call: ToolCall, result: ToolResultPart) -> None:
         """A call that ran (or was refused by the user) and what it gave back."""
-        if _key(call) not in self._results:
-            self._results[_key(call)] = result
+        if call.key() not in self._results:
+            self._results[call.key()] = result
             self._names.append((call.name, result))
 
     @property
