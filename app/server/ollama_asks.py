@@ -21,6 +21,7 @@ from app.server.fields import Body
 from app.server.images import RequestImages
 from app.server.openai_asks import MAX_MESSAGES, READ_BUDGET_S, sampling, tools
 from app.server.schemas import answer_schema
+from app.server.openai_embeddings import input_texts
 from app.service.api.api_answers import ApiAsk, EmbeddingAsk
 
 # Ollama's default tag: "tiny:latest" names Kestrel's model "tiny".
@@ -215,15 +216,7 @@ def generate_ask(body: Body, client: str) -> OllamaAsked:
 def embed_ask(body: Body, client: str) -> EmbeddingAsk:
     """POST /api/embed: `input` a string or an array of strings; `truncate` is taken, but an input past
     the model's context is refused (cutting it would change its meaning unasked)."""
-    value = body.data.get("input")
-    if value is None:
-        raise body.missing("input", "a string or an array of strings")
-    if isinstance(value, str):
-        texts: tuple[str, ...] = (value,)
-    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
-        texts = tuple(value)
-    else:
-        raise body.wrong("input", "a string or an array of strings")
+    texts = input_texts(body)
     body.flag("truncate")
     return EmbeddingAsk(client=client, model=model_name(body), texts=texts,
                         dimensions=body.integer("dimensions", low=1))

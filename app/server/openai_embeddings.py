@@ -23,21 +23,26 @@ class AskedEmbeddings:
     base64: bool
 
 
-def embedding_ask(body: Body, client: str) -> AskedEmbeddings:
-    """POST /v1/embeddings: `input` a string or an array of strings; token ids are refused (they are
-    ids in OpenAI's tokenizer, not in the model's)."""
+def input_texts(body: Body) -> tuple[str, ...]:
+    """An embedding request's `input`, a string or an array of strings (OpenAI's and Ollama's alike)."""
     value = body.data.get("input")
     if value is None:
         raise body.missing("input", "a string or an array of strings")
     if isinstance(value, str):
-        texts: tuple[str, ...] = (value,)
-    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
-        texts = tuple(value)
-    elif isinstance(value, list) and _holds_token_ids(value):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise body.wrong("input", "a string or an array of strings")
+
+
+def embedding_ask(body: Body, client: str) -> AskedEmbeddings:
+    """POST /v1/embeddings: `input` a string or an array of strings; token ids are refused (they are
+    ids in OpenAI's tokenizer, not in the model's)."""
+    value = body.data.get("input")
+    if isinstance(value, list) and not all(isinstance(item, str) for item in value) and _holds_token_ids(value):
         raise BadRequest("input holds token ids, which Kestrel does not take: they are ids in OpenAI's tokenizer, "
                          "and Kestrel's embedding model has its own. Send the text instead.", "input")
-    else:
-        raise body.wrong("input", "a string or an array of strings")
+    texts = input_texts(body)
     encoding = body.text("encoding_format") or "float"
     if encoding not in ENCODINGS:
         raise BadRequest(f"encoding_format must be float or base64, not {encoding!r}.", "encoding_format")
