@@ -66,6 +66,9 @@ def _add_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--max-tokens", type=typed_flag(int, "max_tokens"), help="stop after this many tokens")
     chat.add_argument("--temperature", type=typed_flag(float, "temperature"),
                       help="0 for greedy, higher for more varied text")
+    chat.add_argument("--min-p", type=typed_flag(float, "min_p"),
+                      help="leave out words less likely than this share of the likeliest one's chance, "
+                           "0 to 1 (0: off; default: the model's recommendation, else the setting)")
     chat.add_argument("--seed", type=typed_flag(int, "seed"), help="a fixed seed for repeatable answers (-1: random)")
     chat.add_argument("--ctx", type=typed_flag(int, "context_length"), help="the context length in tokens")
     chat.add_argument("--threads", type=typed_flag(int, "threads"),

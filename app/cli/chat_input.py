@@ -80,7 +80,7 @@ def argument_text(value: str, what: str) -> str:
 
 THREADS_ALLOWED = "a whole number, 1 or more"
 # The flag that sets each generation setting, for messages about a bad value.
-_FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "seed": "--seed",
+_FLAGS = {"max_tokens": "--max-tokens", "temperature": "--temperature", "min_p": "--min-p", "seed": "--seed",
           "context_length": "--ctx", "thinking": "--think"}
 
 
@@ -100,7 +100,7 @@ def typed_flag(kind: type[int] | type[float], name: str) -> Callable[[str], int 
 
 def generation_settings(args: argparse.Namespace, base: GenerationSettings) -> GenerationSettings:
     overrides = {
-        "max_tokens": args.max_tokens, "temperature": args.temperature,
+        "max_tokens": args.max_tokens, "temperature": args.temperature, "min_p": args.min_p,
         "seed": args.seed, "context_length": args.ctx,
         "thinking": None if args.think is None else args.think == "on",
     }

@@ -21,6 +21,10 @@ class GenerationSettings:
     temperature: float = 0.7
     top_p: float = 0.95
     top_k: int = 40
+    # Drops the tokens less likely than this share of the likeliest one's chance; 0 is off.
+    # Some model authors recommend it (the catalog's sampling), llama.cpp follows it, and
+    # ONNX Runtime GenAI has no such option, so the engine refuses it there in words.
+    min_p: float = 0.0
     repeat_penalty: float = 1.1
     max_tokens: int = 512
     # -1 asks the engine for a fresh random seed on every generation.
@@ -58,6 +62,7 @@ class GenerationSettings:
         _check_float("temperature", self.temperature, low=0.0, high=5.0)
         _check_float("top_p", self.top_p, low=0.0, high=1.0, low_open=True)
         _check_int("top_k", self.top_k, low=0)
+        _check_float("min_p", self.min_p, low=0.0, high=1.0)
         _check_float("repeat_penalty", self.repeat_penalty, low=0.5, high=3.0)
         _check_int("max_tokens", self.max_tokens, low=1)
         _check_int("seed", self.seed)
@@ -72,6 +77,7 @@ class GenerationSettings:
             self,
             temperature=float(self.temperature),
             top_p=float(self.top_p),
+            min_p=float(self.min_p),
             repeat_penalty=float(self.repeat_penalty),
         )
 

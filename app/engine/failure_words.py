@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from app.core.units import human_size
+from app.engine.capabilities import Capability
 from app.engine.failures import (
     BadImage, BadModelFile, BadShape, BadTemplate, DeviceRefused, During, EngineBug, EngineStopped, Failure,
     GgufRefused, Hang, ImageTrouble, NoBackend, NoDeviceWorked, NoGpuBuild, NoModel, NoToolUse, NotEnoughMemory,
@@ -102,7 +103,9 @@ def describe(failure: Failure, advice: Advice) -> str:
 
 def _unsupported(failure: Unsupported) -> str:
     others = f", or choose a model that runs on {' or '.join(failure.others)}" if failure.others else ""
-    return f"{failure.name} runs on {failure.backend}, which takes no {failure.capability}. Leave them out{others}."
+    # A setting, not a part one leaves out of a request: what to set it to.
+    remedy = "Set min-p to 0 (off)" if failure.capability == Capability.MIN_P else "Leave them out"
+    return f"{failure.name} runs on {failure.backend}, which takes no {failure.capability}. {remedy}{others}."
 
 
 def _onnx_advice(failure: OnnxRefused, advice: Advice) -> str:

@@ -187,7 +187,7 @@ class EngineLoop:
         if self._backend is None or self._spec is None:
             self._error(request, NoModel())
             return
-        refusal = unsupported(self._spec, request.shape, self._name)
+        refusal = unsupported(self._spec, request.shape, self._name, request.settings)
         if refusal is not None:
             self._error(request, refusal)
             return

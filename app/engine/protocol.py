@@ -21,7 +21,8 @@ __all__ = [
 
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
-PROTOCOL_VERSION = 13
+# 14: GenerationSettings (in Generate) gained min_p.
+PROTOCOL_VERSION = 14
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -139,7 +140,7 @@ class Generate:
 
     request_id: int
     messages: tuple[ChatMessage, ...]
-    # Sampling and length; settings.context_length is Load's business, not an answer's.
+    # Sampling (min_p included) and length; settings.context_length is Load's business, not an answer's.
     settings: GenerationSettings = field(default_factory=GenerationSettings)
     stop: tuple[str, ...] = ()
     # Leave out the oldest turns (never the system prompt) when the conversation is

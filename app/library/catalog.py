@@ -53,8 +53,7 @@ class CatalogShape:
 class CatalogSampling:
     """The sampling a model's authors recommend (their generation_config.json or model card),
     with where that was read: a new chat with the model starts from these. A value left out
-    is one the source does not give, and the app's setting stands for it. min_p is checked
-    and kept, but the engine samples with min_p 0 until a chat's settings carry one."""
+    is one the source does not give, and the app's setting stands for it."""
 
     source: str
     temperature: float | None = None

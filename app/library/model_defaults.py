@@ -11,7 +11,7 @@ from app.core.generation import GenerationSettings
 from app.core.settings import DevicePreference, PromptLookupMode, choice
 
 # The sampling and length fields a model's defaults share with GenerationSettings.
-GENERATION_FIELDS = ("context_length", "temperature", "top_p", "top_k", "repeat_penalty",
+GENERATION_FIELDS = ("context_length", "temperature", "top_p", "top_k", "min_p", "repeat_penalty",
                      "max_tokens", "seed", "tools")
 # What each field is, in words, for messages and `models set` help.
 FIELD_HELP = {
@@ -22,6 +22,7 @@ FIELD_HELP = {
     "temperature": "randomness, 0 to 5",
     "top_p": "nucleus sampling, above 0 and at most 1",
     "top_k": "the most likely tokens considered, 0 for all",
+    "min_p": "drop tokens less likely than this share of the likeliest one's chance, 0 to 1 (0: off)",
     "repeat_penalty": "penalty for repeating, 0.5 to 3",
     "max_tokens": "the longest answer in tokens, 1 or more",
     "seed": "a whole number; -1 for a new random one each time",
@@ -39,6 +40,7 @@ ALLOWED = {
     "temperature": "a number from 0 to 5",
     "top_p": "a number above 0 and at most 1",
     "top_k": "a whole number, 0 or more (0 considers all tokens)",
+    "min_p": "a number from 0 to 1 (0 is off)",
     "repeat_penalty": "a number from 0.5 to 3",
     "max_tokens": "a whole number, 1 or more",
     "seed": "a whole number (-1 for a new random one each time)",
@@ -71,6 +73,7 @@ class ModelDefaults:
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
+    min_p: float | None = None             # model.json written before it had min_p reads as unset
     repeat_penalty: float | None = None
     max_tokens: int | None = None
     seed: int | None = None
@@ -167,7 +170,7 @@ def _field_names() -> tuple[str, ...]:
 
 
 def _field_types() -> dict[str, type]:
-    floats = {"temperature", "top_p", "repeat_penalty"}
+    floats = {"temperature", "top_p", "min_p", "repeat_penalty"}
     texts = {"device_preference", "system_prompt", "chat_template", "prompt_lookup"}
     return {name: float if name in floats else str if name in texts else int
             for name in _field_names()}

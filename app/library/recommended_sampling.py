@@ -9,8 +9,8 @@ from pathlib import Path
 from app.library.catalog import CATALOG_FILE, CatalogEntry, CatalogSampling, load_catalog
 from app.library.model_defaults import ModelDefaults
 
-# The sampling fields a recommendation fills; min_p waits for a chat setting to carry it.
-_FIELDS = ("temperature", "top_p", "top_k", "repeat_penalty")
+# The sampling fields a recommendation fills: every one CatalogSampling carries.
+_FIELDS = ("temperature", "top_p", "top_k", "repeat_penalty", "min_p")
 
 
 def sampling_for(sha256: str | None, entries: tuple[CatalogEntry, ...] | None = None) -> CatalogSampling | None:

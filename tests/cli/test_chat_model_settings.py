@@ -63,3 +63,35 @@ def test_the_models_device_applies_unless_device_is_given(tiny_model: Path) -> N
 
     assert refused.returncode == 6 and "NPU" in refused.stderr, refused.stderr
     assert chosen["device"] == "CPU"
+
+
+def _text(*args: str) -> str:
+    result = kestrel("chat", "--json", "--max-tokens", "24", "--ctx", "512", "--seed", "11", *args, "Hello")
+    assert result.returncode == 0, result.stderr
+    return "".join(line.get("text", "") for line in json_lines(result.stdout) if line["type"] == "delta")
+
+
+def test_min_p_from_the_flag_and_from_models_set_reaches_the_answer(tiny_model: Path) -> None:
+    """min-p 1 keeps only the likeliest token, so a hot answer is the greedy one; dropped, it is not."""
+    model_id = _add(tiny_model)
+    greedy = _text("--temperature", "0")
+    assert _text("--temperature", "2") != greedy, "the control: hot sampling wanders from greedy"
+    assert _text("--temperature", "2", "--min-p", "1") == greedy
+
+    _set(model_id, "min_p=1")
+    assert _text("--temperature", "2") == greedy, "the model's own min_p"
+    assert _text("--temperature", "2", "--min-p", "0") != greedy, "the flag wins over the model's"
+
+
+def test_a_min_p_out_of_range_is_refused_in_words(tiny_model: Path) -> None:
+    model_id = _add(tiny_model)
+    flag = kestrel("chat", "--min-p", "2", "Hello")
+    typed = kestrel("chat", "--min-p", "lots", "Hello")
+    models_set = kestrel("models", "set", model_id, "min_p=1.5")
+
+    assert flag.returncode == 2 and "--min-p 2 is not allowed: it must be a number from 0 to 1." in flag.stderr
+    assert typed.returncode == 2 and 'it must be a number from 0 to 1 (0 is off) (you gave "lots")' in typed.stderr
+    assert models_set.returncode != 0
+    assert 'min_p must be a number from 0 to 1 (0 is off) (you gave "1.5")' in models_set.stderr
+    for result in (flag, typed, models_set):
+        assert_no_traceback(result)

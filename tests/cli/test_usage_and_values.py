@@ -10,7 +10,7 @@ from app.library.model_defaults import ALLOWED, field_names, parse_value
 # A value each model setting refuses, as a user would type it.
 REFUSED = {
     "context_length": "abc", "gpu_layers": "lots", "device_preference": "moon", "temperature": "hot",
-    "top_p": "0", "top_k": "1.5", "repeat_penalty": "9", "max_tokens": "0", "seed": "q",
+    "top_p": "0", "top_k": "1.5", "min_p": "1.5", "repeat_penalty": "9", "max_tokens": "0", "seed": "q",
     "prompt_lookup": "maybe", "tools": ",".join(f"s{n}" for n in range(101)),
 }
 # Fields that take any text: nothing typed is refused.
@@ -37,6 +37,7 @@ def test_the_issue_s_example_in_its_words() -> None:
 
 @pytest.mark.parametrize("flag, given, allowed", [
     ("--temperature", "hot", "a number from 0 to 5"),
+    ("--min-p", "some", "a number from 0 to 1 (0 is off)"),
     ("--max-tokens", "many", "a whole number, 1 or more"),
     ("--ctx", "1e3", "a whole number of tokens from 256 to 1,048,576"),
     ("--seed", "lucky", "a whole number (-1 for a new random one each time)"),

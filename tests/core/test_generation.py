@@ -16,6 +16,7 @@ def test_defaults() -> None:
         "temperature": 0.7,
         "top_p": 0.95,
         "top_k": 40,
+        "min_p": 0.0,
         "repeat_penalty": 1.1,
         "max_tokens": 512,
         "seed": -1,
@@ -38,8 +39,15 @@ def test_round_trip_through_json() -> None:
 
 
 def test_from_dict_ignores_unknown_keys_and_fills_missing_ones() -> None:
-    loaded = GenerationSettings.from_dict({"temperature": 1.5, "min_p": 0.05, "mirostat": 2})
+    loaded = GenerationSettings.from_dict({"temperature": 1.5, "mirostat": 2})
     assert loaded == GenerationSettings(temperature=1.5)
+
+
+def test_settings_written_before_min_p_load_with_it_off() -> None:
+    older = {"temperature": 0.4, "top_p": 0.9, "top_k": 20, "repeat_penalty": 1.05, "max_tokens": 64}
+    loaded = GenerationSettings.from_dict(older).validated()
+    assert loaded.min_p == 0.0 and loaded.temperature == 0.4
+    assert GenerationSettings.from_dict({"min_p": 0.05}).validated().min_p == 0.05
 
 
 def test_is_frozen_and_changed_with_replace() -> None:
@@ -51,8 +59,9 @@ def test_is_frozen_and_changed_with_replace() -> None:
 
 
 def test_validated_normalises_whole_numbers_to_floats() -> None:
-    settings = GenerationSettings(temperature=1, top_p=1, repeat_penalty=2).validated()
+    settings = GenerationSettings(temperature=1, top_p=1, min_p=1, repeat_penalty=2).validated()
     assert isinstance(settings.temperature, float)
+    assert isinstance(settings.min_p, float)
     assert isinstance(settings.top_p, float)
     assert isinstance(settings.repeat_penalty, float)
     assert settings.temperature == 1.0
@@ -66,6 +75,8 @@ def test_validated_normalises_whole_numbers_to_floats() -> None:
         ("top_p", 1.0),
         ("top_p", 0.001),
         ("top_k", 0),
+        ("min_p", 0.0),
+        ("min_p", 1.0),
         ("repeat_penalty", 0.5),
         ("repeat_penalty", 3.0),
         ("max_tokens", 1),
@@ -92,6 +103,9 @@ def test_edges_of_each_range_are_allowed(field: str, value: float) -> None:
         ("top_p", 1.5, "greater than 0 and at most 1"),
         ("top_k", -1, "0 or more"),
         ("top_k", 2.5, "0 or more"),
+        ("min_p", -0.01, "from 0 to 1"),
+        ("min_p", 1.5, "from 0 to 1"),
+        ("min_p", "some", "from 0 to 1"),
         ("repeat_penalty", 0.4, "from 0.5 to 3"),
         ("repeat_penalty", 3.5, "from 0.5 to 3"),
         ("max_tokens", 0, "1 or more"),

@@ -46,7 +46,8 @@ def test_a_path_that_holds_no_model_keeps_the_librarys_words(tmp_path: Path) -> 
 
 
 def test_what_each_built_in_backend_declares() -> None:
-    assert LLAMA.capabilities == {Capability.TOOLS, Capability.GRAMMARS, Capability.JSON_SCHEMAS, Capability.IMAGES}
+    assert LLAMA.capabilities == {Capability.TOOLS, Capability.GRAMMARS, Capability.JSON_SCHEMAS, Capability.MIN_P,
+                                  Capability.IMAGES}
     assert ONNX.capabilities == {Capability.TOOLS, Capability.JSON_SCHEMAS}
     assert [spec.name for spec in registry.registered()] == ["llama.cpp", "ONNX Runtime GenAI"]
 

@@ -22,7 +22,7 @@ STATS = AnswerStats(ttft_ms=12.5, tokens=20, tokens_per_s=80.0, prompt_tokens=31
 
 
 def test_messages_cross_the_pipe_whole() -> None:
-    settings = GenerationSettings(temperature=0.2, max_tokens=64, seed=7)
+    settings = GenerationSettings(temperature=0.2, min_p=0.05, max_tokens=64, seed=7)
     messages = [p.Generate(3, (p.ChatMessage(Role.USER, "hi"),), settings, ("</s>",), True,
                            prompt_lookup=PromptLookupMode.AUTO),
                 p.Load(2, "m.gguf", device=DevicePreference.NPU), p.Done(3, STATS), p.Ack(4, p.AckKind.PING),
@@ -37,6 +37,7 @@ def test_messages_cross_the_pipe_whole() -> None:
     assert back[0].messages[0].role is Role.USER and back[0].prompt_lookup is PromptLookupMode.AUTO
     assert back[1].device is DevicePreference.NPU and back[3].what is p.AckKind.PING
     assert messages[0].settings is settings and p.Generate(4, ()).settings == GenerationSettings()
+    assert back[0].settings.min_p == 0.05
 
 
 def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
@@ -51,7 +52,7 @@ def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
 
     back = [pickle.loads(pickle.dumps(m)) for m in messages]
 
-    assert back == messages and p.PROTOCOL_VERSION == 13
+    assert back == messages and p.PROTOCOL_VERSION == 14
     assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
     assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
     assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"

@@ -98,6 +98,18 @@ def test_a_model_downloaded_from_the_catalog_starts_new_chats_with_its_sampling(
         == (0.3, 0.85, 30, 1.05, 99), "the model's sampling over the app's, the app's length kept"
 
 
+def test_a_catalog_sha_with_min_p_fills_the_models_min_p(tmp_path: Path) -> None:
+    entries = load_catalog(catalog_file(tmp_path, entry("b" * 64, sampling=dict(SAMPLING, min_p=0.05),
+                                                        sampling_source="the card")))
+    filled = recommended_sampling.with_recommended(ModelDefaults(), "b" * 64, entries)
+    assert filled == ModelDefaults(temperature=0.3, top_p=0.85, top_k=30, repeat_penalty=1.05, min_p=0.05)
+    assert filled.generation(GenerationSettings()).min_p == 0.05, "a new chat samples with it"
+    own = recommended_sampling.with_recommended(ModelDefaults(min_p=0.0), "b" * 64, entries)
+    assert own.min_p == 0.0, "the person's own min_p (here: off) stays theirs"
+    without = load_catalog(catalog_file(tmp_path, entry("b" * 64, sampling=SAMPLING, sampling_source="the card")))
+    assert recommended_sampling.with_recommended(ModelDefaults(), "b" * 64, without).min_p is None
+
+
 def test_a_value_the_person_set_for_the_model_wins_over_the_recommendation(
         tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     body = tiny_model.read_bytes()

@@ -109,3 +109,17 @@ def test_a_models_own_tools_reach_new_chats_and_survive_model_json() -> None:
     again = ModelDefaults.from_dict(json.loads(json.dumps(own.to_dict())), problems)
     assert again == own and problems == []
     assert ModelDefaults.from_dict({"tools": "time"}, problems).tools is None and "tools" in problems[-1]
+
+
+def test_a_models_own_min_p_reaches_new_chats_and_an_older_model_json_still_reads() -> None:
+    own = ModelDefaults.from_dict(json.loads(json.dumps(ModelDefaults(min_p=0.05).to_dict())))
+    assert own == ModelDefaults(min_p=0.05) and own.generation(GenerationSettings()).min_p == 0.05
+    problems: list[str] = []
+    older = ModelDefaults.from_dict({"temperature": 0.4, "top_k": 20}, problems)  # written before min_p
+    assert older == ModelDefaults(temperature=0.4, top_k=20) and problems == []
+    assert older.generation(GenerationSettings(min_p=0.1)).min_p == 0.1, "unset: the app's setting stands"
+    assert ModelDefaults.from_dict({"min_p": 3}, problems).min_p is None
+    assert problems == ["min_p must be a number from 0 to 1 (got 3)."]
+    assert parse_value("min_p", "0.05") == 0.05 and parse_value("min_p", "") is None
+    with pytest.raises(ValueError, match=r'min_p must be a number from 0 to 1 \(0 is off\) \(you gave "1.5"\)'):
+        parse_value("min_p", "1.5")

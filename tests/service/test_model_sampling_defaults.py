@@ -23,7 +23,7 @@ def recommended(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatc
         "quantization": "F32", "format": "gguf", "context_length": 2048, "repo": "o/tiny-GGUF",
         "revision": "main", "files": [{"path": "tiny.gguf", "sha256": sha256_of(body), "size": len(body)}],
         "instruct": True, "recommended": False, "description": "A tiny model.",
-        "sampling": {"temperature": 0.3, "top_p": 0.85, "top_k": 30, "repeat_penalty": 1.05},
+        "sampling": {"temperature": 0.3, "top_p": 0.85, "top_k": 30, "repeat_penalty": 1.05, "min_p": 0.05},
         "sampling_source": "a test's catalog"}]}), encoding="utf-8")
     monkeypatch.setattr(recommended_sampling, "CATALOG_FILE", path)
 
@@ -40,7 +40,8 @@ def test_a_new_chat_takes_the_models_sampling_and_a_chats_own_settings_win(start
             return new_chat, own, next_new
 
     new_chat, own, next_new = run(scenario)
-    assert (new_chat.temperature, new_chat.top_p, new_chat.top_k, new_chat.repeat_penalty) == (0.3, 0.85, 30, 1.05)
+    assert (new_chat.temperature, new_chat.top_p, new_chat.top_k, new_chat.repeat_penalty, new_chat.min_p) \
+        == (0.3, 0.85, 30, 1.05, 0.05)
     assert (new_chat.max_tokens, new_chat.context_length) == (SMALL.max_tokens, SMALL.context_length), \
         "what the model does not recommend stays the app's"
     assert (own.temperature, own.top_k, own.top_p) == (1.5, 5, 0.85), "the chat's own settings win"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 
+from app.core.generation import GenerationSettings
 from app.engine.backends.llama import BACKEND as LLAMA
 from app.engine.backends.onnx import BACKEND as ONNX
 from app.engine.backends.spec import BackendSpec, ModelLocation
@@ -57,12 +58,14 @@ def located(text: str) -> tuple[ModelLocation, ModelFileError | None]:
         return location, problem
 
 
-def unsupported(spec: BackendSpec, shape: AnswerShape, name: str) -> Unsupported | None:
-    """What this answer's shape asks that the backend does not declare (the first), naming the
-    registered backends that do; None when it can have all of it. The engine asks before the backend
-    sees the request, so a backend never reads a part of a shape it has not registered for."""
+def unsupported(spec: BackendSpec, shape: AnswerShape, name: str,
+                settings: GenerationSettings | None = None) -> Unsupported | None:
+    """What this answer's shape and sampling ask that the backend does not declare (the first), naming
+    the registered backends that do; None when it can have all of it. The engine asks before the backend
+    sees the request, so a backend never reads a part of a shape, or a setting, it has not registered for."""
     asked = ((Capability.TOOLS, shape.uses_tools), (Capability.GRAMMARS, shape.grammar is not None),
-             (Capability.JSON_SCHEMAS, shape.json_schema is not None or shape.json_object))
+             (Capability.JSON_SCHEMAS, shape.json_schema is not None or shape.json_object),
+             (Capability.MIN_P, settings is not None and settings.min_p > 0))
     for capability, wanted in asked:
         if wanted and not spec.can(capability):
             others = tuple(other.name for other in registered() if other.can(capability))

@@ -28,4 +28,4 @@ def _open(request: Load, report: HardwareReport) -> Backend:
 
 
 BACKEND = BackendSpec("llama.cpp", _takes, frozenset({Capability.TOOLS, Capability.GRAMMARS, Capability.JSON_SCHEMAS,
-                                                      Capability.IMAGES}), _open)
+                                                      Capability.MIN_P, Capability.IMAGES}), _open)

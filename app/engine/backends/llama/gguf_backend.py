@@ -291,8 +291,8 @@ class GgufBackend:
             # whole prompt in the cache (app/engine/backends/llama/image_prompt.py).
             image_tokens = evaluate(llm, self._projector, images.chunked_for(prompt))
             llm.evaluated += image_tokens  # its text tokens counted themselves
-        sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=0.0, temp=settings.temperature,
-                        repeat_penalty=settings.repeat_penalty)
+        sampling: dict[str, Any] = dict(top_k=settings.top_k, top_p=settings.top_p, min_p=settings.min_p,
+                                        temp=settings.temperature, repeat_penalty=settings.repeat_penalty)
         self.lookup = LookupStats()
         # A grammar's answer is not drafted: a rejected draft token would have moved the grammar
         # on. Nor is one that may switch to a grammar mid-answer (a drafted token may be past the switch).

@@ -27,5 +27,6 @@ def _open(request: Load, report: HardwareReport) -> Backend:
     return open_onnx(request, report)
 
 
-# No GBNF grammars: GenAI's guidance holds an answer to a JSON schema only. No images yet.
+# No GBNF grammars: GenAI's guidance holds an answer to a JSON schema only. No images yet. No min-p:
+# its search options have none (set_search_options(min_p=...) is "Unknown value" in 0.18).
 BACKEND = BackendSpec("ONNX Runtime GenAI", _takes, frozenset({Capability.TOOLS, Capability.JSON_SCHEMAS}), _open)
