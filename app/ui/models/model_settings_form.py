@@ -48,6 +48,18 @@ def no_gpu_backend(device: QComboBox) -> None:
     device.setToolTip(device.toolTip() + " This build has no GPU backend: models run on the CPU.")
 
 
+# What min-p does, in the words of both forms that set it (a model's own here, a chat's in Settings).
+MIN_P_TIP = ("Leaves out words far less likely than the likeliest one: 0.05 drops those under 5% of its "
+             "chance. 0 is off. ONNX models cannot use it.")
+
+
+def min_p_box(box: QDoubleSpinBox) -> QDoubleSpinBox:
+    """A min-p box: 0 reads "off", with MIN_P_TIP."""
+    box.setSpecialValueText("off")
+    box.setToolTip(MIN_P_TIP)
+    return box
+
+
 async def lacks_gpu_backend(model: "ModelDoor") -> bool:
     """Whether the engine's hardware report says this llama.cpp build cannot offload to a GPU
     (False when the engine cannot be asked: the boxes stay as they are, the hardware window says why)."""
@@ -157,6 +169,8 @@ class ModelSettingsForm(QWidget):
         self.temperature = self._double(form, "temperature", "&Temperature", 0.0, 5.0, 0.05)
         self.top_p = self._double(form, "top_p", "Top &p", 0.01, 1.0, 0.01)
         self.top_k = self._spin(form, "top_k", "Top &k", 0, 1000)
+        self.min_p = self._double(form, "min_p", "M&in-p", 0.0, 1.0, 0.01)
+        min_p_box(self.min_p)
         self.repeat_penalty = self._double(form, "repeat_penalty", "&Repeat penalty", 0.5, 3.0, 0.05)
         self.max_tokens = self._spin(form, "max_tokens", "&Max tokens", 1, 1_000_000)
         self.seed = self._spin(form, "seed", "S&eed", -1, 2**31 - 1)
@@ -199,8 +213,8 @@ class ModelSettingsForm(QWidget):
 
     def reset(self) -> None:
         """Back to what was last saved."""
-        app_values = {name: getattr(self._app, name) for name in ("context_length", "temperature", "top_p",
-                                                                   "top_k", "repeat_penalty", "max_tokens", "seed")}
+        app_values = {name: getattr(self._app, name) for name in ("context_length", "temperature", "top_p", "top_k",
+                                                                   "min_p", "repeat_penalty", "max_tokens", "seed")}
         app_values.update(gpu_layers=None, device_preference=self._app_device, system_prompt="", chat_template="",
                           tools=self._app.tools)
         for name, setting in self._settings.items():

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QFormLayout, QLabel, QS
 
 from app.core.generation import GenerationSettings
 from app.ui.common.window_look import fit_shortcut_letters
+from app.ui.models.model_settings_form import min_p_box
 from app.ui.settings.mcp_json_dialog import ServerChecklist
 
 
@@ -30,6 +31,7 @@ class GenerationForm(QWidget):
         self.temperature = double_box(0.0, 5.0, 0.05, settings.temperature)
         self.top_p = double_box(0.01, 1.0, 0.01, settings.top_p)
         self.top_k = int_box(0, 1000, settings.top_k)
+        self.min_p = min_p_box(double_box(0.0, 1.0, 0.01, settings.min_p))
         self.repeat_penalty = double_box(0.5, 3.0, 0.05, settings.repeat_penalty)
         self.max_tokens = int_box(1, 1_000_000, settings.max_tokens)
         self.seed = int_box(-1, 2**31 - 1, settings.seed)
@@ -39,6 +41,7 @@ class GenerationForm(QWidget):
         form.addRow("&Temperature", self.temperature)
         form.addRow("Top &p", self.top_p)
         form.addRow("Top &k", self.top_k)
+        form.addRow("M&in-p", self.min_p)
         form.addRow("&Repeat penalty", self.repeat_penalty)
         form.addRow("&Max tokens", self.max_tokens)
         form.addRow("S&eed", self.seed)
@@ -71,7 +74,7 @@ class GenerationForm(QWidget):
     def value(self) -> GenerationSettings:
         return dataclasses.replace(
             self._settings, temperature=self.temperature.value(), top_p=self.top_p.value(),
-            top_k=self.top_k.value(), repeat_penalty=self.repeat_penalty.value(),
+            top_k=self.top_k.value(), min_p=self.min_p.value(), repeat_penalty=self.repeat_penalty.value(),
             max_tokens=self.max_tokens.value(), seed=self.seed.value(),
             context_length=self.context_length.value(),
             # Kept as it was when the model in use has no switch: the next model may have one.
