@@ -51,7 +51,7 @@ def model_name(body: Body, key: str = "model") -> str | None:
 
 
 def _options(body: Body) -> tuple[dict[str, Any], tuple[str, ...], int | None]:
-    """options' sampling (temperature, top_p, top_k, repeat_penalty, seed, num_predict), its stop
+    """options' sampling (temperature, top_p, top_k, min_p, repeat_penalty, seed, num_predict), its stop
     strings and num_ctx; every other option Ollama knows (mirostat, num_gpu, …) is taken and ignored."""
     options = body.child("options")
     if options is None:

@@ -149,8 +149,8 @@ def capabilities(model: ApiModel) -> list[str]:
 
 def _parameters(model: ApiModel) -> str:
     """The sampling it answers with, in a Modelfile's PARAMETER words."""
-    names = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k", "repeat_penalty": "repeat_penalty",
-             "max_tokens": "num_predict", "seed": "seed"}
+    names = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k", "min_p": "min_p",
+             "repeat_penalty": "repeat_penalty", "max_tokens": "num_predict", "seed": "seed"}
     return "\n".join(f"{names[key]:<15} {value}" for key, value in model.sampling.items() if key in names)
 
 

@@ -39,10 +39,11 @@ MAX_MESSAGES = 10_000
 
 
 def sampling(body: Body, *, max_tokens_keys: tuple[str, ...], temperature_high: float = 2.0) -> dict[str, Any]:
-    """The generation settings a request sets; the service lays them over the model's own."""
+    """The generation settings a request sets; the service lays them over the model's own. top_k,
+    min_p and repeat_penalty are extensions OpenAI's API lacks and llama.cpp's server takes."""
     settings: dict[str, Any] = {}
     for key, low, high in (("temperature", 0.0, temperature_high), ("top_p", 0.0, 1.0),
-                           ("repeat_penalty", 0.5, 3.0)):
+                           ("min_p", 0.0, 1.0), ("repeat_penalty", 0.5, 3.0)):
         value = body.number(key, low, high)
         if value is not None:
             settings[key] = value

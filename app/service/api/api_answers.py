@@ -36,7 +36,7 @@ RECENT = 100
 # A model switched by a window chat between this request's load and its turn: try again.
 _SWITCH_TRIES = 3
 # thinking: Ollama's think (false turns a switchable reasoning model's thinking off, as the window can).
-_SETTINGS = ("temperature", "top_p", "top_k", "repeat_penalty", "max_tokens", "seed", "thinking")
+_SETTINGS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "max_tokens", "seed", "thinking")
 
 
 def _sampling(settings: GenerationSettings) -> dict[str, Any]:
