@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from gguf import GGUFReader, GGUFWriter, LlamaFileType
 
@@ -23,6 +24,7 @@ from app.core.units import human_size
 from app.core.settings import Settings, SettingsFile
 from tests.cli.test_chat_cli import ROOT, kestrel
 from tests.helpers.syscalls import run_traced
+from tests.service.test_speed_judge import sparse_14b
 
 TINY_ONNX = ROOT / "tests" / "fixtures" / "tiny-onnx"
 
@@ -137,7 +139,7 @@ def test_info_reads_a_gguf_header_without_loading_the_model(tiny_model: Path) ->
     }], "no licence or size label: the tiny file states none"
     assert len(info[0]["sha256"]) == 64
     assert "context length:  2,048 tokens" in plain and "chat template:   yes" in plain
-    assert f"parameters:      {weights:,} (" in plain and "will it fit:" in plain
+    assert f"parameters:      {weights:,} (" in plain and "how it runs:" in plain
 
 
 def test_info_says_whether_the_model_fits_here_with_the_numbers(tiny_model: Path) -> None:
@@ -151,13 +153,44 @@ def test_info_says_whether_the_model_fits_here_with_the_numbers(tiny_model: Path
 
     fit = own["fit"]
     assert fit["verdict"] == "runs_well" and fit["device"] == "cpu"
+    assert fit["tokens_per_s"] > 100 and fit["speed_measured"] is False, "the tiny model decodes at once"
+    assert fit["summary"].startswith("Runs well: about ") and fit["summary"].endswith(" tokens/s here (estimated)")
     assert fit["context_length"] == 1024, "the model's own context length"
     need = fit["need"]
     assert need["total"] == need["weights"] + need["kv_cache"] + need["compute"] and need["kv_cache"] > 0
     assert fit["max_context"] == 2048, "the tiny model was trained on 2,048 tokens"
     assert asked["fit"]["context_length"] == 2048, "never more than the model was trained on"
-    assert "will it fit:     Runs well on the CPU" in plain and "KV cache:" in plain
+    assert "how it runs:     Runs well: about " in plain and "KV cache:" in plain
+    assert "Memory: Runs well on the CPU" in plain and "Other programs use " in plain
     assert refused.returncode == 2 and "--ctx 0 is not allowed" in refused.stderr
+
+
+def test_info_judges_a_14b_file_slow_on_this_cpu_calibrated_by_its_measurements(tmp_path: Path) -> None:
+    """Issue 37: `models info` judges as the window does, by speed. A 9 GB 14B file (a sparse header) fits
+    the memory of the machines this runs on, yet decodes at a few tokens/s on their CPU; once the thread
+    advisor's threads.json holds a measurement (a 500 MB model at 25 tokens/s on 1 thread), the number is
+    calibrated by it, as `models catalog` is."""
+    path = sparse_14b(tmp_path / "fourteen.gguf")
+
+    [estimated] = json_lines(models("info", str(path), "--json").stdout)
+    config = data_paths().config
+    config.mkdir(parents=True, exist_ok=True)
+    key = f"big.gguf|500000000|{os.cpu_count()}|{psutil.cpu_count(logical=False)}"
+    (config / "threads.json").write_text(json.dumps({key: {"best": {"1": 25.0}}}), encoding="utf-8")
+    [calibrated] = json_lines(models("info", str(path), "--json").stdout)
+    plain = models("info", str(path)).stdout
+
+    assert estimated["parameters_label"] == "14B"
+    for fit in (estimated["fit"], calibrated["fit"]):
+        assert fit["verdict"] == "runs_slowly" and fit["device"] == "cpu", fit["summary"]
+        assert 0 < fit["tokens_per_s"] < 5
+        assert any(line.startswith("Memory: Runs well on the CPU") for line in fit["lines"]), "it fits the memory"
+    assert estimated["fit"]["speed_measured"] is False and estimated["fit"]["speed_basis"].startswith("estimated: ")
+    assert calibrated["fit"]["speed_measured"] is True
+    assert calibrated["fit"]["speed_basis"] == "measured: big.gguf decoded at 25.0 tokens/s on 1 thread here"
+    summary = calibrated["fit"]["summary"]
+    assert summary.startswith("Slow: about ") and summary.endswith(" tokens/s here, slow for chat")
+    assert f"how it runs:     {summary}" in plain
 
 
 def test_info_shows_the_label_licence_and_quantization_a_file_states(tmp_path: Path) -> None:

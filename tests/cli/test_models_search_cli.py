@@ -5,14 +5,19 @@ of tests/fixtures/hub."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import psutil
 import pytest
 
+from app.cli.models.models_search import ROUGH_NOTE
+from app.core.paths import data_paths
 from tests.cli.test_models_get_cli import in_models_folder, models
-from tests.helpers.http_servers import TestServer, hugging_face_repo
+from tests.helpers.http_servers import Served, TestServer, hugging_face_repo
 from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, serve_search
 from tests.helpers.tiny_gguf import build_tiny_gguf
+from tests.service.test_hub_search import list_sizes
 
 REPO = "someone/Thinker-GGUF"
 
@@ -81,6 +86,9 @@ def test_files_lists_quantizations_sizes_and_fit_and_get_picks_one_by_quantizati
     assert [(r["quantization"], r["size"]) for r in rows] == [("Q4_K_M", len(body)), ("Q8_0", len(larger))]
     assert len(larger) > len(body)
     assert rows[0]["verdict"] == "runs_well" and "Estimated from the file size" in rows[0]["reason"]
+    assert rows[0]["tokens_per_s"] > 100 and rows[0]["speed_measured"] is False, "a tiny file decodes at once"
+    assert " runs well: about " in first and " tokens/s here (estimated) " in first
+    assert ROUGH_NOTE in files.stdout
     assert wrong.returncode == 2 and f"{REPO} offers no Q2_K file. It offers: Q4_K_M, Q8_0." in wrong.stderr
     assert both.returncode == 2 and "not both" in both.stderr
     assert in_models_folder() == []
@@ -138,3 +146,39 @@ def test_search_prints_a_recorded_answer_of_the_real_hub(server: TestServer, mon
     assert lines[3].split() == ["yuxinlu1/gemma-4-12B-agentic-fable5-composer2.5-v2-3.5x-tau2-GGUF",
                                 "355,480", "1,392", "2026-06-19"]
     assert lines[7].split() == ["ornith-ai/Ornith-1.0-9B-GGUF", "4,567,553", "615", "2026-06-25"]
+
+
+def test_files_says_a_14b_file_is_slow_here_and_a_file_of_unknown_size_has_no_speed(
+        server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37: a found file's verdict is its predicted speed on this CPU, from its stated size (the
+    bytes are never fetched), calibrated by the thread advisor's threads.json once it measured a model;
+    where the server states no size, no number is made up."""
+    repo = "Qwen/Qwen3-14B-GGUF"
+    monkeypatch.setenv("HF_ENDPOINT", list_sizes(server, repo, {"Qwen3-14B-Q4_K_M.gguf": 9_000_000_000}))
+    nameless = "someone/Sizeless-GGUF"
+    server.files[f"/api/models/{nameless}?blobs=true"] = Served(body=json.dumps(
+        {"id": nameless, "sha": "a" * 40, "siblings": [{"rfilename": "sizeless-Q4_K_M.gguf"}]}).encode())
+
+    estimated = models("files", repo)
+    config = data_paths().config
+    config.mkdir(parents=True, exist_ok=True)
+    key = f"big.gguf|500000000|{os.cpu_count()}|{psutil.cpu_count(logical=False)}"
+    (config / "threads.json").write_text(json.dumps({key: {"best": {"1": 25.0}}}), encoding="utf-8")
+    [calibrated] = [json.loads(line) for line in models("files", repo, "--json").stdout.splitlines()]
+    plain = models("files", repo)
+    sizeless = models("files", nameless)
+    [unknown] = [json.loads(line) for line in models("files", nameless, "--json").stdout.splitlines()]
+
+    assert estimated.returncode == 0, estimated.stderr
+    line = estimated.stdout.splitlines()[0]
+    assert line.split()[:3] == ["Q4_K_M", "9.0", "GB"], line
+    assert " slow: about " in line and " tokens/s here (estimated) " in line, line
+    assert calibrated["verdict"] == "runs_slowly" and 0 < calibrated["tokens_per_s"] < 5
+    assert calibrated["speed_measured"] is True
+    assert calibrated["reason"].startswith("Slow: about ")
+    assert "Estimated from the file size and the size its name states (14B): " in calibrated["reason"]
+    words = plain.stdout.splitlines()[0]
+    assert " slow: about " in words and "(estimated)" not in words, "calibrated by this machine's measurement"
+    assert sizeless.returncode == 0 and "speed not known" in sizeless.stdout.splitlines()[0]
+    assert unknown["verdict"] is None and unknown["tokens_per_s"] is None
+    assert unknown["reason"].startswith("Speed not known: the server did not state the file's size")

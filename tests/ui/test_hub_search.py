@@ -16,7 +16,7 @@ from app.core.units import human_size
 from app.ui.models.hub_search import MIN_CHARS, PAUSE_MS, PLACEHOLDER, QUIET, HubSearchBox
 from app.ui.main_window import MainWindow
 from app.ui.models.model_manager import ModelManager
-from tests.helpers.http_servers import TestServer, hugging_face_repo, running_server
+from tests.helpers.http_servers import Served, TestServer, hugging_face_repo, running_server
 from tests.helpers.hub_answers import EMPTY_ANSWER, RECORDED_ANSWER, search_path, serve_search
 from tests.ui.conftest import run, until
 
@@ -76,9 +76,14 @@ def test_typing_searches_after_a_pause_and_a_chosen_file_downloads_and_is_instal
     qtbot.keyClick(box.query, Qt.Key.Key_Return)
     run(loop, until(lambda: box.files.topLevelItemCount() == 2, what="the files"))
     assert front.log[-1].path == f"/api/models/{REPO}?blobs=true"
-    assert rows(box.files) == [["Q2_K", human_size(len(other)), "Runs well", "", "thinker-Q2_K.gguf"],
-                               ["Q8_0", human_size(len(wanted)), "Runs well", "", "thinker-Q8_0.gguf"]]
+    shown = rows(box.files)
+    assert [row[:2] + row[3:] for row in shown] == [["Q2_K", human_size(len(other)), "", "thinker-Q2_K.gguf"],
+                                                     ["Q8_0", human_size(len(wanted)), "", "thinker-Q8_0.gguf"]]
+    assert all(row[2].startswith("Runs well · about ") and row[2].endswith(" tokens/s here (estimated)")
+               for row in shown), "a speed verdict, not the memory's alone"
+    assert box.files.headerItem().text(2) == "How it runs here"
     assert "Estimated from the file size" in box.files.topLevelItem(1).toolTip(2)
+    assert "Speeds are estimated from each file's size" in box.files_note.text()
 
     button = box.files.itemWidget(box.files.topLevelItem(1), 3)
     assert isinstance(button, QPushButton)
@@ -182,3 +187,26 @@ def test_long_names_elide_on_purpose_with_their_whole_text_in_the_tooltip(qtbot)
     whole = "gemma-3-4b-it-Q4_K_M.gguf + mmproj-model-f16.gguf, which lets it read images (its vision projector)"
     assert item.text(4) == whole
     assert item.toolTip(4) == f"{whole}\nfrom {base}gemma-3-4b-it-Q4_K_M.gguf"
+
+
+def test_a_14b_file_is_said_to_be_slow_here_and_one_of_unknown_size_has_no_speed(
+        make_window, loop, server: TestServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37: a 9 GB 14B file fits this machine's memory but decodes at a few tokens/s on its CPU:
+    the Fit column says Slow with the number; a file whose size the server does not state gets none."""
+    server.files["/api/models/Qwen/Qwen3-14B-GGUF?blobs=true"] = Served(body=json.dumps(
+        {"id": "Qwen/Qwen3-14B-GGUF", "sha": "a" * 40, "siblings": [
+            {"rfilename": "Qwen3-14B-Q4_K_M.gguf", "size": 9_000_000_000}, {"rfilename": "Qwen3-14B-Q8_0.gguf"}]}
+    ).encode())
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+    window = make_window()
+    _manager, box = open_search(window)
+
+    box.open_repo("Qwen/Qwen3-14B-GGUF")
+    run(loop, until(lambda: box.files.topLevelItemCount() == 2, what="the files"))
+
+    slow, unknown = rows(box.files)
+    assert slow[0] == "Q4_K_M" and slow[2].startswith("Slow · about ") and "tokens/s here" in slow[2], slow
+    tip = box.files.topLevelItem(0).toolTip(2)
+    assert tip.startswith("Slow: about ") and "(14B)" in tip and "\nHow it was judged: " in tip
+    assert unknown[0] == "Q8_0" and unknown[2] == "Speed not known"
+    assert box.files.topLevelItem(1).toolTip(2).startswith("Speed not known: the server did not state")

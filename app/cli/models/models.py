@@ -24,13 +24,13 @@ from app.cli.models.models_common import EXIT_FILES, add_folder, copy_in, load_s
 from app.cli.terminal_text import shown_path, terminal_line, terminal_text
 from app.core.units import human_size
 from app.core.settings import Settings, SettingsError, SettingsFile
-from app.hardware.fit import FitEstimate, estimate_fit
-from app.library.fit_facts import facts_for
+from app.hardware.fit import FitEstimate, with_others_now
 from app.library.model_files.gguf_info import ModelFileError
 from app.library.model_defaults import ModelDefaults
 from app.library.model_files.model_format import GENAI_CONFIG
 from app.library.model_details import model_details
 from app.library.installed import InstalledModel
+from app.library.model_files.model_purpose import ModelPurpose
 from app.library.models import ModelLibrary
 
 # info's lines in plain output: the JSON key and the words before its value.
@@ -59,7 +59,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     info.add_argument("model", metavar="ID", help="an installed model's id (see models list), or a path")
     info.add_argument("--json", action="store_true", help="the details as one JSON object")
     info.add_argument("--ctx", type=int, metavar="N",
-                      help="judge the fit at this context length (default: the model's own, else the app's)")
+                      help="judge how it runs here at this context length (default: the model's own, else the app's)")
     info.set_defaults(run=run, handler=_info)
     add = actions.add_parser("add", help="add a GGUF file or an ONNX Runtime GenAI folder (copied in, "
                                          "or kept where it is), or every model in a folder")
@@ -166,7 +166,7 @@ def _info(args: argparse.Namespace) -> int:
         shown.update(source=model.source, sha256=model.sha256, default=default == model,
                      referenced=model.referenced, missing=model.missing,
                      files=[str(part) for part in model.files] or None, defaults=model.defaults.to_dict())
-    fit = _fit(path, model, settings, args.ctx) if details else None
+    fit = _fit(path, model, details, settings, args.ctx) if details else None
     shown = {key: value for key, value in shown.items() if value is not None}
     if fit is not None:
         shown["fit"] = _fit_json(fit)
@@ -180,36 +180,50 @@ def _info(args: argparse.Namespace) -> int:
         if model is not None:
             _print_kept(model)
         if fit is not None:
-            print(f"  {'will it fit:':<17}{fit.summary}")
+            print(f"  {'how it runs:':<17}{fit.summary}")
             for line in fit.lines:
                 print(f"  {'':<17}{line}")
     return EXIT_OK
 
 
-def _fit(path: Path, model: InstalledModel | None, settings: Settings, ctx: int | None) -> FitEstimate | None:
-    """Will it fit, judged on this machine as the window judges it (the window also counts
-    back a model it has loaded; this command knows of none)."""
+def _fit(path: Path, model: InstalledModel | None, details: dict[str, Any], settings: Settings,
+         ctx: int | None) -> FitEstimate | None:
+    """How it would run here, judged as the window judges an installed model: the steady verdict by
+    predicted speed (calibrated with what this machine's answers measured), with what other programs
+    use now said beside it (the window also counts a model it has loaded; this command knows of none)."""
     if ctx is not None and ctx < 1:
         raise UserError(f"--ctx {ctx} is not allowed: it must be a whole number of 1 or more.", EXIT_USAGE)
     own = model.defaults if model is not None else ModelDefaults()
-    context = ctx or own.context_length or settings.generation.context_length
-    try:
-        facts = facts_for(path, context, model.projector if model is not None else None)
-    except (ModelFileError, OSError):
-        return None  # the details above already said what is wrong with the file
-    from app.hardware.probe import probe  # the runtimes' checks: only this command needs them
+    context = ctx or own.context_length or settings.generation.context_length  # capped at the trained one there
+    # Imported here: the runtimes' checks and the speed judge are needed by this command only.
+    from app.cli.models.models_catalog import measured_here
+    from app.hardware.probe import probe
+    from app.service.library.speed_judge import file_fit
 
-    return estimate_fit(probe(), facts, context_length=facts.context_length,
-                        preference=own.device_preference or settings.device_preference)
+    report = probe()
+    label = details.get("parameters_label")
+    fit = file_fit(report, path, context, own.device_preference or settings.device_preference,
+                   projector=model.projector if model is not None else None,
+                   chat=model.purpose is ModelPurpose.CHAT if model is not None
+                   else details.get("purpose", ModelPurpose.CHAT.value) == ModelPurpose.CHAT.value,
+                   parameters=label if isinstance(label, str) else "",
+                   comfortable=settings.comfortable_tokens_per_s, measured=measured_here())
+    if fit is None or report.ram is None:
+        return fit  # None: the details above already said what is wrong with the file
+    return with_others_now(fit, report, report.ram.available, 0)
 
 
 def _fit_json(fit: FitEstimate) -> dict[str, Any]:
-    need = fit.need
+    need, speed = fit.need, fit.speed
     return {"verdict": fit.verdict.value, "summary": fit.summary, "context_length": fit.context_length,
+            "tokens_per_s": round(speed.tokens_per_s, 1) if speed is not None else None,
+            "speed_measured": speed.measured if speed is not None else None,
+            "speed_basis": speed.basis if speed is not None else None,
             "device": fit.device_kind, "device_name": fit.device_name,
             "need": {"weights": need.weights, "kv_cache": need.kv_cache, "compute": need.compute,
                      "total": need.total},
-            "available": fit.available, "max_context": fit.max_context, "lines": list(fit.lines)}
+            "available": fit.available, "max_context": fit.max_context, "other_programs_now": fit.others_now,
+            "lines": list(fit.lines)}
 
 
 def _print_kept(model: InstalledModel) -> None:

@@ -9,6 +9,8 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
+from app.hardware.speed import Measured
+
 from app.cli.user_error import EXIT_OK
 from app.cli.models.models_common import load_settings, open_library
 from app.core.paths import data_paths
@@ -67,12 +69,18 @@ def _judged_rows(entries: tuple[CatalogEntry, ...]) -> tuple[HardwareReport, lis
 
     _, settings = load_settings()
     report = probe()
-    measured = measured_speeds(data_paths().config / "threads.json")
+    measured = measured_here()
     context = settings.generation.context_length
     installed = open_library().list()
     return report, [CatalogRow(e, catalog_fit(report, e, min(context, e.context_length), 0,
                                               settings.device_preference, settings.comfortable_tokens_per_s,
                                               measured), installed_as(e, installed)) for e in entries]
+
+
+def measured_here() -> tuple[Measured, ...]:
+    """What this machine's answers measured, from the thread advisor's threads.json beside the settings (as
+    the window reads it): every verdict by speed a command gives is calibrated with it."""
+    return measured_speeds(data_paths().config / "threads.json")
 
 
 def _rank(row: CatalogRow) -> tuple[int, float]:
@@ -93,10 +101,14 @@ def _line(row: CatalogRow, width: int, recommended: bool) -> str:
 
 
 def _verdict_words(fit: FitEstimate | None, entry: CatalogEntry) -> str:
-    if entry.purpose is not ModelPurpose.CHAT:
-        return "embedding"
+    return "embedding" if entry.purpose is not ModelPurpose.CHAT else verdict_words(fit)
+
+
+def verdict_words(fit: FitEstimate | None, unknown: str = "not known yet") -> str:
+    """A verdict as the commands print it: "runs well: about 25 tokens/s here", "slow: about 2 tokens/s
+    here (estimated)", "will not fit"; `unknown` where there is none."""
     if fit is None:
-        return "not known yet"
+        return unknown
     words = _VERDICT_WORDS[fit.verdict]
     return f"{words}: {fit.speed.words}" if fit.speed is not None and fit.verdict != Verdict.WONT_FIT else words
 

@@ -1,5 +1,5 @@
 """`python -m app models search QUERY` and `models files REPO`: Hugging Face's public model
-search, and a repository's files with their quantization, size and fit on this machine.
+search, and a repository's files with their quantization, size and predicted speed on this machine.
 
 Nothing here opens a socket until the user runs one of them: the search client is imported
 inside the command, not with this module. `models get REPO@Q4_K_M` then downloads one.
@@ -13,6 +13,7 @@ import sys
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from app.cli.models.models_catalog import measured_here, verdict_words
 from app.cli.models.models_common import CLI_IMPORT_STEP, EXIT_FILES, load_settings
 from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.core.units import human_size
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
     from app.library.huggingface.hub_search import HubRepo
     from app.service.library.hub_search import ChoiceRow
 
-_VERDICT_WORDS = {"runs_well": "runs well", "runs_slowly": "runs slowly", "wont_fit": "won't fit"}
+# Said once under a listing: a file's verdict is rougher than a downloaded model's.
+ROUGH_NOTE = ("Speeds are estimated from each file's size (and the model size its name states): the model's "
+              "shape is known only once it is downloaded.")
 
 
 def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run: Any) -> None:
@@ -37,7 +40,8 @@ def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run
                         help="also list the files of each repository found (one request per repository)")
     search.add_argument("--json", action="store_true", help="one JSON object per repository and line")
     search.set_defaults(run=run, handler=_search)
-    files = actions.add_parser("files", help="a Hugging Face repository's model files: quantization, size, fit")
+    files = actions.add_parser("files", help="a Hugging Face repository's model files: quantization, size, and "
+                                             "how fast each would run here")
     files.add_argument("repo", metavar="HF-REPO", help="owner/name, as models search lists it")
     files.add_argument("--json", action="store_true", help="one JSON object per file and line")
     files.set_defaults(run=run, handler=_files)
@@ -83,7 +87,9 @@ def _search(args: argparse.Namespace) -> int:
                 print(f"    {problem}")
             else:
                 _print_choices(rows, indent="    ")
-    if not args.files:
+    if args.files:
+        print(f"\n{ROUGH_NOTE}")
+    else:
         print(f"\nTo see a repository's files: kestrel models files {shown(repos[0].id)}")
     return EXIT_OK
 
@@ -98,6 +104,7 @@ def _files(args: argparse.Namespace) -> int:
         raise UserError(f"{shown(args.repo)} holds no GGUF file and no ONNX Runtime GenAI folder, so nothing "
                         "in it is a model Kestrel can run.", EXIT_MODEL)
     _print_choices(rows)
+    print(f"\n{ROUGH_NOTE}")
     pick = next((r.choice.quantization for r in rows if r.choice.quantization), None)
     if pick:
         print(f"\nTo download one: kestrel models get {shown(args.repo.strip())}@{pick}")
@@ -118,7 +125,7 @@ def _listed(repo: str) -> tuple[ChoiceRow, ...]:
     from app.library.download import DownloadError
     from app.library.huggingface.hub import HubError, default_endpoint, parse_pasted
     from app.library.huggingface.hub_search import repo_choices
-    from app.service.library.hub_search import judged
+    from app.service.library.hub_search import judged_choice
 
     try:
         pasted = parse_pasted(repo)
@@ -132,7 +139,8 @@ def _listed(repo: str) -> tuple[ChoiceRow, ...]:
         raise UserError(exc.words(CLI_IMPORT_STEP), EXIT_FILES) from None
     _, settings = load_settings()
     report = _machine() if choices else None
-    return tuple(judged(report, choice, settings, 0) for choice in choices)
+    measured = measured_here() if choices else ()
+    return tuple(judged_choice(report, choice, settings, 0, repo=pasted.repo, measured=measured) for choice in choices)
 
 
 @lru_cache(maxsize=1)
@@ -148,11 +156,12 @@ def _print_choices(rows: tuple[ChoiceRow, ...], indent: str = "") -> None:
         print(f"{indent}(no GGUF file or ONNX folder)")
         return
     width = max(len(shown(r.choice.unit.key)) for r in rows)
-    for row in rows:
+    verdicts = [verdict_words(r.fit, unknown="speed not known") for r in rows]
+    verdict_width = max(len(v) for v in verdicts)
+    for row, verdict in zip(rows, verdicts):
         unit = row.choice.unit
         size = human_size(unit.size) if unit.size is not None else "size n/a"
-        verdict = _VERDICT_WORDS[row.fit.verdict.value] if row.fit is not None else "fit not known"
-        print(f"{indent}{row.choice.quantization or '-':<9}  {size:>9}  {verdict:<13}  "
+        print(f"{indent}{row.choice.quantization or '-':<9}  {size:>9}  {verdict:<{verdict_width}}  "
               f"{shown(unit.key):<{width}}{shown(unit.parts_words)}")
 
 
@@ -162,9 +171,12 @@ def _repo_row(repo: HubRepo) -> dict[str, Any]:
 
 
 def _choice_row(row: ChoiceRow) -> dict[str, Any]:
-    unit = row.choice.unit
+    unit, fit = row.choice.unit, row.fit
+    speed = fit.speed if fit is not None else None
     return {"key": unit.key, "format": unit.format, "quantization": row.choice.quantization, "size": unit.size,
-            "files": len(unit.files), "verdict": row.fit.verdict.value if row.fit else None, "reason": row.reason}
+            "files": len(unit.files), "verdict": fit.verdict.value if fit else None,
+            "tokens_per_s": round(speed.tokens_per_s, 1) if speed is not None else None,
+            "speed_measured": speed.measured if speed is not None else None, "reason": row.reason}
 
 
 def _count(value: int | None) -> str:

@@ -1,5 +1,5 @@
 """Searching Hugging Face for "Get a model": the repositories a query finds, and a found one's
-files, each with a fit verdict for this machine.
+files, each with a verdict by predicted speed on this machine.
 
 Only a front end the user typed into calls this; nothing here runs on its own. The network
 work runs on a worker thread (asyncio.to_thread), never on the loop's. A newer search
@@ -10,21 +10,29 @@ The network code is imported only when a search runs: chat and doctor never load
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.core.settings import Settings
-from app.hardware.fit import FitEstimate, FitFacts, estimate_fit
+from app.hardware.fit import FitEstimate, FitFacts, estimate_fit, with_others_now
 from app.hardware.report import HardwareReport
+from app.hardware.speed import Measured
 from app.library.fit_facts import loaded_context
+from app.service.library.speed_judge import judged
 
 if TYPE_CHECKING:
     from app.library.huggingface.hub_search import HubRepo, RepoChoice
 
 T = TypeVar("T")
-ESTIMATED_WORDS = ("Estimated from the file size: the model's shape (and so the memory its context "
-                   "needs) is known only once it is downloaded.")
+ESTIMATED_WORDS = ("the model's shape, and so the memory its context needs and its exact speed, is known only "
+                   "once it is downloaded, so this is rougher than the verdict of a model you have.")
+# Said where a file's size is not known: no number is made up for it.
+SPEED_NOT_KNOWN = "Speed not known"
+# The size a file's or repository's name states: "14B", "1.5B", "30B-A3B" (a mixture of experts, 3B of
+# its 30B weights read per token). Between separators only: "Qwen2.5" and "Mixtral-8x7B" state none.
+_SIZE_IN_NAME = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?B(?:-A\d+(?:\.\d+)?B)?)(?![A-Za-z0-9])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -38,10 +46,11 @@ class FoundRepos:
 
 @dataclass(frozen=True)
 class ChoiceRow:
-    """One file (or split file, or ONNX folder) of a found repository, with its fit here.
+    """One file (or split file, or ONNX folder) of a found repository, with its verdict here.
 
-    fit is None when the size is not known or the machine's report is not there; reason
-    is the verdict's words, said to be estimated from the file size.
+    fit (with its predicted speed) is None when the size is not known or the machine's
+    report is not there; reason is the verdict's words, said to be estimated from the
+    file size, or why it is not known.
     """
 
     choice: RepoChoice
@@ -64,16 +73,19 @@ class HubSearch:
     hardware gives the machine's report (None: no verdicts), loaded_need the memory the
     loaded model holds (which loading another gives back), settings the app's settings
     (the context length and device preference a verdict is judged at), endpoint the hub's
-    address (HF_ENDPOINT or huggingface.co, read when a search runs).
+    address (HF_ENDPOINT or huggingface.co, read when a search runs), measured what this
+    machine's answers measured (the speed predictions are calibrated with it).
     """
 
     def __init__(self, hardware: Callable[[], Awaitable[HardwareReport | None]],
                  loaded_need: Callable[[HardwareReport], Awaitable[int]], settings: Callable[[], Settings],
-                 endpoint: Callable[[], str] | None = None) -> None:
+                 endpoint: Callable[[], str] | None = None, *,
+                 measured: Callable[[], Sequence[Measured]] = lambda: ()) -> None:
         self._hardware = hardware
         self._loaded_need = loaded_need
         self._settings = settings
         self._endpoint = endpoint
+        self._measured = measured
         self._running: dict[str, asyncio.Future[Any]] = {}
 
     async def search(self, query: str, limit: int | None = None, fmt: str = "gguf") -> FoundRepos | None:
@@ -95,7 +107,7 @@ class HubSearch:
         return FoundRepos(query, tuple(repos))
 
     async def choices(self, repo: str) -> RepoListing | None:
-        """repo's files with their quantization, size and fit; None when a newer listing took over."""
+        """repo's files with their quantization, size and verdict; None when a newer listing took over."""
         from app.library.download import DownloadError
         from app.library.huggingface.hub_search import repo_choices
 
@@ -109,7 +121,8 @@ class HubSearch:
         report = await self._hardware()
         settings = self._settings()
         loaded = await self._loaded_need(report) if report is not None else 0
-        rows = tuple(judged(report, choice, settings, loaded) for choice in found)
+        measured = tuple(self._measured())
+        rows = tuple(judged_choice(report, choice, settings, loaded, repo=repo, measured=measured) for choice in found)
         return RepoListing(repo, rows)
 
     def _hub(self) -> str:
@@ -143,15 +156,36 @@ class _Superseded(Exception):
     """A newer search (or listing) started while this one ran."""
 
 
-def judged(report: HardwareReport | None, choice: RepoChoice, settings: Settings, loaded_bytes: int) -> ChoiceRow:
-    """The choice with its verdict, estimated from its size at the app's context length."""
-    size = choice.unit.size
-    if report is None or size is None:
-        why = "Not known: the server did not state its size." if size is None else \
-            "Not known: this machine's memory could not be read."
-        return ChoiceRow(choice, None, why)
+def judged_choice(report: HardwareReport | None, choice: RepoChoice, settings: Settings, loaded_bytes: int, *,
+                  repo: str = "", measured: Sequence[Measured] = ()) -> ChoiceRow:
+    """The choice with its steady verdict by predicted speed (speed_judge.judged, as the catalog's), from
+    what is known before a download: its bytes, and the size its name or repo's name states (a mixture
+    of experts' share). loaded_bytes: what Kestrel holds now, said beside the verdict with what other
+    programs use. No size, no number: the words say the speed is not known."""
+    unit = choice.unit
+    size = unit.size
+    if size is None:
+        return ChoiceRow(choice, None, f"{SPEED_NOT_KNOWN}: the server did not state the file's size, so Kestrel "
+                                       "cannot tell how much memory it needs or how fast it would run here.")
+    if report is None:
+        return ChoiceRow(choice, None, f"{SPEED_NOT_KNOWN}: this machine's memory and processor could not be read.")
     context = loaded_context(settings.generation.context_length, None)
-    facts = FitFacts(choice.unit.format, size, context, 0)
-    fit = estimate_fit(report, facts, context_length=context, preference=settings.device_preference,
-                       loaded_bytes=loaded_bytes)
-    return ChoiceRow(choice, fit, f"{fit.summary} {ESTIMATED_WORDS}")
+    projector = sum(f.size or 0 for f in unit.files if f.name == unit.projector)
+    facts = FitFacts(unit.format, size, context, 0, projector_bytes=projector)
+    fit = estimate_fit(report, facts, context_length=context, preference=settings.device_preference, steady=True)
+    parameters = size_in_name(unit.key, repo)
+    fit = judged(fit, report, weights=size - projector, vocab=0, parameters=parameters,
+                 comfortable=settings.comfortable_tokens_per_s, onnx=unit.format == "onnx", measured=measured)
+    if report.ram is not None:
+        fit = with_others_now(fit, report, report.ram.available, loaded_bytes)
+    stated = f" and the size its name states ({parameters})" if parameters else ""
+    return ChoiceRow(choice, fit, f"{fit.summary}. Estimated from the file size{stated}: {ESTIMATED_WORDS}")
+
+
+def size_in_name(*names: str) -> str:
+    """The first size the names state ("14B", "30B-A3B"), "" when none does."""
+    for name in names:
+        found = _SIZE_IN_NAME.search(name)
+        if found is not None:
+            return found.group(1).upper()
+    return ""

@@ -31,7 +31,7 @@ from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, Down
                                 Problem)
 from app.service.models.model_session import ModelSession
 from app.service.library.recommendation import recommend, with_reason
-from app.service.library.speed_judge import judged, measured_from
+from app.service.library.speed_judge import file_fit, judged, measured_from
 from app.service.settings_keeper import SettingsKeeper
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class LibraryService:
         # The window's downloads (None in the CLI's chat, which downloads nothing).
         self.downloads: DownloadQueue | None = None
         # "Get a model"'s Hugging Face search; a found file downloads through download_unit.
-        self.hub = HubSearch(self._hardware, self._loaded_need, lambda: keeper.settings)
+        self.hub = HubSearch(self._hardware, self._loaded_need, lambda: keeper.settings, measured=self._measured)
 
     @property
     def library(self) -> ModelLibrary:
@@ -83,8 +83,7 @@ class LibraryService:
         default = settings.default_model
         loaded = self._session.model if self._session.loaded is not None else None
         loaded_bytes = await self._loaded_need(report)
-        # What this machine's answers measured (the thread advisor's own record, this run's answers included).
-        measured = measured_from(self._session.threads.measured(), os.cpu_count(), psutil.cpu_count(logical=False))
+        measured = self._measured()
         rows, disk_total = await asyncio.to_thread(self._rows, report, default, loaded, loaded_bytes,
                                                    settings.generation.context_length, measured)
         self.rows = rows
@@ -117,8 +116,12 @@ class LibraryService:
             context = _context_for(model, details, app_context)
             fit = None
             if report is not None and problem is None:
-                fit = _fit(report, model, context, model.defaults.device_preference
-                           or self._keeper.settings.device_preference, details, comfortable, measured)
+                label = details.get("parameters_label")
+                fit = file_fit(report, model.path, context, model.defaults.device_preference
+                               or self._keeper.settings.device_preference, projector=model.projector,
+                               chat=model.purpose is ModelPurpose.CHAT,
+                               parameters=label if isinstance(label, str) else "", comfortable=comfortable,
+                               measured=measured)
                 fit = fit and self._said_now(fit, report, loaded_bytes)
             rows.append(ModelRow(model, details, problem, fit, chosen is not None and chosen.id == model.id,
                                  loaded is not None and loaded.id == model.id))
@@ -139,6 +142,10 @@ class LibraryService:
                 fit = fit and self._said_now(fit, report, loaded_bytes)
             rows.append(CatalogRow(entry, fit, installed_as(entry, installed)))
         return tuple(rows)
+
+    def _measured(self) -> tuple[Measured, ...]:
+        """What this machine's answers measured (the thread advisor's own record, this run's answers included)."""
+        return measured_from(self._session.threads.measured(), os.cpu_count(), psutil.cpu_count(logical=False))
 
     def _said_now(self, fit: FitEstimate, report: HardwareReport, loaded_bytes: int) -> FitEstimate:
         """The steady verdict with what other programs use at this moment said beside it."""
@@ -371,23 +378,6 @@ def _context_for(model: InstalledModel, details: Mapping[str, Any], app_context:
     wanted = model.defaults.context_length or app_context
     trained = details.get("context_length")
     return min(wanted, trained) if isinstance(trained, int) and trained > 0 else wanted
-
-
-def _fit(report: HardwareReport, model: InstalledModel, context_length: int, preference: DevicePreference,
-         details: Mapping[str, Any], comfortable: float, measured: tuple[Measured, ...]) -> FitEstimate | None:
-    """An installed model's steady verdict: by predicted speed for a chat model, by memory alone for
-    an embedding model (it never answers a chat)."""
-    try:
-        facts = facts_for(model.path, context_length, model.projector)
-        fit = estimate_fit(report, facts, context_length=context_length, preference=preference, steady=True)
-    except (ModelFileError, OSError, ValueError):
-        return None
-    if model.purpose is not ModelPurpose.CHAT:
-        return fit
-    label = details.get("parameters_label")
-    return judged(fit, report, weights=facts.file_size - facts.projector_bytes, vocab=facts.shape.vocab_size,
-                  parameters=label if isinstance(label, str) else "", comfortable=comfortable,
-                  onnx=model.format == "onnx", measured=measured)
 
 
 def _ram_now() -> RamInfo:

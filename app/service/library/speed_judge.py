@@ -9,9 +9,12 @@ from pathlib import Path
 
 import psutil
 
-from app.hardware.fit import FitEstimate, with_speed
+from app.core.settings import DevicePreference
+from app.hardware.fit import FitEstimate, estimate_fit, with_speed
 from app.hardware.report import HardwareReport
 from app.hardware.speed import Measured, active_share, decode_cost, predict
+from app.library.fit_facts import facts_for
+from app.library.model_files.gguf_info import ModelFileError
 
 
 def measured_speeds(path: Path | None) -> tuple[Measured, ...]:
@@ -60,3 +63,20 @@ def judged(fit: FitEstimate, report: HardwareReport, *, weights: int, vocab: int
                     threads=threads or quiet_threads(report), accelerated_share=fit.accelerated_share,
                     measured=measured)
     return with_speed(fit, speed, comfortable)
+
+
+def file_fit(report: HardwareReport, path: Path, context_length: int, preference: DevicePreference, *,
+             projector: Path | None = None, chat: bool, parameters: str, comfortable: float,
+             measured: Sequence[Measured] = ()) -> FitEstimate | None:
+    """A model file's steady verdict, as the window and `models info` judge it: by predicted speed for a
+    chat model, by memory alone for an embedding model (it never answers a chat); None when the file
+    cannot be read (whoever shows the verdict says what is wrong with the file)."""
+    try:
+        facts = facts_for(path, context_length, projector)
+        fit = estimate_fit(report, facts, context_length=context_length, preference=preference, steady=True)
+    except (ModelFileError, OSError, ValueError):
+        return None
+    if not chat:
+        return fit
+    return judged(fit, report, weights=facts.file_size - facts.projector_bytes, vocab=facts.shape.vocab_size,
+                  parameters=parameters, comfortable=comfortable, onnx=facts.format == "onnx", measured=measured)

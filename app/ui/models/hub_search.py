@@ -1,5 +1,5 @@
 """Search Hugging Face from "Get a model": repositories as the user types, a chosen one's files
-with quantization, size and fit, and Download on each file."""
+with quantization, size and how fast each would run here, and Download on each file."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app.core.units import human_size
+from app.service.library.hub_search import SPEED_NOT_KNOWN
 from app.ui.common.text_room import elides_on_purpose
 from app.ui.state.fit_verdict import verdict_icon, verdict_words
 
@@ -71,7 +72,7 @@ class HubSearchBox(QWidget):
         # The file's name with what comes with it ("… + mmproj-….gguf, which lets it read images"):
         # the pane is narrower than that even at 100%, so it loses its middle, whole in the tooltip.
         self.files = _tree(self, "hubFiles", "Files of the chosen repository",
-                           ["Quantization", "Size", "Fit", "", "File"], stretch=_FILE)
+                           ["Quantization", "Size", "How it runs here", "", "File"], stretch=_FILE)
         elides_on_purpose(self.files, _FILE)
         self.files_note = QLabel(self)
         self.files_note.setObjectName("hubFilesNote")
@@ -187,7 +188,9 @@ class HubSearchBox(QWidget):
                                     "in it is a model Kestrel can run.")
         else:
             self.files_note.setText(f"{repo}: pick a quantization and press its Download. Smaller files "
-                                    "load faster and need less memory; larger ones answer better.")
+                                    "load and answer faster and need less memory; larger ones answer better. "
+                                    "Speeds are estimated from each file's size, so they are rougher than "
+                                    "for a model you have.")
         self._show_files(listing)
 
     def _show_files(self, listing: RepoListing | None) -> None:
@@ -201,10 +204,12 @@ class HubSearchBox(QWidget):
     def _add_file(self, row: ChoiceRow) -> None:
         unit = row.choice.unit
         size = human_size(unit.size) if unit.size is not None else "size from the server"
-        item = QTreeWidgetItem([row.choice.quantization or unit.format.upper(), size, verdict_words(row.fit), "",
+        verdict = verdict_words(row.fit) if row.fit is not None else SPEED_NOT_KNOWN
+        item = QTreeWidgetItem([row.choice.quantization or unit.format.upper(), size, verdict, "",
                                 unit.key + unit.parts_words])
         item.setData(0, _DATA, row)
-        item.setToolTip(2, row.reason)
+        speed = row.fit.speed if row.fit is not None else None
+        item.setToolTip(2, row.reason + (f"\nHow it was judged: {speed.basis}" if speed is not None else ""))
         item.setToolTip(_FILE, f"{unit.key}{unit.parts_words}\nfrom {unit.source}")
         if row.fit is not None:
             item.setIcon(2, verdict_icon(row.fit.verdict))
