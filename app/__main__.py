@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--background", action="store_true",
                         help="start in the tray without showing the window, as at sign-in (a Kestrel already "
                              "running is left as it is)")
-    from app.cli import ask, chat, chat_files, docs, doctor, serve, tools
+    from app.cli import ask, chat, chat_files, docs, doctor, memory, serve, tools
     from app.cli.models import models
     from app.cli.command_parser import command_actions
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(commands)
     tools.add_parser(commands)
     docs.add_parser(commands)
+    memory.add_parser(commands)
     return parser
 
 

@@ -16,6 +16,7 @@ from app.cli.chat_input import argument_text, checked_threads, generation_settin
 from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefused, chat_documents, collection_search,
                                     collection_vectors, fit_note, sources_line, write_sources)
 from app.cli.chat_images import chat_images, refuse_unseeing, refuse_without_vision
+from app.cli.chat_memory import add_memory_flag, chat_memory
 from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
 from app.cli.closed_output import output_closed
 from app.cli.failure_words import cli_words
@@ -101,6 +102,7 @@ def _add_arguments(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--save", action="store_true",
                       help="keep this exchange as a chat in your history, where the window shows it "
                            "(without it, nothing is written)")
+    add_memory_flag(chat)
 
 
 def run(args: argparse.Namespace, prompt: str | None = None) -> int:
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace, prompt: str | None = None) -> int:
         settings = Settings(generation=generation, threads=threads, tool_rounds=saved.tool_rounds,
                             tool_result_chars=saved.tool_result_chars,
                             device_preference=_device(args.device) or own.device_preference
-                            or saved.device_preference)
+                            or saved.device_preference, memory=chat_memory(saved.memory, args))
         system = given_system if given_system is not None else own.system_prompt or ""
         # Folded into settings above; what is left only the load uses.
         model = dataclasses.replace(model, defaults=ModelDefaults(gpu_layers=own.gpu_layers,
@@ -215,7 +217,7 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
     library = ModelLibrary(data_paths().models)
     service = Service(history_path=data_paths().history_db if save else IN_MEMORY, settings_path=None,
                       library=library, client=EngineClient(), settings=settings, mcp_file=data_paths().mcp_file,
-                      approver=decide)
+                      approver=decide, memory_path=None if save else data_paths().history_db)
     chat, attach, model_door = ChatDoor(service), AttachDoor(service), ModelDoor(service)
     service.subscribe(printer.on_event)
     printer.stop_with(chat.stop)

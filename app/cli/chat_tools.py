@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
+from app.cli.terminal_text import terminal_line
 from app.cli.thinking_output import write
 from app.core.conversation import Part, ToolCallPart, ToolResultPart
 from app.core.paths import data_paths
@@ -60,8 +61,9 @@ def approver(allowed: tuple[str, ...], *, can_ask: bool, ask: Callable[[str], st
             print(f"kestrel: the model called {request.tool} ({request.server}); it was not run, since no one "
                   f"could be asked. Pass --allow-tools {request.tool} to allow it.", file=sys.stderr, flush=True)
             return ToolDecision.DENY
-        question = (f"Run {request.tool} ({request.server}) with {request.arguments}? "
-                    "[y] once, [a] always, [N] no: ")
+        # Kestrel's own tool says what it will do (Remember "…"); a server's shows its call as made.
+        asked = request.summary or f"Run {request.tool} ({request.server}) with {request.arguments}"
+        question = f"{terminal_line(asked)}? [y] once, [a] always, [N] no: "
         answer = (await asyncio.to_thread(_asked, ask, question)).strip().lower()
         return {"y": ToolDecision.ALLOW_ONCE, "yes": ToolDecision.ALLOW_ONCE,
                 "a": ToolDecision.ALWAYS, "always": ToolDecision.ALWAYS}.get(answer, ToolDecision.DENY)

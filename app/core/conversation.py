@@ -106,6 +106,8 @@ class Message:
     (user messages only).
     `sources`: the numbered sources this answer was given from the user's files (attached or
     from the chat's collections), which its [n] citations name (assistant messages only).
+    `memories`: the ids of the memories this answer was given (app/core/memories.py; assistant
+    messages only); ids, not texts, so a memory forgotten since leaves no copy here.
     """
 
     id: int
@@ -120,6 +122,7 @@ class Message:
     attachments: tuple[AttachedFile, ...] = ()
     sources: tuple[SourceRef, ...] = ()
     images: tuple[AttachedImage, ...] = ()
+    memories: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,8 @@ class Conversation:
 
     `created` and `updated` are Unix epoch seconds; `model` names the model last chosen
     for this chat, or None for the default model. `collections`: the document collections
-    (their names) this chat answers from.
+    (their names) this chat answers from. `memory`: its answers are given the person's memories
+    (when memory is on in the settings).
     """
 
     id: int
@@ -139,3 +143,4 @@ class Conversation:
     settings: GenerationSettings
     model: str | None
     collections: tuple[str, ...] = ()
+    memory: bool = True

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from app.core.files import write_atomically
 from app.core.generation import GenerationSettings
+from app.core.memory_settings import MemorySettings
 from app.core.quick_ask_settings import QuickAskSettings
 from app.core.server_settings import ServerSettings
 
@@ -103,12 +104,16 @@ class Settings:
     # Code blocks in answers: long lines wrap inside the block (True), or the block keeps its
     # lines and scrolls sideways (False). View → Wrap long code lines.
     wrap_code: bool = True
+    # Memory (app/core/memories.py): whether chats use the person's memories, how new ones are
+    # proposed, and whether the API server uses them (off: other programs are not the person).
+    memory: MemorySettings = MemorySettings()
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
         data = dataclasses.asdict(self)
         data["server"] = self.server.to_dict()
         data["quick_ask"] = self.quick_ask.to_dict()
+        data["memory"] = self.memory.to_dict()
         return data
 
     @classmethod
@@ -180,9 +185,11 @@ class Settings:
             raise TypeError(f"server must be ServerSettings, not {self.server!r}")
         if not isinstance(self.quick_ask, QuickAskSettings):
             raise TypeError(f"quick_ask must be QuickAskSettings, not {self.quick_ask!r}")
+        if not isinstance(self.memory, MemorySettings):
+            raise TypeError(f"memory must be MemorySettings, not {self.memory!r}")
         return dataclasses.replace(self, device_preference=device, prompt_lookup=lookup,
                                    generation=self.generation.validated(), server=self.server.validated(),
-                                   quick_ask=self.quick_ask.validated())
+                                   quick_ask=self.quick_ask.validated(), memory=self.memory.validated())
 
 
 def choice(kind: type[_Choice], value: object) -> _Choice | None:
@@ -200,7 +207,7 @@ def _field_by_field(defaults: Any, data: Mapping[str, Any], problems: list[str])
     names = {f.name for f in dataclasses.fields(defaults)}
     result = defaults
     for key, value in data.items():
-        if key not in names or key in ("version", "generation", "server", "quick_ask"):
+        if key not in names or key in ("version", "generation", "server", "quick_ask", "memory"):
             continue
         if isinstance(value, list):  # JSON's lists are the settings' tuples
             value = tuple(value)
@@ -235,7 +242,13 @@ def settings_from_dict(data: Mapping[str, Any], problems: list[str]) -> Settings
     else:
         quick_ask = QuickAskSettings()
         problems.append("quick_ask")
-    base = Settings(generation=generation, server=server, quick_ask=quick_ask)
+    raw_memory = data.get("memory", {})
+    if isinstance(raw_memory, Mapping):
+        memory = MemorySettings.from_dict(raw_memory, problems)
+    else:
+        memory = MemorySettings()
+        problems.append("memory")
+    base = Settings(generation=generation, server=server, quick_ask=quick_ask, memory=memory)
     return _field_by_field(base, data, problems)
 
 

@@ -16,6 +16,7 @@ from app.service.library_events import (CatalogListed, CatalogRow, DownloadChang
                                         DownloadState, LibraryListed, ModelRow)
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo,
                                           IndexingProgress, IndexState)
+from app.service.memory_events import MemoriesChanged
 from app.tools.values import ServerStatus
 
 
@@ -339,6 +340,9 @@ class ToolApprovalAsked:
     server: str
     tool: str
     arguments: str  # JSON text, as the model wrote it
+    # What the call will do in the person's words, where Kestrel's own tool says it ('Remember
+    # "My daughter is called Ada."'); "" for an MCP server's tool (its arguments say it).
+    summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -372,17 +376,17 @@ Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryCh
               ActivityChanged, PaceChanged, ServingChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
               LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged,
               ToolApprovalAsked, ToolApprovalSettled, ToolPartsChanged, ToolServersChanged,
-              CollectionsChanged, IndexingProgress, DocumentsProblem]
+              CollectionsChanged, IndexingProgress, DocumentsProblem, MemoriesChanged]
 
 
 # Every event and value front ends take from here (the documents service's are defined in documents_events.py,
-# the model library's in library_events.py).
+# the model library's in library_events.py, memory's in memory_events.py).
 __all__ = ["ActivityChanged", "AnswerFinished", "AnswerInterrupted", "AnswerQueueChanged", "AnswerStarted",
            "ApiRequestLogged", "BusyChanged", "CatalogListed", "CatalogRow", "CollectionInfo", "CollectionsChanged",
            "ConversationChanged", "ConversationModelChosen", "ConversationOpened", "ConversationRemoved",
            "ConversationsListed", "DamagedHistoryFound", "DamagedHistoryReplaced", "DocumentsProblem", "DownloadChanged",
            "DownloadId", "DownloadItem", "DownloadState", "DraftChanged", "Event", "FileInfo", "HistoryChangedElsewhere",
-           "IndexState", "IndexingProgress", "InterruptReason", "LibraryListed", "MessageAdded", "MessagesRemoved",
+           "IndexState", "IndexingProgress", "InterruptReason", "LibraryListed", "MemoriesChanged", "MessageAdded", "MessagesRemoved",
            "ModelRow", "ModelState", "ModelStateChanged", "PaceChanged", "Problem", "ProblemKind", "ProblemSolved",
            "Queued", "RequestRecord", "SendFailed", "ServingChanged", "SettingsChanged", "SetupFinished", "SetupProgress", "THINKING",
            "TextGrew", "ToolApprovalAsked", "ToolApprovalSettled", "ToolPartsChanged", "ToolServersChanged", "WRITING"]

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from app.core.store.history import HistoryDamaged
+from app.core.store.history import HistoryDamaged, HistoryError
 from app.core.settings import Settings
 from app.hardware.power import read_power
 from app.library.models import ModelLibrary
@@ -19,6 +19,8 @@ from app.service.chats.conversations import Conversations
 from app.service.chats.drafts import DraftBook
 from app.service.chats.history_choice import HistoryChoice, damage_text
 from app.service.chats.history_follow import HistoryFollower
+from app.service.chats.memory.memory_book import MemoryBook
+from app.service.chats.memory.remember_tool import remember_tool
 from app.service.chats.open_chat import OpenChat
 from app.service.chats.quick_ask import QuickAsk
 from app.service.chats.vision import chat_vision, model_vision
@@ -58,9 +60,13 @@ class Service:
 
     def __init__(self, *, history_path: Path, settings_path: Path | None, library: ModelLibrary,
                  client: EngineHandle, settings: Settings | None = None, mcp_file: Path | None = None,
-                 approver: Approver | None = None, calibrate: bool = False) -> None:
+                 approver: Approver | None = None, calibrate: bool = False, memory_path: Path | None = None) -> None:
+        """memory_path: the history file that holds the memories, where the history itself is another (the
+        CLI's chat, answered in memory); None: the history's own."""
         self._history_path, self._settings_path = history_path, settings_path
+        self._memory_path = memory_path
         self.storage: Storage | None = None
+        self.memory_storage: Storage | None = None  # memory_path's, once open
         self.bus = bus = EventBus()
         self.tasks = tasks = TaskGroup(asyncio.get_event_loop())
         emit, storage = bus.emit, self._storage
@@ -78,6 +84,10 @@ class Service:
         # mcp.json sits beside settings.json (app.core.paths); a CLI chat with no settings file names it.
         self.tools = ToolUse(mcp_file or (settings_path.with_name("mcp.json") if settings_path else None),
                              keeper, emit, approver=approver)
+        # The person's memories: each answer's share of them, and the remember tool the model may call.
+        self.memory = memory = MemoryBook(self._memories, lambda: self.storage, emit, lambda: keeper.settings,
+                                          session.clear_saved_states, tasks.spawn)
+        self.tools.add_builtin(remember_tool(memory, lambda: keeper.settings))
         # The window's collections, indexed in the background; it holds while an answer streams (it hears
         # the answers' events after the owners that keep the open chat in step: subscribed last).
         self.collections = DocumentsService(emit, library=library, settings=lambda: keeper.settings,
@@ -90,14 +100,16 @@ class Service:
         self.answers = answers = Answering(
             storage=storage, history_open=lambda: self.storage is not None, emit=emit, tasks=tasks, chat=chat,
             conversations=conversations, session=session, keeper=keeper, tools=self.tools, documents=self.documents,
-            vision=self.sight.state, pending_collections=self.collection_choice.take_pending)
+            vision=self.sight.state, pending_collections=self.collection_choice.take_pending,
+            remember=memory.for_answer)
         # Quick ask's exchange: a chat of its own, answered by the app's model in the same line.
         self.quick_ask = QuickAsk(answers, keeper, model_vision(lambda: None, session,
                                   lambda: (row.model for row in self.library.rows)).state, tasks.spawn)
         # /v1/embeddings answers with the documents' embedding model, through the documents' own process.
         self.api = ApiAnswers(session, keeper, conversations, emit, spawn=tasks.spawn,
                               chats_busy=lambda: not answers.queue.idle,
-                              embeddings=ApiEmbeddings(self.collections, library, lambda: keeper.settings.server))
+                              embeddings=ApiEmbeddings(self.collections, library, lambda: keeper.settings.server),
+                              remember=memory.for_api)
         # calibrate: the front ends that stay running and keep threads.json (the window, `kestrel serve`) measure the
         # loaded model's speed in the background when this machine measured none (app/service/models/calibration.py).
         self.calibration = SpeedCalibration(session, keeper, bus, tasks, answers_busy=self._answers_busy,
@@ -109,6 +121,7 @@ class Service:
                                          busy=lambda: answers.open_chat_busy, show_new=answers.show_new,
                                          show=answers.show)
         bus.subscribe(self.collections.hear)
+        bus.subscribe(memory.hear)
         self.presence = WindowPresence()  # the main and quick-ask windows' states; the engine follows the most awake
         self.subscribe: Callable[[Listener], Callable[[], None]] = bus.subscribe
         self.spawn = tasks.spawn
@@ -116,6 +129,10 @@ class Service:
     def _answers_busy(self) -> bool:
         """A chat's or an API request's answer is written or waits: nothing reloads or unloads."""
         return not self.answers.queue.idle or self.api.busy
+
+    def _memories(self) -> Storage | None:
+        """The storage that holds the memories: the history's own, or memory_path's."""
+        return self.storage if self._memory_path is None else self.memory_storage
 
     def _storage(self) -> Storage:
         if self.storage is None:
@@ -152,6 +169,9 @@ class Service:
         if storage.history_damage is not None:
             self._history_damaged(storage.history_damage)
         await self.drafts.load()
+        if self._memory_path is not None and self.keeper.settings.memory.enabled:
+            self.memory_storage = await _memories_beside(self._memory_path)
+        await self.memory.load()
         await storage.run(self.session.threads.load)
         if self._settings_path is not None and self.library.downloads is None:
             await self.library.open_downloads(self._settings_path.parent / "downloads.json")
@@ -200,6 +220,8 @@ class Service:
         await self.session.client.shutdown()
         if self.storage is not None:
             await self.storage.close()
+        if self.memory_storage is not None:
+            await self.memory_storage.close()
 
     # --- what crosses the wings: the settings and the window's state ----------------------------
 
@@ -227,3 +249,19 @@ class Service:
             self.bus.emit(ActivityChanged(self.session.pace.words() or (self.answers.activity_words()
                                                                          if answering is not None else "Idle"),
                                           answering))
+
+
+async def _memories_beside(path: Path) -> Storage | None:
+    """The history file at `path` opened for its memories alone; None (answers go without them) when there
+    is none yet (nothing is written for a chat kept in memory), it cannot be opened, or it is damaged (the
+    window offers the choice then)."""
+    if not path.exists():
+        return None
+    try:
+        storage = await Storage.open(path, None)
+    except HistoryError:
+        return None
+    if storage.history_damage is not None:
+        await storage.close()
+        return None
+    return storage

@@ -69,6 +69,9 @@ class HistoryFile:
         # NORMAL would keep it only through a crash of Kestrel itself.
         self._conn.execute("PRAGMA synchronous = FULL")
         self._conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted rows are overwritten, not left in free pages: a forgotten memory or a deleted
+        # chat leaves no readable copy in the file (the log is emptied after a forget: empty_log).
+        self._conn.execute("PRAGMA secure_delete = ON")
 
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -134,6 +137,14 @@ class HistoryFile:
                 raise
             finally:
                 self._depth -= 1
+
+    def empty_log(self) -> None:
+        """Copy the write-ahead log into the file and empty it, so the log keeps no copy of pages
+        written before (a forgotten memory's). Outside a transaction only; a reader elsewhere (another
+        Kestrel) may hold part of it back until its own next checkpoint."""
+        with self._translate_errors():
+            if str(self.path) != ":memory:":
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def close(self) -> None:
         """Close the database; the store cannot be used afterwards."""

@@ -17,11 +17,13 @@ from app.core.attachment_data import (
 from app.core.attachments import AttachedFile, SourceRef
 from app.core.conversation import Conversation, Message, MessageState, Part, Role
 from app.core.generation import GenerationSettings
+from app.core.memories import memory_ids_from_json
 from app.core.store.history_schema import search_fold
 from app.core.message_parts import checked_parts, parts_from_json, searchable_text
 
 # messages.folded is the search's copy of the text; reading a message never needs it.
-MESSAGE_COLUMNS = "id, conversation_id, role, text, created, state, stats, thinking, parts, attachments, sources"
+MESSAGE_COLUMNS = ("id, conversation_id, role, text, created, state, stats, thinking, parts, attachments, sources,"
+                   " memories")
 
 
 def fold_or_null(text: str | None) -> str | None:
@@ -98,6 +100,7 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         settings=GenerationSettings.from_dict(json.loads(row["settings"])),
         model=row["model"],
         collections=collections_from_json(row["collections"]),
+        memory=bool(row["memory"]),
     )
 
 
@@ -117,4 +120,5 @@ def message_from_row(row: sqlite3.Row) -> Message:
         parts=parts_from_json(row["parts"]) if role == Role.ASSISTANT else (),
         attachments=attachments_from_json(row["attachments"]) if role == Role.USER else (),
         sources=sources_from_json(row["sources"]) if role == Role.ASSISTANT else (),
+        memories=memory_ids_from_json(row["memories"]) if role == Role.ASSISTANT else (),
     )

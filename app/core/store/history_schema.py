@@ -166,11 +166,55 @@ def _migrate_to_v7(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_to_v8(conn: sqlite3.Connection) -> None:
+    # Memories (app/core/memories.py): facts the person asked Kestrel to remember, in the history's
+    # file so that one backup, one repair and one privacy rule cover them. The chat a memory came
+    # from is kept while that chat is; deleting the chat keeps the memory (SET NULL).
+    conn.execute(
+        "CREATE TABLE memories ("
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " text TEXT NOT NULL,"
+        " created REAL NOT NULL,"
+        " origin TEXT NOT NULL,"
+        " conversation_id INTEGER REFERENCES conversations(id) ON DELETE SET NULL,"
+        " enabled INTEGER NOT NULL DEFAULT 1)"
+    )
+    conn.execute("CREATE INDEX memories_by_conversation ON memories(conversation_id)")
+    # BM25 over the memories with the documents' tokenizer (app/documents/search.py quotes the
+    # question's words for it), external content so the text is kept once. The triggers tell the
+    # index the old text to forget, so a deleted or edited memory's words leave it with it.
+    conn.execute(
+        "CREATE VIRTUAL TABLE memory_search USING fts5("
+        " text, content='memories', content_rowid='id',"
+        " tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute(
+        "CREATE TRIGGER memory_search_insert AFTER INSERT ON memories BEGIN"
+        " INSERT INTO memory_search(rowid, text) VALUES (new.id, new.text);"
+        " END"
+    )
+    conn.execute(
+        "CREATE TRIGGER memory_search_delete AFTER DELETE ON memories BEGIN"
+        " INSERT INTO memory_search(memory_search, rowid, text) VALUES ('delete', old.id, old.text);"
+        " END"
+    )
+    conn.execute(
+        "CREATE TRIGGER memory_search_update AFTER UPDATE OF text ON memories BEGIN"
+        " INSERT INTO memory_search(memory_search, rowid, text) VALUES ('delete', old.id, old.text);"
+        " INSERT INTO memory_search(rowid, text) VALUES (new.id, new.text);"
+        " END"
+    )
+    # Which memories an answer was given (their ids, as JSON: "used 3 memories"); ids, not texts,
+    # so a forgotten memory leaves no copy behind. And whether a chat uses memory at all.
+    conn.execute("ALTER TABLE messages ADD COLUMN memories TEXT NOT NULL DEFAULT '[]'")
+    conn.execute("ALTER TABLE conversations ADD COLUMN memory INTEGER NOT NULL DEFAULT 1")
+
+
 # MIGRATIONS[n] turns a version-n database into version n+1. Append only: a released
 # migration is never edited, because users' files have already been through it.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_to_v1, _migrate_to_v2, _migrate_to_v3, _migrate_to_v4, _migrate_to_v5, _migrate_to_v6,
-    _migrate_to_v7,
+    _migrate_to_v7, _migrate_to_v8,
 ]
 
 # Primary result codes (sqlite3.h) that come from the user's machine, not from a bug,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
 from app.core.attachments import AttachedImage
 from app.core.generation import GenerationSettings
 from app.engine.failures import BadShape, PromptTooLong, ShapePart
-from app.engine.protocol import Delta, Done, ToolCall
+from app.engine.protocol import ChatMessage, Delta, Done, ToolCall
 from app.core.conversation import Role
 from app.library.installed import InstalledModel
 from app.service.api.api_context import ContextPlanner
@@ -68,8 +68,13 @@ class ApiAnswers:
 
     def __init__(self, session: ModelSession, keeper: SettingsKeeper, conversations: Conversations,
                  emit: Callable[[Event], None], *, spawn: Callable[..., asyncio.Task[Any]],
-                 chats_busy: Callable[[], bool], embeddings: ApiEmbeddings | None = None) -> None:
-        """embeddings: /v1/embeddings' side (None: no embedding model, as with no documents service)."""
+                 chats_busy: Callable[[], bool], embeddings: ApiEmbeddings | None = None,
+                 remember: Callable[[Sequence[ChatMessage], int], Awaitable[tuple[ChatMessage, ...]]] | None = None
+                 ) -> None:
+        """embeddings: /v1/embeddings' side (None: no embedding model, as with no documents service).
+        remember: a request's messages with the person's memories put in, when the settings say the API
+        uses memory (MemoryBook.for_api; off by default); a chat kept from the request keeps none of them."""
+        self._remember = remember
         self._session, self._keeper, self._emit, self._spawn = session, keeper, emit, spawn
         self._embeddings = embeddings
         self._conversations = conversations
@@ -186,6 +191,8 @@ class ApiAnswers:
     async def _answer(self, ask: ApiAsk, target: InstalledModel,
                       settings: GenerationSettings) -> AsyncIterator[Started | Delta | Done]:
         asked_context = self._context.checked(ask.context_length)
+        if self._remember is not None and ask.shape.prompt is None:
+            ask = dataclasses.replace(ask, messages=await self._remember(ask.messages, settings.context_length))
         for _ in range(_SWITCH_TRIES):
             await self._ready(target)
             if any(message.images for message in ask.messages):  # its projector must have loaded with it

@@ -14,9 +14,11 @@ from app.core.conversation import Conversation, Message, MessageState, Part, Rol
 from app.core.message_parts import tool_rounds
 from app.core.generation import GenerationSettings
 from app.core.store.history import HistoryError, HistoryStore
+from app.core.store.memories import record_memories_used
 from app.engine.failures import Failure
 from app.engine.protocol import AnswerShape, ChatMessage, Delta, Done, ErrorKind, ToolCall
 from app.service.documents.attached_images import turns_with_images, unseen_note
+from app.service.chats.memory.memory_prompt import MemoryUse
 from app.service.documents.document_context import Framed
 from app.service.models.engine_errors import EngineCrashed, EngineError
 from app.service.models.engine_queue import EngineQueue, EngineRequest, Withdrawn
@@ -33,6 +35,8 @@ from app.tools.values import ToolInfo
 # The chat's messages with the user's documents put in, and the sources to keep on the answer
 # (document_context.py); the flag: whether the model sees the chat's images (their cost in the fit).
 Framing = Callable[[Conversation, list[Message], bool], Awaitable[Framed]]
+# The memories for the chat's answer (MemoryBook.for_answer): its system prompt's section and their ids.
+Remembering = Callable[[Conversation, list[Message]], Awaitable[MemoryUse]]
 
 
 class AnswerRun:
@@ -48,7 +52,8 @@ class AnswerRun:
                  show: Callable[[Message], None], settle: Callable[[Message], None],
                  pace_words: Callable[[], str | None] = lambda: None,
                  threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8,
-                 frame: Framing | None = None, vision: VisionState = VisionState(True, "")) -> None:
+                 frame: Framing | None = None, vision: VisionState = VisionState(True, ""),
+                 remember: Remembering | None = None) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
@@ -69,6 +74,8 @@ class AnswerRun:
         self._sources: tuple[SourceRef, ...] = ()
         self._vision = vision  # whether the model in the engine sees the chat's images, and why not
         self._answered = ToolsAnswered()  # this answer's calls and results: a repeat is not run again
+        self._remember = remember
+        self._memories: tuple[int, ...] = ()  # the memories this answer was given, kept on it
 
     @property
     def running(self) -> bool:
@@ -110,7 +117,11 @@ class AnswerRun:
         self._emit(AnswerStarted(stream.message))
         try:
             await prepare(conversation.settings.context_length)
-            tools = await self._offered(conversation.settings.tools)
+            if self._remember is not None:  # before the documents: they are fitted around the whole system prompt
+                memory = await self._remember(conversation, history)
+                self._memories = memory.ids
+                conversation = replace(conversation, system_prompt=memory.system_prompt(conversation.system_prompt))
+            tools = await self._offered(conversation, history)
             if self._frame is not None:
                 framed = await self._frame(conversation, history, self._vision.available)
                 history, self._sources = list(framed.history), framed.sources
@@ -129,12 +140,16 @@ class AnswerRun:
                 self._finish(await stream.interrupt(None), InterruptReason.SHUTDOWN)
             raise
 
-    async def _offered(self, servers: tuple[str, ...]) -> list[ToolInfo]:
-        """The tools this chat offers (its servers started now, in the background of the answer)."""
-        if not servers or self._tools is None:
+    async def _offered(self, conversation: Conversation, history: list[Message]) -> list[ToolInfo]:
+        """The tools this chat offers (its servers started now, in the background of the answer),
+        then Kestrel's own (memory's remember)."""
+        if self._tools is None:
             return []
-        self._emit(ActivityChanged("Starting tools…", self.conversation_id))
-        return await self._tools.offered(servers)
+        servers = conversation.settings.tools
+        if servers:
+            self._emit(ActivityChanged("Starting tools…", self.conversation_id))
+        offered = await self._tools.offered(servers) if servers else []
+        return offered + self._tools.builtins_for(conversation, history, {tool.model_name for tool in offered})
 
     async def _rounds(self, stream: StreamingAnswer, chat: list[ChatMessage], settings: GenerationSettings,
                       tools: list[ToolInfo]) -> None:
@@ -192,8 +207,11 @@ class AnswerRun:
         return await self._sourced(await stream.finish(stats))
 
     async def _sourced(self, answer: Message) -> Message:
-        """The answer with the sources it was given, saved on it (the window shows them after a
-        restart; an export carries them)."""
+        """The answer with the sources and the memories it was given, saved on it (the window shows
+        them after a restart; an export carries the sources)."""
+        if self._memories:
+            await self._storage.history(record_memories_used, answer.id, self._memories)
+            answer = replace(answer, memories=self._memories)
         if not self._sources:
             return answer
         await self._storage.history(HistoryStore.update_message, answer.id, sources=self._sources)

@@ -11,7 +11,7 @@ from app.core.conversation import Message, Role
 from app.core.store.history import HistoryError, HistoryStore
 from app.library.installed import InstalledModel
 from app.service.chats.answer_queue import AnswerQueue, Turn
-from app.service.chats.answer_run import AnswerRun
+from app.service.chats.answer_run import AnswerRun, Remembering
 from app.service.chats.conversations import Conversations
 from app.service.documents.document_context import ChatDocuments
 from app.service.event_bus import TaskGroup
@@ -49,7 +49,8 @@ class Answering:
                  emit: Callable[[Event], None], tasks: TaskGroup, chat: OpenChat, conversations: Conversations,
                  session: ModelSession, keeper: SettingsKeeper, tools: ToolUse | None = None,
                  documents: ChatDocuments | None = None, vision: Callable[[], VisionState] | None = None,
-                 pending_collections: Callable[[], tuple[str, ...] | None] = lambda: None) -> None:
+                 pending_collections: Callable[[], tuple[str, ...] | None] = lambda: None,
+                 remember: Remembering | None = None) -> None:
         self._storage = storage
         self._history_open = history_open  # False until the front end's start opened it: nothing can be saved
         self._pending_collections = pending_collections  # chosen for a new chat, saved with its first message
@@ -62,6 +63,7 @@ class Answering:
         self._tools = tools
         self._documents = documents
         self._vision = vision  # the open chat's model: whether it takes images (None: ask no one, send them)
+        self._remember = remember  # each answer's memories (MemoryBook.for_answer); None: none
         self.queue = AnswerQueue(self._serve, tasks.spawn, self._changed)
         self._open_busy = False
 
@@ -284,7 +286,7 @@ class Answering:
                                        settle=self._chat.replace, pace_words=session.pace.words,
                                        threads=threads,
                                        frame=self._documents.frame if self._documents is not None else None,
-                                       vision=vision_state(session.model, session.loaded))
+                                       vision=vision_state(session.model, session.loaded), remember=self._remember)
             try:
                 await run.run(conversation_id, session.ensure_context)
             finally:

@@ -12,6 +12,7 @@ from app.service.doors.attach import AttachDoor
 from app.service.doors.chat import ChatDoor
 from app.service.doors.documents import DocumentsDoor
 from app.service.doors.history import ChatFilesDoor, HistoryDoor
+from app.service.doors.memory import MemoryDoor
 from app.service.doors.models import LibraryDoor, ModelDoor
 from app.service.doors.settings import SettingsDoor, ToolsDoor
 from app.service.event_bus import Listener
@@ -24,7 +25,8 @@ class WindowDoors:
     """The window uses every part of the service, each part of it through its own door: the chat
     pane and composer `chat` and `attach`, the chat list `history`, the File menu `files`, the
     status line and the empty chat `model`, the model manager `library`, the Documents window
-    `documents`, Settings `settings` and `tools`, the API server `api` (ApiAnswers, the door
+    `documents`, Settings `settings` and `tools`, the Memory page and "used N memories" `memory`,
+    the API server `api` (ApiAnswers, the door
     app/server is given). The window itself starts and stops the service (`start_up`,
     `shutdown`), says where it is (`set_window_state`: the engine's pace follows), hears the
     events (`subscribe`) and runs its calls on the service's loop (`spawn`)."""
@@ -38,6 +40,7 @@ class WindowDoors:
     documents: DocumentsDoor
     settings: SettingsDoor
     tools: ToolsDoor
+    memory: MemoryDoor
     api: ApiAnswers
     start_up: Callable[[], Awaitable[None]]
     shutdown: Callable[[], Awaitable[None]]
@@ -50,5 +53,5 @@ class WindowDoors:
         return cls(chat=ChatDoor(service), attach=AttachDoor(service), history=HistoryDoor(service),
                    files=ChatFilesDoor(service), model=ModelDoor(service), library=LibraryDoor(service),
                    documents=DocumentsDoor(service), settings=SettingsDoor(service), tools=ToolsDoor(service),
-                   api=service.api, start_up=service.start_up, shutdown=service.shutdown,
+                   memory=MemoryDoor(service), api=service.api, start_up=service.start_up, shutdown=service.shutdown,
                    set_window_state=service.set_window_state, subscribe=service.subscribe, spawn=service.spawn)

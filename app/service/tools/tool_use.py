@@ -11,10 +11,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.core.conversation import ToolResultPart
+from app.core.conversation import Conversation, Message, ToolResultPart
 from app.engine.protocol import ToolCall
 from app.service.events import Event, Problem, ToolApprovalAsked, ToolApprovalSettled, ToolServersChanged
 from app.service.settings_keeper import SettingsKeeper
+from app.service.tools.builtin_tools import BUILTIN_SERVER, BuiltinTool
 from app.service.tools.tool_room import ResultRoom
 from app.tools.choices import ToolChoices, choices_file, read_choices, write_choices
 from app.tools.mcp_config import McpServerConfig, read_mcp_config, write_mcp_config
@@ -42,6 +43,7 @@ class ToolRequest:
     server: str
     tool: str
     arguments: str
+    summary: str = ""  # what Kestrel's own tool will do, in words (ToolApprovalAsked.summary)
 
 
 Approver = Callable[[ToolRequest], Awaitable[ToolDecision]]
@@ -55,7 +57,8 @@ class ToolUse:
     for that server's tool), through `approver` when a front end gives one (the CLI asks
     on the terminal), otherwise by ToolApprovalAsked and `answer()` (the window). A tool's
     result is data for the model: it cannot change settings, approvals or tools, since
-    nothing here reads it.
+    nothing here reads it. Kestrel's own tools (add_builtin: memory's remember) are offered
+    beside the servers', asked the same way, and run here instead of by a server.
     """
 
     def __init__(self, mcp_file: Path | None, keeper: SettingsKeeper, emit: Callable[[Event], None], *,
@@ -67,6 +70,7 @@ class ToolUse:
         self.approver = approver
         self._pending: dict[int, asyncio.Future[ToolDecision]] = {}
         self._ids = itertools.count(1)
+        self._builtins: list[BuiltinTool] = []
 
     @property
     def pool(self) -> McpPool:
@@ -132,6 +136,16 @@ class ToolUse:
         tools = await self.pool.tools(names)
         return [tool for tool in tools if self.choices.is_enabled(tool.server, tool.name)]
 
+    def add_builtin(self, tool: BuiltinTool) -> None:
+        """Offer one of Kestrel's own tools in the chats it says yes to (builtins_for)."""
+        self._builtins.append(tool)
+
+    def builtins_for(self, conversation: Conversation, history: Sequence[Message],
+                     taken: Collection[str] = ()) -> list[ToolInfo]:
+        """Kestrel's own tools this answer offers; one whose name an MCP tool has (`taken`) is left out."""
+        return [tool.info for tool in self._builtins
+                if tool.info.model_name not in taken and tool.offered(conversation, history)]
+
     async def run(self, call: ToolCall, tools: Sequence[ToolInfo], *, conversation_id: int,
                   message_id: int, room: ResultRoom | None = None) -> tuple[str, ToolResultPart]:
         """Ask, then run one call: (the server, its result part). Never raises for tool trouble.
@@ -148,15 +162,23 @@ class ToolUse:
             arguments = None
         if not isinstance(arguments, dict):
             return tool.server, ToolResultPart(call.id, "The arguments were not a JSON object.", is_error=True)
+        builtin = next((b for b in self._builtins if b.info == tool), None) if tool.server == BUILTIN_SERVER else None
+        summary = ""
+        if builtin is not None:
+            try:
+                summary = builtin.summary(arguments)
+            except ValueError as exc:  # nothing to ask the person about: the model is told why
+                return tool.server, ToolResultPart(call.id, str(exc), is_error=True)
         if not self.choices.is_always_allowed(tool.server, tool.name):
             request = ToolRequest(next(self._ids), conversation_id, message_id, tool.server, tool.name,
-                                  json.dumps(arguments, ensure_ascii=False))
+                                  json.dumps(arguments, ensure_ascii=False), summary)
             decision = await self._ask(request)
             if decision == ToolDecision.DENY:
                 return tool.server, ToolResultPart(call.id, DENIED, denied=True)
             if decision == ToolDecision.ALWAYS:
                 await self.save_choices(self.choices.allowing(tool.server, tool.name))
-        result = await self.pool.call(tool, arguments)
+        result = await builtin.run(arguments, conversation_id) if builtin is not None else \
+            await self.pool.call(tool, arguments)
         text = await (room or ResultRoom(None)).fit(result.text, self._keeper.settings.tool_result_chars)
         return tool.server, ToolResultPart(call.id, text, is_error=result.is_error)
 
@@ -166,7 +188,7 @@ class ToolUse:
         decided: asyncio.Future[ToolDecision] = asyncio.get_running_loop().create_future()
         self._pending[request.approval_id] = decided
         self._emit(ToolApprovalAsked(request.approval_id, request.conversation_id, request.message_id,
-                                     request.server, request.tool, request.arguments))
+                                     request.server, request.tool, request.arguments, request.summary))
         try:
             return await decided
         finally:
