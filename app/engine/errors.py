@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from app.engine.failure_words import WINDOW, describe
 from app.engine.failures import (
-    DeviceRefused, ImageFailure, LoadFailure, NoBackend, NoDeviceWorked, PromptTooLong, ShapeFailure,
+    DeviceRefused, ImageFailure, LoadFailure, NoBackend, NoDeviceWorked, PromptTooLong, ServerFailed, ShapeFailure,
 )
 
 
 class ModelLoadError(Exception):
     """A model could not be loaded; failure says why, in facts a front end words."""
 
-    def __init__(self, failure: LoadFailure | NoDeviceWorked | DeviceRefused | NoBackend) -> None:
+    def __init__(self, failure: LoadFailure | NoDeviceWorked | DeviceRefused | NoBackend | ServerFailed) -> None:
         self.failure = failure
         super().__init__(self.message)
 
@@ -50,5 +50,13 @@ class ImageRefused(Exception):
     too big, or one too many (app/engine/backends/llama/image_prompt.py); failure says which."""
 
     def __init__(self, failure: ImageFailure) -> None:
+        self.failure = failure
+        super().__init__(describe(failure, WINDOW))
+
+
+class ServerFailedError(Exception):
+    """A server the person added failed an answer (app/engine/backends/remote/): failure says which and how."""
+
+    def __init__(self, failure: ServerFailed) -> None:
         self.failure = failure
         super().__init__(describe(failure, WINDOW))

@@ -16,8 +16,10 @@ from app.engine.capabilities import Capability
 from app.engine.failures import (
     BadImage, BadModelFile, BadShape, BadTemplate, DeviceRefused, During, EngineBug, EngineStopped, Failure,
     GgufRefused, Hang, ImageTrouble, NoBackend, NoDeviceWorked, NoGpuBuild, NoModel, NoToolUse, NotEnoughMemory,
-    NoVision, OnnxRefused, OnnxTrouble, OtherVersion, PromptTooLong, ProviderMissing, UnknownRequest, Unsupported,
+    NoVision, OnnxRefused, OnnxTrouble, OtherVersion, PromptTooLong, ProviderMissing, ServerFailed, UnknownRequest,
+    Unsupported,
 )
+from app.library.servers.faults import fault_words
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ def describe(failure: Failure, advice: Advice) -> str:
         case NoBackend():
             return (f"No backend in Kestrel loads {failure.location}. Check the address, or choose a model file "
                     "(a .gguf file or an ONNX Runtime GenAI folder).")
+        case ServerFailed():
+            return fault_words(failure.facts)
         case NotEnoughMemory():
             return (f"{failure.name} needs about {human_size(failure.needed)} of memory with a context of "
                     f"{failure.context_length:,} tokens, and {human_size(failure.available)} is free. Close other "

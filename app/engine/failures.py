@@ -10,6 +10,7 @@ from app.core.settings import DevicePreference
 from app.engine.capabilities import Capability
 from app.library.model_files.gguf_info import ModelFileErrorKind
 from app.library.model_files.model_format import ModelFolderErrorKind
+from app.library.servers.faults import ServerFacts
 
 
 class ErrorKind(StrEnum):
@@ -24,6 +25,7 @@ class ErrorKind(StrEnum):
     UNSUPPORTED = "unsupported"  # an answer shape (tools, a grammar) this model cannot have, or given wrong
     NO_VISION = "no_vision"  # images sent to a model that takes none (no projector, or it did not load)
     BAD_IMAGE = "bad_image"  # an image the model cannot read, too big, or too many of them
+    SERVER = "server"  # a server the person added did not answer, refused, failed or dropped the answer
     PROTOCOL = "protocol"  # versions differ, or an unknown message
     INTERNAL = "internal"  # a bug in the engine; the facts say what
     CRASHED = "crashed"  # the engine process died (raised by the client, never sent)
@@ -145,6 +147,15 @@ class DeviceRefused:
     kind: ClassVar[ErrorKind] = ErrorKind.PLACEMENT
     preference: DevicePreference
     reason: str  # placement's words, which the model manager shows too
+
+
+@dataclass(frozen=True)
+class ServerFailed:
+    """A server the person added failed loading its model or an answer (app/library/servers/faults.py has the
+    facts and their words: the server's name and address, what it did and said). Streamed text before it stays."""
+
+    kind: ClassVar[ErrorKind] = ErrorKind.SERVER
+    facts: ServerFacts
 
 
 # --- answering --------------------------------------------------------------------------
@@ -304,5 +315,5 @@ class EngineStopped:
     silent_s: float = 0.0  # for Hang.SILENT: how long it said nothing
 
 
-Failure = (BadModelFile | NoBackend | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | ShapeFailure | ImageFailure
+Failure = (BadModelFile | NoBackend | ServerFailed | LoadFailure | NoDeviceWorked | DeviceRefused | PromptTooLong | ShapeFailure | ImageFailure
            | NoModel | UnknownRequest | OtherVersion | EngineBug | EngineStopped)

@@ -21,7 +21,7 @@ from app.engine.backends.registry import backend_for, located, unsupported
 from app.engine.backends.spec import BackendSpec
 from app.engine.control import GenerationControl
 from app.engine.counting import ModelGate, serve_counts
-from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ShapeRefused
+from app.engine.errors import ContextOverflow, ImageRefused, ModelLoadError, ServerFailedError, ShapeRefused
 from app.engine.failures import BadModelFile, EngineBug, Failure, NoBackend, NoModel, UnknownRequest
 from app.hardware.report import HardwareReport
 from app.library.model_files.gguf_info import ModelFileError
@@ -195,7 +195,7 @@ class EngineLoop:
         try:
             for event in self._backend.generate(request, self._control):
                 self._out.send(event)
-        except (ContextOverflow, ShapeRefused, ImageRefused) as exc:
+        except (ContextOverflow, ShapeRefused, ImageRefused, ServerFailedError) as exc:
             self._error(request, exc.failure)
         finally:
             self._control.end()

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from app.library.model_defaults import ModelDefaults
 from app.library.model_files.model_format import ModelFormat
 from app.library.model_files.model_purpose import ModelPurpose
 
 METADATA_VERSION = 1
+# A model on a server the person added: no file, no format of the library's (app/library/servers/).
+RemoteFormat = Literal["remote"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class InstalledModel:
     sha256: str | None
     source: str
     added: float
-    format: ModelFormat
+    format: ModelFormat | RemoteFormat
     referenced: bool = False     # True: the file stays where the user keeps it; remove only forgets it
     missing: bool = False        # a referenced file (or one part) is not there now (unplugged drive)
     files: tuple[Path, ...] = ()  # all files of a split GGUF (path is the first part); () otherwise
@@ -42,6 +44,19 @@ class InstalledModel:
     # A projector model.json names that is not there now (deleted, an unplugged drive): the
     # model is listed text only, its details say so, and model.json keeps the name.
     missing_projector: Path | None = None
+    # A model on a server the person added (app/library/servers/chat_model.py): the address the engine's
+    # remote backend loads ("remote://studio-pc/llama3.1:8b"). path then names no file: it is the server's
+    # name and the model's, for what shows a path. "" for a model on this PC.
+    address: str = ""
+
+    @property
+    def location(self) -> str:
+        """What the engine loads (Load.model_path): the address of a remote model, else the file's path."""
+        return self.address or str(self.path)
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.address)
 
     @property
     def vision(self) -> bool:

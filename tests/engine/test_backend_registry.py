@@ -14,6 +14,7 @@ import pytest
 from app.engine.backends import registry
 from app.engine.backends.llama import BACKEND as LLAMA
 from app.engine.backends.onnx import BACKEND as ONNX
+from app.engine.backends.remote import BACKEND as REMOTE
 from app.engine.backends.spec import ModelLocation
 from app.engine.capabilities import Capability
 from app.engine.failure_words import WINDOW, describe
@@ -49,7 +50,8 @@ def test_what_each_built_in_backend_declares() -> None:
     assert LLAMA.capabilities == {Capability.TOOLS, Capability.GRAMMARS, Capability.JSON_SCHEMAS, Capability.MIN_P,
                                   Capability.IMAGES}
     assert ONNX.capabilities == {Capability.TOOLS, Capability.JSON_SCHEMAS}
-    assert [spec.name for spec in registry.registered()] == ["llama.cpp", "ONNX Runtime GenAI"]
+    assert REMOTE.capabilities == {Capability.TOOLS, Capability.JSON_SCHEMAS, Capability.MIN_P}
+    assert [spec.name for spec in registry.registered()] == ["llama.cpp", "ONNX Runtime GenAI", "a server you added"]
 
 
 def test_a_shape_part_a_backend_does_not_declare_is_refused_naming_those_that_do() -> None:
@@ -84,7 +86,7 @@ def test_the_window_the_cli_and_the_api_server_read_the_registry_without_loading
         "assert shape.json_schema and shape.grammar is None, shape\n"
         "from app.engine.backends.registry import backend_for, registered\n"
         "from app.engine.backends.spec import ModelLocation\n"
-        "assert backend_for(ModelLocation('m.gguf', 'gguf')).name == 'llama.cpp' and len(registered()) == 2\n"
+        "assert backend_for(ModelLocation('m.gguf', 'gguf')).name == 'llama.cpp' and len(registered()) == 3\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('llama_cpp', 'onnxruntime', 'onnxruntime_genai')))\n")
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
                             env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})

@@ -88,7 +88,8 @@ def test_the_real_engine_process_loads_an_address_streams_and_refuses_what_it_do
                     await _answer(client, shape)
                 assert refused.value.failure == Unsupported(
                     "echo://Polly", "Echo", capability,
-                    ("llama.cpp", "ONNX Runtime GenAI") if capability != Capability.GRAMMARS else ("llama.cpp",))
+                    ("llama.cpp", "ONNX Runtime GenAI", "a server you added") if capability != Capability.GRAMMARS
+                    else ("llama.cpp",))
             text, _ = await _answer(client)  # the same engine goes on answering
             assert text == "Polly heard: hello there"
         finally:

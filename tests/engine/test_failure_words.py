@@ -10,6 +10,7 @@ from app.core.settings import DevicePreference
 from app.engine import failures as f
 from app.engine.capabilities import Capability
 from app.engine.failure_words import WINDOW, describe
+from app.library.servers.faults import ServerFacts, ServerTrouble
 
 # (facts, what the window says), as the engine worded them before issue 22.
 SAID = [
@@ -46,6 +47,10 @@ SAID = [
     (f.NoBackend("ollama://studio-pc/qwen3"),
      "No backend in Kestrel loads ollama://studio-pc/qwen3. Check the address, or choose a model file (a .gguf "
      "file or an ONNX Runtime GenAI folder)."),
+    (f.ServerFailed(ServerFacts("studio-pc", "http://192.168.1.20:11434", ServerTrouble.DOWN,
+                                detail="nothing answered within 5 s")),
+     "studio-pc (http://192.168.1.20:11434) did not answer: nothing answered within 5 s. Is it on, and is its "
+     "server running? Check the address, then try again."),
     (f.BadShape(f.ShapePart.TOOL_CHOICE, 'there is no tool named "x" among the tools given (a, b)'),
      'The request\'s tool choice cannot be used: there is no tool named "x" among the tools given (a, b). Fix it '
      "and ask again."),

@@ -60,9 +60,11 @@ def test_min_p_1_makes_a_hot_answer_the_greedy_one_for_every_seed(backend: GgufB
 def test_onnx_runtime_genai_declares_no_min_p_and_the_refusal_says_what_to_do() -> None:
     assert LLAMA.can(Capability.MIN_P) and not ONNX.can(Capability.MIN_P)
     refused = registry.unsupported(ONNX, AnswerShape(), "phi-onnx", GenerationSettings(min_p=0.05))
-    assert refused == Unsupported("phi-onnx", "ONNX Runtime GenAI", Capability.MIN_P, ("llama.cpp",))
+    assert refused == Unsupported("phi-onnx", "ONNX Runtime GenAI", Capability.MIN_P,
+                                  ("llama.cpp", "a server you added"))
     assert describe(refused, WINDOW) == ("phi-onnx runs on ONNX Runtime GenAI, which takes no min-p sampling. "
-                                         "Set min-p to 0 (off), or choose a model that runs on llama.cpp.")
+                                         "Set min-p to 0 (off), or choose a model that runs on llama.cpp or a "
+                                         "server you added.")
     assert registry.unsupported(ONNX, AnswerShape(), "phi-onnx", GenerationSettings(min_p=0.0)) is None
     assert registry.unsupported(LLAMA, AnswerShape(), "tiny.gguf", GenerationSettings(min_p=0.05)) is None
 
@@ -84,6 +86,7 @@ def test_the_engine_process_refuses_min_p_for_an_onnx_model_and_answers_without_
             await client.shutdown()
 
     refused, answered = asyncio.run(asyncio.wait_for(scenario(), 120))
-    assert refused.failure == Unsupported("tiny-onnx", "ONNX Runtime GenAI", Capability.MIN_P, ("llama.cpp",))
+    assert refused.failure == Unsupported("tiny-onnx", "ONNX Runtime GenAI", Capability.MIN_P,
+                                          ("llama.cpp", "a server you added"))
     assert "Set min-p to 0" in refused.message
     assert isinstance(answered[-1], Done), "min_p 0 (off) is what it always did"

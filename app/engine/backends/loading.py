@@ -13,7 +13,7 @@ from typing import Callable
 
 from app.engine.backends.backend import Backend, DeviceChoice
 from app.engine.errors import ModelLoadError
-from app.engine.failures import DeviceRefused, FailedOn, NoBackend, NoDeviceWorked
+from app.engine.failures import DeviceRefused, FailedOn, NoBackend, NoDeviceWorked, ServerFailed
 from app.engine.protocol import Load
 from app.hardware.placement import ALL_LAYERS, ModelFacts, Placement, PlacementRefused, Runtime, place
 from app.hardware.report import HardwareReport
@@ -52,7 +52,8 @@ def load_placed(placements: tuple[Placement, ...], load_on: LoadOn) -> Backend:
         try:
             return load_on(placement, choice)
         except ModelLoadError as exc:
-            assert not isinstance(exc.failure, (NoDeviceWorked, DeviceRefused, NoBackend)), "one placement fails alone"
+            assert not isinstance(exc.failure, (NoDeviceWorked, DeviceRefused, NoBackend, ServerFailed)), \
+                "one placement fails alone"
             failures.append(f"{placement.device_name}: {exc.message}")
             attempts.append(FailedOn(placement.device_name, exc.failure))
             last = exc

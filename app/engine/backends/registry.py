@@ -16,6 +16,7 @@ import os
 from app.core.generation import GenerationSettings
 from app.engine.backends.llama import BACKEND as LLAMA
 from app.engine.backends.onnx import BACKEND as ONNX
+from app.engine.backends.remote import BACKEND as REMOTE
 from app.engine.backends.spec import BackendSpec, ModelLocation
 from app.engine.capabilities import Capability
 from app.engine.failures import Unsupported
@@ -23,7 +24,7 @@ from app.engine.protocol import AnswerShape
 from app.library.model_files.gguf_info import ModelFileError
 from app.library.model_files.model_format import detect_format
 
-BUILT_IN: tuple[BackendSpec, ...] = (LLAMA, ONNX)
+BUILT_IN: tuple[BackendSpec, ...] = (LLAMA, ONNX, REMOTE)
 # Comma-separated packages, each with a BACKEND spec, registered after the built-in ones.
 EXTRA_BACKENDS = "KESTREL_ENGINE_BACKENDS"
 

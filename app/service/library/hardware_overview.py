@@ -187,6 +187,6 @@ def _model_name(session: ModelSession, loaded: Loaded | None) -> str:
     if loaded is None:
         return ""
     model = session.model
-    if model is not None and str(model.path) == loaded.model_path:
+    if model is not None and model.location == loaded.model_path:
         return str(model.title)
     return Path(loaded.model_path).name

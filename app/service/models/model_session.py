@@ -149,7 +149,7 @@ class ModelSession:
         own, settings = model.defaults, self._keeper.settings
         self.client.prompt_lookup = own.prompt_lookup or settings.prompt_lookup
         ram, folder, disk = kv_cache.load_options(settings.saved_states_mb)
-        await self.client.load(str(model.path), context_length=context_length, threads=settings.threads,
+        await self.client.load(model.location, context_length=context_length, threads=settings.threads,
                                device=own.device_preference or settings.device_preference,
                                gpu_layers=own.gpu_layers, chat_template=own.chat_template,
                                state_ram_bytes=ram, state_dir=folder, state_disk_bytes=disk,
