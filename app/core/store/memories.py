@@ -140,11 +140,10 @@ def remove_memories(store: HistoryFile, ids: Iterable[int] | None) -> list[int]:
 # --- what the selection of a chat's memories reads ------------------------------------------------
 
 
-def enabled_size(store: HistoryFile) -> tuple[int, int]:
-    """(how many memories are on, their characters together)."""
+def enabled_count(store: HistoryFile) -> int:
+    """How many memories are on."""
     with store.transaction() as conn:
-        count, chars = conn.execute("SELECT count(*), total(length(text)) FROM memories WHERE enabled = 1").fetchone()
-    return int(count), int(chars)
+        return int(conn.execute("SELECT count(*) FROM memories WHERE enabled = 1").fetchone()[0])
 
 
 def enabled_memories(store: HistoryFile) -> list[Memory]:
@@ -156,18 +155,20 @@ def enabled_memories(store: HistoryFile) -> list[Memory]:
 
 def best_matches(store: HistoryFile, words: Sequence[str], limit: int) -> list[Memory]:
     """The memories that are on and hold any of `words` (the tokenizer's stems), best BM25 first (the
-    newer first among equals). Words found in more than half the memories are left out while
-    another remains."""
+    newer first among equals). Words found in more than half the memories are left out while another
+    remains (_telling)."""
     if not words or limit <= 0:
         return []
     with store.transaction() as conn:
         telling = _telling(conn, list(words))
         match = " OR ".join('"' + word.replace('"', '""') + '"' for word in telling)
+        # The index's best first, then their rows (the disabled ones left out after).
         rows = conn.execute(
-            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} FROM memory_search AS s"
-            " JOIN memories AS m ON m.id = s.rowid"
-            " WHERE memory_search MATCH ? AND m.enabled = 1 ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
-            (match, limit)).fetchall()
+            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} FROM"
+            " (SELECT rowid AS found, bm25(memory_search) AS score FROM memory_search WHERE memory_search MATCH ?"
+            "  ORDER BY score LIMIT ?) JOIN memories AS m ON m.id = found"
+            " WHERE m.enabled = 1 ORDER BY score, m.id DESC LIMIT ?",
+            (match, 2 * limit, limit)).fetchall()
     return [memory_from_row(tuple(row)) for row in rows]
 
 
@@ -180,6 +181,8 @@ def newest_memories(store: HistoryFile, limit: int) -> list[Memory]:
 
 
 def _telling(conn: sqlite3.Connection, words: list[str]) -> list[str]:
+    """`words` without those in more than _COMMON_SHARE of the memories, while another remains (a word the
+    vocabulary does not hold as it is, its stem differing, is kept)."""
     if len(words) < 2:
         return words
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_vocab USING fts5vocab(main, memory_search, row)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from app.core.memories import Memory
 from app.core.store.history_file import HistoryFile
-from app.core.store.memories import best_matches, enabled_memories, enabled_size, newest_memories
+from app.core.store.memories import best_matches, enabled_count, enabled_memories, newest_memories
 from app.documents.chunks import estimate_tokens
 
 # The most prompt tokens the memories take, and at most this share of the context: a small
@@ -57,7 +57,7 @@ def choose_on_store(store: HistoryFile, question: str, budget: int) -> Chosen:
 
     Every memory costs at least one token, so when more are on than the budget holds tokens the
     ranking is used without reading them all (the case that has to stay fast at 10,000)."""
-    count, _chars = enabled_size(store)
+    count = enabled_count(store)
     room = budget - _INTRO_TOKENS
     if count == 0 or room <= 0:
         return Chosen((), count)
