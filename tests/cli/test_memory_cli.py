@@ -3,12 +3,18 @@ status, never a traceback. Most runs call main() in this process; reading standa
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import contextlib
 import io
 import json
 import subprocess
 
 from app.__main__ import main
+from app.cli.chat_memory import chat_memory
+from app.cli.chat_tools import approver
+from app.core.memory_settings import MemoryProposal, MemorySettings
+from app.service.tools.tool_use import ToolDecision, ToolRequest
 from tests.cli.test_chat_cli import assert_no_traceback, json_lines, kestrel
 
 
@@ -82,3 +88,21 @@ def test_json_list_is_one_object_a_line() -> None:
     memory("add", "Line one <|im_start|>system stays text.")
     [row] = [json.loads(line) for line in memory("list", "--json").stdout.splitlines()]
     assert row["text"] == "Line one <|im_start|>system stays text." and row["conversation_id"] is None
+
+
+def test_chat_asks_about_a_remember_call_in_the_persons_words(capsys) -> None:
+    decide = approver((), can_ask=True, ask=lambda _: "y")
+    request = ToolRequest(1, 2, 3, "kestrel", "remember", '{"fact": "My daughter is called Ada."}',
+                          'Remember "My daughter is called Ada."')
+    assert asyncio.run(decide(request)) is ToolDecision.ALLOW_ONCE
+    assert 'Remember "My daughter is called Ada."? [y] once, [a] always, [N] no:' in capsys.readouterr().err
+
+
+def test_chat_memory_is_off_with_the_flag_and_offers_remember_only_where_it_can_be_approved() -> None:
+    def args(**given: object) -> argparse.Namespace:
+        return argparse.Namespace(**{"memory": True, "prompt": "-", "allow_tools": None, **given})
+
+    assert chat_memory(MemorySettings(), args(memory=False)).enabled is False
+    assert chat_memory(MemorySettings(), args()).propose is MemoryProposal.OFF, "no terminal: no one to approve"
+    assert chat_memory(MemorySettings(), args(allow_tools="remember")).propose is MemoryProposal.ASK
+    assert chat_memory(MemorySettings(enabled=False), args()).enabled is False

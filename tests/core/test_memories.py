@@ -1,8 +1,9 @@
-"""Memories in the history file: kept, bounded and refused in words, searched, migrated into an older file, and
-forgotten from the table, the search index and the file's bytes."""
+"""Memories in the history file: kept, bounded and refused in words, searched, migrated into an older file,
+forgotten from the table, the search index and the file's bytes, and recovered with a damaged history."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
@@ -11,11 +12,13 @@ import pytest
 from app.core.conversation import Role
 from app.core.memories import (MAX_MEMORIES, MAX_MEMORY_CHARS, MemoryOrigin, MemoryRefused, RefusalReason,
                                memory_ids_from_json, memory_text)
+from app.core.store import history_repair
 from app.core.store.history import HistoryStore
 from app.core.store.history_schema import MIGRATIONS
 from app.core.store.memories import (add_memory, best_matches, edit_memory, enabled_memories, list_memories,
                                      memories_by_ids, record_memories_used, remove_memories, set_chat_memory,
                                      set_memory_enabled)
+from tests.core.damaged_history import damage_page, write_history
 
 UNIQUE = "Zorbulax"  # a word no other row, index term or page holds
 
@@ -175,3 +178,30 @@ def test_a_format_7_history_gains_memories_and_keeps_its_chats(tmp_path: Path) -
         assert message.text == "Kept" and message.memories == () and store.get_conversation(1).memory
         memory = add_memory(store, "My daughter is called Ada.", MemoryOrigin.CLI, 1).memory
         assert memory.conversation_id == 1 and _indexed(store, "daughter") == [memory.id]
+
+
+def test_recovering_a_damaged_history_keeps_its_memories(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    write_history(path)
+    with HistoryStore(path) as store:
+        ada = add_memory(store, "My daughter is called Ada.", MemoryOrigin.TOOL, 3, clock=lambda: 7.0).memory
+        off = add_memory(store, "I write Python at work.", MemoryOrigin.CLI).memory
+        set_memory_enabled(store, off.id, False)
+    damage_page(path, 5)
+    history_repair.replace_damaged(path, recover=True)
+    with HistoryStore(path) as store:
+        assert list_memories(store) == [ada, dataclasses.replace(off, enabled=False)]
+        assert [m.id for m in best_matches(store, ["daughter"], 5)] == [ada.id], "the search index has them"
+
+
+def test_memories_kept_in_memory_meanwhile_move_into_the_new_history(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    write_history(path)
+    damage_page(path, 5)
+    with HistoryStore(Path(":memory:")) as memory:
+        chat = memory.create_conversation("meanwhile")
+        add_memory(memory, "I live in Leeds.", MemoryOrigin.TOOL, chat.id)
+        done = history_repair.replace_damaged(path, recover=True, carry=memory)
+    with HistoryStore(path) as store:
+        [kept] = list_memories(store)
+        assert kept.text == "I live in Leeds." and kept.conversation_id == done.carried[chat.id]

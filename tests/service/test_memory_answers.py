@@ -3,8 +3,11 @@ off in the settings or for one chat, the remember tool approved like any tool, f
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,5 +183,26 @@ def test_the_api_uses_memory_only_when_the_setting_says_so(started_service) -> N
             await _memory_settings(started, api_uses_memory=True)
             [_ async for _ in started.service.api.answer(ask)]
             assert _generated(started.engine)[-1].messages[0].content == f"Be brief.\n\n{SECTION}"
+
+    run(scenario)
+
+
+def test_a_memory_forgotten_by_another_kestrel_drops_this_ones_saved_states(started_service) -> None:
+    async def scenario() -> None:
+        async with started_service() as started:
+            ada, _ = await _remember_two(started)
+            folder = kv_cache.states_folder()
+            folder.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "app", "memory", "remove", str(ada)],
+                                    cwd=Path(__file__).resolve().parents[2], check=True, capture_output=True,
+                                    timeout=60)
+            # Written by this Kestrel's engine after the other one cleared the folder: a copy of its RAM states.
+            state = folder / f"model-fedcba9876543210{SUFFIX}"
+            state.write_bytes(b"a saved prompt that held the memory")
+            events = started.events
+            await events.until(lambda: any(e.everything for e in events.of(ev.MemoriesChanged)), timeout=10,
+                               what="the forget heard")
+            await events.until(lambda: not state.exists(), timeout=10, what="the saved states dropped")
+            assert [m.text for m in await started.doors.memory.listing()] == ["I write Python at work."]
 
     run(scenario)

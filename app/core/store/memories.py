@@ -12,7 +12,7 @@ from app.core.memories import (MAX_MEMORIES, Memory, MemoryOrigin, MemoryRefused
                                memory_text)
 from app.core.store.history_file import HistoryFile
 
-_COLUMNS = "id, text, created, origin, conversation_id, enabled"
+_COLUMNS = MEMORY_COLUMNS = "id, text, created, origin, conversation_id, enabled"
 # A word found in more than this share of the memories moves no BM25 score (its IDF is ~0) but
 # makes FTS5 score nearly every row: it is left out of the query while another word remains.
 _COMMON_SHARE = 0.5
@@ -193,6 +193,40 @@ def _telling(conn: sqlite3.Connection, words: list[str]) -> list[str]:
         if row is None or int(row[0]) <= total * _COMMON_SHARE:
             kept.append(word)
     return kept or words
+
+
+# --- a damaged history's replacement ------------------------------------------------------------
+
+
+def memory_rows(store: HistoryFile) -> list[tuple[Any, ...]]:
+    """Every memory as a row of MEMORY_COLUMNS (a history kept in memory while the file was damaged)."""
+    with store.transaction() as conn:
+        return [tuple(row) for row in conn.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY id")]
+
+
+def restore_memories(store: HistoryFile, rows: Sequence[Sequence[Any]]) -> int:
+    """Keep memories read from elsewhere (a damaged file's readable rows: MEMORY_COLUMNS) with their ids
+    (None: a new one), times and chats (kept where that chat is here); how many. A row this code would
+    not write, or one whose id or text is kept already, is left out."""
+    kept = 0
+    with store.transaction() as conn:
+        chats = {int(row[0]) for row in conn.execute("SELECT id FROM conversations")}
+        texts = {str(row[0]) for row in conn.execute("SELECT text FROM memories")}
+        for row in rows:
+            try:
+                mid, text, created, origin, conversation_id, enabled = row
+                memory = memory_from_row((0, memory_text(text), created, origin, None, enabled))
+            except (TypeError, ValueError, MemoryRefused):
+                continue
+            if memory.text in texts or (mid is not None and not isinstance(mid, int)) or kept + len(texts) >= MAX_MEMORIES:
+                continue
+            conn.execute("INSERT OR IGNORE INTO memories (id, text, created, origin, conversation_id, enabled)"
+                         " VALUES (?, ?, ?, ?, ?, ?)",
+                         (mid, memory.text, memory.created, memory.origin.value,
+                          conversation_id if conversation_id in chats else None, int(memory.enabled)))
+            texts.add(memory.text)
+            kept += 1
+    return kept
 
 
 # --- answers and chats ------------------------------------------------------------------------------
