@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start in the tray without showing the window, as at sign-in (a Kestrel already "
                              "running is left as it is)")
     from app.cli import ask, chat, chat_files, docs, doctor, memory, serve, tools
+    from app.cli import servers
     from app.cli.models import models
     from app.cli.command_parser import command_actions
 
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_parser(commands)
     chat_files.add_parser(commands)
     serve.add_parser(commands)
+    servers.add_parser(commands)
     tools.add_parser(commands)
     docs.add_parser(commands)
     memory.add_parser(commands)

@@ -32,6 +32,7 @@ from app.library.model_defaults import ModelDefaults
 from app.library.model_files.model_format import format_at
 from app.library.installed import InstalledModel
 from app.library.models import ModelLibrary
+from app.library.servers.book import ServerBook
 from app.library.starter import StarterError, install_starter, starter_available
 from app.service.documents.document_context import Material
 from app.service.doors.attach import AttachDoor
@@ -165,12 +166,15 @@ def _device(given: str | None) -> DevicePreference | None:
 def resolve_model(explicit: str | None) -> InstalledModel:
     """The model to use: the one named, the default, or the starter model installed now.
 
-    A path that is not in the library comes back as a model with no settings of its own.
+    A path that is not in the library comes back as a model with no settings of its own; SERVER/MODEL,
+    where SERVER is a server the person added and no such file is here, as that server's model.
     """
     paths = data_paths().ensure()
     library = ModelLibrary(paths.models)
     if explicit:
         found = library.find(explicit)
+        if found is None and not Path(explicit).exists():
+            found = ServerBook.at(paths).chat_model(explicit)
         return found or InstalledModel(explicit, Path(explicit).name, Path(explicit), 0, None, "command line", 0.0,
                                        format_at(Path(explicit)))
     settings_file = SettingsFile(paths.settings_file)

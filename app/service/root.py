@@ -9,7 +9,9 @@ from pathlib import Path
 from app.core.store.history import HistoryDamaged, HistoryError
 from app.core.settings import Settings
 from app.hardware.power import read_power
+from app.core.paths import data_paths
 from app.library.models import ModelLibrary
+from app.library.servers.book import ServerBook
 from app.service.api.api_answers import ApiAnswers
 from app.service.api.api_embeddings import ApiEmbeddings
 from app.service.chats.answering import Answering
@@ -30,6 +32,7 @@ from app.service.event_bus import EventBus, Listener, TaskGroup
 from app.service.events import (ActivityChanged, ConversationsListed, DamagedHistoryFound, Problem,
                                 SettingsChanged)
 from app.service.library.library_service import LibraryService
+from app.service.library.remote_servers import RemoteServers
 from app.service.models.background import AppWindow, WindowPresence, WindowState
 from app.service.models.calibration import SpeedCalibration
 from app.service.models.engine_handle import EngineHandle
@@ -77,6 +80,8 @@ class Service:
             answer_writing=lambda: self.answers.writing,
             threads_file=settings_path.parent / "threads.json" if settings_path else None)
         self.library = LibraryService(session, keeper, emit, tasks, answers_busy=self._answers_busy)
+        # The servers the person added, in the files the engine's remote backend reads too (app/library/servers).
+        self.servers = RemoteServers(ServerBook.at(data_paths()), session)
         self.drafts = DraftBook(lambda: self.storage, emit, tasks.spawn)
         self.conversations = conversations = Conversations(storage, emit, keeper, self.drafts,
                                                            lambda: session.chat_defaults_model)

@@ -59,6 +59,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(script.list_status, {"error": "unauthorized" if script.list_status == 401 else "no"})
         elif self.path == "/v1/models" and not script.ollama:
             self._json(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in script.models]})
+        elif self.path == "/api/version" and script.ollama:
+            self._json(200, {"version": "0.6.0"})
         elif self.path == "/api/tags" and script.ollama:
             self._json(200, {"models": [{"name": m, "model": m, "size": 1} for m in script.models]})
         else:

@@ -1,0 +1,77 @@
+"""RemoteServers: the person's servers for every front end, their models, and one of them loaded as the chat's model.
+
+Every call reads files, a credential store or a server, so each runs on a worker thread, never the
+event loop. Nothing here contacts a server on its own: only `models` (the person asked for a server's
+list), `find_on_this_pc` (the person pressed "Find servers on this PC"), `add` (when asked to check)
+and `load` (the engine checks the server answers and has the model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from app.library.installed import InstalledModel
+from app.library.servers.book import ServerAdded, ServerBook, as_chat_model
+from app.library.servers.faults import ServerFacts, ServerFault, ServerTrouble
+from app.library.servers.finding import FoundServer, find_on_this_pc
+from app.library.servers.keys import KeptKey
+from app.library.servers.records import DEFAULT_WAIT_S, AddedServer, ModelOverride, RemoteModel, ServerKind
+from app.service.models.model_session import ModelSession
+
+
+class RemoteServers:
+    """The servers list, keys and models (ServerBook) off the loop, and the model session for loading one."""
+
+    def __init__(self, book: ServerBook, session: ModelSession) -> None:
+        self._book = book
+        self._session = session
+
+    async def servers(self) -> tuple[AddedServer, ...]:
+        """The servers added, oldest first (contacts none)."""
+        return await asyncio.to_thread(self._book.list)
+
+    @property
+    def last_problem(self) -> str | None:
+        """Why the last read of the list showed fewer servers than the file holds (a damaged file), in words."""
+        return self._book.servers.last_problem
+
+    async def add(self, name: str, url: str, kind: ServerKind, key: str | None = None, *,
+                  wait_s: float = DEFAULT_WAIT_S) -> ServerAdded:
+        """Add a server and keep its key (ServerAdded.key.words says where). ValueError in words for a bad name,
+        address or wait, or a name taken; ServerListError or OSError when the disk refuses. Contacts none:
+        call `models` to check that it answers."""
+        return await asyncio.to_thread(lambda: self._book.add(name, url, kind, key, wait_s=wait_s))
+
+    async def remove(self, name: str) -> AddedServer | None:
+        """Forget a server and its key; None when none has that name."""
+        return await asyncio.to_thread(self._book.remove, name)
+
+    async def set_key(self, name: str, key: str) -> KeptKey:
+        """A new key for a server ("" forgets it); LookupError when no server has that name."""
+        return await asyncio.to_thread(self._book.set_key, name, key)
+
+    async def set_override(self, name: str, model: str, override: ModelOverride) -> AddedServer:
+        """What the person sets by hand for one of a server's models (context length, abilities)."""
+        return await asyncio.to_thread(self._book.set_override, name, model, override)
+
+    async def models(self, name: str) -> tuple[RemoteModel, ...]:
+        """The models the server lists now, with the person's overrides; ServerFault (str() in words) when it
+        cannot say."""
+        return await asyncio.to_thread(self._book.models, name)
+
+    async def find_on_this_pc(self) -> list[FoundServer]:
+        """Ollama, LM Studio and llama-server on this PC's usual ports, asked once each, briefly."""
+        return await asyncio.to_thread(find_on_this_pc)
+
+    async def chat_model(self, model: RemoteModel) -> InstalledModel:
+        """The remote model as the model session and a chat's model hold it (its id is SERVER/MODEL);
+        ServerFault NOT_ADDED when its server was removed."""
+        server = await asyncio.to_thread(self._book.get, model.server)
+        if server is None:
+            raise ServerFault(ServerFacts(model.server, "", ServerTrouble.NOT_ADDED, model=model.name))
+        return as_chat_model(model, server)
+
+    async def load(self, model: RemoteModel, *, for_chat: bool = False) -> bool:
+        """Load the remote model in the engine as the app's model (or a chat's); the session's state says
+        loading, ready, or failed with the server's words (load_error.failure: ServerFailed)."""
+        return await self._session.load_model(await self.chat_model(model), for_chat=for_chat)
