@@ -11,6 +11,7 @@ from app.library.servers.faults import ServerFault, ServerTrouble
 from app.library.servers.records import ModelAbility, ModelOverride, RemoteModel, ServerKind
 from app.service import events as ev
 from app.service.doors.servers import ServersDoor
+from app.service.models.calibration import SETTLE_S
 from app.service.models.client import EngineClient
 from tests.helpers.hostile_server import Script, hostile_server
 from tests.helpers.remote_peers import closed_port
@@ -82,3 +83,20 @@ def test_a_server_that_is_off_fails_the_load_with_its_words_and_a_removed_one_is
         assert not (data_paths().config / "server-keys.json").exists()
 
     asyncio.run(asyncio.wait_for(scenario(), 180))
+
+
+def test_no_speed_calibration_is_sent_to_a_remote_model(started_service: StartService) -> None:
+    """The window measures this CPU with a short background answer; a server's model is not this CPU, and the
+    person asked it nothing."""
+    script = Script()
+
+    async def scenario() -> None:
+        with hostile_server(script) as url:
+            async with started_service(engine=EngineClient(), start="open", calibrate=True) as started:
+                servers = ServersDoor(started.service)
+                await servers.add("far", url, ServerKind.OPENAI)
+                assert await servers.load(RemoteModel("far", "m")), started.doors.model.model_detail
+                await asyncio.sleep(SETTLE_S * 1.5)
+
+    asyncio.run(asyncio.wait_for(scenario(), 180))
+    assert script.requests == ["GET /v1/models"]

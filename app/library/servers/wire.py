@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from app.library.servers.faults import ServerFacts, ServerFault, ServerTrouble
-from app.library.servers.records import AddedServer
+from app.library.servers.records import AddedServer, ServerKind
 
 CONNECT_S = 5.0  # a server on this PC or the LAN connects in well under a second; a computer that is off never does
 LIST_WAIT_S = 20.0  # listing models (Ollama reads each model's file for /api/show)
@@ -158,7 +158,7 @@ def send(asking: Asking, method: str, path: str, body: Any = None, *,
             headers["Content-Type"] = "application/json"
         if asking.key:
             headers["Authorization"] = f"Bearer {asking.key}"
-            if asking.server.kind.value == "anthropic":
+            if asking.server.kind == ServerKind.ANTHROPIC:
                 headers["x-api-key"] = asking.key
         target = parts.path + (f"?{parts.query}" if parts.query else "")
         # Kept apart: a response that closes the connection at its end takes the socket from the connection.

@@ -115,6 +115,8 @@ class SpeedCalibration:
             return "no model is ready"
         if not model.chats:
             return "an embedding model does not answer"
+        if model.remote:  # its server answers: no speed of this machine's, and no request the person did not make
+            return "a model on a server runs there"
         if model.id in self._tried:
             return "this model was calibrated in this run"
         if session.threads.measured_here():
