@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 
 from app.__main__ import main
@@ -20,7 +21,8 @@ from app.library.servers.finding import UsualPort, find_on_this_pc
 from app.library.servers.records import ServerKind
 from tests.cli.test_chat_cli import assert_no_traceback, json_lines, kestrel
 from tests.helpers.hostile_server import Script, hostile_server
-from tests.helpers.remote_peers import closed_port
+from tests.helpers.remote_peers import closed_port, free_port
+from tests.server.serve_process import ROOT, interrupt, read_ready, serve_command, serve_env
 
 
 def servers(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -152,3 +154,22 @@ def test_chat_with_a_server_that_is_off_says_so_before_any_answer() -> None:
     assert result.returncode == 3 and result.stdout == ""
     assert result.stderr == (f"kestrel: studio-pc ({url}) did not answer: the connection was refused. Is it on, and "
                              "is its server running? Check the address, then try again.\n")
+
+
+@pytest.mark.slow
+def test_kestrel_serve_puts_its_api_in_front_of_a_remote_model(kestrel_home: Path) -> None:
+    script = Script(words=["Relayed", " words"])
+    with hostile_server(script) as url:
+        servers("add", "far", url, "--no-check")
+        process = subprocess.Popen(serve_command("--port", str(free_port()), "--model", "far/m"), cwd=ROOT,
+                                   env=serve_env(kestrel_home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        try:
+            ready = read_ready(process)
+            with openai.OpenAI(base_url=f"{ready.address}/v1", api_key=ready.key, max_retries=0, timeout=60) as client:
+                answers = [client.chat.completions.create(model="", messages=[{"role": "user", "content": "Hi"}])
+                           for _ in range(2)]
+        finally:
+            _, err = interrupt(process)
+    assert [a.choices[0].message.content for a in answers] == ["Relayed words"] * 2, err
+    assert script.requests == ["GET /v1/models", "POST /v1/chat/completions", "POST /v1/chat/completions"]

@@ -257,7 +257,7 @@ class ApiAnswers:
                     if not isinstance(event, (Delta, Done)):
                         continue
                     asked = self._session.client.load_request
-                    if asked is None or asked.model_path != str(target.path):
+                    if asked is None or asked.model_path != target.location:
                         break  # a window chat's model took the engine meanwhile: not this model's answer
                     if isinstance(event, Done):
                         self._session.learn_threads(event.stats)
@@ -281,7 +281,7 @@ class ApiAnswers:
                 raise ApiRefused(503, "The request left the line before its turn.", code="server_busy")
             if isinstance(event, (Delta, Done)):
                 asked = self._session.client.load_request
-                if asked is None or asked.model_path != str(target.path):
+                if asked is None or asked.model_path != target.location:
                     return None
                 return event
         raise ApiRefused(500, "The engine ended the answer without a word; please report this.",
