@@ -24,6 +24,9 @@ from tests.helpers.http_servers import TestServer, running_server  # noqa: E402
 from tests.helpers.models import SMALL_REAL_PACKAGE, build_instruct, build_small_real, build_tiny  # noqa: E402
 from tests.helpers.thinking_gguf import build_thinking_gguf  # noqa: E402
 
+# Shared workers (pytest-xdist, scripts/test.py): a file is a unit of work, the long ones start first.
+pytest_plugins = ["tests.helpers.workers"]
+
 
 @pytest.fixture(autouse=True)
 def kestrel_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

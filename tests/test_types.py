@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_mypy_finds_nothing() -> None:
     # About 8 s on two cores from cold, well under a second with its cache (.mypy_cache).
     result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True,

@@ -141,6 +141,7 @@ def test_the_instruct_model_answers_from_an_attached_file_listed_as_source_1(ins
 
 
 @pytest.mark.instruct
+@pytest.mark.slow
 def test_the_instruct_model_finds_the_fact_in_a_file_too_long_for_its_context(instruct_model: Path,
                                                                               tmp_path: Path) -> None:
     big = tmp_path / "minutes.md"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from app.documents.chunks import chunk_document
 from app.documents.index import DocumentIndex
 from app.documents.reader_worker import read_in_worker
@@ -12,6 +14,7 @@ from app.documents.reader_worker import read_in_worker
 FILES = 10_000
 
 
+@pytest.mark.slow
 def test_ten_thousand_small_files(tmp_path: Path) -> None:
     folder = tmp_path / "many"
     for group in range(100):

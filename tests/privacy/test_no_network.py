@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.syscalls import findings, run_traced, run_traced_for
 from tests.ui.conftest import install_model
 
@@ -51,6 +53,7 @@ def test_local_pipes_are_not_findings() -> None:
     assert [line.split()[0] for line in findings(log)] == ["13", "13", "14"]
 
 
+@pytest.mark.slow
 def test_onnx_runtime_imported_through_kestrel_stays_quiet(tmp_path: Path, kestrel_home: Path) -> None:
     """The defect itself: ONNX Runtime loaded and left alone past its telemetry delay."""
     code = f"import app, onnxruntime, onnxruntime_genai, time\ntime.sleep({WATCH_S})"
@@ -68,6 +71,7 @@ def test_chat_and_doctor_open_no_socket(tmp_path: Path, tiny_model: Path, kestre
         assert traced.network == [], args
 
 
+@pytest.mark.slow
 def test_the_window_opens_no_socket(tmp_path: Path, tiny_model: Path, kestrel_home: Path) -> None:
     """Start-up, the hardware probe (ONNX Runtime's device discovery), the model load, and
     then idle for longer than ONNX Runtime's telemetry waited."""

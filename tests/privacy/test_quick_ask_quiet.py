@@ -28,6 +28,7 @@ def x_display() -> Iterator[XSession]:
     yield from x_session()
 
 
+@pytest.mark.slow
 def test_the_shortcut_the_quick_window_and_kestrel_ask_open_no_network_socket(
         x_display: XSession, tmp_path: Path, tiny_model: Path, kestrel_home: Path) -> None:
     install_model(tiny_model)

@@ -21,6 +21,7 @@ import pytest
 from benchmarks.robustness import CATEGORIES
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # the sample's one run, below, takes about 100 s
 # The sample is sized to take about 100 s on two cores (56 cases); this leaves room for a slow
 # machine and says so when the sample has grown past what CI should run.
 SAMPLE_LIMIT_S = 200

@@ -213,6 +213,7 @@ def test_a_drag_over_a_scrolled_block_selects_what_is_under_the_mouse(view) -> N
     assert view.selection_editor().textCursor().selectedText() == "argument_three"
 
 
+@pytest.mark.slow
 def test_the_choice_is_in_the_view_menu_and_kept_across_a_restart(make_window, loop) -> None:
     first = make_window(model=None)
     run(loop, until(lambda: first.messages.delegate.wrap_code, what="the settings read"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from PySide6.QtCore import QStandardPaths, QUrl
 from PySide6.QtGui import QDesktopServices
 
@@ -23,6 +25,7 @@ def test_the_documents_folder_is_where_export_starts_even_before_it_exists(qapp,
     assert folder == expected and Path(folder).is_dir()
 
 
+@pytest.mark.slow
 def test_an_export_is_confirmed_with_its_path_and_a_click_opens_its_folder(make_window, loop, qtbot, tmp_path,
                                                                           monkeypatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # its Documents folder is made on the first export

@@ -52,6 +52,7 @@ def test_a_name_typed_without_its_suffix_is_asked_about_with_it(qtbot, tmp_path:
         assert dialog.isVisible() and dialog.result() != QFileDialog.DialogCode.Accepted
 
 
+@pytest.mark.slow
 def test_the_file_the_user_agreed_to_replace_is_written_and_keeps_its_mode(make_window, loop, tmp_path) -> None:
     window = make_window(model=None)
     with_generation(window, loop, max_tokens=8)  # a saved chat, no answer needed
@@ -66,6 +67,7 @@ def test_the_file_the_user_agreed_to_replace_is_written_and_keeps_its_mode(make_
         assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
 
+@pytest.mark.slow
 def test_a_suffix_added_after_the_dialog_never_replaces_a_file_nobody_was_asked_about(make_window, loop,
                                                                                       tmp_path) -> None:
     window = make_window(model=None)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.core.paths import data_paths
 from tests.ui.conftest import run, with_generation
 
@@ -21,6 +23,7 @@ def other_kestrel(qtbot, *args: str) -> None:
     assert child.returncode == 0, errors
 
 
+@pytest.mark.slow
 def test_an_import_by_another_process_appears_and_the_selection_stays(make_window, loop, qtbot, tmp_path) -> None:
     window = make_window(model=None)
     with_generation(window, loop, max_tokens=8)  # a saved chat, open and selected
@@ -38,6 +41,7 @@ def test_an_import_by_another_process_appears_and_the_selection_stays(make_windo
     assert window.doors.chat.conversation is not None and window.doors.chat.conversation.id == opened.id
 
 
+@pytest.mark.slow
 def test_the_open_chat_renamed_or_deleted_elsewhere_follows(make_window, loop, qtbot) -> None:
     window = make_window(model=None)
     with_generation(window, loop, max_tokens=8)
@@ -54,6 +58,7 @@ def test_the_open_chat_renamed_or_deleted_elsewhere_follows(make_window, loop, q
     qtbot.waitUntil(lambda: window.doors.chat.conversation is None, timeout=5000)
 
 
+@pytest.mark.slow
 def test_a_chat_saved_by_kestrel_chat_appears_in_the_open_window(make_window, loop, qtbot, tiny_model) -> None:
     window = make_window(model=None)
     assert window.adapter.conversations.rowCount() == 0

@@ -46,6 +46,7 @@ def _chat_over_api(port: int, key: str, model: str) -> str:
 
 
 @pytest.mark.skipif(os.name == "nt", reason="SIGKILL stands in for a native crash")
+@pytest.mark.slow
 def test_the_log_holds_what_happened_and_none_of_what_was_said_or_any_key(make_window, loop, qtbot,
                                                                           long_model: Path) -> None:
     window = make_window(model=long_model, generation=GenerationSettings(
