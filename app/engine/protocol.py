@@ -22,7 +22,7 @@ __all__ = [
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
 # 14: GenerationSettings (in Generate) gained min_p.
-PROTOCOL_VERSION = 14
+PROTOCOL_VERSION = 15
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -271,6 +271,9 @@ class Loaded:
     # projector that was asked for did not load (the model then answers text only).
     vision: bool = False
     vision_problem: str = ""
+    # Its template takes tools (a tool-call family is known for it): Kestrel's own tools, such as
+    # memory's remember, are offered only then, so a model without tool use still answers.
+    calls_tools: bool = False
 
 
 @dataclass(frozen=True)

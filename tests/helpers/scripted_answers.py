@@ -20,6 +20,7 @@ from app.core.answer_stats import AnswerStats, FinishReason
 from app.engine import protocol as p
 from app.engine.answers.answer_common import AnswerTiming, fit_prompt
 from app.engine.answers.answer_shape import new_call_id, shape_answer
+from app.engine.tool_calls.tool_calls import family_of
 from app.engine.templates.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
 from app.engine.errors import ContextOverflow, ShapeRefused
 from app.engine.failure_words import WINDOW, describe
@@ -110,7 +111,7 @@ def load_model(request: p.Load, report: HardwareReport, *, gpu_offload: bool = F
                 context_length=facts.context_length, threads=request.threads or default_threads(),
                 architecture=architecture, chat_format=chat_format, placement_reason=placement.reason,
                 fallback_reasons=tuple(failures), thinks=thinking_in(template) is not None,
-                thinking_switch=has_switch(template))
+                thinking_switch=has_switch(template), calls_tools=family_of(template) is not None)
             return ScriptedModel(loaded, template)
         failures.append(f"{placement.device_name}: {describe(problem, WINDOW)}")
         attempts.append(FailedOn(placement.device_name, problem))

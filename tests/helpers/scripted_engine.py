@@ -104,6 +104,7 @@ class ScriptedEngine:
         self.requests: list[p.Load | p.Generate] = []
         self.loaded: p.Loaded | None = None
         self.restarts = 0
+        self.states_forgotten = 0
         self.prompt_lookup = PromptLookupMode.OFF
         self.on_died: Callable[[EngineDied], None] | None = None
         self._process: _Process | None = None
@@ -170,6 +171,7 @@ class ScriptedEngine:
         return self._machine()
 
     async def forget_states(self) -> None:
+        self.states_forgotten += 1  # how often the service told it to drop its saved states
         if self.running:
             await self._work(self._live(During.FORGET_STATES), During.FORGET_STATES)
 

@@ -53,7 +53,7 @@ class AnswerRun:
                  pace_words: Callable[[], str | None] = lambda: None,
                  threads: int | None = None, tools: ToolUse | None = None, tool_rounds: int = 8,
                  frame: Framing | None = None, vision: VisionState = VisionState(True, ""),
-                 remember: Remembering | None = None) -> None:
+                 remember: Remembering | None = None, builtin_tools: bool = True) -> None:
         self._storage = storage
         self._engine = engine
         self._emit = emit
@@ -75,6 +75,7 @@ class AnswerRun:
         self._vision = vision  # whether the model in the engine sees the chat's images, and why not
         self._answered = ToolsAnswered()  # this answer's calls and results: a repeat is not run again
         self._remember = remember
+        self._builtin_tools = builtin_tools  # the model calls tools: Kestrel's own are offered to it
         self._memories: tuple[int, ...] = ()  # the memories this answer was given, kept on it
 
     @property
@@ -142,13 +143,16 @@ class AnswerRun:
 
     async def _offered(self, conversation: Conversation, history: list[Message]) -> list[ToolInfo]:
         """The tools this chat offers (its servers started now, in the background of the answer),
-        then Kestrel's own (memory's remember)."""
+        then Kestrel's own (memory's remember) when the model's template takes tools: a model
+        without tool use is not refused an answer for a tool the person never added."""
         if self._tools is None:
             return []
         servers = conversation.settings.tools
         if servers:
             self._emit(ActivityChanged("Starting tools…", self.conversation_id))
         offered = await self._tools.offered(servers) if servers else []
+        if not self._builtin_tools:
+            return offered
         return offered + self._tools.builtins_for(conversation, history, {tool.model_name for tool in offered})
 
     async def _rounds(self, stream: StreamingAnswer, chat: list[ChatMessage], settings: GenerationSettings,

@@ -286,7 +286,8 @@ class Answering:
                                        settle=self._chat.replace, pace_words=session.pace.words,
                                        threads=threads,
                                        frame=self._documents.frame if self._documents is not None else None,
-                                       vision=vision_state(session.model, session.loaded), remember=self._remember)
+                                       vision=vision_state(session.model, session.loaded), remember=self._remember,
+                                       builtin_tools=session.loaded is not None and session.loaded.calls_tools)
             try:
                 await run.run(conversation_id, session.ensure_context)
             finally:

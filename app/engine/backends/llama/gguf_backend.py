@@ -17,6 +17,7 @@ from app.core.settings import PromptLookupMode
 from app.engine.backends.llama import cache_files, kv_state, native_log
 from app.engine.answers.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, shape_answer
+from app.engine.tool_calls.tool_calls import family_of
 from app.engine.answers.answer_text import AnswerText
 from app.engine.backends.backend import DeviceChoice
 from app.engine.templates.chat_format import PromptSpec, build_prompt, template_in_use
@@ -143,6 +144,7 @@ class GgufBackend:
             thinking_switch=has_switch(info.chat_template),
             vision=projector is not None,
             vision_problem=vision_problem,
+            calls_tools=family_of(info.chat_template) is not None,
         )
         return cls(llm, info, loaded, _state_store(request, info, llm.n_ctx()), projector)
 

@@ -14,6 +14,7 @@ import onnxruntime_genai as og
 from app.core.answer_stats import FinishReason
 from app.engine.answers.answer_common import AnswerTiming, answer, stream_tokens
 from app.engine.answers.answer_shape import PLAIN, ShapedAnswer, shape_answer
+from app.engine.tool_calls.tool_calls import family_of
 from app.engine.answers.answer_text import AnswerText
 from app.engine.backends.backend import DeviceChoice
 from app.engine.templates.chat_format import ModelTokens, PromptSpec, build_prompt, template_in_use
@@ -115,6 +116,7 @@ class OnnxBackend:
             thinks=thinking_in(info.chat_template) is not None,
             thinking_switch=has_switch(info.chat_template),
             vision_problem=NO_IMAGES if request.projector_path else "",
+            calls_tools=family_of(info.chat_template) is not None,
         )
         return cls(model, tokenizer, info, loaded)
 

@@ -71,7 +71,9 @@ class RemoteBackend:
                         device=f"{server.name} ({server.host})", context_length=context, threads=0,
                         architecture="remote", chat_format=CHAT_FORMAT,
                         placement_reason=f"{model.name} runs on {server.name} ({server.url}), a server you added",
-                        thinks=thinks, thinking_switch=thinks and server.kind == ServerKind.OLLAMA)
+                        thinks=thinks, thinking_switch=thinks and server.kind == ServerKind.OLLAMA,
+                        # A server that lists no abilities (OpenAI-style ones) is asked; it says if it cannot.
+                        calls_tools=ModelAbility.TOOLS in model.abilities or not model.abilities)
         return cls(loaded, server, key, model)
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
