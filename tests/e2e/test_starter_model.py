@@ -1,4 +1,4 @@
-"""End to end on real models: the CLI's first run installs the starter (Qwen2.5-Coder 0.5B
+"""End to end on real models: the CLI's first run installs the starter (Qwen2.5-Coder 1.5B
 Instruct) and it answers; a second turn and cancel on Gemma 3 270M, the small real model."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ GREEDY = GenerationSettings(temperature=0.0, max_tokens=48, seed=7, context_leng
 
 
 @pytest.mark.instruct
-def test_cli_installs_the_starter_on_first_use_and_it_answers(instruct_model: Path, kestrel_home: Path) -> None:
+def test_cli_installs_the_starter_on_first_use_and_it_answers(starter_model: Path, kestrel_home: Path) -> None:
     command = [sys.executable, "-m", "app", "chat", "--json", "--max-tokens", "24", "--temperature", "0",
                "What is the capital of France?"]
     first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -33,7 +33,7 @@ def test_cli_installs_the_starter_on_first_use_and_it_answers(instruct_model: Pa
     assert len(deltas) >= 2 and "Paris" in "".join(d["text"] for d in deltas)
     assert done["type"] == "done" and done["tokens"] >= 2 and done["tokens_per_s"] > 0
     installed = list((kestrel_home / "data" / "models").glob(f"*/{STARTER_FILE}"))
-    assert len(installed) == 1 and installed[0].stat().st_size == instruct_model.stat().st_size
+    assert len(installed) == 1 and installed[0].stat().st_size == starter_model.stat().st_size
     settings = json.loads((kestrel_home / "config" / "settings.json").read_text())
     assert settings["default_model"] == installed[0].parent.name
 

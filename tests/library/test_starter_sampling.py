@@ -13,7 +13,7 @@ from app.library.model_defaults import ModelDefaults
 from app.library.models import ModelLibrary
 
 
-def test_the_starter_is_installed_with_its_sampling_as_its_defaults(tmp_path: Path, instruct_model: Path) -> None:
+def test_the_starter_is_installed_with_its_sampling_as_its_defaults(tmp_path: Path, starter_model: Path) -> None:
     sampling = starter.starter_sampling()
     assert sampling is not None and "generation_config.json" in sampling.source
     library = ModelLibrary(tmp_path / "models")
@@ -30,16 +30,16 @@ def test_the_starter_is_installed_with_its_sampling_as_its_defaults(tmp_path: Pa
     assert new_chat != GenerationSettings(), "not the window's own defaults any more"
 
 
-def _as_an_earlier_kestrel_left_it(library: ModelLibrary, instruct_model: Path, defaults: dict[str, object]) -> None:
+def _as_an_earlier_kestrel_left_it(library: ModelLibrary, starter_model: Path, defaults: dict[str, object]) -> None:
     """The starter's folder and model.json as Kestrel wrote them before it knew any sampling
     (the keys of that version's InstalledModel.to_json), with the defaults a person set."""
     folder = library.root / starter.STARTER_ID
     folder.mkdir(parents=True)
     target = folder / starter.STARTER_FILE
     try:
-        os.link(instruct_model, target)  # the same 491 MB, without copying them
+        os.link(starter_model, target)  # the same 1.1 GB, without copying them
     except OSError:
-        shutil.copy(instruct_model, target)
+        shutil.copy(starter_model, target)
     data: dict[str, object] = {"title": starter.STARTER_TITLE, "path": starter.STARTER_FILE,
                                "size": starter.STARTER_BYTES, "sha256": starter.STARTER_SHA256,
                                "source": "starter package", "added": 1_700_000_000.0, "format": "gguf"}
@@ -49,13 +49,13 @@ def _as_an_earlier_kestrel_left_it(library: ModelLibrary, instruct_model: Path, 
 
 
 def test_a_starter_an_earlier_kestrel_installed_gets_them_and_keeps_what_the_person_set(
-        tmp_path: Path, instruct_model: Path) -> None:
+        tmp_path: Path, starter_model: Path) -> None:
     sampling = starter.starter_sampling()
     assert sampling is not None
     plain = ModelLibrary(tmp_path / "plain")
-    _as_an_earlier_kestrel_left_it(plain, instruct_model, {})
+    _as_an_earlier_kestrel_left_it(plain, starter_model, {})
     chosen = ModelLibrary(tmp_path / "chosen")
-    _as_an_earlier_kestrel_left_it(chosen, instruct_model, {"temperature": 0.2, "context_length": 2048})
+    _as_an_earlier_kestrel_left_it(chosen, starter_model, {"temperature": 0.2, "context_length": 2048})
 
     untouched = plain.get(starter.STARTER_ID)
     theirs = chosen.get(starter.STARTER_ID)

@@ -76,7 +76,7 @@ def test_about_names_the_starter_its_publisher_and_licence_without_cutting_them(
     about = dialog(qtbot, [])
     words = about.starter.text()
     assert STARTER_NAME in words and STARTER_PUBLISHER in words and f"{STARTER_LICENSE} licence" in words
-    assert "Qwen2.5-Coder 0.5B Instruct" in words and "Apache-2.0" in words
+    assert "Qwen2.5-Coder 1.5B Instruct" in words and "Apache-2.0" in words
     for width in (about.width(), about.minimumSizeHint().width()):
         about.resize(width, about.height())
         qtbot.wait(10)
@@ -115,9 +115,9 @@ def test_the_licence_table_lists_every_bundled_part(qtbot) -> None:
     assert shown == {part["name"]: part["license"] for part in LICENSES["components"]}
     for name in ("Qt 6 and PySide6 (Qt for Python)", "llama.cpp", "ONNX Runtime", "ONNX Runtime GenAI",
                  "QtAwesome", "Phosphor icons 1.3.0", "qasync", "markdown-it-py", "Pygments", "Jinja2", "psutil",
-                 "platformdirs", "NumPy", "Qwen2.5-Coder 0.5B Instruct (the starter model)"):
+                 "platformdirs", "NumPy", "Qwen2.5-Coder 1.5B Instruct (the starter model)"):
         assert name in shown, name
-    assert shown["Qwen2.5-Coder 0.5B Instruct (the starter model)"] == "Apache-2.0"
+    assert shown["Qwen2.5-Coder 1.5B Instruct (the starter model)"] == "Apache-2.0"
     assert bundled_parts()[0] == "Apache-2.0"
 
 

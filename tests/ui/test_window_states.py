@@ -219,7 +219,7 @@ def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window,
 
 
 @pytest.mark.instruct
-def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtbot, instruct_model) -> None:
+def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtbot, starter_model) -> None:
     window = make_window(model=None, start=False)
     progress = []
     window.adapter.setupProgress.connect(lambda what, done, total: progress.append((what, done, total)))
@@ -228,7 +228,7 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
     assert window.cancel_setup.isVisible()
     run(loop, starting, timeout=300)
     assert window.doors.model.model_state.value == "ready"
-    assert "Qwen2.5 Coder 0.5B Instruct" in window.model_label.text() and window.device_label.text() == "CPU"
+    assert "Qwen2.5 Coder 1.5B Instruct" in window.model_label.text() and window.device_label.text() == "CPU"
     assert progress[0][0] == "Setting up the starter model" and progress[-1][1] == progress[-1][2]
     assert not window.progress.isVisible()
     with_generation(window, max_tokens=12, temperature=0.0)
@@ -239,7 +239,7 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
     assert answer.stats.tokens >= 1 and answer.stats.chat_format == "embedded"
 
 
-def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, instruct_model) -> None:
+def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, starter_model) -> None:
     window = make_window(model=None, start=False)
     window.adapter.setupProgress.connect(lambda *_: service_of(window).session.setup.cancel())
     run(loop, service_of(window).start_up(), timeout=300)
