@@ -12,6 +12,7 @@ class ServersDoor:
     """What the window's servers part calls, each a coroutine on the service's loop (blocking work runs on a
     worker thread): `servers()`, `add(name, url, kind, key, wait_s=)`, `remove(name)`, `set_key(name, key)`,
     `set_override(name, model, override)`, `models(name)` (contacts that server; ServerFault in words),
+    `check(name, url, kind, key)` (contacts a server not yet added and keeps nothing),
     `find_on_this_pc()`, `chat_model(remote_model)` (the InstalledModel a chat holds) and `load(remote_model)`
     (the model session's state and load_error say how it went, as for a local model: ModelDoor).
 
@@ -25,6 +26,7 @@ class ServersDoor:
         self.set_key = remote.set_key
         self.set_override = remote.set_override
         self.models = remote.models
+        self.check = remote.check
         self.find_on_this_pc = remote.find_on_this_pc
         self.chat_model = remote.chat_model
         self.load = remote.load

@@ -14,6 +14,7 @@ from app.service.doors.documents import DocumentsDoor
 from app.service.doors.history import ChatFilesDoor, HistoryDoor
 from app.service.doors.memory import MemoryDoor
 from app.service.doors.models import LibraryDoor, ModelDoor
+from app.service.doors.servers import ServersDoor
 from app.service.doors.settings import SettingsDoor, ToolsDoor
 from app.service.event_bus import Listener
 from app.service.models.background import WindowState
@@ -24,10 +25,10 @@ from app.service.root import Service
 class WindowDoors:
     """The window uses every part of the service, each part of it through its own door: the chat
     pane and composer `chat` and `attach`, the chat list `history`, the File menu `files`, the
-    status line and the empty chat `model`, the model manager `library`, the Documents window
-    `documents`, Settings `settings` and `tools`, the Memory page and "used N memories" `memory`,
-    the API server `api` (ApiAnswers, the door
-    app/server is given). The window itself starts and stops the service (`start_up`,
+    status line and the empty chat `model`, the model manager `library` and `servers` (the servers
+    the person added and their models), the Documents window `documents`, Settings `settings` and
+    `tools`, the Memory page and "used N memories" `memory`, the API server `api` (ApiAnswers, the
+    door app/server is given). The window itself starts and stops the service (`start_up`,
     `shutdown`), says where it is (`set_window_state`: the engine's pace follows), hears the
     events (`subscribe`) and runs its calls on the service's loop (`spawn`)."""
 
@@ -37,6 +38,7 @@ class WindowDoors:
     files: ChatFilesDoor
     model: ModelDoor
     library: LibraryDoor
+    servers: ServersDoor
     documents: DocumentsDoor
     settings: SettingsDoor
     tools: ToolsDoor
@@ -52,6 +54,7 @@ class WindowDoors:
     def of(cls, service: Service) -> WindowDoors:
         return cls(chat=ChatDoor(service), attach=AttachDoor(service), history=HistoryDoor(service),
                    files=ChatFilesDoor(service), model=ModelDoor(service), library=LibraryDoor(service),
-                   documents=DocumentsDoor(service), settings=SettingsDoor(service), tools=ToolsDoor(service),
+                   servers=ServersDoor(service), documents=DocumentsDoor(service), settings=SettingsDoor(service),
+                   tools=ToolsDoor(service),
                    memory=MemoryDoor(service), api=service.api, start_up=service.start_up, shutdown=service.shutdown,
                    set_window_state=service.set_window_state, subscribe=service.subscribe, spawn=service.spawn)

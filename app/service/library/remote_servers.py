@@ -2,8 +2,8 @@
 
 Every call reads files, a credential store or a server, so each runs on a worker thread, never the
 event loop. Nothing here contacts a server on its own: only `models` (the person asked for a server's
-list), `find_on_this_pc` (the person pressed "Find servers on this PC"), `add` (when asked to check)
-and `load` (the engine checks the server answers and has the model).
+list), `check` (the person pressed Check or Add), `find_on_this_pc` (the person pressed "Find servers on
+this PC") and `load` (the engine checks the server answers and has the model).
 """
 
 from __future__ import annotations
@@ -13,18 +13,24 @@ import asyncio
 from app.library.installed import InstalledModel
 from app.library.servers.book import ServerAdded, ServerBook, as_chat_model
 from app.library.servers.faults import ServerFacts, ServerFault, ServerTrouble
-from app.library.servers.finding import FoundServer, find_on_this_pc
+from app.library.servers.finding import USUAL_PORTS, FoundServer, UsualPort, find_on_this_pc
 from app.library.servers.keys import KeptKey
-from app.library.servers.records import DEFAULT_WAIT_S, AddedServer, ModelOverride, RemoteModel, ServerKind
+from app.library.servers.listing import list_models
+from app.library.servers.records import (DEFAULT_WAIT_S, AddedServer, ModelOverride, RemoteModel, ServerKind,
+                                         checked_name, checked_url)
 from app.service.models.model_session import ModelSession
 
 
 class RemoteServers:
-    """The servers list, keys and models (ServerBook) off the loop, and the model session for loading one."""
+    """The servers list, keys and models (ServerBook) off the loop, and the model session for loading one.
 
-    def __init__(self, book: ServerBook, session: ModelSession) -> None:
+    usual_ports: where "Find servers on this PC" looks (a test points it at its own loopback server)."""
+
+    def __init__(self, book: ServerBook, session: ModelSession, *,
+                 usual_ports: tuple[UsualPort, ...] = USUAL_PORTS) -> None:
         self._book = book
         self._session = session
+        self.usual_ports = usual_ports
 
     async def servers(self) -> tuple[AddedServer, ...]:
         """The servers added, oldest first (contacts none)."""
@@ -59,9 +65,18 @@ class RemoteServers:
         cannot say."""
         return await asyncio.to_thread(self._book.models, name)
 
+    async def check(self, name: str, url: str, kind: ServerKind, key: str | None = None) -> tuple[RemoteModel, ...]:
+        """The models a server not yet added lists (it is contacted, and nothing is kept): whether the address,
+        kind and key the person typed work before they add it. ValueError in words for a bad name or address;
+        ServerFault in words when the server cannot say (NOT_YET for a kind Kestrel cannot chat with)."""
+        server = AddedServer(checked_name(name), kind, checked_url(url))
+        if kind == ServerKind.ANTHROPIC:
+            raise ServerFault(ServerFacts(server.name, server.url, ServerTrouble.NOT_YET, kind_title=kind.described))
+        return await asyncio.to_thread(list_models, server, key or None)
+
     async def find_on_this_pc(self) -> list[FoundServer]:
         """Ollama, LM Studio and llama-server on this PC's usual ports, asked once each, briefly."""
-        return await asyncio.to_thread(find_on_this_pc)
+        return await asyncio.to_thread(find_on_this_pc, self.usual_ports)
 
     async def chat_model(self, model: RemoteModel) -> InstalledModel:
         """The remote model as the model session and a chat's model hold it (its id is SERVER/MODEL);

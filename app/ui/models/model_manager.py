@@ -23,9 +23,11 @@ from app.ui.models.model_card import ModelCard
 from app.ui.models.model_card_facts import catalog_facts, installed_facts
 from app.ui.state.model_items import CatalogModel, ModelFilter, Roles
 from app.ui.models.model_settings_form import ModelSettingsForm
+from app.ui.models.server_models import ServerModelsPanel
 
 if TYPE_CHECKING:
     from app.service.doors.models import LibraryDoor, ModelDoor
+    from app.service.doors.servers import ServersDoor
     from app.service.doors.settings import SettingsDoor
     from app.ui.state.adapter import ServiceAdapter
 
@@ -62,12 +64,14 @@ def _splitter(parent: QWidget, left: QWidget, right: QWidget) -> QSplitter:
 
 
 class InstalledPage(QWidget):
-    """The library as cards (Load on each), the selected model's details and own settings beside them.
-    model: the ModelDoor, whose hardware report says whether this build has a GPU backend (without
-    it the GPU rows stay as they are)."""
+    """The library as cards (Load on each), the selected model's details and own settings beside them;
+    under the cards the models on the servers the person added (`servers_panel`, with servers: the
+    ServersDoor). model: the ModelDoor, whose hardware report says whether this build has a GPU
+    backend (without it the GPU rows stay as they are)."""
 
     def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, settings: SettingsDoor,
-                 parent: QWidget | None = None, *, model: ModelDoor | None = None) -> None:
+                 parent: QWidget | None = None, *, model: ModelDoor | None = None,
+                 servers: ServersDoor | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
         self.library = library
@@ -94,6 +98,7 @@ class InstalledPage(QWidget):
         self.remove_button = QPushButton("&Remove…", self)
         self.details = _browser(self, "modelDetails")
         self.form = ModelSettingsForm(self)
+        self.servers_panel = ServerModelsPanel(servers, adapter.spawn, self, model=model) if servers else None
         self._lay_out()
         self.search.textChanged.connect(self.filter.set_text)
         self.view.currentChanged.connect(lambda _key: self.show_selected())
@@ -137,8 +142,10 @@ class InstalledPage(QWidget):
         left = QWidget(self)
         left_layout = QVBoxLayout(left)
         left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(self.view, 1)
+        left_layout.addWidget(self.view, 3)
         left_layout.addWidget(self.total)
+        if self.servers_panel is not None:
+            left_layout.addWidget(self.servers_panel, 2)
         buttons = QHBoxLayout()
         buttons.addWidget(self.default_button)
         buttons.addWidget(self.remove_button)
@@ -361,11 +368,13 @@ class CatalogPage(QWidget):
 
 
 class ModelManager(QDialog):
-    """Not modal: the chat goes on while it is open. Opening it asks for a fresh listing. model (the
-    ModelDoor): for whether this build has a GPU backend (the Settings tab greys GPU layers without)."""
+    """Not modal: the chat goes on while it is open. Opening it asks for a fresh listing (and, with
+    servers, the ServersDoor, each server the person added for its models). model (the ModelDoor): for
+    whether this build has a GPU backend (the Settings tab greys GPU layers without)."""
 
     def __init__(self, adapter: ServiceAdapter, library: LibraryDoor, settings: SettingsDoor,
-                 parent: QWidget | None = None, *, model: ModelDoor | None = None) -> None:
+                 parent: QWidget | None = None, *, model: ModelDoor | None = None,
+                 servers: ServersDoor | None = None) -> None:
         super().__init__(parent)
         self.adapter = adapter
         self.library = library
@@ -374,7 +383,7 @@ class ModelManager(QDialog):
         self.setMinimumSize(*MINIMUM_SIZE)
         self.resize(1220, 720)
         self.tabs = QTabWidget(self)
-        self.installed = InstalledPage(adapter, library, settings, self.tabs, model=model)
+        self.installed = InstalledPage(adapter, library, settings, self.tabs, model=model, servers=servers)
         self.catalog = CatalogPage(adapter, library, self.tabs)
         self.downloads = DownloadsPage(adapter, library, self.tabs)
         self.tabs.addTab(self.installed, "&Installed")
@@ -387,3 +396,5 @@ class ModelManager(QDialog):
     def showEvent(self, event: QShowEvent) -> None:  # Override QDialog.showEvent.
         super().showEvent(event)
         self.adapter.spawn(self.library.refresh())
+        if self.installed.servers_panel is not None:
+            self.installed.servers_panel.refresh()

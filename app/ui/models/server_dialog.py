@@ -1,0 +1,281 @@
+"""'Add a server…': a name, an address, a kind and an optional key, checked and found only when the person presses."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import shiboken6
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QCloseEvent, QStandardItemModel
+from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                               QVBoxLayout, QWidget)
+
+from app.library.servers.book import ServerAdded
+from app.library.servers.faults import ServerFault
+from app.library.servers.finding import FoundServer
+from app.library.servers.records import RemoteModel, ServerKind
+from app.library.servers.server_list import ServerListError
+
+if TYPE_CHECKING:
+    from app.service.doors.servers import ServersDoor
+
+Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
+
+# The kinds in the order offered, with what the person reads. Anthropic-compatible servers are listed so
+# that a person looking for them learns why they cannot be chosen: the engine refuses to chat with them yet.
+KIND_WORDS: tuple[tuple[ServerKind, str], ...] = (
+    (ServerKind.OPENAI, "OpenAI-compatible (LM Studio, llama-server, vLLM, Jan)"),
+    (ServerKind.OLLAMA, "Ollama"),
+    (ServerKind.KESTREL, "Another Kestrel (its API server)"),
+    (ServerKind.ANTHROPIC, "Anthropic-compatible (not yet available for chat)"),
+)
+UNAVAILABLE = frozenset({ServerKind.ANTHROPIC})
+KEY_HINT = ("Only if the server asks for one. It is kept in your system's credential store and never shown "
+            "again.")
+WHERE_IT_LOOKS = "Ollama (port 11434), LM Studio (1234) and llama-server (8080) on this PC"
+
+
+def models_words(name: str, models: tuple[RemoteModel, ...]) -> str:
+    """What a server that answered offers, in a sentence."""
+    if not models:
+        return f"{name} answered, but lists no models. Load one there, then check again."
+    names = ", ".join(model.name for model in models[:5])
+    more = f" and {len(models) - 5} more" if len(models) > 5 else ""
+    return f"{name} answered: {len(models)} model{'s' if len(models) != 1 else ''} ({names}{more})."
+
+
+class AddServerDialog(QDialog):
+    """The form, Check, Add and "Find servers on this PC". Nothing is contacted until a button is pressed;
+    every call runs on the service's loop through the ServersDoor (`spawn`), and its words land in `note`.
+
+    Add checks first: a server that answers is added at once; one that does not keeps the form as typed,
+    shows the server's words and turns Add into "Add anyway" (a PC that is off now may be on later).
+    Signals: serverAdded(ServerAdded, models or None when it was added unchecked).
+    """
+
+    serverAdded = Signal(object, object)
+
+    def __init__(self, servers: ServersDoor, spawn: Spawn, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Add a server")
+        self._servers = servers
+        self._spawn = spawn
+        self._task: asyncio.Task[Any] | None = None
+        self._failed: tuple[str, str, ServerKind] | None = None  # what was checked and did not answer
+        self.found: list[FoundServer] = []
+        self.name = QLineEdit(self)
+        self.name.setPlaceholderText("studio-pc")
+        self.name.setAccessibleName("Name")
+        self.url = QLineEdit(self)
+        self.url.setPlaceholderText("http://192.168.1.20:11434")
+        self.url.setAccessibleName("Address")
+        self.kind = QComboBox(self)
+        self.kind.setAccessibleName("Kind")
+        for kind, words in KIND_WORDS:
+            self.kind.addItem(words, kind)
+        model = self.kind.model()
+        assert isinstance(model, QStandardItemModel)
+        for row, (kind, _words) in enumerate(KIND_WORDS):
+            item = model.item(row)
+            if item is not None and kind in UNAVAILABLE:
+                item.setEnabled(False)
+                item.setToolTip("Kestrel cannot chat with these yet. Add the server as OpenAI-compatible if it "
+                                "speaks that too.")
+        self.key = QLineEdit(self)
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key.setAccessibleName("Key")
+        self.key.setPlaceholderText("none")
+        self.key_hint = self._wrapped(KEY_HINT, "serverKeyHint")
+        self.found_choice = QComboBox(self)
+        self.found_choice.setAccessibleName("Servers found on this PC")
+        self.found_choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.found_choice.hide()
+        self.note = self._wrapped("Nothing is contacted until you press Check, Add or Find.", "serverNote")
+        self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.find_button = QPushButton("&Find servers on this PC", self)
+        self.find_button.setToolTip(f"Looks once at {WHERE_IT_LOOKS}, and nowhere else.")
+        self.check_button = QPushButton("C&heck", self)
+        self.add_button = QPushButton("&Add", self)
+        self.add_button.setDefault(True)
+        self.cancel_button = QPushButton("Cancel", self)
+        self._lay_out()
+        for field in (self.name, self.url, self.key):
+            field.textChanged.connect(self._edited)
+        self.kind.currentIndexChanged.connect(self._edited)
+        self.found_choice.activated.connect(self._fill_found)
+        self.find_button.clicked.connect(self.find_on_this_pc)
+        self.check_button.clicked.connect(self.check)
+        self.add_button.clicked.connect(self.add)
+        self.cancel_button.clicked.connect(self.reject)
+        self._enable()
+
+    def _wrapped(self, text: str, name: str) -> QLabel:
+        label = QLabel(text, self)
+        label.setObjectName(name)
+        label.setWordWrap(True)
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        return label
+
+    def _lay_out(self) -> None:
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.addRow("&Name:", self.name)
+        form.addRow("Add&ress:", self.url)
+        form.addRow("&Kind:", self.kind)
+        form.addRow("K&ey:", self.key)
+        finding = QHBoxLayout()
+        finding.addWidget(self.find_button)
+        finding.addWidget(self.found_choice, 1)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.check_button)
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(finding)
+        layout.addLayout(form)
+        layout.addWidget(self.key_hint)
+        layout.addWidget(self.note)
+        layout.addStretch(1)
+        layout.addLayout(buttons)
+        # Room for an address and the kinds' words on one line; the notes wrap below them.
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance(KIND_WORDS[0][1]) * 3 // 2)
+
+    # --- what the form says ---------------------------------------------------------------
+
+    def chosen_kind(self) -> ServerKind:
+        return ServerKind(self.kind.currentData())
+
+    def set_kind(self, kind: ServerKind) -> None:
+        self.kind.setCurrentIndex(self.kind.findData(kind))
+
+    def typed(self) -> tuple[str, str, ServerKind]:
+        """Name, address and kind as typed; a name left empty is the address's host, as people call a PC."""
+        url = self.url.text().strip()
+        name = self.name.text().strip()
+        if not name and url:
+            name = urlsplit(url if "://" in url else "http://" + url).hostname or ""
+        return name, url, self.chosen_kind()
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def _edited(self) -> None:
+        if self._failed is not None and self._failed != self.typed():
+            self._failed = None  # what failed is no longer what the form says: Add checks again
+        self._enable()
+
+    def _enable(self) -> None:
+        idle = not self.busy
+        ready = bool(self.url.text().strip()) and self.chosen_kind() not in UNAVAILABLE
+        self.find_button.setEnabled(idle)
+        self.check_button.setEnabled(idle and ready)
+        self.add_button.setEnabled(idle and ready)
+        self.add_button.setText("&Add anyway" if self._failed is not None else "&Add")
+        for field in (self.name, self.url, self.kind, self.key, self.found_choice):
+            field.setEnabled(idle)
+
+    def _say(self, text: str) -> None:
+        self.note.setText(text)
+
+    # --- the presses ----------------------------------------------------------------------
+
+    def _run(self, work: Coroutine[Any, Any, None]) -> None:
+        self._task = self._spawn(work)
+        self._enable()
+        self._task.add_done_callback(lambda _done: self._enable() if shiboken6.isValid(self) else None)
+
+    def find_on_this_pc(self) -> None:
+        """Look at this PC's usual ports, once; fill the form from the first server that answered."""
+        if self.busy:
+            return
+        self._say(f"Looking at {WHERE_IT_LOOKS}…")
+        self._run(self._find())
+
+    async def _find(self) -> None:
+        found = await self._servers.find_on_this_pc()
+        if not shiboken6.isValid(self):
+            return
+        self.found = found
+        self.found_choice.clear()
+        for server in found:
+            self.found_choice.addItem(f"{server.program} at {server.url}")
+        self.found_choice.setVisible(len(found) > 1)
+        if not found:
+            self._say(f"Nothing answered: no server of {WHERE_IT_LOOKS} is running. Start one, or type the "
+                      "address of a server on another computer.")
+            return
+        self._fill_found(0)
+        others = f" (and {len(found) - 1} more: choose beside the button)" if len(found) > 1 else ""
+        self._say(f"Found {found[0].program} at {found[0].url}{others}. Press Add to add it.")
+
+    def _fill_found(self, index: int) -> None:
+        if 0 <= index < len(self.found):
+            server = self.found[index]
+            self.name.setText(server.name)
+            self.url.setText(server.url)
+            self.set_kind(server.kind)
+
+    def check(self) -> None:
+        """Ask the server typed for its models, keeping nothing."""
+        if not self.busy:
+            self._run(self._check(add=False))
+
+    def add(self) -> None:
+        """Check, then add when it answered; after a failed check of the same form, add anyway."""
+        if self.busy:
+            return
+        if self._failed is not None and self._failed == self.typed():
+            self._run(self._add(None))
+        else:
+            self._run(self._check(add=True))
+
+    async def _check(self, *, add: bool) -> None:
+        name, url, kind = self.typed()
+        self._say(f"Asking {url} for its models…")
+        try:
+            models = await self._servers.check(name, url, kind, self.key.text() or None)
+        except (ValueError, ServerFault) as refused:
+            if shiboken6.isValid(self):
+                self._failed = (name, url, kind) if isinstance(refused, ServerFault) else None
+                more = " You can add it anyway: it is asked again when you choose one of its models." \
+                    if add and self._failed is not None else ""
+                self._say(str(refused) + more)
+            return
+        if not shiboken6.isValid(self):
+            return
+        self._failed = None
+        if add:
+            await self._add(models)
+        else:
+            self._say(models_words(name, models) + " Press Add to add it.")
+
+    async def _add(self, models: tuple[RemoteModel, ...] | None) -> None:
+        name, url, kind = self.typed()
+        try:
+            added: ServerAdded = await self._servers.add(name, url, kind, self.key.text() or None)
+        except (ValueError, ServerListError, OSError) as refused:
+            if shiboken6.isValid(self):
+                self._say(f"{name} was not added: {refused}" if isinstance(refused, OSError) else str(refused))
+            return
+        if not shiboken6.isValid(self):
+            return
+        self.key.clear()  # kept where the words say; never shown again
+        self._task = None  # done: accept() must not cancel the call that is ending now
+        self.serverAdded.emit(added, models)
+        self.accept()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # Override QDialog.closeEvent.
+        self.key.clear()
+        super().closeEvent(event)
+
+    def done(self, result: int) -> None:  # Override QDialog.done.
+        # The key leaves the form with the dialog, and a check still under way adds nothing after Cancel.
+        self.key.clear()
+        if self.busy and self._task is not None:
+            self._task.cancel()
+        super().done(result)
