@@ -62,6 +62,9 @@ class FakeDoors:
     def vision(self):
         return Vision(True, "")
 
+    def answers_from(self):
+        return None  # this PC answers
+
     def chat_collections(self):
         return self.chosen
 

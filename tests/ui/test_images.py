@@ -46,6 +46,9 @@ class FakeChats:
     def chat_collections(self):
         return ()
 
+    def answers_from(self):
+        return None  # this PC answers
+
     async def set_chat_collections(self, names):
         pass
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from app.service.documents.attached_files import read_in_worker_off_loop
 from app.service.documents.attached_images import read_image_data, read_images
+from app.service.library.remote_servers import answers_from
 
 if TYPE_CHECKING:
     from app.service.root import Service
@@ -18,7 +19,8 @@ class AttachDoor:
     Files are read in the document reader's worker and images checked in the image check's,
     off the loop (AttachmentsUnreadable and ImagesUnreadable name each one refused). `vision()`
     says whether the open chat's model can see images (cheap: ask again on ModelStateChanged,
-    ConversationOpened, ConversationModelChosen). The open chat's collections are kept for a
+    ConversationOpened, ConversationModelChosen); `answers_from()`, as cheaply, where the open chat's
+    message goes when its model is on a server ("studio-pc (http://…)"; None: this PC). The open chat's collections are kept for a
     new chat until its first message. `use_search` and `sources` are the CLI's: it searches its
     own index and prints the sources an answer used.
     """
@@ -29,6 +31,8 @@ class AttachDoor:
         self.read_images = read_images
         self.read_image_data = read_image_data
         self.vision = service.sight.state
+        sight = service.sight
+        self.answers_from = lambda: answers_from(sight.model())
         self.chat_collections = service.collection_choice.names
         self.set_chat_collections = service.collection_choice.choose
         self.use_search = service.documents.use_search

@@ -21,6 +21,12 @@ from app.library.servers.records import (DEFAULT_WAIT_S, AddedServer, ModelOverr
 from app.service.models.model_session import ModelSession
 
 
+def answers_from(model: InstalledModel | None) -> str | None:
+    """Where a chat's messages go when its model is on a server the person added, as the library words it
+    ("studio-pc (http://192.168.1.20:11434)": as_chat_model's source); None when this PC answers."""
+    return model.source if model is not None and model.remote else None
+
+
 class RemoteServers:
     """The servers list, keys and models (ServerBook) off the loop, and the model session for loading one.
 

@@ -28,6 +28,12 @@ from app.ui.chat.image_chips import ImageChip, pasted_image, png_bytes
 DOCUMENTS_ACTION = "showDocuments"
 _IMAGES = " ".join(f"*{suffix}" for suffix in IMAGE_SUFFIXES)
 PASTED = "Pasted image"
+HERE = "Message Kestrel"  # the composer's own placeholder: this PC answers
+
+
+def composer_placeholder(answers_from: str | None) -> str:
+    """The empty composer says where a message will go before the person writes it (short: it is one line)."""
+    return HERE if answers_from is None else f"Answers come from {answers_from}"
 
 
 class ChatAttach(QObject):
@@ -106,10 +112,11 @@ class ChatAttach(QObject):
         return ""
 
     def refresh_vision(self) -> None:
-        """Whether the open chat's model can see images, asked again (a model chosen, loaded or
-        added): the image button follows it."""
+        """Whether the open chat's model can see images, and where its messages go, asked again (a model
+        chosen, loaded or added): the image button and the empty composer's words follow them."""
         vision = self._attach.vision()
         self._composer.set_vision(vision.available, vision.reason)
+        self._composer.edit.setPlaceholderText(composer_placeholder(self._attach.answers_from()))
 
     def choose_files(self) -> None:
         """The paperclip: a file dialog for one file or several, documents or images."""

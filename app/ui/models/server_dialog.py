@@ -11,7 +11,7 @@ import shiboken6
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QCloseEvent, QStandardItemModel
 from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
-                               QVBoxLayout, QWidget)
+                               QSizePolicy, QVBoxLayout, QWidget)
 
 from app.library.servers.book import ServerAdded
 from app.library.servers.faults import ServerFault
@@ -97,6 +97,7 @@ class AddServerDialog(QDialog):
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.find_button = QPushButton("&Find servers on this PC", self)
         self.find_button.setToolTip(f"Looks once at {WHERE_IT_LOOKS}, and nowhere else.")
+        self.find_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.check_button = QPushButton("C&heck", self)
         self.add_button = QPushButton("&Add", self)
         self.add_button.setDefault(True)
@@ -129,6 +130,7 @@ class AddServerDialog(QDialog):
         finding = QHBoxLayout()
         finding.addWidget(self.find_button)
         finding.addWidget(self.found_choice, 1)
+        finding.addStretch(0)  # the button keeps its size while nothing was found
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(self.check_button)
