@@ -8,13 +8,13 @@ from typing import Any
 from app.core.conversation import Conversation, Message, Role
 from app.core.memories import Memory, MemoryOrigin
 from app.core.settings import Settings
-from app.core.store.history import HistoryError
+from app.core.store.history import HistoryError, HistoryStore
 from app.core.store.memories import (AddedMemory, add_memory, edit_memory, list_memories, memories_by_ids,
                                      memory_ids, remove_memories, set_chat_memory, set_memory_enabled)
 from app.engine.protocol import ChatMessage
 from app.service.chats.memory.memory_choice import choose_on_store, memory_budget
 from app.service.chats.memory.memory_prompt import NO_MEMORY, MemoryUse, memory_section
-from app.service.events import Event, HistoryChangedElsewhere, Problem
+from app.service.events import ConversationChanged, Event, HistoryChangedElsewhere, Problem
 from app.service.memory_events import MemoriesChanged
 from app.service.models.engine_errors import EngineError
 from app.service.storage import Storage
@@ -125,11 +125,17 @@ class MemoryBook:
         return await self._storage().history(memories_by_ids, answer.memories)
 
     async def set_chat_memory(self, conversation_id: int, on: bool) -> None:
-        """Whether this saved chat's answers use memory; KeyError if there is no such chat."""
+        """Whether this saved chat's answers use memory; KeyError if there is no such chat. The chat is
+        said changed (ConversationChanged, in its place), so the open chat and its settings follow."""
         chats = self._chats()
         if chats is None:
             raise HistoryError("The chat history is not open.")
-        await chats.history(set_chat_memory, conversation_id, on)
+
+        def write(store: HistoryStore) -> Conversation:
+            set_chat_memory(store, conversation_id, on)
+            return store.get_conversation(conversation_id)
+
+        self._emit(ConversationChanged(await chats.history(write), to_top=False))
 
     # --- each answer's share ------------------------------------------------------------------
 
