@@ -21,6 +21,7 @@ from app.ui.chat.chat_files import ChatFiles
 from app.ui.chat.chat_pane import ChatPane
 from app.ui.chat.drafts import DraftKeeper
 from app.ui.models.hardware_view import HardwareWindow
+from app.ui.memory.memory_host import MemoryHost
 from app.ui.messages.image_viewer import ImageViewer
 from app.ui.models.model_manager import ModelManager
 from app.ui.server.server_host import ServerHost
@@ -90,7 +91,8 @@ class MainWindow(WindowCommands):
         self.attachments = ChatAttach(self, self.composer, doors.chat, doors.attach, self.adapter.spawn)
         self.chat_files = ChatFiles(self.adapter, doors.chat, doors.files, self)
         self.chat_files.on_exported = self.status.show_exported
-        self.menu_actions = build_menus(self, self.open_logs)
+        self.memory = MemoryHost(self.adapter, doors, self)  # the Memory window, an answer's used memories
+        self.menu_actions = build_menus(self, self.open_logs, self.memory.show_window)
         self._name_parts()
         self._connect()
         self._model_state_changed()
@@ -145,6 +147,7 @@ class MainWindow(WindowCommands):
         self.messages.editRequested.connect(self.edit_message)
         self.messages.sourceChosen.connect(lambda source: SourcePopup(source, self).open())
         self.messages.imageChosen.connect(lambda image: ImageViewer(image, s.spawn, self).open())
+        self.memory.follow(self.messages)
         self.import_button.clicked.connect(self.choose_model_file)
         self.status.managerRequested.connect(self.show_model_manager)
         self.status.hardwareRequested.connect(self.show_hardware)

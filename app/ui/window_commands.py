@@ -9,6 +9,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
+from app.core.generation import GenerationSettings
+from app.core.store.history_errors import HistoryError
 from app.service.models.engine_errors import EngineError
 from app.ui.about import AboutDialog
 from app.ui.settings.dialogs import ConversationSettingsDialog, EditMessageDialog, SettingsDialog
@@ -103,12 +105,29 @@ class WindowCommands(QMainWindow):
     def edit_chat_settings(self) -> None:
         system_prompt, settings = self.doors.chat.conversation_settings()
         loaded = self.doors.model.loaded
+        conversation = self.doors.chat.conversation
         dialog = ConversationSettingsDialog(system_prompt, settings, self,
                                             can_switch_thinking=loaded is None or loaded.thinking_switch,
                                             always_thinks=loaded is not None and loaded.thinks,
-                                            servers=[server.name for server in self.doors.tools.servers()])
+                                            servers=[server.name for server in self.doors.tools.servers()],
+                                            uses_memory=conversation is None or conversation.memory,
+                                            memory_on=self.doors.settings.settings.memory.enabled)
         if dialog.exec():
-            self.adapter.spawn(self.doors.chat.set_conversation_settings(*dialog.values()))
+            self.adapter.spawn(self._save_chat_settings(*dialog.values(), dialog.uses_memory()))
+
+    async def _save_chat_settings(self, system_prompt: str, settings: GenerationSettings, memory: bool) -> None:
+        """The chat's settings, then (once it is saved: a new chat is saved by its first settings) its memory switch."""
+        chat = self.doors.chat
+        if not await chat.set_conversation_settings(system_prompt, settings):
+            return  # the history refused; said already
+        conversation = chat.conversation
+        if conversation is not None and conversation.memory != memory:
+            try:
+                await self.doors.memory.set_chat_memory(conversation.id, memory)
+            except HistoryError as exc:
+                self.chat.show_problem(str(exc), "history")
+            except KeyError:
+                pass  # deleted meanwhile
 
     def header_model_menu(self) -> None:
         self.header.model_button.click()

@@ -40,8 +40,9 @@ def _add(menu: QMenu, text: str, slot: Callable[[], object] | Callable[[bool], o
     return action
 
 
-def build_menus(window: WindowCommands, open_logs: Callable[[], object]) -> WindowActions:
-    """The menu bar; open_logs: Help → Open logs (the window keeps the log)."""
+def build_menus(window: WindowCommands, open_logs: Callable[[], object],
+                open_memory: Callable[[], object] | None = None) -> WindowActions:
+    """The menu bar; open_logs: Help → Open logs (the window keeps the log); open_memory: View → Memory…"""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")
@@ -90,6 +91,8 @@ def build_menus(window: WindowCommands, open_logs: Callable[[], object]) -> Wind
     _add(view_menu, "&API server…", window.show_server_window, None, "server")
     documents = _add(view_menu, "&Documents…", window.show_documents_window, "Ctrl+Shift+D", "folder")
     documents.setObjectName("showDocuments")  # other parts (the composer's "Manage documents…") trigger it
+    if open_memory is not None:
+        _add(view_menu, "&Memory…", open_memory).setObjectName("showMemory")
 
     chat_menu = bar.addMenu("&Chat")
     regenerate = _add(chat_menu, "&Regenerate last answer", window.regenerate, "Ctrl+R", "regenerate")

@@ -367,6 +367,10 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
         ("documents", lambda: _documents(window, service, loop, home, filled=True)),
         ("collection name", lambda: _collection_name(window)),
         ("chat header", lambda: _chat_header(home)),
+        ("memory empty", lambda: _memory(window, loop, filled=False)),
+        ("memory", lambda: _memory(window, loop, filled=True)),
+        ("memory text", lambda: _memory_text(window)),
+        ("used memories", lambda: _used_memories(window, loop)),
     ]
 
 
@@ -411,6 +415,49 @@ def _documents(window: Any, service: Any, loop: asyncio.AbstractEventLoop, home:
                                 added=0.0, format="gguf", purpose=ModelPurpose.EMBEDDING)
         shown.embedding.show_choice(minilm.id, [minilm])  # the picker, as once a model is chosen
     return shown
+
+
+# Memories as a person keeps them: short ones, one long, one from a chat, one turned off.
+MEMORIES = ("My daughter is called Ada; she is seven and loves drawing horses.",
+            "I write Python at work and prefer short answers with code first, explanations after, and no "
+            "apologies; when I ask for a command, give the command alone.",
+            "I live in Lisbon.", "I am vegetarian.")
+
+
+def _memory(window: Any, loop: asyncio.AbstractEventLoop, *, filled: bool) -> QWidget:
+    """The Memory window: empty, or with memories from a chat and by hand, one turned off, one selected."""
+    from app.core.memories import MemoryOrigin
+    from app.ui.memory.memory_window import MemoryWindow
+
+    door = window.doors.memory
+    wait(loop, door.clear())
+    if filled:
+        chat = window.doors.chat
+        chat.new_conversation()
+        wait(loop, chat.set_conversation_settings(*chat.conversation_settings()))
+        wait(loop, window.doors.history.rename_conversation(chat.conversation.id, "Planning the trip to Lisbon"))
+        for number, text in enumerate(MEMORIES):
+            origin = MemoryOrigin.TOOL if number == 2 else MemoryOrigin.HAND
+            added = wait(loop, door.add(text, origin, chat.conversation.id if number == 2 else None))
+        wait(loop, door.set_enabled(added.memory.id, False))
+    shown = MemoryWindow(window.adapter, door, window.doors.settings, window.doors.subscribe, window)
+    wait(loop, _until(lambda: shown.model.rowCount() == (len(MEMORIES) if filled else 0) and not shown._loading))
+    if filled:
+        shown.table.selectRow(1)
+    return shown
+
+
+def _memory_text(window: Any) -> QWidget:
+    from app.ui.memory.memory_parts import MemoryTextDialog
+
+    return MemoryTextDialog("Edit a memory", MEMORIES[1], window)
+
+
+def _used_memories(window: Any, loop: asyncio.AbstractEventLoop) -> QWidget:
+    from app.ui.memory.used_memories import UsedMemoriesPopup
+
+    kept = wait(loop, window.doors.memory.listing())
+    return UsedMemoriesPopup(kept[:3], 4, window)
 
 
 async def _until(ready: Callable[[], bool], timeout: float = 10) -> None:

@@ -17,6 +17,7 @@ from app.ui.messages.message_actions import EVERY_ACTION, ActionIcons, action_at
 from app.ui.messages.message_body import GrowingAnswer, MessageBody
 from app.ui.messages.message_documents import MessageDocuments, link_citations
 from app.ui.messages.message_chrome import stats_line
+from app.ui.messages.message_memories import MEMORIES, paint_used, used_rect
 from app.ui.messages.message_layout import Lines, RowLayout, chrome_height, column, row_layout, text_width
 from app.ui.state.message_model import MessageListModel
 from app.ui.messages.message_hits import RowHits
@@ -41,7 +42,8 @@ class MessageDelegate(RowHits):
     the documents laid out. The view sets `hovered` ((message id, action) under the
     mouse), `copied` (the message just copied: its copy icon shows a tick) and
     `selecting` (the message whose text an editor shows: not painted under it). `offered`
-    is which actions the list offers (the chat pane: all; the quick-ask window: copy).
+    is which actions the list offers (the chat pane: all; the quick-ask window: copy); `memories_shown`
+    whether an answer's "used N memories" is shown (where something opens them on memoriesChosen).
     `wrap_code` is how code blocks show long lines (set_wrap_code); `code_offsets` how far
     each wide one is scrolled sideways (message id → block number → pixels).
     """
@@ -68,6 +70,8 @@ class MessageDelegate(RowHits):
         self.hovered: tuple[int, str] | None = None
         self.copied: int | None = None
         self.offered: frozenset[str] = EVERY_ACTION
+        # An answer's "used N memories", shown where a click on it opens them (the chat pane's list).
+        self.memories_shown = False
         self.thinking = ThinkingSection(self._document)
         # What the footer of an answer being written says: "writing…", or why it waits.
         self.streaming_note = "writing…"
@@ -298,6 +302,16 @@ class MessageDelegate(RowHits):
     def action_at(self, index: _Index, point: QPoint) -> str | None:
         return action_at(self.action_rects(index), point) if index.isValid() else None
 
+    def memories_at(self, index: _Index, point: QPoint) -> bool:
+        """Whether a point (viewport coordinates) is on the row's "used N memories"."""
+        if not index.isValid() or not self.message(index).memories or not self.memories_shown:
+            return False
+        rects = self.action_rects(index)
+        layout = self.layout(index)
+        after = rects[-1][1].right() + 1 if rects else layout.actions.left()
+        used = used_rect(self.message(index), layout, after, QFontMetrics(self._small))
+        return used is not None and used.contains(point)
+
     def icon_ratios(self) -> set[float]:
         """The device pixel ratios the action icons were drawn at (2.0 on a 200% screen)."""
         return self._icons.ratios()
@@ -361,8 +375,12 @@ class MessageDelegate(RowHits):
         hovered = self.hovered[1] if self.hovered is not None and self.hovered[0] == message.id else None
         self._icons.paint(painter, rects, palette, hovered, self.copied == message.id)
         after = rects[-1][1].right() + 1 if rects else layout.actions.left()
-        chrome.paint_footer(painter, layout, after, chrome.footer_text(message, self.streaming_note), palette,
-                            self._small)
+        text = chrome.footer_text(message, self.streaming_note)
+        used = used_rect(message, layout, after, QFontMetrics(self._small)) if self.memories_shown else None
+        if used is not None:
+            paint_used(painter, used, message, palette, self._small, self.hovered == (message.id, MEMORIES))
+            after, text = used.right() + 1, "· " + text if text else ""
+        chrome.paint_footer(painter, layout, after, text, palette, self._small)
 
     def _hint_changed_later(self, index: _Index) -> None:
         # Telling the view inside paint() would relayout mid-paint; do it right after.

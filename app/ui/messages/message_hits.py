@@ -10,6 +10,7 @@ from app.ui.state.message_words import image_size_words
 from app.core.attachments import AttachedImage
 from app.ui.messages.code_blocks import bar_rects, clamp, offset_for_bar
 from app.ui.messages.message_documents import MessageDocuments, row_tooltip
+from app.ui.messages.message_memories import USED_TIP
 from app.ui.messages.message_selection import SelectionEditing
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -26,6 +27,9 @@ class RowHits(SelectionEditing):
     copied: int | None
 
     def action_at(self, index: _Index, point: QPoint) -> str | None:
+        raise NotImplementedError
+
+    def memories_at(self, index: _Index, point: QPoint) -> bool:
         raise NotImplementedError
 
     def anchor_at(self, index: _Index, point: QPoint) -> str:
@@ -83,6 +87,9 @@ class RowHits(SelectionEditing):
             image = self.image_at(index, event.pos())
             if image is not None:
                 QToolTip.showText(event.globalPos(), image_tip(message.images[image]), view)
+                return True
+            if self.memories_at(index, event.pos()):
+                QToolTip.showText(event.globalPos(), USED_TIP, view)
                 return True
             tip = row_tooltip(message, self.action_at(index, event.pos()), self.copied == message.id,
                               self.chip_at(index, event.pos()))

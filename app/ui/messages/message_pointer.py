@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
 from app.core.conversation import Message, MessageState
+from app.ui.messages.message_memories import MEMORIES
 from app.ui.messages.message_selection import MessageList, SelectableText
 
 
@@ -30,6 +31,8 @@ class PointedDelegate(Protocol):
     def text_at(self, index: QModelIndex, point: QPoint) -> bool: ...
 
     def thinking_header_at(self, index: QModelIndex, point: QPoint) -> bool: ...
+
+    def memories_at(self, index: QModelIndex, point: QPoint) -> bool: ...
 
     def image_at(self, index: QModelIndex, point: QPoint) -> int | None: ...
 
@@ -86,6 +89,8 @@ class MessagePointer(QObject):
             return True
         point, index = self._at(event)
         action = self._delegate.action_at(index, point) if index.isValid() else None
+        if action is None and index.isValid() and self._delegate.memories_at(index, point):
+            action = MEMORIES  # lit like an icon: its words are underlined
         self._hover(index if action else None, action, point)
         self._view.viewport().setCursor(self._cursor(index, point, action))
         return False
@@ -112,7 +117,8 @@ class MessagePointer(QObject):
             viewport.update(self._lit)
         self._lit = None
         if index is not None and point is not None:
-            self._lit = next((rect for _name, rect in delegate.action_rects(index) if rect.contains(point)), None)
+            self._lit = next((rect for _name, rect in delegate.action_rects(index) if rect.contains(point)),
+                             self._view.visualRect(index) if action == MEMORIES else None)
             if self._lit is not None:
                 viewport.update(self._lit)
 

@@ -20,6 +20,7 @@ from app.ui.messages.markdown import code_from_href
 from app.ui.messages.message_actions import COPIED_TIP
 from app.ui.messages.message_delegate import MessageDelegate
 from app.ui.messages.message_documents import source_from_href
+from app.ui.messages.message_memories import used_words
 from app.ui.state.message_words import source_label
 from app.ui.state.message_model import MessageListModel
 from app.ui.messages.message_pointer import MessagePointer
@@ -46,7 +47,8 @@ class MessageView(MessageList):
     wider than the column (when code does not wrap) scrolls sideways: a sideways wheel or
     Shift+wheel over it, a drag of its small bar, Left/Right on the current message.
     Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
-    chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage). `delegate` has
+    chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage),
+    memoriesChosen(Message: an answer's "used N memories" clicked, or chosen in its menu). `delegate` has
     `dark`, `clear()` (after a theme change) and `streaming_note`.
     """
 
@@ -54,6 +56,7 @@ class MessageView(MessageList):
     editRequested = Signal(int, str)
     sourceChosen = Signal(object)
     imageChosen = Signal(object)  # an AttachedImage: a thumbnail clicked, or chosen in the menu
+    memoriesChosen = Signal(object)  # the answer (a Message) whose "used N memories" was clicked or chosen
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -385,6 +388,9 @@ class MessageView(MessageList):
             menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
         for image in message.images:  # and to the images
             menu.addAction(f"View image {image.name}…", partial(self.imageChosen.emit, image))
+        if used_words(message) and self.delegate.memories_shown:  # and to the memories an answer used
+            menu.addAction(f"Memories this answer used ({len(message.memories):,})…",
+                           partial(self.memoriesChosen.emit, message))
         menu.popup(self.viewport().mapToGlobal(point))
 
     def exposed_rect(self) -> QRect:
@@ -415,6 +421,9 @@ class MessageView(MessageList):
             index = self.indexAt(point)
             if index.isValid() and self.delegate.thinking_header_at(index, point):
                 self.delegate.toggle_thinking(index)
+                return True
+            if index.isValid() and self.delegate.memories_at(index, point):
+                self.memoriesChosen.emit(self.delegate.message(index))
                 return True
             image = self.delegate.image_at(index, point) if index.isValid() else None
             if image is not None:

@@ -35,11 +35,19 @@ if TYPE_CHECKING:
 KEPT_READY_WORDS = ("Quick ask keeps the model loaded so that it answers at once, so it is not unloaded when "
                     "idle. To unload it, untick \"Keep the model loaded\" on the Quick ask page.")
 
+NO_MEMORY_TIP = ("This chat's answers are not given your memories (View → Memory… lists them). Your other "
+                 "chats still use them.")
+MEMORY_OFF_TIP = "Memory is off for every chat now: View → Memory… turns it on."
+
+
 class ConversationSettingsDialog(QDialog):
-    """A conversation's system prompt and generation settings."""
+    """A conversation's system prompt and generation settings, and whether it uses the person's memories
+    (`no_memory`, ticked: it does not; `uses_memory()`). memory_on: memory is on in the settings (off, the
+    box is kept but says that no chat uses memory now)."""
 
     def __init__(self, system_prompt: str, settings: GenerationSettings, parent: QWidget | None = None, *,
-                 can_switch_thinking: bool = True, always_thinks: bool = False, servers: Sequence[str] = ()) -> None:
+                 can_switch_thinking: bool = True, always_thinks: bool = False, servers: Sequence[str] = (),
+                 uses_memory: bool = True, memory_on: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle("Chat settings")
         self.system_prompt = QPlainTextEdit(system_prompt, self)
@@ -49,14 +57,22 @@ class ConversationSettingsDialog(QDialog):
                                    always_thinks=always_thinks, servers=servers)
         label = QLabel("&System prompt (always kept in the model's view)", self)
         label.setBuddy(self.system_prompt)
+        self.no_memory = QCheckBox("Don't use my &memories in this chat", self)
+        self.no_memory.setObjectName("noMemory")
+        self.no_memory.setChecked(not uses_memory)
+        self.no_memory.setToolTip(NO_MEMORY_TIP if memory_on else f"{NO_MEMORY_TIP} {MEMORY_OFF_TIP}")
         layout = QVBoxLayout(self)
         layout.addWidget(label)
         layout.addWidget(self.system_prompt)
+        layout.addWidget(self.no_memory)
         layout.addWidget(self.form)
         layout.addWidget(_buttons(self))
 
     def values(self) -> tuple[str, GenerationSettings]:
         return self.system_prompt.toPlainText(), self.form.value()
+
+    def uses_memory(self) -> bool:
+        return not self.no_memory.isChecked()
 
 
 class SettingsDialog(QDialog):
