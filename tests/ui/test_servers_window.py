@@ -87,7 +87,7 @@ def test_a_server_is_checked_added_listed_and_answers_a_chat_contacting_it_only_
         run(loop, until(lambda: closed(dialog), what="the dialog closing"))
         run(loop, until(lambda: [m.id for m in panel.models_of("studio-pc")] == ["studio-pc/m"], what="the models"))
         assert panel.words.text().startswith("Added studio-pc. studio-pc answered: 1 model (m).")
-        assert "sk-secret" not in panel.words.text()
+        assert "The key is kept in" in panel.words.text() and "sk-secret" not in panel.words.text()
         assert "sk-secret" not in (data_paths().config / "servers.json").read_text()
         assert {address[1] for address in connects()[before:]} == {port_of(url)}
 
@@ -149,6 +149,8 @@ def test_a_wrong_key_a_bad_address_and_the_anthropic_kind_are_said_in_the_dialog
     dialog.check_button.click()
     run(loop, until(lambda: "is not a server address" in dialog.note.text(), what="the address refused"))
     assert dialog.add_button.text() == "&Add"  # a typing mistake is not added anyway
+    dialog.set_kind(ServerKind.KESTREL)
+    assert dialog.key_hint.text().endswith("Another Kestrel's key is in its View → API server… window.")
     anthropic = dialog.kind.findData(ServerKind.ANTHROPIC)
     assert "not yet available for chat" in dialog.kind.itemText(anthropic)
     assert not dialog.kind.model().item(anthropic).isEnabled()  # type: ignore[attr-defined]

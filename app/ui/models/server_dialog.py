@@ -33,8 +33,10 @@ KIND_WORDS: tuple[tuple[ServerKind, str], ...] = (
     (ServerKind.ANTHROPIC, "Anthropic-compatible (not yet available for chat)"),
 )
 UNAVAILABLE = frozenset({ServerKind.ANTHROPIC})
-KEY_HINT = ("Only if the server asks for one. It is kept in your system's credential store and never shown "
-            "again.")
+KEY_HINT = ("Only if the server asks for one. Kestrel keeps it in your system's credential store (without "
+            "one, in a file only you can read) and never shows it again.")
+# Where the person finds the key for a kind that always has one.
+KEY_WHERE = {ServerKind.KESTREL: " Another Kestrel's key is in its View → API server… window."}
 WHERE_IT_LOOKS = "Ollama (port 11434), LM Studio (1234) and llama-server (8080) on this PC"
 
 
@@ -167,6 +169,7 @@ class AddServerDialog(QDialog):
         return self._task is not None and not self._task.done()
 
     def _edited(self) -> None:
+        self.key_hint.setText(KEY_HINT + KEY_WHERE.get(self.chosen_kind(), ""))
         if self._failed is not None and self._failed != self.typed():
             self._failed = None  # what failed is no longer what the form says: Add checks again
         self._enable()
