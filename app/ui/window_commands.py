@@ -216,7 +216,7 @@ class WindowCommands(QMainWindow):
         """Open the model manager (not modal: the chat goes on), or bring it forward."""
         if self.model_manager is None:
             self.model_manager = ModelManager(self.adapter, self.doors.library, self.doors.settings, self,
-                                              model=self.doors.model)
+                                              model=self.doors.model, servers=self.doors.servers)
         self.model_manager.show()
         self.model_manager.raise_()
         self.model_manager.activateWindow()

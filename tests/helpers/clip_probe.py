@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSpin
 
 from app.ui.common.window_look import shortcut_letter_extra
 from app.ui.common.text_room import ELIDED_COLUMNS, FULL_TEXT, title_width_needed
+from tests.helpers import server_scenes
 
 # A widget that cuts its text on purpose (and shows all of it some other way) says so.
 ELIDES = "elidesOnPurpose"
@@ -367,6 +368,8 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
         ("documents", lambda: _documents(window, service, loop, home, filled=True)),
         ("collection name", lambda: _collection_name(window)),
         ("chat header", lambda: _chat_header(home)),
+        ("add a server", lambda: server_scenes.add_server_dialog(window)),
+        ("model manager with servers", lambda: server_scenes.manager_with_servers(window, lambda w: wait(loop, w))),
         ("memory empty", lambda: _memory(window, loop, filled=False)),
         ("memory", lambda: _memory(window, loop, filled=True)),
         ("memory text", lambda: _memory_text(window)),
