@@ -230,6 +230,7 @@ class MainWindow(WindowCommands):
             default = model.title
         self.header.set_model(self.doors.chat.conversation_model_id(), default or "none chosen")
         self.attachments.refresh_vision()  # the chat's model, or what is known of it, changed
+        self.chat.messages.set_answers_from(self.doors.attach.answers_from())
 
     def _answer_queue_changed(self) -> None:
         c = self.doors.chat

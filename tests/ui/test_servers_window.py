@@ -99,6 +99,7 @@ def test_a_server_is_checked_added_listed_and_answers_a_chat_contacting_it_only_
                         and window.doors.model.loaded.device == f"studio-pc ({host})", what="the remote model"))
         run(loop, until(lambda: window.status.device.text() == f"studio-pc ({host})", what="the status line"))
         assert window.composer.edit.placeholderText() == f"Answers come from studio-pc ({url})"
+        assert f"go to studio-pc ({url})" in window.chat.messages.empty_words  # never "nothing leaves it"
         assert window.doors.chat.send("Hi")
         run(loop, until(idle(window), what="the answer"))
         assert window.doors.chat.messages[-1].text == "Hello from afar"
@@ -107,6 +108,7 @@ def test_a_server_is_checked_added_listed_and_answers_a_chat_contacting_it_only_
         [local] = window.adapter.installed.rows()
         assert run(loop, window.doors.library.load(local.model.id))
         run(loop, until(lambda: window.composer.edit.placeholderText() == "Message Kestrel", what="this PC again"))
+        assert "nothing you type leaves it" in window.chat.messages.empty_words
 
 
 def test_a_server_that_is_off_keeps_the_form_and_is_added_anyway_then_removed(make_window, loop, qtbot,

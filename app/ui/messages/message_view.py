@@ -28,6 +28,7 @@ from app.ui.messages.message_selection import MessageList, SelectableText
 from app.ui.messages.tool_parts import call_from_href, message_markdown
 
 COPIED_MS = 1500  # how long a copy icon shows its tick
+HERE_WORDS = "Ask anything. Answers are written on this computer;\nnothing you type leaves it."
 
 
 class MessageView(MessageList):
@@ -62,6 +63,7 @@ class MessageView(MessageList):
         super().__init__(parent)
         # First: Qt calls the overrides below from the setters that follow.
         self.pacer = FramePacer()
+        self._empty_words = HERE_WORDS  # what the empty chat says (set_answers_from)
         self._growing: list[QPersistentModelIndex] = []
         # Row -> the height the list was last laid out with, for the rows that grew.
         self._laid_out: dict[int, int] = {}
@@ -397,6 +399,20 @@ class MessageView(MessageList):
         """The part of the viewport being painted now (all of it outside a paint event)."""
         return QRect(self._exposed) if self._exposed is not None else self.viewport().rect()
 
+    @property
+    def empty_words(self) -> str:
+        """What the view says while its chat is empty."""
+        return self._empty_words
+
+    def set_answers_from(self, where: str | None) -> None:
+        """Where the chat's answers are written: None, this computer (nothing typed leaves it); else
+        the server a remote model runs on, named, so the empty chat never promises what is not so."""
+        words = HERE_WORDS if where is None else (f"Ask anything. Your messages go to {where},\n"
+                                                  "which writes the answers.")
+        if words != self._empty_words:
+            self._empty_words = words
+            self.viewport().update()
+
     def paintEvent(self, event: QPaintEvent) -> None:  # Override: an empty chat says what it is for.
         started = _now_ms()
         self._exposed = event.rect()
@@ -411,7 +427,7 @@ class MessageView(MessageList):
             painter = QPainter(self.viewport())
             painter.setPen(self.palette().color(QPalette.ColorRole.PlaceholderText))
             painter.drawText(self.viewport().rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
-                             "Ask anything. Answers are written on this computer;\nnothing you type leaves it.")
+                             self._empty_words)
             painter.end()
 
     def viewportEvent(self, event: QEvent) -> bool:  # Override: links and the thinking header open on click.
