@@ -13,6 +13,14 @@ import pytest
 # Set before anything imports Qt: there is no display in CI.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+# Remote servers' keys (app/library/servers/keys.py) go to the file fallback in tests, in this process and
+# every Kestrel it starts alike: never into a contributor's own credential store, and never into one only
+# this process has. keyring picks its backend once, among every KeyringBackend class defined so far, so
+# after tests/library/test_server_keys.py defines its in-memory store, an unpinned keyring chains it in:
+# keys "kept" there never reach the engine process (the remote tests then saw no key sent). That file
+# sets its stores by hand.
+os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+
 # A run started in the background by a script (`… &` without job control) inherits Ctrl+C
 # ignored, and so would every Kestrel a test starts: the tests of Ctrl+C (exit 130, a download
 # that keeps its part) need it as a terminal gives it. A handler here is reset to the default
