@@ -307,10 +307,15 @@ class MessageDelegate(RowHits):
         if not index.isValid() or not self.message(index).memories or not self.memories_shown:
             return False
         rects = self.action_rects(index)
-        layout = self.layout(index)
-        after = rects[-1][1].right() + 1 if rects else layout.actions.left()
-        used = used_rect(self.message(index), layout, after, QFontMetrics(self._small))
+        used = self._used_rect(self.message(index), self.layout(index), rects)
         return used is not None and used.contains(point)
+
+    def _used_rect(self, message: Message, layout: RowLayout, rects: list[tuple[str, QRect]]) -> QRect | None:
+        """Where the row's "used N memories" sits, after its action icons (None where it is not shown)."""
+        if not self.memories_shown:
+            return None
+        after = rects[-1][1].right() + 1 if rects else layout.actions.left()
+        return used_rect(message, layout, after, QFontMetrics(self._small))
 
     def icon_ratios(self) -> set[float]:
         """The device pixel ratios the action icons were drawn at (2.0 on a 200% screen)."""
@@ -376,7 +381,7 @@ class MessageDelegate(RowHits):
         self._icons.paint(painter, rects, palette, hovered, self.copied == message.id)
         after = rects[-1][1].right() + 1 if rects else layout.actions.left()
         text = chrome.footer_text(message, self.streaming_note)
-        used = used_rect(message, layout, after, QFontMetrics(self._small)) if self.memories_shown else None
+        used = self._used_rect(message, layout, rects)
         if used is not None:
             paint_used(painter, used, message, palette, self._small, self.hovered == (message.id, MEMORIES))
             after, text = used.right() + 1, "· " + text if text else ""
