@@ -1,0 +1,1 @@
+"""The service's voice wing: dictation's owner (the microphone, voice activity and the transcription child)."""

@@ -1,0 +1,156 @@
+"""Audio in: WAV read defensively, raw 16-bit PCM, and other formats through PyAV, all to 16 kHz mono float32.
+
+Runs in the transcription child (app/voice/transcriber_child.py), so a decoder that a hostile file
+crashes or swells takes only that child with it; what a person can fix comes back as an AudioProblem.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import struct
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+SAMPLE_RATE = 16_000
+# Longer than any dictation or voice note; a file past it is refused, not transcribed for hours.
+MAX_SECONDS = 2 * 60 * 60
+# Below this there is nothing to hear (a tenth of a second).
+MIN_SAMPLES = SAMPLE_RATE // 10
+
+
+class AudioKind(StrEnum):
+    """What the bytes are: a file (WAV or another container) or raw PCM (16 kHz, mono, 16-bit little-endian)."""
+
+    FILE = "file"
+    PCM16 = "pcm16"
+
+
+class AudioProblem(StrEnum):
+    """Why audio was refused; each front end words it for its user (app/voice/words.py)."""
+
+    EMPTY = "empty"
+    TOO_SHORT = "too_short"
+    TOO_LONG = "too_long"
+    NOT_AUDIO = "not_audio"
+    UNSUPPORTED_WAV = "unsupported_wav"
+
+
+class AudioRefused(Exception):
+    """Audio that cannot be transcribed, with the facts that say why (detail: a number or a name)."""
+
+    def __init__(self, problem: AudioProblem, detail: str = "") -> None:
+        super().__init__(problem, detail)
+        self.problem = problem
+        self.detail = detail
+
+
+Samples = npt.NDArray[np.float32]
+
+
+def decode(data: bytes, kind: AudioKind) -> Samples:
+    """The audio as 16 kHz mono float32 in [-1, 1], or AudioRefused."""
+    if not data:
+        raise AudioRefused(AudioProblem.EMPTY)
+    if kind is AudioKind.PCM16:
+        samples = _from_int16(data[: len(data) - len(data) % 2])
+    elif data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        samples = _read_wav(data)
+    else:
+        samples = _decode_other(data)
+    if samples.size < MIN_SAMPLES:
+        raise AudioRefused(AudioProblem.TOO_SHORT, f"{samples.size / SAMPLE_RATE:.2f}")
+    return samples
+
+
+def _from_int16(data: bytes) -> Samples:
+    return (np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0)
+
+
+def _read_wav(data: bytes) -> Samples:
+    """A RIFF/WAVE file's samples. Chunk sizes are trusted only as far as the bytes go, so a header
+    that claims ten hours over ten seconds of data reads as ten seconds."""
+    fmt, payload = _wav_chunks(data)
+    if fmt is None or payload is None:
+        raise AudioRefused(AudioProblem.NOT_AUDIO, "no fmt or data chunk")
+    if len(fmt) < 16:
+        raise AudioRefused(AudioProblem.NOT_AUDIO, "short fmt chunk")
+    tag, channels, rate, _, block, bits = struct.unpack("<HHIIHH", fmt[:16])
+    if tag == 0xFFFE and len(fmt) >= 26:  # WAVE_FORMAT_EXTENSIBLE: the real tag opens the sub-format GUID
+        tag = struct.unpack("<H", fmt[24:26])[0]
+    if not 1 <= channels <= 8 or not 1000 <= rate <= 384_000 or not block or block != channels * bits // 8:
+        raise AudioRefused(AudioProblem.UNSUPPORTED_WAV, f"{channels} channels, {rate} Hz, {bits} bits")
+    payload = payload[: len(payload) - len(payload) % block]
+    if len(payload) // block > MAX_SECONDS * rate:
+        raise AudioRefused(AudioProblem.TOO_LONG, f"{len(payload) // block / rate:.0f}")
+    frames = _wav_samples(payload, tag, bits).reshape(-1, channels).mean(axis=1, dtype=np.float32)
+    return _resampled(frames, rate)
+
+
+def _wav_chunks(data: bytes) -> tuple[bytes | None, bytes | None]:
+    fmt = payload = None
+    at = 12
+    while at + 8 <= len(data) and (fmt is None or payload is None):
+        name, size = data[at:at + 4], struct.unpack("<I", data[at + 4:at + 8])[0]
+        body = data[at + 8:at + 8 + size]
+        if name == b"fmt ":
+            fmt = body
+        elif name == b"data":
+            payload = body
+        at += 8 + size + (size & 1)
+    return fmt, payload
+
+
+def _wav_samples(payload: bytes, tag: int, bits: int) -> Samples:
+    if tag == 1 and bits == 16:
+        return _from_int16(payload)
+    if tag == 1 and bits == 8:
+        return (np.frombuffer(payload, dtype=np.uint8).astype(np.float32) - 128.0) / 128.0
+    if tag == 1 and bits == 24:
+        raw = np.frombuffer(payload, dtype=np.uint8).reshape(-1, 3).astype(np.int32)
+        value = raw[:, 0] | (raw[:, 1] << 8) | (raw[:, 2] << 16)
+        value = np.where(value >= 1 << 23, value - (1 << 24), value)
+        return (value.astype(np.float32) / float(1 << 23))
+    if tag == 1 and bits == 32:
+        return (np.frombuffer(payload, dtype="<i4").astype(np.float32) / float(1 << 31))
+    if tag == 3 and bits == 32:
+        return np.clip(np.nan_to_num(np.frombuffer(payload, dtype="<f4")), -1.0, 1.0).astype(np.float32)
+    raise AudioRefused(AudioProblem.UNSUPPORTED_WAV, f"format {tag}, {bits} bits")
+
+
+def _resampled(samples: Samples, rate: int) -> Samples:
+    """To 16 kHz by linear interpolation: enough for speech recognition, whose features stop at 8 kHz."""
+    if rate == SAMPLE_RATE or samples.size == 0:
+        return samples.astype(np.float32, copy=False)
+    count = int(samples.size * SAMPLE_RATE / rate)
+    positions = np.arange(count, dtype=np.float64) * (rate / SAMPLE_RATE)
+    return np.interp(positions, np.arange(samples.size), samples).astype(np.float32)
+
+
+def _decode_other(data: bytes) -> Samples:
+    """MP3, FLAC, Ogg, M4A, WebM… through PyAV (FFmpeg), which faster-whisper brings."""
+    try:
+        av = importlib.import_module("av")
+    except ImportError as exc:
+        raise AudioRefused(AudioProblem.NOT_AUDIO, "only WAV without PyAV") from exc
+    chunks: list[Samples] = []
+    total = 0
+    try:
+        with av.open(io.BytesIO(data), mode="r", metadata_errors="ignore") as container:
+            if not container.streams.audio:
+                raise AudioRefused(AudioProblem.NOT_AUDIO, "no audio stream")
+            resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+            for frame in container.decode(audio=0):
+                for out in resampler.resample(frame):
+                    chunk = out.to_ndarray().reshape(-1).astype(np.float32) / 32768.0
+                    total += chunk.size
+                    if total > MAX_SECONDS * SAMPLE_RATE:
+                        raise AudioRefused(AudioProblem.TOO_LONG, f"{total / SAMPLE_RATE:.0f}")
+                    chunks.append(chunk)
+    except AudioRefused:
+        raise
+    except Exception as exc:  # PyAV's errors (InvalidDataError, …) for whatever is not audio
+        raise AudioRefused(AudioProblem.NOT_AUDIO, type(exc).__name__) from exc
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)

@@ -1,0 +1,199 @@
+"""Dictation: microphone blocks → voice activity → at each end of speech, that utterance's PCM → the transcriber → text.
+
+A worker thread of its own reads the microphone, so neither the UI thread nor PortAudio's audio thread
+ever waits on the detector or the transcriber (blocks queue in the session meanwhile). An utterance's
+audio lives in memory only: it goes to the transcription child over its pipe as raw PCM and is dropped;
+nothing is written to disk. Events go to on_event from the worker thread; a front end hands them to its
+own thread (the window's bridge, a queue).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from app.voice.audio import SAMPLE_RATE, AudioKind, AudioRefused
+from app.voice.devices import DeviceProblem
+from app.voice.microphone import MicrophoneEnded, MicrophoneSession
+from app.voice.protocol import TranscribeAsk
+from app.voice.speech_models import SpeechModelError
+from app.voice.transcriber import FailureKind, Transcriber, TranscriptionFailed
+from app.voice.vad import WINDOW, SpeechEnded, SpeechStarted, VoiceActivity
+
+
+@dataclass(frozen=True)
+class DictationSettings:
+    """max_utterance_s: speech longer than this is sent in parts (a person who never pauses still sees
+    words); pre_roll_ms: audio kept from before the detector said "speech" (it needs a window or two to
+    be sure, and the first consonant is in them); after_ms: audio kept past the end of speech;
+    one_utterance: end after the first utterance (dictation's "stop at the end of speech")."""
+
+    max_utterance_s: float = 30.0
+    pre_roll_ms: int = 300
+    after_ms: int = 200
+    one_utterance: bool = False
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One utterance's text, its times in seconds from the start of the recording; cut: it reached the
+    longest utterance and the speech goes on in the next."""
+
+    text: str
+    start: float
+    end: float
+    cut: bool = False
+
+
+@dataclass(frozen=True)
+class NotHeard:
+    """An utterance the transcriber could not turn into text (the failure, for the front end's words)."""
+
+    failure: TranscriptionFailed
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class DictationEnded:
+    """Dictation is over: problem None when stopped (or after its one utterance), else why the microphone
+    ended; heard holds every utterance's text, including the one open when it ended; detail: the device's
+    words, or the error of a bug that ended it."""
+
+    problem: DeviceProblem | None
+    detail: str
+    heard: tuple[Heard, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(part.text for part in self.heard if part.text)
+
+
+DictationEvent = SpeechStarted | Heard | NotHeard | DictationEnded
+
+
+class DictationPipeline:
+    """Owns one microphone session for its length: start(), events as speech comes, stop() or the end."""
+
+    def __init__(self, microphone: MicrophoneSession, transcriber: Transcriber, voice_activity: VoiceActivity,
+                 on_event: Callable[[DictationEvent], None], settings: DictationSettings = DictationSettings()) -> None:
+        self._microphone = microphone
+        self._transcriber = transcriber
+        self._vad = voice_activity
+        self._on_event = on_event
+        self._settings = settings
+        self._audio = np.zeros(0, dtype=np.int16)  # recent samples; _audio[0] is sample number _audio_from
+        self._audio_from = 0
+        self._fed = 0
+        self._utterance_from: int | None = None  # sample where the open utterance's audio starts
+        self._heard: list[Heard] = []
+        self._stop_asked = False
+        self._worker: threading.Thread | None = None
+        self._ended = threading.Event()
+        self.result: DictationEnded | None = None
+
+    def start(self) -> None:
+        """Open the microphone (DeviceUnavailable if it cannot) and start listening."""
+        self._microphone.start()
+        self._worker = threading.Thread(target=self._run, name="kestrel-dictation", daemon=True)
+        self._worker.start()
+
+    def stop(self) -> None:
+        """Stop listening; speech already heard is still transcribed, and DictationEnded follows."""
+        self._stop_asked = True
+        self._microphone.stop()
+
+    def wait(self, timeout: float) -> DictationEnded | None:
+        self._ended.wait(timeout)
+        return self.result
+
+    def _run(self) -> None:
+        end = MicrophoneEnded()
+        try:
+            end = self._listen()
+        except Exception as exc:  # a bug: the end still comes (no front end waits for ever), then it is raised
+            end = MicrophoneEnded(None, f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self._close_open_speech()
+            self.result = DictationEnded(end.problem, end.detail, tuple(self._heard))
+            self._microphone.stop()
+            self._ended.set()
+            self._on_event(self.result)
+
+    def _listen(self) -> MicrophoneEnded:
+        while True:
+            got = self._microphone.read(0.1)
+            if got is None:
+                continue
+            if isinstance(got, MicrophoneEnded):
+                return got
+            self._take(got)
+            for event in self._vad.feed(got):
+                self._keep(event)
+            if self._too_long():
+                self._send(self._fed, cut=True)
+                self._utterance_from = self._fed
+            if self._settings.one_utterance and self._heard and not self._vad.speaking:
+                self._microphone.stop()
+                return MicrophoneEnded()
+
+    def _take(self, block: npt.NDArray[np.int16]) -> None:
+        self._audio = np.concatenate([self._audio, block])
+        self._fed += block.size
+        if self._utterance_from is None:  # between utterances only the pre-roll is worth keeping
+            # (the detector may still hold up to a window of this block, where speech may start)
+            keep = self._settings.pre_roll_ms * SAMPLE_RATE // 1000 + block.size + WINDOW
+            if self._audio.size > keep:
+                self._audio_from += self._audio.size - keep
+                self._audio = self._audio[-keep:]
+
+    def _keep(self, event: SpeechStarted | SpeechEnded) -> None:
+        if isinstance(event, SpeechStarted):
+            pre_roll = self._settings.pre_roll_ms * SAMPLE_RATE // 1000
+            self._utterance_from = max(self._audio_from, round(event.at * SAMPLE_RATE) - pre_roll)
+            self._on_event(event)
+            return
+        if self._utterance_from is not None:
+            # The detector ends speech a hang-over after its last word, so these samples are already here.
+            until = round(event.at * SAMPLE_RATE) + self._settings.after_ms * SAMPLE_RATE // 1000
+            self._send(until, cut=False)
+            self._utterance_from = None
+
+    def _too_long(self) -> bool:
+        start = self._utterance_from
+        return start is not None and self._fed - start >= self._settings.max_utterance_s * SAMPLE_RATE
+
+    def _close_open_speech(self) -> None:
+        for event in self._vad.finish():
+            self._keep(event)
+
+    def _send(self, until: int, *, cut: bool) -> None:
+        """The open utterance's audio up to sample until, to the transcriber; its text (or failure) out."""
+        start = self._utterance_from
+        if start is None:
+            return
+        first, last = start - self._audio_from, min(until, self._audio_from + self._audio.size) - self._audio_from
+        pcm = self._audio[max(0, first):max(0, last)]
+        self._audio, self._audio_from = self._audio[max(0, last):], self._audio_from + max(0, last)
+        times = (start / SAMPLE_RATE, (start + pcm.size) / SAMPLE_RATE)
+        try:
+            transcript = self._transcriber.transcribe(TranscribeAsk(pcm.astype("<i2").tobytes(), AudioKind.PCM16,
+                                                                    self._settings.language))
+        except AudioRefused:
+            return  # too short to hold a word (a click the detector let through)
+        except TranscriptionFailed as failed:
+            self._on_event(NotHeard(failed, *times))
+            return
+        except SpeechModelError as missing:  # the model went (uninstalled, changed) since dictation started
+            self._on_event(NotHeard(TranscriptionFailed(FailureKind.LOAD_FAILED, str(missing)), *times))
+            return
+        heard = Heard(transcript.text.strip(), *times, cut=cut)
+        if heard.text:
+            self._heard.append(heard)
+            self._on_event(heard)

@@ -1,0 +1,56 @@
+"""Speech for tests: the real recording (tests/fixtures/speech), WAV bytes made from samples, and the voice extra's check."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import io
+import re
+import struct
+import wave
+from pathlib import Path
+
+import pytest
+
+from app.voice.speech_models import WHISPER_TINY_EN, shipped
+
+BECKETT = Path(__file__).resolve().parents[1] / "fixtures" / "speech" / "beckett.wav"
+BECKETT_SAID = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better."
+
+
+def voice_or_skip() -> None:
+    """Skip unless the `voice` extra (faster-whisper and the Whisper packages) is installed."""
+    if importlib.util.find_spec("faster_whisper") is None or not shipped(WHISPER_TINY_EN):
+        pytest.skip("the voice extra is not installed (pip install 'kestrel[voice]')")
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
+
+
+def similarity(heard: str, said: str) -> float:
+    """How close two texts are word by word (1.0: the same words in the same order)."""
+    return difflib.SequenceMatcher(None, words(heard), words(said)).ratio()
+
+
+def wav_bytes(frames: bytes, *, rate: int = 16_000, channels: int = 1, width: int = 2) -> bytes:
+    """A WAV file (integer PCM) around frames, written by the standard library."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(channels)
+        writer.setsampwidth(width)
+        writer.setframerate(rate)
+        writer.writeframes(frames)
+    return out.getvalue()
+
+
+def riff(fmt: bytes, data: bytes, *, data_size: int | None = None) -> bytes:
+    """A RIFF/WAVE file from a raw fmt chunk and data chunk; data_size may lie about the data."""
+    size = len(data) if data_size is None else data_size
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", size) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def fmt_chunk(tag: int, channels: int, rate: int, bits: int) -> bytes:
+    block = channels * bits // 8
+    return struct.pack("<HHIIHH", tag, channels, rate, rate * block, block, bits)
