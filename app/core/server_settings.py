@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_PORT = 8765
+DEFAULT_SHARE_PORT = 8766  # Kestrel Link's TLS server, beside the API server's own port
 LOOPBACK = "127.0.0.1"
 KEY_PREFIX = "kestrel-"
 
@@ -41,6 +42,9 @@ class ServerSettings:
     another model gets a 400 instead of loading it. max_waiting: requests that may wait
     for the engine before more get 503. keep_as_chats: API conversations are saved as
     chats. tray_on_close: closing the window leaves Kestrel serving from the tray.
+    share: Kestrel Link, "Share models with other computers": a second server, with TLS, on
+    share_host ("": this PC's address on its network, found when it starts) and share_port,
+    that only paired devices may use. Off, nothing listens beyond this PC for it.
     """
 
     enabled: bool = False
@@ -54,6 +58,9 @@ class ServerSettings:
     max_waiting: int = 4
     keep_as_chats: bool = False
     tray_on_close: bool = False
+    share: bool = False
+    share_host: str = ""
+    share_port: int = DEFAULT_SHARE_PORT
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -67,7 +74,7 @@ class ServerSettings:
     def validated(self) -> ServerSettings:
         """These settings, or ValueError in plain words naming the bad one."""
         for name in ("enabled", "listen_beyond_this_pc", "keyless_loopback", "only_loaded_model",
-                     "keep_as_chats", "tray_on_close"):
+                     "keep_as_chats", "tray_on_close", "share"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"server.{name} must be true or false (got {getattr(self, name)!r}).")
         if not isinstance(self.host, str) or not self.host.strip() or len(self.host) > 253:
@@ -78,6 +85,11 @@ class ServerSettings:
         port = self.port
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
             raise ValueError(f"server.port must be a whole number from 1 to 65535 (got {port!r}).")
+        share_port = self.share_port
+        if isinstance(share_port, bool) or not isinstance(share_port, int) or not 1 <= share_port <= 65535:
+            raise ValueError(f"server.share_port must be a whole number from 1 to 65535 (got {share_port!r}).")
+        if not isinstance(self.share_host, str) or len(self.share_host) > 253:
+            raise ValueError(f"server.share_host must be an address of this PC, or empty (got {self.share_host!r}).")
         if not isinstance(self.key, str) or any(c.isspace() for c in self.key):
             raise ValueError("server.key must be text without spaces.")
         origins = self.cors_origins
@@ -87,7 +99,8 @@ class ServerSettings:
         waiting = self.max_waiting
         if isinstance(waiting, bool) or not isinstance(waiting, int) or not 0 <= waiting <= 1000:
             raise ValueError(f"server.max_waiting must be a whole number from 0 to 1000 (got {waiting!r}).")
-        return dataclasses.replace(self, host=self.host.strip(), cors_origins=tuple(o.strip() for o in origins))
+        return dataclasses.replace(self, host=self.host.strip(), share_host=self.share_host.strip(),
+                                   cors_origins=tuple(o.strip() for o in origins))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], problems: list[str]) -> ServerSettings:

@@ -19,6 +19,9 @@ from app.service.events import RequestRecord
 
 NO_KEY = ("This request has no valid API key. Send the key that Kestrel shows with its API server as "
           "`Authorization: Bearer <key>` (or as `x-api-key: <key>`).")
+NOT_PAIRED = ("This device is not paired with this Kestrel, or it was removed from its paired devices. Pair it "
+              "again: make a pairing code on the sharing PC (View → API server…, or kestrel link code), then add the "
+              "server again here with that code.")
 TURNED_OFF = "Kestrel's API server was turned off while this request waited. Try again once it is on."
 _DISCONNECT: Message = {"type": "http.disconnect"}
 
@@ -57,12 +60,17 @@ def refusal(scope: Scope, settings: ServerSettings) -> Refusal | None:
 
 class Gate:
     """Checks the key, reports each finished /v1 request to answers.log, and lets stop() end
-    every request still open as if its client had gone (their answers are cancelled)."""
+    every request still open as if its client had gone (their answers are cancelled).
 
-    def __init__(self, app: ASGIApp, answers: ApiAnswers, settings: Callable[[], ServerSettings]) -> None:
+    admits: for the sharing server (Kestrel Link), whether a key is a paired device's; it replaces the
+    server's key and key-less mode there, so only paired devices are let in."""
+
+    def __init__(self, app: ASGIApp, answers: ApiAnswers, settings: Callable[[], ServerSettings],
+                 admits: Callable[[str], bool] | None = None) -> None:
         self._app = app
         self._answers = answers
         self._settings = settings
+        self._admits = admits
         self._stopping = asyncio.Event()
         self._open = 0
         self._idle = asyncio.Event()
@@ -104,7 +112,7 @@ class Gate:
             await send(message)
 
         try:
-            refused = refusal(scope, self._settings()) if path != "/" and scope["method"] != "OPTIONS" else None
+            refused = self._refusal(scope) if path != "/" and scope["method"] != "OPTIONS" else None
             if refused is not None:
                 code = "invalid_api_key" if refused.status == 401 else None
                 await error_response(flavor_of(path), refused.status, refused.message, code=code)(
@@ -116,6 +124,11 @@ class Gate:
         finally:
             if path.startswith(("/v1/", "/api/")):
                 self._log(scope, outcome, outcome.status or int(sent["status"]) or 500)
+
+    def _refusal(self, scope: Scope) -> Refusal | None:
+        if self._admits is None:
+            return refusal(scope, self._settings())
+        return None if self._admits(key_given(scope)) else Refusal(401, NOT_PAIRED)
 
     def _receiver(self, receive: Receive) -> Receive:
         """receive, which says the client has gone once stop() begins."""

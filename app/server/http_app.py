@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 
 from app.core.server_settings import ServerSettings
 from app.server.anthropic_routes import AnthropicEndpoint
+from app.server.audio_routes import AudioEndpoints
 from app.server.errors import error_response
 from app.server.gate import Gate, flavor_of
 from app.server.ollama_replies import error as ollama_error
@@ -49,19 +50,20 @@ def _not_found(endpoints: tuple[str, ...]) -> Callable[[Request, Exception], Awa
     return not_found
 
 
-def build_app(answers: ApiAnswers, settings: Callable[[], ServerSettings]) -> tuple[ASGIApp, Gate]:
-    """The application and its gate (whose end_requests() the runner calls on stop).
+def build_app(answers: ApiAnswers, settings: Callable[[], ServerSettings],
+              admits: Callable[[str], bool] | None = None) -> tuple[ASGIApp, Gate]:
+    """The application and its gate (whose end_requests() the runner calls on stop); admits: Gate's.
 
     CORS goes outside the gate, so that a browser's preflight needs no key and a 401 still
     carries the headers that let the page read it.
     """
     routes = [*OpenAiEndpoints(answers).routes(), *ResponsesEndpoint(answers).routes(),
-              *AnthropicEndpoint(answers).routes(), *OllamaEndpoints(answers).routes()]
+              *AnthropicEndpoint(answers).routes(), *OllamaEndpoints(answers).routes(), *AudioEndpoints().routes()]
     served = endpoint_list(routes)
     not_found = _not_found(served)
     endpoints = Starlette(routes=[Route("/", _home(served), methods=["GET"]), *routes],
                           exception_handlers={404: not_found, 405: not_found})
-    gate = Gate(endpoints, answers, settings)
+    gate = Gate(endpoints, answers, settings, admits)
     origins = settings().cors_origins
     if not origins:  # off unless the user listed origins: no web page may call a local model unasked
         return gate, gate

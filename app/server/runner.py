@@ -14,15 +14,21 @@ import errno
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from app.core.server_settings import LOOPBACK, ServerSettings, is_loopback
 from app.server.connections import BACKLOG, OnceSaid, bounded_protocol, most_connections, quiet_accept_failures
 from app.server.http_app import build_app
 from app.server.gate import Gate
 from app.service.api.api_answers import ApiAnswers
+
+# What builds the application a server serves: the API (build_app), or the sharing server's (app/server/link).
+AppBuilder = Callable[[ApiAnswers, Callable[[], ServerSettings]], tuple[ASGIApp, Gate]]
 
 # How long stop() lets open requests end (their answers cancelled) before closing anyway.
 STOP_GRACE_S = 3.0
@@ -78,10 +84,18 @@ def bind_words(host: str, port: int, exc: OSError) -> str:
     return f"The API server could not listen on {host}:{port}: {exc.strerror or exc}."
 
 
-def address_of(sock: socket.socket, host: str) -> str:
+@dataclass(frozen=True)
+class TlsFiles:
+    """The certificate and private key a server speaks TLS with (PEM files)."""
+
+    certificate: Path
+    private_key: Path
+
+
+def address_of(sock: socket.socket, host: str, scheme: str = "http") -> str:
     port = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    return f"http://{shown}:{port}"
+    return f"{scheme}://{shown}:{port}"
 
 
 class ApiServer:
@@ -89,13 +103,18 @@ class ApiServer:
 
     settings is read at each start (host, port, CORS) and at each request (the key).
     on_change is called after every change of state, address, error or warning.
+    build and tls: what the sharing server (app/server/link/sharing.py) serves, and its certificate.
     """
 
     def __init__(self, answers: ApiAnswers, settings: Callable[[], ServerSettings], *,
-                 on_change: Callable[[], None] = lambda: None) -> None:
+                 on_change: Callable[[], None] = lambda: None, build: AppBuilder = build_app,
+                 tls: TlsFiles | None = None, beyond_words: str = "") -> None:
         self._answers = answers
         self._settings = settings
         self._on_change = on_change
+        self._build = build
+        self._tls = tls
+        self._beyond_words = beyond_words or "other machines on the network can reach it (with the key)."
         self.state = ServerState.OFF
         self.address = ""
         self.error = ""
@@ -125,12 +144,15 @@ class ApiServer:
         except OSError as exc:
             self._set(ServerState.FAILED, error=bind_words(host, port, exc))
             return False
-        app, self._gate = build_app(self._answers, self._settings)
+        app, self._gate = self._build(self._answers, self._settings)
+        tls = self._tls
         said = OnceSaid()
         config = uvicorn.Config(app, loop="none", http=bounded_protocol(most_connections(), said), ws="none",
                                 lifespan="off", log_config=None, access_log=False, server_header=False,
                                 proxy_headers=False, timeout_graceful_shutdown=int(STOP_GRACE_S),
-                                timeout_keep_alive=5, backlog=BACKLOG)
+                                timeout_keep_alive=5, backlog=BACKLOG,
+                                ssl_certfile=str(tls.certificate) if tls else None,
+                                ssl_keyfile=str(tls.private_key) if tls else None)
         self._put_back = quiet_accept_failures(asyncio.get_running_loop(), said)
         self._server = server = _LoopServer(config)
         self._serving = asyncio.create_task(server.serve(sockets=[sock]), name="kestrel-api-server")
@@ -141,11 +163,10 @@ class ApiServer:
             sock.close()
             self._serving.result()
             raise RuntimeError("uvicorn ended before it started serving")
-        warning = "" if is_loopback(host) else (
-            f"The API server listens on {host}: other machines on the network can reach it (with the key).")
+        warning = "" if is_loopback(host) else f"The API server listens on {host}: {self._beyond_words}"
         if warning:
             print(f"kestrel: {warning}", file=sys.stderr, flush=True)
-        self._set(ServerState.ON, address=address_of(sock, host), warning=warning)
+        self._set(ServerState.ON, address=address_of(sock, host, "https" if tls else "http"), warning=warning)
         return True
 
     async def stop(self) -> None:

@@ -33,8 +33,8 @@ class Ready:
     key: str
 
 
-def read_ready(process: subprocess.Popen[str]) -> Ready:
-    """The address and key lines, read with a bound; AssertionError with its stderr if it ended first."""
+def read_lines_until_key(process: subprocess.Popen[str]) -> list[str]:
+    """stdout's lines up to "API key: …", read with a bound; AssertionError with what it said if it ended first."""
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
@@ -51,8 +51,14 @@ def read_ready(process: subprocess.Popen[str]) -> Ready:
             raise AssertionError(f"kestrel serve ended before it was ready: {seen}")
         seen.append(line)
         if line.startswith("API key: "):
-            address = next(s for s in seen if s.startswith("Kestrel API server on "))
-            return Ready(address.removeprefix("Kestrel API server on "), line.removeprefix("API key: "))
+            return seen
+
+
+def read_ready(process: subprocess.Popen[str]) -> Ready:
+    """The address and key lines, read with a bound; AssertionError with what it said if it ended first."""
+    seen = read_lines_until_key(process)
+    address = next(s for s in seen if s.startswith("Kestrel API server on "))
+    return Ready(address.removeprefix("Kestrel API server on "), seen[-1].removeprefix("API key: "))
 
 
 def interrupt(process: subprocess.Popen[str], *, traced: bool = False) -> tuple[str, str]:

@@ -10,9 +10,10 @@ from app.library.installed import InstalledModel
 from app.library.model_files.model_purpose import ModelPurpose
 from app.library.servers.faults import ServerFacts, ServerFault, ServerTrouble
 from app.library.servers.keys import KeptKey, ServerKeys, keys_file
+from app.library.servers.link_pairing import pair, this_device_name
 from app.library.servers.listing import list_models
 from app.library.servers.records import (DEFAULT_WAIT_S, AddedServer, ModelAbility, ModelOverride, RemoteModel,
-                                         ServerKind, split_model_id)
+                                         ServerKind, checked_name, checked_url, split_model_id)
 from app.library.servers.server_list import ServerList, servers_file
 
 
@@ -45,9 +46,9 @@ class ServerBook:
         return self.servers.get(name)
 
     def add(self, name: str, url: str, kind: ServerKind, key: str | None = None, *,
-            wait_s: float = DEFAULT_WAIT_S) -> ServerAdded:
+            wait_s: float = DEFAULT_WAIT_S, pin: str = "") -> ServerAdded:
         """Add a server and keep its key; ValueError in words for a bad name, address or wait, or a name taken."""
-        server = self.servers.add(name, url, kind, wait_s=wait_s)
+        server = self.servers.add(name, url, kind, wait_s=wait_s, pin=pin)
         kept = None
         if key:
             try:
@@ -56,6 +57,20 @@ class ServerBook:
                 self.servers.remove(server.name)  # a server without the key it needs would only fail later
                 raise
         return ServerAdded(server, kept)
+
+    def pair(self, name: str, url: str, code: str, *, device: str | None = None,
+             wait_s: float = DEFAULT_WAIT_S) -> ServerAdded:
+        """Pair with another Kestrel (Kestrel Link) and add it, its key kept and its certificate pinned.
+
+        ValueError in words for a bad name, address or code (nothing contacted); PairingRefused in words
+        when the other PC or its certificate refuses (nothing kept)."""
+        checked_name(name)
+        address = checked_url(url)
+        if self.servers.get(name) is not None:
+            raise ValueError(f'A server called "{name.strip()}" is added already: choose another name, or remove '
+                             "that one first.")
+        paired = pair(address, code, device or this_device_name(), name=name.strip())
+        return self.add(name, address, ServerKind.KESTREL, paired.key, wait_s=wait_s, pin=paired.fingerprint)
 
     def remove(self, name: str) -> AddedServer | None:
         """Forget a server and its key; the one removed, or None when none has that name."""
@@ -78,9 +93,6 @@ class ServerBook:
         server = self.servers.get(name)
         if server is None:
             raise ServerFault(ServerFacts(name, "", ServerTrouble.NOT_ADDED))
-        if server.kind == ServerKind.ANTHROPIC:
-            raise ServerFault(ServerFacts(server.name, server.url, ServerTrouble.NOT_YET,
-                                          kind_title=server.kind.described))
         return list_models(server, self.keys.get(server.name))
 
     def named(self, model_id: str) -> RemoteModel | None:
@@ -112,4 +124,4 @@ def as_chat_model(model: RemoteModel, server: AddedServer) -> InstalledModel:
     return InstalledModel(model.id, f"{model.name} on {server.name}", Path(server.name, model.name), model.size,
                           None, f"{server.name} ({server.url})", server.added, "remote",
                           purpose=ModelPurpose.EMBEDDING if embeds_only else ModelPurpose.CHAT,
-                          address=model.address)
+                          address=model.address, sees_images=ModelAbility.VISION in model.abilities)

@@ -21,7 +21,8 @@ class ServerTrouble(StrEnum):
     BAD_ANSWER = "bad_answer"  # it answered something that is not its API's shape
     TLS = "tls"  # an https server whose certificate could not be checked
     NOT_ADDED = "not_added"  # an address naming a server the person has not added (or removed)
-    NOT_YET = "not_yet"  # a kind Kestrel cannot chat with yet (Anthropic-compatible)
+    NOT_YET = "not_yet"  # a kind Kestrel cannot chat with yet (none now; kept, as values on the pipe are)
+    CERT_CHANGED = "cert_changed"  # a paired Kestrel shows another certificate than the one pinned at pairing
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class ServerFacts:
     model: str = ""
     key_sent: bool = False
     kind_title: str = ""  # "an Ollama server": what it was added as
+    paired: bool = False  # a Kestrel paired through Kestrel Link (its key came from pairing)
 
 
 class ServerFault(Exception):
@@ -69,6 +71,11 @@ def fault_words(facts: ServerFacts) -> str:
         case ServerTrouble.DROPPED:
             return (f"{who} stopped answering partway through: the connection closed. What was written is kept; "
                     "try again.")
+        case ServerTrouble.KEY if facts.paired:
+            return (f"{who} no longer lets this PC in (HTTP {facts.status}): it was removed from that PC's paired "
+                    f"devices, or Kestrel there was reset. Pair again: make a new pairing code on that PC (View → "
+                    f"API server…, or kestrel link code), remove {facts.server} here and add it again as another "
+                    "Kestrel with the code.")
         case ServerTrouble.KEY:
             problem = "refused the key Kestrel sent" if facts.key_sent else "wants a key, and none is set for it"
             return (f"{who} {problem} (HTTP {facts.status}). Set the server's key again (in the model manager, or "
@@ -91,6 +98,12 @@ def fault_words(facts: ServerFacts) -> str:
         case ServerTrouble.NOT_ADDED:
             return (f'No server called "{facts.server}" is among the servers you added, so Kestrel does not contact '
                     "it. Add it first (kestrel servers add), or choose another model.")
+        case ServerTrouble.CERT_CHANGED:
+            return (f"{facts.server}'s certificate changed since you paired ({facts.url}), so Kestrel did not "
+                    f"connect. If you reinstalled Kestrel there, pair again: make a new pairing code on that PC "
+                    f"(View → API server…, or kestrel link code), remove {facts.server} here and add it again as "
+                    "another Kestrel with the code. If nothing changed there, someone may be between the two "
+                    "computers: do not pair until you know why.")
         case ServerTrouble.NOT_YET:
             return (f"{who} is {facts.kind_title or 'a server'} that Kestrel cannot chat with yet. Add it as an "
                     "OpenAI-compatible server if it speaks that too.")

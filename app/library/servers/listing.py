@@ -1,19 +1,22 @@
-"""A server's models, as it lists them: GET /v1/models (OpenAI), /api/tags and /api/show (Ollama).
+"""A server's models, as it lists them: GET /v1/models (OpenAI; Anthropic's shape, page by page), /api/tags and /api/show (Ollama).
 
 What a server says of a model's context length and abilities is read where it says it (Ollama's
 /api/show: model_info's context length and its capabilities; an OpenAI-compatible server's own
-fields, where it has them), and what the person set by hand (AddedServer.overrides) wins.
+fields, where it has them: its context length, and whether it takes images), and what the person set
+by hand (AddedServer.overrides) wins.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from app.library.servers.faults import ServerTrouble
 from app.library.servers.records import AddedServer, ModelAbility, RemoteModel, ServerKind
 from app.library.servers.wire import LIST_WAIT_S, Asking, get_json
 
 MAX_MODELS = 500  # a server listing more is cut to this many, the first ones
+ANTHROPIC_PAGE = 1000  # models a page of Anthropic's list holds at most (its own limit)
 MAX_SHOWN = 100  # Ollama models asked for their details (/api/show) at most; the rest are listed without
 # Ollama's capability words, as /api/show writes them, and what each means here.
 _OLLAMA_ABILITIES = {"tools": ModelAbility.TOOLS, "vision": ModelAbility.VISION,
@@ -25,6 +28,8 @@ def list_models(server: AddedServer, key: str | None) -> tuple[RemoteModel, ...]
     asking = Asking(server, key, LIST_WAIT_S)
     if server.kind == ServerKind.OLLAMA:
         found = _ollama_models(asking)
+    elif server.kind == ServerKind.ANTHROPIC:
+        found = _anthropic_models(asking)
     else:
         found = _openai_models(asking)
     return tuple(model.with_override(server.overrides.get(model.name)) for model in found)
@@ -40,7 +45,8 @@ def find_model(server: AddedServer, key: str | None, name: str) -> RemoteModel:
         shown = _ollama_show(asking, name, missing=ServerTrouble.MODEL_GONE)
         model = _ollama_model(server.name, name, 0, shown)
     else:
-        listed = next((m for m in _openai_models(asking) if m.name == name), None)
+        everything = _anthropic_models(asking) if server.kind == ServerKind.ANTHROPIC else _openai_models(asking)
+        listed = next((m for m in everything if m.name == name), None)
         if listed is None:
             raise asking.fault(ServerTrouble.MODEL_GONE)
         model = listed
@@ -55,7 +61,29 @@ def _openai_models(asking: Asking) -> list[RemoteModel]:
     models = []
     for entry in entries[:MAX_MODELS]:
         if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
-            models.append(RemoteModel(asking.server.name, entry["id"], _openai_context(entry)))
+            models.append(RemoteModel(asking.server.name, entry["id"], _openai_context(entry),
+                                      _openai_abilities(entry)))
+    return models
+
+
+def _anthropic_models(asking: Asking) -> list[RemoteModel]:
+    """Anthropic's list: {"data": [{"type": "model", "id", "display_name", "created_at"}], "has_more",
+    "last_id"}, a page at a time (after_id: the last one's id) until has_more is false or MAX_MODELS."""
+    models: list[RemoteModel] = []
+    after = ""
+    while len(models) < MAX_MODELS:
+        query = f"?limit={ANTHROPIC_PAGE}" + (f"&after_id={quote(after, safe='')}" if after else "")
+        data = get_json(asking, "/models" + query)
+        entries = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise asking.fault(ServerTrouble.BAD_ANSWER, detail='its list of models has no "data" list')
+        for entry in entries[:MAX_MODELS - len(models)]:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
+                models.append(RemoteModel(asking.server.name, entry["id"], _openai_context(entry)))
+        last = data.get("last_id")
+        if data.get("has_more") is not True or not isinstance(last, str) or not last or last == after:
+            return models
+        after = last
     return models
 
 
@@ -68,6 +96,16 @@ def _openai_context(entry: dict[str, Any]) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
+
+
+def _openai_abilities(entry: dict[str, Any]) -> frozenset[ModelAbility]:
+    """What an OpenAI-compatible server says a model takes beyond text, where it says it: Kestrel's "vision": true,
+    OpenRouter's architecture.input_modalities holding "image". Abilities stay not known (abilities_known False):
+    a server that says vision says nothing of tools, which are then asked as before."""
+    architecture = entry.get("architecture")
+    modalities = architecture.get("input_modalities") if isinstance(architecture, dict) else None
+    sees = entry.get("vision") is True or (isinstance(modalities, list) and "image" in modalities)
+    return frozenset({ModelAbility.VISION}) if sees else frozenset()
 
 
 def _ollama_models(asking: Asking) -> list[RemoteModel]:

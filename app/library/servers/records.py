@@ -15,13 +15,17 @@ SCHEME = "remote://"
 # called slow, unless the person set another wait for that server: a big model loading takes a while.
 DEFAULT_WAIT_S = 120.0
 _NAME = re.compile(r"^[\w][\w .-]{0,39}$")
+# The context lengths a person may set by hand: the engine's shortest (app.library.fit_facts.MIN_CONTEXT)
+# up to the longest any server says today (a million tokens and more), with room.
+MIN_SET_CONTEXT = 256
+MAX_SET_CONTEXT = 16_777_216
 
 
 class ServerKind(StrEnum):
     """Which API a server speaks. Written to servers.json: add members, never rename one."""
 
     OPENAI = "openai"  # OpenAI-compatible: LM Studio, llama-server, vLLM, Jan (/v1/models, /v1/chat/completions)
-    ANTHROPIC = "anthropic"  # Anthropic-compatible (/v1/messages): listed, not yet chatted with
+    ANTHROPIC = "anthropic"  # Anthropic-compatible: /v1/models in its shape, /v1/messages
     OLLAMA = "ollama"  # Ollama's own API (/api/tags, /api/show, /api/chat)
     KESTREL = "kestrel"  # another Kestrel's API server, spoken to in its OpenAI shape
 
@@ -51,6 +55,11 @@ class ModelOverride:
     context_length: int | None = None
     abilities: frozenset[ModelAbility] | None = None
 
+    @property
+    def empty(self) -> bool:
+        """Nothing is set by hand: the model is as its server says."""
+        return self.context_length is None and self.abilities is None
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
         if self.context_length is not None:
@@ -77,6 +86,8 @@ class AddedServer:
     url: the address as normalized when it was added (no trailing slash, no user or password).
     wait_s: how long an answer waits for the server's next word before it is called slow.
     overrides: by the model's id on the server. The key is not here: app/library/servers/keys.py.
+    pin: for a paired Kestrel, the SHA-256 fingerprint of its certificate (hex), checked on every
+    connection instead of a certificate authority ("": none, the system's authorities check https).
     """
 
     name: str
@@ -85,6 +96,7 @@ class AddedServer:
     added: float = 0.0
     wait_s: float = DEFAULT_WAIT_S
     overrides: Mapping[str, ModelOverride] = field(default_factory=dict)
+    pin: str = ""
 
     def api_url(self, path: str) -> str:
         """The full URL of an endpoint: an OpenAI path ("/models") under the URL's /v1 (added when the
@@ -107,6 +119,8 @@ class AddedServer:
         models = {model: override.to_json() for model, override in sorted(self.overrides.items()) if override.to_json()}
         if models:
             data["models"] = models
+        if self.pin:
+            data["pin"] = self.pin
         return data
 
     @classmethod
@@ -118,7 +132,8 @@ class AddedServer:
             raise TypeError("models is not an object")
         return cls(checked_name(str(data["name"])), ServerKind(data["kind"]), checked_url(str(data["url"])),
                    float(data.get("added", 0.0)), float(wait) if isinstance(wait, (int, float)) and wait > 0
-                   else DEFAULT_WAIT_S, {str(k): ModelOverride.from_json(v) for k, v in models.items()})
+                   else DEFAULT_WAIT_S, {str(k): ModelOverride.from_json(v) for k, v in models.items()},
+                   checked_pin(str(data.get("pin", ""))))
 
 
 @dataclass(frozen=True)
@@ -127,7 +142,8 @@ class RemoteModel:
 
     context_length: None when neither the server nor the person says it. abilities_known: the server
     said what the model can do (Ollama's /api/show) or the person set it; otherwise abilities is empty
-    because nothing was said, not because the model can do nothing.
+    because nothing was said, not because the model can do nothing. said: the model as its server said
+    it, where the person set something by hand (by_hand); None where the person set nothing.
     """
 
     server: str
@@ -136,6 +152,8 @@ class RemoteModel:
     abilities: frozenset[ModelAbility] = frozenset()
     abilities_known: bool = False
     size: int = 0
+    said: RemoteModel | None = field(default=None, compare=False, repr=False)
+    by_hand: ModelOverride | None = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -146,12 +164,25 @@ class RemoteModel:
     def address(self) -> str:
         return remote_address(self.server, self.name)
 
+    @property
+    def as_said(self) -> RemoteModel:
+        """The model as its server said it, before anything the person set by hand."""
+        return self.said or self
+
+    @property
+    def abilities_in_use(self) -> frozenset[ModelAbility]:
+        """What Kestrel uses the model for: its abilities where said or set; where nothing is said, those said
+        (an OpenAI-compatible server's vision) and tools, which are offered then (the server says if it cannot)."""
+        return self.abilities if self.abilities_known else self.abilities | {ModelAbility.TOOLS}
+
     def with_override(self, override: ModelOverride | None) -> RemoteModel:
-        if override is None:
-            return self
-        return RemoteModel(self.server, self.name, override.context_length or self.context_length,
-                           override.abilities if override.abilities is not None else self.abilities,
-                           self.abilities_known or override.abilities is not None, self.size)
+        """The model with what the person set by hand (on the model as its server said it)."""
+        said = self.as_said
+        if override is None or override.empty:
+            return said
+        return RemoteModel(said.server, said.name, override.context_length or said.context_length,
+                           override.abilities if override.abilities is not None else said.abilities,
+                           said.abilities_known or override.abilities is not None, said.size, said, override)
 
 
 def remote_address(server: str, model: str) -> str:
@@ -181,6 +212,14 @@ def checked_name(name: str) -> str:
                          "underscores, starting with a letter or a digit (no slash: a model is named "
                          "SERVER/MODEL).")
     return name
+
+
+def checked_pin(pin: str) -> str:
+    """A certificate's SHA-256 fingerprint as 64 lowercase hex digits ("" for none); ValueError otherwise."""
+    pin = pin.strip().lower()
+    if pin and not re.fullmatch(r"[0-9a-f]{64}", pin):
+        raise ValueError("A certificate's pin is 64 hex digits (its SHA-256 fingerprint).")
+    return pin
 
 
 def checked_url(url: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from app.core.files import exclusive_lock, write_atomically
 from app.core.paths import DataPaths
 from app.library.servers.records import (DEFAULT_WAIT_S, AddedServer, ModelOverride, ServerKind, checked_name,
-                                         checked_url)
+                                         checked_pin, checked_url)
 
 SERVERS_VERSION = 1
 SERVERS_FILE = "servers.json"
@@ -47,9 +47,11 @@ class ServerList:
         """The server of that name (letter case aside), or None."""
         return next((s for s in self.list() if s.name.casefold() == name.strip().casefold()), None)
 
-    def add(self, name: str, url: str, kind: ServerKind, *, wait_s: float = DEFAULT_WAIT_S) -> AddedServer:
+    def add(self, name: str, url: str, kind: ServerKind, *, wait_s: float = DEFAULT_WAIT_S,
+            pin: str = "") -> AddedServer:
         """Add a server; ValueError in words for a bad name or address, or a name already taken."""
-        server = AddedServer(checked_name(name), ServerKind(kind), checked_url(url), time.time(), _checked_wait(wait_s))
+        server = AddedServer(checked_name(name), ServerKind(kind), checked_url(url), time.time(), _checked_wait(wait_s),
+                             pin=checked_pin(pin))
         with self._changing() as servers:
             if any(s.name.casefold() == server.name.casefold() for s in servers):
                 raise ValueError(f'A server called "{server.name}" is added already: choose another name, or remove '

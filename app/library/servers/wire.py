@@ -7,6 +7,8 @@ is SLOW; a stream that ends before its end marker is DROPPED (the caller knows t
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import http.client
 import json
 import socket
@@ -26,6 +28,7 @@ MAX_JSON_BYTES = 16 * 1024 * 1024  # a list of models, a non-streamed reply
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one streamed line (SSE data, an NDJSON object)
 MAX_ERROR_BYTES = 8192
 DETAIL_CHARS = 300
+ANTHROPIC_VERSION = "2023-06-01"  # the Messages API's first version: the shapes read here, known to every compatible server
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class Asking:
     def facts(self, trouble: ServerTrouble, *, status: int = 0, detail: str = "") -> ServerFacts:
         return ServerFacts(self.server.name, self.server.url, trouble, status, detail[:DETAIL_CHARS],
                            self.wait_s if trouble == ServerTrouble.SLOW else 0.0, self.model,
-                           self.key is not None, self.server.kind.described)
+                           self.key is not None, self.server.kind.described, bool(self.server.pin))
 
     def fault(self, trouble: ServerTrouble, *, status: int = 0, detail: str = "") -> ServerFault:
         return ServerFault(self.facts(trouble, status=status, detail=detail))
@@ -147,7 +150,7 @@ def send(asking: Asking, method: str, path: str, body: Any = None, *,
     hang_up = hang_up or HangUp()
     url = asking.server.api_url(path)
     parts = urlsplit(url)
-    connection = _connection(parts.scheme, parts.hostname or "", parts.port)
+    connection = _connection(parts.scheme, parts.hostname or "", parts.port, asking.server.pin)
     try:
         _connect(asking, connection)
         headers = {"Accept": "application/json, text/event-stream, application/x-ndjson",
@@ -158,7 +161,11 @@ def send(asking: Asking, method: str, path: str, body: Any = None, *,
             headers["Content-Type"] = "application/json"
         if asking.key:
             headers["Authorization"] = f"Bearer {asking.key}"
-            if asking.server.kind == ServerKind.ANTHROPIC:
+        if asking.server.kind == ServerKind.ANTHROPIC:
+            # Anthropic's API takes the version the request is written in; its key in x-api-key, which every
+            # Anthropic-compatible server reads (Anthropic's own client of late sends the Bearer header too).
+            headers["anthropic-version"] = ANTHROPIC_VERSION
+            if asking.key:
                 headers["x-api-key"] = asking.key
         target = parts.path + (f"?{parts.query}" if parts.query else "")
         # Kept apart: a response that closes the connection at its end takes the socket from the connection.
@@ -188,14 +195,33 @@ def get_json(asking: Asking, path: str, body: Any = None, *,
         exchange.close()
 
 
-def _connection(scheme: str, host: str, port: int | None) -> http.client.HTTPConnection:
+def _connection(scheme: str, host: str, port: int | None, pin: str = "") -> http.client.HTTPConnection:
     if scheme == "https":
-        return http.client.HTTPSConnection(host, port, timeout=CONNECT_S, context=ssl.create_default_context())
+        context = pinned_context() if pin else ssl.create_default_context()
+        return http.client.HTTPSConnection(host, port, timeout=CONNECT_S, context=context)
     return http.client.HTTPConnection(host, port, timeout=CONNECT_S)
 
 
+def pinned_context() -> ssl.SSLContext:
+    """TLS that takes any certificate, for a caller that checks the certificate's fingerprint itself
+    (a pin, or a pairing code's check): a paired Kestrel's certificate is its own, signed by no authority."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+def peer_fingerprint(connection: http.client.HTTPConnection) -> str:
+    """The SHA-256 fingerprint (hex) of the certificate a connected TLS connection was shown; "" for none."""
+    sock = connection.sock
+    der = sock.getpeercert(binary_form=True) if isinstance(sock, ssl.SSLSocket) else None
+    return hashlib.sha256(der).hexdigest() if der else ""
+
+
 def _connect(asking: Asking, connection: http.client.HTTPConnection) -> None:
-    """Connect within CONNECT_S, then wait up to the server's wait for each of its words."""
+    """Connect within CONNECT_S (checking a paired Kestrel's pin), then wait up to the server's wait for each
+    of its words."""
     try:
         connection.connect()
     except ssl.SSLError as exc:
@@ -208,6 +234,9 @@ def _connect(asking: Asking, connection: http.client.HTTPConnection) -> None:
         raise asking.fault(ServerTrouble.DOWN, detail="the connection was refused") from None
     except OSError as exc:
         raise asking.fault(ServerTrouble.DOWN, detail=_why(exc)) from None
+    pin = asking.server.pin
+    if pin and not hmac.compare_digest(peer_fingerprint(connection), pin):
+        raise asking.fault(ServerTrouble.CERT_CHANGED)
     if connection.sock is not None:
         connection.sock.settimeout(asking.wait_s)
 
@@ -238,7 +267,8 @@ def _said(body: bytes) -> str:
 
 
 def error_message(data: Any) -> str | None:
-    """The message of an error object as OpenAI ({"error": {"message"}}) or Ollama ({"error": "…"}) writes it."""
+    """The message of an error object as OpenAI ({"error": {"message"}}), Anthropic ({"type": "error", "error":
+    {"type", "message"}}) or Ollama ({"error": "…"}) writes it."""
     if not isinstance(data, dict) or "error" not in data:
         return None
     error = data["error"]

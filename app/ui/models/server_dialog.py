@@ -1,4 +1,4 @@
-"""'Add a server…': a name, an address, a kind and an optional key, checked and found only when the person presses."""
+"""'Add a server…': a name, an address, a kind and an optional key (another Kestrel's pairing code), checked and found only when the person presses."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from urllib.parse import urlsplit
 
 import shiboken6
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QCloseEvent, QStandardItemModel
+from PySide6.QtGui import QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                                QSizePolicy, QVBoxLayout, QWidget)
 
 from app.library.servers.book import ServerAdded
 from app.library.servers.faults import ServerFault
 from app.library.servers.finding import FoundServer
+from app.library.servers.link_pairing import PairingRefused
 from app.library.servers.records import RemoteModel, ServerKind
 from app.library.servers.server_list import ServerListError
 
@@ -24,20 +25,22 @@ if TYPE_CHECKING:
 
 Spawn = Callable[[Coroutine[Any, Any, Any]], "asyncio.Task[Any]"]
 
-# The kinds in the order offered, with what the person reads. Anthropic-compatible servers are listed so
-# that a person looking for them learns why they cannot be chosen: the engine refuses to chat with them yet.
+# The kinds in the order offered, with what the person reads.
 KIND_WORDS: tuple[tuple[ServerKind, str], ...] = (
     (ServerKind.OPENAI, "OpenAI-compatible (LM Studio, llama-server, vLLM, Jan)"),
     (ServerKind.OLLAMA, "Ollama"),
     (ServerKind.KESTREL, "Another Kestrel (its API server)"),
-    (ServerKind.ANTHROPIC, "Anthropic-compatible (not yet available for chat)"),
+    (ServerKind.ANTHROPIC, "Anthropic-compatible (its Messages API)"),
 )
-UNAVAILABLE = frozenset({ServerKind.ANTHROPIC})
 KEY_HINT = ("Only if the server asks for one. Kestrel keeps it in your system's credential store (without "
             "one, in a file only you can read) and never shows it again.")
 # Where the person finds the key for a kind that always has one.
 KEY_WHERE = {ServerKind.KESTREL: " Another Kestrel's key is in its View → API server… window."}
-WHERE_IT_LOOKS = "Ollama (port 11434), LM Studio (1234) and llama-server (8080) on this PC"
+CODE_HINT = ("Kestrel Link: on the other PC, turn on “Share models with other computers” in View → API server…, "
+             "then type the https:// address and the pairing code it shows. Kestrel checks the code against that "
+             "PC's certificate before sending it, and pins the certificate. Without a code, give its API key.")
+KESTREL_ADDRESS = "https://192.168.1.20:8766"
+WHERE_IT_LOOKS = "Ollama (port 11434), LM Studio (1234), llama-server (8080) and Foundry Local on this PC"
 
 
 def models_words(name: str, models: tuple[RemoteModel, ...]) -> str:
@@ -78,19 +81,15 @@ class AddServerDialog(QDialog):
         self.kind.setAccessibleName("Kind")
         for kind, words in KIND_WORDS:
             self.kind.addItem(words, kind)
-        model = self.kind.model()
-        assert isinstance(model, QStandardItemModel)
-        for row, (kind, _words) in enumerate(KIND_WORDS):
-            item = model.item(row)
-            if item is not None and kind in UNAVAILABLE:
-                item.setEnabled(False)
-                item.setToolTip("Kestrel cannot chat with these yet. Add the server as OpenAI-compatible if it "
-                                "speaks that too.")
         self.key = QLineEdit(self)
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setAccessibleName("Key")
         self.key.setPlaceholderText("none")
         self.key_hint = self._wrapped(KEY_HINT, "serverKeyHint")
+        self.code = QLineEdit(self)
+        self.code.setAccessibleName("Pairing code")
+        self.code.setPlaceholderText("XXXX-XXXX-XXXX")
+        self.code_hint = self._wrapped(CODE_HINT, "serverCodeHint")
         self.found_choice = QComboBox(self)
         self.found_choice.setAccessibleName("Servers found on this PC")
         self.found_choice.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
@@ -105,7 +104,7 @@ class AddServerDialog(QDialog):
         self.add_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel", self)
         self._lay_out()
-        for field in (self.name, self.url, self.key):
+        for field in (self.name, self.url, self.key, self.code):
             field.textChanged.connect(self._edited)
         self.kind.currentIndexChanged.connect(self._edited)
         self.found_choice.activated.connect(self._fill_found)
@@ -113,7 +112,7 @@ class AddServerDialog(QDialog):
         self.check_button.clicked.connect(self.check)
         self.add_button.clicked.connect(self.add)
         self.cancel_button.clicked.connect(self.reject)
-        self._enable()
+        self._edited()
 
     def _wrapped(self, text: str, name: str) -> QLabel:
         label = QLabel(text, self)
@@ -128,7 +127,9 @@ class AddServerDialog(QDialog):
         form.addRow("&Name:", self.name)
         form.addRow("Add&ress:", self.url)
         form.addRow("&Kind:", self.kind)
+        form.addRow("Pairing &code:", self.code)
         form.addRow("K&ey:", self.key)
+        self._form = form
         finding = QHBoxLayout()
         finding.addWidget(self.find_button)
         finding.addWidget(self.found_choice, 1)
@@ -141,6 +142,7 @@ class AddServerDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(finding)
         layout.addLayout(form)
+        layout.addWidget(self.code_hint)
         layout.addWidget(self.key_hint)
         layout.addWidget(self.note)
         layout.addStretch(1)
@@ -168,24 +170,53 @@ class AddServerDialog(QDialog):
     def busy(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    @property
+    def pairing(self) -> bool:
+        """Another Kestrel with a pairing code typed: Add pairs (Kestrel Link) instead of keeping a key."""
+        return self.chosen_kind() == ServerKind.KESTREL and bool(self.code.text().strip())
+
     def _edited(self) -> None:
+        kestrel = self.chosen_kind() == ServerKind.KESTREL
+        self._form.setRowVisible(self.code, kestrel)
+        self.code_hint.setVisible(kestrel)
+        self.url.setPlaceholderText(KESTREL_ADDRESS if kestrel else "http://192.168.1.20:11434")
         self.key_hint.setText(KEY_HINT + KEY_WHERE.get(self.chosen_kind(), ""))
+        if self.isVisible():
+            self.fit_height()
         if self._failed is not None and self._failed != self.typed():
             self._failed = None  # what failed is no longer what the form says: Add checks again
         self._enable()
 
     def _enable(self) -> None:
         idle = not self.busy
-        ready = bool(self.url.text().strip()) and self.chosen_kind() not in UNAVAILABLE
+        ready = bool(self.url.text().strip())
         self.find_button.setEnabled(idle)
-        self.check_button.setEnabled(idle and ready)
+        self.check_button.setEnabled(idle and ready and not self.pairing)  # a code is used once: Add pairs
         self.add_button.setEnabled(idle and ready)
-        self.add_button.setText("&Add anyway" if self._failed is not None else "&Add")
-        for field in (self.name, self.url, self.kind, self.key, self.found_choice):
+        self.add_button.setText("&Pair and add" if self.pairing else "&Add anyway" if self._failed is not None
+                                else "&Add")
+        for field in (self.name, self.url, self.kind, self.key, self.code, self.found_choice):
             field.setEnabled(idle)
+        self.key.setEnabled(idle and not self.pairing)  # pairing gives the key
 
     def _say(self, text: str) -> None:
         self.note.setText(text)
+        self.fit_height()
+
+    def fit_height(self) -> None:
+        """Grow to the height the form needs at this width: the wrapped notes' lines (and the pairing code's
+        row, for another Kestrel) would otherwise squash the fields above them."""
+        layout = self.layout()
+        if layout is None:
+            return
+        layout.activate()
+        needed = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else 0
+        if self.height() < needed:
+            self.resize(self.width(), needed)
+
+    def showEvent(self, event: QShowEvent) -> None:  # Override QDialog.showEvent.
+        super().showEvent(event)
+        self.fit_height()
 
     # --- the presses ----------------------------------------------------------------------
 
@@ -234,7 +265,9 @@ class AddServerDialog(QDialog):
         """Check, then add when it answered; after a failed check of the same form, add anyway."""
         if self.busy:
             return
-        if self._failed is not None and self._failed == self.typed():
+        if self.pairing:
+            self._run(self._pair())
+        elif self._failed is not None and self._failed == self.typed():
             self._run(self._add(None))
         else:
             self._run(self._check(add=True))
@@ -270,6 +303,27 @@ class AddServerDialog(QDialog):
         if not shiboken6.isValid(self):
             return
         self.key.clear()  # kept where the words say; never shown again
+        self._task = None  # done: accept() must not cancel the call that is ending now
+        self.serverAdded.emit(added, models)
+        self.accept()
+
+    async def _pair(self) -> None:
+        """Kestrel Link: pair with the code, then list the models (a failure to list is said by the panel)."""
+        name, url, _kind = self.typed()
+        self._say(f"Pairing with {url}…")
+        try:
+            added: ServerAdded = await self._servers.pair(name, url, self.code.text())
+        except (ValueError, PairingRefused, ServerListError, OSError) as refused:
+            if shiboken6.isValid(self):
+                self._say(f"{name} was not added: {refused}" if isinstance(refused, OSError) else str(refused))
+            return
+        try:
+            models: tuple[RemoteModel, ...] | None = await self._servers.models(added.server.name)
+        except ServerFault:
+            models = None
+        if not shiboken6.isValid(self):
+            return
+        self.code.clear()
         self._task = None  # done: accept() must not cancel the call that is ending now
         self.serverAdded.emit(added, models)
         self.accept()

@@ -15,6 +15,8 @@ from app.library.servers.book import ServerAdded
 from app.library.servers.faults import ServerFault
 from app.library.servers.records import AddedServer, RemoteModel
 from app.library.servers.server_list import ServerListError
+from app.service.library.remote_servers import AnswersBusy
+from app.ui.models.remote_model_dialog import RemoteModelDialog
 from app.ui.models.server_dialog import AddServerDialog, Spawn, models_words
 
 if TYPE_CHECKING:
@@ -27,9 +29,20 @@ NONE_ADDED = ("Models on your other computers can answer here too: add a server 
 
 
 def abilities_words(model: RemoteModel) -> str:
-    if not model.abilities_known:
-        return "not said"
+    """The "Can also" column: what the server says or the person set (marked), "not said" where neither says."""
+    if model.by_hand is not None and model.by_hand.abilities is not None:
+        return (", ".join(sorted(model.abilities)) or "text only") + " (set by hand)"
+    if not model.abilities_known:  # an OpenAI-compatible server may say vision, and nothing of tools
+        return ", ".join(sorted(model.abilities)) + "; tools not said" if model.abilities else "not said"
     return ", ".join(sorted(model.abilities)) or "text only"
+
+
+def context_words(model: RemoteModel) -> str:
+    """The "Context" column, marked where the person set it."""
+    if not model.context_length:
+        return "not said"
+    by_hand = model.by_hand is not None and model.by_hand.context_length is not None
+    return f"{model.context_length:,}" + (" (set by hand)" if by_hand else "")
 
 
 class ServerModelsPanel(QWidget):
@@ -51,6 +64,7 @@ class ServerModelsPanel(QWidget):
         self._model = model
         self.listing: asyncio.Task[Any] | None = None
         self.dialog: AddServerDialog | None = None
+        self.settings_dialog: RemoteModelDialog | None = None
         self.title = QLabel("On your servers", self)
         bold = self.title.font()
         bold.setBold(True)
@@ -59,6 +73,9 @@ class ServerModelsPanel(QWidget):
         self.refresh_button = QPushButton("Ask a&gain", self)
         self.refresh_button.setToolTip("Ask each server you added for the models it has now")
         self.use_button = QPushButton("Use this m&odel", self)
+        self.settings_button = QPushButton("Se&ttings…", self)
+        self.settings_button.setToolTip("Set the model's context length and abilities where its server does not "
+                                        "say them")
         self.remove_button = QPushButton("Remove ser&ver…", self)
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("serverModels")
@@ -80,6 +97,7 @@ class ServerModelsPanel(QWidget):
         self.add_button.clicked.connect(self.open_add_dialog)
         self.refresh_button.clicked.connect(self.refresh)
         self.use_button.clicked.connect(self.use_selected)
+        self.settings_button.clicked.connect(self.open_settings)
         self.remove_button.clicked.connect(self.remove_selected)
         self.tree.itemSelectionChanged.connect(self._selection_changed)
         self.tree.itemDoubleClicked.connect(lambda item, _column: self.use_selected() if self._model_of(item) else None)
@@ -91,6 +109,7 @@ class ServerModelsPanel(QWidget):
         top.addWidget(self.add_button)
         buttons = QHBoxLayout()
         buttons.addWidget(self.use_button)
+        buttons.addWidget(self.settings_button)
         buttons.addWidget(self.remove_button)
         buttons.addStretch(1)
         buttons.addWidget(self.refresh_button)
@@ -143,12 +162,12 @@ class ServerModelsPanel(QWidget):
         for server in servers:
             item = QTreeWidgetItem([f"{server.name} · {server.url} · {server.kind.described}"])
             item.setData(0, _ITEM, server)
-            item.setFirstColumnSpanned(True)
             bold = item.font(0)
             bold.setBold(True)
             item.setFont(0, bold)
             item.setToolTip(0, f"{server.name}: {server.kind.described} at {server.url}")
             self.tree.addTopLevelItem(item)
+            item.setFirstColumnSpanned(True)  # only once in the tree: Qt ignores it before
             QTreeWidgetItem(item, ["asking…"]).setDisabled(True)
             item.setExpanded(True)
         self.tree.setVisible(bool(servers))
@@ -157,6 +176,7 @@ class ServerModelsPanel(QWidget):
                            QSizePolicy.Policy.Expanding if servers else QSizePolicy.Policy.Maximum)
         self.refresh_button.setVisible(bool(servers))
         self.use_button.setVisible(bool(servers))
+        self.settings_button.setVisible(bool(servers))
         self.remove_button.setVisible(bool(servers))
         self._selection_changed()
 
@@ -174,13 +194,21 @@ class ServerModelsPanel(QWidget):
             QTreeWidgetItem(top, ["lists no models"]).setDisabled(True)
         in_use = self._model.model.address if self._model is not None and self._model.model is not None else None
         for model in models:
-            context = f"{model.context_length:,}" if model.context_length else "not said"
-            title = f"{model.name} (in use)" if model.address == in_use else model.name
-            child = QTreeWidgetItem(top, [title, context, abilities_words(model)])
-            child.setData(0, _ITEM, model)
-            child.setToolTip(0, f"{model.id}: {model.name} on {server.name}"
-                                + (f", {human_size(model.size)}" if model.size > 1 else ""))
+            self._fill_row(QTreeWidgetItem(top), model, server, in_use)
         top.setExpanded(True)
+
+    def _fill_row(self, child: QTreeWidgetItem, model: RemoteModel, server: AddedServer, in_use: str | None) -> None:
+        child.setText(0, f"{model.name} (in use)" if model.address == in_use else model.name)
+        child.setText(1, context_words(model))
+        child.setText(2, abilities_words(model))
+        child.setData(0, _ITEM, model)
+        child.setToolTip(0, f"{model.id}: {model.name} on {server.name}"
+                            + (f", {human_size(model.size)}" if model.size > 1 else ""))
+        if model.by_hand is not None:
+            said = model.as_said
+            child.setToolTip(2, "Set by hand; its server says " + (
+                (", ".join(sorted(said.abilities)) or "text only") if said.abilities_known else "nothing of it")
+                + (f" and {said.context_length:,} tokens." if said.context_length else "."))
 
     def server_item(self, name: str) -> QTreeWidgetItem | None:
         for row in range(self.tree.topLevelItemCount()):
@@ -226,6 +254,7 @@ class ServerModelsPanel(QWidget):
     def _selection_changed(self) -> None:
         item = self._selected()
         self.use_button.setEnabled(self._model_of(item) is not None)
+        self.settings_button.setEnabled(self._model_of(item) is not None)
         self.remove_button.setEnabled(self.selected_server() is not None)
         server = self.selected_server()
         if server is not None:
@@ -243,8 +272,8 @@ class ServerModelsPanel(QWidget):
     async def _use(self, model: RemoteModel) -> None:
         try:
             loaded = await self._servers.load(model)
-        except ServerFault as fault:
-            loaded, why = False, str(fault)
+        except (ServerFault, AnswersBusy) as refused:
+            loaded, why = False, str(refused)
         else:
             why = self._model.model_detail if self._model is not None and not loaded else ""
         if not shiboken6.isValid(self):
@@ -255,6 +284,32 @@ class ServerModelsPanel(QWidget):
             self.refresh()  # marks it in use
         else:
             self.words.setText(why or f"{model.name} on {model.server} could not be loaded: the status bar says why.")
+
+    def open_settings(self) -> RemoteModelDialog | None:
+        """Open the selected model's Settings… (not modal); None when no model is selected."""
+        model = self._model_of(self._selected())
+        if model is None:
+            return None
+        if self.settings_dialog is not None and shiboken6.isValid(self.settings_dialog):
+            self.settings_dialog.close()
+        dialog = self.settings_dialog = RemoteModelDialog(self._servers, self._spawn, model, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.saved.connect(self._settings_saved)
+        dialog.show()
+        return dialog
+
+    def _settings_saved(self, model: RemoteModel) -> None:
+        """The row shows what was set at once; the server is not asked again for it."""
+        top = self.server_item(model.server)
+        server = top.data(0, _ITEM) if top is not None else None
+        for i in range(top.childCount() if top is not None else 0):
+            child = top.child(i) if top is not None else None
+            shown = self._model_of(child)
+            if child is not None and isinstance(server, AddedServer) and shown is not None and shown.id == model.id:
+                in_use = self._model.model.address if self._model is not None and self._model.model else None
+                self._fill_row(child, model, server, in_use)
+        self.words.setText(f"Saved for {model.name} on {model.server}: Kestrel uses it from the next time the model "
+                           "is loaded (Use this model loads it again).")
 
     def remove_selected(self) -> None:
         server = self.selected_server()

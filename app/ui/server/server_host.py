@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 # What the server reads only when it starts (it reads the key and the rest at each request):
 # a change to one of these restarts it.
 _READ_AT_START = ("host", "port", "listen_beyond_this_pc", "cors_origins")
+# The same for the sharing server (Kestrel Link).
+_SHARE_READ_AT_START = ("share_host", "share_port")
 
 
 class Server(Protocol):
@@ -48,6 +50,18 @@ def api_server(answers: "ApiAnswers", settings: Callable[[], ServerSettings], on
     return ApiServer(answers, settings, on_change=on_change)
 
 
+def sharing_server(answers: "ApiAnswers", settings: Callable[[], ServerSettings], on_change: Callable[[], None]
+                   ) -> Server:
+    """Kestrel Link's sharing server (its certificate made first if need be: OSError when it cannot be kept).
+
+    Imported here for the same reason as api_server."""
+    from app.core.paths import data_paths
+    from app.server.link.files import LinkFiles
+    from app.server.link.sharing import sharing_server as shared
+
+    return shared(LinkFiles.at(data_paths()), answers, settings, on_change=on_change)
+
+
 class ServerHost(QObject):
     """Keeps one ApiServer in step with `settings.server`: the settings are the only switch.
 
@@ -56,19 +70,25 @@ class ServerHost(QObject):
     start (host, port, origins) restarts it; the key and the rest it reads at each request.
     Turned off, it stops. One change
     is carried out at a time, in order; the UI thread never waits for a socket.
-    Signal: changed (read on, starting, failed, address, error, listening_beyond).
+    It keeps Kestrel Link's sharing server the same way, following server.share (sharing_* below).
+    Signal: changed (read on, starting, failed, address, error, listening_beyond, sharing_*).
     """
 
     changed = Signal()
 
     def __init__(self, adapter: "ServiceAdapter", settings: "SettingsDoor", api: "ApiAnswers",
-                 parent: QObject | None = None, *, make_server: ServerFactory | None = None) -> None:
+                 parent: QObject | None = None, *, make_server: ServerFactory | None = None,
+                 make_shared: ServerFactory | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
         self._settings, self._api = settings, api
         self._make = make_server or api_server
+        self._make_shared = make_shared or sharing_server
         self._server: Server | None = None
         self._running: ServerSettings | None = None  # what the server was started with
+        self._shared: Server | None = None
+        self._sharing_with: ServerSettings | None = None
+        self._share_error = ""  # the certificate could not be made or kept
         self._lock = asyncio.Lock()
         self._closed = False
         adapter.settingsChanged.connect(self.follow_settings)
@@ -126,6 +146,30 @@ class ServerHost(QObject):
     def port(self) -> int:
         return int(self.host_port().rpartition(":")[2] or 0)
 
+    def _sharing_is(self, state: str) -> bool:
+        return self._shared is not None and self._shared.state.value == state
+
+    @property
+    def sharing_on(self) -> bool:
+        """Kestrel Link's sharing server answers paired devices."""
+        return self._sharing_is("on")
+
+    @property
+    def sharing_starting(self) -> bool:
+        return self._sharing_is("starting")
+
+    @property
+    def sharing_error(self) -> str:
+        """Why sharing could not start ("" when it did, or was not asked to)."""
+        if self._share_error:
+            return self._share_error
+        return self._shared.error if self._shared is not None and self._sharing_is("failed") else ""
+
+    @property
+    def shared_address(self) -> str:
+        """"https://192.168.1.20:8766" while sharing; "" otherwise."""
+        return self._shared.address if self._shared is not None and self.sharing_on else ""
+
     def follow_settings(self) -> None:
         if not self._closed:
             self._adapter.spawn(self.follow())
@@ -152,12 +196,38 @@ class ServerHost(QObject):
                 await self._start(wanted)
             elif self._server is not None:
                 self._running = wanted  # only what the server reads at each request changed
+            await self._follow_sharing(wanted, again)
+
+    async def _follow_sharing(self, wanted: ServerSettings, again: bool) -> None:
+        shared = self._shared
+        if shared is not None and (again or not wanted.share or _restart_needed(self._sharing_with, wanted,
+                                                                                _SHARE_READ_AT_START)):
+            await self._stop_sharing()
+        if not wanted.share:
+            self._share_error = ""
+        elif self._shared is None:
+            door = self._settings
+            try:
+                # Off the UI thread: the certificate may be made now (a key pair, two files).
+                self._shared = await asyncio.to_thread(self._make_shared, self._api, lambda: door.settings.server,
+                                                       self.changed.emit)
+            except OSError as exc:
+                self._share_error = (f"Kestrel could not make or keep its certificate for sharing ({exc.strerror or exc}). "
+                                     "Check that Kestrel's data folder is writable, then try again.")
+                self.changed.emit()
+                return
+            self._share_error = ""
+            self._sharing_with = wanted
+            self.changed.emit()
+            await self._shared.start()
+            self.changed.emit()
 
     async def stop(self) -> None:
         """Stop for good (the window is closing): after this, settings changes start nothing."""
         self._closed = True
         async with self._lock:
             await self._stop()
+            await self._stop_sharing()
 
     async def _start(self, wanted: ServerSettings) -> None:
         door = self._settings
@@ -176,7 +246,16 @@ class ServerHost(QObject):
             self.changed.emit()
 
 
-def _restart_needed(running: ServerSettings | None, wanted: ServerSettings) -> bool:
+    async def _stop_sharing(self) -> None:
+        shared = self._shared
+        if shared is not None:
+            await shared.stop()
+            self._shared, self._sharing_with = None, None
+            self.changed.emit()
+
+
+def _restart_needed(running: ServerSettings | None, wanted: ServerSettings,
+                    read_at_start: tuple[str, ...] = _READ_AT_START) -> bool:
     if running is None:
         return True
-    return any(getattr(running, name) != getattr(wanted, name) for name in _READ_AT_START)
+    return any(getattr(running, name) != getattr(wanted, name) for name in read_at_start)

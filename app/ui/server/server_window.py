@@ -11,10 +11,13 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QCheckBox, QDialog, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QMessageBox, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from app.core.paths import data_paths
 from app.core.server_settings import LOOPBACK, new_key
+from app.server.link.files import LinkFiles
 from app.service.events import RequestRecord
 from app.ui.common import icons
 from app.ui.common.warning_row import WarningRow
+from app.ui.server.link_section import LinkSection
 
 if TYPE_CHECKING:
     from app.service.api.api_answers import ApiAnswers
@@ -76,14 +79,14 @@ class ServerWindow(QDialog):
     Parts tests reach for: `switch` (on/off: the settings' server.enabled, as Settings' own switch), `state`,
     `address`, `copy_address`, `key`, `show_key`,
     `copy_key`, `new_key`, `warning` (shown while listening beyond this PC), `retry`,
-    `requests` (newest first, at most KEPT_ROWS). Signal: settingsRequested (the
+    `requests` (newest first, at most KEPT_ROWS), `link` (Kestrel Link's sharing: link_section.py). Signal: settingsRequested (the
     Settings button: open Settings on the API server page).
     """
 
     settingsRequested = Signal()
 
     def __init__(self, adapter: "ServiceAdapter", settings: "SettingsDoor", api: "ApiAnswers", host: "ServerHost",
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, link_files: LinkFiles | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
         self._settings = settings
@@ -131,13 +134,14 @@ class ServerWindow(QDialog):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
         self._copied: dict[QPushButton, str] = {}
+        self.link = LinkSection(adapter, settings, host, link_files or LinkFiles.at(data_paths()), self)
         self._lay_out()
         host.changed.connect(self.refresh)
         adapter.settingsChanged.connect(self.refresh)
         adapter.apiRequestLogged.connect(self.add_request)
         self.add_requests(api.recent)
         self.refresh()
-        self.resize(860, 520)
+        self.resize(860, 760)
 
     def _field(self) -> QLineEdit:
         field = QLineEdit(self)
@@ -183,6 +187,7 @@ class ServerWindow(QDialog):
         layout.addLayout(top)
         layout.addWidget(self.warning)
         layout.addLayout(form)
+        layout.addWidget(self.link)
         layout.addSpacing(6)
         layout.addWidget(QLabel("Recent requests", self))
         layout.addWidget(self.requests, 1)

@@ -75,7 +75,8 @@ class ServerSettingsPage(QWidget):
 
     def _lay_out(self) -> None:
         intro = QLabel("Other programs use your models through the OpenAI and Anthropic APIs, at the address and "
-                       "with the key shown in View → API server.", self)
+                       "with the key shown in View → API server. To use them from your other computers, turn on “Share "
+                       "models with other computers” (Kestrel Link) there.", self)
         intro.setWordWrap(True)
         form = QFormLayout()
         form.addRow("", self.enabled)

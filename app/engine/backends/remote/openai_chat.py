@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
 
 from app.core.answer_stats import FinishReason
 from app.engine.backends.remote.streamed import (Asked, Called, Ended, Fault, Piece, Said, compact_arguments, finish_of,
-                                                 seed_of)
+                                                 image_media_type, seed_of)
 from app.engine.protocol import ChatMessage, Generate
 from app.library.servers.faults import ServerTrouble
 from app.library.servers.wire import error_message
-
 
 
 def asked(request: Generate, model: str) -> Asked:
@@ -43,7 +43,7 @@ def asked(request: Generate, model: str) -> Asked:
 
 
 def _message(message: ChatMessage) -> dict[str, Any]:
-    turn: dict[str, Any] = {"role": message.role.value, "content": message.content}
+    turn: dict[str, Any] = {"role": message.role.value, "content": _content(message)}
     if message.tool_calls:  # content stays text, "" when none: llama-cpp-python's server refuses OpenAI's null
         turn["tool_calls"] = [{"id": call.id, "type": "function",
                                "function": {"name": call.name, "arguments": call.arguments}}
@@ -51,6 +51,18 @@ def _message(message: ChatMessage) -> dict[str, Any]:
     if message.tool_call_id:
         turn["tool_call_id"] = message.tool_call_id
     return turn
+
+
+def _content(message: ChatMessage) -> str | list[dict[str, Any]]:
+    """The turn's text, or with images its parts: the text, then each image as a data URL (OpenAI's image_url
+    part; a server that takes no images refuses it in its own words)."""
+    if not message.images:
+        return message.content
+    parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    for image in message.images:
+        data = base64.b64encode(image).decode("ascii")
+        parts.append({"type": "image_url", "image_url": {"url": f"data:{image_media_type(image)};base64,{data}"}})
+    return parts
 
 
 def read(lines: Iterator[bytes], fault: Fault) -> Iterator[Piece]:

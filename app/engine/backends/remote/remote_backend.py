@@ -12,17 +12,17 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from app.core.answer_stats import AnswerStats, FinishReason
 from app.core.paths import data_paths
 from app.engine.answers.answer_common import AnswerTiming
 from app.engine.answers.answer_shape import new_call_id
-from app.engine.backends.remote import ollama_chat, openai_chat
-from app.engine.backends.remote.streamed import Called, Ended, Piece, Said
+from app.engine.backends.remote import anthropic_chat, ollama_chat, openai_chat
+from app.engine.backends.remote.streamed import Asked, Called, Ended, Fault, Piece, Said
 from app.engine.control import GenerationControl
-from app.engine.errors import ModelLoadError, ServerFailedError
-from app.engine.failures import NoBackend, ServerFailed
+from app.engine.errors import ImageRefused, ModelLoadError, ServerFailedError
+from app.engine.failures import NoBackend, NoVision, ServerFailed
 from app.engine.protocol import ChatMessage, Delta, Done, Generate, Load, Loaded, ToolCall
 from app.library.servers.faults import ServerFacts, ServerFault, ServerTrouble
 from app.library.servers.keys import ServerKeys, keys_file
@@ -32,6 +32,9 @@ from app.library.servers.server_list import ServerList, servers_file
 from app.library.servers.wire import Asking, Exchange, HangUp, send
 
 CHAT_FORMAT = "the server's own"
+# How each API's stream is read (OpenAI's for the kinds that speak it).
+_READERS: dict[ServerKind, Callable[[Iterator[bytes], Fault], Iterator[Piece]]] = {
+    ServerKind.OLLAMA: ollama_chat.read, ServerKind.ANTHROPIC: anthropic_chat.read}
 HANG_UP_POLL_S = 0.05  # how often a running answer looks for Stop while the server is silent
 
 
@@ -56,9 +59,6 @@ class RemoteBackend:
         server = ServerList(servers_file(paths)).get(name)
         if server is None:
             raise ModelLoadError(ServerFailed(ServerFacts(name, "", ServerTrouble.NOT_ADDED, model=model_name)))
-        if server.kind == ServerKind.ANTHROPIC:
-            raise ModelLoadError(ServerFailed(ServerFacts(server.name, server.url, ServerTrouble.NOT_YET,
-                                                          kind_title=server.kind.described)))
         key = ServerKeys(keys_file(paths)).get(server.name)
         try:
             model = find_model(server, key, model_name)
@@ -66,24 +66,27 @@ class RemoteBackend:
             raise ModelLoadError(ServerFailed(fault.facts)) from None
         context = min(request.context_length, model.context_length or request.context_length)
         thinks = ModelAbility.THINKING in model.abilities
+        sees = ModelAbility.VISION in model.abilities
         loaded = Loaded(request_id=request.request_id, model_path=request.model_path,
                         load_ms=round((time.perf_counter() - started) * 1000, 2),
                         device=f"{server.name} ({server.host})", context_length=context, threads=0,
                         architecture="remote", chat_format=CHAT_FORMAT,
                         placement_reason=f"{model.name} runs on {server.name} ({server.url}), a server you added",
                         thinks=thinks, thinking_switch=thinks and server.kind == ServerKind.OLLAMA,
-                        # A server that lists no abilities (OpenAI-style ones) is asked; it says if it cannot.
-                        calls_tools=ModelAbility.TOOLS in model.abilities or not model.abilities)
+                        # A server that does not say what its models do (OpenAI-style ones) is asked; it says if
+                        # it cannot. Images are sent only where the server (or the person) says they are taken.
+                        calls_tools=ModelAbility.TOOLS in model.abilities or not model.abilities_known,
+                        vision=sees, vision_problem="" if sees else
+                        f"{server.name} does not say that {model.name} takes images.")
         return cls(loaded, server, key, model)
 
     def generate(self, request: Generate, control: GenerationControl) -> Iterator[Delta | Done]:
         """Stream the server's answer; a fault ends it with ServerFailedError after what was streamed."""
+        if not self.loaded.vision and any(message.images for message in request.messages):
+            raise ImageRefused(NoVision(f"{self._model.name} on {self._server.name}", self.loaded.vision_problem))
         timing = AnswerTiming()
         asking = Asking(self._server, self._key, self._server.wait_s, model=self._model.name)
-        ollama = self._server.kind == ServerKind.OLLAMA
-        ask = (ollama_chat.asked(request, self._model.name, context_length=self.loaded.context_length,
-                                 thinks=self.loaded.thinking_switch)
-               if ollama else openai_chat.asked(request, self._model.name))
+        ask = self._asked(request)
         hang_up, finished = HangUp(), threading.Event()
         threading.Thread(target=_hang_up_on_stop, args=(control, hang_up, finished), name="remote-hang-up",
                          daemon=True).start()
@@ -93,7 +96,7 @@ class RemoteBackend:
         exchange: Exchange | None = None
         try:
             exchange = send(asking, "POST", ask.path, ask.body, missing=ServerTrouble.MODEL_GONE, hang_up=hang_up)
-            read = ollama_chat.read if ollama else openai_chat.read
+            read = _READERS.get(self._server.kind, openai_chat.read)
             pieces = read(exchange.lines(), lambda trouble, detail: asking.fault(trouble, detail=detail))
             for piece in _until_stopped(pieces, control):
                 if isinstance(piece, Ended):
@@ -117,13 +120,23 @@ class RemoteBackend:
                 exchange.close()
         yield Done(request.request_id, self._stats(request, timing, ended, finish))
 
+    def _asked(self, request: Generate) -> Asked:
+        """The request in the server's API: Ollama's takes the chat's context and thinking switch too."""
+        kind = self._server.kind
+        if kind == ServerKind.OLLAMA:
+            return ollama_chat.asked(request, self._model.name, context_length=self.loaded.context_length,
+                                     thinks=self.loaded.thinking_switch)
+        if kind == ServerKind.ANTHROPIC:
+            return anthropic_chat.asked(request, self._model.name)
+        return openai_chat.asked(request, self._model.name)
+
     def _stats(self, request: Generate, timing: AnswerTiming, ended: Ended | None, finish: FinishReason) -> AnswerStats:
         """The answer's stats: the server's counts and speed where it gave them, else Kestrel's (a streamed
         piece counted as a token, the prompt estimated)."""
         prompt = ended.prompt_tokens if ended is not None and ended.prompt_tokens is not None else \
             self.count_prompt(request.messages, request.settings.thinking)
-        stats = timing.stats(prompt_tokens=prompt, device=self.loaded.device, finish=finish,
-                             chat_format=CHAT_FORMAT, left_out=0)
+        stats = dataclasses.replace(timing.stats(prompt_tokens=prompt, device=self.loaded.device, finish=finish,
+                                                 chat_format=CHAT_FORMAT, left_out=0), server=self._server.name)
         if ended is None:
             return stats
         tokens = ended.tokens if ended.tokens is not None else stats.tokens

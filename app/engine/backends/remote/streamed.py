@@ -12,6 +12,11 @@ from app.engine.protocol import ChatMessage
 from app.library.servers.faults import ServerFault, ServerTrouble
 
 
+def image_media_type(image: bytes) -> str:
+    """A PNG's or a JPEG's media type: Kestrel's image check makes one of the two of every image it takes."""
+    return "image/png" if image.startswith(b"\x89PNG") else "image/jpeg"
+
+
 @dataclass(frozen=True)
 class Said:
     """Text of the answer (thinking: a reasoning model's thinking, which the server told apart)."""
