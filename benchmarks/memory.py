@@ -1,12 +1,19 @@
 """Memory: how long choosing a chat's memories takes, what they add to its prompt, and a new chat's TTFT with them.
 
-    python benchmarks/memory.py [--memories 10000] [--questions 300] [--chats 5] [--model PATH] [--json OUT]
+    python benchmarks/memory.py [--memories 10000] [--questions 300] [--chats 5] [--model PATH]
+                                [--embedding-model GGUF] [--json OUT]
 
 Selection: a history file with --memories made-up memories (tests/helpers/memory_facts.py, with the fixture's
 expected ones among them) and each question's choice timed as an answer makes it: on the store
 (choose_on_store), and through the storage's writer thread (MemoryBook.for_answer's path), with the budget
 of a 4,096-token context. Also the few-memories case, where every memory goes. Goal (issue 41): p95 at most
 10 ms at 10,000 memories.
+
+Hybrid (with --embedding-model, e.g. the all-MiniLM-L6-v2 GGUF scripts/make_embedding_gguf.py writes): every
+memory's vector made first (minutes at 10,000 on a small machine: not timed), then each question's vector
+timed on its own (the embedding process, as the documents' worker runs it) and the hybrid choice on the store
+(BM25 fused with the cosine over the memories' vectors, held in memory between answers); also one read of the
+vectors after they changed (what the first answer after a forget or a new vector pays).
 
 Engine: through the service as the window uses it (its chat, memory and settings doors over a temporary
 home, the real engine process, saved states on by default), the starter (Qwen2.5-Coder 0.5B Instruct,
@@ -94,6 +101,53 @@ def selection(count: int, questions: int, folder: Path) -> dict:
         result[str(size)] = {"store_ms": _ms(times), "writer_thread_ms": _ms(via_writer),
                              "memories_chosen": statistics.median(picked), "questions": len(texts)}
     return result
+
+
+def hybrid_selection(count: int, questions: int, folder: Path, model: Path) -> dict:
+    """Time the question's vector and the hybrid choice on the store of `count` memories made by selection()."""
+    import numpy as np
+
+    from app.core.store.history import HistoryStore
+    from app.core.store.memories import keep_memory_vectors, list_memories
+    from app.documents.embedding import EmbeddingProcess
+    from app.service.chats.memory.memory_choice import choose_on_store, memory_budget
+    from app.service.chats.memory.memory_vectors import MemoryQuery, MemoryVectors, vector_bytes
+    from tests.helpers.memory_facts import made_facts
+
+    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    texts = ([q["question"] for q in fixture["queries"]] + made_facts(count - len(PERSON), seed=43)[:questions])
+    texts = texts[:questions]
+    budget = memory_budget(CONTEXT)
+    with EmbeddingProcess(model) as embedder, HistoryStore(folder / f"selection-{count}.sqlite3") as store:
+        memories = list_memories(store)
+        print(f"making the vectors of {len(memories):,} memories with {model.name}…", flush=True)
+        for first in range(0, len(memories), 256):
+            part = memories[first:first + 256]
+            keep_memory_vectors(store, embedder.model_id, [(m.id, m.text, vector_bytes(v))
+                                                          for m, v in zip(part, embedder.embed([m.text for m in part]))])
+        embedder.embed([texts[0]])
+        queries, embed_times = [], []
+        for text in texts:
+            start = time.perf_counter()
+            vector = embedder.embed([text])[0]
+            embed_times.append((time.perf_counter() - start) * 1000)
+            queries.append(MemoryQuery(embedder.model_id, np.asarray(vector, dtype=np.float32)))
+        reads = []
+        for query in queries[:10]:
+            start = time.perf_counter()
+            MemoryVectors().nearest(store, query, 64)
+            reads.append((time.perf_counter() - start) * 1000)
+        vectors = MemoryVectors()
+        choose_on_store(store, texts[0], budget, queries[0], vectors)  # the matrix read once, as after a change
+        times, picked = [], []
+        for text, query in zip(texts, queries):
+            start = time.perf_counter()
+            chosen = choose_on_store(store, text, budget, query, vectors)
+            times.append((time.perf_counter() - start) * 1000)
+            picked.append(len(chosen.memories))
+    return {"memories": count, "model": model.name, "question_vector_ms": _ms(embed_times),
+            "store_ms": _ms(times), "vectors_read_ms": _ms(reads), "memories_chosen": statistics.median(picked),
+            "questions": len(texts)}
 
 
 async def _through_writer(storage_class, path: Path, texts: list[str], budget: int) -> list[float]:
@@ -194,11 +248,15 @@ def main() -> int:
     parser.add_argument("--chats", type=int, default=5, help="new chats on each side (the first is cold)")
     parser.add_argument("--model", type=Path, help="a GGUF instruct model (default: the starter, assembled)")
     parser.add_argument("--no-engine", action="store_true", help="time the selection only")
+    parser.add_argument("--embedding-model", type=Path,
+                        help="an embedding GGUF: time the hybrid selection (BM25 and vectors) too")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "memory.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         os.environ["KESTREL_HOME"] = home
         chosen = selection(args.memories, args.questions, Path(home))
+        hybrid = (hybrid_selection(args.memories, args.questions, Path(home), args.embedding_model)
+                  if args.embedding_model else None)
         model = None if args.no_engine else (args.model or instruct_model())
         rows = asyncio.run(engine(model, args.chats)) if model is not None else []
     print(f"\nselection, budget of a {CONTEXT:,}-token context, {os.cpu_count()} CPUs")
@@ -209,6 +267,15 @@ def main() -> int:
               f"{store['max']:>6.2f}ms {writer['p50']:>9.2f}ms {writer['p95']:>6.2f}ms")
     print(f"goal: p95 at most 10 ms at 10,000 memories (store: {chosen[str(args.memories)]['store_ms']['p95']:.2f} ms, "
           f"through the writer thread: {chosen[str(args.memories)]['writer_thread_ms']['p95']:.2f} ms)")
+    if hybrid is not None:
+        question, store, read = hybrid["question_vector_ms"], hybrid["store_ms"], hybrid["vectors_read_ms"]
+        print(f"\nhybrid selection, {hybrid['memories']:,} memories with vectors of {hybrid['model']}")
+        print(f"{'':<22} {'p50':>8} {'p95':>8} {'max':>8}")
+        for name, row in (("question's vector", question), ("choice on the store", store),
+                          ("vectors read again", read)):
+            print(f"{name:<22} {row['p50']:>6.2f}ms {row['p95']:>6.2f}ms {row['max']:>6.2f}ms")
+        print(f"an answer waits for both: p95 {question['p95'] + store['p95']:.2f} ms (the vector at most 2 s, "
+              f"then BM25 alone)")
     summary = engine_summary(rows) if rows else None
     if summary is not None and model is not None:
         print(f"\nnew chats, model {model.name}, {len(PERSON)} memories, medians")
@@ -222,7 +289,8 @@ def main() -> int:
               f"{summary['warm_ttft_on_over_off']:.0%} (goal: within 110%)")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(), "context": CONTEXT,
-                                     "selection": chosen, "model": model.name if model else None,
+                                     "selection": chosen, "hybrid_selection": hybrid,
+                                     "model": model.name if model else None,
                                      "engine": summary, "rows": rows}, indent=2) + "\n", encoding="utf-8")
     print(f"written to {args.json}")
     return 0

@@ -10,18 +10,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 from app.cli.chat_input import argument_text, stdin_text
-from app.cli.terminal_text import terminal_line, terminal_text
-from app.cli.user_error import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UserError
+from app.cli.history_command import said, with_history_door
+from app.cli.terminal_text import terminal_line
+from app.cli.user_error import EXIT_OK, EXIT_USAGE, UserError
 from app.core.memories import MAX_MEMORY_CHARS, Memory, MemoryOrigin, MemoryRefused, RefusalReason
-from app.core.paths import data_paths
-from app.core.store.history import HistoryError
-from app.library.models import ModelLibrary
 from app.service.doors.memory import MemoryDoor
-from app.service.events import Event, Problem
-from app.service.models.client import EngineClient
-from app.service.root import Service
 
-EXIT_NOT_DONE = 7  # the history file could not be used (damaged, read-only, disk full)
 # Standard input read for `add -`: far past a memory's limit, so a longer one is refused in words,
 # never read whole (a file of gigabytes piped in by mistake).
 _STDIN_BYTES = 16 * MAX_MEMORY_CHARS * 4
@@ -47,39 +41,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen action over the history's memories (no model is loaded)."""
-    try:
-        handler: Callable[[argparse.Namespace, MemoryDoor], Awaitable[int]] = args.handler
-        return asyncio.run(_with_memory(lambda door: handler(args, door)))
-    except UserError as exc:
-        print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
-        return exc.status
-    except HistoryError as exc:
-        print(f"kestrel: {terminal_text(str(exc))}", file=sys.stderr, flush=True)
-        return EXIT_NOT_DONE
-    except KeyboardInterrupt:
-        print("\nInterrupted.", file=sys.stderr, flush=True)
-        return EXIT_INTERRUPTED
-
-
-async def _with_memory(work: Callable[[MemoryDoor], Awaitable[int]]) -> int:
-    paths = data_paths().ensure()
-    service = Service(history_path=paths.history_db, settings_path=None, library=ModelLibrary(paths.models),
-                      client=EngineClient())
-    service.subscribe(_print_problem)
-    try:
-        door = MemoryDoor(service)
-        await service.open()
-        if door.history_damage is not None:
-            raise UserError(f"{door.history_damage} Open Kestrel's window to choose; your memories are kept in "
-                            "that file.", EXIT_NOT_DONE)
-        return await work(door)
-    finally:
-        await service.shutdown()
-
-
-def _print_problem(event: Event) -> None:
-    if isinstance(event, Problem):
-        print(f"kestrel: {terminal_text(event.text)}", file=sys.stderr, flush=True)
+    handler: Callable[[argparse.Namespace, MemoryDoor], Awaitable[int]] = args.handler
+    return said(lambda: asyncio.run(with_history_door(MemoryDoor, "memories", lambda door: handler(args, door))))
 
 
 # --- the actions ---------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+from app.core.settings_group import group_from_dict
 
 
 class MemoryProposal(StrEnum):
@@ -50,13 +51,4 @@ class MemorySettings:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], problems: list[str]) -> MemorySettings:
         """Every valid known value of data over the defaults; each bad one named in problems."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        result = cls()
-        for key, value in data.items():
-            if key not in names:
-                continue
-            try:
-                result = dataclasses.replace(result, **{key: value}).validated()
-            except (ValueError, TypeError):
-                problems.append(f"memory.{key}")
-        return result
+        return group_from_dict(cls, data, problems, "memory")

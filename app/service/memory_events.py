@@ -1,4 +1,4 @@
-"""Memory's events: the person's memories changed (added, edited, turned on or off, forgotten)."""
+"""Memory's events: the person's memories changed (added, edited, turned on or off, forgotten), and Kestrel proposes one."""
 
 from __future__ import annotations
 
@@ -16,3 +16,31 @@ class MemoriesChanged:
     changed: tuple[Memory, ...] = ()
     removed: tuple[int, ...] = ()
     everything: bool = False
+
+
+@dataclass(frozen=True)
+class ProposedMemory:
+    """A fact Kestrel proposes to remember, read by the model from the person's messages in a chat
+    (app/service/chats/memory/memory_proposals.py). `id` counts proposals in this run; `kept`: the memory
+    it became at once (memory.propose "automatic": a front end offers Undo), None while it waits for the
+    person's yes."""
+
+    id: int
+    text: str
+    conversation_id: int
+    kept: Memory | None = None
+
+
+@dataclass(frozen=True)
+class MemoryProposed:
+    """Kestrel proposes to remember a fact (or, automatic, kept it and says so)."""
+
+    proposal: ProposedMemory
+
+
+@dataclass(frozen=True)
+class MemoryProposalSettled:
+    """A proposal was answered: `kept` the memory the person's yes kept, None for "Not now"."""
+
+    proposal_id: int
+    kept: Memory | None = None

@@ -106,3 +106,21 @@ def test_chat_memory_is_off_with_the_flag_and_offers_remember_only_where_it_can_
     assert chat_memory(MemorySettings(), args()).propose is MemoryProposal.OFF, "no terminal: no one to approve"
     assert chat_memory(MemorySettings(), args(allow_tools="remember")).propose is MemoryProposal.ASK
     assert chat_memory(MemorySettings(enabled=False), args()).enabled is False
+
+
+def test_a_damaged_history_is_left_to_the_window_and_said_with_what_it_keeps() -> None:
+    """`kestrel memory` and `kestrel projects` share the history-only runner (app/cli/history_command.py):
+    a history file that is not a database is neither replaced nor read, and each says what it keeps."""
+    from app.core.paths import data_paths
+
+    path = data_paths().ensure().history_db
+    notes = b"These are my notes, not a database.\n" * 200
+    path.write_bytes(notes)
+    listed = memory("list")
+    assert listed.returncode == 7, listed.stderr
+    assert "Open Kestrel's window to choose; your memories are kept in that file." in listed.stderr
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["projects", "list"])
+    assert status == 7 and "your projects are kept in that file." in err.getvalue()
+    assert path.read_bytes() == notes  # nothing was replaced or written

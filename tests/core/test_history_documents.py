@@ -190,7 +190,7 @@ def test_a_format_5_history_keeps_everything_and_its_chats_gain_documents(db_pat
         assert [c.id for c in store.search_conversations("quarterly")] == [chat.id]
     conn = sqlite3.connect(db_path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 8
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 10
     finally:
         conn.close()
     assert _search_index_is_consistent(db_path)

@@ -178,7 +178,7 @@ def test_a_format_4_history_keeps_everything_and_its_answers_can_use_tools(db_pa
         write_drafts(store, {chat.id: ""})
     conn = sqlite3.connect(db_path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 8
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 10
     finally:
         conn.close()
     assert _search_index_is_consistent(db_path)

@@ -40,13 +40,15 @@ def _add_pinned_column(conn: sqlite3.Connection) -> None:
 
 def test_new_file_gets_the_current_schema(db_path: Path) -> None:
     HistoryStore(db_path).close()
-    assert _user_version(db_path) == len(history_file.MIGRATIONS) == 8
+    assert _user_version(db_path) == len(history_file.MIGRATIONS) == 10
     assert _columns(db_path, "messages") == [
         "id", "conversation_id", "role", "text", "created", "state", "stats", "folded", "thinking", "parts",
         "attachments", "sources", "memories",
     ]
-    assert _columns(db_path, "conversations")[-2:] == ["collections", "memory"]
+    assert _columns(db_path, "conversations")[-3:] == ["collections", "memory", "project_id"]
     assert _columns(db_path, "memories") == ["id", "text", "created", "origin", "conversation_id", "enabled"]
+    assert _columns(db_path, "projects") == ["id", "name", "instructions", "model", "tools", "collections", "memory",
+                                             "created", "updated"]
 
 
 def test_a_version_2_history_keeps_its_messages_and_gains_thinking(db_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Memory end to end on the real starter model, greedy, as a person uses it from the command line: a fact added
+"""Memory end to end on the real starter model (Qwen2.5-Coder 1.5B Instruct, the one a person gets), greedy, as a person uses it from the command line: a fact added
 with `kestrel memory add` is answered in a new `kestrel chat`; after `memory remove`, or with --no-memory, it is
 not; a memory that looks like the template's control tokens is read as text."""
 
@@ -31,17 +31,18 @@ def _chat(model: Path, question: str, *flags: str) -> tuple[str, dict]:
     return "".join(line["text"] for line in lines if line["type"] == "delta"), lines[-1]
 
 
-def test_a_remembered_fact_is_answered_in_a_new_chat_and_not_once_forgotten(instruct_model: Path) -> None:
-    before, _ = _chat(instruct_model, QUESTION)
+@pytest.mark.starter
+def test_a_remembered_fact_is_answered_in_a_new_chat_and_not_once_forgotten(starter_model: Path) -> None:
+    before, _ = _chat(starter_model, QUESTION)
     assert "Ada" not in before, "the check can fail: the model does not guess the name"
     added = _kestrel("memory", "add", "My daughter is called Ada.")
     assert "Remembered (memory 1)" in added.stdout
-    remembered, _ = _chat(instruct_model, QUESTION)
+    remembered, _ = _chat(starter_model, QUESTION)
     assert "Ada" in remembered, remembered
-    without, _ = _chat(instruct_model, QUESTION, "--no-memory")
+    without, _ = _chat(starter_model, QUESTION, "--no-memory")
     assert "Ada" not in without, without
     _kestrel("memory", "remove", "1")
-    forgotten, _ = _chat(instruct_model, QUESTION)
+    forgotten, _ = _chat(starter_model, QUESTION)
     assert "Ada" not in forgotten, forgotten
 
 

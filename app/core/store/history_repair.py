@@ -31,6 +31,7 @@ from app.core.generation import GenerationSettings
 from app.core.store.history import HistoryError, HistoryStore
 from app.core.store.history_images import image_from_row, store_images
 from app.core.store.memories import MEMORY_COLUMNS, memory_rows, restore_memories
+from app.core.store.projects import PROJECT_COLUMNS, restore_projects
 from app.core.store.history_schema import MIGRATIONS, is_damage
 from app.core.message_parts import parts_from_json
 
@@ -78,14 +79,16 @@ def replace_damaged(path: Path, *, recover: bool, carry: HistoryStore | None = N
     collections: LaterCollections = {}
     images: LaterImages = {}
     memories: list[tuple[Any, ...]] = []
+    projects: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = ([], [])
     try:
         if recover and path.exists():
-            conversations, messages, later, collections, images, memories = _recover_into(path, building)
+            conversations, messages, later, collections, images, memories, projects = _recover_into(path, building)
         # Opening it migrates what was recovered (written in the first format) to the
         # current one: the search index is built once, not row by row (3x faster).
         with HistoryStore(building, clock=clock) as store:
             _restore_later_columns(store, later, collections, images)
             restore_memories(store, memories)
+            restore_projects(store, *projects)
             if carry is not None:
                 carried = copy_conversations(carry, store)
                 restore_memories(store, [(None, *row[1:4], carried.get(row[4]), row[5])
@@ -140,8 +143,9 @@ def copy_conversations(source: HistoryStore, target: HistoryStore) -> dict[int, 
     return carried
 
 
-def _recover_into(damaged_path: Path, building: Path
-                  ) -> tuple[int, int, list[Later], LaterCollections, LaterImages, list[tuple[Any, ...]]]:
+def _recover_into(damaged_path: Path, building: Path) -> tuple[
+        int, int, list[Later], LaterCollections, LaterImages, list[tuple[Any, ...]],
+        tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
     """Write what SQLite can read of the history at `damaged_path` into a new database
     at `building`, in the history's first format (ids kept).
 
@@ -149,8 +153,8 @@ def _recover_into(damaged_path: Path, building: Path
     Messages whose conversation row is lost get a conversation of their own, titled
     from their first message. Returns (conversations, messages) recovered, and the
     messages with a thinking, parts, attachments or sources and the conversations with
-    collections (columns the first format lacks), the user messages' images and the memories
-    (tables it lacks) to restore once the new file has them.
+    collections (columns the first format lacks), the user messages' images, the memories and the
+    projects with which chat was in which (tables it lacks) to restore once the new file has them.
     """
     with tempfile.TemporaryDirectory(prefix=".kestrel-recovery-", dir=damaged_path.parent) as folder:
         copy = Path(folder) / "damaged.sqlite3"
@@ -167,7 +171,10 @@ def _recover_into(damaged_path: Path, building: Path
             conversations, messages, later, collections, users = _copy_readable(source, target)
             target.execute("COMMIT")
             memories = list(_readable_rows(source, "memories", MEMORY_COLUMNS))
-            return conversations, messages, later, collections, _readable_images(source, users), memories
+            # A file from before projects has no such table or column: nothing is read then.
+            projects = (list(_readable_rows(source, "projects", PROJECT_COLUMNS)),
+                        list(_readable_rows(source, "conversations", "id, project_id")))
+            return conversations, messages, later, collections, _readable_images(source, users), memories, projects
         finally:
             target.close()
             source.close()

@@ -101,6 +101,7 @@ def conversation_from_row(row: sqlite3.Row) -> Conversation:
         model=row["model"],
         collections=collections_from_json(row["collections"]),
         memory=bool(row["memory"]),
+        project_id=row["project_id"] if isinstance(row["project_id"], int) else None,
     )
 
 

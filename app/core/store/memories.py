@@ -1,4 +1,4 @@
-"""Memories in the history database: kept, listed, searched by BM25, and forgotten without a trace in the file."""
+"""Memories in the history database: kept, listed, searched by BM25 and by their vectors, and forgotten without a trace."""
 
 from __future__ import annotations
 
@@ -193,6 +193,47 @@ def _telling(conn: sqlite3.Connection, words: list[str]) -> list[str]:
         if row is None or int(row[0]) <= total * _COMMON_SHARE:
             kept.append(word)
     return kept or words
+
+
+# --- the memories' vectors (history format 10): made by the documents' embedding model ---------------
+
+
+def memory_vectors_changes(store: HistoryFile) -> int:
+    """A number that moves whenever the vectors selection reads change (a vector kept, replaced or gone, a
+    memory turned on or off): the same number, the same vectors."""
+    with store.transaction() as conn:
+        return int(conn.execute("SELECT count FROM memory_vectors_changes WHERE id = 1").fetchone()[0])
+
+
+def enabled_memory_vectors(store: HistoryFile, model: str) -> list[tuple[int, bytes]]:
+    """(memory id, vector as little-endian float32 bytes) of every memory that is on and has a vector of `model`."""
+    with store.transaction() as conn:
+        return [(int(row[0]), bytes(row[1])) for row in conn.execute(
+            "SELECT v.memory_id, v.vector FROM memory_vectors AS v JOIN memories AS m ON m.id = v.memory_id"
+            " WHERE v.model = ? AND m.enabled = 1 ORDER BY v.memory_id", (model,))]
+
+
+def memories_lacking_vectors(store: HistoryFile, model: str, limit: int) -> list[Memory]:
+    """Up to `limit` memories with no vector of `model` (none yet, or another model's): those that are on
+    first, the newest first, since those are the likeliest to be chosen."""
+    with store.transaction() as conn:
+        rows = conn.execute(
+            f"SELECT {', '.join('m.' + c.strip() for c in _COLUMNS.split(','))} FROM memories AS m"
+            " LEFT JOIN memory_vectors AS v ON v.memory_id = m.id AND v.model = ?"
+            " WHERE v.memory_id IS NULL ORDER BY m.enabled DESC, m.id DESC LIMIT ?", (model, limit)).fetchall()
+    return [memory_from_row(tuple(row)) for row in rows]
+
+
+def keep_memory_vectors(store: HistoryFile, model: str, vectors: Sequence[tuple[int, str, bytes]]) -> int:
+    """Keep `model`'s vector of each (memory id, the text it was made from, vector) whose memory still has
+    that text (one edited or forgotten while it was made is left out); how many were kept."""
+    kept = 0
+    with store.transaction() as conn:
+        for memory_id, text, vector in vectors:
+            kept += conn.execute("INSERT OR REPLACE INTO memory_vectors (memory_id, model, vector)"
+                                 " SELECT id, ?, ? FROM memories WHERE id = ? AND text = ?",
+                                 (model, vector, memory_id, text)).rowcount
+    return kept
 
 
 # --- a damaged history's replacement ------------------------------------------------------------

@@ -26,6 +26,7 @@ from app.service.events import (THINKING, WRITING, ActivityChanged, AnswerFinish
                                 InterruptReason, Problem, Queued, TextGrew, ToolPartsChanged)
 from app.service.storage import Storage
 from app.service.chats.streaming import StreamingAnswer
+from app.service.chats.temporary import is_temporary
 from app.service.tools.tool_room import ResultRoom
 from app.service.tools.tool_use import ToolUse
 from app.service.tools.tools_answered import ToolsAnswered
@@ -228,8 +229,9 @@ class AnswerRun:
                            shape: AnswerShape | None) -> list[ToolCall] | None:
         """One round of the engine's answer into the stream: the calls it made (the answer
         goes on once they ran), or None when it is finished (and saved)."""
+        # A temporary chat leaves no saved state: nothing of it may outlive it, in RAM or on disk.
         request = self.request = self._engine.request(chat, settings, trim_history=True, threads=self._threads,
-                                                      shape=shape)
+                                                      shape=shape, keep_state=not is_temporary(self.conversation_id))
         if self.cancelled:
             request.cancel()  # stopped while the history was read: Withdrawn at once
         self._say(stream, thinking=False)

@@ -50,7 +50,8 @@ class Answering:
                  session: ModelSession, keeper: SettingsKeeper, tools: ToolUse | None = None,
                  documents: ChatDocuments | None = None, vision: Callable[[], VisionState] | None = None,
                  pending_collections: Callable[[], tuple[str, ...] | None] = lambda: None,
-                 remember: Remembering | None = None) -> None:
+                 remember: Remembering | None = None,
+                 remote: Callable[[str], InstalledModel | None] | None = None) -> None:
         self._storage = storage
         self._history_open = history_open  # False until the front end's start opened it: nothing can be saved
         self._pending_collections = pending_collections  # chosen for a new chat, saved with its first message
@@ -64,6 +65,8 @@ class Answering:
         self._documents = documents
         self._vision = vision  # the open chat's model: whether it takes images (None: ask no one, send them)
         self._remember = remember  # each answer's memories (MemoryBook.for_answer); None: none
+        # A chat's model on a server the person added, by its SERVER/MODEL id (RemoteServers.named; blocking).
+        self._remote = remote
         self.queue = AnswerQueue(self._serve, tasks.spawn, self._changed)
         self._open_busy = False
 
@@ -324,10 +327,13 @@ class Answering:
             await session.moves()
 
     async def _chat_model(self, model_id: str | None) -> InstalledModel | None:
-        """The model a chat answers with: its own if installed here, else the app's."""
+        """The model a chat answers with: its own if installed here or on a server the person added (SERVER/MODEL),
+        else the app's."""
         app_model = self._session.app_model
         if model_id is not None and (app_model is None or model_id != app_model.id):
             own = await asyncio.to_thread(self._session.setup.library.get, model_id)
+            if own is None and self._remote is not None:
+                own = await asyncio.to_thread(self._remote, model_id)
             if own is not None and not own.missing:
                 return own
         return app_model

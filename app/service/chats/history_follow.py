@@ -10,6 +10,7 @@ from app.service.chats.conversations import Conversations
 from app.service.event_bus import EventBus
 from app.service.events import ConversationsListed, HistoryChangedElsewhere
 from app.service.chats.open_chat import OpenChat
+from app.service.chats.temporary import is_temporary
 from app.service.storage import Storage
 
 
@@ -65,8 +66,8 @@ class HistoryFollower:
         listed = await self._conversations.listing()
         self._bus.emit(ConversationsListed(tuple(listed)))
         open_id = self._chat.id
-        if open_id is None or self._busy():
-            return
+        if open_id is None or is_temporary(open_id) or self._busy():
+            return  # a temporary chat is in memory: no other process has it
         now = next((c for c in listed if c.id == open_id), None)
         if now is None:
             self._show_new()  # deleted elsewhere

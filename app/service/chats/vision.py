@@ -29,13 +29,19 @@ def no_projector(title: str) -> str:
             "Gemma 3 4B (Get a model).")
 
 
+def not_said_to_see(title: str) -> str:
+    """A model on a server the person added that neither its server nor the person says takes images."""
+    return (f"{title} cannot see images: its server does not say that it takes them. Choose a model tagged Vision, "
+            "such as Gemma 3 4B (Get a model).")
+
+
 def vision_state(model: InstalledModel | None, loaded: Loaded | None) -> VisionState:
     """For `model`, with `loaded` the engine's facts when it is the model in the engine now (None:
-    not loaded yet, so its projector's pairing is all there is to go by)."""
+    not loaded yet, so its projector's pairing, or what a remote model's server said, is all there is to go by)."""
     if model is None:
         return VisionState(False, NO_MODEL)
     if not model.vision:
-        return VisionState(False, no_projector(model.title))
+        return VisionState(False, not_said_to_see(model.title) if model.remote else no_projector(model.title))
     if loaded is None or loaded.vision:
         return VisionState(True, "")
     return VisionState(False, loaded.vision_problem or (
@@ -49,15 +55,18 @@ class ChatVision:
 
     chat_model_id: the open chat's own choice (None: the default model). session_models: the
     model in the engine and the app's model; loaded: the engine's facts while a model is READY;
-    listed: the library's models as last listed (a chat's own model is found there).
+    listed: the library's models as last listed (a chat's own model is found there); remote: a chat's model
+    on a server the person added, by its SERVER/MODEL id, from memory (RemoteServers.known).
     """
 
     def __init__(self, *, chat_model_id: Callable[[], str | None],
                  session_models: Callable[[], tuple[InstalledModel | None, InstalledModel | None]],
                  loaded: Callable[[], Loaded | None], state: Callable[[], ModelState],
-                 listed: Callable[[], Iterable[InstalledModel]]) -> None:
+                 listed: Callable[[], Iterable[InstalledModel]],
+                 remote: Callable[[str], InstalledModel | None] = lambda _id: None) -> None:
         self._chat_model_id, self._session_models = chat_model_id, session_models
         self._loaded, self._state, self._listed = loaded, state, listed
+        self._remote = remote
 
     def model(self) -> InstalledModel | None:
         """The model the open chat would answer with: its own if known here and not missing, else
@@ -69,8 +78,9 @@ class ChatVision:
             return default
         for model in (in_engine, app_model, *self._listed()):
             if model is not None and model.id == wanted and not model.missing:
-                return model
-        return default
+                # Still in the engine, but its server was removed since: the default answers (answering.py).
+                return model if not model.remote or self._remote(wanted) is not None else default
+        return self._remote(wanted) or default
 
     def state(self) -> VisionState:
         model = self.model()
@@ -81,9 +91,12 @@ class ChatVision:
         return vision_state(model, loaded if here else None)
 
 
-def chat_vision(chat: OpenChat, session: ModelSession, listed: Callable[[], Iterable[InstalledModel]]) -> ChatVision:
-    """The open chat's ChatVision, from the session's models and the library's listing (`listed`)."""
-    return model_vision(chat.model_id, session, listed)
+def chat_vision(chat: OpenChat, session: ModelSession, listed: Callable[[], Iterable[InstalledModel]],
+                remote: Callable[[str], InstalledModel | None] = lambda _id: None) -> ChatVision:
+    """The open chat's ChatVision, from the session's models, the library's listing (`listed`) and the
+    servers added (`remote`)."""
+    return ChatVision(chat_model_id=chat.model_id, session_models=lambda: (session.model, session.app_model),
+                      loaded=lambda: session.loaded, state=lambda: session.state, listed=listed, remote=remote)
 
 
 def model_vision(model_id: Callable[[], str | None], session: ModelSession,

@@ -1,4 +1,4 @@
-"""MemoryDoor: the person's memories, for the window's Memory page, Remember action and "used N memories", and `kestrel memory`."""
+"""MemoryDoor: the person's memories, for the window's Memory page, Remember action, proposals and "used N memories", and `kestrel memory`."""
 
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ class MemoryDoor:
     answers use memory (Conversation.memory). history_damage: the history file that holds them was
     found damaged (the CLI leaves the choice to the window).
 
+    Proposals after a chat (app/service/chats/memory/memory_proposals.py): listen_for_proposals(on)
+    (a front end that shows them is there: none are asked for before), proposals() those waiting,
+    accept_proposal(id, text=None) -> AddedMemory (KeyError once answered), decline_proposal(id).
+    MemoryProposed and MemoryProposalSettled say what happened to them.
+
     add and edit raise MemoryRefused (app/core/memories.py: empty, too long, too many; its words
     can be shown as they are); every call raises HistoryError when the disk refuses, and edit,
     set_enabled and set_chat_memory KeyError for an id that is not there.
@@ -38,6 +43,11 @@ class MemoryDoor:
         self.clear = book.clear
         self.used_by = book.used_by
         self.set_chat_memory = book.set_chat_memory
+        proposals = service.memory_proposals
+        self.listen_for_proposals = proposals.listen
+        self.proposals = proposals.pending
+        self.accept_proposal = proposals.accept
+        self.decline_proposal = proposals.decline
 
     @property
     def history_damage(self) -> HistoryDamaged | None:

@@ -1,4 +1,4 @@
-"""MemoryHost: the window's memory parts (the Memory window, an answer's used memories), opened from anywhere in it."""
+"""MemoryHost: the window's memory parts (the Memory window, an answer's used memories, the proposals row), opened from anywhere in it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from PySide6.QtWidgets import QWidget
 from shiboken6 import isValid
 
 from app.core.conversation import Message
+from app.core.memories import MemoryRefused
 from app.core.store.history_errors import HistoryError
+from app.service.memory_events import MemoryProposalSettled, MemoryProposed
 from app.ui.memory.memory_window import MemoryWindow
+from app.ui.memory.proposal_row import MemoryProposalRow
 from app.ui.memory.used_memories import UsedMemoriesPopup
 from app.ui.messages.message_view import MessageView
 
@@ -34,6 +37,46 @@ class MemoryHost(QObject):
         """The chat's messages show each answer's "used N memories"; a click on it lists them."""
         messages.delegate.memories_shown = True
         messages.memoriesChosen.connect(self.show_used)
+
+    def propose_in(self, row: MemoryProposalRow) -> None:
+        """The chat pane's row shows Kestrel's proposals after a chat and the person answers them there; from
+        now on the service asks the model for them (MemoryDoor.listen_for_proposals)."""
+        memory = self._doors.memory
+        row.chat_title = self._chat_title
+        for waiting in memory.proposals():
+            row.add(waiting)
+
+        def heard(event: object) -> None:
+            if isinstance(event, MemoryProposed):
+                row.add(event.proposal)
+            elif isinstance(event, MemoryProposalSettled):
+                row.settle(event.proposal_id)
+
+        unsubscribe = self._doors.subscribe(heard)
+        row.destroyed.connect(lambda *_: (unsubscribe(), memory.listen_for_proposals(False)))
+        row.accepted.connect(lambda proposal_id, text: self._adapter.spawn(self._accept(row, proposal_id, text)))
+        row.declined.connect(memory.decline_proposal)
+        row.undone.connect(lambda memory_id: self._adapter.spawn(self._undo(memory_id)))
+        memory.listen_for_proposals(True)
+
+    def _chat_title(self, conversation_id: int) -> str | None:
+        found = self._adapter.conversations.conversation(conversation_id)
+        return found.title if found is not None else None
+
+    async def _accept(self, row: MemoryProposalRow, proposal_id: int, text: str | None) -> None:
+        try:
+            await self._doors.memory.accept_proposal(proposal_id, text)
+        except KeyError:
+            if isValid(row):
+                row.settle(proposal_id)  # answered meanwhile (another window, or the proposal is gone)
+        except (MemoryRefused, HistoryError) as exc:
+            self._adapter.problem.emit(f"That was not remembered: {exc}", "history")
+
+    async def _undo(self, memory_id: int) -> None:
+        try:
+            await self._doors.memory.remove(memory_id)
+        except HistoryError as exc:
+            self._adapter.problem.emit(f"That memory could not be forgotten: {exc}", "history")
 
     def show_window(self) -> None:
         """View → Memory…: not modal (the chat goes on), or brought forward."""

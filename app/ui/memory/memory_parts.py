@@ -18,7 +18,12 @@ from app.ui.memory.memory_table import KEPT, ORIGIN, TEXT, MemoryTableModel
 # few hundred); past it each is one line, elided, its tooltip whole, so 10,000 open at once.
 WHOLE_ROWS = 300
 EXAMPLE = "For example: My daughter is called Ada. I prefer short answers."
-PROPOSALS = ((MemoryProposal.ASK, "Ask me first"), (MemoryProposal.OFF, "Never"))
+PROPOSALS = ((MemoryProposal.ASK, "Ask me first"), (MemoryProposal.AUTOMATIC, "Without asking (with Undo)"),
+             (MemoryProposal.OFF, "Never"))
+PROPOSE_TIP = ("After a chat, Kestrel asks the model which facts you told it about yourself and proposes them above "
+               "the message box. Ask me first: kept only when you say Remember. Without asking: kept at once, with "
+               "Undo. Never: the model is not asked, nor offered to remember when you ask it to. A model you ask "
+               "to remember something always asks you first.")
 
 
 class _RoomyRows(QStyledItemDelegate):
@@ -107,8 +112,9 @@ class MemoryTextDialog(QDialog):
 
 
 class MemorySettingsForm(QWidget):
-    """The memory settings: used in chats, how Kestrel offers to remember, the API server's use.
-    `changed(MemorySettings)` when the person changes one (the window saves it at once)."""
+    """The memory settings: used in chats, how Kestrel offers to remember, the API server's use; the one form
+    for them, in the Memory window and on Settings' Memory page. `changed(MemorySettings)` when the person
+    changes one (the Memory window saves it at once; Settings on OK, with `value()`)."""
 
     changed = Signal(object)
 
@@ -119,8 +125,7 @@ class MemorySettingsForm(QWidget):
         self.enabled.setToolTip("New answers are given the memories that matter to them (all of them while they "
                                 "are few). A chat's own settings can leave memory out of that chat.")
         self.propose = QComboBox(self)
-        self.propose.setToolTip("When you ask a model that can use tools to remember something, it asks you before "
-                                "keeping it. Never: models are not offered to remember.")
+        self.propose.setToolTip(PROPOSE_TIP)
         self.api = QCheckBox("Let the &API server's answers use my memories", self)
         self.api.setToolTip("Off: requests from other programs are answered without your memories; they are "
                             "not you.")
@@ -128,7 +133,7 @@ class MemorySettingsForm(QWidget):
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow(self.enabled)
-        form.addRow("&Offer to remember what you tell it", self.propose)
+        form.addRow("&Offer to remember what you tell Kestrel", self.propose)
         form.addRow(self.api)
         self.show_settings(settings)
         self.enabled.toggled.connect(self._changed)
@@ -142,10 +147,7 @@ class MemorySettingsForm(QWidget):
             control.blockSignals(True)
         self.enabled.setChecked(settings.enabled)
         self.propose.clear()
-        choices = list(PROPOSALS)
-        if settings.propose is MemoryProposal.AUTOMATIC:  # set in the file: kept, not changed behind the person
-            choices.insert(1, (MemoryProposal.AUTOMATIC, "Without asking"))
-        for value, words in choices:
+        for value, words in PROPOSALS:
             self.propose.addItem(words, value.value)
         self.propose.setCurrentIndex(max(0, self.propose.findData(settings.propose.value)))
         self.api.setChecked(settings.api_uses_memory)
