@@ -167,8 +167,11 @@ def test_every_control_round_trips_through_settings_json(make_window, loop, monk
     monkeypatch.setattr(SettingsDialog, "exec", accept)
     window.edit_settings()
     settings_file = data_paths().settings_file
+    # The file is written before the service's value follows it (SettingsKeeper.save): wait for both, as
+    # the dialog opened again below reads the service's value.
     run(loop, until(lambda: settings_file.exists() and json.loads(settings_file.read_text(encoding="utf-8"))
-                    .get("start_at_sign_in") is True, what="the saved settings"))
+                    .get("start_at_sign_in") is True and window.doors.settings.settings.start_at_sign_in,
+                    what="the saved settings"))
     on_disk = json.loads(settings_file.read_text(encoding="utf-8"))
     assert on_disk["quick_ask"] == {"enabled": True, "shortcut": "Meta+Alt+J", "save_chats": False,
                                     "keep_model_ready": False}
