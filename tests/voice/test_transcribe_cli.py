@@ -25,7 +25,9 @@ def test_the_text_and_json_lines() -> None:
     lines = kestrel(str(BECKETT), "--json")
     assert lines.returncode == 0, lines.stderr
     segments = [json.loads(line) for line in lines.stdout.splitlines()]
-    assert len(segments) >= 2 and all(segment["language"] == "en" for segment in segments)
+    # One segment or several, as the CPU's kernels split it (tests/voice/test_transcriber.py says why).
+    assert segments and all(segment["language"] == "en" for segment in segments)
+    assert all(segment["end"] > segment["start"] for segment in segments)
     assert " ".join(segment["text"] for segment in segments) == text.stdout.strip()
     assert [segment["id"] for segment in segments] == list(range(len(segments)))
 

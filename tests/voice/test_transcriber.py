@@ -21,7 +21,10 @@ def test_the_recording_is_heard_with_its_words_and_times(tiny_transcriber: Trans
     assert transcript.language == "en" and transcript.model == WHISPER_TINY_EN.id
     assert transcript.duration == pytest.approx(9.963, abs=0.01)
     starts = [segment.start for segment in transcript.segments]
-    assert starts == sorted(starts) and len(starts) >= 2
+    # One segment or several: Whisper's split of these 10 s differs between hosts (two segments on earlier
+    # machines, one on an AVX2-only AMD EPYC on 2026-12-07; CTranslate2's int8 kernels are chosen by the CPU's
+    # instruction sets, the likely cause, not proven). Whatever the split, the segments span the speech.
+    assert starts == sorted(starts) and starts and transcript.segments[-1].end >= 0.7 * transcript.duration
     assert all(0 <= segment.start < segment.end <= transcript.duration + 0.5 for segment in transcript.segments)
     assert " ".join(segment.text for segment in transcript.segments) == transcript.text
     assert all(segment.tokens for segment in transcript.segments)
