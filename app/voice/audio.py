@@ -10,9 +10,13 @@ import importlib
 import io
 import struct
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is imported where audio is decoded: the values here are read by the window at start
+    import numpy as np
+    import numpy.typing as npt
+
+    Samples = npt.NDArray[np.float32]
 
 SAMPLE_RATE = 16_000
 # Longer than any dictation or voice note; a file past it is refused, not transcribed for hours.
@@ -47,9 +51,6 @@ class AudioRefused(Exception):
         self.detail = detail
 
 
-Samples = npt.NDArray[np.float32]
-
-
 def decode(data: bytes, kind: AudioKind) -> Samples:
     """The audio as 16 kHz mono float32 in [-1, 1], or AudioRefused."""
     if not data:
@@ -66,12 +67,14 @@ def decode(data: bytes, kind: AudioKind) -> Samples:
 
 
 def _from_int16(data: bytes) -> Samples:
+    import numpy as np
     return (np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0)
 
 
 def _read_wav(data: bytes) -> Samples:
     """A RIFF/WAVE file's samples. Chunk sizes are trusted only as far as the bytes go, so a header
     that claims ten hours over ten seconds of data reads as ten seconds."""
+    import numpy as np
     fmt, payload = _wav_chunks(data)
     if fmt is None or payload is None:
         raise AudioRefused(AudioProblem.NOT_AUDIO, "no fmt or data chunk")
@@ -104,6 +107,7 @@ def _wav_chunks(data: bytes) -> tuple[bytes | None, bytes | None]:
 
 
 def _wav_samples(payload: bytes, tag: int, bits: int) -> Samples:
+    import numpy as np
     if tag == 1 and bits == 16:
         return _from_int16(payload)
     if tag == 1 and bits == 8:
@@ -122,6 +126,7 @@ def _wav_samples(payload: bytes, tag: int, bits: int) -> Samples:
 
 def _resampled(samples: Samples, rate: int) -> Samples:
     """To 16 kHz by linear interpolation: enough for speech recognition, whose features stop at 8 kHz."""
+    import numpy as np
     if rate == SAMPLE_RATE or samples.size == 0:
         return samples.astype(np.float32, copy=False)
     count = int(samples.size * SAMPLE_RATE / rate)
@@ -131,6 +136,7 @@ def _resampled(samples: Samples, rate: int) -> Samples:
 
 def _decode_other(data: bytes) -> Samples:
     """MP3, FLAC, Ogg, M4A, WebM… through PyAV (FFmpeg), which faster-whisper brings."""
+    import numpy as np
     try:
         av = importlib.import_module("av")
     except ImportError as exc:

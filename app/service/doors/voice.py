@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.service.voice.dictation_events import DictationAvailability, DictationState
-from app.voice.microphone import Level
 
 if TYPE_CHECKING:
     from app.service.root import Service
+    from app.voice.microphone import Level  # numpy comes with it: not imported when the window starts
 
 
 class DictationDoor:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from app.voice.devices import DeviceProblem
-from app.voice.transcriber import FailureKind
+
+if TYPE_CHECKING:  # numpy comes with the transcriber: not imported when the service starts
+    from app.voice.transcriber import FailureKind
 
 
 class DictationState(StrEnum):

@@ -13,24 +13,21 @@ import asyncio
 import importlib.util
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from app.core.voice_settings import VoiceSettings
 from app.service.voice.dictation_events import (DictationAvailability, DictationEvent, DictationFinished,
                                                 DictationHeard, DictationNotHeard, DictationSpeechStarted,
                                                 DictationState, DictationStateChanged, VoiceMissing)
-from app.voice.audio import AudioKind, AudioRefused
 from app.voice.devices import DeviceUnavailable, list_audio_devices
-from app.voice.dictation import DictationEnded, DictationPipeline, DictationSettings, Heard, NotHeard
-from app.voice.dictation import DictationEvent as PipelineEvent
-from app.voice.microphone import Level, MicrophoneSession
-from app.voice.protocol import TranscribeAsk
 from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, VOICE_EXTRA, SpeechModel, SpeechModelError,
                                      ensure_speech_model, installed_folder, shipped)
-from app.voice.transcriber import Transcriber, TranscriptionFailed
-from app.voice.vad import SpeechStarted, VoiceActivity
+
+if TYPE_CHECKING:  # numpy comes with these: imported at the first press, not when the service starts
+    from app.voice.dictation import DictationEvent as PipelineEvent
+    from app.voice.dictation import DictationPipeline
+    from app.voice.microphone import Level, MicrophoneSession
+    from app.voice.transcriber import Transcriber
 
 # What dictation needs installed (the `voice` extra): recognition, the microphone, the detector.
 VOICE_PACKAGES = ("faster_whisper", "sounddevice", "onnxruntime")
@@ -132,6 +129,7 @@ class Dictation:
             await asyncio.to_thread(self._transcriber.close)
 
     async def _dictate(self, settings: VoiceSettings) -> None:
+        from app.voice.dictation import DictationEnded
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[PipelineEvent] = asyncio.Queue()
 
@@ -170,6 +168,10 @@ class Dictation:
     def _opened(self, settings: VoiceSettings,
                 on_event: Callable[[PipelineEvent], None]) -> tuple[DictationPipeline, MicrophoneSession]:
         """On a thread: what dictation needs, checked and loaded, and the microphone opened."""
+        from app.voice.dictation import DictationPipeline, DictationSettings
+        from app.voice.microphone import MicrophoneSession
+        from app.voice.transcriber import Transcriber
+        from app.voice.vad import VoiceActivity
         availability = self.availability = self._availability_now()
         if not availability.ready:
             raise _Unavailable(availability)
@@ -207,6 +209,8 @@ class Dictation:
         return DictationAvailability()
 
     def _hear(self, event: PipelineEvent) -> None:
+        from app.voice.dictation import Heard, NotHeard
+        from app.voice.vad import SpeechStarted
         if isinstance(event, SpeechStarted):
             self._emit(DictationSpeechStarted())
         elif isinstance(event, Heard):
@@ -231,6 +235,11 @@ class Dictation:
 def _warm_up(transcriber: Transcriber) -> None:
     """Start the transcription child while the person speaks (half a second of silence asks it to load), so
     the first words come without the model's load."""
+    import numpy as np
+
+    from app.voice.audio import AudioKind, AudioRefused
+    from app.voice.protocol import TranscribeAsk
+    from app.voice.transcriber import TranscriptionFailed
     try:
         transcriber.transcribe(TranscribeAsk(np.zeros(8_000, "<i2").tobytes(), AudioKind.PCM16, None))
     except (AudioRefused, TranscriptionFailed, SpeechModelError):
