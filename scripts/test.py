@@ -1,8 +1,18 @@
-"""Run the whole test suite as CI does: everything but the window's tests, then the window's tests in a
-pytest process of their own, each on two pytest-xdist workers.
+"""Run the whole test suite as CI does: everything but the window's tests, and the window's tests in a
+pytest process of their own beside it, each on two pytest-xdist workers.
 
     .venv/bin/python scripts/test.py [PYTEST OPTIONS]
     KESTREL_TEST_WORKERS=1 .venv/bin/python scripts/test.py     # one process, as before workers
+    KESTREL_TEST_TOGETHER=0 .venv/bin/python scripts/test.py    # the window's tests after the rest, not beside
+
+Side by side, in two lanes: the rest in one; in the other the window's tests, then the long units
+(SECOND_LANE: the frozen build, the campaign's sample, the real models end to end, voice) in a pytest
+process of their own. The first lane's output comes as it runs, the second's is kept in a file and
+printed whole at the end (two progress lines interleaved would read as neither). On two cores the
+suite mostly waits on the processes, sockets and timeouts its tests start: run one after the other the
+two processes took 12 min 26 s in CI; the window's beside the rest, 12 min 8 s (the rest, slowed by the
+lane beside it, was the whole time); the long units moved to the second lane even the lanes out.
+Ctrl+C ends both.
 
 Workers: `-n 2 --dist loadfile` (KESTREL_TEST_WORKERS=N for another count; 0 or 1: no workers). A test file
 is one unit of work, so its module fixtures are made once and its fixed names never meet themselves; the
@@ -25,9 +35,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
+from typing import IO
 
 NO_TESTS = 5  # pytest's exit status when a selection collects nothing
 DEFAULT_WORKERS = 2  # what the suite is checked with (CI: 2 cores); more is untested
@@ -48,14 +63,75 @@ def worker_options(args: list[str]) -> list[str]:
     return ["-n", str(workers), "--dist", "loadfile"]
 
 
+# The long units that run in the second lane, after the window's tests, instead of first in the rest: the
+# frozen build (one unit of three minutes or more), the robustness campaign's sample, the real models end
+# to end and the voice tests. Run beside the rest, they even out the two lanes' time on two cores.
+SECOND_LANE = ("tests/frozen", "tests/robustness", "tests/e2e", "tests/voice")
+
+
 def main(args: list[str]) -> int:
     if any(Path(arg.split("::")[0]).exists() for arg in args if not arg.startswith("-")):  # paths: as asked
         return subprocess.call([sys.executable, "-m", "pytest", *args])
     workers = worker_options(args)
-    rest = subprocess.call([sys.executable, "-m", "pytest", "--ignore=tests/ui", *workers, *args])
-    window = subprocess.call([sys.executable, "-m", "pytest", "tests/ui", *workers, *args])
-    statuses = [status for status in (rest, window) if status != NO_TESTS] or [NO_TESTS]
+    pytest = [sys.executable, "-m", "pytest"]
+    rest_command = [*pytest, "--ignore=tests/ui", *(f"--ignore={folder}" for folder in SECOND_LANE), *workers, *args]
+    window_command = [*pytest, "tests/ui", *workers, *args]
+    long_command = [*pytest, *SECOND_LANE, *workers, *args]
+    if os.environ.get("KESTREL_TEST_TOGETHER", "1").strip() == "0":
+        statuses = [subprocess.call(command) for command in (rest_command, window_command, long_command)]
+    else:
+        statuses = side_by_side(rest_command, [window_command, long_command])
+    statuses = [status for status in statuses if status != NO_TESTS] or [NO_TESTS]
     return next((status for status in statuses if status != 0), 0)
+
+
+class _Lane(threading.Thread):
+    """Commands run one after another, their output into one file; Ctrl+C ends the one running."""
+
+    def __init__(self, commands: list[list[str]], output: IO[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.commands, self.output = commands, output
+        self.statuses: list[int] = []
+        self._current: subprocess.Popen[bytes] | None = None
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        for command in self.commands:
+            if self._stopped.is_set():
+                return
+            self._current = subprocess.Popen(command, stdout=self.output, stderr=subprocess.STDOUT)
+            self.statuses.append(self._current.wait())
+
+    def interrupt(self) -> None:
+        self._stopped.set()
+        running = self._current
+        if running is not None and running.poll() is None:
+            running.send_signal(signal.SIGINT)
+            running.wait()
+
+
+def side_by_side(shown: list[str], kept: list[list[str]]) -> list[int]:
+    """Run `shown` and, at the same time, the `kept` commands one after another: `shown` prints as it runs,
+    the kept lane's output is printed whole when both are done. The exit statuses, `shown`'s first."""
+    with tempfile.TemporaryFile(mode="w+b") as output:
+        lane = _Lane(kept, output)
+        lane.start()
+        try:
+            first = subprocess.call(shown)
+            if lane.is_alive():
+                print("\nscripts/test.py: waiting for the tests that run beside (the window's, then the long "
+                      "units)…", flush=True)
+            lane.join()
+        except KeyboardInterrupt:
+            lane.interrupt()
+            lane.join()
+            raise
+        finally:
+            output.seek(0)
+            sys.stdout.flush()
+            shutil.copyfileobj(output, sys.stdout.buffer)
+            sys.stdout.flush()
+    return [first, *lane.statuses]
 
 
 if __name__ == "__main__":

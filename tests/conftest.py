@@ -1,5 +1,5 @@
 """Shared fixtures: an isolated Kestrel home per test, the tiny model, a small real model, the
-starter model, and local HTTP servers for downloads."""
+starter model, local HTTP servers for downloads, and a private PulseAudio for the audio tests."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from tests.helpers.http_servers import TestServer, running_server  # noqa: E402
+from tests.helpers.pulse import PulseServer, pulse_server  # noqa: E402
 from tests.helpers.models import SMALL_REAL_PACKAGE, build_instruct, build_small_real, build_starter, build_tiny  # noqa: E402
 from tests.helpers.thinking_gguf import build_thinking_gguf  # noqa: E402
 
@@ -96,3 +97,20 @@ def storage() -> Iterator[TestServer]:
     """A second host, as Hugging Face's storage is a host of its own."""
     with running_server() as state:
         yield state
+
+
+@pytest.fixture
+def pulse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PulseServer]:
+    """A private PulseAudio with a null sink as the speaker and its monitor as the microphone; this
+    process's PortAudio reaches it through ALSA's pulse device (tests/helpers/pulse.py)."""
+    with pulse_server(tmp_path / "pulse") as server:
+        monkeypatch.setenv("PULSE_SERVER", server.address)
+        yield server
+
+
+@pytest.fixture
+def pulse_without_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[PulseServer]:
+    """A private PulseAudio with no sink and no source: a PC with no microphone and no speaker."""
+    with pulse_server(tmp_path / "pulse-empty", with_speaker=False) as server:
+        monkeypatch.setenv("PULSE_SERVER", server.address)
+        yield server

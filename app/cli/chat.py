@@ -17,8 +17,10 @@ from app.cli.chat_documents import (ChatDocuments as _Documents, DocumentsRefuse
                                     collection_vectors, fit_note, sources_line, write_sources)
 from app.cli.chat_images import chat_images, refuse_unseeing, refuse_without_vision
 from app.cli.chat_memory import add_memory_flag, chat_memory
+from app.cli.chat_project import add_project_flag, missing_model_words, project_system, with_project
 from app.cli.chat_tools import ToolFlagError, ToolPrinter, approver, checked_servers, names
 from app.cli.closed_output import output_closed
+from app.cli.projects import project_for_chat
 from app.cli.failure_words import cli_words
 from app.cli.thinking_output import ThinkingOutput, write
 from app.cli.user_error import (EXIT_CONTEXT, EXIT_DEVICE, EXIT_ENGINE_DIED, EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK,
@@ -38,6 +40,7 @@ from app.service.documents.document_context import Material
 from app.service.doors.attach import AttachDoor
 from app.service.doors.chat import ChatDoor
 from app.service.doors.models import ModelDoor
+from app.service.doors.projects import ProjectsDoor
 from app.service.events import AnswerFinished, AnswerInterrupted, Event, InterruptReason, TextGrew, ToolPartsChanged
 from app.service.models.client import EngineClient
 from app.service.root import Service
@@ -104,6 +107,7 @@ def _add_arguments(chat: argparse.ArgumentParser) -> None:
                       help="keep this exchange as a chat in your history, where the window shows it "
                            "(without it, nothing is written)")
     add_memory_flag(chat)
+    add_project_flag(chat)
 
 
 def run(args: argparse.Namespace, prompt: str | None = None) -> int:
@@ -111,6 +115,11 @@ def run(args: argparse.Namespace, prompt: str | None = None) -> int:
     _make_output_safe()
     try:
         prompt = prompt_text(args.prompt) if prompt is None else prompt
+        project = None if args.project is None else project_for_chat(args.project)
+        from_project = project is not None and args.tools is None  # the tools are the project's: said so if gone
+        if project is not None and args.model is None and (missing := missing_model_words(project)):
+            raise UserError(missing, EXIT_MODEL)
+        args = args if project is None else with_project(args, project)
         given_system = None if args.system is None else argument_text(args.system, "The text after --system")
         settings_file = SettingsFile(data_paths().settings_file)
         saved = settings_file.load()
@@ -123,13 +132,15 @@ def run(args: argparse.Namespace, prompt: str | None = None) -> int:
         try:
             servers = checked_servers(names(args.tools))
         except ToolFlagError as exc:
-            raise UserError(str(exc), EXIT_USAGE) from None
+            said = f"Project \"{project.name}\" offers its chats these tools. {exc}" if project and from_project else exc
+            raise UserError(str(said), EXIT_USAGE) from None
         generation = dataclasses.replace(generation_settings(args, own.generation(saved.generation)), tools=servers)
         settings = Settings(generation=generation, threads=threads, tool_rounds=saved.tool_rounds,
                             tool_result_chars=saved.tool_result_chars,
                             device_preference=_device(args.device) or own.device_preference
                             or saved.device_preference, memory=chat_memory(saved.memory, args))
-        system = given_system if given_system is not None else own.system_prompt or ""
+        system = (given_system if given_system is not None else own.system_prompt or "") if project is None \
+            else project_system(project, given_system, own.system_prompt)
         # Folded into settings above; what is left only the load uses.
         model = dataclasses.replace(model, defaults=ModelDefaults(gpu_layers=own.gpu_layers,
                                                                   chat_template=own.chat_template))
@@ -146,7 +157,8 @@ def run(args: argparse.Namespace, prompt: str | None = None) -> int:
             raise UserError(str(exc), exc.status) from None
         try:
             return asyncio.run(_answer(model, prompt, system, settings, printer, decide, save=args.save,
-                                       documents=documents, images=images))
+                                       documents=documents, images=images,
+                                       project_id=None if project is None else project.id))
         finally:
             if documents.index is not None:
                 documents.index.close()
@@ -215,9 +227,10 @@ def _install_starter_with_progress(library: ModelLibrary) -> InstalledModel:
 
 async def _answer(model: InstalledModel, prompt: str, system: str, settings: Settings, printer: _AnswerPrinter,
                   decide: Approver, *, save: bool = False, documents: _Documents = _Documents(),
-                  images: tuple[AttachedImage, ...] = ()) -> int:
+                  images: tuple[AttachedImage, ...] = (), project_id: int | None = None) -> int:
     """One chat turn through the window's chat door, in a history kept only in memory, or
-    (save) in the user's history as a new chat, which an open window picks up."""
+    (save) in the user's history as a new chat, which an open window picks up; project_id: a new
+    chat in that project, started with all of it (the flags then set over it)."""
     library = ModelLibrary(data_paths().models)
     service = Service(history_path=data_paths().history_db if save else IN_MEMORY, settings_path=None,
                       library=library, client=EngineClient(), settings=settings, mcp_file=data_paths().mcp_file,
@@ -234,6 +247,8 @@ async def _answer(model: InstalledModel, prompt: str, system: str, settings: Set
             print(f"kestrel: running on {loaded.device}; " + "; ".join(loaded.fallback_reasons), file=sys.stderr)
         if images:
             refuse_unseeing(model, loaded)
+        if project_id is not None:
+            await chat.open_conversation((await ProjectsDoor(service).start_chat(project_id)).id)
         if save and library.get(model.id) is not None:
             await chat.set_conversation_model(model.id)
         await chat.set_conversation_settings(system, settings.generation)

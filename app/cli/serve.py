@@ -7,7 +7,9 @@ import asyncio
 import dataclasses
 import signal
 import sys
+import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from app.cli.user_error import EXIT_DEVICE, EXIT_MODEL, UserError
 from app.cli.chat import resolve_model
@@ -23,6 +25,9 @@ from app.service.doors.settings import SettingsDoor
 from app.service.root import Service
 from app.service.events import ApiRequestLogged, Event, Problem
 
+if TYPE_CHECKING:
+    from app.server.runner import ApiServer
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_LISTEN = 8  # the port is taken, or the address is not this PC's
@@ -37,6 +42,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                       "any other address lets other machines reach the server)")
     serve.add_argument("--model", help="the model to load first: an installed model's id or a GGUF file "
                                        "(default: your default model)")
+    serve.add_argument("--share", action="store_true", help="share your models with your other PCs too (Kestrel "
+                                                            "Link): TLS on this PC's network address, paired "
+                                                            "devices only; a pairing code is shown")
+    serve.add_argument("--share-host", metavar="ADDRESS", help="the address to share on (default: this PC's "
+                                                               "network address)")
+    serve.add_argument("--share-port", type=int, metavar="PORT", help="the port to share on (default: the "
+                                                                       "setting, normally 8766)")
     serve.set_defaults(run=run)
 
 
@@ -59,10 +71,17 @@ def server_settings(saved: ServerSettings, args: argparse.Namespace) -> ServerSe
         chosen = dataclasses.replace(chosen, host=args.host, listen_beyond_this_pc=not is_loopback(args.host))
     if args.port is not None:
         chosen = dataclasses.replace(chosen, port=args.port)
+    if getattr(args, "share", False):
+        chosen = dataclasses.replace(chosen, share=True)
+    if getattr(args, "share_host", None) is not None:
+        chosen = dataclasses.replace(chosen, share=True, share_host=args.share_host)
+    if getattr(args, "share_port", None) is not None:
+        chosen = dataclasses.replace(chosen, share=True, share_port=args.share_port)
     try:
         return chosen.validated()
     except ValueError as exc:
-        flag = "--host" if "host" in str(exc) else "--port"
+        flag = ("--share-host" if "share_host" in str(exc) else "--share-port" if "share_port" in str(exc)
+                else "--host" if "host" in str(exc) else "--port")
         raise UserError(f"{flag}: {exc}".replace("server.host", "the host").replace("server.port", "the port"),
                         EXIT_USAGE) from None
 
@@ -90,18 +109,49 @@ async def _serve(args: argparse.Namespace) -> int:
         if not await server.start():
             print(f"kestrel: {server.error}", file=sys.stderr, flush=True)
             return EXIT_LISTEN
+        shared: ApiServer | None = None
         try:
             print(f"Kestrel API server on {server.address}")
+            if chosen.share:
+                shared = await _share(service, chosen)
+                if shared is None:
+                    return EXIT_LISTEN
             print(f"API key: {chosen.key}", flush=True)
             print("Press Ctrl+C to stop.", file=sys.stderr, flush=True)
             await stop.wait()
         finally:
+            if shared is not None:
+                await shared.stop()
             await server.stop()
         print("Stopped.", file=sys.stderr, flush=True)
         return EXIT_OK
     finally:
         undo()
         await service.shutdown()
+
+
+async def _share(service: Service, chosen: ServerSettings) -> ApiServer | None:
+    """Start Kestrel Link's sharing server and say its address, a new pairing code and the certificate's
+    fingerprint; None (said on stderr) when it cannot listen or keep its certificate."""
+    from app.cli.link import code_lines
+    from app.server.link.files import LinkFiles
+    from app.server.link.sharing import sharing_server
+
+    files = LinkFiles.at(data_paths())
+    try:
+        shared = sharing_server(files, service.api, lambda: chosen)
+        code = files.new_code()
+    except OSError as exc:
+        print(f"kestrel: Kestrel could not keep its certificate in {files.folder} ({exc.strerror}).",
+              file=sys.stderr, flush=True)
+        return None
+    if not await shared.start():
+        print(f"kestrel: sharing: {shared.error}", file=sys.stderr, flush=True)
+        return None
+    print(f"Sharing with other computers on {shared.address} (paired devices only)")
+    for line in code_lines(code, shared.address, time.time()):
+        print(line)
+    return shared
 
 
 async def _load(door: ModelDoor, model: InstalledModel, stop: asyncio.Event) -> bool:

@@ -38,6 +38,7 @@ class AnswerStats:
     template_note: why the model's own chat template was not used, when it was not.
     thinking_ms: how long a reasoning model thought before its answer (0: it did not).
     threads: the CPU threads that decoded it.
+    server: the name of the server the person added that wrote it ("" : this computer did).
     error: set by the service, never by the engine, when the engine failed mid-answer:
     its words. The engine then reported nothing, so the other fields are not known and
     only this one is stored (as Kestrel has always stored such an answer).
@@ -56,6 +57,7 @@ class AnswerStats:
     template_note: str = ""
     thinking_ms: float = 0.0
     threads: int = 0
+    server: str = ""
     error: str = ""
 
     def __post_init__(self) -> None:
@@ -76,6 +78,8 @@ class AnswerStats:
             return {"error": self.error}
         data = dataclasses.asdict(self)
         del data["error"]
+        if not self.server:
+            del data["server"]  # an answer written here is stored exactly as before servers existed
         data["finish_reason"] = self.finish_reason.value
         return data
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,7 @@ from app.core.attachment_data import (
 )
 from app.core.chat_markdown import markdown_attachments, markdown_images, markdown_parts, markdown_sources
 from app.core.conversation import Conversation, Message, MessageState, Role
-from app.core.files import kind_of
+from app.core.files import FileTooBig, NotAFile, read_chosen_file
 from app.core.generation import GenerationSettings
 from app.core.image_data import images_from_data, images_to_data
 from app.core.message_parts import parts_from_data, parts_to_data
@@ -68,10 +66,15 @@ class ImportedChat:
 def to_json(conversation: Conversation, messages: list[Message]) -> str:
     """The chat in Kestrel's JSON export format: standard JSON, so a number it cannot hold
     (an infinite speed a hand-made import once stored) is written as null."""
+    return json.dumps(chat_data(conversation, messages), ensure_ascii=False, indent=1, allow_nan=False)
+
+
+def chat_data(conversation: Conversation, messages: list[Message]) -> dict[str, Any]:
+    """The chat as the JSON export's object (a .kestrel-project file holds one per chat)."""
     with_documents = bool(conversation.collections) or any(m.attachments or m.sources for m in messages)
     version = (_IMAGES_SINCE if any(m.images for m in messages) else _DOCUMENTS_SINCE if with_documents
                else _PARTS_SINCE if any(m.parts for m in messages) else 1)
-    return json.dumps(_finite({
+    return _finite({
         "format": FORMAT, "version": version, "title": conversation.title,
         "system_prompt": conversation.system_prompt, "settings": conversation.settings.to_dict(),
         "model": conversation.model, "created": conversation.created, "updated": conversation.updated,
@@ -82,7 +85,7 @@ def to_json(conversation: Conversation, messages: list[Message]) -> str:
                       **({"attachments": attachments_to_data(m.attachments)} if m.attachments else {}),
                       **({"images": images_to_data(m.images)} if m.images else {}),
                       **({"sources": sources_to_data(m.sources)} if m.sources else {})} for m in messages],
-    }), ensure_ascii=False, indent=1, allow_nan=False)
+    })
 
 
 def whole_title(conversation: Conversation, messages: list[Message]) -> str:
@@ -137,25 +140,19 @@ def read_chat(path: Path) -> ImportedChat:
         raise ChatFileError(f"{path} cannot be imported: {exc}") from exc
 
 
+def chat_from_data(data: Any) -> ImportedChat:
+    """A chat from the JSON export's object, every field checked; ValueError saying what is wrong."""
+    return _chat_from(data)
+
+
 def _read_regular_file(path: Path) -> bytes:
     """Up to MAX_BYTES + 1 bytes of path; ChatFileError if it is no regular file or too big."""
-    if path.is_dir():  # Windows cannot open a folder to ask what it is
-        raise ChatFileError(f"{path} is not a file (it is a folder): choose a JSON export of a chat.")
-    # Non-blocking: opening a named pipe to read would otherwise wait for a writer forever.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode):
-            raise ChatFileError(f"{path} is not a file (it is {kind_of(found.st_mode, 'no regular file')}): choose a JSON "
-                                "export of a chat.")
-        if found.st_size > MAX_BYTES:
-            raise ChatFileError(f"{path} is too big to be a Kestrel chat ({_over_the_limit(found.st_size)}).")
-        file = os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-    with file:
-        return file.read(MAX_BYTES + 1)  # the file may have grown since fstat()
+        return read_chosen_file(path, MAX_BYTES)
+    except NotAFile as exc:
+        raise ChatFileError(f"{path} is not a file (it is {exc.kind}): choose a JSON export of a chat.") from None
+    except FileTooBig as exc:
+        raise ChatFileError(f"{path} is too big to be a Kestrel chat ({_over_the_limit(exc.size)}).") from None
 
 
 def _chat_from(data: Any) -> ImportedChat:

@@ -132,7 +132,8 @@ class Conversation:
     `created` and `updated` are Unix epoch seconds; `model` names the model last chosen
     for this chat, or None for the default model. `collections`: the document collections
     (their names) this chat answers from. `memory`: its answers are given the person's memories
-    (when memory is on in the settings).
+    (when memory is on in the settings). `project_id`: the project it belongs to (app/core/projects.py),
+    None for none.
     """
 
     id: int
@@ -144,3 +145,4 @@ class Conversation:
     model: str | None
     collections: tuple[str, ...] = ()
     memory: bool = True
+    project_id: int | None = None

@@ -1,4 +1,5 @@
-"""Writing files whole (the old one or the new one, never torn), and locks between processes."""
+"""Writing files whole (the old one or the new one, never torn), reading a file a person chose within a bound, and
+locks between processes."""
 
 from __future__ import annotations
 
@@ -133,6 +134,43 @@ def _is_link(found: os.stat_result) -> bool:
 
 
 _JUNCTION = 0xA0000003  # IO_REPARSE_TAG_MOUNT_POINT (typeshed has it on Windows only)
+
+
+class NotAFile(Exception):
+    """The path a person chose is no regular file; `kind` says what it is ("a folder", "a named pipe")."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class FileTooBig(Exception):
+    """The file a person chose holds more than the bound; `size` is its bytes."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def read_chosen_file(path: Path, limit: int) -> bytes:
+    """Up to limit + 1 bytes of the regular file at path (more than limit: it grew since it was looked at).
+    NotAFile or FileTooBig for the caller to word; OSError as the system gives it."""
+    if path.is_dir():  # Windows cannot open a folder to ask what it is
+        raise NotAFile("a folder")
+    # Non-blocking: opening a named pipe to read would otherwise wait for a writer forever.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise NotAFile(kind_of(found.st_mode, "no regular file"))
+        if found.st_size > limit:
+            raise FileTooBig(found.st_size)
+        file = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with file:
+        return file.read(limit + 1)
 
 
 def kind_of(mode: int, other: str = "a special file") -> str:

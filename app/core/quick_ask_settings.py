@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from app.core.settings_group import group_from_dict
 
 DEFAULT_SHORTCUT = "Ctrl+Alt+Space"
 # Qt's portable names (QKeySequence.PortableText). Shift alone is not enough for a
@@ -82,13 +83,4 @@ class QuickAskSettings:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], problems: list[str]) -> QuickAskSettings:
         """Every valid known value of data over the defaults; each bad one named in problems."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        result = cls()
-        for key, value in data.items():
-            if key not in names:
-                continue
-            try:
-                result = dataclasses.replace(result, **{key: value}).validated()
-            except (ValueError, TypeError):
-                problems.append(f"quick_ask.{key}")
-        return result
+        return group_from_dict(cls, data, problems, "quick_ask")

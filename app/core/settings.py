@@ -16,6 +16,7 @@ from app.core.files import write_atomically
 from app.core.generation import GenerationSettings
 from app.core.memory_settings import MemorySettings
 from app.core.quick_ask_settings import QuickAskSettings
+from app.core.voice_settings import VoiceSettings
 from app.core.server_settings import ServerSettings
 
 # Raise when the meaning of a key changes; adding a key does not need a new version,
@@ -107,6 +108,8 @@ class Settings:
     # Memory (app/core/memories.py): whether chats use the person's memories, how new ones are
     # proposed, and whether the API server uses them (off: other programs are not the person).
     memory: MemorySettings = MemorySettings()
+    # Voice (app/service/voice): what dictation does with its words, when it stops, its microphone.
+    voice: VoiceSettings = VoiceSettings()
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict that `json.dumps` can write."""
@@ -114,6 +117,7 @@ class Settings:
         data["server"] = self.server.to_dict()
         data["quick_ask"] = self.quick_ask.to_dict()
         data["memory"] = self.memory.to_dict()
+        data["voice"] = self.voice.to_dict()
         return data
 
     @classmethod
@@ -187,9 +191,12 @@ class Settings:
             raise TypeError(f"quick_ask must be QuickAskSettings, not {self.quick_ask!r}")
         if not isinstance(self.memory, MemorySettings):
             raise TypeError(f"memory must be MemorySettings, not {self.memory!r}")
+        if not isinstance(self.voice, VoiceSettings):
+            raise TypeError(f"voice must be VoiceSettings, not {self.voice!r}")
         return dataclasses.replace(self, device_preference=device, prompt_lookup=lookup,
                                    generation=self.generation.validated(), server=self.server.validated(),
-                                   quick_ask=self.quick_ask.validated(), memory=self.memory.validated())
+                                   quick_ask=self.quick_ask.validated(), memory=self.memory.validated(),
+                                   voice=self.voice.validated())
 
 
 def choice(kind: type[_Choice], value: object) -> _Choice | None:
@@ -207,7 +214,7 @@ def _field_by_field(defaults: Any, data: Mapping[str, Any], problems: list[str])
     names = {f.name for f in dataclasses.fields(defaults)}
     result = defaults
     for key, value in data.items():
-        if key not in names or key in ("version", "generation", "server", "quick_ask", "memory"):
+        if key not in names or key in ("version", "generation", "server", "quick_ask", "memory", "voice"):
             continue
         if isinstance(value, list):  # JSON's lists are the settings' tuples
             value = tuple(value)
@@ -230,25 +237,16 @@ def settings_from_dict(data: Mapping[str, Any], problems: list[str]) -> Settings
         generation = _field_by_field(generation, raw_generation, problems)
     else:
         problems.append("generation")
-    raw_server = data.get("server", {})
-    if isinstance(raw_server, Mapping):
-        server = ServerSettings.from_dict(raw_server, problems)
-    else:
-        server = ServerSettings()
-        problems.append("server")
-    raw_quick_ask = data.get("quick_ask", {})
-    if isinstance(raw_quick_ask, Mapping):
-        quick_ask = QuickAskSettings.from_dict(raw_quick_ask, problems)
-    else:
-        quick_ask = QuickAskSettings()
-        problems.append("quick_ask")
-    raw_memory = data.get("memory", {})
-    if isinstance(raw_memory, Mapping):
-        memory = MemorySettings.from_dict(raw_memory, problems)
-    else:
-        memory = MemorySettings()
-        problems.append("memory")
-    base = Settings(generation=generation, server=server, quick_ask=quick_ask, memory=memory)
+    groups: dict[str, Any] = {}
+    for name, group in (("server", ServerSettings), ("quick_ask", QuickAskSettings), ("memory", MemorySettings),
+                        ("voice", VoiceSettings)):
+        raw = data.get(name, {})
+        if isinstance(raw, Mapping):
+            groups[name] = group.from_dict(raw, problems)
+        else:
+            groups[name] = group()
+            problems.append(name)
+    base = Settings(generation=generation, **groups)
     return _field_by_field(base, data, problems)
 
 

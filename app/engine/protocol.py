@@ -22,7 +22,7 @@ __all__ = [
 # Bumped whenever a message gains, loses or changes a field. The engine announces its
 # version in Hello and the client refuses to talk to an engine of another version.
 # 14: GenerationSettings (in Generate) gained min_p.
-PROTOCOL_VERSION = 15
+PROTOCOL_VERSION = 16
 
 
 # --- requests: UI process -> engine -------------------------------------------------
@@ -153,6 +153,9 @@ class Generate:
     prompt_lookup: PromptLookupMode = PromptLookupMode.OFF
     # A raw prompt, a grammar, tools: the window's chats never set it.
     shape: AnswerShape = field(default_factory=AnswerShape)
+    # Save the conversation's state once answered (app/engine/backends/llama/state_store.py: RAM and
+    # files). False for a chat that must leave no trace (a temporary chat): nothing of it is kept.
+    keep_state: bool = True
 
 
 @dataclass(frozen=True)

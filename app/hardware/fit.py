@@ -8,6 +8,7 @@ verdict and the longest context that still fits.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -77,6 +78,9 @@ class FitFacts(ModelFacts):
     kv_element_bytes: int = F16
     # A vision projector loaded beside the model: counted in file_size (weights), named apart.
     projector_bytes: int = 0
+    # The bytes decoding a token reads, by number format, where the file's header lists them
+    # (app.library.model_files.gguf_info); empty: the weights' bytes are all there is to go on.
+    read_per_token: Mapping[str, int] = dataclasses.field(default_factory=dict, hash=False, compare=False)
 
     def compute_bytes(self, *, on_cpu: bool) -> int | None:
         """The working buffers on that device; None when the shape is not known."""

@@ -103,8 +103,11 @@ def gguf_fit_facts(info: GgufInfo, context_length: int) -> FitFacts:
         vocab_size=_int(meta.get(f"{arch}.vocab_size")) or _vocab_length(meta.get("tokenizer.ggml.tokens")),
         feed_forward_length=_int(meta.get(f"{arch}.feed_forward_length")),
     )
-    return FitFacts("gguf", _weights_bytes(info), context, per_token * context, layers,
-                    shape=shape, trained_context=info.context_length, kv_element_bytes=F16)
+    weights = _weights_bytes(info)
+    # A split GGUF's first shard lists only its own tensors: the read is then judged by the bytes.
+    read = info.read_per_token if weights == info.file_size else {}
+    return FitFacts("gguf", weights, context, per_token * context, layers, shape=shape,
+                    trained_context=info.context_length, kv_element_bytes=F16, read_per_token=read)
 
 
 def _gguf_kv_per_token(info: GgufInfo) -> int:

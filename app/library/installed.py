@@ -48,6 +48,8 @@ class InstalledModel:
     # remote backend loads ("remote://studio-pc/llama3.1:8b"). path then names no file: it is the server's
     # name and the model's, for what shows a path. "" for a model on this PC.
     address: str = ""
+    # A remote model its server (or the person, by hand) says takes images: it has no projector here.
+    sees_images: bool = False
 
     @property
     def location(self) -> str:
@@ -60,7 +62,7 @@ class InstalledModel:
 
     @property
     def vision(self) -> bool:
-        return self.projector is not None
+        return self.projector is not None or self.sees_images
 
     @property
     def chats(self) -> bool:

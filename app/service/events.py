@@ -16,7 +16,7 @@ from app.service.library_events import (CatalogListed, CatalogRow, DownloadChang
                                         DownloadState, LibraryListed, ModelRow)
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo,
                                           IndexingProgress, IndexState)
-from app.service.memory_events import MemoriesChanged
+from app.service.memory_events import MemoriesChanged, MemoryProposalSettled, MemoryProposed
 from app.tools.values import ServerStatus
 
 
@@ -376,7 +376,8 @@ Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryCh
               ActivityChanged, PaceChanged, ServingChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
               LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged,
               ToolApprovalAsked, ToolApprovalSettled, ToolPartsChanged, ToolServersChanged,
-              CollectionsChanged, IndexingProgress, DocumentsProblem, MemoriesChanged]
+              CollectionsChanged, IndexingProgress, DocumentsProblem, MemoriesChanged, MemoryProposed,
+              MemoryProposalSettled]
 
 
 # Every event and value front ends take from here (the documents service's are defined in documents_events.py,
@@ -386,7 +387,7 @@ __all__ = ["ActivityChanged", "AnswerFinished", "AnswerInterrupted", "AnswerQueu
            "ConversationChanged", "ConversationModelChosen", "ConversationOpened", "ConversationRemoved",
            "ConversationsListed", "DamagedHistoryFound", "DamagedHistoryReplaced", "DocumentsProblem", "DownloadChanged",
            "DownloadId", "DownloadItem", "DownloadState", "DraftChanged", "Event", "FileInfo", "HistoryChangedElsewhere",
-           "IndexState", "IndexingProgress", "InterruptReason", "LibraryListed", "MemoriesChanged", "MessageAdded", "MessagesRemoved",
+           "IndexState", "IndexingProgress", "InterruptReason", "LibraryListed", "MemoriesChanged", "MemoryProposalSettled", "MemoryProposed", "MessageAdded", "MessagesRemoved",
            "ModelRow", "ModelState", "ModelStateChanged", "PaceChanged", "Problem", "ProblemKind", "ProblemSolved",
            "Queued", "RequestRecord", "SendFailed", "ServingChanged", "SettingsChanged", "SetupFinished", "SetupProgress", "THINKING",
            "TextGrew", "ToolApprovalAsked", "ToolApprovalSettled", "ToolPartsChanged", "ToolServersChanged", "WRITING"]

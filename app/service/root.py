@@ -22,9 +22,12 @@ from app.service.chats.drafts import DraftBook
 from app.service.chats.history_choice import HistoryChoice, damage_text
 from app.service.chats.history_follow import HistoryFollower
 from app.service.chats.memory.memory_book import MemoryBook
+from app.service.chats.memory.memory_proposals import MemoryProposals
 from app.service.chats.memory.remember_tool import remember_tool
 from app.service.chats.open_chat import OpenChat
+from app.service.chats.project_book import ProjectBook
 from app.service.chats.quick_ask import QuickAsk
+from app.service.chats.temporary import TemporaryChats, is_temporary
 from app.service.chats.vision import chat_vision, model_vision
 from app.service.documents.document_context import ChatDocuments
 from app.service.documents.documents_service import DocumentsService
@@ -41,6 +44,7 @@ from app.service.models.model_setup import ModelSetup
 from app.service.settings_keeper import SettingsKeeper
 from app.service.storage import Storage
 from app.service.tools.tool_use import Approver, ToolUse
+from app.service.voice.dictation_service import Dictation
 
 
 class Service:
@@ -81,18 +85,32 @@ class Service:
             threads_file=settings_path.parent / "threads.json" if settings_path else None)
         self.library = LibraryService(session, keeper, emit, tasks, answers_busy=self._answers_busy)
         # The servers the person added, in the files the engine's remote backend reads too (app/library/servers).
-        self.servers = RemoteServers(ServerBook.at(data_paths()), session)
+        self.servers = RemoteServers(ServerBook.at(data_paths()), session, answers_busy=self._answers_busy)
         self.drafts = DraftBook(lambda: self.storage, emit, tasks.spawn)
-        self.conversations = conversations = Conversations(storage, emit, keeper, self.drafts,
+        # Temporary chats live in memory: the chat owners reach the history through its router.
+        self.temporary = TemporaryChats(storage, bus, tasks.spawn, show=lambda chat_id: self.answers.show(chat_id),
+                                        discard=lambda chat_id: self.answers.delete(chat_id))
+        chats_storage = self.temporary.routed
+        self.conversations = conversations = Conversations(chats_storage, emit, keeper, self.drafts,
                                                            lambda: session.chat_defaults_model)
         self.chat = chat = OpenChat(conversations, bus)
+        # Projects: named groups of chats whose new chats start with the project's instructions, model and tools.
+        self.projects = ProjectBook(storage, emit, conversations.new_chat_settings)
         # mcp.json sits beside settings.json (app.core.paths); a CLI chat with no settings file names it.
         self.tools = ToolUse(mcp_file or (settings_path.with_name("mcp.json") if settings_path else None),
                              keeper, emit, approver=approver)
         # The person's memories: each answer's share of them, and the remember tool the model may call.
+        # With an embedding model chosen for the documents, memories are chosen by meaning too: their vectors
+        # made by the documents' model, in the background while no answer is written and indexing may run.
         self.memory = memory = MemoryBook(self._memories, lambda: self.storage, emit, lambda: keeper.settings,
-                                          session.clear_saved_states, tasks.spawn)
+                                          session.clear_saved_states, tasks.spawn,
+                                          embed=lambda texts: self.collections.embed_for_memory(texts),
+                                          quiet=lambda: not self._answers_busy()
+                                          and not self.collections.waiting_because())
         self.tools.add_builtin(remember_tool(memory, lambda: keeper.settings))
+        # After a chat, the loaded model is asked in the background (giving way) which facts to propose keeping.
+        self.memory_proposals = MemoryProposals(memory, session, conversations, bus, tasks, lambda: keeper.settings,
+                                                answers_busy=self._answers_busy, temporary=is_temporary)
         # The window's collections, indexed in the background; it holds while an answer streams (it hears
         # the answers' events after the owners that keep the open chat in step: subscribed last).
         self.collections = DocumentsService(emit, library=library, settings=lambda: keeper.settings,
@@ -100,13 +118,13 @@ class Service:
         self.documents = ChatDocuments(lambda: loaded.context_length if (loaded := session.loaded) else None,
                                        count=session.client.count_tokens)
         self.documents.use_search(collection_search(self.collections))
-        self.collection_choice = ChatCollections(storage, chat, conversations, bus)
-        self.sight = chat_vision(chat, session, lambda: (row.model for row in self.library.rows))
+        self.collection_choice = ChatCollections(chats_storage, chat, conversations, bus)
+        self.sight = chat_vision(chat, session, lambda: (row.model for row in self.library.rows), self.servers.known)
         self.answers = answers = Answering(
-            storage=storage, history_open=lambda: self.storage is not None, emit=emit, tasks=tasks, chat=chat,
+            storage=chats_storage, history_open=lambda: self.storage is not None, emit=emit, tasks=tasks, chat=chat,
             conversations=conversations, session=session, keeper=keeper, tools=self.tools, documents=self.documents,
             vision=self.sight.state, pending_collections=self.collection_choice.take_pending,
-            remember=memory.for_answer)
+            remember=memory.for_answer, remote=self.servers.named)
         # Quick ask's exchange: a chat of its own, answered by the app's model in the same line.
         self.quick_ask = QuickAsk(answers, keeper, model_vision(lambda: None, session,
                                   lambda: (row.model for row in self.library.rows)).state, tasks.spawn)
@@ -114,12 +132,12 @@ class Service:
         self.api = ApiAnswers(session, keeper, conversations, emit, spawn=tasks.spawn,
                               chats_busy=lambda: not answers.queue.idle,
                               embeddings=ApiEmbeddings(self.collections, library, lambda: keeper.settings.server),
-                              remember=memory.for_api)
+                              remember=memory.for_api, remote=self.servers)
         # calibrate: the front ends that stay running and keep threads.json (the window, `kestrel serve`) measure the
         # loaded model's speed in the background when this machine measured none (app/service/models/calibration.py).
         self.calibration = SpeedCalibration(session, keeper, bus, tasks, answers_busy=self._answers_busy,
                                             measured=self.library.remeasured) if calibrate and settings_path else None
-        self.files = ChatFiles(storage, emit)
+        self.files = ChatFiles(chats_storage, emit)
         self.history_choice = HistoryChoice(storage, emit, conversations, answers_busy=lambda: not answers.queue.idle,
                                             open_id=lambda: chat.id, show_new=answers.show_new, show=answers.show)
         self.elsewhere = HistoryFollower(storage, bus, tasks.loop, conversations, chat,
@@ -130,6 +148,8 @@ class Service:
         self.presence = WindowPresence()  # the main and quick-ask windows' states; the engine follows the most awake
         self.subscribe: Callable[[Listener], Callable[[], None]] = bus.subscribe
         self.spawn = tasks.spawn
+        # The window's dictation: the microphone on the person's press, the transcription child kept between presses.
+        self.dictation = Dictation(lambda: keeper.settings.voice, data_paths().data / "speech", tasks.spawn)
 
     def _answers_busy(self) -> bool:
         """A chat's or an API request's answer is written or waits: nothing reloads or unloads."""
@@ -219,6 +239,7 @@ class Service:
                 ending.cancel()
         await self.drafts.flush()
         await self.tools.close()  # no MCP server outlives Kestrel
+        await self.dictation.close()  # the microphone closed and the transcription child ended
         await self.tasks.cancel_all()
         await self.library.close()
         await self.collections.close()
@@ -227,6 +248,7 @@ class Service:
             await self.storage.close()
         if self.memory_storage is not None:
             await self.memory_storage.close()
+        await self.temporary.close()
 
     # --- what crosses the wings: the settings and the window's state ----------------------------
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
+import shiboken6
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QHideEvent, QShowEvent
 from PySide6.QtWidgets import QApplication, QSplitter, QWidget
 
 from app.core.paths import DataPaths
+from app.library.servers.faults import ServerFault
+from app.library.servers.records import parse_address, split_model_id
 from app.service.doors.window import WindowDoors
 from app.service.events import ModelState
 from app.service.models.background import WindowState
@@ -22,6 +26,8 @@ from app.ui.chat.chat_pane import ChatPane
 from app.ui.chat.drafts import DraftKeeper
 from app.ui.models.hardware_view import HardwareWindow
 from app.ui.memory.memory_host import MemoryHost
+from app.ui.projects.project_scope import ProjectScope
+from app.ui.projects.projects_host import ProjectsHost, window_choices
 from app.ui.messages.image_viewer import ImageViewer
 from app.ui.models.model_manager import ModelManager
 from app.ui.server.server_host import ServerHost
@@ -36,6 +42,7 @@ from app.ui.window_commands import WindowCommands
 from app.ui.window_geometry import restore_window_state, save_window_state, state_file
 from app.ui.window_log import WindowLog
 from app.ui.window_menus import build_menus
+from app.ui.voice.dictation_control import DictationControl
 
 
 class MainWindow(WindowCommands):
@@ -89,9 +96,16 @@ class MainWindow(WindowCommands):
         self.statusBar().addWidget(self.status, 1)
         self.drafts = DraftKeeper(doors.chat, self.composer, self)
         self.attachments = ChatAttach(self, self.composer, doors.chat, doors.attach, self.adapter.spawn)
+        self.dictation = DictationControl(doors.voice, self.composer, self, self.adapter.spawn)  # the mic button
         self.chat_files = ChatFiles(self.adapter, doors.chat, doors.files, self)
         self.chat_files.on_exported = self.status.show_exported
         self.memory = MemoryHost(self.adapter, doors, self)  # the Memory window, an answer's used memories
+        self.projects = ProjectsHost(  # the chat list's Projects grouping, the project dialog
+            doors.projects, doors.chat, self.sidebar.projects, ProjectScope(self.sidebar.filter.set_matches),
+            spawn=self.adapter.spawn, problem=self.adapter.problem.emit, subscribe=doors.subscribe, parent=self,
+            choices=lambda: window_choices(self.adapter.installed.rows(), doors.tools.servers(),
+                                           doors.documents.collections()))
+        self.projects.follow_chat_list(self.sidebar.conversation_list)
         self.menu_actions = build_menus(self, self.open_logs, self.memory.show_window)
         self._name_parts()
         self._connect()
@@ -127,17 +141,19 @@ class MainWindow(WindowCommands):
                  self.header.settings_button, self.messages, self.chat.approval.arguments,
                  self.chat.approval.copy_button, self.chat.approval.allow_button, self.chat.approval.always_button,
                  self.chat.approval.deny_button, self.composer.edit, self.composer.attach_button,
-                 self.composer.image_button, self.composer.documents_button, self.composer.button]
+                 self.composer.image_button, self.composer.documents_button, self.composer.mic_button,
+                 self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)
 
     def _connect(self) -> None:
-        s, chat = self.adapter, self.doors.chat
+        s = self.adapter
         self.sidebar.newChatRequested.connect(self.new_conversation)
         self.sidebar.conversationChosen.connect(self.open_chat)
         self.sidebar.searchChanged.connect(self.run_search)
         self.sidebar.deleteRequested.connect(self._delete_chat)
-        self.header.modelChosen.connect(lambda model_id: s.spawn(chat.set_conversation_model(model_id)))
+        self.header.modelChosen.connect(self.choose_chat_model)
+        self.header.model_menu.aboutToShow.connect(self.ask_servers_for_header)
         self.header.managerRequested.connect(self.show_model_manager)
         self.header.settingsRequested.connect(self.edit_chat_settings)
         self.composer.sendRequested.connect(self.attachments.send)
@@ -148,6 +164,7 @@ class MainWindow(WindowCommands):
         self.messages.sourceChosen.connect(lambda source: SourcePopup(source, self).open())
         self.messages.imageChosen.connect(lambda image: ImageViewer(image, s.spawn, self).open())
         self.memory.follow(self.messages)
+        self.memory.propose_in(self.chat.proposal)  # Kestrel's proposals after a chat, above the composer
         self.import_button.clicked.connect(self.choose_model_file)
         self.status.managerRequested.connect(self.show_model_manager)
         self.status.hardwareRequested.connect(self.show_hardware)
@@ -204,7 +221,7 @@ class MainWindow(WindowCommands):
     async def _search(self, query: str, number: int) -> None:
         matches = await self.doors.history.search(query)
         if number == self._searches:
-            self.filter.set_matches(matches)
+            self.projects.scope.set_search(matches)
 
     def _conversation_opened(self) -> None:
         conversation = self.doors.chat.conversation
@@ -225,12 +242,59 @@ class MainWindow(WindowCommands):
         """The header names the model this chat uses: its own choice, or the default."""
         rows = self.adapter.installed.rows()
         default = next((row.model.title for row in rows if row.is_default), None)
-        model = self.doors.model.model
+        model = self.doors.model.app_model or self.doors.model.model  # a chat's own model is not the default
         if default is None and model is not None:
             default = model.title
-        self.header.set_model(self.doors.chat.conversation_model_id(), default or "none chosen")
+        model_id = self.doors.chat.conversation_model_id()
+        # A server's model whose server was removed since: said, as a missing local model is (the default answers).
+        gone = model_id is not None and split_model_id(model_id) is not None \
+            and self.adapter.installed.row_of(model_id) is None and self.doors.servers.known(model_id) is None
+        self.header.set_model(model_id, default or "none chosen", server_gone=gone)
         self.attachments.refresh_vision()  # the chat's model, or what is known of it, changed
         self.chat.messages.set_answers_from(self.doors.attach.answers_from())
+
+    def choose_chat_model(self, model_id: str | None) -> None:
+        """The header's choice of this chat's model: refused in words while this chat's answer is written or
+        waits (that answer keeps the model it started with; choosing then would leave the header naming a
+        model that is not the one answering)."""
+        if self.doors.chat.open_chat_busy:
+            self.chat.show_problem("This chat's model was not changed: an answer is being written. Wait for it "
+                                   "to finish, or press Stop, then choose the model again.", "model")
+            return
+        self.adapter.spawn(self.doors.chat.set_conversation_model(model_id))
+
+    def ask_servers_for_header(self) -> None:
+        """The model menu opens: the servers' models as last listed at once, then each added server asked
+        again (only servers the person added; none is asked before the menu is opened), and the library's
+        models listed if they never were."""
+        if self.adapter.installed.rowCount() == 0:
+            # The library is listed when the model manager first opens: the menu lists its models too.
+            self.adapter.spawn(self.doors.library.refresh())
+        servers = self.doors.servers
+        listed = servers.listed()
+        self.header.set_remote_models([m for models in listed.values() for m in models])
+        self.adapter.spawn(self._ask_servers())
+
+    async def _ask_servers(self) -> None:
+        door = self.doors.servers
+        added = await door.servers()
+        if not shiboken6.isValid(self.header):
+            return  # the window closed meanwhile
+        said = {server.name: "asking…" for server in added}
+        self.header.set_remote_models([m for models in door.listed().values() for m in models], said)
+        answers = await asyncio.gather(*(door.models(server.name) for server in added), return_exceptions=True)
+        for server, answer in zip(added, answers):
+            if isinstance(answer, ServerFault):
+                said[server.name] = "did not answer (Manage models… says why)"
+            elif isinstance(answer, BaseException):
+                raise answer  # a bug, not the server's doing: the event loop logs it
+            else:
+                said[server.name] = "lists no models" if not answer else ""
+        if not shiboken6.isValid(self.header):
+            return
+        self.header.set_remote_models([m for models in door.listed().values() for m in models],
+                                      {name: words for name, words in said.items() if words})
+        self._show_chat_model()  # the list read again: the chat's server may have been removed since
 
     def _answer_queue_changed(self) -> None:
         c = self.doors.chat
@@ -269,7 +333,9 @@ class MainWindow(WindowCommands):
             self.status.set_device(None)
         else:
             fell_back = shown.fallback_reasons[0] if shown.fallback_reasons else ""
-            self.status.set_device(shown.device, (shown.placement_reason, *shown.fallback_reasons), fell_back)
+            on_server = parse_address(c.model.address) if c.model is not None and c.model.remote else None
+            self.status.set_device(shown.device, (shown.placement_reason, *shown.fallback_reasons), fell_back,
+                                   server=on_server[0] if on_server is not None else "")
         if c.model_state == ModelState.FAILED and self.chat.problem_kind != "engine":
             self.chat.show_problem(c.model_detail, "model")
         elif c.model_state == ModelState.READY:

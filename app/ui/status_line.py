@@ -122,13 +122,18 @@ class StatusLine(QWidget):
         """The words of the parts shown, in order (what a person reads, for tests and scripts)."""
         return [part.text() for part in (self.model, self.device, self.activity) if not part.isHidden()]
 
-    def set_device(self, device: str | None, reasons: tuple[str, ...] = (), fell_back: str = "") -> None:
-        """The device in use (None: no model ready); a fall-back is never silent."""
+    def set_device(self, device: str | None, reasons: tuple[str, ...] = (), fell_back: str = "", *,
+                   server: str = "") -> None:
+        """The device in use (None: no model ready); a fall-back is never silent. server: the name of the
+        server the person added that answers (device then says where it is: "studio-pc (192.168.1.20:8080)"),
+        shown with the server's icon, never as this PC's CPU."""
         text = device or "No device"
         if fell_back:
             text += f" (fell back: {_shorten(fell_back, 80)})"
         self.device.setText(text)
-        icons.themed(self.device, device_icon(device or ""), icons.ROLE.WindowText)
+        icons.themed(self.device, "server" if server else device_icon(device or ""), icons.ROLE.WindowText)
+        if server:
+            reasons = (*reasons, f"What you send goes to {server}; this computer does not write the answers.")
         why = "\n".join(reasons)
         self.device.setToolTip((why + "\n\n" if why else "") + "Show the hardware and why this device (Ctrl+Shift+H)")
 

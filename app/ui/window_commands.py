@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QListView, QMainWindow, QMessageBox
 
+from app.core.conversation import Message
 from app.core.generation import GenerationSettings
 from app.core.store.history_errors import HistoryError
 from app.service.models.engine_errors import EngineError
@@ -18,6 +19,8 @@ from app.ui.documents.documents_window import DocumentsWindow
 from app.ui.models.hardware_view import HardwareWindow
 from app.ui.models.model_manager import ModelManager
 from app.ui.server.server_window import ServerWindow
+from app.ui.messages.message_actions import EVERY_ACTION, WITHOUT_REMEMBER
+from app.ui.messages.remember_dialog import RememberDialog
 from app.ui.messages.tool_parts import message_markdown
 
 if TYPE_CHECKING:
@@ -25,11 +28,13 @@ if TYPE_CHECKING:
     from app.service.doors.window import WindowDoors
     from app.ui.state.adapter import ServiceAdapter
     from app.ui.chat.chat_files import ChatFiles
+    from app.ui.projects.projects_host import ProjectsHost
     from app.ui.chat.chat_header import ChatHeader
     from app.ui.chat.chat_pane import ChatPane
     from app.ui.chat.composer import Composer
     from app.ui.server.server_host import ServerHost
     from app.ui.chat.sidebar import Sidebar
+    from app.ui.memory.memory_host import MemoryHost
 
 
 _BUSY_WORDS = ("This chat's answer is being written or waits its turn: stop it (Esc) or let it finish, "
@@ -57,7 +62,10 @@ class WindowCommands(QMainWindow):
     about: AboutDialog | None
     server_window: ServerWindow | None
     documents_window: DocumentsWindow | None = None
+    remember_dialog: RememberDialog | None = None  # the last one opened (the tests reach it here)
     server: "ServerHost"
+    memory: "MemoryHost"
+    projects: "ProjectsHost"
     paths: "DataPaths"
     quitting = False  # quit() was asked: closing ends Kestrel even where it would hide to the tray
     # Quick ask's shortcut: whether it is Kestrel's and its words (set_shortcut_held), for Settings → Quick ask.
@@ -71,8 +79,36 @@ class WindowCommands(QMainWindow):
         self.close()
 
     def new_conversation(self) -> None:
-        self.doors.chat.new_conversation()
+        if not self.projects.new_chat_in_chosen():  # a project chosen in the chat list: a chat in it
+            self.doors.chat.new_conversation()
         self.composer.edit.setFocus()
+
+    def new_temporary_conversation(self) -> None:
+        """A chat kept in memory only, with no memory: the sidebar and the empty chat say so (follow_temporary)."""
+        self.adapter.spawn(self.doors.chat.new_temporary_conversation())
+        self.composer.edit.setFocus()
+
+    def follow_temporary(self) -> None:
+        """Another chat opened or the settings changed: whether the open chat is temporary is shown, and
+        Remember is offered only where something may be remembered (memory on, the chat not temporary)."""
+        temporary = self.doors.chat.temporary
+        self.sidebar.show_temporary(temporary)
+        self.chat.messages.set_temporary(temporary)
+        remembers = self.doors.settings.settings.memory.enabled and not temporary
+        delegate = self.chat.messages.delegate
+        offered = EVERY_ACTION if remembers else WITHOUT_REMEMBER
+        if delegate.offered != offered:
+            delegate.offered = offered
+            self.chat.messages.viewport().update()
+
+    def remember_from(self, message: Message, text: str) -> None:
+        """A message's Remember: the person edits its text (or the part selected) down to a fact to keep."""
+        if self.doors.chat.is_temporary(message.conversation_id):
+            return  # never offered there; a key pressed as the chat changed does nothing
+        dialog = RememberDialog(text, message.conversation_id, self.doors.memory, self.adapter.spawn, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.remember_dialog = dialog
+        dialog.open()
 
     def focus_search(self) -> None:
         self.sidebar.search.setFocus()
@@ -111,7 +147,8 @@ class WindowCommands(QMainWindow):
                                             always_thinks=loaded is not None and loaded.thinks,
                                             servers=[server.name for server in self.doors.tools.servers()],
                                             uses_memory=conversation is None or conversation.memory,
-                                            memory_on=self.doors.settings.settings.memory.enabled)
+                                            memory_on=self.doors.settings.settings.memory.enabled
+                                            and not self.doors.chat.temporary)
         if dialog.exec():
             self.adapter.spawn(self._save_chat_settings(*dialog.values(), dialog.uses_memory()))
 
@@ -139,7 +176,9 @@ class WindowCommands(QMainWindow):
 
     def delete_open_chat(self) -> None:
         conversation = self.doors.chat.conversation
-        if conversation is not None:
+        if conversation is not None and self.doors.chat.is_temporary(conversation.id):
+            self.new_conversation()  # leaving it deletes it: nothing kept to ask about
+        elif conversation is not None:
             self._delete_chat(conversation.id, conversation.title)
 
     def _delete_chat(self, conversation_id: int, title: str) -> None:
@@ -149,7 +188,8 @@ class WindowCommands(QMainWindow):
     def edit_settings(self, page: str = "") -> None:
         """The Settings dialog (page "server": open on the API server's page)."""
         dialog = SettingsDialog(self.doors.settings.settings, self, adapter=self.adapter, model=self.doors.model,
-                                tools=self.doors.tools, mcp_file=self.paths.mcp_file)
+                                tools=self.doors.tools, mcp_file=self.paths.mcp_file,
+                                show_memory=self.memory.show_window, microphones=self.doors.voice.microphones)
         self.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
         dialog.show_page(page)
         if self.shortcut_words:  # what quick ask's shortcut is doing, then as it changes while the dialog is open

@@ -46,8 +46,10 @@ def build_menus(window: WindowCommands, open_logs: Callable[[], object],
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")
+    _add(file_menu, "New &temporary chat", window.new_temporary_conversation, "Ctrl+Shift+N", "temporary")
     file_menu.addSeparator()
     _add(file_menu, "&Import a chat…", window.chat_files.choose_import, "Ctrl+Shift+I", "import")
+    _add(file_menu, "Import a &project…", window.projects.import_project, None, "import")
     export_menu = file_menu.addMenu("&Export this chat")
     icons.themed(export_menu.menuAction(), "export", icons.ROLE.WindowText)
     export_markdown = _add(export_menu, "As &Markdown…", lambda: window.chat_files.choose_export("markdown"),
@@ -109,9 +111,20 @@ def build_menus(window: WindowCommands, open_logs: Callable[[], object],
     _add(help_menu, "Open &logs", open_logs, None, "folder").setObjectName("openLogs")
     help_menu.addSeparator()
     _add(help_menu, "&About Kestrel", window.show_about, None, "info")
+    _follow_chat_kind(window)
     return WindowActions(export_markdown=export_markdown, export_json=export_json, copy_last=copy_last,
                          regenerate=regenerate, stop=stop, delete_chat=delete_chat, themes=themes,
                          wrap_code=wrap_code)
+
+
+def _follow_chat_kind(window: WindowCommands) -> None:
+    """The commands the menus share with the sidebar's New chat menu and the messages' Remember, and the
+    window following whether the open chat is temporary (the Remember it offers, the words it shows)."""
+    window.sidebar.temporaryChatRequested.connect(window.new_temporary_conversation)
+    window.chat.messages.rememberRequested.connect(window.remember_from)
+    window.adapter.conversationOpened.connect(window.follow_temporary)
+    window.adapter.settingsChanged.connect(window.follow_temporary)
+    window.follow_temporary()
 
 
 def _choose_code_wrap(window: WindowCommands, wrap: bool) -> None:

@@ -208,7 +208,7 @@ runpy.run_module("app", run_name="__main__", alter_sys=True)
 
 @pytest.mark.skipif(os.name == "nt", reason="os.kill(SIGINT) is not Ctrl+C on Windows")
 @pytest.mark.parametrize("module", ["argparse", "multiprocessing", "asyncio", "app.cli.chat",
-                                    "app.service.root", "app.cli.doctor"])
+                                    "app.service.root", "app.cli.chat_documents"])
 def test_ctrl_c_while_starting_exits_130_quietly(tiny_model: Path, module: str) -> None:
     result = subprocess.run([sys.executable, "-c", _INTERRUPT_DURING_IMPORT, module, str(tiny_model)],
                             cwd=ROOT, capture_output=True, text=True, timeout=60)

@@ -50,7 +50,7 @@ def test_what_each_built_in_backend_declares() -> None:
     assert LLAMA.capabilities == {Capability.TOOLS, Capability.GRAMMARS, Capability.JSON_SCHEMAS, Capability.MIN_P,
                                   Capability.IMAGES}
     assert ONNX.capabilities == {Capability.TOOLS, Capability.JSON_SCHEMAS}
-    assert REMOTE.capabilities == {Capability.TOOLS, Capability.JSON_SCHEMAS, Capability.MIN_P}
+    assert REMOTE.capabilities == {Capability.TOOLS, Capability.JSON_SCHEMAS, Capability.MIN_P, Capability.IMAGES}
     assert [spec.name for spec in registry.registered()] == ["llama.cpp", "ONNX Runtime GenAI", "a server you added"]
 
 

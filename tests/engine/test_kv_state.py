@@ -30,10 +30,11 @@ def _load(model: Path, folder: Path | None, context: int = 1024, ram: int = 1 <<
                                  state_disk_bytes=1 << 30 if folder else 0), CHOICE)
 
 
-def _answer(backend: GgufBackend, messages: list[ChatMessage], tokens: int = 12) -> str:
+def _answer(backend: GgufBackend, messages: list[ChatMessage], tokens: int = 12, keep_state: bool = True) -> str:
     control = GenerationControl()
     control.begin(1)
-    request = Generate(1, tuple(messages), GenerationSettings(temperature=0.0, max_tokens=tokens, seed=1))
+    request = Generate(1, tuple(messages), GenerationSettings(temperature=0.0, max_tokens=tokens, seed=1),
+                       keep_state=keep_state)
     text = ""
     for event in backend.generate(request, control):
         if isinstance(event, Delta):
@@ -96,6 +97,28 @@ def test_a_state_from_disk_gives_the_same_next_tokens_as_a_cold_evaluation(tiny_
         assert cold.restored_from == ""
     finally:
         cold.close()
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_an_answer_that_keeps_no_state_leaves_none_in_ram_or_on_disk(keep: bool, tiny_model: Path,
+                                                                     tmp_path: Path) -> None:
+    """A temporary chat's answers (keep_state False): no file, and nothing in RAM to restore its
+    follow-up from once another chat was answered; kept, the same chat's state is in both."""
+    folder = tmp_path / "states"
+    first = _chat("kestrels")
+    backend = _load(tiny_model, folder)
+    try:
+        reply = _answer(backend, first, keep_state=keep)
+        _answer(backend, _chat("lighthouses"), keep_state=keep)
+        _answer(backend, first + [ChatMessage("assistant", reply), ChatMessage("user", "And their nests?")])
+        restored = backend.restored_from
+    finally:
+        backend.close()
+    files = folder_usage(folder)[0]
+    if keep:
+        assert restored and files >= 2, "kept: the first chat's state is restored for its follow-up"
+    else:
+        assert restored == "" and files == 1, "only the last answer (kept) left a state"
 
 
 def test_a_state_is_not_used_for_another_context(tiny_model: Path, tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def test_shapes_tool_calls_and_tool_turns_cross_the_pipe_whole() -> None:
 
     back = [pickle.loads(pickle.dumps(m)) for m in messages]
 
-    assert back == messages and p.PROTOCOL_VERSION == 15
+    assert back == messages and p.PROTOCOL_VERSION == 16
     assert back[0].messages[2].role is Role.TOOL and back[0].messages[1].tool_calls == (call,)
     assert back[0].shape.uses_tools and back[2].tool_call is None and back[5].failure.part is f.ShapePart.TOOL_CHOICE
     assert {e.kind for e in back[3:]} == {p.ErrorKind.UNSUPPORTED} and p.ErrorKind.UNSUPPORTED == "unsupported"

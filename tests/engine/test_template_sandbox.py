@@ -42,7 +42,7 @@ HOSTILE = {
                         "{% endfor %}{{ ns.x }}", "join text"),
     "doubling with +": ("{% set ns = namespace(x='ab') %}{% for i in range(40) %}{% set ns.x = ns.x + ns.x %}"
                         "{% endfor %}{{ ns.x }}", "add up text"),
-    "macro buffer": ("{% macro m(s) %}{% for i in range(100000) %}{{ s }}{% endfor %}{% endmacro %}"
+    "macro buffer": ("{% macro m(s) %}{% for i in range(10000) %}{{ s }}{% endfor %}{% endmacro %}"
                      "{% set s = 'z' * 100000 %}{{ m(s)|length }}", "join text"),
     "quadratic replace": ("{% set s = 'a' * 100000 %}{{ s|replace('a', s)|length }}", "replace into text"),
     "quadratic replace method": ("{% set s = 'a' * 100000 %}{{ s.replace('a', s)|length }}", "replace into text"),

@@ -86,9 +86,10 @@ def test_table_of_the_desktop(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     assert "NVIDIA GeForce RTX 4070 (NVIDIA, discrete): 12.0 GB dedicated, 10.8 GB free" in out
     assert "GPU offload yes; backends CUDA, CPU" in out
     assert "no battery" in out
-    report, mcp = out.rstrip().rsplit("\n\n", 1)
+    report, mcp, servers = out.rstrip().rsplit("\n\n", 2)
     assert report.endswith("Problems      none")
     assert mcp.startswith("MCP servers: ")
+    assert servers == "Servers you added: none. Nothing is contacted."
 
 
 def test_table_lists_problems() -> None:

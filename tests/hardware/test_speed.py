@@ -8,8 +8,9 @@ import pytest
 
 from app.hardware.fit import Verdict, estimate_fit, with_others_now, with_speed
 from app.hardware.report import RamInfo
-from app.hardware.speed import (ACCELERATOR_EFFICIENCY, CPU_MEMORY_CAP, CPU_THREAD_RATE, TOKEN_OVERHEAD_S,
-                                DecodeCost, Measured, SpeedEstimate, active_share, decode_cost, predict)
+from app.hardware.speed import (ACCELERATOR_EFFICIENCY, CPU_MEMORY_CAP, CPU_THREAD_RATE, KERNEL_COST,
+                                THREAD_SYNC_S, TOKEN_OVERHEAD_S, DecodeCost, Measured, SpeedEstimate, active_share,
+                                decode_cost, embedding_table_share, predict)
 from tests.hardware.test_fit import GEMMA2_2B, LLAMA31_8B, machine
 
 _GIB = 1024**3
@@ -22,16 +23,16 @@ def test_a_cpu_token_reads_the_weights_and_the_cache_at_the_estimated_rate_per_t
 
     speed = predict(report, cost, kind="cpu", device_name="AMD EPYC", threads=2)
 
-    seconds = 2e9 / (2 * CPU_THREAD_RATE["avx2"]) + TOKEN_OVERHEAD_S
+    seconds = 2e9 / (2 * CPU_THREAD_RATE["avx2"]) + TOKEN_OVERHEAD_S + THREAD_SYNC_S
     assert speed.tokens_per_s == pytest.approx(1 / seconds)
-    assert not speed.measured and speed.words == "about 10 tokens/s here (estimated)"
-    assert speed.basis.startswith("estimated: no model measured here yet; 10 GB/s a thread")
+    assert not speed.measured and speed.words == "about 15 tokens/s here (estimated)"
+    assert speed.basis.startswith("estimated: no model measured here yet; 15 GB/s a thread")
 
 
 def test_many_threads_stop_at_the_memory_cap() -> None:
     report = machine("windows_desktop_rtx4070")  # 8 cores: 8 x 10 GB/s would pass what two channels give
     speed = predict(report, DecodeCost(4_000_000_000, 0), kind="cpu", device_name="Ryzen", threads=8)
-    assert speed.tokens_per_s == pytest.approx(1 / (4e9 / CPU_MEMORY_CAP + TOKEN_OVERHEAD_S))
+    assert speed.tokens_per_s == pytest.approx(1 / (4e9 / CPU_MEMORY_CAP + TOKEN_OVERHEAD_S + 7 * THREAD_SYNC_S))
 
 
 def test_a_measurement_here_calibrates_the_rate_and_is_said_as_measured() -> None:
@@ -49,8 +50,39 @@ def test_a_measurement_here_calibrates_the_rate_and_is_said_as_measured() -> Non
     assert one.tokens_per_s == pytest.approx(30.0) and one.measured
     rate = STARTER / (1 / 30.0 - TOKEN_OVERHEAD_S)
     assert bigger.tokens_per_s == pytest.approx(1 / (3 * STARTER / rate + TOKEN_OVERHEAD_S))
-    assert two.tokens_per_s == pytest.approx(1 / (STARTER / (2 * rate) + TOKEN_OVERHEAD_S))
+    assert two.tokens_per_s == pytest.approx(1 / (STARTER / (2 * rate) + TOKEN_OVERHEAD_S + THREAD_SYNC_S))
     assert one.words == "about 30 tokens/s here" and "measured: starter.gguf decoded at 30.0" in one.basis
+
+
+def test_a_measured_model_calibrates_by_what_its_tokens_read_not_by_its_file() -> None:
+    report = machine("linux_vm")
+    # Two files of the same size: one reads 60% of itself a token, the other all of it.
+    lean = (Measured("lean.gguf", STARTER, 30.0, 1, read_bytes=int(STARTER * 0.6)),)
+    whole = (Measured("whole.gguf", STARTER, 30.0, 1),)
+    cost = DecodeCost(STARTER, 0)
+    slow_rate = predict(report, cost, kind="cpu", device_name="AMD EPYC", threads=1, measured=lean)
+    fast_rate = predict(report, cost, kind="cpu", device_name="AMD EPYC", threads=1, measured=whole)
+    # The lean model reached 30 tokens/s reading less: the rate is lower, a model reading all is slower.
+    assert slow_rate.tokens_per_s < 0.65 * fast_rate.tokens_per_s
+
+
+def test_a_token_reads_one_row_of_the_embedding_table_and_slow_formats_weigh_more() -> None:
+    plain = decode_cost(1_000, 0, 0, read_per_token={"Q4_K": 600, "Q6_K": 200})
+    fifth_bit = decode_cost(1_000, 0, 0, read_per_token={"Q4_K": 600, "Q5_0": 200})
+    assert plain.weights == 800  # the file's other 200 bytes: the table a token reads one row of
+    assert fifth_bit.weights == round(600 + 200 * KERNEL_COST["Q5_0"])
+    # Without the header's list: the file less the table's estimated share.
+    assert decode_cost(1_000, 0, 0, embedding_share=0.25).weights == 750
+    assert decode_cost(1_000, 0, 0).weights == 1_000
+
+
+@pytest.mark.parametrize("words, vocab, width, share", [
+    ("1.5B", 151_936, 1_536, 151_936 * 1_536 / 1.5e9), ("8B", 128_256, 4_096, 128_256 * 4_096 / 8e9),
+    ("", 151_936, 1_536, 0.0), ("1.5B", 0, 1_536, 0.0), ("0.01B", 151_936, 1_536, 0.0),
+])
+def test_the_embedding_tables_share_comes_from_the_size_words_and_shape(words: str, vocab: int, width: int,
+                                                                        share: float) -> None:
+    assert embedding_table_share(words, vocab, width) == pytest.approx(share)
 
 
 def test_a_gpu_reads_at_its_published_bandwidth_and_says_it_is_unproven() -> None:

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSpin
 
 from app.ui.common.window_look import shortcut_letter_extra
 from app.ui.common.text_room import ELIDED_COLUMNS, FULL_TEXT, title_width_needed
-from tests.helpers import server_scenes
+from tests.helpers import memory_scenes, server_scenes
 
 # A widget that cuts its text on purpose (and shows all of it some other way) says so.
 ELIDES = "elidesOnPurpose"
@@ -272,7 +272,7 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
         for number in range(3):
             (kv_cache.states_folder() / f"state-{number}.kvstate").write_bytes(bytes(3_500_000))
         shown = SettingsDialog(doors.settings.settings, window, adapter=window.adapter, model=doors.model,
-                               tools=doors.tools, mcp_file=window.paths.mcp_file)
+                               tools=doors.tools, mcp_file=window.paths.mcp_file, show_memory=window.memory.show_window)
         wait(loop, _until(lambda: bool(shown.states_note.text())))  # read off the UI thread
         return shown
 
@@ -370,10 +370,20 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
         ("chat header", lambda: _chat_header(home)),
         ("add a server", lambda: server_scenes.add_server_dialog(window)),
         ("model manager with servers", lambda: server_scenes.manager_with_servers(window, lambda w: wait(loop, w))),
+        ("server model settings", lambda: server_scenes.remote_model_settings(window, said=True)),
+        ("server model settings not said", lambda: server_scenes.remote_model_settings(window, said=False)),
         ("memory empty", lambda: _memory(window, loop, filled=False)),
         ("memory", lambda: _memory(window, loop, filled=True)),
         ("memory text", lambda: _memory_text(window)),
         ("used memories", lambda: _used_memories(window, loop)),
+        ("memory proposal", lambda: memory_scenes.proposal_rows(window)),
+        ("remember", lambda: _remember(window, loop)),
+        ("temporary chat", lambda: _temporary_sidebar(window)),
+        ("project dialog", _project_dialog),
+        ("projects panel", _projects_panel),
+        # Last: it turns Kestrel Link's sharing on (a real TLS server on 127.0.0.1) for the scenes after it.
+        ("add another kestrel", lambda: server_scenes.add_another_kestrel(window)),
+        ("kestrel link sharing", lambda: server_scenes.sharing_window(window, lambda w: wait(loop, w))),
     ]
 
 
@@ -461,6 +471,54 @@ def _used_memories(window: Any, loop: asyncio.AbstractEventLoop) -> QWidget:
 
     kept = wait(loop, window.doors.memory.listing())
     return UsedMemoriesPopup(kept[:3], 4, window)
+
+
+def _remember(window: Any, loop: asyncio.AbstractEventLoop) -> QWidget:
+    """A message's Remember with a long answer's text, kept too long: the door's refusal said under it."""
+    from app.ui.messages.remember_dialog import RememberDialog
+
+    text = ("For the trip, pack light: two shirts, a warm jumper, walking shoes and a rain jacket. " * 14).strip()
+    dialog = RememberDialog(text, None, window.doors.memory, window.adapter.spawn, window)
+    dialog.remember()
+    wait(loop, _until(lambda: dialog.problem.isVisibleTo(dialog)))
+    return dialog
+
+
+def _temporary_sidebar(window: Any) -> QWidget:
+    """The sidebar while a temporary chat is open: its line above the list says what that chat keeps."""
+    from app.ui.chat.sidebar import Sidebar
+
+    sidebar = Sidebar(window.adapter)
+    sidebar.show_temporary(True)
+    sidebar.resize(260, 360)
+    return sidebar
+
+
+def _project_dialog() -> QWidget:
+    """Edit project with long instructions, a model no longer installed, and tools and collections to tick."""
+    from app.core.projects import Project
+    from app.ui.projects.project_dialog import ProjectChoices, ProjectDialog
+
+    choices = ProjectChoices(models=(("starter", "Qwen2.5 Coder 0.5B Instruct (Q4_K_M, starter)"),),
+                             tools=("files", "calendar"), collections=("Quarterly reports", "Thesis papers"))
+    project = Project(1, "Planning the trip to Lisbon", "Plan by the day. " * 40, "gone-model", ("files",),
+                      ("Thesis papers", "Old notes"), False)
+    dialog = ProjectDialog(choices, project)
+    dialog.refuse('There is already a project called "Planning the trip to Lisbon". Choose another name.')
+    return dialog
+
+
+def _projects_panel() -> QWidget:
+    """The chat list's Projects grouping, as wide as the sidebar, with a long name."""
+    from app.core.projects import Project
+    from app.ui.projects.projects_panel import ListedProject, ProjectsPanel
+
+    panel = ProjectsPanel()
+    panel.model.reset_to([ListedProject(Project(1, "Garden"), 3), ListedProject(Project(2, "Thesis"), 12),
+                          ListedProject(Project(3, "Planning the trip to Lisbon"), 1)])
+    panel.choose(2)
+    panel.resize(260, panel.sizeHint().height())
+    return panel
 
 
 async def _until(ready: Callable[[], bool], timeout: float = 10) -> None:

@@ -220,10 +220,10 @@ class ScriptedEngine:
 
     async def generate(self, messages: Sequence[p.ChatMessage], settings: GenerationSettings | None = None, *,
                        stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None,
-                       shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
+                       shape: p.AnswerShape | None = None, keep_state: bool = True) -> AsyncIterator[p.Delta | p.Done]:
         await self._ensure_loaded()
         request = p.Generate(next(self._ids), tuple(messages), settings or GenerationSettings(), tuple(stop),
-                             trim_history, threads, self.prompt_lookup, shape or p.AnswerShape())
+                             trim_history, threads, self.prompt_lookup, shape or p.AnswerShape(), keep_state)
         self.requests.append(request)
         process = self._live(During.GENERATE)
         self._current = request.request_id

@@ -457,3 +457,23 @@ class TestDamageReadsPlainly:
         path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 1, 1 << 30) + b"\0" * 64)
 
         assert "claims 1 tensor and 1,073,741,824 settings" in _read_error(path).message
+
+
+class TestWhatATokenReads:
+    """The bytes decoding a token reads, by number format (app/hardware/speed.py weighs them)."""
+
+    def _model(self, path: Path, *, output: bool) -> Path:
+        embedding = ("token_embd.weight", [32, 4], 1, 0)  # F16: 128 weights, 256 bytes
+        matrix = [("output.weight", [32, 4], 8, 256)] if output else []  # Q8_0: 4 blocks of 34 bytes
+        layer_at = 416 if output else 256
+        layer = ("blk.0.ffn_up.weight", [32, 2], 6, layer_at)  # Q5_0: 2 blocks of 22 bytes
+        return _handmade_gguf(path, [embedding, *matrix, layer], data_bytes=layer_at + 44)
+
+    def test_a_token_reads_one_row_of_the_embedding_table_when_the_model_has_its_own_output(
+            self, tmp_path: Path) -> None:
+        info = read_gguf_info(self._model(tmp_path / "untied.gguf", output=True))
+        assert dict(info.read_per_token) == {"Q8_0": 136, "Q5_0": 44}
+
+    def test_a_model_whose_logits_reuse_the_embedding_table_reads_it_whole(self, tmp_path: Path) -> None:
+        info = read_gguf_info(self._model(tmp_path / "tied.gguf", output=False))
+        assert dict(info.read_per_token) == {"F16": 256, "Q5_0": 44}

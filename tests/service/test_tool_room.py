@@ -59,6 +59,10 @@ def test_the_room_is_the_context_less_the_round_and_the_answers_room() -> None:
     assert answer_room(4_096, 512) == 512 and answer_room(2_048, 4_000) == 512 and answer_room(128, 512) == 64
     assert room.tokens == 4_096 - 900 - 40 - 512
     assert ResultRoom.after_round(AnswerStats(), Engine(), GenerationSettings()).tokens is None  # type: ignore[arg-type]
+    # A server that took a prompt past the context known here (a remote model's own is larger): not known, so a
+    # result is cut only to the settings' limit, never to nothing (tests/service/test_remote_chats.py).
+    beyond = AnswerStats(prompt_tokens=4_000, tokens=200)
+    assert ResultRoom.after_round(beyond, Engine(), GenerationSettings()).tokens is None  # type: ignore[arg-type]
 
 
 def test_a_note_cannot_be_read_from_text_that_only_looks_like_one() -> None:

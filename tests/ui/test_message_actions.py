@@ -52,10 +52,10 @@ def _ink(image: QImage, rect, background: QColor) -> int:
 
 
 def test_each_message_has_its_icons_always_visible(view) -> None:
-    assert list(_rects(view, 0)) == ["copy", "edit"]
-    assert list(_rects(view, 1)) == ["copy"], "an earlier answer is not regenerated"
-    assert list(_rects(view, 2)) == ["copy", "edit"]
-    assert list(_rects(view, 3)) == ["copy", "regenerate"]
+    assert list(_rects(view, 0)) == ["copy", "edit", "remember"]
+    assert list(_rects(view, 1)) == ["copy", "remember"], "an earlier answer is not regenerated"
+    assert list(_rects(view, 2)) == ["copy", "edit", "remember"]
+    assert list(_rects(view, 3)) == ["copy", "regenerate", "remember"]
     image = _shown(view)
     background = view.palette().color(view.viewport().backgroundRole())
     for row in range(4):
@@ -65,7 +65,7 @@ def test_each_message_has_its_icons_always_visible(view) -> None:
 
 def test_the_users_icons_sit_under_the_bubble_at_the_right_and_the_answers_at_the_left(view) -> None:
     user, answer = view.delegate.layout(view.model().index(0, 0)), view.delegate.layout(view.model().index(1, 0))
-    assert _rects(view, 0)["edit"].right() == user.bubble.right()
+    assert _rects(view, 0)["remember"].right() == user.bubble.right()
     assert abs(_rects(view, 1)["copy"].center().x() - answer.text.left()) < 16
     assert all(rect.top() > user.bubble.bottom() for rect in _rects(view, 0).values())
 
@@ -117,6 +117,7 @@ def test_each_icon_has_a_tooltip(view) -> None:
         assert view.delegate.helpEvent(event, view, QStyleOptionViewItem(), view.model().index(row, 0))
         assert QToolTip.text() == TIPS[name]
     assert "Ctrl+R" in TIPS["regenerate"] and "F2" in TIPS["edit"] and "Ctrl+C" in TIPS["copy"]
+    assert "Ctrl+Shift+R" in TIPS["remember"]
 
 
 def test_the_icon_under_the_mouse_is_highlighted(view) -> None:

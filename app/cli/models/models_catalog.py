@@ -22,7 +22,7 @@ from app.library.model_files.model_purpose import ModelPurpose
 from app.service.events import CatalogRow
 from app.service.library.library_service import catalog_fit, installed_as
 from app.service.library.recommendation import recommend
-from app.service.library.speed_judge import measured_speeds
+from app.service.library.speed_judge import measured_speeds, with_reads
 
 _VERDICT_WORDS = {Verdict.RUNS_WELL: "runs well", Verdict.USABLE: "usable", Verdict.RUNS_SLOWLY: "slow",
                   Verdict.WONT_FIT: "will not fit"}
@@ -79,8 +79,10 @@ def _judged_rows(entries: tuple[CatalogEntry, ...]) -> tuple[HardwareReport, lis
 
 def measured_here() -> tuple[Measured, ...]:
     """What this machine's answers measured, from the thread advisor's threads.json beside the settings (as
-    the window reads it): every verdict by speed a command gives is calibrated with it."""
-    return measured_speeds(data_paths().config / "threads.json")
+    the window reads it), each weighed by its file where the library holds it: every verdict by speed a
+    command gives is calibrated with it."""
+    return with_reads(measured_speeds(data_paths().config / "threads.json"),
+                      [model.path for model in open_library().list()])
 
 
 def _rank(row: CatalogRow) -> tuple[int, float]:

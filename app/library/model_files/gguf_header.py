@@ -103,8 +103,8 @@ def padded(offset: int, alignment: int) -> int:
     return -(-offset // alignment) * alignment
 
 
-def read_tensor_info(reader: HeaderReader) -> tuple[str, int, int, int]:
-    """Read one tensor description: its name, data offset, data size in bytes and elements."""
+def read_tensor_info(reader: HeaderReader) -> tuple[str, int, int, int, str]:
+    """Read one tensor description: its name, data offset, data size in bytes, elements and number format."""
     name = reader.string()
     n_dims = reader.uint("<I")
     if n_dims > MAX_DIMS:
@@ -113,7 +113,7 @@ def read_tensor_info(reader: HeaderReader) -> tuple[str, int, int, int]:
     type_id, offset = reader.uint("<I"), reader.uint("<Q")
     if type_id not in GGML_TYPES:
         raise UnknownTensorType(type_id)
-    _, block_size, block_bytes = GGML_TYPES[type_id]
+    type_name, block_size, block_bytes = GGML_TYPES[type_id]
     elements = 1
     for extent in shape:
         elements *= extent
@@ -121,7 +121,7 @@ def read_tensor_info(reader: HeaderReader) -> tuple[str, int, int, int]:
         raise Corrupt(f"tensor {quoted(name)} claims an impossible size")
     if shape and shape[0] % block_size:
         raise Corrupt(f"tensor {quoted(name)} does not fit its number format")
-    return name, offset, elements // block_size * block_bytes, elements
+    return name, offset, elements // block_size * block_bytes, elements, type_name
 
 
 def count_of(number: int, noun: str) -> str:

@@ -72,6 +72,10 @@ class GgufInfo:
     metadata: Mapping[str, object] = field(hash=False, repr=False)
     # The weights: every tensor's elements added up (a header states no count of its own).
     parameter_count: int = 0
+    # The bytes decoding one token reads, by number format ("Q4_K": bytes): every tensor but the token
+    # embedding table, of which a token reads one row (unless the model has no output matrix of its
+    # own and multiplies by that table for its logits). Empty when the header does not list them all.
+    read_per_token: Mapping[str, int] = field(default_factory=dict, hash=False, repr=False)
 
 
 def read_gguf_info(path: Path) -> GgufInfo:
@@ -182,7 +186,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
     if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
         shown = f"{alignment:,}" if type(alignment) is int else quoted(str(alignment))
         raise Corrupt(f"its data alignment {shown} is not a power of two")
-    data_start, data_end, parameter_count = _read_tensor_layout(reader, tensor_count, alignment)
+    data_start, data_end, parameter_count, read_per_token = _read_tensor_layout(reader, tensor_count, alignment)
     if data_end > file_size:
         have, want = _format_size(file_size), _format_size(data_end)
         if have == want:  # "47 GB of 47 GB" would read as complete
@@ -215,6 +219,7 @@ def _parse(path: Path, file: BinaryIO, file_size: int) -> GgufInfo:
         tensor_count=tensor_count, alignment=alignment,
         data_start=data_start, data_end=data_end,
         metadata=MappingProxyType(metadata), parameter_count=parameter_count,
+        read_per_token=MappingProxyType(read_per_token),
     )
 
 
@@ -241,23 +246,33 @@ def _read_metadata(reader: HeaderReader, kv_count: int) -> dict[str, object]:
 
 
 def _read_tensor_layout(reader: HeaderReader, tensor_count: int,
-                        alignment: int) -> tuple[int, int, int]:
+                        alignment: int) -> tuple[int, int, int, dict[str, int]]:
     """Read the tensor index; return the file offsets where tensor data starts and ends,
-    and how many weights the tensors hold."""
+    how many weights the tensors hold, and the bytes a token reads by number format."""
     # Tensor data must follow in order, each padded to the alignment: llama.cpp
     # refuses anything else, so the last tensor's end is where the file should end.
     expected_offset = 0
     data_length = 0
     weights = 0
+    by_format: dict[str, int] = {}
+    embedding: tuple[str, int] | None = None
+    has_output = False
     for _ in range(tensor_count):
-        name, offset, size, elements = read_tensor_info(reader)
+        name, offset, size, elements, number_format = read_tensor_info(reader)
         weights += elements
+        if name == "token_embd.weight":
+            embedding = (number_format, size)
+        else:
+            by_format[number_format] = by_format.get(number_format, 0) + size
+            has_output = has_output or name == "output.weight"
         if offset != expected_offset:
             raise Corrupt(f"tensor {quoted(name)} is not where the file's index says it is")
         data_length = offset + size
         expected_offset = padded(data_length, alignment)
     data_start = padded(reader.offset, alignment) if tensor_count else reader.offset
-    return data_start, data_start + data_length, weights
+    if embedding is not None and not has_output:  # tied: the logits read the whole table
+        by_format[embedding[0]] = by_format.get(embedding[0], 0) + embedding[1]
+    return data_start, data_start + data_length, weights, by_format
 
 
 def _check_magic(path: Path, reader: HeaderReader, file_size: int) -> None:

@@ -7,7 +7,7 @@ import dataclasses
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Protocol
 
 from app.core.attachments import AttachedImage
 from app.core.generation import GenerationSettings
@@ -15,6 +15,7 @@ from app.engine.failures import BadShape, PromptTooLong, ShapePart
 from app.engine.protocol import ChatMessage, Delta, Done, ToolCall
 from app.core.conversation import Role
 from app.library.installed import InstalledModel
+from app.library.servers.records import ModelAbility, RemoteModel
 from app.service.api.api_context import ContextPlanner
 from app.service.api.api_repeats import CopyHold, RepeatWatch, asked_again, both, without_calls
 from app.service.api.api_images import refuse_unseeing, seen_images
@@ -37,6 +38,26 @@ RECENT = 100
 _SWITCH_TRIES = 3
 # thinking: Ollama's think (false turns a switchable reasoning model's thinking off, as the window can).
 _SETTINGS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "max_tokens", "seed", "thinking")
+
+
+class RemoteChoice(Protocol):
+    """What the API needs of the servers the person added (RemoteServers)."""
+
+    async def for_api(self) -> tuple[RemoteModel, ...]: ...
+
+    def named(self, model_id: str) -> InstalledModel | None: ...
+
+
+def _chats(model: RemoteModel) -> bool:
+    """Not a model its server says only embeds (it could not answer a chat)."""
+    return not (model.abilities_known and model.abilities == frozenset({ModelAbility.EMBEDDINGS}))
+
+
+def _remote_entry(model: RemoteModel, loaded: InstalledModel | None) -> ApiModel:
+    """A server's model as the API lists it: its id SERVER/MODEL ("studio-pc/qwen2.5:7b"), named with its server."""
+    return ApiModel(model.id, f"{model.name} on {model.server}", model.context_length, "remote",
+                    loaded is not None and loaded.id == model.id, 0, ModelAbility.VISION in model.abilities,
+                    size=model.size)
 
 
 def _sampling(settings: GenerationSettings) -> dict[str, Any]:
@@ -69,12 +90,14 @@ class ApiAnswers:
     def __init__(self, session: ModelSession, keeper: SettingsKeeper, conversations: Conversations,
                  emit: Callable[[Event], None], *, spawn: Callable[..., asyncio.Task[Any]],
                  chats_busy: Callable[[], bool], embeddings: ApiEmbeddings | None = None,
-                 remember: Callable[[Sequence[ChatMessage], int], Awaitable[tuple[ChatMessage, ...]]] | None = None
-                 ) -> None:
+                 remember: Callable[[Sequence[ChatMessage], int], Awaitable[tuple[ChatMessage, ...]]] | None = None,
+                 remote: RemoteChoice | None = None) -> None:
         """embeddings: /v1/embeddings' side (None: no embedding model, as with no documents service).
         remember: a request's messages with the person's memories put in, when the settings say the API
-        uses memory (MemoryBook.for_api; off by default); a chat kept from the request keeps none of them."""
+        uses memory (MemoryBook.for_api; off by default); a chat kept from the request keeps none of them.
+        remote: the models on the servers the person added, listed and named as SERVER/MODEL (None: none)."""
         self._remember = remember
+        self._remote = remote
         self._session, self._keeper, self._emit, self._spawn = session, keeper, emit, spawn
         self._embeddings = embeddings
         self._conversations = conversations
@@ -103,10 +126,12 @@ class ApiAnswers:
         installed, trained, facts = await asyncio.to_thread(read)
         loaded = self._session.model if self._session.state == ModelState.READY else None
         base = self._keeper.settings.generation
-        return [ApiModel(m.id, m.title, trained[m.id], str(m.format), loaded is not None and loaded.id == m.id,
-                         int(m.added), m.vision, size=m.size, sha256=m.sha256, facts=facts.get(m.id),
-                         sampling=_sampling(m.defaults.generation(base)) if described else {})
-                for m in installed]
+        local = [ApiModel(m.id, m.title, trained[m.id], str(m.format), loaded is not None and loaded.id == m.id,
+                          int(m.added), m.vision, size=m.size, sha256=m.sha256, facts=facts.get(m.id),
+                          sampling=_sampling(m.defaults.generation(base)) if described else {})
+                 for m in installed]
+        remote = await self._remote.for_api() if self._remote is not None else ()
+        return local + [_remote_entry(m, loaded) for m in remote if _chats(m) and m.id not in {e.id for e in local}]
 
     async def _target(self, name: str | None) -> InstalledModel:
         session = self._session
@@ -124,6 +149,8 @@ class ApiAnswers:
         wanted = name.strip()
         found = next((m for m in installed if m.id == wanted), None) or next(
             (m for m in installed if m.title.casefold() == wanted.casefold()), None)
+        if found is None and self._remote is not None:
+            found = await asyncio.to_thread(self._remote.named, wanted)  # SERVER/MODEL: the server says at load
         if found is None:
             raise ApiRefused(404, f"The model {name!r} is not installed in Kestrel. GET /v1/models lists the "
                                   f"ones that are; add others in Kestrel's model manager.",

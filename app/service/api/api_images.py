@@ -22,7 +22,8 @@ def refuse_unseeing(model: InstalledModel, loaded: Loaded | None) -> None:
     if vision_state(model, loaded).available:
         return
     if not model.vision:
-        why = "it has no vision projector (an mmproj file) paired with it."
+        why = ("its server does not say that it takes them." if model.remote
+               else "it has no vision projector (an mmproj file) paired with it.")
     else:
         why = (loaded.vision_problem if loaded is not None and loaded.vision_problem
                else "its vision projector did not load.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
@@ -25,12 +26,16 @@ from app.service.events import (AnswerFinished, AnswerInterrupted, AnswerStarted
                                 ServingChanged)
 
 if TYPE_CHECKING:  # numpy and the index come with the worker: imported when the service starts
+    import numpy as np
+    import numpy.typing as npt
+
     from app.documents.index import DocumentIndex, ReadFiles
     from app.documents.reader_worker import ReaderPool
     from app.documents.search import Embedder
     from app.service.documents.documents_worker import EmbeddingChoice, IndexWorker
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 RESCAN_EVERY_S = 600.0
 POWER_EVERY_S = 60.0
 SHOWN_RESCAN_AFTER_S = 60.0
@@ -156,6 +161,39 @@ class DocumentsService:
             return index.search(question, wanted, limit)
 
         return await asyncio.wrap_future(worker.submit(run))
+
+    async def embed_for_memory(self, texts: Sequence[str]) -> tuple[str, npt.NDArray[np.float32]] | None:
+        """The chosen embedding model's id and the unit vectors of `texts` (a row each; none asked: the id
+        alone, and the model's process is not started), made on the worker in turn with indexing, as a
+        search's question is. None when no model is chosen or usable (the service not started, its vectors
+        failed), or when it failed on these texts (logged: the memories are chosen by keyword meanwhile)."""
+        worker = self._worker
+        if worker is None or not worker.alive:
+            return None
+        wanted = list(texts)
+
+        def run(_index: DocumentIndex) -> tuple[str, npt.NDArray[np.float32]] | None:
+            import numpy as np
+
+            from app.documents.embedding import EmbeddingError
+            from app.service.documents.embedding_turns import EmbeddingClosed
+
+            chosen = worker.embedder()
+            if chosen is None:
+                return None
+            if not wanted:
+                return chosen[0].model_id, np.zeros((0, 0), dtype=np.float32)
+            try:
+                vectors = np.asarray(chosen[1].embed(wanted), dtype=np.float32)
+            except (EmbeddingError, EmbeddingClosed) as exc:
+                log.warning("The embedding model failed on %d memory texts: %s", len(wanted), exc)
+                return None
+            return chosen[0].model_id, vectors
+
+        try:
+            return await asyncio.wrap_future(worker.submit(run))
+        except (DocumentsError, RuntimeError):  # the index could not be opened, or the service closed
+            return None
 
     # --- what the window changes -------------------------------------------------------------
 

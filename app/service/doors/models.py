@@ -36,6 +36,12 @@ class ModelDoor:
         return self._session.model
 
     @property
+    def app_model(self) -> InstalledModel | None:
+        """The app's model (the default's, for chats that have none of their own); not a chat's own model loaded
+        to answer it, such as one on a server."""
+        return self._session.app_model
+
+    @property
     def model_state(self) -> ModelState:
         return self._session.state
 

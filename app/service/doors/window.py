@@ -14,8 +14,10 @@ from app.service.doors.documents import DocumentsDoor
 from app.service.doors.history import ChatFilesDoor, HistoryDoor
 from app.service.doors.memory import MemoryDoor
 from app.service.doors.models import LibraryDoor, ModelDoor
+from app.service.doors.projects import ProjectsDoor
 from app.service.doors.servers import ServersDoor
 from app.service.doors.settings import SettingsDoor, ToolsDoor
+from app.service.doors.voice import DictationDoor
 from app.service.event_bus import Listener
 from app.service.models.background import WindowState
 from app.service.root import Service
@@ -27,10 +29,10 @@ class WindowDoors:
     pane and composer `chat` and `attach`, the chat list `history`, the File menu `files`, the
     status line and the empty chat `model`, the model manager `library` and `servers` (the servers
     the person added and their models), the Documents window `documents`, Settings `settings` and
-    `tools`, the Memory page and "used N memories" `memory`, the API server `api` (ApiAnswers, the
-    door app/server is given). The window itself starts and stops the service (`start_up`,
-    `shutdown`), says where it is (`set_window_state`: the engine's pace follows), hears the
-    events (`subscribe`) and runs its calls on the service's loop (`spawn`)."""
+    `tools`, the Memory page and "used N memories" `memory`, the chat list's projects `projects`,
+    the API server `api` (ApiAnswers, the door app/server is given), the composer's microphone `voice`.
+    The window itself starts and stops the service (`start_up`, `shutdown`), says where it is
+    (`set_window_state`: the engine's pace follows), hears the events (`subscribe`) and runs its calls on the service's loop (`spawn`)."""
 
     chat: ChatDoor
     attach: AttachDoor
@@ -43,7 +45,9 @@ class WindowDoors:
     settings: SettingsDoor
     tools: ToolsDoor
     memory: MemoryDoor
+    projects: ProjectsDoor
     api: ApiAnswers
+    voice: DictationDoor
     start_up: Callable[[], Awaitable[None]]
     shutdown: Callable[[], Awaitable[None]]
     set_window_state: Callable[[WindowState], None]
@@ -55,6 +59,7 @@ class WindowDoors:
         return cls(chat=ChatDoor(service), attach=AttachDoor(service), history=HistoryDoor(service),
                    files=ChatFilesDoor(service), model=ModelDoor(service), library=LibraryDoor(service),
                    servers=ServersDoor(service), documents=DocumentsDoor(service), settings=SettingsDoor(service),
-                   tools=ToolsDoor(service),
-                   memory=MemoryDoor(service), api=service.api, start_up=service.start_up, shutdown=service.shutdown,
+                   tools=ToolsDoor(service), projects=ProjectsDoor(service),
+                   memory=MemoryDoor(service), api=service.api, voice=DictationDoor(service),
+                   start_up=service.start_up, shutdown=service.shutdown,
                    set_window_state=service.set_window_state, subscribe=service.subscribe, spawn=service.spawn)

@@ -31,7 +31,7 @@ from app.service.events import (CatalogListed, CatalogRow, DownloadChanged, Down
                                 Problem)
 from app.service.models.model_session import ModelSession
 from app.service.library.recommendation import recommend, with_reason
-from app.service.library.speed_judge import file_fit, judged, measured_from
+from app.service.library.speed_judge import file_fit, judged, measured_from, with_reads
 from app.service.settings_keeper import SettingsKeeper
 
 if TYPE_CHECKING:
@@ -110,6 +110,7 @@ class LibraryService:
         library = self.library
         chosen = library.default(default)
         comfortable = self._keeper.settings.comfortable_tokens_per_s
+        measured = with_reads(measured, [model.path for model in library.list()])
         rows = []
         for model in library.list():
             details, problem = _details(model)
@@ -133,6 +134,7 @@ class LibraryService:
             self._catalog = load_catalog()
         installed = self.library.list()
         settings = self._keeper.settings
+        measured = with_reads(measured, [model.path for model in installed])
         rows = []
         for entry in self._catalog:
             fit = None
@@ -360,7 +362,7 @@ def catalog_fit(report: HardwareReport, entry: CatalogEntry, context_length: int
         return fit
     return judged(fit, report, weights=facts.file_size - facts.projector_bytes, vocab=facts.shape.vocab_size,
                   parameters=entry.parameters, comfortable=comfortable, onnx=entry.format == "onnx",
-                  measured=measured)
+                  measured=measured, embedding_length=facts.shape.embedding_length)
 
 
 def _details(model: InstalledModel) -> tuple[Mapping[str, Any], str | None]:

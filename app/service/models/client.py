@@ -208,7 +208,7 @@ class EngineClient:
                        settings: GenerationSettings | None = None, *,
                        stop: Sequence[str] = (),
                        trim_history: bool = False, threads: int | None = None,
-                       shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
+                       shape: p.AnswerShape | None = None, keep_state: bool = True) -> AsyncIterator[p.Delta | p.Done]:
         """Stream an answer: Delta events, then one Done.
 
         With trim_history the engine leaves out the oldest turns that do not fit the
@@ -218,7 +218,7 @@ class EngineClient:
         """
         await self._ensure_loaded()
         request = p.Generate(next(self._ids), tuple(messages), settings or GenerationSettings(), tuple(stop),
-                             trim_history, threads, self.prompt_lookup, shape or p.AnswerShape())
+                             trim_history, threads, self.prompt_lookup, shape or p.AnswerShape(), keep_state)
         queue = self._open(request.request_id)
         self._current_generation = request.request_id
         finished = False

@@ -84,10 +84,12 @@ class EngineHandle(Protocol):
 
     def generate(self, messages: Sequence[p.ChatMessage], settings: GenerationSettings | None = None, *,
                  stop: Sequence[str] = (), trim_history: bool = False,
-                 threads: int | None = None, shape: p.AnswerShape | None = None) -> AsyncIterator[p.Delta | p.Done]:
+                 threads: int | None = None, shape: p.AnswerShape | None = None,
+                 keep_state: bool = True) -> AsyncIterator[p.Delta | p.Done]:
         """Stream an answer: Delta events, then one Done. shape: a raw prompt, a grammar, a JSON
         schema or tools (the API server's), as the request gave them (the backend builds what it
-        follows); a shape the model or its backend cannot have raises EngineError."""
+        follows); a shape the model or its backend cannot have raises EngineError. keep_state False:
+        the engine saves no state of this conversation (a temporary chat)."""
 
     def cancel(self) -> None:
         """Stop the answer being generated; its stream ends with Done(cancelled)."""

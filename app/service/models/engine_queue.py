@@ -55,11 +55,12 @@ class EngineQueue:
 
     def request(self, messages: Sequence[ChatMessage], settings: GenerationSettings, *,
                 stop: Sequence[str] = (), trim_history: bool = False, threads: int | None = None,
-                shape: AnswerShape | None = None, gives_way: bool = False) -> EngineRequest:
+                shape: AnswerShape | None = None, gives_way: bool = False, keep_state: bool = True) -> EngineRequest:
         """An answer that joins the line once its events() are read; threads: for this
         answer (None: as loaded); shape: its raw prompt, grammar or tools (None: a chat's);
-        gives_way: cancelled as soon as any other request or hold joins the line."""
-        return EngineRequest(self, messages, settings, stop, trim_history, threads, shape, gives_way)
+        gives_way: cancelled as soon as any other request or hold joins the line; keep_state
+        False: the engine saves no state of it (a temporary chat)."""
+        return EngineRequest(self, messages, settings, stop, trim_history, threads, shape, gives_way, keep_state)
 
     @asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
@@ -103,8 +104,9 @@ class EngineRequest:
 
     def __init__(self, queue: EngineQueue, messages: Sequence[ChatMessage], settings: GenerationSettings,
                  stop: Sequence[str], trim_history: bool, threads: int | None = None,
-                 shape: AnswerShape | None = None, gives_way: bool = False) -> None:
+                 shape: AnswerShape | None = None, gives_way: bool = False, keep_state: bool = True) -> None:
         self._queue = queue
+        self._keep_state = keep_state
         self._gives_way = gives_way
         self._shape = shape
         self._messages = tuple(messages)
@@ -132,7 +134,7 @@ class EngineRequest:
             self.running = True
             async for event in queue.client.generate(self._messages, self._settings, stop=self._stop,
                                                      trim_history=self._trim_history, threads=self._threads,
-                                                     shape=self._shape):
+                                                     shape=self._shape, keep_state=self._keep_state):
                 if isinstance(event, Done):
                     # The next request may start at once, even if this caller is slow
                     # to ask for what follows Done.

@@ -54,6 +54,10 @@ class ResultRoom:
         if stats is None or loaded is None or stats.prompt_tokens <= 0:
             return cls(None)
         n_ctx = loaded.context_length
+        if stats.prompt_tokens + stats.tokens > n_ctx:
+            # A server took more than the context Kestrel knows of (the chat's setting, or the server's word):
+            # its own is larger, by how much is not known. Counted against ours, every result was cut to nothing.
+            return cls(None)
         left = n_ctx - stats.prompt_tokens - stats.tokens - answer_room(n_ctx, settings.max_tokens)
         return cls(left, engine.count_tokens)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from PySide6.QtCore import QRect, QSize, Qt, Signal
@@ -9,6 +10,7 @@ from PySide6.QtGui import QAction, QActionGroup, QFont, QIcon, QPaintEvent, QPal
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMenu, QSizePolicy, QStyle, QStyleOptionToolButton,
                                QStylePainter, QToolButton, QWidget)
 
+from app.library.servers.records import RemoteModel, split_model_id
 from app.ui.common import icons
 from app.ui.common.text_room import FULL_TEXT
 from app.ui.state.model_items import InstalledModelsModel, Roles
@@ -96,8 +98,9 @@ class ChatHeader(QWidget):
 
     Signals: modelChosen(model id, or None for the default model), managerRequested()
     ("Manage models…"), settingsRequested() (the chat-settings button). The picker's menu
-    lists adapter.installed and is rebuilt whenever that model changes. Attributes:
-    title, model_button (its menu: model_menu), settings_button.
+    lists adapter.installed and is rebuilt whenever that model changes; after them, the models
+    of the servers the person added (set_remote_models), each "MODEL on SERVER", its id
+    SERVER/MODEL. Attributes: title, model_button (its menu: model_menu), settings_button.
     """
 
     modelChosen = Signal(object)
@@ -109,6 +112,9 @@ class ChatHeader(QWidget):
         self._installed: InstalledModelsModel = adapter.installed
         self._model_id: str | None = None
         self._default_name = ""
+        self._remote: tuple[RemoteModel, ...] = ()
+        self._servers_said: dict[str, str] = {}  # by server: "asking…" or why it listed nothing
+        self._server_gone = False  # the chat's own model is on a server no longer added
         self._group = QActionGroup(self)
         self.title = ElidedLabel(self)
         self.title.setObjectName("chatTitle")
@@ -145,17 +151,34 @@ class ChatHeader(QWidget):
         self.title.set_full_text(title)
         self._show_name()  # a shorter title leaves the model's name more room
 
-    def set_model(self, model_id: str | None, default_name: str) -> None:
-        """The chat's chosen model (None: the default) and the default model's name ("" when none is set)."""
-        self._model_id, self._default_name = model_id, default_name
+    def set_model(self, model_id: str | None, default_name: str, *, server_gone: bool = False) -> None:
+        """The chat's chosen model (None: the default) and the default model's name ("" when none is set).
+        server_gone: the chat's model is on a server that is no longer added (the default answers instead)."""
+        self._model_id, self._default_name, self._server_gone = model_id, default_name, server_gone
+        self._refresh()
+
+    def set_remote_models(self, models: Sequence[RemoteModel], said: Mapping[str, str] | None = None) -> None:
+        """The servers' models, as they last listed them; said: a line for each server that lists none now
+        ("asking…", or that it did not answer), by the server's name."""
+        self._remote, self._servers_said = tuple(models), dict(said or {})
         self._refresh()
 
     def button_text(self) -> str:
         """The whole name the button shows (before eliding)."""
         if self._model_id is None:
             return self._default_name or "No model chosen"
+        on_server = self._remote_title(self._model_id)
+        if on_server is not None:
+            return f"{on_server} (server removed)" if self._server_gone else on_server
         title, missing = self._installed_model(self._model_id)
         return f"{title} (missing)" if missing else title
+
+    def _remote_title(self, model_id: str) -> str | None:
+        """"qwen2.5:7b on studio-pc" for a server's model the library does not hold; None for any other."""
+        parts = split_model_id(model_id)
+        if parts is None or self._installed.row_of(model_id) is not None:
+            return None
+        return f"{parts[1]} on {parts[0]}"
 
     # --- building the menu ------------------------------------------------------------
 
@@ -216,13 +239,37 @@ class ChatHeader(QWidget):
             listed.add(model_id)
             if index.data(Roles.ROW).model.chats or model_id == self._model_id:  # an embedding model cannot chat
                 self._add_model(menu, model_id, default_id)
-        if self._model_id is not None and self._model_id not in listed:
+        remote_chosen = self._model_id is not None and self._remote_title(self._model_id) is not None
+        if self._model_id is not None and self._model_id not in listed and not remote_chosen:
             self._add_model(menu, self._model_id, default_id)  # removed from the library: say so, do not hide it
+        self._add_remote(menu)
         self._check_current()
         menu.addSeparator()
         manage = menu.addAction("Manage models…")
         icons.themed(manage, "models")
         manage.triggered.connect(self.managerRequested)
+
+    def _add_remote(self, menu: QMenu) -> None:
+        """The servers' models, each marked with its server; the chat's own stays listed while its server is
+        asked again or silent (its answer says then whether the server still has it)."""
+        models = list(self._remote)
+        own = None
+        if self._model_id is not None and (parts := split_model_id(self._model_id)) is not None \
+                and self._remote_title(self._model_id) is not None and all(m.id != self._model_id for m in models):
+            own = RemoteModel(parts[0], parts[1])
+            models.append(own)
+        if not models and not self._servers_said:
+            return
+        menu.addSeparator()
+        for model in models:
+            gone = model is own and self._server_gone
+            action = self._choice(menu, f"{model.name} on {model.server}" + (" (server removed)" if gone else ""),
+                                  model.id)
+            action.setToolTip(f"Answers come from {model.server}: what you send in this chat goes there")
+            action.setEnabled(not gone)
+        for server, words in self._servers_said.items():
+            if all(m.server != server for m in models):
+                menu.addAction(f"{server}: {words}".replace("&", "&&")).setEnabled(False)
 
     def _default_id(self) -> str | None:
         """The listed model the default names: the one made the default, else the one the

@@ -14,6 +14,7 @@ from app.ui.state.adapter import ServiceAdapter
 from app.ui.chat.chat_header import ChatHeader
 from app.ui.chat.composer import Composer
 from app.ui.chat.damaged_history_panel import DamagedHistoryPanel
+from app.ui.memory.proposal_row import MemoryProposalRow
 from app.ui.models.first_run import STARTER_TEXT, FirstRunOffer, offer_wanted
 from app.ui.messages.message_view import MessageView
 from app.ui.chat.tool_approval import ToolApprovalBar
@@ -26,7 +27,8 @@ class ChatPane(QWidget):
     """The right side of the window; shows what it is told (the window does the wiring).
 
     `approval` asks about the open chat's tool call waiting for the user, above the
-    composer (show_approval). The banner says one problem at a time; `problem_kind` is its kind ("engine",
+    composer (show_approval); `proposal` (a MemoryProposalRow) above it proposes a memory after a chat
+    (the window's MemoryHost wires it). The banner says one problem at a time; `problem_kind` is its kind ("engine",
     "model", ...), so the problem's end can take it away (`problem_solved`).
     """
 
@@ -66,6 +68,11 @@ class ChatPane(QWidget):
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.messages)
         self.stack.addWidget(self.empty)
+        self.proposal = MemoryProposalRow(self)
+        self.proposal.setMaximumWidth(COLUMN_WIDTH)
+        proposal_row = QHBoxLayout()
+        proposal_row.setContentsMargins(16, 0, 16, 6)
+        proposal_row.addWidget(self.proposal)
         self.approval = ToolApprovalBar(self)
         self.approval.setMaximumWidth(COLUMN_WIDTH)
         approval_row = QHBoxLayout()
@@ -86,6 +93,7 @@ class ChatPane(QWidget):
             inset.addWidget(widget)
             layout.addLayout(inset)
         layout.addWidget(self.stack, 1)
+        layout.addLayout(proposal_row)
         layout.addLayout(approval_row)
         layout.addLayout(composer_row)
         self.show_problem("")

@@ -3,7 +3,8 @@
 The round button beside the text sends, and turns into Stop while the open chat's answer
 is being written or waits its turn. The paperclip attaches files (chips above the box), the
 picture button images (greyed, with the reason, while the chat's model cannot see them);
-"Documents" chooses the collections the chat answers from.
+"Documents" chooses the collections the chat answers from. The microphone dictates
+(app/ui/voice drives it; its listening bar sits above the box while it is on).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QMenu, QPlainTextEdi
 from app.ui.common import icons
 from app.ui.chat.attachment_chips import AttachmentTray, local_files
 from app.ui.chat.image_chips import pasted_image
+from app.ui.voice.dictation_bar import DictationBar
 
 # The box shows this many lines at most; longer text scrolls inside it.
 MAX_LINES = 10
@@ -152,6 +154,14 @@ class Composer(QWidget):
         self.documents_button.setMenu(self.documents_menu)
         self.collections: Callable[[], tuple[Sequence[str], Sequence[str]]] | None = None
         self.set_chosen_count(0)
+        self.mic_button = QToolButton(self.frame)
+        self.mic_button.setObjectName("dictate")
+        self.mic_button.setFixedSize(BUTTON_SIZE, BUTTON_SIZE)
+        self.mic_button.setIconSize(QSize(18, 18))
+        self.mic_button.setAutoRaise(True)
+        self.mic_button.setCheckable(True)
+        self.dictation_bar = DictationBar(self.frame)
+        self.set_dictating(False, "Dictate: speak, and your words go in the message box")
         self.note = QLabel(self)
         self.note.setObjectName("composerNote")
         self.note.setWordWrap(True)
@@ -160,12 +170,14 @@ class Composer(QWidget):
         column.setContentsMargins(6, 6, 6, 6)
         column.setSpacing(4)
         column.addWidget(self.tray)
+        column.addWidget(self.dictation_bar)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.attach_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.image_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.edit, 1, Qt.AlignmentFlag.AlignVCenter)
         row.addWidget(self.documents_button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.mic_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addLayout(row)
         layout = QVBoxLayout(self)
@@ -218,6 +230,26 @@ class Composer(QWidget):
         names, chosen = self.collections() if self.collections is not None else ((), ())
         picked = [other for other in names if (other == name and on) or (other != name and other in chosen)]
         self.collectionsChosen.emit(tuple(picked))
+
+    def set_dictating(self, on: bool, tip: str) -> None:
+        """The microphone button while dictation is on (pressed in, a Stop square) or off, and its tooltip
+        (what a press does, or why dictation cannot start here)."""
+        self.mic_button.setChecked(on)
+        self.mic_button.setAccessibleName("Stop dictating" if on else "Dictate")
+        self.mic_button.setToolTip(tip)
+        icons.themed(self.mic_button, "stop" if on else "microphone")
+
+    def insert_dictated(self, text: str) -> None:
+        """Dictated words into the box at the cursor, a space apart from the words around them."""
+        cursor = self.edit.textCursor()
+        before = self.edit.toPlainText()[:cursor.position()]
+        cursor.insertText((" " if before and not before[-1].isspace() else "") + text.strip())
+        self.edit.setTextCursor(cursor)
+        self.edit.setFocus()
+
+    def send(self) -> None:
+        """Send what the box holds, as Enter does (nothing while an answer is written or files are read)."""
+        self._send()
 
     def set_streaming(self, streaming: bool) -> None:
         """While the open chat's answer is on its way the button stops it."""

@@ -1,4 +1,4 @@
-"""The window's sidebar: new chat, search, and the chat list (painted by ConversationDelegate)."""
+"""The window's sidebar: new chat (or a temporary one), search, and the chat list (painted by ConversationDelegate)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Protocol
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPalette
-from PySide6.QtWidgets import QAbstractItemView, QLineEdit, QListView, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QLabel, QLineEdit, QListView, QMenu, QPushButton,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from app.ui.common import icons
+from app.ui.projects.projects_panel import ProjectsPanel
 from app.ui.chat.conversation_delegate import MARKER_WORDS, ConversationDelegate, markers, relative_date
 from app.ui.state.conversation_model import ConversationFilter, ConversationListModel, ConversationRoles
 
@@ -21,6 +23,10 @@ __all__ = ["ConversationDelegate", "Sidebar", "relative_date"]
 SEARCH_DEBOUNCE_MS = 200
 # The busy dot pulses at this frame interval, and only while some chat is answering.
 PULSE_MS = 80
+# Shown above the list while the open chat is a temporary one: it is in no row of the list.
+TEMPORARY_LINE = "Temporary chat: not saved, no memory"
+TEMPORARY_TIP = ("This chat is not saved in your chats or on disk, uses no memory and keeps none. "
+                 "It is gone once you start or open another chat, or close Kestrel.")
 
 
 class DescribedConversations(ConversationFilter):
@@ -46,15 +52,18 @@ class ListsConversations(Protocol):
 class Sidebar(QWidget):
     """New chat, search and the chat list, over the adapter's `conversations` model.
 
-    Signals: newChatRequested(); conversationChosen(id) on a click or Enter (also for
+    Signals: newChatRequested(); temporaryChatRequested() (the New chat button's menu);
+    conversationChosen(id) on a click or Enter (also for
     the chat already open: the window decides); searchChanged(text) once typing pauses
     for SEARCH_DEBOUNCE_MS; deleteRequested(id, title) from the menu or the Delete key
     (the window asks before deleting). A rename in place goes to the list model, which
-    asks for it to be saved. Attributes: new_button, search, conversation_list, delegate,
-    filter (the ConversationFilter the window gives search results to).
+    asks for it to be saved. Attributes: new_button, new_menu_button (its menu: New temporary chat),
+    temporary_line (shown while a temporary chat is open: show_temporary), search, conversation_list,
+    delegate, filter (the ConversationFilter the window gives search results to).
     """
 
     newChatRequested = Signal()
+    temporaryChatRequested = Signal()
     conversationChosen = Signal(int)
     searchChanged = Signal(str)
     deleteRequested = Signal(int, str)
@@ -67,6 +76,8 @@ class Sidebar(QWidget):
         self.new_button = QPushButton("New chat", self)
         self.new_button.setToolTip("Start a new chat (Ctrl+N)")
         icons.themed(self.new_button, "new-chat")
+        self.new_menu_button, self.temporary_action = self._build_new_menu()
+        self.temporary_line = self._build_temporary_line()
         self.search = QLineEdit(self)
         self.search.setPlaceholderText("Search chats (Ctrl+F)")
         self.search.setAccessibleName("Search chats")
@@ -81,15 +92,59 @@ class Sidebar(QWidget):
         self.filter = DescribedConversations(self)
         self.filter.setSourceModel(adapter.conversations)
         self.conversation_list = self._build_list()
+        self.projects = ProjectsPanel(self)  # the Projects grouping: the window's ProjectsHost drives it
         self._search_timer = QTimer(self, singleShot=True, interval=SEARCH_DEBOUNCE_MS)
         self._pulse_timer = QTimer(self, interval=PULSE_MS)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 4, 8)
         layout.setSpacing(6)
-        layout.addWidget(self.new_button)
+        new_row = QHBoxLayout()
+        new_row.setSpacing(2)
+        new_row.addWidget(self.new_button, 1)
+        new_row.addWidget(self.new_menu_button)
+        layout.addLayout(new_row)
+        layout.addWidget(self.temporary_line)
         layout.addWidget(self.search)
+        layout.addWidget(self.projects)
         layout.addWidget(self.conversation_list, 1)
         self._connect()
+
+    def _build_new_menu(self) -> tuple[QToolButton, QAction]:
+        """The arrow beside New chat: its menu offers a temporary chat (a split button, as chat apps have)."""
+        button = QToolButton(self)
+        button.setObjectName("newChatMenu")
+        button.setAccessibleName("More ways to start a chat")
+        button.setToolTip("More ways to start a chat")
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        button.setStyleSheet("QToolButton::menu-indicator{image:none}")  # the arrow icon is the indicator
+        icons.themed(button, "down")
+        menu = QMenu(button)
+        temporary = menu.addAction("New temporary chat")
+        temporary.setShortcut(QKeySequence("Ctrl+Shift+N"))  # shown here; the File menu's action holds the key
+        temporary.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        temporary.setToolTip(TEMPORARY_TIP)
+        icons.themed(temporary, "temporary", icons.ROLE.WindowText)
+        temporary.triggered.connect(self.temporaryChatRequested)
+        button.setMenu(menu)
+        return button, temporary
+
+    def _build_temporary_line(self) -> QWidget:
+        line = QWidget(self)
+        line.setObjectName("temporaryChat")
+        line.setToolTip(TEMPORARY_TIP)
+        mark = self._temporary_mark = QLabel(line)
+        words = QLabel(TEMPORARY_LINE, line)
+        words.setObjectName("temporaryChatWords")
+        words.setWordWrap(True)
+        words.setAccessibleDescription(TEMPORARY_TIP)
+        row = QHBoxLayout(line)
+        row.setContentsMargins(6, 4, 6, 4)
+        row.addWidget(mark, 0, Qt.AlignmentFlag.AlignTop)
+        row.addWidget(words, 1)
+        line.setAutoFillBackground(True)
+        line.setBackgroundRole(QPalette.ColorRole.AlternateBase)
+        line.hide()
+        return line
 
     def _build_list(self) -> QListView:
         view = QListView(self)
@@ -147,6 +202,12 @@ class Sidebar(QWidget):
             view.scrollTo(index)
         else:
             view.selectionModel().clear()
+
+    def show_temporary(self, temporary: bool) -> None:
+        """The open chat is a temporary one (no row of the list is it): the line above the list says so."""
+        if temporary:  # drawn now: in the theme's colours of now
+            self._temporary_mark.setPixmap(icons.icon("temporary", icons.ROLE.Highlight).pixmap(16, 16))
+        self.temporary_line.setVisible(temporary)
 
     def delete_current(self) -> None:
         index = self.conversation_list.currentIndex()

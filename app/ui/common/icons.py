@@ -72,6 +72,9 @@ GLYPHS = {
     "list-view": "ph.squares-four",
     "attach": "ph.paperclip",
     "documents": "ph.books",
+    "remember": "ph.push-pin",
+    "temporary": "ph.ghost",
+    "microphone": "ph.microphone",
 }
 
 ROLE = QPalette.ColorRole

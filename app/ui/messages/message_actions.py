@@ -14,23 +14,26 @@ TIPS = {
     "copy": "Copy this message (Ctrl+C)",
     "regenerate": "Write this answer again (Ctrl+R)",
     "edit": "Edit this message and send it again (F2)",
+    "remember": "Remember something from this message (Ctrl+Shift+R)",
 }
 COPIED_TIP = "Copied"
-# What a list offers unless told otherwise: the chat pane's copy, regenerate and edit.
+# What a list offers unless told otherwise: the chat pane's copy, regenerate, edit and remember.
 EVERY_ACTION = frozenset(TIPS)
+# A chat that must leave no trace (a temporary one), or memory turned off, offers no Remember.
+WITHOUT_REMEMBER = EVERY_ACTION - {"remember"}
 
 
 def actions_for(message: Message, last_answer: bool, offered: frozenset[str] = EVERY_ACTION) -> tuple[str, ...]:
-    """The actions a message offers: copy on all, regenerate on the last answer, edit on the user's,
-    of those the list `offered` (a list that cannot redo or edit offers copy alone)."""
+    """The actions a message offers: copy and remember on all, regenerate on the last answer, edit on the
+    user's, of those the list `offered` (a list that cannot redo or edit offers copy alone)."""
     if message.state == MessageState.STREAMING:
         return ()  # nothing to copy or redo until it is written
     if message.role == Role.USER:
-        names: tuple[str, ...] = ("copy", "edit")
+        names: tuple[str, ...] = ("copy", "edit", "remember")
     elif message.role == Role.ASSISTANT and last_answer:
-        names = ("copy", "regenerate")
+        names = ("copy", "regenerate", "remember")
     else:
-        names = ("copy",)
+        names = ("copy", "remember")
     return tuple(name for name in names if name in offered)
 
 

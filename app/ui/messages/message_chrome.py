@@ -16,12 +16,17 @@ BOUNDARY_TEXT = "The model no longer sees the messages above: they are outside i
 
 
 def stats_line(stats: AnswerStats | None) -> str:
-    """'TTFT 120 ms · 35.2 tok/s · 64 tokens · CPU' for an answer's footer ("" if the
-    engine reported nothing: it failed, see AnswerStats.error)."""
+    """'TTFT 120 ms · 35.2 tok/s · 64 tokens · CPU' for an answer's footer; where a server the person
+    added wrote it, where first: 'on studio-pc · 84 tok/s · TTFT 120 ms · 64 tokens' ("" if the engine
+    reported nothing: it failed, see AnswerStats.error)."""
     if stats is None or not stats.reported:
         return ""
-    parts = [f"TTFT {stats.ttft_ms:.0f} ms", f"{stats.tokens_per_s:.1f} tok/s", f"{stats.tokens} tokens",
-             stats.device]
+    if stats.server:
+        parts = [f"on {stats.server}", f"{stats.tokens_per_s:.0f} tok/s", f"TTFT {stats.ttft_ms:.0f} ms",
+                 f"{stats.tokens} tokens"]
+    else:
+        parts = [f"TTFT {stats.ttft_ms:.0f} ms", f"{stats.tokens_per_s:.1f} tok/s", f"{stats.tokens} tokens",
+                 stats.device]
     if stats.finish_reason == FinishReason.CANCELLED:
         parts.append("stopped")
     elif stats.finish_reason in (FinishReason.LENGTH, FinishReason.CONTEXT):

@@ -29,6 +29,9 @@ from app.ui.messages.tool_parts import call_from_href, message_markdown
 
 COPIED_MS = 1500  # how long a copy icon shows its tick
 HERE_WORDS = "Ask anything. Answers are written on this computer;\nnothing you type leaves it."
+# Over the empty chat's words while the chat is a temporary one (the sidebar says it too, all along).
+TEMPORARY_WORDS = ("Temporary chat: not saved, no memory.\nIt is not kept in your chats and is gone "
+                   "once you leave it.")
 
 
 class MessageView(MessageList):
@@ -43,13 +46,15 @@ class MessageView(MessageList):
     Each message has icons under it (delegate.action_rects; run_action does what one
     does). A click on its text, Enter or Ctrl+A opens a SelectableText over that text
     (open_selection) for a partial copy; Escape or a click elsewhere closes it. Keys on
-    the current message: Ctrl+C copies it as written, F2 edits the user's (where the delegate
-    `offered` edit: the icons, the menu and the keys offer the same actions). A code block
+    the current message: Ctrl+C copies it as written, F2 edits the user's, Ctrl+Shift+R remembers
+    from it (where the delegate `offered` edit and remember: the icons, the menu and the keys offer
+    the same actions). A code block
     wider than the column (when code does not wrap) scrolls sideways: a sideways wheel or
     Shift+wheel over it, a drag of its small bar, Left/Right on the current message.
     Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
     chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage),
-    memoriesChosen(Message: an answer's "used N memories" clicked, or chosen in its menu). `delegate` has
+    memoriesChosen(Message: an answer's "used N memories" clicked, or chosen in its menu),
+    rememberRequested(Message, text: the text selected in it, else all of it). `delegate` has
     `dark`, `clear()` (after a theme change) and `streaming_note`.
     """
 
@@ -58,12 +63,18 @@ class MessageView(MessageList):
     sourceChosen = Signal(object)
     imageChosen = Signal(object)  # an AttachedImage: a thumbnail clicked, or chosen in the menu
     memoriesChosen = Signal(object)  # the answer (a Message) whose "used N memories" was clicked or chosen
+    rememberRequested = Signal(object, str)  # a Message, and what of it to start from
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         # First: Qt calls the overrides below from the setters that follow.
         self.pacer = FramePacer()
-        self._empty_words = HERE_WORDS  # what the empty chat says (set_answers_from)
+        self._empty_words = HERE_WORDS  # what the empty chat says (set_answers_from, set_temporary)
+        self._where_words = HERE_WORDS
+        self._temporary = False
+        # The text last selected in a message's open text (its row, the text): a click on that message's
+        # Remember icon closes the text and starts from what was selected.
+        self._picked: tuple[int, str] | None = None
         self._growing: list[QPersistentModelIndex] = []
         # Row -> the height the list was last laid out with, for the rows that grew.
         self._laid_out: dict[int, int] = {}
@@ -114,6 +125,7 @@ class MessageView(MessageList):
         self._growth_timer.stop()
         self.delegate.forget_rows()
         self._selection = None
+        self._picked = None
         self._follow = True
         self.scrollToBottom()
 
@@ -212,6 +224,8 @@ class MessageView(MessageList):
             self.regenerateRequested.emit()
         elif action == "edit":
             self.edit_current()
+        elif action == "remember":
+            self.remember_current()
 
     def copy_current(self) -> None:
         """Copy the message as written (an answer's Markdown, the user's words as typed)."""
@@ -227,6 +241,18 @@ class MessageView(MessageList):
             message = self.delegate.message(index)
             if message.role == Role.USER:
                 self.editRequested.emit(message.id, message.text)
+
+    def remember_current(self) -> None:
+        """Remember from the current message: the text selected in it, else all of its text."""
+        index = self.current_message()
+        if not index.isValid() or "remember" not in self.delegate.offered:
+            return
+        message = self.delegate.message(index)
+        if message.state == MessageState.STREAMING:
+            return
+        picked = self._picked
+        text = picked[1] if picked is not None and picked[0] == index.row() and picked[1].strip() else message.text
+        self.rememberRequested.emit(message, text)
 
     def _show_copied(self, message_id: int | None) -> None:
         self.delegate.copied = message_id
@@ -318,6 +344,8 @@ class MessageView(MessageList):
         opened = self.indexWidget(index)
         assert isinstance(opened, SelectableText)
         opened.closeRequested.connect(self._selection_closed)
+        self._picked = None
+        opened.selectionChanged.connect(partial(self._selection_picked, opened, index.row()))
         opened.linkActivated.connect(self.open_link)
         opened.setFocus(Qt.FocusReason.OtherFocusReason)
         self.viewport().update(self.visualRect(index))
@@ -343,6 +371,11 @@ class MessageView(MessageList):
         if had_focus and not keep_focus:
             self.setFocus(Qt.FocusReason.OtherFocusReason)
 
+    def _selection_picked(self, editor: SelectableText, row: int) -> None:
+        cursor = editor.textCursor()
+        if cursor.hasSelection():
+            self._picked = (row, cursor.selectedText().replace("\u2029", "\n"))
+
     def _selection_closed(self) -> None:
         # Later: the editor asks from inside its own event handler.
         QTimer.singleShot(0, self.close_selection)
@@ -356,6 +389,10 @@ class MessageView(MessageList):
         edit.setShortcut(QKeySequence(Qt.Key.Key_F2))
         edit.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         edit.triggered.connect(self.edit_current)
+        remember = QAction("Remember from this message", self)
+        remember.setShortcut(QKeySequence("Ctrl+Shift+R"))
+        remember.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        remember.triggered.connect(self.remember_current)
         select = QAction("Select text", self)
         select.setShortcuts([QKeySequence(Qt.Key.Key_Return), QKeySequence(Qt.Key.Key_Enter)])
         select.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
@@ -364,7 +401,7 @@ class MessageView(MessageList):
         select_all.setShortcut(QKeySequence.StandardKey.SelectAll)
         select_all.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         select_all.triggered.connect(self._select_all)
-        self.addActions([copy, edit, select, select_all])
+        self.addActions([copy, edit, remember, select, select_all])
 
     def _select_all(self) -> None:
         editor = self.open_selection()
@@ -386,6 +423,8 @@ class MessageView(MessageList):
             menu.addAction("Regenerate", self.regenerateRequested.emit)
         if message.role == Role.USER and "edit" in offered:
             menu.addAction("Edit and resend…", self.edit_current)
+        if "remember" in offered and message.state != MessageState.STREAMING:
+            menu.addAction("Remember…", self.remember_current)
         for source in message.sources:  # the keyboard's way to them (the menu key)
             menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
         for image in message.images:  # and to the images
@@ -407,8 +446,17 @@ class MessageView(MessageList):
     def set_answers_from(self, where: str | None) -> None:
         """Where the chat's answers are written: None, this computer (nothing typed leaves it); else
         the server a remote model runs on, named, so the empty chat never promises what is not so."""
-        words = HERE_WORDS if where is None else (f"Ask anything. Your messages go to {where},\n"
-                                                  "which writes the answers.")
+        self._where_words = HERE_WORDS if where is None else (f"Ask anything. Your messages go to {where},\n"
+                                                              "which writes the answers.")
+        self._say_empty()
+
+    def set_temporary(self, temporary: bool) -> None:
+        """The chat is a temporary one: its empty view says so first."""
+        self._temporary = temporary
+        self._say_empty()
+
+    def _say_empty(self) -> None:
+        words = f"{TEMPORARY_WORDS}\n\n{self._where_words}" if self._temporary else self._where_words
         if words != self._empty_words:
             self._empty_words = words
             self.viewport().update()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,11 +18,13 @@ from app.core.settings import Settings
 from app.core.units import human_size
 from app.tools.choices import ToolChoices
 from app.ui.settings.mcp_json_dialog import edit_mcp_json
+from app.ui.settings.memory_settings_page import MemorySettingsPage
 from app.ui.models.model_settings_form import device_combo, lacks_gpu_backend, no_gpu_backend
 from app.ui.settings.generation_form import GenerationForm, double_box, int_box
 from app.ui.settings.quick_ask_settings_page import QuickAskSettingsPage, ready_cost_words
 from app.ui.settings.server_settings_page import ServerSettingsPage
 from app.ui.settings.tools_settings_page import ToolsSettingsPage
+from app.ui.settings.voice_settings_page import Microphones, VoiceSettingsPage
 from app.ui.common.window_look import fit_shortcut_letters
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ KEPT_READY_WORDS = ("Quick ask keeps the model loaded so that it answers at once
 
 NO_MEMORY_TIP = ("This chat's answers are not given your memories (View → Memory… lists them). Your other "
                  "chats still use them.")
-MEMORY_OFF_TIP = "Memory is off for every chat now: View → Memory… turns it on."
+MEMORY_OFF_TIP = "Memory is off for every chat now: View → Memory… or Settings' Memory page turns it on."
 
 
 class ConversationSettingsDialog(QDialog):
@@ -78,8 +80,10 @@ class ConversationSettingsDialog(QDialog):
 class SettingsDialog(QDialog):
     """The app's settings: defaults for new chats, threads, theme, saved chat states; the API server.
 
-    Four tabs: `general`, `quick_ask` (a QuickAskSettingsPage), `server` (a ServerSettingsPage)
-    and `tools` (a ToolsSettingsPage). adapter: the window's ServiceAdapter (its spawn, and the
+    Six tabs: `general`, `quick_ask` (a QuickAskSettingsPage), `server` (a ServerSettingsPage),
+    `tools` (a ToolsSettingsPage), `memory` (a MemorySettingsPage, whose Open Memory… calls
+    `show_memory` after closing as OK does; hidden without it) and `voice` (a VoiceSettingsPage, which lists
+    `microphones` when first shown). adapter: the window's ServiceAdapter (its spawn, and the
     models it lists, for what keeping one loaded costs), with model (the ModelDoor) for "Clear
     saved chat states" and the disk they take (both off the UI thread); without them the button
     is disabled, and "Start Kestrel when I sign in" only changes the setting. tools: the ToolsDoor, whose servers and choices the
@@ -89,7 +93,8 @@ class SettingsDialog(QDialog):
 
     def __init__(self, settings: Settings, parent: QWidget | None = None, *,
                  adapter: "ServiceAdapter | None" = None, model: "ModelDoor | None" = None,
-                 tools: "ToolsDoor | None" = None, mcp_file: Path | None = None) -> None:
+                 tools: "ToolsDoor | None" = None, mcp_file: Path | None = None,
+                 show_memory: Callable[[], None] | None = None, microphones: Microphones | None = None) -> None:
         super().__init__(parent)
         self._adapter = adapter
         self._model = model
@@ -154,12 +159,19 @@ class SettingsDialog(QDialog):
         self.tools = ToolsSettingsPage(settings, servers, tools.choices if tools is not None else ToolChoices(),
                                        tools.statuses() if tools is not None else [], self)
         self.tools.editRequested.connect(self.edit_mcp_json)
+        self.memory = MemorySettingsPage(settings.memory, self, show_memory, self)
+        self.voice = VoiceSettingsPage(settings.voice, self, microphones=microphones,
+                                       spawn=adapter.spawn if adapter is not None else None)
         self.tabs = QTabWidget(self)
         self.tabs.addTab(_FitScroll(self.general, self), "Chats a&nd model")
         self.quick_ask_tab = _FitScroll(self.quick_ask, self)
         self.tabs.addTab(self.quick_ask_tab, "&Quick ask")
         self.tabs.addTab(self.server, "AP&I server")
         self.tabs.addTab(self.tools, "&Tools")
+        self.tabs.addTab(self.memory, "&Memory")
+        self.tabs.addTab(self.voice, "&Voice")
+        self.tabs.currentChanged.connect(lambda: self.voice.list_microphones() if self.tabs.currentWidget() is
+                                         self.voice else None)
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
         layout.addWidget(_buttons(self))
@@ -178,11 +190,13 @@ class SettingsDialog(QDialog):
                                    comfortable_tokens_per_s=self._comfortable_speed(),
                                    saved_states_mb=self.saved_states.value(),
                                    prompt_lookup=self.prompt_lookup.currentData(),
-                                   server=self.server.value())
+                                   server=self.server.value(), memory=self.memory.form.value(),
+                                   voice=self.voice.value(settings).voice)
 
     def show_page(self, page: str) -> None:
-        """Open on a page: "quick_ask", "server" or "tools" (any other: the first)."""
-        shown = {"quick_ask": self.quick_ask_tab, "server": self.server, "tools": self.tools}.get(page)
+        """Open on a page: "quick_ask", "server", "tools", "memory" or "voice" (any other: the first)."""
+        shown = {"quick_ask": self.quick_ask_tab, "server": self.server, "tools": self.tools,
+                 "memory": self.memory, "voice": self.voice}.get(page)
         self.tabs.setCurrentIndex(0 if shown is None else self.tabs.indexOf(shown))
 
     def done(self, result: int) -> None:  # Override QDialog.done.

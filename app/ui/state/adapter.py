@@ -129,7 +129,8 @@ class ServiceAdapter(QObject):
             self.conversations.reset_to(event.conversations)
             self.conversations.reset_drafted(self._history.drafted_ids)
         elif isinstance(event, ev.ConversationChanged):
-            self.conversations.update(event.conversation, event.to_top)
+            if not self._chat.is_temporary(event.conversation.id):  # a temporary chat is never listed
+                self.conversations.update(event.conversation, event.to_top)
             if self._chat.conversation is not None and self._chat.conversation.id == event.conversation.id:
                 self.conversationOpened.emit()
         elif isinstance(event, ev.ConversationRemoved):

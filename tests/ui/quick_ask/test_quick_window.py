@@ -252,7 +252,7 @@ def test_the_messages_offer_copy_alone_while_the_chat_pane_offers_all(loop, quic
     QGuiApplication.clipboard().setText("before")
     answers.run_action(model.index(3, 0), "copy")
     assert QGuiApplication.clipboard().text() == "Second."
-    assert window.messages.delegate.offered == {"copy", "regenerate", "edit"}, "the chat pane's are as they were"
+    assert window.messages.delegate.offered == {"copy", "regenerate", "edit", "remember"}, "the chat pane's are as they were"
 
 
 def test_code_blocks_in_the_quick_window_follow_the_view_menus_wrap_choice(loop, quick_over) -> None:

@@ -198,7 +198,8 @@ class GgufBackend:
         # Calls held to the tools' schemas in the last answer; for benchmarks and tests.
         self.held_calls = lazy.switches if lazy is not None else 0
         # Done is sent by now: saving the state never delays the answer.
-        self._save_state()
+        if request.keep_state:
+            self._save_state()
 
     def count_tokens(self, text: str) -> int:
         """Tokens of text from outside inside a prompt (no BOS; a control token's text read
