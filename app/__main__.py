@@ -20,6 +20,7 @@ COMMANDS = {
     "export": "app.cli.chat_files", "import": "app.cli.chat_files", "serve": "app.cli.serve",
     "servers": "app.cli.servers", "link": "app.cli.link", "tools": "app.cli.tools", "docs": "app.cli.docs",
     "memory": "app.cli.memory", "projects": "app.cli.projects", "transcribe": "app.cli.transcribe",
+    "say": "app.cli.say",
 }
 
 

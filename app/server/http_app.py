@@ -21,6 +21,7 @@ from app.server.ollama_replies import error as ollama_error
 from app.server.ollama_routes import OllamaEndpoints
 from app.server.openai_routes import OpenAiEndpoints
 from app.server.responses_route import ResponsesEndpoint
+from app.server.speech_routes import SpeechEndpoints
 from app.service.api.api_answers import ApiAnswers
 
 def endpoint_list(routes: list[Route]) -> tuple[str, ...]:
@@ -58,7 +59,8 @@ def build_app(answers: ApiAnswers, settings: Callable[[], ServerSettings],
     carries the headers that let the page read it.
     """
     routes = [*OpenAiEndpoints(answers).routes(), *ResponsesEndpoint(answers).routes(),
-              *AnthropicEndpoint(answers).routes(), *OllamaEndpoints(answers).routes(), *AudioEndpoints().routes()]
+              *AnthropicEndpoint(answers).routes(), *OllamaEndpoints(answers).routes(), *AudioEndpoints().routes(),
+              *SpeechEndpoints().routes()]
     served = endpoint_list(routes)
     not_found = _not_found(served)
     endpoints = Starlette(routes=[Route("/", _home(served), methods=["GET"]), *routes],

