@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import io
+import os
+import pty
 import subprocess
 import sys
+import time
 import wave
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from app.voice.audio import AudioKind
+from app.voice.microphone import MicrophoneEnded, MicrophoneSession
 from app.voice.protocol import TranscribeAsk
 from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
 from app.voice.transcriber import Transcriber
+from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
 from tests.helpers.speech import similarity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,3 +79,34 @@ def test_mistakes_are_said_with_what_to_do(tmp_path: Path, kestrel_home: Path) -
         stderr = result.stderr.decode()
         assert result.returncode == 2 and said in stderr and "Traceback" not in stderr, (args, stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_on_a_terminal_without_a_file_the_speech_is_played(pulse: PulseServer, kestrel_home: Path,
+                                                           tiny_transcriber: Transcriber) -> None:
+    """Standard output a terminal (a pty), no -o: the sentences are played on the default output, here a
+    private PulseAudio's null sink, whose monitor a microphone session records for Whisper to hear."""
+    speaking_or_skip()
+    mic = MicrophoneSession(ALSA_PULSE_DEVICE)
+    mic.start()
+    terminal, shown = pty.openpty()
+    blocks: list[np.ndarray] = []
+    try:
+        say = subprocess.Popen([sys.executable, "-m", "app", "say", SAID], cwd=ROOT, stdout=shown,
+                               stderr=subprocess.PIPE)
+        give_up = time.monotonic() + 120
+        while say.poll() is None and time.monotonic() < give_up:
+            got = mic.read(0.1)
+            if isinstance(got, np.ndarray):
+                blocks.append(got)
+        say.kill()
+        stderr = say.communicate(timeout=30)[1].decode()
+    finally:
+        os.close(shown)
+        os.close(terminal)
+        mic.stop()
+        while not isinstance(mic.read(1.0), (MicrophoneEnded, type(None))):
+            pass
+    assert say.returncode == 0, stderr
+    recorded = np.concatenate(blocks)
+    heard = tiny_transcriber.transcribe(TranscribeAsk(recorded.astype("<i2").tobytes(), AudioKind.PCM16)).text
+    assert similarity(heard, SAID) >= 0.8, heard
