@@ -92,3 +92,18 @@ def test_a_request_without_the_key_is_refused() -> None:
         raw = httpx.post(f"{server.address}/v1/audio/speech", json={"model": "tts-1", "voice": "alloy", "input": "Hi."},
                          timeout=30)
         assert raw.status_code == 401
+
+
+def test_a_client_that_leaves_mid_stream_frees_the_voice_for_the_next() -> None:
+    speaking_or_skip()
+    long = " ".join(f"This is sentence number {n} of a long text." for n in range(1, 200))[:4096]
+    with loop_thread() as thread, serving(thread, FakeAnswers()) as server:
+        with httpx.stream("POST", f"{server.address}/v1/audio/speech", headers=AUTH, timeout=60,
+                          json={"model": "tts-1", "voice": "alloy", "input": long, "response_format": "pcm"}) as left:
+            assert left.status_code == 200
+            assert len(next(left.iter_bytes())) > 0  # the first sentence came before the rest was made
+        # Saying the rest (about 90 sentences, over three minutes of speech) would take longer than this
+        # timeout even on a fast machine: an answer within it means the left stream stopped being made.
+        after = httpx.post(f"{server.address}/v1/audio/speech", headers=AUTH, timeout=15,
+                           json={"model": "tts-1", "voice": "alloy", "input": "Still here."})
+        assert after.status_code == 200 and after.headers["content-type"] == "audio/wav" and len(after.content) > 10_000
