@@ -137,9 +137,10 @@ class Synthesizer:
                         conn.send(SpeakSentence(said[number + 1], speed))
                         waiting = number + 1
                     yield SpokenSentence(sentence, pcm, self._rate)
-            except SynthesisFailed:
+            except SynthesisFailed as failed:
                 waiting = None
-                self._end(kill=True)
+                if failed.kind is not FailureKind.FAILED:  # a child that said why it failed is still sound
+                    self._end(kill=True)
                 raise
             except (OSError, EOFError) as exc:  # the pipe broke: the child is gone
                 waiting = None
