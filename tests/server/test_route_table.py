@@ -17,7 +17,7 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 SERVED = ("GET /v1/models", "GET /v1/models/{model_id}", "POST /v1/chat/completions", "POST /v1/completions",
           "POST /v1/embeddings", "POST /v1/responses", "POST /v1/messages", "GET /api/version", "GET /api/tags",
           "GET /api/ps", "POST /api/show", "POST /api/chat", "POST /api/generate", "POST /api/embed",
-          "POST /api/embeddings", "POST /v1/audio/transcriptions")
+          "POST /api/embeddings", "POST /v1/audio/transcriptions", "POST /v1/audio/speech")
 
 
 def test_the_home_page_and_a_404_name_exactly_the_routes_served() -> None:
