@@ -45,6 +45,7 @@ from app.service.settings_keeper import SettingsKeeper
 from app.service.storage import Storage
 from app.service.tools.tool_use import Approver, ToolUse
 from app.service.voice.dictation_service import Dictation
+from app.service.voice.read_aloud import ReadAloud
 
 
 class Service:
@@ -150,6 +151,9 @@ class Service:
         self.spawn = tasks.spawn
         # The window's dictation: the microphone on the person's press, the transcription child kept between presses.
         self.dictation = Dictation(lambda: keeper.settings.voice, data_paths().data / "speech", tasks.spawn)
+        # Answers read aloud (a press, or each answer as it streams when the setting says so); the voice's child kept.
+        self.read_aloud = ReadAloud(lambda: keeper.settings.voice, data_paths().data / "speech", tasks.spawn)
+        bus.subscribe(self.read_aloud.hear)
 
     def _answers_busy(self) -> bool:
         """A chat's or an API request's answer is written or waits: nothing reloads or unloads."""
@@ -240,6 +244,7 @@ class Service:
         await self.drafts.flush()
         await self.tools.close()  # no MCP server outlives Kestrel
         await self.dictation.close()  # the microphone closed and the transcription child ended
+        await self.read_aloud.close()  # the sound stopped and the synthesis child ended
         await self.tasks.cancel_all()
         await self.library.close()
         await self.collections.close()

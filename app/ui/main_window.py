@@ -43,6 +43,7 @@ from app.ui.window_geometry import restore_window_state, save_window_state, stat
 from app.ui.window_log import WindowLog
 from app.ui.window_menus import build_menus
 from app.ui.voice.dictation_control import DictationControl
+from app.ui.voice.read_aloud_control import ReadAloudControl
 
 
 class MainWindow(WindowCommands):
@@ -97,6 +98,8 @@ class MainWindow(WindowCommands):
         self.drafts = DraftKeeper(doors.chat, self.composer, self)
         self.attachments = ChatAttach(self, self.composer, doors.chat, doors.attach, self.adapter.spawn)
         self.dictation = DictationControl(doors.voice, self.composer, self, self.adapter.spawn)  # the mic button
+        self.read_aloud = ReadAloudControl(doors.read_aloud, self.messages, self, messages=self.adapter.messages.messages,
+                                           show_problem=self.chat.show_problem)  # each answer's speaker
         self.chat_files = ChatFiles(self.adapter, doors.chat, doors.files, self)
         self.chat_files.on_exported = self.status.show_exported
         self.memory = MemoryHost(self.adapter, doors, self)  # the Memory window, an answer's used memories

@@ -19,7 +19,7 @@ from app.ui.documents.documents_window import DocumentsWindow
 from app.ui.models.hardware_view import HardwareWindow
 from app.ui.models.model_manager import ModelManager
 from app.ui.server.server_window import ServerWindow
-from app.ui.messages.message_actions import EVERY_ACTION, WITHOUT_REMEMBER
+from app.ui.messages.message_actions import EVERY_ACTION, WITHOUT_REMEMBER, offered_with
 from app.ui.messages.remember_dialog import RememberDialog
 from app.ui.messages.tool_parts import message_markdown
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from app.ui.server.server_host import ServerHost
     from app.ui.chat.sidebar import Sidebar
     from app.ui.memory.memory_host import MemoryHost
+    from app.ui.voice.read_aloud_control import ReadAloudControl
 
 
 _BUSY_WORDS = ("This chat's answer is being written or waits its turn: stop it (Esc) or let it finish, "
@@ -65,6 +66,7 @@ class WindowCommands(QMainWindow):
     remember_dialog: RememberDialog | None = None  # the last one opened (the tests reach it here)
     server: "ServerHost"
     memory: "MemoryHost"
+    read_aloud: "ReadAloudControl"
     projects: "ProjectsHost"
     paths: "DataPaths"
     quitting = False  # quit() was asked: closing ends Kestrel even where it would hide to the tray
@@ -98,7 +100,7 @@ class WindowCommands(QMainWindow):
         delegate = self.chat.messages.delegate
         offered = EVERY_ACTION if remembers else WITHOUT_REMEMBER
         if delegate.offered != offered:
-            delegate.offered = offered
+            delegate.offered = offered_with(offered, delegate.offered)  # the answers' speaker stays
             self.chat.messages.viewport().update()
 
     def remember_from(self, message: Message, text: str) -> None:
@@ -190,6 +192,7 @@ class WindowCommands(QMainWindow):
         dialog = SettingsDialog(self.doors.settings.settings, self, adapter=self.adapter, model=self.doors.model,
                                 tools=self.doors.tools, mcp_file=self.paths.mcp_file,
                                 show_memory=self.memory.show_window, microphones=self.doors.voice.microphones)
+        dialog.voice.use_speakers(self.doors.read_aloud.speakers)  # read with the microphones, on a thread
         self.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
         dialog.show_page(page)
         if self.shortcut_words:  # what quick ask's shortcut is doing, then as it changes while the dialog is open

@@ -99,6 +99,8 @@ def build_menus(window: WindowCommands, open_logs: Callable[[], object],
     chat_menu = bar.addMenu("&Chat")
     regenerate = _add(chat_menu, "&Regenerate last answer", window.regenerate, "Ctrl+R", "regenerate")
     stop = _add(chat_menu, "&Stop the answer", window.stop_open_chat, None, "stop")
+    # The list's current answer (else the last) read aloud, or the reading stopped (app/ui/voice/read_aloud_control.py).
+    _add(chat_menu, "Read &aloud / stop reading", window.read_aloud.press_current, "Ctrl+Shift+A", "read-aloud")
     chat_menu.addSeparator()
     # Ctrl+. next to Settings' Ctrl+, : Ctrl+Shift+, never fires where Shift+, types "<".
     _add(chat_menu, "Chat se&ttings…", window.edit_chat_settings, "Ctrl+.", "chat-settings")

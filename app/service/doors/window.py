@@ -15,6 +15,7 @@ from app.service.doors.history import ChatFilesDoor, HistoryDoor
 from app.service.doors.memory import MemoryDoor
 from app.service.doors.models import LibraryDoor, ModelDoor
 from app.service.doors.projects import ProjectsDoor
+from app.service.doors.read_aloud import ReadAloudDoor
 from app.service.doors.servers import ServersDoor
 from app.service.doors.settings import SettingsDoor, ToolsDoor
 from app.service.doors.voice import DictationDoor
@@ -30,7 +31,8 @@ class WindowDoors:
     status line and the empty chat `model`, the model manager `library` and `servers` (the servers
     the person added and their models), the Documents window `documents`, Settings `settings` and
     `tools`, the Memory page and "used N memories" `memory`, the chat list's projects `projects`,
-    the API server `api` (ApiAnswers, the door app/server is given), the composer's microphone `voice`.
+    the API server `api` (ApiAnswers, the door app/server is given), the composer's microphone `voice`,
+    the answers' speaker `read_aloud`.
     The window itself starts and stops the service (`start_up`, `shutdown`), says where it is
     (`set_window_state`: the engine's pace follows), hears the events (`subscribe`) and runs its calls on the service's loop (`spawn`)."""
 
@@ -48,6 +50,7 @@ class WindowDoors:
     projects: ProjectsDoor
     api: ApiAnswers
     voice: DictationDoor
+    read_aloud: ReadAloudDoor
     start_up: Callable[[], Awaitable[None]]
     shutdown: Callable[[], Awaitable[None]]
     set_window_state: Callable[[WindowState], None]
@@ -61,5 +64,6 @@ class WindowDoors:
                    servers=ServersDoor(service), documents=DocumentsDoor(service), settings=SettingsDoor(service),
                    tools=ToolsDoor(service), projects=ProjectsDoor(service),
                    memory=MemoryDoor(service), api=service.api, voice=DictationDoor(service),
+                   read_aloud=ReadAloudDoor(service),
                    start_up=service.start_up, shutdown=service.shutdown,
                    set_window_state=service.set_window_state, subscribe=service.subscribe, spawn=service.spawn)

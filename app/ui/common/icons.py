@@ -75,6 +75,8 @@ GLYPHS = {
     "remember": "ph.push-pin",
     "temporary": "ph.ghost",
     "microphone": "ph.microphone",
+    "read-aloud": "ph.speaker-high",
+    "stop-reading": "ph.stop-circle",
 }
 
 ROLE = QPalette.ColorRole

@@ -15,26 +15,61 @@ TIPS = {
     "regenerate": "Write this answer again (Ctrl+R)",
     "edit": "Edit this message and send it again (F2)",
     "remember": "Remember something from this message (Ctrl+Shift+R)",
+    "read-aloud": "Read this answer aloud (Ctrl+Shift+A)",
+    "stop-reading": "Stop reading (Ctrl+Shift+A, or Esc in the messages)",
 }
 COPIED_TIP = "Copied"
 # What a list offers unless told otherwise: the chat pane's copy, regenerate, edit and remember.
-EVERY_ACTION = frozenset(TIPS)
+EVERY_ACTION = frozenset(("copy", "regenerate", "edit", "remember"))
 # A chat that must leave no trace (a temporary one), or memory turned off, offers no Remember.
 WITHOUT_REMEMBER = EVERY_ACTION - {"remember"}
 
 
+class Offered(frozenset[str]):
+    """The actions a list offers (their names, as EVERY_ACTION), with its answers' speaker: `speaker` says
+    whether each answer has one (a window that reads aloud), `reading` the answer read aloud now (its
+    speaker is a Stop, shown even while that answer is being written)."""
+
+    speaker = False
+    reading: int | None = None
+
+    @classmethod
+    def of(cls, names: frozenset[str], *, speaker: bool, reading: int | None = None) -> Offered:
+        made = cls(names)
+        made.speaker, made.reading = speaker, reading
+        return made
+
+    def same(self, other: frozenset[str]) -> bool:
+        """Whether other offers the same, speaker and reading included (== compares the names alone)."""
+        return (self == other and isinstance(other, Offered) and other.speaker == self.speaker
+                and other.reading == self.reading)
+
+
+def offered_with(names: frozenset[str], before: frozenset[str]) -> frozenset[str]:
+    """names, with the speaker and the answer read that `before` had (a list's offer changed, not its speaker)."""
+    if isinstance(before, Offered):
+        return Offered.of(names, speaker=before.speaker, reading=before.reading)
+    return names
+
+
 def actions_for(message: Message, last_answer: bool, offered: frozenset[str] = EVERY_ACTION) -> tuple[str, ...]:
     """The actions a message offers: copy and remember on all, regenerate on the last answer, edit on the
-    user's, of those the list `offered` (a list that cannot redo or edit offers copy alone)."""
+    user's, of those the list `offered` (a list that cannot redo or edit offers copy alone); an answer's
+    speaker where `offered` is an Offered with one (the answer read now: its Stop)."""
+    speaker = isinstance(offered, Offered) and offered.speaker
+    reading = offered.reading if isinstance(offered, Offered) else None
     if message.state == MessageState.STREAMING:
-        return ()  # nothing to copy or redo until it is written
+        # Nothing to copy or redo until it is written; an answer read as it streams can be silenced.
+        return ("stop-reading",) if speaker and reading == message.id else ()
     if message.role == Role.USER:
         names: tuple[str, ...] = ("copy", "edit", "remember")
     elif message.role == Role.ASSISTANT and last_answer:
-        names = ("copy", "regenerate", "remember")
+        names = ("copy", "read-aloud", "regenerate", "remember")
     else:
-        names = ("copy", "remember")
-    return tuple(name for name in names if name in offered)
+        names = ("copy", "read-aloud", "remember")
+    said = "stop-reading" if reading == message.id else "read-aloud"
+    return tuple(said if name == "read-aloud" else name for name in names
+                 if name in offered or name == "read-aloud" and speaker)
 
 
 def action_rects(row: QRect, names: tuple[str, ...], right_aligned: bool) -> list[tuple[str, QRect]]:

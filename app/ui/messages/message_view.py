@@ -17,7 +17,7 @@ from app.core.conversation import MessageState, Role
 from app.ui.state.bridge import FramePacer
 from app.ui.messages.code_blocks import STEP
 from app.ui.messages.markdown import code_from_href
-from app.ui.messages.message_actions import COPIED_TIP
+from app.ui.messages.message_actions import COPIED_TIP, Offered
 from app.ui.messages.message_delegate import MessageDelegate
 from app.ui.messages.message_documents import source_from_href
 from app.ui.messages.message_memories import used_words
@@ -54,8 +54,9 @@ class MessageView(MessageList):
     Signals: regenerateRequested(), editRequested(message id, text), sourceChosen(SourceRef: a
     chip of an answer's Sources row clicked, or chosen in its menu), imageChosen(AttachedImage),
     memoriesChosen(Message: an answer's "used N memories" clicked, or chosen in its menu),
-    rememberRequested(Message, text: the text selected in it, else all of it). `delegate` has
-    `dark`, `clear()` (after a theme change) and `streaming_note`.
+    rememberRequested(Message, text: the text selected in it, else all of it), readAloudRequested(Message:
+    an answer's speaker, or its Stop while it is read: set_reading). `delegate` has `dark`, `clear()` (after a
+    theme change) and `streaming_note`.
     """
 
     regenerateRequested = Signal()
@@ -64,6 +65,7 @@ class MessageView(MessageList):
     imageChosen = Signal(object)  # an AttachedImage: a thumbnail clicked, or chosen in the menu
     memoriesChosen = Signal(object)  # the answer (a Message) whose "used N memories" was clicked or chosen
     rememberRequested = Signal(object, str)  # a Message, and what of it to start from
+    readAloudRequested = Signal(object)  # the answer (a Message) whose speaker (or Stop) was pressed
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -226,6 +228,15 @@ class MessageView(MessageList):
             self.edit_current()
         elif action == "remember":
             self.remember_current()
+        elif action in ("read-aloud", "stop-reading"):
+            self.readAloudRequested.emit(self.delegate.message(index))
+
+    def set_reading(self, speaker: bool, message_id: int | None) -> None:
+        """Whether answers have a speaker, and which answer is read aloud now (its speaker becomes a Stop)."""
+        offered = Offered.of(self.delegate.offered, speaker=speaker, reading=message_id)
+        if not offered.same(self.delegate.offered):
+            self.delegate.offered = offered
+            self.viewport().update()
 
     def copy_current(self) -> None:
         """Copy the message as written (an answer's Markdown, the user's words as typed)."""
@@ -425,6 +436,10 @@ class MessageView(MessageList):
             menu.addAction("Edit and resend…", self.edit_current)
         if "remember" in offered and message.state != MessageState.STREAMING:
             menu.addAction("Remember…", self.remember_current)
+        for name, _rect in self.delegate.action_rects(index):
+            if name in ("read-aloud", "stop-reading"):
+                menu.addAction("Stop reading" if name == "stop-reading" else "Read aloud",
+                               partial(self.readAloudRequested.emit, message))
         for source in message.sources:  # the keyboard's way to them (the menu key)
             menu.addAction(f"Source {source_label(source)}…", partial(self.sourceChosen.emit, source))
         for image in message.images:  # and to the images

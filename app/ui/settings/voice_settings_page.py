@@ -1,4 +1,5 @@
-"""Settings' Voice page: what dictation does with its words, when it stops listening, and which microphone it opens."""
+"""Settings' Voice page: what dictation does with its words, when it stops listening, which microphone it opens;
+whether answers are read aloud as they are written, on which speaker, and how fast."""
 
 from __future__ import annotations
 
@@ -7,28 +8,36 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QSizePolicy, QVBoxLayout,
+                               QWidget)
 
 from app.core.settings import Settings
-from app.core.voice_settings import VoiceSettings
+from app.core.voice_settings import FASTEST_SPEED, SLOWEST_SPEED, VoiceSettings
 
 NOTE = ("Press the microphone beside Send (or Ctrl+Shift+Space) and speak: your words go in the message box. "
         "Speech is turned into text on this computer; nothing you say is saved or sent anywhere.")
 DEFAULT_MICROPHONE = "The system's default"
 NO_MICROPHONES = "No microphone was found. Plug one in, then open Settings again."
+READ_NOTE = ("Each answer has a speaker (Ctrl+Shift+A): press it to hear the answer, press it again or Esc to stop. "
+             "The voice speaks on this computer; nothing is saved or sent.")
+DEFAULT_SPEAKER = "The system's default"
+NO_SPEAKERS = "No speaker or headphones were found. Plug some in, then open Settings again."
 Microphones = Callable[[], Awaitable[tuple[str, ...]]]
+Speakers = Callable[[], Awaitable[tuple[str, ...]]]
 Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
 
 
 class VoiceSettingsPage(QWidget):
-    """The voice group as controls; `value(settings)` gives settings with them. The microphone list is read
-    (on a thread, by `microphones`) the first time the page is shown, never when Settings opens elsewhere:
-    reading it starts the sound library."""
+    """The voice group as controls; `value(settings)` gives settings with them. The microphone and speaker
+    lists are read (on a thread, by `microphones` and `speakers`) the first time the page is shown, never when
+    Settings opens elsewhere: reading them starts the sound library."""
 
     def __init__(self, settings: VoiceSettings, parent: QWidget | None = None, *,
-                 microphones: Microphones | None = None, spawn: Spawn | None = None) -> None:
+                 microphones: Microphones | None = None, spawn: Spawn | None = None,
+                 speakers: Speakers | None = None) -> None:
         super().__init__(parent)
         self._microphones, self._spawn, self._listed = microphones, spawn, False
+        self._speakers = speakers
         note = QLabel(NOTE, self)
         note.setWordWrap(True)
         self.send_at_once = QCheckBox("Send dictated text at &once", self)
@@ -57,28 +66,75 @@ class VoiceSettingsPage(QWidget):
         layout.addWidget(self.stop_at_end)
         layout.addSpacing(6)
         layout.addLayout(form)
+        layout.addSpacing(12)
+        self._add_reading(layout, settings)
         layout.addStretch(1)
+
+    def _add_reading(self, layout: QVBoxLayout, settings: VoiceSettings) -> None:
+        """Read-aloud's controls: the setting that reads every answer, the speaker and the voice's speed."""
+        note = QLabel(READ_NOTE, self)
+        note.setWordWrap(True)
+        self.read_answers = QCheckBox("&Read answers aloud as they are written", self)
+        self.read_answers.setChecked(settings.read_aloud_answers)
+        self.read_answers.setToolTip("Each answer is spoken sentence by sentence while it is written, from its "
+                                     "first sentence on.")
+        self.speaker = QComboBox(self)
+        self.speaker.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.speaker.addItem(DEFAULT_SPEAKER, None)
+        if settings.speaker is not None:
+            self.speaker.addItem(settings.speaker, settings.speaker)
+            self.speaker.setCurrentIndex(1)
+        self.speaker_note = QLabel(self)
+        self.speaker_note.setWordWrap(True)
+        self.speaker_note.hide()
+        self.speed = QDoubleSpinBox(self)
+        self.speed.setRange(SLOWEST_SPEED, FASTEST_SPEED)
+        self.speed.setSingleStep(0.1)
+        self.speed.setDecimals(1)
+        self.speed.setSuffix("×")
+        self.speed.setValue(settings.voice_speed)
+        self.speed.setToolTip("1.0× is the voice's own pace; 0.5× half as fast, 2.0× twice as fast.")
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        form.addRow("Spea&ker:", self.speaker)
+        form.addRow("", self.speaker_note)
+        form.addRow("Voice sp&eed:", self.speed)
+        layout.addWidget(note)
+        layout.addSpacing(6)
+        layout.addWidget(self.read_answers)
+        layout.addLayout(form)
+
+    def use_speakers(self, speakers: Speakers) -> None:
+        """Where the speaker list comes from (read with the microphones, when the page is first shown)."""
+        self._speakers = speakers
 
     def value(self, settings: Settings) -> Settings:
         """`settings` with this page's voice settings."""
         voice = VoiceSettings(send_at_once=self.send_at_once.isChecked(),
                               stop_at_end_of_speech=self.stop_at_end.isChecked(),
-                              microphone=self.microphone.currentData())
+                              microphone=self.microphone.currentData(),
+                              read_aloud_answers=self.read_answers.isChecked(), speaker=self.speaker.currentData(),
+                              voice_speed=round(self.speed.value(), 1))
         return dataclasses.replace(settings, voice=voice)
 
     def list_microphones(self) -> None:
-        """Fill the microphone list (once; called when the page is first shown)."""
-        if self._listed or self._microphones is None or self._spawn is None:
+        """Fill the microphone and speaker lists (once; called when the page is first shown)."""
+        if self._listed or self._spawn is None:
             return
         self._listed = True
-        self._spawn(self._fill(self._microphones))
+        if self._microphones is not None:
+            self._spawn(_fill(self._microphones, self.microphone, self.microphone_note, NO_MICROPHONES))
+        if self._speakers is not None:
+            self._spawn(_fill(self._speakers, self.speaker, self.speaker_note, NO_SPEAKERS))
 
-    async def _fill(self, microphones: Microphones) -> None:
-        names = await microphones()
-        chosen = self.microphone.currentData()
-        for name in names:
-            if self.microphone.findData(name) < 0:
-                self.microphone.addItem(name, name)
-        self.microphone.setCurrentIndex(max(0, self.microphone.findData(chosen)))
-        self.microphone_note.setText(NO_MICROPHONES)
-        self.microphone_note.setVisible(not names)
+
+async def _fill(devices: Microphones | Speakers, box: QComboBox, note: QLabel, none_found: str) -> None:
+    """A device list, read off the UI thread, added after the default; the choice kept."""
+    names = await devices()
+    chosen = box.currentData()
+    for name in names:
+        if box.findData(name) < 0:
+            box.addItem(name, name)
+    box.setCurrentIndex(max(0, box.findData(chosen)))
+    note.setText(none_found)
+    note.setVisible(not names)
