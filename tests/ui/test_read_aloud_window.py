@@ -22,6 +22,7 @@ from app.voice.device_words import device_words
 from app.voice.devices import DeviceProblem, DeviceUnavailable
 from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle, voice_shipped
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
+from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.ui.conftest import idle, run, until
 
@@ -45,12 +46,16 @@ def voice_home(built_voice: Path) -> None:
         (speech / bundle.id).symlink_to(built_voice / bundle.id, target_is_directory=True)
 
 
+def reading_window(make_window, loop, engine: ScriptedEngine, voice: VoiceSettings):
+    window = make_window(engine=engine)
+    settings = window.doors.settings.settings
+    run(loop, window.doors.settings.update_settings(dataclasses.replace(settings, voice=voice)))
+    return window
+
+
 def answered(make_window, loop, text: str, speaker: str):
     """A window whose chat has one question and its answer, reading aloud on speaker."""
-    window = make_window(engine=ScriptedEngine())
-    settings = window.doors.settings.settings
-    run(loop, window.doors.settings.update_settings(dataclasses.replace(settings,
-                                                                        voice=VoiceSettings(speaker=speaker))))
+    window = reading_window(make_window, loop, ScriptedEngine(), VoiceSettings(speaker=speaker))
     assert window.doors.chat.send(text)
     run(loop, until(idle(window)))
     run(loop, until(lambda: window.adapter.messages.rowCount() == 2
@@ -95,6 +100,30 @@ def test_the_speaker_reads_the_answer_and_a_second_press_or_escape_stops_it(
     assert door.state is ReadAloudState.IDLE
     run(loop, until(lambda: not playing(pulse), 5, "the sound to stop"))
     assert window.banner.text() == ""
+
+
+def test_with_the_setting_on_an_answer_is_heard_while_it_is_written_and_its_stop_shows(
+        make_window, loop, qtbot, built_voice: Path, pulse: PulseServer) -> None:
+    voice_home(built_voice)
+    engine = ScriptedEngine()
+    # A first sentence at once, then the rest slowly: it is still being written while the first is heard.
+    engine.scripts.append(Script(text=("Kestrels", " hover", " over", " fields.", " ", *[" and"] * 40, " done."),
+                                 endless=False, token_s=0.25))
+    window = reading_window(make_window, loop, engine, VoiceSettings(speaker=ALSA_PULSE_DEVICE,
+                                                                     read_aloud_answers=True))
+    door = window.doors.read_aloud
+    assert window.doors.chat.send("Tell me about kestrels.")
+    run(loop, until(lambda: door.state is ReadAloudState.SPEAKING, 90, "the first sentence heard"))
+    answer = window.adapter.messages.messages()[-1]
+    assert answer.state.value == "streaming" and door.message_id == answer.id  # before the answer ends
+    assert list(actions(window)) == ["stop-reading"] and playing(pulse)
+    window.messages.setFocus()
+    QTest.keyClick(window.messages, Qt.Key.Key_Escape)
+    assert door.state is ReadAloudState.IDLE
+    run(loop, until(lambda: not playing(pulse), 5, "the sound to stop"))
+    assert window.adapter.messages.messages()[-1].state.value == "streaming"  # the answer goes on, silently
+    run(loop, until(idle(window), 60))
+    assert door.state is ReadAloudState.IDLE and not playing(pulse)
 
 
 def test_a_missing_speaker_is_said_in_the_banner(make_window, loop, qtbot, built_voice: Path,

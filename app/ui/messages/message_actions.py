@@ -110,7 +110,8 @@ class ActionIcons:
 
     def paint(self, painter: QPainter, rects: list[tuple[str, QRect]], palette: QPalette,
               hovered: str | None, done: bool) -> None:
-        """Paint the icons; the hovered one on a soft square, copy as a tick just after a copy."""
+        """Paint the icons; the hovered one on a soft square, copy as a tick just after a copy, the Stop of an
+        answer read aloud in the text's colour."""
         # The engine's device is what is painted on (a widget's painting may be redirected
         # into a backing store or an image of another ratio than the widget's screen).
         engine = painter.paintEngine()
@@ -127,6 +128,7 @@ class ActionIcons:
                 painter.setBrush(shade)
                 painter.drawRoundedRect(rect.adjusted(1, 1, -1, -1), 6, 6)
             glyph = "done" if name == "copy" and done else name
-            pixmap = self._pixmap(glyph, strong if name == hovered else muted, ratio)
+            # The Stop of the answer being read stands out: it says which answer is heard.
+            pixmap = self._pixmap(glyph, strong if name in (hovered, "stop-reading") else muted, ratio)
             offset = (ACTION - ICON) // 2
             painter.drawPixmap(rect.left() + offset, rect.top() + offset, pixmap)

@@ -94,6 +94,7 @@ class VoiceSettingsPage(QWidget):
         self.speed.setSuffix("×")
         self.speed.setValue(settings.voice_speed)
         self.speed.setToolTip("1.0× is the voice's own pace; 0.5× half as fast, 2.0× twice as fast.")
+        self.speed.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # a number, not a line
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Spea&ker:", self.speaker)
