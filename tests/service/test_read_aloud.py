@@ -253,3 +253,20 @@ def test_a_missing_speaker_and_missing_voice_packages_are_said(
         await missing.reader.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 180))
+
+
+def test_a_speaker_unplugged_while_speaking_is_said(pulse: PulseServer, synthesizer: Synthesizer,
+                                                     speech: Path) -> None:
+    async def scenario() -> None:
+        listened = Listened(VoiceSettings(speaker=ALSA_PULSE_DEVICE), speech, synthesizer)
+        listened.reader.read(9, LONG)
+        await listened.until(state_is(ReadAloudState.SPEAKING))
+        await asyncio.to_thread(pulse.unload_null_sink)
+        _, failed = await listened.until(lambda event: isinstance(event, ReadAloudFailed), 30)
+        assert isinstance(failed, ReadAloudFailed) and failed.problem is ReadAloudProblem.DEVICE
+        # Lost mid-sentence (what this server does), or gone before the next sentence opened it.
+        assert failed.device in (DeviceProblem.DEVICE_LOST, DeviceProblem.NO_SPEAKER), failed
+        assert listened.reader.state is ReadAloudState.IDLE
+        await listened.reader.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
