@@ -151,9 +151,9 @@ class Service:
         self.spawn = tasks.spawn
         # The window's dictation: the microphone on the person's press, the transcription child kept between presses.
         self.dictation = Dictation(lambda: keeper.settings.voice, data_paths().data / "speech", tasks.spawn)
-        # Answers read aloud (a press, or each answer as it streams when the setting says so); the voice's child kept.
+        # The window's answers read aloud (a press, or each as it streams when the setting says so: its door
+        # has it listen to the answers); the voice's child kept between readings.
         self.read_aloud = ReadAloud(lambda: keeper.settings.voice, data_paths().data / "speech", tasks.spawn)
-        bus.subscribe(self.read_aloud.hear)
 
     def _answers_busy(self) -> bool:
         """A chat's or an API request's answer is written or waits: nothing reloads or unloads."""

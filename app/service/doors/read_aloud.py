@@ -18,11 +18,13 @@ class ReadAloudDoor:
     and `speakers` (the output devices' names, for Settings → Voice, read on a thread); `state` and
     `message_id` (the answer read now) are read as they are now.
 
-    The calls are ReadAloud's own (app/service/voice/read_aloud.py), handed over as they are.
+    The calls are ReadAloud's own (app/service/voice/read_aloud.py), handed over as they are. Made, it has
+    read-aloud hear the chats' answers: the window's answers stream aloud when the setting says so.
     """
 
     def __init__(self, service: Service) -> None:
         reader = self._reader = service.read_aloud
+        reader.listen_to_answers(service.subscribe)
         self.toggle = reader.toggle
         self.read = reader.read
         self.stop = reader.stop

@@ -38,7 +38,7 @@ Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
 class ReadAloud:
     """The window's read-aloud: read(), follow() and stop(); hear its events with subscribe(); `state`
     and `message_id` (the answer read now, None when idle) are as they are now. hear() is given the
-    service's events (the answers' growth)."""
+    service's events (the answers' growth) once listen_to_answers() was asked."""
 
     def __init__(self, settings: Callable[[], VoiceSettings], speech_folder: Path, spawn: Spawn, *,
                  synthesizer: Synthesizer | None = None, voice: Voice | None = None) -> None:
@@ -54,6 +54,7 @@ class ReadAloud:
         self._reading: Reading | None = None
         self._follower: AnswerFollower | None = None
         self._ending: list[Reading] = []
+        self._unsubscribe: Callable[[], None] | None = None
         self.state = ReadAloudState.IDLE
         self.message_id: int | None = None
 
@@ -98,6 +99,12 @@ class ReadAloud:
         if self.state is not ReadAloudState.IDLE:
             self._set(ReadAloudState.IDLE, None)
 
+    def listen_to_answers(self, subscribe: Callable[[Callable[[object], None]], Callable[[], None]]) -> None:
+        """Hear the chats' answers from now on (once, however often asked): the window asks, so that an answer
+        streams aloud there when the setting says so, while `kestrel chat` (the same settings) stays silent."""
+        if self._unsubscribe is None:
+            self._unsubscribe = subscribe(self.hear)
+
     def hear(self, event: object) -> None:
         """The service's events: the answers' start, growth and end (followed while the setting is on)."""
         if isinstance(event, AnswerStarted):
@@ -111,6 +118,9 @@ class ReadAloud:
 
     async def close(self) -> None:
         """At shutdown: silence any reading, let its threads end (bounded), then end the synthesis child."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         self.stop()
         ending, self._ending = self._ending, []
         for reading in ending:
