@@ -224,7 +224,8 @@ def test_an_api_request_is_answered_between_indexing_batches_and_both_finish(min
             got = openai_client(server.address).embeddings.create(model=embedding.id, input=SENTENCES[:3])
             assert indexed() < batches, "the request waited for indexing to finish"
             assert_published([item.embedding for item in got.data])
-            thread.call(until(lambda: vectors() == (notes, notes), "every note's vector", timeout=240))
+            # The loop thread's own wait must outlast until's 240 s (its default of 60 s cut it short in CI).
+            thread.call(until(lambda: vectors() == (notes, notes), "every note's vector", timeout=240), timeout=250)
         assert len(CountingProcess.made) == 1 and indexed() == batches  # one process, shared
         assert not [e for e in heard if isinstance(e, ev.DocumentsProblem)]
         hits = thread.call(service.search("When does the boat to island 123 sail?", ["notes"], 3))
