@@ -76,7 +76,7 @@ GLYPHS = {
     "temporary": "ph.ghost",
     "microphone": "ph.microphone",
     "read-aloud": "ph.speaker-high",
-    "stop-reading": "ph.stop-circle",
+    "stop-reading": "ph.stop-fill",  # filled: an outline square beside Copy read as a second copy icon
 }
 
 ROLE = QPalette.ColorRole
