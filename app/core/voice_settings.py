@@ -1,5 +1,5 @@
-"""Voice's settings: what dictation does with its words, when it stops, which microphone it opens; whether
-answers are read aloud as they are written, on which speaker, and how fast."""
+"""Voice's settings: what dictation does with its words, when it stops, which microphone it opens, which
+language it listens for; whether answers are read aloud as they are written, on which speaker, and how fast."""
 
 from __future__ import annotations
 
@@ -9,11 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.settings_group import group_from_dict
+from app.core.speech_languages import WHISPER_LANGUAGES
 
 # The voice's pace, as a factor of its own (1.0): slower than half is hard to follow, faster than twice
 # hard to understand.
 SLOWEST_SPEED = 0.5
 FASTEST_SPEED = 2.0
+# Dictation's language: "en" (the default: English, Whisper tiny.en, the fastest), DETECT (the multilingual
+# model finds the language of each utterance) or an ISO 639-1 code Whisper knows (the multilingual model,
+# told the language: better than detecting it for a short utterance).
+DETECT_LANGUAGE = "detect"
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,8 @@ class VoiceSettings:
     (off: only a second press ends it). microphone: the input device's name, None for the system's default.
     read_aloud_answers: every answer is read aloud as it is written, sentence by sentence. speaker: the
     output device read-aloud plays on, None for the system's default. voice_speed: the voice's pace
-    (SLOWEST_SPEED to FASTEST_SPEED; 1.0 its own).
+    (SLOWEST_SPEED to FASTEST_SPEED; 1.0 its own). language: what dictation listens for, "en",
+    DETECT_LANGUAGE or another language's ISO 639-1 code (app/core/speech_languages.py).
     """
 
     send_at_once: bool = False
@@ -34,6 +40,7 @@ class VoiceSettings:
     read_aloud_answers: bool = False
     speaker: str | None = None
     voice_speed: float = 1.0
+    language: str = "en"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -47,6 +54,10 @@ class VoiceSettings:
             device = getattr(self, name)
             if device is not None and (not isinstance(device, str) or not device.strip()):
                 raise ValueError(f"voice.{name} must be a device's name, or empty for the default (got {device!r}).")
+        language = self.language
+        if not isinstance(language, str) or (language != DETECT_LANGUAGE and language not in WHISPER_LANGUAGES):
+            raise ValueError(f"voice.language must be {DETECT_LANGUAGE!r} or a language code Whisper knows, such as "
+                             f"en, de, fr or es (got {language!r}).")
         speed = self.voice_speed
         if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not SLOWEST_SPEED <= speed <= FASTEST_SPEED:
             raise ValueError(f"voice.voice_speed must be a number from {SLOWEST_SPEED} (half speed) to "

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.files import exclusive_lock
+from app.core.speech_languages import WHISPER_LANGUAGES
+from app.core.voice_settings import DETECT_LANGUAGE
 from app.library.copying import copy_hashed
 
 # What the extra is called in the words that bring a missing package back.
@@ -162,11 +164,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-# The languages Whisper knows (faster-whisper's tokenizer, 1.2.1), as ISO 639-1 codes (yue and haw have none).
-WHISPER_LANGUAGES = frozenset(
-    "af am ar as az ba be bg bn bo br bs ca cs cy da de el en es et eu fa fi fo fr gl gu ha haw he hi hr ht hu hy "
-    "id is it ja jw ka kk km kn ko la lb ln lo lt lv mg mi mk ml mn mr ms mt my ne nl nn no oc pa pl ps pt ro ru "
-    "sa sd si sk sl sn so sq sr su sv sw ta te tg th tk tl tr tt uk ur uz vi yi yo zh yue".split())
 # The names OpenAI's clients send: each picks Kestrel's default speech model for the language asked.
 OPENAI_SPEECH_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe")
 
@@ -189,3 +186,13 @@ def choose_speech_model(requested: str | None, language: str | None) -> SpeechMo
         raise SpeechModelError(f"{chosen.title} transcribes English only. Leave the model out, or choose "
                                f"{WHISPER_BASE.id}, to transcribe {language}.")
     return chosen
+
+
+def dictation_model(language: str, given: SpeechModel | None = None) -> tuple[SpeechModel, str | None]:
+    """The model dictation listens with for the settings' language, and the language to tell it (None: it
+    detects each utterance's). English takes tiny.en, any other language or DETECT_LANGUAGE the multilingual
+    model. `given` (a test's) is used whatever the language, told it only if it is multilingual."""
+    asked = None if language == DETECT_LANGUAGE else language
+    if given is not None:
+        return given, asked if given.multilingual else None
+    return (DEFAULT_SPEECH_MODEL if asked == "en" else WHISPER_BASE), asked

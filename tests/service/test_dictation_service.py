@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -11,12 +12,13 @@ from typing import Any
 import pytest
 
 from app.core.settings import Settings, SettingsFile
-from app.core.voice_settings import VoiceSettings
+from app.core.voice_settings import DETECT_LANGUAGE, VoiceSettings
 from app.service.voice.dictation_events import (DictationEvent, DictationFinished, DictationHeard, DictationState,
                                                 DictationStateChanged, VoiceMissing)
 from app.service.voice.dictation_service import Dictation
 from app.voice.devices import DeviceProblem
-from app.voice.speech_models import WHISPER_TINY_EN, ShippedFile, SpeechModel, ensure_speech_model
+from app.voice.speech_models import (WHISPER_BASE, WHISPER_TINY_EN, ShippedFile, SpeechModel, dictation_model,
+                                     ensure_speech_model)
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
 from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, voice_or_skip
 
@@ -36,7 +38,7 @@ def speech_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Heard:
     """A Dictation over the loop's tasks, and every event it sent (on the loop)."""
 
-    def __init__(self, settings: VoiceSettings, speech_folder: Path, model: SpeechModel = WHISPER_TINY_EN) -> None:
+    def __init__(self, settings: VoiceSettings, speech_folder: Path, model: SpeechModel | None = WHISPER_TINY_EN) -> None:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.dictation = Dictation(lambda: settings, speech_folder, self._spawn, model)
         self.events: list[DictationEvent] = []
@@ -187,15 +189,63 @@ def test_a_missing_speech_model_is_said_before_and_at_the_press(tmp_path: Path) 
 
 def test_the_voice_settings_survive_the_file_and_a_bad_one_is_reset_alone(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
-    chosen = Settings(voice=VoiceSettings(send_at_once=True, stop_at_end_of_speech=False, microphone="USB headset"))
+    chosen = Settings(voice=VoiceSettings(send_at_once=True, stop_at_end_of_speech=False, microphone="USB headset",
+                                          read_aloud_answers=True, speaker="Desk speakers", voice_speed=1.3,
+                                          language="de"))
     SettingsFile(path).save(chosen)
     assert json.loads(path.read_text(encoding="utf-8"))["voice"] == \
-        {"send_at_once": True, "stop_at_end_of_speech": False, "microphone": "USB headset"}
+        {"send_at_once": True, "stop_at_end_of_speech": False, "microphone": "USB headset",
+         "read_aloud_answers": True, "speaker": "Desk speakers", "voice_speed": 1.3, "language": "de"}
     assert SettingsFile(path).load() == chosen
     path.write_text(json.dumps({"theme": "dark", "voice": {"send_at_once": "yes", "stop_at_end_of_speech": False,
-                                                            "microphone": ""}}), encoding="utf-8")
+                                                            "microphone": "", "language": "klingon"}}),
+                    encoding="utf-8")
     reading = SettingsFile(path)
     settings = reading.load()
     assert settings.theme == "dark" and settings.voice == VoiceSettings(stop_at_end_of_speech=False)
     assert reading.last_problem is not None
-    assert "voice.send_at_once" in reading.last_problem and "voice.microphone" in reading.last_problem
+    assert all(f"voice.{name}" in reading.last_problem for name in ("send_at_once", "microphone", "language"))
+    with pytest.raises(ValueError, match="voice.language must be 'detect' or a language code Whisper knows.*'klingon'"):
+        VoiceSettings(language="klingon").validated()
+
+
+def test_the_language_setting_chooses_the_model_a_press_listens_with(pulse: PulseServer, speech_folder: Path) -> None:
+    """Any language: the multilingual model detects English; English again: the fast model, the other's child
+    ended (one transcription child at a time)."""
+    voice: list[VoiceSettings] = [VoiceSettings(microphone=ALSA_PULSE_DEVICE, language=DETECT_LANGUAGE)]
+
+    async def dictate(heard: Heard) -> DictationFinished:
+        heard.events.clear()
+        heard.dictation.start()
+        while heard.dictation.state is not DictationState.LISTENING:
+            await asyncio.sleep(0.02)
+        player = subprocess.Popen(["paplay", f"--server={pulse.address}", str(BECKETT)])
+        try:
+            return await heard.until(DictationFinished, 90)
+        finally:
+            player.kill()
+            player.wait(10)
+
+    async def scenario() -> None:
+        heard = Heard(voice[0], speech_folder, None)
+        heard.dictation = Dictation(lambda: voice[0], speech_folder, heard._spawn)  # the settings as they change
+        heard.dictation.subscribe(heard.events.append)
+        detected = await dictate(heard)
+        assert detected.ended_well and "ever" in detected.text.lower(), detected.text
+        multilingual = heard.dictation._transcriber
+        assert multilingual is not None and multilingual.model == WHISPER_BASE and multilingual.pid is not None
+        voice[0] = dataclasses.replace(voice[0], language="en")
+        english = await dictate(heard)
+        assert english.ended_well and "ever" in english.text.lower(), english.text
+        assert heard.dictation._transcriber is not None and heard.dictation._transcriber.model == WHISPER_TINY_EN
+        assert multilingual.pid is None  # its child ended when the language changed
+        await heard.dictation.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 240))
+
+
+@pytest.mark.parametrize("language, model, told", [("en", WHISPER_TINY_EN, "en"), ("de", WHISPER_BASE, "de"),
+                                                   (DETECT_LANGUAGE, WHISPER_BASE, None)])
+def test_each_language_setting_takes_its_model(language: str, model: SpeechModel, told: str | None) -> None:
+    assert dictation_model(language) == (model, told)
+    assert dictation_model(language, WHISPER_TINY_EN) == (WHISPER_TINY_EN, None)  # a given English-only model

@@ -13,7 +13,7 @@ from PySide6.QtTest import QTest
 from app.core.conversation import Role
 from app.core.paths import data_paths
 from app.core.settings import Settings, SettingsFile
-from app.core.voice_settings import VoiceSettings
+from app.core.voice_settings import DETECT_LANGUAGE, VoiceSettings
 from app.service.voice import dictation_service
 from app.service.voice.dictation_events import DictationState
 from app.ui.main_window import MainWindow
@@ -153,6 +153,10 @@ def test_the_voice_page_lists_the_microphones_when_shown_and_keeps_the_choices(
     page.send_at_once.setChecked(True)
     page.stop_at_end.setChecked(False)
     page.microphone.setCurrentIndex(page.microphone.findData(ALSA_PULSE_DEVICE))
+    # The language: English first (the fast model), then any language, then each by its name.
+    assert [page.language.itemData(i) for i in range(2)] == ["en", DETECT_LANGUAGE] and page.language.currentData() == "en"
+    assert page.language.itemText(0) == "English (fastest)" and page.language.findText("German") >= 2
+    page.language.setCurrentIndex(page.language.findText("German"))
     assert dialog.value().voice == VoiceSettings(send_at_once=True, stop_at_end_of_speech=False,
-                                                 microphone=ALSA_PULSE_DEVICE)
+                                                 microphone=ALSA_PULSE_DEVICE, language="de")
     dialog.deleteLater()

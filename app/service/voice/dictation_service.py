@@ -20,7 +20,7 @@ from app.service.voice.dictation_events import (DictationAvailability, Dictation
                                                 DictationHeard, DictationNotHeard, DictationSpeechStarted,
                                                 DictationState, DictationStateChanged, VoiceMissing)
 from app.voice.devices import DeviceUnavailable, list_audio_devices
-from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, VOICE_EXTRA, SpeechModel, SpeechModelError,
+from app.voice.speech_models import (VOICE_EXTRA, SpeechModel, SpeechModelError, dictation_model,
                                      ensure_speech_model, installed_folder, shipped)
 
 if TYPE_CHECKING:  # numpy comes with these: imported at the first press, not when the service starts
@@ -50,11 +50,11 @@ class Dictation:
     open microphone's loudness now (None while it is closed); `availability` is what check() last found."""
 
     def __init__(self, settings: Callable[[], VoiceSettings], speech_folder: Path, spawn: Spawn,
-                 model: SpeechModel = DEFAULT_SPEECH_MODEL) -> None:
+                 model: SpeechModel | None = None) -> None:
         self._settings = settings
         self._speech_folder = speech_folder
         self._spawn = spawn
-        self._model = model
+        self._given_model = model  # None: the settings' language chooses (dictation_model)
         self._listeners: list[Listener] = []
         self._transcriber: Transcriber | None = None
         self._pipeline: DictationPipeline | None = None
@@ -77,7 +77,7 @@ class Dictation:
 
     async def check(self) -> DictationAvailability:
         """Whether dictation can start here (looked up on a thread: it reads the disk)."""
-        self.availability = await asyncio.to_thread(self._availability_now)
+        self.availability = await asyncio.to_thread(self._availability_now, None)
         return self.availability
 
     async def microphones(self) -> tuple[str, ...]:
@@ -172,12 +172,13 @@ class Dictation:
         from app.voice.microphone import MicrophoneSession
         from app.voice.transcriber import Transcriber
         from app.voice.vad import VoiceActivity
-        availability = self.availability = self._availability_now()
+        model, language = dictation_model(settings.language, self._given_model)
+        availability = self.availability = self._availability_now(model)
         if not availability.ready:
             raise _Unavailable(availability)
         try:
             self._speech_folder.mkdir(parents=True, exist_ok=True)
-            ensure_speech_model(self._model, self._speech_folder)  # copied and checked the first time
+            ensure_speech_model(model, self._speech_folder)  # copied and checked the first time
         except (SpeechModelError, OSError) as exc:
             raise _Unavailable(DictationAvailability(VoiceMissing.SPEECH_MODEL, str(exc))) from exc
         try:
@@ -186,25 +187,31 @@ class Dictation:
             raise _Unavailable(DictationAvailability(VoiceMissing.SPEECH_MODEL, str(exc))) from exc
         except (ImportError, OSError) as exc:  # ONNX Runtime there but broken (its native library)
             raise _Unavailable(DictationAvailability(VoiceMissing.VOICE_PACKAGES, str(exc))) from exc
+        if self._transcriber is not None and self._transcriber.model != model:  # the language setting changed
+            self._transcriber.close()
+            self._transcriber = None
         if self._transcriber is None:
-            self._transcriber = Transcriber(self._model, self._speech_folder)
+            self._transcriber = Transcriber(model, self._speech_folder)
         # Read again at each press: a microphone plugged in (or the sound server restarted) since the last one
         # is found, and a list left from before would open a device that is no longer there.
         list_audio_devices(refresh=True)
         microphone = MicrophoneSession(settings.microphone)
         pipeline = DictationPipeline(microphone, self._transcriber, detector, on_event,
                                      DictationSettings(one_utterance=settings.stop_at_end_of_speech,
-                                                       max_utterance_s=LONGEST_PART_S))
+                                                       max_utterance_s=LONGEST_PART_S, language=language))
         pipeline.start()
         return pipeline, microphone
 
-    def _availability_now(self) -> DictationAvailability:
+    def _availability_now(self, model: SpeechModel | None = None) -> DictationAvailability:
+        """Whether dictation can start with `model` (by default the one the settings' language takes)."""
         for package in VOICE_PACKAGES:
             if importlib.util.find_spec(package) is None:
                 return DictationAvailability(VoiceMissing.VOICE_PACKAGES, package)
-        if installed_folder(self._model, self._speech_folder) is None and not shipped(self._model):
+        if model is None:
+            model, _ = dictation_model(self._settings().language, self._given_model)
+        if installed_folder(model, self._speech_folder) is None and not shipped(model):
             return DictationAvailability(VoiceMissing.SPEECH_MODEL,
-                                         f"The speech model {self._model.title} is not installed. Install it: "
+                                         f"The speech model {model.title} is not installed. Install it: "
                                          f"pip install 'kestrel[{VOICE_EXTRA}]'.")
         return DictationAvailability()
 

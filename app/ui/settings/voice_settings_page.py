@@ -1,5 +1,5 @@
-"""Settings' Voice page: what dictation does with its words, when it stops listening, which microphone it opens;
-whether answers are read aloud as they are written, on which speaker, and how fast."""
+"""Settings' Voice page: what dictation does with its words, when it stops listening, which microphone it opens,
+which language it listens for; whether answers are read aloud as they are written, on which speaker, and how fast."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from PySide6.QtCore import QLocale
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QSizePolicy, QVBoxLayout,
                                QWidget)
 
 from app.core.settings import Settings
-from app.core.voice_settings import FASTEST_SPEED, SLOWEST_SPEED, VoiceSettings
+from app.core.speech_languages import WHISPER_LANGUAGES
+from app.core.voice_settings import DETECT_LANGUAGE, FASTEST_SPEED, SLOWEST_SPEED, VoiceSettings
 
 NOTE = ("Press the microphone beside Send (or Ctrl+Shift+Space) and speak: your words go in the message box. "
         "Speech is turned into text on this computer; nothing you say is saved or sent anywhere.")
@@ -22,6 +24,9 @@ READ_NOTE = ("Each answer has a speaker (Ctrl+Shift+A): press it to hear the ans
              "The voice speaks on this computer; nothing is saved or sent.")
 DEFAULT_SPEAKER = "The system's default"
 NO_SPEAKERS = "No speaker or headphones were found. Plug some in, then open Settings again."
+DETECT_WORDS = "Any language (detected each time)"
+LANGUAGE_TIP = ("English is heard by the fastest speech model. Any other language, or detecting it, uses the "
+                "multilingual model, which is slower; choosing your language is more accurate than detecting it.")
 Microphones = Callable[[], Awaitable[tuple[str, ...]]]
 Speakers = Callable[[], Awaitable[tuple[str, ...]]]
 Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
@@ -55,10 +60,12 @@ class VoiceSettingsPage(QWidget):
         self.microphone_note = QLabel(self)
         self.microphone_note.setWordWrap(True)
         self.microphone_note.hide()
+        self.language = language_box(settings.language, self)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Micro&phone:", self.microphone)
         form.addRow("", self.microphone_note)
+        form.addRow("Lan&guage I speak:", self.language)
         layout = QVBoxLayout(self)
         layout.addWidget(note)
         layout.addSpacing(6)
@@ -67,10 +74,11 @@ class VoiceSettingsPage(QWidget):
         layout.addSpacing(6)
         layout.addLayout(form)
         layout.addSpacing(12)
-        self._add_reading(layout, settings)
+        reading = self._add_reading(layout, settings)
         layout.addStretch(1)
+        _align_labels(form, reading)
 
-    def _add_reading(self, layout: QVBoxLayout, settings: VoiceSettings) -> None:
+    def _add_reading(self, layout: QVBoxLayout, settings: VoiceSettings) -> QFormLayout:
         """Read-aloud's controls: the setting that reads every answer, the speaker and the voice's speed."""
         note = QLabel(READ_NOTE, self)
         note.setWordWrap(True)
@@ -104,6 +112,7 @@ class VoiceSettingsPage(QWidget):
         layout.addSpacing(6)
         layout.addWidget(self.read_answers)
         layout.addLayout(form)
+        return form
 
     def use_speakers(self, speakers: Speakers) -> None:
         """Where the speaker list comes from (read with the microphones, when the page is first shown)."""
@@ -115,7 +124,7 @@ class VoiceSettingsPage(QWidget):
                               stop_at_end_of_speech=self.stop_at_end.isChecked(),
                               microphone=self.microphone.currentData(),
                               read_aloud_answers=self.read_answers.isChecked(), speaker=self.speaker.currentData(),
-                              voice_speed=round(self.speed.value(), 1))
+                              voice_speed=round(self.speed.value(), 1), language=self.language.currentData())
         return dataclasses.replace(settings, voice=voice)
 
     def list_microphones(self) -> None:
@@ -139,3 +148,38 @@ async def _fill(devices: Microphones | Speakers, box: QComboBox, note: QLabel, n
     box.setCurrentIndex(max(0, box.findData(chosen)))
     note.setText(none_found)
     note.setVisible(not names)
+
+
+# Whisper's codes that are not ISO 639-1's: Javanese is "jv" there.
+_WHISPER_SPELLING = {"jw": "jv"}
+
+
+def language_name(code: str) -> str:
+    """A language's name in English for its ISO 639-1 code (Qt's table), or the code where Qt has no name."""
+    language = QLocale(_WHISPER_SPELLING.get(code, code)).language()
+    return code if language in (QLocale.Language.C, QLocale.Language.AnyLanguage) else QLocale.languageToString(language)
+
+
+def language_box(chosen: str, parent: QWidget) -> QComboBox:
+    """English first (the fast model), then "any language", then every other language Whisper knows by name."""
+    box = QComboBox(parent)
+    box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+    box.setToolTip(LANGUAGE_TIP)
+    box.addItem(f"{language_name('en')} (fastest)", "en")
+    box.addItem(DETECT_WORDS, DETECT_LANGUAGE)
+    others = sorted(((language_name(code), code) for code in WHISPER_LANGUAGES if code != "en"),
+                    key=lambda pair: pair[0].casefold())
+    for name, code in others:
+        box.addItem(name if name != code else f"{code} (no name known)", code)
+    box.setCurrentIndex(max(0, box.findData(chosen)))
+    return box
+
+
+def _align_labels(*forms: QFormLayout) -> None:
+    """The forms' fields start at one edge: each label as wide as the widest of them all."""
+    labels = [label for form in forms for row in range(form.rowCount())
+              if (item := form.itemAt(row, QFormLayout.ItemRole.LabelRole)) is not None
+              and isinstance(label := item.widget(), QLabel)]
+    width = max((label.sizeHint().width() for label in labels), default=0)
+    for label in labels:
+        label.setMinimumWidth(width)
