@@ -32,6 +32,9 @@ class VoiceSettings:
     output device read-aloud plays on, None for the system's default. voice_speed: the voice's pace
     (SLOWEST_SPEED to FASTEST_SPEED; 1.0 its own). language: what dictation listens for, "en",
     DETECT_LANGUAGE or another language's ISO 639-1 code (app/core/speech_languages.py).
+    interrupt_by_speaking: in voice mode the microphone stays open while Kestrel thinks and speaks, and the
+    person's speech stops the answer and its voice (off: it opens again only once Kestrel has finished
+    speaking; for speakers that the microphone hears, where Kestrel would interrupt itself).
     """
 
     send_at_once: bool = False
@@ -41,13 +44,14 @@ class VoiceSettings:
     speaker: str | None = None
     voice_speed: float = 1.0
     language: str = "en"
+    interrupt_by_speaking: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     def validated(self) -> VoiceSettings:
         """These settings, or ValueError in plain words naming the bad one."""
-        for name in ("send_at_once", "stop_at_end_of_speech", "read_aloud_answers"):
+        for name in ("send_at_once", "stop_at_end_of_speech", "read_aloud_answers", "interrupt_by_speaking"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"voice.{name} must be true or false (got {getattr(self, name)!r}).")
         for name in ("microphone", "speaker"):

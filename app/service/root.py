@@ -46,6 +46,7 @@ from app.service.storage import Storage
 from app.service.tools.tool_use import Approver, ToolUse
 from app.service.voice.dictation_service import Dictation
 from app.service.voice.read_aloud import ReadAloud
+from app.service.voice.voice_mode import VoiceMode
 
 
 class Service:
@@ -154,6 +155,13 @@ class Service:
         # The window's answers read aloud (a press, or each as it streams when the setting says so: its door
         # has it listen to the answers); the voice's child kept between readings.
         self.read_aloud = ReadAloud(lambda: keeper.settings.voice, data_paths().data / "speech", tasks.spawn)
+        # Voice mode: listen, answer aloud, listen again, in the open chat; its turns keep the engine going.
+        self.voice_mode = VoiceMode(lambda: keeper.settings.voice, self.dictation, self.read_aloud, answers,
+                                    lambda: chat.id, bus.subscribe, tasks.spawn, self._voice_turn)
+
+    def _voice_turn(self, on: bool) -> None:
+        """Voice mode's turn began (the person is heard or answered aloud) or ended."""
+        self.set_window_state(WindowState.FOREGROUND if on else WindowState.HIDDEN, AppWindow.VOICE)
 
     def _answers_busy(self) -> bool:
         """A chat's or an API request's answer is written or waits: nothing reloads or unloads."""
@@ -243,6 +251,7 @@ class Service:
                 ending.cancel()
         await self.drafts.flush()
         await self.tools.close()  # no MCP server outlives Kestrel
+        await self.voice_mode.close()
         await self.dictation.close()  # the microphone closed and the transcription child ended
         await self.read_aloud.close()  # the sound stopped and the synthesis child ended
         await self.tasks.cancel_all()
@@ -274,6 +283,8 @@ class Service:
         if state == WindowState.FOREGROUND and window == AppWindow.MAIN:
             self.collections.window_shown()  # files may have changed meanwhile: a rescan
         self._pace_follows(self.presence.report(window, state))
+        if window == AppWindow.MAIN:
+            self.voice_mode.window_hidden(state == WindowState.HIDDEN)
 
     def _pace_follows(self, state: WindowState) -> None:
         if self.session.set_window_state(state):

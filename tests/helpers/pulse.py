@@ -34,6 +34,9 @@ import pytest
 
 SINK = "kestrel_speaker"
 MONITOR = f"{SINK}.monitor"
+# With room=True a second null sink is the room the person speaks in: its monitor is the microphone, so the
+# microphone hears what a test plays into the room and not what Kestrel plays (as with headphones).
+ROOM = "kestrel_room"
 # The ALSA device that goes through the PulseAudio plugin: what the tests pick by name.
 ALSA_PULSE_DEVICE = "pulse"
 
@@ -86,13 +89,16 @@ def pulse_or_skip() -> None:
 
 
 @contextmanager
-def pulse_server(runtime: Path, *, with_speaker: bool = True) -> Iterator[PulseServer]:
-    """A private PulseAudio in runtime; with_speaker: the null sink (and so a microphone: its monitor)."""
+def pulse_server(runtime: Path, *, with_speaker: bool = True, room: bool = False) -> Iterator[PulseServer]:
+    """A private PulseAudio in runtime; with_speaker: the null sink (and so a microphone: its monitor);
+    room: a second null sink (ROOM) whose monitor is the microphone instead."""
     pulse_or_skip()
     runtime.mkdir(parents=True, exist_ok=True)
     loads = [f"--load=module-native-protocol-unix socket={runtime}/native auth-anonymous=1"]
     if with_speaker:
         loads.append(f"--load=module-null-sink sink_name={SINK}")
+    if room:
+        loads.append(f"--load=module-null-sink sink_name={ROOM}")
     env = {**os.environ, "HOME": str(runtime), "XDG_RUNTIME_DIR": str(runtime), "PULSE_RUNTIME_PATH": str(runtime),
            "PULSE_STATE_PATH": str(runtime)}
     log = (runtime / "pulseaudio.log").open("wb")
@@ -104,7 +110,7 @@ def pulse_server(runtime: Path, *, with_speaker: bool = True) -> Iterator[PulseS
         _wait_ready(server)
         if with_speaker:
             server.pactl("set-default-sink", SINK)
-            server.pactl("set-default-source", MONITOR)
+            server.pactl("set-default-source", f"{ROOM}.monitor" if room else MONITOR)
         yield server
     finally:
         process.terminate()

@@ -191,11 +191,12 @@ def test_the_voice_settings_survive_the_file_and_a_bad_one_is_reset_alone(tmp_pa
     path = tmp_path / "settings.json"
     chosen = Settings(voice=VoiceSettings(send_at_once=True, stop_at_end_of_speech=False, microphone="USB headset",
                                           read_aloud_answers=True, speaker="Desk speakers", voice_speed=1.3,
-                                          language="de"))
+                                          language="de", interrupt_by_speaking=False))
     SettingsFile(path).save(chosen)
     assert json.loads(path.read_text(encoding="utf-8"))["voice"] == \
         {"send_at_once": True, "stop_at_end_of_speech": False, "microphone": "USB headset",
-         "read_aloud_answers": True, "speaker": "Desk speakers", "voice_speed": 1.3, "language": "de"}
+         "read_aloud_answers": True, "speaker": "Desk speakers", "voice_speed": 1.3, "language": "de",
+         "interrupt_by_speaking": False}
     assert SettingsFile(path).load() == chosen
     path.write_text(json.dumps({"theme": "dark", "voice": {"send_at_once": "yes", "stop_at_end_of_speech": False,
                                                             "microphone": "", "language": "klingon"}}),

@@ -19,6 +19,7 @@ from app.service.doors.read_aloud import ReadAloudDoor
 from app.service.doors.servers import ServersDoor
 from app.service.doors.settings import SettingsDoor, ToolsDoor
 from app.service.doors.voice import DictationDoor
+from app.service.doors.voice_mode import VoiceModeDoor
 from app.service.event_bus import Listener
 from app.service.models.background import WindowState
 from app.service.root import Service
@@ -32,7 +33,7 @@ class WindowDoors:
     the person added and their models), the Documents window `documents`, Settings `settings` and
     `tools`, the Memory page and "used N memories" `memory`, the chat list's projects `projects`,
     the API server `api` (ApiAnswers, the door app/server is given), the composer's microphone `voice`,
-    the answers' speaker `read_aloud`.
+    the answers' speaker `read_aloud`, voice mode's button `voice_mode`.
     The window itself starts and stops the service (`start_up`, `shutdown`), says where it is
     (`set_window_state`: the engine's pace follows), hears the events (`subscribe`) and runs its calls on the service's loop (`spawn`)."""
 
@@ -51,6 +52,7 @@ class WindowDoors:
     api: ApiAnswers
     voice: DictationDoor
     read_aloud: ReadAloudDoor
+    voice_mode: VoiceModeDoor
     start_up: Callable[[], Awaitable[None]]
     shutdown: Callable[[], Awaitable[None]]
     set_window_state: Callable[[WindowState], None]
@@ -64,6 +66,6 @@ class WindowDoors:
                    servers=ServersDoor(service), documents=DocumentsDoor(service), settings=SettingsDoor(service),
                    tools=ToolsDoor(service), projects=ProjectsDoor(service),
                    memory=MemoryDoor(service), api=service.api, voice=DictationDoor(service),
-                   read_aloud=ReadAloudDoor(service),
+                   read_aloud=ReadAloudDoor(service), voice_mode=VoiceModeDoor(service),
                    start_up=service.start_up, shutdown=service.shutdown,
                    set_window_state=service.set_window_state, subscribe=service.subscribe, spawn=service.spawn)

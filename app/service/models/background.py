@@ -28,10 +28,13 @@ class WindowState(StrEnum):
 
 
 class AppWindow(StrEnum):
-    """Which of Kestrel's windows tells its state."""
+    """Which of Kestrel's windows tells its state. VOICE is voice mode's turn (app/service/voice/voice_mode.py):
+    in front while the person is heard or answered aloud, so a hidden window does not hold the answer they
+    wait to hear; hidden otherwise."""
 
     MAIN = "main"
     QUICK_ASK = "quick_ask"
+    VOICE = "voice"
 
 
 _AWAKE = (WindowState.HIDDEN, WindowState.BACKGROUND, WindowState.FOREGROUND)  # least awake first
@@ -45,7 +48,8 @@ class WindowPresence:
     """
 
     def __init__(self) -> None:
-        self._states = {AppWindow.MAIN: WindowState.FOREGROUND, AppWindow.QUICK_ASK: WindowState.HIDDEN}
+        self._states = {AppWindow.MAIN: WindowState.FOREGROUND, AppWindow.QUICK_ASK: WindowState.HIDDEN,
+                        AppWindow.VOICE: WindowState.HIDDEN}
 
     def report(self, window: AppWindow, state: WindowState) -> WindowState:
         """This window is now in this state; what Kestrel as a whole is."""
@@ -55,6 +59,10 @@ class WindowPresence:
     @property
     def state(self) -> WindowState:
         return max(self._states.values(), key=_AWAKE.index)
+
+    def of(self, window: AppWindow) -> WindowState:
+        """This window's own last state."""
+        return self._states[window]
 
 
 def pace_for(window: WindowState, power: Power, *, when_hidden: str, when_in_background: str,

@@ -75,7 +75,8 @@ class DictationNotHeard:
 class DictationFinished:
     """Dictation is over (the microphone is closed): text holds every word heard. Why it ended, when not by
     a stop or the end of speech: problem (the microphone's), missing (this installation's), or a bug
-    (error: its facts). send_at_once: the setting, read as it ended."""
+    (error: its facts). send_at_once: the setting, read as it ended. voice_mode: voice mode listened (its
+    words are voice mode's to send: app/service/voice/voice_mode.py), not the mic button."""
 
     text: str
     problem: DeviceProblem | None = None
@@ -83,6 +84,7 @@ class DictationFinished:
     detail: str = ""
     error: str = ""
     send_at_once: bool = False
+    voice_mode: bool = False
 
     @property
     def ended_well(self) -> bool:

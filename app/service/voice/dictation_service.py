@@ -10,6 +10,7 @@ pipeline's events come back through call_soon_threadsafe. The transcription chil
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -62,6 +63,7 @@ class Dictation:
         self._task: asyncio.Task[Any] | None = None
         self._stop_asked = False
         self._heard: list[str] = []
+        self._for_voice_mode = False
         self.state = DictationState.IDLE
         self.availability: DictationAvailability | None = None
 
@@ -96,15 +98,27 @@ class Dictation:
         else:
             self.stop()
 
-    def start(self) -> bool:
-        """Open the microphone and listen (the work on threads; returns at once); False if a dictation is on."""
+    def start(self, *, for_voice_mode: bool = False) -> bool:
+        """Open the microphone and listen (the work on threads; returns at once); False if a dictation is on.
+
+        for_voice_mode: voice mode listens for one utterance, whatever "stop at the end of speech" says, and
+        its DictationFinished says so (its words are voice mode's to send, not the message box's)."""
         if self.state is not DictationState.IDLE:
             return False
         self._stop_asked = False
         self._heard = []
+        self._for_voice_mode = for_voice_mode
         self._set(DictationState.OPENING)
-        self._task = self._spawn(self._dictate(self._settings()))
+        settings = self._settings()
+        if for_voice_mode:
+            settings = dataclasses.replace(settings, stop_at_end_of_speech=True)
+        self._task = self._spawn(self._dictate(settings))
         return True
+
+    @property
+    def for_voice_mode(self) -> bool:
+        """The dictation on now (or the last one) was started by voice mode."""
+        return self._for_voice_mode
 
     def stop(self) -> None:
         """Close the microphone; the words already spoken are still transcribed, then DictationFinished."""
@@ -164,6 +178,12 @@ class Dictation:
         error = event.detail if event.problem is None and event.detail else ""
         self._finish(DictationFinished(event.text, problem=event.problem, detail=event.detail if not error else "",
                                        error=error, send_at_once=self._settings().send_at_once))
+
+    def _finish(self, finished: DictationFinished) -> None:
+        if self._for_voice_mode:
+            finished = dataclasses.replace(finished, voice_mode=True, send_at_once=False)
+        self._set(DictationState.IDLE)
+        self._emit(finished)
 
     def _opened(self, settings: VoiceSettings,
                 on_event: Callable[[PipelineEvent], None]) -> tuple[DictationPipeline, MicrophoneSession]:
@@ -225,10 +245,6 @@ class Dictation:
             self._emit(DictationHeard(" ".join(self._heard), event.text))
         elif isinstance(event, NotHeard):
             self._emit(DictationNotHeard(event.failure.kind, event.failure.detail))
-
-    def _finish(self, finished: DictationFinished) -> None:
-        self._set(DictationState.IDLE)
-        self._emit(finished)
 
     def _set(self, state: DictationState, device: str = "") -> None:
         self.state = state
