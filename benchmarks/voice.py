@@ -1,6 +1,7 @@
 """Voice on this machine: speech to text and text to speech with the shipped models, timed, with word errors.
 
-    python benchmarks/voice.py [--runs 5] [--json OUT]
+    python benchmarks/voice.py [--runs 5] [--turns 20] [--barge-ins 5] [--model PATH] [--speech kestrel|beckett]
+                               [--json OUT]
 
 Speech to text, for each Whisper model the `voice` extra ships (tiny.en, the default, and base):
 - real-time factor (seconds to transcribe / seconds of audio) on the real recordings in tests/fixtures/speech
@@ -12,11 +13,17 @@ Speech to text, for each Whisper model the `voice` extra ships (tiny.en, the def
 Text to speech, with the default voice (en_US-joe-medium), when its packages are installed:
 - time to the first sentence's audio and real-time factor over a short answer of four sentences;
 - a round trip: the recording's words said by the voice, then heard by tiny.en (word error rate).
-Not measured yet: voice to voice (end of speech -> first sound of the answer) and barge-in need voice mode,
-which is not built; the table says so rather than leaving them out.
+Voice mode (benchmarks/voice_turns.py: a real Service on a private PulseAudio, the starter model or --model):
+- voice to voice: the end of a spoken question in the room -> the first sound of the answer on the speaker,
+  over --turns turns (after one warm-up), with where the time went (the detector's hang-over, the words, the
+  first token, the first clause, the voice); the questions are said by Kestrel's own Piper voice (synthetic
+  speech), or with --speech beckett by the real recording's "Ever tried.";
+- barge-in: the real recording spoken over a long answer -> the speaker silent, --barge-ins tries.
+Each part is left out, said, with --runs 0 (speech to text and text to speech), --turns 0 or --barge-ins 0.
 
 Goals (issue 38): speech-to-text RTF <= 0.15 for the default model; end of speech -> final text <= 0.5 s for
-a 5-second utterance. Every number is the median of the runs; the table prints the worst too.
+a 5-second utterance; voice to voice <= 1.5 s median; barge-in <= 200 ms median. The speech-to-text and
+text-to-speech numbers are medians of the runs, with the worst; voice mode's are median, p95 and max.
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from app.voice.protocol import TranscribeAsk  # noqa: E402
 from app.voice.speech_models import SPEECH_MODELS, SpeechModel, ensure_speech_model, shipped  # noqa: E402
 from app.voice.transcriber import Transcriber  # noqa: E402
 from app.voice.vad import VadSettings  # noqa: E402
+from benchmarks.voice_turns import BARGE_IN_GOAL_MS, VOICE_TO_VOICE_GOAL_S  # noqa: E402
+from benchmarks.voice_turns import measure as measure_voice_mode  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "speech"
 # Each real recording and what its speaker said (tests/fixtures/speech/README.md).
@@ -157,48 +166,110 @@ def round_trip_wer(wav: bytes, said: str, speech: Path) -> float:
 
 
 def print_table(report: dict[str, Any]) -> None:
-    print(f"{'speech to text':<16} {'recording':<12} {'RTF median':>10} {'RTF worst':>9} {'WER':>6} "
-          f"{'5 s: end of speech -> text':>27}")
+    if report["speech_to_text"]:
+        print(f"{'speech to text':<16} {'recording':<12} {'RTF median':>10} {'RTF worst':>9} {'WER':>6} "
+              f"{'5 s: end of speech -> text':>27}")
     for row in report["speech_to_text"]:
         for rec in row["recordings"]:
             print(f"{row['model']:<16} {rec['recording']:<12} {rec['rtf_median']:>10.3f} {rec['rtf_worst']:>9.3f} "
                   f"{rec['wer']:>6.1%} {row['final_text_s']:>21.2f} s "
                   f"({row['hang_over_s']:.2f} hang-over + {row['transcribe_5s']:.2f})")
     tts = report["text_to_speech"]
-    if "skipped" in tts:
+    if not tts:
+        pass
+    elif "skipped" in tts:
         print(f"text to speech: not measured: {tts['skipped']}")
     else:
         print(f"text to speech ({tts['voice']}): first audio {tts['first_audio_s']:.2f} s median "
               f"({tts['first_audio_worst_s']:.2f} worst), RTF {tts['rtf_median']:.3f}, "
               f"round trip through tiny.en: WER {tts['round_trip_wer']:.1%}")
+    print_voice_mode(report["voice_to_voice"], report["barge_in"])
     for name, why in report["not_measured"].items():
         print(f"{name}: not measured: {why}")
     for goal, met in report["goals"].items():
         print(f"goal {goal}: {'met' if met else 'NOT met'}")
 
 
+def print_voice_mode(turns: dict[str, Any], barge_in: dict[str, Any]) -> None:
+    if "skipped" in turns:
+        print(f"voice to voice: not measured: {turns['skipped']}")
+    else:
+        first, failed = turns["first_turn"], len(turns["failed"])
+        after = "" if first is None else f" after a first of {first['total_s']:.2f} s"
+        print(f"voice to voice ({turns['model']}; questions: {turns['speech']}; {turns['turns']} turns{after}"
+              f"{f', {failed} failed' if failed else ''})")
+        print(f"  {'':<58} {'median':>8} {'p95':>8} {'max':>8}")
+        print(f"  {'end of speech -> first sound of the answer':<58} " + seconds(turns["total_s"]))
+        for part, why in (("hang-over", "speech end -> the detector's end of speech"),
+                          ("words", "-> words heard (Whisper, microphone closed)"),
+                          ("sent", "-> voice mode sent them"), ("first token", "-> the answer's first text"),
+                          ("first clause", "-> the voice handed its first piece"),
+                          ("voice", "-> its first sound on the speaker")):
+            print(f"    {part + ': ' + why:<56} " + seconds(turns["parts_s"][part]))
+    if "skipped" in barge_in:
+        print(f"barge-in: not measured: {barge_in['skipped']}")
+    else:
+        left_out = f", {barge_in['left_out']} left out: the voice silent at the onset" if barge_in["left_out"] else ""
+        print(f"barge-in ({barge_in['person']} over the answer; {barge_in['tries']} tries{left_out})")
+        print(f"  {'speech onset -> speaker silent':<58} " + millis(barge_in["silenced_ms"]))
+        for part, why in (("detector", "onset -> the detector's speech start"),
+                          ("stop", "-> the voice's stream told to stop"), ("last sound", "-> its last sound out")):
+            print(f"    {part + ': ' + why:<56} " + millis(barge_in["parts_ms"][part]))
+
+
+def seconds(spread: dict[str, float]) -> str:
+    return " ".join(f"{spread[key]:>6.2f} s" for key in ("median", "p95", "max"))
+
+
+def millis(spread: dict[str, float]) -> str:
+    return " ".join(f"{spread[key]:>5.0f} ms" for key in ("median", "p95", "max"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=5, help="speech to text and text to speech (0: left out)")
+    parser.add_argument("--turns", type=int, default=20, help="voice to voice, after one warm-up (0: left out)")
+    parser.add_argument("--barge-ins", type=int, default=5, help="barge-in tries (0: left out)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="the GGUF voice mode answers with (default: the starter, from its chunk packages)")
+    parser.add_argument("--speech", choices=("kestrel", "beckett"), default="kestrel",
+                        help="who asks: Kestrel's own voice (synthetic) or the real recording's \"Ever tried.\"")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     args = parser.parse_args()
+    load_before = os.getloadavg()
     models = [model for model in SPEECH_MODELS if shipped(model)]
     if not models:
         raise SystemExit("The voice extra is not installed: pip install -e '.[voice]'")
-    with tempfile.TemporaryDirectory(prefix="kestrel-voice-bench-") as folder:
-        speech = Path(folder)
-        stt = [speech_to_text(model, speech, args.runs) for model in models]
-        tts = text_to_speech(speech, args.runs)
-    default = stt[0]
+    if args.model is not None and not args.model.is_file():
+        raise SystemExit(f"{args.model}: no such model file")
+    stt: list[dict[str, Any]] = []
+    tts: dict[str, Any] = {}
+    if args.runs > 0:
+        with tempfile.TemporaryDirectory(prefix="kestrel-voice-bench-") as folder:
+            speech = Path(folder)
+            stt = [speech_to_text(model, speech, args.runs) for model in models]
+            tts = text_to_speech(speech, args.runs)
+    turns, barge_in = measure_voice_mode(args)
+    goals: dict[str, bool] = {}
+    if stt:
+        default = stt[0]
+        goals[f"STT RTF <= {STT_RTF_GOAL} ({default['model']})"] = \
+            all(rec["rtf_median"] <= STT_RTF_GOAL for rec in default["recordings"])
+        goals[f"end of speech -> final text <= {FINAL_TEXT_GOAL_S} s (5 s, {default['model']})"] = \
+            default["final_text_s"] <= FINAL_TEXT_GOAL_S
+    if "goal_met" in turns:
+        goals[f"voice to voice <= {VOICE_TO_VOICE_GOAL_S} s median"] = turns["goal_met"]
+    if "goal_met" in barge_in:
+        goals[f"barge-in <= {BARGE_IN_GOAL_MS:.0f} ms median"] = barge_in["goal_met"]
+    not_measured = {name: part["skipped"] for name, part in (("voice to voice", turns), ("barge-in", barge_in))
+                    if "skipped" in part}
+    if not stt:
+        not_measured["speech to text and text to speech"] = "--runs 0"
     report = {
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load": os.getloadavg()},
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load": load_before,
+                    "load_after": os.getloadavg()},
         "runs": args.runs, "speech_to_text": stt, "text_to_speech": tts,
-        "not_measured": {"voice to voice": "voice mode is not built yet",
-                         "barge-in": "voice mode is not built yet"},
-        "goals": {f"STT RTF <= {STT_RTF_GOAL} ({default['model']})":
-                  all(rec["rtf_median"] <= STT_RTF_GOAL for rec in default["recordings"]),
-                  f"end of speech -> final text <= {FINAL_TEXT_GOAL_S} s (5 s, {default['model']})":
-                  default["final_text_s"] <= FINAL_TEXT_GOAL_S},
+        "voice_to_voice": turns, "barge_in": barge_in, "not_measured": not_measured, "goals": goals,
     }
     print_table(report)
     args.json.parent.mkdir(parents=True, exist_ok=True)
