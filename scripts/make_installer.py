@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "installer" / "kestrel.nsi"
 DEFAULT_ICON = ROOT / "resources" / "icons" / "kestrel.ico"
-# NSIS installers cannot hold more than 2 GiB; leave room for the stub and headers.
-MAX_PAYLOAD = 2 * 1024**3 - 64 * 1024**2
+# NSIS installers cannot hold more than 2 GiB; leave room for the stub, the uninstaller and the headers (a
+# few hundred KiB together; 16 MiB is ample). The size counted is each file as stored, a symlink's target again.
+MAX_PAYLOAD = 2 * 1024**3 - 16 * 1024**2
 # The two executables of build.spec (executable_names()): Windows ignores case in file
 # names, so there the window is kestrelw.exe beside kestrel.exe.
 EXECUTABLES = {"windows": ("kestrelw.exe", "kestrel.exe"), "other": ("Kestrel", "kestrel")}

@@ -40,6 +40,7 @@ class AudioProblem(StrEnum):
     TOO_LONG = "too_long"
     NOT_AUDIO = "not_audio"
     UNSUPPORTED_WAV = "unsupported_wav"
+    WAV_ONLY = "wav_only"  # not WAV, and this Kestrel carries no decoder for anything else (the frozen app)
 
 
 class AudioRefused(Exception):
@@ -140,7 +141,9 @@ def _decode_other(data: bytes) -> Samples:
     try:
         av = importlib.import_module("av")
     except ImportError as exc:
-        raise AudioRefused(AudioProblem.NOT_AUDIO, "only WAV without PyAV") from exc
+        raise AudioRefused(AudioProblem.WAV_ONLY, "PyAV is not installed") from exc
+    if not hasattr(av, "open"):  # the frozen app's stand-in (build.spec: PyAV is left out, its FFmpeg is GPL)
+        raise AudioRefused(AudioProblem.WAV_ONLY, "PyAV is not carried")
     chunks: list[Samples] = []
     total = 0
     try:

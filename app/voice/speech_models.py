@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,8 +90,18 @@ class SpeechModelError(Exception):
     """A speech model could not be put in place; the message says why and what to do."""
 
 
+# Where the frozen app carries the files Kestrel reads from packages (build.spec's speech_files): the files
+# alone, under FROZEN_PACKAGES/<package>/, without the packages' code.
+FROZEN_PACKAGES = "speech_packages"
+
+
 def package_folder(package: str) -> Path | None:
-    """Where an installed package keeps its files, found without running it (a frozen app too)."""
+    """Where an installed package keeps its files, found without running it; in the frozen app, where the
+    build put the files Kestrel reads from it."""
+    frozen = getattr(sys, "_MEIPASS", None)
+    if frozen is not None:
+        carried = Path(frozen) / FROZEN_PACKAGES / package
+        return carried if carried.is_dir() else None
     spec = importlib.util.find_spec(package)
     folders = list(spec.submodule_search_locations or ()) if spec is not None else []
     return Path(folders[0]) if folders else None
@@ -122,12 +133,20 @@ def ensure_speech_model(model: SpeechModel, speech_folder: Path) -> Path:
         return found if found is not None else _assemble(model, speech_folder)
 
 
+def not_installed_words(model: SpeechModel, missing: str = "") -> str:
+    """What to do about a speech model that is not here (missing: what of it was looked for and not found): the
+    extra to install, or, in the installed app (which carries English speech only, build.spec), what instead."""
+    if getattr(sys, "frozen", False):
+        return (f"The speech model {model.title} is not part of this installation of Kestrel, which hears English "
+                "only. Choose English in File → Settings… → Voice (Language I speak), or pass --language en.")
+    return (f"The speech model {model.title} is not installed{f' (missing {missing})' if missing else ''}. "
+            f"Install it: pip install 'kestrel[{VOICE_EXTRA}]'.")
+
+
 def _assemble(model: SpeechModel, speech_folder: Path) -> Path:
     missing = [package for package in model.packages if package_folder(package) is None]
     if missing or not shipped(model):
-        raise SpeechModelError(f"The speech model {model.title} is not installed (missing "
-                               f"{', '.join(missing) or 'files of its packages'}). Install it: "
-                               f"pip install 'kestrel[{VOICE_EXTRA}]'.")
+        raise SpeechModelError(not_installed_words(model, ", ".join(missing) or "files of its packages"))
     building = speech_folder / f"{model.id}.{os.getpid()}.partial"
     shutil.rmtree(building, ignore_errors=True)
     building.mkdir()

@@ -14,6 +14,9 @@ _AUDIO = {
                              "audio, or raw 16 kHz 16-bit mono PCM."),
     AudioProblem.UNSUPPORTED_WAV: ("This WAV file's format is not one Kestrel reads ({detail}). Save it as "
                                    "16-bit PCM WAV and try again."),
+    AudioProblem.WAV_ONLY: ("This Kestrel reads WAV recordings and raw 16 kHz 16-bit mono PCM only, and this file is "
+                            "neither. Convert it to WAV (for example: ffmpeg -i recording.mp3 recording.wav) and "
+                            "try again."),
 }
 
 _FAILED = {

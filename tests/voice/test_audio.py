@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import types
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from app.voice.audio import MAX_SECONDS, AudioKind, AudioProblem, AudioRefused, decode
+from app.voice.words import audio_refused_words
 from app.voice.protocol import Segment, Transcript
 from app.voice.transcript_formats import TranscriptFormat, written
 from tests.helpers.speech import BECKETT, fmt_chunk, riff, wav_bytes
@@ -87,3 +93,29 @@ def test_subtitles_number_their_cues_and_count_hours() -> None:
                                                          "2\n01:01:01,250 --> 01:01:02,000\n-> Bye.\n")
     assert written(transcript, TranscriptFormat.VTT).startswith("WEBVTT\n\n00:00:00.000 --> 00:00:01.500\n")
     assert written(transcript, TranscriptFormat.TEXT) == "Hello there. --> Bye.\n"
+
+
+HOOK = Path(__file__).resolve().parents[2] / "installer" / "runtime_hooks" / "speech_stand_ins.py"
+
+
+def test_without_pyav_a_file_that_is_not_wav_is_refused_with_how_to_convert_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frozen app carries no PyAV: its runtime hook puts an empty module in its place (run here as the app runs
+    it, with the packages out of reach), and a non-WAV file is refused with words that say how to convert it."""
+    done = subprocess.run([sys.executable, "-S", "-c", f"exec(open({str(HOOK)!r}).read()); import sys; "
+                           "print(sorted(name for name in ('av', 'huggingface_hub') if not hasattr(sys.modules[name], "
+                           "'__file__')))"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.split() == ["['av',", "'huggingface_hub']"], done
+    monkeypatch.setitem(sys.modules, "av", types.ModuleType("av"))
+    problem = refused(b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"\xff\xfb\x90\x00" * 500)
+    assert problem.problem is AudioProblem.WAV_ONLY
+    words = audio_refused_words(problem)
+    assert "WAV" in words and "ffmpeg -i recording.mp3 recording.wav" in words
+    assert decode(BECKETT.read_bytes(), AudioKind.FILE).size == 159_414  # WAV is still read
+
+
+def test_where_pyav_is_installed_the_hook_leaves_it_alone() -> None:
+    av = pytest.importorskip("av")
+    done = subprocess.run([sys.executable, "-c", f"exec(open({str(HOOK)!r}).read()); import sys, av; "
+                           "print(hasattr(sys.modules['av'], 'open'))"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "True", done
+    assert hasattr(av, "open")

