@@ -44,6 +44,7 @@ from app.ui.window_log import WindowLog
 from app.ui.window_menus import build_menus
 from app.ui.voice.dictation_control import DictationControl
 from app.ui.voice.read_aloud_control import ReadAloudControl
+from app.ui.voice.voice_mode_control import VoiceModeControl
 
 
 class MainWindow(WindowCommands):
@@ -100,6 +101,8 @@ class MainWindow(WindowCommands):
         self.dictation = DictationControl(doors.voice, self.composer, self, self.adapter.spawn)  # the mic button
         self.read_aloud = ReadAloudControl(doors.read_aloud, self.messages, self, messages=self.adapter.messages.messages,
                                            show_problem=self.chat.show_problem)  # each answer's speaker
+        self.voice_mode = VoiceModeControl(doors.voice_mode, doors.voice, doors.read_aloud, doors.settings, self.composer,
+                                           self.dictation, self, read_aloud_escape=self.read_aloud.escape)  # hands-free
         self.chat_files = ChatFiles(self.adapter, doors.chat, doors.files, self)
         self.chat_files.on_exported = self.status.show_exported
         self.memory = MemoryHost(self.adapter, doors, self)  # the Memory window, an answer's used memories
@@ -109,7 +112,7 @@ class MainWindow(WindowCommands):
             choices=lambda: window_choices(self.adapter.installed.rows(), doors.tools.servers(),
                                            doors.documents.collections()))
         self.projects.follow_chat_list(self.sidebar.conversation_list)
-        self.menu_actions = build_menus(self, self.open_logs, self.memory.show_window)
+        self.menu_actions = build_menus(self, self.open_logs, self.memory.show_window, self.voice_mode.action)
         self._name_parts()
         self._connect()
         self._model_state_changed()
@@ -145,7 +148,7 @@ class MainWindow(WindowCommands):
                  self.chat.approval.copy_button, self.chat.approval.allow_button, self.chat.approval.always_button,
                  self.chat.approval.deny_button, self.composer.edit, self.composer.attach_button,
                  self.composer.image_button, self.composer.documents_button, self.composer.mic_button,
-                 self.composer.button]
+                 self.composer.voice_mode_button, self.composer.button]
         for first, second in zip(chain, chain[1:]):
             QWidget.setTabOrder(first, second)
 

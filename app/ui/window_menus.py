@@ -41,8 +41,9 @@ def _add(menu: QMenu, text: str, slot: Callable[[], object] | Callable[[bool], o
 
 
 def build_menus(window: WindowCommands, open_logs: Callable[[], object],
-                open_memory: Callable[[], object] | None = None) -> WindowActions:
-    """The menu bar; open_logs: Help → Open logs (the window keeps the log); open_memory: View → Memory…"""
+                open_memory: Callable[[], object] | None = None, voice_mode: QAction | None = None) -> WindowActions:
+    """The menu bar; open_logs: Help → Open logs (the window keeps the log); open_memory: View → Memory…;
+    voice_mode: Chat → Voice mode (its control's own action: checked while voice mode is on)."""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     _add(file_menu, "&New chat", window.new_conversation, Key.New, "new-chat")
@@ -101,6 +102,8 @@ def build_menus(window: WindowCommands, open_logs: Callable[[], object],
     stop = _add(chat_menu, "&Stop the answer", window.stop_open_chat, None, "stop")
     # The list's current answer (else the last) read aloud, or the reading stopped (app/ui/voice/read_aloud_control.py).
     _add(chat_menu, "Read &aloud / stop reading", window.read_aloud.press_current, "Ctrl+Shift+A", "read-aloud")
+    if voice_mode is not None:  # a spoken conversation (app/ui/voice/voice_mode_control.py)
+        chat_menu.addAction(voice_mode)
     chat_menu.addSeparator()
     # Ctrl+. next to Settings' Ctrl+, : Ctrl+Shift+, never fires where Shift+, types "<".
     _add(chat_menu, "Chat se&ttings…", window.edit_chat_settings, "Ctrl+.", "chat-settings")

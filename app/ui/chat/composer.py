@@ -4,7 +4,8 @@ The round button beside the text sends, and turns into Stop while the open chat'
 is being written or waits its turn. The paperclip attaches files (chips above the box), the
 picture button images (greyed, with the reason, while the chat's model cannot see them);
 "Documents" chooses the collections the chat answers from. The microphone dictates
-(app/ui/voice drives it; its listening bar sits above the box while it is on).
+(app/ui/voice drives it; its listening bar sits above the box while it is on); the button beside it
+starts voice mode, a spoken conversation (app/ui/voice/voice_mode_control.py), shown in the same bar.
 """
 
 from __future__ import annotations
@@ -160,8 +161,16 @@ class Composer(QWidget):
         self.mic_button.setIconSize(QSize(18, 18))
         self.mic_button.setAutoRaise(True)
         self.mic_button.setCheckable(True)
+        self.voice_mode_button = QToolButton(self.frame)
+        self.voice_mode_button.setObjectName("voiceMode")
+        self.voice_mode_button.setFixedSize(BUTTON_SIZE, BUTTON_SIZE)
+        self.voice_mode_button.setIconSize(QSize(18, 18))
+        self.voice_mode_button.setAutoRaise(True)
+        self.voice_mode_button.setCheckable(True)
+        icons.themed(self.voice_mode_button, "voice-mode")
         self.dictation_bar = DictationBar(self.frame)
         self.set_dictating(False, "Dictate: speak, and your words go in the message box")
+        self.set_voice_mode(False, "Talk with Kestrel hands-free")
         self.note = QLabel(self)
         self.note.setObjectName("composerNote")
         self.note.setWordWrap(True)
@@ -178,6 +187,7 @@ class Composer(QWidget):
         row.addWidget(self.edit, 1, Qt.AlignmentFlag.AlignVCenter)
         row.addWidget(self.documents_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.mic_button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.voice_mode_button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.button, 0, Qt.AlignmentFlag.AlignBottom)
         column.addLayout(row)
         layout = QVBoxLayout(self)
@@ -238,6 +248,12 @@ class Composer(QWidget):
         self.mic_button.setAccessibleName("Stop dictating" if on else "Dictate")
         self.mic_button.setToolTip(tip)
         icons.themed(self.mic_button, "stop" if on else "microphone")
+
+    def set_voice_mode(self, on: bool, tip: str) -> None:
+        """The voice-mode button pressed in while voice mode is on, and its tooltip (what a press does)."""
+        self.voice_mode_button.setChecked(on)
+        self.voice_mode_button.setAccessibleName("End voice mode" if on else "Voice mode")
+        self.voice_mode_button.setToolTip(tip)
 
     def insert_dictated(self, text: str) -> None:
         """Dictated words into the box at the cursor, a space apart from the words around them."""

@@ -75,6 +75,7 @@ GLYPHS = {
     "remember": "ph.push-pin",
     "temporary": "ph.ghost",
     "microphone": "ph.microphone",
+    "voice-mode": "ph.chats-circle",  # a spoken conversation (Phosphor 1.3 has no waveform)
     "read-aloud": "ph.speaker-high",
     "stop-reading": "ph.stop-fill",  # filled: an outline square beside Copy read as a second copy icon
 }

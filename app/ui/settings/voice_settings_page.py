@@ -1,5 +1,6 @@
 """Settings' Voice page: what dictation does with its words, when it stops listening, which microphone it opens,
-which language it listens for; whether answers are read aloud as they are written, on which speaker, and how fast."""
+which language it listens for; whether answers are read aloud as they are written, on which speaker, and how fast;
+whether speaking interrupts Kestrel in voice mode."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from PySide6.QtCore import QLocale
+from PySide6.QtCore import QLocale, QSize
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QSizePolicy, QVBoxLayout,
                                QWidget)
 
 from app.core.settings import Settings
 from app.core.speech_languages import WHISPER_LANGUAGES
 from app.core.voice_settings import DETECT_LANGUAGE, FASTEST_SPEED, SLOWEST_SPEED, VoiceSettings
+from app.ui.common.window_look import shortcut_letter_extra
 
 NOTE = ("Press the microphone beside Send (or Ctrl+Shift+Space) and speak: your words go in the message box. "
         "Speech is turned into text on this computer; nothing you say is saved or sent anywhere.")
@@ -25,6 +27,9 @@ READ_NOTE = ("Each answer has a speaker (Ctrl+Shift+A): press it to hear the ans
 DEFAULT_SPEAKER = "The system's default"
 NO_SPEAKERS = "No speaker or headphones were found. Plug some in, then open Settings again."
 DETECT_WORDS = "Any language (detected each time)"
+INTERRUPT_TIP = ("Voice mode (Ctrl+Shift+T) keeps the microphone open while Kestrel speaks, and your voice stops it. "
+                 "With loudspeakers the microphone may hear Kestrel itself and stop it: turn this off, or use "
+                 "headphones. Off: Kestrel listens again once it has finished speaking; Esc stops it sooner.")
 LANGUAGE_TIP = ("English is heard by the fastest speech model. Any other language, or detecting it, uses the "
                 "multilingual model, which is slower; choosing your language is more accurate than detecting it.")
 Microphones = Callable[[], Awaitable[tuple[str, ...]]]
@@ -79,7 +84,8 @@ class VoiceSettingsPage(QWidget):
         _align_labels(form, reading)
 
     def _add_reading(self, layout: QVBoxLayout, settings: VoiceSettings) -> QFormLayout:
-        """Read-aloud's controls: the setting that reads every answer, the speaker and the voice's speed."""
+        """Read-aloud's controls: the setting that reads every answer, the speaker and the voice's speed; and
+        whether voice mode's voice stops when the person speaks."""
         note = QLabel(READ_NOTE, self)
         note.setWordWrap(True)
         self.read_answers = QCheckBox("&Read answers aloud as they are written", self)
@@ -108,11 +114,21 @@ class VoiceSettingsPage(QWidget):
         form.addRow("Spea&ker:", self.speaker)
         form.addRow("", self.speaker_note)
         form.addRow("Voice sp&eed:", self.speed)
+        self.interrupt = QCheckBox("&Stop talking when I start to speak (voice mode)", self)
+        self.interrupt.setChecked(settings.interrupt_by_speaking)
+        self.interrupt.setToolTip(INTERRUPT_TIP)
         layout.addWidget(note)
         layout.addSpacing(6)
         layout.addWidget(self.read_answers)
         layout.addLayout(form)
+        layout.addSpacing(6)
+        layout.addWidget(self.interrupt)
         return form
+
+    def minimumSizeHint(self) -> QSize:  # Override QWidget.minimumSizeHint: all of the page, never squeezed.
+        # Settings is laid out at its pages' minimum height, which at 200% (a 1080p screen) cut this page's
+        # notes and boxes in half: the page asks for the height it needs at its narrowest.
+        return self.sizeHint()
 
     def use_speakers(self, speakers: Speakers) -> None:
         """Where the speaker list comes from (read with the microphones, when the page is first shown)."""
@@ -124,7 +140,8 @@ class VoiceSettingsPage(QWidget):
                               stop_at_end_of_speech=self.stop_at_end.isChecked(),
                               microphone=self.microphone.currentData(),
                               read_aloud_answers=self.read_answers.isChecked(), speaker=self.speaker.currentData(),
-                              voice_speed=round(self.speed.value(), 1), language=self.language.currentData())
+                              voice_speed=round(self.speed.value(), 1), language=self.language.currentData(),
+                              interrupt_by_speaking=self.interrupt.isChecked())
         return dataclasses.replace(settings, voice=voice)
 
     def list_microphones(self) -> None:
@@ -180,6 +197,8 @@ def _align_labels(*forms: QFormLayout) -> None:
     labels = [label for form in forms for row in range(form.rowCount())
               if (item := form.itemAt(row, QFormLayout.ItemRole.LabelRole)) is not None
               and isinstance(label := item.widget(), QLabel)]
-    width = max((label.sizeHint().width() for label in labels), default=0)
+    # With what its underlined shortcut letter costs (Settings adds it to a label's width, fit_shortcut_letters):
+    # the fields were 1-3 px apart.
+    width = max((label.sizeHint().width() + shortcut_letter_extra(label) for label in labels), default=0)
     for label in labels:
         label.setMinimumWidth(width)

@@ -11,8 +11,9 @@ from app.ui.voice.level_meter import LevelMeter, RecordingDot
 
 class DictationBar(QWidget):
     """Shown from the press until dictation ends, and after an end that went wrong (with its words, until
-    closed or the next press). `dot` is on exactly while the microphone is open; `status` says what
-    dictation is doing; `meter` moves with the voice; `words` holds what was recognised so far."""
+    closed or the next press); in voice mode, the whole time it is on. `dot` is on exactly while the
+    microphone is open; `status` says what dictation (or voice mode) is doing; `meter` moves with the
+    voice; `words` holds what was recognised so far. `close_button` closes a problem, or ends voice mode."""
 
     closeRequested = Signal()
 
@@ -28,8 +29,7 @@ class DictationBar(QWidget):
         self.close_button = QToolButton(self)
         self.close_button.setObjectName("dictationClose")
         self.close_button.setAutoRaise(True)
-        self.close_button.setAccessibleName("Close")
-        self.close_button.setToolTip("Close this message")
+        self._close_words("Close", "Close this message")
         self.close_button.setIconSize(QSize(14, 14))
         icons.themed(self.close_button, "close")
         self.close_button.clicked.connect(self.closeRequested)
@@ -61,6 +61,13 @@ class DictationBar(QWidget):
         self.close_button.hide()
         self.show()
 
+    def show_voice_mode(self, status: str, *, microphone_open: bool, close_tip: str) -> None:
+        """Voice mode is on: its line, the dot and the meter while the microphone is open, and a close
+        button that ends it (close_tip: how else to end it)."""
+        self.show_working(status, microphone_open=microphone_open)
+        self._close_words("End voice mode", close_tip)
+        self.close_button.show()
+
     def show_words(self, text: str) -> None:
         self.words.setText(text)
         self.words.setVisible(bool(text))
@@ -73,6 +80,7 @@ class DictationBar(QWidget):
         self.meter.set_level(None)
         self.words.clear()
         self.words.hide()
+        self._close_words("Close", "Close this message")
         self.close_button.show()
         self.show()
 
@@ -81,3 +89,7 @@ class DictationBar(QWidget):
         self.words.hide()
         self.meter.set_level(None)
         self.hide()
+
+    def _close_words(self, name: str, tip: str) -> None:
+        self.close_button.setAccessibleName(name)
+        self.close_button.setToolTip(tip)
