@@ -30,13 +30,16 @@ class DictationSettings:
     """max_utterance_s: speech longer than this is sent in parts (a person who never pauses still sees
     words); pre_roll_ms: audio kept from before the detector said "speech" (it needs a window or two to
     be sure, and the first consonant is in them); after_ms: audio kept past the end of speech;
-    one_utterance: end after the first utterance (dictation's "stop at the end of speech")."""
+    one_utterance: end after the first utterance (dictation's "stop at the end of speech"); quiet_ms: with
+    one_utterance, end only once this long has passed since the last word (0: as soon as the detector says
+    speech ended), so that a person who pauses between two sentences is not cut off (voice mode's turns)."""
 
     max_utterance_s: float = 30.0
     pre_roll_ms: int = 300
     after_ms: int = 200
     one_utterance: bool = False
     language: str | None = None
+    quiet_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class DictationPipeline:
         self._audio_from = 0
         self._fed = 0
         self._utterance_from: int | None = None  # sample where the open utterance's audio starts
+        self._last_word = 0  # sample where the last utterance's speech ended
         self._heard: list[Heard] = []
         self._stop_asked = False
         self._worker: threading.Thread | None = None
@@ -139,7 +143,8 @@ class DictationPipeline:
             if self._too_long():
                 self._send(self._fed, cut=True)
                 self._utterance_from = self._fed
-            if self._settings.one_utterance and self._heard and not self._vad.speaking:
+            if self._settings.one_utterance and self._heard and not self._vad.speaking \
+                    and self._fed - self._last_word >= self._settings.quiet_ms * SAMPLE_RATE // 1000:
                 self._microphone.stop()
                 return MicrophoneEnded()
 
@@ -159,9 +164,10 @@ class DictationPipeline:
             self._utterance_from = max(self._audio_from, round(event.at * SAMPLE_RATE) - pre_roll)
             self._on_event(event)
             return
+        self._last_word = round(event.at * SAMPLE_RATE)
         if self._utterance_from is not None:
             # The detector ends speech a hang-over after its last word, so these samples are already here.
-            until = round(event.at * SAMPLE_RATE) + self._settings.after_ms * SAMPLE_RATE // 1000
+            until = self._last_word + self._settings.after_ms * SAMPLE_RATE // 1000
             self._send(until, cut=False)
             self._utterance_from = None
 

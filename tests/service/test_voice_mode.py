@@ -148,6 +148,8 @@ def test_a_spoken_question_is_sent_answered_aloud_and_the_microphone_opens_again
                                         VoiceModeState.LISTENING]
             question, answer = started.doors.chat.messages[-2:]
             assert question.role is Role.USER and "ever" in question.text.lower(), question.text
+            # the pauses between the recording's sentences do not end the turn (TURN_QUIET_MS after the last word)
+            assert "tried" in question.text.lower() and "failed" in question.text.lower(), question.text
             assert answer.role is Role.ASSISTANT and answer.text.strip() == ANSWER
             assert answer.state is MessageState.COMPLETE
             door.stop()

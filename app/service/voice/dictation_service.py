@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # numpy comes with these: imported at the first press, not wh
 VOICE_PACKAGES = ("faster_whisper", "sounddevice", "onnxruntime")
 # A person who talks without a pause still sees words after this long (the utterance is sent in parts).
 LONGEST_PART_S = 10.0
+# Voice mode's turn ends this long after the person's last word (the detector's own hang-over is 500 ms): a pause
+# between two sentences does not send the first alone (and the second would then interrupt the answer).
+TURN_QUIET_MS = 1_000
 # How long shutdown waits for a dictation to end (its last words transcribed) before it leaves it.
 CLOSE_WAIT_S = 10.0
 Listener = Callable[[DictationEvent], None]
@@ -112,7 +115,7 @@ class Dictation:
         settings = self._settings()
         if for_voice_mode:
             settings = dataclasses.replace(settings, stop_at_end_of_speech=True)
-        self._task = self._spawn(self._dictate(settings))
+        self._task = self._spawn(self._dictate(settings, TURN_QUIET_MS if for_voice_mode else 0))
         return True
 
     @property
@@ -142,7 +145,7 @@ class Dictation:
         if self._transcriber is not None:
             await asyncio.to_thread(self._transcriber.close)
 
-    async def _dictate(self, settings: VoiceSettings) -> None:
+    async def _dictate(self, settings: VoiceSettings, quiet_ms: int) -> None:
         from app.voice.dictation import DictationEnded
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[PipelineEvent] = asyncio.Queue()
@@ -154,7 +157,7 @@ class Dictation:
                 pass
 
         try:
-            pipeline, microphone = await asyncio.to_thread(self._opened, settings, from_worker)
+            pipeline, microphone = await asyncio.to_thread(self._opened, settings, quiet_ms, from_worker)
         except DeviceUnavailable as refused:
             self._finish(DictationFinished("", problem=refused.problem, detail=refused.detail))
             return
@@ -185,7 +188,7 @@ class Dictation:
         self._set(DictationState.IDLE)
         self._emit(finished)
 
-    def _opened(self, settings: VoiceSettings,
+    def _opened(self, settings: VoiceSettings, quiet_ms: int,
                 on_event: Callable[[PipelineEvent], None]) -> tuple[DictationPipeline, MicrophoneSession]:
         """On a thread: what dictation needs, checked and loaded, and the microphone opened."""
         from app.voice.dictation import DictationPipeline, DictationSettings
@@ -218,7 +221,8 @@ class Dictation:
         microphone = MicrophoneSession(settings.microphone)
         pipeline = DictationPipeline(microphone, self._transcriber, detector, on_event,
                                      DictationSettings(one_utterance=settings.stop_at_end_of_speech,
-                                                       max_utterance_s=LONGEST_PART_S, language=language))
+                                                       max_utterance_s=LONGEST_PART_S, language=language,
+                                                       quiet_ms=quiet_ms))
         pipeline.start()
         return pipeline, microphone
 
