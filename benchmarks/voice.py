@@ -201,7 +201,7 @@ def print_voice_mode(turns: dict[str, Any], barge_in: dict[str, Any]) -> None:
         print(f"  {'':<58} {'median':>8} {'p95':>8} {'max':>8}")
         print(f"  {'end of speech -> first sound of the answer':<58} " + seconds(turns["total_s"]))
         for part, why in (("hang-over", "speech end -> the detector's end of speech"),
-                          ("words", "-> words heard (Whisper, microphone closed)"),
+                          ("words", "-> turn over (Whisper, then quiet for 1 s)"),
                           ("sent", "-> voice mode sent them"), ("first token", "-> the answer's first text"),
                           ("first clause", "-> the voice handed its first piece"),
                           ("voice", "-> its first sound on the speaker")):

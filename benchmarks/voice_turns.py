@@ -11,7 +11,8 @@ Voice to voice (interrupt_by_speaking off): a question is played; from the end o
 first sound of the answer on the speaker, and where the time went, each part from a timed event:
   hang-over    speech end in the room -> the detector's end of speech (VoiceActivity.feed returned SpeechEnded:
                the 500 ms hang-over plus the microphone's latency and the block being read);
-  words        -> DictationFinished (Whisper on the utterance, the microphone closed);
+  words        -> DictationFinished (Whisper on the utterance, then the turn's quiet: TURN_QUIET_MS after
+                  the last word, the microphone closed);
   sent         -> voice mode sent the words (VoiceModeChanged THINKING);
   first token  -> the answer's first TextGrew (the prompt read, the first token made);
   first clause -> the voice was handed its first piece (Reading.say: a clause or a sentence);
