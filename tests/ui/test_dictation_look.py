@@ -3,15 +3,10 @@ clipping check's do: a scale factor is set before the QApplication exists)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.ui.test_no_clipped_text import SCREEN
+from tests.helpers.scaled_look import problems_at_both_scales
 
-ROOT = Path(__file__).resolve().parents[2]
 SCENES = r'''
 import json, sys
 from PySide6.QtWidgets import QApplication, QVBoxLayout, QWidget
@@ -60,16 +55,5 @@ print(json.dumps({"looked": looked, "problems": problems}))
 
 
 def test_the_listening_bar_and_the_voice_page_show_all_their_text(tmp_path: Path) -> None:
-    config = tmp_path / "screen.json"
-    config.write_text(json.dumps(SCREEN), encoding="utf-8")
-    problems = []
-    for scale in ("1", "2"):
-        env = dict(os.environ, QT_SCALE_FACTOR=scale, QT_QPA_PLATFORM=f"offscreen:configfile={config}",
-                   KESTREL_HOME=str(tmp_path / f"home {scale}"))
-        done = subprocess.run([sys.executable, "-c", SCENES], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr[-3000:]
-        found = json.loads(done.stdout.strip().splitlines()[-1])
-        assert len(found["looked"]) == 6, found
-        problems += [f"{int(scale) * 100}%: {problem}" for problem in found["problems"]]
+    problems = problems_at_both_scales(tmp_path, SCENES, 6)
     assert not problems, "\n".join(problems)

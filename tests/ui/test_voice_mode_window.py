@@ -5,10 +5,7 @@ state in the listening bar; words that could not be sent land in the message box
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import subprocess
-import sys
 import wave
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,10 +32,9 @@ from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.speech import BECKETT, built_speech_folder, link_speech_home, words
 from tests.ui.conftest import run, until
-from tests.ui.test_no_clipped_text import SCREEN
+from tests.helpers.scaled_look import problems_at_both_scales
 
 CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
-ROOT = Path(__file__).resolve().parents[2]
 # Where the recording's first two phrases are, in seconds.
 EVER_TRIED, EVER_FAILED = (0.0, 1.6), (1.6, 2.9)
 # A long answer, word by word: it is still being said when the test speaks over it.
@@ -369,16 +365,5 @@ print(json.dumps({"looked": looked, "problems": problems}))
 
 
 def test_the_voice_mode_bar_shows_all_its_text_at_100_and_200_percent(tmp_path: Path) -> None:
-    config = tmp_path / "screen.json"
-    config.write_text(json.dumps(SCREEN), encoding="utf-8")
-    problems = []
-    for scale in ("1", "2"):
-        env = dict(os.environ, QT_SCALE_FACTOR=scale, QT_QPA_PLATFORM=f"offscreen:configfile={config}",
-                   KESTREL_HOME=str(tmp_path / f"home {scale}"))
-        done = subprocess.run([sys.executable, "-c", LOOK], cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, done.stderr[-3000:]
-        found = json.loads(done.stdout.strip().splitlines()[-1])
-        assert len(found["looked"]) == 10, found
-        problems += [f"{int(scale) * 100}%: {problem}" for problem in found["problems"]]
+    problems = problems_at_both_scales(tmp_path, LOOK, 10)
     assert not problems, "\n".join(problems)
