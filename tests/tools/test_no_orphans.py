@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -149,12 +150,37 @@ def test_a_killed_kestrel_takes_what_its_servers_started_in_sessions_of_their_ow
         _kill(sleeper)
 
 
+@pytest.fixture
+def private_cgroup(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A cgroup of this test's own below the worker's, seen by this test as the one it runs in.
+
+    Every start of Kestrel removes the cgroups that a killed Kestrel left (make_cgroup): the other xdist
+    worker, starting an MCP server of its own in the shared cgroup, would end the sleeper this test
+    means to leave behind before the test's own "next start" (seen once in CI). Below a folder whose
+    name is not Kestrel's, only this test's starts see what the test leaves."""
+    parent = own_cgroup()
+    assert parent is not None
+    folder = parent / f"kestrel-test-{os.getpid()}-{time.monotonic_ns()}"
+    folder.mkdir()
+    monkeypatch.setattr(cgroup, "own_cgroup", lambda: folder)
+    try:
+        yield folder
+    finally:
+        for child in [*folder.iterdir()]:
+            if child.is_dir():
+                cgroup.end_cgroup(child)
+        cgroup.end_cgroup(folder)
+
+
 @LINUX
 @pytest.mark.parametrize("way", ["cgroup"], indirect=True)
-def test_a_cgroup_left_by_a_killed_kestrel_and_supervisor_is_ended_on_the_next_start(tmp_path: Path, way: str) -> None:
+def test_a_cgroup_left_by_a_killed_kestrel_and_supervisor_is_ended_on_the_next_start(
+        tmp_path: Path, way: str, private_cgroup: Path) -> None:
     pid_file = tmp_path / "sleeper.pid"
+    procs = private_cgroup / "cgroup.procs"
     parent = subprocess.Popen([sys.executable, str(Path(__file__).with_name("escaping_parent.py")), str(pid_file)],
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: procs.write_text(str(os.getpid()), encoding="ascii"))
     try:
         assert parent.stdout is not None
         supervisors = json.loads(parent.stdout.readline())
@@ -169,10 +195,13 @@ def test_a_cgroup_left_by_a_killed_kestrel_and_supervisor_is_ended_on_the_next_s
     try:
         time.sleep(0.5)
         assert not _gone(sleeper)  # an orphan of init now, in the abandoned cgroup
+        left = [child.name for child in private_cgroup.iterdir() if child.is_dir()]
+        assert len(left) == 1 and left[0].startswith(f"kestrel-mcp-{parent.pid}-"), left
         folder = make_cgroup("next start")
-        assert folder is not None
+        assert folder is not None and folder.parent == private_cgroup
         folder.rmdir()
         assert _wait_gone([sleeper]) == []
+        assert [child for child in private_cgroup.iterdir() if child.is_dir()] == []
     finally:
         _kill(sleeper)
 
