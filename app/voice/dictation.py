@@ -5,6 +5,11 @@ ever waits on the detector or the transcriber (blocks queue in the session meanw
 audio lives in memory only: it goes to the transcription child over its pipe as raw PCM and is dropped;
 nothing is written to disk. Events go to on_event from the worker thread; a front end hands them to its
 own thread (the window's bridge, a queue).
+
+While Kestrel's voice plays, speech the detector hears is held until the echo check (app/voice/echo.py)
+says whose it is: Kestrel's own voice through the room is dropped (neither told nor transcribed), and
+the person's is told as usual. An echo is checked again block by block, so a person who starts speaking
+over it is heard once their voice is what the microphone mostly hears.
 """
 
 from __future__ import annotations
@@ -18,11 +23,26 @@ import numpy.typing as npt
 
 from app.voice.audio import SAMPLE_RATE, AudioKind, AudioRefused
 from app.voice.devices import DeviceProblem
+from app.voice.echo import SPOKEN, WINDOW_S, EchoCheck, SpokenSound, Whose
 from app.voice.microphone import MicrophoneEnded, MicrophoneSession
 from app.voice.protocol import TranscribeAsk
 from app.voice.speech_models import SpeechModelError
 from app.voice.transcriber import FailureKind, Transcriber, TranscriptionFailed
 from app.voice.vad import WINDOW, SpeechEnded, SpeechStarted, VoiceActivity
+
+# How many blocks (32 ms each) speech heard over Kestrel's voice may be held while the echo check is unsure;
+# then it counts as the echo (checked on, block by block): a voice taken for the person's would stop the
+# answer and be sent back as the next message, a person taken for the voice has only to go on speaking.
+HOLD_BLOCKS = 4
+# Blocks in a row that must sound like the person before an echo becomes the person's speech; or, once the
+# speech has sounded like the voice, that must not (unsure included: the person over the voice, only a few dB
+# louder than it, was unsure for 1.9 s through PulseAudio, while the voice alone is 0.9-1.0 there and 0.5 or
+# more in made-up rooms; but the voice's first syllable, before it had sounded like itself, was unsure too).
+PERSON_BLOCKS = 2
+DOUBT_BLOCKS = 6
+# How much of the microphone is kept while the voice is heard, for the person's first words (the check's
+# window is 0.4 s: their start comes before the doubt does).
+_DOUBT_KEPT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -84,8 +104,18 @@ class DictationPipeline:
     """Owns one microphone session for its length: start(), events as speech comes, stop() or the end."""
 
     def __init__(self, microphone: MicrophoneSession, transcriber: Transcriber, voice_activity: VoiceActivity,
-                 on_event: Callable[[DictationEvent], None], settings: DictationSettings = DictationSettings()) -> None:
+                 on_event: Callable[[DictationEvent], None], settings: DictationSettings = DictationSettings(),
+                 spoken: SpokenSound | None = SPOKEN) -> None:
         self._microphone = microphone
+        self._spoken = spoken  # what Kestrel played (None: no echo check)
+        self._echo: EchoCheck | None = None
+        self._held: SpeechStarted | None = None  # speech heard while Kestrel spoke, not yet judged
+        self._held_blocks = 0
+        self._echoing = False  # the detector's speech is Kestrel's own voice
+        self._person_blocks = 0
+        self._doubt_blocks = 0
+        self._doubt_from = 0  # the sample where the blocks not sounding like the voice began
+        self._voice_seen = False  # this speech has sounded like the voice at least once
         self._transcriber = transcriber
         self._vad = voice_activity
         self._on_event = on_event
@@ -140,6 +170,7 @@ class DictationPipeline:
             self._take(got)
             for event in self._vad.feed(got):
                 self._keep(event)
+            self._judge_echo()
             if self._too_long():
                 self._send(self._fed, cut=True)
                 self._utterance_from = self._fed
@@ -154,6 +185,8 @@ class DictationPipeline:
         if self._utterance_from is None:  # between utterances only the pre-roll is worth keeping
             # (the detector may still hold up to a window of this block, where speech may start)
             keep = self._settings.pre_roll_ms * SAMPLE_RATE // 1000 + block.size + WINDOW
+            if self._echoing:  # the person's words may have begun while the check was still in doubt
+                keep += round(_DOUBT_KEPT_S * SAMPLE_RATE)
             if self._audio.size > keep:
                 self._audio_from += self._audio.size - keep
                 self._audio = self._audio[-keep:]
@@ -162,14 +195,74 @@ class DictationPipeline:
         if isinstance(event, SpeechStarted):
             pre_roll = self._settings.pre_roll_ms * SAMPLE_RATE // 1000
             self._utterance_from = max(self._audio_from, round(event.at * SAMPLE_RATE) - pre_roll)
-            self._on_event(event)
+            whose = self._whose()
+            if whose is Whose.NOTHING_PLAYED:
+                self._on_event(event)
+            elif whose is Whose.ECHO:
+                self._person_blocks, self._doubt_blocks, self._voice_seen = 0, 0, True
+                self._become_echo()
+            else:
+                self._held, self._held_blocks, self._person_blocks, self._doubt_blocks = event, 0, 0, 0
+                self._voice_seen = False
             return
+        if self._echoing or (self._held is not None and self._whose() in (Whose.ECHO, Whose.UNSURE)):
+            self._held, self._echoing = None, False  # Kestrel's voice: nothing to tell, nothing to transcribe
+            self._utterance_from = None
+            return
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._on_event(held)
         self._last_word = round(event.at * SAMPLE_RATE)
         if self._utterance_from is not None:
             # The detector ends speech a hang-over after its last word, so these samples are already here.
             until = self._last_word + self._settings.after_ms * SAMPLE_RATE // 1000
             self._send(until, cut=False)
             self._utterance_from = None
+
+    def _whose(self) -> Whose:
+        """Whose voice the microphone's latest samples are: nothing played (no echo possible), Kestrel's, the person's."""
+        if self._spoken is None:
+            return Whose.NOTHING_PLAYED
+        if self._echo is None:
+            self._echo = EchoCheck(self._spoken, self._microphone.heard_at)
+        return self._echo.heard(self._audio, self._fed)
+
+    def _judge_echo(self) -> None:
+        """After each block: held speech is judged, an echo checked again for the person's voice. The person
+        is said only on speech (the detector's last window voiced, not its hang-over: a pause of Kestrel's,
+        where the microphone hears only the room, sounds like nothing played) that sounds like the person
+        PERSON_BLOCKS blocks in a row, or not like the voice DOUBT_BLOCKS in a row; their words are taken
+        from a little before the doubt began."""
+        if self._held is None and not (self._echoing and self._vad.speaking):
+            return
+        whose = self._whose()
+        voiced = self._vad.voiced
+        person = whose in (Whose.PERSON, Whose.NOTHING_PLAYED) and voiced
+        self._person_blocks = self._person_blocks + 1 if person else 0
+        self._voice_seen = self._voice_seen or whose is Whose.ECHO
+        if whose is not Whose.ECHO and voiced and self._voice_seen:
+            if self._doubt_blocks == 0:
+                self._doubt_from = self._fed - round(WINDOW_S * SAMPLE_RATE) // 2
+            self._doubt_blocks += 1
+        else:
+            self._doubt_blocks = 0
+        said = self._person_blocks >= PERSON_BLOCKS or self._doubt_blocks >= DOUBT_BLOCKS
+        if self._held is not None:
+            self._held_blocks += 1
+            if said or whose is Whose.NOTHING_PLAYED:
+                held, self._held = self._held, None
+                self._on_event(held)
+            elif whose is Whose.ECHO or self._held_blocks >= HOLD_BLOCKS:
+                self._become_echo()
+        elif said:  # the person speaks over the voice (or after it)
+            self._echoing = False
+            pre_roll = self._settings.pre_roll_ms * SAMPLE_RATE // 1000
+            self._utterance_from = max(self._audio_from, self._doubt_from - pre_roll)
+            self._on_event(SpeechStarted(self._utterance_from / SAMPLE_RATE))
+
+    def _become_echo(self) -> None:
+        self._held, self._echoing = None, True
+        self._utterance_from = None  # only the pre-roll is kept from here on
 
     def _too_long(self) -> bool:
         start = self._utterance_from

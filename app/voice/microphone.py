@@ -90,6 +90,9 @@ class MicrophoneSession:
         self._level = Level()
         self._started_at = 0.0
         self._last_block_at: float | None = None
+        self._capture_latency = 0.0
+        self._mark: tuple[int, float] | None = None  # (16 kHz samples so far, when the last of them was heard)
+        self._delivered = 0
         self._stopping = threading.Event()
         self._closing = threading.Lock()  # stop() may come from the UI thread while the reader ends it too
         self._lost: str | None = None  # PortAudio's words when the stream ended without a stop
@@ -119,6 +122,7 @@ class MicrophoneSession:
             raise
         self._resampler = StreamResampler(rate, SAMPLE_RATE) if rate != SAMPLE_RATE else None
         self.device_used = device.name
+        self._capture_latency = float(getattr(stream, "latency", 0.0) or 0.0)
         self._started_at = time.monotonic()
         self._stream = stream
         try:
@@ -126,6 +130,15 @@ class MicrophoneSession:
         except sd.PortAudioError as exc:
             self._close_stream()
             raise problem_of(str(exc), microphone=True, platform=self._platform) from exc
+
+    def heard_at(self, sample: int) -> float | None:
+        """The monotonic time the 16 kHz sample numbered sample was heard (None before the first block),
+        counted back from the newest block's: a dropped block or a slow first one never shifts it for long."""
+        mark = self._mark
+        if mark is None:
+            return None
+        delivered, at = mark
+        return at - (delivered - sample) / SAMPLE_RATE
 
     def read(self, timeout: float) -> Block | MicrophoneEnded | None:
         """The next 16 kHz block; MicrophoneEnded once the session is over and drained; None if nothing came in time."""
@@ -170,6 +183,8 @@ class MicrophoneSession:
         if self._resampler is not None:
             block = self._resampler.convert(block)
         self._last_block_at = time.monotonic()
+        self._delivered += block.size
+        self._mark = (self._delivered, self._last_block_at - self._capture_latency)
         self._level = level_of(block)
         self._blocks.put(block)
 

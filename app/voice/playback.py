@@ -2,12 +2,15 @@
 
 stop() aborts the stream, which drops what PortAudio and the driver still hold instead of playing it
 out, so the sound ends within a block or two (12 ms blocks, low latency) rather than after the buffer.
+Each block played is written to the echo check's record (app/voice/echo.py) with the time it sounds, so
+that the microphone can tell Kestrel's voice from the person's.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -16,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from app.voice.devices import pick_device, problem_of, sound_library, stream_closed, stream_opened
+from app.voice.echo import SPOKEN, SpokenSound, SpokenStream
 
 # Small blocks: stop() and the end of a sound are heard within one, and the callback has little to copy.
 _BLOCK_S = 0.012
@@ -36,8 +40,10 @@ class PlaybackEnded:
 class Playback:
     """One sound at a time on one output (device: its name, None for the default)."""
 
-    def __init__(self, device: str | None = None, *, platform: str = sys.platform, close_s: float = 2.0) -> None:
+    def __init__(self, device: str | None = None, *, platform: str = sys.platform, close_s: float = 2.0,
+                 spoken: SpokenSound = SPOKEN) -> None:
         self._device_name = device
+        self._spoken_sound = spoken
         self._platform = platform
         self._close_s = close_s
         self._stream: Any = None
@@ -47,6 +53,8 @@ class Playback:
         self._done = threading.Event()
         self._ended: PlaybackEnded | None = None
         self._taking = threading.Lock()  # stop() and wait() may come from two threads: one closes the stream
+        self._spoken: SpokenStream | None = None  # what is played, for the microphone's echo check
+        self._latency = 0.0
         self.device_used = ""
 
     @property
@@ -69,6 +77,7 @@ class Playback:
             stream_closed()
             raise problem_of(str(exc), microphone=False, platform=self._platform) from exc
         self.device_used = device.name
+        self._spoken, self._latency = self._spoken_sound.begin(rate), float(getattr(stream, "latency", 0.0) or 0.0)
         self._stream = stream
         try:
             stream.start()
@@ -115,6 +124,9 @@ class Playback:
         chunk = self._pcm[self._at:self._at + frames]
         outdata[:chunk.size, 0] = chunk
         outdata[chunk.size:, 0] = 0
+        spoken = self._spoken
+        if spoken is not None and chunk.size:
+            spoken.played(chunk, time.monotonic() + self._latency)
         self._at += frames
         if self._at >= self._pcm.size:
             raise sound_library().CallbackStop()

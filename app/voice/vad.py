@@ -86,10 +86,16 @@ class VoiceActivity:
         self._fed = 0  # samples turned into probabilities so far
         self._speech_from: float | None = None
         self._silence_from: float | None = None
+        self._last_probability = 0.0
 
     @property
     def speaking(self) -> bool:
         return self._speech_from is not None
+
+    @property
+    def voiced(self) -> bool:
+        """Whether the last window held speech (not the hang-over's silence after it)."""
+        return self._last_probability >= self._settings.keep
 
     def feed(self, frame: npt.NDArray[np.int16] | npt.NDArray[np.float32]) -> list[SpeechEvent]:
         """Frames of 16 kHz mono audio (int16, or float32 in [-1, 1]); the events they complete."""
@@ -98,7 +104,7 @@ class VoiceActivity:
         events: list[SpeechEvent] = []
         while self._pending.size >= WINDOW:
             window, self._pending = self._pending[:WINDOW], self._pending[WINDOW:]
-            probability = self._probability(window)
+            probability = self._last_probability = self._probability(window)
             self._fed += WINDOW
             event = self._step(probability, (self._fed - WINDOW) / SAMPLE_RATE)
             if event is not None:

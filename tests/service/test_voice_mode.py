@@ -149,8 +149,10 @@ def test_speech_over_the_answer_silences_it_stops_the_answer_and_is_the_next_mes
     async def scenario() -> None:
         async with started_service() as started:
             await with_voice(started, interrupt_by_speaking=True)
+            # A sentence a second for the test's 24 tokens: the answer is still being written when the person
+            # speaks (a faster one ended first under load, and Stop then had nothing to stop).
             long = Script(text=tuple(f" Kestrels hover over field number {n}." for n in range(200)), endless=False,
-                          token_s=0.15)
+                          token_s=1.0)
             started.engine.scripts.extend([long, written("Fine.")])
             door, watched, events = started.doors.voice_mode, Watched(started), started.events
             door.start()

@@ -121,11 +121,12 @@ def test_speech_played_into_the_speaker_is_recorded_at_the_devices_own_rate(
 def test_dictation_hears_speech_played_through_the_sound_server(
         pulse: PulseServer, tiny_transcriber: Transcriber) -> None:
     """Kestrel's playback into the speaker, its microphone session on the monitor, voice activity, the
-    transcriber: each utterance's text as it ends, the whole recording's words at the end."""
+    transcriber: each utterance's text as it ends, the whole recording's words at the end. The pipeline is
+    not told what Kestrel plays (spoken=None), so the playback stands for a person in the room."""
     events: list[DictationEvent] = []
     levels: list[float] = []
     mic = MicrophoneSession(ALSA_PULSE_DEVICE)
-    pipeline = DictationPipeline(mic, tiny_transcriber, VoiceActivity(), events.append)
+    pipeline = DictationPipeline(mic, tiny_transcriber, VoiceActivity(), events.append, spoken=None)
     pipeline.start()
     player = Playback(ALSA_PULSE_DEVICE)
     player.play(beckett_pcm(), SAMPLE_RATE)
@@ -146,6 +147,31 @@ def test_dictation_hears_speech_played_through_the_sound_server(
     assert len(heard) >= 2 and heard == list(result.heard)  # told as each utterance ended, not only at the end
     assert any(isinstance(event, SpeechStarted) for event in events)
     assert max(levels) > -30 and silent.peak_dbfs == FLOOR_DBFS  # the meter moved with the speech, then fell
+
+
+def test_dictation_does_not_take_kestrels_own_voice_for_speech(pulse: PulseServer,
+                                                               tiny_transcriber: Transcriber) -> None:
+    """The microphone is the speaker's monitor, as a laptop's microphone hears its loudspeakers: what Kestrel
+    plays is known for its own (app/voice/echo.py) and neither told nor transcribed."""
+    events: list[DictationEvent] = []
+    mic = MicrophoneSession(ALSA_PULSE_DEVICE)
+    pipeline = DictationPipeline(mic, tiny_transcriber, VoiceActivity(), events.append)
+    pipeline.start()
+    player = Playback(ALSA_PULSE_DEVICE)
+    player.play(beckett_pcm()[:SAMPLE_RATE * 5], SAMPLE_RATE)
+    finished, levels = None, []
+    for _ in range(200):
+        levels.append(mic.level.peak_dbfs)
+        finished = player.wait(0.05)
+        if finished is not None:
+            break
+    assert finished is not None and finished.how is PlaybackEnd.FINISHED
+    time.sleep(1.0)
+    pipeline.stop()
+    result = pipeline.wait(60)
+    assert result is not None and result.problem is None
+    assert max(levels) > -30  # the microphone heard the voice (the test above transcribes the same playback)
+    assert result.text == "" and events == [result], events
 
 
 def test_dictation_ends_by_itself_after_one_utterance_and_cuts_long_speech(
