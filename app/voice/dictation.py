@@ -115,6 +115,7 @@ class DictationPipeline:
         self._person_blocks = 0
         self._doubt_blocks = 0
         self._doubt_from = 0  # the sample where the blocks not sounding like the voice began
+        self._person_from = 0  # the sample where the blocks sounding like the person began
         self._voice_seen = False  # this speech has sounded like the voice at least once
         self._transcriber = transcriber
         self._vad = voice_activity
@@ -237,12 +238,17 @@ class DictationPipeline:
             return
         whose = self._whose()
         voiced = self._vad.voiced
-        person = whose in (Whose.PERSON, Whose.NOTHING_PLAYED) and voiced
-        self._person_blocks = self._person_blocks + 1 if person else 0
+        half_window = round(WINDOW_S * SAMPLE_RATE) // 2  # a voice begins about here in the window it changes
+        if whose in (Whose.PERSON, Whose.NOTHING_PLAYED) and voiced:
+            if self._person_blocks == 0:
+                self._person_from = self._fed - half_window
+            self._person_blocks += 1
+        else:
+            self._person_blocks = 0
         self._voice_seen = self._voice_seen or whose is Whose.ECHO
         if whose is not Whose.ECHO and voiced and self._voice_seen:
             if self._doubt_blocks == 0:
-                self._doubt_from = self._fed - round(WINDOW_S * SAMPLE_RATE) // 2
+                self._doubt_from = self._fed - half_window
             self._doubt_blocks += 1
         else:
             self._doubt_blocks = 0
@@ -257,7 +263,9 @@ class DictationPipeline:
         elif said:  # the person speaks over the voice (or after it)
             self._echoing = False
             pre_roll = self._settings.pre_roll_ms * SAMPLE_RATE // 1000
-            self._utterance_from = max(self._audio_from, self._doubt_from - pre_roll)
+            began = min(self._doubt_from if self._doubt_blocks else self._fed,
+                        self._person_from if self._person_blocks else self._fed)
+            self._utterance_from = max(self._audio_from, began - pre_roll)
             self._on_event(SpeechStarted(self._utterance_from / SAMPLE_RATE))
 
     def _become_echo(self) -> None:

@@ -37,6 +37,12 @@ MONITOR = f"{SINK}.monitor"
 # With room=True a second null sink is the room the person speaks in: its monitor is the microphone, so the
 # microphone hears what a test plays into the room and not what Kestrel plays (as with headphones).
 ROOM = "kestrel_room"
+# With loudspeakers=True (and room) the room also hears the speaker, as a laptop's microphone hears its own
+# loudspeakers: a loopback from the speaker's monitor into the room, quieter than the person (PulseAudio's
+# volume is cubic: 60% is about -13 dB) and late by a fixed 200 ms (adjust_time=0: no rate adjustment, which
+# with 60 ms grew the delay under load).
+LOUDSPEAKER_VOLUME = "60%"
+LOUDSPEAKER_LATENCY_MS = 200
 # The ALSA device that goes through the PulseAudio plugin: what the tests pick by name.
 ALSA_PULSE_DEVICE = "pulse"
 
@@ -60,8 +66,10 @@ class PulseServer:
         return done.stdout
 
     def source_outputs(self) -> list[str]:
-        """The recording streams open on the server now (one per microphone a client has opened)."""
-        return [line for line in self.pactl("list", "short", "source-outputs").splitlines() if line.strip()]
+        """The recording streams clients have open on the server now (one per microphone opened; the
+        loudspeakers' loopback, the server's own, is not one)."""
+        return [line for line in self.pactl("list", "short", "source-outputs").splitlines()
+                if line.strip() and line.split("\t")[2] != "-"]
 
     def unload_null_sink(self) -> None:
         """The speaker and its monitor go, as a USB headset does when it is pulled out."""
@@ -89,9 +97,11 @@ def pulse_or_skip() -> None:
 
 
 @contextmanager
-def pulse_server(runtime: Path, *, with_speaker: bool = True, room: bool = False) -> Iterator[PulseServer]:
+def pulse_server(runtime: Path, *, with_speaker: bool = True, room: bool = False,
+                 loudspeakers: bool = False) -> Iterator[PulseServer]:
     """A private PulseAudio in runtime; with_speaker: the null sink (and so a microphone: its monitor);
-    room: a second null sink (ROOM) whose monitor is the microphone instead."""
+    room: a second null sink (ROOM) whose monitor is the microphone instead; loudspeakers (with room): the
+    room hears the speaker too, quieter (LOUDSPEAKER_VOLUME)."""
     pulse_or_skip()
     runtime.mkdir(parents=True, exist_ok=True)
     loads = [f"--load=module-native-protocol-unix socket={runtime}/native auth-anonymous=1"]
@@ -111,6 +121,11 @@ def pulse_server(runtime: Path, *, with_speaker: bool = True, room: bool = False
         if with_speaker:
             server.pactl("set-default-sink", SINK)
             server.pactl("set-default-source", f"{ROOM}.monitor" if room else MONITOR)
+        if loudspeakers and room:
+            server.pactl("load-module", "module-loopback", f"source={MONITOR}", f"sink={ROOM}", "adjust_time=0",
+                         f"latency_msec={LOUDSPEAKER_LATENCY_MS}", "source_dont_move=true", "sink_dont_move=true")
+            loop = server.pactl("list", "short", "sink-inputs").split("\t")[0]
+            server.pactl("set-sink-input-volume", loop, LOUDSPEAKER_VOLUME)
         yield server
     finally:
         process.terminate()
