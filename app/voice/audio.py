@@ -1,4 +1,8 @@
-"""Audio in: WAV read defensively, raw 16-bit PCM, and other formats through PyAV, all to 16 kHz mono float32.
+"""Audio in: WAV read defensively, raw 16-bit PCM, MP3/FLAC/Ogg through libsndfile, and other formats through
+PyAV where it is installed, all to 16 kHz mono float32.
+
+libsndfile (the soundfile package) is what the installed app carries; PyAV (which faster-whisper brings to a
+pip install) is left out of it, its FFmpeg being GPL, so there M4A, WebM and the like are refused in words.
 
 Runs in the transcription child (app/voice/transcriber_child.py), so a decoder that a hostile file
 crashes or swells takes only that child with it; what a person can fix comes back as an AudioProblem.
@@ -10,7 +14,7 @@ import importlib
 import io
 import struct
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy is imported where audio is decoded: the values here are read by the window at start
     import numpy as np
@@ -40,7 +44,7 @@ class AudioProblem(StrEnum):
     TOO_LONG = "too_long"
     NOT_AUDIO = "not_audio"
     UNSUPPORTED_WAV = "unsupported_wav"
-    WAV_ONLY = "wav_only"  # not WAV, and this Kestrel carries no decoder for anything else (the frozen app)
+    FORMAT_NOT_READ = "format_not_read"  # not WAV, MP3, FLAC or Ogg, and no PyAV here to read it (the frozen app)
 
 
 class AudioRefused(Exception):
@@ -136,14 +140,68 @@ def _resampled(samples: Samples, rate: int) -> Samples:
 
 
 def _decode_other(data: bytes) -> Samples:
-    """MP3, FLAC, Ogg, M4A, WebM… through PyAV (FFmpeg), which faster-whisper brings."""
+    """MP3, FLAC, Ogg through libsndfile; what it does not know (M4A, WebM…) through PyAV where installed."""
+    try:
+        soundfile = importlib.import_module("soundfile")
+    except (ImportError, OSError):  # OSError: the package without its library
+        soundfile = None
+    if soundfile is not None:
+        try:
+            return _decode_sndfile(soundfile, data)
+        except AudioRefused as refused:
+            if refused.problem is not AudioProblem.NOT_AUDIO:
+                raise
+    return _decode_av(data)
+
+
+# libsndfile's formats, by its major format names: what a refusal can say this Kestrel reads.
+_SNDFILE_READS = ("MP3", "FLAC", "OGG")
+_BLOCK_FRAMES = 1 << 16
+
+
+def _decode_sndfile(soundfile: Any, data: bytes) -> Samples:
+    """Block by block (memory bounded by the output, never the file's claims), each block to mono and 16 kHz."""
+    import numpy as np
+
+    from app.voice.resampling import StreamResampler
+    try:
+        opened = soundfile.SoundFile(io.BytesIO(data))
+    except Exception as exc:  # LibsndfileError: not a format it reads
+        raise AudioRefused(AudioProblem.NOT_AUDIO, type(exc).__name__) from exc
+    chunks: list[Samples] = []
+    total = 0
+    with opened:
+        rate = int(opened.samplerate)
+        if not 1000 <= rate <= 384_000 or not 1 <= opened.channels <= 8:
+            raise AudioRefused(AudioProblem.NOT_AUDIO, f"{opened.channels} channels, {rate} Hz")
+        resampler = StreamResampler(rate, SAMPLE_RATE) if rate != SAMPLE_RATE else None
+        try:  # read() until it runs dry, not blocks(): that one trusts the header's length (an MP3's LAME
+            # header of a file cut short) and hands the last block's samples again to make it up
+            while (block := opened.read(_BLOCK_FRAMES, dtype="int16", always_2d=True)).size:
+                mono = block.mean(axis=1).round().astype(np.int16)
+                if resampler is not None:
+                    mono = resampler.convert(mono)
+                total += mono.size
+                if total > MAX_SECONDS * SAMPLE_RATE:
+                    raise AudioRefused(AudioProblem.TOO_LONG, f"{total / SAMPLE_RATE:.0f}")
+                chunks.append(mono.astype(np.float32) / 32768.0)
+        except AudioRefused:
+            raise
+        except Exception as exc:  # a stream that breaks off or lies part-way
+            if not chunks:
+                raise AudioRefused(AudioProblem.NOT_AUDIO, type(exc).__name__) from exc
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+
+
+def _decode_av(data: bytes) -> Samples:
+    """M4A, WebM… through PyAV (FFmpeg), which faster-whisper brings to a pip install."""
     import numpy as np
     try:
         av = importlib.import_module("av")
     except ImportError as exc:
-        raise AudioRefused(AudioProblem.WAV_ONLY, "PyAV is not installed") from exc
+        raise AudioRefused(AudioProblem.FORMAT_NOT_READ, "PyAV is not installed") from exc
     if not hasattr(av, "open"):  # the frozen app's stand-in (build.spec: PyAV is left out, its FFmpeg is GPL)
-        raise AudioRefused(AudioProblem.WAV_ONLY, "PyAV is not carried")
+        raise AudioRefused(AudioProblem.FORMAT_NOT_READ, "PyAV is not carried")
     chunks: list[Samples] = []
     total = 0
     try:

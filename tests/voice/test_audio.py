@@ -14,7 +14,7 @@ from app.voice.audio import MAX_SECONDS, AudioKind, AudioProblem, AudioRefused, 
 from app.voice.words import audio_refused_words
 from app.voice.protocol import Segment, Transcript
 from app.voice.transcript_formats import TranscriptFormat, written
-from tests.helpers.speech import BECKETT, fmt_chunk, riff, wav_bytes
+from tests.helpers.speech import BECKETT, fmt_chunk, riff, wav_bytes, write_as
 
 
 def tone(seconds: float, rate: int) -> np.ndarray:
@@ -98,19 +98,48 @@ def test_subtitles_number_their_cues_and_count_hours() -> None:
 HOOK = Path(__file__).resolve().parents[2] / "installer" / "runtime_hooks" / "speech_stand_ins.py"
 
 
-def test_without_pyav_a_file_that_is_not_wav_is_refused_with_how_to_convert_it(monkeypatch: pytest.MonkeyPatch) -> None:
+M4A = b"\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00M4A isomiso2" + bytes(4000)  # an MP4 container's opening
+
+
+def test_without_pyav_mp3_flac_and_ogg_are_read_and_other_files_refused_with_how_to_convert_them(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The frozen app carries no PyAV: its runtime hook puts an empty module in its place (run here as the app runs
-    it, with the packages out of reach), and a non-WAV file is refused with words that say how to convert it."""
+    it, with the packages out of reach). MP3, FLAC and Ogg are still read (libsndfile), anything else is refused
+    with words that say how to convert it."""
     done = subprocess.run([sys.executable, "-S", "-c", f"exec(open({str(HOOK)!r}).read()); import sys; "
                            "print(sorted(name for name in ('av', 'huggingface_hub') if not hasattr(sys.modules[name], "
                            "'__file__')))"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.split() == ["['av',", "'huggingface_hub']"], done
     monkeypatch.setitem(sys.modules, "av", types.ModuleType("av"))
-    problem = refused(b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"\xff\xfb\x90\x00" * 500)
-    assert problem.problem is AudioProblem.WAV_ONLY
+    wav = decode(BECKETT.read_bytes(), AudioKind.FILE)
+    assert wav.size == 159_414  # WAV is read as ever
+    for format, suffix in (("MP3", "mp3"), ("FLAC", "flac"), ("OGG", "ogg")):
+        path = tmp_path / f"beckett.{suffix}"
+        write_as(BECKETT, path, format)
+        samples = decode(path.read_bytes(), AudioKind.FILE)
+        assert abs(samples.size - wav.size) < 0.05 * wav.size, (format, samples.size)  # MP3 adds its padding
+        assert 0.5 < float(np.sqrt(np.mean(samples ** 2)) / np.sqrt(np.mean(wav ** 2))) < 2.0, format
+    problem = refused(M4A)
+    assert problem.problem is AudioProblem.FORMAT_NOT_READ
     words = audio_refused_words(problem)
-    assert "WAV" in words and "ffmpeg -i recording.mp3 recording.wav" in words
-    assert decode(BECKETT.read_bytes(), AudioKind.FILE).size == 159_414  # WAV is still read
+    assert "WAV, MP3, FLAC and Ogg" in words and "ffmpeg -i recording.m4a recording.wav" in words
+
+
+def test_a_broken_mp3_or_flac_is_refused_or_read_as_far_as_it_goes(tmp_path: Path) -> None:
+    """Cut in half, the file's first half is read; its first 100 bytes, or noise named .flac, are no audio."""
+    wav = decode(BECKETT.read_bytes(), AudioKind.FILE)
+    for format, suffix in (("MP3", "mp3"), ("FLAC", "flac")):
+        path = tmp_path / f"beckett.{suffix}"
+        write_as(BECKETT, path, format)
+        whole = path.read_bytes()
+        half = decode(whole[:len(whole) // 2], AudioKind.FILE)
+        assert 0.3 * wav.size < half.size < 0.7 * wav.size, (format, half.size)
+        with pytest.raises(AudioRefused):
+            decode(whole[:100], AudioKind.FILE)
+    noise = np.random.default_rng(5).integers(0, 256, 50_000, dtype=np.uint8).tobytes()
+    with pytest.raises(AudioRefused) as noisy:
+        decode(b"fLaC" + noise, AudioKind.FILE)
+    assert noisy.value.problem in (AudioProblem.NOT_AUDIO, AudioProblem.FORMAT_NOT_READ, AudioProblem.TOO_SHORT)
 
 
 def test_where_pyav_is_installed_the_hook_leaves_it_alone() -> None:
