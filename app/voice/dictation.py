@@ -236,8 +236,11 @@ class DictationPipeline:
         from a little before the doubt began."""
         if self._held is None and not (self._echoing and self._vad.speaking):
             return
-        whose = self._whose()
         voiced = self._vad.voiced
+        if self._held is None and not voiced:  # the voice's pause: nothing to count, no check to pay for
+            self._person_blocks = self._doubt_blocks = 0
+            return
+        whose = self._whose()
         half_window = round(WINDOW_S * SAMPLE_RATE) // 2  # a voice begins about here in the window it changes
         if whose in (Whose.PERSON, Whose.NOTHING_PLAYED) and voiced:
             if self._person_blocks == 0:
