@@ -52,7 +52,9 @@ class DictationSettings:
     be sure, and the first consonant is in them); after_ms: audio kept past the end of speech;
     one_utterance: end after the first utterance (dictation's "stop at the end of speech"); quiet_ms: with
     one_utterance, end only once this long has passed since the last word (0: as soon as the detector says
-    speech ended), so that a person who pauses between two sentences is not cut off (voice mode's turns)."""
+    speech ended), so that a person who pauses between two sentences is not cut off (voice mode's turns);
+    question_ends: with quiet_ms, an utterance the transcriber heard as a question ("…?") ends it without that
+    wait (a question is a whole turn; a statement may go on after a pause)."""
 
     max_utterance_s: float = 30.0
     pre_roll_ms: int = 300
@@ -60,6 +62,7 @@ class DictationSettings:
     one_utterance: bool = False
     language: str | None = None
     quiet_ms: int = 0
+    question_ends: bool = False
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,8 @@ class DictationPipeline:
                 self._send(self._fed, cut=True)
                 self._utterance_from = self._fed
             if self._settings.one_utterance and self._heard and not self._vad.speaking \
-                    and self._fed - self._last_word >= self._settings.quiet_ms * SAMPLE_RATE // 1000:
+                    and (self._fed - self._last_word >= self._settings.quiet_ms * SAMPLE_RATE // 1000
+                         or (self._settings.question_ends and self._heard[-1].text.rstrip().endswith("?"))):
                 self._microphone.stop()
                 return MicrophoneEnded()
 

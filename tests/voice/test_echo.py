@@ -131,6 +131,7 @@ class ScriptedMicrophone:
         for at in range(0, self.sound.size - BLOCK_SAMPLES + 1, BLOCK_SAMPLES):
             self._blocks.put(self.sound[at:at + BLOCK_SAMPLES])
         self.stopped = False
+        self.read_samples = 0  # how far the pipeline had listened when it ended
 
     def start(self) -> None:
         pass
@@ -139,9 +140,11 @@ class ScriptedMicrophone:
         if self.stopped:
             return MicrophoneEnded()
         try:
-            return self._blocks.get_nowait()
+            block = self._blocks.get_nowait()
         except queue.Empty:
             return MicrophoneEnded()
+        self.read_samples += block.size
+        return block
 
     def stop(self) -> None:
         self.stopped = True

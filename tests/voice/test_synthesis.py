@@ -7,6 +7,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.voice.protocol import TranscribeAsk
@@ -143,3 +144,36 @@ def test_a_changed_file_is_refused_and_nothing_is_left_behind(tmp_path: Path) ->
         ensure_bundle(changed, tmp_path)
     assert "did not match its checksum (cmudict.dict)" in str(refused.value)
     assert [path.name for path in tmp_path.iterdir()] == [".changed.lock"]
+
+
+def test_a_question_ends_voice_modes_turn_without_the_quiet_second(synthesizer: Synthesizer,
+                                                                    tiny_transcriber: Transcriber) -> None:
+    """Voice mode's turn (one utterance, a second's quiet after the last word) ends as soon as a question is heard;
+    a statement still waits its second. Said by the real voice, heard by the real detector and Whisper, fed as a
+    microphone would (the samples are the clock)."""
+    from app.voice.dictation import DictationPipeline, DictationSettings
+    from app.voice.resampling import StreamResampler
+    from app.voice.vad import VoiceActivity
+    from tests.voice.test_echo import ScriptedMicrophone
+
+    def turn(text: str, question_ends: bool) -> tuple[str, float]:
+        """What was heard, and how long after the speech's end the turn ended (in microphone time)."""
+        spoken = list(synthesizer.speak(text))
+        speech = np.concatenate([StreamResampler(one.sample_rate, 16_000).convert(one.samples) for one in spoken])
+        mic = ScriptedMicrophone(np.concatenate([np.zeros(8_000, np.int16), speech, np.zeros(48_000, np.int16)]))
+        settings = DictationSettings(one_utterance=True, quiet_ms=1_000, question_ends=question_ends)
+        pipeline = DictationPipeline(mic, tiny_transcriber, VoiceActivity(), lambda event: None,  # type: ignore[arg-type]
+                                     settings, spoken=None)
+        pipeline.start()
+        result = pipeline.wait(60)
+        assert result is not None and result.problem is None
+        return result.text, (mic.read_samples - 8_000 - speech.size) / 16_000
+
+    question, asked_after = turn("What is the capital of France?", question_ends=True)
+    assert question.rstrip().endswith("?") and "france" in question.lower(), question
+    statement, told_after = turn("The capital of France is Paris.", question_ends=True)
+    assert not statement.rstrip().endswith("?"), statement
+    waited, waited_after = turn("What is the capital of France?", question_ends=False)
+    # the synthesized audio ends with a little silence after its last word: the statement's second shows as ~0.9 s
+    assert asked_after < 0.6 and told_after > 0.8 and waited_after > 0.8, (asked_after, told_after, waited_after)
+    assert waited_after - asked_after > 0.4

@@ -35,7 +35,8 @@ VOICE_PACKAGES = ("faster_whisper", "sounddevice", "onnxruntime")
 # A person who talks without a pause still sees words after this long (the utterance is sent in parts).
 LONGEST_PART_S = 10.0
 # Voice mode's turn ends this long after the person's last word (the detector's own hang-over is 500 ms): a pause
-# between two sentences does not send the first alone (and the second would then interrupt the answer).
+# between two sentences does not send the first alone (and the second would then interrupt the answer). An
+# utterance Whisper heard as a question ends the turn at once (DictationSettings.question_ends).
 TURN_QUIET_MS = 1_000
 # How long shutdown waits for a dictation to end (its last words transcribed) before it leaves it.
 CLOSE_WAIT_S = 10.0
@@ -222,7 +223,7 @@ class Dictation:
         pipeline = DictationPipeline(microphone, self._transcriber, detector, on_event,
                                      DictationSettings(one_utterance=settings.stop_at_end_of_speech,
                                                        max_utterance_s=LONGEST_PART_S, language=language,
-                                                       quiet_ms=quiet_ms))
+                                                       quiet_ms=quiet_ms, question_ends=quiet_ms > 0))
         pipeline.start()
         return pipeline, microphone
 
