@@ -106,16 +106,17 @@ class SpokenSound:
         """What sounded from start to end, at 16 kHz (silence where nothing played)."""
         count = max(0, round((end - start) * SAMPLE_RATE))
         out = np.zeros(count)
-        with self._lock:
-            stretches = [(stretch, np.concatenate(stretch.samples) if stretch.samples else np.zeros(0, np.int16))
+        with self._lock:  # only the lists are copied under the lock: the audio callback waits on it
+            stretches = [(stretch.start, stretch.rate, list(stretch.samples))
                          for stretch in self._stretches if stretch.end > start and stretch.start < end]
         times = start + np.arange(count) / SAMPLE_RATE
-        for stretch, samples in stretches:
-            if samples.size == 0:
+        for first, rate, blocks in stretches:
+            if not blocks:
                 continue
-            inside = (times >= stretch.start) & (times < stretch.start + samples.size / stretch.rate)
+            samples = np.concatenate(blocks)
+            inside = (times >= first) & (times < first + samples.size / rate)
             if inside.any():
-                places = (times[inside] - stretch.start) * stretch.rate
+                places = (times[inside] - first) * rate
                 out[inside] += np.interp(places, np.arange(samples.size), samples.astype(np.float64))
         return out
 
@@ -161,7 +162,7 @@ def echo_likeness(microphone: npt.NDArray[np.float64], reference: npt.NDArray[np
 
 def _fast_length(at_least: int) -> int:
     """The smallest length of at least at_least whose only prime factors are 2, 3 and 5: FFTs of it are
-    fast (pocketfft), and it is often half the next power of two (34,560 for the 33,600 a check needs)."""
+    fast (pocketfft), and it is often half the next power of two (33,750 for the 33,600 a check needs)."""
     best = 1 << max(0, (at_least - 1).bit_length())
     five = 1
     while five < best:
