@@ -200,13 +200,9 @@ class DictationPipeline:
         if isinstance(event, SpeechStarted):
             pre_roll = self._settings.pre_roll_ms * SAMPLE_RATE // 1000
             self._utterance_from = max(self._audio_from, round(event.at * SAMPLE_RATE) - pre_roll)
-            whose = self._whose()
-            if whose is Whose.NOTHING_PLAYED:
+            if not self._voice_near():
                 self._on_event(event)
-            elif whose is Whose.ECHO:
-                self._person_blocks, self._doubt_blocks, self._voice_seen = 0, 0, True
-                self._become_echo()
-            else:
+            else:  # judged by _judge_echo, on this block first
                 self._held, self._held_blocks, self._person_blocks, self._doubt_blocks = event, 0, 0, 0
                 self._voice_seen = False
             return
@@ -224,13 +220,19 @@ class DictationPipeline:
             self._send(until, cut=False)
             self._utterance_from = None
 
+    def _check(self) -> EchoCheck | None:
+        if self._spoken is not None and self._echo is None:
+            self._echo = EchoCheck(self._spoken, self._microphone.heard_at)
+        return self._echo
+
+    def _voice_near(self) -> bool:
+        check = self._check()
+        return check is not None and check.voice_near(self._fed)
+
     def _whose(self) -> Whose:
         """Whose voice the microphone's latest samples are: nothing played (no echo possible), Kestrel's, the person's."""
-        if self._spoken is None:
-            return Whose.NOTHING_PLAYED
-        if self._echo is None:
-            self._echo = EchoCheck(self._spoken, self._microphone.heard_at)
-        return self._echo.heard(self._audio, self._fed)
+        check = self._check()
+        return Whose.NOTHING_PLAYED if check is None else check.heard(self._audio, self._fed)
 
     def _judge_echo(self) -> None:
         """After each block: held speech is judged, an echo checked again for the person's voice. The person

@@ -186,6 +186,12 @@ class EchoCheck:
         self._spoken = spoken
         self._heard_at = heard_at
 
+    def voice_near(self, upto: int) -> bool:
+        """Whether the voice sounded late enough that the microphone's window ending at sample upto may hold it
+        (cheap: no correlation)."""
+        end = self._heard_at(upto)
+        return end is not None and self._spoken.played_since(end - WINDOW_S - MAX_DELAY_S)
+
     def heard(self, recent: npt.NDArray[np.int16], upto: int) -> Whose:
         """recent: the microphone's samples ending at sample number upto."""
         end = self._heard_at(upto)
