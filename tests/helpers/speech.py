@@ -80,11 +80,12 @@ def built_speech_folder(folder: Path) -> Path:
 
 
 def link_speech_home(built: Path) -> Path:
-    """This test's Kestrel home with what built_speech_folder made, linked (not copied: 150 MB a test)."""
+    """This test's Kestrel home with every speech folder built holds (what built_speech_folder made, or a
+    fixture's own), linked, not copied: 150 MB a test."""
     from app.core.paths import data_paths
-    from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P
     speech = data_paths().ensure().data / "speech"
     speech.mkdir(exist_ok=True)
-    for name in (WHISPER_TINY_EN.id, DEFAULT_VOICE.bundle.id, ENGLISH_G2P.id):
-        (speech / name).symlink_to(built / name, target_is_directory=True)
+    for folder in sorted(built.iterdir()):
+        if folder.is_dir():
+            (speech / folder.name).symlink_to(folder, target_is_directory=True)
     return speech

@@ -11,7 +11,6 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from app.core.paths import data_paths
 from app.core.settings import Settings
 from app.core.voice_settings import VoiceSettings
 from app.service.voice.read_aloud_events import ReadAloudState
@@ -24,6 +23,7 @@ from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
+from tests.helpers.speech import link_speech_home
 from tests.ui.conftest import idle, run, until
 
 
@@ -36,14 +36,6 @@ def built_voice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ensure_bundle(DEFAULT_VOICE.bundle, folder)
     ensure_bundle(ENGLISH_G2P, folder)
     return folder
-
-
-def voice_home(built_voice: Path) -> None:
-    """This test's Kestrel home with the voice in place (linked, not copied: 70 MB per test)."""
-    speech = data_paths().ensure().data / "speech"
-    speech.mkdir(exist_ok=True)
-    for bundle in (DEFAULT_VOICE.bundle, ENGLISH_G2P):
-        (speech / bundle.id).symlink_to(built_voice / bundle.id, target_is_directory=True)
 
 
 def reading_window(make_window, loop, engine: ScriptedEngine, voice: VoiceSettings):
@@ -73,7 +65,7 @@ def playing(pulse: PulseServer) -> bool:
 
 def test_the_speaker_reads_the_answer_and_a_second_press_or_escape_stops_it(
         make_window, loop, qtbot, built_voice: Path, pulse: PulseServer) -> None:
-    voice_home(built_voice)
+    link_speech_home(built_voice)
     window = answered(make_window, loop, "Tell me about kestrels.", ALSA_PULSE_DEVICE)
     door, view = window.doors.read_aloud, window.messages
     assert list(actions(window)) == ["copy", "read-aloud", "regenerate", "remember"]
@@ -104,7 +96,7 @@ def test_the_speaker_reads_the_answer_and_a_second_press_or_escape_stops_it(
 
 def test_with_the_setting_on_an_answer_is_heard_while_it_is_written_and_its_stop_shows(
         make_window, loop, qtbot, built_voice: Path, pulse: PulseServer) -> None:
-    voice_home(built_voice)
+    link_speech_home(built_voice)
     engine = ScriptedEngine()
     # A first sentence at once, then the rest slowly: it is still being written while the first is heard.
     engine.scripts.append(Script(text=("Kestrels", " hover", " over", " fields.", " ", *[" and"] * 40, " done."),
@@ -128,7 +120,7 @@ def test_with_the_setting_on_an_answer_is_heard_while_it_is_written_and_its_stop
 
 def test_a_missing_speaker_is_said_in_the_banner(make_window, loop, qtbot, built_voice: Path,
                                                  pulse: PulseServer) -> None:
-    voice_home(built_voice)
+    link_speech_home(built_voice)
     window = answered(make_window, loop, "Hello?", "Headphones that were unplugged")
     qtbot.mouseClick(window.messages.viewport(), Qt.MouseButton.LeftButton,
                      pos=actions(window)["read-aloud"].center())
