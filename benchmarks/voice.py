@@ -8,14 +8,18 @@ Speech to text, for each Whisper model the `voice` extra ships (tiny.en, the def
   (one person reading; where it came from and its licence are in that folder's README), the transcriber warm
   (its child started and the model loaded, as in the window after the first press);
 - word error rate against what was said (edit distance over words, lower case, punctuation ignored);
-- end of speech -> final text for a 5-second utterance: the detector's silence hang-over (the time it waits
-  before it calls the speech over) plus the time to transcribe 5 s of the recording.
+- end of speech -> final text for a 5-second utterance: the recording with its pauses shortened to 0.15 s
+  (one utterance: the detector's hang-over is 0.5 s), its first 5 s and then silence, fed to the
+  real dictation pipeline (detector, early words, transcriber) by a microphone that gives a 32 ms block every
+  32 ms, from the last sample of speech fed to the text coming out; beside it, the detector's silence
+  hang-over (the time it waits before it calls the speech over) and the time to transcribe 5 s of the
+  recording, which without early words (app/voice/dictation.py) it took one after the other.
 Text to speech, with the default voice (en_US-joe-medium), when its packages are installed:
 - time to the first sentence's audio and real-time factor over a short answer of four sentences;
 - a round trip: the recording's words said by the voice, then heard by tiny.en (word error rate).
 Voice mode (benchmarks/voice_turns.py: a real Service on a private PulseAudio, the starter model or --model):
 - voice to voice: the end of a spoken question in the room -> the first sound of the answer on the speaker,
-  over --turns turns (after one warm-up), with where the time went (the detector's hang-over, the words, the
+  over --turns turns (after one warm-up), with where the time went (the silence waited for, the words, the
   first token, the first clause, the voice); the questions are said by Kestrel's own Piper voice (synthetic
   speech), or with --speech beckett by the real recording's "Ever tried.";
 - barge-in: the real recording spoken over a long answer -> the speaker silent, --barge-ins tries.
@@ -37,10 +41,13 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import wave
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -111,15 +118,99 @@ def speech_to_text(model: SpeechModel, speech: Path, runs: int) -> dict[str, Any
             rows.append({"recording": name, "seconds": round(seconds, 2),
                          "rtf_median": round(statistics.median(times) / seconds, 3),
                          "rtf_worst": round(max(times) / seconds, 3), "wer": round(statistics.median(errors), 3)})
-        utterance, _ = pcm16(FIXTURES / "beckett.wav", UTTERANCE_S)
+        utterance = one_utterance(pcm16(FIXTURES / "beckett.wav")[0], UTTERANCE_S)
         transcribe_5s = statistics.median(timed(lambda: transcriber.transcribe(
             TranscribeAsk(utterance, AudioKind.PCM16, "en")))[1] for _ in range(runs))
+        final_text_s = statistics.median(end_of_speech_to_text(transcriber, utterance) for _ in range(runs))
     finally:
         transcriber.close()
     hang_over_s = VadSettings().hang_over_ms / 1000
     return {"model": model.id, "first_answer_s": round(load_s, 2), "recordings": rows,
             "utterance_s": UTTERANCE_S, "hang_over_s": hang_over_s, "transcribe_5s": round(transcribe_5s, 3),
-            "final_text_s": round(hang_over_s + transcribe_5s, 3), "heard_first": first.text}
+            "final_text_s": round(final_text_s, 3), "heard_first": first.text}
+
+
+def one_utterance(frames: bytes, seconds: float, pause_s: float = 0.15) -> bytes:
+    """The first `seconds` of a recording whose pauses (the detector's 32 ms windows that are not speech) are cut to
+    pause_s: one utterance, the detector's hang-over being 0.5 s."""
+    from app.voice.vad import WINDOW, VoiceActivity
+
+    samples = np.frombuffer(frames, dtype="<i2").astype(np.int16)
+    detector = VoiceActivity()
+    kept: list[Any] = []
+    quiet = 0
+    for at in range(0, samples.size - WINDOW + 1, WINDOW):
+        window = samples[at:at + WINDOW]
+        detector.feed(window)
+        quiet = 0 if detector.voiced else quiet + 1
+        if quiet * WINDOW <= pause_s * 16_000:
+            kept.append(window)
+    return np.concatenate(kept)[:round(seconds * 16_000)].astype("<i2").tobytes()
+
+
+class PacedMicrophone:
+    """A microphone that hears the given samples in real time: a 32 ms block every 32 ms, then nothing more.
+    handed_at(sample): when the block holding that sample was read."""
+
+    BLOCK = 512
+
+    def __init__(self, samples: Any) -> None:
+        self._samples = samples
+        self._next = 0
+        self._stopped = threading.Event()
+        self._started = 0.0
+        self._handed: list[float] = []  # when each block was read
+
+    def start(self) -> None:
+        self._started = time.perf_counter()
+
+    def read(self, timeout: float) -> Any:
+        from app.voice.microphone import MicrophoneEnded
+
+        if self._stopped.is_set() or self._next >= len(self._samples):
+            return MicrophoneEnded()
+        due = self._started + (self._next + self.BLOCK) / 16_000
+        if due > time.perf_counter():
+            time.sleep(due - time.perf_counter())
+        block = self._samples[self._next:self._next + self.BLOCK]
+        self._next += self.BLOCK
+        self._handed.append(time.perf_counter())
+        return block
+
+    def handed_at(self, sample: int) -> float:
+        return self._handed[min(sample // self.BLOCK, len(self._handed) - 1)]
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def heard_at(self, sample: int) -> float:
+        return self._started + sample / 16_000
+
+
+def end_of_speech_to_text(transcriber: Transcriber, utterance: bytes) -> float:
+    """The utterance then two seconds of silence through the real dictation pipeline in real time: seconds from
+    the reading of its last word's end (where the detector found it: the last text's end less the audio kept
+    after it) to that text coming out."""
+    from app.voice.dictation import DictationPipeline, DictationSettings, Heard
+    from app.voice.vad import VoiceActivity
+
+    speech = np.frombuffer(utterance, dtype="<i2").astype(np.int16)
+    mic = PacedMicrophone(np.concatenate([speech, np.zeros(32_000, np.int16)]))
+    heard: list[tuple[Heard, float]] = []
+    settings = DictationSettings(language="en")
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, Heard):
+            heard.append((event, time.perf_counter()))
+
+    pipeline = DictationPipeline(mic, transcriber, VoiceActivity(), on_event, settings, spoken=None)  # type: ignore[arg-type]
+    pipeline.start()
+    pipeline.wait(60)
+    if not heard:
+        raise SystemExit("the dictation pipeline heard no words in the 5-second utterance")
+    last, came_at = heard[-1]
+    last_word = round(last.end * 16_000) - settings.after_ms * 16
+    return came_at - mic.handed_at(last_word)
 
 
 def text_to_speech(speech: Path, runs: int) -> dict[str, Any]:
@@ -173,7 +264,7 @@ def print_table(report: dict[str, Any]) -> None:
         for rec in row["recordings"]:
             print(f"{row['model']:<16} {rec['recording']:<12} {rec['rtf_median']:>10.3f} {rec['rtf_worst']:>9.3f} "
                   f"{rec['wer']:>6.1%} {row['final_text_s']:>21.2f} s "
-                  f"({row['hang_over_s']:.2f} hang-over + {row['transcribe_5s']:.2f})")
+                  f"(hang-over {row['hang_over_s']:.2f}, transcribing {row['transcribe_5s']:.2f})")
     tts = report["text_to_speech"]
     if not tts:
         pass
@@ -200,8 +291,8 @@ def print_voice_mode(turns: dict[str, Any], barge_in: dict[str, Any]) -> None:
               f"{f', {failed} failed' if failed else ''})")
         print(f"  {'':<58} {'median':>8} {'p95':>8} {'max':>8}")
         print(f"  {'end of speech -> first sound of the answer':<58} " + seconds(turns["total_s"]))
-        for part, why in (("hang-over", "speech end -> the detector's end of speech"),
-                          ("words", "-> turn over (Whisper, then quiet for 1 s)"),
+        for part, why in (("silence", "speech end -> Whisper started (early words or hang-over)"),
+                          ("words", "-> turn over (Whisper; a statement: quiet for 1 s)"),
                           ("sent", "-> voice mode sent them"), ("first token", "-> the answer's first text"),
                           ("first clause", "-> the voice handed its first piece"),
                           ("voice", "-> its first sound on the speaker")):

@@ -9,10 +9,11 @@ from the samples, not from when a player was started.
 
 Voice to voice (interrupt_by_speaking off): a question is played; from the end of its speech in the room to the
 first sound of the answer on the speaker, and where the time went, each part from a timed event:
-  hang-over    speech end in the room -> the detector's end of speech (VoiceActivity.feed returned SpeechEnded:
-               the 500 ms hang-over plus the microphone's latency and the block being read);
-  words        -> DictationFinished (Whisper on the utterance, then the turn's quiet: TURN_QUIET_MS after
-                  the last word, the microphone closed);
+  silence      speech end in the room -> the start of the transcription whose words were sent: the early words
+               at 200 ms of silence (app/voice/dictation.py), or the detector's end of speech after its 500 ms
+               hang-over, plus the microphone's latency and the block being read;
+  words        -> DictationFinished (Whisper on the utterance, then, unless it was a question, the turn's
+                  quiet: TURN_QUIET_MS after the last word; the microphone closed);
   sent         -> voice mode sent the words (VoiceModeChanged THINKING);
   first token  -> the answer's first TextGrew (the prompt read, the first token made);
   first clause -> the voice was handed its first piece (Reading.say: a clause or a sentence);
@@ -271,6 +272,10 @@ class Probes:
     def first(self, kind: str, after: float) -> tuple[float, Any] | None:
         return next(((at, what) for at, seen, what in list(self.seen) if seen == kind and at >= after), None)
 
+    def last(self, kind: str, after: float, before: float) -> tuple[float, Any] | None:
+        return next(((at, what) for at, seen, what in reversed(list(self.seen))
+                     if seen == kind and after <= at <= before), None)
+
 
 class Log:
     """Every event of the service, voice mode, dictation and read-aloud, in order, each with when it came
@@ -379,15 +384,15 @@ class VoiceRoom:
         finally:
             player.wait(30)
         speech_end = self.room.last_loud(played, sent, question.loud)
-        ended, said = self.probes.first("speech_ended", played), self.probes.first("said", sent)
-        transcribed = self.probes.first("transcribed", played)
+        said = self.probes.first("said", sent)
         finished = self.log.first(lambda e: isinstance(e, DictationFinished), played)
+        transcribed = self.probes.last("transcribed", played, finished[0]) if finished is not None else None
         started = self.log.first(lambda e: isinstance(e, ev.AnswerStarted), sent)
         grew = self.log.first(lambda e: isinstance(e, ev.TextGrew) and not e.thinking and bool(e.delta), sent)
-        if speech_end is None or ended is None or said is None or transcribed is None or finished is None \
+        if speech_end is None or said is None or transcribed is None or finished is None \
                 or started is None or grew is None:
             raise TurnFailed("an event of the turn is missing")
-        parts = {"hang-over": ended[0] - speech_end, "words": finished[0] - ended[0], "sent": sent - finished[0],
+        parts = {"silence": transcribed[0] - speech_end, "words": finished[0] - transcribed[0], "sent": sent - finished[0],
                  "first token": grew[0] - sent, "first clause": said[0] - grew[0], "voice": sound - said[0]}
         return {"question": question.said, "heard": finished[1].text, "first_piece": said[1],
                 "total_s": round(sound - speech_end, 3), "parts_s": {k: round(v, 3) for k, v in parts.items()},

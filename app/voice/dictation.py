@@ -6,6 +6,13 @@ audio lives in memory only: it goes to the transcription child over its pipe as 
 nothing is written to disk. Events go to on_event from the worker thread; a front end hands them to its
 own thread (the window's bridge, a queue).
 
+Early words: the detector ends speech only after half a second of silence (a pause between two words must
+not end it). Once EARLY_MS of that silence has passed, the utterance so far is transcribed while the rest of
+the hang-over is still being listened to: if the speech ends there, its text is already known (the same
+samples: up to the last word and after_ms past it), and Whisper's time no longer follows the hang-over; if
+the person goes on, that text is dropped unseen. Voice mode's turn ends there and then when the early words
+are a question.
+
 While Kestrel's voice plays, speech the detector hears is held until the echo check (app/voice/echo.py)
 says whose it is: Kestrel's own voice through the room is dropped (neither told nor transcribed), and
 the person's is told as usual. An echo is checked again block by block, so a person who starts speaking
@@ -43,6 +50,10 @@ DOUBT_BLOCKS = 6
 # How much of the microphone is kept while the voice is heard, for the person's first words (the check's
 # window is 0.4 s: their start comes before the doubt does).
 _DOUBT_KEPT_S = 3.0
+# Silence after the last word (within the detector's 500 ms hang-over) after which the utterance is transcribed
+# early. Shorter would transcribe more pauses between words for nothing (each costs a Whisper run); longer would
+# leave Whisper's time (0.1-0.4 s here) past the hang-over again.
+EARLY_MS = 200
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,8 @@ class DictationSettings:
     one_utterance, end only once this long has passed since the last word (0: as soon as the detector says
     speech ended), so that a person who pauses between two sentences is not cut off (voice mode's turns);
     question_ends: with quiet_ms, an utterance the transcriber heard as a question ("…?") ends it without that
-    wait (a question is a whole turn; a statement may go on after a pause)."""
+    wait (a question is a whole turn; a statement may go on after a pause), as soon as its early words are
+    heard; early_ms: silence after which the utterance is transcribed early (0: only at the end of speech)."""
 
     max_utterance_s: float = 30.0
     pre_roll_ms: int = 300
@@ -63,6 +75,16 @@ class DictationSettings:
     language: str | None = None
     quiet_ms: int = 0
     question_ends: bool = False
+    early_ms: int = EARLY_MS
+
+
+@dataclass(frozen=True)
+class _Early:
+    """An utterance transcribed early: its samples' span, and its text (None: too short to hold a word)."""
+
+    start: int
+    until: int
+    text: str | None
 
 
 @dataclass(frozen=True)
@@ -130,6 +152,7 @@ class DictationPipeline:
         self._utterance_from: int | None = None  # sample where the open utterance's audio starts
         self._last_word = 0  # sample where the last utterance's speech ended
         self._heard: list[Heard] = []
+        self._early: _Early | None = None  # the open utterance transcribed at its latest pause
         self._stop_asked = False
         self._worker: threading.Thread | None = None
         self._ended = threading.Event()
@@ -178,11 +201,49 @@ class DictationPipeline:
             if self._too_long():
                 self._send(self._fed, cut=True)
                 self._utterance_from = self._fed
-            if self._settings.one_utterance and self._heard and not self._vad.speaking \
-                    and (self._fed - self._last_word >= self._settings.quiet_ms * SAMPLE_RATE // 1000
-                         or (self._settings.question_ends and self._heard[-1].text.rstrip().endswith("?"))):
+            asked_early = self._hear_early()
+            if self._turn_over(asked_early):
                 self._microphone.stop()
                 return MicrophoneEnded()
+
+    def _turn_over(self, asked_early: bool) -> bool:
+        """With one_utterance: its speech has ended and the quiet after it (or a question) says the turn is over."""
+        settings = self._settings
+        if not settings.one_utterance or not self._heard or self._utterance_from is not None:
+            return False
+        if asked_early:
+            return True
+        asked = settings.question_ends and self._heard[-1].text.rstrip().endswith("?")
+        return not self._vad.speaking and (asked or self._fed - self._last_word >= settings.quiet_ms * SAMPLE_RATE // 1000)
+
+    def _hear_early(self) -> bool:
+        """The open utterance transcribed once early_ms of silence follows its last word (once a pause); True when
+        that ended voice mode's turn: a question, sent as the utterance's text without the rest of the hang-over."""
+        settings, quiet = self._settings, self._vad.quiet_since
+        start = self._utterance_from
+        if not settings.early_ms or quiet is None or start is None or self._held is not None or self._echoing:
+            return False
+        last_word = round(quiet * SAMPLE_RATE)
+        if self._fed - last_word < settings.early_ms * SAMPLE_RATE // 1000:
+            return False
+        until = min(last_word + settings.after_ms * SAMPLE_RATE // 1000, self._fed)
+        if self._early is not None and (self._early.start, self._early.until) == (start, until):
+            return False  # this pause's words are known already
+        pcm = self._audio[max(0, start - self._audio_from):max(0, until - self._audio_from)]
+        try:
+            text = self._transcriber.transcribe(TranscribeAsk(pcm.astype("<i2").tobytes(), AudioKind.PCM16,
+                                                              settings.language)).text.strip()
+        except AudioRefused:
+            text = None
+        except (TranscriptionFailed, SpeechModelError):
+            return False  # said at the end of speech, when it is tried again
+        self._early = _Early(start, until, text)
+        if not (settings.one_utterance and settings.question_ends and text and text.endswith("?")):
+            return False
+        self._last_word = last_word
+        self._send(until, cut=False)  # the text just heard (the utterance ends; the detector's end will find none open)
+        self._utterance_from = None
+        return True
 
     def _take(self, block: npt.NDArray[np.int16]) -> None:
         self._audio = np.concatenate([self._audio, block])
@@ -298,18 +359,24 @@ class DictationPipeline:
         pcm = self._audio[max(0, first):max(0, last)]
         self._audio, self._audio_from = self._audio[max(0, last):], self._audio_from + max(0, last)
         times = (start / SAMPLE_RATE, (start + pcm.size) / SAMPLE_RATE)
-        try:
-            transcript = self._transcriber.transcribe(TranscribeAsk(pcm.astype("<i2").tobytes(), AudioKind.PCM16,
-                                                                    self._settings.language))
-        except AudioRefused:
-            return  # too short to hold a word (a click the detector let through)
-        except TranscriptionFailed as failed:
-            self._on_event(NotHeard(failed, *times))
-            return
-        except SpeechModelError as missing:  # the model went (uninstalled, changed) since dictation started
-            self._on_event(NotHeard(TranscriptionFailed(FailureKind.LOAD_FAILED, str(missing)), *times))
-            return
-        heard = Heard(transcript.text.strip(), *times, cut=cut)
+        early, self._early = self._early, None
+        if early is not None and (early.start, early.until) == (start, start + pcm.size):
+            if early.text is None:
+                return  # too short to hold a word
+            text = early.text
+        else:
+            try:
+                text = self._transcriber.transcribe(TranscribeAsk(pcm.astype("<i2").tobytes(), AudioKind.PCM16,
+                                                                  self._settings.language)).text.strip()
+            except AudioRefused:
+                return  # too short to hold a word (a click the detector let through)
+            except TranscriptionFailed as failed:
+                self._on_event(NotHeard(failed, *times))
+                return
+            except SpeechModelError as missing:  # the model went (uninstalled, changed) since dictation started
+                self._on_event(NotHeard(TranscriptionFailed(FailureKind.LOAD_FAILED, str(missing)), *times))
+                return
+        heard = Heard(text, *times, cut=cut)
         if heard.text:
             self._heard.append(heard)
             self._on_event(heard)

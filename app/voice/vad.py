@@ -93,6 +93,12 @@ class VoiceActivity:
         return self._speech_from is not None
 
     @property
+    def quiet_since(self) -> float | None:
+        """Where the open speech's present silence began (seconds from the first frame): set during the
+        hang-over, None while the last window was speech or no speech is open."""
+        return self._silence_from if self._speech_from is not None else None
+
+    @property
     def voiced(self) -> bool:
         """Whether the last window held speech (not the hang-over's silence after it)."""
         return self._last_probability >= self._settings.keep

@@ -146,34 +146,91 @@ def test_a_changed_file_is_refused_and_nothing_is_left_behind(tmp_path: Path) ->
     assert [path.name for path in tmp_path.iterdir()] == [".changed.lock"]
 
 
-def test_a_question_ends_voice_modes_turn_without_the_quiet_second(synthesizer: Synthesizer,
-                                                                    tiny_transcriber: Transcriber) -> None:
-    """Voice mode's turn (one utterance, a second's quiet after the last word) ends as soon as a question is heard;
-    a statement still waits its second. Said by the real voice, heard by the real detector and Whisper, fed as a
-    microphone would (the samples are the clock)."""
-    from app.voice.dictation import DictationPipeline, DictationSettings
+class _CountingTranscriber:
+    """The real transcriber, with the audio of each call kept (its length in samples)."""
+
+    def __init__(self, real: Transcriber) -> None:
+        self.real, self.calls = real, []  # type: list[int]
+
+    def transcribe(self, ask: TranscribeAsk):  # type: ignore[no-untyped-def]
+        self.calls.append(len(ask.audio) // 2)
+        return self.real.transcribe(ask)
+
+
+def _said(synthesizer: Synthesizer, *texts: str, pause_s: float = 0.0) -> np.ndarray:
+    """The real voice saying texts at 16 kHz, pause_s of silence between two, half a second before, three after."""
     from app.voice.resampling import StreamResampler
+
+    parts: list[np.ndarray] = [np.zeros(8_000, np.int16)]
+    for number, text in enumerate(texts):
+        if number:
+            parts.append(np.zeros(round(pause_s * 16_000), np.int16))
+        parts.extend(StreamResampler(one.sample_rate, 16_000).convert(one.samples) for one in synthesizer.speak(text))
+    return np.concatenate([*parts, np.zeros(48_000, np.int16)])
+
+
+def _dictated(sound: np.ndarray, transcriber, settings) -> tuple[list, int]:  # type: ignore[no-untyped-def]
+    """The pipeline's events on sound fed as a microphone would (the samples are the clock), and how many
+    samples it had read when it ended."""
+    from app.voice.dictation import DictationPipeline
     from app.voice.vad import VoiceActivity
     from tests.voice.test_echo import ScriptedMicrophone
 
+    events: list = []
+    mic = ScriptedMicrophone(sound)
+    pipeline = DictationPipeline(mic, transcriber, VoiceActivity(), events.append,  # type: ignore[arg-type]
+                                 settings, spoken=None)
+    pipeline.start()
+    result = pipeline.wait(60)
+    assert result is not None and result.problem is None
+    return events, mic.read_samples
+
+
+def test_a_question_ends_voice_modes_turn_without_the_quiet_second(synthesizer: Synthesizer,
+                                                                    tiny_transcriber: Transcriber) -> None:
+    """Voice mode's turn (one utterance, a second's quiet after the last word) ends as soon as a question is heard,
+    from its early words: before the detector's half-second hang-over is over. A statement still waits its
+    second. Said by the real voice, heard by the real detector and Whisper, fed as a microphone would."""
+    from app.voice.dictation import DictationEnded, DictationSettings
+
     def turn(text: str, question_ends: bool) -> tuple[str, float]:
         """What was heard, and how long after the speech's end the turn ended (in microphone time)."""
-        spoken = list(synthesizer.speak(text))
-        speech = np.concatenate([StreamResampler(one.sample_rate, 16_000).convert(one.samples) for one in spoken])
-        mic = ScriptedMicrophone(np.concatenate([np.zeros(8_000, np.int16), speech, np.zeros(48_000, np.int16)]))
+        sound = _said(synthesizer, text)
         settings = DictationSettings(one_utterance=True, quiet_ms=1_000, question_ends=question_ends)
-        pipeline = DictationPipeline(mic, tiny_transcriber, VoiceActivity(), lambda event: None,  # type: ignore[arg-type]
-                                     settings, spoken=None)
-        pipeline.start()
-        result = pipeline.wait(60)
-        assert result is not None and result.problem is None
-        return result.text, (mic.read_samples - 8_000 - speech.size) / 16_000
+        events, read = _dictated(sound, tiny_transcriber, settings)
+        ended = events[-1]
+        assert isinstance(ended, DictationEnded)
+        return ended.text, (read - sound.size + 48_000) / 16_000
 
     question, asked_after = turn("What is the capital of France?", question_ends=True)
     assert question.rstrip().endswith("?") and "france" in question.lower(), question
     statement, told_after = turn("The capital of France is Paris.", question_ends=True)
     assert not statement.rstrip().endswith("?"), statement
     waited, waited_after = turn("What is the capital of France?", question_ends=False)
-    # the synthesized audio ends with a little silence after its last word: the statement's second shows as ~0.9 s
-    assert asked_after < 0.6 and told_after > 0.8 and waited_after > 0.8, (asked_after, told_after, waited_after)
-    assert waited_after - asked_after > 0.4
+    # The voice's audio ends with a little silence after its last word (about 0.1 s): the statement's second shows
+    # as ~0.9 s, the end of the detector's hang-over as ~0.4 s, the early words at 0.2 s of silence as ~0.1 s.
+    assert asked_after < 0.25 and told_after > 0.8 and waited_after > 0.8, (asked_after, told_after, waited_after)
+
+
+def test_speech_is_transcribed_early_at_a_pause_and_its_end_reuses_those_words(synthesizer: Synthesizer,
+                                                                               tiny_transcriber: Transcriber) -> None:
+    """At 0.2 s of silence the utterance so far is transcribed: when the person goes on (a 0.3 s pause, shorter than
+    the detector's hang-over) those words are dropped unseen and the whole utterance is one text; when the speech
+    has ended, the end of speech takes the early words instead of running Whisper again on the same samples."""
+    from app.voice.dictation import DictationEnded, DictationSettings, Heard
+
+    counting = _CountingTranscriber(tiny_transcriber)
+    sound = _said(synthesizer, "The capital of France is Paris.", "It is a big city.", pause_s=0.3)
+    events, _ = _dictated(sound, counting, DictationSettings())
+    heard = [event for event in events if isinstance(event, Heard)]
+    assert len(heard) == 1, heard
+    assert similarity(heard[0].text, "The capital of France is Paris. It is a big city.") >= 0.8, heard[0].text
+    assert isinstance(events[-1], DictationEnded) and events[-1].text == heard[0].text
+    # The pause's early words (the first sentence alone), the end's early words; none at the end of speech.
+    assert len(counting.calls) == 2 and counting.calls[0] < counting.calls[1], counting.calls
+    assert counting.calls[1] == round((heard[0].end - heard[0].start) * 16_000)
+
+    without = _CountingTranscriber(tiny_transcriber)
+    late_events, _ = _dictated(sound, without, DictationSettings(early_ms=0))
+    assert [event.text for event in late_events if isinstance(event, Heard)] == [heard[0].text]
+    assert len(without.calls) == 1  # only at the end of speech
