@@ -38,7 +38,7 @@ def test_with_sharing_off_nothing_listens_beyond_this_pc(tiny_model: Path, kestr
     assert not (kestrel_home / "data" / "link").exists()  # no certificate, no code, until sharing is turned on
 
 
-def test_with_sharing_on_its_tls_server_is_the_one_more_socket(tmp_path: Path) -> None:
-    with sharing_peer(tmp_path / "sharing") as peer:
+def test_with_sharing_on_its_tls_server_is_the_one_more_socket(tmp_path: Path, tiny_model: Path) -> None:
+    with sharing_peer(tmp_path / "sharing", tiny_model) as peer:  # a model: else the 1.1 GB starter is put together
         sockets = listening(peer.pid)
     assert ("127.0.0.1", peer.share_port) in sockets and len(sockets) == 2, sockets

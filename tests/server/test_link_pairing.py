@@ -120,10 +120,11 @@ def test_a_revoked_device_is_refused_from_its_next_request(peer: SharingPeer, ke
 
 
 def test_a_certificate_other_than_the_codes_fails_pairing_and_the_code_is_never_sent(
-        peer: SharingPeer, tmp_path: Path, kestrel_home: Path) -> None:
+        peer: SharingPeer, tmp_path: Path, kestrel_home: Path, tiny_model: Path) -> None:
     """A man in the middle: the code made at the peer, typed against another Kestrel's TLS server."""
     code = fresh_code(peer)
-    with sharing_peer(tmp_path / "between") as between:
+    # Each peer is given a model: one without would put the 1.1 GB starter together in its home first.
+    with sharing_peer(tmp_path / "between", tiny_model) as between:
         refused = pair(kestrel_home, "studio-pc", between, code)
         assert refused.returncode == 7 and "the code was not sent" in refused.stderr
         assert LinkFiles(between.link_folder).devices.list() == ()
@@ -131,9 +132,9 @@ def test_a_certificate_other_than_the_codes_fails_pairing_and_the_code_is_never_
     assert PairingCodes(peer.link_folder).waiting() is not None
 
 
-def test_wrong_codes_are_refused_in_words_then_limited(tmp_path: Path, kestrel_home: Path) -> None:
+def test_wrong_codes_are_refused_in_words_then_limited(tmp_path: Path, kestrel_home: Path, tiny_model: Path) -> None:
     """Codes whose check matches the certificate (only someone who reads it can make them) but whose secret is wrong."""
-    with sharing_peer(tmp_path / "limited") as limited:
+    with sharing_peer(tmp_path / "limited", tiny_model) as limited:
         said = [pair(kestrel_home, f"guess{n}", limited, new_code(limited.fingerprint).text).stderr for n in range(6)]
         assert all("refused to pair: That pairing code is wrong." in words for words in said[:5]), said
         assert "refused to pair: Too many wrong pairing codes were tried in the last minute" in said[5]

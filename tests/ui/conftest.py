@@ -20,6 +20,7 @@ from app.library.importer import import_model_file
 from app.library.models import ModelLibrary
 from app.service.models.client import EngineClient
 from app.service.models.engine_handle import EngineHandle
+from app.service.models.model_setup import ModelSetup
 from app.service.root import Service
 from app.ui.app import build_service, build_window
 from app.ui.main_window import MainWindow
@@ -98,17 +99,23 @@ def service_of(window: MainWindow) -> Service:
 
 
 @pytest.fixture
-def make_window(loop, qtbot, tiny_model):
+def make_window(loop, qtbot, tiny_model, monkeypatch):
     """Windows over the tiny model (by default), started up and shut down cleanly.
 
     On a real engine unless a test passes engine= (a ScriptedEngine: an answer that must
     still be running when the test looks, which a real model may end at any token).
+    model=None: no model installed, and the starter's packages unseen unless starter=True
+    (the first start would otherwise put the 1.1 GB starter together in the test's home, hash
+    it and load it: 40 GB written and about two minutes of CPU per suite run, for windows that
+    never ask for an answer).
     """
     windows: list[MainWindow] = []
 
     def make(*, model: Path | None = tiny_model, start: bool = True,
              generation: GenerationSettings | None = None, hardware=None,
-             engine: EngineHandle | None = None) -> MainWindow:
+             engine: EngineHandle | None = None, starter: bool = False) -> MainWindow:
+        if model is None and not starter:
+            monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
         if model is not None and not windows:
             install_model(model, generation)
         service = build_service(data_paths(), engine or EngineClient(hardware=hardware), calibrate=False)

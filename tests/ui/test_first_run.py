@@ -10,7 +10,6 @@ import pytest
 from app.library.huggingface.hub import direct_unit
 from app.library.starter import STARTER_ID
 from app.service.events import DownloadItem
-from app.service.models.model_setup import ModelSetup
 from app.ui.models.first_run import FirstRunOffer, offer_wanted
 from tests.helpers.http_servers import Served, TestServer
 from tests.ui.conftest import run, service_of, until
@@ -67,7 +66,6 @@ def test_offered_with_no_model_or_only_the_starter() -> None:
 
 
 def test_the_empty_chat_offers_a_model_and_downloads_it(make_window, loop, monkeypatch) -> None:
-    monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None)
     run(loop, until(lambda: window.adapter.catalog.rowCount() > 0, what="the catalog listed"))
     assert window.stack.currentWidget() is window.empty and window.first_run.isVisible()
@@ -145,7 +143,6 @@ def test_the_starters_setup_shows_its_progress_and_a_cancel(qtbot) -> None:
 
 
 def test_the_window_card_cancels_the_offered_download(make_window, loop, monkeypatch, server: TestServer) -> None:
-    monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None)
     run(loop, until(lambda: window.adapter.catalog.rowCount() > 0, what="the catalog listed"))
     offered = window.doors.library.recommended()
@@ -164,10 +161,9 @@ def test_the_window_card_cancels_the_offered_download(make_window, loop, monkeyp
     assert card.download_button.isEnabled() and card.cancel_button.isHidden()
 
 
-def test_a_fresh_window_says_nothing_about_its_model_until_it_knows(make_window, loop, monkeypatch) -> None:
+def test_a_fresh_window_says_nothing_about_its_model_until_it_knows(make_window, loop) -> None:
     """Before the service has said what the model is, the empty chat is blank: a fresh window used to show
     "No model yet…" at build time and then the message view's "Ask anything…" while the model loaded."""
-    monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
     window = make_window(model=None, start=False)
     seen: list[str] = []
 

@@ -12,7 +12,6 @@ from PySide6.QtTest import QAbstractItemModelTester
 from app.core.conversation import MessageState, Role
 from app.ui.state.message_model import MessageRoles
 from app.core.store.history import HistoryStore
-from app.service.models.model_setup import ModelSetup
 from tests.ui.conftest import choose_in_settings, idle, long_answers, run, service_of, stored, until, with_generation
 
 
@@ -21,18 +20,16 @@ def _send(qtbot, window, text: str) -> None:
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
 
 
-def test_no_model_and_no_starter_shows_the_empty_state(make_window, loop, monkeypatch) -> None:
-    monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
-    window = make_window(model=None)
+def test_no_model_and_no_starter_shows_the_empty_state(make_window, loop) -> None:
+    window = make_window(model=None)  # no starter either (make_window)
     assert window.doors.model.model_state.value == "none"
     assert window.stack.currentWidget() is window.empty
     assert "import a GGUF model file" in window.empty_text.text()
     assert window.import_button.isVisible() and window.model_label.text() == "No model"
 
 
-def test_importing_a_model_from_the_empty_state(make_window, loop, monkeypatch, tiny_model) -> None:
-    monkeypatch.setattr(ModelSetup, "starter_available", lambda self: False)
-    window = make_window(model=None)
+def test_importing_a_model_from_the_empty_state(make_window, loop, tiny_model) -> None:
+    window = make_window(model=None)  # no starter either (make_window)
     run(loop, service_of(window).library.add(str(tiny_model), reference=False, load=True))
     assert window.doors.model.model_state.value == "ready"
     assert window.stack.currentWidget() is window.messages
@@ -220,7 +217,7 @@ def test_a_2000_message_chat_opens_without_laying_out_every_message(make_window,
 
 @pytest.mark.instruct
 def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtbot, starter_model) -> None:
-    window = make_window(model=None, start=False)
+    window = make_window(model=None, start=False, starter=True)
     progress = []
     window.adapter.setupProgress.connect(lambda what, done, total: progress.append((what, done, total)))
     starting = service_of(window).spawn(service_of(window).start_up())
@@ -240,7 +237,7 @@ def test_first_run_sets_up_the_starter_model_then_answers(make_window, loop, qtb
 
 
 def test_cancelling_the_starter_setup_leaves_the_empty_state(make_window, loop, starter_model) -> None:
-    window = make_window(model=None, start=False)
+    window = make_window(model=None, start=False, starter=True)
     window.adapter.setupProgress.connect(lambda *_: service_of(window).session.setup.cancel())
     run(loop, service_of(window).start_up(), timeout=300)
     assert window.doors.model.model_state.value == "none"
