@@ -231,8 +231,7 @@ class DictationPipeline:
             return False  # this pause's words are known already
         pcm = self._audio[max(0, start - self._audio_from):max(0, until - self._audio_from)]
         try:
-            text = self._transcriber.transcribe(TranscribeAsk(pcm.astype("<i2").tobytes(), AudioKind.PCM16,
-                                                              settings.language)).text.strip()
+            text: str | None = self._words(pcm)
         except AudioRefused:
             text = None
         except (TranscriptionFailed, SpeechModelError):
@@ -244,6 +243,11 @@ class DictationPipeline:
         self._send(until, cut=False)  # the text just heard (the utterance ends; the detector's end will find none open)
         self._utterance_from = None
         return True
+
+    def _words(self, pcm: npt.NDArray[np.int16]) -> str:
+        """What the transcriber hears in pcm (its errors raised as they come)."""
+        ask = TranscribeAsk(pcm.astype("<i2").tobytes(), AudioKind.PCM16, self._settings.language)
+        return self._transcriber.transcribe(ask).text.strip()
 
     def _take(self, block: npt.NDArray[np.int16]) -> None:
         self._audio = np.concatenate([self._audio, block])
@@ -366,8 +370,7 @@ class DictationPipeline:
             text = early.text
         else:
             try:
-                text = self._transcriber.transcribe(TranscribeAsk(pcm.astype("<i2").tobytes(), AudioKind.PCM16,
-                                                                  self._settings.language)).text.strip()
+                text = self._words(pcm)
             except AudioRefused:
                 return  # too short to hold a word (a click the detector let through)
             except TranscriptionFailed as failed:
