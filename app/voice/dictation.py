@@ -125,6 +125,11 @@ class DictationEnded:
 DictationEvent = SpeechStarted | Heard | NotHeard | DictationEnded
 
 
+def _question(text: str) -> bool:
+    """Whether Whisper heard the words as a question (it writes the "?" from the voice's rise)."""
+    return text.rstrip().endswith("?")
+
+
 class DictationPipeline:
     """Owns one microphone session for its length: start(), events as speech comes, stop() or the end."""
 
@@ -213,7 +218,7 @@ class DictationPipeline:
             return False
         if asked_early:
             return True
-        asked = settings.question_ends and self._heard[-1].text.rstrip().endswith("?")
+        asked = settings.question_ends and _question(self._heard[-1].text)
         return not self._vad.speaking and (asked or self._fed - self._last_word >= settings.quiet_ms * SAMPLE_RATE // 1000)
 
     def _hear_early(self) -> bool:
@@ -237,7 +242,7 @@ class DictationPipeline:
         except (TranscriptionFailed, SpeechModelError):
             return False  # said at the end of speech, when it is tried again
         self._early = _Early(start, until, text)
-        if not (settings.one_utterance and settings.question_ends and text and text.endswith("?")):
+        if not (settings.one_utterance and settings.question_ends and text and _question(text)):
             return False
         self._last_word = last_word
         self._send(until, cut=False)  # the text just heard (the utterance ends; the detector's end will find none open)
