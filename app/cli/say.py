@@ -31,7 +31,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     say.add_argument("text", metavar="TEXT", help="what to say; - reads it from standard input")
     say.add_argument("-o", "--output", metavar="OUT.wav",
                      help="write a WAV file (- writes it to standard output); without it, play the speech")
-    say.add_argument("--voice", metavar="V", help="the voice (en_US-joe-medium, the default, for now)")
+    say.add_argument("--voice", metavar="V", help="the voice: en_US-joe-medium (the default, shipped) or one "
+                                                   "downloaded with `kestrel models get V` (`kestrel models catalog "
+                                                   "--speech` lists them)")
     say.add_argument("--speed", metavar="S", type=float, default=1.0,
                      help="how fast to speak, from 0.25 to 4.0 (1.0: the voice's own pace)")
     say.set_defaults(run=run)
@@ -49,7 +51,8 @@ def _say(args: argparse.Namespace) -> int:
     # Imported here, not with the parser: numpy and the rest would slow every other command's start.
     from app.voice.synthesis.reading import TextRefused
     from app.voice.synthesis.synthesizer import MAX_SPEED, MIN_SPEED, SynthesisFailed, Synthesizer
-    from app.voice.synthesis.voices import VoiceError, choose_voice
+    from app.voice.speech_choice import choose_voice
+    from app.voice.synthesis.voices import VoiceError
     from app.voice.synthesis.words import synthesis_failed_words, text_refused_words
 
     if not MIN_SPEED <= args.speed <= MAX_SPEED:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from app.cli.terminal_text import terminal_text
 from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.core.paths import data_paths
-from app.voice.speech_models import SPEECH_MODELS, SpeechModelError, choose_speech_model
+from app.voice.speech_choice import choose_speech_model
+from app.voice.speech_models import SHIPPED_SPEECH_MODELS, SpeechModelError
 
 if TYPE_CHECKING:
     from app.voice.protocol import Transcript
@@ -37,9 +38,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                             help="text (the default), json (one JSON object per segment and line), srt or vtt")
     transcribe.add_argument("--json", action="store_const", const="json", dest="format",
                             help="the same as --format json")
-    transcribe.add_argument("--model", choices=[model.id for model in SPEECH_MODELS],
-                            help="the speech model (by default the English one, or the multilingual one for "
-                                 "another --language)")
+    transcribe.add_argument("--model", metavar="ID",
+                            help=f"the speech model: {', '.join(model.id for model in SHIPPED_SPEECH_MODELS)} (shipped) "
+                                 "or one downloaded with `kestrel models get ID` (`kestrel models catalog --speech` "
+                                 "lists them); by default the English one, or the multilingual one for another "
+                                 "--language")
     transcribe.set_defaults(run=run)
 
 

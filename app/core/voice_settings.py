@@ -35,6 +35,9 @@ class VoiceSettings:
     interrupt_by_speaking: in voice mode the microphone stays open while Kestrel thinks and speaks, and the
     person's speech stops the answer and its voice (off: it opens again only once Kestrel has finished
     speaking; for speakers that the microphone hears, where Kestrel would interrupt itself).
+    speech_model: the speech-to-text model dictation listens with (an id from Models → Speech), None to let the
+    language choose (tiny.en for English, the multilingual base otherwise); one that cannot hear the language
+    is passed over for that choice. voice: the voice answers are read with (an id), None for the default.
     """
 
     send_at_once: bool = False
@@ -45,6 +48,8 @@ class VoiceSettings:
     voice_speed: float = 1.0
     language: str = "en"
     interrupt_by_speaking: bool = True
+    speech_model: str | None = None
+    voice: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -58,6 +63,11 @@ class VoiceSettings:
             device = getattr(self, name)
             if device is not None and (not isinstance(device, str) or not device.strip()):
                 raise ValueError(f"voice.{name} must be a device's name, or empty for the default (got {device!r}).")
+        for name in ("speech_model", "voice"):
+            chosen = getattr(self, name)
+            if chosen is not None and (not isinstance(chosen, str) or not chosen.strip() or len(chosen) > 200):
+                raise ValueError(f"voice.{name} must be an id from Models → Speech, or empty for the default "
+                                 f"(got {chosen!r}).")
         language = self.language
         if not isinstance(language, str) or (language != DETECT_LANGUAGE and language not in WHISPER_LANGUAGES):
             raise ValueError(f"voice.language must be {DETECT_LANGUAGE!r} or a language code Whisper knows, such as "

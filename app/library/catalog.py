@@ -14,7 +14,7 @@ from app.library.model_files.model_purpose import ModelPurpose, recorded_purpose
 CATALOG_VERSION = 1
 CATALOG_FILE = resource_path("catalog.json")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 # What a model can do beyond plain chat, in the order a model card tags them.
 CAPABILITIES = ("vision", "tools", "reasoning")
 _TEXT_FIELDS = ("id", "name", "publisher", "license", "parameters", "quantization", "repo",
@@ -150,8 +150,8 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
     only drops the shape (said in problems): the model itself is still fine to offer."""
     if not isinstance(raw, dict):
         raise CatalogEntryError("it is not an object")
-    text = {name: _text(raw, name) for name in _TEXT_FIELDS}
-    if not _REPO.match(text["repo"]):
+    text = {name: text_field(raw, name) for name in _TEXT_FIELDS}
+    if not HF_REPO.match(text["repo"]):
         raise CatalogEntryError(f"repo {text['repo']!r} is not a Hugging Face owner/name")
     fmt = raw.get("format")
     if fmt not in ("gguf", "onnx"):
@@ -159,7 +159,7 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
     context = raw.get("context_length")
     if not isinstance(context, int) or isinstance(context, bool) or context <= 0:
         raise CatalogEntryError("context_length is not a positive whole number")
-    files = tuple(_file(item) for item in _list(raw, "files"))
+    files = tuple(catalog_file(item) for item in list_field(raw, "files"))
     if not files:
         raise CatalogEntryError("it lists no files")
     if fmt == "gguf" and not all(f.path.lower().endswith(".gguf") for f in files):
@@ -177,8 +177,8 @@ def parse_entry(raw: Any, problems: list[str] | None = None) -> CatalogEntry:
             problems.append(f"its shape was ignored: {exc}")
     entry = CatalogEntry(text["id"], text["name"], text["publisher"], text["license"],
                          text["parameters"], text["quantization"], fmt, context, size,
-                         text["repo"], text["revision"], files, _flag(raw, "instruct"),
-                         _flag(raw, "recommended"), text["description"], shape,
+                         text["repo"], text["revision"], files, flag_field(raw, "instruct"),
+                         flag_field(raw, "recommended"), text["description"], shape,
                          _capabilities(raw, vision=projector is not None), _purpose(raw), projector,
                          parse_sampling(raw.get("sampling"), raw.get("sampling_source")))
     _check_purpose(entry)
@@ -261,7 +261,7 @@ def _projector(raw: Any, fmt: str, files: tuple[CatalogFile, ...]) -> CatalogFil
         return None
     if fmt != "gguf":
         raise CatalogEntryError("only a GGUF entry can have a vision projector")
-    projector = _file(raw)
+    projector = catalog_file(raw)
     if not projector.path.lower().endswith(".gguf"):
         raise CatalogEntryError(f"the projector {projector.path!r} is not a .gguf file")
     if any(f.path == projector.path for f in files):
@@ -269,28 +269,28 @@ def _projector(raw: Any, fmt: str, files: tuple[CatalogFile, ...]) -> CatalogFil
     return projector
 
 
-def _text(raw: dict[str, Any], name: str) -> str:
+def text_field(raw: dict[str, Any], name: str) -> str:
     value = raw.get(name)
     if not isinstance(value, str) or not value.strip():
         raise CatalogEntryError(f"{name} is missing or empty")
     return value.strip()
 
 
-def _flag(raw: dict[str, Any], name: str) -> bool:
+def flag_field(raw: dict[str, Any], name: str) -> bool:
     value = raw.get(name, False)
     if not isinstance(value, bool):
         raise CatalogEntryError(f"{name} is not true or false")
     return value
 
 
-def _list(raw: dict[str, Any], name: str) -> list[Any]:
+def list_field(raw: dict[str, Any], name: str) -> list[Any]:
     value = raw.get(name)
     if not isinstance(value, list):
         raise CatalogEntryError(f"{name} is not a list")
     return value
 
 
-def _file(raw: Any) -> CatalogFile:
+def catalog_file(raw: Any) -> CatalogFile:
     if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
         raise CatalogEntryError("a file has no path")
     path = raw["path"]

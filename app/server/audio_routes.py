@@ -16,7 +16,8 @@ from app.server.audio_form import read_form
 from app.server.errors import BadRequest, Flavor, bad_request_response, error_response
 from app.voice.audio import AudioKind, AudioRefused
 from app.voice.protocol import TranscribeAsk
-from app.voice.speech_models import SpeechModelError, choose_speech_model
+from app.voice.speech_choice import choose_speech_model
+from app.voice.speech_models import SpeechModelError
 from app.voice.transcriber import FailureKind, TranscriptionFailed
 from app.voice.transcript_formats import TranscriptFormat, transcript_json, transcript_verbose, written
 from app.voice.transcriptions import Transcriptions, TranscriptionsBusy
@@ -53,8 +54,9 @@ class AudioEndpoints:
             return error_response(Flavor.OPENAI, 400, audio_refused_words(refused), "file")
         except TranscriptionsBusy:
             return error_response(Flavor.OPENAI, 429, BUSY, retry_after=5)
-        except SpeechModelError as exc:  # the voice packages are missing or changed
-            return error_response(Flavor.OPENAI, 503, str(exc), "model")
+        except SpeechModelError as exc:  # a catalog model not downloaded (the client may name another); the voice
+            # packages missing or changed (the server's to fix)
+            return error_response(Flavor.OPENAI, 400 if model.repo is not None else 503, str(exc), "model")
         except TranscriptionFailed as failed:
             status = 504 if failed.kind is FailureKind.TIMED_OUT else 500
             return error_response(Flavor.OPENAI, status, transcription_failed_words(failed))

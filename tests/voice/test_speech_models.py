@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from app.voice.speech_choice import choose_speech_model
 from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, FROZEN_PACKAGES, WHISPER_BASE, WHISPER_TINY_EN, ShippedFile,
-                                     SpeechModelError, choose_speech_model, ensure_speech_model, file_sha256,
-                                     installed_folder, package_folder)
+                                     SpeechModelError, ensure_speech_model, file_sha256, installed_folder,
+                                     package_folder)
 from tests.helpers.speech import voice_or_skip
 
 

@@ -21,6 +21,7 @@ from app.library.huggingface.file_names import shown
 if TYPE_CHECKING:
     from app.library.download import DownloadedFile
     from app.library.huggingface.hub import DownloadUnit
+    from app.voice.speech_catalog import SpeechEntry
 
 # The downloader says whose SHA-256 a file failed; a hash given with --sha256 goes in as
 # the catalog's (_with_sha256), so the words are put right here.
@@ -50,7 +51,11 @@ def _get(args: argparse.Namespace) -> int:
     # Imported here: every other command, chat and doctor must not even load the network code.
     from app.library.download import DownloadControl, DownloadError, DownloadStopped
     from app.library.fetch import FetchRefused, fetch_unit
+    from app.voice.speech_catalog import speech_catalog
 
+    speech = next((entry for entry in speech_catalog() if entry.id.lower() == args.what.strip().lower()), None)
+    if speech is not None:
+        return _get_speech(speech)
     expected = _sha256_argument(args.sha256)
     line = _Telling(sys.stderr)
     try:
@@ -84,6 +89,44 @@ def _get(args: argparse.Namespace) -> int:
         print(f"Downloaded {shown(unit.title)} ({human_size(fetched.model.size)}); {checked}.",
               file=sys.stderr, flush=True)
     print(fetched.model.id)
+    return EXIT_OK
+
+
+def _get_speech(entry: SpeechEntry) -> int:
+    """A catalog speech model or voice, downloaded into the speech folder (Models → Speech in the window)."""
+    from app.core.paths import data_paths
+    from app.library.download import DownloadControl, DownloadError, DownloadStopped
+    from app.voice.speech_fetch import SpeechFetchRefused, fetch_speech, speech_parts_size, speech_unit
+
+    unit = speech_unit(entry)
+    folder = data_paths().ensure().data / "speech"
+    line = _Telling(sys.stderr)
+    control = DownloadControl()
+
+    def show(p: Any) -> None:
+        line.show(_download_text(p.file, p.done, p.total, p.bytes_per_second, p.seconds_left))
+
+    try:
+        fetched = in_worker(lambda: fetch_speech(folder, unit, control=control, progress=show, steps=line.step),
+                            control.stop)
+    except DownloadStopped:
+        raise UserError(f"Download stopped; what arrived ({human_size(speech_parts_size(folder, unit))}) is "
+                        "kept. Run the same command again to continue from there.", EXIT_INTERRUPTED) from None
+    except DownloadError as exc:
+        raise UserError(_failure_words(exc, unit, None), EXIT_FILES) from None
+    except SpeechFetchRefused as exc:
+        raise UserError(exc.message, EXIT_FILES) from None
+    finally:
+        line.end()
+    use = "--model" if entry.kind == "transcription" else "--voice"
+    where = "kestrel transcribe FILE" if entry.kind == "transcription" else "kestrel say TEXT"
+    if fetched.already_installed:
+        print(f"kestrel: {entry.name} is already downloaded.", file=sys.stderr)
+    else:
+        print(f"Downloaded {entry.name} ({human_size(fetched.size)}); every file's SHA-256 was checked. Use it "
+              f"with: {where} {use} {entry.id}, or choose it in File → Settings… → Voice.", file=sys.stderr,
+              flush=True)
+    print(entry.id)
     return EXIT_OK
 
 

@@ -38,7 +38,8 @@ class DownloadUnit:
 
     key: str
     title: str
-    format: Literal["gguf", "onnx"]
+    # "speech": a catalog speech model or voice (app/voice/speech_fetch.py), downloaded to the speech folder.
+    format: Literal["gguf", "onnx", "speech"]
     files: tuple[FileSpec, ...]
     source: str
     catalog_id: str | None = None
@@ -70,7 +71,7 @@ class DownloadUnit:
         files = tuple(FileSpec(str(f["url"]), str(f["name"]), f.get("sha256"), f.get("size"),
                                str(f.get("stated_by") or "the catalog")) for f in data["files"])
         fmt = data["format"]
-        if fmt not in ("gguf", "onnx") or not files:
+        if fmt not in ("gguf", "onnx", "speech") or not files:
             raise ValueError("not a download unit")
         projector = data.get("projector")  # absent in what an earlier Kestrel wrote: text only
         if projector is not None and not any(f.name == projector for f in files):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from app.core.files import write_atomically
+from app.core.paths import data_paths
 from app.library.catalog import CatalogEntry
 from app.library.download import (DownloadControl, DownloadError, DownloadOptions, DownloadProgress,
                                   DownloadStopped)
@@ -21,6 +22,8 @@ from app.library.fetch import FetchRefused, Fetched, discard_unit, fetch_unit, u
 from app.library.huggingface.hub import DownloadUnit, catalog_unit
 from app.library.models import ModelLibrary
 from app.service.events import DownloadChanged, DownloadId, DownloadItem, DownloadState
+from app.voice.speech_fetch import (SPEECH_FORMAT, SpeechFetched, SpeechFetchRefused, discard_speech, fetch_speech,
+                                    speech_parts_size)
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +51,18 @@ class _Job:
 
 
 class DownloadQueue:
-    """Downloads into the library, `parallel` at a time (one by default), others queued.
+    """Downloads into the library (a speech unit: into speech_folder), `parallel` at a time (one by default),
+    others queued.
 
     Call it from the event loop's thread. Unfinished downloads are kept in state_file and
     come back paused when the queue is made again (after a restart).
     """
 
     def __init__(self, library: ModelLibrary, state_file: Path, *, parallel: int = 1,
-                 options: DownloadOptions = DownloadOptions(), endpoint: str | None = None) -> None:
+                 options: DownloadOptions = DownloadOptions(), endpoint: str | None = None,
+                 speech_folder: Path | None = None) -> None:
         self._library = library
+        self._speech_folder = speech_folder or data_paths().data / "speech"
         self._state_file = state_file
         self._parallel = max(1, parallel)
         self._options = options
@@ -122,7 +128,10 @@ class DownloadQueue:
     def _discard(self, job: _Job) -> None:
         """On the disk thread: delete what arrived of a cancelled download."""
         try:
-            discard_unit(self._library, job.unit)
+            if job.unit.format == SPEECH_FORMAT:
+                discard_speech(self._speech_folder, job.unit)
+            else:
+                discard_unit(self._library, job.unit)
         except (FetchRefused, OSError) as exc:
             message = f"What had arrived could not be deleted: {exc}"
             self._post(lambda: self._set(job, message=message))
@@ -183,10 +192,14 @@ class DownloadQueue:
             post(self._step, job, words)
 
         def work() -> None:
+            outcome: Fetched | SpeechFetched | BaseException
             try:
-                outcome: Fetched | BaseException = fetch_unit(
-                    self._library, job.unit, control=control, progress=progress, options=self._options,
-                    steps=step)
+                if job.unit.format == SPEECH_FORMAT:
+                    outcome = fetch_speech(self._speech_folder, job.unit, control=control, progress=progress,
+                                           options=self._options, steps=step)
+                else:
+                    outcome = fetch_unit(self._library, job.unit, control=control, progress=progress,
+                                         options=self._options, steps=step)
             except Exception as exc:  # handed to the loop, which words it for the item
                 outcome = exc
             post(self._finished, job, outcome)
@@ -207,9 +220,13 @@ class DownloadQueue:
                   total=report.total, bytes_per_second=report.bytes_per_second,
                   seconds_left=report.seconds_left, message="")
 
-    def _finished(self, job: _Job, outcome: Fetched | BaseException) -> None:
+    def _finished(self, job: _Job, outcome: Fetched | SpeechFetched | BaseException) -> None:
         job.thread, job.control = None, None
-        if isinstance(outcome, Fetched):
+        if isinstance(outcome, SpeechFetched):
+            size = outcome.size
+            self._set(job, state=DownloadState.DONE, done=size, total=size, bytes_per_second=0.0,
+                      seconds_left=None, message=_speech_done_words(outcome), save=True)
+        elif isinstance(outcome, Fetched):
             model = outcome.model
             self._set(job, state=DownloadState.DONE, model_id=model.id, done=model.size, total=model.size,
                       bytes_per_second=0.0, seconds_left=None, message=_done_words(outcome), save=True)
@@ -219,7 +236,7 @@ class DownloadQueue:
             else:
                 self._set(job, state=DownloadState.PAUSED, message=_KEPT, bytes_per_second=0.0,
                           seconds_left=None, save=True)
-        elif isinstance(outcome, (DownloadError, FetchRefused)):
+        elif isinstance(outcome, (DownloadError, FetchRefused, SpeechFetchRefused)):
             self._set(job, state=DownloadState.FAILED, message=outcome.message, bytes_per_second=0.0,
                       seconds_left=None, save=True)
         else:
@@ -282,6 +299,8 @@ class DownloadQueue:
         if job.item.state in _FINAL:
             return False
         if job.item.state == DownloadState.FAILED:  # worth offering again only if something was kept
+            if job.unit.format == SPEECH_FORMAT:
+                return speech_parts_size(self._speech_folder, job.unit) > 0
             return unit_folder(self._library, job.unit, claim=False) is not None
         return True
 
@@ -297,8 +316,9 @@ class DownloadQueue:
         for entry in entries if isinstance(entries, list) else []:
             try:
                 unit = DownloadUnit.from_dict(entry["unit"])
-                item = DownloadItem(str(entry["id"]), str(entry["title"]), DownloadState.PAUSED,
-                                    done=_on_disk(self._library, unit),
+                done = speech_parts_size(self._speech_folder, unit) if unit.format == SPEECH_FORMAT \
+                    else _on_disk(self._library, unit)
+                item = DownloadItem(str(entry["id"]), str(entry["title"]), DownloadState.PAUSED, done=done,
                                     total=_whole_number(entry.get("total"), unit.size),
                                     message=_RESTORED, catalog_id=unit.catalog_id, source=unit.source)
             except (KeyError, TypeError, ValueError):
@@ -322,6 +342,12 @@ def _cancelled(done: int) -> dict[str, object]:
     """A cancelled item: nothing left to show of its progress, its state says "Cancelled"."""
     return {"state": DownloadState.CANCELLED, "message": _DELETED if done else "", "done": 0,
             "bytes_per_second": 0.0, "seconds_left": None}
+
+
+def _speech_done_words(fetched: SpeechFetched) -> str:
+    if fetched.already_installed:
+        return "Already downloaded."
+    return "Downloaded; every file's SHA-256 was checked. Choose it in File → Settings… → Voice."
 
 
 def _done_words(fetched: Fetched) -> str:

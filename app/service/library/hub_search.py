@@ -171,7 +171,8 @@ def judged_choice(report: HardwareReport | None, choice: RepoChoice, settings: S
         return ChoiceRow(choice, None, f"{SPEED_NOT_KNOWN}: this machine's memory and processor could not be read.")
     context = loaded_context(settings.generation.context_length, None)
     projector = sum(f.size or 0 for f in unit.files if f.name == unit.projector)
-    facts = FitFacts(unit.format, size, context, 0, projector_bytes=projector)
+    # The Hub's units are GGUF files or ONNX folders (a "speech" unit comes from the speech catalog only).
+    facts = FitFacts("onnx" if unit.format == "onnx" else "gguf", size, context, 0, projector_bytes=projector)
     fit = estimate_fit(report, facts, context_length=context, preference=settings.device_preference, steady=True)
     parameters = size_in_name(unit.key, repo)
     fit = judged(fit, report, weights=size - projector, vocab=0, parameters=parameters,

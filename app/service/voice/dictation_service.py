@@ -21,8 +21,9 @@ from app.service.voice.dictation_events import (DictationAvailability, Dictation
                                                 DictationHeard, DictationNotHeard, DictationSpeechStarted,
                                                 DictationState, DictationStateChanged, VoiceMissing)
 from app.voice.devices import DeviceUnavailable, list_audio_devices
-from app.voice.speech_models import (SpeechModel, SpeechModelError, dictation_model, ensure_speech_model,
-                                     installed_folder, not_installed_words, shipped)
+from app.voice.speech_choice import dictation_model
+from app.voice.speech_models import (SpeechModel, SpeechModelError, ensure_speech_model, installed_folder,
+                                     not_installed_words, shipped)
 
 if TYPE_CHECKING:  # numpy comes with these: imported at the first press, not when the service starts
     from app.voice.dictation import DictationEvent as PipelineEvent
@@ -196,7 +197,7 @@ class Dictation:
         from app.voice.microphone import MicrophoneSession
         from app.voice.transcriber import Transcriber
         from app.voice.vad import VoiceActivity
-        model, language = dictation_model(settings.language, self._given_model)
+        model, language = dictation_model(settings.language, self._given_model, settings.speech_model)
         availability = self.availability = self._availability_now(model)
         if not availability.ready:
             raise _Unavailable(availability)
@@ -233,7 +234,8 @@ class Dictation:
             if importlib.util.find_spec(package) is None:
                 return DictationAvailability(VoiceMissing.VOICE_PACKAGES, package)
         if model is None:
-            model, _ = dictation_model(self._settings().language, self._given_model)
+            settings = self._settings()
+            model, _ = dictation_model(settings.language, self._given_model, settings.speech_model)
         if installed_folder(model, self._speech_folder) is None and not shipped(model):
             return DictationAvailability(VoiceMissing.SPEECH_MODEL, not_installed_words(model))
         return DictationAvailability()

@@ -145,7 +145,7 @@ class ReadAloud:
         self._drop()
         settings = self._settings()
         reading = self._reading = Reading(message_id, self._synthesizer_now, self._voice, settings.voice_speed,
-                                          settings.speaker)
+                                          settings.speaker, settings.voice)
         self._ending = [old for old in self._ending if old.running]
         self._ending.append(reading)
         self._set(ReadAloudState.PREPARING, message_id)

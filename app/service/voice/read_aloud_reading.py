@@ -60,10 +60,12 @@ class Reading:
     stop() silences it now. Its news (ReadingNews) goes to `tell`, from its threads."""
 
     def __init__(self, message_id: int, synthesizer: Callable[[], Synthesizer], voice: Voice | None,
-                 speed: float, speaker: str | None) -> None:
+                 speed: float, speaker: str | None, chosen_voice: str | None = None) -> None:
+        """voice: the one to read with (a test's); None: chosen_voice's (Settings → Voice), or the default."""
         self.message_id = message_id
         self._synthesizer = synthesizer
         self._voice = voice
+        self._chosen_voice = chosen_voice
         self._speed = speed
         self._speaker = speaker
         self._texts: queue.Queue[str | None] = queue.Queue()
@@ -114,16 +116,18 @@ class Reading:
     def _make(self, tell: Callable[[ReadingNews], None]) -> None:
         from app.voice.synthesis.reading import TextRefused
         from app.voice.synthesis.synthesizer import SynthesisFailed
-        from app.voice.synthesis.voices import DEFAULT_VOICE, VoiceError
+        from app.voice.speech_choice import choose_voice
+        from app.voice.synthesis.voices import VoiceError
         try:
             missing = tuple(name for name in SPEAKING_PACKAGES if importlib.util.find_spec(name) is None)
             if missing:
                 self._fail(tell, ReadingFailed(ReadAloudProblem.VOICE_MISSING, packages=missing))
                 return
+            voice = self._voice or choose_voice(self._chosen_voice)
             synthesizer = self._synthesizer()
             while not self.stopped and (text := self._texts.get()) is not None:
                 try:
-                    spoken = synthesizer.speak(text, self._voice or DEFAULT_VOICE, self._speed)
+                    spoken = synthesizer.speak(text, voice, self._speed)
                 except TextRefused:
                     continue  # nothing to say in this piece (a line of symbols), or a piece past the limit
                 try:

@@ -25,7 +25,7 @@ from app.core.children.python_child import PythonChild, start_python_child
 from app.voice.synthesis.child import VoiceFiles, default_threads, synthesizer_main
 from app.voice.synthesis.protocol import SentenceSpoken, SpeakSentence, SynthesisChildFailed, SynthesisReply, VoiceReady
 from app.voice.synthesis.reading import MAX_TEXT_CHARS, TextProblem, TextRefused, checked, sentences
-from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, Voice, ensure_bundle
+from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, Voice, ensure_bundle, ensure_voice
 from app.voice.transcriber import FailureKind
 
 MIN_SPEED = 0.25
@@ -189,7 +189,7 @@ class Synthesizer:
         if self._running(voice) and self._conn is not None:
             return self._conn
         self._end(kill=True)
-        voice_folder = ensure_bundle(voice.bundle, self._speech_folder)
+        voice_folder = ensure_voice(voice, self._speech_folder)
         g2p_folder = ensure_bundle(ENGLISH_G2P, self._speech_folder)
         files = VoiceFiles(voice.id, str(voice_folder / voice.model_file), str(voice_folder / voice.config_file),
                            str(g2p_folder))

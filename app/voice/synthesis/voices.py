@@ -49,6 +49,10 @@ class Voice:
     language: str
     license: str
     source: str
+    # A catalog voice (resources/catalog.json's "speech"): the Hugging Face repository and commit it is
+    # downloaded from (app/voice/speech_fetch.py). None: it ships.
+    repo: str | None = None
+    revision: str | None = None
 
 
 def _file(package: str, inside: str, size: int, sha256: str) -> ShippedFile:
@@ -75,9 +79,9 @@ ENGLISH_G2P = Bundle("english-g2p", "the English pronunciation data", (
     _file("piper_plus_g2p", "_vendor/g2p_en/checkpoint20.npz", 3_342_298,
           "b8af35e4596d8dd5836dfd3fe9b2ba4f97b9c311efe8879544cbcfcbd566d8c6")))
 
-VOICES = (JOE,)
+SHIPPED_VOICES = (JOE,)
 DEFAULT_VOICE = JOE
-# OpenAI's speech models and voices: each picks Kestrel's default voice (it has one voice per language).
+# OpenAI's speech models and voices: each picks Kestrel's default voice.
 OPENAI_SPEECH_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 OPENAI_VOICES = ("alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage",
                  "shimmer", "verse")
@@ -87,29 +91,41 @@ class VoiceError(Exception):
     """A voice could not be found or put in place; the message says why and what to do."""
 
 
-def voice_names() -> tuple[str, ...]:
-    return tuple(voice.id for voice in VOICES)
-
-
-def choose_voice(requested: str | None) -> Voice:
-    """The voice by its id (any case), OpenAI's names and none taking the default; VoiceError lists the voices."""
-    name = (requested or "").strip()
-    if not name or name.lower() in OPENAI_VOICES:
-        return DEFAULT_VOICE
-    for voice in VOICES:
-        if voice.id.lower() == name.lower():
-            return voice
-    raise VoiceError(f"There is no voice {requested!r}. Use one of {', '.join(voice_names())} "
-                     f"(or one of OpenAI's: {', '.join(OPENAI_VOICES)}, which speak with {DEFAULT_VOICE.id}).")
-
-
 def bundle_shipped(bundle: Bundle) -> bool:
     """Whether every file of the bundle is installed (its packages with their files)."""
     return all(_piece_path(package, inside) is not None for file in bundle.files for package, inside in file.pieces)
 
 
 def voice_shipped(voice: Voice) -> bool:
-    return bundle_shipped(voice.bundle) and bundle_shipped(ENGLISH_G2P)
+    return voice.repo is None and bundle_shipped(voice.bundle) and bundle_shipped(ENGLISH_G2P)
+
+
+def voice_folder(voice: Voice, speech_folder: Path) -> Path:
+    """The voice's folder in Kestrel's data: where it is put together, or downloaded to."""
+    return speech_folder / voice.bundle.id
+
+
+def voice_in_place(voice: Voice, speech_folder: Path) -> bool:
+    """Whether the voice's files are in its folder with their sizes (their checksums were checked before the
+    folder got its name)."""
+    return bundle_in_place(voice.bundle, speech_folder)
+
+
+def bundle_in_place(bundle: Bundle, speech_folder: Path) -> bool:
+    folder = speech_folder / bundle.id
+    return all((folder / file.name).is_file() and (folder / file.name).stat().st_size == file.size
+               for file in bundle.files)
+
+
+def ensure_voice(voice: Voice, speech_folder: Path) -> Path:
+    """The voice's folder: put together from its packages the first time, or, for a catalog voice, the one it
+    was downloaded to; VoiceError in words when it is not there."""
+    if voice.repo is not None:
+        if not voice_in_place(voice, speech_folder):
+            raise VoiceError(f"The voice {voice.title} is not downloaded. Download it in Models → Speech, or run: "
+                             f"kestrel models get {voice.id}")
+        return voice_folder(voice, speech_folder)
+    return ensure_bundle(voice.bundle, speech_folder)
 
 
 def ensure_bundle(bundle: Bundle, speech_folder: Path) -> Path:
@@ -117,10 +133,8 @@ def ensure_bundle(bundle: Bundle, speech_folder: Path) -> Path:
     checked by SHA-256 before it gets its name; VoiceError in words when a package is missing or changed."""
     speech_folder.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(speech_folder / f".{bundle.id}.lock", None, None):
-        folder = speech_folder / bundle.id
-        if all((folder / file.name).is_file() and (folder / file.name).stat().st_size == file.size
-               for file in bundle.files):
-            return folder
+        if bundle_in_place(bundle, speech_folder):
+            return speech_folder / bundle.id
         return _assemble(bundle, speech_folder)
 
 
