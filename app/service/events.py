@@ -13,7 +13,8 @@ from app.core.settings import Settings
 from app.engine.failures import Failure
 from app.engine.protocol import Loaded
 from app.service.library_events import (CatalogListed, CatalogRow, DownloadChanged, DownloadId, DownloadItem,
-                                        DownloadState, LibraryListed, ModelRow)
+                                        DownloadState, LibraryListed, ModelRow, SpeechListed, SpeechRow,
+                                        SpeechState)
 from app.service.documents_events import (CollectionInfo, CollectionsChanged, DocumentsProblem, FileInfo,
                                           IndexingProgress, IndexState)
 from app.service.memory_events import MemoriesChanged, MemoryProposalSettled, MemoryProposed
@@ -374,7 +375,7 @@ Event = Union[ModelStateChanged, SettingsChanged, ConversationsListed, HistoryCh
               TextGrew, AnswerFinished, AnswerInterrupted, Queued, Problem, ProblemSolved, BusyChanged,
               AnswerQueueChanged, DraftChanged, SendFailed, ConversationModelChosen,
               ActivityChanged, PaceChanged, ServingChanged, SetupProgress, SetupFinished, DamagedHistoryFound, DamagedHistoryReplaced,
-              LibraryListed, CatalogListed, DownloadChanged, ApiRequestLogged,
+              LibraryListed, CatalogListed, SpeechListed, DownloadChanged, ApiRequestLogged,
               ToolApprovalAsked, ToolApprovalSettled, ToolPartsChanged, ToolServersChanged,
               CollectionsChanged, IndexingProgress, DocumentsProblem, MemoriesChanged, MemoryProposed,
               MemoryProposalSettled]
@@ -389,5 +390,6 @@ __all__ = ["ActivityChanged", "AnswerFinished", "AnswerInterrupted", "AnswerQueu
            "DownloadId", "DownloadItem", "DownloadState", "DraftChanged", "Event", "FileInfo", "HistoryChangedElsewhere",
            "IndexState", "IndexingProgress", "InterruptReason", "LibraryListed", "MemoriesChanged", "MemoryProposalSettled", "MemoryProposed", "MessageAdded", "MessagesRemoved",
            "ModelRow", "ModelState", "ModelStateChanged", "PaceChanged", "Problem", "ProblemKind", "ProblemSolved",
-           "Queued", "RequestRecord", "SendFailed", "ServingChanged", "SettingsChanged", "SetupFinished", "SetupProgress", "THINKING",
+           "Queued", "RequestRecord", "SendFailed", "ServingChanged", "SettingsChanged", "SetupFinished", "SetupProgress", "SpeechListed", "SpeechRow",
+           "SpeechState", "THINKING",
            "TextGrew", "ToolApprovalAsked", "ToolApprovalSettled", "ToolPartsChanged", "ToolServersChanged", "WRITING"]

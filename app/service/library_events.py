@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any, Mapping
 
 from app.hardware.fit import FitEstimate
+from app.hardware.speech_fit import SpeechFit
 from app.library.catalog import CatalogEntry
 from app.library.installed import InstalledModel
 
@@ -90,3 +91,40 @@ class CatalogListed:
     """The catalog's models, each with its fit on this machine."""
 
     rows: tuple[CatalogRow, ...]
+
+
+class SpeechState(StrEnum):
+    """Where a speech model or voice is: shipped with Kestrel, downloaded, or offered to download."""
+
+    SHIPPED = "shipped"
+    DOWNLOADED = "downloaded"
+    OFFERED = "offered"
+
+
+@dataclass(frozen=True)
+class SpeechRow:
+    """One speech-to-text model or voice as Models → Speech shows it.
+
+    kind: "transcription" or "voice" (app/voice/speech_catalog.py's SpeechKind); languages: what it hears or
+    speaks, in words; fit: how it would run here (None before the hardware is known); in_use: chosen in
+    Settings → Voice (or, with nothing chosen, the one used for English)."""
+
+    id: str
+    kind: str
+    title: str
+    languages: str
+    size: int
+    license: str
+    source: str
+    description: str
+    state: SpeechState
+    fit: SpeechFit | None
+    in_use: bool
+    downloadable: bool
+
+
+@dataclass(frozen=True)
+class SpeechListed:
+    """The speech models and voices as they are now."""
+
+    rows: tuple[SpeechRow, ...]

@@ -36,6 +36,7 @@ from app.service.events import (ActivityChanged, ConversationsListed, DamagedHis
                                 SettingsChanged)
 from app.service.library.library_service import LibraryService
 from app.service.library.remote_servers import RemoteServers
+from app.service.library.speech_shelf import SpeechShelf
 from app.service.models.background import AppWindow, WindowPresence, WindowState
 from app.service.models.calibration import SpeedCalibration
 from app.service.models.engine_handle import EngineHandle
@@ -86,6 +87,9 @@ class Service:
             answer_writing=lambda: self.answers.writing,
             threads_file=settings_path.parent / "threads.json" if settings_path else None)
         self.library = LibraryService(session, keeper, emit, tasks, answers_busy=self._answers_busy)
+        # Models → Speech: the speech models and voices, shipped, downloaded or offered.
+        self.speech = SpeechShelf(data_paths().data / "speech", lambda: keeper.settings, self.update_settings,
+                                  self.library.hardware_report, lambda: self.library.downloads, emit)
         # The servers the person added, in the files the engine's remote backend reads too (app/library/servers).
         self.servers = RemoteServers(ServerBook.at(data_paths()), session, answers_busy=self._answers_busy)
         self.drafts = DraftBook(lambda: self.storage, emit, tasks.spawn)
@@ -212,6 +216,8 @@ class Service:
         await storage.run(self.session.threads.load)
         if self._settings_path is not None and self.library.downloads is None:
             await self.library.open_downloads(self._settings_path.parent / "downloads.json")
+            if self.library.downloads is not None:
+                self.library.downloads.subscribe(self.speech.download_changed)
 
     def _history_damaged(self, damage: HistoryDamaged) -> None:
         in_memory = self.storage is not None and self.storage.in_memory

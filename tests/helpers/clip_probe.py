@@ -298,9 +298,12 @@ def scenes(window: Any, service: Any, loop: asyncio.AbstractEventLoop,
     def manager() -> QWidget:
         shown = ModelManager(window.adapter, doors.library, doors.settings, window)
         wait(loop, doors.library.refresh())
+        wait(loop, doors.library.speech_refresh())  # Models → Speech: its list, a model chosen in it
         cards = shown.installed.view
         if cards.keys():
             cards.select(0)
+        speech = shown.speech.tree
+        speech.setCurrentItem(speech.topLevelItem(4))
         return shown
 
     def hub_search() -> QWidget:

@@ -48,6 +48,7 @@ class FakeAdapter(QObject):
     library and settings doors it is given beside (`library`, `settings`)."""
 
     problem = Signal(str)
+    speechListed = Signal(tuple)  # Models → Speech's rows
 
     def __init__(self) -> None:
         super().__init__()
@@ -70,7 +71,7 @@ def manager(qtbot) -> tuple[ModelManager, FakeAdapter]:
     window = ModelManager(adapter, adapter.library, adapter.settings)
     qtbot.addWidget(window)
     window.show()
-    assert adapter.spawned == [("refresh",)]  # opening it asks for a fresh listing
+    assert adapter.spawned == [("refresh",), ("speech_refresh",)]  # opening it asks for fresh listings
     adapter.spawned.clear()
     return window, adapter
 

@@ -36,9 +36,13 @@ def add_arguments(catalog: argparse.ArgumentParser) -> None:
                          help="the catalog's order (default), or best first: what runs well here, faster first")
     catalog.add_argument("--runs-well", action="store_true",
                          help="only the models predicted to run at a comfortable speed here")
+    catalog.add_argument("--speech", action="store_true",
+                         help="the speech-to-text models and voices instead (shipped, downloaded or offered)")
 
 
 def list_catalog(args: argparse.Namespace) -> int:
+    if args.speech:
+        return _list_speech(args)
     problems: list[str] = []
     entries = load_catalog(problems=problems)
     for problem in problems:
@@ -60,6 +64,35 @@ def list_catalog(args: argparse.Namespace) -> int:
         print(_line(row, width, row.entry.id == chosen))
     if pick is not None:
         print(f"\nRecommended for this machine: {pick.row.entry.id}. {pick.reason}")
+    return EXIT_OK
+
+
+def _list_speech(args: argparse.Namespace) -> int:
+    """Models → Speech's list: each speech model and voice, where it is, and how it would run here."""
+    from app.hardware.probe import probe
+    from app.service.library.speech_shelf import speech_rows
+
+    _, settings = load_settings()
+    rows = speech_rows(data_paths().data / "speech", probe(), settings)
+    if args.json:
+        for row in rows:
+            fit = row.fit
+            print(json.dumps({"id": row.id, "kind": row.kind, "name": row.title, "languages": row.languages,
+                              "size": row.size, "state": row.state.value, "in_use": row.in_use,
+                              "license": row.license, "source": row.source,
+                              "verdict": fit.verdict.value if fit else None,
+                              "real_time_factor": round(fit.real_time_factor, 3) if fit else None,
+                              "fit": fit.words if fit else None}, ensure_ascii=False))
+        return EXIT_OK
+    width = max((len(row.id) for row in rows), default=0)
+    for row in rows:
+        state = {"shipped": "ships with Kestrel", "downloaded": "downloaded"}.get(
+            row.state.value, f"get it: kestrel models get {row.id}")
+        kind = "speech to text" if row.kind == "transcription" else "voice"
+        print(f"{row.id:<{width}}  {kind:<14}  {human_size(row.size):>9}  {row.languages:<14}  {state}"
+              f"{' (in use)' if row.in_use else ''}")
+        if row.fit is not None:
+            print(f"{'':<{width}}  {row.fit.words}")
     return EXIT_OK
 
 

@@ -81,6 +81,13 @@ class LibraryDoor:
         self.download_unit = library.download_unit
         self.hub_search = library.hub.search
         self.hub_choices = library.hub.choices
+        # Models → Speech (SpeechListed): the speech models and voices listed, downloaded, removed or chosen.
+        speech = service.speech
+        self.speech_refresh = speech.refresh
+        self.speech_download = speech.download
+        self.speech_remove = speech.remove
+        self.speech_use = speech.use
+        self.speech_usable = speech.usable
 
     @property
     def downloads(self) -> DownloadQueue | None:

@@ -68,7 +68,7 @@ class LibraryService:
         # The window's downloads (None in the CLI's chat, which downloads nothing).
         self.downloads: DownloadQueue | None = None
         # "Get a model"'s Hugging Face search; a found file downloads through download_unit.
-        self.hub = HubSearch(self._hardware, self._loaded_need, lambda: keeper.settings, measured=self._measured)
+        self.hub = HubSearch(self.hardware_report, self._loaded_need, lambda: keeper.settings, measured=self._measured)
 
     @property
     def library(self) -> ModelLibrary:
@@ -78,7 +78,7 @@ class LibraryService:
 
     async def refresh(self) -> None:
         """List the models (details and fit read on a worker thread) and the catalog."""
-        report = await self._hardware()
+        report = await self.hardware_report()
         settings = self._keeper.settings
         default = settings.default_model
         loaded = self._session.model if self._session.loaded is not None else None
@@ -170,7 +170,7 @@ class LibraryService:
         loaded = self._session.model if self._session.loaded is not None else None
         return await asyncio.to_thread(self._need_of, loaded, report) if loaded else 0
 
-    async def _hardware(self) -> HardwareReport | None:
+    async def hardware_report(self) -> HardwareReport | None:
         """The engine's report (probed once per engine), with the RAM now; the verdicts count the
         machine's whole memory (estimate_fit's steady), the free memory is only said beside them."""
         if self._report is None:

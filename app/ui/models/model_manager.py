@@ -24,6 +24,7 @@ from app.ui.models.model_card_facts import catalog_facts, installed_facts
 from app.ui.state.model_items import CatalogModel, ModelFilter, Roles
 from app.ui.models.model_settings_form import ModelSettingsForm
 from app.ui.models.server_models import ServerModelsPanel
+from app.ui.models.speech_page import SpeechPage
 
 if TYPE_CHECKING:
     from app.service.doors.models import LibraryDoor, ModelDoor
@@ -385,16 +386,20 @@ class ModelManager(QDialog):
         self.tabs = QTabWidget(self)
         self.installed = InstalledPage(adapter, library, settings, self.tabs, model=model, servers=servers)
         self.catalog = CatalogPage(adapter, library, self.tabs)
+        self.speech = SpeechPage(adapter, library, self.tabs)
         self.downloads = DownloadsPage(adapter, library, self.tabs)
         self.tabs.addTab(self.installed, "&Installed")
         self.tabs.addTab(self.catalog, "&Get a model")
+        self.tabs.addTab(self.speech, "S&peech")
         self.tabs.addTab(self.downloads, "Do&wnloads")
-        self.catalog.downloadStarted.connect(lambda: self.tabs.setCurrentWidget(self.downloads))
+        for page in (self.catalog, self.speech):
+            page.downloadStarted.connect(lambda: self.tabs.setCurrentWidget(self.downloads))
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs)
 
     def showEvent(self, event: QShowEvent) -> None:  # Override QDialog.showEvent.
         super().showEvent(event)
         self.adapter.spawn(self.library.refresh())
+        self.speech.refresh()
         if self.installed.servers_panel is not None:
             self.installed.servers_panel.refresh()

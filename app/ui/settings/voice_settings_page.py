@@ -32,7 +32,13 @@ INTERRUPT_TIP = ("Voice mode (Ctrl+Shift+T) keeps the microphone open while Kest
                  "headphones. Off: Kestrel listens again once it has finished speaking; Esc stops it sooner.")
 LANGUAGE_TIP = ("English is heard by the fastest speech model. Any other language, or detecting it, uses the "
                 "multilingual model, which is slower; choosing your language is more accurate than detecting it.")
+BY_LANGUAGE = "Chosen by the language (tiny.en for English, base for others)"
+DEFAULT_VOICE_WORDS = "Joe (U.S. English, ships with Kestrel)"
+SPEECH_MODEL_TIP = ("The model dictation and voice mode listen with. Bigger ones make fewer mistakes and are slower; "
+                    "get them in Models → Speech. One that hears English only is passed over for other languages.")
 Microphones = Callable[[], Awaitable[tuple[str, ...]]]
+# (kind, id, title) of the speech models ("transcription") and voices ("voice") that are here to use.
+SpeechChoices = Callable[[], Awaitable[tuple[tuple[str, str, str], ...]]]
 Speakers = Callable[[], Awaitable[tuple[str, ...]]]
 Spawn = Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]]
 
@@ -48,6 +54,7 @@ class VoiceSettingsPage(QWidget):
         super().__init__(parent)
         self._microphones, self._spawn, self._listed = microphones, spawn, False
         self._speakers = speakers
+        self._speech_choices: SpeechChoices | None = None
         note = QLabel(NOTE, self)
         note.setWordWrap(True)
         self.send_at_once = QCheckBox("Send dictated text at &once", self)
@@ -66,11 +73,14 @@ class VoiceSettingsPage(QWidget):
         self.microphone_note.setWordWrap(True)
         self.microphone_note.hide()
         self.language = language_box(settings.language, self)
+        self.speech_model = _choice_box(BY_LANGUAGE, settings.speech_model, self)
+        self.speech_model.setToolTip(SPEECH_MODEL_TIP)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         form.addRow("Micro&phone:", self.microphone)
         form.addRow("", self.microphone_note)
         form.addRow("Lan&guage I speak:", self.language)
+        form.addRow("Speech mo&del:", self.speech_model)
         layout = QVBoxLayout(self)
         layout.addWidget(note)
         layout.addSpacing(6)
@@ -111,8 +121,11 @@ class VoiceSettingsPage(QWidget):
         self.speed.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # a number, not a line
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.voice = _choice_box(DEFAULT_VOICE_WORDS, settings.voice, self)
+        self.voice.setToolTip("The voice answers are read with; get more in Models → Speech.")
         form.addRow("Spea&ker:", self.speaker)
         form.addRow("", self.speaker_note)
+        form.addRow("Voi&ce:", self.voice)
         form.addRow("Voice sp&eed:", self.speed)
         self.interrupt = QCheckBox("&Stop talking when I start to speak (voice mode)", self)
         self.interrupt.setChecked(settings.interrupt_by_speaking)
@@ -134,6 +147,10 @@ class VoiceSettingsPage(QWidget):
         """Where the speaker list comes from (read with the microphones, when the page is first shown)."""
         self._speakers = speakers
 
+    def use_speech_choices(self, choices: SpeechChoices) -> None:
+        """Where the speech models and voices to choose from come from (read when the page is first shown)."""
+        self._speech_choices = choices
+
     def value(self, settings: Settings) -> Settings:
         """`settings` with this page's voice settings."""
         voice = VoiceSettings(send_at_once=self.send_at_once.isChecked(),
@@ -141,7 +158,8 @@ class VoiceSettingsPage(QWidget):
                               microphone=self.microphone.currentData(),
                               read_aloud_answers=self.read_answers.isChecked(), speaker=self.speaker.currentData(),
                               voice_speed=round(self.speed.value(), 1), language=self.language.currentData(),
-                              interrupt_by_speaking=self.interrupt.isChecked())
+                              interrupt_by_speaking=self.interrupt.isChecked(),
+                              speech_model=self.speech_model.currentData(), voice=self.voice.currentData())
         return dataclasses.replace(settings, voice=voice)
 
     def list_microphones(self) -> None:
@@ -153,6 +171,33 @@ class VoiceSettingsPage(QWidget):
             self._spawn(_fill(self._microphones, self.microphone, self.microphone_note, NO_MICROPHONES))
         if self._speakers is not None:
             self._spawn(_fill(self._speakers, self.speaker, self.speaker_note, NO_SPEAKERS))
+        if self._speech_choices is not None:
+            self._spawn(_fill_choices(self._speech_choices, self.speech_model, self.voice))
+
+
+def _choice_box(default_words: str, chosen: str | None, parent: QWidget) -> QComboBox:
+    """The default first (None), then the chosen id until the list of what is here is read."""
+    box = QComboBox(parent)
+    box.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+    box.addItem(default_words, None)
+    if chosen is not None:
+        box.addItem(chosen, chosen)
+        box.setCurrentIndex(1)
+    return box
+
+
+async def _fill_choices(choices: SpeechChoices, models: QComboBox, voices: QComboBox) -> None:
+    """The speech models and voices that are here, by their titles, after the default; the choice kept (a chosen
+    one no longer here stays, by its id, and says so when it is used)."""
+    from app.voice.synthesis.voices import DEFAULT_VOICE  # the default's item says it already
+    found = await choices()
+    for box, kind in ((models, "transcription"), (voices, "voice")):
+        for _, speech_id, title in (choice for choice in found if choice[0] == kind and choice[1] != DEFAULT_VOICE.id):
+            index = box.findData(speech_id)
+            if index < 0:
+                box.addItem(title, speech_id)
+            else:
+                box.setItemText(index, title)
 
 
 async def _fill(devices: Microphones | Speakers, box: QComboBox, note: QLabel, none_found: str) -> None:

@@ -58,6 +58,7 @@ class ServiceAdapter(QObject):
     historyDamaged = Signal(str)
     historyReplaced = Signal(str)
     catalogListed = Signal()
+    speechListed = Signal(tuple)  # tuple[SpeechRow, ...]: Models → Speech's rows as they are now
     downloadChanged = Signal(object)
     apiRequestLogged = Signal(object)  # a RequestRecord: the API server finished a request
     approvalsChanged = Signal()  # read `approvals`: a tool call was asked about or settled
@@ -120,6 +121,8 @@ class ServiceAdapter(QObject):
         elif isinstance(event, ev.CatalogListed):
             self.catalog.set_rows(event.rows)
             self.catalogListed.emit()
+        elif isinstance(event, ev.SpeechListed):
+            self.speechListed.emit(event.rows)
         elif isinstance(event, DownloadChanged):
             self.downloads.put(event.item)
             self.downloadChanged.emit(event.item)
