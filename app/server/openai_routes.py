@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -12,12 +13,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from app.core.answer_stats import AnswerStats
+from app.core.paths import data_paths
 from app.engine.protocol import Delta, Done, ToolCall
 from app.server import sse
 from app.server.endpoint import client_of, guarded, read_body
 from app.server.errors import Flavor, error_body, refused_code
 from app.server.openai_asks import Asked, chat_ask, completion_ask, read_off_loop
 from app.server.openai_embeddings import embedding_ask, embedding_list
+from app.server.speech_listing import speech_entries
 from app.server.runs import (CLIENT_GONE, Collected, Event, close, collect, cut_short, opened, outcome_of,
                              until_gone)
 from app.service.api.api_answers import ApiAnswers, ApiModel, ApiRefused, Started
@@ -65,6 +68,10 @@ def chat_completion(got: Collected, answer_id: str, created: int) -> dict[str, A
             "usage": usage(got.stats)}
 
 
+def _speech_folder() -> Path:
+    return data_paths().data / "speech"
+
+
 class OpenAiEndpoints:
     """The handlers, over the service's ApiAnswers."""
 
@@ -85,7 +92,8 @@ class OpenAiEndpoints:
             return JSONResponse({"data": entries, "has_more": False,
                                  "first_id": entries[0]["id"] if entries else None,
                                  "last_id": entries[-1]["id"] if entries else None})
-        return JSONResponse({"object": "list", "data": [model_entry(model) for model in models]})
+        speech = await asyncio.to_thread(speech_entries, _speech_folder())
+        return JSONResponse({"object": "list", "data": [*(model_entry(model) for model in models), *speech]})
 
     async def model(self, request: Request) -> Response:
         wanted = request.path_params["model_id"]
@@ -93,6 +101,10 @@ class OpenAiEndpoints:
             if model.id == wanted:
                 anthropic = "anthropic-version" in request.headers
                 return JSONResponse(anthropic_model_entry(model) if anthropic else model_entry(model))
+        if "anthropic-version" not in request.headers:
+            for entry in await asyncio.to_thread(speech_entries, _speech_folder()):
+                if entry["id"] == wanted:
+                    return JSONResponse(entry)
         flavor = Flavor.ANTHROPIC if "anthropic-version" in request.headers else Flavor.OPENAI
         return JSONResponse(error_body(flavor, 404, f"There is no installed model {wanted!r}. GET /v1/models "
                                                     "lists the installed ones.", "model", "model_not_found"),

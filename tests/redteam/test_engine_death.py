@@ -109,7 +109,7 @@ class Serving:
 
     def loaded(self) -> bool:
         models = self.http.get("/v1/models").json()["data"]
-        return any(model["loaded"] for model in models)
+        return any(model.get("loaded") for model in models)  # the speech models listed after say nothing of it
 
 
 def free_port() -> int:

@@ -214,3 +214,11 @@ def words(error: openai.APIStatusError | anthropic.APIStatusError) -> str:
     assert isinstance(body, dict), body
     inner = body.get("error", body)
     return str(inner["message"])
+
+
+def chat_entries(models: list) -> list:
+    """The chat models of a /v1/models list (the official client's objects or plain dicts): the speech models and
+    voices Kestrel lists after them (app/server/speech_listing.py) left out."""
+    def kind(model: object) -> object:
+        return model.get("type") if isinstance(model, dict) else getattr(model, "type", None)
+    return [model for model in models if kind(model) not in ("speech-to-text", "text-to-speech")]

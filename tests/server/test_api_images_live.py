@@ -23,7 +23,7 @@ from app.service.models.client import EngineClient
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
 from tests.helpers.vision_gguf import IMAGE_TOKENS, build_vision_pair, png_bytes
-from tests.server.helpers import KEY, anthropic_client, api_over, loop_thread, openai_client, real_service, words
+from tests.server.helpers import KEY, anthropic_client, api_over, chat_entries, loop_thread, openai_client, real_service, words
 
 # The tiny projector's image in the prompt: its tokens and the two wrapper tokens around them.
 IMAGE_POSITIONS = IMAGE_TOKENS + 2
@@ -51,7 +51,7 @@ def test_an_image_reaches_the_model_through_both_clients_and_a_bad_one_is_named(
             api_over(thread, service) as server:
         assert service.session.loaded is not None and service.session.loaded.vision
         client = openai_client(server.address)
-        [listed] = client.models.list().data
+        [listed] = chat_entries(client.models.list().data)
         assert listed.model_extra is not None and listed.model_extra["vision"] is True
         asked: dict[str, Any] = {"model": service.session.model.id, "max_tokens": 2, "temperature": 0.0}
         text_only = client.chat.completions.create(messages=asking("What is this?"), **asked)

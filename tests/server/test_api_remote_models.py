@@ -17,7 +17,7 @@ from app.service.models.client import EngineClient
 from tests.helpers.hostile_server import Script, hostile_server
 from tests.helpers.remote_answers import add_server
 from tests.helpers.remote_peers import closed_port
-from tests.server.helpers import KEY, api_over, loop_thread, openai_client, real_service
+from tests.server.helpers import KEY, api_over, chat_entries, loop_thread, openai_client, real_service
 
 HELLO: list[Any] = [{"role": "user", "content": "Hello"}]
 
@@ -39,7 +39,7 @@ def test_remote_models_are_listed_by_server_and_answer_through_the_openai_client
             local = service.session.model
             assert local is not None
             client = openai_client(server.address)
-            models = {m.id: m for m in client.models.list().data}
+            models = {m.id: m for m in chat_entries(client.models.list().data)}
             assert list(models) == [local.id, "studio-pc/qwen2.5:7b", "studio-pc/llama3.1:8b"]  # the server off: none
             remote = models["studio-pc/qwen2.5:7b"].model_extra
             assert remote is not None

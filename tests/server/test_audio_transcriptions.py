@@ -73,3 +73,21 @@ def test_a_request_without_the_key_is_refused() -> None:
         client = openai_client(server.address, key="wrong-key")
         with pytest.raises(openai.AuthenticationError):
             client.audio.transcriptions.create(model="whisper-1", file=BECKETT)
+
+
+def test_the_models_list_has_the_speech_models_and_voices_here_and_a_catalog_one_not_yet_is_a_400() -> None:
+    """GET /v1/models lists, after the chat models, the speech models and voices that are here (as OpenAI lists
+    whisper-1 and tts-1), typed so that nobody takes them for chat models; a catalog model not downloaded is named
+    with where to get it."""
+    voice_or_skip()
+    with loop_thread() as thread, serving(thread, FakeAnswers()) as server:
+        client = openai_client(server.address)
+        listed = {model.id: model for model in client.models.list()}
+        assert listed["whisper-tiny.en"].type == "speech-to-text"  # type: ignore[attr-defined]
+        assert listed["whisper-base"].languages == ["*"]  # type: ignore[attr-defined]
+        assert listed["en_US-joe-medium"].type == "text-to-speech"  # type: ignore[attr-defined]
+        assert "whisper-small" not in listed and "en_US-amy-medium" not in listed  # offered, not downloaded
+        assert client.models.retrieve("whisper-tiny.en").owned_by == "kestrel"
+        with pytest.raises(openai.BadRequestError) as not_here:
+            client.audio.transcriptions.create(model="whisper-small", file=BECKETT)
+        assert "not downloaded" in words(not_here.value) and "kestrel models get whisper-small" in words(not_here.value)

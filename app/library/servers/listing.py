@@ -60,7 +60,9 @@ def _openai_models(asking: Asking) -> list[RemoteModel]:
         raise asking.fault(ServerTrouble.BAD_ANSWER, detail='its list of models has no "data" list')
     models = []
     for entry in entries[:MAX_MODELS]:
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
+        # A Kestrel lists its speech models and voices too (app/server/speech_listing.py): they answer no chat.
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"] and \
+                entry.get("type") not in ("speech-to-text", "text-to-speech"):
             models.append(RemoteModel(asking.server.name, entry["id"], _openai_context(entry),
                                       _openai_abilities(entry)))
     return models
