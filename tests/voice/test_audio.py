@@ -122,7 +122,7 @@ def test_without_pyav_mp3_flac_and_ogg_are_read_and_other_files_refused_with_how
     problem = refused(M4A)
     assert problem.problem is AudioProblem.FORMAT_NOT_READ
     words = audio_refused_words(problem)
-    assert "WAV, MP3, FLAC and Ogg" in words and "ffmpeg -i recording.m4a recording.wav" in words
+    assert "WAV, MP3, FLAC, Ogg and WebM (Opus)" in words and "ffmpeg -i recording.m4a recording.wav" in words
 
 
 def test_a_broken_mp3_or_flac_is_refused_or_read_as_far_as_it_goes(tmp_path: Path) -> None:
