@@ -89,7 +89,8 @@ class Service:
         self.library = LibraryService(session, keeper, emit, tasks, answers_busy=self._answers_busy)
         # Models → Speech: the speech models and voices, shipped, downloaded or offered.
         self.speech = SpeechShelf(data_paths().data / "speech", lambda: keeper.settings, self.update_settings,
-                                  self.library.hardware_report, lambda: self.library.downloads, emit)
+                                  self.library.hardware_report, lambda: self.library.downloads, emit,
+                                  release=self._release_speech)
         # The servers the person added, in the files the engine's remote backend reads too (app/library/servers).
         self.servers = RemoteServers(ServerBook.at(data_paths()), session, answers_busy=self._answers_busy)
         self.drafts = DraftBook(lambda: self.storage, emit, tasks.spawn)
@@ -271,6 +272,10 @@ class Service:
         await self.temporary.close()
 
     # --- what crosses the wings: the settings and the window's state ----------------------------
+
+    async def _release_speech(self, speech_id: str) -> bool:
+        """Dictation and read-aloud let go of a speech model or voice about to be removed (False: in use now)."""
+        return await self.dictation.release(speech_id) and await self.read_aloud.release(speech_id)
 
     async def update_settings(self, settings: Settings) -> None:
         """Save the app's settings (if changed); a new device or thread count reloads the model."""

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from app.core.settings import Settings, SettingsFile
@@ -98,6 +99,32 @@ def test_speech_into_the_microphone_comes_back_as_words_and_the_second_dictation
         assert dictation._transcriber.pid is None
 
     asyncio.run(asyncio.wait_for(scenario(), 180))
+
+
+def test_a_model_about_to_be_removed_is_let_go_unless_dictation_listens_with_it(
+        pulse: PulseServer, speech_folder: Path) -> None:
+    """Models → Speech's Remove asks first (Windows will not delete a file a process holds open): the transcription
+    child of that model ends, another model's stays, and a dictation under way keeps its model."""
+    async def scenario() -> None:
+        heard = Heard(VoiceSettings(microphone=ALSA_PULSE_DEVICE, stop_at_end_of_speech=False), speech_folder)
+        dictation = heard.dictation
+        assert dictation.start()
+        while dictation.state is not DictationState.LISTENING:
+            await asyncio.sleep(0.02)
+        assert not await dictation.release(WHISPER_TINY_EN.id)  # listening with it
+        dictation.stop()
+        await heard.until(DictationFinished)
+        transcriber = dictation._transcriber
+        assert transcriber is not None
+        while transcriber.pid is None:  # its child starts while the microphone opens
+            await asyncio.sleep(0.05)
+        child = transcriber.pid
+        assert await dictation.release("whisper-base") and transcriber.pid == child  # another model's: kept
+        assert await dictation.release(WHISPER_TINY_EN.id) and dictation._transcriber is None
+        assert transcriber.pid is None and not psutil.pid_exists(child)
+        await dictation.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 120))
 
 
 def test_it_stops_by_itself_at_the_end_of_speech(pulse: PulseServer, speech_folder: Path) -> None:

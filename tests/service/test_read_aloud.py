@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from app.core.conversation import Message, MessageState, Role
@@ -170,6 +171,28 @@ def test_an_answer_read_aloud_is_heard_in_the_speaker_and_the_child_is_kept(
         await listened.until(state_is(ReadAloudState.IDLE))
         assert synthesizer.pid == child  # the voice was not loaded again
         await listened.reader.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 180))
+
+
+def test_a_voice_about_to_be_removed_is_let_go_unless_an_answer_is_read(pulse: PulseServer, speech: Path) -> None:
+    """Models → Speech's Remove asks first (Windows will not delete a file a process holds open): while an answer is
+    read the voice is in use; once it is done the synthesis child ends, and the next reading starts another."""
+    async def scenario() -> None:
+        listened = Listened(VoiceSettings(speaker=ALSA_PULSE_DEVICE), speech, None)  # its own synthesizer
+        reader = listened.reader
+        reader.read(9, SAID)
+        await listened.until(state_is(ReadAloudState.SPEAKING))
+        assert not await reader.release(DEFAULT_VOICE.id)
+        await listened.until(state_is(ReadAloudState.IDLE))
+        child = reader.synthesis_pid
+        assert child is not None
+        assert await reader.release(DEFAULT_VOICE.id) and reader.synthesis_pid is None and not psutil.pid_exists(child)
+        listened.events.clear()
+        reader.read(10, "Again.")
+        await listened.until(state_is(ReadAloudState.IDLE))
+        assert reader.synthesis_pid not in (None, child)
+        await reader.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 180))
 

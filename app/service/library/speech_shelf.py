@@ -26,7 +26,10 @@ class SpeechShelf:
     def __init__(self, speech_folder: Path, settings: Callable[[], Settings],
                  update_settings: Callable[[Settings], Awaitable[None]],
                  hardware: Callable[[], Awaitable[HardwareReport | None]],
-                 downloads: Callable[[], DownloadQueue | None], emit: Callable[[Event], None]) -> None:
+                 downloads: Callable[[], DownloadQueue | None], emit: Callable[[Event], None],
+                 release: Callable[[str], Awaitable[bool]] | None = None) -> None:
+        """release(id): dictation and read-aloud let go of that model or voice (False: it is in use now)."""
+        self._release = release
         self._speech_folder = speech_folder
         self._settings = settings
         self._update_settings = update_settings
@@ -66,6 +69,9 @@ class SpeechShelf:
         from app.voice.speech_fetch import remove_speech
         entry = next((entry for entry in speech_catalog() if entry.id == speech_id), None)
         if entry is None:
+            return
+        if self._release is not None and not await self._release(speech_id):
+            self._emit(Problem(f"{entry.name} is in use: stop dictating (or reading aloud) first, then remove it."))
             return
         try:
             await asyncio.to_thread(remove_speech, entry, self._speech_folder)

@@ -133,6 +133,18 @@ class Dictation:
             self._set(DictationState.FINISHING)
             self._spawn(asyncio.to_thread(pipeline.stop))  # closing a stream may wait on the driver
 
+    async def release(self, model_id: str) -> bool:
+        """Let go of a speech model about to be removed: its transcription child ends (Windows will not delete a
+        file a process holds open). False while a dictation listens with it: it is in use."""
+        transcriber = self._transcriber
+        if transcriber is None or transcriber.model.id != model_id:
+            return True
+        if self._task is not None and not self._task.done():
+            return False
+        self._transcriber = None
+        await asyncio.to_thread(transcriber.close)
+        return True
+
     async def close(self) -> None:
         """At shutdown: end a dictation (bounded), then the transcription child."""
         task = self._task

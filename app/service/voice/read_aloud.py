@@ -116,6 +116,17 @@ class ReadAloud:
         elif isinstance(event, (AnswerFinished, AnswerInterrupted)):
             self.finish(event.message.id)
 
+    async def release(self, voice_id: str) -> bool:
+        """Let go of a voice about to be removed: the synthesis child ends (Windows will not delete a file a process
+        holds open; the next reading starts one again). False while an answer is read aloud: it may be with it."""
+        synthesizer = self._synthesizer
+        if synthesizer is None or not self._own_synthesizer:
+            return True
+        if self._reading is not None and self._reading.running:
+            return False
+        await asyncio.to_thread(synthesizer.close)
+        return True
+
     async def close(self) -> None:
         """At shutdown: silence any reading, let its threads end (bounded), then end the synthesis child."""
         if self._unsubscribe is not None:
