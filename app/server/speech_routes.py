@@ -66,8 +66,9 @@ class SpeechEndpoints:
             return error_response(Flavor.OPENAI, 400, text_refused_words(refused), "input")
         except SpeechBusy:
             return error_response(Flavor.OPENAI, 429, BUSY, retry_after=5)
-        except VoiceError as exc:  # the voice packages are missing or changed
-            return error_response(Flavor.OPENAI, 503, str(exc), "voice")
+        except VoiceError as exc:  # a catalog voice not downloaded (the client may name another); the voice packages
+            # missing or changed (the server's to fix)
+            return error_response(Flavor.OPENAI, 400 if voice.repo is not None else 503, str(exc), "voice")
         except SynthesisFailed as failed:
             status = 504 if failed.kind is FailureKind.TIMED_OUT else 500
             return error_response(Flavor.OPENAI, status, synthesis_failed_words(failed))

@@ -81,6 +81,9 @@ def test_bad_requests_are_refused_in_words_naming_the_field() -> None:
         assert voice.status_code == 400 and DEFAULT_VOICE.id in voice.json()["error"]["message"]
         model = ask(model="tts-9", voice="alloy", input="Hi.")
         assert model.status_code == 400 and model.json()["error"]["param"] == "model"
+        offered = ask(model="tts-1", voice="en_US-amy-medium", input="Hi.")  # in the catalog, not downloaded
+        assert offered.status_code == 400 and offered.json()["error"]["param"] == "voice"
+        assert "kestrel models get en_US-amy-medium" in offered.json()["error"]["message"]
 
 
 def test_a_request_without_the_key_is_refused() -> None:
