@@ -51,7 +51,7 @@ def _say(args: argparse.Namespace) -> int:
     # Imported here, not with the parser: numpy and the rest would slow every other command's start.
     from app.voice.synthesis.reading import TextRefused
     from app.voice.synthesis.synthesizer import MAX_SPEED, MIN_SPEED, SynthesisFailed, Synthesizer
-    from app.voice.speech_choice import choose_voice
+    from app.voice.catalog.choice import choose_voice
     from app.voice.synthesis.voices import VoiceError
     from app.voice.synthesis.words import synthesis_failed_words, text_refused_words
 

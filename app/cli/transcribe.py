@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from app.cli.terminal_text import terminal_text
 from app.cli.user_error import EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.core.paths import data_paths
-from app.voice.speech_choice import choose_speech_model
+from app.voice.catalog.choice import choose_speech_model
 from app.voice.speech_models import SHIPPED_SPEECH_MODELS, SpeechModelError
 
 if TYPE_CHECKING:

@@ -66,7 +66,7 @@ def fetch_unit(library: ModelLibrary, unit: DownloadUnit, *, control: DownloadCo
     steps hears what it does before the bytes flow (UnitDownload). Blocks: call it on a worker thread. Raises DownloadError, DownloadStopped (the parts
     are kept after control.stop(), deleted after control.cancel()) or FetchRefused.
     """
-    if unit.format == "speech":  # a speech model is no library model: app/voice/speech_fetch.py fetches it
+    if unit.format == "speech":  # a speech model is no library model: app/voice/catalog/fetch.py fetches it
         raise ValueError(f"{unit.title} is a speech model, which the models library does not hold")
     existing = installed_from(library, unit)
     if existing is not None:

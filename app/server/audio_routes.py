@@ -16,7 +16,7 @@ from app.server.audio_form import read_form
 from app.server.errors import BadRequest, Flavor, bad_request_response, error_response
 from app.voice.audio import AudioKind, AudioRefused
 from app.voice.protocol import TranscribeAsk
-from app.voice.speech_choice import choose_speech_model
+from app.voice.catalog.choice import choose_speech_model
 from app.voice.speech_models import SpeechModelError
 from app.voice.transcriber import FailureKind, TranscriptionFailed
 from app.voice.transcript_formats import TranscriptFormat, transcript_json, transcript_verbose, written

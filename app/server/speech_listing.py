@@ -16,7 +16,7 @@ SPEECH_TYPES = (SPEECH_TO_TEXT, TEXT_TO_SPEECH)
 
 def speech_entries(speech_folder: Path) -> list[dict[str, Any]]:
     """The entries, in OpenAI's model shape with Kestrel's own fields. Reads the disk: call it on a worker thread."""
-    from app.voice.speech_choice import speech_models, voices
+    from app.voice.catalog.choice import speech_models, voices
     from app.voice.speech_models import installed_folder, shipped
     from app.voice.synthesis.voices import voice_folder, voice_in_place, voice_shipped
 

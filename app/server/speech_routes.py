@@ -24,7 +24,7 @@ from app.voice.resampling import StreamResampler
 from app.voice.synthesis.reading import TextRefused
 from app.voice.synthesis.speeches import Speeches, SpeechBusy
 from app.voice.synthesis.synthesizer import MAX_SPEED, MIN_SPEED, SpokenSentence, SynthesisFailed, wav_file
-from app.voice.speech_choice import choose_voice, voice_names
+from app.voice.catalog.choice import choose_voice, voice_names
 from app.voice.synthesis.voices import DEFAULT_VOICE, OPENAI_SPEECH_MODELS, Voice, VoiceError
 from app.voice.synthesis.words import synthesis_failed_words, text_refused_words
 from app.voice.transcriber import FailureKind

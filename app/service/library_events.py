@@ -105,7 +105,7 @@ class SpeechState(StrEnum):
 class SpeechRow:
     """One speech-to-text model or voice as Models → Speech shows it.
 
-    kind: "transcription" or "voice" (app/voice/speech_catalog.py's SpeechKind); languages: what it hears or
+    kind: "transcription" or "voice" (app/voice/catalog/entries.py's SpeechKind); languages: what it hears or
     speaks, in words; fit: how it would run here (None before the hardware is known); in_use: chosen in
     Settings → Voice (or, with nothing chosen, the one used for English)."""
 

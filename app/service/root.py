@@ -90,7 +90,7 @@ class Service:
         # Models → Speech: the speech models and voices, shipped, downloaded or offered.
         self.speech = SpeechShelf(data_paths().data / "speech", lambda: keeper.settings, self.update_settings,
                                   self.library.hardware_report, lambda: self.library.downloads, emit,
-                                  release=self._release_speech)
+                                  tasks.spawn, release=self._release_speech)
         # The servers the person added, in the files the engine's remote backend reads too (app/library/servers).
         self.servers = RemoteServers(ServerBook.at(data_paths()), session, answers_busy=self._answers_busy)
         self.drafts = DraftBook(lambda: self.storage, emit, tasks.spawn)

@@ -46,7 +46,7 @@ class SpeechModel:
     # Its size in millions of parameters: what its speed here is judged by (app/hardware/speech_fit.py).
     parameters_m: int = 0
     # A catalog model (resources/catalog.json's "speech"): the Hugging Face repository and the commit its
-    # files are downloaded from, into Kestrel's data folder (app/voice/speech_fetch.py). None: it ships.
+    # files are downloaded from, into Kestrel's data folder (app/voice/catalog/fetch.py). None: it ships.
     repo: str | None = None
     revision: str | None = None
 

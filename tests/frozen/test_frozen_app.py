@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from app.library.starter import STARTER_PACKAGES
-from app.voice.speech_catalog import speech_catalog
+from app.voice.catalog.entries import speech_catalog
 from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, ensure_speech_model, shipped
 from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
 from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env

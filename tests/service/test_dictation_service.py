@@ -18,7 +18,7 @@ from app.service.voice.dictation_events import (DictationEvent, DictationFinishe
                                                 DictationStateChanged, VoiceMissing)
 from app.service.voice.dictation_service import Dictation
 from app.voice.devices import DeviceProblem
-from app.voice.speech_choice import dictation_model
+from app.voice.catalog.choice import dictation_model
 from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, ShippedFile, SpeechModel, ensure_speech_model
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
 from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, voice_or_skip

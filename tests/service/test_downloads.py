@@ -196,8 +196,8 @@ def test_a_speech_download_goes_to_the_speech_folder_and_comes_back_paused_after
         server: TestServer, tmp_path: Path) -> None:
     """A catalog speech model rides the same queue (one at a time, pause, resume, the list kept across a restart),
     but lands in the speech folder whole, not in the models library."""
-    from app.voice.speech_catalog import parse_speech_entry
-    from app.voice.speech_fetch import is_downloaded, speech_unit
+    from app.voice.catalog.entries import parse_speech_entry
+    from app.voice.catalog.fetch import is_downloaded, speech_unit
     files = {"model.bin": bytes(range(256)) * 2_000, "config.json": b"{}", "tokenizer.json": b"{}",
              "vocabulary.txt": b"a\nb\n"}
     for name, body in files.items():

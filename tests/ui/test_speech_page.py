@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 import app.voice.speech_models as speech_models
 from app.ui.main_window import MainWindow
 from app.ui.models.speech_page import SpeechPage
-from app.voice.speech_catalog import speech_catalog
+from app.voice.catalog.entries import speech_catalog
 from app.voice.speech_models import WHISPER_BASE, ensure_speech_model
 from tests.helpers.http_servers import TestServer, hugging_face_repo
 from tests.helpers.speech import voice_or_skip

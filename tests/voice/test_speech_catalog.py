@@ -14,10 +14,10 @@ import pytest
 from app.library.catalog import CatalogEntryError
 from app.library.download import DownloadError, DownloadOptions
 from app.voice.protocol import TranscribeAsk
-from app.voice.speech_catalog import (SpeechKind, as_speech_model, as_voice, load_speech_catalog, parse_speech_entry,
+from app.voice.catalog.entries import (SpeechKind, as_speech_model, as_voice, load_speech_catalog, parse_speech_entry,
                                       speech_catalog)
-from app.voice.speech_fetch import fetch_speech, is_downloaded, remove_speech, speech_unit
-from app.voice.speech_choice import choose_speech_model, choose_voice, dictation_model, speech_models
+from app.voice.catalog.fetch import fetch_speech, is_downloaded, remove_speech, speech_unit
+from app.voice.catalog.choice import choose_speech_model, choose_voice, dictation_model, speech_models
 from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, SpeechModelError, ensure_speech_model
 from app.voice.synthesis.voices import DEFAULT_VOICE, VoiceError, ensure_voice
 from app.voice.transcriber import Transcriber
@@ -209,7 +209,7 @@ def test_a_catalog_voice_downloads_and_speaks(built: Path, server: TestServer, s
 def test_a_voice_whose_config_is_not_pipers_is_deleted_with_words(server: TestServer, storage: TestServer,
                                                                    tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.voice.speech_fetch import SpeechFetchRefused
+    from app.voice.catalog.fetch import SpeechFetchRefused
     model, config = b"onnx bytes", b'{"audio": {}}'
     raw = entry_json(id="en_US-odd-medium", kind="voice", files=[
         {"path": "en_US-odd-medium.onnx", "sha256": sha256_of(model), "size": len(model)},

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.core.paths import data_paths
-from app.voice.speech_catalog import speech_catalog
+from app.voice.catalog.entries import speech_catalog
 from app.voice.speech_models import WHISPER_BASE, ensure_speech_model
 from tests.cli.test_chat_cli import kestrel
 from tests.helpers.http_servers import TestServer, hugging_face_repo

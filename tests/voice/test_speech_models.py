@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.voice.speech_choice import choose_speech_model
+from app.voice.catalog.choice import choose_speech_model
 from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, FROZEN_PACKAGES, WHISPER_BASE, WHISPER_TINY_EN, ShippedFile,
                                      SpeechModelError, ensure_speech_model, file_sha256, installed_folder,
                                      package_folder)

@@ -14,7 +14,7 @@ from app.voice.protocol import TranscribeAsk
 from app.voice.speech_models import ShippedFile
 from app.voice.synthesis.reading import TextProblem, TextRefused
 from app.voice.synthesis.synthesizer import SynthesisFailed, Synthesizer, SynthesizerLimits, wav_file
-from app.voice.speech_choice import choose_voice
+from app.voice.catalog.choice import choose_voice
 from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, Bundle, VoiceError, ensure_bundle, voice_shipped
 from app.voice.transcriber import FailureKind, Transcriber
 from tests.helpers.speech import similarity

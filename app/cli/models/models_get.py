@@ -21,7 +21,7 @@ from app.library.huggingface.file_names import shown
 if TYPE_CHECKING:
     from app.library.download import DownloadedFile
     from app.library.huggingface.hub import DownloadUnit
-    from app.voice.speech_catalog import SpeechEntry
+    from app.voice.catalog.entries import SpeechEntry
 
 # The downloader says whose SHA-256 a file failed; a hash given with --sha256 goes in as
 # the catalog's (_with_sha256), so the words are put right here.
@@ -51,7 +51,7 @@ def _get(args: argparse.Namespace) -> int:
     # Imported here: every other command, chat and doctor must not even load the network code.
     from app.library.download import DownloadControl, DownloadError, DownloadStopped
     from app.library.fetch import FetchRefused, fetch_unit
-    from app.voice.speech_catalog import speech_catalog
+    from app.voice.catalog.entries import speech_catalog
 
     speech = next((entry for entry in speech_catalog() if entry.id.lower() == args.what.strip().lower()), None)
     if speech is not None:
@@ -96,7 +96,7 @@ def _get_speech(entry: SpeechEntry) -> int:
     """A catalog speech model or voice, downloaded into the speech folder (Models → Speech in the window)."""
     from app.core.paths import data_paths
     from app.library.download import DownloadControl, DownloadError, DownloadStopped
-    from app.voice.speech_fetch import SpeechFetchRefused, fetch_speech, speech_parts_size, speech_unit
+    from app.voice.catalog.fetch import SpeechFetchRefused, fetch_speech, speech_parts_size, speech_unit
 
     unit = speech_unit(entry)
     folder = data_paths().ensure().data / "speech"

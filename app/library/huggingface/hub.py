@@ -38,7 +38,7 @@ class DownloadUnit:
 
     key: str
     title: str
-    # "speech": a catalog speech model or voice (app/voice/speech_fetch.py), downloaded to the speech folder.
+    # "speech": a catalog speech model or voice (app/voice/catalog/fetch.py), downloaded to the speech folder.
     format: Literal["gguf", "onnx", "speech"]
     files: tuple[FileSpec, ...]
     source: str

@@ -11,7 +11,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from app.core.files import write_atomically
 from app.core.paths import data_paths
@@ -22,7 +22,7 @@ from app.library.fetch import FetchRefused, Fetched, discard_unit, fetch_unit, u
 from app.library.huggingface.hub import DownloadUnit, catalog_unit
 from app.library.models import ModelLibrary
 from app.service.events import DownloadChanged, DownloadId, DownloadItem, DownloadState
-from app.voice.speech_fetch import (SPEECH_FORMAT, SpeechFetched, SpeechFetchRefused, discard_speech, fetch_speech,
+from app.voice.catalog.fetch import (SPEECH_FORMAT, SpeechFetched, SpeechFetchRefused, discard_speech, fetch_speech,
                                     speech_parts_size)
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,42 @@ class _Job:
         self.wanted: DownloadState | None = None  # what a stop() was for: PAUSED or CANCELLED
 
 
+class _Library:
+    """Where a model's unit goes: the models library (app/library/fetch.py)."""
+
+    def __init__(self, library: ModelLibrary) -> None:
+        self._library = library
+
+    def fetch(self, unit: DownloadUnit, **how: Any) -> Fetched:
+        return fetch_unit(self._library, unit, **how)
+
+    def discard(self, unit: DownloadUnit) -> None:
+        discard_unit(self._library, unit)
+
+    def kept(self, unit: DownloadUnit) -> int | None:
+        """The bytes an unfinished download of the unit left; None when it left nothing, not even its folder."""
+        folder = unit_folder(self._library, unit, claim=False)
+        if folder is None:
+            return None
+        return sum(p.lstat().st_size for p in folder.rglob("*.part") if p.is_file() and not p.is_symlink())
+
+
+class _Speech:
+    """Where a speech model's or voice's unit goes: the speech folder (app/voice/catalog/fetch.py)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+
+    def fetch(self, unit: DownloadUnit, **how: Any) -> SpeechFetched:
+        return fetch_speech(self._folder, unit, **how)
+
+    def discard(self, unit: DownloadUnit) -> None:
+        discard_speech(self._folder, unit)
+
+    def kept(self, unit: DownloadUnit) -> int | None:
+        return speech_parts_size(self._folder, unit) or None
+
+
 class DownloadQueue:
     """Downloads into the library (a speech unit: into speech_folder), `parallel` at a time (one by default),
     others queued.
@@ -61,8 +97,8 @@ class DownloadQueue:
     def __init__(self, library: ModelLibrary, state_file: Path, *, parallel: int = 1,
                  options: DownloadOptions = DownloadOptions(), endpoint: str | None = None,
                  speech_folder: Path | None = None) -> None:
-        self._library = library
-        self._speech_folder = speech_folder or data_paths().data / "speech"
+        self._library = _Library(library)
+        self._speech = _Speech(speech_folder or data_paths().data / "speech")
         self._state_file = state_file
         self._parallel = max(1, parallel)
         self._options = options
@@ -128,10 +164,7 @@ class DownloadQueue:
     def _discard(self, job: _Job) -> None:
         """On the disk thread: delete what arrived of a cancelled download."""
         try:
-            if job.unit.format == SPEECH_FORMAT:
-                discard_speech(self._speech_folder, job.unit)
-            else:
-                discard_unit(self._library, job.unit)
+            self._destination(job.unit).discard(job.unit)
         except (FetchRefused, OSError) as exc:
             message = f"What had arrived could not be deleted: {exc}"
             self._post(lambda: self._set(job, message=message))
@@ -194,12 +227,8 @@ class DownloadQueue:
         def work() -> None:
             outcome: Fetched | SpeechFetched | BaseException
             try:
-                if job.unit.format == SPEECH_FORMAT:
-                    outcome = fetch_speech(self._speech_folder, job.unit, control=control, progress=progress,
-                                           options=self._options, steps=step)
-                else:
-                    outcome = fetch_unit(self._library, job.unit, control=control, progress=progress,
-                                         options=self._options, steps=step)
+                outcome = self._destination(job.unit).fetch(job.unit, control=control, progress=progress,
+                                                            options=self._options, steps=step)
             except Exception as exc:  # handed to the loop, which words it for the item
                 outcome = exc
             post(self._finished, job, outcome)
@@ -299,10 +328,11 @@ class DownloadQueue:
         if job.item.state in _FINAL:
             return False
         if job.item.state == DownloadState.FAILED:  # worth offering again only if something was kept
-            if job.unit.format == SPEECH_FORMAT:
-                return speech_parts_size(self._speech_folder, job.unit) > 0
-            return unit_folder(self._library, job.unit, claim=False) is not None
+            return self._destination(job.unit).kept(job.unit) is not None
         return True
+
+    def _destination(self, unit: DownloadUnit) -> _Library | _Speech:
+        return self._speech if unit.format == SPEECH_FORMAT else self._library
 
     def _restore(self) -> None:
         try:
@@ -316,8 +346,7 @@ class DownloadQueue:
         for entry in entries if isinstance(entries, list) else []:
             try:
                 unit = DownloadUnit.from_dict(entry["unit"])
-                done = speech_parts_size(self._speech_folder, unit) if unit.format == SPEECH_FORMAT \
-                    else _on_disk(self._library, unit)
+                done = self._destination(unit).kept(unit) or 0
                 item = DownloadItem(str(entry["id"]), str(entry["title"]), DownloadState.PAUSED, done=done,
                                     total=_whole_number(entry.get("total"), unit.size),
                                     message=_RESTORED, catalog_id=unit.catalog_id, source=unit.source)
@@ -325,13 +354,6 @@ class DownloadQueue:
                 self.last_problem = "An unfinished download could not be read back; it was left out."
                 continue
             self._jobs[item.id] = _Job(item, unit)
-
-
-def _on_disk(library: ModelLibrary, unit: DownloadUnit) -> int:
-    folder = unit_folder(library, unit, claim=False)
-    if folder is None:
-        return 0
-    return sum(p.lstat().st_size for p in folder.rglob("*.part") if p.is_file() and not p.is_symlink())
 
 
 def _whole_number(value: object, otherwise: int | None) -> int | None:

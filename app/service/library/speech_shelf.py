@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.core.settings import Settings
 from app.hardware.report import HardwareReport
@@ -17,18 +17,23 @@ from app.service.events import DownloadChanged, DownloadState, Event, Problem, S
 
 if TYPE_CHECKING:
     from app.service.library.downloads import DownloadQueue
-    from app.voice.speech_catalog import SpeechEntry
+    from app.voice.catalog.entries import SpeechEntry
 
 _VOICE_LANGUAGES = {"en_US": "English (U.S.)", "en_GB": "English (U.K.)"}
 
 
 class SpeechShelf:
+    """The speech list's owner: its rows (refresh), and downloading, removing and choosing one."""
+
     def __init__(self, speech_folder: Path, settings: Callable[[], Settings],
                  update_settings: Callable[[Settings], Awaitable[None]],
                  hardware: Callable[[], Awaitable[HardwareReport | None]],
                  downloads: Callable[[], DownloadQueue | None], emit: Callable[[Event], None],
+                 spawn: Callable[[Coroutine[Any, Any, Any]], asyncio.Task[Any]],
                  release: Callable[[str], Awaitable[bool]] | None = None) -> None:
-        """release(id): dictation and read-aloud let go of that model or voice (False: it is in use now)."""
+        """spawn: the service's task group (a listing a finished download asks for ends with it at shutdown);
+        release(id): dictation and read-aloud let go of that model or voice (False: it is in use now)."""
+        self._spawn = spawn
         self._release = release
         self._speech_folder = speech_folder
         self._settings = settings
@@ -41,19 +46,19 @@ class SpeechShelf:
     async def refresh(self) -> None:
         """List the speech models and voices (the catalog and the folder read on a worker thread)."""
         report = await self._hardware()
-        self.rows = await asyncio.to_thread(self._rows, report, self._settings())
+        self.rows = await asyncio.to_thread(speech_rows, self._speech_folder, report, self._settings())
         self._emit(SpeechListed(self.rows))
 
     async def usable(self) -> tuple[tuple[str, str, str], ...]:
         """(kind, id, title) of each speech model and voice that is here to use (shipped or downloaded), for
         Settings → Voice; read on a worker thread."""
-        rows = await asyncio.to_thread(self._rows, None, self._settings())
+        rows = await asyncio.to_thread(speech_rows, self._speech_folder, None, self._settings())
         return tuple((row.kind, row.id, row.title) for row in rows if row.state is not SpeechState.OFFERED)
 
     def download(self, speech_id: str) -> None:
         """Start downloading a catalog speech model or voice; the list says when it is in."""
-        from app.voice.speech_catalog import speech_catalog
-        from app.voice.speech_fetch import speech_unit
+        from app.voice.catalog.entries import speech_catalog
+        from app.voice.catalog.fetch import speech_unit
         entry = next((entry for entry in speech_catalog() if entry.id == speech_id), None)
         queue = self._downloads()
         if entry is None:
@@ -65,8 +70,8 @@ class SpeechShelf:
 
     async def remove(self, speech_id: str) -> None:
         """Delete a downloaded speech model or voice; a setting that chose it goes back to the default."""
-        from app.voice.speech_catalog import speech_catalog
-        from app.voice.speech_fetch import remove_speech
+        from app.voice.catalog.entries import speech_catalog
+        from app.voice.catalog.fetch import remove_speech
         entry = next((entry for entry in speech_catalog() if entry.id == speech_id), None)
         if entry is None:
             return
@@ -75,9 +80,11 @@ class SpeechShelf:
             return
         try:
             await asyncio.to_thread(remove_speech, entry, self._speech_folder)
-        except OSError as exc:
+        except OSError as exc:  # it stays chosen where it was: what is left of it is listed as it is
             self._emit(Problem(f"{entry.name} could not be removed from {self._speech_folder}: "
                                f"{exc.strerror or exc}. Close what uses it and try again.", "disk"))
+            await self.refresh()
+            return
         settings = self._settings()
         voice = settings.voice
         if voice.speech_model == speech_id:
@@ -98,21 +105,18 @@ class SpeechShelf:
 
     def download_changed(self, event: DownloadChanged) -> None:
         """A download ended: if it was speech, the list changes (called on the loop)."""
-        from app.voice.speech_catalog import speech_catalog
+        from app.voice.catalog.entries import speech_catalog
         item = event.item
         if item.state == DownloadState.DONE and any(entry.id == item.catalog_id for entry in speech_catalog()):
-            asyncio.get_running_loop().create_task(self.refresh())
-
-    def _rows(self, report: HardwareReport | None, settings: Settings) -> tuple[SpeechRow, ...]:
-        return speech_rows(self._speech_folder, report, settings)
+            self._spawn(self.refresh())
 
 
 def speech_rows(speech_folder: Path, report: HardwareReport | None, settings: Settings) -> tuple[SpeechRow, ...]:
     """Every speech model and voice, shipped, downloaded to speech_folder or offered, judged against report
     (None: not judged); what the settings use is marked. Reads the disk: call it on a worker thread."""
-    from app.voice.speech_catalog import SpeechKind, speech_catalog
-    from app.voice.speech_fetch import is_downloaded
-    from app.voice.speech_choice import choose_voice, dictation_model
+    from app.voice.catalog.entries import SpeechKind, speech_catalog
+    from app.voice.catalog.fetch import is_downloaded
+    from app.voice.catalog.choice import choose_voice, dictation_model
     from app.voice.speech_models import SHIPPED_SPEECH_MODELS, installed_folder, shipped
     from app.voice.synthesis.voices import SHIPPED_VOICES, VoiceError, voice_shipped
     entries = {entry.id: entry for entry in speech_catalog()}

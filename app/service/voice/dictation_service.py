@@ -21,7 +21,7 @@ from app.service.voice.dictation_events import (DictationAvailability, Dictation
                                                 DictationHeard, DictationNotHeard, DictationSpeechStarted,
                                                 DictationState, DictationStateChanged, VoiceMissing)
 from app.voice.devices import DeviceUnavailable, list_audio_devices
-from app.voice.speech_choice import dictation_model
+from app.voice.catalog.choice import dictation_model
 from app.voice.speech_models import (SpeechModel, SpeechModelError, ensure_speech_model, installed_folder,
                                      not_installed_words, shipped)
 

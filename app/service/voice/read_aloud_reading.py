@@ -116,7 +116,7 @@ class Reading:
     def _make(self, tell: Callable[[ReadingNews], None]) -> None:
         from app.voice.synthesis.reading import TextRefused
         from app.voice.synthesis.synthesizer import SynthesisFailed
-        from app.voice.speech_choice import choose_voice
+        from app.voice.catalog.choice import choose_voice
         from app.voice.synthesis.voices import VoiceError
         try:
             missing = tuple(name for name in SPEAKING_PACKAGES if importlib.util.find_spec(name) is None)

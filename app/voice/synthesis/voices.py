@@ -50,7 +50,7 @@ class Voice:
     license: str
     source: str
     # A catalog voice (resources/catalog.json's "speech"): the Hugging Face repository and commit it is
-    # downloaded from (app/voice/speech_fetch.py). None: it ships.
+    # downloaded from (app/voice/catalog/fetch.py). None: it ships.
     repo: str | None = None
     revision: str | None = None
 

@@ -1,6 +1,6 @@
 """The catalog's speech models and voices (resources/catalog.json's "speech" list): bigger and multilingual
 Whisper models and more Piper voices, downloaded from Hugging Face at a pinned commit into Kestrel's data
-folder, every file checked by its size and SHA-256 (app/voice/speech_fetch.py).
+folder, every file checked by its size and SHA-256 (app/voice/catalog/fetch.py).
 
 An entry is read into the same shapes as the speech that ships (SpeechModel, Voice) with its repository and
 revision set, so dictation, read-aloud, the CLI and the API take a downloaded one as they take a shipped one.

@@ -1,11 +1,11 @@
-"""Which speech model and which voice: among those that ship and the catalog's (app/voice/speech_catalog.py), by
+"""Which speech model and which voice: among those that ship and the catalog's (app/voice/catalog/entries.py), by
 the id a request, a command or Settings → Voice names, or OpenAI's names, or the language."""
 
 from __future__ import annotations
 
 from app.core.speech_languages import WHISPER_LANGUAGES
 from app.core.voice_settings import DETECT_LANGUAGE
-from app.voice.speech_catalog import catalog_speech_models, catalog_voices
+from app.voice.catalog.entries import catalog_speech_models, catalog_voices
 from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, OPENAI_SPEECH_NAMES, SHIPPED_SPEECH_MODELS, WHISPER_BASE,
                                      SpeechModel, SpeechModelError)
 from app.voice.synthesis.voices import DEFAULT_VOICE, OPENAI_VOICES, SHIPPED_VOICES, Voice, VoiceError

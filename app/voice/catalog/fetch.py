@@ -21,7 +21,7 @@ from app.library.download import DownloadControl, DownloadedFile, DownloadOption
 from app.library.download.transport import Steps
 from app.library.download.unit import FileSpec
 from app.library.huggingface.hub import DownloadUnit, resolve_url
-from app.voice.speech_catalog import SpeechEntry, SpeechKind, as_speech_model, as_voice
+from app.voice.catalog.entries import SpeechEntry, SpeechKind, as_speech_model, as_voice
 from app.voice.speech_models import installed_folder
 from app.voice.synthesis.voices import voice_folder, voice_in_place
 
