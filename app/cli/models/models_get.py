@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from app.cli.user_error import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_OK, EXIT_USAGE, UserError
 from app.cli.models.models_catalog import add_arguments as add_catalog_arguments, list_catalog
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from app.library.huggingface.hub import DownloadUnit
     from app.voice.catalog.entries import SpeechEntry
 
+_Got = TypeVar("_Got")
 # The downloader says whose SHA-256 a file failed; a hash given with --sha256 goes in as
 # the catalog's (_with_sha256), so the words are put right here.
 _SHA256_WORDS = ("the one the catalog gives for it", "the one given with --sha256")
@@ -49,7 +52,6 @@ def add_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser], run
 
 def _get(args: argparse.Namespace) -> int:
     # Imported here: every other command, chat and doctor must not even load the network code.
-    from app.library.download import DownloadControl, DownloadError, DownloadStopped
     from app.library.fetch import FetchRefused, fetch_unit
     from app.voice.catalog.entries import speech_catalog
 
@@ -63,24 +65,10 @@ def _get(args: argparse.Namespace) -> int:
     finally:
         line.end()
     library = open_library()
-    control = DownloadControl()
-
-    def show(p: Any) -> None:
-        line.show(_download_text(p.file, p.done, p.total, p.bytes_per_second, p.seconds_left))
-
     try:
-        fetched = in_worker(lambda: fetch_unit(library, unit, control=control, progress=show, steps=line.step),
-                            control.stop)
-    except DownloadStopped:
-        raise UserError(f"Download stopped; what arrived ({human_size(_kept(library, unit))}) is "
-                        f"kept. Run the same command again to continue from there.",
-                        EXIT_INTERRUPTED) from None
-    except DownloadError as exc:
-        raise UserError(_failure_words(exc, unit, expected), EXIT_FILES) from None
+        fetched = _fetched(line, unit, partial(fetch_unit, library, unit), lambda: _kept(library, unit), expected)
     except FetchRefused as exc:
         raise UserError(exc.message, EXIT_MODEL if exc.kind == "not_a_model" else EXIT_FILES) from None
-    finally:
-        line.end()  # before the message run() prints
     if fetched.already_installed:
         print(f"kestrel: {shown(unit.title)} is already installed as {fetched.model.id}.", file=sys.stderr)
     else:
@@ -95,29 +83,15 @@ def _get(args: argparse.Namespace) -> int:
 def _get_speech(entry: SpeechEntry) -> int:
     """A catalog speech model or voice, downloaded into the speech folder (Models → Speech in the window)."""
     from app.core.paths import data_paths
-    from app.library.download import DownloadControl, DownloadError, DownloadStopped
     from app.voice.catalog.fetch import SpeechFetchRefused, fetch_speech, speech_parts_size, speech_unit
 
     unit = speech_unit(entry)
     folder = data_paths().ensure().data / "speech"
-    line = _Telling(sys.stderr)
-    control = DownloadControl()
-
-    def show(p: Any) -> None:
-        line.show(_download_text(p.file, p.done, p.total, p.bytes_per_second, p.seconds_left))
-
     try:
-        fetched = in_worker(lambda: fetch_speech(folder, unit, control=control, progress=show, steps=line.step),
-                            control.stop)
-    except DownloadStopped:
-        raise UserError(f"Download stopped; what arrived ({human_size(speech_parts_size(folder, unit))}) is "
-                        "kept. Run the same command again to continue from there.", EXIT_INTERRUPTED) from None
-    except DownloadError as exc:
-        raise UserError(_failure_words(exc, unit, None), EXIT_FILES) from None
+        fetched = _fetched(_Telling(sys.stderr), unit, partial(fetch_speech, folder, unit),
+                           lambda: speech_parts_size(folder, unit), None)
     except SpeechFetchRefused as exc:
         raise UserError(exc.message, EXIT_FILES) from None
-    finally:
-        line.end()
     use = "--model" if entry.kind == "transcription" else "--voice"
     where = "kestrel transcribe FILE" if entry.kind == "transcription" else "kestrel say TEXT"
     if fetched.already_installed:
@@ -128,6 +102,28 @@ def _get_speech(entry: SpeechEntry) -> int:
               flush=True)
     print(entry.id)
     return EXIT_OK
+
+
+def _fetched(line: _Telling, unit: DownloadUnit, fetch: Callable[..., _Got], kept: Callable[[], int],
+             expected: str | None) -> _Got:
+    """fetch(control=, progress=, steps=) run on a worker thread, its progress drawn on line (ended before any
+    message); a stop or a failure as a UserError, with what arrived and is kept."""
+    from app.library.download import DownloadControl, DownloadError, DownloadStopped
+
+    control = DownloadControl()
+
+    def show(p: Any) -> None:
+        line.show(_download_text(p.file, p.done, p.total, p.bytes_per_second, p.seconds_left))
+
+    try:
+        return in_worker(lambda: fetch(control=control, progress=show, steps=line.step), control.stop)
+    except DownloadStopped:
+        raise UserError(f"Download stopped; what arrived ({human_size(kept())}) is kept. Run the same command "
+                        "again to continue from there.", EXIT_INTERRUPTED) from None
+    except DownloadError as exc:
+        raise UserError(_failure_words(exc, unit, expected), EXIT_FILES) from None
+    finally:
+        line.end()  # before the message run() prints
 
 
 class _Telling:
