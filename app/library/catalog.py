@@ -103,13 +103,10 @@ def load_catalog(path: Path | None = None, problems: list[str] | None = None) ->
     """The catalog's entries in its order; a damaged entry (or file) is skipped, said in problems."""
     path = path or CATALOG_FILE
     said = problems if problems is not None else []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        said.append(f"The model catalog {path} could not be read ({exc}); no model is offered.")
-        return ()
-    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
-        said.append(f"The model catalog {path} holds no list of models; no model is offered.")
+    data = catalog_data(path, said, "model")
+    if data is None or not isinstance(data.get("models"), list):
+        if data is not None:
+            said.append(f"The model catalog {path} holds no list of models; no model is offered.")
         return ()
     if data.get("version") != CATALOG_VERSION:
         said.append(f"The model catalog {path} is version {data.get('version')!r}, not "
@@ -128,6 +125,19 @@ def load_catalog(path: Path | None = None, problems: list[str] | None = None) ->
         said.extend(f"Catalog entry {index + 1} ({entry.id}): {m}." for m in minor)
         entries.append(entry)
     return tuple(entries)
+
+
+def catalog_data(path: Path, problems: list[str], offered: str) -> dict[str, Any] | None:
+    """The catalog file's object, or None with why in problems (offered: what goes unoffered, "model")."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problems.append(f"The model catalog {path} could not be read ({exc}); no {offered} is offered.")
+        return None
+    if not isinstance(data, dict):
+        problems.append(f"The model catalog {path} holds no list of {offered}s; no {offered} is offered.")
+        return None
+    return data
 
 
 def find_entry(entries: tuple[CatalogEntry, ...], entry_id: str) -> CatalogEntry | None:

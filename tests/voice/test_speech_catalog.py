@@ -91,6 +91,9 @@ def test_a_damaged_entry_is_skipped_and_the_others_kept(tmp_path: Path) -> None:
     assert [entry.id for entry in entries] == ["whisper-test"]
     assert problems == ["Speech entry 1 was skipped: revision is not a full commit id (40 lowercase hexadecimal "
                         "digits).", "Speech entry 3 was skipped: the id 'whisper-test' is taken."]
+    missing: list[str] = []
+    assert load_speech_catalog(tmp_path / "gone.json", missing) == ()
+    assert len(missing) == 1 and "could not be read" in missing[0] and "no speech model is offered" in missing[0]
 
 
 def test_a_catalog_model_is_chosen_by_id_and_says_where_to_get_it_until_downloaded(tmp_path: Path) -> None:

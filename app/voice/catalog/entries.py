@@ -10,7 +10,6 @@ that must belong together, and nothing of it is read before all of them are chec
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
@@ -18,8 +17,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from app.core.speech_languages import WHISPER_LANGUAGES
-from app.library.catalog import (CATALOG_FILE, HF_REPO, CatalogEntryError, CatalogFile, catalog_file, flag_field,
-                                 list_field, text_field)
+from app.library.catalog import (CATALOG_FILE, HF_REPO, CatalogEntryError, CatalogFile, catalog_data, catalog_file,
+                                 flag_field, list_field, text_field)
 from app.voice.speech_models import SHIPPED_SPEECH_MODELS, ShippedFile, SpeechModel
 from app.voice.synthesis.voices import SHIPPED_VOICES, Bundle, Voice
 
@@ -70,12 +69,8 @@ def load_speech_catalog(path: Path | None = None, problems: list[str] | None = N
     or missing file too: then nothing is offered, the shipped speech still works)."""
     path = path or CATALOG_FILE
     said = problems if problems is not None else []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        said.append(f"The model catalog {path} could not be read ({exc}); no speech model is offered.")
-        return ()
-    raw_entries = data.get("speech", []) if isinstance(data, dict) else None
+    data = catalog_data(path, said, "speech model")
+    raw_entries = data.get("speech", []) if data is not None else []
     if not isinstance(raw_entries, list):
         said.append(f"The model catalog {path} holds no list of speech models; none is offered.")
         return ()
