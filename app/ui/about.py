@@ -1,4 +1,5 @@
-"""About Kestrel: its version, its promise, where its data is kept, its starter model, and the licences of what it ships."""
+"""About Kestrel: its version, its promise, where its data is kept, its starter model, and the licences of what it
+ships and of the speech models and voices the person downloaded."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from app import __version__
 from app.core.paths import DataPaths
 from app.core.resources import resource_path
 from app.library.starter import STARTER_CARD_URL, STARTER_LICENSE, STARTER_NAME, STARTER_PUBLISHER, STARTER_TITLE
+from app.service.events import SpeechRow, SpeechState
 from app.ui.common import icons
 
 # The starter is the model people judge the app by: say what it is, whose, and on what terms.
@@ -69,6 +71,7 @@ class AboutDialog(QDialog):
         self.version = QLabel(f"Version {__version__}", self)
         self.version.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.licenses = _parts_table(parts, self)
+        self._shipped_rows = len(parts)
         self.note = QLabel("", self)
         self.note.setWordWrap(True)
         self.note.hide()
@@ -106,6 +109,20 @@ class AboutDialog(QDialog):
             return
         self.note.setText(f"Could not open {folder}. Open it in your file manager, or copy the path from here.")
         self.note.show()
+
+    def set_speech_rows(self, rows: tuple[SpeechRow, ...]) -> None:
+        """Add the speech models and voices downloaded in Models → Speech to the licences (a voice's terms are its
+        own: Ryan's is non-commercial); those that ship are in licenses.json already. Called with Models → Speech's
+        rows whenever they are listed, so a download or a Remove shows the next time they are."""
+        table = self.licenses
+        while table.topLevelItemCount() > self._shipped_rows:
+            table.takeTopLevelItem(self._shipped_rows)
+        for row in rows:
+            if row.state is SpeechState.DOWNLOADED:
+                what = "a voice" if row.kind == "voice" else "speech-to-text"
+                _add_part(table, BundledPart(row.title, f"{what}, downloaded by you in Models → Speech", row.license,
+                                             "", row.source))
+        _fit_rows(table)
 
     def _heading(self, own_license: str) -> QHBoxLayout:
         logo = QLabel(self)
@@ -177,11 +194,7 @@ def _parts_table(parts: tuple[BundledPart, ...], parent: QWidget) -> QTreeWidget
     table.setWordWrap(True)
     table.setUniformRowHeights(False)
     for part in parts:
-        item = QTreeWidgetItem([part.name, part.license, part.purpose])
-        tip = "\n".join(filter(None, (f"{part.name}: {part.license}", part.url, part.note)))
-        for column in range(3):
-            item.setToolTip(column, tip)
-        table.addTopLevelItem(item)
+        _add_part(table, part)
     metrics = table.fontMetrics()
     pad = 2 * metrics.averageCharWidth()
     header = table.header()
@@ -195,6 +208,14 @@ def _parts_table(parts: tuple[BundledPart, ...], parent: QWidget) -> QTreeWidget
     header.sectionResized.connect(lambda *_: _fit_rows(table))  # column 0 follows its contents: no loop
     _fit_rows(table)
     return table
+
+
+def _add_part(table: QTreeWidget, part: BundledPart) -> None:
+    item = QTreeWidgetItem([part.name, part.license, part.purpose])
+    tip = "\n".join(filter(None, (f"{part.name}: {part.license}", part.url, part.note)))
+    for column in range(3):
+        item.setToolTip(column, tip)
+    table.addTopLevelItem(item)
 
 
 class _PartsTable(QTreeWidget):

@@ -230,6 +230,8 @@ class WindowCommands(QMainWindow):
         """About Kestrel, for this window's data folders; one at a time."""
         if self.about is None:
             self.about = AboutDialog(self.paths, self)
+            self.adapter.speechListed.connect(self.about.set_speech_rows)
+        self.adapter.spawn(self.doors.library.speech_refresh())  # the downloaded voices' licences, listed anew
         self.about.show()
         self.about.raise_()
 

@@ -88,10 +88,27 @@ def test_the_installed_app_downloads_whisper_base_uses_it_and_removes_it(
     run(loop, until(lambda: service.keeper.settings.voice.speech_model == "whisper-base", what="the setting"))
     run(loop, until(lambda: row_texts(page, "whisper-base")[5] == "Downloaded · in use", what="in use"))
     assert row_texts(page, "whisper-tiny.en")[5] == "Ships with Kestrel"
+    window.show_about()  # About lists a downloaded model's licence beside what ships
+    about = window.about
+    assert about is not None
+    run(loop, until(lambda: licence_row(about, "Whisper base (99 languages)") is not None, what="About's licences"))
+    assert licence_row(about, "Whisper base (99 languages)") == [
+        "Whisper base (99 languages)", "MIT", "speech-to-text, downloaded by you in Models → Speech"]
+    assert licence_row(about, row_texts(page, "whisper-tiny.en")[0]) is None  # what ships is licenses.json's
     choose(page, "whisper-base")
     qtbot.mouseClick(page.remove_button, Qt.MouseButton.LeftButton)
     run(loop, until(lambda: row_texts(page, "whisper-base")[5] == "Not downloaded", what="the removal"))
     assert service.keeper.settings.voice.speech_model is None  # the choice went with the model
+    run(loop, until(lambda: licence_row(about, "Whisper base (99 languages)") is None, what="About forgetting it"))
+
+
+def licence_row(about, name: str) -> list[str] | None:
+    table = about.licenses
+    for number in range(table.topLevelItemCount()):
+        item = table.topLevelItem(number)
+        if item.text(0) == name:
+            return [item.text(column) for column in range(3)]
+    return None
 
 
 def test_settings_voice_offers_what_is_here_and_keeps_the_choice(make_window, loop, qtbot,
