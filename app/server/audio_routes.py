@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from app.core.paths import data_paths
 from app.server.audio_form import read_form
 from app.server.errors import BadRequest, Flavor, bad_request_response, error_response
 from app.voice.audio import AudioKind, AudioRefused
@@ -27,9 +26,9 @@ BUSY = "Kestrel is transcribing other recordings and has too many waiting. Try a
 
 
 class AudioEndpoints:
-    """The audio routes over one Transcriptions (made on the first request when none is given)."""
+    """The audio routes over the service's Transcriptions (app/service/api/api_voice.py)."""
 
-    def __init__(self, transcriptions: Transcriptions | None = None) -> None:
+    def __init__(self, transcriptions: Transcriptions) -> None:
         self._transcriptions = transcriptions
 
     def routes(self) -> list[Route]:
@@ -49,7 +48,7 @@ class AudioEndpoints:
             return error_response(Flavor.OPENAI, 400, str(exc), "model")
         ask = TranscribeAsk(form.file_bytes or b"", AudioKind.FILE, language)
         try:
-            transcript = await self._owner().transcribe(model, ask)
+            transcript = await self._transcriptions.transcribe(model, ask)
         except AudioRefused as refused:
             return error_response(Flavor.OPENAI, 400, audio_refused_words(refused), "file")
         except TranscriptionsBusy:
@@ -66,11 +65,6 @@ class AudioEndpoints:
             return JSONResponse(transcript_verbose(transcript))
         media = "text/vtt" if form_of is TranscriptFormat.VTT else "text/plain"
         return PlainTextResponse(written(transcript, form_of), media_type=media)
-
-    def _owner(self) -> Transcriptions:
-        if self._transcriptions is None:
-            self._transcriptions = Transcriptions(data_paths().ensure().data / "speech")
-        return self._transcriptions
 
 
 def _response_format(value: str | None) -> TranscriptFormat:

@@ -59,8 +59,8 @@ def build_app(answers: ApiAnswers, settings: Callable[[], ServerSettings],
     carries the headers that let the page read it.
     """
     routes = [*OpenAiEndpoints(answers).routes(), *ResponsesEndpoint(answers).routes(),
-              *AnthropicEndpoint(answers).routes(), *OllamaEndpoints(answers).routes(), *AudioEndpoints().routes(),
-              *SpeechEndpoints().routes()]
+              *AnthropicEndpoint(answers).routes(), *OllamaEndpoints(answers).routes(), *AudioEndpoints(answers.voice.transcriptions).routes(),
+              *SpeechEndpoints(answers.voice.speeches).routes()]
     served = endpoint_list(routes)
     not_found = _not_found(served)
     endpoints = Starlette(routes=[Route("/", _home(served), methods=["GET"]), *routes],

@@ -16,7 +16,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from app.core.paths import data_paths
 from app.server.endpoint import guarded, read_body
 from app.server.errors import BadRequest, Flavor, error_response
 from app.server.fields import Body
@@ -43,9 +42,9 @@ class SpeechFormat(StrEnum):
 
 
 class SpeechEndpoints:
-    """The speech route over one Speeches (made on the first request when none is given)."""
+    """The speech route over the service's Speeches (app/service/api/api_voice.py)."""
 
-    def __init__(self, speeches: Speeches | None = None) -> None:
+    def __init__(self, speeches: Speeches) -> None:
         self._speeches = speeches
 
     def routes(self) -> list[Route]:
@@ -56,7 +55,7 @@ class SpeechEndpoints:
 
     async def _speak(self, request: Request) -> Response:
         text, voice, speed, form_of = _asked(await read_body(request))
-        spoken = self._owner().spoken(text, voice, speed, MAX_INPUT_CHARS)
+        spoken = self._speeches.spoken(text, voice, speed, MAX_INPUT_CHARS)
         try:
             first = await anext(spoken)
             if form_of is SpeechFormat.WAV:
@@ -74,11 +73,6 @@ class SpeechEndpoints:
             return error_response(Flavor.OPENAI, status, synthesis_failed_words(failed))
         return StreamingResponse(_pcm_stream(first, spoken), media_type="audio/pcm",
                                  headers={"X-Sample-Rate": str(PCM_RATE)})
-
-    def _owner(self) -> Speeches:
-        if self._speeches is None:
-            self._speeches = Speeches(data_paths().ensure().data / "speech")
-        return self._speeches
 
 
 def _asked(body: Body) -> tuple[str, Voice, float, SpeechFormat]:

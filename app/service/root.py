@@ -14,6 +14,7 @@ from app.library.models import ModelLibrary
 from app.library.servers.book import ServerBook
 from app.service.api.api_answers import ApiAnswers
 from app.service.api.api_embeddings import ApiEmbeddings
+from app.service.api.api_voice import ApiVoice
 from app.service.chats.answering import Answering
 from app.service.chats.chat_collections import ChatCollections, collection_search
 from app.service.chats.chat_files import ChatFiles
@@ -139,7 +140,8 @@ class Service:
         self.api = ApiAnswers(session, keeper, conversations, emit, spawn=tasks.spawn,
                               chats_busy=lambda: not answers.queue.idle,
                               embeddings=ApiEmbeddings(self.collections, library, lambda: keeper.settings.server),
-                              remember=memory.for_api, remote=self.servers)
+                              remember=memory.for_api, remote=self.servers,
+                              voice=ApiVoice(data_paths().data / "speech"))
         # calibrate: the front ends that stay running and keep threads.json (the window, `kestrel serve`) measure the
         # loaded model's speed in the background when this machine measured none (app/service/models/calibration.py).
         self.calibration = SpeedCalibration(session, keeper, bus, tasks, answers_busy=self._answers_busy,
@@ -261,6 +263,7 @@ class Service:
         await self.voice_mode.close()
         await self.dictation.close()  # the microphone closed and the transcription child ended
         await self.read_aloud.close()  # the sound stopped and the synthesis child ended
+        await self.api.voice.close()  # the API's transcription and synthesis children ended
         await self.tasks.cancel_all()
         await self.library.close()
         await self.collections.close()
@@ -274,8 +277,10 @@ class Service:
     # --- what crosses the wings: the settings and the window's state ----------------------------
 
     async def _release_speech(self, speech_id: str) -> bool:
-        """Dictation and read-aloud let go of a speech model or voice about to be removed (False: in use now)."""
-        return await self.dictation.release(speech_id) and await self.read_aloud.release(speech_id)
+        """Dictation, read-aloud and the API server let go of a speech model or voice about to be removed (False: in
+        use now)."""
+        return (await self.dictation.release(speech_id) and await self.read_aloud.release(speech_id)
+                and await self.api.voice.release(speech_id))
 
     async def update_settings(self, settings: Settings) -> None:
         """Save the app's settings (if changed); a new device or thread count reloads the model."""

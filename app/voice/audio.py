@@ -78,8 +78,15 @@ def _from_int16(data: bytes) -> Samples:
 
 
 def _read_wav(data: bytes) -> Samples:
-    """A RIFF/WAVE file's samples. Chunk sizes are trusted only as far as the bytes go, so a header
-    that claims ten hours over ten seconds of data reads as ten seconds."""
+    frames, rate = wav_frames(data)
+    return _resampled(frames, rate)
+
+
+def wav_frames(data: bytes) -> tuple[Samples, int]:
+    """A RIFF/WAVE file's samples, mono float32 in [-1, 1], and their rate; AudioRefused otherwise. Chunk sizes are
+    trusted only as far as the bytes go, so a header that claims ten hours over ten seconds of data reads as ten
+    seconds; any other chunks (LIST, fact) are passed over. Also reads what Windows' voices say
+    (app/voice/synthesis/windows_voices.py)."""
     import numpy as np
     fmt, payload = _wav_chunks(data)
     if fmt is None or payload is None:
@@ -94,8 +101,7 @@ def _read_wav(data: bytes) -> Samples:
     payload = payload[: len(payload) - len(payload) % block]
     if len(payload) // block > MAX_SECONDS * rate:
         raise AudioRefused(AudioProblem.TOO_LONG, f"{len(payload) // block / rate:.0f}")
-    frames = _wav_samples(payload, tag, bits).reshape(-1, channels).mean(axis=1, dtype=np.float32)
-    return _resampled(frames, rate)
+    return _wav_samples(payload, tag, bits).reshape(-1, channels).mean(axis=1, dtype=np.float32), rate
 
 
 def _wav_chunks(data: bytes) -> tuple[bytes | None, bytes | None]:

@@ -59,6 +59,17 @@ class Transcriptions:
         finally:
             self._waiting -= 1
 
+    async def release(self, model_id: str) -> bool:
+        """Let go of a speech model about to be removed: its child ends (Windows will not delete a file a process
+        holds open; the next ask starts one again). False while a transcription runs or waits: it may be with it."""
+        if self._turn.locked() or self._waiting:
+            return False
+        async with self._turn:
+            transcriber = self._transcribers.pop(model_id, None)
+            if transcriber is not None:
+                await asyncio.to_thread(transcriber.close)
+        return True
+
     async def close(self) -> None:
         self._cancel_idle()
         async with self._turn:

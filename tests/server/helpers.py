@@ -16,11 +16,13 @@ import anthropic
 import openai
 
 from app.core.answer_stats import AnswerStats, FinishReason
+from app.core.paths import data_paths
 from app.core.server_settings import ServerSettings
 from app.engine.protocol import Delta, Done, ToolCall
 from app.server.runner import ApiServer, ServerState
 from app.service.api.api_answers import ApiAnswers, ApiAsk, ApiModel, ApiRefused, EmbeddingAsk, Embeddings, Started
 from app.service.api.api_embeddings import ApiEmbeddings, no_embedding_model
+from app.service.api.api_voice import ApiVoice
 from app.service.events import ModelState, RequestRecord
 from app.service.models.engine_handle import EngineHandle
 from app.service.root import Service
@@ -101,6 +103,8 @@ class FakeAnswers:
     closed: int = 0
     started: int = 0
     embeddings: ApiEmbeddings | None = None
+    # The audio endpoints' owners, as the service's ApiAnswers holds them (made for the test's data folder).
+    voice: ApiVoice = field(default_factory=lambda: ApiVoice(data_paths().data / "speech"))
 
     @property
     def recent(self) -> Sequence[RequestRecord]:

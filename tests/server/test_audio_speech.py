@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 import wave
 from collections.abc import Iterator
 
@@ -54,6 +55,33 @@ def test_wav_and_pcm_through_the_official_client(transcriber: Transcriber) -> No
         assert len(pcm) % 2 == 0 and 0.7 < (len(pcm) / 2 / 24_000) / seconds < 0.95
         heard = transcriber.transcribe(TranscribeAsk(wav_bytes(pcm, rate=24_000))).text
         assert similarity(heard, SAID) >= 0.8, heard
+
+
+def test_a_remove_has_the_servers_voice_child_let_go_unless_it_is_speaking(kestrel_home: object) -> None:
+    """Windows will not delete a voice's file a process holds open: Models → Speech's Remove asks the API's
+    synthesizer (the service's ApiVoice, which the routes use) to end its child first."""
+    speaking_or_skip()
+    answers = FakeAnswers()
+    speeches = answers.voice.speeches
+    with loop_thread() as thread, serving(thread, answers) as server:
+        client = openai_client(server.address)
+        client.audio.speech.create(model="tts-1", voice="alloy", input="Hello.", response_format="wav").read()
+        child = speeches.pid
+        assert child is not None  # kept for the next request
+        assert thread.call(answers.voice.release("en_US-amy-medium")) and speeches.pid == child  # another voice's
+        with client.audio.speech.with_streaming_response.create(
+                model="tts-1", voice="alloy", input=SAID * 3, response_format="pcm") as streamed:
+            next(streamed.iter_bytes())
+            assert not thread.call(answers.voice.release(DEFAULT_VOICE.id))  # speaking with it now
+        deadline = time.monotonic() + 30  # the server closes the answer once it sees the client gone
+        while not thread.call(answers.voice.release(DEFAULT_VOICE.id)):
+            assert time.monotonic() < deadline, "the stopped request still holds the voice"
+            time.sleep(0.05)
+        assert speeches.pid is None
+        wav = client.audio.speech.create(model="tts-1", voice="alloy", input="Hello.", response_format="wav").read()
+        assert wav.startswith(b"RIFF") and speeches.pid is not None  # the next request starts one again
+        thread.call(answers.voice.close())
+        assert speeches.pid is None
 
 
 def test_bad_requests_are_refused_in_words_naming_the_field() -> None:

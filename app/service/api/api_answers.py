@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from app.core.attachments import AttachedImage
 from app.core.generation import GenerationSettings
+from app.core.paths import data_paths
 from app.engine.failures import BadShape, PromptTooLong, ShapePart
 from app.engine.protocol import ChatMessage, Delta, Done, ToolCall
 from app.core.conversation import Role
@@ -21,6 +22,7 @@ from app.service.api.api_repeats import CopyHold, RepeatWatch, asked_again, both
 from app.service.api.api_images import refuse_unseeing, seen_images
 from app.service.api.api_embeddings import ApiEmbeddings, no_embedding_model
 from app.service.api.api_model_facts import ModelFacts, model_facts
+from app.service.api.api_voice import ApiVoice
 from app.service.api.api_types import ApiAsk, ApiModel, ApiRefused, EmbeddingAsk, Embeddings, Started
 
 __all__ = ["SERVING", "ApiAnswers", "ApiAsk", "ApiModel", "ApiRefused", "EmbeddingAsk", "Embeddings", "ModelFacts",
@@ -91,11 +93,13 @@ class ApiAnswers:
                  emit: Callable[[Event], None], *, spawn: Callable[..., asyncio.Task[Any]],
                  chats_busy: Callable[[], bool], embeddings: ApiEmbeddings | None = None,
                  remember: Callable[[Sequence[ChatMessage], int], Awaitable[tuple[ChatMessage, ...]]] | None = None,
-                 remote: RemoteChoice | None = None) -> None:
+                 remote: RemoteChoice | None = None, voice: ApiVoice | None = None) -> None:
         """embeddings: /v1/embeddings' side (None: no embedding model, as with no documents service).
         remember: a request's messages with the person's memories put in, when the settings say the API
         uses memory (MemoryBook.for_api; off by default); a chat kept from the request keeps none of them.
-        remote: the models on the servers the person added, listed and named as SERVER/MODEL (None: none)."""
+        remote: the models on the servers the person added, listed and named as SERVER/MODEL (None: none).
+        voice: the audio endpoints' transcriptions and speeches (None: made here, for tests that build no root)."""
+        self.voice = voice or ApiVoice(data_paths().data / "speech")
         self._remember = remember
         self._remote = remote
         self._session, self._keeper, self._emit, self._spawn = session, keeper, emit, spawn

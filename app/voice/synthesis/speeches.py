@@ -58,6 +58,16 @@ class Speeches:
         finally:
             self._waiting -= 1
 
+    async def release(self, voice_id: str) -> bool:
+        """Let go of a voice about to be removed: the child ends if it holds that voice (the next ask starts one
+        again). False while a text is spoken or waits: it may be with that voice."""
+        if self._turn.locked() or self._waiting:
+            return False
+        async with self._turn:
+            if self._synthesizer.voice == voice_id:
+                await asyncio.to_thread(self._synthesizer.close)
+        return True
+
     async def close(self) -> None:
         self._cancel_idle()
         async with self._turn:

@@ -108,6 +108,11 @@ class Synthesizer:
         """The child's process id while it runs (tests and the privacy check watch it)."""
         return self._child.pid if self._child is not None and self._child.is_alive() else None
 
+    @property
+    def voice(self) -> str | None:
+        """The id of the voice the child holds (None: no child)."""
+        return self._voice if self.pid is not None else None
+
     def speak(self, text: str, voice: Voice = DEFAULT_VOICE, speed: float = 1.0, *,
               limit: int = MAX_TEXT_CHARS) -> Generator[SpokenSentence, None, None]:
         """The text's sentences said, one by one. TextRefused at once for an empty text or one past limit
