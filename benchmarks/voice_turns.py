@@ -490,14 +490,14 @@ def prepare_home(model: Path | None) -> tuple[str, Path]:
     from app.library.models import ModelLibrary
     from app.library.starter import install_starter
     from app.voice.speech_models import WHISPER_TINY_EN, ensure_speech_model
-    from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle
+    from app.voice.synthesis.voices import JOE, ENGLISH_G2P, ensure_bundle
     paths = data_paths().ensure()
     library = ModelLibrary(paths.models)
     installed = import_model_file(library, model) if model is not None else install_starter(library)
     speech = paths.data / "speech"
     speech.mkdir(exist_ok=True)
     ensure_speech_model(WHISPER_TINY_EN, speech)
-    ensure_bundle(DEFAULT_VOICE.bundle, speech)
+    ensure_bundle(JOE.bundle, speech)
     ensure_bundle(ENGLISH_G2P, speech)
     voice = VoiceSettings(microphone="pulse", speaker="pulse", interrupt_by_speaking=False)
     SettingsFile(paths.settings_file).save(Settings(default_model=installed.id, voice=voice))

@@ -1,4 +1,5 @@
-"""`kestrel say TEXT -o OUT.wav`: text to speech, offline, with the voice the `voice` extra ships.
+"""`kestrel say TEXT -o OUT.wav`: text to speech, offline, with the voice the `voice` extra ships (on Windows, Windows'
+own voice by default).
 
 Writes a 16-bit mono WAV file (-o -: to standard output), or, without -o on a terminal, plays the
 speech sentence by sentence on the default output while the next sentence is made. The text is
@@ -31,9 +32,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     say.add_argument("text", metavar="TEXT", help="what to say; - reads it from standard input")
     say.add_argument("-o", "--output", metavar="OUT.wav",
                      help="write a WAV file (- writes it to standard output); without it, play the speech")
-    say.add_argument("--voice", metavar="V", help="the voice: en_US-joe-medium (the default, shipped) or one "
-                                                   "downloaded with `kestrel models get V` (`kestrel models catalog "
-                                                   "--speech` lists them)")
+    say.add_argument("--voice", metavar="V", help="the voice: en_US-joe-medium (shipped; the default, except on "
+                                                   "Windows, where Windows' own voice is), one downloaded with "
+                                                   "`kestrel models get V`, or one of Windows' (windows-NAME); "
+                                                   "`kestrel models catalog --speech` lists them")
     say.add_argument("--speed", metavar="S", type=float, default=1.0,
                      help="how fast to speak, from 0.25 to 4.0 (1.0: the voice's own pace)")
     say.set_defaults(run=run)

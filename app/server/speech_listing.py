@@ -19,6 +19,7 @@ def speech_entries(speech_folder: Path) -> list[dict[str, Any]]:
     from app.voice.catalog.choice import speech_models, voices
     from app.voice.speech_models import installed_folder, shipped
     from app.voice.synthesis.voices import voice_folder, voice_in_place, voice_shipped
+    from app.voice.synthesis.windows_voices import system_voices
 
     entries: list[dict[str, Any]] = []
     for model in speech_models():
@@ -30,6 +31,9 @@ def speech_entries(speech_folder: Path) -> list[dict[str, Any]]:
         if voice_shipped(voice) or voice_in_place(voice, speech_folder):
             entries.append(_entry(voice.id, voice.title, TEXT_TO_SPEECH, voice_folder(voice, speech_folder),
                                   [voice.language]))
+    for system in system_voices():  # Windows' own, on Windows
+        entries.append(_entry(system.id, system.title, TEXT_TO_SPEECH, None, [system.language] if system.language
+                              else []))
     return entries
 
 

@@ -9,6 +9,7 @@ endpoint; the input is data, at most 4,096 characters, as OpenAI allows.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from enum import StrEnum
 
@@ -24,7 +25,7 @@ from app.voice.synthesis.reading import TextRefused
 from app.voice.synthesis.speeches import Speeches, SpeechBusy
 from app.voice.synthesis.synthesizer import MAX_SPEED, MIN_SPEED, SpokenSentence, SynthesisFailed, wav_file
 from app.voice.catalog.choice import choose_voice, voice_names
-from app.voice.synthesis.voices import DEFAULT_VOICE, OPENAI_SPEECH_MODELS, Voice, VoiceError
+from app.voice.synthesis.voices import OPENAI_SPEECH_MODELS, SpeakingVoice, VoiceError, default_voice
 from app.voice.synthesis.words import synthesis_failed_words, text_refused_words
 from app.voice.transcriber import FailureKind
 
@@ -54,7 +55,8 @@ class SpeechEndpoints:
         return await guarded(Flavor.OPENAI, request, lambda: self._speak(request))
 
     async def _speak(self, request: Request) -> Response:
-        text, voice, speed, form_of = _asked(await read_body(request))
+        # On a worker thread: a Windows voice's id is looked up in Windows' list.
+        text, voice, speed, form_of = await asyncio.to_thread(_asked, await read_body(request))
         spoken = self._speeches.spoken(text, voice, speed, MAX_INPUT_CHARS)
         try:
             first = await anext(spoken)
@@ -67,7 +69,8 @@ class SpeechEndpoints:
             return error_response(Flavor.OPENAI, 429, BUSY, retry_after=5)
         except VoiceError as exc:  # a catalog voice not downloaded (the client may name another); the voice packages
             # missing or changed (the server's to fix)
-            return error_response(Flavor.OPENAI, 400 if voice.repo is not None else 503, str(exc), "voice")
+            return error_response(Flavor.OPENAI, 400 if getattr(voice, "repo", None) is not None else 503, str(exc),
+                                  "voice")
         except SynthesisFailed as failed:
             status = 504 if failed.kind is FailureKind.TIMED_OUT else 500
             return error_response(Flavor.OPENAI, status, synthesis_failed_words(failed))
@@ -75,7 +78,7 @@ class SpeechEndpoints:
                                  headers={"X-Sample-Rate": str(PCM_RATE)})
 
 
-def _asked(body: Body) -> tuple[str, Voice, float, SpeechFormat]:
+def _asked(body: Body) -> tuple[str, SpeakingVoice, float, SpeechFormat]:
     """The text, voice, speed and format asked, or BadRequest naming the field."""
     text = body.text("input", required=True) or ""
     if len(text) > MAX_INPUT_CHARS:
@@ -92,7 +95,7 @@ def _asked(body: Body) -> tuple[str, Voice, float, SpeechFormat]:
         except VoiceError as exc:
             raise BadRequest(f"There is no speech model {model!r}. Use one of "
                              f"{', '.join([*OPENAI_SPEECH_MODELS, *voice_names()])}.", "model") from exc
-        voice = named if voice is DEFAULT_VOICE else voice
+        voice = named if voice == default_voice() else voice
     speed = body.number("speed", MIN_SPEED, MAX_SPEED)
     if (body.text("stream_format") or "audio") != "audio":
         raise BadRequest("stream_format must be audio: Kestrel does not send speech as server-sent events.",

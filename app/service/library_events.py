@@ -94,11 +94,13 @@ class CatalogListed:
 
 
 class SpeechState(StrEnum):
-    """Where a speech model or voice is: shipped with Kestrel, downloaded, or offered to download."""
+    """Where a speech model or voice is: shipped with Kestrel, downloaded, offered to download, or part of the
+    system (Windows' own voices)."""
 
     SHIPPED = "shipped"
     DOWNLOADED = "downloaded"
     OFFERED = "offered"
+    SYSTEM = "system"  # one of Windows' own voices
 
 
 @dataclass(frozen=True)

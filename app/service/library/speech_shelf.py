@@ -155,7 +155,22 @@ def speech_rows(speech_folder: Path, report: HardwareReport | None, settings: Se
                               _hears(entry.multilingual) if transcription else _speaks(entry.id), entry.size,
                               entry.license, _source(entry), entry.description, state, fit,
                               (listening.id if transcription else speaking) == entry.id, True))
+    rows.extend(_windows_rows(speaking))
     return tuple(rows)
+
+
+WINDOWS_VOICE_WORDS = ("One of Windows' own voices: it needs no download, and reads numbers, abbreviations and "
+                       "names in its own language. Windows' Settings → Time & language → Speech adds more.")
+
+
+def _windows_rows(speaking: str | None) -> list[SpeechRow]:
+    """Windows' own voices (none elsewhere): the one Windows speaks with is in use when nothing is chosen."""
+    from app.voice.catalog.entries import SpeechKind
+    from app.voice.synthesis.windows_voices import WINDOWS_DEFAULT, system_voices
+    return [SpeechRow(voice.id, SpeechKind.VOICE, voice.title, voice.languages or voice.language or "—", 0,
+                      voice.license, voice.source, WINDOWS_VOICE_WORDS, SpeechState.SYSTEM, None,
+                      speaking == voice.id or (speaking == WINDOWS_DEFAULT.id and voice.is_default), False)
+            for voice in system_voices()]
 
 
 def _hears(multilingual: bool) -> str:

@@ -27,7 +27,7 @@ from app.service.voice.read_aloud_text import AnswerFollower, speakable
 
 if TYPE_CHECKING:  # numpy comes with the synthesizer: imported at the first reading, on its thread
     from app.voice.synthesis.synthesizer import Synthesizer
-    from app.voice.synthesis.voices import Voice
+    from app.voice.synthesis.voices import SpeakingVoice
 
 # How long shutdown waits for a reading's threads to notice the stop, then for the child to end.
 CLOSE_WAIT_S = 5.0
@@ -41,7 +41,7 @@ class ReadAloud:
     service's events (the answers' growth) once listen_to_answers() was asked."""
 
     def __init__(self, settings: Callable[[], VoiceSettings], speech_folder: Path, spawn: Spawn, *,
-                 synthesizer: Synthesizer | None = None, voice: Voice | None = None) -> None:
+                 synthesizer: Synthesizer | None = None, voice: SpeakingVoice | None = None) -> None:
         """synthesizer: one to use (the tests share theirs); None: made at the first reading, closed in close()."""
         self._settings = settings
         self._speech_folder = speech_folder

@@ -23,7 +23,7 @@ from app.voice.transcriber import FailureKind
 if TYPE_CHECKING:  # numpy comes with these: imported on the threads, at the first reading
     from app.voice.playback import Playback
     from app.voice.synthesis.synthesizer import SpokenSentence, Synthesizer
-    from app.voice.synthesis.voices import Voice
+    from app.voice.synthesis.voices import SpeakingVoice
 
 # What speaking needs installed besides the voice's data packages (the `voice` extra).
 SPEAKING_PACKAGES = ("onnxruntime", "sounddevice")
@@ -59,7 +59,7 @@ class Reading:
     """Reads one answer: say() hands it text (any number of times), end() says that no more comes,
     stop() silences it now. Its news (ReadingNews) goes to `tell`, from its threads."""
 
-    def __init__(self, message_id: int, synthesizer: Callable[[], Synthesizer], voice: Voice | None,
+    def __init__(self, message_id: int, synthesizer: Callable[[], Synthesizer], voice: SpeakingVoice | None,
                  speed: float, speaker: str | None, chosen_voice: str | None = None) -> None:
         """voice: the one to read with (a test's); None: chosen_voice's (Settings → Voice), or the default."""
         self.message_id = message_id

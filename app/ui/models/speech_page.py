@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 _KINDS = {"transcription": "Speech to text", "voice": "Voice"}
 _STATES = {SpeechState.SHIPPED: "Ships with Kestrel", SpeechState.DOWNLOADED: "Downloaded",
-           SpeechState.OFFERED: "Not downloaded"}
+           SpeechState.OFFERED: "Not downloaded", SpeechState.SYSTEM: "Part of Windows"}
+# Windows makes a Windows voice's speech itself: Kestrel has no measure of its own for how it runs.
+WINDOWS_FIT_WORDS = "Windows' own"
 _VERDICTS = {SpeechVerdict.GOOD: ("Runs well", Verdict.RUNS_WELL), SpeechVerdict.SLOW: ("Slow", Verdict.RUNS_SLOWLY),
              SpeechVerdict.TOO_SLOW: ("Too slow", Verdict.WONT_FIT), SpeechVerdict.TOO_BIG: ("Too big", Verdict.WONT_FIT)}
 INTRO = ("Dictation and voice mode listen with a speech-to-text model; answers are read aloud with a voice. "
          "Kestrel ships Whisper tiny.en and the voice Joe, and downloads these others from Hugging Face on your "
-         "word, each file checked by its SHA-256.")
+         "word, each file checked by its SHA-256. On Windows, Windows' own voices are here too.")
 
 
 class SpeechPage(QWidget):
@@ -92,10 +94,11 @@ class SpeechPage(QWidget):
         self.rows = rows
         self.tree.clear()
         for row in rows:
-            words, verdict = _VERDICTS[row.fit.verdict] if row.fit is not None else (UNKNOWN_FIT_WORDS, None)
+            words, verdict = _VERDICTS[row.fit.verdict] if row.fit is not None else (
+                WINDOWS_FIT_WORDS if row.state is SpeechState.SYSTEM else UNKNOWN_FIT_WORDS, None)
             state = _STATES[row.state] + (" · in use" if row.in_use else "")
-            item = QTreeWidgetItem([row.title, _KINDS.get(row.kind, row.kind), row.languages, human_size(row.size),
-                                    words, state])
+            item = QTreeWidgetItem([row.title, _KINDS.get(row.kind, row.kind), row.languages, _size(row), words,
+                                    state])
             item.setData(self.NAME, Qt.ItemDataRole.UserRole, row.id)
             item.setTextAlignment(self.SIZE, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             if verdict is not None:
@@ -144,16 +147,21 @@ class SpeechPage(QWidget):
 
 def details_html(row: SpeechRow) -> str:
     """What the chosen row is: its words, how it would run here, whose it is and where it comes from."""
-    fit = _fit_line(row.fit)
+    fit = _fit_line(row.fit) if row.state is not SpeechState.SYSTEM else (
+        "Windows makes its speech: Kestrel has not measured how fast it speaks here.")
     used = {"transcription": "Dictation and voice mode listen with it.",
             "voice": "Answers are read aloud with it."}.get(row.kind, "") if row.in_use else ""
     parts = [f"<h3>{html.escape(row.title)}</h3>", f"<p>{html.escape(row.description)}</p>",
-             f"<p><b>{html.escape(_STATES[row.state])}</b> · {html.escape(human_size(row.size))} · "
+             f"<p><b>{html.escape(_STATES[row.state])}</b> · {html.escape(_size(row))} · "
              f"{html.escape(row.languages)}. {html.escape(used)}</p>",
              f"<p>{html.escape(fit)}</p>",
              f"<p><b>Licence:</b> {html.escape(row.license)}</p>",
              f"<p><b>From:</b> {html.escape(row.source)}</p>"]
     return "".join(parts)
+
+
+def _size(row: SpeechRow) -> str:
+    return "—" if row.state is SpeechState.SYSTEM else human_size(row.size)
 
 
 def _fit_line(fit: SpeechFit | None) -> str:

@@ -34,6 +34,7 @@ LANGUAGE_TIP = ("English is heard by the fastest speech model. Any other languag
                 "multilingual model, which is slower; choosing your language is more accurate than detecting it.")
 BY_LANGUAGE = "Chosen by the language (tiny.en for English, base for others)"
 DEFAULT_VOICE_WORDS = "Joe (U.S. English, ships with Kestrel)"
+WINDOWS_VOICE_WORDS = "Windows' voice (the one Windows' settings choose)"
 SPEECH_MODEL_TIP = ("The model dictation and voice mode listen with. Bigger ones make fewer mistakes and are slower; "
                     "get them in Models → Speech. One that hears English only is passed over for other languages.")
 Microphones = Callable[[], Awaitable[tuple[str, ...]]]
@@ -121,8 +122,9 @@ class VoiceSettingsPage(QWidget):
         self.speed.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)  # a number, not a line
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.voice = _choice_box(DEFAULT_VOICE_WORDS, settings.voice, self)
-        self.voice.setToolTip("The voice answers are read with; get more in Models → Speech.")
+        self.voice = _choice_box(_default_voice_words(), settings.voice, self)
+        self.voice.setToolTip("The voice answers are read with; get more in Models → Speech (and, on Windows, in "
+                              "Windows' Settings → Time & language → Speech).")
         form.addRow("Spea&ker:", self.speaker)
         form.addRow("", self.speaker_note)
         form.addRow("Voi&ce:", self.voice)
@@ -186,13 +188,20 @@ def _choice_box(default_words: str, chosen: str | None, parent: QWidget) -> QCom
     return box
 
 
+def _default_voice_words() -> str:
+    """What the default voice is: Windows' own where Windows can speak for Kestrel, else Joe."""
+    from app.voice.synthesis.voices import JOE, default_voice
+    return DEFAULT_VOICE_WORDS if default_voice() is JOE else WINDOWS_VOICE_WORDS
+
+
 async def _fill_choices(choices: SpeechChoices, models: QComboBox, voices: QComboBox) -> None:
     """The speech models and voices that are here, by their titles, after the default; the choice kept (a chosen
     one no longer here stays, by its id, and says so when it is used)."""
-    from app.voice.synthesis.voices import DEFAULT_VOICE  # the default's item says it already
+    from app.voice.synthesis.voices import default_voice  # the default's item says it already
     found = await choices()
+    default = default_voice().id
     for box, kind in ((models, "transcription"), (voices, "voice")):
-        for _, speech_id, title in (choice for choice in found if choice[0] == kind and choice[1] != DEFAULT_VOICE.id):
+        for _, speech_id, title in (choice for choice in found if choice[0] == kind and choice[1] != default):
             index = box.findData(speech_id)
             if index < 0:
                 box.addItem(title, speech_id)

@@ -8,7 +8,9 @@ from app.core.voice_settings import DETECT_LANGUAGE
 from app.voice.catalog.entries import catalog_speech_models, catalog_voices
 from app.voice.speech_models import (DEFAULT_SPEECH_MODEL, OPENAI_SPEECH_NAMES, SHIPPED_SPEECH_MODELS, WHISPER_BASE,
                                      SpeechModel, SpeechModelError)
-from app.voice.synthesis.voices import DEFAULT_VOICE, OPENAI_VOICES, SHIPPED_VOICES, Voice, VoiceError
+from app.voice.synthesis.voices import OPENAI_VOICES, SHIPPED_VOICES, SpeakingVoice, Voice, VoiceError, default_voice
+from app.voice.synthesis.windows_voices import ID_PREFIX as WINDOWS_ID_PREFIX
+from app.voice.synthesis.windows_voices import find_system_voice, system_voices, windows_speech_here
 
 
 def speech_models() -> tuple[SpeechModel, ...]:
@@ -55,21 +57,34 @@ def dictation_model(language: str, given: SpeechModel | None = None,
 
 
 def voices() -> tuple[Voice, ...]:
-    """Every voice Kestrel knows: those that ship, then the catalog's, downloaded or not."""
+    """Every Piper voice Kestrel knows: those that ship, then the catalog's, downloaded or not."""
     return (*SHIPPED_VOICES, *catalog_voices())
 
 
+def speaking_voices() -> tuple[SpeakingVoice, ...]:
+    """The Piper voices, then Windows' own (on Windows: read through WinRT, so call it on a worker thread)."""
+    return (*voices(), *system_voices())
+
+
 def voice_names() -> tuple[str, ...]:
-    return tuple(voice.id for voice in voices())
+    return tuple(voice.id for voice in speaking_voices())
 
 
-def choose_voice(requested: str | None) -> Voice:
-    """The voice by its id (any case), OpenAI's names and none taking the default; VoiceError lists the voices."""
+def choose_voice(requested: str | None) -> SpeakingVoice:
+    """The voice by its id (any case), OpenAI's names and none taking the default (default_voice()); VoiceError
+    lists the voices. A Windows voice's id ("windows-…") reads Windows' list: call it on a worker thread."""
     name = (requested or "").strip()
     if not name or name.lower() in OPENAI_VOICES:
-        return DEFAULT_VOICE
+        return default_voice()
     for voice in voices():
         if voice.id.lower() == name.lower():
             return voice
+    if name.lower().startswith(WINDOWS_ID_PREFIX):
+        found = find_system_voice(name)
+        if found is not None:
+            return found
+        if not windows_speech_here():
+            raise VoiceError(f"{requested!r} is one of Windows' own voices, which Kestrel speaks with on Windows "
+                             f"only. Use one of {', '.join(voice_names())}.")
     raise VoiceError(f"There is no voice {requested!r}. Use one of {', '.join(voice_names())} "
-                     f"(or one of OpenAI's: {', '.join(OPENAI_VOICES)}, which speak with {DEFAULT_VOICE.id}).")
+                     f"(or one of OpenAI's: {', '.join(OPENAI_VOICES)}, which speak with {default_voice().id}).")

@@ -1,4 +1,5 @@
-"""The synthesis child's loop: load a Piper voice (ONNX Runtime, CPU) and the pronunciation data once, then say each sentence.
+"""The synthesis child's loop: load a voice once, then say each sentence. A Piper voice runs on ONNX Runtime (CPU)
+with Kestrel's pronunciation data; a Windows voice is spoken by Windows (app/voice/synthesis/windows_voices.py).
 
 Runs in a process of its own (started by app/voice/synthesis/synthesizer.py through the supervisor), so
 that the native runtime failing, or running out of its memory cap, ends only this child. It opens no
@@ -19,7 +20,10 @@ from typing import Any
 import numpy as np
 
 from app.voice.synthesis.g2p import Pronouncer
-from app.voice.synthesis.protocol import SentenceSpoken, SpeakSentence, SynthesisChildFailed, VoiceReady
+from app.voice.synthesis.protocol import (SentenceSpoken, SpeakSentence, SynthesisChildFailed, VoiceReady,
+                                          VoiceUnavailable)
+from app.voice.synthesis.windows_voices import (SystemVoiceSpec, WindowsSpeaker, WindowsVoiceError,
+                                                join_multithreaded_apartment)
 
 # Piper's symbols: the first and last of an utterance, and the pad between phonemes it was trained with.
 _BEGIN, _END, _PAD = "^", "$", "_"
@@ -74,10 +78,18 @@ class Speaker:
         return (samples * 32767.0).astype("<i2").tobytes()
 
 
-def synthesizer_main(conn: Connection, files: VoiceFiles, threads: int) -> None:
+def synthesizer_main(conn: Connection, files: VoiceFiles | SystemVoiceSpec, threads: int) -> None:
     """The child's entry (module-level, so it is pickled by name)."""
+    speaker: Speaker | WindowsSpeaker
     try:
-        speaker = Speaker(files, threads)
+        if isinstance(files, SystemVoiceSpec):
+            join_multithreaded_apartment()
+            speaker = WindowsSpeaker(files)
+        else:
+            speaker = Speaker(files, threads)
+    except WindowsVoiceError as exc:  # already in words: what Windows refused and what to do
+        conn.send(VoiceUnavailable(str(exc)))
+        return
     except Exception as exc:  # a broken voice, data file or runtime: said to the parent, which words it
         conn.send(SynthesisChildFailed(f"{type(exc).__name__}: {exc}"))
         return
@@ -93,6 +105,8 @@ def synthesizer_main(conn: Connection, files: VoiceFiles, threads: int) -> None:
             conn.send(SentenceSpoken(speaker.say(ask.text, ask.speed)))
         except MemoryError:
             conn.send(SynthesisChildFailed("MemoryError: the sentence needs more memory than the voice may use"))
+        except WindowsVoiceError as exc:
+            conn.send(VoiceUnavailable(str(exc)))
         except Exception as exc:  # ONNX Runtime's errors from native code
             conn.send(SynthesisChildFailed(f"{type(exc).__name__}: {exc}"))
 

@@ -39,4 +39,11 @@ class SynthesisChildFailed:
     detail: str
 
 
-SynthesisReply = VoiceReady | SentenceSpoken | SynthesisChildFailed
+@dataclass(frozen=True)
+class VoiceUnavailable:
+    """The child could not load a Windows voice, for a reason the person can act on: the words to tell them."""
+
+    words: str
+
+
+SynthesisReply = VoiceReady | SentenceSpoken | SynthesisChildFailed | VoiceUnavailable

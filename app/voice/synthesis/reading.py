@@ -28,6 +28,9 @@ _SYMBOLS = {"&": " and ", "+": " plus ", "=": " equals ", "@": " at ", "°": " d
             "…": ". ", "‘": "'", "’": "'", "“": '"', "”": '"'}
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n\s*\n|\n(?=\s*[-*•]\s)")
 _SPEAKABLE = re.compile(r"[A-Za-z0-9]")
+# Also Chinese and Japanese sentence ends, which need no space after them (NFKC has made ！ and ？ into ! and ?).
+_ANY_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|(?<=。)\s*|(?<=[!?])(?=[\u3040-\u30ff\u3400-\u9fff])"
+                               r"|\n\s*\n|\n(?=\s*[-*•]\s)")
 
 
 class TextProblem(StrEnum):
@@ -47,23 +50,32 @@ class TextRefused(Exception):
         self.limit = limit
 
 
-def checked(text: str, limit: int = MAX_TEXT_CHARS) -> str:
-    """text, or TextRefused when it holds nothing to say or is longer than limit characters."""
+def checked(text: str, limit: int = MAX_TEXT_CHARS, *, any_script: bool = False) -> str:
+    """text, or TextRefused when it holds nothing to say or is longer than limit characters. any_script: letters
+    and digits of any script are something to say (a Windows voice reads Russian or Japanese); otherwise only
+    Latin ones, which Kestrel's own English voices can read."""
     if len(text) > limit:
         raise TextRefused(TextProblem.TOO_LONG, len(text), limit)
-    if not _SPEAKABLE.search(unicodedata.normalize("NFKD", text)):
+    if not _speakable(unicodedata.normalize("NFKD", text), any_script):
         raise TextRefused(TextProblem.EMPTY, len(text), limit)
     return text
 
 
-def sentences(text: str) -> list[str]:
-    """The text's sentences in order, written out for speaking, none empty and none past MAX_SENTENCE_CHARS."""
+def sentences(text: str, *, written_out: bool = True) -> list[str]:
+    """The text's sentences in order, none empty and none past MAX_SENTENCE_CHARS. written_out: abbreviations,
+    numbers and symbols written out in English words and accents taken off, for Kestrel's own English voices;
+    otherwise the words are left as they are (a Windows voice reads them in its language) and any script counts."""
     found: list[str] = []
-    for piece in _SENTENCE_END.split(_normal(text)):
+    normal = _normal(text) if written_out else unicodedata.normalize("NFKC", text)
+    for piece in (_SENTENCE_END if written_out else _ANY_SENTENCE_END).split(normal):
         piece = " ".join(piece.split())
-        if _SPEAKABLE.search(piece):
-            found.extend(_short(piece))
+        if _speakable(piece, not written_out):
+            found.extend(_short(piece, not written_out))
     return found
+
+
+def _speakable(text: str, any_script: bool) -> bool:
+    return any(char.isalnum() for char in text) if any_script else _SPEAKABLE.search(text) is not None
 
 
 def _normal(text: str) -> str:
@@ -78,7 +90,7 @@ def _normal(text: str) -> str:
     return "".join(char for char in unicodedata.normalize("NFD", text) if unicodedata.category(char) != "Mn")
 
 
-def _short(sentence: str) -> list[str]:
+def _short(sentence: str, any_script: bool = False) -> list[str]:
     """sentence cut at commas (else spaces) into pieces of at most MAX_SENTENCE_CHARS."""
     if len(sentence) <= MAX_SENTENCE_CHARS:
         return [sentence]
@@ -92,4 +104,4 @@ def _short(sentence: str) -> list[str]:
             cut = MAX_SENTENCE_CHARS  # one unbroken run of characters
         pieces.append(rest[:cut].strip())
         rest = rest[cut:].strip()
-    return [piece for piece in [*pieces, rest] if _SPEAKABLE.search(piece)]
+    return [piece for piece in [*pieces, rest] if _speakable(piece, any_script)]

@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator, Generator
 from pathlib import Path
 
 from app.voice.synthesis.synthesizer import SpokenSentence, Synthesizer, SynthesizerLimits
-from app.voice.synthesis.voices import Voice
+from app.voice.synthesis.voices import SpeakingVoice
 
 # Five minutes: long enough for a conversation's next turn, short enough not to hold 330 MB for nothing.
 IDLE_S = 300.0
@@ -39,7 +39,8 @@ class Speeches:
     def pid(self) -> int | None:
         return self._synthesizer.pid
 
-    async def spoken(self, text: str, voice: Voice, speed: float, limit: int) -> AsyncGenerator[SpokenSentence, None]:
+    async def spoken(self, text: str, voice: SpeakingVoice, speed: float,
+                     limit: int) -> AsyncGenerator[SpokenSentence, None]:
         """The text's sentences as they are made. TextRefused, SpeechBusy, SynthesisFailed or VoiceError
         come from the first step; a caller that stops early (a client gone) frees the synthesizer at once."""
         if self._waiting >= self._max_waiting:

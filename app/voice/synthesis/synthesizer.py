@@ -9,6 +9,7 @@ them. A child that overruns its time, or dies, costs that answer; the next ask s
 from __future__ import annotations
 
 import io
+import logging
 import threading
 import time
 import wave
@@ -23,10 +24,15 @@ import numpy.typing as npt
 from app.core.children.in_child import ChildLimits
 from app.core.children.python_child import PythonChild, start_python_child
 from app.voice.synthesis.child import VoiceFiles, default_threads, synthesizer_main
-from app.voice.synthesis.protocol import SentenceSpoken, SpeakSentence, SynthesisChildFailed, SynthesisReply, VoiceReady
+from app.voice.synthesis.protocol import (SentenceSpoken, SpeakSentence, SynthesisChildFailed, SynthesisReply,
+                                          VoiceReady, VoiceUnavailable)
 from app.voice.synthesis.reading import MAX_TEXT_CHARS, TextProblem, TextRefused, checked, sentences
-from app.voice.synthesis.voices import DEFAULT_VOICE, ENGLISH_G2P, Voice, ensure_bundle, ensure_voice
+from app.voice.synthesis.voices import (ENGLISH_G2P, JOE, SpeakingVoice, VoiceError, default_voice, ensure_bundle,
+                                        ensure_voice, voice_shipped)
+from app.voice.synthesis.windows_voices import WINDOWS_DEFAULT, SystemVoice, SystemVoiceSpec, spec_of
 from app.voice.transcriber import FailureKind
+
+log = logging.getLogger(__name__)
 
 MIN_SPEED = 0.25
 MAX_SPEED = 4.0
@@ -100,7 +106,8 @@ class Synthesizer:
         self._turn = threading.Lock()
         self._child: PythonChild | None = None
         self._conn: Connection | None = None
-        self._voice: str | None = None
+        self._voice: str | None = None  # the id of the voice the child was started for
+        self._windows_failed = False  # Windows' default voice could not speak here: Joe stands in
         self._rate = DEFAULT_RATE
 
     @property
@@ -113,13 +120,18 @@ class Synthesizer:
         """The id of the voice the child holds (None: no child)."""
         return self._voice if self.pid is not None else None
 
-    def speak(self, text: str, voice: Voice = DEFAULT_VOICE, speed: float = 1.0, *,
+    def speak(self, text: str, voice: SpeakingVoice | None = None, speed: float = 1.0, *,
               limit: int = MAX_TEXT_CHARS) -> Generator[SpokenSentence, None, None]:
-        """The text's sentences said, one by one. TextRefused at once for an empty text or one past limit
-        characters; while iterating, SynthesisFailed or VoiceError (the voice packages missing or changed)."""
+        """The text's sentences said, one by one (voice None: default_voice()). TextRefused at once for an empty
+        text or one past limit characters; while iterating, SynthesisFailed, or VoiceError (the voice packages
+        missing or changed, a Windows voice that cannot speak: in words)."""
         if not MIN_SPEED <= speed <= MAX_SPEED:
             raise ValueError(f"speed {speed} is outside {MIN_SPEED}-{MAX_SPEED}")
-        said = sentences(checked(text, limit))
+        voice = voice or default_voice()
+        # A Windows voice reads numbers, abbreviations and accents in its own language, in any script: the text
+        # is only cut into sentences. A Piper voice reads English written out for it.
+        windows = isinstance(voice, SystemVoice)
+        said = sentences(checked(text, limit, any_script=windows), written_out=not windows)
         if not said:
             raise TextRefused(TextProblem.EMPTY, len(text), limit)
         return self._spoken(said, voice, speed)
@@ -129,7 +141,7 @@ class Synthesizer:
         with self._turn:
             self._end(kill=False)
 
-    def _spoken(self, said: list[str], voice: Voice, speed: float) -> Generator[SpokenSentence, None, None]:
+    def _spoken(self, said: list[str], voice: SpeakingVoice, speed: float) -> Generator[SpokenSentence, None, None]:
         with self._turn:
             waiting: int | None = None  # the sentence the child is working on
             try:
@@ -147,6 +159,10 @@ class Synthesizer:
                 if failed.kind is not FailureKind.FAILED:  # a child that said why it failed is still sound
                     self._end(kill=True)
                 raise
+            except VoiceError:  # a Windows voice that stopped speaking answered in words: nothing else is owed
+                waiting = None
+                self._end(kill=True)
+                raise
             except (OSError, EOFError) as exc:  # the pipe broke: the child is gone
                 waiting = None
                 self._end(kill=True)
@@ -155,7 +171,7 @@ class Synthesizer:
                 if waiting is not None:  # the caller stopped taking sentences: the child's answer is dropped
                     self._drop_answer(said[waiting])
 
-    def _first(self, voice: Voice, ask: SpeakSentence) -> tuple[Connection, bytes]:
+    def _first(self, voice: SpeakingVoice, ask: SpeakSentence) -> tuple[Connection, bytes]:
         """The first sentence's audio. A child that was running before may have died meanwhile without its
         pipe saying so yet (killed a moment ago): its broken pipe costs nothing, a new child is asked once."""
         reused = self._running(voice)
@@ -175,6 +191,8 @@ class Synthesizer:
         reply = self._reply(conn, self._limits.base_s + self._limits.per_char_s * len(sentence))
         if isinstance(reply, SentenceSpoken):
             return reply.pcm
+        if isinstance(reply, VoiceUnavailable):
+            raise VoiceError(reply.words)
         detail = reply.detail if isinstance(reply, SynthesisChildFailed) else repr(reply)
         raise SynthesisFailed(FailureKind.FAILED, detail)
 
@@ -185,19 +203,41 @@ class Synthesizer:
         except (SynthesisFailed, OSError, EOFError):
             self._end(kill=True)
 
-    def _running(self, voice: Voice) -> bool:
+    def _running(self, voice: SpeakingVoice) -> bool:
         # An idle child has nothing to say: a readable pipe means it ended (its end closed).
         return (self._conn is not None and self._child is not None and self._child.is_alive()
                 and self._voice == voice.id and not self._conn.poll(0))
 
-    def _started(self, voice: Voice) -> Connection:
+    def _started(self, voice: SpeakingVoice) -> Connection:
         if self._running(voice) and self._conn is not None:
             return self._conn
         self._end(kill=True)
-        voice_folder = ensure_voice(voice, self._speech_folder)
-        g2p_folder = ensure_bundle(ENGLISH_G2P, self._speech_folder)
-        files = VoiceFiles(voice.id, str(voice_folder / voice.model_file), str(voice_folder / voice.config_file),
-                           str(g2p_folder))
+        if voice is WINDOWS_DEFAULT and self._windows_failed and voice_shipped(JOE):
+            conn = self._start(JOE)
+        else:
+            try:
+                conn = self._start(voice)
+            except VoiceError as exc:
+                if voice is not WINDOWS_DEFAULT or not voice_shipped(JOE):
+                    raise
+                # Nobody chose Windows' voice: it was the default, and Windows cannot speak (an N or Server
+                # edition without its speech files). Joe speaks instead, and is tried first from now on.
+                log.warning("Windows' voice could not speak (%s); Joe speaks instead", exc)
+                self._windows_failed = True
+                conn = self._start(JOE)
+        self._voice = voice.id  # the voice asked for: the next ask for it finds this child running
+        return conn
+
+    def _start(self, voice: SpeakingVoice) -> Connection:
+        """A new child speaking with voice, loaded; its rate kept. VoiceError or SynthesisFailed otherwise."""
+        files: VoiceFiles | SystemVoiceSpec
+        if isinstance(voice, SystemVoice):
+            files = spec_of(voice)
+        else:
+            voice_folder = ensure_voice(voice, self._speech_folder)
+            g2p_folder = ensure_bundle(ENGLISH_G2P, self._speech_folder)
+            files = VoiceFiles(voice.id, str(voice_folder / voice.model_file), str(voice_folder / voice.config_file),
+                               str(g2p_folder))
         limits = ChildLimits(memory_bytes=self._limits.memory_bytes, ignore_interrupt=True)
         self._child, self._conn = start_python_child(
             synthesizer_main, (files, self._limits.threads or default_threads()), name="kestrel-synthesizer",
@@ -207,10 +247,13 @@ class Synthesizer:
         except (SynthesisFailed, OSError, EOFError) as exc:
             self._end(kill=True)
             raise SynthesisFailed(FailureKind.LOAD_FAILED, str(exc)) from exc
+        if isinstance(ready, VoiceUnavailable):
+            self._end(kill=True)
+            raise VoiceError(ready.words)
         if not isinstance(ready, VoiceReady):
             self._end(kill=True)
             raise SynthesisFailed(FailureKind.LOAD_FAILED, getattr(ready, "detail", repr(ready)))
-        self._voice, self._rate = ready.voice, ready.sample_rate
+        self._rate = ready.sample_rate
         return self._conn
 
     def _reply(self, conn: Connection, seconds: float) -> SynthesisReply:

@@ -22,6 +22,7 @@ from pathlib import Path
 from app.core.files import exclusive_lock
 from app.library.copying import copy_hashed
 from app.voice.speech_models import VOICE_EXTRA, ShippedFile, package_folder
+from app.voice.synthesis.windows_voices import WINDOWS_DEFAULT, SystemVoice, windows_speech_here
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,9 @@ ENGLISH_G2P = Bundle("english-g2p", "the English pronunciation data", (
           "b8af35e4596d8dd5836dfd3fe9b2ba4f97b9c311efe8879544cbcfcbd566d8c6")))
 
 SHIPPED_VOICES = (JOE,)
-DEFAULT_VOICE = JOE
-# OpenAI's speech models and voices: each picks Kestrel's default voice.
+# A voice to speak with: a Piper voice (shipped or downloaded) or one of Windows' own.
+SpeakingVoice = Voice | SystemVoice
+# OpenAI's speech models and voices: each picks the default voice (default_voice()).
 OPENAI_SPEECH_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 OPENAI_VOICES = ("alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage",
                  "shimmer", "verse")
@@ -89,6 +91,12 @@ OPENAI_VOICES = ("alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "m
 
 class VoiceError(Exception):
     """A voice could not be found or put in place; the message says why and what to do."""
+
+
+def default_voice() -> SpeakingVoice:
+    """The voice used when none is chosen: on Windows, Windows' own (the one its settings choose: no download, in
+    the person's language; the synthesizer falls back to Joe where Windows cannot speak); elsewhere Joe."""
+    return WINDOWS_DEFAULT if windows_speech_here() else JOE
 
 
 def bundle_shipped(bundle: Bundle) -> bool:
