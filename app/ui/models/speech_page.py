@@ -29,7 +29,8 @@ _VERDICTS = {SpeechVerdict.GOOD: ("Runs well", Verdict.RUNS_WELL), SpeechVerdict
              SpeechVerdict.TOO_SLOW: ("Too slow", Verdict.WONT_FIT), SpeechVerdict.TOO_BIG: ("Too big", Verdict.WONT_FIT)}
 INTRO = ("Dictation and voice mode listen with a speech-to-text model; answers are read aloud with a voice. "
          "Kestrel ships Whisper tiny.en and the voice Joe, and downloads these others from Hugging Face on your "
-         "word, each file checked by its SHA-256. On Windows, Windows' own voices are here too.")
+         "word, each file checked by its SHA-256.")
+WINDOWS_INTRO = " Windows' own voices are here too; Windows' Settings → Time & language → Speech adds more."
 
 
 class SpeechPage(QWidget):
@@ -43,12 +44,14 @@ class SpeechPage(QWidget):
         self.adapter = adapter
         self.library = library
         self.rows: tuple[SpeechRow, ...] = ()
-        intro = QLabel(INTRO, self)
+        from app.voice.synthesis.windows_voices import ON_WINDOWS
+        intro = QLabel(INTRO + (WINDOWS_INTRO if ON_WINDOWS else ""), self)
         intro.setWordWrap(True)
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("speechModels")
         self.tree.setAccessibleName("Speech models and voices")
         self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(True)  # a Windows voice's row has no verdict icon: no shorter row for it
         self.tree.setHeaderLabels(["Name", "Kind", "Languages", "Size", "On this computer", "State"])
         header = self.tree.header()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
