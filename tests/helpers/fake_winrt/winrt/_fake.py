@@ -7,6 +7,16 @@ import os
 from typing import Any
 
 
+class Operation:
+    """IAsyncOperation: get() blocks until the result (here: it is there at once)."""
+
+    def __init__(self, result: Any) -> None:
+        self._result = result
+
+    def get(self) -> Any:
+        return self._result
+
+
 def config() -> dict[str, Any]:
     path = os.environ.get("KESTREL_FAKE_WINRT")
     if not path:

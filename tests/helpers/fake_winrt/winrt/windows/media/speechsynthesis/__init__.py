@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from winrt import _fake
+from winrt._fake import Operation
 
 # 60 ms a character at rate 1.0, and a tone's frequency: enough to tell the utterances' lengths and rates apart.
 SECONDS_PER_CHAR = 0.06
@@ -39,16 +40,6 @@ class VoiceInformation:
 def _voices() -> list[VoiceInformation]:
     return [VoiceInformation(v["display_name"], v["id"], v["language"], v["description"],
                              VoiceGender[v["gender"].upper()]) for v in _fake.config()["voices"]]
-
-
-class _Operation:
-    """IAsyncOperation: get() blocks until the result (here: at once)."""
-
-    def __init__(self, result: Any) -> None:
-        self._result = result
-
-    def get(self) -> Any:
-        return self._result
 
 
 class SpeechSynthesizerOptions:
@@ -96,7 +87,7 @@ class SpeechSynthesizer(metaclass=_Statics):
     def close(self) -> None:
         pass
 
-    def synthesize_text_to_stream_async(self, text: str) -> _Operation:
+    def synthesize_text_to_stream_async(self, text: str) -> Operation:
         _fake.fail("speak")
         _fake.log({"voice": self.voice.id, "text": text, "rate": self.options.speaking_rate,
                    "appended_silence": int(self.options.appended_silence)})
@@ -104,7 +95,7 @@ class SpeechSynthesizer(metaclass=_Statics):
         count = int(len(text) * SECONDS_PER_CHAR / self.options.speaking_rate * rate)
         tone = 8000 * np.sin(2 * np.pi * _TONE_HZ * np.arange(count) / rate)
         samples = tone.astype("<i2").tobytes()
-        return _Operation(SpeechSynthesisStream(_wav(samples, rate)))
+        return Operation(SpeechSynthesisStream(_wav(samples, rate)))
 
 
 def _wav(samples: bytes, rate: int) -> bytes:

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import io
 
-
-class _Operation:
-    def __init__(self, result: int) -> None:
-        self._result = result
-
-    def get(self) -> int:
-        return self._result
+from winrt._fake import Operation
 
 
 class DataReader:
@@ -18,12 +12,12 @@ class DataReader:
         self._stream = input_stream
         self._loaded = b""
 
-    def load_async(self, count: int) -> _Operation:
+    def load_async(self, count: int) -> Operation:
         if count >= 1 << 32:
             raise OverflowError("load_async takes a 32-bit count")
         got = self._stream.read(count)
         self._loaded += got
-        return _Operation(len(got))
+        return Operation(len(got))
 
     def read_buffer(self, length: int) -> bytes:
         taken, self._loaded = self._loaded[:length], self._loaded[length:]
