@@ -6,7 +6,6 @@ import enum
 import io
 import struct
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
