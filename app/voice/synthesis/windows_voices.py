@@ -29,9 +29,10 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,7 @@ class WindowsSpeaker:
         frames, rate = self._said(sentence, speed)
         if rate != self.sample_rate:  # not seen; kept to one rate per voice so the sentences join
             frames = _resampled(frames, rate, self.sample_rate)
+        import numpy as np
         return (np.clip(frames, -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
 
     def _said(self, text: str, speed: float) -> tuple[np.ndarray, int]:
@@ -227,6 +229,7 @@ def windows_error_words(title: str, exc: Exception) -> str:
 
 
 def _resampled(frames: np.ndarray, rate: int, wanted: int) -> np.ndarray:
+    import numpy as np
     count = max(1, round(frames.size * wanted / rate))
     return np.interp(np.linspace(0, frames.size - 1, count), np.arange(frames.size), frames).astype(np.float32)
 
