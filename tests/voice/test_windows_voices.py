@@ -132,3 +132,36 @@ def test_windows_refusals_are_worded_by_their_hresult() -> None:
 def windows_voices_json() -> list[dict[str, str]]:
     from tests.helpers.windows_speech import VOICES
     return list(VOICES)
+
+
+def test_every_name_kestrel_calls_windows_by_is_pywinrts_and_the_stand_in_has_it(windows: FakeWindows) -> None:
+    """The names used in windows_voices.py's calls into Windows, against those PyWinRT 4.x's stubs declare
+    (recorded from the pinned wheels by scripts/record_pywinrt_api.py) and those the stand-in offers."""
+    import ast
+    import importlib
+    import inspect
+    import json
+
+    recorded = json.loads((Path(__file__).parents[1] / "fixtures" / "windows_voices" / "pywinrt_api.json")
+                          .read_text(encoding="utf-8"))["modules"]
+    calls = [windows_voices._winrt_voice_facts, windows_voices._winrt_synthesizer, windows_voices._winrt_wav,
+             windows_voices.join_multithreaded_apartment]
+    used = {node.attr for call in calls for node in ast.walk(ast.parse(inspect.getsource(call)))
+            if isinstance(node, ast.Attribute)} - {"append", "join", "lower", "import_module", "debug"}  # Python's and the log's
+    assert {"all_voices", "default_voice", "synthesize_text_to_stream_async", "speaking_rate", "appended_silence",
+            "get", "load_async", "read_buffer", "get_input_stream_at", "init_apartment"} <= used
+    declared = {name for module in recorded.values() for members in module.values() for name in members}
+    declared |= {name for module in recorded.values() for name in module}  # classes: SpeechSynthesizer, DataReader
+    assert used - declared == set(), "PyWinRT 4.x does not declare these"
+    offered = set()
+    for module in recorded:
+        loaded = importlib.import_module(module)
+        offered |= set(dir(loaded))
+        offered |= {name for value in vars(loaded).values() if inspect.isclass(value) for name in dir(value)}
+        offered |= {name for value in vars(loaded).values() if inspect.isclass(value)
+                    for name in dir(type(value))}  # statics on the metaclass
+    speech = windows_voices._speech()  # instances' fields: voice, options, speaking_rate, size...
+    for instance in (speech.SpeechSynthesizer(), speech.SpeechSynthesizerOptions(), speech.SpeechSynthesisStream(b""),
+                     speech.SpeechSynthesizer.default_voice):
+        offered |= set(vars(instance))
+    assert used - offered == set(), "the stand-in lacks these"
