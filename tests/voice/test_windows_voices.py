@@ -96,6 +96,15 @@ def test_windows_default_voice_is_whichever_windows_chose_at_its_own_rate(window
                                    "appended_silence": 1}  # WinRT takes 0.5 to 6.0: 0.25 is its slowest
 
 
+def test_an_older_windows_without_rate_or_silence_options_speaks_at_the_voices_pace(
+        windows: FakeWindows, synthesizer: Synthesizer) -> None:
+    windows.configure(old_windows=True)  # Windows 10 before 1709: no SpeakingRate, before 1803 no AppendedSilence
+    spoken = list(synthesizer.speak("Good morning.", choose_voice("windows-david"), speed=2.0))
+    assert spoken[0].sample_rate == 16_000 and spoken[0].seconds == pytest.approx(13 * SECONDS_PER_CHAR, abs=0.01)
+    assert windows.asked()[-1] == {"voice": IDS["david"], "text": "Good morning.", "rate": 1.0,
+                                   "appended_silence": 0}
+
+
 def test_a_voice_removed_from_windows_is_said_in_words(windows: FakeWindows, synthesizer: Synthesizer) -> None:
     mark = choose_voice("windows-mark")
     windows.configure(voices=[voice for voice in windows_voices_json() if voice["id"] != IDS["mark"]])

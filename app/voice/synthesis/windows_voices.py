@@ -264,7 +264,8 @@ def _winrt_voice_facts() -> tuple[list[VoiceFacts], str]:
 
 def _winrt_synthesizer(platform_id: str) -> Any:
     """A SpeechSynthesizer speaking with the voice whose Id is platform_id ("": Windows' default), with the least
-    silence after each utterance (Windows 10 1803 and later; about 750 ms before)."""
+    silence after each utterance (Windows 10 1803 and later; about 750 ms before, as Microsoft's documentation
+    of AppendedSilence says)."""
     speech = _speech()
     synthesizer = speech.SpeechSynthesizer()
     if platform_id:
@@ -274,7 +275,7 @@ def _winrt_synthesizer(platform_id: str) -> Any:
         synthesizer.voice = chosen
     try:
         synthesizer.options.appended_silence = speech.SpeechAppendedSilence.MIN
-    except AttributeError:
+    except (AttributeError, OSError):  # PyWinRT: AttributeError, or the interface's E_NOINTERFACE
         pass  # an older Windows: the default silence
     return synthesizer
 
@@ -282,7 +283,10 @@ def _winrt_synthesizer(platform_id: str) -> Any:
 def _winrt_wav(synthesizer: Any, text: str, rate: float) -> bytes:
     """One utterance as the WAV stream WinRT makes of it (the text as plain text: never SSML)."""
     streams = importlib.import_module("winrt.windows.storage.streams")
-    synthesizer.options.speaking_rate = rate
+    try:
+        synthesizer.options.speaking_rate = rate
+    except (AttributeError, OSError):
+        pass  # before Windows 10 1709 there is no rate to set: the voice's own pace
     stream = synthesizer.synthesize_text_to_stream_async(text).get()
     try:
         reader = streams.DataReader(stream.get_input_stream_at(0))

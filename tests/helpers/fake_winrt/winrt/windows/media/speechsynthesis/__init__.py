@@ -48,6 +48,12 @@ class SpeechSynthesizerOptions:
         self.audio_pitch = 1.0
         self.appended_silence = SpeechAppendedSilence.DEFAULT
 
+    def __setattr__(self, name: str, value: object) -> None:
+        # "old_windows": before 1709/1803 these options' interfaces are missing (PyWinRT says so on use).
+        if _fake.config().get("old_windows") and name in ("speaking_rate", "appended_silence") and hasattr(self, name):
+            raise AttributeError(f"{name} is not available in this version of Windows")
+        super().__setattr__(name, value)
+
 
 class SpeechSynthesisStream:
     def __init__(self, data: bytes) -> None:
