@@ -602,11 +602,28 @@ def look_at(name: str, theme: str, opened: QWidget, shots: Path | None = None) -
     return problems
 
 
+def _as_on_windows(home: Path) -> None:
+    """Models → Speech and Settings → Voice as on Windows: tests/helpers/fake_winrt first on the path, answering
+    with tests/fixtures/windows_voices' voices (tests/helpers/windows_speech.py does the same for the tests)."""
+    import app.voice.synthesis.windows_voices as windows_voices
+    from tests.helpers import windows_speech
+    config = home / "fake_winrt.json"
+    config.write_text(json.dumps({"voices": windows_speech.VOICES, "default": windows_speech.IDS["zira"],
+                                  "rates": windows_speech.RATES, "fail": {}, "log": str(home / "fake_winrt.log")}),
+                      encoding="utf-8")
+    os.environ["KESTREL_FAKE_WINRT"] = str(config)
+    sys.path.insert(0, str(windows_speech.FAKE_WINRT))
+    windows_voices.ON_WINDOWS = True
+    windows_voices._module_here.cache_clear()
+
+
 def main(out: Path) -> int:
     import qasync
 
     home = Path(tempfile.mkdtemp(prefix="kestrel-clip-"))
     os.environ["KESTREL_HOME"] = str(home)
+    if os.environ.get("KESTREL_CLIP_WINDOWS"):  # Windows' own voices listed, through PyWinRT's stand-in
+        _as_on_windows(home)
     app = QApplication(sys.argv[:1])
     app.setStyle(_icons_on_buttons()(QStyleFactory.create("Fusion")))
     loop = qasync.QEventLoop(app, already_running=True)
@@ -628,7 +645,8 @@ def main(out: Path) -> int:
     names = []
     # For a person to look at: KESTREL_CLIP_SHOTS=FOLDER saves each scene as a PNG.
     shots = Path(os.environ["KESTREL_CLIP_SHOTS"]) if os.environ.get("KESTREL_CLIP_SHOTS") else None
-    # For a quick look at a few: KESTREL_CLIP_SCENES="about,settings" opens only those.
+    # For a quick look at a few: KESTREL_CLIP_SCENES="about,settings" opens only those. KESTREL_CLIP_WINDOWS=1: as
+    # on Windows, with its own voices in Models → Speech and Settings → Voice.
     only = {name.strip() for name in os.environ.get("KESTREL_CLIP_SCENES", "").split(",") if name.strip()}
     for theme in ("light", "dark"):
         apply_theme(app, theme)

@@ -57,6 +57,24 @@ def test_every_form_and_dialog_shows_all_of_its_text_at_100_and_200_percent(tmp_
     assert not problems, "\n".join(problems)
 
 
+def test_windows_own_voices_show_whole_in_models_and_settings_at_100_and_200_percent(tmp_path: Path) -> None:
+    """Models → Speech and Settings → Voice as on Windows (KESTREL_CLIP_WINDOWS: PyWinRT's stand-in lists its
+    voices), where longer names ("Microsoft Irina - Russian (Russia)") and their rows join the lists."""
+    config = tmp_path / "screen.json"
+    config.write_text(json.dumps(SCREEN), encoding="utf-8")
+    problems = []
+    for scale in ("1", "2"):
+        env = dict(os.environ, QT_SCALE_FACTOR=scale, QT_QPA_PLATFORM=f"offscreen:configfile={config}",
+                   KESTREL_CLIP_WINDOWS="1", KESTREL_CLIP_SCENES="model manager,settings")
+        done = subprocess.run([sys.executable, "-m", "tests.helpers.clip_probe", str(tmp_path / f"{scale}.json")],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        found = json.loads((tmp_path / f"{scale}.json").read_text(encoding="utf-8"))
+        assert len(found["scenes"]) == 4, found["scenes"]
+        problems += [f"{int(scale) * 100}%: {problem}" for problem in found["problems"]]
+    assert not problems, "\n".join(problems)
+
+
 def test_the_probe_names_a_cut_label_and_passes_a_wrapped_or_eliding_one(qtbot) -> None:
     root = QWidget()
     qtbot.addWidget(root)
